@@ -1,0 +1,29 @@
+// Counter-based random numbers (Philox-4x32-10, Salmon et al., SC'11).
+// A value is a pure function of (seed, stream, index): no state is carried from one draw to the next. The model
+// uses the stream for the parameter tensor and the index for the element's position in the full, unsharded
+// tensor, so a process that owns any slice of a tensor can generate exactly that slice, and the result is the
+// same on every process grid.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+
+namespace axonn {
+
+struct PhiloxKey {
+    std::uint64_t seed = 0;
+    std::uint64_t stream = 0;
+};
+
+// Four independent 32-bit words for counter `index` under `key`.
+std::array<std::uint32_t, 4> philox4x32(PhiloxKey key, std::uint64_t index);
+
+// One uniform in (0, 1) and one standard normal for element `index` of stream `key.stream`.
+double uniform_open01(PhiloxKey key, std::uint64_t index);
+double standard_normal(PhiloxKey key, std::uint64_t index);
+
+// values[i] = mean + std * N(0,1) drawn at index first_index + i.
+void fill_normal(std::span<float> values, PhiloxKey key, std::uint64_t first_index, float mean, float std);
+
+}  // namespace axonn

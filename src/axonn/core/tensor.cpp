@@ -1,0 +1,66 @@
+#include "axonn/core/tensor.h"
+
+#include "axonn/core/error.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace axonn {
+
+std::size_t dtype_size(DType dtype) {
+    switch (dtype) {
+        case DType::f32: return 4;
+        case DType::f64: return 8;
+        case DType::bf16: return 2;
+        case DType::i32: return 4;
+    }
+    fail("unknown dtype {}", static_cast<int>(dtype));
+}
+
+std::string dtype_name(DType dtype) {
+    switch (dtype) {
+        case DType::f32: return "f32";
+        case DType::f64: return "f64";
+        case DType::bf16: return "bf16";
+        case DType::i32: return "i32";
+    }
+    fail("unknown dtype {}", static_cast<int>(dtype));
+}
+
+std::int64_t shape_numel(Shape const& shape) {
+    std::int64_t numel = 1;
+    for (auto extent : shape) {
+        require(extent >= 0, "negative extent {} in shape {}", extent, shape_string(shape));
+        numel *= extent;
+    }
+    return numel;
+}
+
+std::string shape_string(Shape const& shape) {
+    std::string text = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        text += (i ? ", " : "") + std::to_string(shape[i]);
+    }
+    return text + "]";
+}
+
+void Tensor::AlignedFree::operator()(void* pointer) const { std::free(pointer); }
+
+Tensor::Tensor(Shape shape, DType dtype) : shape_(std::move(shape)), dtype_(dtype), numel_(shape_numel(shape_)) {
+    // aligned_alloc wants a size that is a multiple of the alignment.
+    std::size_t const rounded = (bytes() + alignment - 1) / alignment * alignment;
+    void* pointer = std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
+    require(pointer != nullptr, "out of memory allocating a tensor of shape {} ({} bytes)", shape_string(shape_), rounded);
+    storage_.reset(pointer);
+    zero();
+}
+
+void Tensor::zero() {
+    if (storage_) std::memset(storage_.get(), 0, bytes());
+}
+
+void Tensor::check_dtype(DType requested) const {
+    require(requested == dtype_, "tensor of dtype {} read as {}", dtype_name(dtype_), dtype_name(requested));
+}
+
+}  // namespace axonn

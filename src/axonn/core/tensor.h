@@ -1,0 +1,63 @@
+// A small contiguous tensor: a shape, a dtype and 64-byte aligned storage that it owns.
+// The model keeps its parameters and activations in a few large tensors and hands out named views into them
+// (llm.c style), so this type stays deliberately simple: no strides, no autograd, no broadcasting.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace axonn {
+
+enum class DType : std::uint8_t { f32, f64, bf16, i32 };
+
+std::size_t dtype_size(DType dtype);
+std::string dtype_name(DType dtype);
+
+template <typename T> constexpr DType dtype_of();
+template <> constexpr DType dtype_of<float>() { return DType::f32; }
+template <> constexpr DType dtype_of<double>() { return DType::f64; }
+template <> constexpr DType dtype_of<std::int32_t>() { return DType::i32; }
+
+using Shape = std::vector<std::int64_t>;
+
+std::int64_t shape_numel(Shape const& shape);
+std::string shape_string(Shape const& shape);
+
+class Tensor {
+public:
+    static constexpr std::size_t alignment = 64;  // one cache line, one AVX-512 register
+
+    Tensor() = default;
+    Tensor(Shape shape, DType dtype);  // zero-filled
+
+    Shape const& shape() const { return shape_; }
+    DType dtype() const { return dtype_; }
+    std::int64_t numel() const { return numel_; }
+    std::size_t bytes() const { return static_cast<std::size_t>(numel_) * dtype_size(dtype_); }
+
+    template <typename T> T* data() { check_dtype(dtype_of<T>()); return static_cast<T*>(storage_.get()); }
+    template <typename T> T const* data() const { check_dtype(dtype_of<T>()); return static_cast<T const*>(storage_.get()); }
+    template <typename T> std::span<T> span() { return {data<T>(), static_cast<std::size_t>(numel_)}; }
+    template <typename T> std::span<T const> span() const { return {data<T>(), static_cast<std::size_t>(numel_)}; }
+
+    // Untyped bytes, for I/O that moves whole tensors regardless of dtype.
+    void* raw_data() { return storage_.get(); }
+    void const* raw_data() const { return storage_.get(); }
+
+    void zero();
+
+private:
+    struct AlignedFree { void operator()(void* pointer) const; };
+    void check_dtype(DType requested) const;
+
+    Shape shape_;
+    DType dtype_ = DType::f32;
+    std::int64_t numel_ = 0;
+    std::unique_ptr<void, AlignedFree> storage_;
+};
+
+}  // namespace axonn

@@ -1,0 +1,73 @@
+// The operations a model step needs, behind one interface, so that a CUDA backend can later provide the same
+// operations without touching the model code. Pointers are to fp32 buffers on the backend's device; every
+// argument comment gives its shape. Letters: B batch, T time, C channels, NH heads, M/N/K GEMM sizes,
+// V vocabulary, Vp padded vocabulary. Backward operations accumulate (+=) into gradient buffers, except
+// cross_entropy_backward, which writes (see kernels/cpu/cross_entropy.h).
+#pragma once
+
+#include "axonn/kernels/cpu/adamw.h"
+
+#include <cstdint>
+#include <string>
+
+namespace axonn {
+
+using cpu::AdamWStep;
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    virtual std::string name() const = 0;
+
+    // C[M,N] = alpha · op(A) · op(B) + beta · C (row-major, see kernels/cpu/gemm.h)
+    virtual void gemm(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
+                      float const* A, std::int64_t lda, float const* B, std::int64_t ldb, float beta, float* C,
+                      std::int64_t ldc) = 0;
+
+    // out[B,T,C] = wte[tokens] + wpe[t]      tokens[B,T], wte[Vp,C], wpe[maxT,C]
+    virtual void encoder_forward(float* out, std::int32_t const* tokens, float const* wte, float const* wpe, int B,
+                                 int T, int C) = 0;
+    virtual void encoder_backward(float* dwte, float* dwpe, float const* dout, std::int32_t const* tokens, int B, int T,
+                                  int C) = 0;
+
+    // out[N,C], mean[N], rstd[N], inp[N,C], weight[C], bias[C]
+    virtual void layernorm_forward(float* out, float* mean, float* rstd, float const* inp, float const* weight,
+                                   float const* bias, std::int64_t N, int C) = 0;
+    virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, float const* dout, float const* inp,
+                                    float const* weight, float const* mean, float const* rstd, std::int64_t N,
+                                    int C) = 0;
+
+    // out[M,N] = inp[M,K] · weight[N,K]ᵀ + bias[N]
+    virtual void linear_forward(float* out, float const* inp, float const* weight, float const* bias, std::int64_t M,
+                                std::int64_t K, std::int64_t N) = 0;
+    virtual void linear_backward(float* dinp, float* dweight, float* dbias, float const* dout, float const* inp,
+                                 float const* weight, std::int64_t M, std::int64_t K, std::int64_t N) = 0;
+
+    // out[B,T,C], att[B,NH,T,T], qkv[B,T,3C]
+    virtual void attention_forward(float* out, float* att, float const* qkv, int B, int T, int C, int NH) = 0;
+    virtual void attention_backward(float* dqkv, float const* dout, float const* qkv, float const* att, int B, int T,
+                                    int C, int NH) = 0;
+
+    // out[n] = gelu(inp[n])
+    virtual void gelu_forward(float* out, float const* inp, std::int64_t n) = 0;
+    virtual void gelu_backward(float* dinp, float const* inp, float const* dout, std::int64_t n) = 0;
+
+    // out[n] = a[n] + b[n]
+    virtual void residual_forward(float* out, float const* a, float const* b, std::int64_t n) = 0;
+    virtual void residual_backward(float* da, float* db, float const* dout, std::int64_t n) = 0;
+
+    // losses[N], logsumexp[N], logits[N,Vp], targets[N]; dlogits may alias logits
+    virtual void cross_entropy_forward(float* losses, float* logsumexp, float const* logits,
+                                       std::int32_t const* targets, std::int64_t N, int V, int Vp) = 0;
+    virtual void cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp,
+                                        std::int32_t const* targets, float const* dlosses, std::int64_t N, int V,
+                                        int Vp) = 0;
+
+    // One AdamW step over a flat parameter range, and the squared norm used for clipping.
+    virtual void adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n,
+                              AdamWStep const& step) = 0;
+    virtual double sum_of_squares(float const* x, std::int64_t n) = 0;
+};
+
+}  // namespace axonn

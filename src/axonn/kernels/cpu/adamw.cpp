@@ -1,0 +1,31 @@
+#include "axonn/kernels/cpu/adamw.h"
+
+#include <cmath>
+
+namespace axonn::cpu {
+
+void adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n, AdamWStep const& step) {
+    float const bias_correction1 = 1.0f - std::pow(step.beta1, static_cast<float>(step.step));
+    float const bias_correction2 = 1.0f - std::pow(step.beta2, static_cast<float>(step.step));
+    float const decay_factor = 1.0f - step.learning_rate * step.weight_decay;
+    // torch: p ← p·(1 − lr·wd); then p ← p − (lr / bc1) · m / (sqrt(v) / sqrt(bc2) + eps)
+    float const step_size = step.learning_rate / bias_correction1;
+    float const inverse_sqrt_bc2 = 1.0f / std::sqrt(bias_correction2);
+#pragma omp parallel for simd schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) {
+        float const g = grad[i] * step.grad_scale;
+        m[i] = step.beta1 * m[i] + (1.0f - step.beta1) * g;
+        v[i] = step.beta2 * v[i] + (1.0f - step.beta2) * g * g;
+        float const denominator = std::sqrt(v[i]) * inverse_sqrt_bc2 + step.eps;
+        param[i] = param[i] * decay_factor - step_size * m[i] / denominator;
+    }
+}
+
+double sum_of_squares(float const* x, std::int64_t n) {
+    double sum = 0.0;
+#pragma omp parallel for simd reduction(+ : sum) schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+    return sum;
+}
+
+}  // namespace axonn::cpu

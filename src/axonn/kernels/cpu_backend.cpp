@@ -1,0 +1,77 @@
+#include "axonn/kernels/cpu_backend.h"
+
+#include "axonn/kernels/cpu/attention.h"
+#include "axonn/kernels/cpu/cross_entropy.h"
+#include "axonn/kernels/cpu/encoder.h"
+#include "axonn/kernels/cpu/gelu.h"
+#include "axonn/kernels/cpu/gemm.h"
+#include "axonn/kernels/cpu/layernorm.h"
+#include "axonn/kernels/cpu/linear.h"
+#include "axonn/kernels/cpu/residual.h"
+
+namespace axonn {
+
+std::string CpuBackend::name() const { return std::string("cpu, GEMM by ") + cpu::gemm_library_name(); }
+
+void CpuBackend::gemm(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
+                      float const* A, std::int64_t lda, float const* B, std::int64_t ldb, float beta, float* C,
+                      std::int64_t ldc) {
+    cpu::gemm<float>(transpose_a, transpose_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+void CpuBackend::encoder_forward(float* out, std::int32_t const* tokens, float const* wte, float const* wpe, int B,
+                                 int T, int C) {
+    cpu::encoder_forward(out, tokens, wte, wpe, B, T, C);
+}
+void CpuBackend::encoder_backward(float* dwte, float* dwpe, float const* dout, std::int32_t const* tokens, int B,
+                                  int T, int C) {
+    cpu::encoder_backward(dwte, dwpe, dout, tokens, B, T, C);
+}
+void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, float const* inp, float const* weight,
+                                   float const* bias, std::int64_t N, int C) {
+    cpu::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+}
+void CpuBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, float const* dout, float const* inp,
+                                    float const* weight, float const* mean, float const* rstd, std::int64_t N, int C) {
+    cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+}
+void CpuBackend::linear_forward(float* out, float const* inp, float const* weight, float const* bias, std::int64_t M,
+                                std::int64_t K, std::int64_t N) {
+    cpu::linear_forward(out, inp, weight, bias, M, K, N);
+}
+void CpuBackend::linear_backward(float* dinp, float* dweight, float* dbias, float const* dout, float const* inp,
+                                 float const* weight, std::int64_t M, std::int64_t K, std::int64_t N) {
+    cpu::linear_backward(dinp, dweight, dbias, dout, inp, weight, M, K, N);
+}
+void CpuBackend::attention_forward(float* out, float* att, float const* qkv, int B, int T, int C, int NH) {
+    cpu::attention_forward(out, att, qkv, B, T, C, NH);
+}
+void CpuBackend::attention_backward(float* dqkv, float const* dout, float const* qkv, float const* att, int B, int T,
+                                    int C, int NH) {
+    cpu::attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
+}
+void CpuBackend::gelu_forward(float* out, float const* inp, std::int64_t n) { cpu::gelu_forward(out, inp, n); }
+void CpuBackend::gelu_backward(float* dinp, float const* inp, float const* dout, std::int64_t n) {
+    cpu::gelu_backward(dinp, inp, dout, n);
+}
+void CpuBackend::residual_forward(float* out, float const* a, float const* b, std::int64_t n) {
+    cpu::residual_forward(out, a, b, n);
+}
+void CpuBackend::residual_backward(float* da, float* db, float const* dout, std::int64_t n) {
+    cpu::residual_backward(da, db, dout, n);
+}
+void CpuBackend::cross_entropy_forward(float* losses, float* logsumexp, float const* logits,
+                                       std::int32_t const* targets, std::int64_t N, int V, int Vp) {
+    cpu::cross_entropy_forward(losses, logsumexp, logits, targets, N, V, Vp);
+}
+void CpuBackend::cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp,
+                                        std::int32_t const* targets, float const* dlosses, std::int64_t N, int V,
+                                        int Vp) {
+    cpu::cross_entropy_backward(dlogits, logits, logsumexp, targets, dlosses, N, V, Vp);
+}
+void CpuBackend::adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n,
+                              AdamWStep const& step) {
+    cpu::adamw_update(param, grad, m, v, n, step);
+}
+double CpuBackend::sum_of_squares(float const* x, std::int64_t n) { return cpu::sum_of_squares(x, n); }
+
+}  // namespace axonn

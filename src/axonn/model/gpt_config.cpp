@@ -1,0 +1,72 @@
+#include "axonn/model/gpt_config.h"
+
+#include "axonn/core/error.h"
+
+#include <fmt/ranges.h>
+
+#include <array>
+
+namespace axonn {
+namespace {
+
+struct Preset {
+    char const* name;
+    int n_layer, n_head, n_embd, max_seq;
+};
+
+// GPT-2's published shapes, plus two small ones for tests and the demo.
+constexpr std::array<Preset, 6> presets = {{
+    {"gpt2-tiny", 2, 4, 128, 256},
+    {"gpt2-mini", 4, 4, 256, 256},
+    {"gpt2-small", 12, 12, 768, 1024},
+    {"gpt2-medium", 24, 16, 1024, 1024},
+    {"gpt2-large", 36, 20, 1280, 1024},
+    {"gpt2-xl", 48, 25, 1600, 1024},
+}};
+
+}  // namespace
+
+std::int64_t GptConfig::parameter_count() const {
+    std::int64_t const C = n_embd;
+    std::int64_t const per_layer = 2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C + (4 * C * C + 4 * C) +
+                                   (4 * C * C + C);
+    return static_cast<std::int64_t>(vocab_size) * C + static_cast<std::int64_t>(max_seq) * C + n_layer * per_layer +
+           2 * C;
+}
+
+double GptConfig::flops_per_token(int seq) const {
+    return 6.0 * static_cast<double>(parameter_count()) + 6.0 * n_layer * n_embd * static_cast<double>(seq);
+}
+
+void GptConfig::validate() const {
+    require(vocab_size > 0, "vocabulary size must be positive, got {}", vocab_size);
+    require(n_layer > 0, "the model needs at least one layer, got {}", n_layer);
+    require(n_head > 0, "the model needs at least one attention head, got {}", n_head);
+    require(n_embd > 0, "model width must be positive, got {}", n_embd);
+    require(n_embd % n_head == 0, "{} heads do not divide the width {}: choose a head count that divides it",
+            n_head, n_embd);
+    require(max_seq > 0, "context length must be positive, got {}", max_seq);
+}
+
+GptConfig gpt_preset(std::string const& name) {
+    for (auto const& preset : presets) {
+        if (name == preset.name) {
+            GptConfig config;
+            config.name = preset.name;
+            config.n_layer = preset.n_layer;
+            config.n_head = preset.n_head;
+            config.n_embd = preset.n_embd;
+            config.max_seq = preset.max_seq;
+            return config;
+        }
+    }
+    fail("unknown model preset '{}': choose one of {}", name, fmt::join(gpt_preset_names(), ", "));
+}
+
+std::vector<std::string> gpt_preset_names() {
+    std::vector<std::string> names;
+    for (auto const& preset : presets) names.emplace_back(preset.name);
+    return names;
+}
+
+}  // namespace axonn

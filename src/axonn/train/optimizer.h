@@ -1,0 +1,45 @@
+// AdamW over the model's flat parameter buffer, with global gradient-norm clipping. The moments are allocated
+// up front (an out-of-memory error happens at start-up, not hours in) and only weight matrices are decayed.
+#pragma once
+
+#include "axonn/core/tensor.h"
+#include "axonn/kernels/backend.h"
+#include "axonn/model/gpt_parameters.h"
+
+#include <span>
+
+namespace axonn {
+
+struct AdamWConfig {
+    float beta1 = 0.9f;
+    float beta2 = 0.95f;
+    float eps = 1e-8f;
+    float weight_decay = 0.1f;
+    float grad_clip = 1.0f;  // maximum global gradient norm; 0 turns clipping off
+
+    void validate() const;
+};
+
+class AdamW {
+public:
+    AdamW(ParamLayout const& layout, Backend& backend, AdamWConfig const& config);
+
+    // Global L2 norm of the gradients (before clipping).
+    double gradient_norm(std::span<float const> grads) const;
+    // Clips the gradients to grad_clip by their global norm `norm`, and updates the parameters at this lr.
+    void step(std::span<float> params, std::span<float const> grads, double norm, float learning_rate);
+
+    int steps_taken() const { return steps_taken_; }
+    Tensor& first_moment() { return m_; }
+    Tensor& second_moment() { return v_; }
+
+private:
+    ParamLayout const& layout_;
+    Backend& backend_;
+    AdamWConfig config_;
+    Tensor m_;
+    Tensor v_;
+    int steps_taken_ = 0;
+};
+
+}  // namespace axonn

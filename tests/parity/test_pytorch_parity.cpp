@@ -1,0 +1,188 @@
+// The serial C++ model against an independent PyTorch twin (tests/reference/gpt2_reference.py, run by Debian's
+// /usr/bin/python3 in float64). Both start from the same weights: this side writes them, PyTorch reads them.
+// The config has awkward sizes on purpose: vocabulary 300 (padded to 320), width 72, 3 heads of 24, 2 layers,
+// T = 17 in a context of 24, B = 3, with ignored targets and a non-binary loss mask.
+//
+// Tolerances. The oracle is float64, so they measure this side's fp32 rounding only. The issue asks for logits
+// and loss within 1e-5 relative, gradients ‖Δ‖/‖g‖ ≤ 1e-5 and the 10 losses within 1e-4; measured errors are
+// ≈3e-7, ≤8e-7 and ≤1e-7, so the bounds below are tightened to leave ~7× headroom and no more:
+//   logits (norm-wise) and loss: 2e-6 relative; every gradient tensor: 5e-6; each of the 10 losses: 1e-5.
+#include "axonn/core/rng.h"
+#include "axonn/io/tensor_file.h"
+#include "axonn/kernels/cpu_backend.h"
+#include "axonn/model/gpt.h"
+#include "axonn/train/optimizer.h"
+#include "axonn/train/schedule.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+namespace axonn {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int batch_size = 3, seq_len = 17, optimizer_steps = 10;
+
+GptConfig parity_config() {
+    GptConfig config;
+    config.name = "parity";
+    config.vocab_size = 300;
+    config.n_layer = 2;
+    config.n_head = 3;
+    config.n_embd = 72;
+    config.max_seq = 24;
+    return config;
+}
+
+LrSchedule parity_schedule() { return {1e-3f, 1e-4f, 3, optimizer_steps}; }
+AdamWConfig parity_optimizer() { return {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f}; }
+
+struct ParityBatch {
+    std::vector<std::int32_t> tokens, targets;
+    std::vector<float> loss_mask;
+};
+
+ParityBatch make_batch(int vocab) {
+    ParityBatch batch;
+    int const n = batch_size * seq_len;
+    for (int i = 0; i < n; ++i) {
+        batch.tokens.push_back(static_cast<std::int32_t>(philox4x32({99, 1}, i)[0] % vocab));
+        batch.targets.push_back(static_cast<std::int32_t>(philox4x32({99, 2}, i)[0] % vocab));
+        batch.loss_mask.push_back(1.0f);
+    }
+    batch.targets[0] = batch.targets[1] = batch.targets[40] = -1;  // ignored positions
+    batch.loss_mask[5] = batch.loss_mask[23] = 0.0f;                // masked out (Goldfish-style)
+    batch.loss_mask[30] = 0.5f;
+    batch.loss_mask[31] = 2.0f;
+    return batch;
+}
+
+Tensor tensor_from(std::span<float const> values, Shape shape) {
+    Tensor tensor(std::move(shape), DType::f32);
+    std::copy(values.begin(), values.end(), tensor.data<float>());
+    return tensor;
+}
+
+template <typename T> Tensor int_tensor(std::vector<T> const& values, Shape shape) {
+    Tensor tensor(std::move(shape), DType::i32);
+    std::copy(values.begin(), values.end(), tensor.data<std::int32_t>());
+    return tensor;
+}
+
+void write_inputs(fs::path const& dir, Gpt& model, ParityBatch const& batch) {
+    GptConfig const& config = model.config();
+    LrSchedule const schedule = parity_schedule();
+    AdamWConfig const optimizer = parity_optimizer();
+    nlohmann::json json = {{"vocab_size", config.vocab_size},     {"padded_vocab_size", config.padded_vocab_size()},
+                           {"n_layer", config.n_layer},           {"n_head", config.n_head},
+                           {"n_embd", config.n_embd},             {"block_size", config.max_seq},
+                           {"steps", optimizer_steps},            {"lr", schedule.max_lr},
+                           {"min_lr", schedule.min_lr},           {"warmup_steps", schedule.warmup_steps},
+                           {"weight_decay", optimizer.weight_decay}, {"beta1", optimizer.beta1},
+                           {"beta2", optimizer.beta2},            {"eps", optimizer.eps},
+                           {"grad_clip", optimizer.grad_clip}};
+    std::ofstream(dir / "config.json") << json.dump(2);
+    NamedTensors weights;
+    for (auto const& spec : model.layout().specs) {
+        weights.emplace(spec.name, tensor_from({model.param(spec.id), static_cast<std::size_t>(shape_numel(spec.shape))},
+                                               spec.shape));
+    }
+    write_tensor_file(dir / "weights.axt", weights);
+    NamedTensors inputs;
+    inputs.emplace("tokens", int_tensor(batch.tokens, {batch_size, seq_len}));
+    inputs.emplace("targets", int_tensor(batch.targets, {batch_size, seq_len}));
+    inputs.emplace("loss_mask", tensor_from(batch.loss_mask, {batch_size, seq_len}));
+    write_tensor_file(dir / "batch.axt", inputs);
+}
+
+double relative_difference(float const* actual, Tensor const& expected) {
+    double difference = 0.0, reference = 0.0;
+    double const* e = expected.data<double>();
+    for (std::int64_t i = 0; i < expected.numel(); ++i) {
+        difference += (actual[i] - e[i]) * (actual[i] - e[i]);
+        reference += e[i] * e[i];
+    }
+    return std::sqrt(difference / std::max(reference, 1e-300));
+}
+
+class PytorchParity : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = fs::temp_directory_path() / ("axonn-parity-" + std::to_string(getpid()));
+        fs::create_directories(dir_);
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+
+    NamedTensors run_reference() {
+        std::string const command = std::string("/usr/bin/python3 ") + AXONN_SOURCE_DIR +
+                                    "/tests/reference/gpt2_reference.py --input " + dir_.string() + " --output " +
+                                    (dir_ / "reference.axt").string();
+        int const status = std::system(command.c_str());
+        if (status != 0) ADD_FAILURE() << "the PyTorch reference failed (" << command << "); run scripts/test, which installs python3-torch";
+        return read_tensor_file(dir_ / "reference.axt");
+    }
+
+    fs::path dir_;
+};
+
+TEST_F(PytorchParity, LogitsLossGradientsAndTenAdamWSteps) {
+    CpuBackend backend;
+    Gpt model(parity_config(), backend, batch_size, seq_len);
+    model.init_weights(1234);
+    ParityBatch const batch = make_batch(model.config().vocab_size);
+    write_inputs(dir_, model, batch);
+    NamedTensors const reference = run_reference();
+    ASSERT_FALSE(HasFailure());
+
+    Batch const view{batch_size, seq_len, batch.tokens.data(), batch.targets.data(), batch.loss_mask.data()};
+    model.zero_grad();
+    float const loss = model.forward(view);
+
+    // Logits: the reference holds the V real columns; ours are padded to Vp.
+    int const V = model.config().vocab_size, Vp = model.config().padded_vocab_size();
+    std::vector<float> real_logits;
+    for (int row = 0; row < batch_size * seq_len; ++row) {
+        real_logits.insert(real_logits.end(), model.logits() + row * Vp, model.logits() + row * Vp + V);
+    }
+    double const logits_error = relative_difference(real_logits.data(), reference.at("logits"));
+    double const expected_loss = reference.at("loss").data<double>()[0];
+    std::printf("logits rel diff %.3e, loss %.8f vs %.8f\n", logits_error, loss, expected_loss);
+    EXPECT_LT(logits_error, 2e-6);
+    EXPECT_NEAR(loss, expected_loss, 2e-6 * std::abs(expected_loss));
+
+    model.backward();
+    for (auto const& spec : model.layout().specs) {
+        double const error = relative_difference(model.grad(spec.id), reference.at("grad." + spec.name));
+        std::printf("grad %-9s rel diff %.3e\n", spec.name.c_str(), error);
+        EXPECT_LT(error, 5e-6) << "gradient of " << spec.name;
+    }
+
+    // Ten AdamW steps on the same batch; the first loss is the one checked above.
+    AdamW optimizer(model.layout(), backend, parity_optimizer());
+    LrSchedule const schedule = parity_schedule();
+    double const* expected_losses = reference.at("losses").data<double>();
+    for (int step = 0; step < optimizer_steps; ++step) {
+        if (step > 0) {
+            model.zero_grad();
+            float const step_loss = model.forward(view);
+            model.backward();
+            std::printf("step %d loss %.8f vs %.8f\n", step, step_loss, expected_losses[step]);
+            EXPECT_NEAR(step_loss, expected_losses[step], 1e-5 * std::abs(expected_losses[step])) << "step " << step;
+        }
+        double const norm = optimizer.gradient_norm(model.grads());
+        if (step == 0) {
+            EXPECT_NEAR(norm, reference.at("grad_norm").data<double>()[0], 5e-6 * norm);
+        }
+        optimizer.step(model.params(), model.grads(), norm, schedule.at(step));
+    }
+}
+
+}  // namespace
+}  // namespace axonn

@@ -1,0 +1,210 @@
+// Every kernel's backward against central finite differences of its own forward, both run in double precision
+// (the kernels are templates; the fp32 instantiation is what trains). One table, one case per kernel, in the
+// manner of ggml's test-backend-ops: a case names its inputs and wires the kernel's forward and backward.
+//
+// For each case: loss = Σ out ⊙ w with a fixed random w. The analytic gradient is backward(dout = w); the
+// numeric one is (loss(x + ε) − loss(x − ε)) / 2ε with ε = 1e-6. Truncation error is O(ε²) ≈ 1e-12 and
+// round-off ≈ 1e-16 / ε = 1e-10, so a correct backward agrees to well under the 1e-7 relative tolerance.
+// Gradients must also accumulate (+=) into what the buffer held before, except cross-entropy, which writes.
+// A second check runs the fp32 forward on the same inputs: it must match the double forward to 1e-5 relative
+// (norm-wise), which covers oneDNN, the vectorised exp/tanh, and single-precision accumulation.
+#include "axonn/kernels/cpu/attention.h"
+#include "axonn/kernels/cpu/cross_entropy.h"
+#include "axonn/kernels/cpu/encoder.h"
+#include "axonn/kernels/cpu/gelu.h"
+#include "axonn/kernels/cpu/layernorm.h"
+#include "axonn/kernels/cpu/linear.h"
+#include "axonn/kernels/cpu/residual.h"
+
+#include "axonn/core/rng.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace axonn::cpu {
+namespace {
+
+template <typename T> using Buffers = std::map<std::string, std::vector<T>>;
+
+struct InputSpec {
+    std::string name;
+    std::size_t size;
+    double scale;  // values drawn uniformly from (−scale, scale)
+};
+
+struct KernelCase {
+    std::string name;
+    std::vector<InputSpec> inputs;
+    std::size_t output_size;
+    bool backward_writes = false;  // cross-entropy overwrites its gradient instead of accumulating
+    // forward(inputs, out): computes the output; backward(inputs, dout, grads): fills grads["d" + input name]
+    std::function<void(Buffers<double>&, std::vector<double>&)> forward_double;
+    std::function<void(Buffers<float>&, std::vector<float>&)> forward_float;
+    std::function<void(Buffers<double>&, std::vector<double> const&, Buffers<double>&)> backward;
+};
+
+// Shapes are awkward on purpose (odd sizes, C not a multiple of the vector width).
+constexpr int B = 2, T_ = 5, C = 12, NH = 3, V = 7, Vp = 8, N_rows = 4, maxT = 6;
+std::vector<std::int32_t> const tokens = {3, 0, 6, 6, 1, 2, 5, 4, 0, 3};        // [B,T] into V
+std::vector<std::int32_t> const ce_targets = {2, ignore_index, 6, 0};           // [N_rows]
+
+template <typename T> T* at(Buffers<T>& buffers, std::string const& name) { return buffers.at(name).data(); }
+
+// Instantiates one forward lambda for both precisions.
+#define AXONN_FORWARD(...)                                                                         \
+    [](Buffers<double>& in, std::vector<double>& out) { using T = double; (void)in; __VA_ARGS__; }, \
+    [](Buffers<float>& in, std::vector<float>& out) { using T = float; (void)in; __VA_ARGS__; }
+
+std::vector<KernelCase> kernel_cases() {
+    std::vector<KernelCase> cases;
+    cases.push_back({"linear", {{"inp", 5 * 7, 1.0}, {"weight", 6 * 7, 1.0}, {"bias", 6, 1.0}}, 5 * 6, false,
+                     AXONN_FORWARD(linear_forward<T>(out.data(), at(in, "inp"), at(in, "weight"), at(in, "bias"), 5, 7, 6)),
+                     [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
+                         linear_backward<double>(at(d, "dinp"), at(d, "dweight"), at(d, "dbias"), dout.data(),
+                                                 at(in, "inp"), at(in, "weight"), 5, 7, 6);
+                     }});
+    cases.push_back({"linear_no_bias", {{"inp", 3 * 4, 1.0}, {"weight", 9 * 4, 1.0}}, 3 * 9, false,
+                     AXONN_FORWARD(linear_forward<T>(out.data(), at(in, "inp"), at(in, "weight"), nullptr, 3, 4, 9)),
+                     [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
+                         linear_backward<double>(at(d, "dinp"), at(d, "dweight"), nullptr, dout.data(), at(in, "inp"),
+                                                 at(in, "weight"), 3, 4, 9);
+                     }});
+    cases.push_back({"encoder", {{"wte", Vp * C, 1.0}, {"wpe", maxT * C, 1.0}}, B * T_ * C, false,
+                     AXONN_FORWARD(encoder_forward<T>(out.data(), tokens.data(), at(in, "wte"), at(in, "wpe"), B, T_, C)),
+                     [](Buffers<double>&, std::vector<double> const& dout, Buffers<double>& d) {
+                         encoder_backward<double>(at(d, "dwte"), at(d, "dwpe"), dout.data(), tokens.data(), B, T_, C);
+                     }});
+    cases.push_back({"layernorm", {{"inp", N_rows * C, 2.0}, {"weight", C, 1.5}, {"bias", C, 1.0}}, N_rows * C, false,
+                     AXONN_FORWARD(std::vector<T> mean(N_rows), rstd(N_rows);
+                                   layernorm_forward<T>(out.data(), mean.data(), rstd.data(), at(in, "inp"),
+                                                        at(in, "weight"), at(in, "bias"), N_rows, C)),
+                     [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
+                         std::vector<double> out(N_rows * C), mean(N_rows), rstd(N_rows);
+                         layernorm_forward<double>(out.data(), mean.data(), rstd.data(), at(in, "inp"),
+                                                   at(in, "weight"), at(in, "bias"), N_rows, C);
+                         layernorm_backward<double>(at(d, "dinp"), at(d, "dweight"), at(d, "dbias"), dout.data(),
+                                                    at(in, "inp"), at(in, "weight"), mean.data(), rstd.data(), N_rows,
+                                                    C);
+                     }});
+    cases.push_back({"gelu", {{"inp", 37, 4.0}}, 37, false, AXONN_FORWARD(gelu_forward<T>(out.data(), at(in, "inp"), 37)),
+                     [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
+                         gelu_backward<double>(at(d, "dinp"), at(in, "inp"), dout.data(), 37);
+                     }});
+    cases.push_back({"residual", {{"a", 19, 1.0}, {"b", 19, 1.0}}, 19, false,
+                     AXONN_FORWARD(residual_forward<T>(out.data(), at(in, "a"), at(in, "b"), 19)),
+                     [](Buffers<double>&, std::vector<double> const& dout, Buffers<double>& d) {
+                         residual_backward<double>(at(d, "da"), at(d, "db"), dout.data(), 19);
+                     }});
+    cases.push_back({"attention", {{"qkv", B * T_ * 3 * C, 1.5}}, B * T_ * C, false,
+                     AXONN_FORWARD(std::vector<T> att(B * NH * T_ * T_);
+                                   attention_forward<T>(out.data(), att.data(), at(in, "qkv"), B, T_, C, NH)),
+                     [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
+                         std::vector<double> out(B * T_ * C), att(B * NH * T_ * T_);
+                         attention_forward<double>(out.data(), att.data(), at(in, "qkv"), B, T_, C, NH);
+                         attention_backward<double>(at(d, "dqkv"), dout.data(), at(in, "qkv"), att.data(), B, T_, C,
+                                                    NH);
+                     }});
+    cases.push_back({"cross_entropy", {{"logits", N_rows * Vp, 3.0}}, N_rows, true,
+                     AXONN_FORWARD(std::vector<T> lse(N_rows);
+                                   cross_entropy_forward<T>(out.data(), lse.data(), at(in, "logits"),
+                                                            ce_targets.data(), N_rows, V, Vp)),
+                     [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
+                         std::vector<double> losses(N_rows), lse(N_rows);
+                         cross_entropy_forward<double>(losses.data(), lse.data(), at(in, "logits"), ce_targets.data(),
+                                                       N_rows, V, Vp);
+                         cross_entropy_backward<double>(at(d, "dlogits"), at(in, "logits"), lse.data(),
+                                                        ce_targets.data(), dout.data(), N_rows, V, Vp);
+                     }});
+    return cases;
+}
+
+std::vector<double> uniform(std::size_t size, double scale, std::uint64_t stream) {
+    std::vector<double> values(size);
+    for (std::size_t i = 0; i < size; ++i) values[i] = scale * (2.0 * uniform_open01({7, stream}, i) - 1.0);
+    return values;
+}
+
+double weighted_sum(std::vector<double> const& out, std::vector<double> const& weights) {
+    double sum = 0.0;
+    for (std::size_t i = 0; i < out.size(); ++i) sum += out[i] * weights[i];
+    return sum;
+}
+
+double relative_norm_difference(std::vector<double> const& actual, std::vector<double> const& expected) {
+    double difference = 0.0, reference = 0.0;
+    for (std::size_t i = 0; i < actual.size(); ++i) {
+        difference += (actual[i] - expected[i]) * (actual[i] - expected[i]);
+        reference += expected[i] * expected[i];
+    }
+    return std::sqrt(difference / std::max(reference, 1e-300));
+}
+
+class KernelGradient : public ::testing::TestWithParam<KernelCase> {};
+
+TEST_P(KernelGradient, BackwardMatchesFiniteDifferences) {
+    KernelCase const& kernel = GetParam();
+    Buffers<double> inputs;
+    std::uint64_t stream = 1;
+    for (auto const& spec : kernel.inputs) inputs[spec.name] = uniform(spec.size, spec.scale, stream++);
+    std::vector<double> const dout = uniform(kernel.output_size, 1.0, 100);
+
+    // Analytic: start every gradient from a nonzero value to check that backward accumulates.
+    Buffers<double> grads, before;
+    for (auto const& spec : kernel.inputs) {
+        before["d" + spec.name] = kernel.backward_writes ? std::vector<double>(spec.size, 0.0)
+                                                         : uniform(spec.size, 0.5, 200 + stream++);
+    }
+    grads = before;
+    kernel.backward(inputs, dout, grads);
+
+    std::vector<double> out(kernel.output_size);
+    constexpr double eps = 1e-6;
+    for (auto const& spec : kernel.inputs) {
+        std::vector<double>& x = inputs[spec.name];
+        std::vector<double> numeric(spec.size), analytic(spec.size);
+        for (std::size_t i = 0; i < spec.size; ++i) {
+            double const saved = x[i];
+            x[i] = saved + eps;
+            kernel.forward_double(inputs, out);
+            double const plus = weighted_sum(out, dout);
+            x[i] = saved - eps;
+            kernel.forward_double(inputs, out);
+            double const minus = weighted_sum(out, dout);
+            x[i] = saved;
+            numeric[i] = (plus - minus) / (2 * eps);
+            analytic[i] = grads["d" + spec.name][i] - before["d" + spec.name][i];
+        }
+        double const error = relative_norm_difference(analytic, numeric);
+        EXPECT_LT(error, 1e-7) << kernel.name << ": d" << spec.name << " differs from finite differences";
+    }
+}
+
+TEST_P(KernelGradient, FloatForwardMatchesDouble) {
+    KernelCase const& kernel = GetParam();
+    Buffers<double> inputs;
+    Buffers<float> inputs_float;
+    std::uint64_t stream = 1;
+    for (auto const& spec : kernel.inputs) {
+        inputs[spec.name] = uniform(spec.size, spec.scale, stream++);
+        inputs_float[spec.name].assign(inputs[spec.name].begin(), inputs[spec.name].end());
+        // The double forward reads the rounded inputs, so only the kernel's arithmetic differs.
+        inputs[spec.name].assign(inputs_float[spec.name].begin(), inputs_float[spec.name].end());
+    }
+    std::vector<double> out(kernel.output_size);
+    std::vector<float> out_float(kernel.output_size);
+    kernel.forward_double(inputs, out);
+    kernel.forward_float(inputs_float, out_float);
+    std::vector<double> const widened(out_float.begin(), out_float.end());
+    EXPECT_LT(relative_norm_difference(widened, out), 1e-5) << kernel.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllKernels, KernelGradient, ::testing::ValuesIn(kernel_cases()),
+                         [](auto const& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace axonn::cpu
