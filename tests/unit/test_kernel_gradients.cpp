@@ -46,6 +46,8 @@ struct KernelCase {
     std::function<void(Buffers<double>&, std::vector<double>&)> forward_double;
     std::function<void(Buffers<float>&, std::vector<float>&)> forward_float;
     std::function<void(Buffers<double>&, std::vector<double> const&, Buffers<double>&)> backward;
+
+    friend void PrintTo(KernelCase const& kernel, std::ostream* out) { *out << kernel.name; }
 };
 
 // Shapes are awkward on purpose (odd sizes, C not a multiple of the vector width).

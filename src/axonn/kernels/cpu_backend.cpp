@@ -11,7 +11,7 @@
 
 namespace axonn {
 
-std::string CpuBackend::name() const { return std::string("cpu, GEMM by ") + cpu::gemm_library_name(); }
+std::string CpuBackend::name() const { return std::string("cpu (GEMM: ") + cpu::gemm_library_name() + ")"; }
 
 void CpuBackend::gemm(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
                       float const* A, std::int64_t lda, float const* B, std::int64_t ldb, float beta, float* C,

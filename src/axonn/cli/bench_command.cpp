@@ -1,0 +1,52 @@
+#include "axonn/cli/commands.h"
+#include "axonn/cli/model_options.h"
+#include "axonn/train/benchmark.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+
+namespace axonn {
+
+void add_bench_command(CLI::App& app) {
+    CLI::App* command = app.add_subcommand("bench", "Time training steps: tokens/s, model FLOP/s and MFU");
+    command->footer("Runs --iters steps on random tokens and averages all but the first two (AxoNN's method).\n"
+                    "MFU = (6·N + 6·L·C·T) · tokens/s ÷ (measured single-core fp32 GEMM rate × threads).");
+    auto options = std::make_shared<BenchOptions>();
+    auto model = std::make_shared<ModelOptions>(*command, "gpt2-small");
+    auto json = std::make_shared<bool>(false);
+    command->add_option("--batch", options->batch, "sequences per batch (B)")->capture_default_str();
+    command->add_option("--seq", options->seq, "tokens per sequence (T)")->capture_default_str();
+    command->add_option("--iters", options->iterations, "iterations; the first two are not timed")
+        ->capture_default_str();
+    command->add_option("--threads", options->threads, "OpenMP threads")->capture_default_str();
+    command->add_flag("--json", *json, "print one JSON object instead of text");
+
+    command->callback([options, model, json] {
+        options->model = model->resolve();
+        BenchResult const result = run_benchmark(*options);
+        if (*json) {
+            nlohmann::json const record = {{"model", options->model.name},
+                                           {"batch", options->batch},
+                                           {"seq", options->seq},
+                                           {"threads", options->threads},
+                                           {"iterations", options->iterations},
+                                           {"step_s", result.step_s},
+                                           {"tokens_per_s", result.tokens_per_s},
+                                           {"model_flops_per_s", result.model_flops_per_s},
+                                           {"gemm_flops_per_s", result.gemm_flops_per_s},
+                                           {"mfu", result.mfu},
+                                           {"peak_rss_bytes", result.peak_rss_bytes}};
+            fmt::print("{}\n", record.dump());
+            return;
+        }
+        fmt::print("{} B={} T={} threads={}: {:.3f} s/step, {:.1f} tokens/s, {:.1f} model GFLOP/s, MFU {:.1f}% "
+                   "(GEMM peak {:.1f} GFLOP/s), peak memory {:.0f} MiB\n",
+                   options->model.name, options->batch, options->seq, options->threads, result.step_s,
+                   result.tokens_per_s, result.model_flops_per_s / 1e9, 100 * result.mfu,
+                   result.gemm_flops_per_s / 1e9, result.peak_rss_bytes / 1048576.0);
+    });
+}
+
+}  // namespace axonn

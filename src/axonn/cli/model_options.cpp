@@ -1,0 +1,26 @@
+#include "axonn/cli/model_options.h"
+
+#include <fmt/ranges.h>
+
+namespace axonn {
+
+ModelOptions::ModelOptions(CLI::App& command, std::string default_preset) : preset_(std::move(default_preset)) {
+    command.add_option("--model", preset_, fmt::format("model preset: {}", fmt::join(gpt_preset_names(), ", ")))
+        ->capture_default_str();
+    n_layer_option_ = command.add_option("--n-layer", n_layer_, "override the preset's number of layers");
+    n_head_option_ = command.add_option("--n-head", n_head_, "override the preset's number of attention heads");
+    n_embd_option_ = command.add_option("--n-embd", n_embd_, "override the preset's width (channels)");
+    context_option_ = command.add_option("--context", context_, "override the preset's context length");
+}
+
+GptConfig ModelOptions::resolve() const {
+    GptConfig config = gpt_preset(preset_);
+    if (n_layer_option_->count()) config.n_layer = n_layer_;
+    if (n_head_option_->count()) config.n_head = n_head_;
+    if (n_embd_option_->count()) config.n_embd = n_embd_;
+    if (context_option_->count()) config.max_seq = context_;
+    config.validate();
+    return config;
+}
+
+}  // namespace axonn

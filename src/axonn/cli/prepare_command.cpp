@@ -1,0 +1,37 @@
+#include "axonn/cli/commands.h"
+#include "axonn/io/prepare.h"
+#include "axonn/io/tokenizer.h"
+#include "axonn/train/progress.h"
+
+#include <fmt/format.h>
+
+#include <memory>
+
+namespace axonn {
+
+void add_prepare_command(CLI::App& app) {
+    CLI::App* command = app.add_subcommand("prepare", "Tokenize text files into train.bin and val.bin shards");
+    command->footer("Each input file is one document; the last --val-fraction of every document goes to val.bin.\n"
+                    "Example: axonn prepare --input data/austen/*.txt --out data/austen --tokenizer gpt2");
+    auto options = std::make_shared<PrepareOptions>();
+    command->add_option("--input", options->inputs, "text files to tokenize")->required()->expected(1, -1);
+    command->add_option("--out", options->out_dir, "output folder (created if missing)")->required();
+    command->add_option("--tokenizer", options->tokenizer, "gpt2 (GPT-2 byte-level BPE) or byte")
+        ->capture_default_str();
+    command->add_option("--tokenizer-dir", options->gpt2_dir, "folder with GPT-2's encoder.json and vocab.bpe");
+    command->add_option("--val-fraction", options->val_fraction, "share of each document kept for validation")
+        ->capture_default_str();
+
+    command->callback([options] {
+        if (options->gpt2_dir.empty()) options->gpt2_dir = default_gpt2_dir();
+        Progress progress("prepare", 100);
+        PrepareReport const report = prepare_shards(*options, [&progress](double fraction) {
+            progress.update(static_cast<long>(fraction * 100), "");
+        });
+        progress.finish();
+        fmt::print("wrote {} ({} tokens) and {} ({} tokens)\n", report.train_path.string(), report.train_tokens,
+                   report.val_path.string(), report.val_tokens);
+    });
+}
+
+}  // namespace axonn

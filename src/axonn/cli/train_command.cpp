@@ -1,0 +1,61 @@
+#include "axonn/cli/commands.h"
+#include "axonn/cli/model_options.h"
+#include "axonn/io/tokenizer.h"
+#include "axonn/train/trainer.h"
+
+#include <memory>
+
+namespace axonn {
+
+void add_train_command(CLI::App& app) {
+    CLI::App* command = app.add_subcommand("train", "Train a GPT-2 model on prepared token shards");
+    command->footer(
+        "Every option can also be set in a TOML file given with --config, by its long name without the dashes\n"
+        "(for example `steps = 200` or `n-embd = 256`); options on the command line override the file.\n"
+        "Example: axonn train --data data/austen --model gpt2-mini --steps 300 --metrics runs/metrics.jsonl");
+    // Read by expand_config_files before parsing; declared here so that --help lists it.
+    command->add_option("--config", "TOML file of options (unknown keys are an error)");
+
+    auto options = std::make_shared<TrainOptions>();
+    auto model = std::make_shared<ModelOptions>(*command, "gpt2-tiny");
+    command->add_option("--data", options->data, "folder written by `axonn prepare` (train.bin, val.bin), a shard, "
+                                                 "or a folder of shards")->required();
+    command->add_option("--val-data", options->val_data, "validation shard(s); default: val.bin beside --data");
+    command->add_option("--tokenizer", options->tokenizer, "tokenizer the data was prepared with: gpt2 or byte")
+        ->capture_default_str();
+    command->add_option("--tokenizer-dir", options->tokenizer_dir, "folder with GPT-2's encoder.json and vocab.bpe");
+    command->add_option("--steps", options->steps, "optimisation steps")->capture_default_str();
+    command->add_option("--batch", options->batch, "sequences per batch (B)")->capture_default_str();
+    command->add_option("--seq", options->seq, "tokens per sequence (T)")->capture_default_str();
+    command->add_option("--lr", options->schedule.max_lr, "peak learning rate")->capture_default_str();
+    command->add_option("--min-lr", options->schedule.min_lr, "learning rate at the end of the cosine decay")
+        ->capture_default_str();
+    command->add_option("--warmup", options->schedule.warmup_steps, "linear warm-up steps")->capture_default_str();
+    command->add_option("--weight-decay", options->optimizer.weight_decay, "AdamW decoupled weight decay")
+        ->capture_default_str();
+    command->add_option("--grad-clip", options->optimizer.grad_clip, "maximum global gradient norm (0: no clipping)")
+        ->capture_default_str();
+    command->add_option("--seed", options->seed, "seed of the weight initialisation and the sample")
+        ->capture_default_str();
+    command->add_option("--threads", options->threads, "OpenMP threads")->capture_default_str();
+    command->add_option("--eval-every", options->eval_every, "validate every N steps (and at step 0 and the end)")
+        ->capture_default_str();
+    command->add_option("--eval-batches", options->eval_batches, "validation batches per evaluation")
+        ->capture_default_str();
+    command->add_option("--metrics", options->metrics, "write one JSON object per step to this file");
+    command->add_option("--sample-tokens", options->sample.new_tokens, "tokens to generate at the end (0: none)")
+        ->capture_default_str();
+    command->add_option("--temperature", options->sample.temperature, "sampling temperature")->capture_default_str();
+    command->add_option("--top-k", options->sample.top_k, "sample among the k most likely tokens (0: all)")
+        ->capture_default_str();
+    command->add_option("--prompt", options->prompt, "text the sample continues");
+
+    command->callback([options, model] {
+        options->model = model->resolve();
+        if (options->tokenizer_dir.empty()) options->tokenizer_dir = default_gpt2_dir();
+        options->sample.seed = options->seed;
+        run_training(*options);
+    });
+}
+
+}  // namespace axonn

@@ -1,0 +1,41 @@
+#include "axonn/perf/gemm_rate.h"
+
+#include "axonn/core/timer.h"
+#include "axonn/kernels/cpu/gemm.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace axonn {
+namespace {
+
+// The widest vector ISA this CPU offers to oneDNN's fp32/bf16 kernels. (dnnl_get_effective_cpu_isa reports the
+// most the library may use, not what the CPU has, so it would claim AMX on a machine without it.)
+std::string cpu_isa_name() {
+    if (__builtin_cpu_supports("avx512bf16")) return "avx512_core_bf16";
+    if (__builtin_cpu_supports("avx512f")) return "avx512_core";
+    if (__builtin_cpu_supports("avx2")) return "avx2";
+    return "sse4.1 or older";
+}
+
+}  // namespace
+
+GemmRate measure_single_core_gemm_rate() {
+    constexpr std::int64_t n = 1024;
+    constexpr int repetitions = 6;  // the first warms the caches and the JIT
+    std::vector<float> a(n * n, 1.0f), b(n * n, 0.5f), c(n * n, 0.0f);
+    int const threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    double best_seconds = 1e30;
+    for (int i = 0; i < repetitions; ++i) {
+        Stopwatch watch;
+        cpu::gemm<float>(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+        if (i > 0) best_seconds = std::min(best_seconds, watch.seconds());
+    }
+    omp_set_num_threads(threads);
+    return {2.0 * n * n * n / best_seconds, cpu_isa_name()};
+}
+
+}  // namespace axonn

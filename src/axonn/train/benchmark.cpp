@@ -1,0 +1,56 @@
+#include "axonn/train/benchmark.h"
+
+#include "axonn/core/error.h"
+#include "axonn/core/rng.h"
+#include "axonn/core/timer.h"
+#include "axonn/kernels/cpu_backend.h"
+#include "axonn/model/gpt.h"
+#include "axonn/perf/gemm_rate.h"
+#include "axonn/train/train_step.h"
+
+#include <omp.h>
+#include <sys/resource.h>
+
+#include <vector>
+
+namespace axonn {
+
+BenchResult run_benchmark(BenchOptions const& options) {
+    options.model.validate();
+    require(options.iterations > options.warmup,
+            "--iters {} must exceed the {} warm-up iterations that are left out of the average", options.iterations,
+            options.warmup);
+    require(options.threads > 0, "--threads must be at least 1, got {}", options.threads);
+    omp_set_num_threads(options.threads);
+    int const B = options.batch, T = options.seq;
+
+    CpuBackend backend;
+    Gpt model(options.model, backend, B, T);
+    model.init_weights(1);
+    AdamW optimizer(model.layout(), backend, AdamWConfig{});
+    std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        tokens[i] = static_cast<std::int32_t>(philox4x32({5, 1}, i)[0] % options.model.vocab_size);
+        targets[i] = static_cast<std::int32_t>(philox4x32({5, 2}, i)[0] % options.model.vocab_size);
+    }
+    Batch const batch{B, T, tokens.data(), targets.data(), nullptr};
+
+    double timed_seconds = 0.0;
+    for (int i = 0; i < options.iterations; ++i) {
+        Stopwatch watch;
+        train_step(model, optimizer, batch, 1e-4f);
+        if (i >= options.warmup) timed_seconds += watch.seconds();
+    }
+    BenchResult result{};
+    result.step_s = timed_seconds / (options.iterations - options.warmup);
+    result.tokens_per_s = B * T / result.step_s;
+    result.model_flops_per_s = options.model.flops_per_token(T) * result.tokens_per_s;
+    result.gemm_flops_per_s = measure_single_core_gemm_rate().flops_per_s * options.threads;
+    result.mfu = result.model_flops_per_s / result.gemm_flops_per_s;
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    result.peak_rss_bytes = static_cast<std::int64_t>(usage.ru_maxrss) * 1024;
+    return result;
+}
+
+}  // namespace axonn

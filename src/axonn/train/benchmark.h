@@ -1,0 +1,31 @@
+// `axonn bench`: training-step throughput measured the way the AxoNN papers do it: run 10 iterations and
+// average the last 8 (the first steps touch fresh memory and are 2-8× slower).
+#pragma once
+
+#include "axonn/model/gpt_config.h"
+
+#include <cstdint>
+
+namespace axonn {
+
+struct BenchOptions {
+    GptConfig model = gpt_preset("gpt2-small");
+    int batch = 4;
+    int seq = 64;
+    int iterations = 10;
+    int warmup = 2;  // iterations left out of the average
+    int threads = 1;
+};
+
+struct BenchResult {
+    double step_s;
+    double tokens_per_s;
+    double model_flops_per_s;
+    double mfu;
+    double gemm_flops_per_s;  // measured single-core rate × threads: MFU's denominator
+    std::int64_t peak_rss_bytes;
+};
+
+BenchResult run_benchmark(BenchOptions const& options);
+
+}  // namespace axonn

@@ -1,0 +1,74 @@
+#include "axonn/train/data_loader.h"
+
+#include "axonn/core/error.h"
+
+#include <algorithm>
+
+namespace axonn {
+
+std::vector<std::filesystem::path> shard_paths(std::filesystem::path const& path) {
+    require(std::filesystem::exists(path), "data path {} does not exist: run `axonn prepare` or check --data",
+            path.string());
+    if (!std::filesystem::is_directory(path)) return {path};
+    std::vector<std::filesystem::path> paths;
+    for (auto const& entry : std::filesystem::directory_iterator(path)) {
+        if (entry.is_regular_file() && entry.path().extension() == ".bin") paths.push_back(entry.path());
+    }
+    std::sort(paths.begin(), paths.end());
+    require(!paths.empty(), "folder {} holds no .bin token shards: run `axonn prepare --out {}`", path.string(),
+            path.string());
+    return paths;
+}
+
+DataLoader::DataLoader(std::filesystem::path const& path, int batch, int seq, int vocab_size)
+    : batch_(batch), seq_(seq), window_(static_cast<std::size_t>(seq) + 1) {
+    require(batch > 0 && seq > 0, "batch ({}) and sequence length ({}) must be positive", batch, seq);
+    for (auto const& shard_path : shard_paths(path)) {
+        TokenShard shard = TokenShard::open(shard_path);
+        require(shard.max_token() < vocab_size,
+                "{} holds token id {} but the model's vocabulary has {} entries: prepare the data with the "
+                "model's tokenizer",
+                shard_path.string(), shard.max_token(), vocab_size);
+        shard_starts_.push_back(total_tokens_);
+        total_tokens_ += shard.size();
+        shards_.push_back(std::move(shard));
+    }
+    std::int64_t const needed = static_cast<std::int64_t>(batch) * seq + 1;
+    require(total_tokens_ >= needed, "{} holds {} tokens, fewer than one batch needs ({} = B·T + 1): lower --batch "
+            "or --seq, or prepare more text", path.string(), total_tokens_, needed);
+}
+
+void DataLoader::read_stream(std::int64_t position, std::int64_t count, std::int32_t* out) const {
+    while (count > 0) {
+        auto const next_start = std::upper_bound(shard_starts_.begin(), shard_starts_.end(), position);
+        std::size_t const shard = static_cast<std::size_t>(next_start - shard_starts_.begin()) - 1;
+        std::int64_t const offset = position - shard_starts_[shard];
+        std::int64_t const available = std::min(count, shards_[shard].size() - offset);
+        shards_[shard].read(offset, available, out);
+        out += available;
+        position += available;
+        count -= available;
+    }
+}
+
+void DataLoader::next_batch(std::int32_t* tokens, std::int32_t* targets) {
+    for (int b = 0; b < batch_; ++b) {
+        if (state_.position + seq_ + 1 > total_tokens_) {  // not enough left for a window: next epoch
+            state_.position = 0;
+            ++state_.epoch;
+        }
+        read_stream(state_.position, seq_ + 1, window_.data());
+        std::copy(window_.begin(), window_.end() - 1, tokens + static_cast<std::ptrdiff_t>(b) * seq_);
+        std::copy(window_.begin() + 1, window_.end(), targets + static_cast<std::ptrdiff_t>(b) * seq_);
+        state_.position += seq_;
+    }
+}
+
+void DataLoader::restore(DataLoaderState const& state) {
+    require(state.position >= 0 && state.position < total_tokens_ && state.epoch >= 0,
+            "data loader position {} is outside the data ({} tokens): the checkpoint belongs to other data",
+            state.position, total_tokens_);
+    state_ = state;
+}
+
+}  // namespace axonn

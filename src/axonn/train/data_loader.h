@@ -1,0 +1,50 @@
+// Deterministic, resumable batches from token shards.
+// The shards (a file, or every *.bin in a folder, in name order) form one token stream. Batch i takes B
+// windows of T+1 consecutive tokens: inputs are the first T, targets the last T (shifted by one). Each window
+// starts T tokens after the previous one, and the stream wraps to its start at the end of an epoch, so the batch
+// sequence depends only on the data and (B, T). The position is the whole state: saving and restoring it
+// resumes the exact same sequence of batches.
+#pragma once
+
+#include "axonn/io/token_shard.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+namespace axonn {
+
+struct DataLoaderState {
+    std::int64_t position = 0;  // index of the next token in the concatenated stream
+    std::int64_t epoch = 0;
+};
+
+class DataLoader {
+public:
+    // Opens and validates every shard; token ids must be below vocab_size. B·T+1 tokens must fit in the data.
+    DataLoader(std::filesystem::path const& path, int batch, int seq, int vocab_size);
+
+    // tokens[B,T] and targets[B,T] of the next batch.
+    void next_batch(std::int32_t* tokens, std::int32_t* targets);
+
+    std::int64_t total_tokens() const { return total_tokens_; }
+    std::size_t shard_count() const { return shards_.size(); }
+    DataLoaderState state() const { return state_; }
+    void restore(DataLoaderState const& state);
+
+private:
+    void read_stream(std::int64_t position, std::int64_t count, std::int32_t* out) const;
+
+    std::vector<TokenShard> shards_;
+    std::vector<std::int64_t> shard_starts_;  // position of each shard's first token in the stream
+    std::int64_t total_tokens_ = 0;
+    int batch_;
+    int seq_;
+    DataLoaderState state_;
+    std::vector<std::int32_t> window_;
+};
+
+// The shard files a --data path names: the file itself, or the *.bin files of a folder in name order.
+std::vector<std::filesystem::path> shard_paths(std::filesystem::path const& path);
+
+}  // namespace axonn

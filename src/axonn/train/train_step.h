@@ -1,0 +1,17 @@
+// One optimisation step, shared by `axonn train`, `axonn bench` and the tests: zero the gradients, forward,
+// backward, global-norm clipping and the AdamW update.
+#pragma once
+
+#include "axonn/model/gpt.h"
+#include "axonn/train/optimizer.h"
+
+namespace axonn {
+
+struct StepResult {
+    float loss;
+    double grad_norm;  // before clipping
+};
+
+StepResult train_step(Gpt& model, AdamW& optimizer, Batch const& batch, float learning_rate);
+
+}  // namespace axonn

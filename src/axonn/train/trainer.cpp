@@ -1,0 +1,167 @@
+#include "axonn/train/trainer.h"
+
+#include "axonn/core/error.h"
+#include "axonn/core/timer.h"
+#include "axonn/io/tokenizer.h"
+#include "axonn/kernels/cpu_backend.h"
+#include "axonn/model/gpt.h"
+#include "axonn/perf/gemm_rate.h"
+#include "axonn/train/data_loader.h"
+#include "axonn/train/metrics.h"
+#include "axonn/train/progress.h"
+#include "axonn/train/train_step.h"
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <cmath>
+#include <optional>
+
+namespace axonn {
+namespace {
+
+namespace fs = std::filesystem;
+
+// --data DIR with train.bin in it trains on train.bin and validates on val.bin; any other path trains on all
+// its shards and validates on --val-data, if given.
+fs::path training_path(TrainOptions const& options) {
+    fs::path const train_file = options.data / "train.bin";
+    return fs::is_directory(options.data) && fs::exists(train_file) ? train_file : options.data;
+}
+
+std::optional<fs::path> validation_path(TrainOptions const& options) {
+    if (!options.val_data.empty()) return options.val_data;
+    fs::path const val_file = options.data / "val.bin";
+    if (fs::is_directory(options.data) && fs::exists(val_file)) return val_file;
+    return std::nullopt;
+}
+
+void validate_options(TrainOptions const& options) {
+    options.model.validate();
+    require(options.steps > 0, "--steps must be at least 1, got {}", options.steps);
+    require(options.batch > 0, "--batch must be at least 1, got {}", options.batch);
+    require(options.seq > 0, "--seq must be at least 1, got {}", options.seq);
+    require(options.seq <= options.model.max_seq,
+            "--seq {} is longer than the model's context of {} tokens: lower --seq or raise --context", options.seq,
+            options.model.max_seq);
+    require(options.threads > 0, "--threads must be at least 1, got {}", options.threads);
+    require(options.eval_every > 0, "--eval-every must be at least 1, got {}", options.eval_every);
+    require(options.eval_batches > 0, "--eval-batches must be at least 1, got {}", options.eval_batches);
+    require(!options.data.empty(), "no training data: pass --data PATH (a folder written by `axonn prepare`)");
+    options.schedule.validate();
+    options.optimizer.validate();
+}
+
+std::string human_bytes(double bytes) {
+    char const* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int unit = 0;
+    while (bytes >= 1024.0 && unit < 4) {
+        bytes /= 1024.0;
+        ++unit;
+    }
+    return fmt::format("{:.1f} {}", bytes, units[unit]);
+}
+
+float evaluate(Gpt& model, DataLoader& loader, int batches, std::vector<std::int32_t>& tokens,
+               std::vector<std::int32_t>& targets, int B, int T) {
+    loader.restore({});  // the same validation batches every time
+    double sum = 0.0;
+    for (int i = 0; i < batches; ++i) {
+        loader.next_batch(tokens.data(), targets.data());
+        sum += model.forward({B, T, tokens.data(), targets.data(), nullptr});
+    }
+    return static_cast<float>(sum / batches);
+}
+
+}  // namespace
+
+TrainSummary run_training(TrainOptions options) {
+    validate_options(options);
+    options.schedule.total_steps = options.steps;
+    omp_set_num_threads(options.threads);
+
+    auto const tokenizer = make_tokenizer(options.tokenizer, options.tokenizer_dir);
+    options.model.vocab_size = tokenizer->vocab_size();
+    int const B = options.batch, T = options.seq;
+    DataLoader train_loader(training_path(options), B, T, options.model.vocab_size);
+    std::optional<DataLoader> val_loader;
+    if (auto const path = validation_path(options)) val_loader.emplace(*path, B, T, options.model.vocab_size);
+
+    CpuBackend backend;
+    Gpt model(options.model, backend, B, T);
+    model.init_weights(options.seed);
+    AdamW optimizer(model.layout(), backend, options.optimizer);
+
+    GemmRate const gemm_rate = measure_single_core_gemm_rate();
+    double const peak_flops = gemm_rate.flops_per_s * options.threads;
+    GptMemory const memory = gpt_memory(options.model, B, T);
+    fmt::print("axonn train | model {} ({} layers, {} heads, width {}, context {}, vocab {} padded to {})\n",
+               options.model.name, options.model.n_layer, options.model.n_head, options.model.n_embd,
+               options.model.max_seq, options.model.vocab_size, options.model.padded_vocab_size());
+    fmt::print("  parameters {:.2f} M | memory per step {} (weights {}, grads {}, AdamW {}, activations {})\n",
+               options.model.parameter_count() / 1e6, human_bytes(memory.total()),
+               human_bytes(memory.parameter_bytes), human_bytes(memory.gradient_bytes),
+               human_bytes(memory.optimizer_bytes), human_bytes(memory.activation_bytes));
+    fmt::print("  threads {} | backend {} on {} | measured single-core fp32 GEMM {:.1f} GFLOP/s (MFU denominator)\n",
+               options.threads, backend.name(), gemm_rate.isa, gemm_rate.flops_per_s / 1e9);
+    fmt::print("  data {} tokens in {} shard(s), tokenizer {} | batch {} x {} tokens, {} steps, lr {:g}\n",
+               train_loader.total_tokens(), train_loader.shard_count(), tokenizer->name(), B, T, options.steps,
+               options.schedule.max_lr);
+    if (!val_loader) fmt::print("  no validation data (pass --val-data or prepare a folder with val.bin)\n");
+    std::fflush(stdout);
+
+    MetricsLog metrics = options.metrics.empty() ? MetricsLog() : MetricsLog(options.metrics);
+    std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
+    std::vector<std::int32_t> val_tokens(tokens.size()), val_targets(tokens.size());
+    double const flops_per_step = options.model.flops_per_token(T) * B * T;
+    TrainSummary summary{NAN, NAN, NAN, ""};
+    Progress progress("train", options.steps);
+
+    for (int step = 0; step <= options.steps; ++step) {
+        bool const last = step == options.steps;
+        std::optional<float> val_loss;
+        if (val_loader && (step % options.eval_every == 0 || last)) {
+            val_loss = evaluate(model, *val_loader, options.eval_batches, val_tokens, val_targets, B, T);
+            if (step == 0) summary.first_val_loss = *val_loss;
+            summary.last_val_loss = *val_loss;
+        }
+        if (last) {
+            if (val_loss) fmt::print(stderr, "\nfinal validation loss {:.4f}\n", *val_loss);
+            break;
+        }
+        train_loader.next_batch(tokens.data(), targets.data());
+        float const lr = options.schedule.at(step);
+        Stopwatch watch;
+        StepResult const result = train_step(model, optimizer, {B, T, tokens.data(), targets.data(), nullptr}, lr);
+        double const seconds = watch.seconds();
+        require(std::isfinite(result.loss), "loss became {} at step {}: lower --lr", result.loss, step);
+        summary.last_train_loss = result.loss;
+
+        double const tokens_per_s = B * T / seconds;
+        nlohmann::json record = {{"step", step},
+                                 {"loss", result.loss},
+                                 {"lr", lr},
+                                 {"grad_norm", result.grad_norm},
+                                 {"tokens_per_s", tokens_per_s},
+                                 {"model_flops_per_s", flops_per_step / seconds},
+                                 {"mfu", flops_per_step / seconds / peak_flops}};
+        if (val_loss) record["val_loss"] = *val_loss;
+        metrics.write(record);
+        progress.update(step + 1, fmt::format("loss {:.4f}{} | {:.0f} tok/s | MFU {:.1f}%", result.loss,
+                                              val_loss ? fmt::format(" val {:.4f}", *val_loss) : "", tokens_per_s,
+                                              100.0 * flops_per_step / seconds / peak_flops));
+    }
+    progress.finish();
+
+    if (options.sample.new_tokens > 0) {
+        std::vector<std::int32_t> prompt = tokenizer->encode(options.prompt);
+        if (prompt.empty()) prompt.push_back(tokenizer->eot_id());
+        Gpt sampler(options.model, backend, 1, T);  // samples with the context length it was trained on
+        std::copy(model.params().begin(), model.params().end(), sampler.params().begin());
+        summary.sample = options.prompt + tokenizer->decode(generate(sampler, prompt, options.sample));
+        fmt::print("---- sample ----\n{}\n----------------\n", summary.sample);
+    }
+    return summary;
+}
+
+}  // namespace axonn

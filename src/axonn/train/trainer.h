@@ -1,0 +1,44 @@
+// `axonn train`: the training loop with validation, metrics, progress and a closing sample.
+#pragma once
+
+#include "axonn/model/gpt_config.h"
+#include "axonn/model/generate.h"
+#include "axonn/train/optimizer.h"
+#include "axonn/train/schedule.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+namespace axonn {
+
+struct TrainOptions {
+    GptConfig model = gpt_preset("gpt2-tiny");
+    std::string tokenizer = "gpt2";       // decides the vocabulary and decodes the sample
+    std::filesystem::path tokenizer_dir;  // GPT-2's encoder.json + vocab.bpe
+    std::filesystem::path data;           // train.bin (+ val.bin) folder, a shard, or a folder of shards
+    std::filesystem::path val_data;       // optional; default: val.bin beside the training data
+    int steps = 100;
+    int batch = 4;
+    int seq = 64;
+    LrSchedule schedule;                  // total_steps is set from steps
+    AdamWConfig optimizer;
+    std::uint64_t seed = 1337;
+    int threads = 1;
+    int eval_every = 50;                  // validation at step 0, every eval_every steps, and at the end
+    int eval_batches = 8;
+    std::filesystem::path metrics;        // JSON lines; empty = none
+    SampleOptions sample;                 // new_tokens = 0 skips the sample
+    std::string prompt = "\n";
+};
+
+struct TrainSummary {
+    float first_val_loss;
+    float last_val_loss;
+    float last_train_loss;
+    std::string sample;
+};
+
+TrainSummary run_training(TrainOptions options);
+
+}  // namespace axonn

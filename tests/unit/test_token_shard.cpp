@@ -1,0 +1,190 @@
+// Token shards: round trips in both widths, bounds checks, and a clear, file-naming error for every way a shard
+// file can be broken.
+#include "axonn/core/error.h"
+#include "axonn/io/token_shard.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace axonn {
+namespace {
+
+// A fresh folder per test, removed afterwards.
+class TempDir {
+public:
+    TempDir() {
+        auto const* test = ::testing::UnitTest::GetInstance()->current_test_info();
+        std::string name = std::string("axonn_") + test->test_suite_name() + "_" + test->name() + "_" +
+                           std::to_string(::getpid());
+        for (char& c : name) {
+            if (c == '/') c = '_';
+        }
+        path_ = std::filesystem::temp_directory_path() / name;
+        std::filesystem::remove_all(path_);
+        std::filesystem::create_directories(path_);
+    }
+    ~TempDir() { std::filesystem::remove_all(path_); }
+    std::filesystem::path operator/(std::string const& name) const { return path_ / name; }
+
+private:
+    std::filesystem::path path_;
+};
+
+std::string read_bytes(std::filesystem::path const& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(std::filesystem::path const& path, std::string const& bytes) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+void set_header_word(std::string& bytes, int index, std::int32_t value) {
+    std::memcpy(bytes.data() + index * sizeof(std::int32_t), &value, sizeof(value));
+}
+
+std::vector<std::int32_t> read_all(TokenShard const& shard) {
+    std::vector<std::int32_t> tokens(static_cast<std::size_t>(shard.size()));
+    shard.read(0, shard.size(), tokens.data());
+    return tokens;
+}
+
+static_assert(!std::is_copy_constructible_v<TokenShard> && !std::is_copy_assignable_v<TokenShard>);
+static_assert(std::is_nothrow_move_constructible_v<TokenShard> && std::is_nothrow_move_assignable_v<TokenShard>);
+
+class TokenShardRoundTrip : public ::testing::TestWithParam<int> {};
+
+TEST_P(TokenShardRoundTrip, ReadsBackWhatWasWritten) {
+    int const bits = GetParam();
+    std::int32_t const largest = bits == 16 ? 65535 : 2147483647;
+    std::vector<std::int32_t> const tokens = {0, 1, 50256, 7, largest, 12, 65535, 3};
+    TempDir dir;
+    write_token_shard(dir / "tokens.bin", tokens, bits);
+
+    EXPECT_EQ(std::filesystem::file_size(dir / "tokens.bin"), token_shard_header_bytes + tokens.size() * bits / 8);
+    TokenShard const shard = TokenShard::open(dir / "tokens.bin");
+    EXPECT_EQ(shard.size(), static_cast<std::int64_t>(tokens.size()));
+    EXPECT_EQ(shard.token_bits(), bits);
+    EXPECT_EQ(shard.path(), dir / "tokens.bin");
+    EXPECT_EQ(shard.max_token(), largest);
+    EXPECT_EQ(read_all(shard), tokens);
+
+    std::vector<std::int32_t> middle(3);
+    shard.read(2, 3, middle.data());
+    EXPECT_EQ(middle, (std::vector<std::int32_t>{50256, 7, largest}));
+}
+
+TEST_P(TokenShardRoundTrip, RejectsIdsThatDoNotFit) {
+    int const bits = GetParam();
+    TempDir dir;
+    std::vector<std::int32_t> const negative = {1, -1};
+    EXPECT_THROW(write_token_shard(dir / "tokens.bin", negative, bits), Error);
+    if (bits == 16) {
+        std::vector<std::int32_t> const too_wide = {65536};
+        EXPECT_THROW(write_token_shard(dir / "tokens.bin", too_wide, bits), Error);
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir / "tokens.bin"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Widths, TokenShardRoundTrip, ::testing::Values(16, 32),
+                         [](auto const& info) { return std::to_string(info.param) + "bit"; });
+
+TEST(TokenShard, EmptyShardHasNoMaxToken) {
+    TempDir dir;
+    write_token_shard(dir / "empty.bin", {}, 16);
+    TokenShard const shard = TokenShard::open(dir / "empty.bin");
+    EXPECT_EQ(shard.size(), 0);
+    EXPECT_EQ(shard.max_token(), -1);
+}
+
+TEST(TokenShard, RejectsWidthsOtherThan16And32) {
+    TempDir dir;
+    std::vector<std::int32_t> const tokens = {1, 2};
+    EXPECT_THROW(write_token_shard(dir / "tokens.bin", tokens, 8), Error);
+}
+
+TEST(TokenShard, ReadOutsideTheShardThrows) {
+    TempDir dir;
+    std::vector<std::int32_t> const tokens = {1, 2, 3, 4};
+    write_token_shard(dir / "tokens.bin", tokens, 16);
+    TokenShard const shard = TokenShard::open(dir / "tokens.bin");
+    std::vector<std::int32_t> out(8);
+    EXPECT_THROW(shard.read(2, 3, out.data()), Error);
+    EXPECT_THROW(shard.read(-1, 1, out.data()), Error);
+    EXPECT_THROW(shard.read(0, -1, out.data()), Error);
+    EXPECT_NO_THROW(shard.read(4, 0, out.data()));
+}
+
+TEST(TokenShard, StaysReadableAfterAMove) {
+    TempDir dir;
+    std::vector<std::int32_t> const tokens = {5, 6, 7};
+    write_token_shard(dir / "tokens.bin", tokens, 32);
+    TokenShard moved_from = TokenShard::open(dir / "tokens.bin");
+    TokenShard const shard = std::move(moved_from);
+    EXPECT_EQ(read_all(shard), tokens);
+}
+
+struct BrokenShard {
+    std::string name;
+    std::function<void(std::string&)> damage;  // applied to a valid 4-token 16-bit shard's bytes
+    std::string expected;                      // a phrase the message must hold besides the file name
+};
+
+class BrokenShardTest : public ::testing::TestWithParam<BrokenShard> {};
+
+TEST_P(BrokenShardTest, ThrowsOneLineNamingTheFile) {
+    TempDir dir;
+    std::filesystem::path const path = dir / "broken.bin";
+    std::vector<std::int32_t> const tokens = {10, 20, 30, 40};
+    write_token_shard(path, tokens, 16);
+    std::string bytes = read_bytes(path);
+    GetParam().damage(bytes);
+    write_bytes(path, bytes);
+    try {
+        TokenShard::open(path);
+        FAIL() << "opening a shard with " << GetParam().name << " did not throw";
+    } catch (Error const& error) {
+        std::string const message = error.what();
+        EXPECT_NE(message.find(path.string()), std::string::npos) << message;
+        EXPECT_NE(message.find(GetParam().expected), std::string::npos) << message;
+        EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BrokenShardTest,
+    ::testing::Values(BrokenShard{"ShorterThanHeader", [](std::string& b) { b.resize(100); }, "truncated"},
+                      BrokenShard{"BadMagic", [](std::string& b) { set_header_word(b, 0, 0x12345678); },
+                                  "not an axonn token shard"},
+                      BrokenShard{"BadVersion", [](std::string& b) { set_header_word(b, 1, 2); }, "version 2"},
+                      BrokenShard{"BadWidth", [](std::string& b) { set_header_word(b, 4, 8); }, "width 8"},
+                      BrokenShard{"TruncatedBody", [](std::string& b) { b.pop_back(); }, "truncated or corrupt"},
+                      BrokenShard{"TrailingBytes", [](std::string& b) { b += "xx"; }, "truncated or corrupt"},
+                      BrokenShard{"HugeCount", [](std::string& b) { set_header_word(b, 3, 0x7FFFFFFF); },
+                                  "truncated or corrupt"}),
+    [](auto const& info) { return info.param.name; });
+
+TEST(TokenShard, MissingFileThrowsNamingIt) {
+    TempDir dir;
+    std::filesystem::path const path = dir / "absent.bin";
+    try {
+        TokenShard::open(path);
+        FAIL() << "opening a missing shard did not throw";
+    } catch (Error const& error) {
+        std::string const message = error.what();
+        EXPECT_NE(message.find(path.string()), std::string::npos) << message;
+        EXPECT_NE(message.find("does not exist"), std::string::npos) << message;
+    }
+}
+
+}  // namespace
+}  // namespace axonn
