@@ -13,6 +13,7 @@
 #include "axonn/model/gpt.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/schedule.h"
+#include "axonn/train/train_step.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -142,7 +143,6 @@ TEST_F(PytorchParity, LogitsLossGradientsAndTenAdamWSteps) {
     ASSERT_FALSE(HasFailure());
 
     Batch const view{batch_size, seq_len, batch.tokens.data(), batch.targets.data(), batch.loss_mask.data()};
-    model.zero_grad();
     float const loss = model.forward(view);
 
     // Logits: the reference holds the V real columns; ours are padded to Vp.
@@ -157,30 +157,24 @@ TEST_F(PytorchParity, LogitsLossGradientsAndTenAdamWSteps) {
     EXPECT_LT(logits_error, 2e-6);
     EXPECT_NEAR(loss, expected_loss, 2e-6 * std::abs(expected_loss));
 
-    model.backward();
+    model.backward(GradWrite::overwrite);
     for (auto const& spec : model.layout().specs) {
         double const error = relative_difference(model.grad(spec.id), reference.at("grad." + spec.name));
         std::printf("grad %-9s rel diff %.3e\n", spec.name.c_str(), error);
         EXPECT_LT(error, 5e-6) << "gradient of " << spec.name;
     }
 
-    // Ten AdamW steps on the same batch; the first loss is the one checked above.
+    // Ten AdamW steps on the same batch, through the trainer's own step function.
     AdamW optimizer(model.layout(), backend, parity_optimizer());
     LrSchedule const schedule = parity_schedule();
     double const* expected_losses = reference.at("losses").data<double>();
     for (int step = 0; step < optimizer_steps; ++step) {
-        if (step > 0) {
-            model.zero_grad();
-            float const step_loss = model.forward(view);
-            model.backward();
-            std::printf("step %d loss %.8f vs %.8f\n", step, step_loss, expected_losses[step]);
-            EXPECT_NEAR(step_loss, expected_losses[step], 1e-5 * std::abs(expected_losses[step])) << "step " << step;
-        }
-        double const norm = optimizer.gradient_norm(model.grads());
+        StepResult const result = train_step(model, optimizer, view, schedule.at(step));
+        std::printf("step %d loss %.8f vs %.8f\n", step, result.loss, expected_losses[step]);
+        EXPECT_NEAR(result.loss, expected_losses[step], 1e-5 * std::abs(expected_losses[step])) << "step " << step;
         if (step == 0) {
-            EXPECT_NEAR(norm, reference.at("grad_norm").data<double>()[0], 5e-6 * norm);
+            EXPECT_NEAR(result.grad_norm, reference.at("grad_norm").data<double>()[0], 5e-6 * result.grad_norm);
         }
-        optimizer.step(model.params(), model.grads(), norm, schedule.at(step));
     }
 }
 

@@ -53,6 +53,25 @@ TEST(Gpt, InitialisationFollowsGpt2) {
     EXPECT_TRUE(std::all_of(padding, padding + 24 * config.n_embd, [](float x) { return x == 0.0f; }));
 }
 
+TEST(Gpt, OverwritingBackwardEqualsZeroGradPlusAccumulatingBackward) {
+    GptConfig config = gpt_preset("gpt2-tiny");
+    config.vocab_size = 100;
+    CpuBackend backend;
+    Gpt model(config, backend, 2, 8);
+    model.init_weights(5);
+    std::vector<std::int32_t> tokens(16), targets(16);
+    for (int i = 0; i < 16; ++i) tokens[i] = (i * 7) % 100, targets[i] = (i * 3) % 100;
+    Batch const batch{2, 8, tokens.data(), targets.data(), nullptr};
+    model.zero_grad();
+    model.forward(batch);
+    model.backward(GradWrite::accumulate);
+    std::vector<float> const expected(model.grads().begin(), model.grads().end());
+    std::fill(model.grads().begin(), model.grads().end(), 123.0f);  // stale gradients of an earlier step
+    model.forward(batch);
+    model.backward(GradWrite::overwrite);
+    EXPECT_TRUE(std::equal(expected.begin(), expected.end(), model.grads().begin()));
+}
+
 TEST(Gpt, LearnsAFixedBatchAndKeepsPaddingAtZero) {
     GptConfig config = gpt_preset("gpt2-tiny");
     config.vocab_size = 100;

@@ -5,7 +5,8 @@
 // For each case: loss = Σ out ⊙ w with a fixed random w. The analytic gradient is backward(dout = w); the
 // numeric one is (loss(x + ε) − loss(x − ε)) / 2ε with ε = 1e-6. Truncation error is O(ε²) ≈ 1e-12 and
 // round-off ≈ 1e-16 / ε = 1e-10, so a correct backward agrees to well under the 1e-7 relative tolerance.
-// Gradients must also accumulate (+=) into what the buffer held before, except cross-entropy, which writes.
+// Gradients must also accumulate (+=) into what the buffer held before, except where a case says its backward
+// overwrites (cross-entropy's dlogits; a linear layer's dweight in GradWrite::overwrite mode).
 // A second check runs the fp32 forward on the same inputs: it must match the double forward to 1e-5 relative
 // (norm-wise), which covers oneDNN, the vectorised exp/tanh, and single-precision accumulation.
 #include "axonn/kernels/cpu/attention.h"
@@ -20,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -41,7 +43,7 @@ struct KernelCase {
     std::string name;
     std::vector<InputSpec> inputs;
     std::size_t output_size;
-    bool backward_writes = false;  // cross-entropy overwrites its gradient instead of accumulating
+    std::vector<std::string> overwritten;  // inputs whose gradient the backward writes instead of accumulating
     // forward(inputs, out): computes the output; backward(inputs, dout, grads): fills grads["d" + input name]
     std::function<void(Buffers<double>&, std::vector<double>&)> forward_double;
     std::function<void(Buffers<float>&, std::vector<float>&)> forward_float;
@@ -64,24 +66,31 @@ template <typename T> T* at(Buffers<T>& buffers, std::string const& name) { retu
 
 std::vector<KernelCase> kernel_cases() {
     std::vector<KernelCase> cases;
-    cases.push_back({"linear", {{"inp", 5 * 7, 1.0}, {"weight", 6 * 7, 1.0}, {"bias", 6, 1.0}}, 5 * 6, false,
+    cases.push_back({"linear", {{"inp", 5 * 7, 1.0}, {"weight", 6 * 7, 1.0}, {"bias", 6, 1.0}}, 5 * 6, {},
                      AXONN_FORWARD(linear_forward<T>(out.data(), at(in, "inp"), at(in, "weight"), at(in, "bias"), 5, 7, 6)),
                      [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
                          linear_backward<double>(at(d, "dinp"), at(d, "dweight"), at(d, "dbias"), dout.data(),
-                                                 at(in, "inp"), at(in, "weight"), 5, 7, 6);
+                                                 at(in, "inp"), at(in, "weight"), 5, 7, 6, GradWrite::accumulate);
                      }});
-    cases.push_back({"linear_no_bias", {{"inp", 3 * 4, 1.0}, {"weight", 9 * 4, 1.0}}, 3 * 9, false,
+    cases.push_back({"linear_overwrite", {{"inp", 5 * 7, 1.0}, {"weight", 6 * 7, 1.0}, {"bias", 6, 1.0}}, 5 * 6,
+                     {"weight"},
+                     AXONN_FORWARD(linear_forward<T>(out.data(), at(in, "inp"), at(in, "weight"), at(in, "bias"), 5, 7, 6)),
+                     [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
+                         linear_backward<double>(at(d, "dinp"), at(d, "dweight"), at(d, "dbias"), dout.data(),
+                                                 at(in, "inp"), at(in, "weight"), 5, 7, 6, GradWrite::overwrite);
+                     }});
+    cases.push_back({"linear_no_bias", {{"inp", 3 * 4, 1.0}, {"weight", 9 * 4, 1.0}}, 3 * 9, {},
                      AXONN_FORWARD(linear_forward<T>(out.data(), at(in, "inp"), at(in, "weight"), nullptr, 3, 4, 9)),
                      [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
                          linear_backward<double>(at(d, "dinp"), at(d, "dweight"), nullptr, dout.data(), at(in, "inp"),
-                                                 at(in, "weight"), 3, 4, 9);
+                                                 at(in, "weight"), 3, 4, 9, GradWrite::accumulate);
                      }});
-    cases.push_back({"encoder", {{"wte", Vp * C, 1.0}, {"wpe", maxT * C, 1.0}}, B * T_ * C, false,
+    cases.push_back({"encoder", {{"wte", Vp * C, 1.0}, {"wpe", maxT * C, 1.0}}, B * T_ * C, {},
                      AXONN_FORWARD(encoder_forward<T>(out.data(), tokens.data(), at(in, "wte"), at(in, "wpe"), B, T_, C)),
                      [](Buffers<double>&, std::vector<double> const& dout, Buffers<double>& d) {
                          encoder_backward<double>(at(d, "dwte"), at(d, "dwpe"), dout.data(), tokens.data(), B, T_, C);
                      }});
-    cases.push_back({"layernorm", {{"inp", N_rows * C, 2.0}, {"weight", C, 1.5}, {"bias", C, 1.0}}, N_rows * C, false,
+    cases.push_back({"layernorm", {{"inp", N_rows * C, 2.0}, {"weight", C, 1.5}, {"bias", C, 1.0}}, N_rows * C, {},
                      AXONN_FORWARD(std::vector<T> mean(N_rows), rstd(N_rows);
                                    layernorm_forward<T>(out.data(), mean.data(), rstd.data(), at(in, "inp"),
                                                         at(in, "weight"), at(in, "bias"), N_rows, C)),
@@ -93,16 +102,16 @@ std::vector<KernelCase> kernel_cases() {
                                                     at(in, "inp"), at(in, "weight"), mean.data(), rstd.data(), N_rows,
                                                     C);
                      }});
-    cases.push_back({"gelu", {{"inp", 37, 4.0}}, 37, false, AXONN_FORWARD(gelu_forward<T>(out.data(), at(in, "inp"), 37)),
+    cases.push_back({"gelu", {{"inp", 37, 4.0}}, 37, {}, AXONN_FORWARD(gelu_forward<T>(out.data(), at(in, "inp"), 37)),
                      [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
                          gelu_backward<double>(at(d, "dinp"), at(in, "inp"), dout.data(), 37);
                      }});
-    cases.push_back({"residual", {{"a", 19, 1.0}, {"b", 19, 1.0}}, 19, false,
+    cases.push_back({"residual", {{"a", 19, 1.0}, {"b", 19, 1.0}}, 19, {},
                      AXONN_FORWARD(residual_forward<T>(out.data(), at(in, "a"), at(in, "b"), 19)),
                      [](Buffers<double>&, std::vector<double> const& dout, Buffers<double>& d) {
                          residual_backward<double>(at(d, "da"), at(d, "db"), dout.data(), 19);
                      }});
-    cases.push_back({"attention", {{"qkv", B * T_ * 3 * C, 1.5}}, B * T_ * C, false,
+    cases.push_back({"attention", {{"qkv", B * T_ * 3 * C, 1.5}}, B * T_ * C, {},
                      AXONN_FORWARD(std::vector<T> att(B * NH * T_ * T_);
                                    attention_forward<T>(out.data(), att.data(), at(in, "qkv"), B, T_, C, NH)),
                      [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
@@ -111,7 +120,7 @@ std::vector<KernelCase> kernel_cases() {
                          attention_backward<double>(at(d, "dqkv"), dout.data(), at(in, "qkv"), att.data(), B, T_, C,
                                                     NH);
                      }});
-    cases.push_back({"cross_entropy", {{"logits", N_rows * Vp, 3.0}}, N_rows, true,
+    cases.push_back({"cross_entropy", {{"logits", N_rows * Vp, 3.0}}, N_rows, {"logits"},
                      AXONN_FORWARD(std::vector<T> lse(N_rows);
                                    cross_entropy_forward<T>(out.data(), lse.data(), at(in, "logits"),
                                                             ce_targets.data(), N_rows, V, Vp)),
@@ -158,8 +167,8 @@ TEST_P(KernelGradient, BackwardMatchesFiniteDifferences) {
     // Analytic: start every gradient from a nonzero value to check that backward accumulates.
     Buffers<double> grads, before;
     for (auto const& spec : kernel.inputs) {
-        before["d" + spec.name] = kernel.backward_writes ? std::vector<double>(spec.size, 0.0)
-                                                         : uniform(spec.size, 0.5, 200 + stream++);
+        // An overwritten gradient also starts from garbage: none of it may survive the backward.
+        before["d" + spec.name] = uniform(spec.size, 0.5, 200 + stream++);
     }
     grads = before;
     kernel.backward(inputs, dout, grads);
@@ -179,7 +188,9 @@ TEST_P(KernelGradient, BackwardMatchesFiniteDifferences) {
             double const minus = weighted_sum(out, dout);
             x[i] = saved;
             numeric[i] = (plus - minus) / (2 * eps);
-            analytic[i] = grads["d" + spec.name][i] - before["d" + spec.name][i];
+            bool const overwritten = std::find(kernel.overwritten.begin(), kernel.overwritten.end(), spec.name) !=
+                                     kernel.overwritten.end();
+            analytic[i] = grads["d" + spec.name][i] - (overwritten ? 0.0 : before["d" + spec.name][i]);
         }
         double const error = relative_norm_difference(analytic, numeric);
         EXPECT_LT(error, 1e-7) << kernel.name << ": d" << spec.name << " differs from finite differences";

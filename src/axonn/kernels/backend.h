@@ -6,6 +6,7 @@
 #pragma once
 
 #include "axonn/kernels/cpu/adamw.h"
+#include "axonn/kernels/cpu/linear.h"
 
 #include <cstdint>
 #include <string>
@@ -13,6 +14,7 @@
 namespace axonn {
 
 using cpu::AdamWStep;
+using cpu::GradWrite;
 
 class Backend {
 public:
@@ -41,8 +43,10 @@ public:
     // out[M,N] = inp[M,K] · weight[N,K]ᵀ + bias[N]
     virtual void linear_forward(float* out, float const* inp, float const* weight, float const* bias, std::int64_t M,
                                 std::int64_t K, std::int64_t N) = 0;
+    // dweight is accumulated or overwritten as dweight_write says (kernels/cpu/linear.h)
     virtual void linear_backward(float* dinp, float* dweight, float* dbias, float const* dout, float const* inp,
-                                 float const* weight, std::int64_t M, std::int64_t K, std::int64_t N) = 0;
+                                 float const* weight, std::int64_t M, std::int64_t K, std::int64_t N,
+                                 GradWrite dweight_write) = 0;
 
     // out[B,T,C], att[B,NH,T,T], qkv[B,T,3C]
     virtual void attention_forward(float* out, float* att, float const* qkv, int B, int T, int C, int NH) = 0;

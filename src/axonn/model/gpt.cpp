@@ -3,6 +3,8 @@
 #include "axonn/core/error.h"
 #include "axonn/core/rng.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -184,9 +186,22 @@ float Gpt::forward(Batch const& batch) {
     return static_cast<float>(loss);
 }
 
-void Gpt::backward() {
+// The gradients that a GEMM writes in full, first thing in the backward; every other gradient is accumulated
+// into by its kernel and must start from zero when the backward overwrites.
+constexpr std::array<Param, 5> gemm_written_grads = {Param::wte, Param::qkvw, Param::attprojw, Param::fcw,
+                                                     Param::fcprojw};
+
+void Gpt::backward(GradWrite write) {
     require(backward_ready_, "backward() needs a forward() with targets first");
     backward_ready_ = false;
+    if (write == GradWrite::overwrite) {
+        for (auto const& spec : layout_.specs) {
+            if (std::find(gemm_written_grads.begin(), gemm_written_grads.end(), spec.id) != gemm_written_grads.end()) {
+                continue;
+            }
+            std::fill_n(grad(spec.id), layout_.numel(spec.id), 0.0f);
+        }
+    }
     ActivationLayout const a(config_, max_batch_, max_seq_);
     Batch const& batch = last_batch_;
     int const B = batch.B, T = batch.T, C = config_.n_embd, NH = config_.n_head, L = config_.n_layer;
@@ -210,7 +225,8 @@ void Gpt::backward() {
     k.cross_entropy_backward(dlogits, activation(a.logits), activation(a.logsumexp), batch.targets,
                              activation(a.dlosses), BT, V, Vp);
     zero(d_ln, btc_bytes);
-    k.linear_backward(d_ln, grad(Param::wte), nullptr, dlogits, activation(a.lnf), param(Param::wte), BT, C, Vp);
+    k.linear_backward(d_ln, grad(Param::wte), nullptr, dlogits, activation(a.lnf), param(Param::wte), BT, C, Vp,
+                      write);
     zero(d_residual_out, btc_bytes);
     k.layernorm_backward(d_residual_out, grad(Param::lnfw), grad(Param::lnfb), d_ln,
                          activation(a.residual3 + (L - 1) * a.BTC), param(Param::lnfw), activation(a.lnf_mean),
@@ -238,12 +254,12 @@ void Gpt::backward() {
         k.residual_backward(d_residual_in, d_branch, d_residual_out, BT * C);
         zero(d_fch_gelu, 4 * btc_bytes);
         k.linear_backward(d_fch_gelu, grad(Param::fcprojw) + 4 * lC * C, grad(Param::fcprojb) + lC, d_branch, fch_gelu,
-                          param(Param::fcprojw) + 4 * lC * C, BT, 4 * C, C);
+                          param(Param::fcprojw) + 4 * lC * C, BT, 4 * C, C, write);
         zero(d_fch, 4 * btc_bytes);
         k.gelu_backward(d_fch, fch, d_fch_gelu, BT * 4 * C);
         zero(d_ln, btc_bytes);
         k.linear_backward(d_ln, grad(Param::fcw) + 4 * lC * C, grad(Param::fcb) + 4 * lC, d_fch, ln2,
-                          param(Param::fcw) + 4 * lC * C, BT, C, 4 * C);
+                          param(Param::fcw) + 4 * lC * C, BT, C, 4 * C, write);
         k.layernorm_backward(d_residual_in, grad(Param::ln2w) + lC, grad(Param::ln2b) + lC, d_ln, residual2,
                              param(Param::ln2w) + lC, ln2_mean, ln2_rstd, BT, C);
 
@@ -253,12 +269,12 @@ void Gpt::backward() {
         k.residual_backward(d_residual_out, d_branch, d_residual_in, BT * C);
         zero(d_atty, btc_bytes);
         k.linear_backward(d_atty, grad(Param::attprojw) + lC * C, grad(Param::attprojb) + lC, d_branch, atty,
-                          param(Param::attprojw) + lC * C, BT, C, C);
+                          param(Param::attprojw) + lC * C, BT, C, C, write);
         zero(d_qkv, 3 * btc_bytes);
         k.attention_backward(d_qkv, d_atty, qkv, att, B, T, C, NH);
         zero(d_ln, btc_bytes);
         k.linear_backward(d_ln, grad(Param::qkvw) + 3 * lC * C, grad(Param::qkvb) + 3 * lC, d_qkv, ln1,
-                          param(Param::qkvw) + 3 * lC * C, BT, C, 3 * C);
+                          param(Param::qkvw) + 3 * lC * C, BT, C, 3 * C, write);
         k.layernorm_backward(d_residual_out, grad(Param::ln1w) + lC, grad(Param::ln1b) + lC, d_ln, residual,
                              param(Param::ln1w) + lC, ln1_mean, ln1_rstd, BT, C);
     }

@@ -51,8 +51,10 @@ public:
 
     // Runs the model on the batch and returns the mean loss over the tokens that count (NaN without targets).
     float forward(Batch const& batch);
-    // Accumulates into grads() the gradient of the last forward's loss. Needs a forward with targets.
-    void backward();
+    // The gradient of the last forward's loss (which needs targets) into grads(): added to what grads() holds
+    // (GradWrite::accumulate, e.g. a later micro-batch), or replacing it (GradWrite::overwrite, no zero_grad()
+    // needed: the weight-matrix GEMMs write their gradients directly and only the small tensors are zeroed).
+    void backward(GradWrite write);
     void zero_grad() { gradients_.zero(); }
 
     // [B,T,Vp] logits of the last forward; backward overwrites them with their gradient.

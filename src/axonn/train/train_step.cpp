@@ -3,9 +3,8 @@
 namespace axonn {
 
 StepResult train_step(Gpt& model, AdamW& optimizer, Batch const& batch, float learning_rate) {
-    model.zero_grad();
     float const loss = model.forward(batch);
-    model.backward();
+    model.backward(GradWrite::overwrite);
     double const norm = optimizer.gradient_norm(model.grads());
     optimizer.step(model.params(), model.grads(), norm, learning_rate);
     return {loss, norm};

@@ -18,9 +18,10 @@ void linear_forward(T* out, T const* inp, T const* weight, T const* bias, std::i
 
 template <typename T>
 void linear_backward(T* dinp, T* dweight, T* dbias, T const* dout, T const* inp, T const* weight, std::int64_t M,
-                     std::int64_t K, std::int64_t N) {
+                     std::int64_t K, std::int64_t N, GradWrite dweight_write) {
     gemm<T>(false, false, M, K, N, T(1), dout, N, weight, K, T(1), dinp, K);
-    gemm<T>(true, false, N, K, M, T(1), dout, N, inp, K, T(1), dweight, K);
+    T const dweight_beta = dweight_write == GradWrite::accumulate ? T(1) : T(0);
+    gemm<T>(true, false, N, K, M, T(1), dout, N, inp, K, dweight_beta, dweight, K);
     if (dbias == nullptr) return;
     for (std::int64_t m = 0; m < M; ++m) {
 #pragma omp simd
@@ -33,8 +34,8 @@ template void linear_forward<float>(float*, float const*, float const*, float co
 template void linear_forward<double>(double*, double const*, double const*, double const*, std::int64_t, std::int64_t,
                                      std::int64_t);
 template void linear_backward<float>(float*, float*, float*, float const*, float const*, float const*, std::int64_t,
-                                     std::int64_t, std::int64_t);
+                                     std::int64_t, std::int64_t, GradWrite);
 template void linear_backward<double>(double*, double*, double*, double const*, double const*, double const*,
-                                      std::int64_t, std::int64_t, std::int64_t);
+                                      std::int64_t, std::int64_t, std::int64_t, GradWrite);
 
 }  // namespace axonn::cpu

@@ -6,14 +6,19 @@
 
 namespace axonn::cpu {
 
+// How a backward writes a weight gradient: added to what the buffer holds, or replacing it. A step's first
+// backward overwrites, which spares zeroing the largest gradient buffers and re-reading them in the GEMM.
+enum class GradWrite { accumulate, overwrite };
+
 // out[M,N] = inp[M,K] · weight[N,K]ᵀ + bias[N]      (bias may be null)
 template <typename T>
 void linear_forward(T* out, T const* inp, T const* weight, T const* bias, std::int64_t M, std::int64_t K,
                     std::int64_t N);
 
-// dinp[M,K] += dout[M,N] · weight[N,K];  dweight[N,K] += dout[M,N]ᵀ · inp[M,K];  dbias[N] += Σ_m dout[m,:]
+// dinp[M,K] += dout[M,N] · weight[N,K];  dweight[N,K] (+)= dout[M,N]ᵀ · inp[M,K];  dbias[N] += Σ_m dout[m,:]
+// dweight is accumulated or overwritten as `dweight_write` says; dinp and dbias always accumulate.
 template <typename T>
 void linear_backward(T* dinp, T* dweight, T* dbias, T const* dout, T const* inp, T const* weight, std::int64_t M,
-                     std::int64_t K, std::int64_t N);
+                     std::int64_t K, std::int64_t N, GradWrite dweight_write);
 
 }  // namespace axonn::cpu

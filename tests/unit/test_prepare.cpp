@@ -1,0 +1,192 @@
+// `axonn prepare`: every document is split between train.bin and val.bin, each part ends with end-of-text, the
+// token counts add up, and bad options fail with a one-line error.
+#include "axonn/core/error.h"
+#include "axonn/io/prepare.h"
+#include "axonn/io/token_shard.h"
+#include "axonn/io/tokenizer.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace axonn {
+namespace {
+
+using Ids = std::vector<std::int32_t>;
+
+// A fresh folder per test, removed afterwards.
+class TempDir {
+public:
+    TempDir() {
+        auto const* test = ::testing::UnitTest::GetInstance()->current_test_info();
+        std::string name = std::string("axonn_") + test->test_suite_name() + "_" + test->name() + "_" +
+                           std::to_string(::getpid());
+        for (char& c : name) {
+            if (c == '/') c = '_';
+        }
+        path_ = std::filesystem::temp_directory_path() / name;
+        std::filesystem::remove_all(path_);
+        std::filesystem::create_directories(path_);
+    }
+    ~TempDir() { std::filesystem::remove_all(path_); }
+    std::filesystem::path operator/(std::string const& name) const { return path_ / name; }
+
+private:
+    std::filesystem::path path_;
+};
+
+std::filesystem::path write_text(std::filesystem::path const& path, std::string const& text) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+    return path;
+}
+
+Ids read_shard(std::filesystem::path const& path) {
+    TokenShard const shard = TokenShard::open(path);
+    Ids tokens(static_cast<std::size_t>(shard.size()));
+    shard.read(0, shard.size(), tokens.data());
+    return tokens;
+}
+
+Ids concat(std::vector<Ids> const& parts) {
+    Ids all;
+    for (Ids const& part : parts) all.insert(all.end(), part.begin(), part.end());
+    return all;
+}
+
+std::string const first_document(100, 'a');  // byte tokenizer: 100 tokens, 10 to validation
+std::string const second_document(30, 'b');  // 30 tokens, 3 to validation
+
+TEST(Prepare, SplitsEveryDocumentAndEndsEachPartWithEndOfText) {
+    TempDir dir;
+    PrepareOptions options;
+    options.inputs = {write_text(dir / "one.txt", first_document), write_text(dir / "two.txt", second_document)};
+    options.out_dir = dir / "nested" / "shards";
+    options.tokenizer = "byte";
+    PrepareReport const report = prepare_shards(options);
+
+    EXPECT_EQ(report.train_path, dir / "nested" / "shards" / "train.bin");
+    EXPECT_EQ(report.val_path, dir / "nested" / "shards" / "val.bin");
+    Ids const train = read_shard(report.train_path);
+    Ids const val = read_shard(report.val_path);
+    Ids const eot = {256};
+    EXPECT_EQ(train, concat({Ids(90, 'a'), eot, Ids(27, 'b'), eot}));
+    EXPECT_EQ(val, concat({Ids(10, 'a'), eot, Ids(3, 'b'), eot}));
+    EXPECT_EQ(report.train_tokens, static_cast<std::int64_t>(train.size()));
+    EXPECT_EQ(report.val_tokens, static_cast<std::int64_t>(val.size()));
+    EXPECT_EQ(TokenShard::open(report.train_path).token_bits(), 16);
+}
+
+TEST(Prepare, OneTokenDocumentGoesToTraining) {
+    TempDir dir;
+    PrepareOptions options;
+    options.inputs = {write_text(dir / "tiny.txt", "x")};
+    options.out_dir = dir / "shards";
+    options.tokenizer = "byte";
+    PrepareReport const report = prepare_shards(options);
+    EXPECT_EQ(read_shard(report.train_path), (Ids{'x', 256}));
+    EXPECT_EQ(read_shard(report.val_path), (Ids{256}));
+}
+
+TEST(Prepare, ReportsProgressUpToOne) {
+    TempDir dir;
+    PrepareOptions options;
+    options.inputs = {write_text(dir / "one.txt", first_document), write_text(dir / "two.txt", second_document)};
+    options.out_dir = dir / "shards";
+    options.tokenizer = "byte";
+    std::vector<double> fractions;
+    prepare_shards(options, [&](double fraction) { fractions.push_back(fraction); });
+    ASSERT_EQ(fractions.size(), 2u);
+    EXPECT_DOUBLE_EQ(fractions[0], 100.0 / 130.0);
+    EXPECT_DOUBLE_EQ(fractions[1], 1.0);
+}
+
+TEST(Prepare, Gpt2TokenCountsAddUp) {
+    if (!std::filesystem::exists(default_gpt2_dir() / "encoder.json")) {
+        GTEST_SKIP() << "GPT-2 tokenizer files not found in " << default_gpt2_dir().string()
+                     << ": run scripts/fetch-tokenizer";
+    }
+    std::vector<std::string> const documents = {
+        "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in "
+        "want of a wife.",
+        "Emma Woodhouse, handsome, clever, and rich, with a comfortable home and happy disposition, seemed to "
+        "unite some of the best blessings of existence.",
+    };
+    TempDir dir;
+    PrepareOptions options;
+    options.out_dir = dir / "shards";
+    options.gpt2_dir = default_gpt2_dir();
+    auto const tokenizer = make_tokenizer("gpt2", options.gpt2_dir);
+    std::int64_t document_tokens = 0;
+    for (std::size_t i = 0; i < documents.size(); ++i) {
+        options.inputs.push_back(write_text(dir / ("doc" + std::to_string(i) + ".txt"), documents[i]));
+        document_tokens += static_cast<std::int64_t>(tokenizer->encode(documents[i]).size());
+    }
+    PrepareReport const report = prepare_shards(options);
+
+    EXPECT_EQ(report.train_tokens + report.val_tokens, document_tokens + 2 * std::ssize(documents));
+    TokenShard const train = TokenShard::open(report.train_path);
+    TokenShard const val = TokenShard::open(report.val_path);
+    EXPECT_EQ(train.size(), report.train_tokens);
+    EXPECT_EQ(val.size(), report.val_tokens);
+    EXPECT_EQ(train.token_bits(), 16);
+    EXPECT_EQ(train.max_token(), 50256);
+    EXPECT_GT(report.train_tokens, 4 * report.val_tokens);
+    for (auto const& path : {report.train_path, report.val_path}) {
+        Ids const tokens = read_shard(path);
+        EXPECT_EQ(std::count(tokens.begin(), tokens.end(), 50256), 2) << path;
+        EXPECT_EQ(tokens.back(), 50256) << path;
+    }
+}
+
+struct BadOptions {
+    std::string name;
+    std::function<void(PrepareOptions&, TempDir const&)> spoil;  // applied to valid byte-tokenizer options
+    std::string expected;                                        // a phrase the message must hold
+};
+
+class BadOptionsTest : public ::testing::TestWithParam<BadOptions> {};
+
+TEST_P(BadOptionsTest, ThrowsOneLineError) {
+    TempDir dir;
+    PrepareOptions options;
+    options.inputs = {write_text(dir / "one.txt", first_document)};
+    options.out_dir = dir / "shards";
+    options.tokenizer = "byte";
+    GetParam().spoil(options, dir);
+    try {
+        prepare_shards(options);
+        FAIL() << "prepare with " << GetParam().name << " did not throw";
+    } catch (Error const& error) {
+        std::string const message = error.what();
+        EXPECT_NE(message.find(GetParam().expected), std::string::npos) << message;
+        EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir / "shards" / "train.bin"));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadOptionsTest,
+    ::testing::Values(
+        BadOptions{"NoInputs", [](PrepareOptions& o, TempDir const&) { o.inputs.clear(); }, "no input"},
+        BadOptions{"MissingInput",
+                   [](PrepareOptions& o, TempDir const& dir) { o.inputs.push_back(dir / "absent.txt"); },
+                   "absent.txt does not exist"},
+        BadOptions{"EmptyInput",
+                   [](PrepareOptions& o, TempDir const& dir) { o.inputs.push_back(write_text(dir / "empty.txt", "")); },
+                   "empty.txt is empty"},
+        BadOptions{"NoOutputFolder", [](PrepareOptions& o, TempDir const&) { o.out_dir.clear(); }, "no output"},
+        BadOptions{"UnknownTokenizer", [](PrepareOptions& o, TempDir const&) { o.tokenizer = "words"; }, "'words'"},
+        BadOptions{"ZeroValFraction", [](PrepareOptions& o, TempDir const&) { o.val_fraction = 0.0; }, "(0, 1)"},
+        BadOptions{"WholeValFraction", [](PrepareOptions& o, TempDir const&) { o.val_fraction = 1.0; }, "(0, 1)"},
+        BadOptions{"NegativeValFraction", [](PrepareOptions& o, TempDir const&) { o.val_fraction = -0.5; },
+                   "(0, 1)"}),
+    [](auto const& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace axonn
