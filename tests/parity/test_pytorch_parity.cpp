@@ -14,6 +14,7 @@
 #include "axonn/train/optimizer.h"
 #include "axonn/train/schedule.h"
 #include "axonn/train/train_step.h"
+#include "support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -22,7 +23,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 namespace axonn {
 namespace {
@@ -115,12 +115,6 @@ double relative_difference(float const* actual, Tensor const& expected) {
 
 class PytorchParity : public ::testing::Test {
 protected:
-    void SetUp() override {
-        dir_ = fs::temp_directory_path() / ("axonn-parity-" + std::to_string(getpid()));
-        fs::create_directories(dir_);
-    }
-    void TearDown() override { fs::remove_all(dir_); }
-
     NamedTensors run_reference() {
         std::string const command = std::string("/usr/bin/python3 ") + AXONN_SOURCE_DIR +
                                     "/tests/reference/gpt2_reference.py --input " + dir_.string() + " --output " +
@@ -130,7 +124,8 @@ protected:
         return read_tensor_file(dir_ / "reference.axt");
     }
 
-    fs::path dir_;
+    testing::TempDir temp_dir_;
+    fs::path const& dir_ = temp_dir_.path();
 };
 
 TEST_F(PytorchParity, LogitsLossGradientsAndTenAdamWSteps) {

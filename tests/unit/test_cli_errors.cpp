@@ -1,12 +1,14 @@
 // Bad input to the `axonn` command: each case must end with exactly one line on stderr that names the problem,
 // a non-zero exit status (2 for the command line, 1 for bad data or values), and no crash or hang.
 #include "axonn/io/token_shard.h"
+#include "support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <memory>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -73,7 +75,8 @@ std::vector<BadInput> const bad_inputs = {
 class CommandLineErrors : public ::testing::TestWithParam<BadInput> {
 protected:
     static void SetUpTestSuite() {
-        dir_ = fs::temp_directory_path() / ("axonn-cli-" + std::to_string(getpid()));
+        temp_dir_ = std::make_unique<testing::TempDir>("cli");
+        dir_ = temp_dir_->path();
         fs::create_directories(dir_ / "good");
         fs::create_directories(dir_ / "empty");
         std::vector<std::int32_t> tokens(3000);
@@ -91,10 +94,10 @@ protected:
         std::ofstream(dir_ / "extra_key.toml") << "steps = 3\nbogus_key = 1\n";
         std::ofstream(dir_ / "text.txt") << "Some text to tokenize.\n";
     }
-    static void TearDownTestSuite() { fs::remove_all(dir_); }
-    static fs::path dir_;
+    static void TearDownTestSuite() { temp_dir_.reset(); }
+    static inline std::unique_ptr<testing::TempDir> temp_dir_;
+    static inline fs::path dir_;
 };
-fs::path CommandLineErrors::dir_;
 
 TEST_P(CommandLineErrors, OneLineErrorAndNonZeroExit) {
     BadInput const& input = GetParam();

@@ -3,9 +3,9 @@
 #include "axonn/core/error.h"
 #include "axonn/io/token_shard.h"
 #include "axonn/train/data_loader.h"
+#include "support/temp_dir.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <numeric>
@@ -19,16 +19,14 @@ namespace fs = std::filesystem;
 class DataLoaderTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        dir_ = fs::temp_directory_path() / ("axonn-loader-" + std::to_string(getpid()));
-        fs::create_directories(dir_);
         // Two shards whose tokens count up 0..99 across the pair, so every token says where it came from.
         std::vector<std::int32_t> tokens(100);
         std::iota(tokens.begin(), tokens.end(), 0);
         write_token_shard(dir_ / "a.bin", std::span(tokens).first(37), 16);
         write_token_shard(dir_ / "b.bin", std::span(tokens).subspan(37), 32);
     }
-    void TearDown() override { fs::remove_all(dir_); }
-    fs::path dir_;
+    testing::TempDir temp_dir_;
+    fs::path const& dir_ = temp_dir_.path();
 };
 
 TEST_F(DataLoaderTest, WindowsCrossShardsAndTargetsAreShifted) {

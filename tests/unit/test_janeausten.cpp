@@ -4,6 +4,8 @@
 #include "axonn/io/janeausten.h"
 #include "axonn/io/tokenizer.h"
 
+#include "support/temp_dir.h"
+
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -18,6 +20,8 @@
 
 namespace axonn {
 namespace {
+
+using axonn::testing::TempDir;
 
 std::filesystem::path corpus_root() {
     return std::filesystem::path(AXONN_SOURCE_DIR) / "data" / "corpus" / "janeaustenr";
@@ -41,26 +45,6 @@ protected:
 };
 
 // A fresh folder per test, removed afterwards.
-class TempDir {
-public:
-    TempDir() {
-        auto const* test = ::testing::UnitTest::GetInstance()->current_test_info();
-        std::string name = std::string("axonn_") + test->test_suite_name() + "_" + test->name() + "_" +
-                           std::to_string(::getpid());
-        for (char& c : name) {
-            if (c == '/') c = '_';
-        }
-        path_ = std::filesystem::temp_directory_path() / name;
-        std::filesystem::remove_all(path_);
-        std::filesystem::create_directories(path_);
-    }
-    ~TempDir() { std::filesystem::remove_all(path_); }
-    std::filesystem::path const& path() const { return path_; }
-
-private:
-    std::filesystem::path path_;
-};
-
 std::int64_t line_count(std::string const& text) { return std::count(text.begin(), text.end(), '\n') + 1; }
 
 // Reads the corpus once for the suite.

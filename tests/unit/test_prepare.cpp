@@ -5,6 +5,8 @@
 #include "axonn/io/token_shard.h"
 #include "axonn/io/tokenizer.h"
 
+#include "support/temp_dir.h"
+
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -18,29 +20,11 @@
 namespace axonn {
 namespace {
 
+using axonn::testing::TempDir;
+
 using Ids = std::vector<std::int32_t>;
 
 // A fresh folder per test, removed afterwards.
-class TempDir {
-public:
-    TempDir() {
-        auto const* test = ::testing::UnitTest::GetInstance()->current_test_info();
-        std::string name = std::string("axonn_") + test->test_suite_name() + "_" + test->name() + "_" +
-                           std::to_string(::getpid());
-        for (char& c : name) {
-            if (c == '/') c = '_';
-        }
-        path_ = std::filesystem::temp_directory_path() / name;
-        std::filesystem::remove_all(path_);
-        std::filesystem::create_directories(path_);
-    }
-    ~TempDir() { std::filesystem::remove_all(path_); }
-    std::filesystem::path operator/(std::string const& name) const { return path_ / name; }
-
-private:
-    std::filesystem::path path_;
-};
-
 std::filesystem::path write_text(std::filesystem::path const& path, std::string const& text) {
     std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
     return path;

@@ -1,9 +1,9 @@
 // The named-tensor file that carries weights to and from the PyTorch oracle: round trip and corruption.
 #include "axonn/core/error.h"
 #include "axonn/io/tensor_file.h"
+#include "support/temp_dir.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 
@@ -13,7 +13,8 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(TensorFile, RoundTripsEveryDtypeAndRejectsCorruption) {
-    fs::path const path = fs::temp_directory_path() / ("axonn-tensors-" + std::to_string(getpid()) + ".axt");
+    testing::TempDir const dir;
+    fs::path const path = dir / "tensors.axt";
     NamedTensors tensors;
     Tensor weights({2, 3}, DType::f32);
     for (int i = 0; i < 6; ++i) weights.data<float>()[i] = 0.5f * i;

@@ -3,6 +3,8 @@
 #include "axonn/core/error.h"
 #include "axonn/io/token_shard.h"
 
+#include "support/temp_dir.h"
+
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -18,27 +20,9 @@
 namespace axonn {
 namespace {
 
+using axonn::testing::TempDir;
+
 // A fresh folder per test, removed afterwards.
-class TempDir {
-public:
-    TempDir() {
-        auto const* test = ::testing::UnitTest::GetInstance()->current_test_info();
-        std::string name = std::string("axonn_") + test->test_suite_name() + "_" + test->name() + "_" +
-                           std::to_string(::getpid());
-        for (char& c : name) {
-            if (c == '/') c = '_';
-        }
-        path_ = std::filesystem::temp_directory_path() / name;
-        std::filesystem::remove_all(path_);
-        std::filesystem::create_directories(path_);
-    }
-    ~TempDir() { std::filesystem::remove_all(path_); }
-    std::filesystem::path operator/(std::string const& name) const { return path_ / name; }
-
-private:
-    std::filesystem::path path_;
-};
-
 std::string read_bytes(std::filesystem::path const& path) {
     std::ifstream in(path, std::ios::binary);
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -169,6 +153,13 @@ INSTANTIATE_TEST_SUITE_P(
                       BrokenShard{"BadWidth", [](std::string& b) { set_header_word(b, 4, 8); }, "width 8"},
                       BrokenShard{"TruncatedBody", [](std::string& b) { b.pop_back(); }, "truncated or corrupt"},
                       BrokenShard{"TrailingBytes", [](std::string& b) { b += "xx"; }, "truncated or corrupt"},
+                      BrokenShard{"IdBeyondInt32",
+                                  [](std::string& b) {
+                                      set_header_word(b, 2, 2);  // the 8 token bytes as two 32-bit ids
+                                      set_header_word(b, 4, 32);
+                                      b.replace(token_shard_header_bytes, 4, 4, '\xFF');
+                                  },
+                                  "beyond any vocabulary"},
                       BrokenShard{"HugeCount", [](std::string& b) { set_header_word(b, 3, 0x7FFFFFFF); },
                                   "truncated or corrupt"}),
     [](auto const& info) { return info.param.name; });

@@ -3,6 +3,8 @@
 #include "axonn/core/error.h"
 #include "axonn/io/tokenizer.h"
 
+#include "support/temp_dir.h"
+
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -17,6 +19,8 @@
 namespace axonn {
 namespace {
 
+using axonn::testing::TempDir;
+
 using Ids = std::vector<std::int32_t>;
 
 bool gpt2_files_present() {
@@ -25,26 +29,6 @@ bool gpt2_files_present() {
 }
 
 // A fresh folder per test, removed afterwards.
-class TempDir {
-public:
-    TempDir() {
-        auto const* test = ::testing::UnitTest::GetInstance()->current_test_info();
-        std::string name = std::string("axonn_") + test->test_suite_name() + "_" + test->name() + "_" +
-                           std::to_string(::getpid());
-        for (char& c : name) {
-            if (c == '/') c = '_';
-        }
-        path_ = std::filesystem::temp_directory_path() / name;
-        std::filesystem::remove_all(path_);
-        std::filesystem::create_directories(path_);
-    }
-    ~TempDir() { std::filesystem::remove_all(path_); }
-    std::filesystem::path const& path() const { return path_; }
-
-private:
-    std::filesystem::path path_;
-};
-
 // Loads the GPT-2 tokenizer once for the suite; every test skips when its files have not been fetched.
 class Gpt2Tokenizer : public ::testing::Test {
 protected:

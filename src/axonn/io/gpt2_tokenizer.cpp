@@ -93,6 +93,7 @@ std::array<char32_t, 256> make_byte_to_code_point() {
 class ByteSpelling {
 public:
     ByteSpelling() {
+        byte_of_.fill(-1);
         auto const code_points = make_byte_to_code_point();
         for (int byte = 0; byte < 256; ++byte) byte_of_[code_points[byte]] = static_cast<std::int16_t>(byte);
     }
@@ -110,11 +111,7 @@ public:
 
 private:
     static constexpr std::size_t largest_stand_in = 256 + 68;  // 68 bytes are not printable
-    std::array<std::int16_t, largest_stand_in> byte_of_ = [] {
-        std::array<std::int16_t, largest_stand_in> unset{};
-        unset.fill(-1);
-        return unset;
-    }();
+    std::array<std::int16_t, largest_stand_in> byte_of_;  // code point -> byte, -1 where none
 };
 
 using Vocabulary = std::unordered_map<std::string, std::int32_t>;  // raw bytes -> id

@@ -279,6 +279,9 @@ DatabaseIndex read_index(std::filesystem::path const& rdx, std::filesystem::path
     RObject const& variables = named_element(index, "variables", rdx);
     RObject const& compressed = named_element(index, "compressed", rdx);
     if (compressed.integers.size() != 1) fail_corrupt(rdx, "the compression flag is not one number");
+    if (variables.type != sexp::list || variables.names.size() != variables.elements.size()) {
+        fail_corrupt(rdx, "the variables are not a named list");
+    }
     DatabaseIndex database{{}, compressed.integers.front()};
     for (std::size_t i = 0; i < variables.elements.size(); ++i) {
         auto const& range = variables.elements[i].integers;

@@ -169,6 +169,7 @@ void TokenShard::read(std::int64_t offset, std::int64_t count, std::int32_t* out
     require(offset >= 0 && count >= 0 && offset <= size_ && count <= size_ - offset,
             "cannot read tokens [{}, {}) from token shard {}: it holds {} tokens", offset, offset + count,
             path_.string(), size_);
+    if (count == 0) return;  // `out` may then be null, which memcpy does not allow
     if (token_bits_ == 16) {
         auto const* source = reinterpret_cast<std::uint16_t const*>(tokens()) + offset;
         std::copy(source, source + count, out);
