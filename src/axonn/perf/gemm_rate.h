@@ -7,7 +7,7 @@
 namespace axonn {
 
 struct GemmRate {
-    double flops_per_s;  // best of several 1024³ single-threaded SGEMMs
+    double flops_per_s;  // best of three 2048³ single-threaded SGEMMs
     std::string isa;     // the instruction set oneDNN dispatched to
 };
 

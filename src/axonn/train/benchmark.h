@@ -22,7 +22,7 @@ struct BenchResult {
     double tokens_per_s;
     double model_flops_per_s;
     double mfu;
-    double gemm_flops_per_s;  // measured single-core rate × threads: MFU's denominator
+    double gemm_flops_per_s;  // measured single-core rate (best of before and after the steps) × threads
     std::int64_t peak_rss_bytes;
 };
 

@@ -11,13 +11,17 @@ void adamw_update(float* param, float const* grad, float* m, float* v, std::int6
     // torch: p ← p·(1 − lr·wd); then p ← p − (lr / bc1) · m / (sqrt(v) / sqrt(bc2) + eps)
     float const step_size = step.learning_rate / bias_correction1;
     float const inverse_sqrt_bc2 = 1.0f / std::sqrt(bias_correction2);
+    // Locals, not step.*: the arrays are float* and could alias the struct's floats, which would force a
+    // reload of every hyperparameter in every iteration.
+    float const beta1 = step.beta1, beta2 = step.beta2, eps = step.eps, grad_scale = step.grad_scale;
 #pragma omp parallel for simd schedule(static)
     for (std::int64_t i = 0; i < n; ++i) {
-        float const g = grad[i] * step.grad_scale;
-        m[i] = step.beta1 * m[i] + (1.0f - step.beta1) * g;
-        v[i] = step.beta2 * v[i] + (1.0f - step.beta2) * g * g;
-        float const denominator = std::sqrt(v[i]) * inverse_sqrt_bc2 + step.eps;
-        param[i] = param[i] * decay_factor - step_size * m[i] / denominator;
+        float const g = grad[i] * grad_scale;
+        float const m_i = beta1 * m[i] + (1.0f - beta1) * g;
+        float const v_i = beta2 * v[i] + (1.0f - beta2) * g * g;
+        m[i] = m_i;
+        v[i] = v_i;
+        param[i] = param[i] * decay_factor - step_size * m_i / (std::sqrt(v_i) * inverse_sqrt_bc2 + eps);
     }
 }
 
