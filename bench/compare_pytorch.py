@@ -26,12 +26,13 @@ def run_json(command, threads):
 
 
 def torch_blas():
-    import torch  # only to report which BLAS PyTorch's matmul runs on
-    config = torch.__config__.show()
-    for line in config.splitlines():
-        if "BLAS_INFO" in line:
-            return line.strip()
-    return "unknown"
+    """The BLAS library PyTorch's matmul really runs on (Debian's torch links the generic libblas.so.3,
+    which update-alternatives points at OpenBLAS when it is installed, else at the slow reference BLAS)."""
+    import torch
+    torch.ones(64, 64) @ torch.ones(64, 64)
+    with open("/proc/self/maps") as maps:
+        libraries = {line.split()[-1] for line in maps if "blas" in line.lower()}
+    return ", ".join(sorted(os.path.realpath(path) for path in libraries)) or "unknown"
 
 
 def main():
@@ -42,7 +43,7 @@ def main():
     args = parser.parse_args()
 
     print(f"date {datetime.date.today()} | {platform.processor() or platform.machine()} | threads {args.threads} | "
-          f"PyTorch {torch_blas()}", file=sys.stderr)
+          f"PyTorch BLAS: {torch_blas()} (OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')})", file=sys.stderr)
     rows = []
     for shape in args.shapes:
         batch, seq = (int(x) for x in shape.split("x"))

@@ -91,7 +91,7 @@ void write_inputs(fs::path const& dir, Gpt& model, ParityBatch const& batch) {
                            {"grad_clip", optimizer.grad_clip}};
     std::ofstream(dir / "config.json") << json.dump(2);
     NamedTensors weights;
-    for (auto const& spec : model.layout().specs) {
+    for (auto const& spec : gpt_parameter_specs(config)) {
         weights.emplace(spec.name, tensor_from({model.param(spec.id), static_cast<std::size_t>(shape_numel(spec.shape))},
                                                spec.shape));
     }
@@ -130,7 +130,8 @@ protected:
 
 TEST_F(PytorchParity, LogitsLossGradientsAndTenAdamWSteps) {
     CpuBackend backend;
-    Gpt model(parity_config(), backend, batch_size, seq_len);
+    ProcessGrid serial(MPI_COMM_SELF, GridShape{});
+    Gpt model(parity_config(), backend, serial, batch_size, seq_len);
     model.init_weights(1234);
     ParityBatch const batch = make_batch(model.config().vocab_size);
     write_inputs(dir_, model, batch);
@@ -153,14 +154,14 @@ TEST_F(PytorchParity, LogitsLossGradientsAndTenAdamWSteps) {
     EXPECT_NEAR(loss, expected_loss, 2e-6 * std::abs(expected_loss));
 
     model.backward(GradWrite::overwrite);
-    for (auto const& spec : model.layout().specs) {
+    for (auto const& spec : gpt_parameter_specs(model.config())) {
         double const error = relative_difference(model.grad(spec.id), reference.at("grad." + spec.name));
         std::printf("grad %-9s rel diff %.3e\n", spec.name.c_str(), error);
         EXPECT_LT(error, 5e-6) << "gradient of " << spec.name;
     }
 
     // Ten AdamW steps on the same batch, through the trainer's own step function.
-    AdamW optimizer(model.layout(), backend, parity_optimizer());
+    AdamW optimizer(model.segments(), model.layout().total(), backend, parity_optimizer());
     LrSchedule const schedule = parity_schedule();
     double const* expected_losses = reference.at("losses").data<double>();
     for (int step = 0; step < optimizer_steps; ++step) {

@@ -28,18 +28,20 @@ TEST(GptConfig, RejectsImpossibleShapes) {
     config.n_head = 3;  // 128 % 3 != 0
     EXPECT_THROW(config.validate(), Error);
     CpuBackend backend;
-    EXPECT_THROW(Gpt(gpt_preset("gpt2-tiny"), backend, 2, 257), Error);  // longer than the context
+    ProcessGrid serial(MPI_COMM_SELF, GridShape{});
+    EXPECT_THROW(Gpt(gpt_preset("gpt2-tiny"), backend, serial, 2, 257), Error);  // longer than the context
 }
 
 TEST(Gpt, InitialisationFollowsGpt2) {
     GptConfig config = gpt_preset("gpt2-tiny");
     config.vocab_size = 1000;  // padded to 1024
     CpuBackend backend;
-    Gpt model(config, backend, 1, 8);
+    ProcessGrid serial(MPI_COMM_SELF, GridShape{});
+    Gpt model(config, backend, serial, 1, 8);
     model.init_weights(7);
     auto std_of = [&](Param id) {
         float const* x = model.param(id);
-        std::int64_t const n = model.layout().numel(id);
+        std::int64_t const n = model.layout().local_numel(id);
         double sum = 0, squares = 0;
         for (std::int64_t i = 0; i < n; ++i) sum += x[i], squares += static_cast<double>(x[i]) * x[i];
         return std::sqrt(squares / n - (sum / n) * (sum / n));
@@ -57,7 +59,8 @@ TEST(Gpt, OverwritingBackwardEqualsZeroGradPlusAccumulatingBackward) {
     GptConfig config = gpt_preset("gpt2-tiny");
     config.vocab_size = 100;
     CpuBackend backend;
-    Gpt model(config, backend, 2, 8);
+    ProcessGrid serial(MPI_COMM_SELF, GridShape{});
+    Gpt model(config, backend, serial, 2, 8);
     model.init_weights(5);
     std::vector<std::int32_t> tokens(16), targets(16);
     for (int i = 0; i < 16; ++i) tokens[i] = (i * 7) % 100, targets[i] = (i * 3) % 100;
@@ -76,9 +79,10 @@ TEST(Gpt, LearnsAFixedBatchAndKeepsPaddingAtZero) {
     GptConfig config = gpt_preset("gpt2-tiny");
     config.vocab_size = 100;
     CpuBackend backend;
-    Gpt model(config, backend, 2, 16);
+    ProcessGrid serial(MPI_COMM_SELF, GridShape{});
+    Gpt model(config, backend, serial, 2, 16);
     model.init_weights(3);
-    AdamW optimizer(model.layout(), backend, AdamWConfig{});
+    AdamW optimizer(model.segments(), model.layout().total(), backend, AdamWConfig{});
     std::vector<std::int32_t> tokens(32), targets(32);
     for (int i = 0; i < 32; ++i) tokens[i] = (i * 13) % 100, targets[i] = (i * 17) % 100;
     Batch const batch{2, 16, tokens.data(), targets.data(), nullptr};

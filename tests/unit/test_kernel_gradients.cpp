@@ -86,21 +86,35 @@ std::vector<KernelCase> kernel_cases() {
                                                  at(in, "weight"), 3, 4, 9, GradWrite::accumulate);
                      }});
     cases.push_back({"encoder", {{"wte", Vp * C, 1.0}, {"wpe", maxT * C, 1.0}}, B * T_ * C, {},
-                     AXONN_FORWARD(encoder_forward<T>(out.data(), tokens.data(), at(in, "wte"), at(in, "wpe"), B, T_, C)),
+                     AXONN_FORWARD(encoder_forward<T>(out.data(), tokens.data(), at(in, "wte"), at(in, "wpe"), B, T_, C,
+                                                      0, Vp)),
                      [](Buffers<double>&, std::vector<double> const& dout, Buffers<double>& d) {
-                         encoder_backward<double>(at(d, "dwte"), at(d, "dwpe"), dout.data(), tokens.data(), B, T_, C);
+                         encoder_backward<double>(at(d, "dwte"), at(d, "dwpe"), dout.data(), tokens.data(), B, T_, C,
+                                                  0, Vp);
+                     }});
+    // A vocabulary slice (ids 2..5) as one Y rank holds it: other tokens contribute nothing here.
+    cases.push_back({"encoder_vocab_slice", {{"wte", 4 * C, 1.0}, {"wpe", maxT * C, 1.0}}, B * T_ * C, {},
+                     AXONN_FORWARD(encoder_forward<T>(out.data(), tokens.data(), at(in, "wte"), at(in, "wpe"), B, T_, C,
+                                                      2, 4)),
+                     [](Buffers<double>&, std::vector<double> const& dout, Buffers<double>& d) {
+                         encoder_backward<double>(at(d, "dwte"), at(d, "dwpe"), dout.data(), tokens.data(), B, T_, C,
+                                                  2, 4);
                      }});
     cases.push_back({"layernorm", {{"inp", N_rows * C, 2.0}, {"weight", C, 1.5}, {"bias", C, 1.0}}, N_rows * C, {},
-                     AXONN_FORWARD(std::vector<T> mean(N_rows), rstd(N_rows);
+                     AXONN_FORWARD(std::vector<T> mean(N_rows), rstd(N_rows); std::vector<double> stats(2 * N_rows);
+                                   layernorm_statistics<T>(stats.data(), at(in, "inp"), N_rows, C);
                                    layernorm_forward<T>(out.data(), mean.data(), rstd.data(), at(in, "inp"),
-                                                        at(in, "weight"), at(in, "bias"), N_rows, C)),
+                                                        at(in, "weight"), at(in, "bias"), stats.data(), N_rows, C, C)),
                      [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
-                         std::vector<double> out(N_rows * C), mean(N_rows), rstd(N_rows);
+                         std::vector<double> out(N_rows * C), mean(N_rows), rstd(N_rows), stats(2 * N_rows);
+                         layernorm_statistics<double>(stats.data(), at(in, "inp"), N_rows, C);
                          layernorm_forward<double>(out.data(), mean.data(), rstd.data(), at(in, "inp"),
-                                                   at(in, "weight"), at(in, "bias"), N_rows, C);
+                                                   at(in, "weight"), at(in, "bias"), stats.data(), N_rows, C, C);
+                         layernorm_backward_statistics<double>(stats.data(), dout.data(), at(in, "inp"),
+                                                               at(in, "weight"), mean.data(), rstd.data(), N_rows, C);
                          layernorm_backward<double>(at(d, "dinp"), at(d, "dweight"), at(d, "dbias"), dout.data(),
-                                                    at(in, "inp"), at(in, "weight"), mean.data(), rstd.data(), N_rows,
-                                                    C);
+                                                    at(in, "inp"), at(in, "weight"), mean.data(), rstd.data(),
+                                                    stats.data(), N_rows, C, C);
                      }});
     cases.push_back({"gelu", {{"inp", 37, 4.0}}, 37, {}, AXONN_FORWARD(gelu_forward<T>(out.data(), at(in, "inp"), 37)),
                      [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
@@ -121,15 +135,21 @@ std::vector<KernelCase> kernel_cases() {
                                                     NH);
                      }});
     cases.push_back({"cross_entropy", {{"logits", N_rows * Vp, 3.0}}, N_rows, {"logits"},
-                     AXONN_FORWARD(std::vector<T> lse(N_rows);
-                                   cross_entropy_forward<T>(out.data(), lse.data(), at(in, "logits"),
-                                                            ce_targets.data(), N_rows, V, Vp)),
+                     AXONN_FORWARD(std::vector<T> lse(N_rows), row_max(N_rows); std::vector<double> sums(2 * N_rows);
+                                   cross_entropy_max<T>(row_max.data(), at(in, "logits"), N_rows, V, Vp);
+                                   cross_entropy_sums<T>(sums.data(), at(in, "logits"), row_max.data(),
+                                                         ce_targets.data(), N_rows, V, Vp, 0);
+                                   cross_entropy_losses<T>(out.data(), lse.data(), row_max.data(), sums.data(),
+                                                           ce_targets.data(), N_rows)),
                      [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
-                         std::vector<double> losses(N_rows), lse(N_rows);
-                         cross_entropy_forward<double>(losses.data(), lse.data(), at(in, "logits"), ce_targets.data(),
-                                                       N_rows, V, Vp);
+                         std::vector<double> losses(N_rows), lse(N_rows), row_max(N_rows), sums(2 * N_rows);
+                         cross_entropy_max<double>(row_max.data(), at(in, "logits"), N_rows, V, Vp);
+                         cross_entropy_sums<double>(sums.data(), at(in, "logits"), row_max.data(), ce_targets.data(),
+                                                    N_rows, V, Vp, 0);
+                         cross_entropy_losses<double>(losses.data(), lse.data(), row_max.data(), sums.data(),
+                                                      ce_targets.data(), N_rows);
                          cross_entropy_backward<double>(at(d, "dlogits"), at(in, "logits"), lse.data(),
-                                                        ce_targets.data(), dout.data(), N_rows, V, Vp);
+                                                        ce_targets.data(), dout.data(), N_rows, V, Vp, 0);
                      }});
     return cases;
 }

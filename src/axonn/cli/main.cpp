@@ -26,6 +26,14 @@ public:
     MpiSession& operator=(MpiSession const&) = delete;
 };
 
+// Under mpirun every rank checks the same options and data and fails the same way: rank 0 alone prints, so the
+// user reads one line, and every rank exits with the same status.
+bool first_rank() {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return rank == 0;
+}
+
 int run(int argc, char** argv) {
     CLI::App app{"axonn: train GPT-style language models with 4D hybrid parallelism (AxoNN's algorithm) in C++"};
     app.footer("Run `axonn COMMAND --help` for a command's options. Docs: README.md, docs/ARCHITECTURE.md.");
@@ -44,7 +52,7 @@ int run(int argc, char** argv) {
     bool const known = arguments.size() > 1 &&
                        std::find(command_names.begin(), command_names.end(), arguments[1]) != command_names.end();
     if (!known && (arguments.size() < 2 || arguments[1].rfind('-', 0) != 0)) {
-        fmt::print(stderr, "axonn: error: {}: choose one of {} (see `axonn --help`)\n",
+        if (first_rank()) fmt::print(stderr, "axonn: error: {}: choose one of {} (see `axonn --help`)\n",
                    arguments.size() < 2 ? "a subcommand is required" : "unknown command '" + arguments[1] + "'",
                    fmt::join(command_names, ", "));
         return 2;
@@ -52,7 +60,7 @@ int run(int argc, char** argv) {
     try {
         arguments = axonn::expand_config_files(app, std::move(arguments));
     } catch (axonn::Error const& e) {
-        fmt::print(stderr, "axonn: error: {}\n", e.what());
+        if (first_rank()) fmt::print(stderr, "axonn: error: {}\n", e.what());
         return 2;
     }
     // CLI11 takes the arguments after the program name, last first.
@@ -64,7 +72,7 @@ int run(int argc, char** argv) {
     } catch (CLI::CallForAllHelp const& e) {
         return app.exit(e);
     } catch (CLI::ParseError const& e) {
-        fmt::print(stderr, "axonn: error: {} (see `axonn --help`)\n", e.what());
+        if (first_rank()) fmt::print(stderr, "axonn: error: {} (see `axonn --help`)\n", e.what());
         return 2;
     }
     return 0;
@@ -77,10 +85,10 @@ int main(int argc, char** argv) {
     try {
         return run(argc, argv);
     } catch (axonn::Error const& e) {
-        fmt::print(stderr, "axonn: error: {}\n", e.what());
+        if (first_rank()) fmt::print(stderr, "axonn: error: {}\n", e.what());
         return 1;
     } catch (std::exception const& e) {
-        fmt::print(stderr, "axonn: internal error: {}\n", e.what());
+        if (first_rank()) fmt::print(stderr, "axonn: internal error: {}\n", e.what());
         return 70;
     }
 }

@@ -37,7 +37,15 @@ void add_train_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--seed", options->seed, "seed of the weight initialisation and the sample")
         ->capture_default_str();
-    command->add_option("--threads", options->threads, "OpenMP threads")->capture_default_str();
+    command->add_option("--threads", options->threads, "OpenMP threads per rank")->capture_default_str();
+    auto grid_spec = std::make_shared<std::string>("data=1,z=1,y=1,x=1");
+    command->add_option("--grid", *grid_spec, "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks)")
+        ->capture_default_str();
+    command->add_option("--grid-order", options->grid_order,
+                        "rank order of the axes, fastest first (the fastest stays inside a node)")
+        ->capture_default_str();
+    command->add_flag("--debug-collectives", options->debug_collectives,
+                      "check that all ranks of a group issue the same collectives; report the rank that diverged");
     command->add_option("--eval-every", options->eval_every, "validate every N steps (and at step 0 and the end)")
         ->capture_default_str();
     command->add_option("--eval-batches", options->eval_batches, "validation batches per evaluation")
@@ -50,8 +58,9 @@ void add_train_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--prompt", options->prompt, "text the sample continues");
 
-    command->callback([options, model] {
+    command->callback([options, model, grid_spec] {
         options->model = model->resolve();
+        options->grid = GridShape::parse(*grid_spec);
         if (options->tokenizer_dir.empty()) options->tokenizer_dir = default_gpt2_dir();
         options->sample.seed = options->seed;
         run_training(*options);

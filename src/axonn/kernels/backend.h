@@ -27,18 +27,23 @@ public:
                       float const* A, std::int64_t lda, float const* B, std::int64_t ldb, float beta, float* C,
                       std::int64_t ldc) = 0;
 
-    // out[B,T,C] = wte[tokens] + wpe[t]      tokens[B,T], wte[Vp,C], wpe[maxT,C]
+    // out[B,T,C] = wte[tokens − vocab_begin] (rows held here) + wpe[t] (if not null)
+    // tokens[B,T], wte[vocab_rows,C], wpe[maxT,C] (kernels/cpu/encoder.h)
     virtual void encoder_forward(float* out, std::int32_t const* tokens, float const* wte, float const* wpe, int B,
-                                 int T, int C) = 0;
+                                 int T, int C, int vocab_begin, int vocab_rows) = 0;
     virtual void encoder_backward(float* dwte, float* dwpe, float const* dout, std::int32_t const* tokens, int B, int T,
-                                  int C) = 0;
+                                  int C, int vocab_begin, int vocab_rows) = 0;
 
-    // out[N,C], mean[N], rstd[N], inp[N,C], weight[C], bias[C]
+    // LayerNorm in two phases around an all-reduce of the statistics (kernels/cpu/layernorm.h):
+    // stats[N,2] doubles, out[N,C], mean[N], rstd[N], inp[N,C], weight[C], bias[C]; C of C_total channels here
+    virtual void layernorm_statistics(double* stats, float const* inp, std::int64_t N, int C) = 0;
     virtual void layernorm_forward(float* out, float* mean, float* rstd, float const* inp, float const* weight,
-                                   float const* bias, std::int64_t N, int C) = 0;
+                                   float const* bias, double const* stats, std::int64_t N, int C, int C_total) = 0;
+    virtual void layernorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
+                                               float const* mean, float const* rstd, std::int64_t N, int C) = 0;
     virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, float const* dout, float const* inp,
-                                    float const* weight, float const* mean, float const* rstd, std::int64_t N,
-                                    int C) = 0;
+                                    float const* weight, float const* mean, float const* rstd, double const* stats,
+                                    std::int64_t N, int C, int C_total) = 0;
 
     // out[M,N] = inp[M,K] · weight[N,K]ᵀ + bias[N]
     virtual void linear_forward(float* out, float const* inp, float const* weight, float const* bias, std::int64_t M,
@@ -61,12 +66,18 @@ public:
     virtual void residual_forward(float* out, float const* a, float const* b, std::int64_t n) = 0;
     virtual void residual_backward(float* da, float* db, float const* dout, std::int64_t n) = 0;
 
-    // losses[N], logsumexp[N], logits[N,Vp], targets[N]; dlogits may alias logits
-    virtual void cross_entropy_forward(float* losses, float* logsumexp, float const* logits,
-                                       std::int32_t const* targets, std::int64_t N, int V, int Vp) = 0;
+    // Cross-entropy in phases around all-reduces of the row maxima and sums (kernels/cpu/cross_entropy.h):
+    // row_max[N], sums[N,2] doubles, losses[N], logsumexp[N], logits[N,Vp_local], targets[N]; dlogits may alias
+    // logits. This process holds vocabulary ids vocab_begin ... of which the first `valid` columns are real.
+    virtual void cross_entropy_max(float* row_max, float const* logits, std::int64_t N, int valid, int Vp_local) = 0;
+    virtual void cross_entropy_sums(double* sums, float const* logits, float const* row_max,
+                                    std::int32_t const* targets, std::int64_t N, int valid, int Vp_local,
+                                    int vocab_begin) = 0;
+    virtual void cross_entropy_losses(float* losses, float* logsumexp, float const* row_max, double const* sums,
+                                      std::int32_t const* targets, std::int64_t N) = 0;
     virtual void cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp,
-                                        std::int32_t const* targets, float const* dlosses, std::int64_t N, int V,
-                                        int Vp) = 0;
+                                        std::int32_t const* targets, float const* dlosses, std::int64_t N, int valid,
+                                        int Vp_local, int vocab_begin) = 0;
 
     // One AdamW step over a flat parameter range, and the squared norm used for clipping.
     virtual void adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n,

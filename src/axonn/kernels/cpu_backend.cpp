@@ -19,20 +19,29 @@ void CpuBackend::gemm(bool transpose_a, bool transpose_b, std::int64_t M, std::i
     cpu::gemm<float>(transpose_a, transpose_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 void CpuBackend::encoder_forward(float* out, std::int32_t const* tokens, float const* wte, float const* wpe, int B,
-                                 int T, int C) {
-    cpu::encoder_forward(out, tokens, wte, wpe, B, T, C);
+                                 int T, int C, int vocab_begin, int vocab_rows) {
+    cpu::encoder_forward(out, tokens, wte, wpe, B, T, C, vocab_begin, vocab_rows);
 }
 void CpuBackend::encoder_backward(float* dwte, float* dwpe, float const* dout, std::int32_t const* tokens, int B,
-                                  int T, int C) {
-    cpu::encoder_backward(dwte, dwpe, dout, tokens, B, T, C);
+                                  int T, int C, int vocab_begin, int vocab_rows) {
+    cpu::encoder_backward(dwte, dwpe, dout, tokens, B, T, C, vocab_begin, vocab_rows);
+}
+void CpuBackend::layernorm_statistics(double* stats, float const* inp, std::int64_t N, int C) {
+    cpu::layernorm_statistics(stats, inp, N, C);
 }
 void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, float const* inp, float const* weight,
-                                   float const* bias, std::int64_t N, int C) {
-    cpu::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+                                   float const* bias, double const* stats, std::int64_t N, int C, int C_total) {
+    cpu::layernorm_forward(out, mean, rstd, inp, weight, bias, stats, N, C, C_total);
+}
+void CpuBackend::layernorm_backward_statistics(double* stats, float const* dout, float const* inp,
+                                               float const* weight, float const* mean, float const* rstd,
+                                               std::int64_t N, int C) {
+    cpu::layernorm_backward_statistics(stats, dout, inp, weight, mean, rstd, N, C);
 }
 void CpuBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, float const* dout, float const* inp,
-                                    float const* weight, float const* mean, float const* rstd, std::int64_t N, int C) {
-    cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+                                    float const* weight, float const* mean, float const* rstd, double const* stats,
+                                    std::int64_t N, int C, int C_total) {
+    cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, stats, N, C, C_total);
 }
 void CpuBackend::linear_forward(float* out, float const* inp, float const* weight, float const* bias, std::int64_t M,
                                 std::int64_t K, std::int64_t N) {
@@ -60,14 +69,22 @@ void CpuBackend::residual_forward(float* out, float const* a, float const* b, st
 void CpuBackend::residual_backward(float* da, float* db, float const* dout, std::int64_t n) {
     cpu::residual_backward(da, db, dout, n);
 }
-void CpuBackend::cross_entropy_forward(float* losses, float* logsumexp, float const* logits,
-                                       std::int32_t const* targets, std::int64_t N, int V, int Vp) {
-    cpu::cross_entropy_forward(losses, logsumexp, logits, targets, N, V, Vp);
+void CpuBackend::cross_entropy_max(float* row_max, float const* logits, std::int64_t N, int valid, int Vp_local) {
+    cpu::cross_entropy_max(row_max, logits, N, valid, Vp_local);
+}
+void CpuBackend::cross_entropy_sums(double* sums, float const* logits, float const* row_max,
+                                    std::int32_t const* targets, std::int64_t N, int valid, int Vp_local,
+                                    int vocab_begin) {
+    cpu::cross_entropy_sums(sums, logits, row_max, targets, N, valid, Vp_local, vocab_begin);
+}
+void CpuBackend::cross_entropy_losses(float* losses, float* logsumexp, float const* row_max, double const* sums,
+                                      std::int32_t const* targets, std::int64_t N) {
+    cpu::cross_entropy_losses(losses, logsumexp, row_max, sums, targets, N);
 }
 void CpuBackend::cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp,
-                                        std::int32_t const* targets, float const* dlosses, std::int64_t N, int V,
-                                        int Vp) {
-    cpu::cross_entropy_backward(dlogits, logits, logsumexp, targets, dlosses, N, V, Vp);
+                                        std::int32_t const* targets, float const* dlosses, std::int64_t N, int valid,
+                                        int Vp_local, int vocab_begin) {
+    cpu::cross_entropy_backward(dlogits, logits, logsumexp, targets, dlosses, N, valid, Vp_local, vocab_begin);
 }
 void CpuBackend::adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n,
                               AdamWStep const& step) {

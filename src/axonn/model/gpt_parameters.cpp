@@ -29,11 +29,4 @@ std::array<ParamSpec, param_count> gpt_parameter_specs(GptConfig const& config) 
     }};
 }
 
-ParamLayout::ParamLayout(GptConfig const& config) : specs(gpt_parameter_specs(config)), offsets{}, total(0) {
-    for (int i = 0; i < param_count; ++i) {
-        offsets[i] = total;
-        total += shape_numel(specs[i].shape);
-    }
-}
-
 }  // namespace axonn

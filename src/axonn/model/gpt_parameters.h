@@ -1,6 +1,7 @@
 // The table of GPT-2's parameter tensors: the single place where their names, shapes, initialisation and
 // weight-decay class are defined (llm.c's lesson: derive every other table, including the test's, from this).
-// Per-layer tensors are stacked with a leading L. All tensors live in one flat buffer, in table order.
+// Per-layer tensors are stacked with a leading L. How each is split over the process grid, and where it sits in
+// the flat parameter buffer, is parallel/shard_layout.h's concern.
 #pragma once
 
 #include "axonn/core/tensor.h"
@@ -45,16 +46,5 @@ struct ParamSpec {
 
 // The 16 tensors of a model with this config, in Param order.
 std::array<ParamSpec, param_count> gpt_parameter_specs(GptConfig const& config);
-
-// Offsets of each tensor in the flat buffer, and its total size (padding rows included).
-struct ParamLayout {
-    std::array<ParamSpec, param_count> specs;
-    std::array<std::int64_t, param_count> offsets;
-    std::int64_t total;
-
-    explicit ParamLayout(GptConfig const& config);
-    std::int64_t numel(Param id) const { return shape_numel(specs[static_cast<int>(id)].shape); }
-    std::int64_t offset(Param id) const { return offsets[static_cast<int>(id)]; }
-};
 
 }  // namespace axonn

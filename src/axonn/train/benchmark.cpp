@@ -8,6 +8,7 @@
 #include "axonn/perf/gemm_rate.h"
 #include "axonn/train/train_step.h"
 
+#include <mpi.h>
 #include <omp.h>
 #include <sys/resource.h>
 
@@ -26,9 +27,10 @@ BenchResult run_benchmark(BenchOptions const& options) {
     int const B = options.batch, T = options.seq;
 
     CpuBackend backend;
-    Gpt model(options.model, backend, B, T);
+    ProcessGrid serial(MPI_COMM_SELF, GridShape{});
+    Gpt model(options.model, backend, serial, B, T);
     model.init_weights(1);
-    AdamW optimizer(model.layout(), backend, AdamWConfig{});
+    AdamW optimizer(model.segments(), model.layout().total(), backend, AdamWConfig{});
     std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
     for (std::size_t i = 0; i < tokens.size(); ++i) {
         tokens[i] = static_cast<std::int32_t>(philox4x32({5, 1}, i)[0] % options.model.vocab_size);

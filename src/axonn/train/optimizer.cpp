@@ -14,13 +14,10 @@ void AdamWConfig::validate() const {
     require(grad_clip >= 0, "gradient clipping norm must not be negative, got {} (0 turns clipping off)", grad_clip);
 }
 
-AdamW::AdamW(ParamLayout const& layout, Backend& backend, AdamWConfig const& config)
-    : layout_(layout), backend_(backend), config_(config), m_({layout.total}, DType::f32), v_({layout.total}, DType::f32) {
+AdamW::AdamW(std::vector<ParamSegment> segments, std::int64_t total, Backend& backend, AdamWConfig const& config)
+    : segments_(std::move(segments)), backend_(backend), config_(config), m_({total}, DType::f32),
+      v_({total}, DType::f32) {
     config_.validate();
-}
-
-double AdamW::gradient_norm(std::span<float const> grads) const {
-    return std::sqrt(backend_.sum_of_squares(grads.data(), static_cast<std::int64_t>(grads.size())));
 }
 
 void AdamW::step(std::span<float> params, std::span<float const> grads, double norm, float learning_rate) {
@@ -28,12 +25,12 @@ void AdamW::step(std::span<float> params, std::span<float const> grads, double n
     // torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when that is below 1.
     double const coefficient = config_.grad_clip > 0 ? config_.grad_clip / (norm + 1e-6) : 1.0;
     float const grad_scale = static_cast<float>(std::min(1.0, coefficient));
-    for (auto const& spec : layout_.specs) {
-        std::int64_t const offset = layout_.offset(spec.id);
+    for (auto const& segment : segments_) {
         AdamWStep const update{learning_rate, config_.beta1, config_.beta2, config_.eps,
-                               spec.decay ? config_.weight_decay : 0.0f, grad_scale, steps_taken_};
+                               segment.decay ? config_.weight_decay : 0.0f, grad_scale, steps_taken_};
+        std::int64_t const offset = segment.offset;
         backend_.adamw_update(params.data() + offset, grads.data() + offset, m_.data<float>() + offset,
-                              v_.data<float>() + offset, layout_.numel(spec.id), update);
+                              v_.data<float>() + offset, segment.numel, update);
     }
 }
 

@@ -4,9 +4,10 @@
 
 #include "axonn/core/tensor.h"
 #include "axonn/kernels/backend.h"
-#include "axonn/model/gpt_parameters.h"
+#include "axonn/model/gpt.h"
 
 #include <span>
+#include <vector>
 
 namespace axonn {
 
@@ -22,10 +23,9 @@ struct AdamWConfig {
 
 class AdamW {
 public:
-    AdamW(ParamLayout const& layout, Backend& backend, AdamWConfig const& config);
+    // segments: the ranges of the flat parameter buffer, each with its weight-decay setting (Gpt::segments()).
+    AdamW(std::vector<ParamSegment> segments, std::int64_t total, Backend& backend, AdamWConfig const& config);
 
-    // Global L2 norm of the gradients (before clipping).
-    double gradient_norm(std::span<float const> grads) const;
     // Clips the gradients to grad_clip by their global norm `norm`, and updates the parameters at this lr.
     void step(std::span<float> params, std::span<float const> grads, double norm, float learning_rate);
 
@@ -34,7 +34,7 @@ public:
     Tensor& second_moment() { return v_; }
 
 private:
-    ParamLayout const& layout_;
+    std::vector<ParamSegment> segments_;
     Backend& backend_;
     AdamWConfig config_;
     Tensor m_;

@@ -8,9 +8,11 @@
 namespace axonn {
 
 Progress::Progress(std::string label, long total, std::FILE* stream)
-    : label_(std::move(label)), total_(std::max(1L, total)), stream_(stream), terminal_(isatty(fileno(stream)) != 0) {}
+    : label_(std::move(label)), total_(std::max(1L, total)), stream_(stream),
+      terminal_(stream != nullptr && isatty(fileno(stream)) != 0) {}
 
 void Progress::update(long done, std::string const& status) {
+    if (stream_ == nullptr) return;
     long const percent = done * 100 / total_;
     if (terminal_) {
         constexpr int width = 30;
@@ -28,7 +30,7 @@ void Progress::update(long done, std::string const& status) {
 }
 
 void Progress::finish() {
-    if (terminal_) fmt::print(stream_, "\n");
+    if (terminal_) fmt::print(stream_, "\n");  // terminal_ implies a stream
 }
 
 }  // namespace axonn

@@ -9,6 +9,7 @@ namespace axonn {
 
 class Progress {
 public:
+    // A null stream prints nothing (every rank but the first of a parallel run).
     Progress(std::string label, long total, std::FILE* stream = stderr);
 
     // Reports that `done` of `total` units are finished, with a short status text (loss, rate, ...).

@@ -5,7 +5,8 @@ namespace axonn {
 StepResult train_step(Gpt& model, AdamW& optimizer, Batch const& batch, float learning_rate) {
     float const loss = model.forward(batch);
     model.backward(GradWrite::overwrite);
-    double const norm = optimizer.gradient_norm(model.grads());
+    model.sync_gradients();
+    double const norm = model.gradient_norm();
     optimizer.step(model.params(), model.grads(), norm, learning_rate);
     return {loss, norm};
 }

@@ -1,5 +1,5 @@
 // One optimisation step, shared by `axonn train`, `axonn bench` and the tests: forward, backward (overwriting
-// the previous step's gradients), global-norm clipping and the AdamW update.
+// the previous step's gradients), gradient sync over the grid, global-norm clipping and the AdamW update.
 #pragma once
 
 #include "axonn/model/gpt.h"

@@ -11,6 +11,8 @@
 #include "axonn/train/progress.h"
 #include "axonn/train/train_step.h"
 
+#include <mpi.h>
+
 #include <fmt/format.h>
 #include <omp.h>
 
@@ -62,15 +64,40 @@ std::string human_bytes(double bytes) {
     return fmt::format("{:.1f} {}", bytes, units[unit]);
 }
 
+// This rank's rows of a global batch: the sequences of its (data, z) position, as many as the model holds.
+Batch local_rows(Gpt& model, std::vector<std::int32_t> const& tokens, std::vector<std::int32_t> const& targets,
+                 int T) {
+    ProcessGrid& grid = model.grid();
+    int const replica = grid.coord(Axis::data) * grid.size(Axis::z) + grid.coord(Axis::z);
+    std::size_t const first = static_cast<std::size_t>(replica) * model.max_batch() * T;
+    return {model.max_batch(), T, tokens.data() + first, targets.data() + first, nullptr};
+}
+
 float evaluate(Gpt& model, DataLoader& loader, int batches, std::vector<std::int32_t>& tokens,
-               std::vector<std::int32_t>& targets, int B, int T) {
+               std::vector<std::int32_t>& targets, int T) {
     loader.restore({});  // the same validation batches every time
     double sum = 0.0;
     for (int i = 0; i < batches; ++i) {
         loader.next_batch(tokens.data(), targets.data());
-        sum += model.forward({B, T, tokens.data(), targets.data(), nullptr});
+        sum += model.forward(local_rows(model, tokens, targets, T));
     }
     return static_cast<float>(sum / batches);
+}
+
+// The trained weights, gathered from every rank into a serial model on this one (a collective call).
+void gather_into(Gpt& model, Gpt& serial) {
+    for (auto const& spec : gpt_parameter_specs(model.config())) {
+        Tensor const full = model.gather(spec.id, false);
+        std::copy_n(full.data<float>(), full.numel(), serial.param(spec.id));
+    }
+}
+
+std::string traffic_summary(ProcessGrid& grid) {
+    std::string text;
+    for (Group group : {Group::data, Group::z, Group::y, Group::x}) {
+        text += fmt::format("{}{} {}", text.empty() ? "" : ", ", group_name(group), human_bytes(grid.traffic().bytes(group)));
+    }
+    return text;
 }
 
 }  // namespace
@@ -83,56 +110,67 @@ TrainSummary run_training(TrainOptions options) {
     auto const tokenizer = make_tokenizer(options.tokenizer, options.tokenizer_dir);
     options.model.vocab_size = tokenizer->vocab_size();
     int const B = options.batch, T = options.seq;
+    int world = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    require_valid_grid(options.model, options.grid, world, B);
+    ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order),
+                     CommOptions{options.debug_collectives});
+    bool const leader = grid.rank() == 0;
     DataLoader train_loader(training_path(options), B, T, options.model.vocab_size);
     std::optional<DataLoader> val_loader;
     if (auto const path = validation_path(options)) val_loader.emplace(*path, B, T, options.model.vocab_size);
 
     CpuBackend backend;
-    Gpt model(options.model, backend, B, T);
+    Gpt model(options.model, backend, grid, B / (grid.size(Axis::data) * grid.size(Axis::z)), T);
     model.init_weights(options.seed);
-    AdamW optimizer(model.layout(), backend, options.optimizer);
+    AdamW optimizer(model.segments(), model.layout().total(), backend, options.optimizer);
 
     GemmRate const gemm_rate = measure_single_core_gemm_rate();
-    double const peak_flops = gemm_rate.flops_per_s * options.threads;
-    GptMemory const memory = gpt_memory(options.model, B, T);
-    fmt::print("axonn train | model {} ({} layers, {} heads, width {}, context {}, vocab {} padded to {})\n",
-               options.model.name, options.model.n_layer, options.model.n_head, options.model.n_embd,
-               options.model.max_seq, options.model.vocab_size, options.model.padded_vocab_size());
-    fmt::print("  parameters {:.2f} M | memory per step {} (weights {}, grads {}, AdamW {}, activations {})\n",
-               options.model.parameter_count() / 1e6, human_bytes(memory.total()),
-               human_bytes(memory.parameter_bytes), human_bytes(memory.gradient_bytes),
-               human_bytes(memory.optimizer_bytes), human_bytes(memory.activation_bytes));
-    fmt::print("  threads {} | backend {} on {} | measured single-core fp32 GEMM {:.1f} GFLOP/s (MFU denominator)\n",
-               options.threads, backend.name(), gemm_rate.isa, gemm_rate.flops_per_s / 1e9);
-    fmt::print("  data {} tokens in {} shard(s), tokenizer {} | batch {} x {} tokens, {} steps, lr {:g}\n",
-               train_loader.total_tokens(), train_loader.shard_count(), tokenizer->name(), B, T, options.steps,
-               options.schedule.max_lr);
-    if (!val_loader) fmt::print("  no validation data (pass --val-data or prepare a folder with val.bin)\n");
-    std::fflush(stdout);
+    double const peak_flops = gemm_rate.flops_per_s * options.threads * grid.world_size();
+    GptMemory const memory = model.memory();
+    if (leader) {
+        fmt::print("axonn train | model {} ({} layers, {} heads, width {}, context {}, vocab {} padded to {})\n",
+                   options.model.name, options.model.n_layer, options.model.n_head, options.model.n_embd,
+                   options.model.max_seq, options.model.vocab_size, options.model.padded_vocab_size());
+        fmt::print("  parameters {:.2f} M | memory per rank {} (weights {}, grads {}, AdamW {}, activations {})\n",
+                   options.model.parameter_count() / 1e6, human_bytes(memory.total()),
+                   human_bytes(memory.parameter_bytes), human_bytes(memory.gradient_bytes),
+                   human_bytes(memory.optimizer_bytes), human_bytes(memory.activation_bytes));
+        fmt::print("  grid {} over {} rank(s) (order {}) | threads {} per rank\n", grid.shape().to_string(),
+                   grid.world_size(), options.grid_order, options.threads);
+        fmt::print("  backend {} on {} | measured single-core fp32 GEMM {:.1f} GFLOP/s (MFU denominator: this x "
+                   "threads x ranks)\n",
+                   backend.name(), gemm_rate.isa, gemm_rate.flops_per_s / 1e9);
+        fmt::print("  data {} tokens in {} shard(s), tokenizer {} | batch {} x {} tokens, {} steps, lr {:g}\n",
+                   train_loader.total_tokens(), train_loader.shard_count(), tokenizer->name(), B, T, options.steps,
+                   options.schedule.max_lr);
+        if (!val_loader) fmt::print("  no validation data (pass --val-data or prepare a folder with val.bin)\n");
+        std::fflush(stdout);
+    }
 
-    MetricsLog metrics = options.metrics.empty() ? MetricsLog() : MetricsLog(options.metrics);
+    MetricsLog metrics = options.metrics.empty() || !leader ? MetricsLog() : MetricsLog(options.metrics);
     std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
     std::vector<std::int32_t> val_tokens(tokens.size()), val_targets(tokens.size());
     double const flops_per_step = options.model.flops_per_token(T) * B * T;
     TrainSummary summary{NAN, NAN, NAN, ""};
-    Progress progress("train", options.steps);
+    Progress progress("train", options.steps, leader ? stderr : nullptr);
 
     for (int step = 0; step <= options.steps; ++step) {
         bool const last = step == options.steps;
         std::optional<float> val_loss;
         if (val_loader && (step % options.eval_every == 0 || last)) {
-            val_loss = evaluate(model, *val_loader, options.eval_batches, val_tokens, val_targets, B, T);
+            val_loss = evaluate(model, *val_loader, options.eval_batches, val_tokens, val_targets, T);
             if (step == 0) summary.first_val_loss = *val_loss;
             summary.last_val_loss = *val_loss;
         }
         if (last) {
-            if (val_loss) fmt::print(stderr, "\nfinal validation loss {:.4f}\n", *val_loss);
+            if (val_loss && leader) fmt::print(stderr, "\nfinal validation loss {:.4f}\n", *val_loss);
             break;
         }
         train_loader.next_batch(tokens.data(), targets.data());
         float const lr = options.schedule.at(step);
         Stopwatch watch;
-        StepResult const result = train_step(model, optimizer, {B, T, tokens.data(), targets.data(), nullptr}, lr);
+        StepResult const result = train_step(model, optimizer, local_rows(model, tokens, targets, T), lr);
         double const seconds = watch.seconds();
         require(std::isfinite(result.loss), "loss became {} at step {}: lower --lr", result.loss, step);
         summary.last_train_loss = result.loss;
@@ -152,14 +190,18 @@ TrainSummary run_training(TrainOptions options) {
                                               100.0 * flops_per_step / seconds / peak_flops));
     }
     progress.finish();
+    if (leader && grid.world_size() > 1) fmt::print("bytes moved per axis by rank 0: {}\n", traffic_summary(grid));
 
     if (options.sample.new_tokens > 0) {
-        std::vector<std::int32_t> prompt = tokenizer->encode(options.prompt);
-        if (prompt.empty()) prompt.push_back(tokenizer->eot_id());
-        Gpt sampler(options.model, backend, 1, T);  // samples with the context length it was trained on
-        std::copy(model.params().begin(), model.params().end(), sampler.params().begin());
-        summary.sample = options.prompt + tokenizer->decode(generate(sampler, prompt, options.sample));
-        fmt::print("---- sample ----\n{}\n----------------\n", summary.sample);
+        ProcessGrid self(MPI_COMM_SELF, GridShape{});
+        Gpt sampler(options.model, backend, self, 1, T);  // samples with the context length it was trained on
+        gather_into(model, sampler);
+        if (leader) {
+            std::vector<std::int32_t> prompt = tokenizer->encode(options.prompt);
+            if (prompt.empty()) prompt.push_back(tokenizer->eot_id());
+            summary.sample = options.prompt + tokenizer->decode(generate(sampler, prompt, options.sample));
+            fmt::print("---- sample ----\n{}\n----------------\n", summary.sample);
+        }
     }
     return summary;
 }

@@ -1,6 +1,8 @@
-// `axonn train`: the training loop with validation, metrics, progress and a closing sample.
+// `axonn train`: the training loop with validation, metrics, progress and a closing sample, on one process or
+// on a 4D grid of MPI ranks. Rank 0 prints and writes the metrics; every rank trains its shard.
 #pragma once
 
+#include "axonn/comm/grid.h"
 #include "axonn/model/gpt_config.h"
 #include "axonn/model/generate.h"
 #include "axonn/train/optimizer.h"
@@ -25,6 +27,9 @@ struct TrainOptions {
     AdamWConfig optimizer;
     std::uint64_t seed = 1337;
     int threads = 1;
+    GridShape grid;                       // data × z × y × x; its product must be the number of MPI ranks
+    std::string grid_order = "x,y,z,data";  // fastest-varying axis first
+    bool debug_collectives = false;
     int eval_every = 50;                  // validation at step 0, every eval_every steps, and at the end
     int eval_batches = 8;
     std::filesystem::path metrics;        // JSON lines; empty = none

@@ -1,5 +1,8 @@
-// Softmax cross-entropy over a padded vocabulary, fused so the [N,Vp] probabilities are never stored.
-// N tokens, V real vocabulary entries, Vp ≥ V padded width (the columns V..Vp-1 are masked out).
+// Softmax cross-entropy over a padded vocabulary, fused so the [N,Vp] probabilities are never stored, and
+// split into phases so that the vocabulary can be split over processes (G_y > 1, vocabulary-parallel): each
+// process holds Vp_local columns starting at global id vocab_begin, of which the first `valid` are real words
+// (the rest are padding, masked out). The row maxima are all-reduced (max) and the sums (sum) between phases;
+// alone, they are used as they are.
 // A target below zero is the ignore index: that token has no loss and no gradient. The per-token loss mask
 // (Goldfish loss, padding) enters through dlosses, the weight each token's loss has in the mean.
 #pragma once
@@ -10,16 +13,23 @@ namespace axonn::cpu {
 
 inline constexpr std::int32_t ignore_index = -1;
 
-// losses[N] = logsumexp(logits[n, :V]) − logits[n, target[n]] (0 where ignored); logsumexp[N] saved for backward.
-// logits[N,Vp], targets[N]
-template <typename T>
-void cross_entropy_forward(T* losses, T* logsumexp, T const* logits, std::int32_t const* targets, std::int64_t N,
-                           int V, int Vp);
+// row_max[N] = max of each row's valid columns      logits[N,Vp_local]
+template <typename T> void cross_entropy_max(T* row_max, T const* logits, std::int64_t N, int valid, int Vp_local);
 
-// dlogits[N,Vp] = (softmax(logits[n]) − onehot(target[n])) · dlosses[n], 0 in padded columns and ignored rows.
+// sums[N,2] = {Σ_valid exp(logit − row_max), the target's logit if this slice holds the target, else 0}
+template <typename T>
+void cross_entropy_sums(double* sums, T const* logits, T const* row_max, std::int32_t const* targets, std::int64_t N,
+                        int valid, int Vp_local, int vocab_begin);
+
+// losses[N] = log(Σ exp) + row_max − target logit (0 where ignored); logsumexp[N] saved for the backward
+template <typename T>
+void cross_entropy_losses(T* losses, T* logsumexp, T const* row_max, double const* sums, std::int32_t const* targets,
+                          std::int64_t N);
+
+// dlogits[N,Vp_local] = (softmax − onehot(target)) · dlosses[n], 0 in padded columns and ignored rows.
 // Writes (does not accumulate), and dlogits may be the same buffer as logits: the logits are not needed after.
 template <typename T>
 void cross_entropy_backward(T* dlogits, T const* logits, T const* logsumexp, std::int32_t const* targets,
-                            T const* dlosses, std::int64_t N, int V, int Vp);
+                            T const* dlosses, std::int64_t N, int valid, int Vp_local, int vocab_begin);
 
 }  // namespace axonn::cpu

@@ -1,52 +1,74 @@
 #include "axonn/kernels/cpu/layernorm.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace axonn::cpu {
 
-template <typename T>
-void layernorm_forward(T* out, T* mean, T* rstd, T const* inp, T const* weight, T const* bias, std::int64_t N, int C) {
+template <typename T> void layernorm_statistics(double* stats, T const* inp, std::int64_t N, int C) {
 #pragma omp parallel for schedule(static)
     for (std::int64_t n = 0; n < N; ++n) {
         T const* x = inp + n * C;
-        T sum = 0;
-#pragma omp simd reduction(+ : sum)
-        for (int c = 0; c < C; ++c) sum += x[c];
-        T const m = sum / C;
-        // Two passes (mean, then centred squares) rather than E[x²]−E[x]², which cancels badly in fp32.
-        T squares = 0;
-#pragma omp simd reduction(+ : squares)
-        for (int c = 0; c < C; ++c) squares += (x[c] - m) * (x[c] - m);
-        T const s = T(1) / std::sqrt(squares / C + static_cast<T>(layernorm_eps));
+        double sum = 0, squares = 0;
+#pragma omp simd reduction(+ : sum, squares)
+        for (int c = 0; c < C; ++c) {
+            sum += x[c];
+            squares += static_cast<double>(x[c]) * x[c];
+        }
+        stats[2 * n] = sum;
+        stats[2 * n + 1] = squares;
+    }
+}
+
+template <typename T>
+void layernorm_forward(T* out, T* mean, T* rstd, T const* inp, T const* weight, T const* bias, double const* stats,
+                       std::int64_t N, int C, int C_total) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t n = 0; n < N; ++n) {
+        double const m = stats[2 * n] / C_total;
+        double const variance = std::max(0.0, stats[2 * n + 1] / C_total - m * m);
+        T const s = static_cast<T>(1.0 / std::sqrt(variance + layernorm_eps));
+        T const mt = static_cast<T>(m);
+        T const* x = inp + n * C;
         T* y = out + n * C;
 #pragma omp simd
-        for (int c = 0; c < C; ++c) y[c] = (x[c] - m) * s * weight[c] + bias[c];
-        mean[n] = m;
+        for (int c = 0; c < C; ++c) y[c] = (x[c] - mt) * s * weight[c] + bias[c];
+        mean[n] = mt;
         rstd[n] = s;
     }
 }
 
 template <typename T>
+void layernorm_backward_statistics(double* stats, T const* dout, T const* inp, T const* weight, T const* mean,
+                                   T const* rstd, std::int64_t N, int C) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t n = 0; n < N; ++n) {
+        T const* dy = dout + n * C;
+        T const* x = inp + n * C;
+        double dnorm_sum = 0, dnorm_norm_sum = 0;
+#pragma omp simd reduction(+ : dnorm_sum, dnorm_norm_sum)
+        for (int c = 0; c < C; ++c) {
+            T const norm = (x[c] - mean[n]) * rstd[n];
+            T const dnorm = dy[c] * weight[c];
+            dnorm_sum += dnorm;
+            dnorm_norm_sum += static_cast<double>(dnorm) * norm;
+        }
+        stats[2 * n] = dnorm_sum;
+        stats[2 * n + 1] = dnorm_norm_sum;
+    }
+}
+
+template <typename T>
 void layernorm_backward(T* dinp, T* dweight, T* dbias, T const* dout, T const* inp, T const* weight, T const* mean,
-                        T const* rstd, std::int64_t N, int C) {
+                        T const* rstd, double const* stats, std::int64_t N, int C, int C_total) {
     // The parameter gradients sum over all rows; rows run serially so no two rows write dweight at once.
     for (std::int64_t n = 0; n < N; ++n) {
         T const* dy = dout + n * C;
         T const* x = inp + n * C;
         T const m = mean[n];
         T const s = rstd[n];
-        // dnorm = dy · weight; dx = s · (dnorm − mean(dnorm) − norm · mean(dnorm · norm))
-        T dnorm_mean = 0;
-        T dnorm_norm_mean = 0;
-#pragma omp simd reduction(+ : dnorm_mean, dnorm_norm_mean)
-        for (int c = 0; c < C; ++c) {
-            T const norm = (x[c] - m) * s;
-            T const dnorm = dy[c] * weight[c];
-            dnorm_mean += dnorm;
-            dnorm_norm_mean += dnorm * norm;
-        }
-        dnorm_mean /= C;
-        dnorm_norm_mean /= C;
+        T const dnorm_mean = static_cast<T>(stats[2 * n] / C_total);
+        T const dnorm_norm_mean = static_cast<T>(stats[2 * n + 1] / C_total);
         T* dx = dinp + n * C;
 #pragma omp simd
         for (int c = 0; c < C; ++c) {
@@ -59,13 +81,19 @@ void layernorm_backward(T* dinp, T* dweight, T* dbias, T const* dout, T const* i
     }
 }
 
-template void layernorm_forward<float>(float*, float*, float*, float const*, float const*, float const*, std::int64_t,
-                                       int);
+template void layernorm_statistics<float>(double*, float const*, std::int64_t, int);
+template void layernorm_statistics<double>(double*, double const*, std::int64_t, int);
+template void layernorm_forward<float>(float*, float*, float*, float const*, float const*, float const*, double const*,
+                                       std::int64_t, int, int);
 template void layernorm_forward<double>(double*, double*, double*, double const*, double const*, double const*,
-                                        std::int64_t, int);
+                                        double const*, std::int64_t, int, int);
+template void layernorm_backward_statistics<float>(double*, float const*, float const*, float const*, float const*,
+                                                   float const*, std::int64_t, int);
+template void layernorm_backward_statistics<double>(double*, double const*, double const*, double const*,
+                                                    double const*, double const*, std::int64_t, int);
 template void layernorm_backward<float>(float*, float*, float*, float const*, float const*, float const*, float const*,
-                                        float const*, std::int64_t, int);
+                                        float const*, double const*, std::int64_t, int, int);
 template void layernorm_backward<double>(double*, double*, double*, double const*, double const*, double const*,
-                                         double const*, double const*, std::int64_t, int);
+                                         double const*, double const*, double const*, std::int64_t, int, int);
 
 }  // namespace axonn::cpu

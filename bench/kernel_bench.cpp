@@ -1,0 +1,89 @@
+// Per-kernel speed at GPT-2 small's shapes for B·T = 256 tokens (B = 4, T = 64): where a training step's time
+// goes outside the model. Google Benchmark; run `build/bench/kernel_bench` with OMP_NUM_THREADS=1.
+// GEMMs report FLOP/s, the memory-bound kernels bytes/s.
+#include "axonn/kernels/cpu/adamw.h"
+#include "axonn/kernels/cpu/attention.h"
+#include "axonn/kernels/cpu/cross_entropy.h"
+#include "axonn/kernels/cpu/gelu.h"
+#include "axonn/kernels/cpu/gemm.h"
+#include "axonn/kernels/cpu/layernorm.h"
+
+#include <benchmark/benchmark.h>
+
+#include <vector>
+
+namespace {
+
+using namespace axonn::cpu;
+
+constexpr int B = 4, T = 64, C = 768, NH = 12, V = 50257, Vp = 50304;
+constexpr std::int64_t BT = B * T;
+
+// C[M,N] = A[M,K] · B[N,K]ᵀ, the forward GEMM of a Linear layer.
+void BM_LinearGemm(benchmark::State& state) {
+    std::int64_t const M = state.range(0), N = state.range(1), K = state.range(2);
+    std::vector<float> a(M * K, 0.5f), b(N * K, 0.25f), c(M * N);
+    for (auto _ : state) gemm<float>(false, true, M, N, K, 1.0f, a.data(), K, b.data(), K, 0.0f, c.data(), N);
+    state.counters["FLOP/s"] = benchmark::Counter(2.0 * M * N * K, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_LinearGemm)
+    ->Args({BT, 3 * C, C})   // qkv
+    ->Args({BT, C, C})       // attention projection
+    ->Args({BT, 4 * C, C})   // MLP up
+    ->Args({BT, C, 4 * C})   // MLP down
+    ->Args({BT, Vp, C});     // LM head
+
+void BM_LayerNormForward(benchmark::State& state) {
+    std::vector<float> inp(BT * C, 1.0f), out(BT * C), mean(BT), rstd(BT), weight(C, 1.0f), bias(C, 0.0f);
+    std::vector<double> stats(2 * BT);
+    for (auto _ : state) {
+        layernorm_statistics(stats.data(), inp.data(), BT, C);
+        layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(), stats.data(),
+                          BT, C, C);
+    }
+    state.SetBytesProcessed(state.iterations() * 2 * BT * C * 4);
+}
+BENCHMARK(BM_LayerNormForward);
+
+void BM_GeluForward(benchmark::State& state) {
+    std::vector<float> inp(BT * 4 * C, 0.3f), out(BT * 4 * C);
+    for (auto _ : state) gelu_forward(out.data(), inp.data(), BT * 4 * C);
+    state.SetBytesProcessed(state.iterations() * 2 * BT * 4 * C * 4);
+}
+BENCHMARK(BM_GeluForward);
+
+void BM_AttentionForwardBackward(benchmark::State& state) {
+    std::vector<float> qkv(BT * 3 * C, 0.1f), out(BT * C), att(B * NH * T * T), dqkv(BT * 3 * C), dout(BT * C, 0.01f);
+    for (auto _ : state) {
+        attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+        attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
+    }
+}
+BENCHMARK(BM_AttentionForwardBackward);
+
+void BM_CrossEntropyForwardBackward(benchmark::State& state) {
+    std::vector<float> logits(BT * Vp, 0.01f), losses(BT), lse(BT), row_max(BT), dlosses(BT, 1.0f / BT);
+    std::vector<double> sums(2 * BT);
+    std::vector<std::int32_t> targets(BT, 42);
+    for (auto _ : state) {
+        cross_entropy_max(row_max.data(), logits.data(), BT, V, Vp);
+        cross_entropy_sums(sums.data(), logits.data(), row_max.data(), targets.data(), BT, V, Vp, 0);
+        cross_entropy_losses(losses.data(), lse.data(), row_max.data(), sums.data(), targets.data(), BT);
+        cross_entropy_backward(logits.data(), logits.data(), lse.data(), targets.data(), dlosses.data(), BT, V, Vp, 0);
+    }
+    state.SetBytesProcessed(state.iterations() * 3 * BT * Vp * 4);
+}
+BENCHMARK(BM_CrossEntropyForwardBackward);
+
+void BM_AdamW(benchmark::State& state) {
+    std::int64_t const n = state.range(0);
+    std::vector<float> param(n, 0.1f), grad(n, 0.01f), m(n), v(n);
+    AdamWStep const step{1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 1};
+    for (auto _ : state) adamw_update(param.data(), grad.data(), m.data(), v.data(), n, step);
+    state.SetBytesProcessed(state.iterations() * n * 28);  // reads p, g, m, v; writes p, m, v
+}
+BENCHMARK(BM_AdamW)->Arg(1 << 24);
+
+}  // namespace
+
+BENCHMARK_MAIN();

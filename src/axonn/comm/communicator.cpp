@@ -1,0 +1,214 @@
+// Communicator: blocking MPI collectives with traffic accounting and the debug-mode divergence check.
+#include "axonn/comm/communicator.h"
+
+#include "axonn/comm/grid.h"
+#include "axonn/core/error.h"
+#include "axonn/core/timer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <thread>
+
+namespace axonn {
+
+enum class CollectiveOp : std::int32_t { all_reduce, all_reduce_max, all_gather, reduce_scatter };
+
+// Plain data, sent as bytes; every field is 8-byte aligned so that no padding goes over the wire.
+struct CollectiveSignature {
+    CollectiveOp op;
+    std::int32_t element_bytes;
+    std::uint64_t count;     // the count argument of the call (per rank for all_gather and reduce_scatter)
+    std::uint64_t sequence = 0;  // 1 for this communicator's first collective; set when the call is issued
+    std::int64_t world_rank = 0;
+};
+
+namespace {
+
+std::string op_name(CollectiveOp op) {
+    switch (op) {
+        case CollectiveOp::all_reduce: return "all_reduce";
+        case CollectiveOp::all_reduce_max: return "all_reduce_max";
+        case CollectiveOp::all_gather: return "all_gather";
+        case CollectiveOp::reduce_scatter: return "reduce_scatter";
+    }
+    return "unknown";
+}
+
+bool same_collective(CollectiveSignature const& a, CollectiveSignature const& b) {
+    return a.op == b.op && a.element_bytes == b.element_bytes && a.count == b.count && a.sequence == b.sequence;
+}
+
+// "all_gather of 64 floats per rank"
+std::string describe(CollectiveSignature const& s) {
+    bool const per_rank = s.op == CollectiveOp::all_gather || s.op == CollectiveOp::reduce_scatter;
+    return fmt::format("{} of {} {}{}{}", op_name(s.op), s.count, s.element_bytes == 8 ? "double" : "float",
+                       s.count == 1 ? "" : "s", per_rank ? " per rank" : "");
+}
+
+// MPI counts are int; a larger buffer must be split by the caller (a smaller batch or more ranks on the axis).
+// Checked before the collective is issued, so that every rank of the group fails at the same point.
+int mpi_count(std::size_t count) {
+    require(count <= static_cast<std::size_t>(INT_MAX),
+            "a collective of {} elements exceeds MPI's limit of {} per call: reduce the batch or shard further",
+            count, INT_MAX);
+    return static_cast<int>(count);
+}
+
+template <typename T>
+MPI_Datatype mpi_type();
+template <>
+MPI_Datatype mpi_type<float>() { return MPI_FLOAT; }
+template <>
+MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
+
+}  // namespace
+
+void TrafficLog::record(std::string const& op, Group group, std::uint64_t bytes, double seconds) {
+    auto entry = std::find_if(entries_.begin(), entries_.end(),
+                              [&](TrafficEntry const& e) { return e.op == op && e.group == group; });
+    if (entry == entries_.end()) {
+        entry = entries_.insert(entries_.end(), TrafficEntry{.op = op, .group = group});
+    }
+    entry->calls += 1;
+    entry->bytes += bytes;
+    entry->seconds += seconds;
+}
+
+std::vector<TrafficEntry> TrafficLog::entries() const { return entries_; }
+
+std::uint64_t TrafficLog::bytes(Group group) const {
+    std::uint64_t total = 0;
+    for (TrafficEntry const& entry : entries_) {
+        if (entry.group == group) {
+            total += entry.bytes;
+        }
+    }
+    return total;
+}
+
+void TrafficLog::clear() { entries_.clear(); }
+
+Communicator::Communicator(MPI_Comm comm, Group group, TrafficLog& traffic, CommOptions options)
+    : comm_(comm), group_(group), traffic_(traffic), options_(options) {
+    MPI_Comm_size(comm_, &size_);
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
+}
+
+Communicator::~Communicator() {
+    // A grid that outlives MPI_Finalize (a static, an exception unwinding past main's session) must not call MPI.
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) {
+        MPI_Comm_free(&comm_);
+    }
+}
+
+void Communicator::all_reduce(float* data, std::size_t count) {
+    all_reduce_with(data, count, CollectiveOp::all_reduce);
+}
+
+void Communicator::all_reduce(double* data, std::size_t count) {
+    all_reduce_with(data, count, CollectiveOp::all_reduce);
+}
+
+void Communicator::all_reduce_max(float* data, std::size_t count) {
+    all_reduce_with(data, count, CollectiveOp::all_reduce_max);
+}
+
+void Communicator::all_gather(float const* send, float* recv, std::size_t count_per_rank) {
+    if (size_ == 1) {
+        std::copy_n(send, count_per_rank, recv);
+        return;
+    }
+    CollectiveSignature const signature{
+        .op = CollectiveOp::all_gather, .element_bytes = sizeof(float), .count = count_per_rank};
+    int const n = mpi_count(count_per_rank);
+    issue(signature, count_per_rank * size_ * sizeof(float),
+          [&] { MPI_Allgather(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, comm_); });
+}
+
+void Communicator::reduce_scatter(float const* send, float* recv, std::size_t count_per_rank) {
+    if (size_ == 1) {
+        std::copy_n(send, count_per_rank, recv);
+        return;
+    }
+    CollectiveSignature const signature{
+        .op = CollectiveOp::reduce_scatter, .element_bytes = sizeof(float), .count = count_per_rank};
+    int const n = mpi_count(count_per_rank);
+    issue(signature, count_per_rank * size_ * sizeof(float),
+          [&] { MPI_Reduce_scatter_block(send, recv, n, MPI_FLOAT, MPI_SUM, comm_); });
+}
+
+template <typename T>
+void Communicator::all_reduce_with(T* data, std::size_t count, CollectiveOp op) {
+    if (size_ == 1) {
+        return;
+    }
+    CollectiveSignature const signature{.op = op, .element_bytes = sizeof(T), .count = count};
+    MPI_Op const reduction = op == CollectiveOp::all_reduce_max ? MPI_MAX : MPI_SUM;
+    int const n = mpi_count(count);
+    issue(signature, count * sizeof(T),
+          [&] { MPI_Allreduce(MPI_IN_PLACE, data, n, mpi_type<T>(), reduction, comm_); });
+}
+
+template <typename MpiCall>
+void Communicator::issue(CollectiveSignature signature, std::uint64_t bytes, MpiCall&& mpi_call) {
+    signature.sequence = ++collectives_issued_;
+    signature.world_rank = world_rank_;
+    if (options_.debug_collectives) {
+        check_signatures(signature);
+    }
+    Stopwatch clock;
+    mpi_call();
+    traffic_.record(op_name(signature.op), group_, bytes, clock.seconds());
+}
+
+void Communicator::check_signatures(CollectiveSignature const& mine) {
+    std::vector<CollectiveSignature> all(size_);
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, comm_, &request);
+    wait_or_abort(request, mine);
+    // Every rank sees the same table, so every rank throws the same error and none is left waiting.
+    CollectiveSignature const& expected = all.front();
+    auto const diverging = std::find_if(all.begin(), all.end(), [&](CollectiveSignature const& s) {
+        return !same_collective(s, expected);
+    });
+    if (diverging == all.end()) {
+        return;
+    }
+    std::string const own_number =
+        diverging->sequence == expected.sequence ? "" : fmt::format(" as its collective #{}", diverging->sequence);
+    fail("collective #{} on group {} diverged: rank {} (world rank {}) issued {}{}, rank 0 (world rank {}) issued {}: "
+         "every rank of a group must issue the same collectives in the same order",
+         expected.sequence, group_name(group_), diverging - all.begin(), diverging->world_rank, describe(*diverging),
+         own_number, expected.world_rank, describe(expected));
+}
+
+// Polls rather than waits so that a rank whose partners never arrive reports it instead of hanging forever.
+void Communicator::wait_or_abort(MPI_Request& request, CollectiveSignature const& mine) {
+    Stopwatch waited;
+    for (;;) {
+        int done = 0;
+        MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+        if (done) {
+            return;
+        }
+        if (waited.seconds() > options_.debug_timeout_s) {
+            fmt::print(stderr,
+                       "axonn: error: world rank {} waited {:.0f} s in collective #{} on group {} ({}): another rank "
+                       "of this group issued fewer collectives; aborting\n",
+                       world_rank_, waited.seconds(), mine.sequence, group_name(group_), describe(mine));
+            std::fflush(stderr);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        // Debug mode trades latency for leaving the cores to the other ranks (often oversubscribed in tests).
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+}
+
+}  // namespace axonn
