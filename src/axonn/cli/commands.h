@@ -9,5 +9,6 @@ void add_train_command(CLI::App& app);
 void add_prepare_command(CLI::App& app);
 void add_corpus_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_parity_command(CLI::App& app);
 
 }  // namespace axonn

@@ -14,8 +14,10 @@ struct Preset {
     int n_layer, n_head, n_embd, max_seq;
 };
 
-// GPT-2's published shapes, plus two small ones for tests and the demo.
-constexpr std::array<Preset, 6> presets = {{
+// GPT-2's published shapes, plus small ones: gpt2-micro splits on every grid of up to 8 ranks (8 heads, width
+// 64) for `axonn parity` and the MPI tests; gpt2-tiny for unit tests; gpt2-mini for the demo.
+constexpr std::array<Preset, 7> presets = {{
+    {"gpt2-micro", 2, 8, 64, 64},
     {"gpt2-tiny", 2, 4, 128, 256},
     {"gpt2-mini", 4, 4, 256, 256},
     {"gpt2-small", 12, 12, 768, 1024},

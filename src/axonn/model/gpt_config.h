@@ -30,7 +30,8 @@ struct GptConfig {
     void validate() const;
 };
 
-// The presets: gpt2-tiny (tests), gpt2-mini (the demo), gpt2-small (124M), gpt2-medium, gpt2-large, gpt2-xl.
+// The presets: gpt2-micro (parity on every grid), gpt2-tiny (tests), gpt2-mini (the demo), gpt2-small (124M),
+// gpt2-medium, gpt2-large, gpt2-xl.
 GptConfig gpt_preset(std::string const& name);
 std::vector<std::string> gpt_preset_names();
 

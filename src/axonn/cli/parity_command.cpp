@@ -1,0 +1,69 @@
+#include "axonn/cli/commands.h"
+#include "axonn/cli/model_options.h"
+#include "axonn/train/parity.h"
+
+#include <fmt/format.h>
+#include <mpi.h>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+
+namespace axonn {
+
+void add_parity_command(CLI::App& app) {
+    CLI::App* command = app.add_subcommand("parity", "Prove a grid gives the serial answer: run both, compare");
+    command->footer("Runs --steps AdamW steps serially and on --grid from the same seed and batches, and prints the\n"
+                    "largest relative differences of the loss, the gradient norm, the first step's logits and each\n"
+                    "gradient tensor. Example: mpirun -np 8 build/axonn parity --grid data=2,z=1,y=2,x=2 --json");
+    auto options = std::make_shared<ParityOptions>();
+    auto model = std::make_shared<ModelOptions>(*command, "gpt2-micro");
+    auto vocab = std::make_shared<int>(300);
+    auto grid_spec = std::make_shared<std::string>("data=1,z=1,y=1,x=1");
+    auto json = std::make_shared<bool>(false);
+    command->add_option("--vocab", *vocab, "vocabulary size (padded to a multiple of 64)")->capture_default_str();
+    command->add_option("--grid", *grid_spec, "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks)")
+        ->capture_default_str();
+    command->add_option("--grid-order", options->grid_order, "rank order of the axes, fastest first")
+        ->capture_default_str();
+    command->add_option("--steps", options->steps, "AdamW steps")->capture_default_str();
+    command->add_option("--batch", options->batch, "global batch (sequences)")->capture_default_str();
+    command->add_option("--seq", options->seq, "tokens per sequence")->capture_default_str();
+    command->add_option("--seed", options->seed, "seed of the weights")->capture_default_str();
+    command->add_flag("--debug-collectives", options->debug_collectives, "check every collective's signature");
+    command->add_flag("--json", *json, "print one JSON object: max_rel_diff and the per-quantity values");
+
+    command->callback([options, model, vocab, grid_spec, json] {
+        options->model = model->resolve();
+        options->model.vocab_size = *vocab;
+        options->model.validate();
+        options->grid = GridShape::parse(*grid_spec);
+        ParityReport const report = run_parity(*options);
+        int rank = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (rank != 0) return;
+        if (*json) {
+            nlohmann::json const record = {{"grid", options->grid.to_string()},
+                                           {"steps", options->steps},
+                                           {"max_rel_diff", report.max_rel_diff()},
+                                           {"loss_rel_diff", report.loss_rel_diff},
+                                           {"grad_norm_rel_diff", report.grad_norm_rel_diff},
+                                           {"logits_rel_diff", report.logits_rel_diff},
+                                           {"init_max_abs_diff", report.init_max_abs_diff},
+                                           {"grad_rel_diff", report.grad_rel_diff}};
+            fmt::print("{}\n", record.dump());
+            return;
+        }
+        fmt::print("parity of grid {} against serial, {} step(s), model {}:\n", options->grid.to_string(),
+                   options->steps, options->model.name);
+        fmt::print("  initial weights, gathered: max |diff| {:.3e}{}\n", report.init_max_abs_diff,
+                   report.init_max_abs_diff == 0 ? " (bit-identical)" : "");
+        fmt::print("  logits (step 0)   {:.3e}\n", report.logits_rel_diff);
+        fmt::print("  loss, worst step  {:.3e}\n", *std::max_element(report.loss_rel_diff.begin(), report.loss_rel_diff.end()));
+        fmt::print("  grad norm, worst  {:.3e}\n",
+                   *std::max_element(report.grad_norm_rel_diff.begin(), report.grad_norm_rel_diff.end()));
+        for (auto const& [name, difference] : report.grad_rel_diff) fmt::print("  grad {:<9} {:.3e}\n", name, difference);
+        fmt::print("max_rel_diff {:.3e}\n", report.max_rel_diff());
+    });
+}
+
+}  // namespace axonn

@@ -1,0 +1,125 @@
+#include "axonn/train/parity.h"
+
+#include "axonn/core/error.h"
+#include "axonn/core/rng.h"
+#include "axonn/kernels/cpu_backend.h"
+#include "axonn/model/gpt.h"
+#include "axonn/train/train_step.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace axonn {
+namespace {
+
+double relative(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-30); }
+
+double relative(float const* a, float const* b, std::int64_t n) {
+    double difference = 0, reference = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+        difference += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+        reference += static_cast<double>(b[i]) * b[i];
+    }
+    return std::sqrt(difference / std::max(reference, 1e-300));
+}
+
+// The global batch of one step: random tokens and targets, a few ignored targets, the same on every rank.
+void make_batch(int step, int vocab, std::vector<std::int32_t>& tokens, std::vector<std::int32_t>& targets) {
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        tokens[i] = static_cast<std::int32_t>(philox4x32({77, static_cast<std::uint64_t>(2 * step)}, i)[0] % vocab);
+        targets[i] = static_cast<std::int32_t>(philox4x32({77, static_cast<std::uint64_t>(2 * step + 1)}, i)[0] % vocab);
+        if (i % 13 == 5) targets[i] = -1;
+    }
+}
+
+// This rank's logits slice against the same rows and vocabulary columns of the serial logits.
+double logits_difference(Gpt& parallel, Gpt& serial, int T) {
+    ProcessGrid& grid = parallel.grid();
+    int const Vp = serial.config().padded_vocab_size();
+    VocabSlice const slice = parallel.vocab_slice();
+    int const replica = grid.coord(Axis::data) * grid.size(Axis::z) + grid.coord(Axis::z);
+    std::int64_t const rows = static_cast<std::int64_t>(parallel.max_batch()) * T;
+    std::vector<float> mine, expected;
+    for (std::int64_t r = 0; r < rows; ++r) {
+        float const* here = parallel.logits() + r * slice.rows;
+        float const* there = serial.logits() + (replica * rows + r) * Vp + slice.begin;
+        mine.insert(mine.end(), here, here + slice.valid);
+        expected.insert(expected.end(), there, there + slice.valid);
+    }
+    double difference = relative(mine.data(), expected.data(), static_cast<std::int64_t>(mine.size()));
+    MPI_Allreduce(MPI_IN_PLACE, &difference, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return difference;
+}
+
+double initial_weight_difference(Gpt& parallel, Gpt& serial) {
+    double worst = 0;
+    for (auto const& spec : gpt_parameter_specs(serial.config())) {
+        Tensor const gathered = parallel.gather(spec.id, false);
+        float const* reference = serial.param(spec.id);
+        for (std::int64_t i = 0; i < gathered.numel(); ++i) {
+            worst = std::max(worst, static_cast<double>(std::abs(gathered.data<float>()[i] - reference[i])));
+        }
+    }
+    return worst;
+}
+
+}  // namespace
+
+double ParityReport::max_rel_diff() const {
+    double worst = logits_rel_diff;
+    for (double d : loss_rel_diff) worst = std::max(worst, d);
+    for (double d : grad_norm_rel_diff) worst = std::max(worst, d);
+    for (auto const& [name, d] : grad_rel_diff) worst = std::max(worst, d);
+    return worst;
+}
+
+ParityReport run_parity(ParityOptions options) {
+    options.schedule.total_steps = options.steps;
+    int world = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    require_valid_grid(options.model, options.grid, world, options.batch);
+    require(options.steps > 0, "--steps must be at least 1, got {}", options.steps);
+    ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order),
+                     CommOptions{options.debug_collectives});
+    ProcessGrid self(MPI_COMM_SELF, GridShape{});
+    CpuBackend backend;
+    int const B = options.batch, T = options.seq;
+    int const local_batch = B / (grid.size(Axis::data) * grid.size(Axis::z));
+    Gpt serial(options.model, backend, self, B, T);
+    Gpt parallel(options.model, backend, grid, local_batch, T);
+    serial.init_weights(options.seed);
+    parallel.init_weights(options.seed);
+    AdamW serial_optimizer(serial.segments(), serial.layout().total(), backend, options.optimizer);
+    AdamW parallel_optimizer(parallel.segments(), parallel.layout().total(), backend, options.optimizer);
+
+    ParityReport report;
+    report.init_max_abs_diff = initial_weight_difference(parallel, serial);
+    std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
+    int const replica = grid.coord(Axis::data) * grid.size(Axis::z) + grid.coord(Axis::z);
+    std::size_t const first = static_cast<std::size_t>(replica) * local_batch * T;
+    for (int step = 0; step < options.steps; ++step) {
+        make_batch(step, options.model.vocab_size, tokens, targets);
+        Batch const whole{B, T, tokens.data(), targets.data(), nullptr};
+        Batch const mine{local_batch, T, tokens.data() + first, targets.data() + first, nullptr};
+        float const lr = options.schedule.at(step);
+        if (step == 0) {  // the logits before any update
+            serial.forward(whole);
+            parallel.forward(mine);
+            report.logits_rel_diff = logits_difference(parallel, serial, T);
+        }
+        StepResult const expected = train_step(serial, serial_optimizer, whole, lr);
+        StepResult const actual = train_step(parallel, parallel_optimizer, mine, lr);
+        report.loss_rel_diff.push_back(relative(actual.loss, expected.loss));
+        report.grad_norm_rel_diff.push_back(relative(actual.grad_norm, expected.grad_norm));
+    }
+    // The last step's gradients (train_step leaves them in place after the update).
+    for (auto const& spec : gpt_parameter_specs(options.model)) {
+        Tensor const gathered = parallel.gather(spec.id, true);
+        report.grad_rel_diff[spec.name] = relative(gathered.data<float>(), serial.grad(spec.id), gathered.numel());
+    }
+    return report;
+}
+
+}  // namespace axonn
