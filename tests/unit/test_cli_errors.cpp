@@ -70,6 +70,10 @@ std::vector<BadInput> const bad_inputs = {
     {"unknown_tokenizer", "prepare --input {dir}/text.txt --out {dir}/out --tokenizer klingon", "klingon", 1},
     {"missing_prepare_input", "prepare --input {dir}/nowhere.txt --out {dir}/out --tokenizer byte", "nowhere.txt", 1},
     {"bench_too_few_iterations", "bench --model gpt2-tiny --iters 2", "--iters 2", 1},
+    {"grid_larger_than_job", "train --data {dir}/good --tokenizer byte --grid data=2,x=2",
+     "has 4 ranks but the job has 1; valid grids for 1 ranks, this model and batch 4: data=1,z=1,y=1,x=1", 1},
+    {"grid_unknown_axis", "train --data {dir}/good --tokenizer byte --grid w=2", "w=2", 1},
+    {"parity_grid_larger_than_job", "parity --grid z=8", "has 8 ranks but the job has 1", 1},
 };
 
 class CommandLineErrors : public ::testing::TestWithParam<BadInput> {

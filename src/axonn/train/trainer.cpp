@@ -164,7 +164,10 @@ TrainSummary run_training(TrainOptions options) {
             summary.last_val_loss = *val_loss;
         }
         if (last) {
-            if (val_loss && leader) fmt::print(stderr, "\nfinal validation loss {:.4f}\n", *val_loss);
+            if (val_loss) {
+                metrics.write({{"step", step}, {"val_loss", *val_loss}});  // after the last update
+                if (leader) fmt::print(stderr, "\nfinal validation loss {:.4f}\n", *val_loss);
+            }
             break;
         }
         train_loader.next_batch(tokens.data(), targets.data());
