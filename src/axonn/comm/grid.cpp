@@ -124,6 +124,8 @@ GridShape GridShape::parse(std::string const& spec) {
     return shape;
 }
 
+std::ostream& operator<<(std::ostream& out, GridShape const& shape) { return out << shape.to_string(); }
+
 std::vector<GridShape> grid_factorisations(int world) {
     require(world >= 1, "cannot factorise a world of {} ranks: it must be at least 1", world);
     std::vector<GridShape> shapes;

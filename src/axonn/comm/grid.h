@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <array>
+#include <ostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,9 @@ struct GridShape {
     static GridShape parse(std::string const& spec);
     bool operator==(GridShape const&) const = default;
 };
+
+// Writes to_string(): how logs and test names show a grid.
+std::ostream& operator<<(std::ostream& out, GridShape const& shape);
 
 // Every ordered factorisation of `world` into (data, z, y, x): data slowest, x fastest, each ascending.
 std::vector<GridShape> grid_factorisations(int world);

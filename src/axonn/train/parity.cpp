@@ -48,8 +48,8 @@ double logits_difference(Gpt& parallel, Gpt& serial, int T) {
         mine.insert(mine.end(), here, here + slice.valid);
         expected.insert(expected.end(), there, there + slice.valid);
     }
-    double difference = relative(mine.data(), expected.data(), static_cast<std::int64_t>(mine.size()));
-    MPI_Allreduce(MPI_IN_PLACE, &difference, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    auto difference = static_cast<float>(relative(mine.data(), expected.data(), static_cast<std::int64_t>(mine.size())));
+    grid.comm(Group::world).all_reduce_max(&difference, 1);
     return difference;
 }
 
