@@ -2,6 +2,7 @@
 
 #include "axonn/core/error.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -44,14 +45,36 @@ std::string shape_string(Shape const& shape) {
     return text + "]";
 }
 
-void Tensor::AlignedFree::operator()(void* pointer) const { std::free(pointer); }
+namespace {
+
+std::atomic<std::int64_t> bytes_in_use{0};
+std::atomic<std::int64_t> bytes_peak{0};
+
+void count_allocation(std::int64_t bytes) {
+    std::int64_t const now = bytes_in_use += bytes;
+    std::int64_t peak = bytes_peak.load();
+    while (now > peak && !bytes_peak.compare_exchange_weak(peak, now)) {
+    }
+}
+
+}  // namespace
+
+std::int64_t tensor_bytes_in_use() { return bytes_in_use.load(); }
+std::int64_t tensor_bytes_peak() { return bytes_peak.load(); }
+void reset_tensor_bytes_peak() { bytes_peak.store(bytes_in_use.load()); }
+
+void AlignedFree::operator()(void* pointer) const {
+    bytes_in_use -= static_cast<std::int64_t>(bytes);
+    std::free(pointer);
+}
 
 Tensor::Tensor(Shape shape, DType dtype) : shape_(std::move(shape)), dtype_(dtype), numel_(shape_numel(shape_)) {
     // aligned_alloc wants a size that is a multiple of the alignment.
     std::size_t const rounded = (bytes() + alignment - 1) / alignment * alignment;
     void* pointer = std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
     require(pointer != nullptr, "out of memory allocating a tensor of shape {} ({} bytes)", shape_string(shape_), rounded);
-    storage_.reset(pointer);
+    storage_ = std::unique_ptr<void, AlignedFree>(pointer, AlignedFree{bytes()});
+    count_allocation(static_cast<std::int64_t>(bytes()));
     zero();
 }
 

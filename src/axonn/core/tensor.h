@@ -24,8 +24,20 @@ template <> constexpr DType dtype_of<std::int32_t>() { return DType::i32; }
 
 using Shape = std::vector<std::int64_t>;
 
+// Bytes held by all live tensors, and the most they ever held: what the memory model's predictions are checked
+// against (the process's RSS adds the MPI, OpenMP and oneDNN runtimes on top).
+std::int64_t tensor_bytes_in_use();
+std::int64_t tensor_bytes_peak();
+void reset_tensor_bytes_peak();
+
 std::int64_t shape_numel(Shape const& shape);
 std::string shape_string(Shape const& shape);
+
+// Frees a tensor's aligned storage and takes its bytes off the in-use count.
+struct AlignedFree {
+    std::size_t bytes = 0;  // as allocated
+    void operator()(void* pointer) const;
+};
 
 class Tensor {
 public:
@@ -51,7 +63,6 @@ public:
     void zero();
 
 private:
-    struct AlignedFree { void operator()(void* pointer) const; };
     void check_dtype(DType requested) const;
 
     Shape shape_;

@@ -130,11 +130,15 @@ Gpt::Gpt(GptConfig const& config, Backend& backend, ProcessGrid& grid, int local
     weight_workspace_ = Tensor({std::max<std::int64_t>(1, WeightWorkspaceLayout(dims, shape.z).total)}, DType::f32);
 }
 
-GptMemory Gpt::memory() const {
-    std::int64_t const parameter_bytes = static_cast<std::int64_t>(parameters_.bytes());
+GptMemory gpt_memory(GptConfig const& config, GridShape const& grid, int local_batch, int seq) {
+    std::int64_t const parameter_bytes = ShardLayout(config, GridPosition{grid}).total() * 4;
+    LocalDims const dims(config, grid, local_batch, seq);
+    ActivationLayout const activations(dims);
+    std::int64_t const statistics_bytes = dims.BT * 2 * 8;
+    std::int64_t const workspace = WeightWorkspaceLayout(dims, grid.z).total;
     return {parameter_bytes, parameter_bytes, 2 * parameter_bytes,
-            static_cast<std::int64_t>(activations_.bytes() + activation_grads_.bytes() + statistics_.bytes() +
-                                      weight_workspace_.bytes())};
+            (activations.total + activations.grad_total) * 4 + statistics_bytes,
+            std::max<std::int64_t>(1, workspace) * 4};
 }
 
 std::vector<ParamSegment> Gpt::segments() const {

@@ -34,14 +34,20 @@ struct ParamSegment {
     bool decay;
 };
 
-// Bytes this process allocates, for the start-up banner and the memory model.
+// Bytes one process allocates for a model and its AdamW, for the start-up banner and the memory model.
 struct GptMemory {
     std::int64_t parameter_bytes;
     std::int64_t gradient_bytes;
-    std::int64_t optimizer_bytes;  // AdamW's two moments
-    std::int64_t activation_bytes;
-    std::int64_t total() const { return parameter_bytes + gradient_bytes + optimizer_bytes + activation_bytes; }
+    std::int64_t optimizer_bytes;   // AdamW's two moments
+    std::int64_t activation_bytes;  // kept for the backward, plus the backward's scratch and the statistics
+    std::int64_t workspace_bytes;   // weight blocks gathered over Z and their gradients (0 without a Z split)
+    std::int64_t total() const {
+        return parameter_bytes + gradient_bytes + optimizer_bytes + activation_bytes + workspace_bytes;
+    }
 };
+
+// What a Gpt on this grid position with this many local sequences allocates, computed without allocating.
+GptMemory gpt_memory(GptConfig const& config, GridShape const& grid, int local_batch, int seq);
 
 class Gpt {
 public:
@@ -53,7 +59,7 @@ public:
     ProcessGrid& grid() { return grid_; }
     int max_batch() const { return max_batch_; }
     int max_seq() const { return max_seq_; }
-    GptMemory memory() const;
+    GptMemory memory() const { return gpt_memory(config_, grid_.shape(), max_batch_, max_seq_); }
     std::vector<ParamSegment> segments() const;
 
     // GPT-2 initialisation from the counter-based RNG: element e of tensor p is a function of (seed, p, e) only,

@@ -16,7 +16,8 @@ struct Preset {
 
 // GPT-2's published shapes, plus small ones: gpt2-micro splits on every grid of up to 8 ranks (8 heads, width
 // 64) for `axonn parity` and the MPI tests; gpt2-tiny for unit tests; gpt2-mini for the demo.
-constexpr std::array<Preset, 7> presets = {{
+// The gpt-* shapes are AxoNN's scaling benchmarks (digest §5): GPT-2's vocabulary, sequences of 2,048.
+constexpr std::array<Preset, 17> presets = {{
     {"gpt2-micro", 2, 8, 64, 64},
     {"gpt2-tiny", 2, 4, 128, 256},
     {"gpt2-mini", 4, 4, 256, 256},
@@ -24,6 +25,16 @@ constexpr std::array<Preset, 7> presets = {{
     {"gpt2-medium", 24, 16, 1024, 1024},
     {"gpt2-large", 36, 20, 1280, 1024},
     {"gpt2-xl", 48, 25, 1600, 1024},
+    {"gpt-5b", 24, 32, 4096, 2048},
+    {"gpt-10b", 32, 40, 5120, 2048},
+    {"gpt-20b", 32, 56, 7168, 2048},
+    {"gpt-40b", 38, 72, 9216, 2048},
+    {"gpt-50b", 48, 72, 9216, 2048},
+    {"gpt-60b", 56, 72, 9216, 2048},
+    {"gpt-80b", 42, 96, 12288, 2048},
+    {"gpt-100b", 53, 96, 12288, 2048},
+    {"gpt-160b", 84, 96, 12288, 2048},
+    {"gpt-175b", 96, 96, 12288, 2048},
 }};
 
 }  // namespace

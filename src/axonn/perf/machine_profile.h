@@ -1,0 +1,38 @@
+// A machine, as the performance model sees it: devices per node, their speed and memory, and the network inside
+// and between nodes. Profiles are TOML files in configs/machines/ (perlmutter, frontier, alps from public
+// specifications, each number's source noted beside it; local measured here by `axonn calibrate`).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+namespace axonn {
+
+struct MachineProfile {
+    std::string name;
+    std::string description;
+    int devices_per_node = 1;
+    double peak_flops_fp32 = 0;      // per device, FLOP/s
+    double peak_flops_bf16 = 0;      // per device, FLOP/s (dense, no sparsity)
+    double gemm_efficiency = 0.8;    // fraction of peak a large GEMM achieves
+    double gemm_half_size = 256;     // smallest GEMM dimension at which half of gemm_efficiency is reached
+    double memory_bytes = 0;         // per device
+    double memory_bandwidth = 0;     // per device, bytes/s (the model's non-GEMM kernels are bound by it)
+    double intra_node_bandwidth = 0; // per device, bytes/s, for a collective inside a node (bus bandwidth)
+    double intra_node_latency = 0;   // s per message step
+    double nic_bandwidth = 0;        // per network card, bytes/s, one direction
+    double inter_node_latency = 0;   // s per message step
+    int nics_per_node = 1;
+    // Measured all-reduce bus bandwidth by group size (bytes/s), where calibrated; overrides the link numbers
+    // for groups inside a node.
+    std::map<int, double> allreduce_bus_bandwidth;
+};
+
+// NAME is a profile in configs/machines/ (perlmutter, frontier, alps, local) or a path to a .toml file.
+// Throws axonn::Error naming the file and the bad or missing key.
+MachineProfile load_machine_profile(std::string const& name_or_path);
+void write_machine_profile(std::filesystem::path const& path, MachineProfile const& profile, std::string const& notes);
+std::filesystem::path machine_profile_dir();  // AXONN_SOURCE_DIR/configs/machines, or $AXONN_MACHINES_DIR
+
+}  // namespace axonn

@@ -1,0 +1,46 @@
+// Predicted communication of one training step (forward, backward, gradient sync, norm) on one rank, derived from
+// what this project's layers do (model/gpt.cpp, parallel/*), not from AxoNN's coded formulas (digest §3.1 notes
+// they put a width factor on the wrong side of transposed layers). Every rank of a grid issues the same
+// collectives, so one rank's prediction is every rank's. Bytes follow the communication layer's definition
+// (comm/communicator.h): an all-reduce counts its buffer, an all-gather its gathered output, a reduce-scatter
+// its input; a group of one moves nothing. The perfmodel tests require equality with the measured log.
+#pragma once
+
+#include "axonn/comm/grid.h"
+#include "axonn/model/gpt_config.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace axonn {
+
+struct StepShape {
+    GptConfig model;
+    GridShape grid;
+    int batch = 8;        // global batch, sequences
+    int seq = 64;
+    int micro_batch = 0;  // sequences per data × z replica and forward pass; 0 = batch / (data · z), no accumulation
+    int activation_bytes = 4;  // bytes per element of activations and gathered weights (4 fp32, 2 bf16)
+
+    int replica_batch() const { return batch / (grid.data * grid.z); }
+    int micro_batches() const { return micro_batch > 0 ? replica_batch() / micro_batch : 1; }
+    int local_batch() const { return micro_batch > 0 ? micro_batch : replica_batch(); }
+};
+
+// One collective kind of one step: what the comm layer's TrafficLog would hold for it.
+struct PredictedCollective {
+    std::string op;  // all_reduce, all_reduce_max, all_gather, reduce_scatter
+    Group group;
+    std::uint64_t calls = 0;
+    std::uint64_t bytes = 0;
+    // What the collective can hide behind when communication overlaps computation (time model input).
+    enum class Overlap { none, dw_gemm, next_layer, rest_of_backward } overlap = Overlap::none;
+};
+
+std::vector<PredictedCollective> predict_step_traffic(StepShape const& step);
+
+// Bytes per group, summed over operations.
+std::uint64_t predicted_bytes(std::vector<PredictedCollective> const& traffic, Group group);
+
+}  // namespace axonn
