@@ -3,6 +3,7 @@
 #include "axonn/train/benchmark.h"
 
 #include <fmt/format.h>
+#include <mpi.h>
 #include <nlohmann/json.hpp>
 
 #include <memory>
@@ -21,11 +22,20 @@ void add_bench_command(CLI::App& app) {
     command->add_option("--iters", options->iterations, "iterations; the first two are not timed")
         ->capture_default_str();
     command->add_option("--threads", options->threads, "OpenMP threads")->capture_default_str();
+    auto grid_spec = std::make_shared<std::string>("data=1,z=1,y=1,x=1");
+    command->add_option("--grid", *grid_spec, "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks)")
+        ->capture_default_str();
+    command->add_option("--grid-order", options->grid_order, "rank order of the axes, fastest first")
+        ->capture_default_str();
     command->add_flag("--json", *json, "print one JSON object instead of text");
 
-    command->callback([options, model, json] {
+    command->callback([options, model, json, grid_spec] {
         options->model = model->resolve();
+        options->grid = GridShape::parse(*grid_spec);
         BenchResult const result = run_benchmark(*options);
+        int rank = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (rank != 0) return;
         if (*json) {
             nlohmann::json const record = {{"model", options->model.name},
                                            {"batch", options->batch},
@@ -37,7 +47,9 @@ void add_bench_command(CLI::App& app) {
                                            {"model_flops_per_s", result.model_flops_per_s},
                                            {"gemm_flops_per_s", result.gemm_flops_per_s},
                                            {"mfu", result.mfu},
-                                           {"peak_rss_bytes", result.peak_rss_bytes}};
+                                           {"grid", options->grid.to_string()},
+                                           {"peak_rss_bytes", result.peak_rss_bytes},
+                                           {"tensor_peak_bytes", result.tensor_peak_bytes}};
             fmt::print("{}\n", record.dump());
             return;
         }

@@ -10,5 +10,6 @@ void add_prepare_command(CLI::App& app);
 void add_corpus_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_parity_command(CLI::App& app);
+void add_plan_command(CLI::App& app);
 
 }  // namespace axonn

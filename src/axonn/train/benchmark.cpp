@@ -25,18 +25,24 @@ BenchResult run_benchmark(BenchOptions const& options) {
     require(options.threads > 0, "--threads must be at least 1, got {}", options.threads);
     omp_set_num_threads(options.threads);
     int const B = options.batch, T = options.seq;
+    int world = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    require_valid_grid(options.model, options.grid, world, B);
 
+    ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order));
     CpuBackend backend;
-    ProcessGrid serial(MPI_COMM_SELF, GridShape{});
-    Gpt model(options.model, backend, serial, B, T);
+    int const local_batch = B / (options.grid.data * options.grid.z);
+    std::int64_t const tensor_bytes_before = tensor_bytes_in_use();
+    reset_tensor_bytes_peak();
+    Gpt model(options.model, backend, grid, local_batch, T);
     model.init_weights(1);
     AdamW optimizer(model.segments(), model.layout().total(), backend, AdamWConfig{});
-    std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
+    std::vector<std::int32_t> tokens(static_cast<std::size_t>(local_batch) * T), targets(tokens.size());
     for (std::size_t i = 0; i < tokens.size(); ++i) {
         tokens[i] = static_cast<std::int32_t>(philox4x32({5, 1}, i)[0] % options.model.vocab_size);
         targets[i] = static_cast<std::int32_t>(philox4x32({5, 2}, i)[0] % options.model.vocab_size);
     }
-    Batch const batch{B, T, tokens.data(), targets.data(), nullptr};
+    Batch const batch{local_batch, T, tokens.data(), targets.data(), nullptr};
 
     // The machine's speed drifts by ±20% (shared vCPUs): the GEMM rate is measured before and after the timed
     // steps and the higher one is the denominator, so a slow spell during the steps lowers MFU, never raises it.
@@ -49,14 +55,16 @@ BenchResult run_benchmark(BenchOptions const& options) {
     }
     BenchResult result{};
     result.step_s = timed_seconds / (options.iterations - options.warmup);
+    MPI_Allreduce(MPI_IN_PLACE, &result.step_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);  // outside the timed steps
     result.tokens_per_s = B * T / result.step_s;
     result.model_flops_per_s = options.model.flops_per_token(T) * result.tokens_per_s;
     double const gemm_rate_after = measure_single_core_gemm_rate().flops_per_s;
-    result.gemm_flops_per_s = std::max(gemm_rate_before, gemm_rate_after) * options.threads;
+    result.gemm_flops_per_s = std::max(gemm_rate_before, gemm_rate_after) * options.threads * world;
     result.mfu = result.model_flops_per_s / result.gemm_flops_per_s;
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
     result.peak_rss_bytes = static_cast<std::int64_t>(usage.ru_maxrss) * 1024;
+    result.tensor_peak_bytes = tensor_bytes_peak() - tensor_bytes_before;
     return result;
 }
 

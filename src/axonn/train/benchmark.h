@@ -1,7 +1,9 @@
 // `axonn bench`: training-step throughput measured the way the AxoNN papers do it: run 10 iterations and
-// average the last 8 (the first steps touch fresh memory and are 2-8× slower).
+// average the last 8 (the first steps touch fresh memory and are 2-8× slower). On a grid every rank times its
+// steps and the slowest rank's average is the step time (a collective over MPI_COMM_WORLD).
 #pragma once
 
+#include "axonn/comm/grid.h"
 #include "axonn/model/gpt_config.h"
 
 #include <cstdint>
@@ -15,6 +17,8 @@ struct BenchOptions {
     int iterations = 10;
     int warmup = 2;  // iterations left out of the average
     int threads = 1;
+    GridShape grid;  // data × z × y × x over the MPI ranks; batch is the global batch
+    std::string grid_order = "x,y,z,data";
 };
 
 struct BenchResult {
@@ -23,7 +27,8 @@ struct BenchResult {
     double model_flops_per_s;
     double mfu;
     double gemm_flops_per_s;  // measured single-core rate (best of before and after the steps) × threads
-    std::int64_t peak_rss_bytes;
+    std::int64_t peak_rss_bytes;      // of this process
+    std::int64_t tensor_peak_bytes;   // the most axonn's tensors held (what the memory model predicts)
 };
 
 BenchResult run_benchmark(BenchOptions const& options);

@@ -1,0 +1,115 @@
+#include "axonn/cli/commands.h"
+#include "axonn/cli/model_options.h"
+#include "axonn/perf/planner.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+
+namespace axonn {
+namespace {
+
+struct PlanFlags {
+    int seq = 0;  // 0: the model's context
+    int top = 15;
+    bool fp32 = false;
+    bool no_overlap = false;
+    bool json = false;
+    bool explain = false;
+    std::string machine = "perlmutter";
+    std::string order = "x,y,z,data";
+};
+
+nlohmann::json candidate_json(PlanCandidate const& candidate) {
+    nlohmann::json exposed;
+    for (auto const& [group, seconds] : candidate.time.exposed_by_group) exposed[group_name(group)] = seconds;
+    GridShape const& g = candidate.grid;
+    nlohmann::json record = {{"grid", {{"data", g.data}, {"z", g.z}, {"y", g.y}, {"x", g.x}}},
+                             {"time_s", candidate.time.time_s},
+                             {"exposed_comm_s", candidate.time.exposed_comm_s},
+                             {"exposed_comm_by_axis_s", exposed},
+                             {"comm_s", candidate.time.comm_s},
+                             {"compute_s", candidate.time.gemm_s + candidate.time.other_compute_s},
+                             {"memory_bytes", candidate.memory.total()},
+                             {"flops_per_s", candidate.flops_per_s},
+                             {"pct_peak", candidate.pct_peak}};
+    if (candidate.excluded) record["excluded"] = *candidate.excluded;
+    return record;
+}
+
+void print_table(std::vector<PlanCandidate> const& candidates, int top) {
+    fmt::print("{:<4} {:<24} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>10} {:>7} {:>11}\n", "rank", "grid",
+               "time (s)", "exposed", "data", "z", "y", "x", "mem (GiB)", "% peak", "PFLOP/s");
+    int shown = 0;
+    for (auto const& c : candidates) {
+        if (c.excluded || shown == top) break;
+        auto exposed = [&c](Group g) {
+            auto const it = c.time.exposed_by_group.find(g);
+            return it == c.time.exposed_by_group.end() ? 0.0 : it->second;
+        };
+        fmt::print("{:<4} {:<24} {:>10.3f} {:>10.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>10.1f} {:>7.1f} {:>11.2f}\n",
+                   ++shown, c.grid.to_string(), c.time.time_s, c.time.exposed_comm_s, exposed(Group::data),
+                   exposed(Group::z), exposed(Group::y), exposed(Group::x), c.memory.total() / 1073741824.0,
+                   c.pct_peak, c.flops_per_s / 1e15);
+    }
+    if (shown == 0) fmt::print("no grid fits: run with --explain to see why each was excluded\n");
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app) {
+    CLI::App* command = app.add_subcommand("plan", "Rank every process grid for a model on a machine");
+    command->footer(
+        "Predicts, for every (data, z, y, x) grid of --gpus devices, the step time with communication overlapped,\n"
+        "the communication left exposed per axis, the memory per device, and the share of peak; grids that do not\n"
+        "divide the model or do not fit in memory are excluded (--explain says why).\n"
+        "Example: axonn plan --model gpt-20b --gpus 1024 --machine perlmutter --batch 512 --seq 2048");
+    auto request = std::make_shared<PlanRequest>();
+    auto flags = std::make_shared<PlanFlags>();
+    auto model = std::make_shared<ModelOptions>(*command, "gpt-20b");
+    command->add_option("--gpus", request->devices, "devices (GPUs, GCDs or CPU ranks)")->required();
+    command->add_option("--machine", flags->machine, "machine profile: perlmutter, frontier, alps, local, or a .toml")
+        ->capture_default_str();
+    command->add_option("--batch", request->batch, "global batch, sequences")->required();
+    command->add_option("--seq", flags->seq, "sequence length (default: the model's context)");
+    command->add_option("--micro-batch", request->micro_batch, "sequences per replica and pass (0: no accumulation)")
+        ->capture_default_str();
+    command->add_option("--grid-order", flags->order, "rank order of the axes, fastest first")->capture_default_str();
+    command->add_flag("--fp32", flags->fp32, "GEMMs at the fp32 peak (default bf16)");
+    command->add_flag("--no-overlap", flags->no_overlap, "assume no communication hides behind computation");
+    command->add_flag("--checkpointing", request->memory.activation_checkpointing,
+                      "activation checkpointing (keep each layer's input only)");
+    command->add_option("--top", flags->top, "rows of the table")->capture_default_str();
+    command->add_flag("--json", flags->json, "print a JSON list, best first (with --explain: the excluded ones too)");
+    command->add_flag("--explain", flags->explain, "also list the excluded grids and why");
+
+    command->callback([request, flags, model] {
+        request->model = model->resolve();
+        request->seq = flags->seq > 0 ? flags->seq : request->model.max_seq;
+        request->machine = load_machine_profile(flags->machine);
+        request->time.bf16 = !flags->fp32;
+        request->time.overlap = !flags->no_overlap;
+        request->time.order = parse_axis_order(flags->order);
+        std::vector<PlanCandidate> const candidates = plan_grids(*request);
+        if (flags->json) {
+            nlohmann::json list = nlohmann::json::array();
+            for (auto const& c : candidates) {
+                if (!c.excluded || flags->explain) list.push_back(candidate_json(c));
+            }
+            fmt::print("{}\n", list.dump());
+            return;
+        }
+        fmt::print("{} ({:.1f} B parameters) on {} x {} ({}), batch {} x {} tokens{}:\n", request->model.name,
+                   request->model.parameter_count() / 1e9, request->devices, request->machine.name,
+                   request->machine.description, request->batch, request->seq,
+                   request->time.overlap ? ", communication overlapped" : ", no overlap");
+        print_table(candidates, flags->top);
+        if (!flags->explain) return;
+        for (auto const& c : candidates) {
+            if (c.excluded) fmt::print("excluded {:<24} {}\n", c.grid.to_string(), *c.excluded);
+        }
+    });
+}
+
+}  // namespace axonn

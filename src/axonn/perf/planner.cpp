@@ -1,0 +1,59 @@
+#include "axonn/perf/planner.h"
+
+#include "axonn/core/error.h"
+#include "axonn/parallel/shard_layout.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace axonn {
+namespace {
+
+std::optional<std::string> batch_problem(PlanRequest const& request, GridShape const& grid) {
+    int const replicas = grid.data * grid.z;
+    if (request.micro_batch > 0 && (request.batch / replicas) % request.micro_batch != 0) {
+        return fmt::format("the micro-batch {} does not divide the {} sequences of a data x z replica",
+                           request.micro_batch, request.batch / replicas);
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<PlanCandidate> plan_grids(PlanRequest const& request) {
+    require(request.devices > 0, "--gpus must be at least 1, got {}", request.devices);
+    require(request.batch > 0, "--batch must be at least 1, got {}", request.batch);
+    require(request.seq > 0 && request.seq <= request.model.max_seq,
+            "--seq {} must lie in [1, the model's context {}]", request.seq, request.model.max_seq);
+    double const peak = request.time.bf16 ? request.machine.peak_flops_bf16 : request.machine.peak_flops_fp32;
+    double const model_flops = request.model.flops_per_token(request.seq) * request.batch * request.seq;
+    std::vector<PlanCandidate> candidates;
+    for (GridShape const& grid : grid_factorisations(request.devices)) {
+        PlanCandidate candidate;
+        candidate.grid = grid;
+        candidate.excluded = grid_problem(request.model, grid, request.batch);
+        if (!candidate.excluded) candidate.excluded = batch_problem(request, grid);
+        if (!candidate.excluded) {
+            StepShape const step{request.model, grid, request.batch, request.seq, request.micro_batch,
+                                 request.time.bf16 ? 2 : 4};
+            candidate.memory = predict_memory(step, request.memory);
+            candidate.time = predict_step_time(step, request.machine, request.time);
+            candidate.flops_per_s = model_flops / candidate.time.time_s;
+            candidate.pct_peak = 100.0 * candidate.flops_per_s / (peak * request.devices);
+            if (static_cast<double>(candidate.memory.total()) > request.machine.memory_bytes) {
+                candidate.excluded = fmt::format("needs {:.1f} GiB per device, a device has {:.1f} GiB",
+                                                 candidate.memory.total() / 1073741824.0,
+                                                 request.machine.memory_bytes / 1073741824.0);
+            }
+        }
+        candidates.push_back(std::move(candidate));
+    }
+    std::stable_sort(candidates.begin(), candidates.end(), [](PlanCandidate const& a, PlanCandidate const& b) {
+        if (a.excluded.has_value() != b.excluded.has_value()) return !a.excluded.has_value();
+        return !a.excluded && a.time.time_s < b.time.time_s;
+    });
+    return candidates;
+}
+
+}  // namespace axonn

@@ -1,0 +1,39 @@
+// The planner: every (data, z, y, x) grid of a device count, each with its predicted step time, exposed
+// communication, memory and efficiency; grids that cannot run (shapes that do not divide, or more memory than a
+// device has) are kept with the reason, for `axonn plan --explain`. AxoNN's own planner ranks by traffic alone
+// and leaves the choice to trial runs; this one ranks by predicted iteration time with overlap and memory.
+#pragma once
+
+#include "axonn/perf/memory_model.h"
+#include "axonn/perf/time_model.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace axonn {
+
+struct PlanRequest {
+    GptConfig model;
+    int devices = 1;
+    int batch = 1;        // global, sequences
+    int seq = 1024;
+    int micro_batch = 0;  // per replica and pass; 0 = the whole replica batch at once
+    MachineProfile machine;
+    TimeOptions time;
+    MemoryOptions memory;
+};
+
+struct PlanCandidate {
+    GridShape grid;
+    TimePrediction time;
+    MemoryPrediction memory;
+    double flops_per_s = 0;  // model FLOPs (6·N + 6·L·C·T per token) of the whole job per second
+    double pct_peak = 0;     // of all devices' peak in the chosen precision
+    std::optional<std::string> excluded;  // why it cannot run
+};
+
+// Feasible grids first, fastest first; then the excluded ones.
+std::vector<PlanCandidate> plan_grids(PlanRequest const& request);
+
+}  // namespace axonn

@@ -1,0 +1,40 @@
+// Predicted time of one training step on a machine: compute from a GEMM-efficiency model per shape and the other
+// kernels from memory bandwidth; each collective from a placement-aware bandwidth and latency model (a group
+// inside a node gets the node's links; a group across nodes shares the node's network cards with the other
+// groups of its axis that cross at the same time, digest §3.2) and its algorithm's factor (ring, or tree when that
+// is cheaper). Beyond AxoNN's model, which only sums traffic: with overlap on, each collective hides behind the
+// computation it can run under (dX all-reduce behind the dW GEMM, dW reduce-scatter behind the rest of the
+// backward, weight all-gathers prefetched a layer ahead), so the prediction is the iteration time and the
+// communication left exposed.
+#pragma once
+
+#include "axonn/perf/machine_profile.h"
+#include "axonn/perf/traffic_model.h"
+
+#include <array>
+#include <map>
+
+namespace axonn {
+
+struct TimeOptions {
+    bool overlap = true;
+    bool bf16 = true;  // GEMMs at the bf16 peak (fp32 otherwise)
+    std::array<Axis, 4> order = {Axis::x, Axis::y, Axis::z, Axis::data};
+};
+
+struct TimePrediction {
+    double gemm_s = 0;
+    double other_compute_s = 0;  // memory-bound kernels and the optimizer
+    double comm_s = 0;           // every collective, as if none overlapped
+    double exposed_comm_s = 0;   // what stays on the critical path
+    std::map<Group, double> exposed_by_group;
+    double time_s = 0;           // compute + exposed communication
+};
+
+TimePrediction predict_step_time(StepShape const& step, MachineProfile const& machine, TimeOptions const& options);
+
+// Seconds of `calls` collectives of `bytes` in total on `group` of this grid.
+double collective_seconds(PredictedCollective const& collective, GridShape const& grid,
+                          std::array<Axis, 4> const& order, MachineProfile const& machine);
+
+}  // namespace axonn

@@ -1,0 +1,101 @@
+// The time model's pieces against numbers worked out by hand, and the planner's choices on a made-up machine
+// whose numbers make the right answer obvious.
+#include "axonn/core/error.h"
+#include "axonn/perf/planner.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace axonn {
+namespace {
+
+// 4 devices per node; intra-node links 100 GB/s, 1 µs; 4 cards of 25 GB/s, 10 µs between nodes.
+MachineProfile toy_machine() {
+    MachineProfile machine;
+    machine.name = "toy";
+    machine.devices_per_node = 4;
+    machine.peak_flops_fp32 = 1e13;
+    machine.peak_flops_bf16 = 1e14;
+    machine.gemm_efficiency = 0.8;
+    machine.gemm_half_size = 128;
+    machine.memory_bytes = 40e9;
+    machine.memory_bandwidth = 1e12;
+    machine.intra_node_bandwidth = 100e9;
+    machine.intra_node_latency = 1e-6;
+    machine.nic_bandwidth = 25e9;
+    machine.inter_node_latency = 10e-6;
+    machine.nics_per_node = 4;
+    return machine;
+}
+
+constexpr std::array<Axis, 4> default_order = {Axis::x, Axis::y, Axis::z, Axis::data};
+
+TEST(TimeModel, RingAllReduceInsideANode) {
+    // x = 4 is the fastest axis: one node. Ring: 2·(p−1)/p·bytes/bandwidth + 2·(p−1)·latency.
+    PredictedCollective const all_reduce{"all_reduce", Group::x, 1, 1'000'000'000};
+    double const seconds = collective_seconds(all_reduce, GridShape{.z = 16, .x = 4}, default_order, toy_machine());
+    EXPECT_NEAR(seconds, 2 * 0.75 * 1e9 / 100e9 + 6 * 1e-6, 1e-12);
+}
+
+TEST(TimeModel, AcrossNodesTheCardsAreShared) {
+    // z has stride 4 (= devices per node): each node's 4 cards carry 4 z groups at once, 25 GB/s each.
+    PredictedCollective const gather{"all_gather", Group::z, 2, 2'000'000'000};
+    double const seconds = collective_seconds(gather, GridShape{.z = 16, .x = 4}, default_order, toy_machine());
+    EXPECT_NEAR(seconds, 2 * (15.0 / 16 * 1e9 / (4 * 25e9 / 4) + 15 * 10e-6), 1e-12);
+    // The same group as the fastest axis crosses nodes alone: all four cards, 100 GB/s.
+    double const alone = collective_seconds(gather, GridShape{.z = 16}, {Axis::z, Axis::x, Axis::y, Axis::data},
+                                            toy_machine());
+    EXPECT_NEAR(alone, 2 * (15.0 / 16 * 1e9 / 100e9 + 15 * 10e-6), 1e-12);
+}
+
+TEST(TimeModel, OverlapHidesCommunicationButNeverMoreThanThereIs) {
+    StepShape const step{gpt_preset("gpt2-medium"), GridShape{.z = 2, .y = 2, .x = 2}, 16, 1024};
+    TimeOptions with, without;
+    without.overlap = false;
+    TimePrediction const hidden = predict_step_time(step, toy_machine(), with);
+    TimePrediction const exposed = predict_step_time(step, toy_machine(), without);
+    EXPECT_DOUBLE_EQ(hidden.comm_s, exposed.comm_s);
+    EXPECT_NEAR(exposed.exposed_comm_s, exposed.comm_s, 1e-12 * exposed.comm_s);
+    EXPECT_LT(hidden.exposed_comm_s, exposed.exposed_comm_s);
+    EXPECT_GE(hidden.exposed_comm_s, 0.0);
+    EXPECT_LT(hidden.time_s, exposed.time_s);
+}
+
+TEST(Planner, ExcludesWhatDoesNotFitAndRanksTheRest) {
+    PlanRequest request;
+    request.model = gpt_preset("gpt-20b");
+    request.devices = 64;
+    request.batch = 64;
+    request.seq = 2048;
+    request.machine = toy_machine();
+    request.memory.activation_checkpointing = true;  // as AxoNN's runs: without it no grid of 64 holds 64 × 2048
+    std::vector<PlanCandidate> const candidates = plan_grids(request);
+    EXPECT_EQ(candidates.size(), grid_factorisations(64).size());
+    // Pure data parallelism holds all 20 B parameters (16 bytes each with AdamW) on every device: excluded.
+    auto const pure_data = std::find_if(candidates.begin(), candidates.end(),
+                                        [](PlanCandidate const& c) { return c.grid == GridShape{.data = 64}; });
+    ASSERT_NE(pure_data, candidates.end());
+    ASSERT_TRUE(pure_data->excluded.has_value());
+    EXPECT_NE(pure_data->excluded->find("GiB per device"), std::string::npos) << *pure_data->excluded;
+    ASSERT_FALSE(candidates.front().excluded.has_value());
+    for (std::size_t i = 1; i < candidates.size() && !candidates[i].excluded; ++i) {
+        EXPECT_LE(candidates[i - 1].time.time_s, candidates[i].time.time_s);
+    }
+    EXPECT_GT(candidates.front().pct_peak, 0.0);
+    EXPECT_LT(candidates.front().pct_peak, 100.0);
+}
+
+TEST(Planner, RejectsImpossibleRequests) {
+    PlanRequest request;
+    request.model = gpt_preset("gpt-5b");
+    request.machine = toy_machine();
+    request.devices = 0;
+    EXPECT_THROW(plan_grids(request), Error);
+    request.devices = 8;
+    request.seq = 4096;  // longer than the context
+    EXPECT_THROW(plan_grids(request), Error);
+}
+
+}  // namespace
+}  // namespace axonn
