@@ -11,5 +11,6 @@ void add_corpus_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_parity_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
+void add_calibrate_command(CLI::App& app);
 
 }  // namespace axonn

@@ -46,6 +46,7 @@ int run(int argc, char** argv) {
     axonn::add_bench_command(app);
     axonn::add_parity_command(app);
     axonn::add_plan_command(app);
+    axonn::add_calibrate_command(app);
     std::vector<std::string> arguments(argv, argv + argc);
     std::vector<std::string> command_names;
     for (CLI::App const* command : app.get_subcommands([](CLI::App const*) { return true; })) {

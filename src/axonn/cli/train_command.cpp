@@ -39,7 +39,9 @@ void add_train_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--threads", options->threads, "OpenMP threads per rank")->capture_default_str();
     auto grid_spec = std::make_shared<std::string>("data=1,z=1,y=1,x=1");
-    command->add_option("--grid", *grid_spec, "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks)")
+    command->add_option("--grid", *grid_spec,
+                        "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks), or auto: the planner "
+                        "chooses with the local machine profile")
         ->capture_default_str();
     command->add_option("--grid-order", options->grid_order,
                         "rank order of the axes, fastest first (the fastest stays inside a node)")
@@ -60,7 +62,8 @@ void add_train_command(CLI::App& app) {
 
     command->callback([options, model, grid_spec] {
         options->model = model->resolve();
-        options->grid = GridShape::parse(*grid_spec);
+        options->grid_auto = *grid_spec == "auto";
+        if (!options->grid_auto) options->grid = GridShape::parse(*grid_spec);
         if (options->tokenizer_dir.empty()) options->tokenizer_dir = default_gpt2_dir();
         options->sample.seed = options->seed;
         run_training(*options);

@@ -5,7 +5,9 @@
 #include "axonn/io/tokenizer.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/gpt.h"
+#include "axonn/perf/calibrate.h"
 #include "axonn/perf/gemm_rate.h"
+#include "axonn/perf/planner.h"
 #include "axonn/train/data_loader.h"
 #include "axonn/train/metrics.h"
 #include "axonn/train/progress.h"
@@ -92,6 +94,46 @@ void gather_into(Gpt& model, Gpt& serial) {
     }
 }
 
+// --grid auto: the planner's best grid for this model, batch and number of ranks on the local machine profile
+// (configs/machines/local.toml, or a quick calibration now when there is none). Rank 0 plans; all ranks get its
+// choice. The trainer does not overlap communication yet, so the plan assumes no overlap.
+GridShape choose_grid(TrainOptions const& options, int world) {
+    std::filesystem::path const local = machine_profile_dir() / "local.toml";
+    bool const have_profile = std::filesystem::exists(local);
+    MachineProfile const machine = have_profile ? load_machine_profile(local.string())
+                                                : calibrate_machine(CalibrateOptions{"local", true});
+    ProcessGrid everyone(MPI_COMM_WORLD, GridShape{.data = world});
+    std::array<double, 4> chosen = {0, 0, 0, 0};
+    if (everyone.rank() == 0) {
+        PlanRequest request;
+        request.model = options.model;
+        request.devices = world;
+        request.batch = options.batch;
+        request.seq = options.seq;
+        request.machine = machine;
+        request.time.overlap = false;
+        request.time.bf16 = false;
+        request.time.order = parse_axis_order(options.grid_order);
+        std::vector<PlanCandidate> const plan = plan_grids(request);
+        require(!plan.empty() && !plan.front().excluded, "--grid auto found no grid of {} ranks for this model and "
+                "batch: run `axonn plan --machine local --explain` to see why", world);
+        GridShape const& best = plan.front().grid;
+        chosen = {static_cast<double>(best.data), static_cast<double>(best.z), static_cast<double>(best.y),
+                  static_cast<double>(best.x)};
+        std::string const runner_up = plan.size() > 1 && !plan[1].excluded
+                                          ? fmt::format("; next best {} at {:.4f} s", plan[1].grid.to_string(),
+                                                        plan[1].time.time_s)
+                                          : "";
+        fmt::print("grid auto: {} — predicted {:.4f} s per step ({:.4f} s of it exposed communication){}; "
+                   "machine profile {}\n",
+                   best.to_string(), plan.front().time.time_s, plan.front().time.exposed_comm_s, runner_up,
+                   have_profile ? local.string() : "measured now (no configs/machines/local.toml)");
+    }
+    everyone.comm(Group::world).all_reduce(chosen.data(), chosen.size());  // only rank 0's values are nonzero
+    return {static_cast<int>(chosen[0]), static_cast<int>(chosen[1]), static_cast<int>(chosen[2]),
+            static_cast<int>(chosen[3])};
+}
+
 std::string traffic_summary(ProcessGrid& grid) {
     std::string text;
     for (Group group : {Group::data, Group::z, Group::y, Group::x}) {
@@ -112,6 +154,7 @@ TrainSummary run_training(TrainOptions options) {
     int const B = options.batch, T = options.seq;
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
+    if (options.grid_auto) options.grid = choose_grid(options, world);
     require_valid_grid(options.model, options.grid, world, B);
     ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order),
                      CommOptions{options.debug_collectives});

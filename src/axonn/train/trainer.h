@@ -28,6 +28,7 @@ struct TrainOptions {
     std::uint64_t seed = 1337;
     int threads = 1;
     GridShape grid;                       // data × z × y × x; its product must be the number of MPI ranks
+    bool grid_auto = false;               // let the planner choose the grid (with the local machine profile)
     std::string grid_order = "x,y,z,data";  // fastest-varying axis first
     bool debug_collectives = false;
     int eval_every = 50;                  // validation at step 0, every eval_every steps, and at the end

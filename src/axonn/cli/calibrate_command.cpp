@@ -1,0 +1,77 @@
+// `axonn calibrate`: measures this machine and writes the machine profile that `axonn plan` and the time model read.
+#include "axonn/cli/commands.h"
+#include "axonn/core/error.h"
+#include "axonn/perf/calibrate.h"
+
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <filesystem>
+#include <memory>
+
+namespace axonn {
+namespace {
+
+void print_summary(MachineProfile const& profile, std::filesystem::path const& out) {
+    fmt::print("{}: {}\n", profile.name, profile.description);
+    fmt::print("  fp32 GEMM   {:.1f} GFLOP/s per device; transformer shapes reach {:.0f}% of it, half that at a "
+               "smallest side of {:.0f}\n",
+               profile.peak_flops_fp32 / 1e9, 100 * profile.gemm_efficiency, profile.gemm_half_size);
+    fmt::print("  bf16 GEMM   {:.1f} GFLOP/s per device\n", profile.peak_flops_bf16 / 1e9);
+    fmt::print("  memory      {:.1f} GB/s copy (read + write), {:.1f} GiB per device\n", profile.memory_bandwidth / 1e9,
+               profile.memory_bytes / (1 << 30));
+    for (auto const& [group_size, bandwidth] : profile.allreduce_bus_bandwidth) {
+        fmt::print("  all-reduce  {} ranks: {:.3f} GB/s bus bandwidth\n", group_size, bandwidth / 1e9);
+    }
+    fmt::print("  network     {:.3f} GB/s, {:.1f} us per message step\n", profile.intra_node_bandwidth / 1e9,
+               profile.intra_node_latency * 1e6);
+    fmt::print("wrote {}\n", out.string());
+}
+
+}  // namespace
+
+void add_calibrate_command(CLI::App& app) {
+    CLI::App* command =
+        app.add_subcommand("calibrate", "Measure this machine (GEMM rates, memory, all-reduce) and write its profile");
+    command->footer(
+        "Writes a machine profile for the performance model (TOML, like configs/machines/perlmutter.toml). A device\n"
+        "is one MPI rank on one core; the whole job counts as one node. Rank 0 measures, on one thread, while the\n"
+        "other ranks sleep:\n"
+        "  fp32 peak        the best single-core 2048^3 SGEMM (oneDNN), as MFU's denominator\n"
+        "  GEMM efficiency  SGEMMs of GPT-2-like shapes [M,768]x[768,2304], M = 8..2048, fitted as E*d/(d+h) with\n"
+        "                   d the smallest side: gemm_efficiency = E, gemm_half_size = h\n"
+        "  bf16 GEMM        oneDNN's bf16 matmul (fp32 output), 2048^3; where the CPU lacks avx512_bf16 or oneDNN\n"
+        "                   refuses, the fp32 rate is recorded and the description says so\n"
+        "  memory           one core's memcpy of a buffer far beyond the caches, read + write bytes per second\n"
+        "Under mpirun with 2 or more ranks, the first p = 2, 4, ... ranks up to all of them all-reduce 64 KiB to\n"
+        "16 MiB through the communication layer: bus bandwidth 2(p-1)/p * bytes / time at the largest message per\n"
+        "group; intra_node_bandwidth is the largest group's; the latency per step is half a 4-byte all-reduce of\n"
+        "two ranks. There is no second node to measure: nic_bandwidth and inter_node_latency repeat the measured\n"
+        "numbers. Alone (no mpirun), the network numbers are stand-ins and the file's notes say so.\n"
+        "--quick keeps a run near 10 s (fewer shapes, sizes and repetitions). Rank 0 writes --out.\n"
+        "Examples:\n"
+        "  mpirun -np 2 build/axonn calibrate --out configs/machines/local.toml\n"
+        "  scripts/slow-network --rate 1gbit -- mpirun -np 2 build/axonn calibrate --quick --out /tmp/slow.toml");
+    auto options = std::make_shared<CalibrateOptions>();
+    auto out = std::make_shared<std::string>();
+    command->add_option("--out", *out, "the profile to write, such as configs/machines/local.toml")->required();
+    command->add_option("--name", options->name, "the profile's name")->capture_default_str();
+    command->add_flag("--quick", options->quick, "a run of about 10 s instead of about a minute");
+
+    command->callback([options, out] {
+        std::filesystem::path const path = *out;
+        std::filesystem::path const folder = path.parent_path();
+        // Checked before the measurements, which take a while, rather than when the file is written.
+        require(folder.empty() || std::filesystem::is_directory(folder),
+                "--out {}: the folder {} does not exist: create it or choose another path", path.string(),
+                folder.string());
+        MachineProfile const profile = calibrate_machine(*options);
+        int rank = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (rank != 0) return;
+        write_machine_profile(path, profile, calibration_notes(profile, *options));
+        print_summary(profile, path);
+    });
+}
+
+}  // namespace axonn

@@ -1,0 +1,327 @@
+// `axonn calibrate`'s measurements: GEMM rates (fp32 peak, efficiency at transformer shapes, bf16), memory
+// bandwidth, and all-reduce bandwidth and latency through the communication layer.
+#include "axonn/perf/calibrate.h"
+
+#include "axonn/comm/communicator.h"
+#include "axonn/comm/grid.h"
+#include "axonn/core/timer.h"
+#include "axonn/kernels/cpu/gemm.h"
+#include "axonn/perf/gemm_rate.h"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <mpi.h>
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <thread>
+#include <vector>
+
+namespace axonn {
+namespace {
+
+// How long a run takes: --quick keeps the whole command near 10 s, over shared memory or a slow network alike.
+struct Plan {
+    double seconds_per_timing;                // each compute timing repeats until this much time has passed
+    std::vector<std::int64_t> gemm_rows;      // M of the transformer-like GEMMs
+    std::vector<std::size_t> message_bytes;   // all-reduce sizes, ascending
+    std::size_t bytes_per_message_size;       // all-reduce traffic per size, which sets its repetitions
+    std::size_t copy_bytes;                   // the memory-bandwidth buffer, well beyond the caches
+    int latency_repetitions;
+};
+
+Plan make_plan(bool quick) {
+    constexpr std::size_t KiB = 1024, MiB = 1024 * KiB;
+    if (quick) return {0.03, {16, 64, 256, 2048}, {64 * KiB, 1 * MiB, 4 * MiB}, 16 * MiB, 64 * MiB, 50};
+    return {0.2,      {8, 16, 32, 64, 128, 256, 512, 2048}, {64 * KiB, 256 * KiB, 1 * MiB, 4 * MiB, 16 * MiB},
+            128 * MiB, 256 * MiB, 500};
+}
+
+int world_rank() {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return rank;
+}
+
+int world_size() {
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    return size;
+}
+
+// OpenMPI's blocking barrier spins, and here two vCPUs deliver one core of AVX-512 between them: a rank with
+// nothing to do would slow the rank being timed. It polls a non-blocking barrier and sleeps in between instead.
+void wait_quietly(MPI_Comm comm) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Ibarrier(comm, &request);
+    for (int done = 0;;) {
+        MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+        if (done) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+}
+
+// A device of the profile is one core: every timing runs oneDNN and OpenMP on one thread.
+class OneThread {
+public:
+    OneThread() : threads_(omp_get_max_threads()) { omp_set_num_threads(1); }
+    ~OneThread() { omp_set_num_threads(threads_); }
+    OneThread(OneThread const&) = delete;
+    OneThread& operator=(OneThread const&) = delete;
+
+private:
+    int threads_;
+};
+
+// The best time of `run` after one untimed call (JIT, first touch, caches): the rate the hardware sustains, which a
+// machine shared with other work shows only in its fastest repetitions.
+template <typename Run>
+double best_seconds(Run&& run, double budget_seconds) {
+    run();
+    double best = 1e30;
+    Stopwatch total;
+    for (int repetition = 0; repetition < 3 || total.seconds() < budget_seconds; ++repetition) {
+        Stopwatch watch;
+        run();
+        best = std::min(best, watch.seconds());
+    }
+    return best;
+}
+
+// GPT-2 small's QKV projection, [M, 768] · [768, 2304], with M the tokens a rank holds: the dimension that data
+// and depth parallelism shrink.
+constexpr std::int64_t shape_k = 768;
+constexpr std::int64_t shape_n = 2304;
+
+double sgemm_rate(std::int64_t m, double budget_seconds) {
+    std::vector<float> a(m * shape_k, 1.0f), b(shape_k * shape_n, 0.5f), c(m * shape_n, 0.0f);
+    double const seconds = best_seconds(
+        [&] {
+            cpu::gemm<float>(false, false, m, shape_n, shape_k, 1.0f, a.data(), shape_k, b.data(), shape_n, 0.0f,
+                             c.data(), shape_n);
+        },
+        budget_seconds);
+    return 2.0 * m * shape_n * shape_k / seconds;
+}
+
+struct EfficiencyFit {
+    double efficiency;  // E: the fraction of peak that a GEMM approaches as it grows
+    double half_size;   // h: the smallest dimension at which it reaches E / 2
+};
+
+// Fits efficiency(d) = E · d / (d + h), d the GEMM's smallest dimension: 1/efficiency = 1/E + (h/E) · (1/d) is a
+// straight line in 1/d, so ordinary least squares gives both.
+EfficiencyFit fit_efficiency(std::vector<std::pair<double, double>> const& size_and_efficiency) {
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (auto const& [size, efficiency] : size_and_efficiency) {
+        double const x = 1 / size, y = 1 / efficiency;
+        sx += x;
+        sy += y;
+        sxx += x * x;
+        sxy += x * y;
+    }
+    double const n = static_cast<double>(size_and_efficiency.size());
+    double const slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+    double const intercept = (sy - slope * sx) / n;
+    // Noise on a shared machine can make small GEMMs look no slower than large ones: then there is no half size
+    // beyond one element, and the efficiency is the best one measured.
+    if (intercept <= 0 || slope <= 0) {
+        double best = 0;
+        for (auto const& point : size_and_efficiency) best = std::max(best, point.second);
+        return {best, 1.0};
+    }
+    return {1 / intercept, slope / intercept};
+}
+
+EfficiencyFit measure_gemm_efficiency(double peak_flops, Plan const& plan) {
+    std::vector<std::pair<double, double>> points;
+    for (std::int64_t const m : plan.gemm_rows) {
+        double const smallest = static_cast<double>(std::min({m, shape_n, shape_k}));
+        points.emplace_back(smallest, sgemm_rate(m, plan.seconds_per_timing) / peak_flops);
+    }
+    return fit_efficiency(points);
+}
+
+struct Bf16Rate {
+    double flops_per_s;
+    std::string how;  // for the profile's description
+};
+
+// bf16 inputs, fp32 output, 2048³ like the fp32 peak. Where the CPU or oneDNN has no fast bf16 GEMM, a training
+// step would run in fp32, so the fp32 rate is the bf16 rate of this machine.
+Bf16Rate measure_bf16_rate(double fp32_flops, Plan const& plan) {
+    if (!__builtin_cpu_supports("avx512bf16")) {
+        return {fp32_flops, "no bf16 GEMM (the CPU lacks avx512_bf16): fp32 rate"};
+    }
+    constexpr std::int64_t n = 2048;
+    using tag = dnnl::memory::format_tag;
+    using dt = dnnl::memory::data_type;
+    try {
+        dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+        dnnl::stream stream(engine);
+        dnnl::memory::desc const a_md({n, n}, dt::bf16, tag::ab), b_md({n, n}, dt::bf16, tag::ab),
+            c_md({n, n}, dt::f32, tag::ab);
+        dnnl::matmul::primitive_desc const pd(dnnl::matmul::desc(a_md, b_md, c_md), engine);
+        std::string const implementation = pd.impl_info_str();
+        if (implementation.find("ref") != std::string::npos) {
+            return {fp32_flops, "no bf16 GEMM (oneDNN has only its reference kernel): fp32 rate"};
+        }
+        dnnl::memory a(a_md, engine), b(b_md, engine), c(c_md, engine);
+        std::fill_n(static_cast<std::uint16_t*>(a.get_data_handle()), n * n, std::uint16_t{0x3F80});  // bf16 1.0
+        std::fill_n(static_cast<std::uint16_t*>(b.get_data_handle()), n * n, std::uint16_t{0x3F00});  // bf16 0.5
+        dnnl::matmul const matmul(pd);
+        double const seconds = best_seconds(
+            [&] {
+                matmul.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+                stream.wait();
+            },
+            plan.seconds_per_timing);
+        return {2.0 * n * n * n / seconds, "bf16 GEMM by oneDNN " + implementation};
+    } catch (dnnl::error const&) {
+        return {fp32_flops, "no bf16 GEMM (oneDNN refused a bf16 matmul): fp32 rate"};
+    }
+}
+
+// Read plus write bytes per second of one core's memcpy (STREAM's copy convention).
+double measure_copy_bandwidth(Plan const& plan) {
+    std::vector<char> from(plan.copy_bytes, 1), to(plan.copy_bytes, 0);
+    double const seconds =
+        best_seconds([&] { std::memcpy(to.data(), from.data(), plan.copy_bytes); }, plan.seconds_per_timing);
+    [[maybe_unused]] volatile char const last = to.back();  // the copy is used, so it cannot be optimised away
+    return 2.0 * static_cast<double>(plan.copy_bytes) / seconds;
+}
+
+// The numbers of one device: rank 0 measures them alone, on one core.
+void measure_compute(MachineProfile& profile, Plan const& plan) {
+    GemmRate const fp32 = measure_single_core_gemm_rate();
+    OneThread const one_thread;
+    EfficiencyFit const fit = measure_gemm_efficiency(fp32.flops_per_s, plan);
+    Bf16Rate const bf16 = measure_bf16_rate(fp32.flops_per_s, plan);
+    profile.peak_flops_fp32 = fp32.flops_per_s;
+    profile.peak_flops_bf16 = bf16.flops_per_s;
+    profile.gemm_efficiency = fit.efficiency;
+    profile.gemm_half_size = fit.half_size;
+    profile.memory_bandwidth = measure_copy_bandwidth(plan);
+    profile.description = fmt::format("this machine as one node: {} MPI rank{} of one core each, {} ({} hardware "
+                                      "threads); {}",
+                                      profile.devices_per_node, profile.devices_per_node == 1 ? "" : "s", fp32.isa,
+                                      std::thread::hardware_concurrency(), bf16.how);
+}
+
+double memory_per_device(int devices) {
+    return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE)) / devices;
+}
+
+// 2, 4, 8, ... up to the world size, and the world size itself when it is not a power of two.
+std::vector<int> group_sizes(int world) {
+    std::vector<int> sizes;
+    for (int size = 2; size <= world; size *= 2) sizes.push_back(size);
+    if (world > 1 && sizes.back() != world) sizes.push_back(world);
+    return sizes;
+}
+
+// Seconds per all-reduce of `count` floats. Back-to-back all-reduces synchronise the group, so after one untimed
+// call rank 0's clock measures the group's time. Zeros keep the sums finite however many times they repeat.
+double seconds_per_all_reduce(Communicator& group, std::size_t count, int repetitions) {
+    std::vector<float> buffer(count, 0.0f);
+    group.all_reduce(buffer.data(), count);
+    Stopwatch watch;
+    for (int i = 0; i < repetitions; ++i) group.all_reduce(buffer.data(), count);
+    return watch.seconds() / repetitions;
+}
+
+// NCCL's bus bandwidth: what each rank's link carries in a ring all-reduce, 2(p-1)/p of the payload.
+double bus_bandwidth(int group_size, std::size_t bytes, double seconds) {
+    return 2.0 * (group_size - 1) / group_size * static_cast<double>(bytes) / seconds;
+}
+
+// The same on every rank of the group, as a collective's repetitions must be.
+int repetitions_for(std::size_t bytes, Plan const& plan) {
+    return static_cast<int>(std::clamp<std::size_t>(plan.bytes_per_message_size / bytes, 3, 200));
+}
+
+// One group of the first `size` ranks at a time, so that the groups do not share the cores or the link; the
+// bandwidth is that of the largest message, the regime of gradient buckets and activations.
+void measure_all_reduce(MachineProfile& profile, Plan const& plan) {
+    int const rank = world_rank();
+    TrafficLog traffic;
+    for (int const size : group_sizes(world_size())) {
+        MPI_Comm comm = MPI_COMM_NULL;
+        MPI_Comm_split(MPI_COMM_WORLD, rank < size ? 0 : MPI_UNDEFINED, rank, &comm);
+        if (comm != MPI_COMM_NULL) {
+            Communicator group(comm, Group::data, traffic, CommOptions{});
+            for (std::size_t const bytes : plan.message_bytes) {
+                double const seconds =
+                    seconds_per_all_reduce(group, bytes / sizeof(float), repetitions_for(bytes, plan));
+                profile.allreduce_bus_bandwidth[size] = bus_bandwidth(size, bytes, seconds);
+            }
+            // The time model counts 2(p - 1) latency steps in a ring all-reduce: a 4-byte all-reduce of two ranks
+            // is two of them.
+            if (size == 2) profile.intra_node_latency = seconds_per_all_reduce(group, 1, plan.latency_repetitions) / 2;
+        }
+        wait_quietly(MPI_COMM_WORLD);
+    }
+    profile.intra_node_bandwidth = profile.allreduce_bus_bandwidth.rbegin()->second;
+}
+
+// One rank has no partner: the bandwidth of a shared-memory transport is bound by memory copies, and the latency
+// falls back to MPI's own cost of a message to itself. The notes say so.
+void stand_in_for_all_reduce(MachineProfile& profile, Plan const& plan) {
+    profile.intra_node_bandwidth = profile.memory_bandwidth;
+    float send = 0, receive = 0;
+    Stopwatch watch;
+    for (int i = 0; i < plan.latency_repetitions; ++i) {
+        MPI_Sendrecv(&send, 1, MPI_FLOAT, 0, 0, &receive, 1, MPI_FLOAT, 0, 0, MPI_COMM_SELF, MPI_STATUS_IGNORE);
+    }
+    profile.intra_node_latency = watch.seconds() / plan.latency_repetitions;
+}
+
+}  // namespace
+
+MachineProfile calibrate_machine(CalibrateOptions const& options) {
+    Plan const plan = make_plan(options.quick);
+    MachineProfile profile;
+    profile.name = options.name;
+    profile.devices_per_node = world_size();
+    profile.memory_bytes = memory_per_device(profile.devices_per_node);
+    if (world_rank() == 0) measure_compute(profile, plan);
+    wait_quietly(MPI_COMM_WORLD);
+    if (profile.devices_per_node > 1) {
+        measure_all_reduce(profile, plan);
+    } else {
+        stand_in_for_all_reduce(profile, plan);
+    }
+    // No second node: the network between nodes is taken to be the one measured inside this one.
+    profile.nic_bandwidth = profile.intra_node_bandwidth;
+    profile.inter_node_latency = profile.intra_node_latency;
+    profile.nics_per_node = 1;
+    return profile;
+}
+
+std::string calibration_notes(MachineProfile const& profile, CalibrateOptions const& options) {
+    std::string notes = fmt::format(
+        "Measured by `axonn calibrate{}` on {:%Y-%m-%d}: {} MPI rank(s), taken as one node of that many devices.\n"
+        "A device is one rank on one core. peak_flops_fp32: best single-core 2048^3 SGEMM (oneDNN), the MFU\n"
+        "denominator. gemm_efficiency E and gemm_half_size h: efficiency(d) = E*d/(d+h) fitted to [M,768]x[768,2304]\n"
+        "SGEMMs, d = min(M, 768). peak_flops_bf16: best 2048^3 oneDNN bf16 matmul, or the fp32 rate where there is\n"
+        "none (the description says which). memory_bandwidth: one core's memcpy, read + write bytes. memory_bytes:\n"
+        "physical memory / devices.\n",
+        options.quick ? " --quick" : "", fmt::localtime(std::time(nullptr)), profile.devices_per_node);
+    if (profile.devices_per_node == 1) {
+        return notes + "One rank: no all-reduce was measured. The bandwidths are the memory copy rate and the\n"
+                       "latencies an MPI message to self; run under `mpirun -np 2` or more to measure them.";
+    }
+    return notes + "All-reduce over the first p ranks, p = 2, 4, ... up to all: bus bandwidth 2(p-1)/p * bytes / time\n"
+                   "at the largest message; intra_node_bandwidth is that of all ranks; intra_node_latency is half the\n"
+                   "time of a 4-byte all-reduce of two ranks (two ring steps). This machine has no second node:\n"
+                   "nic_bandwidth and inter_node_latency repeat the intra-node numbers, and nics_per_node is 1.";
+}
+
+}  // namespace axonn

@@ -1,0 +1,25 @@
+// Measuring the machine this job runs on, for the performance model: `axonn calibrate` writes the result as a
+// machine profile (configs/machines/local.toml). A device of the profile is one MPI rank on one core, and the whole
+// job counts as one node, since a machine without a second node cannot measure a network between nodes.
+#pragma once
+
+#include "axonn/perf/machine_profile.h"
+
+#include <string>
+
+namespace axonn {
+
+struct CalibrateOptions {
+    std::string name = "local";
+    bool quick = false;  // fewer shapes, message sizes and repetitions: about 10 s instead of about a minute
+};
+
+// Every rank of MPI_COMM_WORLD must call it; the profile is complete on rank 0 only. Rank 0 measures the compute
+// numbers while the other ranks sleep; then groups of the first 2, 4, ... ranks time all-reduces.
+MachineProfile calibrate_machine(CalibrateOptions const& options);
+
+// The comment lines written above a calibrated profile: when and how each number was measured, and which numbers
+// stand in for what this machine cannot measure.
+std::string calibration_notes(MachineProfile const& profile, CalibrateOptions const& options);
+
+}  // namespace axonn
