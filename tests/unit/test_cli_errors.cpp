@@ -74,6 +74,9 @@ std::vector<BadInput> const bad_inputs = {
      "has 4 ranks but the job has 1; valid grids for 1 ranks, this model and batch 4: data=1,z=1,y=1,x=1", 1},
     {"grid_unknown_axis", "train --data {dir}/good --tokenizer byte --grid w=2", "w=2", 1},
     {"parity_grid_larger_than_job", "parity --grid z=8", "has 8 ranks but the job has 1", 1},
+    {"plan_unknown_machine", "plan --model gpt-5b --gpus 8 --batch 8 --machine mars", "mars", 1},
+    {"plan_zero_devices", "plan --model gpt-5b --gpus 0 --batch 8", "--gpus must be at least 1", 1},
+    {"plan_sequence_beyond_context", "plan --model gpt-5b --gpus 8 --batch 8 --seq 9999", "--seq 9999", 1},
 };
 
 class CommandLineErrors : public ::testing::TestWithParam<BadInput> {
