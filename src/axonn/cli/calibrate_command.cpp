@@ -37,18 +37,19 @@ void add_calibrate_command(CLI::App& app) {
         "Writes a machine profile for the performance model (TOML, like configs/machines/perlmutter.toml). A device\n"
         "is one MPI rank on one core; the whole job counts as one node. Rank 0 measures, on one thread, while the\n"
         "other ranks sleep:\n"
-        "  fp32 peak        the best single-core 2048^3 SGEMM (oneDNN), as MFU's denominator\n"
         "  GEMM efficiency  SGEMMs of GPT-2-like shapes [M,768]x[768,2304], M = 8..2048, fitted as E*d/(d+h) with\n"
         "                   d the smallest side: gemm_efficiency = E, gemm_half_size = h\n"
+        "  fp32 peak        the best single-core SGEMM rate: 2048^3 (as for MFU) or one of those shapes\n"
         "  bf16 GEMM        oneDNN's bf16 matmul (fp32 output), 2048^3; where the CPU lacks avx512_bf16 or oneDNN\n"
         "                   refuses, the fp32 rate is recorded and the description says so\n"
         "  memory           one core's memcpy of a buffer far beyond the caches, read + write bytes per second\n"
         "Under mpirun with 2 or more ranks, the first p = 2, 4, ... ranks up to all of them all-reduce 64 KiB to\n"
-        "16 MiB through the communication layer: bus bandwidth 2(p-1)/p * bytes / time at the largest message per\n"
-        "group; intra_node_bandwidth is the largest group's; the latency per step is half a 4-byte all-reduce of\n"
-        "two ranks. There is no second node to measure: nic_bandwidth and inter_node_latency repeat the measured\n"
-        "numbers. Alone (no mpirun), the network numbers are stand-ins and the file's notes say so.\n"
-        "--quick keeps a run near 10 s (fewer shapes, sizes and repetitions). Rank 0 writes --out.\n"
+        "16 MiB (4 MiB with --quick) through the communication layer: bus bandwidth 2(p-1)/p * bytes / time at the\n"
+        "largest message per group; intra_node_bandwidth is the largest group's; the latency per step is half a\n"
+        "4-byte all-reduce of two ranks. There is no second node to measure: nic_bandwidth and inter_node_latency\n"
+        "repeat the measured numbers. Alone (no mpirun), the network numbers are stand-ins and the notes say so.\n"
+        "A run takes seconds over shared memory and up to a minute over a slow link; --quick (fewer shapes, sizes\n"
+        "and repetitions) stays under 10 s. Rank 0 writes --out.\n"
         "Examples:\n"
         "  mpirun -np 2 build/axonn calibrate --out configs/machines/local.toml\n"
         "  scripts/slow-network --rate 1gbit -- mpirun -np 2 build/axonn calibrate --quick --out /tmp/slow.toml");
@@ -56,7 +57,7 @@ void add_calibrate_command(CLI::App& app) {
     auto out = std::make_shared<std::string>();
     command->add_option("--out", *out, "the profile to write, such as configs/machines/local.toml")->required();
     command->add_option("--name", options->name, "the profile's name")->capture_default_str();
-    command->add_flag("--quick", options->quick, "a run of about 10 s instead of about a minute");
+    command->add_flag("--quick", options->quick, "fewer shapes, message sizes and repetitions: under 10 s");
 
     command->callback([options, out] {
         std::filesystem::path const path = *out;

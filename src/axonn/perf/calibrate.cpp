@@ -18,16 +18,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <map>
 #include <thread>
 #include <vector>
 
 namespace axonn {
 namespace {
 
-// How long a run takes: --quick keeps the whole command near 10 s, over shared memory or a slow network alike.
+// How long a run takes: --quick keeps the whole command under 10 s, over shared memory or a 1 Gbit/s link alike.
 struct Plan {
     double seconds_per_timing;                // each compute timing repeats until this much time has passed
     std::vector<std::int64_t> gemm_rows;      // M of the transformer-like GEMMs
@@ -111,42 +111,38 @@ double sgemm_rate(std::int64_t m, double budget_seconds) {
     return 2.0 * m * shape_n * shape_k / seconds;
 }
 
-struct EfficiencyFit {
-    double efficiency;  // E: the fraction of peak that a GEMM approaches as it grows
-    double half_size;   // h: the smallest dimension at which it reaches E / 2
+struct ShapeRate {
+    double smallest_side;
+    double flops_per_s;
 };
 
-// Fits efficiency(d) = E · d / (d + h), d the GEMM's smallest dimension: 1/efficiency = 1/E + (h/E) · (1/d) is a
-// straight line in 1/d, so ordinary least squares gives both.
-EfficiencyFit fit_efficiency(std::vector<std::pair<double, double>> const& size_and_efficiency) {
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
-    for (auto const& [size, efficiency] : size_and_efficiency) {
-        double const x = 1 / size, y = 1 / efficiency;
-        sx += x;
-        sy += y;
+std::vector<ShapeRate> measure_shape_rates(Plan const& plan) {
+    std::vector<ShapeRate> rates;
+    for (std::int64_t const m : plan.gemm_rows) {
+        rates.push_back({static_cast<double>(std::min({m, shape_n, shape_k})), sgemm_rate(m, plan.seconds_per_timing)});
+    }
+    return rates;
+}
+
+struct EfficiencyFit {
+    double efficiency;  // E: the fraction of peak that a GEMM approaches as it grows
+    double half_size;   // h: the smallest side at which it reaches E / 2
+};
+
+// Fits efficiency(d) = E · d / (d + h), d the GEMM's smallest side. E is the best efficiency measured, which the
+// large shapes reach; with E fixed, 1/efficiency - 1/E = (h/E) · (1/d) is a line through the origin in 1/d, and
+// least squares gives h.
+EfficiencyFit fit_efficiency(std::vector<ShapeRate> const& rates, double peak_flops) {
+    double best = 0;
+    for (ShapeRate const& rate : rates) best = std::max(best, rate.flops_per_s / peak_flops);
+    double sxx = 0, sxy = 0;
+    for (ShapeRate const& rate : rates) {
+        double const x = 1 / rate.smallest_side, y = peak_flops / rate.flops_per_s - 1 / best;
         sxx += x * x;
         sxy += x * y;
     }
-    double const n = static_cast<double>(size_and_efficiency.size());
-    double const slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
-    double const intercept = (sy - slope * sx) / n;
-    // Noise on a shared machine can make small GEMMs look no slower than large ones: then there is no half size
-    // beyond one element, and the efficiency is the best one measured.
-    if (intercept <= 0 || slope <= 0) {
-        double best = 0;
-        for (auto const& point : size_and_efficiency) best = std::max(best, point.second);
-        return {best, 1.0};
-    }
-    return {1 / intercept, slope / intercept};
-}
-
-EfficiencyFit measure_gemm_efficiency(double peak_flops, Plan const& plan) {
-    std::vector<std::pair<double, double>> points;
-    for (std::int64_t const m : plan.gemm_rows) {
-        double const smallest = static_cast<double>(std::min({m, shape_n, shape_k}));
-        points.emplace_back(smallest, sgemm_rate(m, plan.seconds_per_timing) / peak_flops);
-    }
-    return fit_efficiency(points);
+    // Noise on a shared machine can make small GEMMs look no slower than large ones: h is at least one element.
+    return {best, std::max(1.0, best * sxy / sxx)};
 }
 
 struct Bf16Rate {
@@ -202,9 +198,14 @@ double measure_copy_bandwidth(Plan const& plan) {
 void measure_compute(MachineProfile& profile, Plan const& plan) {
     GemmRate const fp32 = measure_single_core_gemm_rate();
     OneThread const one_thread;
-    EfficiencyFit const fit = measure_gemm_efficiency(fp32.flops_per_s, plan);
-    Bf16Rate const bf16 = measure_bf16_rate(fp32.flops_per_s, plan);
-    profile.peak_flops_fp32 = fp32.flops_per_s;
+    std::vector<ShapeRate> const shape_rates = measure_shape_rates(plan);
+    // The peak is the best rate any fp32 GEMM reached: on a shared machine the few 2048³ repetitions can land
+    // below the transformer shapes, which would put the efficiency above one.
+    double peak = fp32.flops_per_s;
+    for (ShapeRate const& rate : shape_rates) peak = std::max(peak, rate.flops_per_s);
+    EfficiencyFit const fit = fit_efficiency(shape_rates, peak);
+    Bf16Rate const bf16 = measure_bf16_rate(peak, plan);
+    profile.peak_flops_fp32 = peak;
     profile.peak_flops_bf16 = bf16.flops_per_s;
     profile.gemm_efficiency = fit.efficiency;
     profile.gemm_half_size = fit.half_size;
@@ -283,6 +284,18 @@ void stand_in_for_all_reduce(MachineProfile& profile, Plan const& plan) {
     profile.intra_node_latency = watch.seconds() / plan.latency_repetitions;
 }
 
+// Timings on a shared machine vary by ±20 %: four significant digits carry all they say, and read well in the file.
+double four_digits(double value) { return std::strtod(fmt::format("{:.4g}", value).c_str(), nullptr); }
+
+void round_measurements(MachineProfile& profile) {
+    for (double* value : {&profile.peak_flops_fp32, &profile.peak_flops_bf16, &profile.gemm_efficiency,
+                          &profile.gemm_half_size, &profile.memory_bytes, &profile.memory_bandwidth,
+                          &profile.intra_node_bandwidth, &profile.intra_node_latency}) {
+        *value = four_digits(*value);
+    }
+    for (auto& [group_size, bandwidth] : profile.allreduce_bus_bandwidth) bandwidth = four_digits(bandwidth);
+}
+
 }  // namespace
 
 MachineProfile calibrate_machine(CalibrateOptions const& options) {
@@ -298,6 +311,7 @@ MachineProfile calibrate_machine(CalibrateOptions const& options) {
     } else {
         stand_in_for_all_reduce(profile, plan);
     }
+    round_measurements(profile);
     // No second node: the network between nodes is taken to be the one measured inside this one.
     profile.nic_bandwidth = profile.intra_node_bandwidth;
     profile.inter_node_latency = profile.intra_node_latency;
@@ -308,10 +322,10 @@ MachineProfile calibrate_machine(CalibrateOptions const& options) {
 std::string calibration_notes(MachineProfile const& profile, CalibrateOptions const& options) {
     std::string notes = fmt::format(
         "Measured by `axonn calibrate{}` on {:%Y-%m-%d}: {} MPI rank(s), taken as one node of that many devices.\n"
-        "A device is one rank on one core. peak_flops_fp32: best single-core 2048^3 SGEMM (oneDNN), the MFU\n"
-        "denominator. gemm_efficiency E and gemm_half_size h: efficiency(d) = E*d/(d+h) fitted to [M,768]x[768,2304]\n"
-        "SGEMMs, d = min(M, 768). peak_flops_bf16: best 2048^3 oneDNN bf16 matmul, or the fp32 rate where there is\n"
-        "none (the description says which). memory_bandwidth: one core's memcpy, read + write bytes. memory_bytes:\n"
+        "A device is one rank on one core. peak_flops_fp32: the best single-core SGEMM rate (oneDNN, 2048^3 and\n"
+        "[M,768]x[768,2304]); gemm_efficiency E and gemm_half_size h: efficiency(d) = E*d/(d+h) fitted to the latter,\n"
+        "d = min(M, 768). peak_flops_bf16: the best 2048^3 oneDNN bf16 matmul, or the fp32 rate where there is none\n"
+        "(the description says which). memory_bandwidth: one core's memcpy, read + write bytes. memory_bytes:\n"
         "physical memory / devices.\n",
         options.quick ? " --quick" : "", fmt::localtime(std::time(nullptr)), profile.devices_per_node);
     if (profile.devices_per_node == 1) {

@@ -63,10 +63,12 @@ std::string known_keys_text() {
     return fmt::format("{} and a section [{}]", fmt::join(required_keys(), ", "), bus_bandwidth_section);
 }
 
-// CLI11 splits a value at commas and spaces outside quotes; a key of a profile holds exactly one value.
+// CLI11 splits a value at commas and spaces outside quotes, and joins a key repeated on the next line into one
+// item; a key of a profile holds exactly one value.
 std::string single_value(CLI::ConfigItem const& item, std::string const& file) {
-    require(item.inputs.size() == 1, "{}: key '{}' needs one value, found {}: quote a text, write a number as 2.5e10",
-            file, item.fullname(), item.inputs.size());
+    require(item.inputs.size() == 1,
+            "{}: key '{}' has {} values (a list, or the key repeated): give it one, a quoted text or a number like "
+            "2.5e10", file, item.fullname(), item.inputs.size());
     return item.inputs.front();
 }
 
@@ -168,18 +170,20 @@ std::vector<std::string> available_profiles(fs::path const& dir) {
     return names;
 }
 
-std::string available_profiles_text() {
-    std::vector<std::string> const names = available_profiles(machine_profile_dir());
-    return names.empty() ? "(none)" : fmt::format("{}", fmt::join(names, ", "));
+// "choose one of alps, frontier, perlmutter (the .toml files in DIR); set AXONN_MACHINES_DIR ..." for an error.
+std::string profile_choices() {
+    fs::path const dir = machine_profile_dir();
+    std::vector<std::string> const names = available_profiles(dir);
+    std::string const choices = names.empty() ? fmt::format("{} holds no .toml profiles", dir.string())
+                                              : fmt::format("choose one of {} (the .toml files in {})",
+                                                            fmt::join(names, ", "), dir.string());
+    return choices + "; set AXONN_MACHINES_DIR for another folder, or give a path to a .toml file";
 }
 
 fs::path resolve_profile_path(std::string const& name_or_path) {
     if (name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".toml")) return name_or_path;
     fs::path const path = machine_profile_dir() / (name_or_path + ".toml");
-    require(fs::is_regular_file(path),
-            "unknown machine profile '{}': choose one of {} (the .toml files in {}, or set AXONN_MACHINES_DIR) or give "
-            "a path to a .toml file",
-            name_or_path, available_profiles_text(), machine_profile_dir().string());
+    require(fs::is_regular_file(path), "unknown machine profile '{}': {}", name_or_path, profile_choices());
     return path;
 }
 
@@ -233,8 +237,7 @@ fs::path machine_profile_dir() {
 }
 
 MachineProfile load_machine_profile(std::string const& name_or_path) {
-    require(!name_or_path.empty(), "no machine profile given: choose one of {} or give a path to a .toml file",
-            available_profiles_text());
+    require(!name_or_path.empty(), "no machine profile given: {}", profile_choices());
     return parse_profile(resolve_profile_path(name_or_path));
 }
 

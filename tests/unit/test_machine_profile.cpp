@@ -1,0 +1,199 @@
+// Machine profiles: the shipped ones load with plausible numbers, a written profile reads back exactly, and each
+// kind of bad file fails with one line that names the file and the key.
+#include "axonn/core/error.h"
+#include "axonn/perf/machine_profile.h"
+#include "support/temp_dir.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace axonn {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The message of the axonn::Error that `load` throws; a test fails when it throws nothing or something else.
+template <typename Load>
+std::string error_of(Load&& load) {
+    try {
+        load();
+    } catch (Error const& e) {
+        return e.what();
+    }
+    ADD_FAILURE() << "no axonn::Error";
+    return "";
+}
+
+TEST(MachineProfile, ShippedProfilesLoadWithTheirHardware) {
+    MachineProfile const perlmutter = load_machine_profile("perlmutter");
+    EXPECT_EQ(perlmutter.name, "perlmutter");
+    EXPECT_EQ(perlmutter.devices_per_node, 4);
+    EXPECT_EQ(perlmutter.memory_bytes, 40e9);
+    EXPECT_EQ(perlmutter.peak_flops_bf16, 312e12);
+    EXPECT_EQ(perlmutter.nics_per_node, 4);
+    EXPECT_EQ(perlmutter.nic_bandwidth, 25e9);
+    EXPECT_EQ(perlmutter.allreduce_bus_bandwidth.at(4), 225e9);
+
+    MachineProfile const frontier = load_machine_profile("frontier");
+    EXPECT_EQ(frontier.devices_per_node, 8);  // GCDs
+    EXPECT_EQ(frontier.memory_bytes, 64e9);
+    EXPECT_EQ(frontier.nics_per_node, 4);
+
+    MachineProfile const alps = load_machine_profile("alps");
+    EXPECT_EQ(alps.devices_per_node, 4);
+    EXPECT_EQ(alps.memory_bytes, 96e9);
+
+    for (MachineProfile const& machine : {perlmutter, frontier, alps}) {
+        SCOPED_TRACE(machine.name);
+        EXPECT_FALSE(machine.description.empty());
+        EXPECT_GT(machine.peak_flops_bf16, machine.peak_flops_fp32);
+        EXPECT_GT(machine.gemm_efficiency, 0.5);
+        EXPECT_LT(machine.gemm_efficiency, 1.0);
+        EXPECT_GT(machine.intra_node_bandwidth, machine.nic_bandwidth);  // links inside a node beat one card
+        EXPECT_GT(machine.memory_bandwidth, machine.intra_node_bandwidth);
+        EXPECT_GT(machine.intra_node_latency, 1e-7);
+        EXPECT_LT(machine.inter_node_latency, 1e-4);
+    }
+}
+
+TEST(MachineProfile, LoadsAPathAsWellAsAName) {
+    fs::path const path = machine_profile_dir() / "frontier.toml";
+    EXPECT_EQ(load_machine_profile(path.string()).name, "frontier");
+}
+
+TEST(MachineProfile, WrittenProfileReadsBackExactly) {
+    testing::TempDir const dir;
+    MachineProfile profile;
+    profile.name = "local";
+    profile.description = "two ranks on one machine, avx512_core_bf16; bf16 GEMM by oneDNN brg:avx512_core_bf16";
+    profile.devices_per_node = 10;  // a count that a short scientific form (1e+01) must not be written as
+    profile.peak_flops_fp32 = 2.0987654321e11;
+    profile.peak_flops_bf16 = 4.1e11;
+    profile.gemm_efficiency = 0.9312345;
+    profile.gemm_half_size = 37.25;
+    profile.memory_bytes = 12884901888;
+    profile.memory_bandwidth = 1.9e10;
+    profile.intra_node_bandwidth = 3.3e9;
+    profile.intra_node_latency = 1.23e-6;
+    profile.nic_bandwidth = 3.3e9;
+    profile.inter_node_latency = 1.23e-6;
+    profile.nics_per_node = 1;
+    profile.allreduce_bus_bandwidth = {{2, 5.5e9}, {4, 3.3e9}};
+    fs::path const path = dir / "local.toml";
+    write_machine_profile(path, profile, "measured here\nby the test");
+
+    MachineProfile const read = load_machine_profile(path.string());
+    EXPECT_EQ(read.name, profile.name);
+    EXPECT_EQ(read.description, profile.description);
+    EXPECT_EQ(read.devices_per_node, profile.devices_per_node);
+    EXPECT_EQ(read.peak_flops_fp32, profile.peak_flops_fp32);
+    EXPECT_EQ(read.peak_flops_bf16, profile.peak_flops_bf16);
+    EXPECT_EQ(read.gemm_efficiency, profile.gemm_efficiency);
+    EXPECT_EQ(read.gemm_half_size, profile.gemm_half_size);
+    EXPECT_EQ(read.memory_bytes, profile.memory_bytes);
+    EXPECT_EQ(read.memory_bandwidth, profile.memory_bandwidth);
+    EXPECT_EQ(read.intra_node_bandwidth, profile.intra_node_bandwidth);
+    EXPECT_EQ(read.intra_node_latency, profile.intra_node_latency);
+    EXPECT_EQ(read.nic_bandwidth, profile.nic_bandwidth);
+    EXPECT_EQ(read.inter_node_latency, profile.inter_node_latency);
+    EXPECT_EQ(read.nics_per_node, profile.nics_per_node);
+    EXPECT_EQ(read.allreduce_bus_bandwidth, profile.allreduce_bus_bandwidth);
+
+    std::ifstream in(path);
+    std::string first_line;
+    std::getline(in, first_line);
+    EXPECT_EQ(first_line, "# measured here");
+
+    profile.description = "has a # in it";
+    EXPECT_NE(error_of([&] { write_machine_profile(dir / "bad.toml", profile, ""); }).find("description"),
+              std::string::npos);
+}
+
+// One bad profile file: its text, and a piece of the error that must name the problem.
+struct BadProfile {
+    std::string name;
+    std::string text;
+    std::string expected;
+
+    friend void PrintTo(BadProfile const& bad, std::ostream* out) { *out << bad.name; }
+};
+
+std::string const good_profile = R"(name = "test"
+description = "a test machine"
+devices_per_node = 4
+peak_flops_fp32 = 1e13
+peak_flops_bf16 = 1e14
+gemm_efficiency = 0.8
+gemm_half_size = 256
+memory_bytes = 4e10
+memory_bandwidth = 1e12
+intra_node_bandwidth = 1e11
+intra_node_latency = 2e-6
+nic_bandwidth = 2.5e10
+inter_node_latency = 5e-6
+nics_per_node = 4
+)";
+
+// The good profile with the line that starts with `key =` replaced (or removed, when `line` is empty).
+std::string replace_line(std::string const& key, std::string const& line) {
+    std::string text = good_profile;
+    std::size_t const start = text.find(key + " =");
+    std::size_t const end = text.find('\n', start) + 1;
+    return text.replace(start, end - start, line.empty() ? "" : line + "\n");
+}
+
+std::vector<BadProfile> const bad_profiles = {
+    {"unknown_key", good_profile + "peak_flops_fp64 = 1e13\n", "unknown key 'peak_flops_fp64'"},
+    {"unknown_section", good_profile + "[links]\nnvlink = 3\n", "unknown section [links]"},
+    {"missing_key", replace_line("memory_bandwidth", ""), "missing key 'memory_bandwidth'"},
+    {"missing_name", replace_line("name", ""), "missing key 'name'"},
+    {"not_a_number", replace_line("nic_bandwidth", "nic_bandwidth = fast"), "key 'nic_bandwidth' = 'fast'"},
+    {"trailing_text", replace_line("memory_bytes", "memory_bytes = 40GB"), "key 'memory_bytes' = '40GB'"},
+    {"zero", replace_line("gemm_efficiency", "gemm_efficiency = 0"), "key 'gemm_efficiency' = '0'"},
+    {"negative", replace_line("intra_node_latency", "intra_node_latency = -1e-6"), "key 'intra_node_latency'"},
+    {"fractional_count", replace_line("devices_per_node", "devices_per_node = 4.5"), "key 'devices_per_node'"},
+    {"two_values", replace_line("nics_per_node", "nics_per_node = 4 8"), "key 'nics_per_node' has 2 values"},
+    {"repeated_next_line", good_profile + "nics_per_node = 2\n", "key 'nics_per_node' has 2 values"},
+    {"twice", good_profile + "devices_per_node = 2\n", "key 'devices_per_node' appears twice"},
+    {"bad_group_size", good_profile + "[allreduce_bus_bandwidth]\n1 = 1e11\n", "allreduce_bus_bandwidth.1"},
+    {"bad_bus_bandwidth", good_profile + "[allreduce_bus_bandwidth]\n2 = lots\n", "allreduce_bus_bandwidth.2"},
+};
+
+class BadProfileFile : public ::testing::TestWithParam<BadProfile> {};
+
+TEST_P(BadProfileFile, FailsNamingTheFileAndKey) {
+    testing::TempDir const dir;
+    fs::path const path = dir / "bad.toml";
+    std::ofstream(path) << GetParam().text;
+    std::string const message = error_of([&] { load_machine_profile(path.string()); });
+    EXPECT_NE(message.find(path.string()), std::string::npos) << message;
+    EXPECT_NE(message.find(GetParam().expected), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+}
+
+INSTANTIATE_TEST_SUITE_P(MachineProfile, BadProfileFile, ::testing::ValuesIn(bad_profiles),
+                         [](auto const& info) { return info.param.name; });
+
+TEST(MachineProfile, GoodTestProfileLoads) {
+    testing::TempDir const dir;
+    fs::path const path = dir / "good.toml";
+    std::ofstream(path) << good_profile << "[allreduce_bus_bandwidth]\n2 = 7.6e10\n";
+    MachineProfile const profile = load_machine_profile(path.string());
+    EXPECT_EQ(profile.nics_per_node, 4);
+    EXPECT_EQ(profile.allreduce_bus_bandwidth.at(2), 7.6e10);
+}
+
+TEST(MachineProfile, UnknownNameListsTheProfiles) {
+    std::string const message = error_of([] { load_machine_profile("summit"); });
+    EXPECT_NE(message.find("unknown machine profile 'summit'"), std::string::npos) << message;
+    EXPECT_NE(message.find("alps, frontier"), std::string::npos) << message;
+    EXPECT_NE(message.find("perlmutter"), std::string::npos) << message;
+    EXPECT_NE(error_of([] { load_machine_profile("/nowhere/machine.toml"); }).find("/nowhere/machine.toml"),
+              std::string::npos);
+}
+
+}  // namespace
+}  // namespace axonn
