@@ -82,6 +82,7 @@ TEST(MachineProfile, WrittenProfileReadsBackExactly) {
     profile.inter_node_latency = 1.23e-6;
     profile.nics_per_node = 1;
     profile.allreduce_bus_bandwidth = {{2, 5.5e9}, {4, 3.3e9}};
+    profile.shared_link_bandwidth = 1.211e8;
     fs::path const path = dir / "local.toml";
     write_machine_profile(path, profile, "measured here\nby the test");
 
@@ -101,6 +102,7 @@ TEST(MachineProfile, WrittenProfileReadsBackExactly) {
     EXPECT_EQ(read.inter_node_latency, profile.inter_node_latency);
     EXPECT_EQ(read.nics_per_node, profile.nics_per_node);
     EXPECT_EQ(read.allreduce_bus_bandwidth, profile.allreduce_bus_bandwidth);
+    EXPECT_EQ(read.shared_link_bandwidth, profile.shared_link_bandwidth);
 
     std::ifstream in(path);
     std::string first_line;

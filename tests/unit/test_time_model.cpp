@@ -49,6 +49,15 @@ TEST(TimeModel, AcrossNodesTheCardsAreShared) {
     EXPECT_NEAR(alone, 2 * (15.0 / 16 * 1e9 / 100e9 + 15 * 10e-6), 1e-12);
 }
 
+TEST(TimeModel, ASharedLinkIsSplitAmongAllRanks) {
+    // One rate-limited loopback for 4 ranks: every x pair all-reduces at once, each rank gets a quarter of it.
+    MachineProfile machine = toy_machine();
+    machine.shared_link_bandwidth = 4e9;
+    PredictedCollective const all_reduce{"all_reduce", Group::x, 1, 1'000'000'000};
+    double const seconds = collective_seconds(all_reduce, GridShape{.data = 2, .x = 2}, default_order, machine);
+    EXPECT_NEAR(seconds, 2 * 0.5 * 1e9 / (4e9 / 4) + 2 * 1e-6, 1e-12);
+}
+
 TEST(TimeModel, OverlapHidesCommunicationButNeverMoreThanThereIs) {
     StepShape const step{gpt_preset("gpt2-medium"), GridShape{.z = 2, .y = 2, .x = 2}, 16, 1024};
     TimeOptions with, without;

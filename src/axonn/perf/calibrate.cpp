@@ -248,6 +248,27 @@ int repetitions_for(std::size_t bytes, Plan const& plan) {
     return static_cast<int>(std::clamp<std::size_t>(plan.bytes_per_message_size / bytes, 3, 200));
 }
 
+// Every rank at once, in pairs, with the largest message: on a link that all ranks share (one rate-limited
+// loopback) the pairs split its bandwidth, and world · (pair bus bandwidth) is the link's; on separate links each
+// pair keeps its own, and the number is large enough never to bind.
+void measure_shared_link(MachineProfile& profile, Plan const& plan) {
+    int const rank = world_rank(), world = world_size();
+    std::size_t const bytes = plan.message_bytes.back();
+    MPI_Comm comm = MPI_COMM_NULL;
+    MPI_Comm_split(MPI_COMM_WORLD, rank < world - world % 2 ? rank / 2 : MPI_UNDEFINED, rank, &comm);
+    double pair_bandwidth = 0;
+    if (comm != MPI_COMM_NULL) {
+        TrafficLog traffic;
+        Communicator pair(comm, Group::data, traffic, CommOptions{});
+        pair_bandwidth = bus_bandwidth(2, bytes, seconds_per_all_reduce(pair, bytes / sizeof(float),
+                                                                        repetitions_for(bytes, plan)));
+    }
+    // The slowest pair sets the step; rank 0 keeps the profile.
+    double slowest = pair_bandwidth > 0 ? pair_bandwidth : 1e300;
+    MPI_Allreduce(MPI_IN_PLACE, &slowest, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    profile.shared_link_bandwidth = slowest * (world - world % 2);
+}
+
 // One group of the first `size` ranks at a time, so that the groups do not share the cores or the link; the
 // bandwidth is that of the largest message, the regime of gradient buckets and activations.
 void measure_all_reduce(MachineProfile& profile, Plan const& plan) {
@@ -270,6 +291,7 @@ void measure_all_reduce(MachineProfile& profile, Plan const& plan) {
         wait_quietly(MPI_COMM_WORLD);
     }
     profile.intra_node_bandwidth = profile.allreduce_bus_bandwidth.rbegin()->second;
+    measure_shared_link(profile, plan);
 }
 
 // One rank has no partner: the bandwidth of a shared-memory transport is bound by memory copies, and the latency
@@ -290,7 +312,8 @@ double four_digits(double value) { return std::strtod(fmt::format("{:.4g}", valu
 void round_measurements(MachineProfile& profile) {
     for (double* value : {&profile.peak_flops_fp32, &profile.peak_flops_bf16, &profile.gemm_efficiency,
                           &profile.gemm_half_size, &profile.memory_bytes, &profile.memory_bandwidth,
-                          &profile.intra_node_bandwidth, &profile.intra_node_latency}) {
+                          &profile.intra_node_bandwidth, &profile.intra_node_latency,
+                          &profile.shared_link_bandwidth}) {
         *value = four_digits(*value);
     }
     for (auto& [group_size, bandwidth] : profile.allreduce_bus_bandwidth) bandwidth = four_digits(bandwidth);

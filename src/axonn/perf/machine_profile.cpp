@@ -60,7 +60,8 @@ std::vector<std::string> required_keys() {
 }
 
 std::string known_keys_text() {
-    return fmt::format("{} and a section [{}]", fmt::join(required_keys(), ", "), bus_bandwidth_section);
+    return fmt::format("{}, optionally shared_link_bandwidth, and a section [{}]", fmt::join(required_keys(), ", "),
+                       bus_bandwidth_section);
 }
 
 // CLI11 splits a value at commas and spaces outside quotes, and joins a key repeated on the next line into one
@@ -92,6 +93,10 @@ void set_top_level_key(MachineProfile& profile, CLI::ConfigItem const& item, std
     }
     if (item.name == "description") {
         profile.description = value;
+        return;
+    }
+    if (item.name == "shared_link_bandwidth") {  // optional, unlike the numbers below
+        profile.shared_link_bandwidth = positive_number<double>(value, item.name, file);
         return;
     }
     auto const numeric = std::find_if(std::begin(numeric_keys), std::end(numeric_keys),
@@ -248,6 +253,9 @@ void write_machine_profile(fs::path const& path, MachineProfile const& profile, 
     for (NumericKey const& numeric : numeric_keys) {
         text += numeric.number ? fmt::format("{} = {}\n", numeric.key, round_trip_text(profile.*numeric.number))
                                : fmt::format("{} = {}\n", numeric.key, profile.*numeric.count);
+    }
+    if (profile.shared_link_bandwidth > 0) {
+        text += fmt::format("shared_link_bandwidth = {}\n", round_trip_text(profile.shared_link_bandwidth));
     }
     if (!profile.allreduce_bus_bandwidth.empty()) {
         text += fmt::format("\n[{}]\n", bus_bandwidth_section);

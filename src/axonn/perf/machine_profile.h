@@ -27,6 +27,10 @@ struct MachineProfile {
     // Measured all-reduce bus bandwidth by group size (bytes/s), where calibrated; overrides the link numbers
     // for groups inside a node.
     std::map<int, double> allreduce_bus_bandwidth;
+    // Optional (0 = none): bytes/s of one link that every rank's traffic crosses at once, such as the one
+    // rate-limited loopback of scripts/slow-network. All groups of an axis communicate at the same moment, so each
+    // rank then gets this bandwidth divided by the number of ranks, whatever its group.
+    double shared_link_bandwidth = 0;
 };
 
 // NAME is a profile in configs/machines/ (perlmutter, frontier, alps, local) or a path to a .toml file.

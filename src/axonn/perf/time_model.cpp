@@ -110,6 +110,9 @@ double collective_seconds(PredictedCollective const& collective, GridShape const
         bandwidth = machine.nics_per_node * machine.nic_bandwidth / sharing;
         latency = machine.inter_node_latency;
     }
+    if (machine.shared_link_bandwidth > 0) {
+        bandwidth = std::min(bandwidth, machine.shared_link_bandwidth / grid.product());
+    }
     double const bytes = static_cast<double>(collective.bytes) / static_cast<double>(collective.calls);
     double const steps = p - 1.0, fraction = (p - 1.0) / p;
     double one;
