@@ -15,6 +15,7 @@
 #include "axonn/parallel/linear.h"
 #include "axonn/parallel/shard_layout.h"
 #include "axonn/train/parity.h"
+#include "support/micro_model.h"
 
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -26,17 +27,8 @@
 namespace axonn {
 namespace {
 
-int world_size() {
-    int size = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    return size;
-}
-
-GptConfig micro_model() {
-    GptConfig config = gpt_preset("gpt2-micro");
-    config.vocab_size = 300;
-    return config;
-}
+using testing::micro_model;
+using testing::world_size;
 
 std::vector<GridShape> model_grids() {
     std::vector<GridShape> grids = valid_grids(micro_model(), world_size(), 8);
@@ -44,13 +36,9 @@ std::vector<GridShape> model_grids() {
     return grids;
 }
 
-std::string grid_name(testing::TestParamInfo<GridShape> const& info) {
-    GridShape const& g = info.param;
-    return "data" + std::to_string(g.data) + "_z" + std::to_string(g.z) + "_y" + std::to_string(g.y) + "_x" +
-           std::to_string(g.x);
-}
+std::string grid_name(::testing::TestParamInfo<GridShape> const& info) { return testing::grid_test_name(info.param); }
 
-class ModelOnGrid : public testing::TestWithParam<GridShape> {};
+class ModelOnGrid : public ::testing::TestWithParam<GridShape> {};
 
 TEST_P(ModelOnGrid, OneStepMatchesSerial) {
     ParityOptions options;
@@ -76,7 +64,7 @@ TEST_P(ModelOnGrid, TwentyAdamWStepsFollowSerialLosses) {
     for (std::size_t step = 0; step < 20; ++step) EXPECT_LT(report.loss_rel_diff[step], 1e-4) << "step " << step;
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryGrid, ModelOnGrid, testing::ValuesIn(model_grids()), grid_name);
+INSTANTIATE_TEST_SUITE_P(EveryGrid, ModelOnGrid, ::testing::ValuesIn(model_grids()), grid_name);
 
 // One Linear layer [N, K] alone: the grid's forward, dX, dW and db against the serial kernel on the whole batch.
 struct LinearCase {
@@ -84,7 +72,7 @@ struct LinearCase {
     bool bias;
 };
 
-class LinearOnGrid : public testing::TestWithParam<std::tuple<GridShape, LinearCase>> {};
+class LinearOnGrid : public ::testing::TestWithParam<std::tuple<GridShape, LinearCase>> {};
 
 std::vector<float> deterministic(std::size_t n, std::uint64_t stream) {
     std::vector<float> values(n);
@@ -173,15 +161,15 @@ std::vector<GridShape> linear_grids() {
     return grids;
 }
 
-std::string linear_case_name(testing::TestParamInfo<std::tuple<GridShape, LinearCase>> const& info) {
+std::string linear_case_name(::testing::TestParamInfo<std::tuple<GridShape, LinearCase>> const& info) {
     LinearCase const layer = std::get<1>(info.param);
-    return grid_name({std::get<0>(info.param), info.index}) + (layer.transposed ? "_transposed" : "_normal") +
+    return testing::grid_test_name(std::get<0>(info.param)) + (layer.transposed ? "_transposed" : "_normal") +
            (layer.bias ? "_bias" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryGrid, LinearOnGrid,
-                         testing::Combine(testing::ValuesIn(linear_grids()),
-                                          testing::Values(LinearCase{false, true}, LinearCase{false, false},
+                         ::testing::Combine(::testing::ValuesIn(linear_grids()),
+                                          ::testing::Values(LinearCase{false, true}, LinearCase{false, false},
                                                           LinearCase{true, true}, LinearCase{true, false})),
                          linear_case_name);
 

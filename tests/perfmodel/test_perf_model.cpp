@@ -10,6 +10,7 @@
 #include "axonn/perf/traffic_model.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/train_step.h"
+#include "support/micro_model.h"
 
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -20,21 +21,12 @@
 namespace axonn {
 namespace {
 
-int world_size() {
-    int size = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    return size;
-}
-
-GptConfig micro_model() {
-    GptConfig config = gpt_preset("gpt2-micro");
-    config.vocab_size = 300;
-    return config;
-}
+using testing::micro_model;
+using testing::world_size;
 
 constexpr int batch = 8, seq = 16;
 
-class PerfModelOnGrid : public testing::TestWithParam<GridShape> {};
+class PerfModelOnGrid : public ::testing::TestWithParam<GridShape> {};
 
 TEST_P(PerfModelOnGrid, PredictedTrafficEqualsMeasuredAndMemoryWithinTenPercent) {
     GridShape const shape = GetParam();
@@ -74,11 +66,9 @@ TEST_P(PerfModelOnGrid, PredictedTrafficEqualsMeasuredAndMemoryWithinTenPercent)
     EXPECT_NEAR(predicted_peak, measured_peak, 0.1 * measured_peak);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryGrid, PerfModelOnGrid, testing::ValuesIn(grid_factorisations(world_size())),
-                         [](testing::TestParamInfo<GridShape> const& info) {
-                             GridShape const& g = info.param;
-                             return "data" + std::to_string(g.data) + "_z" + std::to_string(g.z) + "_y" +
-                                    std::to_string(g.y) + "_x" + std::to_string(g.x);
+INSTANTIATE_TEST_SUITE_P(EveryGrid, PerfModelOnGrid, ::testing::ValuesIn(grid_factorisations(world_size())),
+                         [](::testing::TestParamInfo<GridShape> const& info) {
+                             return testing::grid_test_name(info.param);
                          });
 
 }  // namespace

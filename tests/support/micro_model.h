@@ -1,0 +1,33 @@
+// What the MPI suites share: the world size, and gpt2-micro with a 300-word vocabulary, the model that splits
+// on every grid of up to 8 ranks and is small enough to run all of them in a test, and grid test names.
+#pragma once
+
+#include "axonn/comm/grid.h"
+#include "axonn/model/gpt_config.h"
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <string>
+
+namespace axonn::testing {
+
+inline int world_size() {
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    return size;
+}
+
+inline GptConfig micro_model() {
+    GptConfig config = gpt_preset("gpt2-micro");
+    config.vocab_size = 300;
+    return config;
+}
+
+// "data2_z1_y2_x2": a GoogleTest-safe name for a grid.
+inline std::string grid_test_name(GridShape const& g) {
+    return "data" + std::to_string(g.data) + "_z" + std::to_string(g.z) + "_y" + std::to_string(g.y) + "_x" +
+           std::to_string(g.x);
+}
+
+}  // namespace axonn::testing
