@@ -35,7 +35,8 @@ bool first_rank() {
 }
 
 int run(int argc, char** argv) {
-    CLI::App app{"axonn: train GPT-style language models with 4D hybrid parallelism (AxoNN's algorithm) in C++"};
+    CLI::App app{"axonn: train GPT-style language models with 4D hybrid parallelism (AxoNN's algorithm) in C++",
+                 "axonn"};
     app.footer("Run `axonn COMMAND --help` for a command's options. Docs: README.md, docs/ARCHITECTURE.md.");
     app.require_subcommand(1);
     // A later value of an option replaces an earlier one: how the command line overrides a config file.
