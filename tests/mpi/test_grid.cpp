@@ -5,6 +5,7 @@
 // collective.
 #include "axonn/comm/grid.h"
 #include "axonn/core/error.h"
+#include "support/micro_model.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -38,11 +39,7 @@ int world_rank() {
     return rank;
 }
 
-int world_size() {
-    int size = 0;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    return size;
-}
+using testing::world_size;
 
 // The rank map of the spec, read backwards: rank = c(a0) + s(a0)·(c(a1) + s(a1)·(c(a2) + s(a2)·c(a3))).
 Coordinates coordinates_of(int rank, GridShape const& shape, Order const& order) {
@@ -158,13 +155,12 @@ std::vector<GridCase> every_grid_of_this_world() {
     return cases;
 }
 
-std::string case_name(testing::TestParamInfo<GridCase> const& info) {
-    GridShape const& s = info.param.shape;
-    return "data" + std::to_string(s.data) + "_z" + std::to_string(s.z) + "_y" + std::to_string(s.y) + "_x" +
-           std::to_string(s.x) + (info.param.order == default_order ? "_default_order" : "_permuted_order");
+std::string case_name(::testing::TestParamInfo<GridCase> const& info) {
+    return testing::grid_test_name(info.param.shape) +
+           (info.param.order == default_order ? "_default_order" : "_permuted_order");
 }
 
-class GridTest : public testing::TestWithParam<GridCase> {
+class GridTest : public ::testing::TestWithParam<GridCase> {
 protected:
     GridShape const& shape() const { return GetParam().shape; }
     Order const& order() const { return GetParam().order; }
@@ -320,7 +316,7 @@ TEST_P(GridTest, DebugModeMakesEveryRankOfADivergingGroupThrow) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryFactorisation, GridTest, testing::ValuesIn(every_grid_of_this_world()), case_name);
+INSTANTIATE_TEST_SUITE_P(EveryFactorisation, GridTest, ::testing::ValuesIn(every_grid_of_this_world()), case_name);
 
 // Run only by the ctest mpi_debug_timeout (np 2), which expects the job to abort with the hang report: rank 0
 // enters a collective that rank 1 never issues.

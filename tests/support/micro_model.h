@@ -1,4 +1,4 @@
-// What the MPI suites share: the world size, and gpt2-micro with a 300-word vocabulary, the model that splits
+// What the MPI suites share: the world size, gpt2-micro with a 300-word vocabulary, the model that splits
 // on every grid of up to 8 ranks and is small enough to run all of them in a test, and grid test names.
 #pragma once
 

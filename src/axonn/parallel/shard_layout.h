@@ -48,7 +48,6 @@ struct GridPosition {
     GridShape shape;
     int data = 0, z = 0, y = 0, x = 0;
     int coord(Axis axis) const;
-    static GridPosition serial() { return {}; }
     static GridPosition of(ProcessGrid const& grid);
 };
 

@@ -96,12 +96,4 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     return t.take();
 }
 
-std::uint64_t predicted_bytes(std::vector<PredictedCollective> const& traffic, Group group) {
-    std::uint64_t bytes = 0;
-    for (auto const& entry : traffic) {
-        if (entry.group == group) bytes += entry.bytes;
-    }
-    return bytes;
-}
-
 }  // namespace axonn

@@ -40,7 +40,5 @@ struct PredictedCollective {
 
 std::vector<PredictedCollective> predict_step_traffic(StepShape const& step);
 
-// Bytes per group, summed over operations.
-std::uint64_t predicted_bytes(std::vector<PredictedCollective> const& traffic, Group group);
 
 }  // namespace axonn

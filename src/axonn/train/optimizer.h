@@ -29,9 +29,6 @@ public:
     // Clips the gradients to grad_clip by their global norm `norm`, and updates the parameters at this lr.
     void step(std::span<float> params, std::span<float const> grads, double norm, float learning_rate);
 
-    int steps_taken() const { return steps_taken_; }
-    Tensor& first_moment() { return m_; }
-    Tensor& second_moment() { return v_; }
 
 private:
     std::vector<ParamSegment> segments_;
