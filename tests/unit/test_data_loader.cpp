@@ -27,10 +27,11 @@ protected:
     }
     testing::TempDir temp_dir_;
     fs::path const& dir_ = temp_dir_.path();
+    ShardTokenizer const byte_tokenizer{"byte", 257};
 };
 
 TEST_F(DataLoaderTest, WindowsCrossShardsAndTargetsAreShifted) {
-    DataLoader loader(dir_, 2, 10, 257);
+    DataLoader loader(dir_, 2, 10, byte_tokenizer);
     EXPECT_EQ(loader.total_tokens(), 100);
     EXPECT_EQ(loader.shard_count(), 2u);
     std::vector<std::int32_t> tokens(20), targets(20);
@@ -44,7 +45,7 @@ TEST_F(DataLoaderTest, WindowsCrossShardsAndTargetsAreShifted) {
 }
 
 TEST_F(DataLoaderTest, WrapsToANewEpoch) {
-    DataLoader loader(dir_, 3, 10, 257);
+    DataLoader loader(dir_, 3, 10, byte_tokenizer);
     std::vector<std::int32_t> tokens(30), targets(30);
     for (int i = 0; i < 3; ++i) loader.next_batch(tokens.data(), targets.data());  // windows start 0..80
     EXPECT_EQ(loader.state().epoch, 0);
@@ -54,13 +55,13 @@ TEST_F(DataLoaderTest, WrapsToANewEpoch) {
 }
 
 TEST_F(DataLoaderTest, RestoringStateResumesTheSameBatches) {
-    DataLoader loader(dir_, 2, 7, 257);
+    DataLoader loader(dir_, 2, 7, byte_tokenizer);
     std::vector<std::int32_t> tokens(14), targets(14), first(14), second(14);
     for (int i = 0; i < 5; ++i) loader.next_batch(tokens.data(), targets.data());
     DataLoaderState const saved = loader.state();
     loader.next_batch(first.data(), targets.data());
     loader.next_batch(first.data(), targets.data());
-    DataLoader resumed(dir_, 2, 7, 257);
+    DataLoader resumed(dir_, 2, 7, byte_tokenizer);
     resumed.restore(saved);
     resumed.next_batch(second.data(), targets.data());
     resumed.next_batch(second.data(), targets.data());
@@ -68,10 +69,48 @@ TEST_F(DataLoaderTest, RestoringStateResumesTheSameBatches) {
 }
 
 TEST_F(DataLoaderTest, RejectsTokensBeyondTheVocabularyAndTooLittleData) {
-    EXPECT_THROW(DataLoader(dir_, 2, 10, 50), Error);  // ids reach 99
-    EXPECT_THROW(DataLoader(dir_, 10, 10, 257), Error);  // needs 101 tokens
-    DataLoader loader(dir_, 1, 10, 257);
+    EXPECT_THROW(DataLoader(dir_, 2, 10, ShardTokenizer{"byte", 50}), Error);  // ids reach 99
+    EXPECT_THROW(DataLoader(dir_, 10, 10, byte_tokenizer), Error);  // needs 101 tokens
+    DataLoader loader(dir_, 1, 10, byte_tokenizer);
     EXPECT_THROW(loader.restore({500, 0}), Error);
+}
+
+TEST_F(DataLoaderTest, NeverTrainsOnTheFoldersValidationShard) {
+    std::vector<std::int32_t> const validation(50, 7);
+    write_token_shard(dir_ / "val.bin", validation, 16);
+    DataLoader loader(dir_, 2, 10, byte_tokenizer);
+    EXPECT_EQ(loader.shard_count(), 2u);
+    EXPECT_EQ(loader.total_tokens(), 100);
+}
+
+TEST_F(DataLoaderTest, RefusesShardsOfAnotherTokenizer) {
+    std::vector<std::int32_t> const tokens(50, 7);
+    write_token_shard(dir_ / "c.bin", tokens, 16, ShardOrigin{{"gpt2", 50257}, 1});
+    try {
+        DataLoader loader(dir_, 2, 10, byte_tokenizer);
+        FAIL() << "a gpt2 shard was accepted for the byte tokenizer";
+    } catch (Error const& e) {
+        EXPECT_NE(std::string(e.what()).find("prepared with the gpt2 tokenizer (50257 ids) but this run uses byte"),
+                  std::string::npos) << e.what();
+    }
+    EXPECT_NO_THROW(DataLoader(dir_ / "c.bin", 2, 10, ShardTokenizer{"gpt2", 50257}));
+}
+
+TEST_F(DataLoaderTest, AShardChangedDuringTheRunStopsItWithItsName) {
+    DataLoader loader(dir_, 2, 10, byte_tokenizer);
+    std::vector<std::int32_t> tokens(20), targets(20);
+    loader.next_batch(tokens.data(), targets.data());
+    // What `cp small.bin a.bin` does: the same file, rewritten shorter in place.
+    std::vector<std::int32_t> const shorter(5, 1);
+    write_token_shard(dir_ / "small.bin", shorter, 16);
+    fs::copy_file(dir_ / "small.bin", dir_ / "a.bin", fs::copy_options::overwrite_existing);
+    try {
+        loader.next_batch(tokens.data(), targets.data());
+        FAIL() << "a rewritten shard went unnoticed";
+    } catch (Error const& e) {
+        EXPECT_NE(std::string(e.what()).find("a.bin changed while this run was reading it"), std::string::npos)
+            << e.what();
+    }
 }
 
 }  // namespace

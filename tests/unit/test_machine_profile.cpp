@@ -109,9 +109,14 @@ TEST(MachineProfile, WrittenProfileReadsBackExactly) {
     std::getline(in, first_line);
     EXPECT_EQ(first_line, "# measured here");
 
-    profile.description = "has a # in it";
-    EXPECT_NE(error_of([&] { write_machine_profile(dir / "bad.toml", profile, ""); }).find("description"),
+    profile.description = "has a # and \"quotes\", a back\\slash,\na line break and \x01";  // TOML escapes them
+    write_machine_profile(path, profile, "");
+    EXPECT_EQ(load_machine_profile(path.string()).description, profile.description);
+
+    profile.nic_bandwidth = 1e-300;  // nothing that would not read back is written
+    EXPECT_NE(error_of([&] { write_machine_profile(dir / "bad.toml", profile, ""); }).find("nic_bandwidth"),
               std::string::npos);
+    EXPECT_FALSE(fs::exists(dir / "bad.toml"));
 }
 
 // One bad profile file: its text, and a piece of the error that must name the problem.
@@ -148,20 +153,32 @@ std::string replace_line(std::string const& key, std::string const& line) {
 }
 
 std::vector<BadProfile> const bad_profiles = {
-    {"unknown_key", good_profile + "peak_flops_fp64 = 1e13\n", "unknown key 'peak_flops_fp64'"},
-    {"unknown_section", good_profile + "[links]\nnvlink = 3\n", "unknown section [links]"},
+    {"unknown_key", good_profile + "peak_flops_fp64 = 1e13\n", "bad.toml:15:1: unknown key 'peak_flops_fp64'"},
+    {"unknown_section", good_profile + "[links]\nnvlink = 3\n", "unknown section 'links'"},
     {"missing_key", replace_line("memory_bandwidth", ""), "missing key 'memory_bandwidth'"},
     {"missing_name", replace_line("name", ""), "missing key 'name'"},
-    {"not_a_number", replace_line("nic_bandwidth", "nic_bandwidth = fast"), "key 'nic_bandwidth' = 'fast'"},
-    {"trailing_text", replace_line("memory_bytes", "memory_bytes = 40GB"), "key 'memory_bytes' = '40GB'"},
-    {"zero", replace_line("gemm_efficiency", "gemm_efficiency = 0"), "key 'gemm_efficiency' = '0'"},
+    {"name_not_text", replace_line("name", "name = 5"), "key 'name' is an integer, not a string"},
+    {"not_a_number", replace_line("nic_bandwidth", "nic_bandwidth = fast"), "bad.toml:12:19: machine profile is not "
+     "valid TOML"},
+    {"trailing_text", replace_line("memory_bytes", "memory_bytes = 40GB"), "bad.toml:8:"},
+    {"quoted_number", replace_line("memory_bytes", "memory_bytes = \"4e10\""),
+     "key 'memory_bytes' is a string, not a number"},
+    {"zero", replace_line("gemm_efficiency", "gemm_efficiency = 0"), "key 'gemm_efficiency' = 0 is outside"},
+    {"efficiency_above_one", replace_line("gemm_efficiency", "gemm_efficiency = 5"),
+     "key 'gemm_efficiency' = 5 is outside the range a machine can have, [0.001, 1]"},
+    {"vanishing_bandwidth", replace_line("nic_bandwidth", "nic_bandwidth = 1e-300"),
+     "key 'nic_bandwidth' = 1e-300 is outside the range a machine can have, [1000, 1e+14] bytes/s"},
+    {"vanishing_flops", replace_line("peak_flops_bf16", "peak_flops_bf16 = 1e-300"), "key 'peak_flops_bf16' = 1e-300"},
+    {"infinite", replace_line("memory_bandwidth", "memory_bandwidth = inf"), "key 'memory_bandwidth' = inf"},
     {"negative", replace_line("intra_node_latency", "intra_node_latency = -1e-6"), "key 'intra_node_latency'"},
-    {"fractional_count", replace_line("devices_per_node", "devices_per_node = 4.5"), "key 'devices_per_node'"},
-    {"two_values", replace_line("nics_per_node", "nics_per_node = 4 8"), "key 'nics_per_node' has 2 values"},
-    {"repeated_next_line", good_profile + "nics_per_node = 2\n", "key 'nics_per_node' has 2 values"},
-    {"twice", good_profile + "devices_per_node = 2\n", "key 'devices_per_node' appears twice"},
-    {"bad_group_size", good_profile + "[allreduce_bus_bandwidth]\n1 = 1e11\n", "allreduce_bus_bandwidth.1"},
-    {"bad_bus_bandwidth", good_profile + "[allreduce_bus_bandwidth]\n2 = lots\n", "allreduce_bus_bandwidth.2"},
+    {"fractional_count", replace_line("devices_per_node", "devices_per_node = 4.5"),
+     "key 'devices_per_node' is a number, not an integer"},
+    {"two_values", replace_line("nics_per_node", "nics_per_node = 4 8"), "bad.toml:14:"},
+    {"twice", good_profile + "devices_per_node = 2\n", "cannot redefine existing integer 'devices_per_node'"},
+    {"bad_group_size", good_profile + "[allreduce_bus_bandwidth]\n1 = 1e11\n",
+     "key '1' of [allreduce_bus_bandwidth] is not a group size"},
+    {"bad_bus_bandwidth", good_profile + "[allreduce_bus_bandwidth]\n2 = 1e20\n", "allreduce_bus_bandwidth.2"},
+    {"section_not_a_table", good_profile + "allreduce_bus_bandwidth = 3\n", "is an integer, not a section"},
 };
 
 class BadProfileFile : public ::testing::TestWithParam<BadProfile> {};

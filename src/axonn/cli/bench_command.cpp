@@ -1,5 +1,6 @@
 #include "axonn/cli/commands.h"
 #include "axonn/cli/model_options.h"
+#include "axonn/core/error.h"
 #include "axonn/train/benchmark.h"
 
 #include <fmt/format.h>
@@ -30,8 +31,10 @@ void add_bench_command(CLI::App& app) {
     command->add_flag("--json", *json, "print one JSON object instead of text");
 
     command->callback([options, model, json, grid_spec] {
-        options->model = model->resolve();
-        options->grid = GridShape::parse(*grid_spec);
+        as_usage_errors([&] {
+            options->model = model->resolve();
+            options->grid = GridShape::parse(*grid_spec);
+        });
         BenchResult const result = run_benchmark(*options);
         int rank = 0;
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);

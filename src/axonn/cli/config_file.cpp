@@ -1,37 +1,89 @@
+// --config FILE: a TOML file of a subcommand's options, read with toml++ and turned into arguments that come
+// before the user's own (so that the command line overrides the file). Each key is an option's long name; its
+// value must have the option's type: a boolean for a flag, an integer for an integer option, a number for a
+// real one, a string for a text or a path, an array for an option that takes several values.
 #include "axonn/cli/config_file.h"
 
 #include "axonn/core/error.h"
+#include "axonn/core/toml_file.h"
 
-#include <fmt/ranges.h>
+#include <fmt/format.h>
 
 #include <filesystem>
 
 namespace axonn {
 namespace {
 
-std::vector<std::string> arguments_from_file(CLI::App const& command, std::string const& file) {
-    require(std::filesystem::exists(file), "config file {} does not exist: check --config", file);
-    std::vector<CLI::ConfigItem> items;
-    try {
-        items = CLI::ConfigTOML().from_file(file);
-    } catch (CLI::Error const& e) {
-        fail("cannot parse config file {}: {}", file, e.what());
+namespace fs = std::filesystem;
+
+// The TOML type an option's value must have, by CLI11's name for the option's C++ type.
+enum class ValueKind { integer, number, text };
+
+ValueKind value_kind(CLI::Option const& option) {
+    std::string const type = option.get_type_name();
+    if (type == "INT" || type == "UINT") return ValueKind::integer;
+    if (type == "FLOAT") return ValueKind::number;
+    return ValueKind::text;
+}
+
+char const* kind_text(ValueKind kind) {
+    switch (kind) {
+        case ValueKind::integer: return "an integer";
+        case ValueKind::number: return "a number";
+        case ValueKind::text: return "a string";
     }
-    std::vector<std::string> arguments;
-    for (auto const& item : items) {
-        std::string const name = item.fullname();
-        CLI::Option const* option = command.get_option_no_throw("--" + name);
-        require(option != nullptr && name != "config" && name != "help",
-                "unknown key '{}' in config file {}: `axonn {} --help` lists the valid names", name, file,
-                command.get_name());
-        if (option->get_expected_min() == 0) {  // a flag: present when true
-            if (item.inputs.size() == 1 && (item.inputs[0] == "true" || item.inputs[0] == "1")) {
-                arguments.push_back("--" + name);
-            }
-            continue;
+    return "a value";
+}
+
+// One scalar as the text CLI11 parses, after checking it has the option's type.
+std::string scalar_text(toml::node const& node, ValueKind kind, std::string_view name, fs::path const& file) {
+    bool const fits = (kind == ValueKind::integer && node.is_integer()) ||
+                      (kind == ValueKind::number && (node.is_integer() || node.is_floating_point())) ||
+                      (kind == ValueKind::text && node.is_string());
+    require(fits, "{}: '{}' must be {}, not {}", toml_location(node, file), name, kind_text(kind),
+            toml_type_name(node));
+    if (node.is_integer()) return std::to_string(*node.value<std::int64_t>());
+    if (node.is_floating_point()) return fmt::format("{}", *node.value<double>());
+    return *node.value<std::string>();
+}
+
+void append_option(std::vector<std::string>& arguments, CLI::Option const& option, std::string_view name,
+                   toml::node const& node, fs::path const& file) {
+    std::string const flag = "--" + std::string(name);
+    if (option.get_expected_min() == 0) {  // a flag: present when true
+        require(node.is_boolean(), "{}: '{}' is a switch and must be true or false, not {}",
+                toml_location(node, file), name, toml_type_name(node));
+        if (*node.value<bool>()) arguments.push_back(flag);
+        return;
+    }
+    ValueKind const kind = value_kind(option);
+    if (option.get_expected_max() > 1) {  // several values: an array, or one value alone
+        arguments.push_back(flag);
+        if (toml::array const* values = node.as_array()) {
+            require(!values->empty(), "{}: '{}' is an empty array: give it at least one value",
+                    toml_location(node, file), name);
+            for (toml::node const& value : *values) arguments.push_back(scalar_text(value, kind, name, file));
+        } else {
+            arguments.push_back(scalar_text(node, kind, name, file));
         }
-        arguments.push_back("--" + name);
-        arguments.insert(arguments.end(), item.inputs.begin(), item.inputs.end());
+        return;
+    }
+    // --name=value: a value that starts with '-' stays a value.
+    arguments.push_back(flag + "=" + scalar_text(node, kind, name, file));
+}
+
+std::vector<std::string> arguments_from_file(CLI::App const& command, fs::path const& file) {
+    toml::table const table = read_toml_file(file, "config file", "check --config");
+    std::vector<std::string> arguments;
+    for (auto const& [key, node] : table) {
+        std::string_view const name = key.str();
+        CLI::Option const* option = command.get_option_no_throw("--" + std::string(name));
+        require(option != nullptr && name != "config" && name != "help",
+                "{}: unknown key '{}': `axonn {} --help` lists the valid names (options without their dashes)",
+                toml_location(key, file), name, command.get_name());
+        require(!node.is_table(), "{}: '{}' is a section, but a config file holds `name = value` lines only",
+                toml_location(node, file), name);
+        append_option(arguments, *option, name, node, file);
     }
     return arguments;
 }

@@ -1,8 +1,10 @@
-// The `axonn` command: one binary, one subcommand per job. Every error the user can cause ends here as one
-// line on stderr and a non-zero exit status: 2 for a bad command line, 1 for anything else (bad data, files,
-// shapes), 70 for an internal error that is this program's fault.
+// The `axonn` command: one binary, one subcommand per job. Every error ends here as one line on stderr and a
+// non-zero exit status: 2 for a bad command line (an unknown flag, a bad value), 1 for anything else the user or
+// the machine can cause (bad data, files, a full disk), 70 for an internal error that is this program's fault.
+// Under mpirun a failure on any rank ends the whole job (comm/job_errors.h says how).
 #include "axonn/cli/commands.h"
 #include "axonn/cli/config_file.h"
+#include "axonn/comm/job_errors.h"
 #include "axonn/core/error.h"
 
 #include <fmt/format.h>
@@ -10,7 +12,10 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <csignal>
 #include <exception>
+#include <new>
+#include <system_error>
 
 namespace {
 
@@ -26,18 +31,35 @@ public:
     MpiSession& operator=(MpiSession const&) = delete;
 };
 
-// Under mpirun every rank checks the same options and data and fails the same way: rank 0 alone prints, so the
-// user reads one line, and every rank exits with the same status.
-bool first_rank() {
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    return rank == 0;
+std::vector<std::string> command_names(CLI::App const& app) {
+    std::vector<std::string> names;
+    for (CLI::App const* command : app.get_subcommands([](CLI::App const*) { return true; })) {
+        names.push_back(command->get_name());
+    }
+    return names;
+}
+
+// The first argument must name a command (or ask for help); CLI11 would only say that one is required.
+void check_command_named(std::vector<std::string> const& arguments, std::vector<std::string> const& names) {
+    if (arguments.size() < 2) {
+        throw axonn::UsageError(fmt::format("a subcommand is required: choose one of {} (see `axonn --help`)",
+                                            fmt::join(names, ", ")));
+    }
+    std::string const& first = arguments[1];
+    if (first == "--help" || first == "-h" || std::find(names.begin(), names.end(), first) != names.end()) return;
+    if (first.rfind('-', 0) == 0) {
+        throw axonn::UsageError(fmt::format("unknown option '{}': the first argument names a command, one of {} (see "
+                                            "`axonn --help`)", first, fmt::join(names, ", ")));
+    }
+    throw axonn::UsageError(fmt::format("unknown command '{}': choose one of {} (see `axonn --help`)", first,
+                                        fmt::join(names, ", ")));
 }
 
 int run(int argc, char** argv) {
     CLI::App app{"axonn: train GPT-style language models with 4D hybrid parallelism (AxoNN's algorithm) in C++",
                  "axonn"};
-    app.footer("Run `axonn COMMAND --help` for a command's options. Docs: README.md, docs/ARCHITECTURE.md.");
+    app.footer("Run `axonn COMMAND --help` for a command's options. Docs: README.md, docs/ARCHITECTURE.md.\n"
+               "Exit status: 0 success, 1 an error in data, files or the run, 2 a bad command line, 70 a bug.");
     app.require_subcommand(1);
     // A later value of an option replaces an earlier one: how the command line overrides a config file.
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -49,24 +71,8 @@ int run(int argc, char** argv) {
     axonn::add_plan_command(app);
     axonn::add_calibrate_command(app);
     std::vector<std::string> arguments(argv, argv + argc);
-    std::vector<std::string> command_names;
-    for (CLI::App const* command : app.get_subcommands([](CLI::App const*) { return true; })) {
-        command_names.push_back(command->get_name());
-    }
-    bool const known = arguments.size() > 1 &&
-                       std::find(command_names.begin(), command_names.end(), arguments[1]) != command_names.end();
-    if (!known && (arguments.size() < 2 || arguments[1].rfind('-', 0) != 0)) {
-        if (first_rank()) fmt::print(stderr, "axonn: error: {}: choose one of {} (see `axonn --help`)\n",
-                   arguments.size() < 2 ? "a subcommand is required" : "unknown command '" + arguments[1] + "'",
-                   fmt::join(command_names, ", "));
-        return 2;
-    }
-    try {
-        arguments = axonn::expand_config_files(app, std::move(arguments));
-    } catch (axonn::Error const& e) {
-        if (first_rank()) fmt::print(stderr, "axonn: error: {}\n", e.what());
-        return 2;
-    }
+    check_command_named(arguments, command_names(app));
+    arguments = axonn::as_usage_errors([&] { return axonn::expand_config_files(app, std::move(arguments)); });
     // CLI11 takes the arguments after the program name, last first.
     std::vector<std::string> reversed(arguments.rbegin(), arguments.rend() - 1);
     try {
@@ -76,8 +82,8 @@ int run(int argc, char** argv) {
     } catch (CLI::CallForAllHelp const& e) {
         return app.exit(e);
     } catch (CLI::ParseError const& e) {
-        if (first_rank()) fmt::print(stderr, "axonn: error: {} (see `axonn --help`)\n", e.what());
-        return 2;
+        throw axonn::UsageError(fmt::format("{} (see `axonn {} --help`)", e.what(),
+                                            arguments.size() > 1 ? arguments[1] : ""));
     }
     return 0;
 }
@@ -85,14 +91,23 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // A file that outgrows `ulimit -f` must fail its write (and be reported) rather than kill the process.
+    std::signal(SIGXFSZ, SIG_IGN);
     MpiSession mpi(argc, argv);
+    axonn::JobErrors errors;
     try {
         return run(argc, argv);
+    } catch (axonn::UsageError const& e) {
+        return errors.end_job("error", e.what(), 2);
     } catch (axonn::Error const& e) {
-        if (first_rank()) fmt::print(stderr, "axonn: error: {}\n", e.what());
-        return 1;
+        return errors.end_job("error", e.what(), 1);
+    } catch (axonn::InternalError const& e) {
+        return errors.end_job("internal error", e.what(), 70);
+    } catch (std::bad_alloc const&) {
+        return errors.end_job("error", "out of memory: choose a smaller model, batch or sequence, or more ranks", 1);
+    } catch (std::system_error const& e) {  // a file or stream the system refused: the environment, not a bug
+        return errors.end_job("error", e.what(), 1);
     } catch (std::exception const& e) {
-        if (first_rank()) fmt::print(stderr, "axonn: internal error: {}\n", e.what());
-        return 70;
+        return errors.end_job("internal error", e.what(), 70);
     }
 }

@@ -1,5 +1,6 @@
 #include "axonn/cli/commands.h"
 #include "axonn/cli/model_options.h"
+#include "axonn/core/error.h"
 #include "axonn/train/parity.h"
 
 #include <fmt/format.h>
@@ -33,10 +34,12 @@ void add_parity_command(CLI::App& app) {
     command->add_flag("--json", *json, "print one JSON object: max_rel_diff and the per-quantity values");
 
     command->callback([options, model, vocab, grid_spec, json] {
-        options->model = model->resolve();
-        options->model.vocab_size = *vocab;
-        options->model.validate();
-        options->grid = GridShape::parse(*grid_spec);
+        as_usage_errors([&] {
+            options->model = model->resolve();
+            options->model.vocab_size = *vocab;
+            options->model.validate();
+            options->grid = GridShape::parse(*grid_spec);
+        });
         ParityReport const report = run_parity(*options);
         int rank = 0;
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -1,11 +1,14 @@
 #include "axonn/cli/commands.h"
 #include "axonn/cli/model_options.h"
+#include "axonn/core/error.h"
 #include "axonn/perf/planner.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <memory>
+#include <string>
 
 namespace axonn {
 namespace {
@@ -68,7 +71,8 @@ void add_plan_command(CLI::App& app) {
     auto request = std::make_shared<PlanRequest>();
     auto flags = std::make_shared<PlanFlags>();
     auto model = std::make_shared<ModelOptions>(*command, "gpt-20b");
-    command->add_option("--gpus", request->devices, "devices (GPUs, GCDs or CPU ranks)")->required();
+    command->add_option("--gpus", request->devices,
+                        "devices (GPUs, GCDs or CPU ranks), at most " + std::to_string(max_plan_devices))->required();
     command->add_option("--machine", flags->machine, "machine profile: perlmutter, frontier, alps, local, or a .toml")
         ->capture_default_str();
     command->add_option("--batch", request->batch, "global batch, sequences")->required();
@@ -85,12 +89,18 @@ void add_plan_command(CLI::App& app) {
     command->add_flag("--explain", flags->explain, "also list the excluded grids and why");
 
     command->callback([request, flags, model] {
-        request->model = model->resolve();
-        request->seq = flags->seq > 0 ? flags->seq : request->model.max_seq;
-        request->machine = load_machine_profile(flags->machine);
+        std::filesystem::path const machine = as_usage_errors([&] {
+            request->model = model->resolve();
+            request->seq = flags->seq > 0 ? flags->seq : request->model.max_seq;
+            require(flags->seq >= 0, "--seq must not be negative, got {} (0: the model's context)", flags->seq);
+            require(flags->top >= 1, "--top must be at least 1, got {}", flags->top);
+            request->time.order = parse_axis_order(flags->order);
+            validate_plan_request(*request);
+            return machine_profile_path(flags->machine);
+        });
+        request->machine = load_machine_profile(machine.string());
         request->time.bf16 = !flags->fp32;
         request->time.overlap = !flags->no_overlap;
-        request->time.order = parse_axis_order(flags->order);
         std::vector<PlanCandidate> const candidates = plan_grids(*request);
         if (flags->json) {
             nlohmann::json list = nlohmann::json::array();

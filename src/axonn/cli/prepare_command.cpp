@@ -12,6 +12,8 @@ namespace axonn {
 void add_prepare_command(CLI::App& app) {
     CLI::App* command = app.add_subcommand("prepare", "Tokenize text files into train.bin and val.bin shards");
     command->footer("Each input file is one document; the last --val-fraction of every document goes to val.bin.\n"
+                    "train.bin and val.bin are replaced together, or not at all. Inputs that are token shards (as\n"
+                    "`--input dir/*` may name the output folder's own files) are skipped.\n"
                     "Example: axonn prepare --input data/austen/*.txt --out data/austen --tokenizer gpt2");
     auto options = std::make_shared<PrepareOptions>();
     command->add_option("--input", options->inputs, "text files to tokenize")->required()->expected(1, -1);
@@ -21,6 +23,8 @@ void add_prepare_command(CLI::App& app) {
     command->add_option("--tokenizer-dir", options->gpt2_dir, "folder with GPT-2's encoder.json and vocab.bpe");
     command->add_option("--val-fraction", options->val_fraction, "share of each document kept for validation")
         ->capture_default_str();
+    command->add_flag("--allow-binary", options->allow_binary,
+                      "tokenize inputs that are not UTF-8 text (NUL bytes, invalid UTF-8) instead of refusing them");
 
     command->callback([options] {
         if (options->gpt2_dir.empty()) options->gpt2_dir = default_gpt2_dir();
@@ -29,6 +33,9 @@ void add_prepare_command(CLI::App& app) {
             progress.update(static_cast<long>(fraction * 100), "");
         });
         progress.finish();
+        for (auto const& skipped : report.skipped) {
+            fmt::print("skipped {}: a token shard or an output of `axonn prepare`, not text\n", skipped.string());
+        }
         fmt::print("wrote {} ({} tokens) and {} ({} tokens)\n", report.train_path.string(), report.train_tokens,
                    report.val_path.string(), report.val_tokens);
     });

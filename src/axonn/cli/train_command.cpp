@@ -1,9 +1,11 @@
 #include "axonn/cli/commands.h"
 #include "axonn/cli/model_options.h"
+#include "axonn/core/error.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/train/trainer.h"
 
 #include <memory>
+#include <string>
 
 namespace axonn {
 
@@ -37,7 +39,8 @@ void add_train_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--seed", options->seed, "seed of the weight initialisation and the sample")
         ->capture_default_str();
-    command->add_option("--threads", options->threads, "OpenMP threads per rank")->capture_default_str();
+    command->add_option("--threads", options->threads, "OpenMP threads per rank (at most the machine's CPUs)")
+        ->capture_default_str();
     auto grid_spec = std::make_shared<std::string>("data=1,z=1,y=1,x=1");
     command->add_option("--grid", *grid_spec,
                         "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks), or auto: the planner "
@@ -52,18 +55,23 @@ void add_train_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--eval-batches", options->eval_batches, "validation batches per evaluation")
         ->capture_default_str();
-    command->add_option("--metrics", options->metrics, "write one JSON object per step to this file");
-    command->add_option("--sample-tokens", options->sample.new_tokens, "tokens to generate at the end (0: none)")
-        ->capture_default_str();
-    command->add_option("--temperature", options->sample.temperature, "sampling temperature")->capture_default_str();
+    command->add_option("--metrics", options->metrics, "write one JSON object per step to this file (an existing "
+                                                       "file is refused unless --overwrite)");
+    command->add_flag("--overwrite", options->overwrite, "replace an existing --metrics file");
+    command->add_option("--sample-tokens", options->sample.new_tokens, "tokens to generate at the end (0: none; at most "
+                        + std::to_string(SampleOptions::max_new_tokens) + ")")->capture_default_str();
+    command->add_option("--temperature", options->sample.temperature,
+                        "sampling temperature (0: always the most likely token)")->capture_default_str();
     command->add_option("--top-k", options->sample.top_k, "sample among the k most likely tokens (0: all)")
         ->capture_default_str();
     command->add_option("--prompt", options->prompt, "text the sample continues");
 
     command->callback([options, model, grid_spec] {
-        options->model = model->resolve();
-        options->grid_auto = *grid_spec == "auto";
-        if (!options->grid_auto) options->grid = GridShape::parse(*grid_spec);
+        as_usage_errors([&] {
+            options->model = model->resolve();
+            options->grid_auto = *grid_spec == "auto";
+            if (!options->grid_auto) options->grid = GridShape::parse(*grid_spec);
+        });
         if (options->tokenizer_dir.empty()) options->tokenizer_dir = default_gpt2_dir();
         options->sample.seed = options->seed;
         run_training(*options);

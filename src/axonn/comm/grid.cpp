@@ -63,7 +63,7 @@ auto& size_of(Shape& shape, Axis axis) {
         case Axis::y: return shape.y;
         case Axis::x: return shape.x;
     }
-    fail("unknown axis {}", static_cast<int>(axis));
+    throw InternalError(fmt::format("unknown axis {}", static_cast<int>(axis)));
 }
 
 }  // namespace
@@ -128,15 +128,24 @@ std::ostream& operator<<(std::ostream& out, GridShape const& shape) { return out
 
 std::vector<GridShape> grid_factorisations(int world) {
     require(world >= 1, "cannot factorise a world of {} ranks: it must be at least 1", world);
+    std::vector<int> divisors;  // ascending; 64-bit trial division, so that no counter wraps near INT_MAX
+    std::vector<int> large;
+    for (std::int64_t d = 1; d * d <= world; ++d) {
+        if (world % d != 0) continue;
+        divisors.push_back(static_cast<int>(d));
+        if (d * d != world) large.push_back(static_cast<int>(world / d));
+    }
+    divisors.insert(divisors.end(), large.rbegin(), large.rend());
     std::vector<GridShape> shapes;
-    for (int data = 1; data <= world; ++data) {
-        for (int z = 1; world % data == 0 && z <= world / data; ++z) {
-            int const tensor = world / data;
-            for (int y = 1; tensor % z == 0 && y <= tensor / z; ++y) {
-                int const plane = tensor / z;
-                if (plane % y == 0) {
-                    shapes.push_back(GridShape{.data = data, .z = z, .y = y, .x = plane / y});
-                }
+    for (int data : divisors) {
+        int const tensor = world / data;
+        for (int z : divisors) {
+            if (z > tensor) break;
+            if (tensor % z != 0) continue;
+            int const plane = tensor / z;
+            for (int y : divisors) {
+                if (y > plane) break;
+                if (plane % y == 0) shapes.push_back(GridShape{.data = data, .z = z, .y = y, .x = plane / y});
             }
         }
     }

@@ -15,7 +15,7 @@ std::size_t dtype_size(DType dtype) {
         case DType::bf16: return 2;
         case DType::i32: return 4;
     }
-    fail("unknown dtype {}", static_cast<int>(dtype));
+    throw InternalError(fmt::format("unknown dtype {}", static_cast<int>(dtype)));
 }
 
 std::string dtype_name(DType dtype) {
@@ -25,13 +25,13 @@ std::string dtype_name(DType dtype) {
         case DType::bf16: return "bf16";
         case DType::i32: return "i32";
     }
-    fail("unknown dtype {}", static_cast<int>(dtype));
+    throw InternalError(fmt::format("unknown dtype {}", static_cast<int>(dtype)));
 }
 
 std::int64_t shape_numel(Shape const& shape) {
     std::int64_t numel = 1;
     for (auto extent : shape) {
-        require(extent >= 0, "negative extent {} in shape {}", extent, shape_string(shape));
+        invariant(extent >= 0, "negative extent {} in shape {}", extent, shape_string(shape));
         numel *= extent;
     }
     return numel;
@@ -83,7 +83,7 @@ void Tensor::zero() {
 }
 
 void Tensor::check_dtype(DType requested) const {
-    require(requested == dtype_, "tensor of dtype {} read as {}", dtype_name(dtype_), dtype_name(requested));
+    invariant(requested == dtype_, "tensor of dtype {} read as {}", dtype_name(dtype_), dtype_name(requested));
 }
 
 }  // namespace axonn

@@ -15,19 +15,29 @@ struct PrepareOptions {
     std::string tokenizer = "gpt2";             // "gpt2" or "byte"
     std::filesystem::path gpt2_dir;             // empty: default_gpt2_dir()
     double val_fraction = 0.1;                  // in (0, 1)
+    bool allow_binary = false;                  // accept inputs that are not UTF-8 text (NUL bytes, invalid UTF-8)
 };
 
 struct PrepareReport {
     std::int64_t train_tokens;
     std::int64_t val_tokens;
     std::filesystem::path train_path, val_path;
+    std::vector<std::filesystem::path> skipped;  // inputs that are this command's own outputs
 };
 
 // Tokenizes each document and splits it: the first (1 - val_fraction) of its tokens go to training and the rest
 // to validation (at least one token each side when it has two), so every document is represented in both and
 // neither set sees text from the other. Each part is followed by the end-of-text token, so documents stay
 // delimited in both shards: train_tokens + val_tokens = the documents' token counts + 2 per document. Shards are
-// 16-bit when the vocabulary fits, else 32-bit. progress, if given, gets the fraction of input bytes done.
+// 16-bit when the vocabulary fits, else 32-bit, and record the tokenizer and one dataset id shared by the pair.
+// Both appear together: they are written and flushed beside their destinations before either is renamed into
+// place, so a failure (a full disk) leaves the previous pair as it was.
+// Inputs must be text files; token shards and the output folder's own files (as `--input dir/*` names them) are
+// skipped, and anything else that is not UTF-8 text is refused unless allow_binary.
+// progress, if given, gets the fraction of input bytes done.
+// The options alone (tokenizer name, fraction); a problem is an axonn::UsageError. prepare_shards calls it.
+void validate_prepare_options(PrepareOptions const& options);
+
 PrepareReport prepare_shards(PrepareOptions const& options, std::function<void(double)> const& progress = {});
 
 }  // namespace axonn

@@ -7,10 +7,14 @@
 
 namespace axonn {
 
+void check_tokenizer_name(std::string const& kind) {
+    require(kind == "gpt2" || kind == "byte", "unknown tokenizer '{}': use gpt2 or byte", kind);
+}
+
 std::unique_ptr<Tokenizer> make_tokenizer(std::string const& kind, std::filesystem::path const& gpt2_dir) {
+    check_tokenizer_name(kind);
     if (kind == "gpt2") return make_gpt2_tokenizer(gpt2_dir);
-    if (kind == "byte") return make_byte_tokenizer();
-    fail("unknown tokenizer '{}': use gpt2 or byte", kind);
+    return make_byte_tokenizer();
 }
 
 std::filesystem::path default_gpt2_dir() {

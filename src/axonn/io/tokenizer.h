@@ -29,6 +29,8 @@ public:
 
 // kind is "gpt2" (files from gpt2_dir) or "byte" (gpt2_dir unused).
 std::unique_ptr<Tokenizer> make_tokenizer(std::string const& kind, std::filesystem::path const& gpt2_dir);
+// Throws axonn::Error unless kind names a tokenizer.
+void check_tokenizer_name(std::string const& kind);
 
 std::unique_ptr<Tokenizer> make_byte_tokenizer();
 // Reads gpt2_dir/encoder.json and gpt2_dir/vocab.bpe.

@@ -33,8 +33,18 @@ std::int32_t sample_token(float const* logits, int V, SampleOptions const& optio
 
 }  // namespace
 
-std::vector<std::int32_t> generate(Gpt& model, std::vector<std::int32_t> const& prompt, SampleOptions const& options) {
-    require(!prompt.empty(), "generation needs at least one prompt token");
+void SampleOptions::validate() const {
+    require(new_tokens >= 0 && new_tokens <= max_new_tokens, "--sample-tokens must lie in 0..{}, got {}",
+            max_new_tokens, new_tokens);
+    require(std::isfinite(temperature) && temperature >= 0,
+            "--temperature must be finite and not negative, got {} (0 always takes the most likely token)",
+            temperature);
+    require(top_k >= 0, "--top-k must not be negative, got {} (0 samples among all tokens)", top_k);
+}
+
+std::vector<std::int32_t> generate(Gpt& model, std::vector<std::int32_t> const& prompt, SampleOptions const& options,
+                                   std::function<void(int)> const& progress) {
+    invariant(!prompt.empty(), "generation needs at least one prompt token");
     std::vector<std::int32_t> tokens = prompt;
     int const Vp = model.config().padded_vocab_size();
     for (int i = 0; i < options.new_tokens; ++i) {
@@ -43,6 +53,7 @@ std::vector<std::int32_t> generate(Gpt& model, std::vector<std::int32_t> const& 
         model.forward(context);
         float const* last = model.logits() + static_cast<std::int64_t>(T - 1) * Vp;
         tokens.push_back(sample_token(last, model.config().vocab_size, options, uniform_open01({options.seed, 7}, i)));
+        if (progress) progress(i + 1);
     }
     return {tokens.begin() + static_cast<std::ptrdiff_t>(prompt.size()), tokens.end()};
 }

@@ -4,18 +4,24 @@
 #include "axonn/model/gpt.h"
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace axonn {
 
 struct SampleOptions {
     int new_tokens = 64;
-    float temperature = 0.8f;  // < 1 sharpens the distribution
+    float temperature = 0.8f;  // < 1 sharpens the distribution; 0 always takes the most likely token
     int top_k = 40;            // sample among the k most likely tokens; 0 = all
     std::uint64_t seed = 0;
+
+    static constexpr int max_new_tokens = 100000;
+    void validate() const;  // the ranges above, as --sample-tokens, --temperature and --top-k
 };
 
 // Continues `prompt` by new_tokens tokens. Uses the model's B = 1 path and its last max_seq() tokens as context.
-std::vector<std::int32_t> generate(Gpt& model, std::vector<std::int32_t> const& prompt, SampleOptions const& options);
+// `progress`, if given, hears the number of tokens generated so far after each one.
+std::vector<std::int32_t> generate(Gpt& model, std::vector<std::int32_t> const& prompt, SampleOptions const& options,
+                                   std::function<void(int)> const& progress = {});
 
 }  // namespace axonn

@@ -182,9 +182,9 @@ float const* Gpt::logits() const {
 }
 
 float Gpt::forward(Batch const& batch) {
-    require(batch.B > 0 && batch.B <= max_batch_, "batch of {} sequences, the model was built for at most {}",
+    invariant(batch.B > 0 && batch.B <= max_batch_, "batch of {} sequences, the model was built for at most {}",
             batch.B, max_batch_);
-    require(batch.T > 0 && batch.T <= max_seq_, "sequence of {} tokens, the model was built for at most {}", batch.T,
+    invariant(batch.T > 0 && batch.T <= max_seq_, "sequence of {} tokens, the model was built for at most {}", batch.T,
             max_seq_);
     ActivationLayout const a(LocalDims(config_, grid_.shape(), max_batch_, max_seq_));
     LocalDims const d(config_, grid_.shape(), batch.B, batch.T);
@@ -280,7 +280,7 @@ float Gpt::forward(Batch const& batch) {
 }
 
 void Gpt::backward(GradWrite write) {
-    require(backward_ready_, "backward() needs a forward() with targets first");
+    invariant(backward_ready_, "backward() needs a forward() with targets first");
     backward_ready_ = false;
     if (write == GradWrite::overwrite) {
         for (auto const& spec : gpt_parameter_specs(config_)) {

@@ -1,10 +1,11 @@
-// Machine profiles as TOML files: reading them through CLI11's TOML parser (the one that reads --config files),
-// checking every key and value, and writing them back in the same form.
+// Machine profiles as TOML files: reading them with toml++, checking every key, type and range, and writing them
+// back in the same form.
 #include "axonn/perf/machine_profile.h"
 
 #include "axonn/core/error.h"
+#include "axonn/core/file_io.h"
+#include "axonn/core/toml_file.h"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -12,11 +13,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <iterator>
-#include <set>
 #include <string_view>
-#include <type_traits>
 #include <vector>
 
 namespace axonn {
@@ -26,33 +24,57 @@ namespace fs = std::filesystem;
 
 constexpr std::string_view bus_bandwidth_section = "allreduce_bus_bandwidth";
 
-// Every number of a profile, in the order a written file lists them. Exactly one of the two members is set.
+// Every number of a profile, in the order a written file lists them, with the range of values a real machine can
+// have: a value outside it is a typo or a wrong unit, and would turn every prediction into 0, inf or nan.
+// Exactly one of `number` and `count` is set.
 struct NumericKey {
     std::string_view key;
     double MachineProfile::*number = nullptr;
     int MachineProfile::*count = nullptr;
+    double min = 0;
+    double max = 0;
+    std::string_view unit;
 };
 
+constexpr double flops_min = 1e6, flops_max = 1e18;          // FLOP/s of one device
+constexpr double link_min = 1e3, link_max = 1e14;            // bytes/s of a link or a collective
+constexpr double latency_min = 1e-9, latency_max = 1;        // seconds per message step
+
 constexpr NumericKey numeric_keys[] = {
-    {.key = "devices_per_node", .count = &MachineProfile::devices_per_node},
-    {.key = "peak_flops_fp32", .number = &MachineProfile::peak_flops_fp32},
-    {.key = "peak_flops_bf16", .number = &MachineProfile::peak_flops_bf16},
-    {.key = "gemm_efficiency", .number = &MachineProfile::gemm_efficiency},
-    {.key = "gemm_half_size", .number = &MachineProfile::gemm_half_size},
-    {.key = "memory_bytes", .number = &MachineProfile::memory_bytes},
-    {.key = "memory_bandwidth", .number = &MachineProfile::memory_bandwidth},
-    {.key = "intra_node_bandwidth", .number = &MachineProfile::intra_node_bandwidth},
-    {.key = "intra_node_latency", .number = &MachineProfile::intra_node_latency},
-    {.key = "nic_bandwidth", .number = &MachineProfile::nic_bandwidth},
-    {.key = "inter_node_latency", .number = &MachineProfile::inter_node_latency},
-    {.key = "nics_per_node", .count = &MachineProfile::nics_per_node},
+    {.key = "devices_per_node", .count = &MachineProfile::devices_per_node, .min = 1, .max = 65536, .unit = ""},
+    {.key = "peak_flops_fp32", .number = &MachineProfile::peak_flops_fp32, .min = flops_min, .max = flops_max,
+     .unit = "FLOP/s"},
+    {.key = "peak_flops_bf16", .number = &MachineProfile::peak_flops_bf16, .min = flops_min, .max = flops_max,
+     .unit = "FLOP/s"},
+    {.key = "gemm_efficiency", .number = &MachineProfile::gemm_efficiency, .min = 1e-3, .max = 1, .unit = ""},
+    {.key = "gemm_half_size", .number = &MachineProfile::gemm_half_size, .min = 1, .max = 1e6, .unit = ""},
+    {.key = "memory_bytes", .number = &MachineProfile::memory_bytes, .min = 1e6, .max = 1e15, .unit = "bytes"},
+    {.key = "memory_bandwidth", .number = &MachineProfile::memory_bandwidth, .min = 1e6, .max = 1e15,
+     .unit = "bytes/s"},
+    {.key = "intra_node_bandwidth", .number = &MachineProfile::intra_node_bandwidth, .min = link_min,
+     .max = link_max, .unit = "bytes/s"},
+    {.key = "intra_node_latency", .number = &MachineProfile::intra_node_latency, .min = latency_min,
+     .max = latency_max, .unit = "s"},
+    {.key = "nic_bandwidth", .number = &MachineProfile::nic_bandwidth, .min = link_min, .max = link_max,
+     .unit = "bytes/s"},
+    {.key = "inter_node_latency", .number = &MachineProfile::inter_node_latency, .min = latency_min,
+     .max = latency_max, .unit = "s"},
+    {.key = "nics_per_node", .count = &MachineProfile::nics_per_node, .min = 1, .max = 1024, .unit = ""},
 };
+
+// Optional: 0 (absent) means no shared link.
+constexpr NumericKey shared_link_key = {.key = "shared_link_bandwidth",
+                                        .number = &MachineProfile::shared_link_bandwidth,
+                                        .min = link_min,
+                                        .max = link_max,
+                                        .unit = "bytes/s"};
 
 double numeric_value(MachineProfile const& profile, NumericKey const& numeric) {
     return numeric.number ? profile.*numeric.number : profile.*numeric.count;
 }
 
-// The keys a profile must have: the two texts and every number. The bus-bandwidth section is optional.
+// The keys a profile must have: the two texts and every number. The shared link and the bus-bandwidth section
+// are optional.
 std::vector<std::string> required_keys() {
     std::vector<std::string> keys = {"name", "description"};
     for (NumericKey const& numeric : numeric_keys) keys.emplace_back(numeric.key);
@@ -60,114 +82,98 @@ std::vector<std::string> required_keys() {
 }
 
 std::string known_keys_text() {
-    return fmt::format("{}, optionally shared_link_bandwidth, and a section [{}]", fmt::join(required_keys(), ", "),
+    return fmt::format("{}, optionally {}, and a section [{}]", fmt::join(required_keys(), ", "), shared_link_key.key,
                        bus_bandwidth_section);
 }
 
-// CLI11 splits a value at commas and spaces outside quotes, and joins a key repeated on the next line into one
-// item; a key of a profile holds exactly one value.
-std::string single_value(CLI::ConfigItem const& item, std::string const& file) {
-    require(item.inputs.size() == 1,
-            "{}: key '{}' has {} values (a list, or the key repeated): give it one, a quoted text or a number like "
-            "2.5e10", file, item.fullname(), item.inputs.size());
-    return item.inputs.front();
+std::string range_text(NumericKey const& numeric) {
+    return fmt::format("[{:g}, {:g}]{}{}", numeric.min, numeric.max, numeric.unit.empty() ? "" : " ", numeric.unit);
 }
 
-template <typename T>
-T positive_number(std::string const& text, std::string const& key, std::string const& file) {
-    T value{};
-    auto const [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    bool const parsed = error == std::errc{} && end == text.data() + text.size();
-    require(parsed && std::isfinite(static_cast<double>(value)) && value > 0,
-            "{}: key '{}' = '{}' is not a positive {}: write it like {}", file, key, text,
-            std::is_integral_v<T> ? "integer" : "number", std::is_integral_v<T> ? "4" : "2.5e10");
+// A number of the profile: the right TOML type, finite and within its key's range.
+double checked_number(toml::node const& node, NumericKey const& numeric, std::string const& name,
+                      fs::path const& path) {
+    std::string const where = toml_location(node, path);
+    bool const integral = numeric.count != nullptr;
+    require(node.is_integer() || (!integral && node.is_floating_point()), "{}: key '{}' is {}, not {}: write it like "
+            "{}", where, name, toml_type_name(node), integral ? "an integer" : "a number", integral ? "4" : "2.5e10");
+    double const value = node.value<double>().value_or(NAN);
+    require(std::isfinite(value) && value >= numeric.min && value <= numeric.max,
+            "{}: key '{}' = {:g} is outside the range a machine can have, {}: check the value and its unit", where,
+            name, value, range_text(numeric));
     return value;
 }
 
-void set_top_level_key(MachineProfile& profile, CLI::ConfigItem const& item, std::string const& file) {
-    std::string const value = single_value(item, file);
-    if (item.name == "name") {
-        require(!value.empty(), "{}: key 'name' is empty: name the machine", file);
-        profile.name = value;
-        return;
-    }
-    if (item.name == "description") {
-        profile.description = value;
-        return;
-    }
-    if (item.name == "shared_link_bandwidth") {  // optional, unlike the numbers below
-        profile.shared_link_bandwidth = positive_number<double>(value, item.name, file);
-        return;
-    }
-    auto const numeric = std::find_if(std::begin(numeric_keys), std::end(numeric_keys),
-                                      [&](NumericKey const& k) { return k.key == item.name; });
-    require(numeric != std::end(numeric_keys), "{}: unknown key '{}': the keys are {}", file, item.name,
-            known_keys_text());
-    if (numeric->number) {
-        profile.*numeric->number = positive_number<double>(value, item.name, file);
+void set_number(MachineProfile& profile, NumericKey const& numeric, toml::node const& node, fs::path const& path) {
+    double const value = checked_number(node, numeric, std::string(numeric.key), path);
+    if (numeric.number) {
+        profile.*numeric.number = value;
     } else {
-        profile.*numeric->count = positive_number<int>(value, item.name, file);
+        profile.*numeric.count = static_cast<int>(value);
     }
 }
 
-void set_bus_bandwidth(MachineProfile& profile, CLI::ConfigItem const& item, std::string const& file) {
-    int group_size = 0;
-    auto const [end, error] = std::from_chars(item.name.data(), item.name.data() + item.name.size(), group_size);
-    require(error == std::errc{} && end == item.name.data() + item.name.size() && group_size >= 2,
-            "{}: key '{}' is not a group size: the keys of [{}] are integers of at least 2, such as 4 = 2.25e11", file,
-            item.fullname(), bus_bandwidth_section);
-    profile.allreduce_bus_bandwidth[group_size] =
-        positive_number<double>(single_value(item, file), item.fullname(), file);
+std::string checked_text(toml::node const& node, std::string_view key, fs::path const& path) {
+    require(node.is_string(), "{}: key '{}' is {}, not a string: write it in quotes", toml_location(node, path), key,
+            toml_type_name(node));
+    return node.value<std::string>().value_or("");
 }
 
-// CLI11 marks where a [section] opens and closes with items named "++" and "--".
-bool is_section_marker(CLI::ConfigItem const& item) { return item.name == "++" || item.name == "--"; }
-
-bool in_bus_section(CLI::ConfigItem const& item) {
-    return item.parents.size() == 1 && item.parents.front() == bus_bandwidth_section;
-}
-
-void check_known_section(CLI::ConfigItem const& item, std::string const& file) {
-    if (item.parents.empty() || in_bus_section(item)) return;
-    if (is_section_marker(item)) {
-        fail("{}: unknown section [{}]: the keys are {}", file, fmt::join(item.parents, "."), known_keys_text());
+void read_bus_bandwidths(MachineProfile& profile, toml::node const& section, fs::path const& path) {
+    toml::table const* table = section.as_table();
+    require(table != nullptr, "{}: '{}' is {}, not a section: write [{}] and then lines such as 4 = 2.25e11",
+            toml_location(section, path), bus_bandwidth_section, toml_type_name(section), bus_bandwidth_section);
+    NumericKey const bandwidth{.key = "", .number = &MachineProfile::shared_link_bandwidth, .min = link_min,
+                               .max = link_max, .unit = "bytes/s"};
+    for (auto const& [key, node] : *table) {
+        std::string_view const name = key.str();
+        int group_size = 0;
+        auto const [end, error] = std::from_chars(name.data(), name.data() + name.size(), group_size);
+        require(error == std::errc{} && end == name.data() + name.size() && group_size >= 2,
+                "{}: key '{}' of [{}] is not a group size: the keys there are integers of at least 2, such as "
+                "4 = 2.25e11", toml_location(key, path), name, bus_bandwidth_section);
+        profile.allreduce_bus_bandwidth[group_size] =
+            checked_number(node, bandwidth, fmt::format("{}.{}", bus_bandwidth_section, name), path);
     }
-    fail("{}: unknown key '{}': the keys are {}", file, item.fullname(), known_keys_text());
 }
 
-std::vector<CLI::ConfigItem> read_items(fs::path const& path) {
-    require(fs::is_regular_file(path), "machine profile {}: no such file", path.string());
-    try {
-        return CLI::ConfigTOML().from_file(path.string());
-    } catch (CLI::Error const& e) {
-        fail("machine profile {}: {}", path.string(), e.what());
-    }
+NumericKey const* find_numeric_key(std::string_view name) {
+    if (name == shared_link_key.key) return &shared_link_key;
+    auto const numeric = std::find_if(std::begin(numeric_keys), std::end(numeric_keys),
+                                      [&](NumericKey const& k) { return k.key == name; });
+    return numeric == std::end(numeric_keys) ? nullptr : numeric;
 }
 
 MachineProfile parse_profile(fs::path const& path) {
-    std::string const file = path.string();
+    toml::table const table = read_toml_file(path, "machine profile", "name a profile file");
     MachineProfile profile;
-    std::set<std::string> seen;
-    for (CLI::ConfigItem const& item : read_items(path)) {
-        check_known_section(item, file);
-        if (is_section_marker(item)) continue;
-        require(seen.insert(item.fullname()).second, "{}: key '{}' appears twice: keep one", file, item.fullname());
-        if (item.parents.empty()) {
-            set_top_level_key(profile, item, file);
+    for (auto const& [key, node] : table) {
+        std::string_view const name = key.str();
+        if (name == "name") {
+            profile.name = checked_text(node, name, path);
+            require(!profile.name.empty(), "{}: key 'name' is empty: name the machine", toml_location(node, path));
+        } else if (name == "description") {
+            profile.description = checked_text(node, name, path);
+        } else if (name == bus_bandwidth_section) {
+            read_bus_bandwidths(profile, node, path);
+        } else if (NumericKey const* numeric = find_numeric_key(name)) {
+            set_number(profile, *numeric, node, path);
         } else {
-            set_bus_bandwidth(profile, item, file);
+            fail("{}: unknown {} '{}': the keys are {}", toml_location(key, path),
+                 node.is_table() ? "section" : "key", name, known_keys_text());
         }
     }
     for (std::string const& key : required_keys()) {
-        require(seen.contains(key), "{}: missing key '{}': a profile sets {}", file, key, known_keys_text());
+        require(table.contains(key), "{}: missing key '{}': a profile sets {}", path.string(), key, known_keys_text());
     }
     return profile;
 }
 
 std::vector<std::string> available_profiles(fs::path const& dir) {
     std::vector<std::string> names;
-    if (fs::is_directory(dir)) {
-        for (fs::directory_entry const& entry : fs::directory_iterator(dir)) {
+    std::error_code error;
+    if (fs::is_directory(dir, error)) {
+        for (fs::directory_entry const& entry : fs::directory_iterator(dir, error)) {
             if (entry.path().extension() == ".toml") names.push_back(entry.path().stem().string());
         }
     }
@@ -185,13 +191,6 @@ std::string profile_choices() {
     return choices + "; set AXONN_MACHINES_DIR for another folder, or give a path to a .toml file";
 }
 
-fs::path resolve_profile_path(std::string const& name_or_path) {
-    if (name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".toml")) return name_or_path;
-    fs::path const path = machine_profile_dir() / (name_or_path + ".toml");
-    require(fs::is_regular_file(path), "unknown machine profile '{}': {}", name_or_path, profile_choices());
-    return path;
-}
-
 // The shortest text that reads back as exactly `value`, in scientific form where that is shorter: 2.5e+10, 0.85.
 std::string round_trip_text(double value) {
     for (int digits = 1;; ++digits) {
@@ -200,26 +199,20 @@ std::string round_trip_text(double value) {
     }
 }
 
-// CLI11 ends a value at '#' (a comment) and keeps no escapes, so a name or description must not hold these.
-void check_writable_text(std::string const& text, std::string_view key, std::string const& file) {
-    require(text.find_first_of("\"#\\\n\r") == std::string::npos,
-            "cannot write machine profile {}: its {} '{}' contains a quote, '#', backslash or line break", file, key,
-            text);
-}
-
+// A profile that would not read back is refused before anything is written.
 void check_writable(MachineProfile const& profile, std::string const& file) {
     require(!profile.name.empty(), "cannot write machine profile {}: it has no name", file);
-    check_writable_text(profile.name, "name", file);
-    check_writable_text(profile.description, "description", file);
-    for (NumericKey const& numeric : numeric_keys) {
-        double const value = numeric_value(profile, numeric);
-        require(std::isfinite(value) && value > 0, "cannot write machine profile {}: {} = {} is not positive", file,
-                numeric.key, value);
-    }
+    auto check = [&](NumericKey const& numeric, double value) {
+        require(std::isfinite(value) && value >= numeric.min && value <= numeric.max,
+                "cannot write machine profile {}: {} = {:g} is outside {}", file, numeric.key, value,
+                range_text(numeric));
+    };
+    for (NumericKey const& numeric : numeric_keys) check(numeric, numeric_value(profile, numeric));
+    if (profile.shared_link_bandwidth > 0) check(shared_link_key, profile.shared_link_bandwidth);
     for (auto const& [group_size, bandwidth] : profile.allreduce_bus_bandwidth) {
-        require(group_size >= 2 && std::isfinite(bandwidth) && bandwidth > 0,
-                "cannot write machine profile {}: all-reduce bus bandwidth {} for a group of {} is not positive", file,
-                bandwidth, group_size);
+        require(group_size >= 2 && std::isfinite(bandwidth) && bandwidth >= link_min && bandwidth <= link_max,
+                "cannot write machine profile {}: all-reduce bus bandwidth {:g} for a group of {} is outside [{:g}, "
+                "{:g}] bytes/s", file, bandwidth, group_size, link_min, link_max);
     }
 }
 
@@ -241,21 +234,29 @@ fs::path machine_profile_dir() {
     return fs::path(AXONN_SOURCE_DIR) / "configs" / "machines";
 }
 
-MachineProfile load_machine_profile(std::string const& name_or_path) {
+fs::path machine_profile_path(std::string const& name_or_path) {
     require(!name_or_path.empty(), "no machine profile given: {}", profile_choices());
-    return parse_profile(resolve_profile_path(name_or_path));
+    if (name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".toml")) return name_or_path;
+    fs::path const path = machine_profile_dir() / (name_or_path + ".toml");
+    std::error_code error;
+    require(fs::is_regular_file(path, error), "unknown machine profile '{}': {}", name_or_path, profile_choices());
+    return path;
+}
+
+MachineProfile load_machine_profile(std::string const& name_or_path) {
+    return parse_profile(machine_profile_path(name_or_path));
 }
 
 void write_machine_profile(fs::path const& path, MachineProfile const& profile, std::string const& notes) {
     check_writable(profile, path.string());
     std::string text = comment_lines(notes);
-    text += fmt::format("name = \"{}\"\ndescription = \"{}\"\n", profile.name, profile.description);
+    text += fmt::format("name = {}\ndescription = {}\n", toml_quoted(profile.name), toml_quoted(profile.description));
     for (NumericKey const& numeric : numeric_keys) {
         text += numeric.number ? fmt::format("{} = {}\n", numeric.key, round_trip_text(profile.*numeric.number))
                                : fmt::format("{} = {}\n", numeric.key, profile.*numeric.count);
     }
     if (profile.shared_link_bandwidth > 0) {
-        text += fmt::format("shared_link_bandwidth = {}\n", round_trip_text(profile.shared_link_bandwidth));
+        text += fmt::format("{} = {}\n", shared_link_key.key, round_trip_text(profile.shared_link_bandwidth));
     }
     if (!profile.allreduce_bus_bandwidth.empty()) {
         text += fmt::format("\n[{}]\n", bus_bandwidth_section);
@@ -263,10 +264,7 @@ void write_machine_profile(fs::path const& path, MachineProfile const& profile, 
             text += fmt::format("{} = {}\n", group_size, round_trip_text(bandwidth));
         }
     }
-    std::ofstream out(path);
-    out << text;
-    require(static_cast<bool>(out), "cannot write machine profile {}: check that its folder exists and is writable",
-            path.string());
+    write_file_atomically(path, text, "machine profile");
 }
 
 }  // namespace axonn

@@ -21,11 +21,20 @@ std::optional<std::string> batch_problem(PlanRequest const& request, GridShape c
 
 }  // namespace
 
-std::vector<PlanCandidate> plan_grids(PlanRequest const& request) {
+void validate_plan_request(PlanRequest const& request) {
+    request.model.validate();
     require(request.devices > 0, "--gpus must be at least 1, got {}", request.devices);
+    require(request.devices <= max_plan_devices, "--gpus {} is more than the {} devices the planner covers: plan a "
+            "part of the machine", request.devices, max_plan_devices);
     require(request.batch > 0, "--batch must be at least 1, got {}", request.batch);
     require(request.seq > 0 && request.seq <= request.model.max_seq,
             "--seq {} must lie in [1, the model's context {}]", request.seq, request.model.max_seq);
+    require(request.micro_batch >= 0, "--micro-batch must not be negative, got {} (0: no accumulation)",
+            request.micro_batch);
+}
+
+std::vector<PlanCandidate> plan_grids(PlanRequest const& request) {
+    validate_plan_request(request);
     double const peak = request.time.bf16 ? request.machine.peak_flops_bf16 : request.machine.peak_flops_fp32;
     double const model_flops = request.model.flops_per_token(request.seq) * request.batch * request.seq;
     std::vector<PlanCandidate> candidates;

@@ -33,6 +33,14 @@ struct PlanCandidate {
     std::optional<std::string> excluded;  // why it cannot run
 };
 
+// The most devices a plan covers: past a million the ordered factorisations of a highly composite count (125,440
+// grids for 997,920) would take the planner past seconds and a gigabyte.
+inline constexpr int max_plan_devices = 1 << 20;
+
+// The request's numbers: devices in 1..max_plan_devices, a positive batch, a sequence within the context, a
+// micro-batch not negative. plan_grids calls it; a problem is an axonn::Error naming the flag.
+void validate_plan_request(PlanRequest const& request);
+
 // Feasible grids first, fastest first; then the excluded ones.
 std::vector<PlanCandidate> plan_grids(PlanRequest const& request);
 

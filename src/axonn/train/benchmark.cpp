@@ -6,10 +6,10 @@
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/gpt.h"
 #include "axonn/perf/gemm_rate.h"
+#include "axonn/train/threads.h"
 #include "axonn/train/train_step.h"
 
 #include <mpi.h>
-#include <omp.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -18,16 +18,19 @@
 namespace axonn {
 
 BenchResult run_benchmark(BenchOptions const& options) {
-    options.model.validate();
-    require(options.iterations > options.warmup,
-            "--iters {} must exceed the {} warm-up iterations that are left out of the average", options.iterations,
-            options.warmup);
-    require(options.threads > 0, "--threads must be at least 1, got {}", options.threads);
-    omp_set_num_threads(options.threads);
     int const B = options.batch, T = options.seq;
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
-    require_valid_grid(options.model, options.grid, world, B);
+    as_usage_errors([&] {
+        options.model.validate();
+        require(options.iterations > options.warmup,
+                "--iters {} must exceed the {} warm-up iterations that are left out of the average",
+                options.iterations, options.warmup);
+        require(B > 0 && T > 0 && T <= options.model.max_seq, "--batch {} and --seq {} must be at least 1, and --seq "
+                "at most the model's context {}", B, T, options.model.max_seq);
+        use_threads(options.threads);
+        require_valid_grid(options.model, options.grid, world, B);
+    });
 
     ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order));
     CpuBackend backend;

@@ -7,12 +7,15 @@
 namespace axonn {
 
 std::vector<std::filesystem::path> shard_paths(std::filesystem::path const& path) {
-    require(std::filesystem::exists(path), "data path {} does not exist: run `axonn prepare` or check --data",
-            path.string());
-    if (!std::filesystem::is_directory(path)) return {path};
+    std::error_code error;
+    // Anything but a folder is one shard, which TokenShard::open checks (a missing path, a loop of links, a FIFO).
+    if (!std::filesystem::is_directory(path, error)) return {path};
     std::vector<std::filesystem::path> paths;
     for (auto const& entry : std::filesystem::directory_iterator(path)) {
-        if (entry.is_regular_file() && entry.path().extension() == ".bin") paths.push_back(entry.path());
+        if (entry.is_regular_file() && entry.path().extension() == ".bin" &&
+            entry.path().filename() != validation_shard_name) {
+            paths.push_back(entry.path());
+        }
     }
     std::sort(paths.begin(), paths.end());
     require(!paths.empty(), "folder {} holds no .bin token shards: run `axonn prepare --out {}`", path.string(),
@@ -20,15 +23,22 @@ std::vector<std::filesystem::path> shard_paths(std::filesystem::path const& path
     return paths;
 }
 
-DataLoader::DataLoader(std::filesystem::path const& path, int batch, int seq, int vocab_size)
+DataLoader::DataLoader(std::filesystem::path const& path, int batch, int seq, ShardTokenizer const& tokenizer)
     : batch_(batch), seq_(seq), window_(static_cast<std::size_t>(seq) + 1) {
-    require(batch > 0 && seq > 0, "batch ({}) and sequence length ({}) must be positive", batch, seq);
+    invariant(batch > 0 && seq > 0, "batch ({}) and sequence length ({}) must be positive", batch, seq);
     for (auto const& shard_path : shard_paths(path)) {
         TokenShard shard = TokenShard::open(shard_path);
-        require(shard.max_token() < vocab_size,
+        if (auto const& recorded = shard.tokenizer()) {
+            require(*recorded == tokenizer,
+                    "{} was prepared with the {} tokenizer ({} ids) but this run uses {} ({} ids): pass --tokenizer "
+                    "{}, or prepare the data again with --tokenizer {}",
+                    shard_path.string(), recorded->name, recorded->vocab_size, tokenizer.name, tokenizer.vocab_size,
+                    recorded->name, tokenizer.name);
+        }
+        require(shard.max_token() < tokenizer.vocab_size,
                 "{} holds token id {} but the model's vocabulary has {} entries: prepare the data with the "
                 "model's tokenizer",
-                shard_path.string(), shard.max_token(), vocab_size);
+                shard_path.string(), shard.max_token(), tokenizer.vocab_size);
         shard_starts_.push_back(total_tokens_);
         total_tokens_ += shard.size();
         shards_.push_back(std::move(shard));

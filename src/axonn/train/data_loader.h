@@ -21,14 +21,16 @@ struct DataLoaderState {
 
 class DataLoader {
 public:
-    // Opens and validates every shard; token ids must be below vocab_size. B·T+1 tokens must fit in the data.
-    DataLoader(std::filesystem::path const& path, int batch, int seq, int vocab_size);
+    // Opens and validates every shard: its recorded tokenizer, if any, must be `tokenizer`, and its token ids
+    // must lie below tokenizer.vocab_size. B·T+1 tokens must fit in the data.
+    DataLoader(std::filesystem::path const& path, int batch, int seq, ShardTokenizer const& tokenizer);
 
     // tokens[B,T] and targets[B,T] of the next batch.
     void next_batch(std::int32_t* tokens, std::int32_t* targets);
 
     std::int64_t total_tokens() const { return total_tokens_; }
     std::size_t shard_count() const { return shards_.size(); }
+    std::vector<TokenShard> const& shards() const { return shards_; }
     DataLoaderState state() const { return state_; }
     void restore(DataLoaderState const& state);
 
@@ -44,7 +46,11 @@ private:
     std::vector<std::int32_t> window_;
 };
 
-// The shard files a --data path names: the file itself, or the *.bin files of a folder in name order.
+// The shard files a --data path names: the file itself, or the *.bin files of a folder in name order, except
+// val.bin: a folder's validation shard is never trained on.
 std::vector<std::filesystem::path> shard_paths(std::filesystem::path const& path);
+
+// The name a folder's validation shard has, beside its training shards.
+inline constexpr char const* validation_shard_name = "val.bin";
 
 }  // namespace axonn

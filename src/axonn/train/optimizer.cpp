@@ -9,9 +9,11 @@ namespace axonn {
 void AdamWConfig::validate() const {
     require(beta1 >= 0 && beta1 < 1, "beta1 must lie in [0, 1), got {}", beta1);
     require(beta2 >= 0 && beta2 < 1, "beta2 must lie in [0, 1), got {}", beta2);
-    require(eps > 0, "eps must be positive, got {}", eps);
-    require(weight_decay >= 0, "weight decay must not be negative, got {}", weight_decay);
-    require(grad_clip >= 0, "gradient clipping norm must not be negative, got {} (0 turns clipping off)", grad_clip);
+    require(eps > 0 && std::isfinite(eps), "eps must be positive and finite, got {}", eps);
+    require(weight_decay >= 0 && std::isfinite(weight_decay),
+            "--weight-decay must be finite and not negative, got {} (0 turns it off; 0.1 is usual)", weight_decay);
+    require(grad_clip >= 0 && std::isfinite(grad_clip),
+            "--grad-clip must be finite and not negative, got {} (0 turns clipping off)", grad_clip);
 }
 
 AdamW::AdamW(std::vector<ParamSegment> segments, std::int64_t total, Backend& backend, AdamWConfig const& config)

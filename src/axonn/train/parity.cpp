@@ -79,8 +79,13 @@ ParityReport run_parity(ParityOptions options) {
     options.schedule.total_steps = options.steps;
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
-    require_valid_grid(options.model, options.grid, world, options.batch);
-    require(options.steps > 0, "--steps must be at least 1, got {}", options.steps);
+    as_usage_errors([&] {
+        require(options.steps > 0, "--steps must be at least 1, got {}", options.steps);
+        require(options.batch > 0 && options.seq > 0 && options.seq <= options.model.max_seq,
+                "--batch {} and --seq {} must be at least 1, and --seq at most the model's context {}", options.batch,
+                options.seq, options.model.max_seq);
+        require_valid_grid(options.model, options.grid, world, options.batch);
+    });
     ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order),
                      CommOptions{options.debug_collectives});
     ProcessGrid self(MPI_COMM_SELF, GridShape{});

@@ -1,6 +1,7 @@
 #include "axonn/train/trainer.h"
 
 #include "axonn/core/error.h"
+#include "axonn/core/file_io.h"
 #include "axonn/core/timer.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/kernels/cpu_backend.h"
@@ -11,12 +12,12 @@
 #include "axonn/train/data_loader.h"
 #include "axonn/train/metrics.h"
 #include "axonn/train/progress.h"
+#include "axonn/train/threads.h"
 #include "axonn/train/train_step.h"
 
 #include <mpi.h>
 
 #include <fmt/format.h>
-#include <omp.h>
 
 #include <cmath>
 #include <optional>
@@ -27,34 +28,75 @@ namespace {
 namespace fs = std::filesystem;
 
 // --data DIR with train.bin in it trains on train.bin and validates on val.bin; any other path trains on all
-// its shards and validates on --val-data, if given.
+// its shards (never a folder's val.bin) and validates on --val-data, or on the folder's val.bin.
 fs::path training_path(TrainOptions const& options) {
     fs::path const train_file = options.data / "train.bin";
     return fs::is_directory(options.data) && fs::exists(train_file) ? train_file : options.data;
 }
 
 std::optional<fs::path> validation_path(TrainOptions const& options) {
-    if (!options.val_data.empty()) return options.val_data;
-    fs::path const val_file = options.data / "val.bin";
+    if (!options.val_data.empty()) {
+        require(fs::exists(options.val_data), "--val-data {} does not exist: check the path, or leave --val-data out "
+                "to validate on val.bin beside --data", options.val_data.string());
+        return options.val_data;
+    }
+    fs::path const val_file = options.data / validation_shard_name;
     if (fs::is_directory(options.data) && fs::exists(val_file)) return val_file;
     return std::nullopt;
 }
 
-void validate_options(TrainOptions const& options) {
-    options.model.validate();
-    require(options.steps > 0, "--steps must be at least 1, got {}", options.steps);
-    require(options.batch > 0, "--batch must be at least 1, got {}", options.batch);
-    require(options.seq > 0, "--seq must be at least 1, got {}", options.seq);
-    require(options.seq <= options.model.max_seq,
-            "--seq {} is longer than the model's context of {} tokens: lower --seq or raise --context", options.seq,
-            options.model.max_seq);
-    require(options.threads > 0, "--threads must be at least 1, got {}", options.threads);
-    require(options.eval_every > 0, "--eval-every must be at least 1, got {}", options.eval_every);
-    require(options.eval_batches > 0, "--eval-batches must be at least 1, got {}", options.eval_batches);
-    require(!options.data.empty(), "no training data: pass --data PATH (a folder written by `axonn prepare`)");
-    options.schedule.validate();
-    options.optimizer.validate();
+// Validation data must not be trained on, and a train.bin/val.bin pair must come from one run of prepare (a run
+// stopped between writing the two would otherwise pair new training data with old validation data).
+void check_data_split(DataLoader const& train, DataLoader const& val) {
+    for (TokenShard const& validation : val.shards()) {
+        for (TokenShard const& training : train.shards()) {
+            std::error_code error;
+            require(!fs::equivalent(validation.path(), training.path(), error),
+                    "{} is both training and validation data: pass --val-data a shard that is not in --data",
+                    validation.path().string());
+            bool const pair = training.path().filename() == "train.bin" &&
+                              validation.path().filename() == validation_shard_name &&
+                              training.path().parent_path() == validation.path().parent_path();
+            require(!pair || training.dataset_id() == validation.dataset_id(),
+                    "{} and {} come from different runs of `axonn prepare` (one was stopped between them?): run "
+                    "prepare again", training.path().string(), validation.path().string());
+        }
+    }
 }
+
+// Every file the run reads, which no output may overwrite.
+std::vector<fs::path> input_files(DataLoader const& train, std::optional<DataLoader> const& val) {
+    std::vector<fs::path> inputs;
+    for (TokenShard const& shard : train.shards()) inputs.push_back(shard.path());
+    if (val) {
+        for (TokenShard const& shard : val->shards()) inputs.push_back(shard.path());
+    }
+    return inputs;
+}
+
+}  // namespace
+
+void validate_train_options(TrainOptions const& options) {
+    as_usage_errors([&] {
+        options.model.validate();
+        require(options.steps > 0, "--steps must be at least 1, got {}", options.steps);
+        require(options.batch > 0, "--batch must be at least 1, got {}", options.batch);
+        require(options.seq > 0, "--seq must be at least 1, got {}", options.seq);
+        require(options.seq <= options.model.max_seq,
+                "--seq {} is longer than the model's context of {} tokens: lower --seq or raise --context", options.seq,
+                options.model.max_seq);
+        require(options.eval_every > 0, "--eval-every must be at least 1, got {}", options.eval_every);
+        require(options.eval_batches > 0, "--eval-batches must be at least 1, got {}", options.eval_batches);
+        require(!options.data.empty(), "no training data: pass --data PATH (a folder written by `axonn prepare`)");
+        check_tokenizer_name(options.tokenizer);
+        options.schedule.validate();
+        options.optimizer.validate();
+        options.sample.validate();
+        use_threads(options.threads);
+    });
+}
+
+namespace {
 
 std::string human_bytes(double bytes) {
     char const* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -75,15 +117,40 @@ Batch local_rows(Gpt& model, std::vector<std::int32_t> const& tokens, std::vecto
     return {model.max_batch(), T, tokens.data() + first, targets.data() + first, nullptr};
 }
 
+// Evaluations of more batches, and samples of more tokens, than these show their own progress.
+constexpr int quiet_evaluation_batches = 32;
+constexpr int quiet_sample_tokens = 256;
+
 float evaluate(Gpt& model, DataLoader& loader, int batches, std::vector<std::int32_t>& tokens,
-               std::vector<std::int32_t>& targets, int T) {
+               std::vector<std::int32_t>& targets, int T, std::FILE* progress_stream) {
     loader.restore({});  // the same validation batches every time
+    Progress progress("validate", batches, batches > quiet_evaluation_batches ? progress_stream : nullptr);
     double sum = 0.0;
     for (int i = 0; i < batches; ++i) {
         loader.next_batch(tokens.data(), targets.data());
         sum += model.forward(local_rows(model, tokens, targets, T));
+        progress.update(i + 1, "");
     }
+    progress.finish();
     return static_cast<float>(sum / batches);
+}
+
+// Validation batches beyond one pass over the validation data only repeat it.
+void check_evaluation_size(TrainOptions const& options, DataLoader const& val) {
+    std::int64_t const available = std::max<std::int64_t>(
+        1, (val.total_tokens() - 1) / (static_cast<std::int64_t>(options.batch) * options.seq));
+    if (options.eval_batches <= available) return;
+    throw UsageError(fmt::format("--eval-batches {} is more than the validation data holds: it has {} batches of {} x "
+                                 "{} tokens; use at most {}", options.eval_batches, available, options.batch,
+                                 options.seq, available));
+}
+
+// The first loss or norm that is not finite ends the run, before it reaches the weights.
+void require_finite_step(StepResult const& result, int step, float lr) {
+    if (result.updated) return;
+    fail("the training {} became {} at step {} (learning rate {:g}): the model diverged; lower --lr, raise --warmup, "
+         "or keep --grad-clip on", std::isfinite(result.loss) ? "gradient norm" : "loss",
+         std::isfinite(result.loss) ? result.grad_norm : result.loss, step, lr);
 }
 
 // The trained weights, gathered from every rank into a serial model on this one (a collective call).
@@ -94,42 +161,54 @@ void gather_into(Gpt& model, Gpt& serial) {
     }
 }
 
-// --grid auto: the planner's best grid for this model, batch and number of ranks on the local machine profile
-// (configs/machines/local.toml, or a quick calibration now when there is none). Rank 0 plans; all ranks get its
-// choice. The trainer does not overlap communication yet, so the plan assumes no overlap.
+// The planner's best grid for this model, batch and number of ranks on `machine`, announced; none if no grid
+// fits. The trainer does not overlap communication yet, so the plan assumes no overlap.
+std::optional<GridShape> plan_best_grid(TrainOptions const& options, int world, MachineProfile const& machine,
+                                        std::string const& profile_source) {
+    PlanRequest request;
+    request.model = options.model;
+    request.devices = world;
+    request.batch = options.batch;
+    request.seq = options.seq;
+    request.machine = machine;
+    request.time.overlap = false;
+    request.time.bf16 = false;
+    request.time.order = parse_axis_order(options.grid_order);
+    std::vector<PlanCandidate> const plan = plan_grids(request);
+    if (plan.empty() || plan.front().excluded) return std::nullopt;
+    GridShape const& best = plan.front().grid;
+    std::string const runner_up = plan.size() > 1 && !plan[1].excluded
+                                      ? fmt::format("; next best {} at {:.4f} s", plan[1].grid.to_string(),
+                                                    plan[1].time.time_s)
+                                      : "";
+    fmt::print("grid auto: {} — predicted {:.4f} s per step ({:.4f} s of it exposed communication){}; machine "
+               "profile {}\n",
+               best.to_string(), plan.front().time.time_s, plan.front().time.exposed_comm_s, runner_up,
+               profile_source);
+    return best;
+}
+
+// --grid auto: rank 0 plans on the local machine profile (configs/machines/local.toml, or a quick calibration now
+// when there is none) and every rank gets its choice, so that all ranks agree, also when no grid fits.
 GridShape choose_grid(TrainOptions const& options, int world) {
-    std::filesystem::path const local = machine_profile_dir() / "local.toml";
-    bool const have_profile = std::filesystem::exists(local);
+    fs::path const local = machine_profile_dir() / "local.toml";
+    bool const have_profile = fs::exists(local);
     MachineProfile const machine = have_profile ? load_machine_profile(local.string())
                                                 : calibrate_machine(CalibrateOptions{"local", true});
     ProcessGrid everyone(MPI_COMM_WORLD, GridShape{.data = world});
     std::array<double, 4> chosen = {0, 0, 0, 0};
     if (everyone.rank() == 0) {
-        PlanRequest request;
-        request.model = options.model;
-        request.devices = world;
-        request.batch = options.batch;
-        request.seq = options.seq;
-        request.machine = machine;
-        request.time.overlap = false;
-        request.time.bf16 = false;
-        request.time.order = parse_axis_order(options.grid_order);
-        std::vector<PlanCandidate> const plan = plan_grids(request);
-        require(!plan.empty() && !plan.front().excluded, "--grid auto found no grid of {} ranks for this model and "
-                "batch: run `axonn plan --machine local --explain` to see why", world);
-        GridShape const& best = plan.front().grid;
-        chosen = {static_cast<double>(best.data), static_cast<double>(best.z), static_cast<double>(best.y),
-                  static_cast<double>(best.x)};
-        std::string const runner_up = plan.size() > 1 && !plan[1].excluded
-                                          ? fmt::format("; next best {} at {:.4f} s", plan[1].grid.to_string(),
-                                                        plan[1].time.time_s)
-                                          : "";
-        fmt::print("grid auto: {} — predicted {:.4f} s per step ({:.4f} s of it exposed communication){}; "
-                   "machine profile {}\n",
-                   best.to_string(), plan.front().time.time_s, plan.front().time.exposed_comm_s, runner_up,
-                   have_profile ? local.string() : "measured now (no configs/machines/local.toml)");
+        std::string const source = have_profile ? local.string() : "measured now (no configs/machines/local.toml)";
+        if (auto const best = plan_best_grid(options, world, machine, source)) {
+            chosen = {static_cast<double>(best->data), static_cast<double>(best->z), static_cast<double>(best->y),
+                      static_cast<double>(best->x)};
+        }
     }
     everyone.comm(Group::world).all_reduce(chosen.data(), chosen.size());  // only rank 0's values are nonzero
+    if (chosen[0] == 0) {
+        throw UsageError(fmt::format("--grid auto found no grid of {} ranks for this model and batch: run `axonn plan "
+                                     "--machine local --gpus {} --explain` to see why", world, world));
+    }
     return {static_cast<int>(chosen[0]), static_cast<int>(chosen[1]), static_cast<int>(chosen[2]),
             static_cast<int>(chosen[3])};
 }
@@ -145,9 +224,8 @@ std::string traffic_summary(ProcessGrid& grid) {
 }  // namespace
 
 TrainSummary run_training(TrainOptions options) {
-    validate_options(options);
+    validate_train_options(options);
     options.schedule.total_steps = options.steps;
-    omp_set_num_threads(options.threads);
 
     auto const tokenizer = make_tokenizer(options.tokenizer, options.tokenizer_dir);
     options.model.vocab_size = tokenizer->vocab_size();
@@ -155,13 +233,20 @@ TrainSummary run_training(TrainOptions options) {
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     if (options.grid_auto) options.grid = choose_grid(options, world);
-    require_valid_grid(options.model, options.grid, world, B);
+    as_usage_errors([&] { require_valid_grid(options.model, options.grid, world, B); });
     ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order),
                      CommOptions{options.debug_collectives});
     bool const leader = grid.rank() == 0;
-    DataLoader train_loader(training_path(options), B, T, options.model.vocab_size);
+    ShardTokenizer const shard_tokenizer{tokenizer->name(), tokenizer->vocab_size()};
+    DataLoader train_loader(training_path(options), B, T, shard_tokenizer);
     std::optional<DataLoader> val_loader;
-    if (auto const path = validation_path(options)) val_loader.emplace(*path, B, T, options.model.vocab_size);
+    if (auto const path = validation_path(options)) {
+        val_loader.emplace(*path, B, T, shard_tokenizer);
+        check_data_split(train_loader, *val_loader);
+        check_evaluation_size(options, *val_loader);
+    }
+    if (!options.metrics.empty()) require_not_an_input(options.metrics, "--metrics", input_files(train_loader, val_loader));
+    MetricsLog metrics = options.metrics.empty() || !leader ? MetricsLog() : MetricsLog(options.metrics, options.overwrite);
 
     CpuBackend backend;
     Gpt model(options.model, backend, grid, B / (grid.size(Axis::data) * grid.size(Axis::z)), T);
@@ -191,7 +276,6 @@ TrainSummary run_training(TrainOptions options) {
         std::fflush(stdout);
     }
 
-    MetricsLog metrics = options.metrics.empty() || !leader ? MetricsLog() : MetricsLog(options.metrics);
     std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
     std::vector<std::int32_t> val_tokens(tokens.size()), val_targets(tokens.size());
     double const flops_per_step = options.model.flops_per_token(T) * B * T;
@@ -202,7 +286,10 @@ TrainSummary run_training(TrainOptions options) {
         bool const last = step == options.steps;
         std::optional<float> val_loss;
         if (val_loader && (step % options.eval_every == 0 || last)) {
-            val_loss = evaluate(model, *val_loader, options.eval_batches, val_tokens, val_targets, T);
+            val_loss = evaluate(model, *val_loader, options.eval_batches, val_tokens, val_targets, T,
+                                leader ? stderr : nullptr);
+            require(std::isfinite(*val_loss), "the validation loss became {} at step {}: the model diverged; lower "
+                    "--lr, raise --warmup, or keep --grad-clip on", *val_loss, step);
             if (step == 0) summary.first_val_loss = *val_loss;
             summary.last_val_loss = *val_loss;
         }
@@ -218,7 +305,7 @@ TrainSummary run_training(TrainOptions options) {
         Stopwatch watch;
         StepResult const result = train_step(model, optimizer, local_rows(model, tokens, targets, T), lr);
         double const seconds = watch.seconds();
-        require(std::isfinite(result.loss), "loss became {} at step {}: lower --lr", result.loss, step);
+        require_finite_step(result, step, lr);
         summary.last_train_loss = result.loss;
 
         double const tokens_per_s = B * T / seconds;
@@ -245,7 +332,12 @@ TrainSummary run_training(TrainOptions options) {
         if (leader) {
             std::vector<std::int32_t> prompt = tokenizer->encode(options.prompt);
             if (prompt.empty()) prompt.push_back(tokenizer->eot_id());
-            summary.sample = options.prompt + tokenizer->decode(generate(sampler, prompt, options.sample));
+            Progress sampling("sample", options.sample.new_tokens, stderr);
+            std::vector<std::int32_t> const sampled = generate(sampler, prompt, options.sample, [&](int done) {
+                if (options.sample.new_tokens > quiet_sample_tokens) sampling.update(done, "");
+            });
+            sampling.finish();
+            summary.sample = options.prompt + tokenizer->decode(sampled);
             fmt::print("---- sample ----\n{}\n----------------\n", summary.sample);
         }
     }

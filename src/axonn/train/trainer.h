@@ -1,5 +1,6 @@
 // `axonn train`: the training loop with validation, metrics, progress and a closing sample, on one process or
-// on a 4D grid of MPI ranks. Rank 0 prints and writes the metrics; every rank trains its shard.
+// on a 4D grid of MPI ranks. Rank 0 prints and writes the metrics; every rank trains its shard. A loss or gradient
+// norm that stops being finite ends the run with an error, before it changes any weight.
 #pragma once
 
 #include "axonn/comm/grid.h"
@@ -34,6 +35,7 @@ struct TrainOptions {
     int eval_every = 50;                  // validation at step 0, every eval_every steps, and at the end
     int eval_batches = 8;
     std::filesystem::path metrics;        // JSON lines; empty = none
+    bool overwrite = false;               // replace an existing metrics file instead of refusing it
     SampleOptions sample;                 // new_tokens = 0 skips the sample
     std::string prompt = "\n";
 };
@@ -44,6 +46,9 @@ struct TrainSummary {
     float last_train_loss;
     std::string sample;
 };
+
+// Everything that can be checked from the options alone; a problem is an axonn::UsageError. run_training calls it.
+void validate_train_options(TrainOptions const& options);
 
 TrainSummary run_training(TrainOptions options);
 

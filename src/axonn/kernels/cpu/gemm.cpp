@@ -12,7 +12,7 @@ void gemm<float>(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_
                  std::int64_t ldc) {
     dnnl_status_t const status = dnnl_sgemm(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', M, N, K, alpha, A, lda,
                                             B, ldb, beta, C, ldc);
-    require(status == dnnl_success, "oneDNN sgemm failed (status {}) for M={} N={} K={}", static_cast<int>(status), M,
+    invariant(status == dnnl_success, "oneDNN sgemm failed (status {}) for M={} N={} K={}", static_cast<int>(status), M,
             N, K);
 }
 

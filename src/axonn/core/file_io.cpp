@@ -1,0 +1,232 @@
+#include "axonn/core/file_io.h"
+
+#include "axonn/core/error.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+namespace axonn {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Why open(2) refused a path, in words that say what to look at.
+std::string open_problem(int error) {
+    switch (error) {
+        case ENOENT: return "does not exist";
+        case EACCES:
+        case EPERM: return "cannot be opened (permission denied)";
+        case ELOOP: return "is a loop of symbolic links";
+        case ENOTDIR: return "has a part that is a file, not a folder";
+        case ENAMETOOLONG: return "is too long a path";
+        case EISDIR: return "is a folder";
+        case ENXIO: return "is a FIFO (named pipe) that no process reads";
+        default: return fmt::format("cannot be opened ({})", std::strerror(error));
+    }
+}
+
+// Why write(2) or fsync(2) failed.
+std::string write_problem(int error) {
+    switch (error) {
+        case ENOSPC: return "the disk is full";
+        case EDQUOT: return "the disk quota is used up";
+        case EFBIG: return "the file has reached the size limit (ulimit -f) or the file system's largest file";
+        case EIO: return "an input/output error on the device";
+        case EBADF: return "the file is not open for writing";
+        default: return std::strerror(error);
+    }
+}
+
+std::string with_hint(std::string_view hint) { return hint.empty() ? std::string() : ": " + std::string(hint); }
+
+}  // namespace
+
+FileHandle& FileHandle::operator=(FileHandle&& other) noexcept {
+    if (this != &other) {
+        close();
+        fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+}
+
+FileHandle::~FileHandle() { close(); }
+
+int FileHandle::release() { return std::exchange(fd_, -1); }
+
+void FileHandle::close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+}
+
+std::string file_kind(mode_t mode) {
+    if (S_ISREG(mode)) return "a regular file";
+    if (S_ISDIR(mode)) return "a folder";
+    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
+
+InputFile open_input_file(fs::path const& path, std::string_view what, std::string_view hint) {
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever. It changes nothing for
+    // the regular files that pass the check below.
+    int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) fail("{} {} {}{}", what, path.string(), open_problem(errno), with_hint(hint));
+    InputFile file{FileHandle(fd), {}, path};
+    require(::fstat(fd, &file.info) == 0, "cannot read the status of {} {}: {}", what, path.string(),
+            std::strerror(errno));
+    require(S_ISREG(file.info.st_mode), "{} {} is {}, not a regular file{}", what, path.string(),
+            file_kind(file.info.st_mode), with_hint(hint));
+    return file;
+}
+
+std::string read_input_file(fs::path const& path, std::string_view what, std::string_view hint,
+                            std::uint64_t max_bytes) {
+    InputFile const file = open_input_file(path, what, hint);
+    require(static_cast<std::uint64_t>(file.info.st_size) <= max_bytes,
+            "{} {} has {} bytes, more than the {} this program reads from such a file: check the path", what,
+            path.string(), file.info.st_size, max_bytes);
+    std::string contents;
+    std::array<char, 65536> chunk;
+    for (;;) {
+        ssize_t const n = ::read(file.handle.get(), chunk.data(), chunk.size());
+        if (n < 0 && errno == EINTR) continue;
+        require(n >= 0, "cannot read {} {}: {}", what, path.string(), std::strerror(errno));
+        if (n == 0) return contents;
+        require(contents.size() + static_cast<std::size_t>(n) <= max_bytes,
+                "{} {} holds more than the {} bytes this program reads from such a file: check the path", what,
+                path.string(), max_bytes);
+        contents.append(chunk.data(), static_cast<std::size_t>(n));
+    }
+}
+
+void read_exactly(InputFile const& file, std::uint64_t offset, void* out, std::size_t count, std::string_view what) {
+    auto* bytes = static_cast<char*>(out);
+    while (count > 0) {
+        ssize_t const n = ::pread(file.handle.get(), bytes, count, static_cast<off_t>(offset));
+        if (n < 0 && errno == EINTR) continue;
+        require(n >= 0, "cannot read {} {}: {}", what, file.path.string(), std::strerror(errno));
+        require(n > 0, "{} {} ended early: it is shorter than it was when opened (changed by another program?)",
+                what, file.path.string());
+        bytes += n;
+        offset += static_cast<std::uint64_t>(n);
+        count -= static_cast<std::size_t>(n);
+    }
+}
+
+void write_all(int fd, void const* data, std::size_t count, fs::path const& path, std::string_view what) {
+    auto const* bytes = static_cast<char const*>(data);
+    while (count > 0) {
+        ssize_t const n = ::write(fd, bytes, count);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) fail("cannot write {} {}: {}", what, path.string(), write_problem(errno));
+        require(n > 0, "cannot write {} {}: the device accepted no bytes", what, path.string());
+        bytes += n;
+        count -= static_cast<std::size_t>(n);
+    }
+}
+
+void create_folder(fs::path const& folder, std::string_view what) {
+    if (folder.empty()) return;
+    std::error_code error;
+    fs::create_directories(folder, error);
+    if (!error) return;
+    std::string const problem = error == std::errc::not_a_directory || error == std::errc::file_exists
+                                    ? "a part of that path is a file, not a folder"
+                                    : error.message();
+    fail("cannot create the folder {} for the {}: {}", folder.string(), what, problem);
+}
+
+AtomicFile::AtomicFile(fs::path destination, std::string what)
+    : destination_(std::move(destination)), partial_(destination_.string() + ".partial"), what_(std::move(what)) {
+    // O_NONBLOCK: a FIFO left where the partial file goes fails at once instead of waiting for a reader.
+    int const fd = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
+    if (fd < 0) fail("cannot write {} {}: {} {}", what_, destination_.string(), partial_.string(), open_problem(errno));
+    handle_ = FileHandle(fd);
+    struct stat info {};
+    require(::fstat(fd, &info) == 0 && S_ISREG(info.st_mode), "cannot write {} {}: {} is {}, not a regular file",
+            what_, destination_.string(), partial_.string(), file_kind(info.st_mode));
+}
+
+AtomicFile::~AtomicFile() {
+    if (committed_) return;
+    handle_.close();
+    ::unlink(partial_.c_str());
+}
+
+void AtomicFile::write(void const* data, std::size_t count) {
+    invariant(handle_.is_open(), "AtomicFile::write after finish() of {}", partial_.string());
+    write_all(handle_.get(), data, count, destination_, what_);
+}
+
+void AtomicFile::finish() {
+    if (!handle_.is_open()) return;
+    if (::fsync(handle_.get()) != 0) fail("cannot write {} {}: {}", what_, destination_.string(), write_problem(errno));
+    int const fd = handle_.release();  // close(2) is called here, once, and its result checked
+    if (::close(fd) != 0) fail("cannot write {} {}: {}", what_, destination_.string(), write_problem(errno));
+}
+
+void AtomicFile::commit() {
+    finish();
+    if (::rename(partial_.c_str(), destination_.c_str()) != 0) {
+        fail("cannot move {} into place as {}: {}", partial_.string(), destination_.string(), std::strerror(errno));
+    }
+    committed_ = true;
+    // The rename itself reaches the disk only when the folder does.
+    fs::path const folder = destination_.has_parent_path() ? destination_.parent_path() : fs::path(".");
+    FileHandle const directory(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (directory.is_open()) ::fsync(directory.get());
+}
+
+void write_file_atomically(fs::path const& path, std::string_view contents, std::string_view what) {
+    AtomicFile file(path, std::string(what));
+    file.write(contents);
+    file.commit();
+}
+
+ExclusiveOutputFile::ExclusiveOutputFile(fs::path const& path, std::string what, bool overwrite)
+    : path_(path), what_(std::move(what)) {
+    if (path.has_parent_path()) create_folder(path.parent_path(), what_);
+    int const fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
+    if (fd < 0) fail("{} {} {}: choose another path", what_, path.string(), open_problem(errno));
+    handle_ = FileHandle(fd);
+    struct stat info {};
+    require(::fstat(fd, &info) == 0, "cannot read the status of {} {}: {}", what_, path.string(),
+            std::strerror(errno));
+    if (S_ISCHR(info.st_mode)) return;  // /dev/null, a terminal: nothing to lock or keep
+    require(S_ISREG(info.st_mode), "{} {} is {}, not a regular file: choose another path", what_, path.string(),
+            file_kind(info.st_mode));
+    // The lock goes with the open file, so it lasts until this process exits, however it exits.
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        require(errno != EWOULDBLOCK, "{} {} is being written by another run (it is locked): choose another path",
+                what_, path.string());
+        fail("cannot lock {} {}: {}", what_, path.string(), std::strerror(errno));
+    }
+    if (info.st_size == 0) return;
+    require(overwrite, "{} {} already exists ({} bytes, from an earlier run): choose another path, or pass "
+            "--overwrite to replace it", what_, path.string(), info.st_size);
+    require(::ftruncate(fd, 0) == 0, "cannot empty {} {}: {}", what_, path.string(), std::strerror(errno));
+}
+
+void ExclusiveOutputFile::write(std::string_view text) {
+    if (handle_.is_open()) write_all(handle_.get(), text.data(), text.size(), path_, what_);
+}
+
+void require_not_an_input(fs::path const& output, std::string_view output_option,
+                          std::vector<fs::path> const& inputs) {
+    std::error_code error;
+    if (!fs::exists(output, error)) return;
+    for (fs::path const& input : inputs) {
+        require(!fs::equivalent(output, input, error), "{} {} is also an input of this run ({}): writing it would "
+                "destroy it; choose another path", output_option, output.string(), input.string());
+    }
+}
+
+}  // namespace axonn

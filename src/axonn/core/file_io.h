@@ -1,0 +1,124 @@
+// Files in and out, so that no input can hang or crash the program and no write can fail unnoticed.
+//   - Inputs open without blocking (a FIFO would block open(2) forever) and must be regular files; a folder, a
+//     FIFO, a device or a symbolic-link loop is named as what it is.
+//   - Every write is checked: a full disk, a quota or `ulimit -f` ends the program with a one-line error on the
+//     first write that fails, never a torn file and exit status 0.
+//   - Whole files (shards, profiles, texts) are written atomically: beside their destination, flushed to disk,
+//     then renamed into place, so a reader sees the old file or the new one, never part of one.
+//   - Logs that grow during a run (metrics) belong to one run: an exclusive lock, and an earlier run's file is
+//     kept unless the user asks to overwrite it.
+// `what` names the file in messages: "token shard", "config file", "metrics file".
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <sys/stat.h>
+#include <utility>
+#include <vector>
+
+namespace axonn {
+
+// An open file descriptor, closed with this object.
+class FileHandle {
+public:
+    FileHandle() = default;
+    explicit FileHandle(int fd) : fd_(fd) {}
+    FileHandle(FileHandle&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+    FileHandle& operator=(FileHandle&& other) noexcept;
+    FileHandle(FileHandle const&) = delete;
+    FileHandle& operator=(FileHandle const&) = delete;
+    ~FileHandle();
+
+    int get() const { return fd_; }
+    bool is_open() const { return fd_ >= 0; }
+    void close();     // ignores errors: for files only read, or abandoned
+    int release();    // gives up ownership without closing: the caller closes and checks the result
+
+private:
+    int fd_ = -1;
+};
+
+// A regular file open for reading, with the fstat of the moment it was opened.
+struct InputFile {
+    FileHandle handle;
+    struct stat info;
+    std::filesystem::path path;
+};
+
+// Opens `path` for reading. Anything but a regular file (or a path that cannot be opened) is an axonn::Error:
+// "<what> <path> <problem>: <hint>", where the problem says what the path is ("does not exist", "is a folder",
+// "is a FIFO (named pipe)", ...).
+InputFile open_input_file(std::filesystem::path const& path, std::string_view what, std::string_view hint);
+
+// Reads a whole input file, refusing one larger than max_bytes. Reads to the end of the file, whatever its
+// reported size.
+std::string read_input_file(std::filesystem::path const& path, std::string_view what, std::string_view hint,
+                            std::uint64_t max_bytes);
+
+// Reads `count` bytes at `offset` into `out`; a short read (the file shrank) is an axonn::Error.
+void read_exactly(InputFile const& file, std::uint64_t offset, void* out, std::size_t count, std::string_view what);
+
+// "a folder", "a FIFO (named pipe)", "a character device", ... for a file mode that is not a regular file.
+std::string file_kind(mode_t mode);
+
+// Writes all `count` bytes, retrying short writes; a failure is an axonn::Error naming the file and the cause
+// ("the disk is full", "the file size limit (ulimit -f) is reached", ...).
+void write_all(int fd, void const* data, std::size_t count, std::filesystem::path const& path, std::string_view what);
+
+// Creates `folder` and its parents; a path component that is a file, or no permission, is an axonn::Error.
+void create_folder(std::filesystem::path const& folder, std::string_view what);
+
+// A file written beside its destination (as "<destination>.partial") and renamed into place by commit(), after
+// its data reached the disk. Destroyed without commit(), it removes the partial file.
+class AtomicFile {
+public:
+    AtomicFile(std::filesystem::path destination, std::string what);
+    AtomicFile(AtomicFile const&) = delete;
+    AtomicFile& operator=(AtomicFile const&) = delete;
+    ~AtomicFile();
+
+    void write(void const* data, std::size_t count);
+    void write(std::string_view text) { write(text.data(), text.size()); }
+    // Flushes the data to disk and closes the file; commit() then only renames, so several files can be
+    // written and flushed first and renamed together at the end.
+    void finish();
+    void commit();  // finish() if not done yet, then rename into place and flush the folder
+    std::filesystem::path const& destination() const { return destination_; }
+
+private:
+    std::filesystem::path destination_;
+    std::filesystem::path partial_;
+    std::string what_;
+    FileHandle handle_;
+    bool committed_ = false;
+};
+
+// Writes `contents` to `path` through an AtomicFile.
+void write_file_atomically(std::filesystem::path const& path, std::string_view contents, std::string_view what);
+
+// A growing output file owned by one run: created if missing, locked exclusively (another run writing it is an
+// error, not interleaved lines), and refused if it already holds data unless `overwrite`, which empties it.
+// Every write goes straight to the operating system and is checked.
+class ExclusiveOutputFile {
+public:
+    ExclusiveOutputFile() = default;  // writes nothing
+    ExclusiveOutputFile(std::filesystem::path const& path, std::string what, bool overwrite);
+
+    bool is_open() const { return handle_.is_open(); }
+    void write(std::string_view text);
+
+private:
+    std::filesystem::path path_;
+    std::string what_;
+    FileHandle handle_;
+};
+
+// Refuses an output path that names one of the inputs (the same file, through any path): writing it would
+// destroy the input while it is being read.
+void require_not_an_input(std::filesystem::path const& output, std::string_view output_option,
+                          std::vector<std::filesystem::path> const& inputs);
+
+}  // namespace axonn

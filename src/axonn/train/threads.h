@@ -1,0 +1,13 @@
+// The OpenMP threads of a rank, bounded by what the machine can run: more threads than CPUs only slow a run down,
+// and tens of thousands hang or crash the OpenMP runtime.
+#pragma once
+
+namespace axonn {
+
+int cpu_count();  // the machine's online CPUs
+
+// Checks `threads` (a --threads value: 1 to cpu_count()) and makes it OpenMP's thread count; a bad value is an
+// axonn::UsageError.
+void use_threads(int threads);
+
+}  // namespace axonn
