@@ -7,6 +7,7 @@
 #include "support/temp_dir.h"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <unistd.h>
 
@@ -115,6 +116,30 @@ void write_bytes(std::filesystem::path const& path, std::string const& bytes) {
     std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
+// `bytes` compressed as one zlib stream, as the package compresses its index.
+std::string zlib_compressed(std::string const& bytes) {
+    uLongf size = compressBound(bytes.size());
+    std::string out(size, '\0');
+    EXPECT_EQ(compress(reinterpret_cast<Bytef*>(out.data()), &size, reinterpret_cast<Bytef const*>(bytes.data()),
+                       bytes.size()), Z_OK);
+    out.resize(size);
+    return out;
+}
+
+std::string big_endian(std::int32_t value) {
+    auto const bits = static_cast<std::uint32_t>(value);
+    return {static_cast<char>(bits >> 24), static_cast<char>(bits >> 16), static_cast<char>(bits >> 8),
+            static_cast<char>(bits)};
+}
+
+// An R serialization of `depth` lists, each holding the next: a small file that recursion would follow until the
+// stack overflows.
+std::string nested_lists(int depth) {
+    std::string bytes = "X\n" + big_endian(3) + big_endian(0x40300) + big_endian(0x30500) + big_endian(5) + "UTF-8";
+    for (int i = 0; i < depth; ++i) bytes += big_endian(19) + big_endian(1);  // a list of one element
+    return bytes + big_endian(254);                                              // NULL
+}
+
 struct DamagedPackage {
     std::string name;
     std::function<void(std::string& rdx, std::string& rdb)> damage;  // applied to copies of the real files
@@ -153,6 +178,15 @@ INSTANTIATE_TEST_SUITE_P(
                        "Rdata.rdx", "corrupt"},
         DamagedPackage{"TruncatedDatabase", [](std::string&, std::string& rdb) { rdb.resize(1000); }, "Rdata.rdb",
                        "corrupt"},
+        DamagedPackage{"DeeplyNestedIndex",
+                       [](std::string& rdx, std::string&) { rdx = zlib_compressed(nested_lists(100000)); },
+                       "Rdata.rdx", "nested more than 64 deep"},
+        DamagedPackage{"IndexThatInflatesWithoutEnd",
+                       [](std::string& rdx, std::string&) { rdx = zlib_compressed(std::string(20 << 20, 'X')); },
+                       "Rdata.rdx", "inflates past 16777216 bytes"},
+        DamagedPackage{"RecordClaimingGigabytes",
+                       [](std::string&, std::string& rdb) { rdb.replace(0, 4, "\xFF\xFF\xFF\xFF"); }, "Rdata.rdb",
+                       "claims 4294967295 bytes"},
         DamagedPackage{"DamagedStream",
                        [](std::string&, std::string& rdb) {
                            for (std::size_t i = 100000; i < 100064; ++i) rdb[i] = static_cast<char>(~rdb[i]);

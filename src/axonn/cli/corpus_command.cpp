@@ -1,10 +1,9 @@
 #include "axonn/cli/commands.h"
-#include "axonn/core/error.h"
+#include "axonn/core/file_io.h"
 #include "axonn/io/janeausten.h"
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <memory>
 
 namespace axonn {
@@ -34,12 +33,10 @@ void add_corpus_command(CLI::App& app) {
 
     austen->callback([package, out] {
         std::vector<Book> const books = read_janeausten(*package);
-        std::filesystem::create_directories(*out);
+        create_folder(*out, "novels");
         for (auto const& book : books) {
             std::filesystem::path const path = *out / (file_stem(book.title) + ".txt");
-            std::ofstream file(path, std::ios::binary | std::ios::trunc);
-            file << book.text << '\n';
-            require(file.good(), "cannot write {}: check that the folder is writable", path.string());
+            write_file_atomically(path, book.text + '\n', "novel");
             fmt::print("{} ({} bytes)\n", path.string(), book.text.size() + 1);
         }
     });

@@ -9,6 +9,8 @@
 #include "axonn/io/tokenizer.h"
 
 #include "axonn/core/error.h"
+#include "axonn/core/file_io.h"
+#include "axonn/io/utf8.h"
 
 #include <nlohmann/json.hpp>
 
@@ -17,10 +19,8 @@
 
 #include <algorithm>
 #include <array>
-#include <fstream>
 #include <optional>
 #include <queue>
-#include <sstream>
 #include <unordered_map>
 #include <utility>
 
@@ -29,44 +29,11 @@ namespace {
 
 constexpr std::string_view eot_text = "<|endoftext|>";
 
-// ---- UTF-8 ----------------------------------------------------------------------------------------------------------
-
-struct CodePoint {
-    char32_t value;
-    std::size_t length;  // in bytes
-};
-
-constexpr char32_t invalid_code_point = 0x110000;
-
-// The code point at text[position]. A byte that does not start a well-formed sequence stands alone as an
-// invalid code point, so arbitrary bytes still tokenize (and round-trip) instead of failing.
-CodePoint decode_at(std::string_view text, std::size_t position) {
-    auto const lead = static_cast<unsigned char>(text[position]);
-    if (lead < 0x80) return {lead, 1};
-    std::size_t const length = (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
-    if (length == 0 || position + length > text.size()) return {invalid_code_point, 1};
-    char32_t value = lead & (0x7F >> length);
-    for (std::size_t k = 1; k < length; ++k) {
-        auto const next = static_cast<unsigned char>(text[position + k]);
-        if ((next & 0xC0) != 0x80) return {invalid_code_point, 1};
-        value = (value << 6) | (next & 0x3F);
-    }
-    constexpr std::array<char32_t, 5> smallest = {0, 0, 0x80, 0x800, 0x10000};  // shorter encodings are overlong
-    bool const well_formed = value >= smallest[length] && value <= 0x10FFFF && (value < 0xD800 || value > 0xDFFF);
-    return well_formed ? CodePoint{value, length} : CodePoint{invalid_code_point, 1};
-}
-
 // ---- Reading the files ----------------------------------------------------------------------------------------------
 
 std::string read_tokenizer_file(std::filesystem::path const& path) {
-    std::ifstream in(path, std::ios::binary);
-    require(in.good(),
-            "GPT-2 tokenizer file {} is missing or unreadable: run scripts/fetch-tokenizer (or set AXONN_GPT2_DIR to "
-            "a folder holding encoder.json and vocab.bpe)",
-            path.string());
-    std::ostringstream contents;
-    contents << in.rdbuf();
-    return std::move(contents).str();
+    return read_input_file(path, "GPT-2 tokenizer file", "run scripts/fetch-tokenizer (or set AXONN_GPT2_DIR to a "
+                           "folder holding encoder.json and vocab.bpe)", std::uint64_t{64} << 20);
 }
 
 template <typename... Args>

@@ -8,15 +8,14 @@
 #include "axonn/io/janeausten.h"
 
 #include "axonn/core/error.h"
+#include "axonn/core/file_io.h"
 
 #include <zlib.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string_view>
 #include <utility>
 
@@ -27,15 +26,17 @@ std::filesystem::path data_folder(std::filesystem::path const& package_root) {
     return package_root / "usr" / "lib" / "R" / "site-library" / "janeaustenr" / "data";
 }
 
+// The package's files are a few megabytes and its index inflates to a few kilobytes; nothing of it, read or
+// inflated, comes near these.
+constexpr std::size_t max_package_bytes = std::size_t{256} << 20;
+constexpr std::size_t max_index_bytes = std::size_t{16} << 20;
+
 std::string read_package_file(std::filesystem::path const& path, std::filesystem::path const& package_root) {
-    std::ifstream in(path, std::ios::binary);
-    require(in.good(),
-            "cannot read {}: extract the Jane Austen package into {} (apt-get download r-cran-janeaustenr, then "
-            "dpkg-deb -x r-cran-janeaustenr_*.deb {})",
-            path.string(), package_root.string(), package_root.string());
-    std::ostringstream contents;
-    contents << in.rdbuf();
-    return std::move(contents).str();
+    return read_input_file(path, "Jane Austen package file",
+                           fmt::format("extract the Jane Austen package into {} (apt-get download r-cran-janeaustenr, "
+                                       "then dpkg-deb -x r-cran-janeaustenr_*.deb {})",
+                                       package_root.string(), package_root.string()),
+                           max_package_bytes);
 }
 
 template <typename... Args>
@@ -63,15 +64,25 @@ private:
     z_stream stream_{};
 };
 
+// Inflates one stream: to exactly expected_bytes when the record says how many, else (the index) to at most
+// max_index_bytes, so that a crafted stream (a "zip bomb") fails instead of filling the memory.
 std::string inflate_stream(std::string_view compressed, std::size_t expected_bytes, std::filesystem::path const& file) {
+    if (expected_bytes > max_package_bytes) {
+        fail_corrupt(file, "a record claims {} bytes, more than the {} any of its records holds", expected_bytes,
+                     max_package_bytes);
+    }
+    std::size_t const limit = expected_bytes > 0 ? expected_bytes : max_index_bytes;
     Inflater inflater(file);
     z_stream& stream = inflater.stream();
-    std::string out(std::max<std::size_t>({expected_bytes, 4 * compressed.size(), 1024}), '\0');
+    std::string out(std::min(limit, std::max<std::size_t>({expected_bytes, 4 * compressed.size(), 1024})), '\0');
     stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
     stream.avail_in = static_cast<uInt>(compressed.size());
     int status = Z_OK;
     while (status == Z_OK) {
-        if (stream.total_out == out.size()) out.resize(2 * out.size());
+        if (stream.total_out == out.size()) {
+            if (out.size() == limit) fail_corrupt(file, "a compressed stream inflates past {} bytes", limit);
+            out.resize(std::min(limit, 2 * out.size()));
+        }
         stream.next_out = reinterpret_cast<Bytef*>(out.data()) + stream.total_out;
         stream.avail_out = static_cast<uInt>(out.size() - stream.total_out);
         status = inflate(&stream, Z_NO_FLUSH);
@@ -119,6 +130,9 @@ RObject const& named_element(RObject const& object, std::string_view name, std::
 class RReader {
 public:
     RReader(std::string_view bytes, std::filesystem::path file) : bytes_(bytes), file_(std::move(file)) {}
+
+    // The database nests lists three deep; a crafted file nested deeper would otherwise overflow the stack.
+    static constexpr int max_depth = 64;
 
     RObject read() {
         read_header();
@@ -172,7 +186,24 @@ private:
         return checked_length(length, element_bytes);
     }
 
+    // Counts the nesting of read_item while one is being read.
+    class Nesting {
+    public:
+        explicit Nesting(RReader& reader) : reader_(reader) {
+            if (++reader_.depth_ > max_depth) {
+                fail_corrupt(reader_.file_, "R objects nested more than {} deep", max_depth);
+            }
+        }
+        ~Nesting() { --reader_.depth_; }
+        Nesting(Nesting const&) = delete;
+        Nesting& operator=(Nesting const&) = delete;
+
+    private:
+        RReader& reader_;
+    };
+
     RObject read_item(std::int32_t flags) {
+        Nesting const nesting(*this);
         int const type = flags & 0xFF;
         RObject object;
         object.type = type;
@@ -259,6 +290,7 @@ private:
     std::size_t position_ = 0;
     std::filesystem::path file_;
     std::vector<RObject> references_;
+    int depth_ = 0;
 };
 
 // ---- The database ---------------------------------------------------------------------------------------------------

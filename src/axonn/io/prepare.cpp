@@ -5,6 +5,7 @@
 #include "axonn/core/file_io.h"
 #include "axonn/io/token_shard.h"
 #include "axonn/io/tokenizer.h"
+#include "axonn/io/utf8.h"
 
 #include <linux/magic.h>
 #include <sys/statfs.h>
@@ -37,39 +38,6 @@ bool is_prepare_output(std::filesystem::path const& path, std::string_view conte
     std::int32_t magic = 0;
     if (contents.size() >= token_shard_header_bytes) std::memcpy(&magic, contents.data(), sizeof(magic));
     return magic == token_shard_magic;
-}
-
-// Where the text stops being UTF-8 (or holds a NUL byte), if it does: the byte offset.
-std::optional<std::size_t> first_non_text_byte(std::string_view text) {
-    std::size_t i = 0;
-    while (i < text.size()) {
-        auto const byte = static_cast<unsigned char>(text[i]);
-        if (byte == 0) return i;
-        if (byte < 0x80) {
-            ++i;
-            continue;
-        }
-        // Lead byte → sequence length, and the range of the first continuation byte (no overlong forms, no
-        // surrogates, nothing beyond U+10FFFF).
-        int length = 0;
-        unsigned char low = 0x80, high = 0xBF;
-        if (byte >= 0xC2 && byte <= 0xDF) length = 2;
-        else if (byte == 0xE0) length = 3, low = 0xA0;
-        else if (byte >= 0xE1 && byte <= 0xEC) length = 3;
-        else if (byte == 0xED) length = 3, high = 0x9F;
-        else if (byte >= 0xEE && byte <= 0xEF) length = 3;
-        else if (byte == 0xF0) length = 4, low = 0x90;
-        else if (byte >= 0xF1 && byte <= 0xF3) length = 4;
-        else if (byte == 0xF4) length = 4, high = 0x8F;
-        else return i;
-        if (i + length > text.size()) return i;
-        for (int k = 1; k < length; ++k) {
-            auto const next = static_cast<unsigned char>(text[i + k]);
-            if (next < (k == 1 ? low : 0x80) || next > (k == 1 ? high : 0xBF)) return i;
-        }
-        i += length;
-    }
-    return std::nullopt;
 }
 
 constexpr char const* input_hint = "name the text files to tokenize";

@@ -1,10 +1,10 @@
 #include "axonn/io/tensor_file.h"
 
 #include "axonn/core/error.h"
+#include "axonn/core/file_io.h"
 
 #include <array>
 #include <cstring>
-#include <fstream>
 
 namespace axonn {
 namespace {
@@ -12,49 +12,48 @@ namespace {
 constexpr std::array<char, 8> tensor_file_magic = {'A', 'X', 'O', 'N', 'N', 'T', 'N', 'S'};
 constexpr std::uint32_t tensor_file_version = 1;
 
-template <typename T> void write_value(std::ofstream& out, T value) {
-    out.write(reinterpret_cast<char const*>(&value), sizeof(T));
-}
+template <typename T> void write_value(AtomicFile& out, T value) { out.write(&value, sizeof(T)); }
 
+// Reads a tensor file front to back; every count is checked against the bytes that remain.
 class Reader {
 public:
-    explicit Reader(std::filesystem::path const& path) : path_(path), in_(path, std::ios::binary) {
-        require(in_.good(), "cannot open tensor file {}: check the path", path.string());
-    }
+    explicit Reader(std::filesystem::path const& path)
+        : file_(open_input_file(path, "tensor file", "check the path")),
+          size_(static_cast<std::uint64_t>(file_.info.st_size)) {}
     template <typename T> T value() {
         T result{};
         bytes(&result, sizeof(T));
         return result;
     }
-    void bytes(void* destination, std::size_t count) {
-        in_.read(static_cast<char*>(destination), static_cast<std::streamsize>(count));
-        require(in_.gcount() == static_cast<std::streamsize>(count),
-                "tensor file {} is truncated: rewrite it", path_.string());
+    void bytes(void* destination, std::uint64_t count) {
+        require(count <= size_ - position_, "tensor file {} is truncated: rewrite it", file_.path.string());
+        read_exactly(file_, position_, destination, count, "tensor file");
+        position_ += count;
     }
-    bool at_end() { return in_.peek() == std::char_traits<char>::eof(); }
+    std::uint64_t remaining() const { return size_ - position_; }
 
 private:
-    std::filesystem::path path_;
-    std::ifstream in_;
+    InputFile file_;
+    std::uint64_t size_;
+    std::uint64_t position_ = 0;
 };
 
 }  // namespace
 
 void write_tensor_file(std::filesystem::path const& path, NamedTensors const& tensors) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    require(out.good(), "cannot write tensor file {}: check that the folder exists and is writable", path.string());
+    AtomicFile out(path, "tensor file");
     out.write(tensor_file_magic.data(), tensor_file_magic.size());
     write_value(out, tensor_file_version);
     write_value(out, static_cast<std::uint32_t>(tensors.size()));
     for (auto const& [name, tensor] : tensors) {
         write_value(out, static_cast<std::uint32_t>(name.size()));
-        out.write(name.data(), static_cast<std::streamsize>(name.size()));
+        out.write(name.data(), name.size());
         write_value(out, static_cast<std::uint32_t>(tensor.dtype()));
         write_value(out, static_cast<std::uint32_t>(tensor.shape().size()));
         for (auto extent : tensor.shape()) write_value(out, static_cast<std::int64_t>(extent));
-        out.write(static_cast<char const*>(tensor.raw_data()), static_cast<std::streamsize>(tensor.bytes()));
+        out.write(tensor.raw_data(), tensor.bytes());
     }
-    require(out.good(), "failed writing tensor file {}: is the disk full?", path.string());
+    out.commit();
 }
 
 NamedTensors read_tensor_file(std::filesystem::path const& path) {
@@ -78,16 +77,21 @@ NamedTensors read_tensor_file(std::filesystem::path const& path) {
         auto const ndim = reader.value<std::uint32_t>();
         require(ndim <= 8, "tensor {} in {} has {} dimensions (corrupt file?)", name, path.string(), ndim);
         Shape shape(ndim);
+        unsigned __int128 elements = 1;  // wide enough for any product of extents that each fit the file
         for (auto& extent : shape) {
             extent = reader.value<std::int64_t>();
-            require(extent >= 0 && extent < (std::int64_t{1} << 40), "tensor {} in {} has a corrupt shape", name,
-                    path.string());
+            require(extent >= 0 && static_cast<std::uint64_t>(extent) <= reader.remaining(),
+                    "tensor {} in {} has a corrupt shape", name, path.string());
+            elements *= static_cast<std::uint64_t>(extent);
+            require(elements <= reader.remaining(), "tensor {} in {} is larger than the file", name, path.string());
         }
+        require(elements * dtype_size(static_cast<DType>(dtype)) <= reader.remaining(),
+                "tensor {} in {} is larger than the file", name, path.string());
         Tensor tensor(shape, static_cast<DType>(dtype));
         reader.bytes(tensor.raw_data(), tensor.bytes());
         tensors.emplace(std::move(name), std::move(tensor));
     }
-    require(reader.at_end(), "tensor file {} has trailing bytes (corrupt?)", path.string());
+    require(reader.remaining() == 0, "tensor file {} has trailing bytes (corrupt?)", path.string());
     return tensors;
 }
 
