@@ -1,12 +1,15 @@
 // Bad input to the `axonn` command: each case must end with exactly one line on stderr that names the problem,
 // a non-zero exit status (2 for the command line, 1 for bad data or values), and no crash or hang.
 #include "axonn/io/token_shard.h"
+#include "axonn/perf/machine_profile.h"
 #include "support/temp_dir.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <filesystem>
@@ -27,10 +30,13 @@ struct CommandResult {
 
 fs::path binary() { return fs::path(AXONN_BUILD_DIR) / "axonn"; }
 
-CommandResult run_axonn(std::string const& arguments, fs::path const& dir) {
+// `launcher` runs before the command in the same shell: a limit (`ulimit -f 8;`) or a wrapper (`flock -o F`).
+// Under a file-size limit MPI's start-up needs PMIX_MCA_gds=hash: its default keeps job data in a growing
+// shared-memory file, which the limit would stop.
+CommandResult run_axonn(std::string const& arguments, fs::path const& dir, std::string const& launcher = "") {
     fs::path const err = dir / "stderr.txt";
     // `timeout` turns a hang into a failure instead of a stuck test suite.
-    std::string const command = "timeout 60 " + binary().string() + " " + arguments + " > " +
+    std::string const command = launcher + " timeout 60 " + binary().string() + " " + arguments + " > " +
                                 (dir / "stdout.txt").string() + " 2> " + err.string();
     int const status = std::system(command.c_str());
     std::ifstream in(err);
@@ -39,11 +45,28 @@ CommandResult run_axonn(std::string const& arguments, fs::path const& dir) {
     return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), text.str()};
 }
 
+std::string read_text(fs::path const& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+void replace_in_file(fs::path const& path, std::string const& from, std::string const& to) {
+    std::string text = read_text(path);
+    std::size_t const at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from << " not in " << path;
+    text.replace(at, from.size(), to);
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
 struct BadInput {
     std::string name;
     std::string arguments;   // {dir} is replaced with the test's scratch folder
     std::string expected;    // a piece of the one-line message
     int exit_status;
+    std::string launcher = "";    // see run_axonn; {dir} is replaced too
+    bool after_progress = false;  // the run fails mid-way: progress lines come first, the error is the last line
 
     friend void PrintTo(BadInput const& input, std::ostream* out) { *out << input.name; }
 };
@@ -77,6 +100,78 @@ std::vector<BadInput> const bad_inputs = {
     {"plan_unknown_machine", "plan --model gpt-5b --gpus 8 --batch 8 --machine mars", "mars", 2},
     {"plan_zero_devices", "plan --model gpt-5b --gpus 0 --batch 8", "--gpus must be at least 1", 2},
     {"plan_sequence_beyond_context", "plan --model gpt-5b --gpus 8 --batch 8 --seq 9999", "--seq 9999", 2},
+    // A failure on any path must not be an "internal error", a signal or a hang.
+    {"metrics_on_a_full_disk", "train --data {dir}/good --tokenizer byte --steps 2 --metrics /dev/full",
+     "cannot write metrics file /dev/full: the disk is full", 1},
+    {"metrics_filling_the_disk_mid_run",
+     "train --data {dir}/good --tokenizer byte --steps 40 --metrics {dir}/growing.jsonl --overwrite --eval-every 1000",
+     "cannot write metrics file {dir}/growing.jsonl: the file has reached the size limit", 1, "ulimit -f 8; PMIX_MCA_gds=hash", true},
+    {"metrics_of_an_earlier_run", "train --data {dir}/good --tokenizer byte --metrics {dir}/old_metrics.jsonl",
+     "already exists (9 bytes, from an earlier run): choose another path, or pass --overwrite", 1},
+    {"metrics_written_by_another_run",
+     "train --data {dir}/good --tokenizer byte --metrics {dir}/locked.jsonl --overwrite",
+     "is being written by another run (it is locked)", 1, "flock -o {dir}/locked.jsonl"},
+    {"metrics_is_the_validation_data",
+     "train --data {dir}/good --tokenizer byte --metrics {dir}/good/val.bin --overwrite",
+     "--metrics {dir}/good/val.bin is also an input of this run", 1},
+    {"metrics_under_a_file", "train --data {dir}/good --tokenizer byte --metrics {dir}/text.txt/m.jsonl",
+     "cannot create the folder {dir}/text.txt for the metrics file: a part of that path is a file", 1},
+    {"metrics_is_a_link_loop", "train --data {dir}/good --tokenizer byte --metrics {dir}/loop",
+     "is a loop of symbolic links", 1},
+    {"data_is_a_link_loop", "train --data {dir}/loop --tokenizer byte", "token shard {dir}/loop is a loop of symbolic "
+     "links", 1},
+    {"data_is_a_fifo", "train --data {dir}/fifo_data --tokenizer byte", "is a FIFO (named pipe), not a regular file",
+     1},
+    {"config_is_a_fifo", "train --data {dir}/good --config {dir}/fifo", "config file {dir}/fifo is a FIFO", 2},
+    {"config_is_a_folder", "train --data {dir}/good --config {dir}/empty", "config file {dir}/empty is a folder", 2},
+    {"config_syntax_error", "train --data {dir}/good --config {dir}/syntax.toml", "syntax.toml:2:6: config file is "
+     "not valid TOML", 2},
+    {"config_duplicate_key", "train --data {dir}/good --config {dir}/duplicate.toml", "duplicate.toml:2:", 2},
+    {"config_string_for_a_switch", "train --data {dir}/good --config {dir}/yes_flag.toml",
+     "yes_flag.toml:1:21: 'debug-collectives' is a switch and must be true or false, not a string", 2},
+    {"config_string_for_a_number", "train --data {dir}/good --config {dir}/typed.toml",
+     "typed.toml:1:9: 'steps' must be an integer, not a string", 2},
+    {"config_section", "train --data {dir}/good --config {dir}/section.toml", "'train' is a section", 2},
+    {"too_many_threads", "train --data {dir}/good --tokenizer byte --threads 20000", "--threads 20000 is outside", 2},
+    {"bench_too_many_threads", "bench --model gpt2-micro --threads 100000", "--threads 100000 is outside", 2},
+    {"plan_int_max_devices", "plan --model gpt-5b --gpus 2147483647 --batch 8", "more than the 1048576 devices", 2},
+    {"plan_highly_composite_devices", "plan --model gpt-5b --gpus 735134400 --batch 8 --explain --json",
+     "--gpus 735134400 is more than", 2},
+    {"plan_zero_rows", "plan --model gpt-5b --gpus 8 --batch 8 --top 0", "--top must be at least 1", 2},
+    {"plan_vanishing_bandwidth", "plan --model gpt-5b --gpus 8 --batch 8 --machine {dir}/slow.toml",
+     "key 'nic_bandwidth' = 1e-300 is outside the range a machine can have", 1},
+    // No silent wrong answer.
+    {"diverging_loss", "train --data {dir}/good --tokenizer byte --steps 3 --lr 1e6 --eval-every 1",
+     "the model diverged; lower --lr", 1, "", true},
+    {"infinite_weight_decay", "train --data {dir}/good --tokenizer byte --weight-decay inf",
+     "--weight-decay must be finite", 2},
+    {"nan_temperature", "train --data {dir}/good --tokenizer byte --temperature nan", "--temperature must be finite",
+     2},
+    {"negative_temperature", "train --data {dir}/good --tokenizer byte --temperature -1",
+     "--temperature must be finite and not negative, got -1", 2},
+    {"negative_top_k", "train --data {dir}/good --tokenizer byte --top-k -5", "--top-k must not be negative", 2},
+    {"endless_sample", "train --data {dir}/good --tokenizer byte --sample-tokens 1000000000",
+     "--sample-tokens must lie in 0..100000", 2},
+    {"endless_evaluation", "train --data {dir}/good --tokenizer byte --eval-batches 1000000000",
+     "--eval-batches 1000000000 is more than the validation data holds", 2},
+    {"data_of_another_tokenizer", "train --data {dir}/gpt2_data --tokenizer byte",
+     "was prepared with the gpt2 tokenizer (50257 ids) but this run uses byte (257 ids)", 1},
+    {"train_and_val_of_different_runs", "train --data {dir}/mixed --tokenizer byte",
+     "come from different runs of `axonn prepare`", 1},
+    {"validation_data_also_trained_on", "train --data {dir}/good/train.bin --val-data {dir}/good/train.bin "
+     "--tokenizer byte", "is both training and validation data", 1},
+    {"binary_input", "prepare --input {dir}/binary.dat --out {dir}/out --tokenizer byte",
+     "is not UTF-8 text (byte 0x00 at offset 3)", 1},
+    // Messages that point at the real problem.
+    {"unknown_top_level_option", "--bogus", "unknown option '--bogus'", 2},
+    {"missing_validation_data", "train --data {dir}/good --val-data {dir}/nowhere.bin --tokenizer byte",
+     "--val-data {dir}/nowhere.bin does not exist", 1},
+    {"prepare_a_folder", "prepare --input {dir}/empty --out {dir}/out --tokenizer byte", "{dir}/empty is a folder", 1},
+    {"prepare_a_fifo", "prepare --input {dir}/fifo --out {dir}/out --tokenizer byte", "{dir}/fifo is a FIFO", 1},
+    {"prepare_a_kernel_file", "prepare --input /proc/cpuinfo --out {dir}/out --tokenizer byte",
+     "/proc/cpuinfo is a file of the kernel", 1},
+    {"prepare_bad_fraction", "prepare --input {dir}/text.txt --out {dir}/out --tokenizer byte --val-fraction 1.5",
+     "--val-fraction 1.5 is outside (0, 1)", 2},
 };
 
 class CommandLineErrors : public ::testing::TestWithParam<BadInput> {
@@ -100,26 +195,91 @@ protected:
         corrupt.close();
         std::ofstream(dir_ / "extra_key.toml") << "steps = 3\nbogus_key = 1\n";
         std::ofstream(dir_ / "text.txt") << "Some text to tokenize.\n";
+        std::ofstream(dir_ / "old_metrics.jsonl") << "{\"step\"}\n";
+        std::ofstream(dir_ / "binary.dat", std::ios::binary) << std::string("abc\0def", 7);
+        std::ofstream(dir_ / "syntax.toml") << "steps = 3\nlr = = 2\n";
+        std::ofstream(dir_ / "duplicate.toml") << "steps = 3\nsteps = 4\n";
+        std::ofstream(dir_ / "yes_flag.toml") << "debug-collectives = \"yes\"\n";
+        std::ofstream(dir_ / "typed.toml") << "steps = \"ten\"\n";
+        std::ofstream(dir_ / "section.toml") << "[train]\nsteps = 3\n";
+        std::ofstream(dir_ / "slow.toml") << read_text(machine_profile_dir() / "perlmutter.toml") << "";
+        replace_in_file(dir_ / "slow.toml", "nic_bandwidth = 2.5e10", "nic_bandwidth = 1e-300");
+        fs::create_symlink(dir_ / "loop", dir_ / "loop");
+        ::mkfifo((dir_ / "fifo").c_str(), 0600);
+        fs::create_directories(dir_ / "fifo_data");
+        ::mkfifo((dir_ / "fifo_data" / "train.bin").c_str(), 0600);
+        std::vector<std::int32_t> small(3000, 65);
+        fs::create_directories(dir_ / "gpt2_data");
+        write_token_shard(dir_ / "gpt2_data" / "train.bin", small, 16, ShardOrigin{{"gpt2", 50257}, 5});
+        fs::create_directories(dir_ / "mixed");
+        write_token_shard(dir_ / "mixed" / "train.bin", small, 16, ShardOrigin{{"byte", 257}, 6});
+        write_token_shard(dir_ / "mixed" / "val.bin", small, 16, ShardOrigin{{"byte", 257}, 7});
     }
     static void TearDownTestSuite() { temp_dir_.reset(); }
+    static std::string with_dir(std::string text) {
+        for (std::size_t at; (at = text.find("{dir}")) != std::string::npos;) text.replace(at, 5, dir_.string());
+        return text;
+    }
     static inline std::unique_ptr<testing::TempDir> temp_dir_;
     static inline fs::path dir_;
 };
 
 TEST_P(CommandLineErrors, OneLineErrorAndNonZeroExit) {
     BadInput const& input = GetParam();
-    std::string arguments = input.arguments;
-    for (std::size_t at; (at = arguments.find("{dir}")) != std::string::npos;) arguments.replace(at, 5, dir_.string());
-    CommandResult const result = run_axonn(arguments, dir_);
+    CommandResult const result = run_axonn(with_dir(input.arguments), dir_, with_dir(input.launcher));
     EXPECT_EQ(result.exit_status, input.exit_status) << result.stderr_text;
     ASSERT_FALSE(result.stderr_text.empty());
-    EXPECT_EQ(result.stderr_text.find('\n'), result.stderr_text.size() - 1) << "not one line: " << result.stderr_text;
-    EXPECT_NE(result.stderr_text.find(input.expected), std::string::npos) << result.stderr_text;
-    EXPECT_EQ(result.stderr_text.rfind("axonn: error: ", 0), 0u) << result.stderr_text;
+    ASSERT_EQ(result.stderr_text.back(), '\n') << result.stderr_text;
+    // The error is the last line; a run that fails mid-way printed its progress before it.
+    std::size_t const last_line = result.stderr_text.rfind('\n', result.stderr_text.size() - 2) + 1;
+    if (!input.after_progress) {
+        EXPECT_EQ(last_line, 0u) << "not one line: " << result.stderr_text;
+    }
+    std::string const error = result.stderr_text.substr(last_line);
+    EXPECT_NE(error.find(with_dir(input.expected)), std::string::npos) << result.stderr_text;
+    EXPECT_EQ(error.rfind("axonn: error: ", 0), 0u) << result.stderr_text;
 }
 
 INSTANTIATE_TEST_SUITE_P(BadInputs, CommandLineErrors, ::testing::ValuesIn(bad_inputs),
                          [](auto const& info) { return info.param.name; });
+
+// Reporting an error must not fail in turn when stderr cannot be written: an exit status, not SIGABRT.
+TEST_F(CommandLineErrors, AnErrorWithStderrOnAFullDiskStillExitsWithItsStatus) {
+    std::string const command = "timeout 60 " + binary().string() + " train --data " + (dir_ / "nowhere").string() +
+                                " --tokenizer byte > /dev/null 2> /dev/full";
+    int const status = std::system(command.c_str());
+    ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+    EXPECT_EQ(WEXITSTATUS(status), 1);
+}
+
+// A metrics file that stops growing mid-run (a full disk, here a file-size limit) ends the run and keeps whole lines.
+TEST_F(CommandLineErrors, MetricsOnAFillingDiskKeepWholeLines) {
+    fs::path const metrics = dir_ / "whole_lines.jsonl";
+    CommandResult const result = run_axonn("train --data " + (dir_ / "good").string() + " --tokenizer byte --steps 40 "
+                                           "--eval-every 1000 --metrics " + metrics.string(),
+                                           dir_, "ulimit -f 8; PMIX_MCA_gds=hash");
+    EXPECT_EQ(result.exit_status, 1) << result.stderr_text;
+    std::string const lines = read_text(metrics);
+    ASSERT_FALSE(lines.empty());
+    EXPECT_EQ(lines.back(), '\n') << "a torn last line: " << lines.substr(lines.rfind('\n') + 1);
+    EXPECT_LT(std::count(lines.begin(), lines.end(), '\n'), 40);
+}
+
+// A prepare that runs out of disk leaves the previous train.bin and val.bin as they were, and no partial file.
+TEST_F(CommandLineErrors, PrepareOnAFullDiskKeepsThePreviousPair) {
+    fs::path const out = dir_ / "pair";
+    std::string const prepare = "prepare --tokenizer byte --out " + out.string() + " --input ";
+    ASSERT_EQ(run_axonn(prepare + (dir_ / "text.txt").string(), dir_).exit_status, 0);
+    std::string const train_before = read_text(out / "train.bin"), val_before = read_text(out / "val.bin");
+    std::ofstream(dir_ / "long.txt") << std::string(200000, 'x');  // 400 KB of 16-bit tokens: past the limit
+    CommandResult const result = run_axonn(prepare + (dir_ / "long.txt").string(), dir_, "ulimit -f 64; PMIX_MCA_gds=hash");
+    EXPECT_EQ(result.exit_status, 1) << result.stderr_text;
+    EXPECT_NE(result.stderr_text.find("size limit"), std::string::npos) << result.stderr_text;
+    EXPECT_EQ(read_text(out / "train.bin"), train_before);
+    EXPECT_EQ(read_text(out / "val.bin"), val_before);
+    EXPECT_FALSE(fs::exists(out / "train.bin.partial"));
+    EXPECT_FALSE(fs::exists(out / "val.bin.partial"));
+}
 
 }  // namespace
 }  // namespace axonn

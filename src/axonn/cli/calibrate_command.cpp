@@ -63,7 +63,8 @@ void add_calibrate_command(CLI::App& app) {
         std::filesystem::path const path = *out;
         std::filesystem::path const folder = path.parent_path();
         // Checked before the measurements, which take a while, rather than when the file is written.
-        require(folder.empty() || std::filesystem::is_directory(folder),
+        std::error_code error;
+        require(folder.empty() || std::filesystem::is_directory(folder, error),
                 "--out {}: the folder {} does not exist: create it or choose another path", path.string(),
                 folder.string());
         MachineProfile const profile = calibrate_machine(*options);

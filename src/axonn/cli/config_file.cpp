@@ -77,12 +77,12 @@ std::vector<std::string> arguments_from_file(CLI::App const& command, fs::path c
     std::vector<std::string> arguments;
     for (auto const& [key, node] : table) {
         std::string_view const name = key.str();
+        require(!node.is_table(), "{}: '{}' is a section, but a config file holds `name = value` lines only",
+                toml_location(key, file), name);
         CLI::Option const* option = command.get_option_no_throw("--" + std::string(name));
         require(option != nullptr && name != "config" && name != "help",
                 "{}: unknown key '{}': `axonn {} --help` lists the valid names (options without their dashes)",
                 toml_location(key, file), name, command.get_name());
-        require(!node.is_table(), "{}: '{}' is a section, but a config file holds `name = value` lines only",
-                toml_location(node, file), name);
         append_option(arguments, *option, name, node, file);
     }
     return arguments;

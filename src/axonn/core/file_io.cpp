@@ -16,10 +16,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Why open(2) refused a path, in words that say what to look at.
-std::string open_problem(int error) {
+// Why open(2) refused a path, in words that say what to look at. `creating`: the path is an output.
+std::string open_problem(int error, bool creating = false) {
     switch (error) {
-        case ENOENT: return "does not exist";
+        case ENOENT: return creating ? "cannot be created (its folder does not exist or takes no new files)"
+                                     : "does not exist";
         case EACCES:
         case EPERM: return "cannot be opened (permission denied)";
         case ELOOP: return "is a loop of symbolic links";
@@ -148,7 +149,9 @@ AtomicFile::AtomicFile(fs::path destination, std::string what)
     : destination_(std::move(destination)), partial_(destination_.string() + ".partial"), what_(std::move(what)) {
     // O_NONBLOCK: a FIFO left where the partial file goes fails at once instead of waiting for a reader.
     int const fd = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
-    if (fd < 0) fail("cannot write {} {}: {} {}", what_, destination_.string(), partial_.string(), open_problem(errno));
+    if (fd < 0) {
+        fail("cannot write {} {}: {} {}", what_, destination_.string(), partial_.string(), open_problem(errno, true));
+    }
     handle_ = FileHandle(fd);
     struct stat info {};
     require(::fstat(fd, &info) == 0 && S_ISREG(info.st_mode), "cannot write {} {}: {} is {}, not a regular file",
@@ -195,14 +198,15 @@ ExclusiveOutputFile::ExclusiveOutputFile(fs::path const& path, std::string what,
     : path_(path), what_(std::move(what)) {
     if (path.has_parent_path()) create_folder(path.parent_path(), what_);
     int const fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
-    if (fd < 0) fail("{} {} {}: choose another path", what_, path.string(), open_problem(errno));
+    if (fd < 0) fail("{} {} {}: choose another path", what_, path.string(), open_problem(errno, true));
     handle_ = FileHandle(fd);
     struct stat info {};
     require(::fstat(fd, &info) == 0, "cannot read the status of {} {}: {}", what_, path.string(),
             std::strerror(errno));
-    if (S_ISCHR(info.st_mode)) return;  // /dev/null, a terminal: nothing to lock or keep
+    if (S_ISCHR(info.st_mode)) return;  // /dev/null, a terminal: nothing to lock, keep or cut
     require(S_ISREG(info.st_mode), "{} {} is {}, not a regular file: choose another path", what_, path.string(),
             file_kind(info.st_mode));
+    regular_ = true;
     // The lock goes with the open file, so it lasts until this process exits, however it exits.
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
         require(errno != EWOULDBLOCK, "{} {} is being written by another run (it is locked): choose another path",
@@ -216,7 +220,19 @@ ExclusiveOutputFile::ExclusiveOutputFile(fs::path const& path, std::string what,
 }
 
 void ExclusiveOutputFile::write(std::string_view text) {
-    if (handle_.is_open()) write_all(handle_.get(), text.data(), text.size(), path_, what_);
+    if (!handle_.is_open()) return;
+    try {
+        write_all(handle_.get(), text.data(), text.size(), path_, what_);
+    } catch (Error const&) {
+        if (regular_) {
+            // Best effort: the error in flight says what went wrong; should the cut fail too, the file ends in part
+            // of a record.
+            int const cut = ::ftruncate(handle_.get(), static_cast<off_t>(size_));
+            static_cast<void>(cut);
+        }
+        throw;
+    }
+    size_ += text.size();
 }
 
 void require_not_an_input(fs::path const& output, std::string_view output_option,

@@ -101,7 +101,8 @@ void write_file_atomically(std::filesystem::path const& path, std::string_view c
 
 // A growing output file owned by one run: created if missing, locked exclusively (another run writing it is an
 // error, not interleaved lines), and refused if it already holds data unless `overwrite`, which empties it.
-// Every write goes straight to the operating system and is checked.
+// Every write goes straight to the operating system and is checked; a write that fails is cut off again, so the
+// file keeps whole records only.
 class ExclusiveOutputFile {
 public:
     ExclusiveOutputFile() = default;  // writes nothing
@@ -114,6 +115,8 @@ private:
     std::filesystem::path path_;
     std::string what_;
     FileHandle handle_;
+    bool regular_ = false;
+    std::uint64_t size_ = 0;  // after the last write that succeeded
 };
 
 // Refuses an output path that names one of the inputs (the same file, through any path): writing it would

@@ -29,19 +29,22 @@ namespace fs = std::filesystem;
 
 // --data DIR with train.bin in it trains on train.bin and validates on val.bin; any other path trains on all
 // its shards (never a folder's val.bin) and validates on --val-data, or on the folder's val.bin.
+// (The error_code forms: a path that cannot be examined, such as a loop of links, is reported by the reader.)
 fs::path training_path(TrainOptions const& options) {
     fs::path const train_file = options.data / "train.bin";
-    return fs::is_directory(options.data) && fs::exists(train_file) ? train_file : options.data;
+    std::error_code error;
+    return fs::is_directory(options.data, error) && fs::exists(train_file, error) ? train_file : options.data;
 }
 
 std::optional<fs::path> validation_path(TrainOptions const& options) {
+    std::error_code error;
     if (!options.val_data.empty()) {
-        require(fs::exists(options.val_data), "--val-data {} does not exist: check the path, or leave --val-data out "
-                "to validate on val.bin beside --data", options.val_data.string());
+        require(fs::exists(options.val_data, error), "--val-data {} does not exist: check the path, or leave "
+                "--val-data out to validate on val.bin beside --data", options.val_data.string());
         return options.val_data;
     }
     fs::path const val_file = options.data / validation_shard_name;
-    if (fs::is_directory(options.data) && fs::exists(val_file)) return val_file;
+    if (fs::is_directory(options.data, error) && fs::exists(val_file, error)) return val_file;
     return std::nullopt;
 }
 
@@ -192,7 +195,8 @@ std::optional<GridShape> plan_best_grid(TrainOptions const& options, int world, 
 // when there is none) and every rank gets its choice, so that all ranks agree, also when no grid fits.
 GridShape choose_grid(TrainOptions const& options, int world) {
     fs::path const local = machine_profile_dir() / "local.toml";
-    bool const have_profile = fs::exists(local);
+    std::error_code error;
+    bool const have_profile = fs::exists(local, error);
     MachineProfile const machine = have_profile ? load_machine_profile(local.string())
                                                 : calibrate_machine(CalibrateOptions{"local", true});
     ProcessGrid everyone(MPI_COMM_WORLD, GridShape{.data = world});
