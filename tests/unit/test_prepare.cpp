@@ -128,6 +128,55 @@ TEST(Prepare, Gpt2TokenCountsAddUp) {
     }
 }
 
+TEST(Prepare, TheTwoShardsRecordTheirTokenizerAndOneDataset) {
+    TempDir dir;
+    PrepareOptions options;
+    options.inputs = {write_text(dir / "one.txt", first_document)};
+    options.out_dir = dir / "shards";
+    options.tokenizer = "byte";
+    PrepareReport const first = prepare_shards(options);
+    TokenShard const train = TokenShard::open(first.train_path), val = TokenShard::open(first.val_path);
+    EXPECT_EQ(train.tokenizer(), (ShardTokenizer{"byte", 257}));
+    EXPECT_EQ(val.tokenizer(), (ShardTokenizer{"byte", 257}));
+    EXPECT_NE(train.dataset_id(), 0u);
+    EXPECT_EQ(train.dataset_id(), val.dataset_id());
+    prepare_shards(options);  // another run makes another dataset
+    EXPECT_NE(TokenShard::open(first.train_path).dataset_id(), train.dataset_id());
+}
+
+// `axonn prepare --input dir/* --out dir` names the folder's earlier train.bin and val.bin: they are skipped,
+// not tokenized as text.
+TEST(Prepare, SkipsItsOwnOutputsAmongTheInputs) {
+    TempDir dir;
+    PrepareOptions options;
+    options.inputs = {write_text(dir / "one.txt", first_document)};
+    options.out_dir = dir.path();
+    options.tokenizer = "byte";
+    prepare_shards(options);
+    Ids const train_before = read_shard(dir / "train.bin");
+    options.inputs = {dir / "one.txt", dir / "train.bin", dir / "val.bin"};
+    PrepareReport const again = prepare_shards(options);
+    EXPECT_EQ(again.skipped, (std::vector<std::filesystem::path>{dir / "train.bin", dir / "val.bin"}));
+    EXPECT_EQ(read_shard(dir / "train.bin"), train_before);
+}
+
+TEST(Prepare, RefusesBinaryInputUnlessAllowed) {
+    TempDir dir;
+    PrepareOptions options;
+    options.inputs = {write_text(dir / "bytes.dat", std::string("text\xC3(", 6))};  // a broken two-byte sequence
+    options.out_dir = dir / "shards";
+    options.tokenizer = "byte";
+    try {
+        prepare_shards(options);
+        FAIL() << "invalid UTF-8 was tokenized";
+    } catch (Error const& error) {
+        EXPECT_NE(std::string(error.what()).find("is not UTF-8 text (byte 0xC3 at offset 4)"), std::string::npos)
+            << error.what();
+    }
+    options.allow_binary = true;
+    EXPECT_EQ(read_shard(prepare_shards(options).train_path).size(), 6u);  // 5 bytes of 6 and end-of-text
+}
+
 struct BadOptions {
     std::string name;
     std::function<void(PrepareOptions&, TempDir const&)> spoil;  // applied to valid byte-tokenizer options
@@ -164,6 +213,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadOptions{"EmptyInput",
                    [](PrepareOptions& o, TempDir const& dir) { o.inputs.push_back(write_text(dir / "empty.txt", "")); },
                    "empty.txt is empty"},
+        BadOptions{"FolderInput", [](PrepareOptions& o, TempDir const& dir) { o.inputs.push_back(dir.path()); },
+                   "is a folder, not a regular file"},
+        BadOptions{"OnlyShardsAsInput",
+                   [](PrepareOptions& o, TempDir const& dir) {
+                       write_token_shard(dir / "old.bin", Ids{1, 2, 3}, 16);
+                       o.inputs = {dir / "old.bin"};
+                   },
+                   "every input is a token shard"},
         BadOptions{"NoOutputFolder", [](PrepareOptions& o, TempDir const&) { o.out_dir.clear(); }, "no output"},
         BadOptions{"UnknownTokenizer", [](PrepareOptions& o, TempDir const&) { o.tokenizer = "words"; }, "'words'"},
         BadOptions{"ZeroValFraction", [](PrepareOptions& o, TempDir const&) { o.val_fraction = 0.0; }, "(0, 1)"},

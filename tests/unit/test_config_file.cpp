@@ -1,0 +1,81 @@
+// --config files are TOML: strings with escapes and on several lines, numbers, switches and arrays become the
+// arguments they stand for, placed before the command line's own, and a value of the wrong type is refused.
+#include "axonn/cli/commands.h"
+#include "axonn/cli/config_file.h"
+#include "axonn/core/error.h"
+#include "support/temp_dir.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace axonn {
+namespace {
+
+using Arguments = std::vector<std::string>;
+
+Arguments expand(std::string const& command, std::string const& toml, Arguments const& rest = {}) {
+    testing::TempDir dir;
+    std::ofstream(dir / "run.toml") << toml;
+    CLI::App app;
+    add_train_command(app);
+    add_prepare_command(app);
+    Arguments arguments = {"axonn", command, "--config", (dir / "run.toml").string()};
+    arguments.insert(arguments.end(), rest.begin(), rest.end());
+    return expand_config_files(app, arguments);
+}
+
+TEST(ConfigFile, ValuesBecomeArgumentsBeforeTheCommandLine) {
+    Arguments const arguments = expand("train",
+                                       "steps = 20\n"
+                                       "lr = 6e-4\n"
+                                       "model = \"gpt2-mini\"\n"
+                                       "debug-collectives = true\n"
+                                       "overwrite = false\n",
+                                       {"--steps", "30"});
+    // In the order of the names (a TOML table has no other); each option once, so the order does not matter.
+    EXPECT_EQ(arguments, (Arguments{"axonn", "train", "--debug-collectives", "--lr=0.0006", "--model=gpt2-mini",
+                                    "--steps=20", "--steps", "30"}));
+}
+
+TEST(ConfigFile, StringsKeepTheirEscapesAndLines) {
+    Arguments const arguments = expand("train",
+                                       "prompt = \"say \\\"hi\\\"\\n\\tthen \\u00e9\"\n"
+                                       "tokenizer-dir = '''/data/with \"quotes\"'''\n"
+                                       "metrics = \"\"\"\n"
+                                       "runs/two\n"
+                                       "lines.jsonl\"\"\"\n");
+    EXPECT_EQ(arguments, (Arguments{"axonn", "train", "--metrics=runs/two\nlines.jsonl",
+                                    "--prompt=say \"hi\"\n\tthen \xC3\xA9", "--tokenizer-dir=/data/with \"quotes\""}));
+}
+
+TEST(ConfigFile, AValueThatStartsWithADashStaysAValue) {
+    EXPECT_EQ(expand("train", "prompt = \"--not-an-option\"\n"),
+              (Arguments{"axonn", "train", "--prompt=--not-an-option"}));
+}
+
+TEST(ConfigFile, ArraysGiveOptionsOfSeveralValues) {
+    EXPECT_EQ(expand("prepare", "input = [\"a.txt\", \"b.txt\"]\nout = \"data\"\n"),
+              (Arguments{"axonn", "prepare", "--input", "a.txt", "b.txt", "--out=data"}));
+    EXPECT_EQ(expand("prepare", "input = \"a.txt\"\n"), (Arguments{"axonn", "prepare", "--input", "a.txt"}));
+}
+
+TEST(ConfigFile, AValueOfTheWrongTypeIsRefusedWhereItStands) {
+    EXPECT_THROW(expand("train", "steps = 2.5\n"), Error);          // an integer option
+    EXPECT_THROW(expand("train", "lr = \"fast\"\n"), Error);        // a number
+    EXPECT_THROW(expand("train", "model = 5\n"), Error);            // a string
+    EXPECT_THROW(expand("train", "overwrite = \"yes\"\n"), Error);  // a switch
+    EXPECT_THROW(expand("prepare", "input = []\n"), Error);         // an empty list
+    try {
+        expand("train", "\nseed = [1, 2]\n");
+        FAIL() << "an array for a single value was accepted";
+    } catch (Error const& e) {
+        EXPECT_NE(std::string(e.what()).find("run.toml:2:8: 'seed' must be an integer, not an array"),
+                  std::string::npos) << e.what();
+    }
+}
+
+}  // namespace
+}  // namespace axonn

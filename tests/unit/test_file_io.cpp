@@ -1,0 +1,123 @@
+// The checked file layer: inputs that are not regular files are named as what they are, atomic files appear
+// whole or not at all, a run's output file is locked and never silently replaced, and no output may be an input.
+#include "axonn/core/error.h"
+#include "axonn/core/file_io.h"
+#include "support/temp_dir.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace axonn {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+std::string read_text(fs::path const& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+template <typename Action>
+std::string error_of(Action&& action) {
+    try {
+        action();
+    } catch (Error const& e) {
+        return e.what();
+    }
+    ADD_FAILURE() << "no axonn::Error";
+    return "";
+}
+
+TEST(FileIo, InputsThatAreNotRegularFilesAreNamedAsWhatTheyAre) {
+    TempDir dir;
+    ASSERT_EQ(::mkfifo((dir / "pipe").c_str(), 0600), 0);
+    fs::create_symlink(dir / "loop", dir / "loop");
+    EXPECT_NE(error_of([&] { open_input_file(dir.path(), "input", "hint"); }).find("is a folder, not a regular file: "
+              "hint"), std::string::npos);
+    EXPECT_NE(error_of([&] { open_input_file(dir / "pipe", "input", "hint"); }).find("is a FIFO (named pipe)"),
+              std::string::npos);
+    EXPECT_NE(error_of([&] { open_input_file(dir / "loop", "input", "hint"); }).find("is a loop of symbolic links"),
+              std::string::npos);
+    EXPECT_NE(error_of([&] { open_input_file(dir / "absent", "input", "hint"); }).find("does not exist: hint"),
+              std::string::npos);
+}
+
+TEST(FileIo, ReadsWholeFilesUpToALimit) {
+    TempDir dir;
+    std::ofstream(dir / "text") << "0123456789";
+    EXPECT_EQ(read_input_file(dir / "text", "input", "", 10), "0123456789");
+    EXPECT_NE(error_of([&] { read_input_file(dir / "text", "input", "", 9); }).find("has 10 bytes, more than the 9"),
+              std::string::npos);
+}
+
+TEST(FileIo, AnAtomicFileAppearsOnlyWhenCommitted) {
+    TempDir dir;
+    fs::path const path = dir / "out.txt";
+    write_file_atomically(path, "old", "test file");
+    {
+        AtomicFile file(path, "test file");
+        file.write("new contents");
+        EXPECT_EQ(read_text(path), "old");  // until commit, the old file stays
+        EXPECT_TRUE(fs::exists(dir / "out.txt.partial"));
+    }  // abandoned: a failure between writing and committing
+    EXPECT_EQ(read_text(path), "old");
+    EXPECT_FALSE(fs::exists(dir / "out.txt.partial"));
+    write_file_atomically(path, "new", "test file");
+    EXPECT_EQ(read_text(path), "new");
+}
+
+TEST(FileIo, AWriteToAFullDeviceFailsNamingTheFile) {
+    EXPECT_NE(error_of([&] { ExclusiveOutputFile("/dev/full", "metrics file", false).write("x\n"); })
+                  .find("cannot write metrics file /dev/full: the disk is full"),
+              std::string::npos);
+}
+
+TEST(FileIo, AnOutputFileBelongsToOneRunAndKeepsAnEarlierRunsData) {
+    TempDir dir;
+    fs::path const path = dir / "metrics.jsonl";
+    {
+        ExclusiveOutputFile first(path, "metrics file", false);
+        first.write("line 1\n");
+        // A second writer, even in this process, finds the file locked.
+        EXPECT_NE(error_of([&] { ExclusiveOutputFile(path, "metrics file", true); }).find("is being written by "
+                  "another run"), std::string::npos);
+        first.write("line 2\n");
+    }
+    EXPECT_EQ(read_text(path), "line 1\nline 2\n");
+    EXPECT_NE(error_of([&] { ExclusiveOutputFile(path, "metrics file", false); }).find("already exists (14 bytes"),
+              std::string::npos);
+    EXPECT_EQ(read_text(path), "line 1\nline 2\n");  // refused, not emptied
+    ExclusiveOutputFile(path, "metrics file", true).write("again\n");
+    EXPECT_EQ(read_text(path), "again\n");
+}
+
+TEST(FileIo, NoOutputMayBeAnInput) {
+    TempDir dir;
+    std::ofstream(dir / "data.bin") << "tokens";
+    fs::create_hard_link(dir / "data.bin", dir / "alias.bin");
+    std::vector<fs::path> const inputs = {dir / "other.bin", dir / "data.bin"};
+    EXPECT_NO_THROW(require_not_an_input(dir / "metrics.jsonl", "--metrics", inputs));
+    EXPECT_NE(error_of([&] { require_not_an_input(dir / "alias.bin", "--metrics", inputs); }).find("is also an input"),
+              std::string::npos);
+    EXPECT_NE(error_of([&] { require_not_an_input(dir.path() / "." / "data.bin", "--metrics", inputs); })
+                  .find("is also an input"),
+              std::string::npos);
+}
+
+TEST(FileIo, FoldersUnderAFileAreRefusedWithTheReason) {
+    TempDir dir;
+    std::ofstream(dir / "file") << "x";
+    EXPECT_NE(error_of([&] { create_folder(dir / "file" / "sub", "metrics file"); }).find("a part of that path is a "
+              "file, not a folder"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace axonn
