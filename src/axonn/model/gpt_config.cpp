@@ -16,7 +16,7 @@ struct Preset {
 
 // GPT-2's published shapes, plus small ones: gpt2-micro splits on every grid of up to 8 ranks (8 heads, width
 // 64) for `axonn parity` and the MPI tests; gpt2-tiny for unit tests; gpt2-mini for the demo.
-// The gpt-* shapes are AxoNN's scaling benchmarks (digest §5): GPT-2's vocabulary, sequences of 2,048.
+// The gpt-* shapes are AxoNN's scaling benchmarks (Singh et al., SC'24, the weak-scaling table): GPT-2's vocabulary, sequences of 2,048.
 constexpr std::array<Preset, 17> presets = {{
     {"gpt2-micro", 2, 8, 64, 64},
     {"gpt2-tiny", 2, 4, 128, 256},

@@ -1,4 +1,4 @@
-// The 3D tensor-parallel Linear layer (AxoNN's algorithm, digest §1.3), serial weight [N, K] (PyTorch's [out, in]).
+// The 3D tensor-parallel Linear layer (AxoNN's algorithm), serial weight [N, K] (PyTorch's [out, in]).
 // F is the group that splits the input features, O the group that splits the outputs: X and Y for a normal
 // layer, Y and X for a transposed one, so layers alternate and no activation is ever redistributed.
 //

@@ -1,4 +1,4 @@
-// How each of GPT-2's parameter tensors is split over the process grid (AxoNN's "expert" layout, digest §1.2),
+// How each of GPT-2's parameter tensors is split over the process grid (AxoNN's "expert" layout),
 // and where every element a process holds sits in the serial tensor.
 //
 // A parameter is L stacked [R, K] matrices (R = 1 for vectors). Its rows may be split over one axis and its

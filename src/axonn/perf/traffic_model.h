@@ -1,6 +1,6 @@
 // Predicted communication of one training step (forward, backward, gradient sync, norm) on one rank, derived from
-// what this project's layers do (model/gpt.cpp, parallel/*), not from AxoNN's coded formulas (digest §3.1 notes
-// they put a width factor on the wrong side of transposed layers). Every rank of a grid issues the same
+// what this project's layers do (model/gpt.cpp, parallel/*), not from AxoNN's coded formulas (which put a
+// width factor on the wrong side of transposed layers). Every rank of a grid issues the same
 // collectives, so one rank's prediction is every rank's. Bytes follow the communication layer's definition
 // (comm/communicator.h): an all-reduce counts its buffer, an all-gather its gathered output, a reduce-scatter
 // its input; a group of one moves nothing. The perfmodel tests require equality with the measured log.
