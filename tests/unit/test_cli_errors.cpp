@@ -140,6 +140,15 @@ std::vector<BadInput> const bad_inputs = {
     {"plan_zero_rows", "plan --model gpt-5b --gpus 8 --batch 8 --top 0", "--top must be at least 1", 2},
     {"plan_vanishing_bandwidth", "plan --model gpt-5b --gpus 8 --batch 8 --machine {dir}/slow.toml",
      "key 'nic_bandwidth' = 1e-300 is outside the range a machine can have", 1},
+    {"model_wider_than_any", "train --data {dir}/good --tokenizer byte --n-embd 2000000000",
+     "--n-embd (the model's width) must lie in 1..131072", 2},
+    {"model_deeper_than_any", "train --data {dir}/good --tokenizer byte --n-layer 100000000",
+     "--n-layer must lie in 1..4096", 2},
+    {"shard_replaced_during_the_run",
+     "train --data {dir}/replaced --tokenizer byte --steps 100000 --seq 8 --metrics {dir}/replaced.jsonl",
+     "token shard {dir}/replaced/train.bin changed while this run was reading it", 1,
+     "(for i in $(seq 600); do [ -s {dir}/replaced.jsonl ] && break; sleep 0.1; done; "
+     "cp {dir}/wide.bin {dir}/replaced/train.bin) &", true},
     // No silent wrong answer.
     {"diverging_loss", "train --data {dir}/good --tokenizer byte --steps 3 --lr 1e6 --eval-every 1",
      "the model diverged; lower --lr", 1, "", true},
@@ -211,6 +220,8 @@ protected:
         std::vector<std::int32_t> small(3000, 65);
         fs::create_directories(dir_ / "gpt2_data");
         write_token_shard(dir_ / "gpt2_data" / "train.bin", small, 16, ShardOrigin{{"gpt2", 50257}, 5});
+        fs::create_directories(dir_ / "replaced");
+        fs::copy_file(dir_ / "good" / "train.bin", dir_ / "replaced" / "train.bin");
         fs::create_directories(dir_ / "mixed");
         write_token_shard(dir_ / "mixed" / "train.bin", small, 16, ShardOrigin{{"byte", 257}, 6});
         write_token_shard(dir_ / "mixed" / "val.bin", small, 16, ShardOrigin{{"byte", 257}, 7});

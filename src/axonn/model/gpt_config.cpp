@@ -51,14 +51,23 @@ double GptConfig::flops_per_token(int seq) const {
     return 6.0 * static_cast<double>(parameter_count()) + 6.0 * n_layer * n_embd * static_cast<double>(seq);
 }
 
+// Far past any model trained (GPT-3 175B: 96 layers, width 12,288; Llama 3.1 405B: 126 layers, width 16,384),
+// and small enough that every size computed from them fits 64 bits.
+constexpr int max_layers = 4096;
+constexpr int max_width = 1 << 17;
+constexpr int max_context = 1 << 20;
+constexpr int max_vocabulary = 1 << 22;
+
 void GptConfig::validate() const {
-    require(vocab_size > 0, "vocabulary size must be positive, got {}", vocab_size);
-    require(n_layer > 0, "the model needs at least one layer, got {}", n_layer);
+    require(vocab_size > 0 && vocab_size <= max_vocabulary, "vocabulary size must lie in 1..{}, got {}",
+            max_vocabulary, vocab_size);
+    require(n_layer > 0 && n_layer <= max_layers, "--n-layer must lie in 1..{}, got {}", max_layers, n_layer);
     require(n_head > 0, "the model needs at least one attention head, got {}", n_head);
-    require(n_embd > 0, "model width must be positive, got {}", n_embd);
+    require(n_embd > 0 && n_embd <= max_width, "--n-embd (the model's width) must lie in 1..{}, got {}", max_width,
+            n_embd);
     require(n_embd % n_head == 0, "{} heads do not divide the width {}: choose a head count that divides it",
             n_head, n_embd);
-    require(max_seq > 0, "context length must be positive, got {}", max_seq);
+    require(max_seq > 0 && max_seq <= max_context, "--context must lie in 1..{}, got {}", max_context, max_seq);
 }
 
 GptConfig gpt_preset(std::string const& name) {
