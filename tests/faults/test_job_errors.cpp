@@ -64,13 +64,17 @@ protected:
         return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), text.str(), seconds};
     }
 
-    static std::vector<std::string> error_lines(std::string const& text) {
+    // Checks that the job ended in time with `status` and printed one error line, and returns that line.
+    static std::string only_error(JobResult const& result, int status) {
+        EXPECT_EQ(result.exit_status, status) << result.stderr_text;
+        EXPECT_LT(result.seconds, seconds_to_end) << result.stderr_text;
         std::vector<std::string> lines;
-        std::istringstream in(text);
+        std::istringstream in(result.stderr_text);
         for (std::string line; std::getline(in, line);) {
             if (line.find("axonn: error:") != std::string::npos) lines.push_back(line);
         }
-        return lines;
+        EXPECT_EQ(lines.size(), 1u) << result.stderr_text;
+        return lines.empty() ? "" : lines.front();
     }
 
     static inline std::unique_ptr<testing::TempDir> temp_dir_;
@@ -83,32 +87,21 @@ TEST_F(JobErrors, AFailureOnOneChosenRankEndsTheJobWithThatRanksMessage) {
     std::string const good = train("--tokenizer gpt2 --steps 5");
     JobResult const result = mpirun("-np 3 " + good + " : -np 1 -x AXONN_GPT2_DIR=" + (dir_ / "nowhere").string() +
                                     " " + good);
-    EXPECT_EQ(result.exit_status, 1) << result.stderr_text;
-    EXPECT_LT(result.seconds, seconds_to_end) << result.stderr_text;
-    std::vector<std::string> const errors = error_lines(result.stderr_text);
-    ASSERT_EQ(errors.size(), 1u) << result.stderr_text;
-    EXPECT_EQ(errors[0].rfind("[rank 3] axonn: error: GPT-2 tokenizer file " + (dir_ / "nowhere").string(), 0), 0u)
-        << errors[0];
+    std::string const error = only_error(result, 1);
+    EXPECT_EQ(error.rfind("[rank 3] axonn: error: GPT-2 tokenizer file " + (dir_ / "nowhere").string(), 0), 0u)
+        << error;
 }
 
 TEST_F(JobErrors, AFailureOnRankZeroMidRunEndsTheJob) {
     // Only rank 0 writes the metrics, and the first write fails (a full disk) after the first step, while the
     // other ranks are already in the next step's collectives.
     JobResult const result = mpirun("-np 4 " + train("--steps 50 --metrics /dev/full"));
-    EXPECT_EQ(result.exit_status, 1) << result.stderr_text;
-    EXPECT_LT(result.seconds, seconds_to_end) << result.stderr_text;
-    std::vector<std::string> const errors = error_lines(result.stderr_text);
-    ASSERT_EQ(errors.size(), 1u) << result.stderr_text;
-    EXPECT_EQ(errors[0], "[rank 0] axonn: error: cannot write metrics file /dev/full: the disk is full");
+    EXPECT_EQ(only_error(result, 1), "[rank 0] axonn: error: cannot write metrics file /dev/full: the disk is full");
 }
 
 TEST_F(JobErrors, AFailureEveryRankSeesPrintsOnceWithoutARank) {
     JobResult const result = mpirun("-np 4 " + train("--steps 0"));
-    EXPECT_EQ(result.exit_status, 2) << result.stderr_text;
-    EXPECT_LT(result.seconds, seconds_to_end) << result.stderr_text;
-    std::vector<std::string> const errors = error_lines(result.stderr_text);
-    ASSERT_EQ(errors.size(), 1u) << result.stderr_text;
-    EXPECT_EQ(errors[0], "axonn: error: --steps must be at least 1, got 0");
+    EXPECT_EQ(only_error(result, 2), "axonn: error: --steps must be at least 1, got 0");
 }
 
 TEST_F(JobErrors, GridAutoWithNoValidGridFailsOnEveryRankAlike) {
@@ -118,11 +111,8 @@ TEST_F(JobErrors, GridAutoWithNoValidGridFailsOnEveryRankAlike) {
     JobResult const result = mpirun("-np 3 -x AXONN_MACHINES_DIR=" + dir_.string() + " " +
                                     (fs::path(AXONN_BUILD_DIR) / "axonn").string() + " train --model gpt2-micro "
                                     "--tokenizer byte --data " + (dir_ / "data").string() + " --grid auto");
-    EXPECT_EQ(result.exit_status, 2) << result.stderr_text;
-    EXPECT_LT(result.seconds, seconds_to_end) << result.stderr_text;
-    std::vector<std::string> const errors = error_lines(result.stderr_text);
-    ASSERT_EQ(errors.size(), 1u) << result.stderr_text;
-    EXPECT_EQ(errors[0].rfind("axonn: error: --grid auto found no grid of 3 ranks", 0), 0u) << errors[0];
+    std::string const error = only_error(result, 2);
+    EXPECT_EQ(error.rfind("axonn: error: --grid auto found no grid of 3 ranks", 0), 0u) << error;
 }
 
 }  // namespace

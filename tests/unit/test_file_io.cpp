@@ -2,6 +2,7 @@
 // whole or not at all, a run's output file is locked and never silently replaced, and no output may be an input.
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
+#include "support/error_of.h"
 #include "support/temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@ namespace axonn {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::error_of;
 using testing::TempDir;
 
 std::string read_text(fs::path const& path) {
@@ -23,17 +25,6 @@ std::string read_text(fs::path const& path) {
     std::stringstream text;
     text << in.rdbuf();
     return text.str();
-}
-
-template <typename Action>
-std::string error_of(Action&& action) {
-    try {
-        action();
-    } catch (Error const& e) {
-        return e.what();
-    }
-    ADD_FAILURE() << "no axonn::Error";
-    return "";
 }
 
 TEST(FileIo, InputsThatAreNotRegularFilesAreNamedAsWhatTheyAre) {

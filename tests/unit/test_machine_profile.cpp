@@ -2,6 +2,7 @@
 // kind of bad file fails with one line that names the file and the key.
 #include "axonn/core/error.h"
 #include "axonn/perf/machine_profile.h"
+#include "support/error_of.h"
 #include "support/temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -15,17 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The message of the axonn::Error that `load` throws; a test fails when it throws nothing or something else.
-template <typename Load>
-std::string error_of(Load&& load) {
-    try {
-        load();
-    } catch (Error const& e) {
-        return e.what();
-    }
-    ADD_FAILURE() << "no axonn::Error";
-    return "";
-}
+using testing::error_of;
 
 TEST(MachineProfile, ShippedProfilesLoadWithTheirHardware) {
     MachineProfile const perlmutter = load_machine_profile("perlmutter");

@@ -46,6 +46,15 @@ Ids concat(std::vector<Ids> const& parts) {
 std::string const first_document(100, 'a');  // byte tokenizer: 100 tokens, 10 to validation
 std::string const second_document(30, 'b');  // 30 tokens, 3 to validation
 
+// Options that tokenize `inputs` bytewise into dir/shards.
+PrepareOptions byte_options(TempDir const& dir, std::vector<std::filesystem::path> inputs) {
+    PrepareOptions options;
+    options.inputs = std::move(inputs);
+    options.out_dir = dir / "shards";
+    options.tokenizer = "byte";
+    return options;
+}
+
 TEST(Prepare, SplitsEveryDocumentAndEndsEachPartWithEndOfText) {
     TempDir dir;
     PrepareOptions options;
@@ -68,10 +77,7 @@ TEST(Prepare, SplitsEveryDocumentAndEndsEachPartWithEndOfText) {
 
 TEST(Prepare, OneTokenDocumentGoesToTraining) {
     TempDir dir;
-    PrepareOptions options;
-    options.inputs = {write_text(dir / "tiny.txt", "x")};
-    options.out_dir = dir / "shards";
-    options.tokenizer = "byte";
+    PrepareOptions const options = byte_options(dir, {write_text(dir / "tiny.txt", "x")});
     PrepareReport const report = prepare_shards(options);
     EXPECT_EQ(read_shard(report.train_path), (Ids{'x', 256}));
     EXPECT_EQ(read_shard(report.val_path), (Ids{256}));
@@ -79,10 +85,8 @@ TEST(Prepare, OneTokenDocumentGoesToTraining) {
 
 TEST(Prepare, ReportsProgressUpToOne) {
     TempDir dir;
-    PrepareOptions options;
-    options.inputs = {write_text(dir / "one.txt", first_document), write_text(dir / "two.txt", second_document)};
-    options.out_dir = dir / "shards";
-    options.tokenizer = "byte";
+    PrepareOptions const options =
+        byte_options(dir, {write_text(dir / "one.txt", first_document), write_text(dir / "two.txt", second_document)});
     std::vector<double> fractions;
     prepare_shards(options, [&](double fraction) { fractions.push_back(fraction); });
     ASSERT_EQ(fractions.size(), 2u);
@@ -130,10 +134,7 @@ TEST(Prepare, Gpt2TokenCountsAddUp) {
 
 TEST(Prepare, TheTwoShardsRecordTheirTokenizerAndOneDataset) {
     TempDir dir;
-    PrepareOptions options;
-    options.inputs = {write_text(dir / "one.txt", first_document)};
-    options.out_dir = dir / "shards";
-    options.tokenizer = "byte";
+    PrepareOptions options = byte_options(dir, {write_text(dir / "one.txt", first_document)});
     PrepareReport const first = prepare_shards(options);
     TokenShard const train = TokenShard::open(first.train_path), val = TokenShard::open(first.val_path);
     EXPECT_EQ(train.tokenizer(), (ShardTokenizer{"byte", 257}));
@@ -162,10 +163,8 @@ TEST(Prepare, SkipsItsOwnOutputsAmongTheInputs) {
 
 TEST(Prepare, RefusesBinaryInputUnlessAllowed) {
     TempDir dir;
-    PrepareOptions options;
-    options.inputs = {write_text(dir / "bytes.dat", std::string("text\xC3(", 6))};  // a broken two-byte sequence
-    options.out_dir = dir / "shards";
-    options.tokenizer = "byte";
+    // A broken two-byte sequence.
+    PrepareOptions options = byte_options(dir, {write_text(dir / "bytes.dat", std::string("text\xC3(", 6))});
     try {
         prepare_shards(options);
         FAIL() << "invalid UTF-8 was tokenized";
@@ -187,10 +186,7 @@ class BadOptionsTest : public ::testing::TestWithParam<BadOptions> {};
 
 TEST_P(BadOptionsTest, ThrowsOneLineError) {
     TempDir dir;
-    PrepareOptions options;
-    options.inputs = {write_text(dir / "one.txt", first_document)};
-    options.out_dir = dir / "shards";
-    options.tokenizer = "byte";
+    PrepareOptions options = byte_options(dir, {write_text(dir / "one.txt", first_document)});
     GetParam().spoil(options, dir);
     try {
         prepare_shards(options);
