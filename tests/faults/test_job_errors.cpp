@@ -104,6 +104,23 @@ TEST_F(JobErrors, AFailureEveryRankSeesPrintsOnceWithoutARank) {
     EXPECT_EQ(only_error(result, 2), "axonn: error: --steps must be at least 1, got 0");
 }
 
+TEST_F(JobErrors, AMetricsFileOfAnEarlierRunIsRefusedByEveryRankAlike) {
+    std::ofstream(dir_ / "earlier.jsonl") << "{\"step\": 0}\n";
+    JobResult const result = mpirun("-np 4 " + train("--steps 5 --metrics " + (dir_ / "earlier.jsonl").string()));
+    std::string const error = only_error(result, 1);
+    EXPECT_EQ(error.rfind("axonn: error: metrics file " + (dir_ / "earlier.jsonl").string() + " already exists", 0), 0u)
+        << error;
+}
+
+TEST_F(JobErrors, PrepareRefusesSeveralRanksThatWouldWriteTheSameFiles) {
+    std::ofstream(dir_ / "text.txt") << "Some text.\n";
+    JobResult const result = mpirun("-np 2 " + (fs::path(AXONN_BUILD_DIR) / "axonn").string() + " prepare --input " +
+                                    (dir_ / "text.txt").string() + " --out " + (dir_ / "prepared").string() +
+                                    " --tokenizer byte");
+    EXPECT_EQ(only_error(result, 2), "axonn: error: `axonn prepare` writes files and runs as one process, not 2: run "
+                                     "it without mpirun or srun");
+}
+
 TEST_F(JobErrors, GridAutoWithNoValidGridFailsOnEveryRankAlike) {
     // 3 ranks divide neither the 8 heads, the width of 64 nor the batch of 4: rank 0 plans, every rank learns.
     fs::copy_file(fs::path(AXONN_SOURCE_DIR) / "configs" / "machines" / "perlmutter.toml", dir_ / "local.toml",

@@ -95,6 +95,8 @@ std::vector<BadInput> const bad_inputs = {
     {"bench_too_few_iterations", "bench --model gpt2-tiny --iters 2", "--iters 2", 2},
     {"grid_larger_than_job", "train --data {dir}/good --tokenizer byte --grid data=2,x=2",
      "has 4 ranks but the job has 1; valid grids for 1 ranks, this model and batch 4: data=1,z=1,y=1,x=1", 2},
+    {"grid_order_missing_an_axis", "train --data {dir}/good --tokenizer byte --grid-order x,y,z",
+     "grid order 'x,y,z' must name each of x, y, z and data exactly once", 2},
     {"grid_unknown_axis", "train --data {dir}/good --tokenizer byte --grid w=2", "w=2", 2},
     {"parity_grid_larger_than_job", "parity --grid z=8", "has 8 ranks but the job has 1", 2},
     {"plan_unknown_machine", "plan --model gpt-5b --gpus 8 --batch 8 --machine mars", "mars", 2},
@@ -261,6 +263,16 @@ TEST_F(CommandLineErrors, AnErrorWithStderrOnAFullDiskStillExitsWithItsStatus) {
     int const status = std::system(command.c_str());
     ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
     EXPECT_EQ(WEXITSTATUS(status), 1);
+}
+
+// A command's result (a plan, a JSON record) that standard output cannot take is a failure, not exit 0.
+TEST_F(CommandLineErrors, AResultThatCannotBeWrittenIsAFailure) {
+    std::string const command = "timeout 60 " + binary().string() + " plan --model gpt-5b --gpus 8 --batch 8 --json " +
+                                "> /dev/full 2> " + (dir_ / "stderr.txt").string();
+    int const status = std::system(command.c_str());
+    ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+    EXPECT_EQ(WEXITSTATUS(status), 1);
+    EXPECT_NE(read_text(dir_ / "stderr.txt").find("cannot write the output"), std::string::npos);
 }
 
 // A metrics file that stops growing mid-run (a full disk, here a file-size limit) ends the run and keeps whole lines.

@@ -65,6 +65,27 @@ TEST(FileIo, AnAtomicFileAppearsOnlyWhenCommitted) {
     EXPECT_EQ(read_text(path), "new");
 }
 
+TEST(FileIo, TwoWritersOfOneFileCollideWithAnErrorNotATornFile) {
+    TempDir dir;
+    fs::path const path = dir / "shard.bin";
+    AtomicFile first(path, "token shard");
+    first.write("first");
+    EXPECT_NE(error_of([&] { AtomicFile second(path, "token shard"); }).find("another process is writing it"),
+              std::string::npos);
+    first.commit();
+    EXPECT_EQ(read_text(path), "first");
+    write_file_atomically(path, "second", "token shard");  // once the first is done, the next writer may go
+    EXPECT_EQ(read_text(path), "second");
+}
+
+TEST(FileIo, APartialFileLeftByAKilledWriterIsWrittenOver) {
+    TempDir dir;
+    std::ofstream(dir / "out.txt.partial") << "stale bytes from a killed run";
+    write_file_atomically(dir / "out.txt", "fresh", "test file");
+    EXPECT_EQ(read_text(dir / "out.txt"), "fresh");
+    EXPECT_FALSE(fs::exists(dir / "out.txt.partial"));
+}
+
 TEST(FileIo, AWriteToAFullDeviceFailsNamingTheFile) {
     EXPECT_NE(error_of([&] { ExclusiveOutputFile("/dev/full", "metrics file", false).write("x\n"); })
                   .find("cannot write metrics file /dev/full: the disk is full"),

@@ -32,6 +32,18 @@ TEST(GptConfig, RejectsImpossibleShapes) {
     EXPECT_THROW(Gpt(gpt_preset("gpt2-tiny"), backend, serial, 2, 257), Error);  // longer than the context
 }
 
+TEST(GptConfig, RefusesSizesBeyondSixtyFourBits) {
+    GptConfig config = gpt_preset("gpt2-tiny");
+    config.n_layer = 4096;  // every dimension within its own bound...
+    config.n_embd = 1 << 17;
+    config.n_head = 1 << 17;
+    config.max_seq = 1 << 17;
+    EXPECT_NO_THROW(config.validate());
+    // ...but L·B·NH·T² attention values would overflow the sizes: refused, not wrapped around.
+    EXPECT_THROW(gpt_memory(config, GridShape{}, 1024, 1 << 17), Error);
+    EXPECT_NO_THROW(gpt_memory(gpt_preset("gpt2-small"), GridShape{}, 8, 1024));
+}
+
 TEST(Gpt, InitialisationFollowsGpt2) {
     GptConfig config = gpt_preset("gpt2-tiny");
     config.vocab_size = 1000;  // padded to 1024

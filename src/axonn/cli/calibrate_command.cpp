@@ -1,6 +1,7 @@
 // `axonn calibrate`: measures this machine and writes the machine profile that `axonn plan` and the time model read.
 #include "axonn/cli/commands.h"
 #include "axonn/core/error.h"
+#include "axonn/core/file_io.h"
 #include "axonn/perf/calibrate.h"
 
 #include <fmt/format.h>
@@ -63,10 +64,10 @@ void add_calibrate_command(CLI::App& app) {
         std::filesystem::path const path = *out;
         std::filesystem::path const folder = path.parent_path();
         // Checked before the measurements, which take a while, rather than when the file is written.
-        std::error_code error;
-        require(folder.empty() || std::filesystem::is_directory(folder, error),
-                "--out {}: the folder {} does not exist: create it or choose another path", path.string(),
-                folder.string());
+        if (auto const problem = folder.empty() ? std::nullopt : path_problem(folder)) {
+            throw UsageError(fmt::format("--out {}: the folder {} {}: create it or choose another path",
+                                         path.string(), folder.string(), *problem));
+        }
         MachineProfile const profile = calibrate_machine(*options);
         int rank = 0;
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -3,6 +3,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string_view>
+
 namespace axonn {
 
 void add_train_command(CLI::App& app);
@@ -12,5 +14,9 @@ void add_bench_command(CLI::App& app);
 void add_parity_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
 void add_calibrate_command(CLI::App& app);
+
+// For the commands that write files and use no grid (prepare, corpus): a launch of several ranks would have them
+// all write the same files, so it is a usage error.
+void require_one_process(std::string_view command);
 
 }  // namespace axonn

@@ -32,6 +32,7 @@ void add_corpus_command(CLI::App& app) {
     austen->add_option("--out", *out, "folder for the novels, one .txt file each")->required();
 
     austen->callback([package, out] {
+        require_one_process("corpus");
         std::vector<Book> const books = read_janeausten(*package);
         create_folder(*out, "novels");
         for (auto const& book : books) {

@@ -12,7 +12,10 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
+#include <cstdio>
+#include <cstring>
 #include <exception>
 #include <new>
 #include <system_error>
@@ -84,6 +87,12 @@ int run(int argc, char** argv) {
     } catch (CLI::ParseError const& e) {
         throw axonn::UsageError(fmt::format("{} (see `axonn {} --help`)", e.what(),
                                             arguments.size() > 1 ? arguments[1] : ""));
+    }
+    // What the command printed is its result (a plan, a JSON record): an output that could not take it all is a
+    // failure, not success.
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+        throw axonn::Error(fmt::format("cannot write the output: {}: check where standard output goes",
+                                       std::strerror(errno)));
     }
     return 0;
 }

@@ -12,8 +12,9 @@ namespace axonn {
 void add_prepare_command(CLI::App& app) {
     CLI::App* command = app.add_subcommand("prepare", "Tokenize text files into train.bin and val.bin shards");
     command->footer("Each input file is one document; the last --val-fraction of every document goes to val.bin.\n"
-                    "train.bin and val.bin are replaced together, or not at all. Inputs that are token shards (as\n"
-                    "`--input dir/*` may name the output folder's own files) are skipped.\n"
+                    "train.bin and val.bin are both written and flushed to disk before either replaces an older one,\n"
+                    "and share a dataset id that training checks. Inputs that are token shards (as `--input dir/*`\n"
+                    "may name the output folder's own files) are skipped.\n"
                     "Example: axonn prepare --input data/austen/*.txt --out data/austen --tokenizer gpt2");
     auto options = std::make_shared<PrepareOptions>();
     command->add_option("--input", options->inputs, "text files to tokenize")->required()->expected(1, -1);
@@ -27,6 +28,7 @@ void add_prepare_command(CLI::App& app) {
                       "tokenize inputs that are not UTF-8 text (NUL bytes, invalid UTF-8) instead of refusing them");
 
     command->callback([options] {
+        require_one_process("prepare");
         if (options->gpt2_dir.empty()) options->gpt2_dir = default_gpt2_dir();
         Progress progress("prepare", 100);
         PrepareReport const report = prepare_shards(*options, [&progress](double fraction) {

@@ -27,7 +27,8 @@ std::string open_problem(int error, bool creating = false) {
         case ENOTDIR: return "has a part that is a file, not a folder";
         case ENAMETOOLONG: return "is too long a path";
         case EISDIR: return "is a folder";
-        case ENXIO: return "is a FIFO (named pipe) that no process reads";
+        case ENXIO: return "cannot be opened for writing (a FIFO that no process reads, or a device or socket with "
+                           "nothing behind it)";
         default: return fmt::format("cannot be opened ({})", std::strerror(error));
     }
 }
@@ -46,6 +47,20 @@ std::string write_problem(int error) {
 
 std::string with_hint(std::string_view hint) { return hint.empty() ? std::string() : ": " + std::string(hint); }
 
+// An output opened with O_NONBLOCK (so that opening a FIFO cannot block) is written in blocking mode: a busy
+// terminal must make a write wait, not fail with EAGAIN.
+void make_blocking(int fd) {
+    int const flags = ::fcntl(fd, F_GETFL);
+    if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+}
+
+std::string earlier_run_message(std::string_view what, fs::path const& path, off_t bytes) {
+    return fmt::format("{} {} already exists ({} bytes, from an earlier run): choose another path, or pass "
+                       "--overwrite to replace it", what, path.string(), bytes);
+}
+
+bool same_file(struct stat const& a, struct stat const& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
+
 }  // namespace
 
 FileHandle& FileHandle::operator=(FileHandle&& other) noexcept {
@@ -57,8 +72,6 @@ FileHandle& FileHandle::operator=(FileHandle&& other) noexcept {
 }
 
 FileHandle::~FileHandle() { close(); }
-
-int FileHandle::release() { return std::exchange(fd_, -1); }
 
 void FileHandle::close() {
     if (fd_ >= 0) ::close(fd_);
@@ -73,6 +86,12 @@ std::string file_kind(mode_t mode) {
     if (S_ISBLK(mode)) return "a block device";
     if (S_ISSOCK(mode)) return "a socket";
     return "not a regular file";
+}
+
+std::optional<std::string> path_problem(fs::path const& path) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) == 0) return std::nullopt;
+    return open_problem(errno);
 }
 
 InputFile open_input_file(fs::path const& path, std::string_view what, std::string_view hint) {
@@ -147,33 +166,46 @@ void create_folder(fs::path const& folder, std::string_view what) {
 
 AtomicFile::AtomicFile(fs::path destination, std::string what)
     : destination_(std::move(destination)), partial_(destination_.string() + ".partial"), what_(std::move(what)) {
-    // O_NONBLOCK: a FIFO left where the partial file goes fails at once instead of waiting for a reader.
-    int const fd = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
-    if (fd < 0) {
-        fail("cannot write {} {}: {} {}", what_, destination_.string(), partial_.string(), open_problem(errno, true));
+    // Opened without O_TRUNC: the file may be another process's until the lock below says it is not.
+    for (;;) {
+        // O_NONBLOCK: a FIFO left where the partial file goes fails at once instead of waiting for a reader.
+        int const fd = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
+        if (fd < 0) {
+            fail("cannot write {} {}: {} {}", what_, destination_.string(), partial_.string(),
+                 open_problem(errno, true));
+        }
+        handle_ = FileHandle(fd);
+        struct stat opened {};
+        require(::fstat(fd, &opened) == 0 && S_ISREG(opened.st_mode),
+                "cannot write {} {}: {} is {}, not a regular file", what_, destination_.string(), partial_.string(),
+                file_kind(opened.st_mode));
+        require(::flock(fd, LOCK_EX | LOCK_NB) == 0, "cannot write {} {}: another process is writing it ({} is "
+                "locked); wait for it to finish", what_, destination_.string(), partial_.string());
+        // The lock is ours, but the file may have been renamed into place by its writer meanwhile: then it is no
+        // longer the partial file, and a new one is opened.
+        struct stat named {};
+        if (::stat(partial_.c_str(), &named) == 0 && same_file(opened, named)) break;
     }
-    handle_ = FileHandle(fd);
-    struct stat info {};
-    require(::fstat(fd, &info) == 0 && S_ISREG(info.st_mode), "cannot write {} {}: {} is {}, not a regular file",
-            what_, destination_.string(), partial_.string(), file_kind(info.st_mode));
+    make_blocking(handle_.get());
+    require(::ftruncate(handle_.get(), 0) == 0, "cannot write {} {}: {}", what_, destination_.string(),
+            std::strerror(errno));
 }
 
 AtomicFile::~AtomicFile() {
     if (committed_) return;
+    ::unlink(partial_.c_str());  // before the lock goes with the file: the partial file is still ours
     handle_.close();
-    ::unlink(partial_.c_str());
 }
 
 void AtomicFile::write(void const* data, std::size_t count) {
-    invariant(handle_.is_open(), "AtomicFile::write after finish() of {}", partial_.string());
+    invariant(!finished_, "AtomicFile::write after finish() of {}", partial_.string());
     write_all(handle_.get(), data, count, destination_, what_);
 }
 
 void AtomicFile::finish() {
-    if (!handle_.is_open()) return;
+    if (finished_) return;
     if (::fsync(handle_.get()) != 0) fail("cannot write {} {}: {}", what_, destination_.string(), write_problem(errno));
-    int const fd = handle_.release();  // close(2) is called here, once, and its result checked
-    if (::close(fd) != 0) fail("cannot write {} {}: {}", what_, destination_.string(), write_problem(errno));
+    finished_ = true;
 }
 
 void AtomicFile::commit() {
@@ -182,6 +214,7 @@ void AtomicFile::commit() {
         fail("cannot move {} into place as {}: {}", partial_.string(), destination_.string(), std::strerror(errno));
     }
     committed_ = true;
+    handle_.close();  // the lock goes with it, now that the file is in place and no longer the partial file
     // The rename itself reaches the disk only when the folder does.
     fs::path const folder = destination_.has_parent_path() ? destination_.parent_path() : fs::path(".");
     FileHandle const directory(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -203,6 +236,7 @@ ExclusiveOutputFile::ExclusiveOutputFile(fs::path const& path, std::string what,
     struct stat info {};
     require(::fstat(fd, &info) == 0, "cannot read the status of {} {}: {}", what_, path.string(),
             std::strerror(errno));
+    make_blocking(fd);
     if (S_ISCHR(info.st_mode)) return;  // /dev/null, a terminal: nothing to lock, keep or cut
     require(S_ISREG(info.st_mode), "{} {} is {}, not a regular file: choose another path", what_, path.string(),
             file_kind(info.st_mode));
@@ -214,8 +248,7 @@ ExclusiveOutputFile::ExclusiveOutputFile(fs::path const& path, std::string what,
         fail("cannot lock {} {}: {}", what_, path.string(), std::strerror(errno));
     }
     if (info.st_size == 0) return;
-    require(overwrite, "{} {} already exists ({} bytes, from an earlier run): choose another path, or pass "
-            "--overwrite to replace it", what_, path.string(), info.st_size);
+    if (!overwrite) throw Error(earlier_run_message(what_, path, info.st_size));
     require(::ftruncate(fd, 0) == 0, "cannot empty {} {}: {}", what_, path.string(), std::strerror(errno));
 }
 
@@ -233,6 +266,12 @@ void ExclusiveOutputFile::write(std::string_view text) {
         throw;
     }
     size_ += text.size();
+}
+
+void require_writable_output(fs::path const& path, std::string_view what, bool overwrite) {
+    struct stat info {};
+    if (overwrite || ::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode) || info.st_size == 0) return;
+    throw Error(earlier_run_message(what, path, info.st_size));
 }
 
 void require_not_an_input(fs::path const& output, std::string_view output_option,

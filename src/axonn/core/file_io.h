@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <sys/stat.h>
@@ -34,8 +35,7 @@ public:
 
     int get() const { return fd_; }
     bool is_open() const { return fd_ >= 0; }
-    void close();     // ignores errors: for files only read, or abandoned
-    int release();    // gives up ownership without closing: the caller closes and checks the result
+    void close();  // ignores errors: for files only read, abandoned, or flushed with fsync(2) already
 
 private:
     int fd_ = -1;
@@ -64,6 +64,10 @@ void read_exactly(InputFile const& file, std::uint64_t offset, void* out, std::s
 // "a folder", "a FIFO (named pipe)", "a character device", ... for a file mode that is not a regular file.
 std::string file_kind(mode_t mode);
 
+// Why `path` cannot be looked at ("does not exist", "is a loop of symbolic links", "cannot be opened (permission
+// denied)", ...), or nothing when it can.
+std::optional<std::string> path_problem(std::filesystem::path const& path);
+
 // Writes all `count` bytes, retrying short writes; a failure is an axonn::Error naming the file and the cause
 // ("the disk is full", "the file size limit (ulimit -f) is reached", ...).
 void write_all(int fd, void const* data, std::size_t count, std::filesystem::path const& path, std::string_view what);
@@ -72,7 +76,9 @@ void write_all(int fd, void const* data, std::size_t count, std::filesystem::pat
 void create_folder(std::filesystem::path const& folder, std::string_view what);
 
 // A file written beside its destination (as "<destination>.partial") and renamed into place by commit(), after
-// its data reached the disk. Destroyed without commit(), it removes the partial file.
+// its data reached the disk. Destroyed without commit(), it removes the partial file. The partial file is locked
+// while it is written: a second process writing the same destination is an error, not a torn file; a partial
+// file that a killed process left behind is simply written over.
 class AtomicFile {
 public:
     AtomicFile(std::filesystem::path destination, std::string what);
@@ -82,17 +88,18 @@ public:
 
     void write(void const* data, std::size_t count);
     void write(std::string_view text) { write(text.data(), text.size()); }
-    // Flushes the data to disk and closes the file; commit() then only renames, so several files can be
-    // written and flushed first and renamed together at the end.
+    // Flushes the data to disk; commit() then only renames, so several files can be written and flushed first
+    // and renamed one right after the other at the end.
     void finish();
-    void commit();  // finish() if not done yet, then rename into place and flush the folder
+    void commit();  // finish() if not done yet, then rename into place, close, and flush the folder
     std::filesystem::path const& destination() const { return destination_; }
 
 private:
     std::filesystem::path destination_;
     std::filesystem::path partial_;
     std::string what_;
-    FileHandle handle_;
+    FileHandle handle_;  // open, and locked, until commit() or destruction
+    bool finished_ = false;
     bool committed_ = false;
 };
 
@@ -118,6 +125,10 @@ private:
     bool regular_ = false;
     std::uint64_t size_ = 0;  // after the last write that succeeded
 };
+
+// What ExclusiveOutputFile would refuse about an existing file, checked without opening it: for every rank of a
+// job to check, so that the refusal is the same on all of them.
+void require_writable_output(std::filesystem::path const& path, std::string_view what, bool overwrite);
 
 // Refuses an output path that names one of the inputs (the same file, through any path): writing it would
 // destroy the input while it is being read.

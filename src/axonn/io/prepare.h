@@ -30,8 +30,9 @@ struct PrepareReport {
 // neither set sees text from the other. Each part is followed by the end-of-text token, so documents stay
 // delimited in both shards: train_tokens + val_tokens = the documents' token counts + 2 per document. Shards are
 // 16-bit when the vocabulary fits, else 32-bit, and record the tokenizer and one dataset id shared by the pair.
-// Both appear together: they are written and flushed beside their destinations before either is renamed into
-// place, so a failure (a full disk) leaves the previous pair as it was.
+// Both are written and flushed beside their destinations before either is renamed into place, so a failure while
+// writing (a full disk) leaves the previous pair as it was; a crash between the two renames leaves a pair whose
+// dataset ids differ, which training refuses.
 // Inputs must be text files; token shards and the output folder's own files (as `--input dir/*` names them) are
 // skipped, and anything else that is not UTF-8 text is refused unless allow_binary.
 // progress, if given, gets the fraction of input bytes done.

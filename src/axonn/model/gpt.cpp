@@ -27,6 +27,17 @@ struct LocalDims {
           BT(static_cast<std::int64_t>(B_) * T_) {}
 };
 
+// Every buffer size below is computed in 64 bits; a model, batch and sequence whose activations would not fit
+// (the attention probabilities grow with L·B·NH·T²) are refused before anything is computed.
+void require_sizes_fit(LocalDims const& d) {
+    long double const per_layer = static_cast<long double>(d.BT) * (16.0L * d.Cx + 16.0L * d.Cy + 8.0L) +
+                                  static_cast<long double>(d.B) * d.NHy * d.T * d.T;
+    long double const elements = d.L * per_layer + static_cast<long double>(d.BT) * (d.Vpy + 4.0L * d.Cx + 8.0L);
+    require(elements < 0x1p62L, "{} sequences of {} tokens of this model need about {:.3g} activation values per "
+            "rank, beyond what any machine holds: lower --batch or --seq, or use more ranks", d.B, d.T,
+            static_cast<double>(elements));
+}
+
 // Offsets (in floats) of every activation buffer, for batches of up to maxB × maxT local rows. Per-layer buffers
 // are stacked: layer l's copy starts at offset + l · stride. The backward's scratch lives in a second buffer.
 struct ActivationLayout {
@@ -121,6 +132,7 @@ Gpt::Gpt(GptConfig const& config, Backend& backend, ProcessGrid& grid, int local
     GridShape const& shape = grid.shape();
     require_valid_grid(config_, shape, grid.world_size(), local_batch * shape.data * shape.z);
     LocalDims const dims(config_, shape, local_batch, max_seq);
+    require_sizes_fit(dims);
     ActivationLayout const sizes(dims);
     parameters_ = Tensor({layout_.total()}, DType::f32);
     gradients_ = Tensor({layout_.total()}, DType::f32);
@@ -133,6 +145,7 @@ Gpt::Gpt(GptConfig const& config, Backend& backend, ProcessGrid& grid, int local
 GptMemory gpt_memory(GptConfig const& config, GridShape const& grid, int local_batch, int seq) {
     std::int64_t const parameter_bytes = ShardLayout(config, GridPosition{grid}).total() * 4;
     LocalDims const dims(config, grid, local_batch, seq);
+    require_sizes_fit(dims);
     ActivationLayout const activations(dims);
     std::int64_t const statistics_bytes = dims.BT * 2 * 8;
     std::int64_t const workspace = WeightWorkspaceLayout(dims, grid.z).total;

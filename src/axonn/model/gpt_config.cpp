@@ -55,7 +55,7 @@ double GptConfig::flops_per_token(int seq) const {
 // and small enough that every size computed from them fits 64 bits.
 constexpr int max_layers = 4096;
 constexpr int max_width = 1 << 17;
-constexpr int max_context = 1 << 20;
+constexpr int max_context = 1 << 17;  // Llama 3.1's 131,072
 constexpr int max_vocabulary = 1 << 22;
 
 void GptConfig::validate() const {

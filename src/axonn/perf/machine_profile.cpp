@@ -172,10 +172,9 @@ MachineProfile parse_profile(fs::path const& path) {
 std::vector<std::string> available_profiles(fs::path const& dir) {
     std::vector<std::string> names;
     std::error_code error;
-    if (fs::is_directory(dir, error)) {
-        for (fs::directory_entry const& entry : fs::directory_iterator(dir, error)) {
-            if (entry.path().extension() == ".toml") names.push_back(entry.path().stem().string());
-        }
+    for (fs::directory_iterator entries(dir, error); !error && entries != fs::directory_iterator();
+         entries.increment(error)) {
+        if (entries->path().extension() == ".toml") names.push_back(entries->path().stem().string());
     }
     std::sort(names.begin(), names.end());
     return names;
@@ -239,8 +238,9 @@ fs::path machine_profile_path(std::string const& name_or_path) {
     if (name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".toml")) return name_or_path;
     fs::path const path = machine_profile_dir() / (name_or_path + ".toml");
     std::error_code error;
-    require(fs::is_regular_file(path, error), "unknown machine profile '{}': {}", name_or_path, profile_choices());
-    return path;
+    if (fs::exists(path, error)) return path;
+    require(static_cast<bool>(error), "unknown machine profile '{}': {}", name_or_path, profile_choices());
+    fail("machine profile {} cannot be examined: {}", path.string(), error.message());
 }
 
 MachineProfile load_machine_profile(std::string const& name_or_path) {

@@ -19,6 +19,28 @@ std::optional<std::string> batch_problem(PlanRequest const& request, GridShape c
     return std::nullopt;
 }
 
+// The predicted memory, time and efficiency of a grid the model and batch allow, or why it cannot run.
+void predict(PlanCandidate& candidate, PlanRequest const& request) {
+    StepShape const step{request.model, candidate.grid, request.batch, request.seq, request.micro_batch,
+                         request.time.bf16 ? 2 : 4};
+    try {
+        candidate.memory = predict_memory(step, request.memory);
+    } catch (Error const& too_large) {  // sizes beyond 64 bits
+        candidate.excluded = too_large.what();
+        return;
+    }
+    double const peak = request.time.bf16 ? request.machine.peak_flops_bf16 : request.machine.peak_flops_fp32;
+    double const model_flops = request.model.flops_per_token(request.seq) * request.batch * request.seq;
+    candidate.time = predict_step_time(step, request.machine, request.time);
+    candidate.flops_per_s = model_flops / candidate.time.time_s;
+    candidate.pct_peak = 100.0 * candidate.flops_per_s / (peak * request.devices);
+    if (static_cast<double>(candidate.memory.total()) > request.machine.memory_bytes) {
+        candidate.excluded = fmt::format("needs {:.1f} GiB per device, a device has {:.1f} GiB",
+                                         candidate.memory.total() / 1073741824.0,
+                                         request.machine.memory_bytes / 1073741824.0);
+    }
+}
+
 }  // namespace
 
 void validate_plan_request(PlanRequest const& request) {
@@ -35,27 +57,13 @@ void validate_plan_request(PlanRequest const& request) {
 
 std::vector<PlanCandidate> plan_grids(PlanRequest const& request) {
     validate_plan_request(request);
-    double const peak = request.time.bf16 ? request.machine.peak_flops_bf16 : request.machine.peak_flops_fp32;
-    double const model_flops = request.model.flops_per_token(request.seq) * request.batch * request.seq;
     std::vector<PlanCandidate> candidates;
     for (GridShape const& grid : grid_factorisations(request.devices)) {
         PlanCandidate candidate;
         candidate.grid = grid;
         candidate.excluded = grid_problem(request.model, grid, request.batch);
         if (!candidate.excluded) candidate.excluded = batch_problem(request, grid);
-        if (!candidate.excluded) {
-            StepShape const step{request.model, grid, request.batch, request.seq, request.micro_batch,
-                                 request.time.bf16 ? 2 : 4};
-            candidate.memory = predict_memory(step, request.memory);
-            candidate.time = predict_step_time(step, request.machine, request.time);
-            candidate.flops_per_s = model_flops / candidate.time.time_s;
-            candidate.pct_peak = 100.0 * candidate.flops_per_s / (peak * request.devices);
-            if (static_cast<double>(candidate.memory.total()) > request.machine.memory_bytes) {
-                candidate.excluded = fmt::format("needs {:.1f} GiB per device, a device has {:.1f} GiB",
-                                                 candidate.memory.total() / 1073741824.0,
-                                                 request.machine.memory_bytes / 1073741824.0);
-            }
-        }
+        if (!candidate.excluded) predict(candidate, request);
         candidates.push_back(std::move(candidate));
     }
     std::stable_sort(candidates.begin(), candidates.end(), [](PlanCandidate const& a, PlanCandidate const& b) {

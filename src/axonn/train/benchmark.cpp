@@ -29,6 +29,7 @@ BenchResult run_benchmark(BenchOptions const& options) {
         require(B > 0 && T > 0 && T <= options.model.max_seq, "--batch {} and --seq {} must be at least 1, and --seq "
                 "at most the model's context {}", B, T, options.model.max_seq);
         use_threads(options.threads);
+        parse_axis_order(options.grid_order);
         require_valid_grid(options.model, options.grid, world, B);
     });
 

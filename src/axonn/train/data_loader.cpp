@@ -10,13 +10,15 @@ std::vector<std::filesystem::path> shard_paths(std::filesystem::path const& path
     std::error_code error;
     // Anything but a folder is one shard, which TokenShard::open checks (a missing path, a loop of links, a FIFO).
     if (!std::filesystem::is_directory(path, error)) return {path};
+    // Every *.bin but val.bin is a shard, whatever it is: TokenShard::open says what is wrong with one that is not.
     std::vector<std::filesystem::path> paths;
-    for (auto const& entry : std::filesystem::directory_iterator(path)) {
-        if (entry.is_regular_file() && entry.path().extension() == ".bin" &&
-            entry.path().filename() != validation_shard_name) {
-            paths.push_back(entry.path());
-        }
+    std::filesystem::directory_iterator entries(path, error);
+    require(!error, "cannot list the data folder {}: {}", path.string(), error.message());
+    for (; entries != std::filesystem::directory_iterator(); entries.increment(error)) {
+        std::filesystem::path const& entry = entries->path();
+        if (entry.extension() == ".bin" && entry.filename() != validation_shard_name) paths.push_back(entry);
     }
+    require(!error, "cannot list the data folder {}: {}", path.string(), error.message());
     std::sort(paths.begin(), paths.end());
     require(!paths.empty(), "folder {} holds no .bin token shards: run `axonn prepare --out {}`", path.string(),
             path.string());

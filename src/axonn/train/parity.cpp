@@ -84,6 +84,7 @@ ParityReport run_parity(ParityOptions options) {
         require(options.batch > 0 && options.seq > 0 && options.seq <= options.model.max_seq,
                 "--batch {} and --seq {} must be at least 1, and --seq at most the model's context {}", options.batch,
                 options.seq, options.model.max_seq);
+        parse_axis_order(options.grid_order);
         require_valid_grid(options.model, options.grid, world, options.batch);
     });
     ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order),

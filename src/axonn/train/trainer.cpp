@@ -39,8 +39,10 @@ fs::path training_path(TrainOptions const& options) {
 std::optional<fs::path> validation_path(TrainOptions const& options) {
     std::error_code error;
     if (!options.val_data.empty()) {
-        require(fs::exists(options.val_data, error), "--val-data {} does not exist: check the path, or leave "
-                "--val-data out to validate on val.bin beside --data", options.val_data.string());
+        if (auto const problem = path_problem(options.val_data)) {
+            fail("--val-data {} {}: check the path, or leave --val-data out to validate on val.bin beside --data",
+                 options.val_data.string(), *problem);
+        }
         return options.val_data;
     }
     fs::path const val_file = options.data / validation_shard_name;
@@ -92,6 +94,7 @@ void validate_train_options(TrainOptions const& options) {
         require(options.eval_batches > 0, "--eval-batches must be at least 1, got {}", options.eval_batches);
         require(!options.data.empty(), "no training data: pass --data PATH (a folder written by `axonn prepare`)");
         check_tokenizer_name(options.tokenizer);
+        parse_axis_order(options.grid_order);
         options.schedule.validate();
         options.optimizer.validate();
         options.sample.validate();
@@ -194,24 +197,30 @@ std::optional<GridShape> plan_best_grid(TrainOptions const& options, int world, 
 // --grid auto: rank 0 plans on the local machine profile (configs/machines/local.toml, or a quick calibration now
 // when there is none) and every rank gets its choice, so that all ranks agree, also when no grid fits.
 GridShape choose_grid(TrainOptions const& options, int world) {
+    ProcessGrid everyone(MPI_COMM_WORLD, GridShape{.data = world});
+    Communicator& all = everyone.comm(Group::world);
+    bool const leader = everyone.rank() == 0;
+    // Rank 0 decides whether the profile exists, so that all ranks calibrate together (a collective) or none.
     fs::path const local = machine_profile_dir() / "local.toml";
     std::error_code error;
-    bool const have_profile = fs::exists(local, error);
-    MachineProfile const machine = have_profile ? load_machine_profile(local.string())
-                                                : calibrate_machine(CalibrateOptions{"local", true});
-    ProcessGrid everyone(MPI_COMM_WORLD, GridShape{.data = world});
+    double have_profile = leader && fs::exists(local, error) ? 1.0 : 0.0;
+    all.all_reduce(&have_profile, 1);
+    MachineProfile const machine = have_profile == 0 ? calibrate_machine(CalibrateOptions{"local", true})
+                                   : leader          ? load_machine_profile(local.string())
+                                                     : MachineProfile{};
     std::array<double, 4> chosen = {0, 0, 0, 0};
-    if (everyone.rank() == 0) {
-        std::string const source = have_profile ? local.string() : "measured now (no configs/machines/local.toml)";
+    if (leader) {
+        std::string const source = have_profile != 0 ? local.string() : "measured now (no configs/machines/local.toml)";
         if (auto const best = plan_best_grid(options, world, machine, source)) {
             chosen = {static_cast<double>(best->data), static_cast<double>(best->z), static_cast<double>(best->y),
                       static_cast<double>(best->x)};
         }
     }
-    everyone.comm(Group::world).all_reduce(chosen.data(), chosen.size());  // only rank 0's values are nonzero
+    all.all_reduce(chosen.data(), chosen.size());  // only rank 0's values are nonzero
     if (chosen[0] == 0) {
         throw UsageError(fmt::format("--grid auto found no grid of {} ranks for this model and batch: run `axonn plan "
-                                     "--machine local --gpus {} --explain` to see why", world, world));
+                                     "--machine local --gpus {} --batch {} --seq {} --explain` to see why", world,
+                                     world, options.batch, options.seq));
     }
     return {static_cast<int>(chosen[0]), static_cast<int>(chosen[1]), static_cast<int>(chosen[2]),
             static_cast<int>(chosen[3])};
@@ -249,7 +258,11 @@ TrainSummary run_training(TrainOptions options) {
         check_data_split(train_loader, *val_loader);
         check_evaluation_size(options, *val_loader);
     }
-    if (!options.metrics.empty()) require_not_an_input(options.metrics, "--metrics", input_files(train_loader, val_loader));
+    if (!options.metrics.empty()) {
+        // Every rank checks what it can, so that a refused path is one clean error, not rank 0's alone.
+        require_not_an_input(options.metrics, "--metrics", input_files(train_loader, val_loader));
+        require_writable_output(options.metrics, "metrics file", options.overwrite);
+    }
     MetricsLog metrics = options.metrics.empty() || !leader ? MetricsLog() : MetricsLog(options.metrics, options.overwrite);
 
     CpuBackend backend;
