@@ -34,7 +34,7 @@ private:
 
 int main(int argc, char** argv) {
     int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     // After MPI_Init: the parameterised suites ask for the world size when GoogleTest registers them here.
     testing::InitGoogleTest(&argc, argv);
     int rank = 0;

@@ -22,12 +22,13 @@
 
 namespace {
 
-// MPI is initialised for every command, so that the same binary runs alone or under mpirun/srun.
+// MPI is initialised for every command, so that the same binary runs alone or under mpirun/srun, with
+// MPI_THREAD_MULTIPLE for the thread that progresses non-blocking collectives (comm/progress.h).
 class MpiSession {
 public:
     MpiSession(int& argc, char**& argv) {
         int provided = 0;
-        MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     }
     ~MpiSession() { MPI_Finalize(); }
     MpiSession(MpiSession const&) = delete;

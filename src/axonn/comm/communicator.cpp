@@ -1,7 +1,8 @@
-// Communicator: blocking MPI collectives with traffic accounting and the debug-mode divergence check.
+// Communicator: MPI collectives, blocking and not, with traffic accounting and the debug-mode divergence check.
 #include "axonn/comm/communicator.h"
 
 #include "axonn/comm/grid.h"
+#include "axonn/comm/job_errors.h"
 #include "axonn/core/error.h"
 #include "axonn/core/timer.h"
 
@@ -10,12 +11,12 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
-#include <cstdio>
+#include <exception>
 #include <thread>
 
 namespace axonn {
 
-enum class CollectiveOp : std::int32_t { all_reduce, all_reduce_max, all_gather, reduce_scatter };
+enum class CollectiveOp : std::int32_t { all_reduce, all_reduce_max, all_reduce_min, all_gather, reduce_scatter };
 
 // Plain data, sent as bytes; every field is 8-byte aligned so that no padding goes over the wire.
 struct CollectiveSignature {
@@ -28,10 +29,11 @@ struct CollectiveSignature {
 
 namespace {
 
-std::string op_name(CollectiveOp op) {
+char const* op_name(CollectiveOp op) {
     switch (op) {
         case CollectiveOp::all_reduce: return "all_reduce";
         case CollectiveOp::all_reduce_max: return "all_reduce_max";
+        case CollectiveOp::all_reduce_min: return "all_reduce_min";
         case CollectiveOp::all_gather: return "all_gather";
         case CollectiveOp::reduce_scatter: return "reduce_scatter";
     }
@@ -65,17 +67,31 @@ MPI_Datatype mpi_type<float>() { return MPI_FLOAT; }
 template <>
 MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
 
+MPI_Op mpi_reduction(CollectiveOp op) {
+    switch (op) {
+        case CollectiveOp::all_reduce_max: return MPI_MAX;
+        case CollectiveOp::all_reduce_min: return MPI_MIN;
+        default: return MPI_SUM;
+    }
+}
+
+// How long a collective may take to finish while an exception unwinds past its handle: partners that issued it
+// complete it at once; one whose partners never will is left behind, since the job is ending anyway.
+constexpr double unwinding_grace_s = 1.0;
+
 }  // namespace
 
-void TrafficLog::record(std::string const& op, Group group, std::uint64_t bytes, double seconds) {
+void TrafficLog::record(CollectiveRecord const& call) {
     auto entry = std::find_if(entries_.begin(), entries_.end(),
-                              [&](TrafficEntry const& e) { return e.op == op && e.group == group; });
+                              [&](TrafficEntry const& e) { return e.op == call.op && e.group == call.group; });
     if (entry == entries_.end()) {
-        entry = entries_.insert(entries_.end(), TrafficEntry{.op = op, .group = group});
+        entry = entries_.insert(entries_.end(), TrafficEntry{.op = call.op, .group = call.group});
     }
     entry->calls += 1;
-    entry->bytes += bytes;
-    entry->seconds += seconds;
+    entry->bytes += call.bytes;
+    entry->seconds += call.completed_s - call.issued_s;
+    entry->waited_seconds += call.waited_s;
+    if (calls_.size() < max_calls) calls_.push_back(call);
 }
 
 std::vector<TrafficEntry> TrafficLog::entries() const { return entries_; }
@@ -90,10 +106,71 @@ std::uint64_t TrafficLog::bytes(Group group) const {
     return total;
 }
 
-void TrafficLog::clear() { entries_.clear(); }
+void TrafficLog::clear() {
+    entries_.clear();
+    calls_.clear();
+}
 
-Communicator::Communicator(MPI_Comm comm, Group group, TrafficLog& traffic, CommOptions options)
-    : comm_(comm), group_(group), traffic_(traffic), options_(options) {
+std::vector<CollectiveRecord> TrafficLog::take_calls() { return std::exchange(calls_, {}); }
+
+Collective::Collective(Communicator& owner, std::shared_ptr<InFlight> in_flight, char const* op, std::uint64_t bytes,
+                       std::uint64_t sequence, double issued_s)
+    : owner_(&owner), in_flight_(std::move(in_flight)), op_(op), bytes_(bytes), sequence_(sequence),
+      issued_s_(issued_s) {}
+
+Collective::Collective(Collective&& other) noexcept
+    : owner_(other.owner_), in_flight_(std::move(other.in_flight_)), op_(other.op_), bytes_(other.bytes_),
+      sequence_(other.sequence_), issued_s_(other.issued_s_) {}
+
+Collective& Collective::operator=(Collective&& other) noexcept {
+    if (this != &other) {
+        if (active()) abandon_or_report();
+        owner_ = other.owner_;
+        in_flight_ = std::move(other.in_flight_);
+        op_ = other.op_;
+        bytes_ = other.bytes_;
+        sequence_ = other.sequence_;
+        issued_s_ = other.issued_s_;
+    }
+    return *this;
+}
+
+Collective::~Collective() {
+    if (active()) abandon_or_report();
+}
+
+void Collective::wait() {
+    if (!active()) return;
+    double const wait_begin = trace_seconds();
+    owner_->progress_.wait(*in_flight_);
+    double const waited = trace_seconds() - wait_begin;
+    owner_->traffic_.record({op_, owner_->group_, bytes_, issued_s_, std::max(in_flight_->completed_s, issued_s_),
+                             wait_begin, waited});
+    in_flight_.reset();
+}
+
+void Collective::abandon_or_report() noexcept {
+    if (std::uncaught_exceptions() > 0) {
+        owner_->progress_.wait_for(in_flight_, unwinding_grace_s);
+        in_flight_.reset();
+        return;
+    }
+    if (owner_->options_.debug_collectives) {
+        write_stderr_line(fmt::format("axonn: internal error: world rank {} issued collective #{} on group {} ({}) "
+                                      "and never waited on it; aborting", owner_->world_rank_, sequence_,
+                                      group_name(owner_->group_), op_));
+        MPI_Abort(MPI_COMM_WORLD, 70);
+    }
+    try {
+        wait();
+    } catch (...) {
+        in_flight_.reset();  // recording failed (out of memory): the collective itself has completed
+    }
+}
+
+Communicator::Communicator(MPI_Comm comm, Group group, TrafficLog& traffic, ProgressEngine& progress,
+                           CommOptions options)
+    : comm_(comm), group_(group), traffic_(traffic), progress_(progress), options_(options) {
     MPI_Comm_size(comm_, &size_);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
@@ -108,9 +185,7 @@ Communicator::~Communicator() {
     }
 }
 
-void Communicator::all_reduce(float* data, std::size_t count) {
-    all_reduce_with(data, count, CollectiveOp::all_reduce);
-}
+void Communicator::all_reduce(float* data, std::size_t count) { all_reduce_with(data, count, CollectiveOp::all_reduce); }
 
 void Communicator::all_reduce(double* data, std::size_t count) {
     all_reduce_with(data, count, CollectiveOp::all_reduce);
@@ -118,6 +193,14 @@ void Communicator::all_reduce(double* data, std::size_t count) {
 
 void Communicator::all_reduce_max(float* data, std::size_t count) {
     all_reduce_with(data, count, CollectiveOp::all_reduce_max);
+}
+
+void Communicator::all_reduce_max(double* data, std::size_t count) {
+    all_reduce_with(data, count, CollectiveOp::all_reduce_max);
+}
+
+void Communicator::all_reduce_min(double* data, std::size_t count) {
+    all_reduce_with(data, count, CollectiveOp::all_reduce_min);
 }
 
 void Communicator::all_gather(float const* send, float* recv, std::size_t count_per_rank) {
@@ -144,28 +227,102 @@ void Communicator::reduce_scatter(float const* send, float* recv, std::size_t co
           [&] { MPI_Reduce_scatter_block(send, recv, n, MPI_FLOAT, MPI_SUM, comm_); });
 }
 
+Collective Communicator::start_all_reduce(float* data, std::size_t count) { return start_all_reduce_with(data, count); }
+
+Collective Communicator::start_all_reduce(double* data, std::size_t count) {
+    return start_all_reduce_with(data, count);
+}
+
+Collective Communicator::start_all_gather(float const* send, float* recv, std::size_t count_per_rank) {
+    if (size_ == 1) {
+        std::copy_n(send, count_per_rank, recv);
+        return {};
+    }
+    CollectiveSignature const signature{
+        .op = CollectiveOp::all_gather, .element_bytes = sizeof(float), .count = count_per_rank};
+    int const n = mpi_count(count_per_rank);
+    return start(signature, count_per_rank * size_ * sizeof(float), [&](MPI_Request* request) {
+        MPI_Iallgather(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, comm_, request);
+    });
+}
+
+Collective Communicator::start_reduce_scatter(float const* send, float* recv, std::size_t count_per_rank) {
+    if (size_ == 1) {
+        std::copy_n(send, count_per_rank, recv);
+        return {};
+    }
+    CollectiveSignature const signature{
+        .op = CollectiveOp::reduce_scatter, .element_bytes = sizeof(float), .count = count_per_rank};
+    int const n = mpi_count(count_per_rank);
+    return start(signature, count_per_rank * size_ * sizeof(float), [&](MPI_Request* request) {
+        MPI_Ireduce_scatter_block(send, recv, n, MPI_FLOAT, MPI_SUM, comm_, request);
+    });
+}
+
+void Communicator::barrier_quietly() {
+    if (size_ == 1) return;
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Ibarrier(comm_, &request);
+    for (int done = 0; !done; std::this_thread::sleep_for(std::chrono::milliseconds(1))) {
+        MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    }
+}
+
+std::unique_ptr<Communicator> Communicator::split(int colour, int key, Group group, TrafficLog& traffic) {
+    MPI_Comm comm = MPI_COMM_NULL;
+    MPI_Comm_split(comm_, colour < 0 ? MPI_UNDEFINED : colour, key, &comm);
+    if (comm == MPI_COMM_NULL) return nullptr;
+    return std::make_unique<Communicator>(comm, group, traffic, progress_, options_);
+}
+
 template <typename T>
 void Communicator::all_reduce_with(T* data, std::size_t count, CollectiveOp op) {
     if (size_ == 1) {
         return;
     }
     CollectiveSignature const signature{.op = op, .element_bytes = sizeof(T), .count = count};
-    MPI_Op const reduction = op == CollectiveOp::all_reduce_max ? MPI_MAX : MPI_SUM;
     int const n = mpi_count(count);
     issue(signature, count * sizeof(T),
-          [&] { MPI_Allreduce(MPI_IN_PLACE, data, n, mpi_type<T>(), reduction, comm_); });
+          [&] { MPI_Allreduce(MPI_IN_PLACE, data, n, mpi_type<T>(), mpi_reduction(op), comm_); });
 }
 
-template <typename MpiCall>
-void Communicator::issue(CollectiveSignature signature, std::uint64_t bytes, MpiCall&& mpi_call) {
+template <typename T>
+Collective Communicator::start_all_reduce_with(T* data, std::size_t count) {
+    if (size_ == 1) {
+        return {};
+    }
+    CollectiveSignature const signature{.op = CollectiveOp::all_reduce, .element_bytes = sizeof(T), .count = count};
+    int const n = mpi_count(count);
+    return start(signature, count * sizeof(T), [&](MPI_Request* request) {
+        MPI_Iallreduce(MPI_IN_PLACE, data, n, mpi_type<T>(), MPI_SUM, comm_, request);
+    });
+}
+
+CollectiveSignature Communicator::stamp(CollectiveSignature signature) {
     signature.sequence = ++collectives_issued_;
     signature.world_rank = world_rank_;
     if (options_.debug_collectives) {
         check_signatures(signature);
     }
-    Stopwatch clock;
+    return signature;
+}
+
+template <typename MpiCall>
+void Communicator::issue(CollectiveSignature signature, std::uint64_t bytes, MpiCall&& mpi_call) {
+    signature = stamp(signature);
+    double const issued = trace_seconds();
     mpi_call();
-    traffic_.record(op_name(signature.op), group_, bytes, clock.seconds());
+    double const completed = trace_seconds();
+    traffic_.record({op_name(signature.op), group_, bytes, issued, completed, issued, completed - issued});
+}
+
+template <typename MpiStart>
+Collective Communicator::start(CollectiveSignature signature, std::uint64_t bytes, MpiStart&& mpi_start) {
+    signature = stamp(signature);
+    double const issued = trace_seconds();
+    MPI_Request request = MPI_REQUEST_NULL;
+    mpi_start(&request);
+    return Collective(*this, progress_.track(request), op_name(signature.op), bytes, signature.sequence, issued);
 }
 
 void Communicator::check_signatures(CollectiveSignature const& mine) {
@@ -199,11 +356,10 @@ void Communicator::wait_or_abort(MPI_Request& request, CollectiveSignature const
             return;
         }
         if (waited.seconds() > options_.debug_timeout_s) {
-            fmt::print(stderr,
-                       "axonn: error: world rank {} waited {:.0f} s in collective #{} on group {} ({}): another rank "
-                       "of this group issued fewer collectives; aborting\n",
-                       world_rank_, waited.seconds(), mine.sequence, group_name(group_), describe(mine));
-            std::fflush(stderr);
+            write_stderr_line(fmt::format("axonn: error: world rank {} waited {:.0f} s in collective #{} on group {} "
+                                          "({}): another rank of this group issued fewer collectives; aborting",
+                                          world_rank_, waited.seconds(), mine.sequence, group_name(group_),
+                                          describe(mine)));
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
         // Debug mode trades latency for leaving the cores to the other ranks (often oversubscribed in tests).

@@ -1,5 +1,10 @@
-// The one communication layer: every collective of a training step goes through a Communicator, which times
-// it, records its traffic and, in debug mode, checks that all ranks of the group issued the same collective.
+// The one communication layer: every collective goes through a Communicator, which times it, records its
+// traffic and, in debug mode, checks that all ranks of the group issued the same collective.
+//
+// Collectives are blocking (all_reduce, ...) or non-blocking (start_all_reduce, ...): a start call issues the
+// collective and returns a Collective handle whose wait() completes it; the buffers must stay untouched until
+// then. A progress thread (comm/progress.h) advances it meanwhile. Waiting at once is the blocking behaviour on
+// the same MPI call, so a program that overlaps and one that does not compute bitwise the same.
 //
 // Traffic is counted as the payload of one call as this rank sees it, in bytes, not as what the wire carries
 // (a performance model applies the ring factors; it must predict exactly these numbers):
@@ -9,10 +14,13 @@
 // A group of one rank makes no MPI call, records nothing, and acts as the identity.
 #pragma once
 
+#include "axonn/comm/progress.h"
+
 #include <mpi.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,41 +30,90 @@ enum class Group;  // defined in grid.h, which says which ranks each group holds
 
 struct CommOptions {
     // Before every collective, the ranks of its group exchange what they are about to issue: a mismatch
-    // throws instead of corrupting data or hanging. Costs one extra small collective per call.
+    // throws instead of corrupting data or hanging, and a non-blocking collective never waited on is reported.
+    // Costs one extra small collective per call.
     bool debug_collectives = false;
     // In debug mode, how long a rank waits for the rest of its group before it reports the hang and aborts.
     double debug_timeout_s = 120.0;
 };
 
+// Totals per (operation, group).
 struct TrafficEntry {
     std::string op;
     Group group;
     std::uint64_t calls = 0;
     std::uint64_t bytes = 0;
-    double seconds = 0;
+    double seconds = 0;         // from issue to completion, summed
+    double waited_seconds = 0;  // the part this rank spent waiting for it: the exposed communication
 };
 
-// Totals per (operation, group), shared by all communicators of one grid.
+// One call, on the trace clock (core/timer.h).
+struct CollectiveRecord {
+    char const* op;
+    Group group;
+    std::uint64_t bytes;
+    double issued_s;
+    double completed_s;
+    double wait_begin_s;  // when the rank started to wait (= issued_s for a blocking call)
+    double waited_s;      // how long it waited
+};
+
+// Shared by all communicators of one grid: totals since clear(), and the calls since take_calls().
 class TrafficLog {
 public:
-    void record(std::string const& op, Group group, std::uint64_t bytes, double seconds);
+    void record(CollectiveRecord const& call);
     std::vector<TrafficEntry> entries() const;  // in the order each (op, group) was first recorded
     std::uint64_t bytes(Group group) const;     // all operations on that group
     void clear();
+    // The calls recorded since the last take (at most max_calls of them are kept in between).
+    std::vector<CollectiveRecord> take_calls();
+
+    static constexpr std::size_t max_calls = std::size_t{1} << 20;
 
 private:
     std::vector<TrafficEntry> entries_;
+    std::vector<CollectiveRecord> calls_;
 };
 
 // Which collective, and what a rank is about to issue; both defined in communicator.cpp.
 enum class CollectiveOp;
 struct CollectiveSignature;
+class Communicator;
+
+// A non-blocking collective in flight. wait() completes it and records it. A handle destroyed without a wait is
+// waited on then (in debug mode it is reported as a bug and the job aborted); while an exception unwinds, the
+// collective is given a second to finish and is otherwise left behind.
+class Collective {
+public:
+    Collective() = default;  // nothing in flight: a group of one
+    Collective(Collective&& other) noexcept;
+    Collective& operator=(Collective&& other) noexcept;
+    Collective(Collective const&) = delete;
+    Collective& operator=(Collective const&) = delete;
+    ~Collective();
+
+    void wait();
+    bool active() const { return in_flight_ != nullptr; }
+
+private:
+    friend class Communicator;
+    Collective(Communicator& owner, std::shared_ptr<InFlight> in_flight, char const* op, std::uint64_t bytes,
+               std::uint64_t sequence, double issued_s);
+    void abandon_or_report() noexcept;
+
+    Communicator* owner_ = nullptr;
+    std::shared_ptr<InFlight> in_flight_;
+    char const* op_ = nullptr;
+    std::uint64_t bytes_ = 0;
+    std::uint64_t sequence_ = 0;
+    double issued_s_ = 0;
+};
 
 // One MPI communicator of the grid, owned: it is freed with this object. Buffers passed to one call must not
-// overlap. Collectives are blocking and sum unless named otherwise.
+// overlap. Collectives sum unless named otherwise.
 class Communicator {
 public:
-    Communicator(MPI_Comm comm, Group group, TrafficLog& traffic, CommOptions options);
+    Communicator(MPI_Comm comm, Group group, TrafficLog& traffic, ProgressEngine& progress, CommOptions options);
     ~Communicator();
     Communicator(Communicator const&) = delete;
     Communicator& operator=(Communicator const&) = delete;
@@ -68,24 +125,47 @@ public:
     void all_reduce(float* data, std::size_t count);
     void all_reduce(double* data, std::size_t count);  // for norms and loss sums
     void all_reduce_max(float* data, std::size_t count);
+    void all_reduce_max(double* data, std::size_t count);
+    void all_reduce_min(double* data, std::size_t count);
     // recv = every rank's send concatenated in this group's rank order; recv holds size() · count_per_rank.
     void all_gather(float const* send, float* recv, std::size_t count_per_rank);
     // send holds size() · count_per_rank; recv = the sum over ranks of this rank's slice.
     void reduce_scatter(float const* send, float* recv, std::size_t count_per_rank);
 
+    [[nodiscard]] Collective start_all_reduce(float* data, std::size_t count);
+    [[nodiscard]] Collective start_all_reduce(double* data, std::size_t count);
+    [[nodiscard]] Collective start_all_gather(float const* send, float* recv, std::size_t count_per_rank);
+    [[nodiscard]] Collective start_reduce_scatter(float const* send, float* recv, std::size_t count_per_rank);
+
+    // Waits until every rank of the group arrives, sleeping rather than spinning, so that ranks which share
+    // cores leave them to the ones still working.
+    void barrier_quietly();
+    // A communicator of the members that pass the same `colour` (ordered by `key`); a negative colour is in
+    // none and gets null. Collective over this group. Its traffic goes to `traffic`.
+    std::unique_ptr<Communicator> split(int colour, int key, Group group, TrafficLog& traffic);
+
 private:
+    friend class Collective;
     template <typename T>
     void all_reduce_with(T* data, std::size_t count, CollectiveOp op);
-    // Runs one collective of a group larger than one: the debug check, then the timed MPI call, then its record.
+    template <typename T>
+    Collective start_all_reduce_with(T* data, std::size_t count);
+    // Runs one blocking collective of a group larger than one: the debug check, then the timed MPI call, then
+    // its record.
     template <typename MpiCall>
     void issue(CollectiveSignature signature, std::uint64_t bytes, MpiCall&& mpi_call);
+    // The same for a non-blocking one: the MPI call returns a request, which the progress engine takes.
+    template <typename MpiStart>
+    Collective start(CollectiveSignature signature, std::uint64_t bytes, MpiStart&& mpi_start);
     // Debug mode: throws axonn::Error, on every rank of the group, if any rank's signature differs.
     void check_signatures(CollectiveSignature const& mine);
     void wait_or_abort(MPI_Request& request, CollectiveSignature const& mine);
+    CollectiveSignature stamp(CollectiveSignature signature);
 
     MPI_Comm comm_;
     Group group_;
     TrafficLog& traffic_;
+    ProgressEngine& progress_;
     CommOptions options_;
     int size_ = 1;
     int rank_ = 0;

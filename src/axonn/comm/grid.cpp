@@ -222,7 +222,7 @@ MPI_Comm ProcessGrid::split(MPI_Comm world, std::vector<Axis> const& axes_slowes
 }
 
 void ProcessGrid::add(Group group, MPI_Comm comm, CommOptions options) {
-    comms_[static_cast<std::size_t>(group)] = std::make_unique<Communicator>(comm, group, traffic_, options);
+    comms_[static_cast<std::size_t>(group)] = std::make_unique<Communicator>(comm, group, traffic_, progress_, options);
 }
 
 }  // namespace axonn

@@ -63,6 +63,7 @@ public:
 
     Communicator& comm(Group group);
     TrafficLog& traffic() { return traffic_; }  // shared by all of this grid's communicators
+    ProgressEngine& progress() { return progress_; }
 
 private:
     int stride(Axis axis) const;
@@ -74,7 +75,8 @@ private:
     std::array<Axis, 4> order_;
     int rank_ = 0;
     int world_size_ = 1;
-    TrafficLog traffic_;  // declared before the communicators, which record into it until they are freed
+    TrafficLog traffic_;       // declared before the communicators, which record into it until they are freed
+    ProgressEngine progress_;  // likewise: it progresses their non-blocking collectives
     std::array<std::unique_ptr<Communicator>, 8> comms_;
 };
 

@@ -1,4 +1,4 @@
-// Wall-clock timing for progress lines, metrics and benchmarks.
+// Wall-clock timing for progress lines, metrics, benchmarks and traces.
 #pragma once
 
 #include <chrono>
@@ -15,5 +15,11 @@ private:
     using Clock = std::chrono::steady_clock;
     Clock::time_point start_;
 };
+
+// Seconds on the process's trace clock: since its epoch, which restart_trace_clock() sets (the trainer does,
+// right after a barrier, so that every rank's timeline starts together). Traces and the per-call records of the
+// communication layer use it.
+double trace_seconds();
+void restart_trace_clock();
 
 }  // namespace axonn

@@ -44,29 +44,6 @@ Plan make_plan(bool quick) {
             128 * MiB, 256 * MiB, 500};
 }
 
-int world_rank() {
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    return rank;
-}
-
-int world_size() {
-    int size = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    return size;
-}
-
-// OpenMPI's blocking barrier spins, and here two vCPUs deliver one core of AVX-512 between them: a rank with
-// nothing to do would slow the rank being timed. It polls a non-blocking barrier and sleeps in between instead.
-void wait_quietly(MPI_Comm comm) {
-    MPI_Request request = MPI_REQUEST_NULL;
-    MPI_Ibarrier(comm, &request);
-    for (int done = 0;;) {
-        MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-        if (done) return;
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-}
 
 // A device of the profile is one core: every timing runs oneDNN and OpenMP on one thread.
 class OneThread {
@@ -251,47 +228,43 @@ int repetitions_for(std::size_t bytes, Plan const& plan) {
 // Every rank at once, in pairs, with the largest message: on a link that all ranks share (one rate-limited
 // loopback) the pairs split its bandwidth, and world · (pair bus bandwidth) is the link's; on separate links each
 // pair keeps its own, and the number is large enough never to bind.
-void measure_shared_link(MachineProfile& profile, Plan const& plan) {
-    int const rank = world_rank(), world = world_size();
+void measure_shared_link(MachineProfile& profile, Plan const& plan, Communicator& world) {
+    int const rank = world.rank(), size = world.size();
     std::size_t const bytes = plan.message_bytes.back();
-    MPI_Comm comm = MPI_COMM_NULL;
-    MPI_Comm_split(MPI_COMM_WORLD, rank < world - world % 2 ? rank / 2 : MPI_UNDEFINED, rank, &comm);
-    double pair_bandwidth = 0;
-    if (comm != MPI_COMM_NULL) {
-        TrafficLog traffic;
-        Communicator pair(comm, Group::data, traffic, CommOptions{});
-        pair_bandwidth = bus_bandwidth(2, bytes, seconds_per_all_reduce(pair, bytes / sizeof(float),
-                                                                        repetitions_for(bytes, plan)));
-    }
+    TrafficLog traffic;
+    std::unique_ptr<Communicator> const pair = world.split(rank < size - size % 2 ? rank / 2 : -1, rank, Group::data,
+                                                           traffic);
+    double const pair_bandwidth =
+        pair ? bus_bandwidth(2, bytes, seconds_per_all_reduce(*pair, bytes / sizeof(float), repetitions_for(bytes, plan)))
+             : 0.0;
     // The slowest pair sets the step; rank 0 keeps the profile.
     double slowest = pair_bandwidth > 0 ? pair_bandwidth : 1e300;
-    MPI_Allreduce(MPI_IN_PLACE, &slowest, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
-    profile.shared_link_bandwidth = slowest * (world - world % 2);
+    world.all_reduce_min(&slowest, 1);
+    profile.shared_link_bandwidth = slowest * (size - size % 2);
 }
 
 // One group of the first `size` ranks at a time, so that the groups do not share the cores or the link; the
-// bandwidth is that of the largest message, the regime of gradient buckets and activations.
-void measure_all_reduce(MachineProfile& profile, Plan const& plan) {
-    int const rank = world_rank();
+// bandwidth is that of the largest message, the regime of gradient buckets and activations. The ranks outside
+// wait with barrier_quietly: OpenMPI's blocking barrier spins, and on a machine whose cores the ranks share, a
+// rank with nothing to do would slow the ones being timed.
+void measure_all_reduce(MachineProfile& profile, Plan const& plan, Communicator& world) {
     TrafficLog traffic;
-    for (int const size : group_sizes(world_size())) {
-        MPI_Comm comm = MPI_COMM_NULL;
-        MPI_Comm_split(MPI_COMM_WORLD, rank < size ? 0 : MPI_UNDEFINED, rank, &comm);
-        if (comm != MPI_COMM_NULL) {
-            Communicator group(comm, Group::data, traffic, CommOptions{});
+    for (int const size : group_sizes(world.size())) {
+        if (std::unique_ptr<Communicator> const group =
+                world.split(world.rank() < size ? 0 : -1, world.rank(), Group::data, traffic)) {
             for (std::size_t const bytes : plan.message_bytes) {
                 double const seconds =
-                    seconds_per_all_reduce(group, bytes / sizeof(float), repetitions_for(bytes, plan));
+                    seconds_per_all_reduce(*group, bytes / sizeof(float), repetitions_for(bytes, plan));
                 profile.allreduce_bus_bandwidth[size] = bus_bandwidth(size, bytes, seconds);
             }
             // The time model counts 2(p - 1) latency steps in a ring all-reduce: a 4-byte all-reduce of two ranks
             // is two of them.
-            if (size == 2) profile.intra_node_latency = seconds_per_all_reduce(group, 1, plan.latency_repetitions) / 2;
+            if (size == 2) profile.intra_node_latency = seconds_per_all_reduce(*group, 1, plan.latency_repetitions) / 2;
         }
-        wait_quietly(MPI_COMM_WORLD);
+        world.barrier_quietly();
     }
     profile.intra_node_bandwidth = profile.allreduce_bus_bandwidth.rbegin()->second;
-    measure_shared_link(profile, plan);
+    measure_shared_link(profile, plan, world);
 }
 
 // One rank has no partner: the bandwidth of a shared-memory transport is bound by memory copies, and the latency
@@ -323,14 +296,18 @@ void round_measurements(MachineProfile& profile) {
 
 MachineProfile calibrate_machine(CalibrateOptions const& options) {
     Plan const plan = make_plan(options.quick);
+    int world_size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    ProcessGrid everyone(MPI_COMM_WORLD, GridShape{.data = world_size});
+    Communicator& world = everyone.comm(Group::world);
     MachineProfile profile;
     profile.name = options.name;
-    profile.devices_per_node = world_size();
+    profile.devices_per_node = world.size();
     profile.memory_bytes = memory_per_device(profile.devices_per_node);
-    if (world_rank() == 0) measure_compute(profile, plan);
-    wait_quietly(MPI_COMM_WORLD);
+    if (world.rank() == 0) measure_compute(profile, plan);
+    world.barrier_quietly();
     if (profile.devices_per_node > 1) {
-        measure_all_reduce(profile, plan);
+        measure_all_reduce(profile, plan, world);
     } else {
         stand_in_for_all_reduce(profile, plan);
     }

@@ -59,7 +59,7 @@ BenchResult run_benchmark(BenchOptions const& options) {
     }
     BenchResult result{};
     result.step_s = timed_seconds / (options.iterations - options.warmup);
-    MPI_Allreduce(MPI_IN_PLACE, &result.step_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);  // outside the timed steps
+    grid.comm(Group::world).all_reduce_max(&result.step_s, 1);  // outside the timed steps
     result.tokens_per_s = B * T / result.step_s;
     result.model_flops_per_s = options.model.flops_per_token(T) * result.tokens_per_s;
     double const gemm_rate_after = measure_single_core_gemm_rate().flops_per_s;

@@ -1,0 +1,102 @@
+#include "axonn/comm/progress.h"
+
+#include "axonn/core/timer.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace axonn {
+namespace {
+
+constexpr auto poll_interval = std::chrono::microseconds(100);
+
+bool mpi_is_multithreaded() {
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&provided);
+    return provided == MPI_THREAD_MULTIPLE;
+}
+
+}  // namespace
+
+ProgressEngine::ProgressEngine() : threaded_(mpi_is_multithreaded()) {}
+
+ProgressEngine::~ProgressEngine() {
+    {
+        std::lock_guard const lock(mutex_);
+        stop_ = true;
+    }
+    work_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+std::shared_ptr<InFlight> ProgressEngine::track(MPI_Request request) {
+    auto in_flight = std::make_shared<InFlight>();
+    in_flight->request = request;
+    if (!threaded_) return in_flight;
+    {
+        std::lock_guard const lock(mutex_);
+        pending_.push_back(in_flight);
+        if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+    }
+    work_.notify_one();
+    return in_flight;
+}
+
+void ProgressEngine::wait(InFlight& in_flight) {
+    if (!threaded_) {
+        MPI_Wait(&in_flight.request, MPI_STATUS_IGNORE);
+        in_flight.complete = true;
+        in_flight.completed_s = trace_seconds();
+        return;
+    }
+    std::unique_lock lock(mutex_);
+    if (!in_flight.complete) test_pending();  // a request that is done already returns without waiting for a poll
+    completed_.wait(lock, [&] { return in_flight.complete; });
+}
+
+bool ProgressEngine::wait_for(std::shared_ptr<InFlight> const& in_flight, double seconds) {
+    auto const limit = std::chrono::duration<double>(seconds);
+    if (!threaded_) {
+        Stopwatch watch;
+        for (int done = 0; !done; std::this_thread::sleep_for(poll_interval)) {
+            MPI_Test(&in_flight->request, &done, MPI_STATUS_IGNORE);
+            if (!done && watch.seconds() > seconds) return false;
+        }
+        return true;
+    }
+    std::unique_lock lock(mutex_);
+    if (completed_.wait_for(lock, limit, [&] { return in_flight->complete; })) return true;
+    std::erase(pending_, in_flight);
+    return false;
+}
+
+void ProgressEngine::test_pending() {
+    bool any = false;
+    for (auto& in_flight : pending_) {
+        int done = 0;
+        MPI_Test(&in_flight->request, &done, MPI_STATUS_IGNORE);
+        if (!done) continue;
+        in_flight->complete = true;
+        in_flight->completed_s = trace_seconds();
+        any = true;
+    }
+    if (!any) return;
+    std::erase_if(pending_, [](auto const& in_flight) { return in_flight->complete; });
+    completed_.notify_all();
+}
+
+void ProgressEngine::run() {
+    std::unique_lock lock(mutex_);
+    while (!stop_) {
+        if (pending_.empty()) {
+            work_.wait(lock, [&] { return stop_ || !pending_.empty(); });
+            continue;
+        }
+        test_pending();
+        lock.unlock();
+        std::this_thread::sleep_for(poll_interval);
+        lock.lock();
+    }
+}
+
+}  // namespace axonn
