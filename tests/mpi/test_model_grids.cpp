@@ -14,6 +14,7 @@
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/parallel/linear.h"
 #include "axonn/parallel/shard_layout.h"
+#include "axonn/parallel/weight_gather.h"
 #include "axonn/train/parity.h"
 #include "support/micro_model.h"
 
@@ -96,10 +97,11 @@ TEST_P(LinearOnGrid, ForwardAndBackwardMatchSerial) {
     constexpr std::int64_t M = 16, K = 24, N = 40;  // M rows over data × z; K and N over X and Y (or Y and X)
     std::vector<float> const x = deterministic(M * K, 1), w = deterministic(N * K, 2), b = deterministic(N, 3);
     std::vector<float> const dy = deterministic(M * N, 4);
-    std::vector<float> y(M * N), dx(M * K), dw(N * K), db(N);
+    std::vector<float> y(M * N), dx(M * K), dw(N * K), db(N);  // serial
     cpu::linear_forward<float>(y.data(), x.data(), w.data(), layer.bias ? b.data() : nullptr, M, K, N);
-    cpu::linear_backward<float>(dx.data(), dw.data(), layer.bias ? db.data() : nullptr, dy.data(), x.data(), w.data(),
-                                M, K, N, GradWrite::overwrite);
+    cpu::linear_backward_input<float>(dx.data(), dy.data(), w.data(), M, K, N);
+    cpu::linear_backward_weight<float>(dw.data(), layer.bias ? db.data() : nullptr, dy.data(), x.data(), M, K, N,
+                                       GradWrite::overwrite);
 
     Axis const f_axis = layer.transposed ? Axis::y : Axis::x, o_axis = layer.transposed ? Axis::x : Axis::y;
     Group const f_group = layer.transposed ? Group::y : Group::x, o_group = layer.transposed ? Group::x : Group::y;
@@ -121,15 +123,30 @@ TEST_P(LinearOnGrid, ForwardAndBackwardMatchSerial) {
     }
     for (std::int64_t c = 0; c < Nl; ++c) b_local[c] = b[o * Nl + c];
 
-    LinearGroups const groups{grid.comm(f_group), grid.comm(o_group), grid.comm(Group::z)};
-    std::vector<float> gathered(Nl * Kl), grad_block(Nl * Kl);
-    LinearWorkspace const workspace{gathered.data(), grad_block.data()};
+    LinearGroups const groups{grid.comm(f_group), grid.comm(o_group)};
+    // Overlapped (the weight gathered ahead for both uses, dX's all-reduce under the dW GEMM, the reduce-scatter
+    // waited on at the end) and not: the results must be bitwise the same.
     std::vector<float> y_local(Ml * Nl), dx_local(Ml * Kl), dw_shard(chunk), db_local(Nl);
-    parallel_linear_forward(backend, groups, workspace, y_local.data(), x_local.data(), w_shard.data(),
-                            layer.bias ? b_local.data() : nullptr, Ml, Kl, Nl);
-    parallel_linear_backward(backend, groups, workspace, dx_local.data(), dw_shard.data(),
-                             layer.bias ? db_local.data() : nullptr, dy_local.data(), x_local.data(), w_shard.data(),
-                             Ml, Kl, Nl, GradWrite::overwrite);
+    for (bool overlap : {true, false}) {
+        WeightGather weights(grid.comm(Group::z_prefetch), Nl * Kl, overlap, 0);
+        GradScatter weight_grads(backend, grid.comm(Group::z), Nl * Kl, 1, overlap);
+        weights.begin_pass({{w_shard.data(), Nl * Kl}, {w_shard.data(), Nl * Kl}});
+        std::vector<float> y_run(Ml * Nl), dx_run(Ml * Kl), dw_run(chunk), db_run(Nl);
+        parallel_linear_forward(backend, groups, y_run.data(), x_local.data(), weights.next(),
+                                layer.bias ? b_local.data() : nullptr, Ml, Kl, Nl);
+        parallel_linear_backward(backend, groups, weight_grads, overlap, dx_run.data(), dw_run.data(),
+                                 layer.bias ? db_run.data() : nullptr, dy_local.data(), x_local.data(), weights.next(),
+                                 Ml, Kl, Nl, GradWrite::overwrite);
+        weight_grads.complete_all();
+        if (overlap) {
+            y_local = y_run, dx_local = dx_run, dw_shard = dw_run, db_local = db_run;
+        } else {
+            EXPECT_EQ(y_run, y_local);
+            EXPECT_EQ(dx_run, dx_local);
+            EXPECT_EQ(dw_run, dw_shard);
+            EXPECT_EQ(db_run, db_local);
+        }
+    }
     // db sums over this rank's rows only; the model's gradient sync completes it over Z and data.
     grid.comm(Group::z).all_reduce(db_local.data(), db_local.size());
     grid.comm(Group::data).all_reduce(db_local.data(), db_local.size());

@@ -139,7 +139,7 @@ TEST_F(PytorchParity, LogitsLossGradientsAndTenAdamWSteps) {
     ASSERT_FALSE(HasFailure());
 
     Batch const view{batch_size, seq_len, batch.tokens.data(), batch.targets.data(), batch.loss_mask.data()};
-    float const loss = model.forward(view);
+    float const loss = model.train_forward(view);
 
     // Logits: the reference holds the V real columns; ours are padded to Vp.
     int const V = model.config().vocab_size, Vp = model.config().padded_vocab_size();
@@ -153,7 +153,7 @@ TEST_F(PytorchParity, LogitsLossGradientsAndTenAdamWSteps) {
     EXPECT_LT(logits_error, 2e-6);
     EXPECT_NEAR(loss, expected_loss, 2e-6 * std::abs(expected_loss));
 
-    model.backward(GradWrite::overwrite);
+    model.backward();
     for (auto const& spec : gpt_parameter_specs(model.config())) {
         double const error = relative_difference(model.grad(spec.id), reference.at("grad." + spec.name));
         std::printf("grad %-9s rel diff %.3e\n", spec.name.c_str(), error);

@@ -1,5 +1,6 @@
 // The performance model against a real training step, under mpirun at np 1, 2, 4 and 8, for every grid of the
-// `mpi` test matrix (gpt2-micro, vocabulary 300, B = 8, T = 16):
+// `mpi` test matrix (gpt2-micro, vocabulary 300, B = 8, T = 16), run as the trainer runs it by default, with
+// micro-batches of one sequence, with recomputation, and with cached weights:
 //   - traffic: the predicted calls and bytes of every (operation, group) equal, exactly, what the communication
 //     layer recorded during one train_step;
 //   - memory: the predicted bytes of the model, its gradients, AdamW and all buffers are within 10% of the peak
@@ -16,6 +17,8 @@
 #include <mpi.h>
 
 #include <map>
+#include <string>
+#include <tuple>
 #include <utility>
 
 namespace axonn {
@@ -26,26 +29,47 @@ using testing::world_size;
 
 constexpr int batch = 8, seq = 16;
 
-class PerfModelOnGrid : public ::testing::TestWithParam<GridShape> {};
+struct RunCase {
+    std::string name;
+    StepOptions run;
+};
+
+std::vector<RunCase> run_cases() {
+    std::vector<RunCase> cases(4);
+    cases[0].name = "default";
+    cases[1].name = "micro_batches";
+    cases[1].run.micro_batch = 1;
+    cases[2].name = "recompute";
+    cases[2].run.model.recompute = Recompute::layer;
+    cases[3].name = "cached_weights";
+    cases[3].run.model.cache_weights = true;
+    cases[3].run.micro_batch = 1;
+    return cases;
+}
+
+class PerfModelOnGrid : public ::testing::TestWithParam<std::tuple<GridShape, RunCase>> {};
 
 TEST_P(PerfModelOnGrid, PredictedTrafficEqualsMeasuredAndMemoryWithinTenPercent) {
-    GridShape const shape = GetParam();
+    auto const& [shape, run_case] = GetParam();
+    StepOptions const& run = run_case.run;
     ProcessGrid grid(MPI_COMM_WORLD, shape);
     CpuBackend backend;
     int const local_batch = batch / (shape.data * shape.z);
     std::int64_t const before = tensor_bytes_in_use();
     reset_tensor_bytes_peak();
-    Gpt model(micro_model(), backend, grid, local_batch, seq);
+    Gpt model(micro_model(), backend, grid, run.pass_batch(local_batch), seq, run.model);
     model.init_weights(3);
     AdamW optimizer(model.segments(), model.layout().total(), backend, AdamWConfig{});
     std::vector<std::int32_t> tokens(local_batch * seq), targets(tokens.size());
     for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int>(i * 7 % 300), targets[i] = static_cast<int>(i * 5 % 300);
 
     grid.traffic().clear();
-    train_step(model, optimizer, {local_batch, seq, tokens.data(), targets.data(), nullptr}, 1e-3f);
+    train_step(model, optimizer, micro_batches({local_batch, seq, tokens.data(), targets.data(), nullptr}, run.micro_batch),
+               1e-3f);
     std::map<std::pair<std::string, Group>, std::pair<std::uint64_t, std::uint64_t>> measured, predicted;
     for (auto const& entry : grid.traffic().entries()) measured[{entry.op, entry.group}] = {entry.calls, entry.bytes};
-    StepShape const step{micro_model(), shape, batch, seq};
+    StepShape const step{.model = micro_model(), .grid = shape, .batch = batch, .seq = seq,
+                         .micro_batch = run.micro_batch, .run = run.model};
     for (auto const& entry : predict_step_traffic(step)) {
         auto& [calls, bytes] = predicted[{entry.op, entry.group}];
         calls += entry.calls;
@@ -66,9 +90,12 @@ TEST_P(PerfModelOnGrid, PredictedTrafficEqualsMeasuredAndMemoryWithinTenPercent)
     EXPECT_NEAR(predicted_peak, measured_peak, 0.1 * measured_peak);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryGrid, PerfModelOnGrid, ::testing::ValuesIn(grid_factorisations(world_size())),
-                         [](::testing::TestParamInfo<GridShape> const& info) {
-                             return testing::grid_test_name(info.param);
+INSTANTIATE_TEST_SUITE_P(EveryGrid, PerfModelOnGrid,
+                         ::testing::Combine(::testing::ValuesIn(grid_factorisations(world_size())),
+                                            ::testing::ValuesIn(run_cases())),
+                         [](auto const& info) {
+                             return testing::grid_test_name(std::get<0>(info.param)) + "_" +
+                                    std::get<1>(info.param).name;
                          });
 
 }  // namespace

@@ -77,13 +77,13 @@ TEST(Gpt, OverwritingBackwardEqualsZeroGradPlusAccumulatingBackward) {
     std::vector<std::int32_t> tokens(16), targets(16);
     for (int i = 0; i < 16; ++i) tokens[i] = (i * 7) % 100, targets[i] = (i * 3) % 100;
     Batch const batch{2, 8, tokens.data(), targets.data(), nullptr};
-    model.zero_grad();
-    model.forward(batch);
-    model.backward(GradWrite::accumulate);
+    std::fill(model.grads().begin(), model.grads().end(), 0.0f);
+    model.train_forward(batch, Pass{.first = false});  // a later pass of a step: accumulates, here onto zeros
+    model.backward();
     std::vector<float> const expected(model.grads().begin(), model.grads().end());
     std::fill(model.grads().begin(), model.grads().end(), 123.0f);  // stale gradients of an earlier step
-    model.forward(batch);
-    model.backward(GradWrite::overwrite);
+    model.train_forward(batch);  // a step's first pass: overwrites
+    model.backward();
     EXPECT_TRUE(std::equal(expected.begin(), expected.end(), model.grads().begin()));
 }
 

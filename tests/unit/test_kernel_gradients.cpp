@@ -66,24 +66,28 @@ template <typename T> T* at(Buffers<T>& buffers, std::string const& name) { retu
 
 std::vector<KernelCase> kernel_cases() {
     std::vector<KernelCase> cases;
-    cases.push_back({"linear", {{"inp", 5 * 7, 1.0}, {"weight", 6 * 7, 1.0}, {"bias", 6, 1.0}}, 5 * 6, {},
+    // The backward's two halves: dinp is written (overwritten), dweight accumulated or overwritten, dbias accumulated.
+    cases.push_back({"linear", {{"inp", 5 * 7, 1.0}, {"weight", 6 * 7, 1.0}, {"bias", 6, 1.0}}, 5 * 6, {"inp"},
                      AXONN_FORWARD(linear_forward<T>(out.data(), at(in, "inp"), at(in, "weight"), at(in, "bias"), 5, 7, 6)),
                      [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
-                         linear_backward<double>(at(d, "dinp"), at(d, "dweight"), at(d, "dbias"), dout.data(),
-                                                 at(in, "inp"), at(in, "weight"), 5, 7, 6, GradWrite::accumulate);
+                         linear_backward_input<double>(at(d, "dinp"), dout.data(), at(in, "weight"), 5, 7, 6);
+                         linear_backward_weight<double>(at(d, "dweight"), at(d, "dbias"), dout.data(), at(in, "inp"),
+                                                        5, 7, 6, GradWrite::accumulate);
                      }});
     cases.push_back({"linear_overwrite", {{"inp", 5 * 7, 1.0}, {"weight", 6 * 7, 1.0}, {"bias", 6, 1.0}}, 5 * 6,
-                     {"weight"},
+                     {"inp", "weight"},
                      AXONN_FORWARD(linear_forward<T>(out.data(), at(in, "inp"), at(in, "weight"), at(in, "bias"), 5, 7, 6)),
                      [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
-                         linear_backward<double>(at(d, "dinp"), at(d, "dweight"), at(d, "dbias"), dout.data(),
-                                                 at(in, "inp"), at(in, "weight"), 5, 7, 6, GradWrite::overwrite);
+                         linear_backward_input<double>(at(d, "dinp"), dout.data(), at(in, "weight"), 5, 7, 6);
+                         linear_backward_weight<double>(at(d, "dweight"), at(d, "dbias"), dout.data(), at(in, "inp"),
+                                                        5, 7, 6, GradWrite::overwrite);
                      }});
-    cases.push_back({"linear_no_bias", {{"inp", 3 * 4, 1.0}, {"weight", 9 * 4, 1.0}}, 3 * 9, {},
+    cases.push_back({"linear_no_bias", {{"inp", 3 * 4, 1.0}, {"weight", 9 * 4, 1.0}}, 3 * 9, {"inp"},
                      AXONN_FORWARD(linear_forward<T>(out.data(), at(in, "inp"), at(in, "weight"), nullptr, 3, 4, 9)),
                      [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
-                         linear_backward<double>(at(d, "dinp"), at(d, "dweight"), nullptr, dout.data(), at(in, "inp"),
-                                                 at(in, "weight"), 3, 4, 9, GradWrite::accumulate);
+                         linear_backward_input<double>(at(d, "dinp"), dout.data(), at(in, "weight"), 3, 4, 9);
+                         linear_backward_weight<double>(at(d, "dweight"), nullptr, dout.data(), at(in, "inp"), 3, 4, 9,
+                                                        GradWrite::accumulate);
                      }});
     cases.push_back({"encoder", {{"wte", Vp * C, 1.0}, {"wpe", maxT * C, 1.0}}, B * T_ * C, {},
                      AXONN_FORWARD(encoder_forward<T>(out.data(), tokens.data(), at(in, "wte"), at(in, "wpe"), B, T_, C,

@@ -59,11 +59,15 @@ TEST(TimeModel, ASharedLinkIsSplitAmongAllRanks) {
 }
 
 TEST(TimeModel, OverlapHidesCommunicationButNeverMoreThanThereIs) {
-    StepShape const step{gpt_preset("gpt2-medium"), GridShape{.z = 2, .y = 2, .x = 2}, 16, 1024};
-    TimeOptions with, without;
-    without.overlap = false;
-    TimePrediction const hidden = predict_step_time(step, toy_machine(), with);
-    TimePrediction const exposed = predict_step_time(step, toy_machine(), without);
+    StepShape overlapped;
+    overlapped.model = gpt_preset("gpt2-medium");
+    overlapped.grid = GridShape{.z = 2, .y = 2, .x = 2};
+    overlapped.batch = 16;
+    overlapped.seq = 1024;
+    StepShape blocking = overlapped;
+    blocking.run.overlap = false;
+    TimePrediction const hidden = predict_step_time(overlapped, toy_machine(), TimeOptions{});
+    TimePrediction const exposed = predict_step_time(blocking, toy_machine(), TimeOptions{});
     EXPECT_DOUBLE_EQ(hidden.comm_s, exposed.comm_s);
     EXPECT_NEAR(exposed.exposed_comm_s, exposed.comm_s, 1e-12 * exposed.comm_s);
     EXPECT_LT(hidden.exposed_comm_s, exposed.exposed_comm_s);
@@ -78,7 +82,7 @@ TEST(Planner, ExcludesWhatDoesNotFitAndRanksTheRest) {
     request.batch = 64;
     request.seq = 2048;
     request.machine = toy_machine();
-    request.memory.activation_checkpointing = true;  // as AxoNN's runs: without it no grid of 64 holds 64 × 2048
+    request.run.recompute = Recompute::layer;  // as AxoNN's runs: without it no grid of 64 holds 64 × 2048
     std::vector<PlanCandidate> const candidates = plan_grids(request);
     EXPECT_EQ(candidates.size(), grid_factorisations(64).size());
     // Pure data parallelism holds all 20 B parameters (16 bytes each with AdamW) on every device: excluded.

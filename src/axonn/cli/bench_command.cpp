@@ -1,5 +1,6 @@
 #include "axonn/cli/commands.h"
 #include "axonn/cli/model_options.h"
+#include "axonn/cli/step_options.h"
 #include "axonn/core/error.h"
 #include "axonn/train/benchmark.h"
 
@@ -28,6 +29,7 @@ void add_bench_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--grid-order", options->grid_order, "rank order of the axes, fastest first")
         ->capture_default_str();
+    add_step_options(*command, options->run);
     command->add_flag("--json", *json, "print one JSON object instead of text");
 
     command->callback([options, model, json, grid_spec] {
@@ -51,6 +53,9 @@ void add_bench_command(CLI::App& app) {
                                            {"gemm_flops_per_s", result.gemm_flops_per_s},
                                            {"mfu", result.mfu},
                                            {"grid", options->grid.to_string()},
+                                           {"overlap", options->run.model.overlap},
+                                           {"micro_batch", options->run.micro_batch},
+                                           {"recompute", options->run.model.recompute == Recompute::layer},
                                            {"peak_rss_bytes", result.peak_rss_bytes},
                                            {"tensor_peak_bytes", result.tensor_peak_bytes}};
             fmt::print("{}\n", record.dump());

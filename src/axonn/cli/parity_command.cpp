@@ -1,5 +1,6 @@
 #include "axonn/cli/commands.h"
 #include "axonn/cli/model_options.h"
+#include "axonn/cli/step_options.h"
 #include "axonn/core/error.h"
 #include "axonn/train/parity.h"
 
@@ -31,6 +32,7 @@ void add_parity_command(CLI::App& app) {
     command->add_option("--seq", options->seq, "tokens per sequence")->capture_default_str();
     command->add_option("--seed", options->seed, "seed of the weights")->capture_default_str();
     command->add_flag("--debug-collectives", options->debug_collectives, "check every collective's signature");
+    add_step_options(*command, options->run);
     command->add_flag("--json", *json, "print one JSON object: max_rel_diff and the per-quantity values");
 
     command->callback([options, model, vocab, grid_spec, json] {

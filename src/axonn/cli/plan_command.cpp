@@ -1,5 +1,6 @@
 #include "axonn/cli/commands.h"
 #include "axonn/cli/model_options.h"
+#include "axonn/cli/step_options.h"
 #include "axonn/core/error.h"
 #include "axonn/perf/planner.h"
 
@@ -17,11 +18,11 @@ struct PlanFlags {
     int seq = 0;  // 0: the model's context
     int top = 15;
     bool fp32 = false;
-    bool no_overlap = false;
     bool json = false;
     bool explain = false;
     std::string machine = "perlmutter";
     std::string order = "x,y,z,data";
+    StepOptions run;  // as `axonn train` takes them, and with its defaults
 };
 
 nlohmann::json candidate_json(PlanCandidate const& candidate) {
@@ -77,13 +78,9 @@ void add_plan_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--batch", request->batch, "global batch, sequences")->required();
     command->add_option("--seq", flags->seq, "sequence length (default: the model's context)");
-    command->add_option("--micro-batch", request->micro_batch, "sequences per replica and pass (0: no accumulation)")
-        ->capture_default_str();
     command->add_option("--grid-order", flags->order, "rank order of the axes, fastest first")->capture_default_str();
     command->add_flag("--fp32", flags->fp32, "GEMMs at the fp32 peak (default bf16)");
-    command->add_flag("--no-overlap", flags->no_overlap, "assume no communication hides behind computation");
-    command->add_flag("--checkpointing", request->memory.activation_checkpointing,
-                      "activation checkpointing (keep each layer's input only)");
+    add_step_options(*command, flags->run);
     command->add_option("--top", flags->top, "rows of the table")->capture_default_str();
     command->add_flag("--json", flags->json, "print a JSON list, best first (with --explain: the excluded ones too)");
     command->add_flag("--explain", flags->explain, "also list the excluded grids and why");
@@ -95,12 +92,13 @@ void add_plan_command(CLI::App& app) {
             require(flags->seq >= 0, "--seq must not be negative, got {} (0: the model's context)", flags->seq);
             require(flags->top >= 1, "--top must be at least 1, got {}", flags->top);
             request->time.order = parse_axis_order(flags->order);
+            request->run = flags->run.model;
+            request->micro_batch = flags->run.micro_batch;
             validate_plan_request(*request);
             return machine_profile_path(flags->machine);
         });
         request->machine = load_machine_profile(machine.string());
         request->time.bf16 = !flags->fp32;
-        request->time.overlap = !flags->no_overlap;
         std::vector<PlanCandidate> const candidates = plan_grids(*request);
         if (flags->json) {
             nlohmann::json list = nlohmann::json::array();
@@ -113,7 +111,7 @@ void add_plan_command(CLI::App& app) {
         fmt::print("{} ({:.1f} B parameters) on {} x {} ({}), batch {} x {} tokens{}:\n", request->model.name,
                    request->model.parameter_count() / 1e9, request->devices, request->machine.name,
                    request->machine.description, request->batch, request->seq,
-                   request->time.overlap ? ", communication overlapped" : ", no overlap");
+                   request->run.overlap ? ", communication overlapped" : ", no overlap");
         print_table(candidates, flags->top);
         if (!flags->explain) return;
         for (auto const& c : candidates) {

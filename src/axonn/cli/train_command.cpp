@@ -1,5 +1,6 @@
 #include "axonn/cli/commands.h"
 #include "axonn/cli/model_options.h"
+#include "axonn/cli/step_options.h"
 #include "axonn/core/error.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/train/trainer.h"
@@ -49,6 +50,7 @@ void add_train_command(CLI::App& app) {
     command->add_option("--grid-order", options->grid_order,
                         "rank order of the axes, fastest first (the fastest stays inside a node)")
         ->capture_default_str();
+    add_step_options(*command, options->run);
     command->add_flag("--debug-collectives", options->debug_collectives,
                       "check that all ranks of a group issue the same collectives; report the rank that diverged");
     command->add_option("--eval-every", options->eval_every, "validate every N steps (and at step 0 and the end)")

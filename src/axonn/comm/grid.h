@@ -60,6 +60,9 @@ public:
     int world_size() const { return world_size_; }
     int coord(Axis axis) const;
     int size(Axis axis) const { return shape_.size(axis); }
+    // Which share of the global batch this rank holds: its (data, z) position, data slower, from 0 to
+    // data · z − 1. The share's rows start at batch_replica() · (B / (data · z)).
+    int batch_replica() const { return coord(Axis::data) * size(Axis::z) + coord(Axis::z); }
 
     Communicator& comm(Group group);
     TrafficLog& traffic() { return traffic_; }  // shared by all of this grid's communicators

@@ -48,10 +48,12 @@ public:
     // out[M,N] = inp[M,K] · weight[N,K]ᵀ + bias[N]
     virtual void linear_forward(float* out, float const* inp, float const* weight, float const* bias, std::int64_t M,
                                 std::int64_t K, std::int64_t N) = 0;
-    // dweight is accumulated or overwritten as dweight_write says (kernels/cpu/linear.h)
-    virtual void linear_backward(float* dinp, float* dweight, float* dbias, float const* dout, float const* inp,
-                                 float const* weight, std::int64_t M, std::int64_t K, std::int64_t N,
-                                 GradWrite dweight_write) = 0;
+    // dinp[M,K] = dout[M,N] · weight[N,K] (written)
+    virtual void linear_backward_input(float* dinp, float const* dout, float const* weight, std::int64_t M,
+                                       std::int64_t K, std::int64_t N) = 0;
+    // dweight[N,K] (+)= dout[M,N]ᵀ · inp[M,K] as dweight_write says; dbias[N] += Σ rows (kernels/cpu/linear.h)
+    virtual void linear_backward_weight(float* dweight, float* dbias, float const* dout, float const* inp,
+                                        std::int64_t M, std::int64_t K, std::int64_t N, GradWrite dweight_write) = 0;
 
     // out[B,T,C], att[B,NH,T,T], qkv[B,T,3C]
     virtual void attention_forward(float* out, float* att, float const* qkv, int B, int T, int C, int NH) = 0;

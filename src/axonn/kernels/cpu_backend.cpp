@@ -47,10 +47,13 @@ void CpuBackend::linear_forward(float* out, float const* inp, float const* weigh
                                 std::int64_t K, std::int64_t N) {
     cpu::linear_forward(out, inp, weight, bias, M, K, N);
 }
-void CpuBackend::linear_backward(float* dinp, float* dweight, float* dbias, float const* dout, float const* inp,
-                                 float const* weight, std::int64_t M, std::int64_t K, std::int64_t N,
-                                 GradWrite dweight_write) {
-    cpu::linear_backward(dinp, dweight, dbias, dout, inp, weight, M, K, N, dweight_write);
+void CpuBackend::linear_backward_input(float* dinp, float const* dout, float const* weight, std::int64_t M,
+                                       std::int64_t K, std::int64_t N) {
+    cpu::linear_backward_input(dinp, dout, weight, M, K, N);
+}
+void CpuBackend::linear_backward_weight(float* dweight, float* dbias, float const* dout, float const* inp,
+                                        std::int64_t M, std::int64_t K, std::int64_t N, GradWrite dweight_write) {
+    cpu::linear_backward_weight(dweight, dbias, dout, inp, M, K, N, dweight_write);
 }
 void CpuBackend::attention_forward(float* out, float* att, float const* qkv, int B, int T, int C, int NH) {
     cpu::attention_forward(out, att, qkv, B, T, C, NH);

@@ -25,9 +25,10 @@ public:
                             std::int64_t N, int C, int C_total) override;
     void linear_forward(float* out, float const* inp, float const* weight, float const* bias, std::int64_t M,
                         std::int64_t K, std::int64_t N) override;
-    void linear_backward(float* dinp, float* dweight, float* dbias, float const* dout, float const* inp,
-                         float const* weight, std::int64_t M, std::int64_t K, std::int64_t N,
-                         GradWrite dweight_write) override;
+    void linear_backward_input(float* dinp, float const* dout, float const* weight, std::int64_t M, std::int64_t K,
+                               std::int64_t N) override;
+    void linear_backward_weight(float* dweight, float* dbias, float const* dout, float const* inp, std::int64_t M,
+                                std::int64_t K, std::int64_t N, GradWrite dweight_write) override;
     void attention_forward(float* out, float* att, float const* qkv, int B, int T, int C, int NH) override;
     void attention_backward(float* dqkv, float const* dout, float const* qkv, float const* att, int B, int T, int C,
                             int NH) override;

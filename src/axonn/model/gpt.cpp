@@ -38,41 +38,45 @@ void require_sizes_fit(LocalDims const& d) {
             static_cast<double>(elements));
 }
 
+// How many copies of a layer's inner activations are kept: one per layer, or (recomputing) one for the layer
+// being recomputed. A layer's output is always kept: it is the next layer's input.
+int activation_slots(LocalDims const& d, Recompute recompute) { return recompute == Recompute::layer ? 1 : d.L; }
+
 // Offsets (in floats) of every activation buffer, for batches of up to maxB × maxT local rows. Per-layer buffers
-// are stacked: layer l's copy starts at offset + l · stride. The backward's scratch lives in a second buffer.
+// are stacked: slot s's copy starts at offset + s · stride. The backward's scratch lives in a second buffer.
 struct ActivationLayout {
     std::int64_t BTCx, BT3Cy, BTCy, BT4Cy, BT, att_size;  // per-layer strides
-    std::int64_t encoded, ln1, ln1_mean, ln1_rstd, qkv, atty, att, attproj, residual2, ln2, ln2_mean, ln2_rstd, fch,
-        fch_gelu, fcproj, residual3, lnf, lnf_mean, lnf_rstd, logits, losses, logsumexp, row_max, dlosses, total;
+    std::int64_t encoded, outputs, ln1, ln1_mean, ln1_rstd, qkv, atty, att, attproj, residual2, ln2, ln2_mean,
+        ln2_rstd, fch, fch_gelu, fcproj, lnf, lnf_mean, lnf_rstd, logits, losses, logsumexp, row_max, dlosses, total;
     // backward scratch, reused by every layer
     std::int64_t d_residual_out, d_residual_in, d_branch, d_ln, d_fch_gelu, d_fch, d_atty, d_qkv, grad_total;
 
-    explicit ActivationLayout(LocalDims const& d) {
+    ActivationLayout(LocalDims const& d, Recompute recompute) {
         BT = d.BT;
         BTCx = BT * d.Cx;
         BTCy = BT * d.Cy;
         BT3Cy = 3 * BTCy;
         BT4Cy = 4 * BTCy;
         att_size = static_cast<std::int64_t>(d.B) * d.NHy * d.T * d.T;
-        std::int64_t const L = d.L;
+        std::int64_t const L = d.L, S = activation_slots(d, recompute);
         std::int64_t next = 0;
         auto take = [&next](std::int64_t size) { return std::exchange(next, next + size); };
         encoded = take(BTCx);
-        ln1 = take(L * BTCx);
-        ln1_mean = take(L * BT);
-        ln1_rstd = take(L * BT);
-        qkv = take(L * BT3Cy);
-        atty = take(L * BTCy);
-        att = take(L * att_size);
-        attproj = take(L * BTCx);
-        residual2 = take(L * BTCx);
-        ln2 = take(L * BTCx);
-        ln2_mean = take(L * BT);
-        ln2_rstd = take(L * BT);
-        fch = take(L * BT4Cy);
-        fch_gelu = take(L * BT4Cy);
-        fcproj = take(L * BTCx);
-        residual3 = take(L * BTCx);
+        outputs = take(L * BTCx);  // layer l's output, residual2 + fcproj: layer l + 1's input
+        ln1 = take(S * BTCx);
+        ln1_mean = take(S * BT);
+        ln1_rstd = take(S * BT);
+        qkv = take(S * BT3Cy);
+        atty = take(S * BTCy);
+        att = take(S * att_size);
+        attproj = take(S * BTCx);
+        residual2 = take(S * BTCx);
+        ln2 = take(S * BTCx);
+        ln2_mean = take(S * BT);
+        ln2_rstd = take(S * BT);
+        fch = take(S * BT4Cy);
+        fch_gelu = take(S * BT4Cy);
+        fcproj = take(S * BTCx);
         lnf = take(BTCx);
         lnf_mean = take(BT);
         lnf_rstd = take(BT);
@@ -96,33 +100,65 @@ struct ActivationLayout {
     }
 };
 
-// Weight blocks gathered over Z and their gradients before the reduce-scatter: the largest Linear block, and
-// the embedding's, which stays gathered from the lookup to the LM head and through the backward.
-struct WeightWorkspaceLayout {
-    std::int64_t linear_block, wte_block;
-    std::int64_t gathered, grad_block, wte_gathered, wte_grad, total;
+// The largest Linear block [4C/G_y, C/G_x] a Z all-gather or reduce-scatter carries, and all four of a layer.
+std::int64_t max_linear_block(LocalDims const& d) { return static_cast<std::int64_t>(4) * d.Cy * d.Cx; }
+std::int64_t layer_linear_blocks(LocalDims const& d) { return static_cast<std::int64_t>(12) * d.Cy * d.Cx; }
+std::int64_t wte_block(LocalDims const& d) { return static_cast<std::int64_t>(d.Vpy) * d.Cx; }
 
-    WeightWorkspaceLayout(LocalDims const& d, int z) {
-        linear_block = static_cast<std::int64_t>(4) * d.Cy * d.Cx;
-        wte_block = static_cast<std::int64_t>(d.Vpy) * d.Cx;
-        bool const split = z > 1;
-        gathered = 0;
-        grad_block = split ? linear_block : 0;
-        wte_gathered = grad_block + (split ? linear_block : 0);
-        wte_grad = wte_gathered + (split ? wte_block : 0);
-        total = wte_grad + (split ? wte_block : 0);
-    }
-};
+// The embedding's block gathered over Z and its gradient, which stay from the lookup to the LM head and through
+// the backward.
+std::int64_t wte_workspace_numel(LocalDims const& d, int z) { return z > 1 ? 2 * wte_block(d) : 0; }
+std::int64_t cached_weight_numel(LocalDims const& d, GptOptions const& options) {
+    return options.cache_weights ? d.L * layer_linear_blocks(d) : 0;
+}
+
+// A ring of one layer's four Linears: a weight gradient's reduce-scatter has a layer's backward to finish in.
+constexpr int scatter_ring = 4;
 
 // The gradients that a GEMM writes in full; every other gradient is accumulated into by its kernel and must
 // start from zero when the backward overwrites.
 constexpr std::array<Param, 5> gemm_written_grads = {Param::wte, Param::qkvw, Param::attprojw, Param::fcw,
                                                      Param::fcprojw};
 
+// A layer's tensors, in the order the gradient sync reports them once the layer's backward is done.
+constexpr std::array<Param, 12> layer_params = {Param::fcprojw, Param::fcprojb, Param::ln2w,     Param::ln2b,
+                                                Param::fcw,     Param::fcb,     Param::attprojw, Param::attprojb,
+                                                Param::ln1w,    Param::ln1b,    Param::qkvw,     Param::qkvb};
+
 }  // namespace
 
-Gpt::Gpt(GptConfig const& config, Backend& backend, ProcessGrid& grid, int local_batch, int max_seq)
-    : config_(config), backend_(backend), grid_(grid), max_batch_(local_batch), max_seq_(max_seq),
+GptMemory gpt_memory(GptConfig const& config, GridShape const& grid, int local_batch, int seq,
+                     GptOptions const& options) {
+    std::int64_t const parameter_bytes = ShardLayout(config, GridPosition{grid}).total() * 4;
+    LocalDims const dims(config, grid, local_batch, seq);
+    require_sizes_fit(dims);
+    ActivationLayout const activations(dims, options.recompute);
+    std::int64_t const statistics_bytes = dims.BT * 2 * 8;
+    // Each buffer is a tensor of at least one element.
+    std::int64_t const workspace =
+        std::max<std::int64_t>(1, wte_workspace_numel(dims, grid.z)) +
+        std::max<std::int64_t>(1, WeightGather::buffer_numel(grid.z, max_linear_block(dims),
+                                                             cached_weight_numel(dims, options))) +
+        std::max<std::int64_t>(1, GradScatter::buffer_numel(grid.z, max_linear_block(dims), scatter_ring));
+    return {parameter_bytes, parameter_bytes, 2 * parameter_bytes,
+            (activations.total + activations.grad_total) * 4 + statistics_bytes, workspace * 4};
+}
+
+double Gpt::global_loss_weight(std::span<Batch const> passes) {
+    double total = 0.0;
+    for (Batch const& batch : passes) {
+        for (std::int64_t i = 0; i < static_cast<std::int64_t>(batch.B) * batch.T; ++i) {
+            total += batch.targets[i] < 0 ? 0.0 : (batch.loss_mask ? batch.loss_mask[i] : 1.0);
+        }
+    }
+    grid_.comm(Group::z).all_reduce(&total, 1);
+    grid_.comm(Group::data).all_reduce(&total, 1);
+    return total;
+}
+
+Gpt::Gpt(GptConfig const& config, Backend& backend, ProcessGrid& grid, int local_batch, int max_seq,
+         GptOptions const& options)
+    : config_(config), backend_(backend), grid_(grid), max_batch_(local_batch), max_seq_(max_seq), options_(options),
       layout_(config, GridPosition::of(grid)) {
     config_.validate();
     require(local_batch > 0, "batch size must be positive, got {}", local_batch);
@@ -133,26 +169,22 @@ Gpt::Gpt(GptConfig const& config, Backend& backend, ProcessGrid& grid, int local
     require_valid_grid(config_, shape, grid.world_size(), local_batch * shape.data * shape.z);
     LocalDims const dims(config_, shape, local_batch, max_seq);
     require_sizes_fit(dims);
-    ActivationLayout const sizes(dims);
+    ActivationLayout const sizes(dims, options_.recompute);
     parameters_ = Tensor({layout_.total()}, DType::f32);
     gradients_ = Tensor({layout_.total()}, DType::f32);
     activations_ = Tensor({sizes.total}, DType::f32);
     activation_grads_ = Tensor({sizes.grad_total}, DType::f32);
     statistics_ = Tensor({dims.BT, 2}, DType::f64);
-    weight_workspace_ = Tensor({std::max<std::int64_t>(1, WeightWorkspaceLayout(dims, shape.z).total)}, DType::f32);
+    wte_workspace_ = Tensor({std::max<std::int64_t>(1, wte_workspace_numel(dims, shape.z))}, DType::f32);
+    weights_ = std::make_unique<WeightGather>(grid.comm(Group::z_prefetch), max_linear_block(dims), options_.overlap,
+                                              cached_weight_numel(dims, options_));
+    weight_grads_ = std::make_unique<GradScatter>(backend, grid.comm(Group::z), max_linear_block(dims), scatter_ring,
+                                                  options_.overlap);
+    sync_ = std::make_unique<GradientSync>(layout_, grid.comm(Group::z), grid.comm(Group::data), *weight_grads_,
+                                           options_.overlap);
 }
 
-GptMemory gpt_memory(GptConfig const& config, GridShape const& grid, int local_batch, int seq) {
-    std::int64_t const parameter_bytes = ShardLayout(config, GridPosition{grid}).total() * 4;
-    LocalDims const dims(config, grid, local_batch, seq);
-    require_sizes_fit(dims);
-    ActivationLayout const activations(dims);
-    std::int64_t const statistics_bytes = dims.BT * 2 * 8;
-    std::int64_t const workspace = WeightWorkspaceLayout(dims, grid.z).total;
-    return {parameter_bytes, parameter_bytes, 2 * parameter_bytes,
-            (activations.total + activations.grad_total) * 4 + statistics_bytes,
-            std::max<std::int64_t>(1, workspace) * 4};
-}
+Gpt::~Gpt() = default;
 
 std::vector<ParamSegment> Gpt::segments() const {
     std::vector<ParamSegment> segments;
@@ -190,78 +222,77 @@ void Gpt::init_weights(std::uint64_t seed) {
 }
 
 float const* Gpt::logits() const {
-    ActivationLayout const a(LocalDims(config_, grid_.shape(), max_batch_, max_seq_));
+    ActivationLayout const a(LocalDims(config_, grid_.shape(), max_batch_, max_seq_), options_.recompute);
     return activations_.data<float>() + a.logits;
 }
 
-float Gpt::forward(Batch const& batch) {
+float const* Gpt::gathered_wte() const {
+    return grid_.shape().z > 1 ? wte_workspace_.data<float>() : parameters_.data<float>() + layout_.offset(Param::wte);
+}
+
+// The weights' uses of a pass in execution order: each layer's four Linears forward; in training, then the
+// backward's, last layer first, each recomputed layer's forward uses before its backward's.
+std::vector<WeightUse> Gpt::weight_schedule(bool training) const {
+    std::int64_t const C = config_.n_embd, Cx = C / grid_.shape().x, Cy = C / grid_.shape().y;
+    auto use = [&](Param id, int l, std::int64_t block) {
+        float const* shard = parameters_.data<float>() + layout_.offset(id) + l * (layout_.local_numel(id) / config_.n_layer);
+        return WeightUse{shard, block};
+    };
+    auto forward_uses = [&](int l) {
+        return std::array{use(Param::qkvw, l, 3 * Cy * Cx), use(Param::attprojw, l, Cx * Cy),
+                          use(Param::fcw, l, 4 * Cy * Cx), use(Param::fcprojw, l, 4 * Cy * Cx)};
+    };
+    std::vector<WeightUse> schedule;
+    for (int l = 0; l < config_.n_layer; ++l) {
+        for (WeightUse const& u : forward_uses(l)) schedule.push_back(u);
+    }
+    if (!training) return schedule;
+    for (int l = config_.n_layer - 1; l >= 0; --l) {
+        auto const forward = forward_uses(l);
+        if (options_.recompute == Recompute::layer) schedule.insert(schedule.end(), forward.begin(), forward.end());
+        schedule.insert(schedule.end(), forward.rbegin(), forward.rend());
+    }
+    return schedule;
+}
+
+float Gpt::forward(Batch const& batch, double loss_weight_total) { return run_forward(batch, false, loss_weight_total); }
+
+float Gpt::train_forward(Batch const& batch, Pass const& pass) {
+    invariant(batch.targets != nullptr, "a training pass needs targets");
+    pass_ = pass;
+    return run_forward(batch, true, pass.loss_weight_total);
+}
+
+float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_total) {
     invariant(batch.B > 0 && batch.B <= max_batch_, "batch of {} sequences, the model was built for at most {}",
-            batch.B, max_batch_);
-    invariant(batch.T > 0 && batch.T <= max_seq_, "sequence of {} tokens, the model was built for at most {}", batch.T,
-            max_seq_);
-    ActivationLayout const a(LocalDims(config_, grid_.shape(), max_batch_, max_seq_));
+              batch.B, max_batch_);
+    invariant(batch.T > 0 && batch.T <= max_seq_, "sequence of {} tokens, the model was built for at most {}",
+              batch.T, max_seq_);
+    ActivationLayout const a(LocalDims(config_, grid_.shape(), max_batch_, max_seq_), options_.recompute);
     LocalDims const d(config_, grid_.shape(), batch.B, batch.T);
-    WeightWorkspaceLayout const w(d, grid_.shape().z);
-    float* workspace = weight_workspace_.data<float>();
     Backend& k = backend_;
-    Communicator &x = grid_.comm(Group::x), &y = grid_.comm(Group::y), &z = grid_.comm(Group::z);
-    LinearGroups const normal{x, y, z}, transposed{y, x, z};
-    LinearWorkspace const linear_workspace{workspace + w.gathered, workspace + w.grad_block};
+    Communicator &x = grid_.comm(Group::x), &y = grid_.comm(Group::y), &z = grid_.comm(Group::z_prefetch);
     double* stats = statistics_.data<double>();
     VocabSlice const vocab = vocab_slice();
 
-    // The embedding block [Vp/G_y, C/G_x], gathered over Z once for the lookup, the LM head and the backward.
-    float const* wte = param(Param::wte);
-    if (z.size() > 1) {
-        z.all_gather(wte, workspace + w.wte_gathered, static_cast<std::size_t>(layout_.local_numel(Param::wte)));
-        wte = workspace + w.wte_gathered;
-    }
+    // Weights change between steps: a step's first pass gathers them anew.
+    if (!training || pass_.first) weights_->invalidate();
+    // The embedding block [Vp/G_y, C/G_x], gathered over Z once for the lookup, the LM head and the backward; the
+    // first Linear's gather starts meanwhile.
+    Collective wte_gather =
+        z.start_all_gather(param(Param::wte), wte_workspace_.data<float>(),
+                           static_cast<std::size_t>(z.size() > 1 ? layout_.local_numel(Param::wte) : 0));
+    if (!options_.overlap) wte_gather.wait();
+    weights_->begin_pass(weight_schedule(training));
+    wte_gather.wait();
+    float const* wte = gathered_wte();
     float const* wpe = grid_.coord(Axis::y) == 0 ? param(Param::wpe) : nullptr;  // added once over Y
     vocab_parallel_embedding_forward(k, y, vocab, activation(a.encoded), batch.tokens, wte, wpe, d.B, d.T, d.Cx);
 
-    std::int64_t const per_layer_qkvw = layout_.local_numel(Param::qkvw) / d.L;
-    std::int64_t const per_layer_attprojw = layout_.local_numel(Param::attprojw) / d.L;
-    std::int64_t const per_layer_fcw = layout_.local_numel(Param::fcw) / d.L;
-    std::int64_t const per_layer_fcprojw = layout_.local_numel(Param::fcprojw) / d.L;
-    for (int l = 0; l < d.L; ++l) {
-        float const* residual = l == 0 ? activation(a.encoded) : activation(a.residual3 + (l - 1) * a.BTCx);
-        float* ln1 = activation(a.ln1 + l * a.BTCx);              // [B,T,C/Gx]
-        float* ln1_mean = activation(a.ln1_mean + l * a.BT);      // [B,T]
-        float* ln1_rstd = activation(a.ln1_rstd + l * a.BT);      // [B,T]
-        float* qkv = activation(a.qkv + l * a.BT3Cy);             // [B,T,3C/Gy]
-        float* atty = activation(a.atty + l * a.BTCy);            // [B,T,C/Gy]
-        float* att = activation(a.att + l * a.att_size);          // [B,NH/Gy,T,T]
-        float* attproj = activation(a.attproj + l * a.BTCx);      // [B,T,C/Gx]
-        float* residual2 = activation(a.residual2 + l * a.BTCx);  // [B,T,C/Gx]
-        float* ln2 = activation(a.ln2 + l * a.BTCx);              // [B,T,C/Gx]
-        float* ln2_mean = activation(a.ln2_mean + l * a.BT);      // [B,T]
-        float* ln2_rstd = activation(a.ln2_rstd + l * a.BT);      // [B,T]
-        float* fch = activation(a.fch + l * a.BT4Cy);             // [B,T,4C/Gy]
-        float* fch_gelu = activation(a.fch_gelu + l * a.BT4Cy);   // [B,T,4C/Gy]
-        float* fcproj = activation(a.fcproj + l * a.BTCx);        // [B,T,C/Gx]
-        float* residual3 = activation(a.residual3 + l * a.BTCx);  // [B,T,C/Gx]
-        std::int64_t const lCx = static_cast<std::int64_t>(l) * d.Cx, lCy = static_cast<std::int64_t>(l) * d.Cy;
+    bool const recompute = options_.recompute == Recompute::layer;
+    for (int l = 0; l < d.L; ++l) forward_layer(l, recompute ? 0 : l, batch);
 
-        parallel_layernorm_forward(k, x, stats, ln1, ln1_mean, ln1_rstd, residual, param(Param::ln1w) + lCx,
-                                   param(Param::ln1b) + lCx, d.BT, d.Cx, d.C);
-        parallel_linear_forward(k, normal, linear_workspace, qkv, ln1, param(Param::qkvw) + l * per_layer_qkvw,
-                                param(Param::qkvb) + 3 * lCy, d.BT, d.Cx, 3 * d.Cy);
-        k.attention_forward(atty, att, qkv, d.B, d.T, d.Cy, d.NHy);
-        parallel_linear_forward(k, transposed, linear_workspace, attproj, atty,
-                                param(Param::attprojw) + l * per_layer_attprojw, param(Param::attprojb) + lCx, d.BT,
-                                d.Cy, d.Cx);
-        k.residual_forward(residual2, residual, attproj, a.BTCx);
-        parallel_layernorm_forward(k, x, stats, ln2, ln2_mean, ln2_rstd, residual2, param(Param::ln2w) + lCx,
-                                   param(Param::ln2b) + lCx, d.BT, d.Cx, d.C);
-        parallel_linear_forward(k, normal, linear_workspace, fch, ln2, param(Param::fcw) + l * per_layer_fcw,
-                                param(Param::fcb) + 4 * lCy, d.BT, d.Cx, 4 * d.Cy);
-        k.gelu_forward(fch_gelu, fch, d.BT * 4 * d.Cy);
-        parallel_linear_forward(k, transposed, linear_workspace, fcproj, fch_gelu,
-                                param(Param::fcprojw) + l * per_layer_fcprojw, param(Param::fcprojb) + lCx, d.BT,
-                                4 * d.Cy, d.Cx);
-        k.residual_forward(residual3, residual2, fcproj, d.BT * d.Cx);
-    }
-    float const* residual = activation(a.residual3 + (d.L - 1) * a.BTCx);
+    float const* residual = activation(a.outputs + (d.L - 1) * a.BTCx);
     parallel_layernorm_forward(k, x, stats, activation(a.lnf), activation(a.lnf_mean), activation(a.lnf_rstd),
                                residual, param(Param::lnfw), param(Param::lnfb), d.BT, d.Cx, d.C);
     // The LM head is the token embedding, transposed: logits[B,T,Vp/Gy] = AllReduce_X(lnf · wte_blkᵀ). The block
@@ -270,15 +301,16 @@ float Gpt::forward(Batch const& batch) {
     x.all_reduce(activation(a.logits), static_cast<std::size_t>(d.BT * d.Vpy));
 
     last_batch_ = batch;
-    backward_ready_ = batch.targets != nullptr;
-    if (!backward_ready_) return std::numeric_limits<float>::quiet_NaN();
+    backward_ready_ = training;
+    if (batch.targets == nullptr) return std::numeric_limits<float>::quiet_NaN();
 
     float* losses = activation(a.losses);
     float* dlosses = activation(a.dlosses);
     vocab_parallel_cross_entropy_forward(k, y, vocab, losses, activation(a.logsumexp), activation(a.row_max), stats,
                                          activation(a.logits), batch.targets, d.BT);
-    // Mean over the tokens that count in the whole global batch, whose rows are split over data and Z: each
-    // token's weight is its mask value, 0 if its target is ignored.
+    // The mean over the tokens that count in the whole global batch, whose rows are split over data and Z: each
+    // token's weight is its mask value, 0 if its target is ignored. With micro-batches, the step's total weight
+    // (given) normalises every pass.
     std::array<double, 2> sums = {0.0, 0.0};  // Σ weight · loss, Σ weight
     for (std::int64_t i = 0; i < d.BT; ++i) {
         double const weight = batch.targets[i] < 0 ? 0.0 : (batch.loss_mask ? batch.loss_mask[i] : 1.0);
@@ -288,13 +320,56 @@ float Gpt::forward(Batch const& batch) {
     }
     grid_.comm(Group::z).all_reduce(sums.data(), 2);
     grid_.comm(Group::data).all_reduce(sums.data(), 2);
-    for (std::int64_t i = 0; i < d.BT; ++i) dlosses[i] = sums[1] > 0.0 ? static_cast<float>(dlosses[i] / sums[1]) : 0.0f;
-    return sums[1] > 0.0 ? static_cast<float>(sums[0] / sums[1]) : 0.0f;
+    double const total = loss_weight_total > 0.0 ? loss_weight_total : sums[1];
+    for (std::int64_t i = 0; i < d.BT; ++i) dlosses[i] = total > 0.0 ? static_cast<float>(dlosses[i] / total) : 0.0f;
+    return total > 0.0 ? static_cast<float>(sums[0] / total) : 0.0f;
 }
 
-void Gpt::backward(GradWrite write) {
-    invariant(backward_ready_, "backward() needs a forward() with targets first");
+void Gpt::forward_layer(int l, int slot, Batch const& batch) {
+    ActivationLayout const a(LocalDims(config_, grid_.shape(), max_batch_, max_seq_), options_.recompute);
+    LocalDims const d(config_, grid_.shape(), batch.B, batch.T);
+    Backend& k = backend_;
+    Communicator &x = grid_.comm(Group::x), &y = grid_.comm(Group::y);
+    LinearGroups const normal{x, y}, transposed{y, x};
+    double* stats = statistics_.data<double>();
+    float const* residual = l == 0 ? activation(a.encoded) : activation(a.outputs + (l - 1) * a.BTCx);  // [B,T,C/Gx]
+    float* ln1 = activation(a.ln1 + slot * a.BTCx);              // [B,T,C/Gx]
+    float* ln1_mean = activation(a.ln1_mean + slot * a.BT);      // [B,T]
+    float* ln1_rstd = activation(a.ln1_rstd + slot * a.BT);      // [B,T]
+    float* qkv = activation(a.qkv + slot * a.BT3Cy);             // [B,T,3C/Gy]
+    float* atty = activation(a.atty + slot * a.BTCy);            // [B,T,C/Gy]
+    float* att = activation(a.att + slot * a.att_size);          // [B,NH/Gy,T,T]
+    float* attproj = activation(a.attproj + slot * a.BTCx);      // [B,T,C/Gx]
+    float* residual2 = activation(a.residual2 + slot * a.BTCx);  // [B,T,C/Gx]
+    float* ln2 = activation(a.ln2 + slot * a.BTCx);              // [B,T,C/Gx]
+    float* ln2_mean = activation(a.ln2_mean + slot * a.BT);      // [B,T]
+    float* ln2_rstd = activation(a.ln2_rstd + slot * a.BT);      // [B,T]
+    float* fch = activation(a.fch + slot * a.BT4Cy);             // [B,T,4C/Gy]
+    float* fch_gelu = activation(a.fch_gelu + slot * a.BT4Cy);   // [B,T,4C/Gy]
+    float* fcproj = activation(a.fcproj + slot * a.BTCx);        // [B,T,C/Gx]
+    float* output = activation(a.outputs + l * a.BTCx);          // [B,T,C/Gx]
+    std::int64_t const lCx = static_cast<std::int64_t>(l) * d.Cx, lCy = static_cast<std::int64_t>(l) * d.Cy;
+
+    parallel_layernorm_forward(k, x, stats, ln1, ln1_mean, ln1_rstd, residual, param(Param::ln1w) + lCx,
+                               param(Param::ln1b) + lCx, d.BT, d.Cx, d.C);
+    parallel_linear_forward(k, normal, qkv, ln1, weights_->next(), param(Param::qkvb) + 3 * lCy, d.BT, d.Cx, 3 * d.Cy);
+    k.attention_forward(atty, att, qkv, d.B, d.T, d.Cy, d.NHy);
+    parallel_linear_forward(k, transposed, attproj, atty, weights_->next(), param(Param::attprojb) + lCx, d.BT, d.Cy,
+                            d.Cx);
+    k.residual_forward(residual2, residual, attproj, a.BTCx);
+    parallel_layernorm_forward(k, x, stats, ln2, ln2_mean, ln2_rstd, residual2, param(Param::ln2w) + lCx,
+                               param(Param::ln2b) + lCx, d.BT, d.Cx, d.C);
+    parallel_linear_forward(k, normal, fch, ln2, weights_->next(), param(Param::fcb) + 4 * lCy, d.BT, d.Cx, 4 * d.Cy);
+    k.gelu_forward(fch_gelu, fch, d.BT * 4 * d.Cy);
+    parallel_linear_forward(k, transposed, fcproj, fch_gelu, weights_->next(), param(Param::fcprojb) + lCx, d.BT,
+                            4 * d.Cy, d.Cx);
+    k.residual_forward(output, residual2, fcproj, d.BT * d.Cx);
+}
+
+void Gpt::backward() {
+    invariant(backward_ready_, "backward() needs a train_forward() first");
     backward_ready_ = false;
+    GradWrite const write = pass_.first ? GradWrite::overwrite : GradWrite::accumulate;
     if (write == GradWrite::overwrite) {
         for (auto const& spec : gpt_parameter_specs(config_)) {
             if (std::find(gemm_written_grads.begin(), gemm_written_grads.end(), spec.id) != gemm_written_grads.end()) {
@@ -303,127 +378,131 @@ void Gpt::backward(GradWrite write) {
             std::fill_n(grad(spec.id), layout_.local_numel(spec.id), 0.0f);
         }
     }
+    if (pass_.last) sync_->begin(gradients_.data<float>());
     Batch const& batch = last_batch_;
-    ActivationLayout const a(LocalDims(config_, grid_.shape(), max_batch_, max_seq_));
+    ActivationLayout const a(LocalDims(config_, grid_.shape(), max_batch_, max_seq_), options_.recompute);
     LocalDims const d(config_, grid_.shape(), batch.B, batch.T);
-    WeightWorkspaceLayout const w(d, grid_.shape().z);
-    float* workspace = weight_workspace_.data<float>();
     Backend& k = backend_;
     Communicator &x = grid_.comm(Group::x), &y = grid_.comm(Group::y), &z = grid_.comm(Group::z);
-    LinearGroups const normal{x, y, z}, transposed{y, x, z};
-    LinearWorkspace const linear_workspace{workspace + w.gathered, workspace + w.grad_block};
     double* stats = statistics_.data<double>();
     VocabSlice const vocab = vocab_slice();
     float* scratch = activation_grads_.data<float>();
     float* d_residual_out = scratch + a.d_residual_out;  // [B,T,C/Gx] gradient of the current layer's output
-    float* d_residual_in = scratch + a.d_residual_in;    // [B,T,C/Gx] gradient of its input
-    float* d_branch = scratch + a.d_branch;              // [B,T,C/Gx] attproj / fcproj
-    float* d_ln = scratch + a.d_ln;                      // [B,T,C/Gx] ln1 / ln2 / lnf
-    float* d_fch_gelu = scratch + a.d_fch_gelu;          // [B,T,4C/Gy]
-    float* d_fch = scratch + a.d_fch;                    // [B,T,4C/Gy]
-    float* d_atty = scratch + a.d_atty;                  // [B,T,C/Gy]
-    float* d_qkv = scratch + a.d_qkv;                    // [B,T,3C/Gy]
-    std::size_t const btcx_bytes = static_cast<std::size_t>(d.BT) * d.Cx * sizeof(float);
-    std::size_t const btcy_bytes = static_cast<std::size_t>(d.BT) * d.Cy * sizeof(float);
-    auto zero = [](float* buffer, std::size_t bytes) { std::memset(buffer, 0, bytes); };
+    float* d_ln = scratch + a.d_ln;                      // [B,T,C/Gx] lnf
 
     // The embedding's gradient is one block [Vp/Gy, C/Gx] for the LM head and the lookup, reduce-scattered over
     // Z at the end; without a Z split it is the shard itself.
     bool const z_split = z.size() > 1;
-    float const* wte = z_split ? workspace + w.wte_gathered : param(Param::wte);
-    float* dwte = z_split ? workspace + w.wte_grad : grad(Param::wte);
+    float const* wte = gathered_wte();
+    float* dwte = z_split ? wte_workspace_.data<float>() + wte_block(d) : grad(Param::wte);
     GradWrite const dwte_write = z_split ? GradWrite::overwrite : write;
 
-    // The logits buffer becomes dlogits in place: the logits are not needed again.
+    // The logits buffer becomes dlogits in place: the logits are not needed again. The LM head's input gradient
+    // is all-reduced over Y while its weight gradient is computed (OAR).
     float* dlogits = activation(a.logits);
     k.cross_entropy_backward(dlogits, activation(a.logits), activation(a.logsumexp), batch.targets,
                              activation(a.dlosses), d.BT, vocab.valid, vocab.rows, vocab.begin);
-    zero(d_ln, btcx_bytes);
-    k.linear_backward(d_ln, dwte, nullptr, dlogits, activation(a.lnf), wte, d.BT, d.Cx, d.Vpy, dwte_write);
-    y.all_reduce(d_ln, static_cast<std::size_t>(d.BT * d.Cx));
-    zero(d_residual_out, btcx_bytes);
+    k.linear_backward_input(d_ln, dlogits, wte, d.BT, d.Cx, d.Vpy);
+    Collective head_input_gradient = y.start_all_reduce(d_ln, static_cast<std::size_t>(d.BT * d.Cx));
+    if (!options_.overlap) head_input_gradient.wait();
+    k.linear_backward_weight(dwte, nullptr, dlogits, activation(a.lnf), d.BT, d.Cx, d.Vpy, dwte_write);
+    head_input_gradient.wait();
+    std::memset(d_residual_out, 0, static_cast<std::size_t>(d.BT) * d.Cx * sizeof(float));
     parallel_layernorm_backward(k, x, stats, d_residual_out, grad(Param::lnfw), grad(Param::lnfb), d_ln,
-                                activation(a.residual3 + (d.L - 1) * a.BTCx), param(Param::lnfw),
+                                activation(a.outputs + (d.L - 1) * a.BTCx), param(Param::lnfw),
                                 activation(a.lnf_mean), activation(a.lnf_rstd), d.BT, d.Cx, d.C);
+    if (pass_.last) sync_->final({{Param::lnfw}, {Param::lnfb}});
 
-    std::int64_t const per_layer_qkvw = layout_.local_numel(Param::qkvw) / d.L;
-    std::int64_t const per_layer_attprojw = layout_.local_numel(Param::attprojw) / d.L;
-    std::int64_t const per_layer_fcw = layout_.local_numel(Param::fcw) / d.L;
-    std::int64_t const per_layer_fcprojw = layout_.local_numel(Param::fcprojw) / d.L;
+    bool const recompute = options_.recompute == Recompute::layer;
     for (int l = d.L - 1; l >= 0; --l) {
-        float const* residual = l == 0 ? activation(a.encoded) : activation(a.residual3 + (l - 1) * a.BTCx);
-        float const* ln1 = activation(a.ln1 + l * a.BTCx);
-        float const* ln1_mean = activation(a.ln1_mean + l * a.BT);
-        float const* ln1_rstd = activation(a.ln1_rstd + l * a.BT);
-        float const* qkv = activation(a.qkv + l * a.BT3Cy);
-        float const* atty = activation(a.atty + l * a.BTCy);
-        float const* att = activation(a.att + l * a.att_size);
-        float const* residual2 = activation(a.residual2 + l * a.BTCx);
-        float const* ln2 = activation(a.ln2 + l * a.BTCx);
-        float const* ln2_mean = activation(a.ln2_mean + l * a.BT);
-        float const* ln2_rstd = activation(a.ln2_rstd + l * a.BT);
-        float const* fch = activation(a.fch + l * a.BT4Cy);
-        float const* fch_gelu = activation(a.fch_gelu + l * a.BT4Cy);
-        std::int64_t const lCx = static_cast<std::int64_t>(l) * d.Cx, lCy = static_cast<std::int64_t>(l) * d.Cy;
-
-        // residual3 = residual2 + fcproj: both receive d_residual_out. d_residual_in collects residual2's gradient.
-        zero(d_residual_in, btcx_bytes);
-        zero(d_branch, btcx_bytes);
-        k.residual_backward(d_residual_in, d_branch, d_residual_out, d.BT * d.Cx);
-        zero(d_fch_gelu, 4 * btcy_bytes);
-        parallel_linear_backward(k, transposed, linear_workspace, d_fch_gelu,
-                                 grad(Param::fcprojw) + l * per_layer_fcprojw, grad(Param::fcprojb) + lCx, d_branch,
-                                 fch_gelu, param(Param::fcprojw) + l * per_layer_fcprojw, d.BT, 4 * d.Cy, d.Cx, write);
-        zero(d_fch, 4 * btcy_bytes);
-        k.gelu_backward(d_fch, fch, d_fch_gelu, d.BT * 4 * d.Cy);
-        zero(d_ln, btcx_bytes);
-        parallel_linear_backward(k, normal, linear_workspace, d_ln, grad(Param::fcw) + l * per_layer_fcw,
-                                 grad(Param::fcb) + 4 * lCy, d_fch, ln2, param(Param::fcw) + l * per_layer_fcw, d.BT,
-                                 d.Cx, 4 * d.Cy, write);
-        parallel_layernorm_backward(k, x, stats, d_residual_in, grad(Param::ln2w) + lCx, grad(Param::ln2b) + lCx,
-                                    d_ln, residual2, param(Param::ln2w) + lCx, ln2_mean, ln2_rstd, d.BT, d.Cx, d.C);
-
-        // residual2 = residual + attproj: the same split, now from d_residual_in into d_residual_out.
-        zero(d_residual_out, btcx_bytes);
-        zero(d_branch, btcx_bytes);
-        k.residual_backward(d_residual_out, d_branch, d_residual_in, d.BT * d.Cx);
-        zero(d_atty, btcy_bytes);
-        parallel_linear_backward(k, transposed, linear_workspace, d_atty,
-                                 grad(Param::attprojw) + l * per_layer_attprojw, grad(Param::attprojb) + lCx, d_branch,
-                                 atty, param(Param::attprojw) + l * per_layer_attprojw, d.BT, d.Cy, d.Cx, write);
-        zero(d_qkv, 3 * btcy_bytes);
-        k.attention_backward(d_qkv, d_atty, qkv, att, d.B, d.T, d.Cy, d.NHy);
-        zero(d_ln, btcx_bytes);
-        parallel_linear_backward(k, normal, linear_workspace, d_ln, grad(Param::qkvw) + l * per_layer_qkvw,
-                                 grad(Param::qkvb) + 3 * lCy, d_qkv, ln1, param(Param::qkvw) + l * per_layer_qkvw,
-                                 d.BT, d.Cx, 3 * d.Cy, write);
-        parallel_layernorm_backward(k, x, stats, d_residual_out, grad(Param::ln1w) + lCx, grad(Param::ln1b) + lCx,
-                                    d_ln, residual, param(Param::ln1w) + lCx, ln1_mean, ln1_rstd, d.BT, d.Cx, d.C);
+        if (recompute) forward_layer(l, 0, batch);
+        backward_layer(l, recompute ? 0 : l, batch, write);
+        if (!pass_.last) continue;
+        std::vector<GradSlice> slices;
+        for (Param id : layer_params) slices.push_back({id, l});
+        sync_->final(slices);
     }
     // The lookup's gradient: the rows of this rank's vocabulary slice; wpe's on every Y rank (it is replicated).
     k.encoder_backward(dwte, grad(Param::wpe), d_residual_out, batch.tokens, d.B, d.T, d.Cx, vocab.begin, vocab.rows);
     if (z_split) {
         auto const shard = static_cast<std::size_t>(layout_.local_numel(Param::wte));
-        if (write == GradWrite::overwrite) {
-            z.reduce_scatter(dwte, grad(Param::wte), shard);
-        } else {
-            float* summed = workspace + w.wte_gathered;  // the gathered weights are no longer needed
-            z.reduce_scatter(dwte, summed, shard);
-            k.residual_forward(grad(Param::wte), grad(Param::wte), summed, static_cast<std::int64_t>(shard));
+        float* gathered = wte_workspace_.data<float>();  // no longer needed: it takes the scattered sum to add
+        z.start_reduce_scatter(dwte, write == GradWrite::overwrite ? grad(Param::wte) : gathered, shard).wait();
+        if (write == GradWrite::accumulate) {
+            k.residual_forward(grad(Param::wte), grad(Param::wte), gathered, static_cast<std::int64_t>(shard));
         }
+    }
+    if (pass_.last) {
+        sync_->final({{Param::wte}, {Param::wpe}});
+        sync_->finish();
+    } else {
+        weight_grads_->complete_all();
     }
 }
 
-void Gpt::sync_gradients() {
-    float* grads = gradients_.data<float>();
-    grid_.comm(Group::z).all_reduce(grads + layout_.replicated_begin(),
-                                    static_cast<std::size_t>(layout_.total() - layout_.replicated_begin()));
-    // Data-parallel sum in large flat buckets: few collectives, none of them too large for one message.
-    constexpr std::int64_t bucket = std::int64_t{1} << 24;
-    Communicator& data = grid_.comm(Group::data);
-    for (std::int64_t begin = 0; begin < layout_.total(); begin += bucket) {
-        data.all_reduce(grads + begin, static_cast<std::size_t>(std::min(bucket, layout_.total() - begin)));
-    }
+void Gpt::backward_layer(int l, int slot, Batch const& batch, GradWrite write) {
+    ActivationLayout const a(LocalDims(config_, grid_.shape(), max_batch_, max_seq_), options_.recompute);
+    LocalDims const d(config_, grid_.shape(), batch.B, batch.T);
+    Backend& k = backend_;
+    Communicator &x = grid_.comm(Group::x), &y = grid_.comm(Group::y);
+    LinearGroups const normal{x, y}, transposed{y, x};
+    GradScatter& scatter = *weight_grads_;
+    bool const overlap = options_.overlap;
+    double* stats = statistics_.data<double>();
+    float* scratch = activation_grads_.data<float>();
+    float* d_residual_out = scratch + a.d_residual_out;  // [B,T,C/Gx] gradient of the layer's output, then input
+    float* d_residual_in = scratch + a.d_residual_in;    // [B,T,C/Gx] gradient of residual2
+    float* d_branch = scratch + a.d_branch;              // [B,T,C/Gx] attproj / fcproj
+    float* d_ln = scratch + a.d_ln;                      // [B,T,C/Gx] ln1 / ln2
+    float* d_fch_gelu = scratch + a.d_fch_gelu;          // [B,T,4C/Gy]
+    float* d_fch = scratch + a.d_fch;                    // [B,T,4C/Gy]
+    float* d_atty = scratch + a.d_atty;                  // [B,T,C/Gy]
+    float* d_qkv = scratch + a.d_qkv;                    // [B,T,3C/Gy]
+    float const* residual = l == 0 ? activation(a.encoded) : activation(a.outputs + (l - 1) * a.BTCx);
+    float const* ln1 = activation(a.ln1 + slot * a.BTCx);
+    float const* ln1_mean = activation(a.ln1_mean + slot * a.BT);
+    float const* ln1_rstd = activation(a.ln1_rstd + slot * a.BT);
+    float const* qkv = activation(a.qkv + slot * a.BT3Cy);
+    float const* atty = activation(a.atty + slot * a.BTCy);
+    float const* att = activation(a.att + slot * a.att_size);
+    float const* residual2 = activation(a.residual2 + slot * a.BTCx);
+    float const* ln2 = activation(a.ln2 + slot * a.BTCx);
+    float const* ln2_mean = activation(a.ln2_mean + slot * a.BT);
+    float const* ln2_rstd = activation(a.ln2_rstd + slot * a.BT);
+    float const* fch = activation(a.fch + slot * a.BT4Cy);
+    float const* fch_gelu = activation(a.fch_gelu + slot * a.BT4Cy);
+    std::int64_t const lCx = static_cast<std::int64_t>(l) * d.Cx, lCy = static_cast<std::int64_t>(l) * d.Cy;
+    auto per_layer = [&](Param id) { return l * (layout_.local_numel(id) / d.L); };
+    std::size_t const btcx_bytes = static_cast<std::size_t>(d.BT) * d.Cx * sizeof(float);
+    std::size_t const btcy_bytes = static_cast<std::size_t>(d.BT) * d.Cy * sizeof(float);
+    auto zero = [](float* buffer, std::size_t bytes) { std::memset(buffer, 0, bytes); };
+
+    // output = residual2 + fcproj: both receive d_residual_out. d_residual_in collects residual2's gradient.
+    zero(d_residual_in, btcx_bytes);
+    zero(d_branch, btcx_bytes);
+    k.residual_backward(d_residual_in, d_branch, d_residual_out, d.BT * d.Cx);
+    parallel_linear_backward(k, transposed, scatter, overlap, d_fch_gelu, grad(Param::fcprojw) + per_layer(Param::fcprojw),
+                             grad(Param::fcprojb) + lCx, d_branch, fch_gelu, weights_->next(), d.BT, 4 * d.Cy, d.Cx,
+                             write);
+    zero(d_fch, 4 * btcy_bytes);
+    k.gelu_backward(d_fch, fch, d_fch_gelu, d.BT * 4 * d.Cy);
+    parallel_linear_backward(k, normal, scatter, overlap, d_ln, grad(Param::fcw) + per_layer(Param::fcw),
+                             grad(Param::fcb) + 4 * lCy, d_fch, ln2, weights_->next(), d.BT, d.Cx, 4 * d.Cy, write);
+    parallel_layernorm_backward(k, x, stats, d_residual_in, grad(Param::ln2w) + lCx, grad(Param::ln2b) + lCx, d_ln,
+                                residual2, param(Param::ln2w) + lCx, ln2_mean, ln2_rstd, d.BT, d.Cx, d.C);
+
+    // residual2 = residual + attproj: the same split, now from d_residual_in into d_residual_out.
+    zero(d_residual_out, btcx_bytes);
+    zero(d_branch, btcx_bytes);
+    k.residual_backward(d_residual_out, d_branch, d_residual_in, d.BT * d.Cx);
+    parallel_linear_backward(k, transposed, scatter, overlap, d_atty, grad(Param::attprojw) + per_layer(Param::attprojw),
+                             grad(Param::attprojb) + lCx, d_branch, atty, weights_->next(), d.BT, d.Cy, d.Cx, write);
+    zero(d_qkv, 3 * btcy_bytes);
+    k.attention_backward(d_qkv, d_atty, qkv, att, d.B, d.T, d.Cy, d.NHy);
+    parallel_linear_backward(k, normal, scatter, overlap, d_ln, grad(Param::qkvw) + per_layer(Param::qkvw),
+                             grad(Param::qkvb) + 3 * lCy, d_qkv, ln1, weights_->next(), d.BT, d.Cx, 3 * d.Cy, write);
+    parallel_layernorm_backward(k, x, stats, d_residual_out, grad(Param::ln1w) + lCx, grad(Param::ln1b) + lCx, d_ln,
+                                residual, param(Param::ln1w) + lCx, ln1_mean, ln1_rstd, d.BT, d.Cx, d.C);
 }
 
 double Gpt::gradient_norm() {

@@ -3,16 +3,28 @@
 // of the batch, and the layers talk over the grid's groups (parallel/linear.h, layernorm.h, vocab_parallel.h).
 // On the grid 1×1×1×1 every group has one member, no collective runs, and this is the serial model.
 // The forward walks the layers computing named activations; the backward walks the same list in reverse.
+//
+// Communication overlaps computation (GptOptions::overlap): the Z all-gathers of the weights are issued one
+// Linear ahead (weight_gather.h), each Linear's input-gradient all-reduce runs under its weight-gradient GEMM and
+// its weight-gradient reduce-scatter under the rest of the backward (linear.h, grad_scatter.h), and the gradient
+// sync over Z and data starts layer by layer during the last backward of a step (gradient_sync.h). Off, the same
+// collectives are waited on as they are issued: the results are bitwise the same. A step may run in several
+// passes (micro-batches) whose gradients accumulate, and may keep only each layer's input and recompute the rest
+// in the backward (GptOptions::recompute): bitwise the same results again, for less memory.
 #pragma once
 
 #include "axonn/comm/grid.h"
 #include "axonn/core/tensor.h"
 #include "axonn/kernels/backend.h"
 #include "axonn/model/gpt_config.h"
+#include "axonn/parallel/grad_scatter.h"
+#include "axonn/parallel/gradient_sync.h"
 #include "axonn/parallel/shard_layout.h"
+#include "axonn/parallel/weight_gather.h"
 #include "axonn/parallel/vocab_parallel.h"
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -25,6 +37,25 @@ struct Batch {
     std::int32_t const* tokens = nullptr;   // [B,T]
     std::int32_t const* targets = nullptr;  // [B,T], -1 = ignore
     float const* loss_mask = nullptr;       // [B,T] weight of each token's loss; null = all 1
+};
+
+// How a model runs on its grid.
+enum class Recompute { none, layer };
+
+struct GptOptions {
+    bool overlap = true;                    // hide collectives behind computation
+    Recompute recompute = Recompute::none;  // layer: keep each layer's input, recompute the layer in the backward
+    bool cache_weights = false;             // keep the Z-gathered weights for a whole step (AxoNN's caching)
+};
+
+// One forward-backward pass of a training step. A step of k micro-batches is k passes: the first overwrites the
+// gradients and the others add to them; the last completes the gradient sync over the grid. The loss of every
+// pass is normalised by the loss weight of the whole step, so that the k passes give the gradient of the global
+// batch's mean loss.
+struct Pass {
+    double loss_weight_total = 0;  // Σ of the loss weights of the step's tokens on all ranks; 0: this pass's own
+    bool first = true;
+    bool last = true;
 };
 
 // A contiguous range of the flat parameter buffer that AdamW updates with one weight-decay setting.
@@ -40,26 +71,31 @@ struct GptMemory {
     std::int64_t gradient_bytes;
     std::int64_t optimizer_bytes;   // AdamW's two moments
     std::int64_t activation_bytes;  // kept for the backward, plus the backward's scratch and the statistics
-    std::int64_t workspace_bytes;   // weight blocks gathered over Z and their gradients (0 without a Z split)
+    std::int64_t workspace_bytes;   // weight blocks gathered over Z and their gradient buffers (0 without a Z split)
     std::int64_t total() const {
         return parameter_bytes + gradient_bytes + optimizer_bytes + activation_bytes + workspace_bytes;
     }
 };
 
 // What a Gpt on this grid position with this many local sequences allocates, computed without allocating.
-GptMemory gpt_memory(GptConfig const& config, GridShape const& grid, int local_batch, int seq);
+GptMemory gpt_memory(GptConfig const& config, GridShape const& grid, int local_batch, int seq,
+                     GptOptions const& options = {});
+
 
 class Gpt {
 public:
-    // local_batch: sequences per step on this process (the global batch / (G_data · G_z)).
-    Gpt(GptConfig const& config, Backend& backend, ProcessGrid& grid, int local_batch, int max_seq);
+    // local_batch: sequences per pass on this process (the global batch / (G_data · G_z · micro-batches)).
+    Gpt(GptConfig const& config, Backend& backend, ProcessGrid& grid, int local_batch, int max_seq,
+        GptOptions const& options = {});
+    ~Gpt();
 
     GptConfig const& config() const { return config_; }
     ShardLayout const& layout() const { return layout_; }
     ProcessGrid& grid() { return grid_; }
     int max_batch() const { return max_batch_; }
     int max_seq() const { return max_seq_; }
-    GptMemory memory() const { return gpt_memory(config_, grid_.shape(), max_batch_, max_seq_); }
+    GptOptions const& options() const { return options_; }
+    GptMemory memory() const { return gpt_memory(config_, grid_.shape(), max_batch_, max_seq_, options_); }
     std::vector<ParamSegment> segments() const;
 
     // GPT-2 initialisation from the counter-based RNG: element e of tensor p is a function of (seed, p, e) only,
@@ -71,17 +107,21 @@ public:
     float* param(Param id) { return parameters_.data<float>() + layout_.offset(id); }
     float* grad(Param id) { return gradients_.data<float>() + layout_.offset(id); }
 
-    // Runs the model on this process's rows and returns the mean loss over every token of the global batch that
-    // counts (the same on all ranks; NaN without targets).
-    float forward(Batch const& batch);
-    // The gradient of the last forward's loss (which needs targets) into grads(): added to what grads() holds
-    // (GradWrite::accumulate, e.g. a later micro-batch), or replacing it (GradWrite::overwrite, no zero_grad()
-    // needed: the weight-matrix GEMMs write their gradients directly and only the small tensors are zeroed).
-    void backward(GradWrite write);
-    void zero_grad() { gradients_.zero(); }
-    // Completes the gradients across the grid: the tensors replicated over Z are summed over Z (their rows were
-    // split there), then every gradient is summed over data.
-    void sync_gradients();
+    // Runs the model on this process's rows (no backward follows) and returns the mean loss over every token of
+    // the global batch that counts (the same on all ranks; NaN without targets). One of several passes over a
+    // batch returns its share instead: its tokens' loss divided by the given total loss weight of all of them.
+    float forward(Batch const& batch, double loss_weight_total = 0);
+    // The loss weight of a step's tokens (a target of -1 counts 0, else its mask value or 1), summed over these
+    // passes on every rank: Pass::loss_weight_total for a step of several passes (a collective).
+    double global_loss_weight(std::span<Batch const> passes);
+    // The forward of a training pass (the batch needs targets): returns this pass's share of the step's mean loss
+    // (the mean itself when the pass is the step's only one). backward() follows.
+    float train_forward(Batch const& batch, Pass const& pass = {});
+    // The gradient of the last train_forward's loss into grads(): replacing what they hold in the step's first
+    // pass (no zero_grad() needed: the weight-matrix GEMMs write their gradients directly and only the small
+    // tensors are zeroed), added to it in the others. The step's last pass completes the gradients across the
+    // grid: summed over Z for the tensors replicated there, then over data.
+    void backward();
     // Global L2 norm of the (synchronised) gradients, each element of the serial model counted once.
     double gradient_norm();
 
@@ -94,20 +134,30 @@ public:
 
 private:
     float* activation(std::int64_t offset) { return activations_.data<float>() + offset; }
+    float run_forward(Batch const& batch, bool training, double loss_weight_total);
+    std::vector<WeightUse> weight_schedule(bool training) const;
+    void forward_layer(int l, int slot, Batch const& batch);
+    void backward_layer(int l, int slot, Batch const& batch, GradWrite write);
+    float const* gathered_wte() const;
 
     GptConfig config_;
     Backend& backend_;
     ProcessGrid& grid_;
     int max_batch_;
     int max_seq_;
+    GptOptions options_;
     ShardLayout layout_;
     Tensor parameters_;
     Tensor gradients_;
     Tensor activations_;
     Tensor activation_grads_;
-    Tensor statistics_;  // [B·T, 2] doubles: LayerNorm and cross-entropy sums between their all-reduces
-    Tensor weight_workspace_;  // gathered weight blocks and their gradients, when Z is split
+    Tensor statistics_;      // [B·T, 2] doubles: LayerNorm and cross-entropy sums between their all-reduces
+    Tensor wte_workspace_;   // the embedding's block gathered over Z and its gradient, when Z is split
+    std::unique_ptr<WeightGather> weights_;
+    std::unique_ptr<GradScatter> weight_grads_;
+    std::unique_ptr<GradientSync> sync_;
     Batch last_batch_;
+    Pass pass_;
     bool backward_ready_ = false;
 };
 

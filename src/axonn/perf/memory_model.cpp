@@ -5,20 +5,13 @@
 namespace axonn {
 
 MemoryPrediction predict_memory(StepShape const& step, MemoryOptions const& options) {
-    GptMemory const allocated = gpt_memory(step.model, step.grid, step.local_batch(), step.seq);
+    GptMemory const allocated = gpt_memory(step.model, step.grid, step.local_batch(), step.seq, step.run);
     std::int64_t const parameters = allocated.parameter_bytes / 4;
     MemoryPrediction prediction{};
     prediction.weights = parameters * (options.weight_bytes + options.extra_weight_copy_bytes);
     prediction.gradients = parameters * 4;
     prediction.optimizer = parameters * 8;
     prediction.activations = allocated.activation_bytes * step.activation_bytes / 4;
-    if (options.activation_checkpointing) {
-        // Keep each layer's input [M, C/G_x]; one layer's worth of activations is live while it is recomputed.
-        std::int64_t const M = static_cast<std::int64_t>(step.local_batch()) * step.seq;
-        std::int64_t const layer_input = M * (step.model.n_embd / step.grid.x) * step.activation_bytes;
-        std::int64_t const per_layer = prediction.activations / step.model.n_layer;
-        prediction.activations = step.model.n_layer * layer_input + per_layer;
-    }
     prediction.gathered_weights = allocated.workspace_bytes * step.activation_bytes / 4;
     prediction.buckets = 0;  // the data-parallel all-reduce runs in place on the gradient buffer
     return prediction;

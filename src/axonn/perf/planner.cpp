@@ -22,7 +22,7 @@ std::optional<std::string> batch_problem(PlanRequest const& request, GridShape c
 // The predicted memory, time and efficiency of a grid the model and batch allow, or why it cannot run.
 void predict(PlanCandidate& candidate, PlanRequest const& request) {
     StepShape const step{request.model, candidate.grid, request.batch, request.seq, request.micro_batch,
-                         request.time.bf16 ? 2 : 4};
+                         request.time.bf16 ? 2 : 4, request.run};
     try {
         candidate.memory = predict_memory(step, request.memory);
     } catch (Error const& too_large) {  // sizes beyond 64 bits

@@ -136,13 +136,13 @@ TimePrediction predict_step_time(StepShape const& step, MachineProfile const& ma
     for (auto const& collective : predict_step_traffic(step)) {
         double const seconds = collective_seconds(collective, step.grid, options.order, machine);
         prediction.comm_s += seconds;
-        by_class[options.overlap ? collective.overlap : Overlap::none][collective.group] += seconds;
+        by_class[step.run.overlap ? collective.overlap : Overlap::none][collective.group] += seconds;
     }
     // Hide what each class may hide behind, in order: dX all-reduces behind the dW GEMMs, then reduce-scatters and
     // prefetched all-gathers behind whatever computation is left.
     double dw_capacity = compute.dw_gemms;
     double other_capacity = compute.forward + compute.backward - compute.dw_gemms;
-    for (Overlap kind : {Overlap::dw_gemm, Overlap::rest_of_backward, Overlap::next_layer, Overlap::none}) {
+    for (Overlap kind : {Overlap::dw_gemm, Overlap::rest_of_backward, Overlap::previous_linear, Overlap::none}) {
         double total = 0;
         for (auto const& [group, seconds] : by_class[kind]) total += seconds;
         double hidden = 0;

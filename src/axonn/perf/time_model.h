@@ -17,7 +17,6 @@
 namespace axonn {
 
 struct TimeOptions {
-    bool overlap = true;
     bool bf16 = true;  // GEMMs at the bf16 peak (fp32 otherwise)
     std::array<Axis, 4> order = {Axis::x, Axis::y, Axis::z, Axis::data};
 };

@@ -47,52 +47,59 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     std::uint64_t const passes = step.micro_batches();
     std::uint64_t const a = step.activation_bytes, f32 = 4, f64 = 8;
     std::uint64_t const stats = 2 * M * f64;  // LayerNorm and cross-entropy: two doubles per token
+    bool const recompute = step.run.recompute == Recompute::layer;
+    std::uint64_t const forwards = recompute ? 2 : 1;  // each layer's forward, and its recomputation
+    // A Linear's weight is gathered for each use: forward, recomputed forward, backward; cached, once per step.
+    std::uint64_t const gathers = step.run.cache_weights ? 1 : passes * (forwards + 1);
     TrafficBuilder t(g);
     auto const ar = "all_reduce";
 
-    // Forward, once per pass. The weight blocks' all-gathers over Z could be prefetched a layer ahead.
-    t.add("all_gather", Group::z, passes, Vpy * Cx * a, Overlap::next_layer);        // wte block
+    // Forward (and recomputed forward), per pass.
+    t.add("all_gather", Group::z_prefetch, passes, Vpy * Cx * a, Overlap::none);  // wte block, needed at once
     t.add(ar, Group::y, passes, M * Cx * a, Overlap::none);                          // embedding
-    t.add(ar, Group::x, passes * (2 * L + 1), stats, Overlap::none);                  // LayerNorm statistics
-    t.add("all_gather", Group::z, passes * L, 3 * Cy * Cx * a, Overlap::next_layer);  // qkv
-    t.add(ar, Group::x, passes * L, M * 3 * Cy * a, Overlap::none);
-    t.add("all_gather", Group::z, passes * L, Cx * Cy * a, Overlap::next_layer);  // attention projection
-    t.add(ar, Group::y, passes * L, M * Cx * a, Overlap::none);
-    t.add("all_gather", Group::z, passes * L, 4 * Cy * Cx * a, Overlap::next_layer);  // MLP up
-    t.add(ar, Group::x, passes * L, M * 4 * Cy * a, Overlap::none);
-    t.add("all_gather", Group::z, passes * L, Cx * 4 * Cy * a, Overlap::next_layer);  // MLP down
-    t.add(ar, Group::y, passes * L, M * Cx * a, Overlap::none);
-    t.add(ar, Group::x, passes, M * Vpy * a, Overlap::none);  // logits
+    t.add(ar, Group::x, passes * (2 * L * forwards + 1), stats, Overlap::none);      // LayerNorm statistics
+    for (std::uint64_t block : {3 * Cy * Cx, Cx * Cy, 4 * Cy * Cx, Cx * 4 * Cy}) {  // qkv, attproj, fc, fcproj
+        t.add("all_gather", Group::z_prefetch, gathers * L, block * a, Overlap::previous_linear);
+    }
+    t.add(ar, Group::x, passes * forwards * L, M * 3 * Cy * a, Overlap::none);  // qkv: over X
+    t.add(ar, Group::y, passes * forwards * L, M * Cx * a, Overlap::none);      // attention projection: over Y
+    t.add(ar, Group::x, passes * forwards * L, M * 4 * Cy * a, Overlap::none);  // MLP up
+    t.add(ar, Group::y, passes * forwards * L, M * Cx * a, Overlap::none);      // MLP down
+    t.add(ar, Group::x, passes, M * Vpy * a, Overlap::none);                    // logits
     t.add("all_reduce_max", Group::y, passes, M * f32, Overlap::none);
-    t.add(ar, Group::y, passes, stats, Overlap::none);  // Σ exp and target logit
+    t.add(ar, Group::y, passes, stats, Overlap::none);   // Σ exp and target logit
     t.add(ar, Group::z, passes, 2 * f64, Overlap::none);  // loss and weight sums
     t.add(ar, Group::data, passes, 2 * f64, Overlap::none);
+    if (passes > 1) {  // the step's total loss weight, once
+        t.add(ar, Group::z, 1, f64, Overlap::none);
+        t.add(ar, Group::data, 1, f64, Overlap::none);
+    }
 
-    // Backward, once per pass: each Linear re-gathers its block, reduce-scatters dW over Z (which can wait for
-    // the rest of the backward) and all-reduces dX over its output group (which can hide behind the dW GEMM).
+    // Backward, per pass: each Linear all-reduces dX over its output group under the dW GEMM, and reduce-scatters
+    // dW over Z under the rest of the backward.
     t.add(ar, Group::y, passes, M * Cx * a, Overlap::dw_gemm);  // LM head dX
     t.add(ar, Group::x, passes * (2 * L + 1), stats, Overlap::none);
     for (std::uint64_t block : {Cx * 4 * Cy, 4 * Cy * Cx, Cx * Cy, 3 * Cy * Cx}) {
-        t.add("all_gather", Group::z, passes * L, block * a, Overlap::next_layer);
         t.add("reduce_scatter", Group::z, passes * L, block * f32, Overlap::rest_of_backward);
     }
     t.add(ar, Group::x, passes * L, M * 4 * Cy * a, Overlap::dw_gemm);  // MLP down (transposed): dX over X
     t.add(ar, Group::y, passes * L, M * Cx * a, Overlap::dw_gemm);      // MLP up: dX over Y
     t.add(ar, Group::x, passes * L, M * Cy * a, Overlap::dw_gemm);      // attention projection
     t.add(ar, Group::y, passes * L, M * Cx * a, Overlap::dw_gemm);      // qkv
-    t.add("reduce_scatter", Group::z, passes, Vpy * Cx * f32, Overlap::rest_of_backward);  // wte
+    t.add("reduce_scatter", Group::z, passes, Vpy * Cx * f32, Overlap::none);  // wte, at the very end
 
-    // Gradient sync and norm, once per step, in fp32.
+    // Gradient sync, in the last pass, in fp32: one slice per tensor and layer, over Z for the tensors replicated
+    // there (the Z-sharded ones were reduce-scattered), then over data for all. The last ones reported (layer 0,
+    // the embeddings) have no backward left to hide behind.
     ShardLayout const layout(step.model, GridPosition{g});
-    t.add(ar, Group::z, 1, static_cast<std::uint64_t>(layout.total() - layout.replicated_begin()) * f32, Overlap::none);
-    constexpr std::uint64_t bucket = std::uint64_t{1} << 24;  // floats, as Gpt::sync_gradients
-    std::uint64_t const total = static_cast<std::uint64_t>(layout.total());
-    std::uint64_t const buckets = (total + bucket - 1) / bucket;
-    if (g.data > 1) {
-        t.add(ar, Group::data, buckets - 1, bucket * f32, Overlap::none);
-        t.add(ar, Group::data, 1, (total - (buckets - 1) * bucket) * f32, Overlap::none);
+    for (ParamSpec const& spec : gpt_parameter_specs(step.model)) {
+        ShardSpec const& shard = layout.spec(spec.id);
+        std::uint64_t const slices = static_cast<std::uint64_t>(shard.layers);
+        std::uint64_t const slice_bytes = static_cast<std::uint64_t>(layout.local_numel(spec.id)) / slices * f32;
+        if (!shard.z_flattened) t.add(ar, Group::z, slices, slice_bytes, Overlap::rest_of_backward);
+        t.add(ar, Group::data, slices, slice_bytes, Overlap::rest_of_backward);
     }
-    t.add(ar, Group::tensor, 1, f64, Overlap::none);
+    t.add(ar, Group::tensor, 1, f64, Overlap::none);  // the gradient norm
     return t.take();
 }
 

@@ -7,7 +7,7 @@
 #pragma once
 
 #include "axonn/comm/grid.h"
-#include "axonn/model/gpt_config.h"
+#include "axonn/model/gpt.h"
 
 #include <cstdint>
 #include <string>
@@ -22,6 +22,7 @@ struct StepShape {
     int seq = 64;
     int micro_batch = 0;  // sequences per data × z replica and forward pass; 0 = batch / (data · z), no accumulation
     int activation_bytes = 4;  // bytes per element of activations and gathered weights (4 fp32, 2 bf16)
+    GptOptions run;            // overlap, recomputation, weight caching, as the trainer runs
 
     int replica_batch() const { return batch / (grid.data * grid.z); }
     int micro_batches() const { return micro_batch > 0 ? replica_batch() / micro_batch : 1; }
@@ -34,8 +35,12 @@ struct PredictedCollective {
     Group group;
     std::uint64_t calls = 0;
     std::uint64_t bytes = 0;
-    // What the collective can hide behind when communication overlaps computation (time model input).
-    enum class Overlap { none, dw_gemm, next_layer, rest_of_backward } overlap = Overlap::none;
+    // What the collective can hide behind when communication overlaps computation (time model input):
+    //   none              it is waited on at once (forward all-reduces, statistics, the loss);
+    //   dw_gemm           a Linear's dX all-reduce, under its dW GEMM (OAR);
+    //   previous_linear   a weight all-gather, under the previous Linear in execution order (OAG);
+    //   rest_of_backward  a dW reduce-scatter, or the gradient sync of a layer, under the backward still to run.
+    enum class Overlap { none, dw_gemm, previous_linear, rest_of_backward } overlap = Overlap::none;
 };
 
 std::vector<PredictedCollective> predict_step_traffic(StepShape const& step);

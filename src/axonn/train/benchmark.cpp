@@ -31,6 +31,7 @@ BenchResult run_benchmark(BenchOptions const& options) {
         use_threads(options.threads);
         parse_axis_order(options.grid_order);
         require_valid_grid(options.model, options.grid, world, B);
+        options.run.pass_batch(B / (options.grid.data * options.grid.z));
     });
 
     ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order));
@@ -38,7 +39,7 @@ BenchResult run_benchmark(BenchOptions const& options) {
     int const local_batch = B / (options.grid.data * options.grid.z);
     std::int64_t const tensor_bytes_before = tensor_bytes_in_use();
     reset_tensor_bytes_peak();
-    Gpt model(options.model, backend, grid, local_batch, T);
+    Gpt model(options.model, backend, grid, options.run.pass_batch(local_batch), T, options.run.model);
     model.init_weights(1);
     AdamW optimizer(model.segments(), model.layout().total(), backend, AdamWConfig{});
     std::vector<std::int32_t> tokens(static_cast<std::size_t>(local_batch) * T), targets(tokens.size());
@@ -46,7 +47,8 @@ BenchResult run_benchmark(BenchOptions const& options) {
         tokens[i] = static_cast<std::int32_t>(philox4x32({5, 1}, i)[0] % options.model.vocab_size);
         targets[i] = static_cast<std::int32_t>(philox4x32({5, 2}, i)[0] % options.model.vocab_size);
     }
-    Batch const batch{local_batch, T, tokens.data(), targets.data(), nullptr};
+    std::vector<Batch> const passes =
+        micro_batches({local_batch, T, tokens.data(), targets.data(), nullptr}, options.run.micro_batch);
 
     // The machine's speed drifts by ±20% (shared vCPUs): the GEMM rate is measured before and after the timed
     // steps and the higher one is the denominator, so a slow spell during the steps lowers MFU, never raises it.
@@ -54,7 +56,7 @@ BenchResult run_benchmark(BenchOptions const& options) {
     double timed_seconds = 0.0;
     for (int i = 0; i < options.iterations; ++i) {
         Stopwatch watch;
-        train_step(model, optimizer, batch, 1e-4f);
+        train_step(model, optimizer, passes, 1e-4f);
         if (i >= options.warmup) timed_seconds += watch.seconds();
     }
     BenchResult result{};

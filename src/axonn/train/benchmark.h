@@ -5,6 +5,7 @@
 
 #include "axonn/comm/grid.h"
 #include "axonn/model/gpt_config.h"
+#include "axonn/train/train_step.h"
 
 #include <cstdint>
 
@@ -19,6 +20,7 @@ struct BenchOptions {
     int threads = 1;
     GridShape grid;  // data × z × y × x over the MPI ranks; batch is the global batch
     std::string grid_order = "x,y,z,data";
+    StepOptions run;
 };
 
 struct BenchResult {

@@ -34,17 +34,17 @@ void make_batch(int step, int vocab, std::vector<std::int32_t>& tokens, std::vec
     }
 }
 
-// This rank's logits slice against the same rows and vocabulary columns of the serial logits.
-double logits_difference(Gpt& parallel, Gpt& serial, int T) {
+// This rank's logits slice of its first pass, whose token rows start at `first_row` of the serial batch, against the
+// same rows and vocabulary columns of the serial logits.
+double logits_difference(Gpt& parallel, Gpt& serial, int T, std::int64_t first_row) {
     ProcessGrid& grid = parallel.grid();
     int const Vp = serial.config().padded_vocab_size();
     VocabSlice const slice = parallel.vocab_slice();
-    int const replica = grid.coord(Axis::data) * grid.size(Axis::z) + grid.coord(Axis::z);
     std::int64_t const rows = static_cast<std::int64_t>(parallel.max_batch()) * T;
     std::vector<float> mine, expected;
     for (std::int64_t r = 0; r < rows; ++r) {
         float const* here = parallel.logits() + r * slice.rows;
-        float const* there = serial.logits() + (replica * rows + r) * Vp + slice.begin;
+        float const* there = serial.logits() + (first_row + r) * Vp + slice.begin;
         mine.insert(mine.end(), here, here + slice.valid);
         expected.insert(expected.end(), there, there + slice.valid);
     }
@@ -86,6 +86,7 @@ ParityReport run_parity(ParityOptions options) {
                 options.seq, options.model.max_seq);
         parse_axis_order(options.grid_order);
         require_valid_grid(options.model, options.grid, world, options.batch);
+        options.run.pass_batch(options.batch / (options.grid.data * options.grid.z));
     });
     ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order),
                      CommOptions{options.debug_collectives});
@@ -94,7 +95,7 @@ ParityReport run_parity(ParityOptions options) {
     int const B = options.batch, T = options.seq;
     int const local_batch = B / (grid.size(Axis::data) * grid.size(Axis::z));
     Gpt serial(options.model, backend, self, B, T);
-    Gpt parallel(options.model, backend, grid, local_batch, T);
+    Gpt parallel(options.model, backend, grid, options.run.pass_batch(local_batch), T, options.run.model);
     serial.init_weights(options.seed);
     parallel.init_weights(options.seed);
     AdamW serial_optimizer(serial.segments(), serial.layout().total(), backend, options.optimizer);
@@ -103,17 +104,16 @@ ParityReport run_parity(ParityOptions options) {
     ParityReport report;
     report.init_max_abs_diff = initial_weight_difference(parallel, serial);
     std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
-    int const replica = grid.coord(Axis::data) * grid.size(Axis::z) + grid.coord(Axis::z);
-    std::size_t const first = static_cast<std::size_t>(replica) * local_batch * T;
     for (int step = 0; step < options.steps; ++step) {
         make_batch(step, options.model.vocab_size, tokens, targets);
         Batch const whole{B, T, tokens.data(), targets.data(), nullptr};
-        Batch const mine{local_batch, T, tokens.data() + first, targets.data() + first, nullptr};
+        Batch const rows = replica_rows(grid, B, T, tokens.data(), targets.data());
+        std::vector<Batch> const mine = micro_batches(rows, options.run.micro_batch);
         float const lr = options.schedule.at(step);
         if (step == 0) {  // the logits before any update
             serial.forward(whole);
-            parallel.forward(mine);
-            report.logits_rel_diff = logits_difference(parallel, serial, T);
+            parallel.forward(mine.front());
+            report.logits_rel_diff = logits_difference(parallel, serial, T, rows.tokens - tokens.data());
         }
         StepResult const expected = train_step(serial, serial_optimizer, whole, lr);
         StepResult const actual = train_step(parallel, parallel_optimizer, mine, lr);

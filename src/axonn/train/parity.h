@@ -1,5 +1,6 @@
 // `axonn parity`: the same training run serially and on a process grid, from the same seed and batches, and the
-// largest relative differences between the two. Every rank also runs the serial model (MPI_COMM_SELF), so the
+// largest relative differences between the two. The grid may run with micro-batches, recomputation or overlap
+// off (ParityOptions::run). Every rank also runs the serial model (MPI_COMM_SELF), so the
 // comparison needs no extra process and works for any grid.
 //
 // Differences are relative and norm-wise: |a − b| / |b| for scalars, ‖a − b‖ / ‖b‖ for tensors, with b serial.
@@ -9,6 +10,7 @@
 #include "axonn/model/gpt_config.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/schedule.h"
+#include "axonn/train/train_step.h"
 
 #include <cstdint>
 #include <map>
@@ -28,6 +30,7 @@ struct ParityOptions {
     LrSchedule schedule{1e-3f, 1e-4f, 2, 1};
     AdamWConfig optimizer;
     bool debug_collectives = false;
+    StepOptions run;  // how the grid runs (the serial model runs one pass, overlapped, without recomputation)
 };
 
 struct ParityReport {

@@ -1,13 +1,26 @@
-// One optimisation step, shared by `axonn train`, `axonn bench` and the tests: forward, backward (overwriting
-// the previous step's gradients), gradient sync over the grid, global-norm clipping and the AdamW update. A step
-// whose loss or gradient norm is not finite changes no weight, so the caller can stop on weights that are still
-// finite.
+// One optimisation step, shared by `axonn train`, `axonn bench`, `axonn parity` and the tests: forward and
+// backward over the step's micro-batches (the gradients accumulate, and the last backward syncs them over the
+// grid), global-norm clipping and the AdamW update. A step whose loss or gradient norm is not finite changes no
+// weight, so the caller can stop on weights that are still finite.
 #pragma once
 
 #include "axonn/model/gpt.h"
 #include "axonn/train/optimizer.h"
 
+#include <span>
+#include <vector>
+
 namespace axonn {
+
+// How a step runs on its grid (--overlap, --recompute, --cache-weights, --micro-batch).
+struct StepOptions {
+    GptOptions model;
+    int micro_batch = 0;  // sequences per pass on each data × z replica; 0: the replica's whole share in one pass
+
+    // The sequences a rank's Gpt holds per pass, out of its share of the global batch; throws axonn::Error when
+    // the micro-batch does not divide that share.
+    int pass_batch(int replica_batch) const;
+};
 
 struct StepResult {
     float loss;
@@ -15,6 +28,16 @@ struct StepResult {
     bool updated;      // false when the loss or the norm is not finite: the weights are then left as they were
 };
 
-StepResult train_step(Gpt& model, AdamW& optimizer, Batch const& batch, float learning_rate);
+// This rank's rows of a global batch of `B · T` tokens: the share of its (data, z) position.
+Batch replica_rows(ProcessGrid const& grid, int B, int T, std::int32_t const* tokens, std::int32_t const* targets);
+// This rank's rows of a step split into passes of `micro_batch` sequences each (0 or all of them: one pass).
+std::vector<Batch> micro_batches(Batch const& rows, int micro_batch);
+
+StepResult train_step(Gpt& model, AdamW& optimizer, std::span<Batch const> passes, float learning_rate);
+// The loss of the global batch the passes make up, without a backward (validation).
+float eval_step(Gpt& model, std::span<Batch const> passes);
+inline StepResult train_step(Gpt& model, AdamW& optimizer, Batch const& batch, float learning_rate) {
+    return train_step(model, optimizer, std::span<Batch const>(&batch, 1), learning_rate);
+}
 
 }  // namespace axonn

@@ -114,27 +114,26 @@ std::string human_bytes(double bytes) {
     return fmt::format("{:.1f} {}", bytes, units[unit]);
 }
 
-// This rank's rows of a global batch: the sequences of its (data, z) position, as many as the model holds.
-Batch local_rows(Gpt& model, std::vector<std::int32_t> const& tokens, std::vector<std::int32_t> const& targets,
-                 int T) {
-    ProcessGrid& grid = model.grid();
-    int const replica = grid.coord(Axis::data) * grid.size(Axis::z) + grid.coord(Axis::z);
-    std::size_t const first = static_cast<std::size_t>(replica) * model.max_batch() * T;
-    return {model.max_batch(), T, tokens.data() + first, targets.data() + first, nullptr};
+// This rank's passes of a global batch.
+std::vector<Batch> local_passes(Gpt& model, TrainOptions const& options, std::vector<std::int32_t> const& tokens,
+                                std::vector<std::int32_t> const& targets) {
+    return micro_batches(replica_rows(model.grid(), options.batch, options.seq, tokens.data(), targets.data()),
+                         options.run.micro_batch);
 }
 
 // Evaluations of more batches, and samples of more tokens, than these show their own progress.
 constexpr int quiet_evaluation_batches = 32;
 constexpr int quiet_sample_tokens = 256;
 
-float evaluate(Gpt& model, DataLoader& loader, int batches, std::vector<std::int32_t>& tokens,
-               std::vector<std::int32_t>& targets, int T, std::FILE* progress_stream) {
+float evaluate(Gpt& model, TrainOptions const& options, DataLoader& loader, std::vector<std::int32_t>& tokens,
+               std::vector<std::int32_t>& targets, std::FILE* progress_stream) {
+    int const batches = options.eval_batches;
     loader.restore({});  // the same validation batches every time
     Progress progress("validate", batches, batches > quiet_evaluation_batches ? progress_stream : nullptr);
     double sum = 0.0;
     for (int i = 0; i < batches; ++i) {
         loader.next_batch(tokens.data(), targets.data());
-        sum += model.forward(local_rows(model, tokens, targets, T));
+        sum += eval_step(model, local_passes(model, options, tokens, targets));
         progress.update(i + 1, "");
     }
     progress.finish();
@@ -167,8 +166,8 @@ void gather_into(Gpt& model, Gpt& serial) {
     }
 }
 
-// The planner's best grid for this model, batch and number of ranks on `machine`, announced; none if no grid
-// fits. The trainer does not overlap communication yet, so the plan assumes no overlap.
+// The planner's best grid for this model, batch and number of ranks on `machine`, for the step options of the
+// run, announced; none if no grid fits.
 std::optional<GridShape> plan_best_grid(TrainOptions const& options, int world, MachineProfile const& machine,
                                         std::string const& profile_source) {
     PlanRequest request;
@@ -177,7 +176,8 @@ std::optional<GridShape> plan_best_grid(TrainOptions const& options, int world, 
     request.batch = options.batch;
     request.seq = options.seq;
     request.machine = machine;
-    request.time.overlap = false;
+    request.micro_batch = options.run.micro_batch;
+    request.run = options.run.model;
     request.time.bf16 = false;
     request.time.order = parse_axis_order(options.grid_order);
     std::vector<PlanCandidate> const plan = plan_grids(request);
@@ -246,7 +246,10 @@ TrainSummary run_training(TrainOptions options) {
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     if (options.grid_auto) options.grid = choose_grid(options, world);
-    as_usage_errors([&] { require_valid_grid(options.model, options.grid, world, B); });
+    as_usage_errors([&] {
+        require_valid_grid(options.model, options.grid, world, B);
+        options.run.pass_batch(B / (options.grid.data * options.grid.z));
+    });
     ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order),
                      CommOptions{options.debug_collectives});
     bool const leader = grid.rank() == 0;
@@ -266,7 +269,8 @@ TrainSummary run_training(TrainOptions options) {
     MetricsLog metrics = options.metrics.empty() || !leader ? MetricsLog() : MetricsLog(options.metrics, options.overwrite);
 
     CpuBackend backend;
-    Gpt model(options.model, backend, grid, B / (grid.size(Axis::data) * grid.size(Axis::z)), T);
+    Gpt model(options.model, backend, grid, options.run.pass_batch(B / (grid.size(Axis::data) * grid.size(Axis::z))), T,
+              options.run.model);
     model.init_weights(options.seed);
     AdamW optimizer(model.segments(), model.layout().total(), backend, options.optimizer);
 
@@ -303,8 +307,7 @@ TrainSummary run_training(TrainOptions options) {
         bool const last = step == options.steps;
         std::optional<float> val_loss;
         if (val_loader && (step % options.eval_every == 0 || last)) {
-            val_loss = evaluate(model, *val_loader, options.eval_batches, val_tokens, val_targets, T,
-                                leader ? stderr : nullptr);
+            val_loss = evaluate(model, options, *val_loader, val_tokens, val_targets, leader ? stderr : nullptr);
             require(std::isfinite(*val_loss), "the validation loss became {} at step {}: the model diverged; lower "
                     "--lr, raise --warmup, or keep --grad-clip on", *val_loss, step);
             if (step == 0) summary.first_val_loss = *val_loss;
@@ -320,7 +323,7 @@ TrainSummary run_training(TrainOptions options) {
         train_loader.next_batch(tokens.data(), targets.data());
         float const lr = options.schedule.at(step);
         Stopwatch watch;
-        StepResult const result = train_step(model, optimizer, local_rows(model, tokens, targets, T), lr);
+        StepResult const result = train_step(model, optimizer, local_passes(model, options, tokens, targets), lr);
         double const seconds = watch.seconds();
         require_finite_step(result, step, lr);
         summary.last_train_loss = result.loss;

@@ -8,6 +8,7 @@
 #include "axonn/model/generate.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/schedule.h"
+#include "axonn/train/train_step.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -32,6 +33,7 @@ struct TrainOptions {
     bool grid_auto = false;               // let the planner choose the grid (with the local machine profile)
     std::string grid_order = "x,y,z,data";  // fastest-varying axis first
     bool debug_collectives = false;
+    StepOptions run;                      // overlap, micro-batches, recomputation, weight caching
     int eval_every = 50;                  // validation at step 0, every eval_every steps, and at the end
     int eval_batches = 8;
     std::filesystem::path metrics;        // JSON lines; empty = none

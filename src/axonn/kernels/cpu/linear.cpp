@@ -17,9 +17,13 @@ void linear_forward(T* out, T const* inp, T const* weight, T const* bias, std::i
 }
 
 template <typename T>
-void linear_backward(T* dinp, T* dweight, T* dbias, T const* dout, T const* inp, T const* weight, std::int64_t M,
-                     std::int64_t K, std::int64_t N, GradWrite dweight_write) {
-    gemm<T>(false, false, M, K, N, T(1), dout, N, weight, K, T(1), dinp, K);
+void linear_backward_input(T* dinp, T const* dout, T const* weight, std::int64_t M, std::int64_t K, std::int64_t N) {
+    gemm<T>(false, false, M, K, N, T(1), dout, N, weight, K, T(0), dinp, K);
+}
+
+template <typename T>
+void linear_backward_weight(T* dweight, T* dbias, T const* dout, T const* inp, std::int64_t M, std::int64_t K,
+                            std::int64_t N, GradWrite dweight_write) {
     T const dweight_beta = dweight_write == GradWrite::accumulate ? T(1) : T(0);
     gemm<T>(true, false, N, K, M, T(1), dout, N, inp, K, dweight_beta, dweight, K);
     if (dbias == nullptr) return;
@@ -33,9 +37,13 @@ template void linear_forward<float>(float*, float const*, float const*, float co
                                     std::int64_t);
 template void linear_forward<double>(double*, double const*, double const*, double const*, std::int64_t, std::int64_t,
                                      std::int64_t);
-template void linear_backward<float>(float*, float*, float*, float const*, float const*, float const*, std::int64_t,
-                                     std::int64_t, std::int64_t, GradWrite);
-template void linear_backward<double>(double*, double*, double*, double const*, double const*, double const*,
-                                      std::int64_t, std::int64_t, std::int64_t, GradWrite);
+template void linear_backward_input<float>(float*, float const*, float const*, std::int64_t, std::int64_t,
+                                           std::int64_t);
+template void linear_backward_input<double>(double*, double const*, double const*, std::int64_t, std::int64_t,
+                                            std::int64_t);
+template void linear_backward_weight<float>(float*, float*, float const*, float const*, std::int64_t, std::int64_t,
+                                            std::int64_t, GradWrite);
+template void linear_backward_weight<double>(double*, double*, double const*, double const*, std::int64_t,
+                                             std::int64_t, std::int64_t, GradWrite);
 
 }  // namespace axonn::cpu

@@ -15,10 +15,15 @@ template <typename T>
 void linear_forward(T* out, T const* inp, T const* weight, T const* bias, std::int64_t M, std::int64_t K,
                     std::int64_t N);
 
-// dinp[M,K] += dout[M,N] · weight[N,K];  dweight[N,K] (+)= dout[M,N]ᵀ · inp[M,K];  dbias[N] += Σ_m dout[m,:]
-// dweight is accumulated or overwritten as `dweight_write` says; dinp and dbias always accumulate.
+// The backward in its two GEMMs, so that the input gradient's all-reduce can run while the weight gradient is
+// computed (AxoNN's OAR):
+// dinp[M,K] = dout[M,N] · weight[N,K]      (written, not accumulated: the GEMM's β is 0)
 template <typename T>
-void linear_backward(T* dinp, T* dweight, T* dbias, T const* dout, T const* inp, T const* weight, std::int64_t M,
-                     std::int64_t K, std::int64_t N, GradWrite dweight_write);
+void linear_backward_input(T* dinp, T const* dout, T const* weight, std::int64_t M, std::int64_t K, std::int64_t N);
+
+// dweight[N,K] (+)= dout[M,N]ᵀ · inp[M,K] as `dweight_write` says;  dbias[N] += Σ_m dout[m,:] (if not null)
+template <typename T>
+void linear_backward_weight(T* dweight, T* dbias, T const* dout, T const* inp, std::int64_t M, std::int64_t K,
+                            std::int64_t N, GradWrite dweight_write);
 
 }  // namespace axonn::cpu

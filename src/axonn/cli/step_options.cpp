@@ -1,0 +1,30 @@
+#include "axonn/cli/step_options.h"
+
+#include <map>
+#include <string>
+
+namespace axonn {
+
+void add_step_options(CLI::App& command, StepOptions& options) {
+    command.add_option("--overlap", options.model.overlap,
+                       "on: hide collectives behind computation (weights gathered a layer ahead, dX all-reduces "
+                       "under the dW GEMMs, dW reduce-scatters and the gradient sync under the rest of the "
+                       "backward); off: wait for each at once (the same results, bitwise)")
+        ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}))
+        ->default_str("on");
+    command.add_option("--recompute", options.model.recompute,
+                       "none: keep every layer's activations; layer: keep each layer's input and recompute the "
+                       "layer in the backward (less memory, one more forward; the same results, bitwise)")
+        ->transform(CLI::CheckedTransformer(std::map<std::string, Recompute>{{"none", Recompute::none},
+                                                                            {"layer", Recompute::layer}}))
+        ->default_str("none");
+    command.add_flag("--cache-weights", options.model.cache_weights,
+                     "keep the weights gathered over Z for the whole step: one all-gather per weight and step "
+                     "instead of one per use, for the memory of every gathered block");
+    command.add_option("--micro-batch", options.micro_batch,
+                       "sequences per pass on each data x z replica; the passes' gradients accumulate into the "
+                       "global batch's (0: one pass)")
+        ->capture_default_str();
+}
+
+}  // namespace axonn

@@ -1,0 +1,14 @@
+// The options that say how a training step runs on the grid, shared by `train`, `bench`, `parity` and `plan`
+// (so that the planner predicts what the trainer does): --overlap on|off, --recompute none|layer,
+// --cache-weights, --micro-batch M.
+#pragma once
+
+#include "axonn/train/train_step.h"
+
+#include <CLI/CLI.hpp>
+
+namespace axonn {
+
+void add_step_options(CLI::App& command, StepOptions& options);
+
+}  // namespace axonn

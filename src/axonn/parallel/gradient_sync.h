@@ -1,0 +1,60 @@
+// The gradient sync of a step, overlapped with the backward that produces the gradients. A gradient is complete
+// when it is summed over Z (for the tensors replicated there: their rows of the batch were split over Z) and then
+// over data; the Z-sharded weights get their Z sum from their reduce-scatter (grad_scatter.h). The model reports
+// slices of the flat gradient buffer (a tensor's slice of one layer, or a whole tensor) as they become final, in
+// the order the backward finishes them, and each goes through two stages:
+//   1. at once: the Z all-reduce of a replicated slice is started;
+//   2. when the next slices are reported (a layer later) or at finish(): its Z sum is waited on (the all-reduce,
+//      or the weight's reduce-scatter), and its data all-reduce is started.
+// finish() waits for all of them. With overlap off every collective is waited on as soon as it is started: the
+// same calls in the same order, so the gradients are bitwise the same. Every rank reports the same slices in the
+// same order, so every group issues its collectives in one order.
+#pragma once
+
+#include "axonn/comm/communicator.h"
+#include "axonn/parallel/grad_scatter.h"
+#include "axonn/parallel/shard_layout.h"
+
+#include <vector>
+
+namespace axonn {
+
+// A tensor's gradient of one layer (layer 0 for a tensor that is not stacked per layer).
+struct GradSlice {
+    Param id;
+    int layer = 0;
+};
+
+class GradientSync {
+public:
+    GradientSync(ShardLayout const& layout, Communicator& z, Communicator& data, GradScatter& scatter, bool overlap);
+    GradientSync(GradientSync const&) = delete;
+    GradientSync& operator=(GradientSync const&) = delete;
+
+    // A backward that syncs starts; `grads` is the flat gradient buffer.
+    void begin(float* grads);
+    // These slices will not change again in this backward (their reduce-scatters may still be running).
+    void final(std::vector<GradSlice> const& slices);
+    // Every gradient is final: completes the sync.
+    void finish();
+
+private:
+    struct InFlight {
+        float* data;
+        std::size_t numel;
+        bool z_sharded;
+        Collective z_sum;
+    };
+    void start_data_sums();  // stage 2 for everything reported so far
+
+    ShardLayout const& layout_;
+    Communicator& z_;
+    Communicator& data_;
+    GradScatter& scatter_;
+    bool overlap_;
+    float* grads_ = nullptr;
+    std::vector<InFlight> awaiting_data_;
+    std::vector<Collective> data_sums_;
+};
+
+}  // namespace axonn
