@@ -1,0 +1,122 @@
+// How a step runs must not change what it computes. Under mpirun at np 1, 2, 4 and 8, on every grid of gpt2-micro
+// (B = 8, T = 16, a few targets ignored), from the same seed and batches:
+//   - overlap on and off give bitwise the same losses, gradient norms, gradients and weights after 3 AdamW steps
+//     (the same collectives, waited on at other times);
+//   - recomputing each layer in the backward gives bitwise the same as keeping its activations, and so does
+//     caching the gathered weights;
+//   - micro-batches of one sequence give the loss and gradients of the whole batch in one pass within 1e-6
+//     relative (norm-wise): the same sums in another order.
+// Assertions are EXPECT_: a rank that left a test early would leave the others waiting in a collective.
+#include "axonn/core/rng.h"
+#include "axonn/kernels/cpu_backend.h"
+#include "axonn/model/gpt.h"
+#include "axonn/train/optimizer.h"
+#include "axonn/train/train_step.h"
+#include "support/micro_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace axonn {
+namespace {
+
+using testing::micro_model;
+using testing::world_size;
+
+constexpr int batch = 8, seq = 16;
+
+struct Outcome {
+    std::vector<float> losses;
+    std::vector<double> norms;
+    std::vector<float> first_grads;  // this rank's gradient shards after the first step
+    std::vector<float> params;       // this rank's weight shards after the last step
+};
+
+// `steps` AdamW steps of gpt2-micro on `shape`, run as `options` says.
+Outcome train(GridShape const& shape, StepOptions const& options, int steps) {
+    ProcessGrid grid(MPI_COMM_WORLD, shape);
+    CpuBackend backend;
+    int const rows = batch / (shape.data * shape.z);
+    Gpt model(micro_model(), backend, grid, options.pass_batch(rows), seq, options.model);
+    model.init_weights(42);
+    AdamW optimizer(model.segments(), model.layout().total(), backend, AdamWConfig{});
+    std::vector<std::int32_t> tokens(batch * seq), targets(tokens.size());
+    Outcome outcome;
+    for (int step = 0; step < steps; ++step) {
+        for (std::size_t i = 0; i < tokens.size(); ++i) {
+            tokens[i] = static_cast<std::int32_t>(philox4x32({9, static_cast<std::uint64_t>(step)}, i)[0] % 300);
+            targets[i] = i % 11 == 3 ? -1 : static_cast<std::int32_t>(philox4x32({9, 100u + step}, i)[0] % 300);
+        }
+        std::vector<Batch> const passes =
+            micro_batches(replica_rows(grid, batch, seq, tokens.data(), targets.data()), options.micro_batch);
+        StepResult const result = train_step(model, optimizer, passes, 1e-3f);
+        outcome.losses.push_back(result.loss);
+        outcome.norms.push_back(result.grad_norm);
+        if (step == 0) outcome.first_grads.assign(model.grads().begin(), model.grads().end());
+    }
+    outcome.params.assign(model.params().begin(), model.params().end());
+    return outcome;
+}
+
+double relative(std::vector<float> const& a, std::vector<float> const& b) {
+    double difference = 0, reference = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        difference += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+        reference += static_cast<double>(b[i]) * b[i];
+    }
+    return std::sqrt(difference / std::max(reference, 1e-300));
+}
+
+void expect_bitwise_equal(Outcome const& a, Outcome const& b) {
+    EXPECT_EQ(a.losses, b.losses);
+    EXPECT_EQ(a.norms, b.norms);
+    EXPECT_EQ(a.first_grads, b.first_grads);
+    EXPECT_EQ(a.params, b.params);
+}
+
+StepOptions with_overlap(bool on) {
+    StepOptions options;
+    options.model.overlap = on;
+    return options;
+}
+
+class StepOptionsOnGrid : public ::testing::TestWithParam<GridShape> {};
+
+TEST_P(StepOptionsOnGrid, OverlapOnAndOffAreBitwiseEqual) {
+    expect_bitwise_equal(train(GetParam(), with_overlap(true), 3), train(GetParam(), with_overlap(false), 3));
+}
+
+TEST_P(StepOptionsOnGrid, RecomputationIsBitwiseEqualToKeepingActivations) {
+    StepOptions recompute;
+    recompute.model.recompute = Recompute::layer;
+    expect_bitwise_equal(train(GetParam(), recompute, 3), train(GetParam(), StepOptions{}, 3));
+}
+
+TEST_P(StepOptionsOnGrid, CachedWeightsAreBitwiseEqualToGatheringPerUse) {
+    StepOptions cached;
+    cached.model.cache_weights = true;
+    cached.micro_batch = 1;  // the cache serves every later pass
+    StepOptions gathered;
+    gathered.micro_batch = 1;
+    expect_bitwise_equal(train(GetParam(), cached, 3), train(GetParam(), gathered, 3));
+}
+
+TEST_P(StepOptionsOnGrid, MicroBatchesGiveTheWholeBatchsLossAndGradients) {
+    StepOptions micro;
+    micro.micro_batch = 1;
+    Outcome const passes = train(GetParam(), micro, 1), whole = train(GetParam(), StepOptions{}, 1);
+    EXPECT_LT(std::abs(passes.losses[0] - whole.losses[0]) / std::abs(whole.losses[0]), 1e-6);
+    EXPECT_LT(std::abs(passes.norms[0] - whole.norms[0]) / whole.norms[0], 1e-6);
+    EXPECT_LT(relative(passes.first_grads, whole.first_grads), 1e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryGrid, StepOptionsOnGrid, ::testing::ValuesIn(grid_factorisations(world_size())),
+                         [](::testing::TestParamInfo<GridShape> const& info) {
+                             return testing::grid_test_name(info.param);
+                         });
+
+}  // namespace
+}  // namespace axonn
