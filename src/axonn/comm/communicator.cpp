@@ -259,6 +259,26 @@ Collective Communicator::start_reduce_scatter(float const* send, float* recv, st
     });
 }
 
+std::vector<std::string> Communicator::gather_text(std::string const& text) {
+    if (size_ == 1) return {text};
+    int const length = mpi_count(text.size());
+    std::vector<int> lengths(rank_ == 0 ? size_ : 0), offsets(lengths.size());
+    MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, comm_);
+    std::string all;
+    if (rank_ == 0) {
+        std::int64_t total = 0;
+        for (int r = 0; r < size_; ++r) {
+            offsets[r] = mpi_count(static_cast<std::size_t>(total));
+            total += lengths[r];
+        }
+        all.resize(static_cast<std::size_t>(total));
+    }
+    MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0, comm_);
+    std::vector<std::string> texts;
+    for (std::size_t r = 0; r < lengths.size(); ++r) texts.push_back(all.substr(offsets[r], lengths[r]));
+    return texts;
+}
+
 void Communicator::barrier_quietly() {
     if (size_ == 1) return;
     MPI_Request request = MPI_REQUEST_NULL;

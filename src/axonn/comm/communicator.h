@@ -137,6 +137,10 @@ public:
     [[nodiscard]] Collective start_all_gather(float const* send, float* recv, std::size_t count_per_rank);
     [[nodiscard]] Collective start_reduce_scatter(float const* send, float* recv, std::size_t count_per_rank);
 
+    // Rank 0 receives every member's text, in rank order (the others get nothing). Not part of a step: used to
+    // collect traces at the end of a run.
+    std::vector<std::string> gather_text(std::string const& text);
+
     // Waits until every rank of the group arrives, sleeping rather than spinning, so that ranks which share
     // cores leave them to the ones still working.
     void barrier_quietly();

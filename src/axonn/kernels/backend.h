@@ -22,11 +22,6 @@ public:
 
     virtual std::string name() const = 0;
 
-    // C[M,N] = alpha · op(A) · op(B) + beta · C (row-major, see kernels/cpu/gemm.h)
-    virtual void gemm(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
-                      float const* A, std::int64_t lda, float const* B, std::int64_t ldb, float beta, float* C,
-                      std::int64_t ldc) = 0;
-
     // out[B,T,C] = wte[tokens − vocab_begin] (rows held here) + wpe[t] (if not null)
     // tokens[B,T], wte[vocab_rows,C], wpe[maxT,C] (kernels/cpu/encoder.h)
     virtual void encoder_forward(float* out, std::int32_t const* tokens, float const* wte, float const* wpe, int B,

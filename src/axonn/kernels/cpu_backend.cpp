@@ -1,5 +1,6 @@
 #include "axonn/kernels/cpu_backend.h"
 
+#include "axonn/core/trace.h"
 #include "axonn/kernels/cpu/attention.h"
 #include "axonn/kernels/cpu/cross_entropy.h"
 #include "axonn/kernels/cpu/encoder.h"
@@ -13,86 +14,102 @@ namespace axonn {
 
 std::string CpuBackend::name() const { return std::string("cpu (GEMM: ") + cpu::gemm_library_name() + ")"; }
 
-void CpuBackend::gemm(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
-                      float const* A, std::int64_t lda, float const* B, std::int64_t ldb, float beta, float* C,
-                      std::int64_t ldc) {
-    cpu::gemm<float>(transpose_a, transpose_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
 void CpuBackend::encoder_forward(float* out, std::int32_t const* tokens, float const* wte, float const* wpe, int B,
                                  int T, int C, int vocab_begin, int vocab_rows) {
+    TraceSpan const span("encoder_forward", TraceTrack::kernels);
     cpu::encoder_forward(out, tokens, wte, wpe, B, T, C, vocab_begin, vocab_rows);
 }
 void CpuBackend::encoder_backward(float* dwte, float* dwpe, float const* dout, std::int32_t const* tokens, int B,
                                   int T, int C, int vocab_begin, int vocab_rows) {
+    TraceSpan const span("encoder_backward", TraceTrack::kernels);
     cpu::encoder_backward(dwte, dwpe, dout, tokens, B, T, C, vocab_begin, vocab_rows);
 }
 void CpuBackend::layernorm_statistics(double* stats, float const* inp, std::int64_t N, int C) {
+    TraceSpan const span("layernorm_statistics", TraceTrack::kernels);
     cpu::layernorm_statistics(stats, inp, N, C);
 }
 void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, float const* inp, float const* weight,
                                    float const* bias, double const* stats, std::int64_t N, int C, int C_total) {
+    TraceSpan const span("layernorm_forward", TraceTrack::kernels);
     cpu::layernorm_forward(out, mean, rstd, inp, weight, bias, stats, N, C, C_total);
 }
 void CpuBackend::layernorm_backward_statistics(double* stats, float const* dout, float const* inp,
                                                float const* weight, float const* mean, float const* rstd,
                                                std::int64_t N, int C) {
+    TraceSpan const span("layernorm_backward_statistics", TraceTrack::kernels);
     cpu::layernorm_backward_statistics(stats, dout, inp, weight, mean, rstd, N, C);
 }
 void CpuBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, float const* dout, float const* inp,
                                     float const* weight, float const* mean, float const* rstd, double const* stats,
                                     std::int64_t N, int C, int C_total) {
+    TraceSpan const span("layernorm_backward", TraceTrack::kernels);
     cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, stats, N, C, C_total);
 }
 void CpuBackend::linear_forward(float* out, float const* inp, float const* weight, float const* bias, std::int64_t M,
                                 std::int64_t K, std::int64_t N) {
+    TraceSpan const span("linear_forward", TraceTrack::kernels);
     cpu::linear_forward(out, inp, weight, bias, M, K, N);
 }
 void CpuBackend::linear_backward_input(float* dinp, float const* dout, float const* weight, std::int64_t M,
                                        std::int64_t K, std::int64_t N) {
+    TraceSpan const span("linear_backward_input", TraceTrack::kernels);
     cpu::linear_backward_input(dinp, dout, weight, M, K, N);
 }
 void CpuBackend::linear_backward_weight(float* dweight, float* dbias, float const* dout, float const* inp,
                                         std::int64_t M, std::int64_t K, std::int64_t N, GradWrite dweight_write) {
+    TraceSpan const span("linear_backward_weight", TraceTrack::kernels);
     cpu::linear_backward_weight(dweight, dbias, dout, inp, M, K, N, dweight_write);
 }
 void CpuBackend::attention_forward(float* out, float* att, float const* qkv, int B, int T, int C, int NH) {
+    TraceSpan const span("attention_forward", TraceTrack::kernels);
     cpu::attention_forward(out, att, qkv, B, T, C, NH);
 }
 void CpuBackend::attention_backward(float* dqkv, float const* dout, float const* qkv, float const* att, int B, int T,
                                     int C, int NH) {
+    TraceSpan const span("attention_backward", TraceTrack::kernels);
     cpu::attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
 }
-void CpuBackend::gelu_forward(float* out, float const* inp, std::int64_t n) { cpu::gelu_forward(out, inp, n); }
+void CpuBackend::gelu_forward(float* out, float const* inp, std::int64_t n) {
+    TraceSpan const span("gelu_forward", TraceTrack::kernels); cpu::gelu_forward(out, inp, n); }
 void CpuBackend::gelu_backward(float* dinp, float const* inp, float const* dout, std::int64_t n) {
+    TraceSpan const span("gelu_backward", TraceTrack::kernels);
     cpu::gelu_backward(dinp, inp, dout, n);
 }
 void CpuBackend::residual_forward(float* out, float const* a, float const* b, std::int64_t n) {
+    TraceSpan const span("residual_forward", TraceTrack::kernels);
     cpu::residual_forward(out, a, b, n);
 }
 void CpuBackend::residual_backward(float* da, float* db, float const* dout, std::int64_t n) {
+    TraceSpan const span("residual_backward", TraceTrack::kernels);
     cpu::residual_backward(da, db, dout, n);
 }
 void CpuBackend::cross_entropy_max(float* row_max, float const* logits, std::int64_t N, int valid, int Vp_local) {
+    TraceSpan const span("cross_entropy_max", TraceTrack::kernels);
     cpu::cross_entropy_max(row_max, logits, N, valid, Vp_local);
 }
 void CpuBackend::cross_entropy_sums(double* sums, float const* logits, float const* row_max,
                                     std::int32_t const* targets, std::int64_t N, int valid, int Vp_local,
                                     int vocab_begin) {
+    TraceSpan const span("cross_entropy_sums", TraceTrack::kernels);
     cpu::cross_entropy_sums(sums, logits, row_max, targets, N, valid, Vp_local, vocab_begin);
 }
 void CpuBackend::cross_entropy_losses(float* losses, float* logsumexp, float const* row_max, double const* sums,
                                       std::int32_t const* targets, std::int64_t N) {
+    TraceSpan const span("cross_entropy_losses", TraceTrack::kernels);
     cpu::cross_entropy_losses(losses, logsumexp, row_max, sums, targets, N);
 }
 void CpuBackend::cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp,
                                         std::int32_t const* targets, float const* dlosses, std::int64_t N, int valid,
                                         int Vp_local, int vocab_begin) {
+    TraceSpan const span("cross_entropy_backward", TraceTrack::kernels);
     cpu::cross_entropy_backward(dlogits, logits, logsumexp, targets, dlosses, N, valid, Vp_local, vocab_begin);
 }
 void CpuBackend::adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n,
                               AdamWStep const& step) {
+    TraceSpan const span("adamw_update", TraceTrack::kernels);
     cpu::adamw_update(param, grad, m, v, n, step);
 }
-double CpuBackend::sum_of_squares(float const* x, std::int64_t n) { return cpu::sum_of_squares(x, n); }
+double CpuBackend::sum_of_squares(float const* x, std::int64_t n) {
+    TraceSpan const span("sum_of_squares", TraceTrack::kernels); return cpu::sum_of_squares(x, n); }
 
 }  // namespace axonn

@@ -1,4 +1,5 @@
-// The CPU implementation of Backend: oneDNN GEMMs and the templated kernels in kernels/cpu/, fp32.
+// The CPU implementation of Backend: oneDNN GEMMs and the templated kernels in kernels/cpu/, fp32. Every
+// operation is a span of the trace when one is recorded (core/trace.h).
 #pragma once
 
 #include "axonn/kernels/backend.h"
@@ -8,9 +9,6 @@ namespace axonn {
 class CpuBackend final : public Backend {
 public:
     std::string name() const override;
-    void gemm(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
-              float const* A, std::int64_t lda, float const* B, std::int64_t ldb, float beta, float* C,
-              std::int64_t ldc) override;
     void encoder_forward(float* out, std::int32_t const* tokens, float const* wte, float const* wpe, int B, int T,
                          int C, int vocab_begin, int vocab_rows) override;
     void encoder_backward(float* dwte, float* dwpe, float const* dout, std::int32_t const* tokens, int B, int T, int C,

@@ -2,6 +2,7 @@
 
 #include "axonn/core/error.h"
 #include "axonn/core/rng.h"
+#include "axonn/core/trace.h"
 #include "axonn/parallel/layernorm.h"
 #include "axonn/parallel/linear.h"
 #include "axonn/parallel/vocab_parallel.h"
@@ -10,6 +11,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <fmt/format.h>
 #include <limits>
 #include <utility>
 
@@ -264,6 +266,7 @@ float Gpt::train_forward(Batch const& batch, Pass const& pass) {
 }
 
 float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_total) {
+    TraceSpan const span("forward", TraceTrack::steps);
     invariant(batch.B > 0 && batch.B <= max_batch_, "batch of {} sequences, the model was built for at most {}",
               batch.B, max_batch_);
     invariant(batch.T > 0 && batch.T <= max_seq_, "sequence of {} tokens, the model was built for at most {}",
@@ -290,7 +293,10 @@ float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_tot
     vocab_parallel_embedding_forward(k, y, vocab, activation(a.encoded), batch.tokens, wte, wpe, d.B, d.T, d.Cx);
 
     bool const recompute = options_.recompute == Recompute::layer;
-    for (int l = 0; l < d.L; ++l) forward_layer(l, recompute ? 0 : l, batch);
+    for (int l = 0; l < d.L; ++l) {
+        TraceSpan const layer(TraceTrack::steps, [&] { return fmt::format("layer {}", l); });
+        forward_layer(l, recompute ? 0 : l, batch);
+    }
 
     float const* residual = activation(a.outputs + (d.L - 1) * a.BTCx);
     parallel_layernorm_forward(k, x, stats, activation(a.lnf), activation(a.lnf_mean), activation(a.lnf_rstd),
@@ -367,6 +373,7 @@ void Gpt::forward_layer(int l, int slot, Batch const& batch) {
 }
 
 void Gpt::backward() {
+    TraceSpan const span("backward", TraceTrack::steps);
     invariant(backward_ready_, "backward() needs a train_forward() first");
     backward_ready_ = false;
     GradWrite const write = pass_.first ? GradWrite::overwrite : GradWrite::accumulate;
@@ -415,7 +422,11 @@ void Gpt::backward() {
 
     bool const recompute = options_.recompute == Recompute::layer;
     for (int l = d.L - 1; l >= 0; --l) {
-        if (recompute) forward_layer(l, 0, batch);
+        TraceSpan const layer(TraceTrack::steps, [&] { return fmt::format("layer {}", l); });
+        if (recompute) {
+            TraceSpan const recomputation("recompute", TraceTrack::steps);
+            forward_layer(l, 0, batch);
+        }
         backward_layer(l, recompute ? 0 : l, batch, write);
         if (!pass_.last) continue;
         std::vector<GradSlice> slices;

@@ -3,6 +3,7 @@
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
 #include "axonn/core/timer.h"
+#include "axonn/core/trace.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/gpt.h"
@@ -13,6 +14,7 @@
 #include "axonn/train/metrics.h"
 #include "axonn/train/progress.h"
 #include "axonn/train/threads.h"
+#include "axonn/train/trace_file.h"
 #include "axonn/train/train_step.h"
 
 #include <mpi.h>
@@ -92,6 +94,7 @@ void validate_train_options(TrainOptions const& options) {
                 options.model.max_seq);
         require(options.eval_every > 0, "--eval-every must be at least 1, got {}", options.eval_every);
         require(options.eval_batches > 0, "--eval-batches must be at least 1, got {}", options.eval_batches);
+        require(options.trace_steps > 0, "--trace-steps must be at least 1, got {}", options.trace_steps);
         require(!options.data.empty(), "no training data: pass --data PATH (a folder written by `axonn prepare`)");
         check_tokenizer_name(options.tokenizer);
         parse_axis_order(options.grid_order);
@@ -226,12 +229,40 @@ GridShape choose_grid(TrainOptions const& options, int world) {
             static_cast<int>(chosen[3])};
 }
 
+// Per axis: the bytes this rank moved, its time in collectives, and how much of that time it waited (exposed).
+// The weight prefetches of Z run on Z's second communicator and count as Z.
 std::string traffic_summary(ProcessGrid& grid) {
     std::string text;
     for (Group group : {Group::data, Group::z, Group::y, Group::x}) {
-        text += fmt::format("{}{} {}", text.empty() ? "" : ", ", group_name(group), human_bytes(grid.traffic().bytes(group)));
+        std::uint64_t bytes = 0;
+        double seconds = 0, waited = 0;
+        for (TrafficEntry const& entry : grid.traffic().entries()) {
+            if (entry.group != group && !(group == Group::z && entry.group == Group::z_prefetch)) continue;
+            bytes += entry.bytes;
+            seconds += entry.seconds;
+            waited += entry.waited_seconds;
+        }
+        if (bytes == 0) continue;
+        text += fmt::format("\n  {:<4} {:>10} in {:.3f} s, {:.3f} s exposed ({:.0f}% hidden)", group_name(group),
+                            human_bytes(static_cast<double>(bytes)), seconds, waited,
+                            seconds > 0 ? 100.0 * (1.0 - waited / seconds) : 100.0);
     }
     return text;
+}
+
+// One step's collectives: the time this rank waited for them, and the share of their time it did not wait.
+struct StepCommunication {
+    double exposed_s = 0;
+    double hidden_fraction = 1;
+};
+
+StepCommunication step_communication(std::vector<CollectiveRecord> const& calls) {
+    double total = 0, exposed = 0;
+    for (CollectiveRecord const& call : calls) {
+        total += call.completed_s - call.issued_s;
+        exposed += call.waited_s;
+    }
+    return {exposed, total > 0 ? std::clamp(1.0 - exposed / total, 0.0, 1.0) : 1.0};
 }
 
 }  // namespace
@@ -267,6 +298,8 @@ TrainSummary run_training(TrainOptions options) {
         require_writable_output(options.metrics, "metrics file", options.overwrite);
     }
     MetricsLog metrics = options.metrics.empty() || !leader ? MetricsLog() : MetricsLog(options.metrics, options.overwrite);
+    std::optional<TraceFile> trace;
+    if (!options.trace.empty()) trace.emplace(options.trace, grid, input_files(train_loader, val_loader));
 
     CpuBackend backend;
     Gpt model(options.model, backend, grid, options.run.pass_batch(B / (grid.size(Axis::data) * grid.size(Axis::z))), T,
@@ -302,8 +335,11 @@ TrainSummary run_training(TrainOptions options) {
     double const flops_per_step = options.model.flops_per_token(T) * B * T;
     TrainSummary summary{NAN, NAN, NAN, ""};
     Progress progress("train", options.steps, leader ? stderr : nullptr);
+    grid.comm(Group::world).barrier_quietly();  // every rank's timeline starts together
+    restart_trace_clock();
 
     for (int step = 0; step <= options.steps; ++step) {
+        TraceSpan const step_span(TraceTrack::steps, [&] { return fmt::format("step {}", step); });
         bool const last = step == options.steps;
         std::optional<float> val_loss;
         if (val_loader && (step % options.eval_every == 0 || last)) {
@@ -322,11 +358,19 @@ TrainSummary run_training(TrainOptions options) {
         }
         train_loader.next_batch(tokens.data(), targets.data());
         float const lr = options.schedule.at(step);
+        std::vector<CollectiveRecord> const evaluation_calls = grid.traffic().take_calls();
         Stopwatch watch;
         StepResult const result = train_step(model, optimizer, local_passes(model, options, tokens, targets), lr);
         double const seconds = watch.seconds();
+        std::vector<CollectiveRecord> const calls = grid.traffic().take_calls();
         require_finite_step(result, step, lr);
         summary.last_train_loss = result.loss;
+        StepCommunication const communication = step_communication(calls);
+        if (trace && step < options.trace_steps) {
+            trace->add_calls(evaluation_calls);
+            trace->add_calls(calls);
+            if (step + 1 == options.trace_steps) trace->stop_recording();
+        }
 
         double const tokens_per_s = B * T / seconds;
         nlohmann::json record = {{"step", step},
@@ -335,7 +379,9 @@ TrainSummary run_training(TrainOptions options) {
                                  {"grad_norm", result.grad_norm},
                                  {"tokens_per_s", tokens_per_s},
                                  {"model_flops_per_s", flops_per_step / seconds},
-                                 {"mfu", flops_per_step / seconds / peak_flops}};
+                                 {"mfu", flops_per_step / seconds / peak_flops},
+                                 {"comm_exposed_s", communication.exposed_s},
+                                 {"comm_hidden_fraction", communication.hidden_fraction}};
         if (val_loss) record["val_loss"] = *val_loss;
         metrics.write(record);
         progress.update(step + 1, fmt::format("loss {:.4f}{} | {:.0f} tok/s | MFU {:.1f}%", result.loss,
@@ -343,7 +389,13 @@ TrainSummary run_training(TrainOptions options) {
                                               100.0 * flops_per_step / seconds / peak_flops));
     }
     progress.finish();
-    if (leader && grid.world_size() > 1) fmt::print("bytes moved per axis by rank 0: {}\n", traffic_summary(grid));
+    if (trace) {
+        trace->stop_recording();
+        trace->write();
+        if (leader) fmt::print("trace of the first {} step(s) of every rank: {}\n", std::min(options.steps, options.trace_steps),
+                               options.trace.string());
+    }
+    if (leader && grid.world_size() > 1) fmt::print("communication of rank 0 per axis:{}\n", traffic_summary(grid));
 
     if (options.sample.new_tokens > 0) {
         ProcessGrid self(MPI_COMM_SELF, GridShape{});

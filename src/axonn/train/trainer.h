@@ -37,6 +37,8 @@ struct TrainOptions {
     int eval_every = 50;                  // validation at step 0, every eval_every steps, and at the end
     int eval_batches = 8;
     std::filesystem::path metrics;        // JSON lines; empty = none
+    std::filesystem::path trace;          // Chrome trace of every rank's first trace_steps steps; empty = none
+    int trace_steps = 5;
     bool overwrite = false;               // replace an existing metrics file instead of refusing it
     SampleOptions sample;                 // new_tokens = 0 skips the sample
     std::string prompt = "\n";

@@ -1,0 +1,47 @@
+// `--trace FILE`: a Chrome trace (JSON that Perfetto and chrome://tracing open) of every rank's first steps.
+// Each rank is a process ("rank 3: data 0, z 1, y 1, x 1") with these tracks:
+//   steps and layers  a span per step, its forward and backward, and each layer (recomputation inside it)
+//   kernels and waits every backend kernel, and every wait for a collective, as the rank ran them
+//   comm <group>      each collective from its issue to its completion, on lanes of its group so that
+//                     collectives in flight together lie side by side
+// Rank 0 gathers the ranks' events at the end and writes the file; every rank checks first that it can be
+// written, before any work starts.
+#pragma once
+
+#include "axonn/comm/grid.h"
+#include "axonn/core/file_io.h"
+#include "axonn/core/trace.h"
+
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+namespace axonn {
+
+class TraceFile {
+public:
+    // Collective over the grid. Throws axonn::Error when `path` cannot be written.
+    TraceFile(std::filesystem::path path, ProcessGrid& grid, std::vector<std::filesystem::path> const& inputs);
+    TraceFile(TraceFile const&) = delete;
+    TraceFile& operator=(TraceFile const&) = delete;
+
+    // The collectives of a traced step.
+    void add_calls(std::vector<CollectiveRecord> const& calls);
+    // Stops recording: the steps after the traced ones add nothing.
+    void stop_recording() { recorder_.pause(true); }
+    // Collective: rank 0 writes the file of every rank's events.
+    void write();
+
+    static constexpr std::size_t max_events_per_rank = 50000;
+
+private:
+    std::string rank_events_json() const;
+
+    std::filesystem::path path_;
+    ProcessGrid& grid_;
+    std::optional<AtomicFile> file_;  // rank 0's, opened at once so that a path it cannot write fails first
+    TraceRecorder recorder_;
+    std::vector<CollectiveRecord> calls_;
+};
+
+}  // namespace axonn

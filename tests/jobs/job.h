@@ -1,0 +1,67 @@
+// What the job tests share: a scratch folder with a small byte-token dataset, and `axonn train` launched under
+// mpirun (several app contexts allowed, separated by ':'), timed, its stderr kept. `timeout` turns a hang into
+// a failed test.
+#pragma once
+
+#include "axonn/io/token_shard.h"
+#include "support/temp_dir.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace axonn::testing {
+
+struct JobResult {
+    int exit_status;
+    std::string stderr_text;
+    double seconds;
+};
+
+class JobTest : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        temp_dir_ = std::make_unique<TempDir>(::testing::UnitTest::GetInstance()->current_test_suite()->name());
+        dir_ = temp_dir_->path();
+        std::filesystem::create_directories(dir_ / "data");
+        std::vector<std::int32_t> tokens(20000);
+        for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::int32_t>(i * 7 % 256);
+        write_token_shard(dir_ / "data" / "train.bin", tokens, 16);  // raw ids: any tokenizer reads them
+        write_token_shard(dir_ / "data" / "val.bin", tokens, 16);
+    }
+    static void TearDownTestSuite() { temp_dir_.reset(); }
+
+    static std::string axonn() { return (std::filesystem::path(AXONN_BUILD_DIR) / "axonn").string(); }
+
+    // `axonn train` on the shared data, gpt2-micro, with `extra` options (a grid among them).
+    static std::string train(std::string const& extra) {
+        return axonn() + " train --model gpt2-micro --tokenizer byte --data " + (dir_ / "data").string() +
+               " --sample-tokens 0 " + extra;
+    }
+
+    static JobResult mpirun(std::string const& contexts) {
+        std::filesystem::path const err = dir_ / "stderr.txt";
+        std::string const command = "timeout 60 mpirun --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS=1 " +
+                                    contexts + " > " + (dir_ / "stdout.txt").string() + " 2> " + err.string();
+        auto const start = std::chrono::steady_clock::now();
+        int const status = std::system(command.c_str());
+        double const seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        std::ifstream in(err);
+        std::stringstream text;
+        text << in.rdbuf();
+        return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), text.str(), seconds};
+    }
+
+    static inline std::unique_ptr<TempDir> temp_dir_;
+    static inline std::filesystem::path dir_;
+};
+
+}  // namespace axonn::testing

@@ -1,0 +1,108 @@
+// `axonn train --trace`: a 4-rank run (grid z=2, y=2) writes one Chrome trace that parses as JSON and holds
+// every rank as a process; its spans nest on each track (steps ⊃ forward/backward ⊃ layers; kernels and waits
+// one after the other); its collectives sit on their groups' tracks; and some collective runs while a kernel
+// computes on the same rank: communication overlapped with computation, seen. The metrics carry the exposed
+// time and the hidden fraction of every step.
+#include "jobs/job.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace axonn {
+namespace {
+
+struct Span {
+    std::string name, category;
+    double begin, end;
+};
+
+class Trace : public testing::JobTest {};
+
+TEST_F(Trace, ARunsTimelineOfEveryRankNestsAndShowsCollectivesUnderKernels) {
+    std::filesystem::path const trace = dir_ / "trace.json", metrics = dir_ / "metrics.jsonl";
+    testing::JobResult const result = mpirun("-np 4 " + train("--grid data=1,z=2,y=2,x=1 --steps 3 --trace " +
+                                                              trace.string() + " --metrics " + metrics.string()));
+    ASSERT_EQ(result.exit_status, 0) << result.stderr_text;
+    std::ifstream in(trace);
+    nlohmann::json const file = nlohmann::json::parse(in);  // throws, failing the test, unless it is JSON
+    ASSERT_TRUE(file.contains("traceEvents"));
+
+    std::map<int, std::string> processes;
+    std::map<std::pair<int, int>, std::vector<Span>> tracks;  // (pid, tid) → spans
+    for (nlohmann::json const& event : file["traceEvents"]) {
+        if (event["ph"] == "M" && event["name"] == "process_name") processes[event["pid"]] = event["args"]["name"];
+        if (event["ph"] != "X") continue;
+        double const begin = event["ts"];
+        tracks[{event["pid"], event["tid"]}].push_back(
+            {event["name"], event["cat"], begin, begin + event["dur"].get<double>()});
+    }
+    EXPECT_EQ(processes.size(), 4u);
+    EXPECT_EQ(processes[3], "rank 3: data 0, z 1, y 1, x 0");
+
+    for (int pid = 0; pid < 4; ++pid) {
+        SCOPED_TRACE("rank " + std::to_string(pid));
+        std::set<std::string> steps, kernels, collectives;
+        std::vector<Span> kernel_spans, collective_spans;
+        for (auto const& [key, spans] : tracks) {
+            if (key.first != pid) continue;
+            for (Span const& span : spans) {
+                (span.category == "step" ? steps : span.category == "collective" ? collectives : kernels).insert(
+                    span.name.substr(0, span.name.find(" (")));
+                if (span.category == "kernel") kernel_spans.push_back(span);
+                if (span.category == "collective") collective_spans.push_back(span);
+            }
+            // On one track, spans nest or follow one another (1 ns of slack for the microsecond rounding).
+            if (spans.front().category == "collective") continue;  // lanes: checked below
+            std::vector<Span> sorted = spans;
+            std::sort(sorted.begin(), sorted.end(), [](Span const& a, Span const& b) {
+                return a.begin < b.begin || (a.begin == b.begin && a.end > b.end);
+            });
+            std::vector<Span> open;
+            for (Span const& span : sorted) {
+                while (!open.empty() && open.back().end <= span.begin + 1e-3) open.pop_back();
+                if (!open.empty()) {
+                    EXPECT_LE(span.end, open.back().end + 1e-3) << span.name << " overlaps " << open.back().name;
+                }
+                open.push_back(span);
+            }
+        }
+        for (char const* name : {"step 0", "step 2", "forward", "backward", "layer 0", "layer 1"}) {
+            EXPECT_TRUE(steps.count(name)) << name;
+        }
+        for (char const* name : {"linear_forward", "linear_backward_input", "linear_backward_weight",
+                                 "attention_forward", "wait all_gather z_prefetch"}) {
+            EXPECT_TRUE(kernels.count(name)) << name;
+        }
+        for (char const* name : {"all_gather z_prefetch", "reduce_scatter z", "all_reduce y", "all_reduce z"}) {
+            EXPECT_TRUE(collectives.count(name)) << name;
+        }
+        bool overlapped = false;
+        for (Span const& collective : collective_spans) {
+            for (Span const& kernel : kernel_spans) {
+                overlapped |= collective.begin < kernel.begin && kernel.end < collective.end;
+            }
+        }
+        EXPECT_TRUE(overlapped) << "no kernel ran while a collective was in flight";
+    }
+
+    std::ifstream lines(metrics);
+    int records = 0;
+    for (std::string line; std::getline(lines, line);) {
+        nlohmann::json const record = nlohmann::json::parse(line);
+        if (!record.contains("loss")) continue;
+        ++records;
+        EXPECT_GE(record["comm_exposed_s"].get<double>(), 0.0);
+        EXPECT_GE(record["comm_hidden_fraction"].get<double>(), 0.0);
+        EXPECT_LE(record["comm_hidden_fraction"].get<double>(), 1.0);
+    }
+    EXPECT_EQ(records, 3);
+}
+
+}  // namespace
+}  // namespace axonn
