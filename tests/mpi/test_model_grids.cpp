@@ -71,6 +71,7 @@ INSTANTIATE_TEST_SUITE_P(EveryGrid, ModelOnGrid, ::testing::ValuesIn(model_grids
 struct LinearCase {
     bool transposed;
     bool bias;
+    std::int64_t M;  // rows of the whole batch: 1024 cut into chunks of rows (parallel/linear.h) on most grids
 };
 
 class LinearOnGrid : public ::testing::TestWithParam<std::tuple<GridShape, LinearCase>> {};
@@ -94,7 +95,8 @@ TEST_P(LinearOnGrid, ForwardAndBackwardMatchSerial) {
     auto const [shape, layer] = GetParam();
     ProcessGrid grid(MPI_COMM_WORLD, shape);
     CpuBackend backend;
-    constexpr std::int64_t M = 16, K = 24, N = 40;  // M rows over data × z; K and N over X and Y (or Y and X)
+    std::int64_t const M = layer.M;  // over data × z
+    constexpr std::int64_t K = 24, N = 40;  // over X and Y (or Y and X)
     std::vector<float> const x = deterministic(M * K, 1), w = deterministic(N * K, 2), b = deterministic(N, 3);
     std::vector<float> const dy = deterministic(M * N, 4);
     std::vector<float> y(M * N), dx(M * K), dw(N * K), db(N);  // serial
@@ -132,7 +134,7 @@ TEST_P(LinearOnGrid, ForwardAndBackwardMatchSerial) {
         GradScatter weight_grads(backend, grid.comm(Group::z), Nl * Kl, 1, overlap);
         weights.begin_pass({{w_shard.data(), Nl * Kl}, {w_shard.data(), Nl * Kl}});
         std::vector<float> y_run(Ml * Nl), dx_run(Ml * Kl), dw_run(chunk), db_run(Nl);
-        parallel_linear_forward(backend, groups, y_run.data(), x_local.data(), weights.next(),
+        parallel_linear_forward(backend, groups, overlap, y_run.data(), x_local.data(), weights.next(),
                                 layer.bias ? b_local.data() : nullptr, Ml, Kl, Nl);
         parallel_linear_backward(backend, groups, weight_grads, overlap, dx_run.data(), dw_run.data(),
                                  layer.bias ? db_run.data() : nullptr, dy_local.data(), x_local.data(), weights.next(),
@@ -171,7 +173,7 @@ TEST_P(LinearOnGrid, ForwardAndBackwardMatchSerial) {
 std::vector<GridShape> linear_grids() {
     std::vector<GridShape> grids;
     for (auto const& g : grid_factorisations(world_size())) {
-        if (16 % (g.data * g.z) == 0 && 24 % g.x == 0 && 24 % g.y == 0 && 40 % g.x == 0 && 40 % g.y == 0) {
+        if (24 % g.x == 0 && 24 % g.y == 0 && 40 % g.x == 0 && 40 % g.y == 0) {
             grids.push_back(g);
         }
     }
@@ -181,13 +183,14 @@ std::vector<GridShape> linear_grids() {
 std::string linear_case_name(::testing::TestParamInfo<std::tuple<GridShape, LinearCase>> const& info) {
     LinearCase const layer = std::get<1>(info.param);
     return testing::grid_test_name(std::get<0>(info.param)) + (layer.transposed ? "_transposed" : "_normal") +
-           (layer.bias ? "_bias" : "");
+           (layer.bias ? "_bias" : "") + "_M" + std::to_string(layer.M);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryGrid, LinearOnGrid,
                          ::testing::Combine(::testing::ValuesIn(linear_grids()),
-                                          ::testing::Values(LinearCase{false, true}, LinearCase{false, false},
-                                                          LinearCase{true, true}, LinearCase{true, false})),
+                                          ::testing::Values(LinearCase{false, true, 16}, LinearCase{false, false, 16},
+                                                          LinearCase{true, true, 16}, LinearCase{true, false, 16},
+                                                          LinearCase{false, true, 1024}, LinearCase{true, false, 1024})),
                          linear_case_name);
 
 TEST(BadGrids, RejectedWithTheValidGridsListed) {

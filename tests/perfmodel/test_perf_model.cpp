@@ -1,6 +1,6 @@
 // The performance model against a real training step, under mpirun at np 1, 2, 4 and 8, for every grid of the
 // `mpi` test matrix (gpt2-micro, vocabulary 300, B = 8, T = 16), run as the trainer runs it by default, with
-// micro-batches of one sequence, with recomputation, and with cached weights:
+// micro-batches of one sequence, with recomputation, with cached weights, and with T = 64 (row chunks):
 //   - traffic: the predicted calls and bytes of every (operation, group) equal, exactly, what the communication
 //     layer recorded during one train_step;
 //   - memory: the predicted bytes of the model, its gradients, AdamW and all buffers are within 10% of the peak
@@ -27,15 +27,16 @@ namespace {
 using testing::micro_model;
 using testing::world_size;
 
-constexpr int batch = 8, seq = 16;
+constexpr int batch = 8;
 
 struct RunCase {
     std::string name;
     StepOptions run;
+    int seq = 16;
 };
 
 std::vector<RunCase> run_cases() {
-    std::vector<RunCase> cases(4);
+    std::vector<RunCase> cases(5);
     cases[0].name = "default";
     cases[1].name = "micro_batches";
     cases[1].run.micro_batch = 1;
@@ -44,6 +45,8 @@ std::vector<RunCase> run_cases() {
     cases[3].name = "cached_weights";
     cases[3].run.model.cache_weights = true;
     cases[3].run.micro_batch = 1;
+    cases[4].name = "rows_in_chunks";  // 8 × 64 rows: the Linears' all-reduces go in chunks where data × z < 2
+    cases[4].seq = 64;
     return cases;
 }
 
@@ -52,6 +55,7 @@ class PerfModelOnGrid : public ::testing::TestWithParam<std::tuple<GridShape, Ru
 TEST_P(PerfModelOnGrid, PredictedTrafficEqualsMeasuredAndMemoryWithinTenPercent) {
     auto const& [shape, run_case] = GetParam();
     StepOptions const& run = run_case.run;
+    int const seq = run_case.seq;
     ProcessGrid grid(MPI_COMM_WORLD, shape);
     CpuBackend backend;
     int const local_batch = batch / (shape.data * shape.z);

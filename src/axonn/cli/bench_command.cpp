@@ -19,6 +19,8 @@ void add_bench_command(CLI::App& app) {
     auto options = std::make_shared<BenchOptions>();
     auto model = std::make_shared<ModelOptions>(*command, "gpt2-small");
     auto json = std::make_shared<bool>(false);
+    auto vocab = std::make_shared<int>(0);
+    command->add_option("--vocab", *vocab, "vocabulary size (0: the preset's, GPT-2's 50,257)")->capture_default_str();
     command->add_option("--batch", options->batch, "sequences per batch (B)")->capture_default_str();
     command->add_option("--seq", options->seq, "tokens per sequence (T)")->capture_default_str();
     command->add_option("--iters", options->iterations, "iterations; the first two are not timed")
@@ -32,9 +34,11 @@ void add_bench_command(CLI::App& app) {
     add_step_options(*command, options->run);
     command->add_flag("--json", *json, "print one JSON object instead of text");
 
-    command->callback([options, model, json, grid_spec] {
+    command->callback([options, model, json, grid_spec, vocab] {
         as_usage_errors([&] {
             options->model = model->resolve();
+            if (*vocab != 0) options->model.vocab_size = *vocab;
+            options->model.validate();
             options->grid = GridShape::parse(*grid_spec);
         });
         BenchResult const result = run_benchmark(*options);
@@ -52,6 +56,9 @@ void add_bench_command(CLI::App& app) {
                                            {"model_flops_per_s", result.model_flops_per_s},
                                            {"gemm_flops_per_s", result.gemm_flops_per_s},
                                            {"mfu", result.mfu},
+                                           {"comm_s", result.comm_s},
+                                           {"comm_exposed_s", result.comm_exposed_s},
+                                           {"comm_hidden_fraction", result.comm_hidden_fraction},
                                            {"grid", options->grid.to_string()},
                                            {"overlap", options->run.model.overlap},
                                            {"micro_batch", options->run.micro_batch},
@@ -66,6 +73,10 @@ void add_bench_command(CLI::App& app) {
                    options->model.name, options->batch, options->seq, options->threads, result.step_s,
                    result.tokens_per_s, result.model_flops_per_s / 1e9, 100 * result.mfu,
                    result.gemm_flops_per_s / 1e9, result.peak_rss_bytes / 1048576.0);
+        if (result.comm_s > 0) {
+            fmt::print("communication per step (rank 0): {:.3f} s, {:.3f} s of it exposed ({:.0f}% hidden)\n",
+                       result.comm_s, result.comm_exposed_s, 100 * result.comm_hidden_fraction);
+        }
     });
 }
 

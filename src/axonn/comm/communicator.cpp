@@ -113,6 +113,28 @@ void TrafficLog::clear() {
 
 std::vector<CollectiveRecord> TrafficLog::take_calls() { return std::exchange(calls_, {}); }
 
+double CommunicationTime::hidden_fraction() const {
+    return busy_s > 0 ? std::clamp(1.0 - waited_s / busy_s, 0.0, 1.0) : 1.0;
+}
+
+CommunicationTime communication_time(std::vector<CollectiveRecord> const& calls, std::vector<Group> const& groups) {
+    std::vector<std::pair<double, double>> intervals;
+    CommunicationTime time;
+    for (CollectiveRecord const& call : calls) {
+        if (!groups.empty() && std::find(groups.begin(), groups.end(), call.group) == groups.end()) continue;
+        intervals.emplace_back(call.issued_s, call.completed_s);
+        time.waited_s += call.waited_s;
+    }
+    std::sort(intervals.begin(), intervals.end());
+    double covered_to = -1e300;
+    for (auto const& [begin, end] : intervals) {
+        double const from = std::max(begin, covered_to);
+        if (end > from) time.busy_s += end - from;
+        covered_to = std::max(covered_to, end);
+    }
+    return time;
+}
+
 Collective::Collective(Communicator& owner, std::shared_ptr<InFlight> in_flight, char const* op, std::uint64_t bytes,
                        std::uint64_t sequence, double issued_s)
     : owner_(&owner), in_flight_(std::move(in_flight)), op_(op), bytes_(bytes), sequence_(sequence),

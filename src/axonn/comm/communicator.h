@@ -58,6 +58,17 @@ struct CollectiveRecord {
     double waited_s;      // how long it waited
 };
 
+// How long collectives were in flight (the union of their issue-to-completion intervals: collectives in flight
+// together count once) and how long this rank waited for them: the time communication took, and the part of it
+// that computation did not hide.
+struct CommunicationTime {
+    double busy_s = 0;
+    double waited_s = 0;
+    double hidden_fraction() const;  // 1 − waited / busy, within [0, 1]; 1 without communication
+};
+// Of `calls`, or of those on `groups` only (empty: all).
+CommunicationTime communication_time(std::vector<CollectiveRecord> const& calls, std::vector<Group> const& groups = {});
+
 // Shared by all communicators of one grid: totals since clear(), and the calls since take_calls().
 class TrafficLog {
 public:

@@ -303,8 +303,8 @@ float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_tot
                                residual, param(Param::lnfw), param(Param::lnfb), d.BT, d.Cx, d.C);
     // The LM head is the token embedding, transposed: logits[B,T,Vp/Gy] = AllReduce_X(lnf · wte_blkᵀ). The block
     // is already gathered, so the GEMM runs on it directly.
-    k.linear_forward(activation(a.logits), activation(a.lnf), wte, nullptr, d.BT, d.Cx, d.Vpy);
-    x.all_reduce(activation(a.logits), static_cast<std::size_t>(d.BT * d.Vpy));
+    parallel_linear_forward(k, LinearGroups{x, y}, options_.overlap, activation(a.logits), activation(a.lnf), wte,
+                            nullptr, d.BT, d.Cx, d.Vpy);
 
     last_batch_ = batch;
     backward_ready_ = training;
@@ -358,17 +358,20 @@ void Gpt::forward_layer(int l, int slot, Batch const& batch) {
 
     parallel_layernorm_forward(k, x, stats, ln1, ln1_mean, ln1_rstd, residual, param(Param::ln1w) + lCx,
                                param(Param::ln1b) + lCx, d.BT, d.Cx, d.C);
-    parallel_linear_forward(k, normal, qkv, ln1, weights_->next(), param(Param::qkvb) + 3 * lCy, d.BT, d.Cx, 3 * d.Cy);
+    bool const overlap = options_.overlap;
+    parallel_linear_forward(k, normal, overlap, qkv, ln1, weights_->next(), param(Param::qkvb) + 3 * lCy, d.BT, d.Cx,
+                            3 * d.Cy);
     k.attention_forward(atty, att, qkv, d.B, d.T, d.Cy, d.NHy);
-    parallel_linear_forward(k, transposed, attproj, atty, weights_->next(), param(Param::attprojb) + lCx, d.BT, d.Cy,
-                            d.Cx);
+    parallel_linear_forward(k, transposed, overlap, attproj, atty, weights_->next(), param(Param::attprojb) + lCx, d.BT,
+                            d.Cy, d.Cx);
     k.residual_forward(residual2, residual, attproj, a.BTCx);
     parallel_layernorm_forward(k, x, stats, ln2, ln2_mean, ln2_rstd, residual2, param(Param::ln2w) + lCx,
                                param(Param::ln2b) + lCx, d.BT, d.Cx, d.C);
-    parallel_linear_forward(k, normal, fch, ln2, weights_->next(), param(Param::fcb) + 4 * lCy, d.BT, d.Cx, 4 * d.Cy);
+    parallel_linear_forward(k, normal, overlap, fch, ln2, weights_->next(), param(Param::fcb) + 4 * lCy, d.BT, d.Cx,
+                            4 * d.Cy);
     k.gelu_forward(fch_gelu, fch, d.BT * 4 * d.Cy);
-    parallel_linear_forward(k, transposed, fcproj, fch_gelu, weights_->next(), param(Param::fcprojb) + lCx, d.BT,
-                            4 * d.Cy, d.Cx);
+    parallel_linear_forward(k, transposed, overlap, fcproj, fch_gelu, weights_->next(), param(Param::fcprojb) + lCx,
+                            d.BT, 4 * d.Cy, d.Cx);
     k.residual_forward(output, residual2, fcproj, d.BT * d.Cx);
 }
 
@@ -405,15 +408,14 @@ void Gpt::backward() {
     GradWrite const dwte_write = z_split ? GradWrite::overwrite : write;
 
     // The logits buffer becomes dlogits in place: the logits are not needed again. The LM head's input gradient
-    // is all-reduced over Y while its weight gradient is computed (OAR).
+    // is all-reduced over Y while its weight gradient is computed (OAR); its weight gradient waits in its block for
+    // the lookup's, and is reduce-scattered at the end.
     float* dlogits = activation(a.logits);
     k.cross_entropy_backward(dlogits, activation(a.logits), activation(a.logsumexp), batch.targets,
                              activation(a.dlosses), d.BT, vocab.valid, vocab.rows, vocab.begin);
-    k.linear_backward_input(d_ln, dlogits, wte, d.BT, d.Cx, d.Vpy);
-    Collective head_input_gradient = y.start_all_reduce(d_ln, static_cast<std::size_t>(d.BT * d.Cx));
-    if (!options_.overlap) head_input_gradient.wait();
-    k.linear_backward_weight(dwte, nullptr, dlogits, activation(a.lnf), d.BT, d.Cx, d.Vpy, dwte_write);
-    head_input_gradient.wait();
+    parallel_input_gradient(k, y, options_.overlap, d_ln, dlogits, wte, d.BT, d.Cx, d.Vpy, [&] {
+        k.linear_backward_weight(dwte, nullptr, dlogits, activation(a.lnf), d.BT, d.Cx, d.Vpy, dwte_write);
+    });
     std::memset(d_residual_out, 0, static_cast<std::size_t>(d.BT) * d.Cx * sizeof(float));
     parallel_layernorm_backward(k, x, stats, d_residual_out, grad(Param::lnfw), grad(Param::lnfb), d_ln,
                                 activation(a.outputs + (d.L - 1) * a.BTCx), param(Param::lnfw),

@@ -26,6 +26,8 @@ void GradientSync::final(std::vector<GradSlice> const& slices) {
         }
         awaiting_data_.push_back(std::move(in_flight));
     }
+    // Without a Z split there is no Z sum to wait for: the data sum starts at once.
+    if (z_.size() == 1) start_data_sums();
 }
 
 void GradientSync::start_data_sums() {

@@ -5,7 +5,9 @@
 // the order the backward finishes them, and each goes through two stages:
 //   1. at once: the Z all-reduce of a replicated slice is started;
 //   2. when the next slices are reported (a layer later) or at finish(): its Z sum is waited on (the all-reduce,
-//      or the weight's reduce-scatter), and its data all-reduce is started.
+//      or the weight's reduce-scatter), and its data all-reduce is started; without a Z split, at once.
+// (When a stage runs depends only on the grid and the order of the reports, never on when a collective happens
+// to finish: every rank must issue the data group's collectives in the same order.)
 // finish() waits for all of them. With overlap off every collective is waited on as soon as it is started: the
 // same calls in the same order, so the gradients are bitwise the same. Every rank reports the same slices in the
 // same order, so every group issues its collectives in one order.

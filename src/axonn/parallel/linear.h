@@ -11,6 +11,11 @@
 // The dinp all-reduce overlapping the dW GEMM is AxoNN's OAR; with overlap off it is waited on at once. When O
 // has one member there is no dinp all-reduce, and the dW GEMM goes first so that its reduce-scatter runs under
 // the dinp GEMM instead. With every group of size one this is exactly the serial layer.
+//
+// Beyond AxoNN, whose forward all-reduce blocks: the rows are cut into chunks (linear_row_chunks), and each
+// chunk's all-reduce starts as soon as its GEMM is done, so it runs under the next chunks' GEMMs; the same for
+// dinp in the backward, whose chunks then also run under the dW GEMM. The chunking depends on M alone, never on
+// overlap, so that overlap on and off compute bitwise the same.
 #pragma once
 
 #include "axonn/comm/communicator.h"
@@ -18,6 +23,7 @@
 #include "axonn/parallel/grad_scatter.h"
 
 #include <cstdint>
+#include <functional>
 
 namespace axonn {
 
@@ -26,10 +32,21 @@ struct LinearGroups {
     Communicator& out_features;  // O
 };
 
+// Into how many chunks of rows a Linear of M rows cuts its all-reduced output: enough rows per chunk (256) for the
+// GEMM to stay efficient, at most 4. The traffic model counts the all-reduces with it.
+int linear_row_chunks(std::int64_t M);
+
 // out[M, N_local] = AllReduce_F(inp[M, K_local] · weight_block[N_local, K_local]ᵀ) + bias[N_local] (bias may be null)
-void parallel_linear_forward(Backend& backend, LinearGroups const& groups, float* out, float const* inp,
+void parallel_linear_forward(Backend& backend, LinearGroups const& groups, bool overlap, float* out, float const* inp,
                              float const* weight_block, float const* bias, std::int64_t M, std::int64_t K_local,
                              std::int64_t N_local);
+
+// dinp[M, K_local] = AllReduce_O(dout[M, N_local] · weight_block[N_local, K_local]), in chunks whose all-reduces
+// run under the later chunks and under `weight_gradient()`, which computes the layer's weight gradient meanwhile
+// (first, when O has one member). For a weight whose gradient is not reduce-scattered at once (the LM head's).
+void parallel_input_gradient(Backend& backend, Communicator& out_features, bool overlap, float* dinp,
+                             float const* dout, float const* weight_block, std::int64_t M, std::int64_t K_local,
+                             std::int64_t N_local, std::function<void()> const& weight_gradient);
 
 // dinp[M, K_local] is written (all-reduced over O); the weight gradient goes through `scatter` into
 // dweight_shard, written or accumulated as `write` says; dbias[N_local] accumulates (may be null).

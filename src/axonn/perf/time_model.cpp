@@ -1,5 +1,6 @@
 #include "axonn/perf/time_model.h"
 
+#include "axonn/parallel/linear.h"
 #include "axonn/parallel/shard_layout.h"
 
 #include <algorithm>
@@ -58,8 +59,11 @@ double gemm_seconds(double m, double n, double k, double count, MachineProfile c
     return count * 2.0 * m * n * k / (peak * efficiency);
 }
 
+// The computation of one step, and the parts of it that collectives of each overlap class can run under.
 struct ComputeTimes {
-    double forward = 0, backward = 0, dw_gemms = 0, gemm = 0, other = 0;
+    double gemm = 0, other = 0;         // the whole step
+    double forward_chunk_capacity = 0;  // a Linear's later row chunks, forward (and recomputed forward)
+    double dw_capacity = 0;             // the dW GEMMs and the later dX chunks, backward
 };
 
 ComputeTimes compute_times(StepShape const& step, MachineProfile const& machine, bool bf16) {
@@ -68,26 +72,29 @@ ComputeTimes compute_times(StepShape const& step, MachineProfile const& machine,
     double const Cx = C / g.x, Cy = C / g.y, Vpy = step.model.padded_vocab_size() / g.y;
     double const heads = step.model.n_head / g.y, hs = C / step.model.n_head, B = step.local_batch();
     double const M = B * T, passes = step.micro_batches();
-    // Forward GEMMs of one pass: the four Linear layers per layer, attention per (sequence, head), the LM head.
-    double const linears = gemm_seconds(M, 3 * Cy, Cx, L, machine, bf16) + gemm_seconds(M, Cx, Cy, L, machine, bf16) +
-                           gemm_seconds(M, 4 * Cy, Cx, L, machine, bf16) + gemm_seconds(M, Cx, 4 * Cy, L, machine, bf16) +
-                           gemm_seconds(M, Vpy, Cx, 1, machine, bf16);
+    double const forwards = step.run.recompute == Recompute::layer ? 2 : 1;  // recomputation runs a second forward
+    double const chunks = linear_row_chunks(static_cast<std::int64_t>(M));
+    // One pass's forward GEMMs: the four Linear layers per layer, attention per (sequence, head), the LM head.
+    double const layer_linears = gemm_seconds(M, 3 * Cy, Cx, L, machine, bf16) + gemm_seconds(M, Cx, Cy, L, machine, bf16) +
+                                 gemm_seconds(M, 4 * Cy, Cx, L, machine, bf16) +
+                                 gemm_seconds(M, Cx, 4 * Cy, L, machine, bf16);
+    double const head = gemm_seconds(M, Vpy, Cx, 1, machine, bf16);
     double const attention = 2 * gemm_seconds(T, T, hs, L * B * heads, machine, bf16);
-    // Memory-bound kernels of one pass, forward (bytes read and written, fp32): LayerNorms, residuals, GELU,
-    // the attention softmax, the embedding and the cross-entropy over this rank's vocabulary slice.
-    double const elementwise_bytes = 4.0 * (L * (2 * 2 * M * Cx + 2 * 3 * M * Cx + 2 * M * 4 * Cy + 3 * B * heads * T * T) +
-                                            2 * M * Cx + 3 * M * Vpy);
-    double const elementwise = elementwise_bytes / machine.memory_bandwidth;
+    // One pass's memory-bound kernels, forward (bytes read and written, fp32): LayerNorms, residuals, GELU, the
+    // attention softmax (per layer); the embedding and the cross-entropy over this rank's vocabulary slice.
+    double const layer_elementwise =
+        4.0 * L * (2 * 2 * M * Cx + 2 * 3 * M * Cx + 2 * M * 4 * Cy + 3 * B * heads * T * T) / machine.memory_bandwidth;
+    double const edge_elementwise = 4.0 * (2 * M * Cx + 3 * M * Vpy) / machine.memory_bandwidth;
     // The backward does twice the forward's GEMM work (dX and dW) and about twice its memory traffic.
     ComputeTimes times;
-    times.forward = passes * (linears + attention + elementwise);
-    times.dw_gemms = passes * linears;
-    times.backward = passes * (2 * linears + 2 * attention + 2 * elementwise);
-    times.gemm = passes * 3 * (linears + attention);
+    times.gemm = passes * ((forwards + 2) * (layer_linears + attention) + 3 * head);
     // AdamW reads and writes 28 bytes per local parameter; the norm reads the gradients once more.
     ShardLayout const layout(step.model, GridPosition{g});
     double const optimizer = 32.0 * static_cast<double>(layout.total()) / machine.memory_bandwidth;
-    times.other = passes * 3 * elementwise + optimizer;
+    times.other = passes * ((forwards + 2) * layer_elementwise + 3 * edge_elementwise) + optimizer;
+    double const later_chunks = (chunks - 1) / chunks;
+    times.forward_chunk_capacity = passes * (forwards * layer_linears + head) * later_chunks;
+    times.dw_capacity = passes * (layer_linears + head) * (1 + later_chunks);
     return times;
 }
 
@@ -138,28 +145,30 @@ TimePrediction predict_step_time(StepShape const& step, MachineProfile const& ma
         prediction.comm_s += seconds;
         by_class[step.run.overlap ? collective.overlap : Overlap::none][collective.group] += seconds;
     }
-    // Hide what each class may hide behind, in order: dX all-reduces behind the dW GEMMs, then reduce-scatters and
-    // prefetched all-gathers behind whatever computation is left.
-    double dw_capacity = compute.dw_gemms;
-    double other_capacity = compute.forward + compute.backward - compute.dw_gemms;
-    for (Overlap kind : {Overlap::dw_gemm, Overlap::rest_of_backward, Overlap::previous_linear, Overlap::none}) {
+    // Each class hides behind the computation it runs under, as the trainer issues it: forward all-reduce chunks
+    // under their Linear's later chunks, dX all-reduce chunks under the later chunks and the dW GEMM; what those
+    // leave unused, and the rest of the step's computation, hides the reduce-scatters, the gradient sync and the
+    // weight prefetches. The statistics, the loss, the embedding, and the sync of the tensors the backward finishes
+    // last stay exposed.
+    double other_capacity = compute.gemm + compute.other - compute.forward_chunk_capacity - compute.dw_capacity;
+    auto hide = [&](Overlap kind, double own_capacity) {
         double total = 0;
         for (auto const& [group, seconds] : by_class[kind]) total += seconds;
-        double hidden = 0;
-        if (kind == Overlap::dw_gemm) {
-            hidden = std::min(total, dw_capacity);
-            dw_capacity -= hidden;
-            other_capacity += dw_capacity;
-        } else if (kind != Overlap::none) {
-            hidden = std::min(total, other_capacity);
-            other_capacity -= hidden;
-        }
+        double const hidden_own = std::min(total, own_capacity);
+        other_capacity += own_capacity - hidden_own;
+        double const hidden = hidden_own + std::min(total - hidden_own, kind == Overlap::none ? 0.0 : other_capacity);
+        if (kind != Overlap::none) other_capacity -= hidden - hidden_own;
         double const exposed_fraction = total > 0 ? (total - hidden) / total : 0;
         for (auto const& [group, seconds] : by_class[kind]) {
             prediction.exposed_by_group[group] += seconds * exposed_fraction;
             prediction.exposed_comm_s += seconds * exposed_fraction;
         }
-    }
+    };
+    hide(Overlap::later_chunks, compute.forward_chunk_capacity);
+    hide(Overlap::dw_gemm, compute.dw_capacity);
+    hide(Overlap::rest_of_backward, 0);
+    hide(Overlap::previous_linear, 0);
+    hide(Overlap::none, 0);
     prediction.time_s = prediction.gemm_s + prediction.other_compute_s + prediction.exposed_comm_s;
     return prediction;
 }

@@ -1,5 +1,6 @@
 #include "axonn/perf/traffic_model.h"
 
+#include "axonn/parallel/linear.h"
 #include "axonn/parallel/shard_layout.h"
 
 namespace axonn {
@@ -13,8 +14,12 @@ public:
 
     // `calls` collectives of `bytes_each` on `group`; nothing when the group has one member.
     void add(char const* op, Group group, std::uint64_t calls, std::uint64_t bytes_each, Overlap overlap) {
+        add_total(op, group, calls, calls * bytes_each, overlap);
+    }
+    // `calls` collectives of `bytes` in all.
+    void add_total(char const* op, Group group, std::uint64_t calls, std::uint64_t bytes, Overlap overlap) {
         if (group_size(group) == 1 || calls == 0) return;
-        traffic_.push_back({op, group, calls, calls * bytes_each, overlap});
+        traffic_.push_back({op, group, calls, bytes, overlap});
     }
     std::vector<PredictedCollective> take() { return std::move(traffic_); }
 
@@ -53,6 +58,11 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     std::uint64_t const gathers = step.run.cache_weights ? 1 : passes * (forwards + 1);
     TrafficBuilder t(g);
     auto const ar = "all_reduce";
+    std::uint64_t const chunks = static_cast<std::uint64_t>(linear_row_chunks(static_cast<std::int64_t>(M)));
+    // A Linear's output (forward) or input gradient (backward), all-reduced in chunks of rows (parallel/linear.h).
+    auto chunked = [&](Group group, std::uint64_t linears, std::uint64_t width, Overlap overlap) {
+        t.add_total(ar, group, linears * chunks, linears * M * width * a, overlap);
+    };
 
     // Forward (and recomputed forward), per pass.
     t.add("all_gather", Group::z_prefetch, passes, Vpy * Cx * a, Overlap::none);  // wte block, needed at once
@@ -61,11 +71,11 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     for (std::uint64_t block : {3 * Cy * Cx, Cx * Cy, 4 * Cy * Cx, Cx * 4 * Cy}) {  // qkv, attproj, fc, fcproj
         t.add("all_gather", Group::z_prefetch, gathers * L, block * a, Overlap::previous_linear);
     }
-    t.add(ar, Group::x, passes * forwards * L, M * 3 * Cy * a, Overlap::none);  // qkv: over X
-    t.add(ar, Group::y, passes * forwards * L, M * Cx * a, Overlap::none);      // attention projection: over Y
-    t.add(ar, Group::x, passes * forwards * L, M * 4 * Cy * a, Overlap::none);  // MLP up
-    t.add(ar, Group::y, passes * forwards * L, M * Cx * a, Overlap::none);      // MLP down
-    t.add(ar, Group::x, passes, M * Vpy * a, Overlap::none);                    // logits
+    chunked(Group::x, passes * forwards * L, 3 * Cy, Overlap::later_chunks);  // qkv: over X
+    chunked(Group::y, passes * forwards * L, Cx, Overlap::later_chunks);      // attention projection: over Y
+    chunked(Group::x, passes * forwards * L, 4 * Cy, Overlap::later_chunks);  // MLP up
+    chunked(Group::y, passes * forwards * L, Cx, Overlap::later_chunks);      // MLP down
+    chunked(Group::x, passes, Vpy, Overlap::later_chunks);                    // logits
     t.add("all_reduce_max", Group::y, passes, M * f32, Overlap::none);
     t.add(ar, Group::y, passes, stats, Overlap::none);   // Σ exp and target logit
     t.add(ar, Group::z, passes, 2 * f64, Overlap::none);  // loss and weight sums
@@ -77,15 +87,15 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
 
     // Backward, per pass: each Linear all-reduces dX over its output group under the dW GEMM, and reduce-scatters
     // dW over Z under the rest of the backward.
-    t.add(ar, Group::y, passes, M * Cx * a, Overlap::dw_gemm);  // LM head dX
+    chunked(Group::y, passes, Cx, Overlap::dw_gemm);  // LM head dX
     t.add(ar, Group::x, passes * (2 * L + 1), stats, Overlap::none);
     for (std::uint64_t block : {Cx * 4 * Cy, 4 * Cy * Cx, Cx * Cy, 3 * Cy * Cx}) {
         t.add("reduce_scatter", Group::z, passes * L, block * f32, Overlap::rest_of_backward);
     }
-    t.add(ar, Group::x, passes * L, M * 4 * Cy * a, Overlap::dw_gemm);  // MLP down (transposed): dX over X
-    t.add(ar, Group::y, passes * L, M * Cx * a, Overlap::dw_gemm);      // MLP up: dX over Y
-    t.add(ar, Group::x, passes * L, M * Cy * a, Overlap::dw_gemm);      // attention projection
-    t.add(ar, Group::y, passes * L, M * Cx * a, Overlap::dw_gemm);      // qkv
+    chunked(Group::x, passes * L, 4 * Cy, Overlap::dw_gemm);  // MLP down (transposed): dX over X
+    chunked(Group::y, passes * L, Cx, Overlap::dw_gemm);      // MLP up: dX over Y
+    chunked(Group::x, passes * L, Cy, Overlap::dw_gemm);      // attention projection
+    chunked(Group::y, passes * L, Cx, Overlap::dw_gemm);      // qkv
     t.add("reduce_scatter", Group::z, passes, Vpy * Cx * f32, Overlap::none);  // wte, at the very end
 
     // Gradient sync, in the last pass, in fp32: one slice per tensor and layer, over Z for the tensors replicated
@@ -96,8 +106,11 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
         ShardSpec const& shard = layout.spec(spec.id);
         std::uint64_t const slices = static_cast<std::uint64_t>(shard.layers);
         std::uint64_t const slice_bytes = static_cast<std::uint64_t>(layout.local_numel(spec.id)) / slices * f32;
-        if (!shard.z_flattened) t.add(ar, Group::z, slices, slice_bytes, Overlap::rest_of_backward);
-        t.add(ar, Group::data, slices, slice_bytes, Overlap::rest_of_backward);
+        for (Group group : {Group::z, Group::data}) {
+            if (group == Group::z && shard.z_flattened) continue;
+            t.add(ar, group, slices - 1, slice_bytes, Overlap::rest_of_backward);
+            t.add(ar, group, 1, slice_bytes, Overlap::none);
+        }
     }
     t.add(ar, Group::tensor, 1, f64, Overlap::none);  // the gradient norm
     return t.take();

@@ -36,11 +36,12 @@ struct PredictedCollective {
     std::uint64_t calls = 0;
     std::uint64_t bytes = 0;
     // What the collective can hide behind when communication overlaps computation (time model input):
-    //   none              it is waited on at once (forward all-reduces, statistics, the loss);
-    //   dw_gemm           a Linear's dX all-reduce, under its dW GEMM (OAR);
+    //   none              it is waited on at once (statistics, the loss, the embedding);
+    //   later_chunks      a chunk of a Linear's forward all-reduce, under the GEMMs of its later chunks;
+    //   dw_gemm           a chunk of a Linear's dX all-reduce, under its later chunks and its dW GEMM (OAR);
     //   previous_linear   a weight all-gather, under the previous Linear in execution order (OAG);
     //   rest_of_backward  a dW reduce-scatter, or the gradient sync of a layer, under the backward still to run.
-    enum class Overlap { none, dw_gemm, previous_linear, rest_of_backward } overlap = Overlap::none;
+    enum class Overlap { none, later_chunks, dw_gemm, previous_linear, rest_of_backward } overlap = Overlap::none;
 };
 
 std::vector<PredictedCollective> predict_step_traffic(StepShape const& step);

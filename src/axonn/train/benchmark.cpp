@@ -54,13 +54,23 @@ BenchResult run_benchmark(BenchOptions const& options) {
     // steps and the higher one is the denominator, so a slow spell during the steps lowers MFU, never raises it.
     double const gemm_rate_before = measure_single_core_gemm_rate().flops_per_s;
     double timed_seconds = 0.0;
+    CommunicationTime communication;
     for (int i = 0; i < options.iterations; ++i) {
         Stopwatch watch;
         train_step(model, optimizer, passes, 1e-4f);
-        if (i >= options.warmup) timed_seconds += watch.seconds();
+        double const seconds = watch.seconds();
+        CommunicationTime const step = communication_time(grid.traffic().take_calls());
+        if (i < options.warmup) continue;
+        timed_seconds += seconds;
+        communication.busy_s += step.busy_s;
+        communication.waited_s += step.waited_s;
     }
+    int const timed = options.iterations - options.warmup;
     BenchResult result{};
-    result.step_s = timed_seconds / (options.iterations - options.warmup);
+    result.step_s = timed_seconds / timed;
+    result.comm_s = communication.busy_s / timed;
+    result.comm_exposed_s = communication.waited_s / timed;
+    result.comm_hidden_fraction = communication.hidden_fraction();
     grid.comm(Group::world).all_reduce_max(&result.step_s, 1);  // outside the timed steps
     result.tokens_per_s = B * T / result.step_s;
     result.model_flops_per_s = options.model.flops_per_token(T) * result.tokens_per_s;

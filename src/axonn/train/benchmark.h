@@ -29,6 +29,9 @@ struct BenchResult {
     double model_flops_per_s;
     double mfu;
     double gemm_flops_per_s;  // measured single-core rate (best of before and after the steps) × threads
+    double comm_s;            // per timed step, rank 0: the time its collectives were in flight
+    double comm_exposed_s;    // per timed step, rank 0: the part of it rank 0 waited for
+    double comm_hidden_fraction;  // 1 − exposed / in flight
     std::int64_t peak_rss_bytes;      // of this process
     std::int64_t tensor_peak_bytes;   // the most axonn's tensors held (what the memory model predicts)
 };

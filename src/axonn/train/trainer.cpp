@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
 #include <optional>
 
 namespace axonn {
@@ -229,41 +230,36 @@ GridShape choose_grid(TrainOptions const& options, int world) {
             static_cast<int>(chosen[3])};
 }
 
-// Per axis: the bytes this rank moved, its time in collectives, and how much of that time it waited (exposed).
-// The weight prefetches of Z run on Z's second communicator and count as Z.
-std::string traffic_summary(ProcessGrid& grid) {
-    std::string text;
-    for (Group group : {Group::data, Group::z, Group::y, Group::x}) {
-        std::uint64_t bytes = 0;
-        double seconds = 0, waited = 0;
-        for (TrafficEntry const& entry : grid.traffic().entries()) {
-            if (entry.group != group && !(group == Group::z && entry.group == Group::z_prefetch)) continue;
-            bytes += entry.bytes;
-            seconds += entry.seconds;
-            waited += entry.waited_seconds;
+// The groups of each axis: Z's weight prefetches run on its second communicator.
+std::vector<Group> axis_groups(Group axis) {
+    return axis == Group::z ? std::vector<Group>{Group::z, Group::z_prefetch} : std::vector<Group>{axis};
+}
+
+// What a run's training steps communicated, per axis: bytes, time in flight and time waited.
+struct AxisTraffic {
+    std::map<Group, CommunicationTime> time;
+
+    void add(std::vector<CollectiveRecord> const& calls) {
+        for (Group axis : {Group::data, Group::z, Group::y, Group::x}) {
+            CommunicationTime const step = communication_time(calls, axis_groups(axis));
+            time[axis].busy_s += step.busy_s;
+            time[axis].waited_s += step.waited_s;
         }
-        if (bytes == 0) continue;
-        text += fmt::format("\n  {:<4} {:>10} in {:.3f} s, {:.3f} s exposed ({:.0f}% hidden)", group_name(group),
-                            human_bytes(static_cast<double>(bytes)), seconds, waited,
-                            seconds > 0 ? 100.0 * (1.0 - waited / seconds) : 100.0);
     }
-    return text;
-}
 
-// One step's collectives: the time this rank waited for them, and the share of their time it did not wait.
-struct StepCommunication {
-    double exposed_s = 0;
-    double hidden_fraction = 1;
+    std::string summary(ProcessGrid& grid) const {
+        std::string text;
+        for (auto const& [axis, spent] : time) {
+            std::uint64_t bytes = 0;
+            for (Group group : axis_groups(axis)) bytes += grid.traffic().bytes(group);
+            if (bytes == 0) continue;
+            text += fmt::format("\n  {:<4} {:>10}, in flight {:.3f} s, waited {:.3f} s ({:.0f}% hidden)",
+                                group_name(axis), human_bytes(static_cast<double>(bytes)), spent.busy_s,
+                                spent.waited_s, 100.0 * spent.hidden_fraction());
+        }
+        return text;
+    }
 };
-
-StepCommunication step_communication(std::vector<CollectiveRecord> const& calls) {
-    double total = 0, exposed = 0;
-    for (CollectiveRecord const& call : calls) {
-        total += call.completed_s - call.issued_s;
-        exposed += call.waited_s;
-    }
-    return {exposed, total > 0 ? std::clamp(1.0 - exposed / total, 0.0, 1.0) : 1.0};
-}
 
 }  // namespace
 
@@ -337,6 +333,7 @@ TrainSummary run_training(TrainOptions options) {
     Progress progress("train", options.steps, leader ? stderr : nullptr);
     grid.comm(Group::world).barrier_quietly();  // every rank's timeline starts together
     restart_trace_clock();
+    AxisTraffic traffic;
 
     for (int step = 0; step <= options.steps; ++step) {
         TraceSpan const step_span(TraceTrack::steps, [&] { return fmt::format("step {}", step); });
@@ -365,7 +362,8 @@ TrainSummary run_training(TrainOptions options) {
         std::vector<CollectiveRecord> const calls = grid.traffic().take_calls();
         require_finite_step(result, step, lr);
         summary.last_train_loss = result.loss;
-        StepCommunication const communication = step_communication(calls);
+        CommunicationTime const communication = communication_time(calls);
+        traffic.add(calls);
         if (trace && step < options.trace_steps) {
             trace->add_calls(evaluation_calls);
             trace->add_calls(calls);
@@ -380,8 +378,8 @@ TrainSummary run_training(TrainOptions options) {
                                  {"tokens_per_s", tokens_per_s},
                                  {"model_flops_per_s", flops_per_step / seconds},
                                  {"mfu", flops_per_step / seconds / peak_flops},
-                                 {"comm_exposed_s", communication.exposed_s},
-                                 {"comm_hidden_fraction", communication.hidden_fraction}};
+                                 {"comm_exposed_s", communication.waited_s},
+                                 {"comm_hidden_fraction", communication.hidden_fraction()}};
         if (val_loss) record["val_loss"] = *val_loss;
         metrics.write(record);
         progress.update(step + 1, fmt::format("loss {:.4f}{} | {:.0f} tok/s | MFU {:.1f}%", result.loss,
@@ -395,7 +393,9 @@ TrainSummary run_training(TrainOptions options) {
         if (leader) fmt::print("trace of the first {} step(s) of every rank: {}\n", std::min(options.steps, options.trace_steps),
                                options.trace.string());
     }
-    if (leader && grid.world_size() > 1) fmt::print("communication of rank 0 per axis:{}\n", traffic_summary(grid));
+    if (leader && grid.world_size() > 1) {
+        fmt::print("communication of rank 0 in the training steps, per axis:{}\n", traffic.summary(grid));
+    }
 
     if (options.sample.new_tokens > 0) {
         ProcessGrid self(MPI_COMM_SELF, GridShape{});
