@@ -3,16 +3,20 @@
 #include "axonn/core/error.h"
 #include "axonn/core/rng.h"
 #include "axonn/core/timer.h"
+#include "axonn/core/trace.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/gpt.h"
 #include "axonn/perf/gemm_rate.h"
 #include "axonn/train/threads.h"
+#include "axonn/train/trace_file.h"
 #include "axonn/train/train_step.h"
 
+#include <fmt/format.h>
 #include <mpi.h>
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 namespace axonn {
@@ -53,13 +57,30 @@ BenchResult run_benchmark(BenchOptions const& options) {
     // The machine's speed drifts by ±20% (shared vCPUs): the GEMM rate is measured before and after the timed
     // steps and the higher one is the denominator, so a slow spell during the steps lowers MFU, never raises it.
     double const gemm_rate_before = measure_single_core_gemm_rate().flops_per_s;
+    std::optional<TraceFile> trace;
+    if (!options.trace.empty()) {
+        trace.emplace(options.trace, grid, std::vector<std::filesystem::path>{});
+        trace->stop_recording();
+    }
+    grid.comm(Group::world).barrier_quietly();  // the ranks' timelines start together
+    restart_trace_clock();
     double timed_seconds = 0.0;
     CommunicationTime communication;
     for (int i = 0; i < options.iterations; ++i) {
+        bool const traced = trace && i + 1 == options.iterations;
+        if (traced) trace->start_recording();
         Stopwatch watch;
-        train_step(model, optimizer, passes, 1e-4f);
+        {
+            TraceSpan const step_span(TraceTrack::steps, [&] { return fmt::format("step {}", i); });
+            train_step(model, optimizer, passes, 1e-4f);
+        }
         double const seconds = watch.seconds();
-        CommunicationTime const step = communication_time(grid.traffic().take_calls());
+        std::vector<CollectiveRecord> const calls = grid.traffic().take_calls();
+        if (traced) {
+            trace->stop_recording();
+            trace->add_calls(calls);
+        }
+        CommunicationTime const step = communication_time(calls);
         if (i < options.warmup) continue;
         timed_seconds += seconds;
         communication.busy_s += step.busy_s;
@@ -81,6 +102,7 @@ BenchResult run_benchmark(BenchOptions const& options) {
     getrusage(RUSAGE_SELF, &usage);
     result.peak_rss_bytes = static_cast<std::int64_t>(usage.ru_maxrss) * 1024;
     result.tensor_peak_bytes = tensor_bytes_peak() - tensor_bytes_before;
+    if (trace) trace->write();
     return result;
 }
 

@@ -8,6 +8,7 @@
 #include "axonn/train/train_step.h"
 
 #include <cstdint>
+#include <filesystem>
 
 namespace axonn {
 
@@ -21,6 +22,7 @@ struct BenchOptions {
     GridShape grid;  // data × z × y × x over the MPI ranks; batch is the global batch
     std::string grid_order = "x,y,z,data";
     StepOptions run;
+    std::filesystem::path trace;  // a Chrome trace of every rank's last iteration; empty = none
 };
 
 struct BenchResult {

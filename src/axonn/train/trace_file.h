@@ -27,8 +27,9 @@ public:
 
     // The collectives of a traced step.
     void add_calls(std::vector<CollectiveRecord> const& calls);
-    // Stops recording: the steps after the traced ones add nothing.
+    // Recording starts with the object; these pause and resume it (bench records its last step only).
     void stop_recording() { recorder_.pause(true); }
+    void start_recording() { recorder_.pause(false); }
     // Collective: rank 0 writes the file of every rank's events.
     void write();
 

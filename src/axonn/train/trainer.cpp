@@ -314,8 +314,13 @@ TrainSummary run_training(TrainOptions options) {
                    options.model.parameter_count() / 1e6, human_bytes(memory.total()),
                    human_bytes(memory.parameter_bytes), human_bytes(memory.gradient_bytes),
                    human_bytes(memory.optimizer_bytes), human_bytes(memory.activation_bytes));
-        fmt::print("  grid {} over {} rank(s) (order {}) | threads {} per rank\n", grid.shape().to_string(),
-                   grid.world_size(), options.grid_order, options.threads);
+        int const passes = B / (grid.size(Axis::data) * grid.size(Axis::z)) / model.max_batch();
+        fmt::print("  grid {} over {} rank(s) (order {}) | threads {} per rank | overlap {} | {} pass(es) of {} "
+                   "sequence(s) per step{}{}\n",
+                   grid.shape().to_string(), grid.world_size(), options.grid_order, options.threads,
+                   options.run.model.overlap ? "on" : "off", passes, model.max_batch(),
+                   options.run.model.recompute == Recompute::layer ? " | layers recomputed" : "",
+                   options.run.model.cache_weights ? " | weights cached" : "");
         fmt::print("  backend {} on {} | measured single-core fp32 GEMM {:.1f} GFLOP/s (MFU denominator: this x "
                    "threads x ranks)\n",
                    backend.name(), gemm_rate.isa, gemm_rate.flops_per_s / 1e9);
