@@ -17,6 +17,7 @@
 #include "axonn/parallel/weight_gather.h"
 #include "axonn/train/parity.h"
 #include "support/micro_model.h"
+#include "support/relative_difference.h"
 
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -29,6 +30,7 @@ namespace axonn {
 namespace {
 
 using testing::micro_model;
+using testing::relative_difference;
 using testing::world_size;
 
 std::vector<GridShape> model_grids() {
@@ -80,15 +82,6 @@ std::vector<float> deterministic(std::size_t n, std::uint64_t stream) {
     std::vector<float> values(n);
     for (std::size_t i = 0; i < n; ++i) values[i] = static_cast<float>(standard_normal({11, stream}, i));
     return values;
-}
-
-double relative(std::vector<float> const& a, std::vector<float> const& b) {
-    double difference = 0, reference = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        difference += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-        reference += static_cast<double>(b[i]) * b[i];
-    }
-    return std::sqrt(difference / reference);
 }
 
 TEST_P(LinearOnGrid, ForwardAndBackwardMatchSerial) {
@@ -162,11 +155,11 @@ TEST_P(LinearOnGrid, ForwardAndBackwardMatchSerial) {
     for (std::int64_t e = 0; e < chunk; ++e) dw_expected[e] = block_element(dw, z * chunk + e);
     for (std::int64_t c = 0; c < Nl; ++c) db_expected[c] = db[o * Nl + c];
     // fp32 with a different summation order: 1e-6 relative, norm-wise.
-    EXPECT_LT(relative(y_local, y_expected), 1e-6);
-    EXPECT_LT(relative(dx_local, dx_expected), 1e-6);
-    EXPECT_LT(relative(dw_shard, dw_expected), 1e-6);
+    EXPECT_LT(relative_difference(y_local, y_expected), 1e-6);
+    EXPECT_LT(relative_difference(dx_local, dx_expected), 1e-6);
+    EXPECT_LT(relative_difference(dw_shard, dw_expected), 1e-6);
     if (layer.bias) {
-        EXPECT_LT(relative(db_local, db_expected), 1e-6);
+        EXPECT_LT(relative_difference(db_local, db_expected), 1e-6);
     }
 }
 

@@ -13,6 +13,7 @@
 #include "axonn/train/optimizer.h"
 #include "axonn/train/train_step.h"
 #include "support/micro_model.h"
+#include "support/relative_difference.h"
 
 #include <gtest/gtest.h>
 
@@ -24,6 +25,7 @@ namespace axonn {
 namespace {
 
 using testing::micro_model;
+using testing::relative_difference;
 using testing::world_size;
 
 constexpr int batch = 8, seq = 16;
@@ -59,15 +61,6 @@ Outcome train(GridShape const& shape, StepOptions const& options, int steps) {
     }
     outcome.params.assign(model.params().begin(), model.params().end());
     return outcome;
-}
-
-double relative(std::vector<float> const& a, std::vector<float> const& b) {
-    double difference = 0, reference = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        difference += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-        reference += static_cast<double>(b[i]) * b[i];
-    }
-    return std::sqrt(difference / std::max(reference, 1e-300));
 }
 
 void expect_bitwise_equal(Outcome const& a, Outcome const& b) {
@@ -110,7 +103,7 @@ TEST_P(StepOptionsOnGrid, MicroBatchesGiveTheWholeBatchsLossAndGradients) {
     Outcome const passes = train(GetParam(), micro, 1), whole = train(GetParam(), StepOptions{}, 1);
     EXPECT_LT(std::abs(passes.losses[0] - whole.losses[0]) / std::abs(whole.losses[0]), 1e-6);
     EXPECT_LT(std::abs(passes.norms[0] - whole.norms[0]) / whole.norms[0], 1e-6);
-    EXPECT_LT(relative(passes.first_grads, whole.first_grads), 1e-6);
+    EXPECT_LT(relative_difference(passes.first_grads, whole.first_grads), 1e-6);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryGrid, StepOptionsOnGrid, ::testing::ValuesIn(grid_factorisations(world_size())),

@@ -154,12 +154,17 @@ void TokenShard::check_unchanged() const {
 
 void TokenShard::read_ids(std::int64_t offset, std::int64_t count, std::int32_t* out) const {
     auto const first_byte = token_shard_header_bytes + static_cast<std::uint64_t>(offset) * (token_bits_ / 8);
-    if (token_bits_ == 32) {
-        read_exactly(file_, first_byte, out, static_cast<std::size_t>(count) * 4, "token shard");
-        return;
+    std::vector<std::uint16_t> narrow(token_bits_ == 16 ? static_cast<std::size_t>(count) : 0);
+    try {
+        if (token_bits_ == 32) {
+            read_exactly(file_, first_byte, out, static_cast<std::size_t>(count) * 4, "token shard");
+            return;
+        }
+        read_exactly(file_, first_byte, narrow.data(), narrow.size() * 2, "token shard");
+    } catch (Error const&) {
+        check_unchanged();  // a file cut short while being read: say that it changed
+        throw;
     }
-    std::vector<std::uint16_t> narrow(static_cast<std::size_t>(count));
-    read_exactly(file_, first_byte, narrow.data(), narrow.size() * 2, "token shard");
     std::copy(narrow.begin(), narrow.end(), out);
 }
 

@@ -102,6 +102,37 @@ struct ActivationLayout {
     }
 };
 
+// One layer's activations: its input (the previous layer's output, or the embedding), the slot of its inner
+// buffers, and its output.
+struct LayerActivations {
+    float* input;      // [B,T,C/Gx]
+    float* ln1;        // [B,T,C/Gx]
+    float* ln1_mean;   // [B,T]
+    float* ln1_rstd;   // [B,T]
+    float* qkv;        // [B,T,3C/Gy]
+    float* atty;       // [B,T,C/Gy]
+    float* att;        // [B,NH/Gy,T,T]
+    float* attproj;    // [B,T,C/Gx]
+    float* residual2;  // [B,T,C/Gx]
+    float* ln2;        // [B,T,C/Gx]
+    float* ln2_mean;   // [B,T]
+    float* ln2_rstd;   // [B,T]
+    float* fch;        // [B,T,4C/Gy]
+    float* fch_gelu;   // [B,T,4C/Gy]
+    float* fcproj;     // [B,T,C/Gx]
+    float* output;     // [B,T,C/Gx]
+
+    LayerActivations(float* base, ActivationLayout const& a, int l, int slot)
+        : input(base + (l == 0 ? a.encoded : a.outputs + (l - 1) * a.BTCx)), ln1(base + a.ln1 + slot * a.BTCx),
+          ln1_mean(base + a.ln1_mean + slot * a.BT), ln1_rstd(base + a.ln1_rstd + slot * a.BT),
+          qkv(base + a.qkv + slot * a.BT3Cy), atty(base + a.atty + slot * a.BTCy),
+          att(base + a.att + slot * a.att_size), attproj(base + a.attproj + slot * a.BTCx),
+          residual2(base + a.residual2 + slot * a.BTCx), ln2(base + a.ln2 + slot * a.BTCx),
+          ln2_mean(base + a.ln2_mean + slot * a.BT), ln2_rstd(base + a.ln2_rstd + slot * a.BT),
+          fch(base + a.fch + slot * a.BT4Cy), fch_gelu(base + a.fch_gelu + slot * a.BT4Cy),
+          fcproj(base + a.fcproj + slot * a.BTCx), output(base + a.outputs + l * a.BTCx) {}
+};
+
 // The largest Linear block [4C/G_y, C/G_x] a Z all-gather or reduce-scatter carries, and all four of a layer.
 std::int64_t max_linear_block(LocalDims const& d) { return static_cast<std::int64_t>(4) * d.Cy * d.Cx; }
 std::int64_t layer_linear_blocks(LocalDims const& d) { return static_cast<std::int64_t>(12) * d.Cy * d.Cx; }
@@ -338,41 +369,26 @@ void Gpt::forward_layer(int l, int slot, Batch const& batch) {
     Communicator &x = grid_.comm(Group::x), &y = grid_.comm(Group::y);
     LinearGroups const normal{x, y}, transposed{y, x};
     double* stats = statistics_.data<double>();
-    float const* residual = l == 0 ? activation(a.encoded) : activation(a.outputs + (l - 1) * a.BTCx);  // [B,T,C/Gx]
-    float* ln1 = activation(a.ln1 + slot * a.BTCx);              // [B,T,C/Gx]
-    float* ln1_mean = activation(a.ln1_mean + slot * a.BT);      // [B,T]
-    float* ln1_rstd = activation(a.ln1_rstd + slot * a.BT);      // [B,T]
-    float* qkv = activation(a.qkv + slot * a.BT3Cy);             // [B,T,3C/Gy]
-    float* atty = activation(a.atty + slot * a.BTCy);            // [B,T,C/Gy]
-    float* att = activation(a.att + slot * a.att_size);          // [B,NH/Gy,T,T]
-    float* attproj = activation(a.attproj + slot * a.BTCx);      // [B,T,C/Gx]
-    float* residual2 = activation(a.residual2 + slot * a.BTCx);  // [B,T,C/Gx]
-    float* ln2 = activation(a.ln2 + slot * a.BTCx);              // [B,T,C/Gx]
-    float* ln2_mean = activation(a.ln2_mean + slot * a.BT);      // [B,T]
-    float* ln2_rstd = activation(a.ln2_rstd + slot * a.BT);      // [B,T]
-    float* fch = activation(a.fch + slot * a.BT4Cy);             // [B,T,4C/Gy]
-    float* fch_gelu = activation(a.fch_gelu + slot * a.BT4Cy);   // [B,T,4C/Gy]
-    float* fcproj = activation(a.fcproj + slot * a.BTCx);        // [B,T,C/Gx]
-    float* output = activation(a.outputs + l * a.BTCx);          // [B,T,C/Gx]
+    LayerActivations const act(activations_.data<float>(), a, l, slot);
     std::int64_t const lCx = static_cast<std::int64_t>(l) * d.Cx, lCy = static_cast<std::int64_t>(l) * d.Cy;
 
-    parallel_layernorm_forward(k, x, stats, ln1, ln1_mean, ln1_rstd, residual, param(Param::ln1w) + lCx,
+    parallel_layernorm_forward(k, x, stats, act.ln1, act.ln1_mean, act.ln1_rstd, act.input, param(Param::ln1w) + lCx,
                                param(Param::ln1b) + lCx, d.BT, d.Cx, d.C);
     bool const overlap = options_.overlap;
-    parallel_linear_forward(k, normal, overlap, qkv, ln1, weights_->next(), param(Param::qkvb) + 3 * lCy, d.BT, d.Cx,
-                            3 * d.Cy);
-    k.attention_forward(atty, att, qkv, d.B, d.T, d.Cy, d.NHy);
-    parallel_linear_forward(k, transposed, overlap, attproj, atty, weights_->next(), param(Param::attprojb) + lCx, d.BT,
-                            d.Cy, d.Cx);
-    k.residual_forward(residual2, residual, attproj, a.BTCx);
-    parallel_layernorm_forward(k, x, stats, ln2, ln2_mean, ln2_rstd, residual2, param(Param::ln2w) + lCx,
-                               param(Param::ln2b) + lCx, d.BT, d.Cx, d.C);
-    parallel_linear_forward(k, normal, overlap, fch, ln2, weights_->next(), param(Param::fcb) + 4 * lCy, d.BT, d.Cx,
-                            4 * d.Cy);
-    k.gelu_forward(fch_gelu, fch, d.BT * 4 * d.Cy);
-    parallel_linear_forward(k, transposed, overlap, fcproj, fch_gelu, weights_->next(), param(Param::fcprojb) + lCx,
-                            d.BT, 4 * d.Cy, d.Cx);
-    k.residual_forward(output, residual2, fcproj, d.BT * d.Cx);
+    parallel_linear_forward(k, normal, overlap, act.qkv, act.ln1, weights_->next(), param(Param::qkvb) + 3 * lCy, d.BT,
+                            d.Cx, 3 * d.Cy);
+    k.attention_forward(act.atty, act.att, act.qkv, d.B, d.T, d.Cy, d.NHy);
+    parallel_linear_forward(k, transposed, overlap, act.attproj, act.atty, weights_->next(),
+                            param(Param::attprojb) + lCx, d.BT, d.Cy, d.Cx);
+    k.residual_forward(act.residual2, act.input, act.attproj, d.BT * d.Cx);
+    parallel_layernorm_forward(k, x, stats, act.ln2, act.ln2_mean, act.ln2_rstd, act.residual2,
+                               param(Param::ln2w) + lCx, param(Param::ln2b) + lCx, d.BT, d.Cx, d.C);
+    parallel_linear_forward(k, normal, overlap, act.fch, act.ln2, weights_->next(), param(Param::fcb) + 4 * lCy, d.BT,
+                            d.Cx, 4 * d.Cy);
+    k.gelu_forward(act.fch_gelu, act.fch, d.BT * 4 * d.Cy);
+    parallel_linear_forward(k, transposed, overlap, act.fcproj, act.fch_gelu, weights_->next(),
+                            param(Param::fcprojb) + lCx, d.BT, 4 * d.Cy, d.Cx);
+    k.residual_forward(act.output, act.residual2, act.fcproj, d.BT * d.Cx);
 }
 
 void Gpt::backward() {
@@ -471,19 +487,7 @@ void Gpt::backward_layer(int l, int slot, Batch const& batch, GradWrite write) {
     float* d_fch = scratch + a.d_fch;                    // [B,T,4C/Gy]
     float* d_atty = scratch + a.d_atty;                  // [B,T,C/Gy]
     float* d_qkv = scratch + a.d_qkv;                    // [B,T,3C/Gy]
-    float const* residual = l == 0 ? activation(a.encoded) : activation(a.outputs + (l - 1) * a.BTCx);
-    float const* ln1 = activation(a.ln1 + slot * a.BTCx);
-    float const* ln1_mean = activation(a.ln1_mean + slot * a.BT);
-    float const* ln1_rstd = activation(a.ln1_rstd + slot * a.BT);
-    float const* qkv = activation(a.qkv + slot * a.BT3Cy);
-    float const* atty = activation(a.atty + slot * a.BTCy);
-    float const* att = activation(a.att + slot * a.att_size);
-    float const* residual2 = activation(a.residual2 + slot * a.BTCx);
-    float const* ln2 = activation(a.ln2 + slot * a.BTCx);
-    float const* ln2_mean = activation(a.ln2_mean + slot * a.BT);
-    float const* ln2_rstd = activation(a.ln2_rstd + slot * a.BT);
-    float const* fch = activation(a.fch + slot * a.BT4Cy);
-    float const* fch_gelu = activation(a.fch_gelu + slot * a.BT4Cy);
+    LayerActivations const act(activations_.data<float>(), a, l, slot);
     std::int64_t const lCx = static_cast<std::int64_t>(l) * d.Cx, lCy = static_cast<std::int64_t>(l) * d.Cy;
     auto per_layer = [&](Param id) { return l * (layout_.local_numel(id) / d.L); };
     std::size_t const btcx_bytes = static_cast<std::size_t>(d.BT) * d.Cx * sizeof(float);
@@ -494,28 +498,31 @@ void Gpt::backward_layer(int l, int slot, Batch const& batch, GradWrite write) {
     zero(d_residual_in, btcx_bytes);
     zero(d_branch, btcx_bytes);
     k.residual_backward(d_residual_in, d_branch, d_residual_out, d.BT * d.Cx);
-    parallel_linear_backward(k, transposed, scatter, overlap, d_fch_gelu, grad(Param::fcprojw) + per_layer(Param::fcprojw),
-                             grad(Param::fcprojb) + lCx, d_branch, fch_gelu, weights_->next(), d.BT, 4 * d.Cy, d.Cx,
-                             write);
+    parallel_linear_backward(k, transposed, scatter, overlap, d_fch_gelu,
+                             grad(Param::fcprojw) + per_layer(Param::fcprojw), grad(Param::fcprojb) + lCx, d_branch,
+                             act.fch_gelu, weights_->next(), d.BT, 4 * d.Cy, d.Cx, write);
     zero(d_fch, 4 * btcy_bytes);
-    k.gelu_backward(d_fch, fch, d_fch_gelu, d.BT * 4 * d.Cy);
+    k.gelu_backward(d_fch, act.fch, d_fch_gelu, d.BT * 4 * d.Cy);
     parallel_linear_backward(k, normal, scatter, overlap, d_ln, grad(Param::fcw) + per_layer(Param::fcw),
-                             grad(Param::fcb) + 4 * lCy, d_fch, ln2, weights_->next(), d.BT, d.Cx, 4 * d.Cy, write);
+                             grad(Param::fcb) + 4 * lCy, d_fch, act.ln2, weights_->next(), d.BT, d.Cx, 4 * d.Cy,
+                             write);
     parallel_layernorm_backward(k, x, stats, d_residual_in, grad(Param::ln2w) + lCx, grad(Param::ln2b) + lCx, d_ln,
-                                residual2, param(Param::ln2w) + lCx, ln2_mean, ln2_rstd, d.BT, d.Cx, d.C);
+                                act.residual2, param(Param::ln2w) + lCx, act.ln2_mean, act.ln2_rstd, d.BT, d.Cx, d.C);
 
     // residual2 = residual + attproj: the same split, now from d_residual_in into d_residual_out.
     zero(d_residual_out, btcx_bytes);
     zero(d_branch, btcx_bytes);
     k.residual_backward(d_residual_out, d_branch, d_residual_in, d.BT * d.Cx);
     parallel_linear_backward(k, transposed, scatter, overlap, d_atty, grad(Param::attprojw) + per_layer(Param::attprojw),
-                             grad(Param::attprojb) + lCx, d_branch, atty, weights_->next(), d.BT, d.Cy, d.Cx, write);
+                             grad(Param::attprojb) + lCx, d_branch, act.atty, weights_->next(), d.BT, d.Cy, d.Cx,
+                             write);
     zero(d_qkv, 3 * btcy_bytes);
-    k.attention_backward(d_qkv, d_atty, qkv, att, d.B, d.T, d.Cy, d.NHy);
+    k.attention_backward(d_qkv, d_atty, act.qkv, act.att, d.B, d.T, d.Cy, d.NHy);
     parallel_linear_backward(k, normal, scatter, overlap, d_ln, grad(Param::qkvw) + per_layer(Param::qkvw),
-                             grad(Param::qkvb) + 3 * lCy, d_qkv, ln1, weights_->next(), d.BT, d.Cx, 3 * d.Cy, write);
+                             grad(Param::qkvb) + 3 * lCy, d_qkv, act.ln1, weights_->next(), d.BT, d.Cx, 3 * d.Cy,
+                             write);
     parallel_layernorm_backward(k, x, stats, d_residual_out, grad(Param::ln1w) + lCx, grad(Param::ln1b) + lCx, d_ln,
-                                residual, param(Param::ln1w) + lCx, ln1_mean, ln1_rstd, d.BT, d.Cx, d.C);
+                                act.input, param(Param::ln1w) + lCx, act.ln1_mean, act.ln1_rstd, d.BT, d.Cx, d.C);
 }
 
 double Gpt::gradient_norm() {
