@@ -45,6 +45,19 @@ def init_params(cfg, generator):
     return params
 
 
+def matmul_rate(size=2048):
+    """The fp32 GEMM rate PyTorch reaches here (2048^3, best of three after one untimed): shows whether its BLAS
+    runs at full speed, which a comparison needs."""
+    a, b = torch.rand(size, size), torch.rand(size, size)
+    a @ b
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2.0 * size ** 3 / best
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=sorted(MODELS), default="gpt2-tiny")
@@ -78,12 +91,14 @@ def main():
 
     # N counts the real vocabulary rows of wte (V*C, not Vp*C) and includes wpe.
     n_params = sum(p.numel() for p in params.values()) - (cfg["padded_vocab_size"] - V) * cfg["n_embd"]
+    gemm_flops_per_s = matmul_rate()
     flops_per_token = 6 * n_params + 6 * cfg["n_layer"] * cfg["n_embd"] * T
     tokens_per_s = B * T / step_s
     print(json.dumps({
         "model": args.model, "batch": B, "seq": T, "threads": args.threads,
         "step_s": step_s, "tokens_per_s": tokens_per_s, "model_flops_per_s": flops_per_token * tokens_per_s,
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,  # ru_maxrss is KiB on Linux
+        "gemm_flops_per_s": gemm_flops_per_s,  # this process's fp32 2048^3 matmul, best of three
         "torch_version": torch.__version__,
     }))
 
