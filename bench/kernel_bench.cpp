@@ -15,6 +15,7 @@
 namespace {
 
 using namespace axonn::cpu;
+using axonn::AdamWStep;
 
 constexpr int B = 4, T = 64, C = 768, NH = 12, V = 50257, Vp = 50304;
 constexpr std::int64_t BT = B * T;

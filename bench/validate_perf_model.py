@@ -8,7 +8,7 @@
    TCP), `axonn calibrate` measures a profile of that network (GEMM, memory and all-reduce rates).
 2. For every grid of 4 ranks the model allows, `axonn bench --grid G --overlap O --json` runs 10 steps inside the
    same slow network and reports the average of the last 8 (the slowest rank's step; rank 0's waited time).
-3. `axonn plan --machine <that profile> --fp32 --overlap O` predicts each grid's step time and exposed
+3. `axonn plan --machine <that profile> --precision fp32 --overlap O` predicts each grid's step time and exposed
    communication (the trainer computes in fp32), with the same overlap as the runs.
 It prints a Markdown table, the Spearman rank correlation of the step times, and the mean relative errors of the
 step time and of the exposed communication, for docs/PERFORMANCE.md.
@@ -69,7 +69,7 @@ def main():
     slow(args.rate, [AXONN, "calibrate", "--quick", "--name", "slow-network", "--out", profile])
     plan = json.loads(subprocess.run(
         [AXONN, "plan", "--model", args.model, "--gpus", "4", "--machine", profile, "--batch", str(args.batch),
-         "--seq", str(args.seq), "--fp32", "--overlap", args.overlap, "--json"], check=True, capture_output=True,
+         "--seq", str(args.seq), "--precision", "fp32", "--overlap", args.overlap, "--json"], check=True, capture_output=True,
         text=True).stdout)
     rows = []
     for candidate in plan:

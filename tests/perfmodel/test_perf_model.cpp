@@ -90,7 +90,7 @@ TEST_P(PerfModelOnGrid, PredictedTrafficEqualsMeasuredAndMemoryWithinTenPercent)
     }
 
     double const measured_peak = static_cast<double>(tensor_bytes_peak() - before);
-    double const predicted_peak = static_cast<double>(predict_memory(step, MemoryOptions{}).total());
+    double const predicted_peak = static_cast<double>(predict_memory(step).total());
     EXPECT_NEAR(predicted_peak, measured_peak, 0.1 * measured_peak);
 }
 

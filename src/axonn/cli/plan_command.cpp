@@ -17,7 +17,6 @@ namespace {
 struct PlanFlags {
     int seq = 0;  // 0: the model's context
     int top = 15;
-    bool fp32 = false;
     bool json = false;
     bool explain = false;
     std::string machine = "perlmutter";
@@ -79,7 +78,6 @@ void add_plan_command(CLI::App& app) {
     command->add_option("--batch", request->batch, "global batch, sequences")->required();
     command->add_option("--seq", flags->seq, "sequence length (default: the model's context)");
     command->add_option("--grid-order", flags->order, "rank order of the axes, fastest first")->capture_default_str();
-    command->add_flag("--fp32", flags->fp32, "GEMMs at the fp32 peak (default bf16)");
     add_step_options(*command, flags->run);
     command->add_option("--top", flags->top, "rows of the table")->capture_default_str();
     command->add_flag("--json", flags->json, "print a JSON list, best first (with --explain: the excluded ones too)");
@@ -98,7 +96,6 @@ void add_plan_command(CLI::App& app) {
             return machine_profile_path(flags->machine);
         });
         request->machine = load_machine_profile(machine.string());
-        request->time.bf16 = !flags->fp32;
         std::vector<PlanCandidate> const candidates = plan_grids(*request);
         if (flags->json) {
             nlohmann::json list = nlohmann::json::array();

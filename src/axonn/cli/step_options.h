@@ -1,6 +1,6 @@
 // The options that say how a training step runs on the grid, shared by `train`, `bench`, `parity` and `plan`
 // (so that the planner predicts what the trainer does): --overlap on|off, --recompute none|layer,
-// --cache-weights, --micro-batch M.
+// --cache-weights, --precision fp32|bf16, --micro-batch M.
 #pragma once
 
 #include "axonn/train/train_step.h"

@@ -47,8 +47,9 @@ bool same_collective(CollectiveSignature const& a, CollectiveSignature const& b)
 // "all_gather of 64 floats per rank"
 std::string describe(CollectiveSignature const& s) {
     bool const per_rank = s.op == CollectiveOp::all_gather || s.op == CollectiveOp::reduce_scatter;
-    return fmt::format("{} of {} {}{}{}", op_name(s.op), s.count, s.element_bytes == 8 ? "double" : "float",
-                       s.count == 1 ? "" : "s", per_rank ? " per rank" : "");
+    char const* element = s.element_bytes == 8 ? "double" : s.element_bytes == 2 ? "bf16 value" : "float";
+    return fmt::format("{} of {} {}{}{}", op_name(s.op), s.count, element, s.count == 1 ? "" : "s",
+                       per_rank ? " per rank" : "");
 }
 
 // MPI counts are int; a larger buffer must be split by the caller (a smaller batch or more ranks on the axis).
@@ -66,6 +67,28 @@ template <>
 MPI_Datatype mpi_type<float>() { return MPI_FLOAT; }
 template <>
 MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
+template <>
+MPI_Datatype mpi_type<bfloat16>() { return MPI_UINT16_T; }  // moved as bits; summed by bf16_sum below
+
+// MPI has no bf16: a sum of bf16 vectors adds each pair in fp32 and rounds the result back to bf16.
+void bf16_sum(void* in, void* inout, int* count, MPI_Datatype*) {
+    auto const* a = static_cast<bfloat16 const*>(in);
+    auto* b = static_cast<bfloat16*>(inout);
+    for (int i = 0; i < *count; ++i) b[i] = to_bfloat16(to_float(a[i]) + to_float(b[i]));
+}
+
+template <typename T>
+MPI_Op mpi_sum() { return MPI_SUM; }
+template <>
+MPI_Op mpi_sum<bfloat16>() {
+    // Created once, after MPI_Init (the first bf16 collective); freed by MPI_Finalize.
+    static MPI_Op const op = [] {
+        MPI_Op created = MPI_OP_NULL;
+        MPI_Op_create(&bf16_sum, 1, &created);
+        return created;
+    }();
+    return op;
+}
 
 MPI_Op mpi_reduction(CollectiveOp op) {
     switch (op) {
@@ -226,27 +249,11 @@ void Communicator::all_reduce_min(double* data, std::size_t count) {
 }
 
 void Communicator::all_gather(float const* send, float* recv, std::size_t count_per_rank) {
-    if (size_ == 1) {
-        std::copy_n(send, count_per_rank, recv);
-        return;
-    }
-    CollectiveSignature const signature{
-        .op = CollectiveOp::all_gather, .element_bytes = sizeof(float), .count = count_per_rank};
-    int const n = mpi_count(count_per_rank);
-    issue(signature, count_per_rank * size_ * sizeof(float),
-          [&] { MPI_Allgather(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, comm_); });
+    start_all_gather_with(send, recv, count_per_rank).wait();
 }
 
 void Communicator::reduce_scatter(float const* send, float* recv, std::size_t count_per_rank) {
-    if (size_ == 1) {
-        std::copy_n(send, count_per_rank, recv);
-        return;
-    }
-    CollectiveSignature const signature{
-        .op = CollectiveOp::reduce_scatter, .element_bytes = sizeof(float), .count = count_per_rank};
-    int const n = mpi_count(count_per_rank);
-    issue(signature, count_per_rank * size_ * sizeof(float),
-          [&] { MPI_Reduce_scatter_block(send, recv, n, MPI_FLOAT, MPI_SUM, comm_); });
+    start_reduce_scatter_with(send, recv, count_per_rank).wait();
 }
 
 Collective Communicator::start_all_reduce(float* data, std::size_t count) { return start_all_reduce_with(data, count); }
@@ -255,29 +262,51 @@ Collective Communicator::start_all_reduce(double* data, std::size_t count) {
     return start_all_reduce_with(data, count);
 }
 
+Collective Communicator::start_all_reduce(bfloat16* data, std::size_t count) {
+    return start_all_reduce_with(data, count);
+}
+
 Collective Communicator::start_all_gather(float const* send, float* recv, std::size_t count_per_rank) {
-    if (size_ == 1) {
-        std::copy_n(send, count_per_rank, recv);
-        return {};
-    }
-    CollectiveSignature const signature{
-        .op = CollectiveOp::all_gather, .element_bytes = sizeof(float), .count = count_per_rank};
-    int const n = mpi_count(count_per_rank);
-    return start(signature, count_per_rank * size_ * sizeof(float), [&](MPI_Request* request) {
-        MPI_Iallgather(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, comm_, request);
-    });
+    return start_all_gather_with(send, recv, count_per_rank);
+}
+
+Collective Communicator::start_all_gather(bfloat16 const* send, bfloat16* recv, std::size_t count_per_rank) {
+    return start_all_gather_with(send, recv, count_per_rank);
 }
 
 Collective Communicator::start_reduce_scatter(float const* send, float* recv, std::size_t count_per_rank) {
+    return start_reduce_scatter_with(send, recv, count_per_rank);
+}
+
+Collective Communicator::start_reduce_scatter(bfloat16 const* send, bfloat16* recv, std::size_t count_per_rank) {
+    return start_reduce_scatter_with(send, recv, count_per_rank);
+}
+
+template <typename T>
+Collective Communicator::start_all_gather_with(T const* send, T* recv, std::size_t count_per_rank) {
     if (size_ == 1) {
         std::copy_n(send, count_per_rank, recv);
         return {};
     }
     CollectiveSignature const signature{
-        .op = CollectiveOp::reduce_scatter, .element_bytes = sizeof(float), .count = count_per_rank};
+        .op = CollectiveOp::all_gather, .element_bytes = sizeof(T), .count = count_per_rank};
     int const n = mpi_count(count_per_rank);
-    return start(signature, count_per_rank * size_ * sizeof(float), [&](MPI_Request* request) {
-        MPI_Ireduce_scatter_block(send, recv, n, MPI_FLOAT, MPI_SUM, comm_, request);
+    return start(signature, count_per_rank * size_ * sizeof(T), [&](MPI_Request* request) {
+        MPI_Iallgather(send, n, mpi_type<T>(), recv, n, mpi_type<T>(), comm_, request);
+    });
+}
+
+template <typename T>
+Collective Communicator::start_reduce_scatter_with(T const* send, T* recv, std::size_t count_per_rank) {
+    if (size_ == 1) {
+        std::copy_n(send, count_per_rank, recv);
+        return {};
+    }
+    CollectiveSignature const signature{
+        .op = CollectiveOp::reduce_scatter, .element_bytes = sizeof(T), .count = count_per_rank};
+    int const n = mpi_count(count_per_rank);
+    return start(signature, count_per_rank * size_ * sizeof(T), [&](MPI_Request* request) {
+        MPI_Ireduce_scatter_block(send, recv, n, mpi_type<T>(), mpi_sum<T>(), comm_, request);
     });
 }
 
@@ -336,7 +365,7 @@ Collective Communicator::start_all_reduce_with(T* data, std::size_t count) {
     CollectiveSignature const signature{.op = CollectiveOp::all_reduce, .element_bytes = sizeof(T), .count = count};
     int const n = mpi_count(count);
     return start(signature, count * sizeof(T), [&](MPI_Request* request) {
-        MPI_Iallreduce(MPI_IN_PLACE, data, n, mpi_type<T>(), MPI_SUM, comm_, request);
+        MPI_Iallreduce(MPI_IN_PLACE, data, n, mpi_type<T>(), mpi_sum<T>(), comm_, request);
     });
 }
 

@@ -9,12 +9,15 @@
 // Traffic is counted as the payload of one call as this rank sees it, in bytes, not as what the wire carries
 // (a performance model applies the ring factors; it must predict exactly these numbers):
 //   all_reduce, all_reduce_max: count · sizeof(element)
-//   all_gather:                 count_per_rank · size() · 4   (the gathered buffer)
-//   reduce_scatter:             count_per_rank · size() · 4   (the input buffer)
+//   all_gather:                 count_per_rank · size() · sizeof(element)   (the gathered buffer)
+//   reduce_scatter:             count_per_rank · size() · sizeof(element)   (the input buffer)
+// Elements are fp32, fp64 (norms and loss sums) or bf16 (mixed precision: half the bytes; a bf16 sum adds in
+// fp32 and rounds each partial result to bf16).
 // A group of one rank makes no MPI call, records nothing, and acts as the identity.
 #pragma once
 
 #include "axonn/comm/progress.h"
+#include "axonn/core/bfloat16.h"
 
 #include <mpi.h>
 
@@ -145,8 +148,11 @@ public:
 
     [[nodiscard]] Collective start_all_reduce(float* data, std::size_t count);
     [[nodiscard]] Collective start_all_reduce(double* data, std::size_t count);
+    [[nodiscard]] Collective start_all_reduce(bfloat16* data, std::size_t count);
     [[nodiscard]] Collective start_all_gather(float const* send, float* recv, std::size_t count_per_rank);
+    [[nodiscard]] Collective start_all_gather(bfloat16 const* send, bfloat16* recv, std::size_t count_per_rank);
     [[nodiscard]] Collective start_reduce_scatter(float const* send, float* recv, std::size_t count_per_rank);
+    [[nodiscard]] Collective start_reduce_scatter(bfloat16 const* send, bfloat16* recv, std::size_t count_per_rank);
 
     // Rank 0 receives every member's text, in rank order (the others get nothing). Not part of a step: used to
     // collect traces at the end of a run.
@@ -165,6 +171,10 @@ private:
     void all_reduce_with(T* data, std::size_t count, CollectiveOp op);
     template <typename T>
     Collective start_all_reduce_with(T* data, std::size_t count);
+    template <typename T>
+    Collective start_all_gather_with(T const* send, T* recv, std::size_t count_per_rank);
+    template <typename T>
+    Collective start_reduce_scatter_with(T const* send, T* recv, std::size_t count_per_rank);
     // Runs one blocking collective of a group larger than one: the debug check, then the timed MPI call, then
     // its record.
     template <typename MpiCall>

@@ -3,6 +3,8 @@
 // (llm.c style), so this type stays deliberately simple: no strides, no autograd, no broadcasting.
 #pragma once
 
+#include "axonn/core/bfloat16.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -21,6 +23,7 @@ template <typename T> constexpr DType dtype_of();
 template <> constexpr DType dtype_of<float>() { return DType::f32; }
 template <> constexpr DType dtype_of<double>() { return DType::f64; }
 template <> constexpr DType dtype_of<std::int32_t>() { return DType::i32; }
+template <> constexpr DType dtype_of<bfloat16>() { return DType::bf16; }
 
 using Shape = std::vector<std::int64_t>;
 

@@ -1,30 +1,36 @@
-// The operations a model step needs, behind one interface, so that a CUDA backend can later provide the same
-// operations without touching the model code. Pointers are to fp32 buffers on the backend's device; every
-// argument comment gives its shape. Letters: B batch, T time, C channels, NH heads, M/N/K GEMM sizes,
-// V vocabulary, Vp padded vocabulary. Backward operations accumulate (+=) into gradient buffers, except
-// cross_entropy_backward, which writes (see kernels/cpu/cross_entropy.h).
+// The operations a model step needs, behind one interface, so that a CUDA backend can provide the same
+// operations without touching the model code. Activations, gradients and optimizer state are fp32 buffers on the
+// backend's device; a GEMM's weight operand is a WeightView, fp32 or bf16; every argument comment gives its
+// shape. Letters: B batch, T time, C channels, NH heads, M/N/K GEMM sizes, V vocabulary, Vp padded vocabulary.
+// Backward operations accumulate (+=) into gradient buffers, except where they say they write.
+//
+// Precision: a backend made for bf16 (make_backend) runs its Linear GEMMs on bf16 inputs with fp32 accumulation,
+// converting fp32 activation operands as it goes, and takes bf16 weights; statistics (LayerNorm, softmax,
+// cross-entropy) and everything else stay fp32.
 #pragma once
 
-#include "axonn/kernels/cpu/adamw.h"
-#include "axonn/kernels/cpu/linear.h"
+#include "axonn/kernels/types.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace axonn {
-
-using cpu::AdamWStep;
-using cpu::GradWrite;
 
 class Backend {
 public:
     virtual ~Backend() = default;
 
     virtual std::string name() const = 0;
+    // The element type of the GEMMs' inputs: f32, or bf16 in mixed precision.
+    virtual DType gemm_dtype() const = 0;
+
+    // out[n] = in[n] converted between fp32 and bf16 (or copied when the types agree)
+    virtual void convert(void* out, DType out_dtype, void const* in, DType in_dtype, std::int64_t n) = 0;
 
     // out[B,T,C] = wte[tokens − vocab_begin] (rows held here) + wpe[t] (if not null)
     // tokens[B,T], wte[vocab_rows,C], wpe[maxT,C] (kernels/cpu/encoder.h)
-    virtual void encoder_forward(float* out, std::int32_t const* tokens, float const* wte, float const* wpe, int B,
+    virtual void encoder_forward(float* out, std::int32_t const* tokens, WeightView wte, float const* wpe, int B,
                                  int T, int C, int vocab_begin, int vocab_rows) = 0;
     virtual void encoder_backward(float* dwte, float* dwpe, float const* dout, std::int32_t const* tokens, int B, int T,
                                   int C, int vocab_begin, int vocab_rows) = 0;
@@ -41,10 +47,10 @@ public:
                                     std::int64_t N, int C, int C_total) = 0;
 
     // out[M,N] = inp[M,K] · weight[N,K]ᵀ + bias[N]
-    virtual void linear_forward(float* out, float const* inp, float const* weight, float const* bias, std::int64_t M,
+    virtual void linear_forward(float* out, float const* inp, WeightView weight, float const* bias, std::int64_t M,
                                 std::int64_t K, std::int64_t N) = 0;
     // dinp[M,K] = dout[M,N] · weight[N,K] (written)
-    virtual void linear_backward_input(float* dinp, float const* dout, float const* weight, std::int64_t M,
+    virtual void linear_backward_input(float* dinp, float const* dout, WeightView weight, std::int64_t M,
                                        std::int64_t K, std::int64_t N) = 0;
     // dweight[N,K] (+)= dout[M,N]ᵀ · inp[M,K] as dweight_write says; dbias[N] += Σ rows (kernels/cpu/linear.h)
     virtual void linear_backward_weight(float* dweight, float* dbias, float const* dout, float const* inp,
@@ -81,5 +87,9 @@ public:
                               AdamWStep const& step) = 0;
     virtual double sum_of_squares(float const* x, std::int64_t n) = 0;
 };
+
+// The backend called `name` ("cpu"; "cuda" where built with it) for GEMMs in `precision` (f32 or bf16). A bf16
+// backend that the machine cannot run fast falls back to fp32: `fallback` then says why (else it stays empty).
+std::unique_ptr<Backend> make_backend(std::string const& name, DType precision, std::string* fallback = nullptr);
 
 }  // namespace axonn

@@ -1,7 +1,10 @@
 #include "axonn/kernels/cpu_backend.h"
 
+#include "axonn/core/error.h"
 #include "axonn/core/trace.h"
+#include "axonn/kernels/cpu/adamw.h"
 #include "axonn/kernels/cpu/attention.h"
+#include "axonn/kernels/cpu/bf16.h"
 #include "axonn/kernels/cpu/cross_entropy.h"
 #include "axonn/kernels/cpu/encoder.h"
 #include "axonn/kernels/cpu/gelu.h"
@@ -10,14 +13,53 @@
 #include "axonn/kernels/cpu/linear.h"
 #include "axonn/kernels/cpu/residual.h"
 
+#include <fmt/format.h>
+
+#include <cstring>
+
 namespace axonn {
 
-std::string CpuBackend::name() const { return std::string("cpu (GEMM: ") + cpu::gemm_library_name() + ")"; }
+CpuBackend::CpuBackend(DType gemm_dtype) : gemm_dtype_(gemm_dtype) {
+    invariant(gemm_dtype == DType::f32 || gemm_dtype == DType::bf16, "the CPU backend's GEMMs take f32 or bf16, not {}",
+              dtype_name(gemm_dtype));
+}
 
-void CpuBackend::encoder_forward(float* out, std::int32_t const* tokens, float const* wte, float const* wpe, int B,
+std::string CpuBackend::name() const {
+    return fmt::format("cpu, {} GEMMs (oneDNN: {})", gemm_dtype_ == DType::bf16 ? "bf16" : "fp32",
+                       cpu::gemm_library_name());
+}
+
+void CpuBackend::convert(void* out, DType out_dtype, void const* in, DType in_dtype, std::int64_t n) {
+    TraceSpan const span("convert", TraceTrack::kernels);
+    if (out_dtype == in_dtype) {
+        std::memcpy(out, in, static_cast<std::size_t>(n) * dtype_size(in_dtype));
+    } else if (out_dtype == DType::bf16 && in_dtype == DType::f32) {
+        cpu::to_bf16(static_cast<bfloat16*>(out), static_cast<float const*>(in), n);
+    } else if (out_dtype == DType::f32 && in_dtype == DType::bf16) {
+        cpu::to_f32(static_cast<float*>(out), static_cast<bfloat16 const*>(in), n);
+    } else {
+        invariant(false, "no conversion from {} to {}", dtype_name(in_dtype), dtype_name(out_dtype));
+    }
+}
+
+bfloat16 const* CpuBackend::bf16_operand(int slot, float const* values, std::int64_t n) {
+    Tensor& scratch = scratch_[slot];
+    if (scratch.numel() < n) {
+        scratch = Tensor();  // freed first, so that the old and the new buffer are never both held
+        scratch = Tensor({n}, DType::bf16);
+    }
+    cpu::to_bf16(scratch.data<bfloat16>(), values, n);
+    return scratch.data<bfloat16>();
+}
+
+void CpuBackend::encoder_forward(float* out, std::int32_t const* tokens, WeightView wte, float const* wpe, int B,
                                  int T, int C, int vocab_begin, int vocab_rows) {
     TraceSpan const span("encoder_forward", TraceTrack::kernels);
-    cpu::encoder_forward(out, tokens, wte, wpe, B, T, C, vocab_begin, vocab_rows);
+    if (wte.dtype == DType::bf16) {
+        cpu::encoder_forward(out, tokens, wte.bf16(), wpe, B, T, C, vocab_begin, vocab_rows);
+    } else {
+        cpu::encoder_forward(out, tokens, wte.f32(), wpe, B, T, C, vocab_begin, vocab_rows);
+    }
 }
 void CpuBackend::encoder_backward(float* dwte, float* dwpe, float const* dout, std::int32_t const* tokens, int B,
                                   int T, int C, int vocab_begin, int vocab_rows) {
@@ -45,20 +87,35 @@ void CpuBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, f
     TraceSpan const span("layernorm_backward", TraceTrack::kernels);
     cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, stats, N, C, C_total);
 }
-void CpuBackend::linear_forward(float* out, float const* inp, float const* weight, float const* bias, std::int64_t M,
+void CpuBackend::linear_forward(float* out, float const* inp, WeightView weight, float const* bias, std::int64_t M,
                                 std::int64_t K, std::int64_t N) {
     TraceSpan const span("linear_forward", TraceTrack::kernels);
-    cpu::linear_forward(out, inp, weight, bias, M, K, N);
+    invariant(weight.dtype == gemm_dtype_, "a {} GEMM got {} weights", dtype_name(gemm_dtype_), dtype_name(weight.dtype));
+    if (gemm_dtype_ == DType::bf16) {
+        cpu::linear_forward(out, bf16_operand(0, inp, M * K), weight.bf16(), bias, M, K, N);
+    } else {
+        cpu::linear_forward(out, inp, weight.f32(), bias, M, K, N);
+    }
 }
-void CpuBackend::linear_backward_input(float* dinp, float const* dout, float const* weight, std::int64_t M,
+void CpuBackend::linear_backward_input(float* dinp, float const* dout, WeightView weight, std::int64_t M,
                                        std::int64_t K, std::int64_t N) {
     TraceSpan const span("linear_backward_input", TraceTrack::kernels);
-    cpu::linear_backward_input(dinp, dout, weight, M, K, N);
+    invariant(weight.dtype == gemm_dtype_, "a {} GEMM got {} weights", dtype_name(gemm_dtype_), dtype_name(weight.dtype));
+    if (gemm_dtype_ == DType::bf16) {
+        cpu::linear_backward_input(dinp, bf16_operand(0, dout, M * N), weight.bf16(), M, K, N);
+    } else {
+        cpu::linear_backward_input(dinp, dout, weight.f32(), M, K, N);
+    }
 }
 void CpuBackend::linear_backward_weight(float* dweight, float* dbias, float const* dout, float const* inp,
                                         std::int64_t M, std::int64_t K, std::int64_t N, GradWrite dweight_write) {
     TraceSpan const span("linear_backward_weight", TraceTrack::kernels);
-    cpu::linear_backward_weight(dweight, dbias, dout, inp, M, K, N, dweight_write);
+    if (gemm_dtype_ == DType::bf16) {
+        cpu::linear_backward_weight(dweight, dbias, bf16_operand(0, dout, M * N), dout, bf16_operand(1, inp, M * K),
+                                    M, K, N, dweight_write);
+    } else {
+        cpu::linear_backward_weight(dweight, dbias, dout, inp, M, K, N, dweight_write);
+    }
 }
 void CpuBackend::attention_forward(float* out, float* att, float const* qkv, int B, int T, int C, int NH) {
     TraceSpan const span("attention_forward", TraceTrack::kernels);

@@ -1,15 +1,24 @@
-// The CPU implementation of Backend: oneDNN GEMMs and the templated kernels in kernels/cpu/, fp32. Every
-// operation is a span of the trace when one is recorded (core/trace.h).
+// The CPU implementation of Backend: oneDNN GEMMs and the templated kernels in kernels/cpu/. Every operation is a
+// span of the trace when one is recorded (core/trace.h).
+//
+// In bf16 (mixed precision) the Linear GEMMs take bf16 weights and convert their fp32 activation operands into
+// two scratch buffers as they go (kept as tensors, so the memory model counts them); all else is fp32.
 #pragma once
 
+#include "axonn/core/tensor.h"
 #include "axonn/kernels/backend.h"
 
 namespace axonn {
 
 class CpuBackend final : public Backend {
 public:
+    // gemm_dtype: f32, or bf16 where cpu::bf16_gemm_support() says the CPU runs it (make_backend checks).
+    explicit CpuBackend(DType gemm_dtype = DType::f32);
+
     std::string name() const override;
-    void encoder_forward(float* out, std::int32_t const* tokens, float const* wte, float const* wpe, int B, int T,
+    DType gemm_dtype() const override { return gemm_dtype_; }
+    void convert(void* out, DType out_dtype, void const* in, DType in_dtype, std::int64_t n) override;
+    void encoder_forward(float* out, std::int32_t const* tokens, WeightView wte, float const* wpe, int B, int T,
                          int C, int vocab_begin, int vocab_rows) override;
     void encoder_backward(float* dwte, float* dwpe, float const* dout, std::int32_t const* tokens, int B, int T, int C,
                           int vocab_begin, int vocab_rows) override;
@@ -21,9 +30,9 @@ public:
     void layernorm_backward(float* dinp, float* dweight, float* dbias, float const* dout, float const* inp,
                             float const* weight, float const* mean, float const* rstd, double const* stats,
                             std::int64_t N, int C, int C_total) override;
-    void linear_forward(float* out, float const* inp, float const* weight, float const* bias, std::int64_t M,
+    void linear_forward(float* out, float const* inp, WeightView weight, float const* bias, std::int64_t M,
                         std::int64_t K, std::int64_t N) override;
-    void linear_backward_input(float* dinp, float const* dout, float const* weight, std::int64_t M, std::int64_t K,
+    void linear_backward_input(float* dinp, float const* dout, WeightView weight, std::int64_t M, std::int64_t K,
                                std::int64_t N) override;
     void linear_backward_weight(float* dweight, float* dbias, float const* dout, float const* inp, std::int64_t M,
                                 std::int64_t K, std::int64_t N, GradWrite dweight_write) override;
@@ -45,6 +54,14 @@ public:
     void adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n,
                       AdamWStep const& step) override;
     double sum_of_squares(float const* x, std::int64_t n) override;
+
+private:
+    // values[n] rounded to bf16 in scratch buffer `slot`, which grows to fit: slot 0 takes the operand a GEMM's
+    // output rows come from (inp forward, dout backward), slot 1 the weight gradient's inp.
+    bfloat16 const* bf16_operand(int slot, float const* values, std::int64_t n);
+
+    DType gemm_dtype_;
+    Tensor scratch_[2];
 };
 
 }  // namespace axonn

@@ -138,9 +138,18 @@ std::int64_t max_linear_block(LocalDims const& d) { return static_cast<std::int6
 std::int64_t layer_linear_blocks(LocalDims const& d) { return static_cast<std::int64_t>(12) * d.Cy * d.Cx; }
 std::int64_t wte_block(LocalDims const& d) { return static_cast<std::int64_t>(d.Vpy) * d.Cx; }
 
-// The embedding's block gathered over Z and its gradient, which stay from the lookup to the LM head and through
+// The embedding's block gathered over Z (and its gradient), which stay from the lookup to the LM head and through
 // the backward.
-std::int64_t wte_workspace_numel(LocalDims const& d, int z) { return z > 1 ? 2 * wte_block(d) : 0; }
+std::int64_t wte_workspace_numel(LocalDims const& d, int z) { return z > 1 ? wte_block(d) : 0; }
+
+// The backend's bf16 copies of a GEMM's fp32 activation operands, in mixed precision: the operand the output rows
+// come from (inp forward, dout backward: the LM head's dlogits the largest), and the weight gradient's inp.
+std::int64_t bf16_operand_numel(LocalDims const& d, DType precision) {
+    if (precision != DType::bf16) return 0;
+    std::int64_t const widest_rows = std::max<std::int64_t>({d.Vpy, 4LL * d.Cy, d.Cx});
+    std::int64_t const widest_input = std::max<std::int64_t>(4LL * d.Cy, d.Cx);
+    return d.BT * (widest_rows + widest_input);
+}
 std::int64_t cached_weight_numel(LocalDims const& d, GptOptions const& options) {
     return options.cache_weights ? d.L * layer_linear_blocks(d) : 0;
 }
@@ -162,19 +171,23 @@ constexpr std::array<Param, 12> layer_params = {Param::fcprojw, Param::fcprojb, 
 
 GptMemory gpt_memory(GptConfig const& config, GridShape const& grid, int local_batch, int seq,
                      GptOptions const& options) {
-    std::int64_t const parameter_bytes = ShardLayout(config, GridPosition{grid}).total() * 4;
+    std::int64_t const parameters = ShardLayout(config, GridPosition{grid}).total();
+    std::int64_t const gemm_bytes = dtype_size(options.precision);  // per element of a GEMM's weight or operand
+    bool const mixed = options.precision != DType::f32;
     LocalDims const dims(config, grid, local_batch, seq);
     require_sizes_fit(dims);
     ActivationLayout const activations(dims, options.recompute);
     std::int64_t const statistics_bytes = dims.BT * 2 * 8;
     // Each buffer is a tensor of at least one element.
-    std::int64_t const workspace =
-        std::max<std::int64_t>(1, wte_workspace_numel(dims, grid.z)) +
-        std::max<std::int64_t>(1, WeightGather::buffer_numel(grid.z, max_linear_block(dims),
-                                                             cached_weight_numel(dims, options))) +
-        std::max<std::int64_t>(1, GradScatter::buffer_numel(grid.z, max_linear_block(dims), scatter_ring));
-    return {parameter_bytes, parameter_bytes, 2 * parameter_bytes,
-            (activations.total + activations.grad_total) * 4 + statistics_bytes, workspace * 4};
+    auto buffer = [](std::int64_t numel) { return std::max<std::int64_t>(1, numel); };
+    std::int64_t const workspace_bytes =
+        buffer(wte_workspace_numel(dims, grid.z)) * (gemm_bytes + 4) +
+        buffer(WeightGather::buffer_numel(grid.z, max_linear_block(dims), cached_weight_numel(dims, options))) *
+            gemm_bytes +
+        buffer(GradScatter::buffer_numel(grid.z, max_linear_block(dims), scatter_ring)) * 4 +
+        bf16_operand_numel(dims, options.precision) * 2;
+    return {parameters * 4 + (mixed ? parameters * gemm_bytes : 0), parameters * 4, 2 * parameters * 4,
+            (activations.total + activations.grad_total) * 4 + statistics_bytes, workspace_bytes};
 }
 
 double Gpt::global_loss_weight(std::span<Batch const> passes) {
@@ -194,6 +207,8 @@ Gpt::Gpt(GptConfig const& config, Backend& backend, ProcessGrid& grid, int local
     : config_(config), backend_(backend), grid_(grid), max_batch_(local_batch), max_seq_(max_seq), options_(options),
       layout_(config, GridPosition::of(grid)) {
     config_.validate();
+    invariant(backend.gemm_dtype() == options.precision, "a model in {} needs a backend made for it, not {}",
+              dtype_name(options.precision), dtype_name(backend.gemm_dtype()));
     require(local_batch > 0, "batch size must be positive, got {}", local_batch);
     require(max_seq > 0, "sequence length must be positive, got {}", max_seq);
     require(max_seq <= config.max_seq, "sequence length {} is longer than the model's context {}: lower --seq",
@@ -204,13 +219,16 @@ Gpt::Gpt(GptConfig const& config, Backend& backend, ProcessGrid& grid, int local
     require_sizes_fit(dims);
     ActivationLayout const sizes(dims, options_.recompute);
     parameters_ = Tensor({layout_.total()}, DType::f32);
+    if (options_.precision != DType::f32) gemm_weights_ = Tensor({layout_.total()}, options_.precision);
     gradients_ = Tensor({layout_.total()}, DType::f32);
     activations_ = Tensor({sizes.total}, DType::f32);
     activation_grads_ = Tensor({sizes.grad_total}, DType::f32);
     statistics_ = Tensor({dims.BT, 2}, DType::f64);
-    wte_workspace_ = Tensor({std::max<std::int64_t>(1, wte_workspace_numel(dims, shape.z))}, DType::f32);
-    weights_ = std::make_unique<WeightGather>(grid.comm(Group::z_prefetch), max_linear_block(dims), options_.overlap,
-                                              cached_weight_numel(dims, options_));
+    std::int64_t const wte_numel = std::max<std::int64_t>(1, wte_workspace_numel(dims, shape.z));
+    wte_gathered_ = Tensor({wte_numel}, options_.precision);
+    wte_grad_block_ = Tensor({wte_numel}, DType::f32);
+    weights_ = std::make_unique<WeightGather>(grid.comm(Group::z_prefetch), options_.precision, max_linear_block(dims),
+                                              options_.overlap, cached_weight_numel(dims, options_));
     weight_grads_ = std::make_unique<GradScatter>(backend, grid.comm(Group::z), max_linear_block(dims), scatter_ring,
                                                   options_.overlap);
     sync_ = std::make_unique<GradientSync>(layout_, grid.comm(Group::z), grid.comm(Group::data), *weight_grads_,
@@ -259,8 +277,21 @@ float const* Gpt::logits() const {
     return activations_.data<float>() + a.logits;
 }
 
-float const* Gpt::gathered_wte() const {
-    return grid_.shape().z > 1 ? wte_workspace_.data<float>() : parameters_.data<float>() + layout_.offset(Param::wte);
+void const* Gpt::gemm_weight(Param id, std::int64_t element) const {
+    Tensor const& weights = options_.precision == DType::f32 ? parameters_ : gemm_weights_;
+    std::int64_t const bytes = (layout_.offset(id) + element) * static_cast<std::int64_t>(dtype_size(weights.dtype()));
+    return static_cast<char const*>(weights.raw_data()) + bytes;
+}
+
+void Gpt::refresh_gemm_weights() {
+    if (options_.precision == DType::f32 || !gemm_weights_stale_) return;
+    backend_.convert(gemm_weights_.raw_data(), options_.precision, parameters_.raw_data(), DType::f32, layout_.total());
+    gemm_weights_stale_ = false;
+}
+
+WeightView Gpt::gathered_wte() const {
+    if (grid_.shape().z > 1) return {wte_gathered_.raw_data(), options_.precision};
+    return {gemm_weight(Param::wte), options_.precision};
 }
 
 // The weights' uses of a pass in execution order: each layer's four Linears forward; in training, then the
@@ -268,8 +299,7 @@ float const* Gpt::gathered_wte() const {
 std::vector<WeightUse> Gpt::weight_schedule(bool training) const {
     std::int64_t const C = config_.n_embd, Cx = C / grid_.shape().x, Cy = C / grid_.shape().y;
     auto use = [&](Param id, int l, std::int64_t block) {
-        float const* shard = parameters_.data<float>() + layout_.offset(id) + l * (layout_.local_numel(id) / config_.n_layer);
-        return WeightUse{shard, block};
+        return WeightUse{gemm_weight(id, l * (layout_.local_numel(id) / config_.n_layer)), block};
     };
     auto forward_uses = [&](int l) {
         return std::array{use(Param::qkvw, l, 3 * Cy * Cx), use(Param::attprojw, l, Cx * Cy),
@@ -311,16 +341,20 @@ float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_tot
 
     // Weights change between steps: a step's first pass gathers them anew.
     if (!training || pass_.first) weights_->invalidate();
+    refresh_gemm_weights();
     // The embedding block [Vp/G_y, C/G_x], gathered over Z once for the lookup, the LM head and the backward; the
     // first Linear's gather starts meanwhile.
+    auto const wte_shard = static_cast<std::size_t>(z.size() > 1 ? layout_.local_numel(Param::wte) : 0);
     Collective wte_gather =
-        z.start_all_gather(param(Param::wte), wte_workspace_.data<float>(),
-                           static_cast<std::size_t>(z.size() > 1 ? layout_.local_numel(Param::wte) : 0));
+        options_.precision == DType::bf16
+            ? z.start_all_gather(static_cast<bfloat16 const*>(gemm_weight(Param::wte)),
+                                 wte_gathered_.data<bfloat16>(), wte_shard)
+            : z.start_all_gather(param_values(Param::wte), wte_gathered_.data<float>(), wte_shard);
     if (!options_.overlap) wte_gather.wait();
     weights_->begin_pass(weight_schedule(training));
     wte_gather.wait();
-    float const* wte = gathered_wte();
-    float const* wpe = grid_.coord(Axis::y) == 0 ? param(Param::wpe) : nullptr;  // added once over Y
+    WeightView const wte = gathered_wte();
+    float const* wpe = grid_.coord(Axis::y) == 0 ? param_values(Param::wpe) : nullptr;  // added once over Y
     vocab_parallel_embedding_forward(k, y, vocab, activation(a.encoded), batch.tokens, wte, wpe, d.B, d.T, d.Cx);
 
     bool const recompute = options_.recompute == Recompute::layer;
@@ -331,7 +365,7 @@ float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_tot
 
     float const* residual = activation(a.outputs + (d.L - 1) * a.BTCx);
     parallel_layernorm_forward(k, x, stats, activation(a.lnf), activation(a.lnf_mean), activation(a.lnf_rstd),
-                               residual, param(Param::lnfw), param(Param::lnfb), d.BT, d.Cx, d.C);
+                               residual, param_values(Param::lnfw), param_values(Param::lnfb), d.BT, d.Cx, d.C);
     // The LM head is the token embedding, transposed: logits[B,T,Vp/Gy] = AllReduce_X(lnf · wte_blkᵀ). The block
     // is already gathered, so the GEMM runs on it directly.
     parallel_linear_forward(k, LinearGroups{x, y}, options_.overlap, activation(a.logits), activation(a.lnf), wte,
@@ -372,22 +406,22 @@ void Gpt::forward_layer(int l, int slot, Batch const& batch) {
     LayerActivations const act(activations_.data<float>(), a, l, slot);
     std::int64_t const lCx = static_cast<std::int64_t>(l) * d.Cx, lCy = static_cast<std::int64_t>(l) * d.Cy;
 
-    parallel_layernorm_forward(k, x, stats, act.ln1, act.ln1_mean, act.ln1_rstd, act.input, param(Param::ln1w) + lCx,
-                               param(Param::ln1b) + lCx, d.BT, d.Cx, d.C);
+    parallel_layernorm_forward(k, x, stats, act.ln1, act.ln1_mean, act.ln1_rstd, act.input, param_values(Param::ln1w) + lCx,
+                               param_values(Param::ln1b) + lCx, d.BT, d.Cx, d.C);
     bool const overlap = options_.overlap;
-    parallel_linear_forward(k, normal, overlap, act.qkv, act.ln1, weights_->next(), param(Param::qkvb) + 3 * lCy, d.BT,
+    parallel_linear_forward(k, normal, overlap, act.qkv, act.ln1, weights_->next(), param_values(Param::qkvb) + 3 * lCy, d.BT,
                             d.Cx, 3 * d.Cy);
     k.attention_forward(act.atty, act.att, act.qkv, d.B, d.T, d.Cy, d.NHy);
     parallel_linear_forward(k, transposed, overlap, act.attproj, act.atty, weights_->next(),
-                            param(Param::attprojb) + lCx, d.BT, d.Cy, d.Cx);
+                            param_values(Param::attprojb) + lCx, d.BT, d.Cy, d.Cx);
     k.residual_forward(act.residual2, act.input, act.attproj, d.BT * d.Cx);
     parallel_layernorm_forward(k, x, stats, act.ln2, act.ln2_mean, act.ln2_rstd, act.residual2,
-                               param(Param::ln2w) + lCx, param(Param::ln2b) + lCx, d.BT, d.Cx, d.C);
-    parallel_linear_forward(k, normal, overlap, act.fch, act.ln2, weights_->next(), param(Param::fcb) + 4 * lCy, d.BT,
+                               param_values(Param::ln2w) + lCx, param_values(Param::ln2b) + lCx, d.BT, d.Cx, d.C);
+    parallel_linear_forward(k, normal, overlap, act.fch, act.ln2, weights_->next(), param_values(Param::fcb) + 4 * lCy, d.BT,
                             d.Cx, 4 * d.Cy);
     k.gelu_forward(act.fch_gelu, act.fch, d.BT * 4 * d.Cy);
     parallel_linear_forward(k, transposed, overlap, act.fcproj, act.fch_gelu, weights_->next(),
-                            param(Param::fcprojb) + lCx, d.BT, 4 * d.Cy, d.Cx);
+                            param_values(Param::fcprojb) + lCx, d.BT, 4 * d.Cy, d.Cx);
     k.residual_forward(act.output, act.residual2, act.fcproj, d.BT * d.Cx);
 }
 
@@ -419,8 +453,8 @@ void Gpt::backward() {
     // The embedding's gradient is one block [Vp/Gy, C/Gx] for the LM head and the lookup, reduce-scattered over
     // Z at the end; without a Z split it is the shard itself.
     bool const z_split = z.size() > 1;
-    float const* wte = gathered_wte();
-    float* dwte = z_split ? wte_workspace_.data<float>() + wte_block(d) : grad(Param::wte);
+    WeightView const wte = gathered_wte();
+    float* dwte = z_split ? wte_grad_block_.data<float>() : grad(Param::wte);
     GradWrite const dwte_write = z_split ? GradWrite::overwrite : write;
 
     // The logits buffer becomes dlogits in place: the logits are not needed again. The LM head's input gradient
@@ -434,7 +468,7 @@ void Gpt::backward() {
     });
     std::memset(d_residual_out, 0, static_cast<std::size_t>(d.BT) * d.Cx * sizeof(float));
     parallel_layernorm_backward(k, x, stats, d_residual_out, grad(Param::lnfw), grad(Param::lnfb), d_ln,
-                                activation(a.outputs + (d.L - 1) * a.BTCx), param(Param::lnfw),
+                                activation(a.outputs + (d.L - 1) * a.BTCx), param_values(Param::lnfw),
                                 activation(a.lnf_mean), activation(a.lnf_rstd), d.BT, d.Cx, d.C);
     if (pass_.last) sync_->final({{Param::lnfw}, {Param::lnfb}});
 
@@ -455,7 +489,9 @@ void Gpt::backward() {
     k.encoder_backward(dwte, grad(Param::wpe), d_residual_out, batch.tokens, d.B, d.T, d.Cx, vocab.begin, vocab.rows);
     if (z_split) {
         auto const shard = static_cast<std::size_t>(layout_.local_numel(Param::wte));
-        float* gathered = wte_workspace_.data<float>();  // no longer needed: it takes the scattered sum to add
+        // The gathered block is no longer needed: it takes the scattered sum to add (a shard, 1/G_z of the block:
+        // its bytes suffice in bf16 too).
+        auto* gathered = static_cast<float*>(wte_gathered_.raw_data());
         z.start_reduce_scatter(dwte, write == GradWrite::overwrite ? grad(Param::wte) : gathered, shard).wait();
         if (write == GradWrite::accumulate) {
             k.residual_forward(grad(Param::wte), grad(Param::wte), gathered, static_cast<std::int64_t>(shard));
@@ -507,7 +543,7 @@ void Gpt::backward_layer(int l, int slot, Batch const& batch, GradWrite write) {
                              grad(Param::fcb) + 4 * lCy, d_fch, act.ln2, weights_->next(), d.BT, d.Cx, 4 * d.Cy,
                              write);
     parallel_layernorm_backward(k, x, stats, d_residual_in, grad(Param::ln2w) + lCx, grad(Param::ln2b) + lCx, d_ln,
-                                act.residual2, param(Param::ln2w) + lCx, act.ln2_mean, act.ln2_rstd, d.BT, d.Cx, d.C);
+                                act.residual2, param_values(Param::ln2w) + lCx, act.ln2_mean, act.ln2_rstd, d.BT, d.Cx, d.C);
 
     // residual2 = residual + attproj: the same split, now from d_residual_in into d_residual_out.
     zero(d_residual_out, btcx_bytes);
@@ -522,7 +558,7 @@ void Gpt::backward_layer(int l, int slot, Batch const& batch, GradWrite write) {
                              grad(Param::qkvb) + 3 * lCy, d_qkv, act.ln1, weights_->next(), d.BT, d.Cx, 3 * d.Cy,
                              write);
     parallel_layernorm_backward(k, x, stats, d_residual_out, grad(Param::ln1w) + lCx, grad(Param::ln1b) + lCx, d_ln,
-                                act.input, param(Param::ln1w) + lCx, act.ln1_mean, act.ln1_rstd, d.BT, d.Cx, d.C);
+                                act.input, param_values(Param::ln1w) + lCx, act.ln1_mean, act.ln1_rstd, d.BT, d.Cx, d.C);
 }
 
 double Gpt::gradient_norm() {
@@ -537,7 +573,7 @@ double Gpt::gradient_norm() {
 Tensor Gpt::gather(Param id, bool gradient) {
     ShardSpec const& spec = layout_.spec(id);
     Tensor full({spec.layers * spec.rows * spec.cols}, DType::f32);
-    float const* local = gradient ? grad(id) : param(id);
+    float const* local = gradient ? grad(id) : param_values(id);
     if (layout_.owns(id) && grid_.coord(Axis::data) == 0) {
         for (std::int64_t i = 0; i < layout_.local_numel(id); ++i) full.data<float>()[layout_.serial_index(id, i)] = local[i];
     }

@@ -46,6 +46,9 @@ struct GptOptions {
     bool overlap = true;                    // hide collectives behind computation
     Recompute recompute = Recompute::none;  // layer: keep each layer's input, recompute the layer in the backward
     bool cache_weights = false;             // keep the Z-gathered weights for a whole step (AxoNN's caching)
+    // The GEMMs' input type, which the backend must have been made for: f32, or bf16 (mixed precision: the GEMMs
+    // read a bf16 copy of the fp32 master weights, refreshed whenever those changed, and the Z all-gathers move it).
+    DType precision = DType::f32;
 };
 
 // One forward-backward pass of a training step. A step of k micro-batches is k passes: the first overwrites the
@@ -67,11 +70,12 @@ struct ParamSegment {
 
 // Bytes one process allocates for a model and its AdamW, for the start-up banner and the memory model.
 struct GptMemory {
-    std::int64_t parameter_bytes;
+    std::int64_t parameter_bytes;   // the fp32 master weights, and their bf16 copy in mixed precision
     std::int64_t gradient_bytes;
     std::int64_t optimizer_bytes;   // AdamW's two moments
     std::int64_t activation_bytes;  // kept for the backward, plus the backward's scratch and the statistics
-    std::int64_t workspace_bytes;   // weight blocks gathered over Z and their gradient buffers (0 without a Z split)
+    std::int64_t workspace_bytes;   // weight blocks gathered over Z and their gradient buffers (0 without a Z split),
+                                    // and the backend's bf16 copies of GEMM operands in mixed precision
     std::int64_t total() const {
         return parameter_bytes + gradient_bytes + optimizer_bytes + activation_bytes + workspace_bytes;
     }
@@ -102,9 +106,12 @@ public:
     // e being the element's index in the serial tensor, so every grid starts from the serial model's weights.
     void init_weights(std::uint64_t seed);
 
-    std::span<float> params() { return parameters_.span<float>(); }
+    // The fp32 master weights, writable: taking them marks the GEMMs' bf16 copy out of date (mixed precision),
+    // and the next forward refreshes it.
+    std::span<float> params() { gemm_weights_stale_ = true; return parameters_.span<float>(); }
+    float* param(Param id) { gemm_weights_stale_ = true; return parameters_.data<float>() + layout_.offset(id); }
+    float const* param_values(Param id) const { return parameters_.data<float>() + layout_.offset(id); }
     std::span<float> grads() { return gradients_.span<float>(); }
-    float* param(Param id) { return parameters_.data<float>() + layout_.offset(id); }
     float* grad(Param id) { return gradients_.data<float>() + layout_.offset(id); }
 
     // Runs the model on this process's rows (no backward follows) and returns the mean loss over every token of
@@ -138,7 +145,10 @@ private:
     std::vector<WeightUse> weight_schedule(bool training) const;
     void forward_layer(int l, int slot, Batch const& batch);
     void backward_layer(int l, int slot, Batch const& batch, GradWrite write);
-    float const* gathered_wte() const;
+    WeightView gathered_wte() const;
+    // Where the GEMMs read parameter `id`, `element` elements in: the master weights, or their bf16 copy.
+    void const* gemm_weight(Param id, std::int64_t element = 0) const;
+    void refresh_gemm_weights();
 
     GptConfig config_;
     Backend& backend_;
@@ -148,11 +158,14 @@ private:
     GptOptions options_;
     ShardLayout layout_;
     Tensor parameters_;
+    Tensor gemm_weights_;  // bf16 copy of parameters_ in mixed precision; empty in fp32
+    bool gemm_weights_stale_ = true;
     Tensor gradients_;
     Tensor activations_;
     Tensor activation_grads_;
     Tensor statistics_;      // [B·T, 2] doubles: LayerNorm and cross-entropy sums between their all-reduces
-    Tensor wte_workspace_;   // the embedding's block gathered over Z and its gradient, when Z is split
+    Tensor wte_gathered_;    // the embedding's block gathered over Z (in the GEMMs' precision), when Z is split
+    Tensor wte_grad_block_;  // its gradient, reduce-scattered over Z at the end of the backward
     std::unique_ptr<WeightGather> weights_;
     std::unique_ptr<GradScatter> weight_grads_;
     std::unique_ptr<GradientSync> sync_;

@@ -30,7 +30,7 @@ void chunked_all_reduce(Communicator& group, bool overlap, float* out, std::int6
 int linear_row_chunks(std::int64_t M) { return static_cast<int>(std::clamp<std::int64_t>(M / 256, 1, 4)); }
 
 void parallel_linear_forward(Backend& backend, LinearGroups const& groups, bool overlap, float* out, float const* inp,
-                             float const* weight_block, float const* bias, std::int64_t M, std::int64_t K_local,
+                             WeightView weight_block, float const* bias, std::int64_t M, std::int64_t K_local,
                              std::int64_t N_local) {
     // The partial sums over F are added by the all-reduce; the bias must be added once, by F's first rank.
     float const* bias_here = groups.in_features.rank() == 0 ? bias : nullptr;
@@ -44,7 +44,7 @@ void parallel_linear_forward(Backend& backend, LinearGroups const& groups, bool 
 }
 
 void parallel_input_gradient(Backend& backend, Communicator& out_features, bool overlap, float* dinp,
-                             float const* dout, float const* weight_block, std::int64_t M, std::int64_t K_local,
+                             float const* dout, WeightView weight_block, std::int64_t M, std::int64_t K_local,
                              std::int64_t N_local, std::function<void()> const& weight_gradient) {
     auto input_gradient = [&](std::int64_t first, std::int64_t rows) {
         backend.linear_backward_input(dinp + first * K_local, dout + first * N_local, weight_block, rows, K_local,
@@ -60,7 +60,7 @@ void parallel_input_gradient(Backend& backend, Communicator& out_features, bool 
 
 void parallel_linear_backward(Backend& backend, LinearGroups const& groups, GradScatter& scatter, bool overlap,
                               float* dinp, float* dweight_shard, float* dbias, float const* dout, float const* inp,
-                              float const* weight_block, std::int64_t M, std::int64_t K_local, std::int64_t N_local,
+                              WeightView weight_block, std::int64_t M, std::int64_t K_local, std::int64_t N_local,
                               GradWrite write) {
     parallel_input_gradient(backend, groups.out_features, overlap, dinp, dout, weight_block, M, K_local, N_local, [&] {
         GradTarget const target = scatter.target(dweight_shard, write);

@@ -38,14 +38,14 @@ int linear_row_chunks(std::int64_t M);
 
 // out[M, N_local] = AllReduce_F(inp[M, K_local] · weight_block[N_local, K_local]ᵀ) + bias[N_local] (bias may be null)
 void parallel_linear_forward(Backend& backend, LinearGroups const& groups, bool overlap, float* out, float const* inp,
-                             float const* weight_block, float const* bias, std::int64_t M, std::int64_t K_local,
+                             WeightView weight_block, float const* bias, std::int64_t M, std::int64_t K_local,
                              std::int64_t N_local);
 
 // dinp[M, K_local] = AllReduce_O(dout[M, N_local] · weight_block[N_local, K_local]), in chunks whose all-reduces
 // run under the later chunks and under `weight_gradient()`, which computes the layer's weight gradient meanwhile
 // (first, when O has one member). For a weight whose gradient is not reduce-scattered at once (the LM head's).
 void parallel_input_gradient(Backend& backend, Communicator& out_features, bool overlap, float* dinp,
-                             float const* dout, float const* weight_block, std::int64_t M, std::int64_t K_local,
+                             float const* dout, WeightView weight_block, std::int64_t M, std::int64_t K_local,
                              std::int64_t N_local, std::function<void()> const& weight_gradient);
 
 // dinp[M, K_local] is written (all-reduced over O); the weight gradient goes through `scatter` into
@@ -53,7 +53,7 @@ void parallel_input_gradient(Backend& backend, Communicator& out_features, bool 
 // dout[M, N_local], inp[M, K_local], weight_block[N_local, K_local]
 void parallel_linear_backward(Backend& backend, LinearGroups const& groups, GradScatter& scatter, bool overlap,
                               float* dinp, float* dweight_shard, float* dbias, float const* dout, float const* inp,
-                              float const* weight_block, std::int64_t M, std::int64_t K_local, std::int64_t N_local,
+                              WeightView weight_block, std::int64_t M, std::int64_t K_local, std::int64_t N_local,
                               GradWrite write);
 
 }  // namespace axonn

@@ -3,7 +3,7 @@
 namespace axonn {
 
 void vocab_parallel_embedding_forward(Backend& backend, Communicator& y, VocabSlice const& slice, float* out,
-                                      std::int32_t const* tokens, float const* wte_block, float const* wpe, int B,
+                                      std::int32_t const* tokens, WeightView wte_block, float const* wpe, int B,
                                       int T, int C_local) {
     backend.encoder_forward(out, tokens, wte_block, wpe, B, T, C_local, slice.begin, slice.rows);
     y.all_reduce(out, static_cast<std::size_t>(B) * T * C_local);

@@ -19,7 +19,7 @@ struct VocabSlice {
 
 // out[B,T,C_local] = embedding of each token + position (wpe is passed by one Y rank only, else null)
 void vocab_parallel_embedding_forward(Backend& backend, Communicator& y, VocabSlice const& slice, float* out,
-                                      std::int32_t const* tokens, float const* wte_block, float const* wpe, int B,
+                                      std::int32_t const* tokens, WeightView wte_block, float const* wpe, int B,
                                       int T, int C_local);
 
 // losses[N], logsumexp[N] of this process's tokens from logits[N, slice.rows]; row_max[N] and sums[N,2] scratch

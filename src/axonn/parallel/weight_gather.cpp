@@ -11,13 +11,19 @@ std::int64_t WeightGather::buffer_numel(int z, std::int64_t max_block_numel, std
     return cached_numel > 0 ? cached_numel : 2 * max_block_numel;
 }
 
-WeightGather::WeightGather(Communicator& z, std::int64_t max_block_numel, bool overlap, std::int64_t cached_numel)
-    : z_(z), overlap_(overlap), caching_(cached_numel > 0),
-      storage_({std::max<std::int64_t>(1, buffer_numel(z.size(), max_block_numel, cached_numel))}, DType::f32) {
+WeightGather::WeightGather(Communicator& z, DType dtype, std::int64_t max_block_numel, bool overlap,
+                           std::int64_t cached_numel)
+    : z_(z), dtype_(dtype), overlap_(overlap), caching_(cached_numel > 0),
+      storage_({std::max<std::int64_t>(1, buffer_numel(z.size(), max_block_numel, cached_numel))}, dtype) {
+    invariant(dtype == DType::f32 || dtype == DType::bf16, "weights are gathered in f32 or bf16, not {}",
+              dtype_name(dtype));
     if (z.size() == 1 || caching_) return;
     ring_.resize(2);
-    ring_[0].buffer = storage_.data<float>();
-    ring_[1].buffer = storage_.data<float>() + max_block_numel;
+    ring_[1].offset = max_block_numel;
+}
+
+void* WeightGather::buffer(Slot const& slot) {
+    return static_cast<char*>(storage_.raw_data()) + slot.offset * static_cast<std::int64_t>(dtype_size(dtype_));
 }
 
 void WeightGather::begin_pass(std::vector<WeightUse> schedule) {
@@ -38,7 +44,7 @@ WeightGather::Slot& WeightGather::slot_for(std::size_t use) {
     if (added) {
         invariant(cache_used_ + weight.block_numel <= storage_.numel(), "the weight cache of {} elements is too small",
                   storage_.numel());
-        entry->second.buffer = storage_.data<float>() + cache_used_;
+        entry->second.offset = cache_used_;
         cache_used_ += weight.block_numel;
     }
     return entry->second;
@@ -49,21 +55,25 @@ void WeightGather::issue(std::size_t use) {
     WeightUse const& weight = schedule_[use];
     if (slot.holds == weight.shard && (caching_ || slot.use == use)) return;  // gathered, or under way
     slot.gather.wait();  // the slot's previous block is no longer in use: its GEMM has run
-    slot.gather = z_.start_all_gather(weight.shard, slot.buffer,
-                                      static_cast<std::size_t>(weight.block_numel / z_.size()));
+    auto const count = static_cast<std::size_t>(weight.block_numel / z_.size());
+    slot.gather = dtype_ == DType::bf16
+                      ? z_.start_all_gather(static_cast<bfloat16 const*>(weight.shard),
+                                            static_cast<bfloat16*>(buffer(slot)), count)
+                      : z_.start_all_gather(static_cast<float const*>(weight.shard), static_cast<float*>(buffer(slot)),
+                                            count);
     slot.holds = weight.shard;
     slot.use = use;
 }
 
-float const* WeightGather::next() {
+WeightView WeightGather::next() {
     invariant(next_use_ < schedule_.size(), "a pass used more weights than its schedule of {}", schedule_.size());
     std::size_t const use = next_use_++;
-    if (z_.size() == 1) return schedule_[use].shard;
+    if (z_.size() == 1) return {schedule_[use].shard, dtype_};
     issue(use);
     Slot& slot = slot_for(use);
     slot.gather.wait();
     if (overlap_ && use + 1 < schedule_.size()) issue(use + 1);
-    return slot.buffer;
+    return {buffer(slot), dtype_};
 }
 
 void WeightGather::invalidate() {

@@ -8,11 +8,13 @@
 //   caching:     every weight keeps its own buffer for the step (AxoNN's weight caching): a weight gathered once is
 //                not gathered again in later micro-batches, the recomputed forward or the backward, at the cost of
 //                holding all gathered blocks. invalidate() drops them (the optimizer changed the weights).
-// Without a Z split there is nothing to gather: next() returns the shard itself.
+// Without a Z split there is nothing to gather: next() returns the shard itself. Weights are gathered in the
+// precision the GEMMs take (fp32, or bf16 in mixed precision: half the bytes).
 #pragma once
 
 #include "axonn/comm/communicator.h"
 #include "axonn/core/tensor.h"
+#include "axonn/kernels/types.h"
 
 #include <cstdint>
 #include <map>
@@ -20,23 +22,24 @@
 
 namespace axonn {
 
-// One use of a weight in a pass: its shard on this rank, and its gathered block's size.
+// One use of a weight in a pass: its shard on this rank (in the gather's precision), and its gathered block's size.
 struct WeightUse {
-    float const* shard;
+    void const* shard;
     std::int64_t block_numel;
 };
 
 class WeightGather {
 public:
-    // cached_numel: with caching, the elements of all the blocks that may be cached (0: no caching).
-    WeightGather(Communicator& z, std::int64_t max_block_numel, bool overlap, std::int64_t cached_numel);
+    // cached_numel: with caching, the elements of all the blocks that may be cached (0: no caching); dtype: the
+    // element type of the shards and blocks.
+    WeightGather(Communicator& z, DType dtype, std::int64_t max_block_numel, bool overlap, std::int64_t cached_numel);
     WeightGather(WeightGather const&) = delete;
     WeightGather& operator=(WeightGather const&) = delete;
 
     // Starts a pass that uses the weights in this order.
     void begin_pass(std::vector<WeightUse> schedule);
     // The gathered block of the pass's next use, complete.
-    float const* next();
+    WeightView next();
     // Drops the cached blocks; with no caching, nothing to do.
     void invalidate();
     // The elements this object holds, for the memory model.
@@ -44,20 +47,22 @@ public:
 
 private:
     struct Slot {
-        float* buffer = nullptr;
+        std::int64_t offset = 0;  // of its buffer in storage_, in elements
         Collective gather;
-        float const* holds = nullptr;  // the shard whose block it holds, or is being gathered into it
-        std::size_t use = 0;           // for a ring slot: the use it was gathered for
+        void const* holds = nullptr;  // the shard whose block it holds, or is being gathered into it
+        std::size_t use = 0;          // for a ring slot: the use it was gathered for
     };
     Slot& slot_for(std::size_t use);
     void issue(std::size_t use);
+    void* buffer(Slot const& slot);
 
     Communicator& z_;
+    DType dtype_;
     bool overlap_;
     bool caching_;
     Tensor storage_;  // a tensor, so that the allocator's peak (the memory model's check) counts it
     std::vector<Slot> ring_;                      // two, without caching
-    std::map<float const*, Slot> cache_;          // one per weight, with caching
+    std::map<void const*, Slot> cache_;           // one per weight, with caching
     std::int64_t cache_used_ = 0;
     std::vector<WeightUse> schedule_;
     std::size_t next_use_ = 0;

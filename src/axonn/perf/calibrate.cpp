@@ -5,6 +5,7 @@
 #include "axonn/comm/communicator.h"
 #include "axonn/comm/grid.h"
 #include "axonn/core/timer.h"
+#include "axonn/kernels/cpu/bf16.h"
 #include "axonn/kernels/cpu/gemm.h"
 #include "axonn/perf/gemm_rate.h"
 
@@ -12,7 +13,6 @@
 #include <fmt/format.h>
 #include <mpi.h>
 #include <omp.h>
-#include <oneapi/dnnl/dnnl.hpp>
 #include <unistd.h>
 
 #include <algorithm>
@@ -130,36 +130,15 @@ struct Bf16Rate {
 // bf16 inputs, fp32 output, 2048³ like the fp32 peak. Where the CPU or oneDNN has no fast bf16 GEMM, a training
 // step would run in fp32, so the fp32 rate is the bf16 rate of this machine.
 Bf16Rate measure_bf16_rate(double fp32_flops, Plan const& plan) {
-    if (!__builtin_cpu_supports("avx512bf16")) {
-        return {fp32_flops, "no bf16 GEMM (the CPU lacks avx512_bf16): fp32 rate"};
-    }
+    cpu::Bf16Support const support = cpu::bf16_gemm_support();
+    if (!support.available) return {fp32_flops, "no bf16 GEMM (" + support.reason + "): fp32 rate"};
     constexpr std::int64_t n = 2048;
-    using tag = dnnl::memory::format_tag;
-    using dt = dnnl::memory::data_type;
-    try {
-        dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-        dnnl::stream stream(engine);
-        dnnl::memory::desc const a_md({n, n}, dt::bf16, tag::ab), b_md({n, n}, dt::bf16, tag::ab),
-            c_md({n, n}, dt::f32, tag::ab);
-        dnnl::matmul::primitive_desc const pd(dnnl::matmul::desc(a_md, b_md, c_md), engine);
-        std::string const implementation = pd.impl_info_str();
-        if (implementation.find("ref") != std::string::npos) {
-            return {fp32_flops, "no bf16 GEMM (oneDNN has only its reference kernel): fp32 rate"};
-        }
-        dnnl::memory a(a_md, engine), b(b_md, engine), c(c_md, engine);
-        std::fill_n(static_cast<std::uint16_t*>(a.get_data_handle()), n * n, std::uint16_t{0x3F80});  // bf16 1.0
-        std::fill_n(static_cast<std::uint16_t*>(b.get_data_handle()), n * n, std::uint16_t{0x3F00});  // bf16 0.5
-        dnnl::matmul const matmul(pd);
-        double const seconds = best_seconds(
-            [&] {
-                matmul.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
-                stream.wait();
-            },
-            plan.seconds_per_timing);
-        return {2.0 * n * n * n / seconds, "bf16 GEMM by oneDNN " + implementation};
-    } catch (dnnl::error const&) {
-        return {fp32_flops, "no bf16 GEMM (oneDNN refused a bf16 matmul): fp32 rate"};
-    }
+    std::vector<bfloat16> const a(n * n, to_bfloat16(1.0f)), b(n * n, to_bfloat16(0.5f));
+    std::vector<float> c(n * n);
+    double const seconds = best_seconds(
+        [&] { cpu::gemm_bf16(false, false, n, n, n, a.data(), n, b.data(), n, 0.0f, c.data(), n); },
+        plan.seconds_per_timing);
+    return {2.0 * n * n * n / seconds, "bf16 GEMM by oneDNN " + support.reason};
 }
 
 // Read plus write bytes per second of one core's memcpy (STREAM's copy convention).

@@ -4,15 +4,14 @@
 
 namespace axonn {
 
-MemoryPrediction predict_memory(StepShape const& step, MemoryOptions const& options) {
+MemoryPrediction predict_memory(StepShape const& step) {
     GptMemory const allocated = gpt_memory(step.model, step.grid, step.local_batch(), step.seq, step.run);
-    std::int64_t const parameters = allocated.parameter_bytes / 4;
     MemoryPrediction prediction{};
-    prediction.weights = parameters * (options.weight_bytes + options.extra_weight_copy_bytes);
-    prediction.gradients = parameters * 4;
-    prediction.optimizer = parameters * 8;
-    prediction.activations = allocated.activation_bytes * step.activation_bytes / 4;
-    prediction.gathered_weights = allocated.workspace_bytes * step.activation_bytes / 4;
+    prediction.weights = allocated.parameter_bytes;
+    prediction.gradients = allocated.gradient_bytes;
+    prediction.optimizer = allocated.optimizer_bytes;
+    prediction.activations = allocated.activation_bytes;
+    prediction.gathered_weights = allocated.workspace_bytes;
     prediction.buckets = 0;  // the data-parallel all-reduce runs in place on the gradient buffer
     return prediction;
 }

@@ -21,15 +21,15 @@ std::optional<std::string> batch_problem(PlanRequest const& request, GridShape c
 
 // The predicted memory, time and efficiency of a grid the model and batch allow, or why it cannot run.
 void predict(PlanCandidate& candidate, PlanRequest const& request) {
-    StepShape const step{request.model, candidate.grid, request.batch, request.seq, request.micro_batch,
-                         request.time.bf16 ? 2 : 4, request.run};
+    StepShape const step{request.model, candidate.grid, request.batch, request.seq, request.micro_batch, request.run};
     try {
-        candidate.memory = predict_memory(step, request.memory);
+        candidate.memory = predict_memory(step);
     } catch (Error const& too_large) {  // sizes beyond 64 bits
         candidate.excluded = too_large.what();
         return;
     }
-    double const peak = request.time.bf16 ? request.machine.peak_flops_bf16 : request.machine.peak_flops_fp32;
+    bool const bf16 = request.run.precision == DType::bf16;
+    double const peak = bf16 ? request.machine.peak_flops_bf16 : request.machine.peak_flops_fp32;
     double const model_flops = request.model.flops_per_token(request.seq) * request.batch * request.seq;
     candidate.time = predict_step_time(step, request.machine, request.time);
     candidate.flops_per_s = model_flops / candidate.time.time_s;

@@ -134,7 +134,7 @@ double collective_seconds(PredictedCollective const& collective, GridShape const
 }
 
 TimePrediction predict_step_time(StepShape const& step, MachineProfile const& machine, TimeOptions const& options) {
-    ComputeTimes const compute = compute_times(step, machine, options.bf16);
+    ComputeTimes const compute = compute_times(step, machine, step.run.precision == DType::bf16);
     TimePrediction prediction;
     prediction.gemm_s = compute.gemm;
     prediction.other_compute_s = compute.other;

@@ -16,8 +16,8 @@
 
 namespace axonn {
 
+// The GEMMs run at the bf16 or the fp32 rate as the step's precision says (StepShape::run).
 struct TimeOptions {
-    bool bf16 = true;  // GEMMs at the bf16 peak (fp32 otherwise)
     std::array<Axis, 4> order = {Axis::x, Axis::y, Axis::z, Axis::data};
 };
 

@@ -50,7 +50,8 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     std::uint64_t const Cx = C / g.x, Cy = C / g.y, Vpy = step.model.padded_vocab_size() / g.y;
     std::uint64_t const M = static_cast<std::uint64_t>(step.local_batch()) * step.seq;  // rows per pass
     std::uint64_t const passes = step.micro_batches();
-    std::uint64_t const a = step.activation_bytes, f32 = 4, f64 = 8;
+    // Activations are all-reduced and weights gathered in the GEMMs' precision; gradients move in fp32.
+    std::uint64_t const a = dtype_size(step.run.precision), f32 = 4, f64 = 8;
     std::uint64_t const stats = 2 * M * f64;  // LayerNorm and cross-entropy: two doubles per token
     bool const recompute = step.run.recompute == Recompute::layer;
     std::uint64_t const forwards = recompute ? 2 : 1;  // each layer's forward, and its recomputation

@@ -21,8 +21,7 @@ struct StepShape {
     int batch = 8;        // global batch, sequences
     int seq = 64;
     int micro_batch = 0;  // sequences per data × z replica and forward pass; 0 = batch / (data · z), no accumulation
-    int activation_bytes = 4;  // bytes per element of activations and gathered weights (4 fp32, 2 bf16)
-    GptOptions run;            // overlap, recomputation, weight caching, as the trainer runs
+    GptOptions run;       // overlap, recomputation, weight caching, precision, as the trainer runs
 
     int replica_batch() const { return batch / (grid.data * grid.z); }
     int micro_batches() const { return micro_batch > 0 ? replica_batch() / micro_batch : 1; }

@@ -4,7 +4,6 @@
 #include "axonn/core/rng.h"
 #include "axonn/core/timer.h"
 #include "axonn/core/trace.h"
-#include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/gpt.h"
 #include "axonn/perf/gemm_rate.h"
 #include "axonn/train/threads.h"
@@ -21,7 +20,7 @@
 
 namespace axonn {
 
-BenchResult run_benchmark(BenchOptions const& options) {
+BenchResult run_benchmark(BenchOptions options) {
     int const B = options.batch, T = options.seq;
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
@@ -39,7 +38,8 @@ BenchResult run_benchmark(BenchOptions const& options) {
     });
 
     ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order));
-    CpuBackend backend;
+    std::unique_ptr<Backend> const backend_owner = make_step_backend(options.run, grid.rank() == 0);
+    Backend& backend = *backend_owner;
     int const local_batch = B / (options.grid.data * options.grid.z);
     std::int64_t const tensor_bytes_before = tensor_bytes_in_use();
     reset_tensor_bytes_peak();
@@ -56,7 +56,7 @@ BenchResult run_benchmark(BenchOptions const& options) {
 
     // The machine's speed drifts by ±20% (shared vCPUs): the GEMM rate is measured before and after the timed
     // steps and the higher one is the denominator, so a slow spell during the steps lowers MFU, never raises it.
-    double const gemm_rate_before = measure_single_core_gemm_rate().flops_per_s;
+    double const gemm_rate_before = measure_single_core_gemm_rate(options.run.model.precision).flops_per_s;
     std::optional<TraceFile> trace;
     if (!options.trace.empty()) {
         trace.emplace(options.trace, grid, std::vector<std::filesystem::path>{});
@@ -95,7 +95,7 @@ BenchResult run_benchmark(BenchOptions const& options) {
     grid.comm(Group::world).all_reduce_max(&result.step_s, 1);  // outside the timed steps
     result.tokens_per_s = B * T / result.step_s;
     result.model_flops_per_s = options.model.flops_per_token(T) * result.tokens_per_s;
-    double const gemm_rate_after = measure_single_core_gemm_rate().flops_per_s;
+    double const gemm_rate_after = measure_single_core_gemm_rate(options.run.model.precision).flops_per_s;
     result.gemm_flops_per_s = std::max(gemm_rate_before, gemm_rate_after) * options.threads * world;
     result.mfu = result.model_flops_per_s / result.gemm_flops_per_s;
     rusage usage{};

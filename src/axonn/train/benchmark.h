@@ -38,6 +38,6 @@ struct BenchResult {
     std::int64_t tensor_peak_bytes;   // the most axonn's tensors held (what the memory model predicts)
 };
 
-BenchResult run_benchmark(BenchOptions const& options);
+BenchResult run_benchmark(BenchOptions options);
 
 }  // namespace axonn

@@ -2,7 +2,6 @@
 
 #include "axonn/core/error.h"
 #include "axonn/core/rng.h"
-#include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/gpt.h"
 #include "axonn/train/train_step.h"
 
@@ -91,10 +90,13 @@ ParityReport run_parity(ParityOptions options) {
     ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order),
                      CommOptions{options.debug_collectives});
     ProcessGrid self(MPI_COMM_SELF, GridShape{});
-    CpuBackend backend;
+    std::unique_ptr<Backend> const backend_owner = make_step_backend(options.run, grid.rank() == 0);
+    Backend& backend = *backend_owner;
     int const B = options.batch, T = options.seq;
     int const local_batch = B / (grid.size(Axis::data) * grid.size(Axis::z));
-    Gpt serial(options.model, backend, self, B, T);
+    GptOptions serial_options;  // one pass, in the parallel model's precision
+    serial_options.precision = options.run.model.precision;
+    Gpt serial(options.model, backend, self, B, T, serial_options);
     Gpt parallel(options.model, backend, grid, options.run.pass_batch(local_batch), T, options.run.model);
     serial.init_weights(options.seed);
     parallel.init_weights(options.seed);

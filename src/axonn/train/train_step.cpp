@@ -2,6 +2,8 @@
 
 #include "axonn/core/error.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 namespace axonn {
@@ -30,6 +32,19 @@ std::vector<Batch> micro_batches(Batch const& rows, int micro_batch) {
                           rows.loss_mask ? rows.loss_mask + offset : nullptr});
     }
     return passes;
+}
+
+std::unique_ptr<Backend> make_step_backend(StepOptions& options, bool announce) {
+    std::string fallback;
+    std::unique_ptr<Backend> backend = make_backend("cpu", options.model.precision, &fallback);
+    if (!fallback.empty()) {
+        if (announce) {
+            fmt::print(stderr, "axonn: warning: --precision bf16 is not available here ({}); running in fp32\n",
+                       fallback);
+        }
+        options.model.precision = DType::f32;
+    }
+    return backend;
 }
 
 StepResult train_step(Gpt& model, AdamW& optimizer, std::span<Batch const> passes, float learning_rate) {

@@ -7,12 +7,13 @@
 #include "axonn/model/gpt.h"
 #include "axonn/train/optimizer.h"
 
+#include <memory>
 #include <span>
 #include <vector>
 
 namespace axonn {
 
-// How a step runs on its grid (--overlap, --recompute, --cache-weights, --micro-batch).
+// How a step runs on its grid (--overlap, --recompute, --cache-weights, --precision, --micro-batch).
 struct StepOptions {
     GptOptions model;
     int micro_batch = 0;  // sequences per pass on each data × z replica; 0: the replica's whole share in one pass
@@ -32,6 +33,10 @@ struct StepResult {
 Batch replica_rows(ProcessGrid const& grid, int B, int T, std::int32_t const* tokens, std::int32_t const* targets);
 // This rank's rows of a step split into passes of `micro_batch` sequences each (0 or all of them: one pass).
 std::vector<Batch> micro_batches(Batch const& rows, int micro_batch);
+
+// The backend for these options' precision. Where bf16 was asked for and the CPU cannot run it fast, the backend
+// and the options fall back to fp32, and `announce` (rank 0) prints a one-line warning that says why.
+std::unique_ptr<Backend> make_step_backend(StepOptions& options, bool announce);
 
 StepResult train_step(Gpt& model, AdamW& optimizer, std::span<Batch const> passes, float learning_rate);
 // The loss of the global batch the passes make up, without a backward (validation).

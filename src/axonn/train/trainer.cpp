@@ -5,7 +5,6 @@
 #include "axonn/core/timer.h"
 #include "axonn/core/trace.h"
 #include "axonn/io/tokenizer.h"
-#include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/gpt.h"
 #include "axonn/perf/calibrate.h"
 #include "axonn/perf/gemm_rate.h"
@@ -182,7 +181,6 @@ std::optional<GridShape> plan_best_grid(TrainOptions const& options, int world, 
     request.machine = machine;
     request.micro_batch = options.run.micro_batch;
     request.run = options.run.model;
-    request.time.bf16 = false;
     request.time.order = parse_axis_order(options.grid_order);
     std::vector<PlanCandidate> const plan = plan_grids(request);
     if (plan.empty() || plan.front().excluded) return std::nullopt;
@@ -297,13 +295,14 @@ TrainSummary run_training(TrainOptions options) {
     std::optional<TraceFile> trace;
     if (!options.trace.empty()) trace.emplace(options.trace, grid, input_files(train_loader, val_loader));
 
-    CpuBackend backend;
+    std::unique_ptr<Backend> const backend_owner = make_step_backend(options.run, leader);
+    Backend& backend = *backend_owner;
     Gpt model(options.model, backend, grid, options.run.pass_batch(B / (grid.size(Axis::data) * grid.size(Axis::z))), T,
               options.run.model);
     model.init_weights(options.seed);
     AdamW optimizer(model.segments(), model.layout().total(), backend, options.optimizer);
 
-    GemmRate const gemm_rate = measure_single_core_gemm_rate();
+    GemmRate const gemm_rate = measure_single_core_gemm_rate(options.run.model.precision);
     double const peak_flops = gemm_rate.flops_per_s * options.threads * grid.world_size();
     GptMemory const memory = model.memory();
     if (leader) {
@@ -321,9 +320,10 @@ TrainSummary run_training(TrainOptions options) {
                    options.run.model.overlap ? "on" : "off", passes, model.max_batch(),
                    options.run.model.recompute == Recompute::layer ? " | layers recomputed" : "",
                    options.run.model.cache_weights ? " | weights cached" : "");
-        fmt::print("  backend {} on {} | measured single-core fp32 GEMM {:.1f} GFLOP/s (MFU denominator: this x "
+        fmt::print("  backend {} on {} | measured single-core {} GEMM {:.1f} GFLOP/s (MFU denominator: this x "
                    "threads x ranks)\n",
-                   backend.name(), gemm_rate.isa, gemm_rate.flops_per_s / 1e9);
+                   backend.name(), gemm_rate.isa, dtype_name(options.run.model.precision),
+                   gemm_rate.flops_per_s / 1e9);
         fmt::print("  data {} tokens in {} shard(s), tokenizer {} | batch {} x {} tokens, {} steps, lr {:g}\n",
                    train_loader.total_tokens(), train_loader.shard_count(), tokenizer->name(), B, T, options.steps,
                    options.schedule.max_lr);

@@ -1,19 +1,11 @@
 // AdamW (Loshchilov & Hutter), exactly as torch.optim.AdamW: bias-corrected moments and decoupled weight decay.
 #pragma once
 
+#include "axonn/kernels/types.h"
+
 #include <cstdint>
 
 namespace axonn::cpu {
-
-struct AdamWStep {
-    float learning_rate;
-    float beta1;
-    float beta2;
-    float eps;
-    float weight_decay;  // 0 for tensors that are not decayed (biases, LayerNorm, ...)
-    float grad_scale;    // the clipping coefficient, folded in so the gradients are read once
-    int step;            // 1-based, for bias correction
-};
 
 // param[n] -= lr · (weight_decay · param + m̂ / (sqrt(v̂) + eps)), updating m[n] and v[n]      grad[n]
 void adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n, AdamWStep const& step);

@@ -9,8 +9,9 @@
 namespace axonn::cpu {
 
 // out[B,T,C] = wte[tokens[b,t] − vocab_begin] (if held here) + wpe[t]      tokens[B,T], wte[vocab_rows,C], wpe[maxT,C]
-template <typename T>
-void encoder_forward(T* out, std::int32_t const* tokens, T const* wte, T const* wpe, int B, int T_, int C,
+// wte is of the output's type, or bf16 (mixed precision's copy of the weights) under an fp32 output.
+template <typename T, typename W = T>
+void encoder_forward(T* out, std::int32_t const* tokens, W const* wte, T const* wpe, int B, int T_, int C,
                      int vocab_begin, int vocab_rows);
 
 // dwte[vocab_rows,C] += dout rows of the tokens held here; dwpe[maxT,C] += dout summed over the batch (if not null)

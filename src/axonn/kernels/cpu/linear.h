@@ -2,13 +2,12 @@
 // M rows (tokens), K input channels, N output channels.
 #pragma once
 
+#include "axonn/core/bfloat16.h"
+#include "axonn/kernels/types.h"
+
 #include <cstdint>
 
 namespace axonn::cpu {
-
-// How a backward writes a weight gradient: added to what the buffer holds, or replacing it. A step's first
-// backward overwrites, which spares zeroing the largest gradient buffers and re-reading them in the GEMM.
-enum class GradWrite { accumulate, overwrite };
 
 // out[M,N] = inp[M,K] · weight[N,K]ᵀ + bias[N]      (bias may be null)
 template <typename T>
@@ -25,5 +24,15 @@ void linear_backward_input(T* dinp, T const* dout, T const* weight, std::int64_t
 template <typename T>
 void linear_backward_weight(T* dweight, T* dbias, T const* dout, T const* inp, std::int64_t M, std::int64_t K,
                             std::int64_t N, GradWrite dweight_write);
+
+// Mixed precision: the same GEMMs on bf16 operands with fp32 accumulation and fp32 results. The bias terms read
+// fp32 values: bias[N] here, and the fp32 dout[M,N] (dout_f32) for dbias.
+void linear_forward(float* out, bfloat16 const* inp, bfloat16 const* weight, float const* bias, std::int64_t M,
+                    std::int64_t K, std::int64_t N);
+void linear_backward_input(float* dinp, bfloat16 const* dout, bfloat16 const* weight, std::int64_t M, std::int64_t K,
+                           std::int64_t N);
+void linear_backward_weight(float* dweight, float* dbias, bfloat16 const* dout, float const* dout_f32,
+                            bfloat16 const* inp, std::int64_t M, std::int64_t K, std::int64_t N,
+                            GradWrite dweight_write);
 
 }  // namespace axonn::cpu

@@ -1,0 +1,36 @@
+// The types the Backend interface and its implementations share: what a kernel is told, nothing about how a
+// device runs it.
+#pragma once
+
+#include "axonn/core/tensor.h"
+
+#include <cstdint>
+
+namespace axonn {
+
+// How a backward writes a weight gradient: added to what the buffer holds, or replacing it. A step's first
+// backward overwrites, which spares zeroing the largest gradient buffers and re-reading them in the GEMM.
+enum class GradWrite { accumulate, overwrite };
+
+// One AdamW step's constants for a range of parameters.
+struct AdamWStep {
+    float learning_rate;
+    float beta1;
+    float beta2;
+    float eps;
+    float weight_decay;  // 0 for tensors that are not decayed (biases, LayerNorm, ...)
+    float grad_scale;    // the clipping coefficient, folded in so the gradients are read once
+    int step;            // 1-based, for bias correction
+};
+
+// A weight operand of a GEMM: the model's weights in the precision its GEMMs take (fp32, or bf16 in mixed
+// precision), read-only.
+struct WeightView {
+    void const* data = nullptr;
+    DType dtype = DType::f32;
+
+    float const* f32() const { return static_cast<float const*>(data); }
+    bfloat16 const* bf16() const { return static_cast<bfloat16 const*>(data); }
+};
+
+}  // namespace axonn
