@@ -7,8 +7,12 @@
 // round-off ≈ 1e-16 / ε = 1e-10, so a correct backward agrees to well under the 1e-7 relative tolerance.
 // Gradients must also accumulate (+=) into what the buffer held before, except where a case says its backward
 // overwrites (cross-entropy's dlogits; a linear layer's dweight in GradWrite::overwrite mode).
-// A second check runs the fp32 forward on the same inputs: it must match the double forward to 1e-5 relative
-// (norm-wise), which covers oneDNN, the vectorised exp/tanh, and single-precision accumulation.
+// A second check runs the same forward through the Backend interface, as the model calls it, on an fp32 backend
+// and on a bf16 one (mixed precision) with the same inputs. fp32 must match the double forward to 1e-5 relative
+// (norm-wise), which covers oneDNN, the vectorised exp/tanh, and single-precision accumulation. In bf16 only the
+// GEMM kernels (and the lookup of bf16 embedding rows) read rounded inputs: a case that has them states its own
+// tolerance; every other kernel must still match to 1e-5.
+#include "axonn/kernels/backend.h"
 #include "axonn/kernels/cpu/attention.h"
 #include "axonn/kernels/cpu/cross_entropy.h"
 #include "axonn/kernels/cpu/encoder.h"
@@ -46,8 +50,12 @@ struct KernelCase {
     std::vector<std::string> overwritten;  // inputs whose gradient the backward writes instead of accumulating
     // forward(inputs, out): computes the output; backward(inputs, dout, grads): fills grads["d" + input name]
     std::function<void(Buffers<double>&, std::vector<double>&)> forward_double;
-    std::function<void(Buffers<float>&, std::vector<float>&)> forward_float;
+    std::function<void(Backend&, Buffers<float>&, std::vector<float>&)> forward_backend;
     std::function<void(Buffers<double>&, std::vector<double> const&, Buffers<double>&)> backward;
+    // The bf16 backend's forward against the double one: 1e-5 unless the kernel reads bf16-rounded inputs. Each
+    // rounding errs by at most 2⁻⁹ relative, a product of two by 2⁻⁸; with the cancellation of random signs in
+    // sums this short the norm-wise error stays below 1e-2 (measured 0.8-2.4e-3).
+    double bf16_tolerance = 1e-5;
 
     friend void PrintTo(KernelCase const& kernel, std::ostream* out) { *out << kernel.name; }
 };
@@ -59,56 +67,96 @@ std::vector<std::int32_t> const ce_targets = {2, ignore_index, 6, 0};           
 
 template <typename T> T* at(Buffers<T>& buffers, std::string const& name) { return buffers.at(name).data(); }
 
-// Instantiates one forward lambda for both precisions.
-#define AXONN_FORWARD(...)                                                                         \
-    [](Buffers<double>& in, std::vector<double>& out) { using T = double; (void)in; __VA_ARGS__; }, \
-    [](Buffers<float>& in, std::vector<float>& out) { using T = float; (void)in; __VA_ARGS__; }
+// The double forward, from the kernels' templates.
+#define AXONN_FORWARD(...) [](Buffers<double>& in, std::vector<double>& out) { using T = double; (void)in; __VA_ARGS__; }
+// The forward through a Backend, in its precision.
+#define AXONN_BACKEND_FORWARD(...) [](Backend& k, Buffers<float>& in, std::vector<float>& out) { (void)in; __VA_ARGS__; }
+
+// A weight as the backend's GEMMs take it: the fp32 values, or their bf16 rounding.
+struct GemmWeight {
+    std::vector<bfloat16> rounded;
+    WeightView view;
+
+    GemmWeight(Backend& backend, std::vector<float> const& values) : rounded(values.size()) {
+        if (backend.gemm_dtype() == DType::f32) {
+            view = {values.data(), DType::f32};
+            return;
+        }
+        backend.convert(rounded.data(), DType::bf16, values.data(), DType::f32, static_cast<std::int64_t>(values.size()));
+        view = {rounded.data(), DType::bf16};
+    }
+};
+constexpr double gemm_bf16_tolerance = 1e-2;
 
 std::vector<KernelCase> kernel_cases() {
     std::vector<KernelCase> cases;
     // The backward's two halves: dinp is written (overwritten), dweight accumulated or overwritten, dbias accumulated.
+    auto const linear_5x7x6 = AXONN_BACKEND_FORWARD(
+        GemmWeight const weight(k, in.at("weight"));
+        k.linear_forward(out.data(), at(in, "inp"), weight.view, at(in, "bias"), 5, 7, 6));
     cases.push_back({"linear", {{"inp", 5 * 7, 1.0}, {"weight", 6 * 7, 1.0}, {"bias", 6, 1.0}}, 5 * 6, {"inp"},
                      AXONN_FORWARD(linear_forward<T>(out.data(), at(in, "inp"), at(in, "weight"), at(in, "bias"), 5, 7, 6)),
+                     linear_5x7x6,
                      [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
                          linear_backward_input<double>(at(d, "dinp"), dout.data(), at(in, "weight"), 5, 7, 6);
                          linear_backward_weight<double>(at(d, "dweight"), at(d, "dbias"), dout.data(), at(in, "inp"),
                                                         5, 7, 6, GradWrite::accumulate);
-                     }});
+                     },
+                     gemm_bf16_tolerance});
     cases.push_back({"linear_overwrite", {{"inp", 5 * 7, 1.0}, {"weight", 6 * 7, 1.0}, {"bias", 6, 1.0}}, 5 * 6,
                      {"inp", "weight"},
                      AXONN_FORWARD(linear_forward<T>(out.data(), at(in, "inp"), at(in, "weight"), at(in, "bias"), 5, 7, 6)),
+                     linear_5x7x6,
                      [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
                          linear_backward_input<double>(at(d, "dinp"), dout.data(), at(in, "weight"), 5, 7, 6);
                          linear_backward_weight<double>(at(d, "dweight"), at(d, "dbias"), dout.data(), at(in, "inp"),
                                                         5, 7, 6, GradWrite::overwrite);
-                     }});
+                     },
+                     gemm_bf16_tolerance});
     cases.push_back({"linear_no_bias", {{"inp", 3 * 4, 1.0}, {"weight", 9 * 4, 1.0}}, 3 * 9, {"inp"},
                      AXONN_FORWARD(linear_forward<T>(out.data(), at(in, "inp"), at(in, "weight"), nullptr, 3, 4, 9)),
+                     AXONN_BACKEND_FORWARD(GemmWeight const weight(k, in.at("weight"));
+                                           k.linear_forward(out.data(), at(in, "inp"), weight.view, nullptr, 3, 4, 9)),
                      [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
                          linear_backward_input<double>(at(d, "dinp"), dout.data(), at(in, "weight"), 3, 4, 9);
                          linear_backward_weight<double>(at(d, "dweight"), nullptr, dout.data(), at(in, "inp"), 3, 4, 9,
                                                         GradWrite::accumulate);
-                     }});
+                     },
+                     gemm_bf16_tolerance});
     cases.push_back({"encoder", {{"wte", Vp * C, 1.0}, {"wpe", maxT * C, 1.0}}, B * T_ * C, {},
                      AXONN_FORWARD(encoder_forward<T>(out.data(), tokens.data(), at(in, "wte"), at(in, "wpe"), B, T_, C,
                                                       0, Vp)),
+                     AXONN_BACKEND_FORWARD(GemmWeight const wte(k, in.at("wte"));
+                                           k.encoder_forward(out.data(), tokens.data(), wte.view, at(in, "wpe"), B,
+                                                             T_, C, 0, Vp)),
                      [](Buffers<double>&, std::vector<double> const& dout, Buffers<double>& d) {
                          encoder_backward<double>(at(d, "dwte"), at(d, "dwpe"), dout.data(), tokens.data(), B, T_, C,
                                                   0, Vp);
-                     }});
+                     },
+                     gemm_bf16_tolerance});
     // A vocabulary slice (ids 2..5) as one Y rank holds it: other tokens contribute nothing here.
     cases.push_back({"encoder_vocab_slice", {{"wte", 4 * C, 1.0}, {"wpe", maxT * C, 1.0}}, B * T_ * C, {},
                      AXONN_FORWARD(encoder_forward<T>(out.data(), tokens.data(), at(in, "wte"), at(in, "wpe"), B, T_, C,
                                                       2, 4)),
+                     AXONN_BACKEND_FORWARD(GemmWeight const wte(k, in.at("wte"));
+                                           k.encoder_forward(out.data(), tokens.data(), wte.view, at(in, "wpe"), B,
+                                                             T_, C, 2, 4)),
                      [](Buffers<double>&, std::vector<double> const& dout, Buffers<double>& d) {
                          encoder_backward<double>(at(d, "dwte"), at(d, "dwpe"), dout.data(), tokens.data(), B, T_, C,
                                                   2, 4);
-                     }});
+                     },
+                     gemm_bf16_tolerance});
     cases.push_back({"layernorm", {{"inp", N_rows * C, 2.0}, {"weight", C, 1.5}, {"bias", C, 1.0}}, N_rows * C, {},
                      AXONN_FORWARD(std::vector<T> mean(N_rows), rstd(N_rows); std::vector<double> stats(2 * N_rows);
                                    layernorm_statistics<T>(stats.data(), at(in, "inp"), N_rows, C);
                                    layernorm_forward<T>(out.data(), mean.data(), rstd.data(), at(in, "inp"),
                                                         at(in, "weight"), at(in, "bias"), stats.data(), N_rows, C, C)),
+                     AXONN_BACKEND_FORWARD(std::vector<float> mean(N_rows), rstd(N_rows);
+                                           std::vector<double> stats(2 * N_rows);
+                                           k.layernorm_statistics(stats.data(), at(in, "inp"), N_rows, C);
+                                           k.layernorm_forward(out.data(), mean.data(), rstd.data(), at(in, "inp"),
+                                                               at(in, "weight"), at(in, "bias"), stats.data(), N_rows,
+                                                               C, C)),
                      [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
                          std::vector<double> out(N_rows * C), mean(N_rows), rstd(N_rows), stats(2 * N_rows);
                          layernorm_statistics<double>(stats.data(), at(in, "inp"), N_rows, C);
@@ -121,17 +169,21 @@ std::vector<KernelCase> kernel_cases() {
                                                     stats.data(), N_rows, C, C);
                      }});
     cases.push_back({"gelu", {{"inp", 37, 4.0}}, 37, {}, AXONN_FORWARD(gelu_forward<T>(out.data(), at(in, "inp"), 37)),
+                     AXONN_BACKEND_FORWARD(k.gelu_forward(out.data(), at(in, "inp"), 37)),
                      [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
                          gelu_backward<double>(at(d, "dinp"), at(in, "inp"), dout.data(), 37);
                      }});
     cases.push_back({"residual", {{"a", 19, 1.0}, {"b", 19, 1.0}}, 19, {},
                      AXONN_FORWARD(residual_forward<T>(out.data(), at(in, "a"), at(in, "b"), 19)),
+                     AXONN_BACKEND_FORWARD(k.residual_forward(out.data(), at(in, "a"), at(in, "b"), 19)),
                      [](Buffers<double>&, std::vector<double> const& dout, Buffers<double>& d) {
                          residual_backward<double>(at(d, "da"), at(d, "db"), dout.data(), 19);
                      }});
     cases.push_back({"attention", {{"qkv", B * T_ * 3 * C, 1.5}}, B * T_ * C, {},
                      AXONN_FORWARD(std::vector<T> att(B * NH * T_ * T_);
                                    attention_forward<T>(out.data(), att.data(), at(in, "qkv"), B, T_, C, NH)),
+                     AXONN_BACKEND_FORWARD(std::vector<float> att(B * NH * T_ * T_);
+                                           k.attention_forward(out.data(), att.data(), at(in, "qkv"), B, T_, C, NH)),
                      [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
                          std::vector<double> out(B * T_ * C), att(B * NH * T_ * T_);
                          attention_forward<double>(out.data(), att.data(), at(in, "qkv"), B, T_, C, NH);
@@ -145,6 +197,13 @@ std::vector<KernelCase> kernel_cases() {
                                                          ce_targets.data(), N_rows, V, Vp, 0);
                                    cross_entropy_losses<T>(out.data(), lse.data(), row_max.data(), sums.data(),
                                                            ce_targets.data(), N_rows)),
+                     AXONN_BACKEND_FORWARD(std::vector<float> lse(N_rows), row_max(N_rows);
+                                           std::vector<double> sums(2 * N_rows);
+                                           k.cross_entropy_max(row_max.data(), at(in, "logits"), N_rows, V, Vp);
+                                           k.cross_entropy_sums(sums.data(), at(in, "logits"), row_max.data(),
+                                                                ce_targets.data(), N_rows, V, Vp, 0);
+                                           k.cross_entropy_losses(out.data(), lse.data(), row_max.data(), sums.data(),
+                                                                  ce_targets.data(), N_rows)),
                      [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
                          std::vector<double> losses(N_rows), lse(N_rows), row_max(N_rows), sums(2 * N_rows);
                          cross_entropy_max<double>(row_max.data(), at(in, "logits"), N_rows, V, Vp);
@@ -221,8 +280,9 @@ TEST_P(KernelGradient, BackwardMatchesFiniteDifferences) {
     }
 }
 
-TEST_P(KernelGradient, FloatForwardMatchesDouble) {
-    KernelCase const& kernel = GetParam();
+// The case's forward through a backend of `precision` on the fp32-rounded inputs, against the double forward:
+// the relative difference, norm-wise.
+double backend_forward_error(KernelCase const& kernel, DType precision) {
     Buffers<double> inputs;
     Buffers<float> inputs_float;
     std::uint64_t stream = 1;
@@ -235,9 +295,26 @@ TEST_P(KernelGradient, FloatForwardMatchesDouble) {
     std::vector<double> out(kernel.output_size);
     std::vector<float> out_float(kernel.output_size);
     kernel.forward_double(inputs, out);
-    kernel.forward_float(inputs_float, out_float);
-    std::vector<double> const widened(out_float.begin(), out_float.end());
-    EXPECT_LT(relative_norm_difference(widened, out), 1e-5) << kernel.name;
+    std::unique_ptr<Backend> const backend = make_backend("cpu", precision);
+    kernel.forward_backend(*backend, inputs_float, out_float);
+    return relative_norm_difference(std::vector<double>(out_float.begin(), out_float.end()), out);
+}
+
+TEST_P(KernelGradient, Fp32BackendForwardMatchesDouble) {
+    EXPECT_LT(backend_forward_error(GetParam(), DType::f32), 1e-5) << GetParam().name;
+}
+
+TEST_P(KernelGradient, Bf16BackendForwardMatchesDouble) {
+    std::string fallback;
+    make_backend("cpu", DType::bf16, &fallback);
+    if (!fallback.empty()) GTEST_SKIP() << "no bf16 GEMM here: " << fallback;
+    KernelCase const& kernel = GetParam();
+    double const error = backend_forward_error(kernel, DType::bf16);
+    EXPECT_LT(error, kernel.bf16_tolerance) << kernel.name;
+    // A GEMM case that matched to fp32 accuracy would not have run in bf16 at all.
+    if (kernel.bf16_tolerance > 1e-5) {
+        EXPECT_GT(error, 1e-5) << kernel.name << " did not round to bf16";
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllKernels, KernelGradient, ::testing::ValuesIn(kernel_cases()),

@@ -21,11 +21,14 @@ void add_step_options(CLI::App& command, StepOptions& options) {
     command.add_flag("--cache-weights", options.model.cache_weights,
                      "keep the weights gathered over Z for the whole step: one all-gather per weight and step "
                      "instead of one per use, for the memory of every gathered block");
-    command.add_option("--precision", options.model.precision,
-                       "fp32: every GEMM in fp32; bf16: mixed precision, GEMMs on bf16 inputs with fp32 "
-                       "accumulation, fp32 master weights, gradients and AdamW, weights gathered and activations "
-                       "all-reduced in bf16 (a CPU without native bf16 falls back to fp32 with a warning)")
-        ->transform(CLI::CheckedTransformer(std::map<std::string, DType>{{"fp32", DType::f32}, {"bf16", DType::bf16}}))
+    command
+        .add_option_function<std::string>(
+            "--precision",
+            [&options](std::string const& name) { options.model.precision = name == "bf16" ? DType::bf16 : DType::f32; },
+            "fp32: every GEMM in fp32; bf16: mixed precision, GEMMs on bf16 inputs with fp32 accumulation, fp32 "
+            "master weights, gradients and AdamW, weights gathered and the Linears' all-reduces in bf16 (a CPU "
+            "without native bf16 falls back to fp32 with a warning)")
+        ->check(CLI::IsMember({"fp32", "bf16"}))
         ->default_str("fp32");
     command.add_option("--micro-batch", options.micro_batch,
                        "sequences per pass on each data x z replica; the passes' gradients accumulate into the "

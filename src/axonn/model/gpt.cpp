@@ -144,6 +144,13 @@ std::int64_t wte_workspace_numel(LocalDims const& d, int z) { return z > 1 ? wte
 
 // The backend's bf16 copies of a GEMM's fp32 activation operands, in mixed precision: the operand the output rows
 // come from (inp forward, dout backward: the LM head's dlogits the largest), and the weight gradient's inp.
+// The staging buffer of the Linears' all-reduces in mixed precision (parallel/linear.h): the widest output or
+// input gradient a tensor-parallel group sums, the logits the widest; none without a split of X or Y.
+std::int64_t bf16_staging_numel(LocalDims const& d, GridShape const& grid, DType precision) {
+    if (precision != DType::bf16 || (grid.x == 1 && grid.y == 1)) return 0;
+    return d.BT * std::max<std::int64_t>({d.Vpy, 4LL * d.Cy, d.Cx});
+}
+
 std::int64_t bf16_operand_numel(LocalDims const& d, DType precision) {
     if (precision != DType::bf16) return 0;
     std::int64_t const widest_rows = std::max<std::int64_t>({d.Vpy, 4LL * d.Cy, d.Cx});
@@ -185,6 +192,7 @@ GptMemory gpt_memory(GptConfig const& config, GridShape const& grid, int local_b
         buffer(WeightGather::buffer_numel(grid.z, max_linear_block(dims), cached_weight_numel(dims, options))) *
             gemm_bytes +
         buffer(GradScatter::buffer_numel(grid.z, max_linear_block(dims), scatter_ring)) * 4 +
+        buffer(bf16_staging_numel(dims, grid, options.precision)) * gemm_bytes +
         bf16_operand_numel(dims, options.precision) * 2;
     return {parameters * 4 + (mixed ? parameters * gemm_bytes : 0), parameters * 4, 2 * parameters * 4,
             (activations.total + activations.grad_total) * 4 + statistics_bytes, workspace_bytes};
@@ -227,6 +235,8 @@ Gpt::Gpt(GptConfig const& config, Backend& backend, ProcessGrid& grid, int local
     std::int64_t const wte_numel = std::max<std::int64_t>(1, wte_workspace_numel(dims, shape.z));
     wte_gathered_ = Tensor({wte_numel}, options_.precision);
     wte_grad_block_ = Tensor({wte_numel}, DType::f32);
+    activation_staging_ =
+        Tensor({std::max<std::int64_t>(1, bf16_staging_numel(dims, shape, options_.precision))}, options_.precision);
     weights_ = std::make_unique<WeightGather>(grid.comm(Group::z_prefetch), options_.precision, max_linear_block(dims),
                                               options_.overlap, cached_weight_numel(dims, options_));
     weight_grads_ = std::make_unique<GradScatter>(backend, grid.comm(Group::z), max_linear_block(dims), scatter_ring,
@@ -275,6 +285,12 @@ void Gpt::init_weights(std::uint64_t seed) {
 float const* Gpt::logits() const {
     ActivationLayout const a(LocalDims(config_, grid_.shape(), max_batch_, max_seq_), options_.recompute);
     return activations_.data<float>() + a.logits;
+}
+
+LinearGroups Gpt::linear_groups(bool transposed) {
+    Communicator &x = grid_.comm(Group::x), &y = grid_.comm(Group::y);
+    bfloat16* staging = options_.precision == DType::bf16 ? activation_staging_.data<bfloat16>() : nullptr;
+    return transposed ? LinearGroups{y, x, staging} : LinearGroups{x, y, staging};
 }
 
 void const* Gpt::gemm_weight(Param id, std::int64_t element) const {
@@ -368,7 +384,7 @@ float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_tot
                                residual, param_values(Param::lnfw), param_values(Param::lnfb), d.BT, d.Cx, d.C);
     // The LM head is the token embedding, transposed: logits[B,T,Vp/Gy] = AllReduce_X(lnf · wte_blkᵀ). The block
     // is already gathered, so the GEMM runs on it directly.
-    parallel_linear_forward(k, LinearGroups{x, y}, options_.overlap, activation(a.logits), activation(a.lnf), wte,
+    parallel_linear_forward(k, linear_groups(false), options_.overlap, activation(a.logits), activation(a.lnf), wte,
                             nullptr, d.BT, d.Cx, d.Vpy);
 
     last_batch_ = batch;
@@ -401,7 +417,7 @@ void Gpt::forward_layer(int l, int slot, Batch const& batch) {
     LocalDims const d(config_, grid_.shape(), batch.B, batch.T);
     Backend& k = backend_;
     Communicator &x = grid_.comm(Group::x), &y = grid_.comm(Group::y);
-    LinearGroups const normal{x, y}, transposed{y, x};
+    LinearGroups const normal = linear_groups(false), transposed = linear_groups(true);
     double* stats = statistics_.data<double>();
     LayerActivations const act(activations_.data<float>(), a, l, slot);
     std::int64_t const lCx = static_cast<std::int64_t>(l) * d.Cx, lCy = static_cast<std::int64_t>(l) * d.Cy;
@@ -463,7 +479,7 @@ void Gpt::backward() {
     float* dlogits = activation(a.logits);
     k.cross_entropy_backward(dlogits, activation(a.logits), activation(a.logsumexp), batch.targets,
                              activation(a.dlosses), d.BT, vocab.valid, vocab.rows, vocab.begin);
-    parallel_input_gradient(k, y, options_.overlap, d_ln, dlogits, wte, d.BT, d.Cx, d.Vpy, [&] {
+    parallel_input_gradient(k, linear_groups(false), options_.overlap, d_ln, dlogits, wte, d.BT, d.Cx, d.Vpy, [&] {
         k.linear_backward_weight(dwte, nullptr, dlogits, activation(a.lnf), d.BT, d.Cx, d.Vpy, dwte_write);
     });
     std::memset(d_residual_out, 0, static_cast<std::size_t>(d.BT) * d.Cx * sizeof(float));
@@ -510,7 +526,7 @@ void Gpt::backward_layer(int l, int slot, Batch const& batch, GradWrite write) {
     LocalDims const d(config_, grid_.shape(), batch.B, batch.T);
     Backend& k = backend_;
     Communicator &x = grid_.comm(Group::x), &y = grid_.comm(Group::y);
-    LinearGroups const normal{x, y}, transposed{y, x};
+    LinearGroups const normal = linear_groups(false), transposed = linear_groups(true);
     GradScatter& scatter = *weight_grads_;
     bool const overlap = options_.overlap;
     double* stats = statistics_.data<double>();

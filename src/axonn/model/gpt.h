@@ -19,6 +19,7 @@
 #include "axonn/model/gpt_config.h"
 #include "axonn/parallel/grad_scatter.h"
 #include "axonn/parallel/gradient_sync.h"
+#include "axonn/parallel/linear.h"
 #include "axonn/parallel/shard_layout.h"
 #include "axonn/parallel/weight_gather.h"
 #include "axonn/parallel/vocab_parallel.h"
@@ -146,6 +147,8 @@ private:
     void forward_layer(int l, int slot, Batch const& batch);
     void backward_layer(int l, int slot, Batch const& batch, GradWrite write);
     WeightView gathered_wte() const;
+    // X and Y as a normal Linear's (F, O) groups, or a transposed one's, with the bf16 staging buffer.
+    LinearGroups linear_groups(bool transposed);
     // Where the GEMMs read parameter `id`, `element` elements in: the master weights, or their bf16 copy.
     void const* gemm_weight(Param id, std::int64_t element = 0) const;
     void refresh_gemm_weights();
@@ -166,6 +169,7 @@ private:
     Tensor statistics_;      // [B·T, 2] doubles: LayerNorm and cross-entropy sums between their all-reduces
     Tensor wte_gathered_;    // the embedding's block gathered over Z (in the GEMMs' precision), when Z is split
     Tensor wte_grad_block_;  // its gradient, reduce-scattered over Z at the end of the backward
+    Tensor activation_staging_;  // the Linears' all-reduces in bf16, in mixed precision
     std::unique_ptr<WeightGather> weights_;
     std::unique_ptr<GradScatter> weight_grads_;
     std::unique_ptr<GradientSync> sync_;

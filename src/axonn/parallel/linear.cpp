@@ -9,20 +9,30 @@ namespace {
 
 // Runs `compute(first_row, rows)` for each chunk of M rows, starting the all-reduce over `group` of the chunk's
 // `width` columns of `out` right after it; then `meanwhile()`; then waits for them all (each at once with overlap
-// off).
+// off). With a staging buffer the sums run in bf16 there, and are widened back into `out` at the end.
 template <typename Compute, typename Meanwhile>
-void chunked_all_reduce(Communicator& group, bool overlap, float* out, std::int64_t M, std::int64_t width,
-                        Compute&& compute, Meanwhile&& meanwhile) {
+void chunked_all_reduce(Backend& backend, Communicator& group, bfloat16* staging, bool overlap, float* out,
+                        std::int64_t M, std::int64_t width, Compute&& compute, Meanwhile&& meanwhile) {
     int const chunks = group.size() > 1 ? linear_row_chunks(M) : 1;
+    bool const in_bf16 = staging != nullptr && group.size() > 1;
     std::vector<Collective> sums;
     for (int c = 0; c < chunks; ++c) {
         std::int64_t const first = M * c / chunks, rows = M * (c + 1) / chunks - first;
         compute(first, rows);
-        sums.push_back(group.start_all_reduce(out + first * width, static_cast<std::size_t>(rows * width)));
+        float* part = out + first * width;
+        auto const count = static_cast<std::size_t>(rows * width);
+        if (in_bf16) {
+            bfloat16* rounded = staging + first * width;
+            backend.convert(rounded, DType::bf16, part, DType::f32, rows * width);
+            sums.push_back(group.start_all_reduce(rounded, count));
+        } else {
+            sums.push_back(group.start_all_reduce(part, count));
+        }
         if (!overlap) sums.back().wait();
     }
     meanwhile();
     for (Collective& sum : sums) sum.wait();
+    if (in_bf16) backend.convert(out, DType::f32, staging, DType::bf16, M * width);
 }
 
 }  // namespace
@@ -35,7 +45,7 @@ void parallel_linear_forward(Backend& backend, LinearGroups const& groups, bool 
     // The partial sums over F are added by the all-reduce; the bias must be added once, by F's first rank.
     float const* bias_here = groups.in_features.rank() == 0 ? bias : nullptr;
     chunked_all_reduce(
-        groups.in_features, overlap, out, M, N_local,
+        backend, groups.in_features, groups.bf16_staging, overlap, out, M, N_local,
         [&](std::int64_t first, std::int64_t rows) {
             backend.linear_forward(out + first * N_local, inp + first * K_local, weight_block, bias_here, rows,
                                    K_local, N_local);
@@ -43,26 +53,27 @@ void parallel_linear_forward(Backend& backend, LinearGroups const& groups, bool 
         [] {});
 }
 
-void parallel_input_gradient(Backend& backend, Communicator& out_features, bool overlap, float* dinp,
+void parallel_input_gradient(Backend& backend, LinearGroups const& groups, bool overlap, float* dinp,
                              float const* dout, WeightView weight_block, std::int64_t M, std::int64_t K_local,
                              std::int64_t N_local, std::function<void()> const& weight_gradient) {
     auto input_gradient = [&](std::int64_t first, std::int64_t rows) {
         backend.linear_backward_input(dinp + first * K_local, dout + first * N_local, weight_block, rows, K_local,
                                       N_local);
     };
-    if (out_features.size() == 1) {  // nothing to all-reduce: the weight gradient's reduce-scatter goes first
+    if (groups.out_features.size() == 1) {  // nothing to all-reduce: the weight gradient's reduce-scatter goes first
         weight_gradient();
         input_gradient(0, M);
         return;
     }
-    chunked_all_reduce(out_features, overlap, dinp, M, K_local, input_gradient, weight_gradient);
+    chunked_all_reduce(backend, groups.out_features, groups.bf16_staging, overlap, dinp, M, K_local, input_gradient,
+                       weight_gradient);
 }
 
 void parallel_linear_backward(Backend& backend, LinearGroups const& groups, GradScatter& scatter, bool overlap,
                               float* dinp, float* dweight_shard, float* dbias, float const* dout, float const* inp,
                               WeightView weight_block, std::int64_t M, std::int64_t K_local, std::int64_t N_local,
                               GradWrite write) {
-    parallel_input_gradient(backend, groups.out_features, overlap, dinp, dout, weight_block, M, K_local, N_local, [&] {
+    parallel_input_gradient(backend, groups, overlap, dinp, dout, weight_block, M, K_local, N_local, [&] {
         GradTarget const target = scatter.target(dweight_shard, write);
         backend.linear_backward_weight(target.block, dbias, dout, inp, M, K_local, N_local, target.write);
         scatter.submit(N_local * K_local);

@@ -16,6 +16,9 @@
 // chunk's all-reduce starts as soon as its GEMM is done, so it runs under the next chunks' GEMMs; the same for
 // dinp in the backward, whose chunks then also run under the dW GEMM. The chunking depends on M alone, never on
 // overlap, so that overlap on and off compute bitwise the same.
+//
+// In mixed precision (the backend's GEMMs take bf16) these all-reduces run in bf16, half the bytes: each chunk
+// of the fp32 output is rounded into a staging buffer, summed there and widened back.
 #pragma once
 
 #include "axonn/comm/communicator.h"
@@ -30,6 +33,8 @@ namespace axonn {
 struct LinearGroups {
     Communicator& in_features;   // F
     Communicator& out_features;  // O
+    // [M, widest output or input gradient] bf16, for the all-reduces in mixed precision; null in fp32
+    bfloat16* bf16_staging = nullptr;
 };
 
 // Into how many chunks of rows a Linear of M rows cuts its all-reduced output: enough rows per chunk (256) for the
@@ -41,10 +46,11 @@ void parallel_linear_forward(Backend& backend, LinearGroups const& groups, bool 
                              WeightView weight_block, float const* bias, std::int64_t M, std::int64_t K_local,
                              std::int64_t N_local);
 
-// dinp[M, K_local] = AllReduce_O(dout[M, N_local] · weight_block[N_local, K_local]), in chunks whose all-reduces
-// run under the later chunks and under `weight_gradient()`, which computes the layer's weight gradient meanwhile
-// (first, when O has one member). For a weight whose gradient is not reduce-scattered at once (the LM head's).
-void parallel_input_gradient(Backend& backend, Communicator& out_features, bool overlap, float* dinp,
+// dinp[M, K_local] = AllReduce_O(dout[M, N_local] · weight_block[N_local, K_local]) (O: groups.out_features), in
+// chunks whose all-reduces run under the later chunks and under `weight_gradient()`, which computes the layer's
+// weight gradient meanwhile (first, when O has one member). For a weight whose gradient is not reduce-scattered at
+// once (the LM head's).
+void parallel_input_gradient(Backend& backend, LinearGroups const& groups, bool overlap, float* dinp,
                              float const* dout, WeightView weight_block, std::int64_t M, std::int64_t K_local,
                              std::int64_t N_local, std::function<void()> const& weight_gradient);
 

@@ -50,7 +50,8 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     std::uint64_t const Cx = C / g.x, Cy = C / g.y, Vpy = step.model.padded_vocab_size() / g.y;
     std::uint64_t const M = static_cast<std::uint64_t>(step.local_batch()) * step.seq;  // rows per pass
     std::uint64_t const passes = step.micro_batches();
-    // Activations are all-reduced and weights gathered in the GEMMs' precision; gradients move in fp32.
+    // The Linears' outputs and input gradients are all-reduced and weights gathered in the GEMMs' precision;
+    // the embedding, statistics and gradients move in fp32.
     std::uint64_t const a = dtype_size(step.run.precision), f32 = 4, f64 = 8;
     std::uint64_t const stats = 2 * M * f64;  // LayerNorm and cross-entropy: two doubles per token
     bool const recompute = step.run.recompute == Recompute::layer;
@@ -67,7 +68,7 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
 
     // Forward (and recomputed forward), per pass.
     t.add("all_gather", Group::z_prefetch, passes, Vpy * Cx * a, Overlap::none);  // wte block, needed at once
-    t.add(ar, Group::y, passes, M * Cx * a, Overlap::none);                          // embedding
+    t.add(ar, Group::y, passes, M * Cx * f32, Overlap::none);  // embedding: the residual stream starts in fp32
     t.add(ar, Group::x, passes * (2 * L * forwards + 1), stats, Overlap::none);      // LayerNorm statistics
     for (std::uint64_t block : {3 * Cy * Cx, Cx * Cy, 4 * Cy * Cx, Cx * 4 * Cy}) {  // qkv, attproj, fc, fcproj
         t.add("all_gather", Group::z_prefetch, gathers * L, block * a, Overlap::previous_linear);

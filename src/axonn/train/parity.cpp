@@ -105,6 +105,7 @@ ParityReport run_parity(ParityOptions options) {
 
     ParityReport report;
     report.init_max_abs_diff = initial_weight_difference(parallel, serial);
+    report.precision = options.run.model.precision;
     std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
     for (int step = 0; step < options.steps; ++step) {
         make_batch(step, options.model.vocab_size, tokens, targets);

@@ -39,6 +39,7 @@ struct ParityReport {
     double logits_rel_diff = 0;              // first step, this rank's slice against the serial logits (max over ranks)
     double init_max_abs_diff = 0;            // gathered initial weights against the serial ones (0: bit-identical)
     std::map<std::string, double> grad_rel_diff;  // per parameter tensor, after the last step's backward
+    DType precision = DType::f32;                 // the GEMMs' (bf16 asked for falls back to fp32 without it)
     double max_rel_diff() const;
 };
 
