@@ -43,8 +43,9 @@ TEST(GptConfig, RefusesSizesBeyondSixtyFourBits) {
     config.n_head = 1 << 17;
     config.max_seq = 1 << 17;
     EXPECT_NO_THROW(config.validate());
-    // ...but L·B·NH·T² attention values would overflow the sizes: refused, not wrapped around.
-    EXPECT_THROW(gpt_memory(config, GridShape{}, 1024, 1 << 17), Error);
+    // ...but the L·B·T·32C activation values of 2^20 such sequences would overflow the sizes: refused, not
+    // wrapped around.
+    EXPECT_THROW(gpt_memory(config, GridShape{}, 1 << 20, 1 << 17), Error);
     EXPECT_NO_THROW(gpt_memory(gpt_preset("gpt2-small"), GridShape{}, 8, 1024));
 }
 

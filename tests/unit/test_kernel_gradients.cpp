@@ -179,17 +179,24 @@ std::vector<KernelCase> kernel_cases() {
                      [](Buffers<double>&, std::vector<double> const& dout, Buffers<double>& d) {
                          residual_backward<double>(at(d, "da"), at(d, "db"), dout.data(), 19);
                      }});
-    cases.push_back({"attention", {{"qkv", B * T_ * 3 * C, 1.5}}, B * T_ * C, {},
-                     AXONN_FORWARD(std::vector<T> att(B * NH * T_ * T_);
-                                   attention_forward<T>(out.data(), att.data(), at(in, "qkv"), B, T_, C, NH)),
-                     AXONN_BACKEND_FORWARD(std::vector<float> att(B * NH * T_ * T_);
-                                           k.attention_forward(out.data(), att.data(), at(in, "qkv"), B, T_, C, NH)),
-                     [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
-                         std::vector<double> out(B * T_ * C), att(B * NH * T_ * T_);
-                         attention_forward<double>(out.data(), att.data(), at(in, "qkv"), B, T_, C, NH);
-                         attention_backward<double>(at(d, "dqkv"), dout.data(), at(in, "qkv"), att.data(), B, T_, C,
-                                                    NH);
-                     }});
+    // Fused attention in its default tiles (one tile here) and in tiles of 2 queries × 3 keys, so that the five
+    // positions cross tile boundaries, skip the tiles above the diagonal and rescale the online softmax.
+    for (AttentionTiles const tiles : {AttentionTiles{}, AttentionTiles{2, 3}}) {
+        std::string const name = tiles.queries == 2 ? "attention_small_tiles" : "attention";
+        cases.push_back({name, {{"qkv", B * T_ * 3 * C, 1.5}}, B * T_ * C, {},
+                         [tiles](Buffers<double>& in, std::vector<double>& out) {
+                             std::vector<double> lse(B * NH * T_);
+                             attention_forward<double>(out.data(), lse.data(), at(in, "qkv"), B, T_, C, NH, tiles);
+                         },
+                         AXONN_BACKEND_FORWARD(std::vector<float> lse(B * NH * T_);
+                                               k.attention_forward(out.data(), lse.data(), at(in, "qkv"), B, T_, C, NH)),
+                         [tiles](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
+                             std::vector<double> out(B * T_ * C), lse(B * NH * T_);
+                             attention_forward<double>(out.data(), lse.data(), at(in, "qkv"), B, T_, C, NH, tiles);
+                             attention_backward<double>(at(d, "dqkv"), dout.data(), at(in, "qkv"), out.data(),
+                                                        lse.data(), B, T_, C, NH, tiles);
+                         }});
+    }
     cases.push_back({"cross_entropy", {{"logits", N_rows * Vp, 3.0}}, N_rows, {"logits"},
                      AXONN_FORWARD(std::vector<T> lse(N_rows), row_max(N_rows); std::vector<double> sums(2 * N_rows);
                                    cross_entropy_max<T>(row_max.data(), at(in, "logits"), N_rows, V, Vp);

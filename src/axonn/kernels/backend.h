@@ -56,10 +56,12 @@ public:
     virtual void linear_backward_weight(float* dweight, float* dbias, float const* dout, float const* inp,
                                         std::int64_t M, std::int64_t K, std::int64_t N, GradWrite dweight_write) = 0;
 
-    // out[B,T,C], att[B,NH,T,T], qkv[B,T,3C]
-    virtual void attention_forward(float* out, float* att, float const* qkv, int B, int T, int C, int NH) = 0;
-    virtual void attention_backward(float* dqkv, float const* dout, float const* qkv, float const* att, int B, int T,
-                                    int C, int NH) = 0;
+    // Fused causal attention, never storing T×T (kernels/cpu/attention.h):
+    // out[B,T,C], lse[B,NH,T] (each query row's log-sum-exp, for the backward), qkv[B,T,3C]
+    virtual void attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH) = 0;
+    // dqkv[B,T,3C] +=, dout[B,T,C], qkv[B,T,3C], out[B,T,C] and lse[B,NH,T] from the forward
+    virtual void attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out,
+                                    float const* lse, int B, int T, int C, int NH) = 0;
 
     // out[n] = gelu(inp[n])
     virtual void gelu_forward(float* out, float const* inp, std::int64_t n) = 0;

@@ -117,14 +117,14 @@ void CpuBackend::linear_backward_weight(float* dweight, float* dbias, float cons
         cpu::linear_backward_weight(dweight, dbias, dout, inp, M, K, N, dweight_write);
     }
 }
-void CpuBackend::attention_forward(float* out, float* att, float const* qkv, int B, int T, int C, int NH) {
+void CpuBackend::attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH) {
     TraceSpan const span("attention_forward", TraceTrack::kernels);
-    cpu::attention_forward(out, att, qkv, B, T, C, NH);
+    cpu::attention_forward(out, lse, qkv, B, T, C, NH);
 }
-void CpuBackend::attention_backward(float* dqkv, float const* dout, float const* qkv, float const* att, int B, int T,
-                                    int C, int NH) {
+void CpuBackend::attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out,
+                                    float const* lse, int B, int T, int C, int NH) {
     TraceSpan const span("attention_backward", TraceTrack::kernels);
-    cpu::attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
+    cpu::attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
 }
 void CpuBackend::gelu_forward(float* out, float const* inp, std::int64_t n) {
     TraceSpan const span("gelu_forward", TraceTrack::kernels); cpu::gelu_forward(out, inp, n); }

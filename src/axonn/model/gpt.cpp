@@ -30,10 +30,10 @@ struct LocalDims {
 };
 
 // Every buffer size below is computed in 64 bits; a model, batch and sequence whose activations would not fit
-// (the attention probabilities grow with L·B·NH·T²) are refused before anything is computed.
+// are refused before anything is computed.
 void require_sizes_fit(LocalDims const& d) {
-    long double const per_layer = static_cast<long double>(d.BT) * (16.0L * d.Cx + 16.0L * d.Cy + 8.0L) +
-                                  static_cast<long double>(d.B) * d.NHy * d.T * d.T;
+    long double const per_layer =
+        static_cast<long double>(d.BT) * (16.0L * d.Cx + 16.0L * d.Cy + 8.0L + static_cast<long double>(d.NHy));
     long double const elements = d.L * per_layer + static_cast<long double>(d.BT) * (d.Vpy + 4.0L * d.Cx + 8.0L);
     require(elements < 0x1p62L, "{} sequences of {} tokens of this model need about {:.3g} activation values per "
             "rank, beyond what any machine holds: lower --batch or --seq, or use more ranks", d.B, d.T,
@@ -47,8 +47,8 @@ int activation_slots(LocalDims const& d, Recompute recompute) { return recompute
 // Offsets (in floats) of every activation buffer, for batches of up to maxB × maxT local rows. Per-layer buffers
 // are stacked: slot s's copy starts at offset + s · stride. The backward's scratch lives in a second buffer.
 struct ActivationLayout {
-    std::int64_t BTCx, BT3Cy, BTCy, BT4Cy, BT, att_size;  // per-layer strides
-    std::int64_t encoded, outputs, ln1, ln1_mean, ln1_rstd, qkv, atty, att, attproj, residual2, ln2, ln2_mean,
+    std::int64_t BTCx, BT3Cy, BTCy, BT4Cy, BT, BNHyT;  // per-layer strides
+    std::int64_t encoded, outputs, ln1, ln1_mean, ln1_rstd, qkv, atty, att_lse, attproj, residual2, ln2, ln2_mean,
         ln2_rstd, fch, fch_gelu, fcproj, lnf, lnf_mean, lnf_rstd, logits, losses, logsumexp, row_max, dlosses, total;
     // backward scratch, reused by every layer
     std::int64_t d_residual_out, d_residual_in, d_branch, d_ln, d_fch_gelu, d_fch, d_atty, d_qkv, grad_total;
@@ -59,7 +59,7 @@ struct ActivationLayout {
         BTCy = BT * d.Cy;
         BT3Cy = 3 * BTCy;
         BT4Cy = 4 * BTCy;
-        att_size = static_cast<std::int64_t>(d.B) * d.NHy * d.T * d.T;
+        BNHyT = BT * d.NHy;
         std::int64_t const L = d.L, S = activation_slots(d, recompute);
         std::int64_t next = 0;
         auto take = [&next](std::int64_t size) { return std::exchange(next, next + size); };
@@ -70,7 +70,7 @@ struct ActivationLayout {
         ln1_rstd = take(S * BT);
         qkv = take(S * BT3Cy);
         atty = take(S * BTCy);
-        att = take(S * att_size);
+        att_lse = take(S * BNHyT);
         attproj = take(S * BTCx);
         residual2 = take(S * BTCx);
         ln2 = take(S * BTCx);
@@ -111,7 +111,7 @@ struct LayerActivations {
     float* ln1_rstd;   // [B,T]
     float* qkv;        // [B,T,3C/Gy]
     float* atty;       // [B,T,C/Gy]
-    float* att;        // [B,NH/Gy,T,T]
+    float* att_lse;    // [B,NH/Gy,T]: each attention row's log-sum-exp
     float* attproj;    // [B,T,C/Gx]
     float* residual2;  // [B,T,C/Gx]
     float* ln2;        // [B,T,C/Gx]
@@ -126,7 +126,7 @@ struct LayerActivations {
         : input(base + (l == 0 ? a.encoded : a.outputs + (l - 1) * a.BTCx)), ln1(base + a.ln1 + slot * a.BTCx),
           ln1_mean(base + a.ln1_mean + slot * a.BT), ln1_rstd(base + a.ln1_rstd + slot * a.BT),
           qkv(base + a.qkv + slot * a.BT3Cy), atty(base + a.atty + slot * a.BTCy),
-          att(base + a.att + slot * a.att_size), attproj(base + a.attproj + slot * a.BTCx),
+          att_lse(base + a.att_lse + slot * a.BNHyT), attproj(base + a.attproj + slot * a.BTCx),
           residual2(base + a.residual2 + slot * a.BTCx), ln2(base + a.ln2 + slot * a.BTCx),
           ln2_mean(base + a.ln2_mean + slot * a.BT), ln2_rstd(base + a.ln2_rstd + slot * a.BT),
           fch(base + a.fch + slot * a.BT4Cy), fch_gelu(base + a.fch_gelu + slot * a.BT4Cy),
@@ -427,7 +427,7 @@ void Gpt::forward_layer(int l, int slot, Batch const& batch) {
     bool const overlap = options_.overlap;
     parallel_linear_forward(k, normal, overlap, act.qkv, act.ln1, weights_->next(), param_values(Param::qkvb) + 3 * lCy, d.BT,
                             d.Cx, 3 * d.Cy);
-    k.attention_forward(act.atty, act.att, act.qkv, d.B, d.T, d.Cy, d.NHy);
+    k.attention_forward(act.atty, act.att_lse, act.qkv, d.B, d.T, d.Cy, d.NHy);
     parallel_linear_forward(k, transposed, overlap, act.attproj, act.atty, weights_->next(),
                             param_values(Param::attprojb) + lCx, d.BT, d.Cy, d.Cx);
     k.residual_forward(act.residual2, act.input, act.attproj, d.BT * d.Cx);
@@ -569,7 +569,7 @@ void Gpt::backward_layer(int l, int slot, Batch const& batch, GradWrite write) {
                              grad(Param::attprojb) + lCx, d_branch, act.atty, weights_->next(), d.BT, d.Cy, d.Cx,
                              write);
     zero(d_qkv, 3 * btcy_bytes);
-    k.attention_backward(d_qkv, d_atty, act.qkv, act.att, d.B, d.T, d.Cy, d.NHy);
+    k.attention_backward(d_qkv, d_atty, act.qkv, act.atty, act.att_lse, d.B, d.T, d.Cy, d.NHy);
     parallel_linear_backward(k, normal, scatter, overlap, d_ln, grad(Param::qkvw) + per_layer(Param::qkvw),
                              grad(Param::qkvb) + 3 * lCy, d_qkv, act.ln1, weights_->next(), d.BT, d.Cx, 3 * d.Cy,
                              write);

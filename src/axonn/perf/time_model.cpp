@@ -1,5 +1,6 @@
 #include "axonn/perf/time_model.h"
 
+#include "axonn/kernels/cpu/attention.h"
 #include "axonn/parallel/linear.h"
 #include "axonn/parallel/shard_layout.h"
 
@@ -79,15 +80,20 @@ ComputeTimes compute_times(StepShape const& step, MachineProfile const& machine,
                                  gemm_seconds(M, 4 * Cy, Cx, L, machine, bf16) +
                                  gemm_seconds(M, Cx, 4 * Cy, L, machine, bf16);
     double const head = gemm_seconds(M, Vpy, Cx, 1, machine, bf16);
-    double const attention = 2 * gemm_seconds(T, T, hs, L * B * heads, machine, bf16);
-    // One pass's memory-bound kernels, forward (bytes read and written, fp32): LayerNorms, residuals, GELU, the
-    // attention softmax (per layer); the embedding and the cross-entropy over this rank's vocabulary slice.
+    // Fused attention, in fp32 at either precision: two GEMMs per (sequence, head) over the score tiles on and
+    // below the diagonal, in tiles of (at most) 64 query rows. Its backward runs five (the scores again, dP, dv,
+    // dq, dk), 2.5 times the forward where a Linear's backward is twice its forward.
+    double const query_tile = std::min(T, static_cast<double>(cpu::AttentionTiles{}.queries));
+    double const score_columns = static_cast<double>(cpu::attention_scores_computed(step.seq)) / query_tile;
+    double const attention = 2 * gemm_seconds(query_tile, score_columns, hs, L * B * heads, machine, false);
+    // One pass's memory-bound kernels, forward (bytes read and written, fp32): LayerNorms, residuals, GELU; the
+    // embedding and the cross-entropy over this rank's vocabulary slice. Attention's score tiles stay in cache.
     double const layer_elementwise =
-        4.0 * L * (2 * 2 * M * Cx + 2 * 3 * M * Cx + 2 * M * 4 * Cy + 3 * B * heads * T * T) / machine.memory_bandwidth;
+        4.0 * L * (2 * 2 * M * Cx + 2 * 3 * M * Cx + 2 * M * 4 * Cy) / machine.memory_bandwidth;
     double const edge_elementwise = 4.0 * (2 * M * Cx + 3 * M * Vpy) / machine.memory_bandwidth;
-    // The backward does twice the forward's GEMM work (dX and dW) and about twice its memory traffic.
+    // A Linear's backward does twice its forward's GEMM work (dX and dW) and about twice its memory traffic.
     ComputeTimes times;
-    times.gemm = passes * ((forwards + 2) * (layer_linears + attention) + 3 * head);
+    times.gemm = passes * ((forwards + 2) * layer_linears + (forwards + 2.5) * attention + 3 * head);
     // AdamW reads and writes 28 bytes per local parameter; the norm reads the gradients once more.
     ShardLayout const layout(step.model, GridPosition{g});
     double const optimizer = 32.0 * static_cast<double>(layout.total()) / machine.memory_bandwidth;

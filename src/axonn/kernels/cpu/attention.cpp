@@ -3,97 +3,185 @@
 #include "axonn/kernels/cpu/gemm.h"
 #include "axonn/kernels/cpu/vector_math.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 namespace axonn::cpu {
 namespace {
 
-// Row i of a [T,T] score matrix becomes softmax over columns 0..i; columns i+1.. become 0.
-template <typename T> void causal_softmax_rows(T* scores, int T_) {
-    for (int i = 0; i < T_; ++i) {
-        T* row = scores + static_cast<std::int64_t>(i) * T_;
-        T maximum = row[0];
-        for (int j = 1; j <= i; ++j) maximum = row[j] > maximum ? row[j] : maximum;
-        T sum = 0;
-#pragma omp simd reduction(+ : sum)
-        for (int j = 0; j <= i; ++j) {
-            row[j] = exp_approx(row[j] - maximum);
-            sum += row[j];
-        }
-        T const inverse = T(1) / sum;
-#pragma omp simd
-        for (int j = 0; j <= i; ++j) row[j] *= inverse;
-        for (int j = i + 1; j < T_; ++j) row[j] = 0;
-    }
+// Where one head of one sequence lives: its query, key and value columns ([T,hs] each, row stride 3C), its rows
+// of the output (and of the output's gradient; [T,hs], row stride C) and its log-sum-exps ([T]).
+template <typename T> struct Head {
+    std::int64_t const qkv_offset, out_offset, lse_offset, ld_qkv, ld_out;
+    int const hs;
+    T const scale;
+
+    Head(int b, int h, int T_, int C, int NH)
+        : qkv_offset(static_cast<std::int64_t>(b) * T_ * 3 * C + static_cast<std::int64_t>(h) * (C / NH)),
+          out_offset(static_cast<std::int64_t>(b) * T_ * C + static_cast<std::int64_t>(h) * (C / NH)),
+          lse_offset((static_cast<std::int64_t>(b) * NH + h) * T_), ld_qkv(3 * static_cast<std::int64_t>(C)),
+          ld_out(C), hs(C / NH), scale(T(1) / std::sqrt(static_cast<T>(C / NH))) {}
+};
+
+// How many keys of the tile starting at key k0 (cols wide) query row `query` may see: keys k0 ... query.
+int visible_keys(int query, int k0, int cols) { return std::clamp(query - k0 + 1, 0, cols); }
+
+// Scores of a query tile against a key tile: S[rows,cols] = scale · q[q0.., hs] · k[k0.., hs]ᵀ (row stride ld_s).
+template <typename T>
+void tile_scores(T* S, std::int64_t ld_s, T const* q, T const* k, Head<T> const& head, int q0, int rows, int k0,
+                 int cols) {
+    gemm<T>(false, true, rows, cols, head.hs, head.scale, q + q0 * head.ld_qkv, head.ld_qkv, k + k0 * head.ld_qkv,
+            head.ld_qkv, T(0), S, ld_s);
 }
 
 }  // namespace
 
-template <typename T>
-void attention_forward(T* out, T* att, T const* qkv, int B, int T_, int C, int NH) {
-    int const hs = C / NH;
-    std::int64_t const C3 = 3 * static_cast<std::int64_t>(C);
-    T const scale = T(1) / std::sqrt(static_cast<T>(hs));
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int b = 0; b < B; ++b) {
-        for (int h = 0; h < NH; ++h) {
-            T const* q = qkv + static_cast<std::int64_t>(b) * T_ * C3 + h * hs;  // [T,hs], row stride 3C
-            T const* k = q + C;
-            T const* v = q + 2 * C;
-            T* probabilities = att + (static_cast<std::int64_t>(b) * NH + h) * T_ * T_;  // [T,T]
-            T* out_bh = out + static_cast<std::int64_t>(b) * T_ * C + h * hs;            // [T,hs], row stride C
-            gemm<T>(false, true, T_, T_, hs, scale, q, C3, k, C3, T(0), probabilities, T_);
-            causal_softmax_rows(probabilities, T_);
-            gemm<T>(false, false, T_, hs, T_, T(1), probabilities, T_, v, C3, T(0), out_bh, C);
-        }
+std::int64_t attention_scores_computed(int T_, AttentionTiles tiles) {
+    std::int64_t area = 0;
+    for (int q0 = 0; q0 < T_; q0 += tiles.queries) {
+        int const rows = std::min(tiles.queries, T_ - q0);
+        area += static_cast<std::int64_t>(rows) * (q0 + rows);  // keys 0 ... the tile's last query
     }
+    return area;
 }
 
 template <typename T>
-void attention_backward(T* dqkv, T const* dout, T const* qkv, T const* att, int B, int T_, int C, int NH) {
-    int const hs = C / NH;
-    std::int64_t const C3 = 3 * static_cast<std::int64_t>(C);
-    T const scale = T(1) / std::sqrt(static_cast<T>(hs));
+void attention_forward(T* out, T* lse, T const* qkv, int B, int T_, int C, int NH, AttentionTiles tiles) {
+    int const Br = tiles.queries, Bc = tiles.keys;
 #pragma omp parallel
     {
-        std::vector<T> dscores(static_cast<std::size_t>(T_) * T_);  // one [T,T] scratch per thread
+        // One tile of scores (then probabilities) and each query row's running maximum and sum, per thread.
+        std::vector<T> S(static_cast<std::size_t>(Br) * Bc), row_max(Br), row_sum(Br);
 #pragma omp for collapse(2) schedule(static)
         for (int b = 0; b < B; ++b) {
             for (int h = 0; h < NH; ++h) {
-                std::int64_t const offset = static_cast<std::int64_t>(b) * T_ * C3 + h * hs;
-                T const* q = qkv + offset;
+                Head<T> const head(b, h, T_, C, NH);
+                T const* q = qkv + head.qkv_offset;
                 T const* k = q + C;
                 T const* v = q + 2 * C;
-                T* dq = dqkv + offset;
-                T* dk = dq + C;
-                T* dv = dq + 2 * C;
-                T const* probabilities = att + (static_cast<std::int64_t>(b) * NH + h) * T_ * T_;
-                T const* dout_bh = dout + static_cast<std::int64_t>(b) * T_ * C + h * hs;
-                T* dp = dscores.data();
-                // Mirror of the forward: out = P·v, then P = softmax(scale · q·kᵀ).
-                gemm<T>(false, true, T_, T_, hs, T(1), dout_bh, C, v, C3, T(0), dp, T_);           // dP = dO·vᵀ
-                gemm<T>(true, false, T_, hs, T_, T(1), probabilities, T_, dout_bh, C, T(1), dv, C3);  // dv += Pᵀ·dO
-                for (int i = 0; i < T_; ++i) {
-                    T const* p_row = probabilities + static_cast<std::int64_t>(i) * T_;
-                    T* dp_row = dp + static_cast<std::int64_t>(i) * T_;
-                    T dot = 0;
-#pragma omp simd reduction(+ : dot)
-                    for (int j = 0; j < T_; ++j) dot += p_row[j] * dp_row[j];
-                    // Softmax backward; masked entries have P = 0 and so get no gradient.
+                T* o = out + head.out_offset;
+                for (int q0 = 0; q0 < T_; q0 += Br) {
+                    int const rows = std::min(Br, T_ - q0), key_end = q0 + rows;
+                    for (int i = 0; i < rows; ++i) std::fill_n(o + (q0 + i) * head.ld_out, head.hs, T(0));
+                    std::fill_n(row_max.begin(), rows, -std::numeric_limits<T>::infinity());
+                    std::fill_n(row_sum.begin(), rows, T(0));
+                    for (int k0 = 0; k0 < key_end; k0 += Bc) {  // key tiles above the diagonal are never visited
+                        int const cols = std::min(Bc, key_end - k0);
+                        tile_scores(S.data(), Bc, q, k, head, q0, rows, k0, cols);
+                        for (int i = 0; i < rows; ++i) {
+                            T* s = S.data() + static_cast<std::int64_t>(i) * Bc;
+                            int const visible = visible_keys(q0 + i, k0, cols);
+                            std::fill(s + visible, s + cols, T(0));
+                            if (visible == 0) continue;
+                            // Online softmax: the new maximum rescales what this row has summed so far.
+                            T const maximum = std::max(row_max[i], *std::max_element(s, s + visible));
+                            T const correction = exp_approx(row_max[i] - maximum);
+                            T sum = 0;
+#pragma omp simd reduction(+ : sum)
+                            for (int j = 0; j < visible; ++j) {
+                                s[j] = exp_approx(s[j] - maximum);
+                                sum += s[j];
+                            }
+                            row_sum[i] = row_sum[i] * correction + sum;
+                            row_max[i] = maximum;
+                            if (correction != T(1)) {
+                                T* o_row = o + (q0 + i) * head.ld_out;
 #pragma omp simd
-                    for (int j = 0; j < T_; ++j) dp_row[j] = p_row[j] * (dp_row[j] - dot) * scale;
+                                for (int d = 0; d < head.hs; ++d) o_row[d] *= correction;
+                            }
+                        }
+                        // o[q0.., hs] += P[rows,cols] · v[k0.., hs]
+                        gemm<T>(false, false, rows, head.hs, cols, T(1), S.data(), Bc, v + k0 * head.ld_qkv,
+                                head.ld_qkv, T(1), o + q0 * head.ld_out, head.ld_out);
+                    }
+                    for (int i = 0; i < rows; ++i) {
+                        T const inverse = T(1) / row_sum[i];
+                        T* o_row = o + (q0 + i) * head.ld_out;
+#pragma omp simd
+                        for (int d = 0; d < head.hs; ++d) o_row[d] *= inverse;
+                        lse[head.lse_offset + q0 + i] = row_max[i] + std::log(row_sum[i]);
+                    }
                 }
-                gemm<T>(false, false, T_, hs, T_, T(1), dp, T_, k, C3, T(1), dq, C3);  // dq += dS·k
-                gemm<T>(true, false, T_, hs, T_, T(1), dp, T_, q, C3, T(1), dk, C3);   // dk += dSᵀ·q
             }
         }
     }
 }
 
-template void attention_forward<float>(float*, float*, float const*, int, int, int, int);
-template void attention_forward<double>(double*, double*, double const*, int, int, int, int);
-template void attention_backward<float>(float*, float const*, float const*, float const*, int, int, int, int);
-template void attention_backward<double>(double*, double const*, double const*, double const*, int, int, int, int);
+template <typename T>
+void attention_backward(T* dqkv, T const* dout, T const* qkv, T const* out, T const* lse, int B, int T_, int C,
+                        int NH, AttentionTiles tiles) {
+    int const Br = tiles.queries, Bc = tiles.keys;
+#pragma omp parallel
+    {
+        // Per thread: a tile of recomputed probabilities P, of their gradients dP (then dS), and each query row's
+        // D = dO·O, which equals Σ_j P_ij dP_ij (the softmax backward's row sum) without storing a row of P.
+        std::vector<T> P(static_cast<std::size_t>(Br) * Bc), dP(static_cast<std::size_t>(Br) * Bc), D(Br);
+#pragma omp for collapse(2) schedule(static)
+        for (int b = 0; b < B; ++b) {
+            for (int h = 0; h < NH; ++h) {
+                Head<T> const head(b, h, T_, C, NH);
+                T const* q = qkv + head.qkv_offset;
+                T const* k = q + C;
+                T const* v = q + 2 * C;
+                T* dq = dqkv + head.qkv_offset;
+                T* dk = dq + C;
+                T* dv = dq + 2 * C;
+                T const* o = out + head.out_offset;
+                T const* d_o = dout + head.out_offset;
+                T const* lse_bh = lse + head.lse_offset;
+                std::int64_t const ld = head.ld_qkv;
+                for (int q0 = 0; q0 < T_; q0 += Br) {
+                    int const rows = std::min(Br, T_ - q0), key_end = q0 + rows;
+                    for (int i = 0; i < rows; ++i) {
+                        T const* o_row = o + (q0 + i) * head.ld_out;
+                        T const* do_row = d_o + (q0 + i) * head.ld_out;
+                        T dot = 0;
+#pragma omp simd reduction(+ : dot)
+                        for (int d = 0; d < head.hs; ++d) dot += o_row[d] * do_row[d];
+                        D[i] = dot;
+                    }
+                    for (int k0 = 0; k0 < key_end; k0 += Bc) {
+                        int const cols = std::min(Bc, key_end - k0);
+                        // Mirror of the forward: P = exp(scale · q·kᵀ − lse), recomputed; then out = P·v.
+                        tile_scores(P.data(), Bc, q, k, head, q0, rows, k0, cols);
+                        for (int i = 0; i < rows; ++i) {
+                            T* p = P.data() + static_cast<std::int64_t>(i) * Bc;
+                            int const visible = visible_keys(q0 + i, k0, cols);
+                            T const row_lse = lse_bh[q0 + i];
+#pragma omp simd
+                            for (int j = 0; j < visible; ++j) p[j] = exp_approx(p[j] - row_lse);
+                            std::fill(p + visible, p + cols, T(0));  // masked: no probability, no gradient
+                        }
+                        // dP = dO[q0..]·v[k0..]ᵀ;  dv[k0..] += Pᵀ·dO[q0..]
+                        gemm<T>(false, true, rows, cols, head.hs, T(1), d_o + q0 * head.ld_out, head.ld_out,
+                                v + k0 * ld, ld, T(0), dP.data(), Bc);
+                        gemm<T>(true, false, cols, head.hs, rows, T(1), P.data(), Bc, d_o + q0 * head.ld_out,
+                                head.ld_out, T(1), dv + k0 * ld, ld);
+                        for (int i = 0; i < rows; ++i) {  // dS = P ∘ (dP − D) · scale
+                            T const* p = P.data() + static_cast<std::int64_t>(i) * Bc;
+                            T* ds = dP.data() + static_cast<std::int64_t>(i) * Bc;
+#pragma omp simd
+                            for (int j = 0; j < cols; ++j) ds[j] = p[j] * (ds[j] - D[i]) * head.scale;
+                        }
+                        // dq[q0..] += dS·k[k0..];  dk[k0..] += dSᵀ·q[q0..]
+                        gemm<T>(false, false, rows, head.hs, cols, T(1), dP.data(), Bc, k + k0 * ld, ld, T(1),
+                                dq + q0 * ld, ld);
+                        gemm<T>(true, false, cols, head.hs, rows, T(1), dP.data(), Bc, q + q0 * ld, ld, T(1),
+                                dk + k0 * ld, ld);
+                    }
+                }
+            }
+        }
+    }
+}
+
+template void attention_forward<float>(float*, float*, float const*, int, int, int, int, AttentionTiles);
+template void attention_forward<double>(double*, double*, double const*, int, int, int, int, AttentionTiles);
+template void attention_backward<float>(float*, float const*, float const*, float const*, float const*, int, int, int,
+                                        int, AttentionTiles);
+template void attention_backward<double>(double*, double const*, double const*, double const*, double const*, int,
+                                         int, int, int, AttentionTiles);
 
 }  // namespace axonn::cpu
