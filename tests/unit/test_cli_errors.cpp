@@ -157,6 +157,10 @@ std::vector<BadInput> const bad_inputs = {
      "--micro-batch 3 does not divide", 2},
     {"unknown_recompute", "train --data {dir}/good --tokenizer byte --recompute sometimes", "sometimes", 2},
     {"unknown_overlap", "train --data {dir}/good --tokenizer byte --overlap maybe", "maybe", 2},
+    {"unknown_precision", "train --data {dir}/good --tokenizer byte --precision bf17",
+     "--precision: bf17 not in {fp32,bf16}", 2},
+    {"bench_unknown_precision", "bench --model gpt2-micro --precision fp16", "--precision: fp16 not in {fp32,bf16}",
+     2},
     {"trace_under_a_file", "train --data {dir}/good --tokenizer byte --trace {dir}/text.txt/trace.json",
      "--trace {dir}/text.txt/trace.json: {dir}/text.txt is not a folder", 1},
     {"trace_in_a_missing_folder", "train --data {dir}/good --tokenizer byte --trace {dir}/nowhere/trace.json",
@@ -249,6 +253,21 @@ protected:
     static inline std::unique_ptr<testing::TempDir> temp_dir_;
     static inline fs::path dir_;
 };
+
+// Not an error: bf16 asked for where oneDNN has no bf16 GEMM (held to AVX2 here, as on a CPU without AVX-512
+// bf16) warns once and trains in fp32.
+TEST_F(CommandLineErrors, Bf16WithoutNativeSupportWarnsAndTrainsInFp32) {
+    CommandResult const result =
+        run_axonn(with_dir("train --data {dir}/good --tokenizer byte --model gpt2-micro --steps 2 --sample-tokens 0 "
+                           "--precision bf16"),
+                  dir_, "DNNL_MAX_CPU_ISA=AVX2");
+    EXPECT_EQ(result.exit_status, 0) << result.stderr_text;
+    std::string const warning = "warning: --precision bf16 is not available here";
+    std::size_t const first = result.stderr_text.find(warning);
+    EXPECT_NE(first, std::string::npos) << result.stderr_text;
+    EXPECT_EQ(result.stderr_text.find(warning, first + 1), std::string::npos) << "warned twice";
+    EXPECT_NE(read_text(dir_ / "stdout.txt").find("cpu, fp32 GEMMs"), std::string::npos);
+}
 
 TEST_P(CommandLineErrors, OneLineErrorAndNonZeroExit) {
     BadInput const& input = GetParam();

@@ -15,7 +15,8 @@ namespace axonn {
 void add_bench_command(CLI::App& app) {
     CLI::App* command = app.add_subcommand("bench", "Time training steps: tokens/s, model FLOP/s and MFU");
     command->footer("Runs --iters steps on random tokens and averages all but the first two (AxoNN's method).\n"
-                    "MFU = (6·N + 6·L·C·T) · tokens/s ÷ (measured single-core fp32 GEMM rate × threads).");
+                    "MFU = (6·N + 6·L·C·T) · tokens/s ÷ (the single-core GEMM rate measured in the run's precision\n"
+                    "× threads × ranks): bf16's MFU is against the bf16 GEMM rate.");
     auto options = std::make_shared<BenchOptions>();
     auto model = std::make_shared<ModelOptions>(*command, "gpt2-small");
     auto json = std::make_shared<bool>(false);
@@ -51,6 +52,7 @@ void add_bench_command(CLI::App& app) {
                                            {"batch", options->batch},
                                            {"seq", options->seq},
                                            {"threads", options->threads},
+                                           {"precision", precision_name(result.precision)},
                                            {"iterations", options->iterations},
                                            {"step_s", result.step_s},
                                            {"tokens_per_s", result.tokens_per_s},
@@ -69,9 +71,10 @@ void add_bench_command(CLI::App& app) {
             fmt::print("{}\n", record.dump());
             return;
         }
-        fmt::print("{} B={} T={} threads={}: {:.3f} s/step, {:.1f} tokens/s, {:.1f} model GFLOP/s, MFU {:.1f}% "
+        fmt::print("{} B={} T={} threads={} {}: {:.3f} s/step, {:.1f} tokens/s, {:.1f} model GFLOP/s, MFU {:.1f}% "
                    "(GEMM peak {:.1f} GFLOP/s), peak memory {:.0f} MiB\n",
-                   options->model.name, options->batch, options->seq, options->threads, result.step_s,
+                   options->model.name, options->batch, options->seq, options->threads,
+                   precision_name(result.precision), result.step_s,
                    result.tokens_per_s, result.model_flops_per_s / 1e9, 100 * result.mfu,
                    result.gemm_flops_per_s / 1e9, result.peak_rss_bytes / 1048576.0);
         if (result.comm_s > 0) {

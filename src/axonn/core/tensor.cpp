@@ -28,6 +28,8 @@ std::string dtype_name(DType dtype) {
     throw InternalError(fmt::format("unknown dtype {}", static_cast<int>(dtype)));
 }
 
+std::string precision_name(DType precision) { return precision == DType::bf16 ? "bf16" : "fp32"; }
+
 std::int64_t shape_numel(Shape const& shape) {
     std::int64_t numel = 1;
     for (auto extent : shape) {

@@ -18,6 +18,8 @@ enum class DType : std::uint8_t { f32, f64, bf16, i32 };
 
 std::size_t dtype_size(DType dtype);
 std::string dtype_name(DType dtype);
+// A GEMM precision as --precision spells it: "fp32" or "bf16".
+std::string precision_name(DType precision);
 
 template <typename T> constexpr DType dtype_of();
 template <> constexpr DType dtype_of<float>() { return DType::f32; }

@@ -25,7 +25,7 @@ CpuBackend::CpuBackend(DType gemm_dtype) : gemm_dtype_(gemm_dtype) {
 }
 
 std::string CpuBackend::name() const {
-    return fmt::format("cpu, {} GEMMs (oneDNN: {})", gemm_dtype_ == DType::bf16 ? "bf16" : "fp32",
+    return fmt::format("cpu, {} GEMMs (oneDNN: {})", precision_name(gemm_dtype_),
                        cpu::gemm_library_name());
 }
 

@@ -26,11 +26,12 @@ struct BenchOptions {
 };
 
 struct BenchResult {
+    DType precision;  // the GEMMs' input type the steps ran in (f32 where bf16 fell back)
     double step_s;
     double tokens_per_s;
     double model_flops_per_s;
     double mfu;
-    double gemm_flops_per_s;  // measured single-core rate (best of before and after the steps) × threads
+    double gemm_flops_per_s;  // measured single-core rate in that precision (best of before and after the steps) × threads
     double comm_s;            // per timed step, rank 0: the time its collectives were in flight
     double comm_exposed_s;    // per timed step, rank 0: the part of it rank 0 waited for
     double comm_hidden_fraction;  // 1 − exposed / in flight

@@ -322,7 +322,7 @@ TrainSummary run_training(TrainOptions options) {
                    options.run.model.cache_weights ? " | weights cached" : "");
         fmt::print("  backend {} on {} | measured single-core {} GEMM {:.1f} GFLOP/s (MFU denominator: this x "
                    "threads x ranks)\n",
-                   backend.name(), gemm_rate.isa, dtype_name(options.run.model.precision),
+                   backend.name(), gemm_rate.isa, precision_name(options.run.model.precision),
                    gemm_rate.flops_per_s / 1e9);
         fmt::print("  data {} tokens in {} shard(s), tokenizer {} | batch {} x {} tokens, {} steps, lr {:g}\n",
                    train_loader.total_tokens(), train_loader.shard_count(), tokenizer->name(), B, T, options.steps,
