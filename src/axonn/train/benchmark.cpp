@@ -36,6 +36,7 @@ BenchResult run_benchmark(BenchOptions options) {
         require_valid_grid(options.model, options.grid, world, B);
         options.run.pass_batch(B / (options.grid.data * options.grid.z));
     });
+    warn_if_oversubscribed(options.threads);
 
     ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order));
     std::unique_ptr<Backend> const backend_owner = make_step_backend(options.run, grid.rank() == 0);

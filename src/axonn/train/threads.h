@@ -10,4 +10,8 @@ int cpu_count();  // the machine's online CPUs
 // axonn::UsageError.
 void use_threads(int threads);
 
+// Collective over MPI_COMM_WORLD: when the ranks on one machine run more threads in all than it has CPUs, its
+// first rank prints a one-line warning (the run goes on, slowly: threads then wait for each other's CPUs).
+void warn_if_oversubscribed(int threads);
+
 }  // namespace axonn

@@ -275,6 +275,7 @@ TrainSummary run_training(TrainOptions options) {
         require_valid_grid(options.model, options.grid, world, B);
         options.run.pass_batch(B / (options.grid.data * options.grid.z));
     });
+    warn_if_oversubscribed(options.threads);
     ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order),
                      CommOptions{options.debug_collectives});
     bool const leader = grid.rank() == 0;
