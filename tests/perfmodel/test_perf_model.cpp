@@ -1,11 +1,12 @@
 // The performance model against a real training step, under mpirun at np 1, 2, 4 and 8, for every grid of the
 // `mpi` test matrix (gpt2-micro, vocabulary 300, B = 8, T = 16), run as the trainer runs it by default, with
-// micro-batches of one sequence, with recomputation, with cached weights, and with T = 64 (row chunks):
+// micro-batches of one sequence, with recomputation, with cached weights, with T = 64 (row chunks), and in bf16
+// (weights gathered and activations all-reduced in half the bytes; a bf16 weight copy and staging buffers):
 //   - traffic: the predicted calls and bytes of every (operation, group) equal, exactly, what the communication
 //     layer recorded during one train_step;
 //   - memory: the predicted bytes of the model, its gradients, AdamW and all buffers are within 10% of the peak
 //     that axonn's tensors really held (the allocator's high-water mark).
-#include "axonn/kernels/cpu_backend.h"
+#include "axonn/kernels/backend.h"
 #include "axonn/model/gpt.h"
 #include "axonn/perf/memory_model.h"
 #include "axonn/perf/traffic_model.h"
@@ -17,6 +18,7 @@
 #include <mpi.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -36,7 +38,7 @@ struct RunCase {
 };
 
 std::vector<RunCase> run_cases() {
-    std::vector<RunCase> cases(5);
+    std::vector<RunCase> cases(7);
     cases[0].name = "default";
     cases[1].name = "micro_batches";
     cases[1].run.micro_batch = 1;
@@ -47,6 +49,14 @@ std::vector<RunCase> run_cases() {
     cases[3].run.micro_batch = 1;
     cases[4].name = "rows_in_chunks";  // 8 × 64 rows: the Linears' all-reduces go in chunks where data × z < 2
     cases[4].seq = 64;
+    cases[5].name = "bf16";
+    cases[5].run.model.precision = DType::bf16;
+    cases[6].name = "bf16_cached_chunks_recompute";
+    cases[6].run.model.precision = DType::bf16;
+    cases[6].run.model.cache_weights = true;
+    cases[6].run.model.recompute = Recompute::layer;
+    cases[6].run.micro_batch = 1;
+    cases[6].seq = 64;
     return cases;
 }
 
@@ -56,8 +66,11 @@ TEST_P(PerfModelOnGrid, PredictedTrafficEqualsMeasuredAndMemoryWithinTenPercent)
     auto const& [shape, run_case] = GetParam();
     StepOptions const& run = run_case.run;
     int const seq = run_case.seq;
+    std::string fallback;
+    std::unique_ptr<Backend> const backend_owner = make_backend("cpu", run.model.precision, &fallback);
+    if (!fallback.empty()) GTEST_SKIP() << "no bf16 GEMM here: " << fallback;
+    Backend& backend = *backend_owner;
     ProcessGrid grid(MPI_COMM_WORLD, shape);
-    CpuBackend backend;
     int const local_batch = batch / (shape.data * shape.z);
     std::int64_t const before = tensor_bytes_in_use();
     reset_tensor_bytes_peak();
