@@ -1,7 +1,8 @@
 // The performance model against a real training step, under mpirun at np 1, 2, 4 and 8, for every grid of the
 // `mpi` test matrix (gpt2-micro, vocabulary 300, B = 8, T = 16), run as the trainer runs it by default, with
 // micro-batches of one sequence, with recomputation, with cached weights, with T = 64 (row chunks), and in bf16
-// (weights gathered and activations all-reduced in half the bytes; a bf16 weight copy and staging buffers):
+// (weights gathered and activations all-reduced in half the bytes; a bf16 weight copy and staging buffers), and
+// with the gradients communicated in bf16 (--grad-comm bf16), in fp32 and in bf16:
 //   - traffic: the predicted calls and bytes of every (operation, group) equal, exactly, what the communication
 //     layer recorded during one train_step;
 //   - memory: the predicted bytes of the model, its gradients, AdamW and all buffers are within 10% of the peak
@@ -38,7 +39,7 @@ struct RunCase {
 };
 
 std::vector<RunCase> run_cases() {
-    std::vector<RunCase> cases(7);
+    std::vector<RunCase> cases(9);
     cases[0].name = "default";
     cases[1].name = "micro_batches";
     cases[1].run.micro_batch = 1;
@@ -57,6 +58,12 @@ std::vector<RunCase> run_cases() {
     cases[6].run.model.recompute = Recompute::layer;
     cases[6].run.micro_batch = 1;
     cases[6].seq = 64;
+    cases[7].name = "grad_comm_bf16";  // gradients reduce-scattered and summed in bf16, two passes accumulating
+    cases[7].run.model.grad_comm = DType::bf16;
+    cases[7].run.micro_batch = 1;
+    cases[8].name = "bf16_grad_comm_bf16";
+    cases[8].run.model.precision = DType::bf16;
+    cases[8].run.model.grad_comm = DType::bf16;
     return cases;
 }
 

@@ -30,6 +30,14 @@ void add_step_options(CLI::App& command, StepOptions& options) {
             "without native bf16 falls back to fp32 with a warning)")
         ->check(CLI::IsMember({"fp32", "bf16"}))
         ->default_str("fp32");
+    command
+        .add_option_function<std::string>(
+            "--grad-comm",
+            [&options](std::string const& name) { options.model.grad_comm = name == "bf16" ? DType::bf16 : DType::f32; },
+            "the gradients' reduce-scatters over Z and all-reduces over data: fp32, or bf16 (half the bytes; the "
+            "sums are rounded to bf16 before they reach the fp32 gradients). Either --precision")
+        ->check(CLI::IsMember({"fp32", "bf16"}))
+        ->default_str("fp32");
     command.add_option("--micro-batch", options.micro_batch,
                        "sequences per pass on each data x z replica; the passes' gradients accumulate into the "
                        "global batch's (0: one pass)")

@@ -141,6 +141,10 @@ std::int64_t wte_block(LocalDims const& d) { return static_cast<std::int64_t>(d.
 // The embedding's block gathered over Z (and its gradient), which stay from the lookup to the LM head and through
 // the backward.
 std::int64_t wte_workspace_numel(LocalDims const& d, int z) { return z > 1 ? wte_block(d) : 0; }
+// The embedding gradient's block in bf16 and the shard its reduce-scatter returns, with bf16 gradient communication.
+std::int64_t wte_grad_sent_numel(LocalDims const& d, int z, DType grad_comm) {
+    return grad_comm == DType::bf16 && z > 1 ? wte_block(d) + wte_block(d) / z : 0;
+}
 
 // The backend's bf16 copies of a GEMM's fp32 activation operands, in mixed precision: the operand the output rows
 // come from (inp forward, dout backward: the LM head's dlogits the largest), and the weight gradient's inp.
@@ -192,6 +196,9 @@ GptMemory gpt_memory(GptConfig const& config, GridShape const& grid, int local_b
         buffer(WeightGather::buffer_numel(grid.z, max_linear_block(dims), cached_weight_numel(dims, options))) *
             gemm_bytes +
         buffer(GradScatter::buffer_numel(grid.z, max_linear_block(dims), scatter_ring)) * 4 +
+        buffer(GradScatter::staging_numel(grid.z, max_linear_block(dims), scatter_ring, options.grad_comm)) * 2 +
+        buffer(wte_grad_sent_numel(dims, grid.z, options.grad_comm)) * 2 +
+        buffer(GradientSync::mirror_numel(ShardLayout(config, GridPosition{grid}), grid.data, options.grad_comm)) * 2 +
         buffer(bf16_staging_numel(dims, grid, options.precision)) * gemm_bytes +
         bf16_operand_numel(dims, options.precision) * 2;
     return {parameters * 4 + (mixed ? parameters * gemm_bytes : 0), parameters * 4, 2 * parameters * 4,
@@ -235,14 +242,16 @@ Gpt::Gpt(GptConfig const& config, Backend& backend, ProcessGrid& grid, int local
     std::int64_t const wte_numel = std::max<std::int64_t>(1, wte_workspace_numel(dims, shape.z));
     wte_gathered_ = Tensor({wte_numel}, options_.precision);
     wte_grad_block_ = Tensor({wte_numel}, DType::f32);
+    wte_grad_sent_ =
+        Tensor({std::max<std::int64_t>(1, wte_grad_sent_numel(dims, shape.z, options_.grad_comm))}, DType::bf16);
     activation_staging_ =
         Tensor({std::max<std::int64_t>(1, bf16_staging_numel(dims, shape, options_.precision))}, options_.precision);
     weights_ = std::make_unique<WeightGather>(grid.comm(Group::z_prefetch), options_.precision, max_linear_block(dims),
                                               options_.overlap, cached_weight_numel(dims, options_));
     weight_grads_ = std::make_unique<GradScatter>(backend, grid.comm(Group::z), max_linear_block(dims), scatter_ring,
-                                                  options_.overlap);
-    sync_ = std::make_unique<GradientSync>(layout_, grid.comm(Group::z), grid.comm(Group::data), *weight_grads_,
-                                           options_.overlap);
+                                                  options_.overlap, options_.grad_comm);
+    sync_ = std::make_unique<GradientSync>(layout_, backend, grid.comm(Group::z), grid.comm(Group::data),
+                                           *weight_grads_, options_.overlap, options_.grad_comm);
 }
 
 Gpt::~Gpt() = default;
@@ -508,7 +517,17 @@ void Gpt::backward() {
         // The gathered block is no longer needed: it takes the scattered sum to add (a shard, 1/G_z of the block:
         // its bytes suffice in bf16 too).
         auto* gathered = static_cast<float*>(wte_gathered_.raw_data());
-        z.start_reduce_scatter(dwte, write == GradWrite::overwrite ? grad(Param::wte) : gathered, shard).wait();
+        float* scattered = write == GradWrite::overwrite ? grad(Param::wte) : gathered;
+        if (options_.grad_comm == DType::bf16) {
+            auto const block = static_cast<std::int64_t>(shard) * z.size();
+            bfloat16* sent = wte_grad_sent_.data<bfloat16>();
+            bfloat16* received = sent + block;
+            k.convert(sent, DType::bf16, dwte, DType::f32, block);
+            z.start_reduce_scatter(sent, received, shard).wait();
+            k.convert(scattered, DType::f32, received, DType::bf16, static_cast<std::int64_t>(shard));
+        } else {
+            z.start_reduce_scatter(dwte, scattered, shard).wait();
+        }
         if (write == GradWrite::accumulate) {
             k.residual_forward(grad(Param::wte), grad(Param::wte), gathered, static_cast<std::int64_t>(shard));
         }

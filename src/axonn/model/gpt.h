@@ -50,6 +50,9 @@ struct GptOptions {
     // The GEMMs' input type, which the backend must have been made for: f32, or bf16 (mixed precision: the GEMMs
     // read a bf16 copy of the fp32 master weights, refreshed whenever those changed, and the Z all-gathers move it).
     DType precision = DType::f32;
+    // The element type of the gradients' Z reduce-scatters and data all-reduces: f32, or bf16 (half the bytes;
+    // the sums are rounded to bf16, then widened into the fp32 gradients).
+    DType grad_comm = DType::f32;
 };
 
 // One forward-backward pass of a training step. A step of k micro-batches is k passes: the first overwrites the
@@ -169,6 +172,7 @@ private:
     Tensor statistics_;      // [B·T, 2] doubles: LayerNorm and cross-entropy sums between their all-reduces
     Tensor wte_gathered_;    // the embedding's block gathered over Z (in the GEMMs' precision), when Z is split
     Tensor wte_grad_block_;  // its gradient, reduce-scattered over Z at the end of the backward
+    Tensor wte_grad_sent_;   // with bf16 gradient communication: that block in bf16, then its scattered shard
     Tensor activation_staging_;  // the Linears' all-reduces in bf16, in mixed precision
     std::unique_ptr<WeightGather> weights_;
     std::unique_ptr<GradScatter> weight_grads_;

@@ -9,9 +9,16 @@ std::int64_t GradScatter::buffer_numel(int z, std::int64_t max_block_numel, int 
     return ring * (max_block_numel + max_block_numel / z);
 }
 
-GradScatter::GradScatter(Backend& backend, Communicator& z, std::int64_t max_block_numel, int ring, bool overlap)
-    : backend_(backend), z_(z), overlap_(overlap), max_block_numel_(max_block_numel),
+std::int64_t GradScatter::staging_numel(int z, std::int64_t max_block_numel, int ring, DType comm_dtype) {
+    return comm_dtype == DType::bf16 ? buffer_numel(z, max_block_numel, ring) : 0;
+}
+
+GradScatter::GradScatter(Backend& backend, Communicator& z, std::int64_t max_block_numel, int ring, bool overlap,
+                         DType comm_dtype)
+    : backend_(backend), z_(z), overlap_(overlap), comm_dtype_(comm_dtype), max_block_numel_(max_block_numel),
       storage_({std::max<std::int64_t>(1, buffer_numel(z.size(), max_block_numel, ring))}, DType::f32),
+      staging_({std::max<std::int64_t>(1, staging_numel(z.size(), max_block_numel, ring, comm_dtype))},
+               DType::bf16),
       ring_(z.size() == 1 ? 0 : static_cast<std::size_t>(ring)) {}
 
 GradTarget GradScatter::target(float* shard, GradWrite write) {
@@ -29,20 +36,36 @@ void GradScatter::submit(std::int64_t block_numel) {
     next_slot_ = (next_slot_ + 1) % ring_.size();
     Pending& slot = ring_[slot_index];
     std::int64_t const shard_numel = block_numel / z_.size();
-    float const* block = storage_.data<float>() + static_cast<std::int64_t>(slot_index) * max_block_numel_;
-    float* received = storage_.data<float>() + static_cast<std::int64_t>(ring_.size()) * max_block_numel_ +
-                      static_cast<std::int64_t>(slot_index) * (max_block_numel_ / z_.size());
+    // The slot's block, and where its scattered shard arrives, at the same offsets in the fp32 ring and (with
+    // bf16 communication) in its bf16 staging copy.
+    std::int64_t const block_offset = static_cast<std::int64_t>(slot_index) * max_block_numel_;
+    std::int64_t const received_offset = static_cast<std::int64_t>(ring_.size()) * max_block_numel_ +
+                                         static_cast<std::int64_t>(slot_index) * (max_block_numel_ / z_.size());
+    float const* block = storage_.data<float>() + block_offset;
     bool const accumulate = write_ == GradWrite::accumulate;
+    bool const in_bf16 = comm_dtype_ == DType::bf16;
     slot.shard = shard_;
-    slot.received = accumulate ? received : nullptr;
+    slot.received = accumulate ? storage_.data<float>() + received_offset : nullptr;
+    slot.received_bf16 = in_bf16 ? staging_.data<bfloat16>() + received_offset : nullptr;
     slot.shard_numel = shard_numel;
-    slot.scatter = z_.start_reduce_scatter(block, accumulate ? received : shard_, static_cast<std::size_t>(shard_numel));
+    auto const count = static_cast<std::size_t>(shard_numel);
+    if (in_bf16) {
+        bfloat16* block_bf16 = staging_.data<bfloat16>() + block_offset;
+        backend_.convert(block_bf16, DType::bf16, block, DType::f32, block_numel);
+        slot.scatter = z_.start_reduce_scatter(block_bf16, slot.received_bf16, count);
+    } else {
+        slot.scatter = z_.start_reduce_scatter(block, accumulate ? slot.received : shard_, count);
+    }
     if (!overlap_) finish(slot);
 }
 
 void GradScatter::finish(Pending& pending) {
     if (pending.shard == nullptr) return;
     pending.scatter.wait();
+    if (pending.received_bf16 != nullptr) {
+        float* widened = pending.received != nullptr ? pending.received : pending.shard;
+        backend_.convert(widened, DType::f32, pending.received_bf16, DType::bf16, pending.shard_numel);
+    }
     if (pending.received != nullptr) {
         backend_.residual_forward(pending.shard, pending.shard, pending.received, pending.shard_numel);
     }

@@ -4,7 +4,8 @@
 // and is waited on only where its result is needed: when the gradient sync takes the shard, or when its buffer
 // comes round again in the ring (a ring of `ring` blocks holds one layer's four Linears by default).
 // Overlap off waits at once: the same calls, one at a time. Without a Z split the gradient goes straight into
-// the shard.
+// the shard. With bf16 gradient communication (--grad-comm bf16) a block is rounded to bf16 before it is sent,
+// summed in bf16, and widened back into the fp32 shard: half the bytes, at the cost of bf16 rounding.
 #pragma once
 
 #include "axonn/comm/communicator.h"
@@ -24,7 +25,8 @@ struct GradTarget {
 
 class GradScatter {
 public:
-    GradScatter(Backend& backend, Communicator& z, std::int64_t max_block_numel, int ring, bool overlap);
+    GradScatter(Backend& backend, Communicator& z, std::int64_t max_block_numel, int ring, bool overlap,
+                DType comm_dtype = DType::f32);
     GradScatter(GradScatter const&) = delete;
     GradScatter& operator=(GradScatter const&) = delete;
 
@@ -36,13 +38,16 @@ public:
     // Completes the pending reduce-scatter into `shard`, if any; then its gradient is final.
     void complete(float const* shard);
     void complete_all();
+    // fp32 elements of the ring, and bf16 elements of its staging copy (with bf16 communication)
     static std::int64_t buffer_numel(int z, std::int64_t max_block_numel, int ring);
+    static std::int64_t staging_numel(int z, std::int64_t max_block_numel, int ring, DType comm_dtype);
 
 private:
     struct Pending {
         Collective scatter;
         float* shard = nullptr;       // destination
         float* received = nullptr;    // the scattered sum, when it is to be added to the shard
+        bfloat16* received_bf16 = nullptr;  // the scattered sum as it arrives, with bf16 communication
         std::int64_t shard_numel = 0;
     };
     void finish(Pending& pending);
@@ -50,8 +55,12 @@ private:
     Backend& backend_;
     Communicator& z_;
     bool overlap_;
+    DType comm_dtype_;
     std::int64_t max_block_numel_;
-    Tensor storage_;  // a tensor, so that the allocator's peak (the memory model's check) counts it  // ring blocks, then one received shard per ring slot
+    // Tensors, so that the allocator's peak (the memory model's check) counts them: the ring's blocks, then one
+    // received shard per ring slot; with bf16 communication the same again in bf16.
+    Tensor storage_;
+    Tensor staging_;
     std::vector<Pending> ring_;
     std::size_t next_slot_ = 0;
     float* shard_ = nullptr;      // of the current target

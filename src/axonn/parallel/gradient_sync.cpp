@@ -2,11 +2,19 @@
 
 #include "axonn/core/error.h"
 
+#include <algorithm>
+
 namespace axonn {
 
-GradientSync::GradientSync(ShardLayout const& layout, Communicator& z, Communicator& data, GradScatter& scatter,
-                           bool overlap)
-    : layout_(layout), z_(z), data_(data), scatter_(scatter), overlap_(overlap) {}
+std::int64_t GradientSync::mirror_numel(ShardLayout const& layout, int data, DType comm_dtype) {
+    return comm_dtype == DType::bf16 && data > 1 ? layout.total() : 0;
+}
+
+GradientSync::GradientSync(ShardLayout const& layout, Backend& backend, Communicator& z, Communicator& data,
+                           GradScatter& scatter, bool overlap, DType comm_dtype)
+    : layout_(layout), backend_(backend), z_(z), data_(data), scatter_(scatter), overlap_(overlap),
+      bf16_sums_(mirror_numel(layout, data.size(), comm_dtype) > 0),
+      mirror_({std::max<std::int64_t>(1, mirror_numel(layout, data.size(), comm_dtype))}, DType::bf16) {}
 
 void GradientSync::begin(float* grads) {
     invariant(awaiting_data_.empty() && data_sums_.empty(), "a gradient sync began before the last one finished");
@@ -37,15 +45,30 @@ void GradientSync::start_data_sums() {
         } else {
             in_flight.z_sum.wait();
         }
-        data_sums_.push_back(data_.start_all_reduce(in_flight.data, in_flight.numel));
-        if (!overlap_) data_sums_.back().wait();
+        DataSum sum{{}, in_flight.data, nullptr, in_flight.numel};
+        if (bf16_sums_) {
+            sum.sent = mirror_.data<bfloat16>() + (in_flight.data - grads_);
+            backend_.convert(sum.sent, DType::bf16, sum.data, DType::f32, static_cast<std::int64_t>(sum.numel));
+            sum.sum = data_.start_all_reduce(sum.sent, sum.numel);
+        } else {
+            sum.sum = data_.start_all_reduce(sum.data, sum.numel);
+        }
+        data_sums_.push_back(std::move(sum));
+        if (!overlap_) complete(data_sums_.back());
     }
     awaiting_data_.clear();
 }
 
+void GradientSync::complete(DataSum& sum) {
+    sum.sum.wait();
+    if (sum.sent == nullptr) return;
+    backend_.convert(sum.data, DType::f32, sum.sent, DType::bf16, static_cast<std::int64_t>(sum.numel));
+    sum.sent = nullptr;
+}
+
 void GradientSync::finish() {
     start_data_sums();
-    for (Collective& sum : data_sums_) sum.wait();
+    for (DataSum& sum : data_sums_) complete(sum);
     data_sums_.clear();
 }
 

@@ -11,9 +11,14 @@
 // finish() waits for all of them. With overlap off every collective is waited on as soon as it is started: the
 // same calls in the same order, so the gradients are bitwise the same. Every rank reports the same slices in the
 // same order, so every group issues its collectives in one order.
+// With bf16 gradient communication the data all-reduces move a bf16 copy of each slice (a bf16 mirror of the
+// gradient buffer), widened back into the fp32 gradients when they complete; the Z all-reduces of the replicated
+// vectors (biases, LayerNorm weights: few bytes) stay fp32.
 #pragma once
 
 #include "axonn/comm/communicator.h"
+#include "axonn/core/tensor.h"
+#include "axonn/kernels/backend.h"
 #include "axonn/parallel/grad_scatter.h"
 #include "axonn/parallel/shard_layout.h"
 
@@ -29,7 +34,8 @@ struct GradSlice {
 
 class GradientSync {
 public:
-    GradientSync(ShardLayout const& layout, Communicator& z, Communicator& data, GradScatter& scatter, bool overlap);
+    GradientSync(ShardLayout const& layout, Backend& backend, Communicator& z, Communicator& data,
+                 GradScatter& scatter, bool overlap, DType comm_dtype = DType::f32);
     GradientSync(GradientSync const&) = delete;
     GradientSync& operator=(GradientSync const&) = delete;
 
@@ -40,6 +46,9 @@ public:
     // Every gradient is final: completes the sync.
     void finish();
 
+    // bf16 elements of the mirror that bf16 communication needs (0 when it does not)
+    static std::int64_t mirror_numel(ShardLayout const& layout, int data, DType comm_dtype);
+
 private:
     struct InFlight {
         float* data;
@@ -47,16 +56,26 @@ private:
         bool z_sharded;
         Collective z_sum;
     };
+    struct DataSum {
+        Collective sum;
+        float* data;
+        bfloat16* sent;  // its bf16 copy, which the sum runs on; null in fp32
+        std::size_t numel;
+    };
     void start_data_sums();  // stage 2 for everything reported so far
+    void complete(DataSum& sum);
 
     ShardLayout const& layout_;
+    Backend& backend_;
     Communicator& z_;
     Communicator& data_;
     GradScatter& scatter_;
     bool overlap_;
+    bool bf16_sums_;  // the data sums run in bf16
+    Tensor mirror_;   // bf16, at the gradient buffer's offsets (one element when unused)
     float* grads_ = nullptr;
     std::vector<InFlight> awaiting_data_;
-    std::vector<Collective> data_sums_;
+    std::vector<DataSum> data_sums_;
 };
 
 }  // namespace axonn

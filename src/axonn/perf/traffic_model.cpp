@@ -53,6 +53,7 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     // The Linears' outputs and input gradients are all-reduced and weights gathered in the GEMMs' precision;
     // the embedding, statistics and gradients move in fp32.
     std::uint64_t const a = dtype_size(step.run.precision), f32 = 4, f64 = 8;
+    std::uint64_t const gc = dtype_size(step.run.grad_comm);  // gradients' reduce-scatters and data sums
     std::uint64_t const stats = 2 * M * f64;  // LayerNorm and cross-entropy: two doubles per token
     bool const recompute = step.run.recompute == Recompute::layer;
     std::uint64_t const forwards = recompute ? 2 : 1;  // each layer's forward, and its recomputation
@@ -92,24 +93,25 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     chunked(Group::y, passes, Cx, Overlap::dw_gemm);  // LM head dX
     t.add(ar, Group::x, passes * (2 * L + 1), stats, Overlap::none);
     for (std::uint64_t block : {Cx * 4 * Cy, 4 * Cy * Cx, Cx * Cy, 3 * Cy * Cx}) {
-        t.add("reduce_scatter", Group::z, passes * L, block * f32, Overlap::rest_of_backward);
+        t.add("reduce_scatter", Group::z, passes * L, block * gc, Overlap::rest_of_backward);
     }
     chunked(Group::x, passes * L, 4 * Cy, Overlap::dw_gemm);  // MLP down (transposed): dX over X
     chunked(Group::y, passes * L, Cx, Overlap::dw_gemm);      // MLP up: dX over Y
     chunked(Group::x, passes * L, Cy, Overlap::dw_gemm);      // attention projection
     chunked(Group::y, passes * L, Cx, Overlap::dw_gemm);      // qkv
-    t.add("reduce_scatter", Group::z, passes, Vpy * Cx * f32, Overlap::none);  // wte, at the very end
+    t.add("reduce_scatter", Group::z, passes, Vpy * Cx * gc, Overlap::none);  // wte, at the very end
 
-    // Gradient sync, in the last pass, in fp32: one slice per tensor and layer, over Z for the tensors replicated
-    // there (the Z-sharded ones were reduce-scattered), then over data for all. The last ones reported (layer 0,
-    // the embeddings) have no backward left to hide behind.
+    // Gradient sync, in the last pass: one slice per tensor and layer, over Z for the tensors replicated there
+    // (the Z-sharded ones were reduce-scattered; always fp32), then over data for all (in the gradients'
+    // communication type). The last ones reported (layer 0, the embeddings) have no backward left to hide behind.
     ShardLayout const layout(step.model, GridPosition{g});
     for (ParamSpec const& spec : gpt_parameter_specs(step.model)) {
         ShardSpec const& shard = layout.spec(spec.id);
         std::uint64_t const slices = static_cast<std::uint64_t>(shard.layers);
-        std::uint64_t const slice_bytes = static_cast<std::uint64_t>(layout.local_numel(spec.id)) / slices * f32;
+        std::uint64_t const slice_numel = static_cast<std::uint64_t>(layout.local_numel(spec.id)) / slices;
         for (Group group : {Group::z, Group::data}) {
             if (group == Group::z && shard.z_flattened) continue;
+            std::uint64_t const slice_bytes = slice_numel * (group == Group::z ? f32 : gc);
             t.add(ar, group, slices - 1, slice_bytes, Overlap::rest_of_backward);
             t.add(ar, group, 1, slice_bytes, Overlap::none);
         }

@@ -316,11 +316,12 @@ TrainSummary run_training(TrainOptions options) {
                    human_bytes(memory.optimizer_bytes), human_bytes(memory.activation_bytes));
         int const passes = B / (grid.size(Axis::data) * grid.size(Axis::z)) / model.max_batch();
         fmt::print("  grid {} over {} rank(s) (order {}) | threads {} per rank | overlap {} | {} pass(es) of {} "
-                   "sequence(s) per step{}{}\n",
+                   "sequence(s) per step{}{}{}\n",
                    grid.shape().to_string(), grid.world_size(), options.grid_order, options.threads,
                    options.run.model.overlap ? "on" : "off", passes, model.max_batch(),
                    options.run.model.recompute == Recompute::layer ? " | layers recomputed" : "",
-                   options.run.model.cache_weights ? " | weights cached" : "");
+                   options.run.model.cache_weights ? " | weights cached" : "",
+                   options.run.model.grad_comm == DType::bf16 ? " | gradients communicated in bf16" : "");
         fmt::print("  backend {} on {} | measured single-core {} GEMM {:.1f} GFLOP/s (MFU denominator: this x "
                    "threads x ranks)\n",
                    backend.name(), gemm_rate.isa, precision_name(options.run.model.precision),
