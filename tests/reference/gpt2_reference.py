@@ -12,6 +12,7 @@ Written from the model description, not from the C++ code, so that it cannot inh
 """
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -89,10 +90,12 @@ def make_optimizer(p, cfg, **kwargs):
     return torch.optim.AdamW(groups, lr=cfg["lr"], betas=(cfg["beta1"], cfg["beta2"]), eps=cfg["eps"], **kwargs)
 
 
-def train_step(p, opt, step, batch, cfg):
-    """One step as axonn does it: loss and grads, global-norm clip, scheduled lr, AdamW. Returns (loss, norm)."""
+def train_step(p, opt, step, batch, cfg, forward_context=contextlib.nullcontext):
+    """One step as axonn does it: loss and grads, global-norm clip, scheduled lr, AdamW. Returns (loss, norm).
+    The forward and the loss run inside forward_context() (an autocast, for mixed precision); the backward outside."""
     opt.zero_grad(set_to_none=True)
-    loss = loss_fn(forward(p, batch["tokens"], cfg), batch["targets"], batch["loss_mask"], cfg["vocab_size"])
+    with forward_context():
+        loss = loss_fn(forward(p, batch["tokens"], cfg), batch["targets"], batch["loss_mask"], cfg["vocab_size"])
     loss.backward()
     norm = torch.nn.utils.clip_grad_norm_([p[n] for n in PARAM_NAMES], cfg["grad_clip"])
     for group in opt.param_groups:
