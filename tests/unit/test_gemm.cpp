@@ -4,11 +4,13 @@
 // fp32 accumulation alone. Tolerance: 1e-6 relative, norm-wise (fp32 with K ≤ 33).
 #include "axonn/kernels/cpu/bf16.h"
 #include "axonn/kernels/cpu/gemm.h"
+#include "axonn/kernels/cpu/gemm_tuning.h"
 
 #include "axonn/core/rng.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -112,6 +114,68 @@ TEST(Bfloat16, RoundsToNearestEven) {
     EXPECT_TRUE(std::isnan(to_float(to_bfloat16(std::bit_cast<float>(0x7FFFFFFFu)))));
     EXPECT_TRUE(std::isnan(to_float(to_bfloat16(std::bit_cast<float>(0x7F800001u)))));  // would round to inf
     EXPECT_EQ(to_float(to_bfloat16(3.140625f)), 3.140625f);  // exactly representable: unchanged
+}
+
+// GEMM tuning's second way, the inner dimension in chunks summed into C, in every transpose: the same product as
+// the whole GEMM, in double (tolerance 1e-12: only the order of the sums differs). K spans two chunks and a ragged
+// third, and beta 1 checks that only the first chunk applies beta.
+TEST(GemmTuning, InnerChunksComputeTheWholeProduct) {
+    std::int64_t const M = 3, N = 4, K = 2 * kInnerChunk + 77;
+    for (bool const ta : {false, true}) {
+        for (bool const tb : {false, true}) {
+            std::int64_t const lda = ta ? M : K, ldb = tb ? K : N;
+            std::vector<double> A(M * K), Bm(K * N), chunked(M * N), whole(M * N);
+            for (std::size_t i = 0; i < A.size(); ++i) A[i] = standard_normal({3, 1}, i);
+            for (std::size_t i = 0; i < Bm.size(); ++i) Bm[i] = standard_normal({3, 2}, i);
+            for (std::size_t i = 0; i < whole.size(); ++i) whole[i] = chunked[i] = standard_normal({3, 3}, i);
+            gemm<double>(ta, tb, M, N, K, 0.5, A.data(), lda, Bm.data(), ldb, 1.0, whole.data(), N);
+            run_gemm_variant(GemmVariant::inner_chunks, K, 1.0f, [&](std::int64_t k0, std::int64_t k, float beta) {
+                gemm<double>(ta, tb, M, N, k, 0.5, inner_slice_a(A.data(), lda, ta, k0), lda,
+                             inner_slice_b(Bm.data(), ldb, tb, k0), ldb, beta, chunked.data(), N);
+            });
+            double difference = 0, reference = 0;
+            for (std::size_t i = 0; i < whole.size(); ++i) {
+                difference += (chunked[i] - whole[i]) * (chunked[i] - whole[i]);
+                reference += whole[i] * whole[i];
+            }
+            EXPECT_LT(std::sqrt(difference / reference), 1e-12) << "transpose_a " << ta << ", transpose_b " << tb;
+        }
+    }
+}
+
+bool was_tuned(GemmShape const& shape) {
+    std::vector<GemmTuning> const tunings = gemm_tunings();
+    return std::any_of(tunings.begin(), tunings.end(), [&](GemmTuning const& t) { return t.shape == shape; });
+}
+
+// A GEMM long enough to tune is timed once and gives the product whichever way won (fp32 against double:
+// 1e-5 norm-wise, for K = 16,387 random terms per entry); with tuning off, a new shape is never timed.
+TEST(GemmTuning, ALongGemmIsTunedOnceAndStaysCorrect) {
+    std::int64_t const M = 5, N = 6, K = 2 * kInnerChunk + 3;
+    std::vector<float> A(M * K), Bm(N * K), C(M * N);
+    for (std::size_t i = 0; i < A.size(); ++i) A[i] = static_cast<float>(standard_normal({4, 1}, i));
+    for (std::size_t i = 0; i < Bm.size(); ++i) Bm[i] = static_cast<float>(standard_normal({4, 2}, i));
+    std::vector<double> Ad(A.begin(), A.end()), Bd(Bm.begin(), Bm.end()), Cd(M * N);
+    gemm<double>(false, true, M, N, K, 1.0, Ad.data(), K, Bd.data(), K, 0.0, Cd.data(), N);
+
+    set_gemm_tuning(true);
+    std::size_t const before = gemm_tunings().size();
+    for (int call = 0; call < 2; ++call) {
+        gemm<float>(false, true, M, N, K, 1.0f, A.data(), K, Bm.data(), K, 0.0f, C.data(), N);
+        double difference = 0, reference = 0;
+        for (std::size_t i = 0; i < C.size(); ++i) {
+            difference += (C[i] - Cd[i]) * (C[i] - Cd[i]);
+            reference += Cd[i] * Cd[i];
+        }
+        EXPECT_LT(std::sqrt(difference / reference), 1e-5);
+    }
+    EXPECT_TRUE(was_tuned({false, false, true, M, N, K}));
+    EXPECT_EQ(gemm_tunings().size(), before + 1) << "timed more than once";
+
+    set_gemm_tuning(false);
+    gemm<float>(false, true, M - 1, N, K, 1.0f, A.data(), K, Bm.data(), K, 0.0f, C.data(), N);
+    EXPECT_FALSE(was_tuned({false, false, true, M - 1, N, K}));
+    set_gemm_tuning(true);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTransposes, Gemm,

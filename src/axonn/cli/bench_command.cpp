@@ -68,7 +68,20 @@ void add_bench_command(CLI::App& app) {
                                            {"recompute", options->run.model.recompute == Recompute::layer},
                                            {"peak_rss_bytes", result.peak_rss_bytes},
                                            {"tensor_peak_bytes", result.tensor_peak_bytes}};
-            fmt::print("{}\n", record.dump());
+            nlohmann::json tunings = nlohmann::json::array();
+            for (cpu::GemmTuning const& tuning : result.gemm_tunings) {
+                cpu::GemmShape const& s = tuning.shape;
+                double const flops = 2.0 * static_cast<double>(s.M) * static_cast<double>(s.N) * static_cast<double>(s.K);
+                tunings.push_back({{"gemm", fmt::format("{}{}{} {}x{}x{}", s.bf16 ? "bf16 " : "fp32 ",
+                                                        s.transpose_a ? 'T' : 'N', s.transpose_b ? 'T' : 'N', s.M,
+                                                        s.N, s.K)},
+                                   {"whole_flops_per_s", flops / tuning.whole_s},
+                                   {"chunked_flops_per_s", flops / tuning.chunks_s},
+                                   {"chosen", tuning.chosen == cpu::GemmVariant::whole ? "whole" : "chunked"}});
+            }
+            nlohmann::json full = record;
+            full["gemm_tuning"] = tunings;
+            fmt::print("{}\n", full.dump());
             return;
         }
         fmt::print("{} B={} T={} threads={} {}: {:.3f} s/step, {:.1f} tokens/s, {:.1f} model GFLOP/s, MFU {:.1f}% "

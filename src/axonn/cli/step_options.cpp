@@ -38,6 +38,11 @@ void add_step_options(CLI::App& command, StepOptions& options) {
             "sums are rounded to bf16 before they reach the fp32 gradients). Either --precision")
         ->check(CLI::IsMember({"fp32", "bf16"}))
         ->default_str("fp32");
+    command.add_option("--gemm-tuning", options.gemm_tuning,
+                       "on: time the ways of computing each long GEMM once (whole, or its inner dimension in chunks) "
+                       "and use the fastest; off: always whole, so that two runs are bitwise equal whatever the timings")
+        ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}))
+        ->default_str("on");
     command.add_option("--micro-batch", options.micro_batch,
                        "sequences per pass on each data x z replica; the passes' gradients accumulate into the "
                        "global batch's (0: one pass)")

@@ -25,6 +25,11 @@ public:
     // The element type of the GEMMs' inputs: f32, or bf16 in mixed precision.
     virtual DType gemm_dtype() const = 0;
 
+    // On: a GEMM shape that can be computed more than one way is timed once, the first time it is met, and runs
+    // the fastest way from then on (kernels/cpu/gemm_tuning.h). Off: one way always, so that two runs are bitwise
+    // equal whatever the timings. On the CPU this holds for the whole process.
+    virtual void set_gemm_tuning(bool on) = 0;
+
     // out[n] = in[n] converted between fp32 and bf16 (or copied when the types agree)
     virtual void convert(void* out, DType out_dtype, void const* in, DType in_dtype, std::int64_t n) = 0;
 

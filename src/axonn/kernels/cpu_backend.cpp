@@ -8,6 +8,7 @@
 #include "axonn/kernels/cpu/cross_entropy.h"
 #include "axonn/kernels/cpu/encoder.h"
 #include "axonn/kernels/cpu/gelu.h"
+#include "axonn/kernels/cpu/gemm_tuning.h"
 #include "axonn/kernels/cpu/gemm.h"
 #include "axonn/kernels/cpu/layernorm.h"
 #include "axonn/kernels/cpu/linear.h"
@@ -28,6 +29,8 @@ std::string CpuBackend::name() const {
     return fmt::format("cpu, {} GEMMs (oneDNN: {})", precision_name(gemm_dtype_),
                        cpu::gemm_library_name());
 }
+
+void CpuBackend::set_gemm_tuning(bool on) { cpu::set_gemm_tuning(on); }
 
 void CpuBackend::convert(void* out, DType out_dtype, void const* in, DType in_dtype, std::int64_t n) {
     TraceSpan const span("convert", TraceTrack::kernels);

@@ -17,6 +17,7 @@ public:
 
     std::string name() const override;
     DType gemm_dtype() const override { return gemm_dtype_; }
+    void set_gemm_tuning(bool on) override;
     void convert(void* out, DType out_dtype, void const* in, DType in_dtype, std::int64_t n) override;
     void encoder_forward(float* out, std::int32_t const* tokens, WeightView wte, float const* wpe, int B, int T,
                          int C, int vocab_begin, int vocab_rows) override;

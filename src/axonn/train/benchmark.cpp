@@ -90,6 +90,7 @@ BenchResult run_benchmark(BenchOptions options) {
     int const timed = options.iterations - options.warmup;
     BenchResult result{};
     result.precision = options.run.model.precision;
+    result.gemm_tunings = cpu::gemm_tunings();
     result.step_s = timed_seconds / timed;
     result.comm_s = communication.busy_s / timed;
     result.comm_exposed_s = communication.waited_s / timed;

@@ -44,6 +44,7 @@ std::unique_ptr<Backend> make_step_backend(StepOptions& options, bool announce) 
         }
         options.model.precision = DType::f32;
     }
+    backend->set_gemm_tuning(options.gemm_tuning);
     return backend;
 }
 

@@ -17,6 +17,7 @@ namespace axonn {
 struct StepOptions {
     GptOptions model;
     int micro_batch = 0;  // sequences per pass on each data × z replica; 0: the replica's whole share in one pass
+    bool gemm_tuning = true;  // time the ways of computing a GEMM shape once and use the fastest (Backend)
 
     // The sequences a rank's Gpt holds per pass, out of its share of the global batch; throws axonn::Error when
     // the micro-batch does not divide that share.

@@ -1,6 +1,7 @@
 #include "axonn/kernels/cpu/bf16.h"
 
 #include "axonn/core/error.h"
+#include "axonn/kernels/cpu/gemm_tuning.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -51,19 +52,10 @@ void convert_all(Out* out, In const* in, std::int64_t n, Convert&& convert) {
     for (std::int64_t i = 0; i < n; ++i) out[i] = convert(in[i]);
 }
 
-}  // namespace
-
-void to_bf16(bfloat16* out, float const* in, std::int64_t n) {
-    convert_all(out, in, n, [](float value) { return to_bfloat16(value); });
-}
-
-void to_f32(float* out, bfloat16 const* in, std::int64_t n) {
-    convert_all(out, in, n, [](bfloat16 value) { return to_float(value); });
-}
-
-void gemm_bf16(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K, bfloat16 const* A,
-               std::int64_t lda, bfloat16 const* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
-    invariant(beta == 0.0f || beta == 1.0f, "gemm_bf16 takes beta 0 or 1, not {}", beta);
+// One oneDNN matmul over the whole inner dimension.
+void gemm_bf16_whole(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K,
+                     bfloat16 const* A, std::int64_t lda, bfloat16 const* B, std::int64_t ldb, float beta, float* C,
+                     std::int64_t ldc) {
     static std::mutex mutex;
     static std::map<GemmKey, GemmPlan> plans;
     GemmKey const key{transpose_a, transpose_b, M, N, K, lda, ldb, ldc, beta == 1.0f};
@@ -80,6 +72,33 @@ void gemm_bf16(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t 
     dnnl::memory const c(plan->c, cpu_engine(), C);
     plan->matmul.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
     stream.wait();
+}
+
+}  // namespace
+
+void to_bf16(bfloat16* out, float const* in, std::int64_t n) {
+    convert_all(out, in, n, [](float value) { return to_bfloat16(value); });
+}
+
+void to_f32(float* out, bfloat16 const* in, std::int64_t n) {
+    convert_all(out, in, n, [](bfloat16 value) { return to_float(value); });
+}
+
+void gemm_bf16(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K, bfloat16 const* A,
+               std::int64_t lda, bfloat16 const* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+    invariant(beta == 0.0f || beta == 1.0f, "gemm_bf16 takes beta 0 or 1, not {}", beta);
+    // The product over inner indices k0 ... k0+k−1 into out (row stride ld_out).
+    auto part_into = [&](float* out, std::int64_t ld_out) {
+        return [=](std::int64_t k0, std::int64_t k, float part_beta) {
+            gemm_bf16_whole(transpose_a, transpose_b, M, N, k, inner_slice_a(A, lda, transpose_a, k0), lda,
+                            inner_slice_b(B, ldb, transpose_b, k0), ldb, part_beta, out, ld_out);
+        };
+    };
+    GemmVariant const variant =
+        gemm_variant({true, transpose_a, transpose_b, M, N, K}, [&](GemmVariant way, float* scratch) {
+            run_gemm_variant(way, K, 0.0f, part_into(scratch, N));
+        });
+    run_gemm_variant(variant, K, beta, part_into(C, ldc));
 }
 
 Bf16Support bf16_gemm_support() {

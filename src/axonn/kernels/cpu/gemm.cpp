@@ -1,6 +1,7 @@
 #include "axonn/kernels/cpu/gemm.h"
 
 #include "axonn/core/error.h"
+#include "axonn/kernels/cpu/gemm_tuning.h"
 
 #include <oneapi/dnnl/dnnl.h>
 
@@ -10,10 +11,22 @@ template <>
 void gemm<float>(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
                  float const* A, std::int64_t lda, float const* B, std::int64_t ldb, float beta, float* C,
                  std::int64_t ldc) {
-    dnnl_status_t const status = dnnl_sgemm(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', M, N, K, alpha, A, lda,
-                                            B, ldb, beta, C, ldc);
-    invariant(status == dnnl_success, "oneDNN sgemm failed (status {}) for M={} N={} K={}", static_cast<int>(status), M,
-            N, K);
+    // The product over inner indices k0 ... k0+k−1 into out (row stride ld_out).
+    auto part_into = [&](float* out, std::int64_t ld_out) {
+        return [=](std::int64_t k0, std::int64_t k, float part_beta) {
+            dnnl_status_t const status =
+                dnnl_sgemm(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', M, N, k, alpha,
+                           inner_slice_a(A, lda, transpose_a, k0), lda, inner_slice_b(B, ldb, transpose_b, k0), ldb,
+                           part_beta, out, ld_out);
+            invariant(status == dnnl_success, "oneDNN sgemm failed (status {}) for M={} N={} K={}",
+                      static_cast<int>(status), M, N, k);
+        };
+    };
+    GemmVariant const variant =
+        gemm_variant({false, transpose_a, transpose_b, M, N, K}, [&](GemmVariant way, float* scratch) {
+            run_gemm_variant(way, K, 0.0f, part_into(scratch, N));
+        });
+    run_gemm_variant(variant, K, beta, part_into(C, ldc));
 }
 
 template <>
