@@ -17,12 +17,18 @@ template <typename T> struct Head {
     std::int64_t const qkv_offset, out_offset, lse_offset, ld_qkv, ld_out;
     int const hs;
     T const scale;
+    int const channels;
+
+    // This head's query, key and value columns in a [B,T,3C] buffer (the activation, or its gradient).
+    template <typename U> U* q(U* qkv) const { return qkv + qkv_offset; }
+    template <typename U> U* k(U* qkv) const { return qkv + qkv_offset + channels; }
+    template <typename U> U* v(U* qkv) const { return qkv + qkv_offset + 2 * channels; }
 
     Head(int b, int h, int T_, int C, int NH)
         : qkv_offset(static_cast<std::int64_t>(b) * T_ * 3 * C + static_cast<std::int64_t>(h) * (C / NH)),
           out_offset(static_cast<std::int64_t>(b) * T_ * C + static_cast<std::int64_t>(h) * (C / NH)),
           lse_offset((static_cast<std::int64_t>(b) * NH + h) * T_), ld_qkv(3 * static_cast<std::int64_t>(C)),
-          ld_out(C), hs(C / NH), scale(T(1) / std::sqrt(static_cast<T>(C / NH))) {}
+          ld_out(C), hs(C / NH), scale(T(1) / std::sqrt(static_cast<T>(C / NH))), channels(C) {}
 };
 
 // How many keys of the tile starting at key k0 (cols wide) query row `query` may see: keys k0 ... query.
@@ -58,9 +64,7 @@ void attention_forward(T* out, T* lse, T const* qkv, int B, int T_, int C, int N
         for (int b = 0; b < B; ++b) {
             for (int h = 0; h < NH; ++h) {
                 Head<T> const head(b, h, T_, C, NH);
-                T const* q = qkv + head.qkv_offset;
-                T const* k = q + C;
-                T const* v = q + 2 * C;
+                T const *q = head.q(qkv), *k = head.k(qkv), *v = head.v(qkv);
                 T* o = out + head.out_offset;
                 for (int q0 = 0; q0 < T_; q0 += Br) {
                     int const rows = std::min(Br, T_ - q0), key_end = q0 + rows;
@@ -122,12 +126,8 @@ void attention_backward(T* dqkv, T const* dout, T const* qkv, T const* out, T co
         for (int b = 0; b < B; ++b) {
             for (int h = 0; h < NH; ++h) {
                 Head<T> const head(b, h, T_, C, NH);
-                T const* q = qkv + head.qkv_offset;
-                T const* k = q + C;
-                T const* v = q + 2 * C;
-                T* dq = dqkv + head.qkv_offset;
-                T* dk = dq + C;
-                T* dv = dq + 2 * C;
+                T const *q = head.q(qkv), *k = head.k(qkv), *v = head.v(qkv);
+                T *dq = head.q(dqkv), *dk = head.k(dqkv), *dv = head.v(dqkv);
                 T const* o = out + head.out_offset;
                 T const* d_o = dout + head.out_offset;
                 T const* lse_bh = lse + head.lse_offset;
