@@ -3,6 +3,7 @@
 // GEMMs report FLOP/s, the memory-bound kernels bytes/s.
 #include "axonn/kernels/cpu/adamw.h"
 #include "axonn/kernels/cpu/attention.h"
+#include "axonn/kernels/cpu/bf16.h"
 #include "axonn/kernels/cpu/cross_entropy.h"
 #include "axonn/kernels/cpu/gelu.h"
 #include "axonn/kernels/cpu/gemm.h"
@@ -69,6 +70,27 @@ void BM_AttentionForwardBackward(benchmark::State& state) {
     state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_AttentionForwardBackward)->Arg(64)->Arg(256)->Arg(1024);
+
+// The same in bf16, as the bf16 backend runs it: qkv and dout rounded to bf16 (counted in the time), every tile
+// GEMM on bf16 inputs.
+void BM_AttentionForwardBackwardBf16(benchmark::State& state) {
+    int const seq = static_cast<int>(state.range(0)), batch = std::max(1, 1024 / seq);
+    std::int64_t const tokens = static_cast<std::int64_t>(batch) * seq;
+    std::vector<float> qkv(tokens * 3 * C, 0.1f), out(tokens * C), lse(batch * NH * seq), dqkv(tokens * 3 * C),
+        dout(tokens * C, 0.01f);
+    std::vector<axonn::bfloat16> qkv_bf16(qkv.size()), dout_bf16(dout.size());
+    for (auto _ : state) {
+        to_bf16(qkv_bf16.data(), qkv.data(), static_cast<std::int64_t>(qkv.size()));
+        attention_forward_bf16(out.data(), lse.data(), qkv_bf16.data(), batch, seq, C, NH);
+        to_bf16(qkv_bf16.data(), qkv.data(), static_cast<std::int64_t>(qkv.size()));
+        to_bf16(dout_bf16.data(), dout.data(), static_cast<std::int64_t>(dout.size()));
+        attention_backward_bf16(dqkv.data(), dout_bf16.data(), qkv_bf16.data(), out.data(), lse.data(), batch, seq, C,
+                                NH);
+    }
+    double const flops = 7.0 * 2.0 * static_cast<double>(attention_scores_computed(seq)) * (C / NH) * batch * NH;
+    state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_AttentionForwardBackwardBf16)->Arg(64)->Arg(256)->Arg(1024);
 
 void BM_CrossEntropyForwardBackward(benchmark::State& state) {
     std::vector<float> logits(BT * Vp, 0.01f), losses(BT), lse(BT), row_max(BT), dlosses(BT, 1.0f / BT);

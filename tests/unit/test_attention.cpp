@@ -2,8 +2,12 @@
 // head's [T,T] probabilities: sequences shorter than a tile, one longer, many tiles with a ragged last one, in
 // the default tiles and in small ones. In double the two differ only in rounding (tolerance 1e-12, norm-wise);
 // the fp32 kernels against the double reference on the same rounded inputs within 1e-5 (measured about 1e-7),
-// which also covers the fp32 exp approximation.
+// which also covers the fp32 exp approximation. The bf16 kernels (every tile GEMM on bf16 inputs: q, k, v, dout
+// and each tile of P and dS rounded to bf16, 2⁻⁹ relative each) against the same reference: out within 1e-2,
+// dqkv within 2e-2, as the model's bf16 gradients (the softmax backward's dP − D cancels, which magnifies the
+// rounding; measured up to 8.8e-3 with these peaked rows), and further than 1e-5, or they did not round at all.
 #include "axonn/kernels/cpu/attention.h"
+#include "axonn/kernels/cpu/bf16.h"
 
 #include "axonn/core/rng.h"
 #include "support/reference_attention.h"
@@ -49,6 +53,20 @@ std::pair<std::vector<double>, std::vector<double>> fused(AttentionCase const& c
     return {std::vector<double>(out.begin(), out.end()), std::vector<double>(dqkv.begin(), dqkv.end())};
 }
 
+// The bf16 kernels on the same inputs: out, then dqkv.
+std::pair<std::vector<double>, std::vector<double>> fused_bf16(AttentionCase const& c, std::vector<double> const& qkv,
+                                                               std::vector<double> const& dout) {
+    std::vector<float> const qkv_f(qkv.begin(), qkv.end()), dout_f(dout.begin(), dout.end());
+    std::vector<bfloat16> qkv_b(qkv.size()), dout_b(dout.size());
+    to_bf16(qkv_b.data(), qkv_f.data(), static_cast<std::int64_t>(qkv_b.size()));
+    to_bf16(dout_b.data(), dout_f.data(), static_cast<std::int64_t>(dout_b.size()));
+    std::vector<float> out(dout.size()), lse(static_cast<std::size_t>(c.B) * c.NH * c.T), dqkv(qkv.size(), 0.0f);
+    attention_forward_bf16(out.data(), lse.data(), qkv_b.data(), c.B, c.T, c.C, c.NH, c.tiles);
+    attention_backward_bf16(dqkv.data(), dout_b.data(), qkv_b.data(), out.data(), lse.data(), c.B, c.T, c.C, c.NH,
+                            c.tiles);
+    return {std::vector<double>(out.begin(), out.end()), std::vector<double>(dqkv.begin(), dqkv.end())};
+}
+
 class FusedAttention : public ::testing::TestWithParam<AttentionCase> {};
 
 TEST_P(FusedAttention, MatchesFullAttention) {
@@ -71,6 +89,13 @@ TEST_P(FusedAttention, MatchesFullAttention) {
     auto const [out_float, dqkv_float] = fused<float>(c, qkv, dout);
     EXPECT_LT(relative_error(out_float, out), 1e-5);
     EXPECT_LT(relative_error(dqkv_float, dqkv), 1e-5);
+
+    if (!bf16_gemm_support().available) GTEST_SKIP() << "no bf16 GEMM here: " << bf16_gemm_support().reason;
+    auto const [out_bf16, dqkv_bf16] = fused_bf16(c, qkv, dout);
+    double const out_error = relative_error(out_bf16, out), dqkv_error = relative_error(dqkv_bf16, dqkv);
+    EXPECT_LT(out_error, 1e-2);
+    EXPECT_LT(dqkv_error, 2e-2);
+    EXPECT_GT(std::min(out_error, dqkv_error), 1e-5) << "the bf16 kernels did not round to bf16";
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FusedAttention,

@@ -195,7 +195,8 @@ std::vector<KernelCase> kernel_cases() {
                              attention_forward<double>(out.data(), lse.data(), at(in, "qkv"), B, T_, C, NH, tiles);
                              attention_backward<double>(at(d, "dqkv"), dout.data(), at(in, "qkv"), out.data(),
                                                         lse.data(), B, T_, C, NH, tiles);
-                         }});
+                         },
+                         gemm_bf16_tolerance});
     }
     cases.push_back({"cross_entropy", {{"logits", N_rows * Vp, 3.0}}, N_rows, {"logits"},
                      AXONN_FORWARD(std::vector<T> lse(N_rows), row_max(N_rows); std::vector<double> sums(2 * N_rows);

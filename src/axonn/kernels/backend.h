@@ -4,9 +4,9 @@
 // shape. Letters: B batch, T time, C channels, NH heads, M/N/K GEMM sizes, V vocabulary, Vp padded vocabulary.
 // Backward operations accumulate (+=) into gradient buffers, except where they say they write.
 //
-// Precision: a backend made for bf16 (make_backend) runs its Linear GEMMs on bf16 inputs with fp32 accumulation,
-// converting fp32 activation operands as it goes, and takes bf16 weights; statistics (LayerNorm, softmax,
-// cross-entropy) and everything else stay fp32.
+// Precision: a backend made for bf16 (make_backend) runs its Linear GEMMs and attention's tile GEMMs on bf16
+// inputs with fp32 accumulation, converting fp32 activation operands as it goes, and takes bf16 weights;
+// statistics (LayerNorm, softmax, cross-entropy) and everything else stay fp32.
 #pragma once
 
 #include "axonn/kernels/types.h"

@@ -122,12 +122,23 @@ void CpuBackend::linear_backward_weight(float* dweight, float* dbias, float cons
 }
 void CpuBackend::attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH) {
     TraceSpan const span("attention_forward", TraceTrack::kernels);
-    cpu::attention_forward(out, lse, qkv, B, T, C, NH);
+    if (gemm_dtype_ == DType::bf16) {
+        cpu::attention_forward_bf16(out, lse, bf16_operand(0, qkv, static_cast<std::int64_t>(B) * T * 3 * C), B, T,
+                                    C, NH);
+    } else {
+        cpu::attention_forward(out, lse, qkv, B, T, C, NH);
+    }
 }
 void CpuBackend::attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out,
                                     float const* lse, int B, int T, int C, int NH) {
     TraceSpan const span("attention_backward", TraceTrack::kernels);
-    cpu::attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
+    if (gemm_dtype_ == DType::bf16) {
+        std::int64_t const BT = static_cast<std::int64_t>(B) * T;
+        cpu::attention_backward_bf16(dqkv, bf16_operand(1, dout, BT * C), bf16_operand(0, qkv, BT * 3 * C), out, lse,
+                                     B, T, C, NH);
+    } else {
+        cpu::attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
+    }
 }
 void CpuBackend::gelu_forward(float* out, float const* inp, std::int64_t n) {
     TraceSpan const span("gelu_forward", TraceTrack::kernels); cpu::gelu_forward(out, inp, n); }

@@ -80,12 +80,13 @@ ComputeTimes compute_times(StepShape const& step, MachineProfile const& machine,
                                  gemm_seconds(M, 4 * Cy, Cx, L, machine, bf16) +
                                  gemm_seconds(M, Cx, 4 * Cy, L, machine, bf16);
     double const head = gemm_seconds(M, Vpy, Cx, 1, machine, bf16);
-    // Fused attention, in fp32 at either precision: two GEMMs per (sequence, head) over the score tiles on and
-    // below the diagonal, in tiles of (at most) 64 query rows. Its backward runs five (the scores again, dP, dv,
-    // dq, dk), 2.5 times the forward where a Linear's backward is twice its forward.
-    double const query_tile = std::min(T, static_cast<double>(cpu::AttentionTiles{}.queries));
-    double const score_columns = static_cast<double>(cpu::attention_scores_computed(step.seq)) / query_tile;
-    double const attention = 2 * gemm_seconds(query_tile, score_columns, hs, L * B * heads, machine, false);
+    // Fused attention, in the run's precision: two GEMMs per (sequence, head) over the score tiles on and below
+    // the diagonal, in the precision's tiles. Its backward runs five (the scores again, dP, dv, dq, dk), 2.5 times
+    // the forward where a Linear's backward is twice its forward.
+    cpu::AttentionTiles const tiles = bf16 ? cpu::bf16_attention_tiles : cpu::AttentionTiles{};
+    double const query_tile = std::min(T, static_cast<double>(tiles.queries));
+    double const score_columns = static_cast<double>(cpu::attention_scores_computed(step.seq, tiles)) / query_tile;
+    double const attention = 2 * gemm_seconds(query_tile, score_columns, hs, L * B * heads, machine, bf16);
     // One pass's memory-bound kernels, forward (bytes read and written, fp32): LayerNorms, residuals, GELU; the
     // embedding and the cross-entropy over this rank's vocabulary slice. Attention's score tiles stay in cache.
     double const layer_elementwise =

@@ -8,6 +8,8 @@
 // its columns in place (row stride 3C), so nothing is transposed or copied.
 #pragma once
 
+#include "axonn/core/bfloat16.h"
+
 #include <cstdint>
 
 namespace axonn::cpu {
@@ -19,6 +21,9 @@ struct AttentionTiles {
     int queries = 64;
     int keys = 128;
 };
+// bf16's tile GEMMs are oneDNN matmul calls, each with a fixed cost of its own: larger tiles, fewer calls. 128 ×
+// 256 ran T = 256 and T = 1024 fastest among 64-256 (bench/kernel_bench.cpp, the same machine).
+inline constexpr AttentionTiles bf16_attention_tiles{128, 256};
 
 // The score entries per head that the kernels compute for a sequence of T tokens: the lower triangle rounded out
 // to whole tiles along the diagonal (T² while T fits one query tile, about T²/2 for long sequences).
@@ -33,5 +38,17 @@ void attention_forward(T* out, T* lse, T const* qkv, int B, int T_, int C, int N
 template <typename T>
 void attention_backward(T* dqkv, T const* dout, T const* qkv, T const* out, T const* lse, int B, int T_, int C,
                         int NH, AttentionTiles tiles = {});
+
+// The same in mixed precision: every tile GEMM on bf16 inputs with fp32 accumulation (qkv and dout rounded to
+// bf16 once by the caller, each tile of probabilities and of their gradients as it goes into a GEMM); the
+// softmax, its statistics, out, lse and dqkv stay fp32. The backward's row sums D = dO·O read the same bf16 dO
+// as its GEMMs, so that dP − D cancels as it does in exact arithmetic (with fp32 dO, a one-token row's dS would be
+// rounding noise instead of zero).
+// qkv[B,T,3C] bf16, dout[B,T,C] bf16; the rest as above
+void attention_forward_bf16(float* out, float* lse, bfloat16 const* qkv, int B, int T_, int C, int NH,
+                            AttentionTiles tiles = bf16_attention_tiles);
+void attention_backward_bf16(float* dqkv, bfloat16 const* dout, bfloat16 const* qkv, float const* out,
+                             float const* lse, int B, int T_, int C, int NH,
+                             AttentionTiles tiles = bf16_attention_tiles);
 
 }  // namespace axonn::cpu
