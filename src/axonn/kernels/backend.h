@@ -89,9 +89,10 @@ public:
                                         std::int32_t const* targets, float const* dlosses, std::int64_t N, int valid,
                                         int Vp_local, int vocab_begin) = 0;
 
-    // One AdamW step over a flat parameter range, and the squared norm used for clipping.
+    // One AdamW step over a flat parameter range, and the squared norm used for clipping. param_bf16[n], when not
+    // null, receives bf16(param) as updated: the GEMMs' copy refreshed in the same pass (mixed precision).
     virtual void adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n,
-                              AdamWStep const& step) = 0;
+                              AdamWStep const& step, bfloat16* param_bf16 = nullptr) = 0;
     virtual double sum_of_squares(float const* x, std::int64_t n) = 0;
 };
 

@@ -176,9 +176,9 @@ void CpuBackend::cross_entropy_backward(float* dlogits, float const* logits, flo
     cpu::cross_entropy_backward(dlogits, logits, logsumexp, targets, dlosses, N, valid, Vp_local, vocab_begin);
 }
 void CpuBackend::adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n,
-                              AdamWStep const& step) {
+                              AdamWStep const& step, bfloat16* param_bf16) {
     TraceSpan const span("adamw_update", TraceTrack::kernels);
-    cpu::adamw_update(param, grad, m, v, n, step);
+    cpu::adamw_update(param, grad, m, v, n, step, param_bf16);
 }
 double CpuBackend::sum_of_squares(float const* x, std::int64_t n) {
     TraceSpan const span("sum_of_squares", TraceTrack::kernels); return cpu::sum_of_squares(x, n); }

@@ -2,6 +2,7 @@
 // device runs it.
 #pragma once
 
+#include "axonn/core/bfloat16.h"
 #include "axonn/core/tensor.h"
 
 #include <cstdint>

@@ -308,6 +308,13 @@ void const* Gpt::gemm_weight(Param id, std::int64_t element) const {
     return static_cast<char const*>(weights.raw_data()) + bytes;
 }
 
+Gpt::UpdateTarget Gpt::update_target() {
+    if (options_.precision != DType::bf16) return {params(), nullptr};
+    // The copy is current now (every forward refreshes it), and the update writes both alike.
+    refresh_gemm_weights();
+    return {parameters_.span<float>(), gemm_weights_.data<bfloat16>()};
+}
+
 void Gpt::refresh_gemm_weights() {
     if (options_.precision == DType::f32 || !gemm_weights_stale_) return;
     backend_.convert(gemm_weights_.raw_data(), options_.precision, parameters_.raw_data(), DType::f32, layout_.total());

@@ -22,7 +22,8 @@ AdamW::AdamW(std::vector<ParamSegment> segments, std::int64_t total, Backend& ba
     config_.validate();
 }
 
-void AdamW::step(std::span<float> params, std::span<float const> grads, double norm, float learning_rate) {
+void AdamW::step(std::span<float> params, std::span<float const> grads, double norm, float learning_rate,
+                 bfloat16* params_bf16) {
     ++steps_taken_;
     // torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when that is below 1.
     double const coefficient = config_.grad_clip > 0 ? config_.grad_clip / (norm + 1e-6) : 1.0;
@@ -32,7 +33,8 @@ void AdamW::step(std::span<float> params, std::span<float const> grads, double n
                                segment.decay ? config_.weight_decay : 0.0f, grad_scale, steps_taken_};
         std::int64_t const offset = segment.offset;
         backend_.adamw_update(params.data() + offset, grads.data() + offset, m_.data<float>() + offset,
-                              v_.data<float>() + offset, segment.numel, update);
+                              v_.data<float>() + offset, segment.numel, update,
+                              params_bf16 == nullptr ? nullptr : params_bf16 + offset);
     }
 }
 

@@ -26,8 +26,10 @@ public:
     // segments: the ranges of the flat parameter buffer, each with its weight-decay setting (Gpt::segments()).
     AdamW(std::vector<ParamSegment> segments, std::int64_t total, Backend& backend, AdamWConfig const& config);
 
-    // Clips the gradients to grad_clip by their global norm `norm`, and updates the parameters at this lr.
-    void step(std::span<float> params, std::span<float const> grads, double norm, float learning_rate);
+    // Clips the gradients to grad_clip by their global norm `norm`, and updates the parameters at this lr;
+    // params_bf16, when not null, receives the updated parameters in bf16 (the model's GEMM copy).
+    void step(std::span<float> params, std::span<float const> grads, double norm, float learning_rate,
+              bfloat16* params_bf16 = nullptr);
 
 
 private:

@@ -58,7 +58,8 @@ StepResult train_step(Gpt& model, AdamW& optimizer, std::span<Batch const> passe
     }
     double const norm = model.gradient_norm();
     if (!std::isfinite(loss) || !std::isfinite(norm)) return {loss, norm, false};
-    optimizer.step(model.params(), model.grads(), norm, learning_rate);
+    Gpt::UpdateTarget const target = model.update_target();
+    optimizer.step(target.params, model.grads(), norm, learning_rate, target.gemm_copy);
     return {loss, norm, true};
 }
 

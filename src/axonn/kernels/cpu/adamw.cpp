@@ -4,7 +4,11 @@
 
 namespace axonn::cpu {
 
-void adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n, AdamWStep const& step) {
+namespace {
+
+template <bool with_copy>
+void adamw_loop(float* param, float const* grad, float* m, float* v, std::int64_t n, AdamWStep const& step,
+                bfloat16* param_bf16) {
     float const bias_correction1 = 1.0f - std::pow(step.beta1, static_cast<float>(step.step));
     float const bias_correction2 = 1.0f - std::pow(step.beta2, static_cast<float>(step.step));
     float const decay_factor = 1.0f - step.learning_rate * step.weight_decay;
@@ -21,7 +25,21 @@ void adamw_update(float* param, float const* grad, float* m, float* v, std::int6
         float const v_i = beta2 * v[i] + (1.0f - beta2) * g * g;
         m[i] = m_i;
         v[i] = v_i;
-        param[i] = param[i] * decay_factor - step_size * m_i / (std::sqrt(v_i) * inverse_sqrt_bc2 + eps);
+        float const p = param[i] * decay_factor - step_size * m_i / (std::sqrt(v_i) * inverse_sqrt_bc2 + eps);
+        param[i] = p;
+        if constexpr (with_copy) param_bf16[i] = to_bfloat16(p);
+    }
+}
+
+}  // namespace
+
+void adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n, AdamWStep const& step,
+                  bfloat16* param_bf16) {
+    // Two loops, so that the one without a copy carries no branch.
+    if (param_bf16 != nullptr) {
+        adamw_loop<true>(param, grad, m, v, n, step, param_bf16);
+    } else {
+        adamw_loop<false>(param, grad, m, v, n, step, nullptr);
     }
 }
 
