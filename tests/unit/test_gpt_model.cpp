@@ -114,18 +114,25 @@ TEST(Gpt, LearnsAFixedBatchAndKeepsPaddingAtZero) {
     EXPECT_TRUE(std::all_of(padding, padding + 28 * config.n_embd, [](float x) { return x == 0.0f; }));
 }
 
+// The bf16 model tests' setting: gpt2-tiny with 100 ids, one serial rank, a batch of 2 × 16 tokens.
+class Bf16Model : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (!cpu::bf16_gemm_support().available) GTEST_SKIP() << "no bf16 GEMM here: " << cpu::bf16_gemm_support().reason;
+        config.vocab_size = 100;
+        for (int i = 0; i < 32; ++i) tokens[i] = (i * 13) % 100, targets[i] = (i * 17) % 100;
+    }
+    GptConfig config = gpt_preset("gpt2-tiny");
+    ProcessGrid serial{MPI_COMM_SELF, GridShape{}};
+    std::vector<std::int32_t> tokens = std::vector<std::int32_t>(32), targets = std::vector<std::int32_t>(32);
+    Batch const batch{2, 16, tokens.data(), targets.data(), nullptr};
+};
+
 // Mixed precision changes only the GEMMs' inputs, rounded to bf16 (8 bits of mantissa: 2⁻⁹ relative each):
 // the logits and the gradients stay within a few rounding errors of fp32's, norm-wise. Tolerances: logits 1e-2,
 // gradients 2e-2 (the backward's GEMMs compound the forward's rounding); measured 3.8e-3 and 4.5e-3. A bf16 model
 // that silently ran in fp32 would match far closer than 2⁻¹²: that is checked too.
-TEST(Gpt, Bf16LogitsAndGradientsFollowFp32) {
-    if (!cpu::bf16_gemm_support().available) GTEST_SKIP() << "no bf16 GEMM here: " << cpu::bf16_gemm_support().reason;
-    GptConfig config = gpt_preset("gpt2-tiny");
-    config.vocab_size = 100;
-    ProcessGrid serial(MPI_COMM_SELF, GridShape{});
-    std::vector<std::int32_t> tokens(32), targets(32);
-    for (int i = 0; i < 32; ++i) tokens[i] = (i * 13) % 100, targets[i] = (i * 17) % 100;
-    Batch const batch{2, 16, tokens.data(), targets.data(), nullptr};
+TEST_F(Bf16Model, LogitsAndGradientsFollowFp32) {
     struct Outcome {
         std::vector<float> logits, grads;
         float loss;
@@ -152,14 +159,7 @@ TEST(Gpt, Bf16LogitsAndGradientsFollowFp32) {
 
 // AdamW rewrites the bf16 GEMM copy in the same pass as the fp32 weights: after two steps, the logits equal (bit
 // for bit) those of a model given the same fp32 weights whose copy is converted afresh.
-TEST(Gpt, Bf16CopyWrittenByTheUpdateEqualsAFreshConversion) {
-    if (!cpu::bf16_gemm_support().available) GTEST_SKIP() << "no bf16 GEMM here: " << cpu::bf16_gemm_support().reason;
-    GptConfig config = gpt_preset("gpt2-tiny");
-    config.vocab_size = 100;
-    ProcessGrid serial(MPI_COMM_SELF, GridShape{});
-    std::vector<std::int32_t> tokens(32), targets(32);
-    for (int i = 0; i < 32; ++i) tokens[i] = (i * 13) % 100, targets[i] = (i * 17) % 100;
-    Batch const batch{2, 16, tokens.data(), targets.data(), nullptr};
+TEST_F(Bf16Model, CopyWrittenByTheUpdateEqualsAFreshConversion) {
     CpuBackend backend(DType::bf16);
     GptOptions const options{.precision = DType::bf16};
     Gpt trained(config, backend, serial, 2, 16, options), copied(config, backend, serial, 2, 16, options);
