@@ -1,11 +1,13 @@
 // The `axonn` command: one binary, one subcommand per job. Every error ends here as one line on stderr and a
 // non-zero exit status: 2 for a bad command line (an unknown flag, a bad value), 1 for anything else the user or
 // the machine can cause (bad data, files, a full disk), 70 for an internal error that is this program's fault.
-// Under mpirun a failure on any rank ends the whole job (comm/job_errors.h says how).
+// Under mpirun a failure on any rank ends the whole job (comm/job_errors.h says how). A training run stopped by
+// SIGTERM or SIGUSR1 saves a checkpoint and exits with 75 (train/stop_signals.h).
 #include "axonn/cli/commands.h"
 #include "axonn/cli/config_file.h"
 #include "axonn/comm/job_errors.h"
 #include "axonn/core/error.h"
+#include "axonn/train/stop_signals.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -63,7 +65,8 @@ int run(int argc, char** argv) {
     CLI::App app{"axonn: train GPT-style language models with 4D hybrid parallelism (AxoNN's algorithm) in C++",
                  "axonn"};
     app.footer("Run `axonn COMMAND --help` for a command's options. Docs: README.md, docs/ARCHITECTURE.md.\n"
-               "Exit status: 0 success, 1 an error in data, files or the run, 2 a bad command line, 70 a bug.");
+               "Exit status: 0 success, 1 an error in data, files or the run, 2 a bad command line, 70 a bug,\n"
+               "75 a training run stopped by SIGTERM or SIGUSR1 after saving its checkpoint (resume it).");
     app.require_subcommand(1);
     // A later value of an option replaces an earlier one: how the command line overrides a config file.
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -74,6 +77,8 @@ int run(int argc, char** argv) {
     axonn::add_parity_command(app);
     axonn::add_plan_command(app);
     axonn::add_calibrate_command(app);
+    axonn::add_export_command(app);
+    axonn::add_import_command(app);
     std::vector<std::string> arguments(argv, argv + argc);
     check_command_named(arguments, command_names(app));
     arguments = axonn::as_usage_errors([&] { return axonn::expand_config_files(app, std::move(arguments)); });
@@ -107,6 +112,11 @@ int main(int argc, char** argv) {
     axonn::JobErrors errors;
     try {
         return run(argc, argv);
+    } catch (axonn::StoppedBySignal const& e) {  // every rank, after the checkpoint: not an error
+        int rank = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (rank == 0) fmt::print(stderr, "axonn: {}\n", e.what());
+        return axonn::stopped_exit_status;
     } catch (axonn::UsageError const& e) {
         return errors.end_job("error", e.what(), 2);
     } catch (axonn::Error const& e) {

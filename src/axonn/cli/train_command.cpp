@@ -71,6 +71,22 @@ void add_train_command(CLI::App& app) {
     command->add_option("--top-k", options->sample.top_k, "sample among the k most likely tokens (0: all)")
         ->capture_default_str();
     command->add_option("--prompt", options->prompt, "text the sample continues");
+    command->add_option("--ckpt-dir", options->ckpt_dir,
+                        "keep checkpoints in this folder: one at the end, every --ckpt-every steps, and one on "
+                        "SIGTERM or SIGUSR1 before stopping (exit status 75)");
+    command->add_option("--ckpt-every", options->ckpt_every, "also save a checkpoint every N steps (0: only at the "
+                        "end)")->capture_default_str();
+    command->add_option("--keep", options->keep, "keep the newest K complete checkpoints (0: all)")
+        ->capture_default_str();
+    command->add_option("--ckpt-file-size", options->ckpt_file_mib, "largest checkpoint file a rank writes, MiB")
+        ->capture_default_str();
+    command->add_option("--resume", options->resume,
+                        "continue a run bit for bit from a checkpoint: latest (the newest in --ckpt-dir), a "
+                        "checkpoint folder, or a folder of them; on any grid")
+        ->expected(0, 1)->default_str("latest");
+    command->add_option("--init-from", options->init_from,
+                        "start from these weights with a fresh optimizer: an axonn checkpoint (or folder of them) or "
+                        "a Hugging Face GPT-2 folder (config.json + model.safetensors); the model comes from it");
 
     command->callback([options, model, grid_spec] {
         as_usage_errors([&] {

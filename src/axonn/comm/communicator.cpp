@@ -68,7 +68,9 @@ MPI_Datatype mpi_type<float>() { return MPI_FLOAT; }
 template <>
 MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
 template <>
-MPI_Datatype mpi_type<bfloat16>() { return MPI_UINT16_T; }  // moved as bits; summed by bf16_sum below
+MPI_Datatype mpi_type<bfloat16>() { return MPI_UINT16_T; }
+template <>
+MPI_Datatype mpi_type<std::int64_t>() { return MPI_INT64_T; }  // moved as bits; summed by bf16_sum below
 
 // MPI has no bf16: a sum of bf16 vectors adds each pair in fp32 and rounds the result back to bf16.
 void bf16_sum(void* in, void* inout, int* count, MPI_Datatype*) {
@@ -328,6 +330,37 @@ std::vector<std::string> Communicator::gather_text(std::string const& text) {
     std::vector<std::string> texts;
     for (std::size_t r = 0; r < lengths.size(); ++r) texts.push_back(all.substr(offsets[r], lengths[r]));
     return texts;
+}
+
+template <typename T>
+std::vector<T> Communicator::all_to_all_with(std::vector<std::vector<T>> const& send) {
+    invariant(send.size() == static_cast<std::size_t>(size_), "all_to_all needs one vector per rank, got {} for {}",
+              send.size(), size_);
+    if (size_ == 1) return send.front();
+    std::vector<int> send_counts(size_), send_offsets(size_), recv_counts(size_), recv_offsets(size_);
+    std::vector<T> packed;
+    for (int r = 0; r < size_; ++r) {
+        send_counts[r] = mpi_count(send[r].size());
+        send_offsets[r] = mpi_count(packed.size());
+        packed.insert(packed.end(), send[r].begin(), send[r].end());
+    }
+    MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm_);
+    std::size_t total = 0;
+    for (int r = 0; r < size_; ++r) {
+        recv_offsets[r] = mpi_count(total);
+        total += static_cast<std::size_t>(recv_counts[r]);
+    }
+    std::vector<T> received(total);
+    MPI_Alltoallv(packed.data(), send_counts.data(), send_offsets.data(), mpi_type<T>(), received.data(),
+                  recv_counts.data(), recv_offsets.data(), mpi_type<T>(), comm_);
+    return received;
+}
+
+std::vector<std::int64_t> Communicator::all_to_all(std::vector<std::vector<std::int64_t>> const& send) {
+    return all_to_all_with(send);
+}
+std::vector<float> Communicator::all_to_all(std::vector<std::vector<float>> const& send) {
+    return all_to_all_with(send);
 }
 
 void Communicator::barrier_quietly() {

@@ -157,6 +157,10 @@ public:
     // Rank 0 receives every member's text, in rank order (the others get nothing). Not part of a step: used to
     // collect traces at the end of a run.
     std::vector<std::string> gather_text(std::string const& text);
+    // Rank r sends send[r] to every rank r of the group (send holds size() vectors) and receives what each rank
+    // sent it, concatenated in rank order. Not part of a step: checkpoints redistribute shards with it.
+    std::vector<std::int64_t> all_to_all(std::vector<std::vector<std::int64_t>> const& send);
+    std::vector<float> all_to_all(std::vector<std::vector<float>> const& send);
 
     // Waits until every rank of the group arrives, sleeping rather than spinning, so that ranks which share
     // cores leave them to the ones still working.
@@ -167,6 +171,8 @@ public:
 
 private:
     friend class Collective;
+    template <typename T>
+    std::vector<T> all_to_all_with(std::vector<std::vector<T>> const& send);
     template <typename T>
     void all_reduce_with(T* data, std::size_t count, CollectiveOp op);
     template <typename T>

@@ -216,7 +216,10 @@ void AtomicFile::commit() {
     committed_ = true;
     handle_.close();  // the lock goes with it, now that the file is in place and no longer the partial file
     // The rename itself reaches the disk only when the folder does.
-    fs::path const folder = destination_.has_parent_path() ? destination_.parent_path() : fs::path(".");
+    sync_folder(destination_.has_parent_path() ? destination_.parent_path() : fs::path("."));
+}
+
+void sync_folder(fs::path const& folder) {
     FileHandle const directory(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (directory.is_open()) ::fsync(directory.get());
 }
@@ -227,7 +230,7 @@ void write_file_atomically(fs::path const& path, std::string_view contents, std:
     file.commit();
 }
 
-ExclusiveOutputFile::ExclusiveOutputFile(fs::path const& path, std::string what, bool overwrite)
+ExclusiveOutputFile::ExclusiveOutputFile(fs::path const& path, std::string what, ExistingOutput existing)
     : path_(path), what_(std::move(what)) {
     if (path.has_parent_path()) create_folder(path.parent_path(), what_);
     int const fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
@@ -248,7 +251,11 @@ ExclusiveOutputFile::ExclusiveOutputFile(fs::path const& path, std::string what,
         fail("cannot lock {} {}: {}", what_, path.string(), std::strerror(errno));
     }
     if (info.st_size == 0) return;
-    if (!overwrite) throw Error(earlier_run_message(what_, path, info.st_size));
+    if (existing == ExistingOutput::append) {
+        size_ = static_cast<std::uint64_t>(info.st_size);
+        return;
+    }
+    if (existing == ExistingOutput::refuse) throw Error(earlier_run_message(what_, path, info.st_size));
     require(::ftruncate(fd, 0) == 0, "cannot empty {} {}: {}", what_, path.string(), std::strerror(errno));
 }
 

@@ -72,6 +72,9 @@ std::optional<std::string> path_problem(std::filesystem::path const& path);
 // ("the disk is full", "the file size limit (ulimit -f) is reached", ...).
 void write_all(int fd, void const* data, std::size_t count, std::filesystem::path const& path, std::string_view what);
 
+// Flushes a folder's entries (files created, renamed or removed in it) to disk; best effort.
+void sync_folder(std::filesystem::path const& folder);
+
 // Creates `folder` and its parents; a path component that is a file, or no permission, is an axonn::Error.
 void create_folder(std::filesystem::path const& folder, std::string_view what);
 
@@ -106,14 +109,18 @@ private:
 // Writes `contents` to `path` through an AtomicFile.
 void write_file_atomically(std::filesystem::path const& path, std::string_view contents, std::string_view what);
 
+// What an output file that already holds data gets: refused (an earlier run's file is kept), emptied, or added to
+// (a resumed run continuing its own log).
+enum class ExistingOutput { refuse, overwrite, append };
+
 // A growing output file owned by one run: created if missing, locked exclusively (another run writing it is an
-// error, not interleaved lines), and refused if it already holds data unless `overwrite`, which empties it.
+// error, not interleaved lines), and, if it already holds data, refused, emptied or added to (`existing`).
 // Every write goes straight to the operating system and is checked; a write that fails is cut off again, so the
 // file keeps whole records only.
 class ExclusiveOutputFile {
 public:
     ExclusiveOutputFile() = default;  // writes nothing
-    ExclusiveOutputFile(std::filesystem::path const& path, std::string what, bool overwrite);
+    ExclusiveOutputFile(std::filesystem::path const& path, std::string what, ExistingOutput existing);
 
     bool is_open() const { return handle_.is_open(); }
     void write(std::string_view text);

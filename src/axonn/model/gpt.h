@@ -115,6 +115,7 @@ public:
     std::span<float> params() { gemm_weights_stale_ = true; return parameters_.span<float>(); }
     float* param(Param id) { gemm_weights_stale_ = true; return parameters_.data<float>() + layout_.offset(id); }
     float const* param_values(Param id) const { return parameters_.data<float>() + layout_.offset(id); }
+    std::span<float const> param_values() const { return parameters_.span<float>(); }
     // For the optimizer: the master weights, and their GEMM copy (bf16; null in fp32), which the update rewrites
     // in the same pass (AdamW::step), so the next forward need not convert them again.
     struct UpdateTarget {

@@ -8,14 +8,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 
 namespace axonn {
 
 class MetricsLog {
 public:
     MetricsLog() = default;  // writes nothing
-    MetricsLog(std::filesystem::path const& path, bool overwrite);
+    // resume_step: a resumed run continues the log of the run it resumes. The records of the steps before it stay;
+    // later ones, which the interrupted run wrote after its last checkpoint and this run computes again, go.
+    MetricsLog(std::filesystem::path const& path, bool overwrite, std::optional<std::int64_t> resume_step = {});
 
     void write(nlohmann::json const& record);
 

@@ -31,6 +31,12 @@ public:
     void step(std::span<float> params, std::span<float const> grads, double norm, float learning_rate,
               bfloat16* params_bf16 = nullptr);
 
+    // The moments, in the parameters' layout, and the number of steps taken (the bias correction's t): what a
+    // checkpoint keeps and a resumed run restores.
+    std::span<float> exp_avg() { return m_.span<float>(); }
+    std::span<float> exp_avg_sq() { return v_.span<float>(); }
+    int steps_taken() const { return steps_taken_; }
+    void restore_steps_taken(int steps) { steps_taken_ = steps; }
 
 private:
     std::vector<ParamSegment> segments_;

@@ -9,9 +9,11 @@
 #include "axonn/perf/calibrate.h"
 #include "axonn/perf/gemm_rate.h"
 #include "axonn/perf/planner.h"
+#include "axonn/train/checkpointing.h"
 #include "axonn/train/data_loader.h"
 #include "axonn/train/metrics.h"
 #include "axonn/train/progress.h"
+#include "axonn/train/stop_signals.h"
 #include "axonn/train/threads.h"
 #include "axonn/train/trace_file.h"
 #include "axonn/train/train_step.h"
@@ -96,6 +98,15 @@ void validate_train_options(TrainOptions const& options) {
         require(options.eval_batches > 0, "--eval-batches must be at least 1, got {}", options.eval_batches);
         require(options.trace_steps > 0, "--trace-steps must be at least 1, got {}", options.trace_steps);
         require(!options.data.empty(), "no training data: pass --data PATH (a folder written by `axonn prepare`)");
+        require(options.ckpt_every >= 0, "--ckpt-every must not be negative, got {} (0: only at the end)",
+                options.ckpt_every);
+        require(options.keep >= 0, "--keep must not be negative, got {} (0 keeps every checkpoint)", options.keep);
+        require(options.ckpt_file_mib >= 1 && options.ckpt_file_mib <= (1u << 20),
+                "--ckpt-file-size must lie in [1, 1048576] MiB, got {}", options.ckpt_file_mib);
+        require(!options.ckpt_dir.empty() || (options.ckpt_every == 0 && options.keep == 0),
+                "--ckpt-every and --keep need --ckpt-dir DIR, where the checkpoints go");
+        require(options.resume.empty() || options.init_from.empty(),
+                "--resume continues a run and --init-from starts a new one from weights: pass one of them");
         check_tokenizer_name(options.tokenizer);
         parse_axis_order(options.grid_order);
         options.schedule.validate();
@@ -267,6 +278,15 @@ TrainSummary run_training(TrainOptions options) {
 
     auto const tokenizer = make_tokenizer(options.tokenizer, options.tokenizer_dir);
     options.model.vocab_size = tokenizer->vocab_size();
+    if (!options.init_from.empty()) {
+        GptConfig const source = init_source_config(options.init_from);
+        require(source.vocab_size == tokenizer->vocab_size(), "--init-from {} has a vocabulary of {} tokens, but the "
+                "{} tokenizer has {}: pass the --tokenizer the model was trained with", options.init_from.string(),
+                source.vocab_size, tokenizer->name(), tokenizer->vocab_size());
+        options.model = source;
+        options.model.vocab_size = tokenizer->vocab_size();
+    }
+    std::optional<CheckpointReader> resume_from = open_resume_checkpoint(options);
     int const B = options.batch, T = options.seq;
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
@@ -290,9 +310,12 @@ TrainSummary run_training(TrainOptions options) {
     if (!options.metrics.empty()) {
         // Every rank checks what it can, so that a refused path is one clean error, not rank 0's alone.
         require_not_an_input(options.metrics, "--metrics", input_files(train_loader, val_loader));
-        require_writable_output(options.metrics, "metrics file", options.overwrite);
+        require_writable_output(options.metrics, "metrics file", options.overwrite || !options.resume.empty());
     }
-    MetricsLog metrics = options.metrics.empty() || !leader ? MetricsLog() : MetricsLog(options.metrics, options.overwrite);
+    std::optional<std::int64_t> const resume_step =
+        resume_from ? std::optional<std::int64_t>(resume_from->index().step) : std::nullopt;
+    MetricsLog metrics = options.metrics.empty() || !leader ? MetricsLog()
+                                                            : MetricsLog(options.metrics, options.overwrite, resume_step);
     std::optional<TraceFile> trace;
     if (!options.trace.empty()) trace.emplace(options.trace, grid, input_files(train_loader, val_loader));
 
@@ -302,6 +325,12 @@ TrainSummary run_training(TrainOptions options) {
               options.run.model);
     model.init_weights(options.seed);
     AdamW optimizer(model.segments(), model.layout().total(), backend, options.optimizer);
+    int start_step = 0;
+    if (resume_from) {
+        start_step = restore_checkpoint(*resume_from, model, optimizer, train_loader);
+    } else if (!options.init_from.empty()) {
+        load_initial_weights(options.init_from, model);
+    }
 
     GemmRate const gemm_rate = measure_single_core_gemm_rate(options.run.model.precision);
     double const peak_flops = gemm_rate.flops_per_s * options.threads * grid.world_size();
@@ -330,6 +359,18 @@ TrainSummary run_training(TrainOptions options) {
                    train_loader.total_tokens(), train_loader.shard_count(), tokenizer->name(), B, T, options.steps,
                    options.schedule.max_lr);
         if (!val_loader) fmt::print("  no validation data (pass --val-data or prepare a folder with val.bin)\n");
+        if (resume_from) {
+            fmt::print("  resuming from {} at step {}\n", resume_from->folder().string(), start_step);
+        } else if (!options.init_from.empty()) {
+            fmt::print("  weights from {}\n", options.init_from.string());
+        }
+        if (options.ckpt_dir.empty()) {
+            fmt::print("  no --ckpt-dir: the trained weights will not be kept (pass --ckpt-dir DIR to keep them)\n");
+        } else {
+            fmt::print("  checkpoints in {}{}, at the end{}\n", options.ckpt_dir.string(),
+                       options.ckpt_every > 0 ? fmt::format(" every {} steps", options.ckpt_every) : "",
+                       " and on SIGTERM or SIGUSR1");
+        }
         std::fflush(stdout);
     }
 
@@ -341,8 +382,28 @@ TrainSummary run_training(TrainOptions options) {
     grid.comm(Group::world).barrier_quietly();  // every rank's timeline starts together
     restart_trace_clock();
     AxisTraffic traffic;
+    // A run that keeps checkpoints saves one and stops cleanly when the scheduler signals.
+    std::optional<StopSignals> stop_signals;
+    if (!options.ckpt_dir.empty()) stop_signals.emplace();
+    int last_saved = resume_from ? start_step : -1;
+    auto const save = [&](int step) {
+        Stopwatch watch;
+        fs::path const folder = save_training_checkpoint(options, model, optimizer, train_loader, step);
+        last_saved = step;
+        if (leader) fmt::print(stderr, "\ncheckpoint of step {} saved to {} ({:.2f} s)\n", step, folder.string(),
+                               watch.seconds());
+        return folder;
+    };
 
-    for (int step = 0; step <= options.steps; ++step) {
+    for (int step = start_step; step <= options.steps; ++step) {
+        if (stop_signals) {
+            if (int const signal = stop_signals->received(grid.comm(Group::world))) {
+                fs::path const folder = last_saved == step ? options.ckpt_dir : save(step);
+                throw StoppedBySignal(fmt::format("stopped by {} after {} steps; checkpoint {}; continue with "
+                                                  "--resume latest", signal == SIGTERM ? "SIGTERM" : "SIGUSR1", step,
+                                                  folder.string()));
+            }
+        }
         TraceSpan const step_span(TraceTrack::steps, [&] { return fmt::format("step {}", step); });
         bool const last = step == options.steps;
         std::optional<float> val_loss;
@@ -389,11 +450,16 @@ TrainSummary run_training(TrainOptions options) {
                                  {"comm_hidden_fraction", communication.hidden_fraction()}};
         if (val_loss) record["val_loss"] = *val_loss;
         metrics.write(record);
+        if (!options.ckpt_dir.empty() && options.ckpt_every > 0 && (step + 1) % options.ckpt_every == 0 &&
+            step + 1 < options.steps) {
+            save(step + 1);
+        }
         progress.update(step + 1, fmt::format("loss {:.4f}{} | {:.0f} tok/s | MFU {:.1f}%", result.loss,
                                               val_loss ? fmt::format(" val {:.4f}", *val_loss) : "", tokens_per_s,
                                               100.0 * flops_per_step / seconds / peak_flops));
     }
     progress.finish();
+    if (!options.ckpt_dir.empty() && last_saved != options.steps) save(options.steps);
     if (trace) {
         trace->stop_recording();
         trace->write();

@@ -42,6 +42,12 @@ struct TrainOptions {
     bool overwrite = false;               // replace an existing metrics file instead of refusing it
     SampleOptions sample;                 // new_tokens = 0 skips the sample
     std::string prompt = "\n";
+    std::filesystem::path ckpt_dir;       // checkpoints go here; empty = none kept
+    int ckpt_every = 0;                   // also every N steps (0: only at the end and on a stop signal)
+    int keep = 0;                         // complete checkpoints kept in ckpt_dir; 0 = all
+    std::uint64_t ckpt_file_mib = 2048;   // the largest safetensors file a rank writes
+    std::string resume;                   // "latest", a checkpoint folder or a folder of them; empty = a new run
+    std::filesystem::path init_from;      // weights to start from: an axonn checkpoint or a Hugging Face GPT-2
 };
 
 struct TrainSummary {

@@ -1,0 +1,40 @@
+// The checkpoints of a run, side by side in its --ckpt-dir:
+//
+//   CKPT_DIR/step_00000300/          a complete checkpoint: index.json, rank*.safetensors, and COMPLETE, which is
+//                                    written last: a folder without it is not a checkpoint
+//   CKPT_DIR/step_00000400.partial/  a save in progress, or one a crash interrupted (never read, removed later)
+//
+// A save fills the .partial folder, flushes every file, renames the folder into place, flushes the parent, and
+// only then writes COMPLETE: whatever moment a crash strikes, the newest complete checkpoint is whole.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace axonn {
+
+inline constexpr char const* checkpoint_index_file = "index.json";
+inline constexpr char const* checkpoint_complete_file = "COMPLETE";
+
+// "step_00000300".
+std::string checkpoint_folder_name(std::int64_t step);
+
+struct CheckpointEntry {
+    std::int64_t step;
+    std::filesystem::path path;
+};
+
+// The complete checkpoints in `dir`, oldest first (none if the folder does not exist).
+std::vector<CheckpointEntry> complete_checkpoints(std::filesystem::path const& dir);
+
+// What --resume names: "latest" (the newest complete checkpoint in ckpt_dir), a checkpoint folder, or a
+// --ckpt-dir folder (its newest). An incomplete or missing one is an axonn::Error that names the alternatives.
+std::filesystem::path resolve_checkpoint(std::string const& spec, std::filesystem::path const& ckpt_dir);
+
+// Removes all but the newest `keep` complete checkpoints (keep = 0: none removed) and every interrupted save.
+void prune_checkpoints(std::filesystem::path const& dir, int keep);
+
+}  // namespace axonn

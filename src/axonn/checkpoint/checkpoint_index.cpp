@@ -1,0 +1,189 @@
+#include "axonn/checkpoint/checkpoint_index.h"
+
+#include "axonn/core/error.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+
+namespace axonn {
+namespace {
+
+using nlohmann::json;
+
+constexpr char const* format_name = "axonn-checkpoint";
+
+json const& field(json const& object, char const* key, std::string_view where) {
+    require(object.is_object() && object.contains(key), "{} has no \"{}\"", where, key);
+    return object[key];
+}
+
+std::int64_t integer(json const& object, char const* key, std::string_view where, std::int64_t low,
+                     std::int64_t high) {
+    json const& value = field(object, key, where);
+    require(value.is_number_integer(), "{}: \"{}\" is not an integer", where, key);
+    // An unsigned value above INT64_MAX reads as negative here, and is refused with the rest.
+    auto const number = value.get<std::int64_t>();
+    require(number >= low && number <= high, "{}: \"{}\" = {} lies outside [{}, {}]", where, key, number, low, high);
+    return number;
+}
+
+std::string text(json const& object, char const* key, std::string_view where) {
+    json const& value = field(object, key, where);
+    require(value.is_string(), "{}: \"{}\" is not a string", where, key);
+    return value.get<std::string>();
+}
+
+// A file name the index may point at: a plain name inside the checkpoint directory.
+void check_file_name(std::string const& name) {
+    bool const plain = !name.empty() && name.size() <= 255 && name.find('/') == std::string::npos &&
+                       name.find('\\') == std::string::npos && name.find('\0') == std::string::npos &&
+                       name != "." && name != "..";
+    require(plain, "file name '{}' is not a plain name inside the checkpoint directory", name);
+}
+
+constexpr std::int64_t max_numel = std::int64_t{1} << 48;
+constexpr int max_dimension = std::numeric_limits<int>::max();
+
+GptConfig parse_model(json const& model) {
+    GptConfig config;
+    config.name = text(model, "name", "model");
+    config.vocab_size = static_cast<int>(integer(model, "vocab_size", "model", 1, max_dimension));
+    config.n_layer = static_cast<int>(integer(model, "n_layer", "model", 1, max_dimension));
+    config.n_head = static_cast<int>(integer(model, "n_head", "model", 1, max_dimension));
+    config.n_embd = static_cast<int>(integer(model, "n_embd", "model", 1, max_dimension));
+    config.max_seq = static_cast<int>(integer(model, "max_seq", "model", 1, max_dimension));
+    config.validate();
+    require(integer(model, "padded_vocab_size", "model", 1, max_dimension) == config.padded_vocab_size(),
+            "model: padded_vocab_size is not vocab_size rounded up to a multiple of 64");
+    return config;
+}
+
+StoredTensor parse_tensor(std::string const& name, json const& description,
+                          std::map<std::string, StoredFile> const& files) {
+    std::string const where = fmt::format("tensor '{}'", name);
+    require(text(description, "dtype", where) == "F32", "{} is not F32", where);
+    json const& shape = field(description, "shape", where);
+    require(shape.is_array() && shape.size() <= 8, "{}: shape must be an array of at most 8 sizes", where);
+    StoredTensor tensor;
+    std::int64_t numel = 1;
+    for (json const& extent : shape) {
+        require(extent.is_number_integer() && extent.get<std::int64_t>() >= 0 &&
+                    extent.get<std::int64_t>() <= max_numel,
+                "{} has an absurd shape {}", where, shape.dump());
+        tensor.shape.push_back(extent.get<std::int64_t>());
+        require(!__builtin_mul_overflow(numel, tensor.shape.back(), &numel) && numel <= max_numel,
+                "{} has an absurd shape {}", where, shape.dump());
+    }
+    json const& parts = field(description, "parts", where);
+    require(parts.is_array(), "{}: parts is not an array", where);
+    std::int64_t next = 0;
+    for (json const& part : parts) {
+        TensorPart stored{text(part, "file", where), text(part, "name", where),
+                          integer(part, "begin", where, 0, max_numel), integer(part, "count", where, 0, max_numel)};
+        check_file_name(stored.file);
+        require(files.contains(stored.file), "{}: its file {} is not in the index's file list", where, stored.file);
+        require(stored.begin == next, "{}: its parts do not tile it (a part starts at {}, expected {})", where,
+                stored.begin, next);
+        next += stored.count;
+        tensor.parts.push_back(std::move(stored));
+    }
+    require(next == numel, "{}: its parts hold {} of its {} elements", where, next, numel);
+    return tensor;
+}
+
+json model_json(GptConfig const& config) {
+    return {{"name", config.name},       {"vocab_size", config.vocab_size},
+            {"padded_vocab_size", config.padded_vocab_size()}, {"n_layer", config.n_layer},
+            {"n_head", config.n_head},   {"n_embd", config.n_embd},
+            {"max_seq", config.max_seq}};
+}
+
+}  // namespace
+
+std::string exp_avg_name(std::string_view name) { return fmt::format("exp_avg.{}", name); }
+std::string exp_avg_sq_name(std::string_view name) { return fmt::format("exp_avg_sq.{}", name); }
+
+std::string checkpoint_index_json(CheckpointIndex const& index) {
+    json tensors = json::object();
+    for (auto const& [name, tensor] : index.tensors) {
+        json parts = json::array();
+        for (auto const& part : tensor.parts) {
+            parts.push_back({{"file", part.file}, {"name", part.name}, {"begin", part.begin}, {"count", part.count}});
+        }
+        tensors[name] = {{"shape", tensor.shape}, {"dtype", "F32"}, {"parts", parts}};
+    }
+    json files = json::object();
+    for (auto const& [name, file] : index.files) files[name] = {{"bytes", file.bytes}, {"crc32", file.crc32}};
+    json const document = {{"format", format_name},
+                           {"version", checkpoint_format_version},
+                           {"step", index.step},
+                           {"model", model_json(index.model)},
+                           {"grid", {{"data", index.grid.data}, {"z", index.grid.z}, {"y", index.grid.y},
+                                     {"x", index.grid.x}}},
+                           {"run", index.run},
+                           {"tensors", tensors},
+                           {"files", files}};
+    return document.dump(1) + "\n";
+}
+
+namespace {
+
+CheckpointIndex parse_index_document(std::string_view source) {
+    json const document = json::parse(source.begin(), source.end(), nullptr, false);
+    require(!document.is_discarded() && document.is_object(), "it is not a JSON object");
+    require(document.contains("format") && document["format"] == format_name, "it is not an axonn checkpoint index");
+    require(document.contains("version") && document["version"] == checkpoint_format_version,
+            "it has format version {}, and this axonn reads version {}",
+            document.contains("version") ? document["version"].dump() : "(none)", checkpoint_format_version);
+    CheckpointIndex index;
+    index.step = integer(document, "step", "the index", 0, std::numeric_limits<int>::max());
+    index.model = parse_model(field(document, "model", "the index"));
+    json const& grid = field(document, "grid", "the index");
+    constexpr int max_axis = 1 << 20;
+    index.grid = {static_cast<int>(integer(grid, "data", "grid", 1, max_axis)),
+                  static_cast<int>(integer(grid, "z", "grid", 1, max_axis)),
+                  static_cast<int>(integer(grid, "y", "grid", 1, max_axis)),
+                  static_cast<int>(integer(grid, "x", "grid", 1, max_axis))};
+    index.run = field(document, "run", "the index");
+    require(index.run.is_object() || index.run.is_null(), "the index's \"run\" is neither an object nor null");
+    json const& files = field(document, "files", "the index");
+    require(files.is_object(), "the index's \"files\" is not an object");
+    for (auto const& [name, file] : files.items()) {
+        check_file_name(name);
+        auto const bytes = integer(file, "bytes", name, 0, std::numeric_limits<std::int64_t>::max());
+        auto const crc = integer(file, "crc32", name, 0, std::numeric_limits<std::uint32_t>::max());
+        index.files[name] = {static_cast<std::uint64_t>(bytes), static_cast<std::uint32_t>(crc)};
+    }
+    json const& tensors = field(document, "tensors", "the index");
+    require(tensors.is_object(), "the index's \"tensors\" is not an object");
+    for (auto const& [name, description] : tensors.items()) {
+        index.tensors[name] = parse_tensor(name, description, index.files);
+    }
+    return index;
+}
+
+}  // namespace
+
+CheckpointIndex parse_checkpoint_index(std::string_view source) {
+    try {
+        return parse_index_document(source);
+    } catch (json::exception const& e) {
+        fail("it does not have the shape of an index ({})", e.what());
+    }
+}
+
+std::string model_differences(GptConfig const& stored, GptConfig const& expected) {
+    std::string differences;
+    auto const compare = [&](char const* what, int a, int b) {
+        if (a != b) differences += fmt::format("{}{} {} (here {})", differences.empty() ? "" : ", ", what, a, b);
+    };
+    compare("vocabulary", stored.vocab_size, expected.vocab_size);
+    compare("layers", stored.n_layer, expected.n_layer);
+    compare("heads", stored.n_head, expected.n_head);
+    compare("width", stored.n_embd, expected.n_embd);
+    compare("context", stored.max_seq, expected.max_seq);
+    return differences;
+}
+
+}  // namespace axonn

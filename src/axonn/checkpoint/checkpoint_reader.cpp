@@ -1,0 +1,194 @@
+#include "axonn/checkpoint/checkpoint_reader.h"
+
+#include "axonn/checkpoint/checkpoint_dir.h"
+#include "axonn/core/error.h"
+#include "axonn/model/gpt_parameters.h"
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+namespace axonn {
+namespace {
+
+namespace fs = std::filesystem;
+
+// index.json is small; a larger one is not an index.
+constexpr std::uint64_t max_index_bytes = std::uint64_t{1} << 28;
+
+// "(the previous complete checkpoint is DIR/step_00000200)", or a hint that there is none.
+std::string earlier_checkpoint(fs::path const& folder) {
+    std::string previous;
+    for (auto const& entry : complete_checkpoints(folder.parent_path())) {
+        if (entry.path.filename() != folder.filename()) previous = entry.path.string();
+    }
+    return previous.empty() ? "no other complete checkpoint is beside it"
+                            : fmt::format("resume from another one, such as {}", previous);
+}
+
+enum class FileProblem { none = 0, missing = 1, size = 2, checksum = 3 };
+
+FileProblem check_file(fs::path const& path, StoredFile const& expected) {
+    InputFile input;
+    try {
+        input = open_input_file(path, "checkpoint file", "");
+    } catch (Error const&) {
+        return FileProblem::missing;
+    }
+    if (static_cast<std::uint64_t>(input.info.st_size) != expected.bytes) return FileProblem::size;
+    std::vector<unsigned char> buffer(std::size_t{1} << 22);
+    uLong crc = crc32_z(0, nullptr, 0);
+    for (std::uint64_t done = 0; done < expected.bytes;) {
+        std::size_t const n = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), expected.bytes - done));
+        try {
+            read_exactly(input, done, buffer.data(), n, "checkpoint file");
+        } catch (Error const&) {
+            return FileProblem::size;
+        }
+        crc = crc32_z(crc, buffer.data(), n);
+        done += n;
+    }
+    return crc == expected.crc32 ? FileProblem::none : FileProblem::checksum;
+}
+
+std::string describe(FileProblem problem, StoredFile const& expected) {
+    switch (problem) {
+        case FileProblem::missing: return "is missing or unreadable";
+        case FileProblem::size: return fmt::format("is not the {} bytes the index records (truncated?)", expected.bytes);
+        case FileProblem::checksum: return "does not match its CRC-32 (a flipped bit?)";
+        case FileProblem::none: break;
+    }
+    return "is fine";
+}
+
+}  // namespace
+
+CheckpointReader::CheckpointReader(fs::path folder) : folder_(std::move(folder)) {
+    std::error_code error;
+    require(fs::is_regular_file(folder_ / checkpoint_complete_file, error),
+            "checkpoint {} is incomplete (its save was interrupted, or it is no checkpoint): {}", folder_.string(),
+            earlier_checkpoint(folder_));
+    std::string const text =
+        read_input_file(folder_ / checkpoint_index_file, "checkpoint index", "the checkpoint is damaged",
+                        max_index_bytes);
+    try {
+        index_ = parse_checkpoint_index(text);
+    } catch (Error const& e) {
+        damaged(fmt::format("its {} is unusable: {}", checkpoint_index_file, e.what()));
+    }
+    for (auto const& spec : gpt_parameter_specs(index_.model)) {
+        auto const found = index_.tensors.find(spec.name);
+        if (found == index_.tensors.end()) damaged(fmt::format("it holds no tensor {}", spec.name));
+        if (found->second.shape != spec.shape) {
+            damaged(fmt::format("tensor {} has shape {}, but its model's is {}", spec.name,
+                                shape_string(found->second.shape), shape_string(spec.shape)));
+        }
+    }
+}
+
+bool CheckpointReader::has_training_state() const {
+    if (index_.run.is_null()) return false;
+    for (auto const& spec : gpt_parameter_specs(index_.model)) {
+        for (std::string const& name : {exp_avg_name(spec.name), exp_avg_sq_name(spec.name)}) {
+            auto const found = index_.tensors.find(name);
+            if (found == index_.tensors.end() || found->second.shape != spec.shape) return false;
+        }
+    }
+    return true;
+}
+
+void CheckpointReader::damaged(std::string const& problem) const {
+    fail("checkpoint {} is damaged: {}; {}", folder_.string(), problem, earlier_checkpoint(folder_));
+}
+
+void CheckpointReader::verify(Communicator& world) {
+    // The first problem in file order, encoded as file · 4 + problem, so that one all-reduce tells every rank.
+    double first = std::numeric_limits<double>::max();
+    std::size_t k = 0;
+    std::vector<std::string> names;
+    for (auto const& [name, stored] : index_.files) {
+        names.push_back(name);
+        if (static_cast<int>(k++ % static_cast<std::size_t>(world.size())) != world.rank()) continue;
+        FileProblem const problem = check_file(folder_ / name, stored);
+        if (problem != FileProblem::none) first = std::min(first, static_cast<double>(4 * (k - 1)) + static_cast<int>(problem));
+    }
+    world.all_reduce_min(&first, 1);
+    if (first == std::numeric_limits<double>::max()) return;
+    auto const code = static_cast<std::size_t>(first);
+    std::string const& name = names[code / 4];
+    damaged(fmt::format("file {} {}", name, describe(static_cast<FileProblem>(code % 4), index_.files.at(name))));
+}
+
+CheckpointReader::OpenFile& CheckpointReader::file(std::string const& name) {
+    auto found = files_.find(name);
+    if (found != files_.end()) return found->second;
+    try {
+        InputFile input = open_input_file(folder_ / name, "checkpoint file", "");
+        SafetensorsHeader header = read_safetensors_header(input, "checkpoint file");
+        return files_.emplace(name, OpenFile{std::move(input), std::move(header)}).first->second;
+    } catch (Error const& e) {
+        damaged(e.what());
+    }
+}
+
+void CheckpointReader::read_range(std::string const& tensor, std::int64_t begin, std::int64_t count, float* out) {
+    if (count == 0) return;
+    auto const& parts = index_.tensors.at(tensor).parts;
+    // The last part that starts at or before `begin`, then onwards.
+    auto part = std::upper_bound(parts.begin(), parts.end(), begin,
+                                 [](std::int64_t value, TensorPart const& p) { return value < p.begin; });
+    invariant(part != parts.begin(), "checkpoint: no part of {} holds element {}", tensor, begin);
+    for (--part; count > 0; ++part) {
+        invariant(part != parts.end(), "checkpoint: the parts of {} end before element {}", tensor, begin);
+        std::int64_t const offset = begin - part->begin;
+        std::int64_t const take = std::min(count, part->count - offset);
+        if (take <= 0) continue;
+        OpenFile& open = file(part->file);
+        SafetensorsEntry const* entry = open.header.find(part->name);
+        if (entry == nullptr || entry->dtype != DType::f32 || entry->shape != Shape{part->count}) {
+            damaged(fmt::format("file {} does not hold {} as an F32 tensor of {} elements", part->file, part->name,
+                                part->count));
+        }
+        read_exactly(open.input, open.header.data_start + entry->begin + static_cast<std::uint64_t>(offset) * 4, out,
+                     static_cast<std::size_t>(take) * sizeof(float), "checkpoint file");
+        out += take;
+        begin += take;
+        count -= take;
+    }
+}
+
+void CheckpointReader::read_shard(std::string const& tensor, ShardLayout const& layout, Param id, float* out) {
+    std::int64_t const n = layout.local_numel(id);
+    // Runs of consecutive serial indices, one read each.
+    for (std::int64_t run_start = 0; run_start < n;) {
+        std::int64_t const first = layout.serial_index(id, run_start);
+        std::int64_t run_end = run_start + 1;
+        while (run_end < n && layout.serial_index(id, run_end) == first + (run_end - run_start)) ++run_end;
+        read_range(tensor, first, run_end - run_start, out + run_start);
+        run_start = run_end;
+    }
+}
+
+void CheckpointReader::read_local(ShardLayout const& layout, LocalBuffers const& out) {
+    for (auto const& spec : gpt_parameter_specs(index_.model)) {
+        std::int64_t const offset = layout.offset(spec.id);
+        read_shard(spec.name, layout, spec.id, out.params.data() + offset);
+        if (!out.exp_avg.empty()) read_shard(exp_avg_name(spec.name), layout, spec.id, out.exp_avg.data() + offset);
+        if (!out.exp_avg_sq.empty()) {
+            read_shard(exp_avg_sq_name(spec.name), layout, spec.id, out.exp_avg_sq.data() + offset);
+        }
+    }
+}
+
+Tensor CheckpointReader::read_tensor(std::string const& name) {
+    auto const found = index_.tensors.find(name);
+    if (found == index_.tensors.end()) damaged(fmt::format("it holds no tensor {}", name));
+    Tensor tensor(found->second.shape, DType::f32);
+    read_range(name, 0, tensor.numel(), tensor.data<float>());
+    return tensor;
+}
+
+}  // namespace axonn

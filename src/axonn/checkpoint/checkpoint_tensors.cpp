@@ -1,0 +1,25 @@
+#include "axonn/checkpoint/checkpoint_tensors.h"
+
+#include "axonn/checkpoint/checkpoint_index.h"
+
+namespace axonn {
+
+std::vector<CheckpointTensor> checkpoint_tensors(GptConfig const& config, ShardLayout const& layout,
+                                                 LocalTensors const& local) {
+    auto const specs = gpt_parameter_specs(config);
+    std::vector<CheckpointTensor> tensors;
+    auto const add = [&](std::span<float const> buffer, auto&& name_of) {
+        if (buffer.empty()) return;
+        for (auto const& spec : specs) {
+            auto const offset = static_cast<std::size_t>(layout.offset(spec.id));
+            auto const count = static_cast<std::size_t>(layout.local_numel(spec.id));
+            tensors.push_back({name_of(spec.name), spec.id, spec.shape, buffer.subspan(offset, count)});
+        }
+    };
+    add(local.params, [](std::string const& name) { return name; });
+    add(local.exp_avg, [](std::string const& name) { return exp_avg_name(name); });
+    add(local.exp_avg_sq, [](std::string const& name) { return exp_avg_sq_name(name); });
+    return tensors;
+}
+
+}  // namespace axonn

@@ -1,0 +1,42 @@
+// The tensors a checkpoint holds, each with this rank's shard of it: the model's parameters and, for a training
+// state, AdamW's two moments, which share the parameters' layout. What the writer and the reader both walk.
+#pragma once
+
+#include "axonn/core/tensor.h"
+#include "axonn/model/gpt_config.h"
+#include "axonn/model/gpt_parameters.h"
+#include "axonn/parallel/shard_layout.h"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace axonn {
+
+// This rank's shards, in its ShardLayout's flat order.
+struct LocalTensors {
+    std::span<float const> params;
+    std::span<float const> exp_avg;     // AdamW's moments; empty for weights alone
+    std::span<float const> exp_avg_sq;
+};
+
+struct CheckpointTensor {
+    std::string name;  // "wte", "exp_avg.wte", ...
+    Param id;
+    Shape shape;       // serial, padding rows included
+    std::span<float const> local;
+
+    std::int64_t numel() const { return shape_numel(shape); }
+};
+
+// The weights, then (if `local` has them) the first moments, then the second, each in Param order.
+std::vector<CheckpointTensor> checkpoint_tensors(GptConfig const& config, ShardLayout const& layout,
+                                                 LocalTensors const& local);
+
+// Rank r of `ranks` stores elements [range_begin(n, r, ranks), range_begin(n, r + 1, ranks)) of a tensor of n.
+inline std::int64_t range_begin(std::int64_t n, int rank, int ranks) {
+    return static_cast<std::int64_t>(static_cast<__int128>(n) * rank / ranks);
+}
+
+}  // namespace axonn

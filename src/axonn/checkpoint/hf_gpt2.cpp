@@ -1,0 +1,253 @@
+#include "axonn/checkpoint/hf_gpt2.h"
+
+#include "axonn/core/bfloat16.h"
+#include "axonn/core/error.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cmath>
+#include <vector>
+
+namespace axonn {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr char const* config_file = "config.json";
+constexpr char const* weights_file = "model.safetensors";
+constexpr std::uint64_t max_config_bytes = 1 << 20;
+
+// Where each parameter lives in Hugging Face's GPT-2: its name (after "h.l." for a per-layer one), and whether
+// the stored matrix is the transpose of axonn's (Conv1D).
+struct HfTensor {
+    Param id;
+    char const* name;
+    bool per_layer;
+    bool transposed;
+};
+constexpr std::array<HfTensor, param_count> hf_tensors = {{
+    {Param::wte, "wte.weight", false, false},
+    {Param::wpe, "wpe.weight", false, false},
+    {Param::ln1w, "ln_1.weight", true, false},
+    {Param::ln1b, "ln_1.bias", true, false},
+    {Param::qkvw, "attn.c_attn.weight", true, true},
+    {Param::qkvb, "attn.c_attn.bias", true, false},
+    {Param::attprojw, "attn.c_proj.weight", true, true},
+    {Param::attprojb, "attn.c_proj.bias", true, false},
+    {Param::ln2w, "ln_2.weight", true, false},
+    {Param::ln2b, "ln_2.bias", true, false},
+    {Param::fcw, "mlp.c_fc.weight", true, true},
+    {Param::fcb, "mlp.c_fc.bias", true, false},
+    {Param::fcprojw, "mlp.c_proj.weight", true, true},
+    {Param::fcprojb, "mlp.c_proj.bias", true, false},
+    {Param::lnfw, "ln_f.weight", false, false},
+    {Param::lnfb, "ln_f.bias", false, false},
+}};
+
+std::string hf_name(HfTensor const& tensor, int layer) {
+    return tensor.per_layer ? fmt::format("h.{}.{}", layer, tensor.name) : tensor.name;
+}
+
+// One layer's tensor in Hugging Face's shape: vectors as they are, matrices transposed where Conv1D stores them so.
+Shape hf_shape(HfTensor const& tensor, GptConfig const& config) {
+    Shape shape = gpt_parameter_specs(config)[static_cast<int>(tensor.id)].shape;
+    if (tensor.per_layer) shape.erase(shape.begin());
+    if (tensor.id == Param::wte) shape[0] = config.vocab_size;
+    if (tensor.transposed) std::swap(shape[0], shape[1]);
+    return shape;
+}
+
+// out[c, r] = in[r, c] for an [rows, cols] matrix.
+void transpose(float const* in, std::int64_t rows, std::int64_t cols, float* out) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t c = 0; c < cols; ++c) out[c * rows + r] = in[r * cols + c];
+    }
+}
+
+// A config value that axonn's GPT-2 cannot change: absent (the default) or equal to what it must be.
+template <typename T>
+void require_setting(json const& config, char const* key, T const& required, fs::path const& path) {
+    if (!config.contains(key) || config[key].is_null()) return;
+    require(config[key] == required, "{} sets {} = {}, but axonn's GPT-2 supports only {}", path.string(), key,
+            config[key].dump(), json(required).dump());
+}
+
+int positive(json const& config, char const* key, fs::path const& path) {
+    require(config.contains(key) && config[key].is_number_integer() && config[key].get<std::int64_t>() > 0 &&
+                config[key].get<std::int64_t>() <= (1 << 30),
+            "{} has no positive integer {}: it is not a GPT-2 config", path.string(), key);
+    return config[key].get<int>();
+}
+
+}  // namespace
+
+bool is_hf_model_folder(fs::path const& dir) {
+    std::error_code error;
+    return fs::is_regular_file(dir / config_file, error) && fs::exists(dir / weights_file, error);
+}
+
+GptConfig read_hf_gpt2_config(fs::path const& dir) {
+    fs::path const path = dir / config_file;
+    json const config = json::parse(read_input_file(path, "Hugging Face config", "pass a Hugging Face model folder",
+                                                    max_config_bytes), nullptr, false);
+    require(!config.is_discarded() && config.is_object(), "{} is not a JSON object", path.string());
+    require(config.contains("model_type") && config["model_type"] == "gpt2",
+            "{} describes model_type {}, not gpt2: axonn imports GPT-2 models", path.string(),
+            config.contains("model_type") ? config["model_type"].dump() : "(none)");
+    GptConfig model;
+    model.name = dir.filename().string();
+    model.vocab_size = positive(config, "vocab_size", path);
+    model.n_layer = positive(config, "n_layer", path);
+    model.n_head = positive(config, "n_head", path);
+    model.n_embd = positive(config, "n_embd", path);
+    model.max_seq = positive(config, "n_positions", path);
+    if (config.contains("activation_function") && config["activation_function"] == "gelu_pytorch_tanh") {
+        // the same function as gelu_new, under transformers' other name for it
+    } else {
+        require_setting(config, "activation_function", std::string("gelu_new"), path);
+    }
+    require_setting(config, "n_inner", 4 * model.n_embd, path);
+    require_setting(config, "tie_word_embeddings", true, path);
+    require_setting(config, "scale_attn_weights", true, path);
+    require_setting(config, "scale_attn_by_inverse_layer_idx", false, path);
+    if (config.contains("layer_norm_epsilon")) {
+        require(config["layer_norm_epsilon"].is_number() && config["layer_norm_epsilon"].get<double>() == 1e-5,
+                "{} sets layer_norm_epsilon = {}, but axonn's GPT-2 uses 1e-05", path.string(),
+                config["layer_norm_epsilon"].dump());
+    }
+    try {
+        model.validate();
+    } catch (Error const& e) {
+        fail("{}: {}", path.string(), e.what());
+    }
+    return model;
+}
+
+HfGpt2Weights::HfGpt2Weights(fs::path const& dir, GptConfig const& config)
+    : path_(dir / weights_file), config_(config),
+      input_(open_input_file(path_, "Hugging Face weights", "pass a Hugging Face model folder")),
+      header_(read_safetensors_header(input_, "Hugging Face weights")) {
+    prefix_ = header_.find("wte.weight") == nullptr && header_.find("transformer.wte.weight") != nullptr
+                  ? "transformer."
+                  : "";
+    for (HfTensor const& tensor : hf_tensors) {
+        for (int l = 0; l < (tensor.per_layer ? config.n_layer : 1); ++l) {
+            std::string const name = prefix_ + hf_name(tensor, l);
+            SafetensorsEntry const* entry = header_.find(name);
+            require(entry != nullptr, "{} has no tensor {}: it is not a GPT-2 of this config's {} layers",
+                    path_.string(), name, config.n_layer);
+            Shape const expected = hf_shape(tensor, config);
+            require(entry->shape == expected, "{}: {} has shape {}, but its config.json asks for {}", path_.string(),
+                    name, shape_string(entry->shape), shape_string(expected));
+            require(entry->dtype == DType::f32 || entry->dtype == DType::bf16,
+                    "{}: {} is {}; axonn reads F32 or BF16 weights", path_.string(), name, dtype_name(entry->dtype));
+        }
+    }
+    // An untied head would be silently replaced by the embedding: refuse one that differs from it.
+    if (SafetensorsEntry const* head = header_.find("lm_head.weight")) {
+        Shape const embedding = hf_shape(hf_tensors[0], config);
+        require(head->shape == embedding, "{}: lm_head.weight has shape {}, not the embedding's", path_.string(),
+                shape_string(head->shape));
+        Tensor const a = read("lm_head.weight", embedding), b = read(prefix_ + "wte.weight", embedding);
+        require(std::equal(a.span<float>().begin(), a.span<float>().end(), b.span<float>().begin()),
+                "{}: lm_head.weight differs from the embedding; axonn's GPT-2 ties them", path_.string());
+    }
+}
+
+Tensor HfGpt2Weights::read(std::string const& name, Shape const& shape) {
+    SafetensorsEntry const& entry = *header_.find(name);
+    Tensor values(shape, DType::f32);
+    std::uint64_t const offset = header_.data_start + entry.begin;
+    if (entry.dtype == DType::f32) {
+        read_exactly(input_, offset, values.raw_data(), values.bytes(), "Hugging Face weights");
+        return values;
+    }
+    std::vector<bfloat16> raw(static_cast<std::size_t>(values.numel()));
+    read_exactly(input_, offset, raw.data(), raw.size() * sizeof(bfloat16), "Hugging Face weights");
+    for (std::size_t i = 0; i < raw.size(); ++i) values.data<float>()[i] = static_cast<float>(raw[i]);
+    return values;
+}
+
+Tensor HfGpt2Weights::serial(Param id) {
+    HfTensor const& tensor = hf_tensors[static_cast<int>(id)];
+    Shape const shape = gpt_parameter_specs(config_)[static_cast<int>(id)].shape;
+    Tensor out(shape, DType::f32);  // zero: the embedding's padding rows stay so
+    Shape const stored = hf_shape(tensor, config_);
+    std::int64_t const per_layer = shape_numel(stored);
+    for (int l = 0; l < (tensor.per_layer ? config_.n_layer : 1); ++l) {
+        Tensor const layer = read(prefix_ + hf_name(tensor, l), stored);
+        float* destination = out.data<float>() + l * (tensor.per_layer ? shape_numel(shape) / config_.n_layer : 0);
+        if (tensor.transposed) {
+            transpose(layer.data<float>(), stored[0], stored[1], destination);
+        } else {
+            std::copy_n(layer.data<float>(), per_layer, destination);
+        }
+    }
+    return out;
+}
+
+void HfGpt2Weights::read_local(ShardLayout const& layout, std::span<float> params) {
+    for (HfTensor const& tensor : hf_tensors) {
+        Tensor const whole = serial(tensor.id);
+        float* local = params.data() + layout.offset(tensor.id);
+        for (std::int64_t i = 0; i < layout.local_numel(tensor.id); ++i) {
+            local[i] = whole.data<float>()[layout.serial_index(tensor.id, i)];
+        }
+    }
+}
+
+void export_hf_gpt2(CheckpointReader& checkpoint, fs::path const& out) {
+    GptConfig const& config = checkpoint.index().model;
+    auto const specs = gpt_parameter_specs(config);
+    std::vector<SafetensorsEntry> entries;
+    std::vector<Tensor> data;
+    for (HfTensor const& tensor : hf_tensors) {
+        Tensor const whole = checkpoint.read_tensor(specs[static_cast<int>(tensor.id)].name);
+        Shape const stored = hf_shape(tensor, config);
+        std::int64_t const per_layer = shape_numel(stored);
+        for (int l = 0; l < (tensor.per_layer ? config.n_layer : 1); ++l) {
+            Tensor layer(stored, DType::f32);
+            float const* source = whole.data<float>() + l * per_layer;  // the embedding's first V rows
+            if (tensor.transposed) {
+                transpose(source, stored[1], stored[0], layer.data<float>());
+            } else {
+                std::copy_n(source, per_layer, layer.data<float>());
+            }
+            entries.push_back({hf_name(tensor, l), DType::f32, stored, 0, 0});
+            data.push_back(std::move(layer));
+        }
+    }
+    json hf_config = {{"architectures", {"GPT2LMHeadModel"}},
+                      {"model_type", "gpt2"},
+                      {"vocab_size", config.vocab_size},
+                      {"n_positions", config.max_seq},
+                      {"n_ctx", config.max_seq},
+                      {"n_embd", config.n_embd},
+                      {"n_layer", config.n_layer},
+                      {"n_head", config.n_head},
+                      {"n_inner", nullptr},
+                      {"activation_function", "gelu_new"},
+                      {"layer_norm_epsilon", 1e-5},
+                      {"initializer_range", 0.02},
+                      {"resid_pdrop", 0.0},
+                      {"embd_pdrop", 0.0},
+                      {"attn_pdrop", 0.0},
+                      {"scale_attn_weights", true},
+                      {"tie_word_embeddings", true},
+                      {"use_cache", true},
+                      {"torch_dtype", "float32"}};
+    if (config.vocab_size == 50257) hf_config["bos_token_id"] = hf_config["eos_token_id"] = 50256;
+    create_folder(out, "export folder");
+    AtomicFile weights(out / weights_file, "Hugging Face weights");
+    // transformers refuses a safetensors file whose metadata does not say which framework wrote it.
+    std::string const header = safetensors_header_bytes(entries, {{"format", "pt"}});
+    weights.write(header.data(), header.size());
+    for (Tensor const& tensor : data) weights.write(tensor.raw_data(), tensor.bytes());
+    weights.commit();
+    write_file_atomically(out / config_file, hf_config.dump(2) + "\n", "Hugging Face config");
+}
+
+}  // namespace axonn

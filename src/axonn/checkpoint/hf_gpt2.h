@@ -1,0 +1,64 @@
+// Hugging Face's GPT-2 format, in and out: a folder with config.json (GPT2Config) and model.safetensors, whose
+// tensors carry transformers' names ("h.0.attn.c_attn.weight", an optional "transformer." prefix) and its
+// Conv1D layout: a Linear weight is stored [in, out], the transpose of axonn's [out, in]. Per-layer tensors are
+// separate ("h.3.ln_1.weight") where axonn stacks them, and the embedding has the real vocabulary's rows only
+// (axonn pads it to a multiple of 64 with zero rows). The LM head is tied to the embedding, as in GPT-2.
+//
+//   axonn name   Hugging Face name (per layer l: h.l.)      layout
+//   wte          wte.weight                                 [V, C]      (axonn: [Vp, C], padding rows zero)
+//   wpe          wpe.weight                                 [maxT, C]
+//   ln1w, ln1b   h.l.ln_1.weight, .bias                     [C]
+//   qkvw, qkvb   h.l.attn.c_attn.weight, .bias              [C, 3C] = qkvw[l]ᵀ, [3C]
+//   attprojw, b  h.l.attn.c_proj.weight, .bias              [C, C]  = attprojw[l]ᵀ, [C]
+//   ln2w, ln2b   h.l.ln_2.weight, .bias                     [C]
+//   fcw, fcb     h.l.mlp.c_fc.weight, .bias                 [C, 4C] = fcw[l]ᵀ, [4C]
+//   fcprojw, b   h.l.mlp.c_proj.weight, .bias               [4C, C] = fcprojw[l]ᵀ, [C]
+//   lnfw, lnfb   ln_f.weight, .bias                         [C]
+#pragma once
+
+#include "axonn/checkpoint/checkpoint_reader.h"
+#include "axonn/core/file_io.h"
+#include "axonn/core/tensor.h"
+#include "axonn/io/safetensors.h"
+#include "axonn/model/gpt_config.h"
+#include "axonn/model/gpt_parameters.h"
+#include "axonn/parallel/shard_layout.h"
+
+#include <filesystem>
+#include <span>
+#include <string>
+
+namespace axonn {
+
+// Whether `dir` looks like a Hugging Face model folder (config.json and model.safetensors in it).
+bool is_hf_model_folder(std::filesystem::path const& dir);
+
+// The model a Hugging Face GPT-2 config.json describes. A config that axonn's GPT-2 cannot reproduce (another
+// architecture or activation, an untied head, another LayerNorm epsilon, ...) is an axonn::Error naming the key.
+GptConfig read_hf_gpt2_config(std::filesystem::path const& dir);
+
+// The weights of a Hugging Face GPT-2 folder, checked on opening: every tensor present, F32 or BF16, of the shape
+// its config gives.
+class HfGpt2Weights {
+public:
+    HfGpt2Weights(std::filesystem::path const& dir, GptConfig const& config);
+
+    // Parameter `id` in axonn's serial layout (stacked over layers, weights transposed back, embedding padded).
+    Tensor serial(Param id);
+    // This rank's shards of every parameter, into the flat buffer `params` laid out by `layout`.
+    void read_local(ShardLayout const& layout, std::span<float> params);
+
+private:
+    Tensor read(std::string const& name, Shape const& shape);
+
+    std::filesystem::path path_;
+    GptConfig config_;
+    InputFile input_;
+    SafetensorsHeader header_;
+    std::string prefix_;  // "" or "transformer."
+};
+
+// Writes config.json and model.safetensors into `out` (created if missing) from a checkpoint's weights.
+void export_hf_gpt2(CheckpointReader& checkpoint, std::filesystem::path const& out);
+
+}  // namespace axonn

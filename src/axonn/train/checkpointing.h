@@ -1,0 +1,37 @@
+// The trainer's side of checkpoints: what a checkpoint keeps of a run besides its tensors (the step, the
+// schedule, AdamW's settings and step count, the data loader's position, the seed, the tokenizer), and the three
+// ways a run meets one: saving (--ckpt-dir, --ckpt-every, --keep, at the end, on a stop signal), resuming
+// (--resume: everything, bit for bit) and starting from weights alone (--init-from: an axonn checkpoint or a
+// Hugging Face GPT-2 folder, with a fresh optimizer).
+#pragma once
+
+#include "axonn/checkpoint/checkpoint_reader.h"
+#include "axonn/model/gpt.h"
+#include "axonn/train/data_loader.h"
+#include "axonn/train/optimizer.h"
+#include "axonn/train/trainer.h"
+
+#include <filesystem>
+#include <optional>
+
+namespace axonn {
+
+// The run's checkpoint to resume, opened and checked against the run's options (the same model, a step within
+// --steps); none without --resume. Every rank opens it.
+std::optional<CheckpointReader> open_resume_checkpoint(TrainOptions const& options);
+
+// Restores weights, moments, the optimizer's step count and the data position; returns the step to go on from.
+// Collective (the files are verified by all ranks together).
+int restore_checkpoint(CheckpointReader& checkpoint, Gpt& model, AdamW& optimizer, DataLoader& loader);
+
+// The model an --init-from source holds: an axonn checkpoint (or a folder of them: its newest) or a Hugging Face
+// GPT-2 folder.
+GptConfig init_source_config(std::filesystem::path const& source);
+// Loads its weights into this rank's shards. Collective.
+void load_initial_weights(std::filesystem::path const& source, Gpt& model);
+
+// Saves the run at `step` (the number of steps done) into --ckpt-dir; returns the checkpoint's folder. Collective.
+std::filesystem::path save_training_checkpoint(TrainOptions const& options, Gpt& model, AdamW& optimizer,
+                                               DataLoader const& loader, int step);
+
+}  // namespace axonn
