@@ -87,7 +87,7 @@ TEST(FileIo, APartialFileLeftByAKilledWriterIsWrittenOver) {
 }
 
 TEST(FileIo, AWriteToAFullDeviceFailsNamingTheFile) {
-    EXPECT_NE(error_of([&] { ExclusiveOutputFile("/dev/full", "metrics file", false).write("x\n"); })
+    EXPECT_NE(error_of([&] { ExclusiveOutputFile("/dev/full", "metrics file", ExistingOutput::refuse).write("x\n"); })
                   .find("cannot write metrics file /dev/full: the disk is full"),
               std::string::npos);
 }
@@ -96,18 +96,18 @@ TEST(FileIo, AnOutputFileBelongsToOneRunAndKeepsAnEarlierRunsData) {
     TempDir dir;
     fs::path const path = dir / "metrics.jsonl";
     {
-        ExclusiveOutputFile first(path, "metrics file", false);
+        ExclusiveOutputFile first(path, "metrics file", ExistingOutput::refuse);
         first.write("line 1\n");
         // A second writer, even in this process, finds the file locked.
-        EXPECT_NE(error_of([&] { ExclusiveOutputFile(path, "metrics file", true); }).find("is being written by "
+        EXPECT_NE(error_of([&] { ExclusiveOutputFile(path, "metrics file", ExistingOutput::overwrite); }).find("is being written by "
                   "another run"), std::string::npos);
         first.write("line 2\n");
     }
     EXPECT_EQ(read_text(path), "line 1\nline 2\n");
-    EXPECT_NE(error_of([&] { ExclusiveOutputFile(path, "metrics file", false); }).find("already exists (14 bytes"),
+    EXPECT_NE(error_of([&] { ExclusiveOutputFile(path, "metrics file", ExistingOutput::refuse); }).find("already exists (14 bytes"),
               std::string::npos);
     EXPECT_EQ(read_text(path), "line 1\nline 2\n");  // refused, not emptied
-    ExclusiveOutputFile(path, "metrics file", true).write("again\n");
+    ExclusiveOutputFile(path, "metrics file", ExistingOutput::overwrite).write("again\n");
     EXPECT_EQ(read_text(path), "again\n");
 }
 
