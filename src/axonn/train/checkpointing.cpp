@@ -60,6 +60,10 @@ fs::path resolve_init_source(fs::path const& source) {
 
 std::optional<CheckpointReader> open_resume_checkpoint(TrainOptions const& options) {
     if (options.resume.empty()) return std::nullopt;
+    // A job script that always passes --resume latest starts its first run afresh.
+    if (options.resume == "latest" && !options.ckpt_dir.empty() && complete_checkpoints(options.ckpt_dir).empty()) {
+        return std::nullopt;
+    }
     CheckpointReader checkpoint(resolve_checkpoint(options.resume, options.ckpt_dir));
     std::string const folder = checkpoint.folder().string();
     require(checkpoint.has_training_state(), "checkpoint {} holds weights only, no training state to resume: start "

@@ -17,7 +17,8 @@
 namespace axonn {
 
 // The run's checkpoint to resume, opened and checked against the run's options (the same model, a step within
-// --steps); none without --resume. Every rank opens it.
+// --steps); none without --resume, or with --resume latest while --ckpt-dir holds no complete checkpoint yet (the
+// first run of a job script that always resumes). Every rank opens it.
 std::optional<CheckpointReader> open_resume_checkpoint(TrainOptions const& options);
 
 // Restores weights, moments, the optimizer's step count and the data position; returns the step to go on from.

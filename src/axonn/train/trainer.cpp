@@ -312,8 +312,10 @@ TrainSummary run_training(TrainOptions options) {
         require_not_an_input(options.metrics, "--metrics", input_files(train_loader, val_loader));
         require_writable_output(options.metrics, "metrics file", options.overwrite || !options.resume.empty());
     }
+    // A resumed run continues its metrics file; so does the first run of a job that always passes --resume.
     std::optional<std::int64_t> const resume_step =
-        resume_from ? std::optional<std::int64_t>(resume_from->index().step) : std::nullopt;
+        resume_from ? std::optional<std::int64_t>(resume_from->index().step)
+        : options.resume.empty() ? std::nullopt : std::optional<std::int64_t>(0);
     MetricsLog metrics = options.metrics.empty() || !leader ? MetricsLog()
                                                             : MetricsLog(options.metrics, options.overwrite, resume_step);
     std::optional<TraceFile> trace;
@@ -361,6 +363,8 @@ TrainSummary run_training(TrainOptions options) {
         if (!val_loader) fmt::print("  no validation data (pass --val-data or prepare a folder with val.bin)\n");
         if (resume_from) {
             fmt::print("  resuming from {} at step {}\n", resume_from->folder().string(), start_step);
+        } else if (!options.resume.empty()) {
+            fmt::print("  --resume latest: no complete checkpoint in {} yet, so a new run\n", options.ckpt_dir.string());
         } else if (!options.init_from.empty()) {
             fmt::print("  weights from {}\n", options.init_from.string());
         }

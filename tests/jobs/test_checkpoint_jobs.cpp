@@ -1,0 +1,246 @@
+// Checkpoints of whole `axonn train` jobs under mpirun (gpt2-micro on the shared byte data):
+//   - KilledRunsResumeBitwise: a 4-rank run on data=1,z=2,y=1,x=2 is killed with SIGKILL (one rank, chosen at
+//     random) at random points, and once in the middle of a save; resumed from its last complete checkpoint, its
+//     losses, gradient norms and final checkpoint are bitwise those of the run that was never interrupted.
+//   - ACheckpointFromEightRanksResumesOnOtherGrids: saved on data=1,z=2,y=2,x=2, resumed serially and on
+//     data=2,z=1,y=1,x=4; each step's loss within 1e-4 relative of the unmoved run's (the tolerance of every
+//     grid against serial over 20 steps, test_model_grids.cpp).
+//   - ASignalSavesAndStops: SIGUSR1 to one rank stops the job with status 75 after a checkpoint, which resumes
+//     bitwise; a run without --ckpt-dir says once that its weights will not be kept.
+// The random kill points come from a seed printed with any failure.
+#include "jobs/job.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <thread>
+
+extern char** environ;
+
+namespace axonn {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// A job running in the background, which the test can watch and kill.
+class BackgroundJob {
+public:
+    explicit BackgroundJob(std::string const& command) {
+        std::string const shell = "exec " + command;
+        char const* argv[] = {"/bin/sh", "-c", shell.c_str(), nullptr};
+        EXPECT_EQ(posix_spawn(&pid_, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
+    }
+    ~BackgroundJob() {
+        if (pid_ > 0) {
+            ::kill(pid_, SIGKILL);
+            wait();
+        }
+    }
+
+    // The pids of the job's ranks: the axonn processes whose command line holds `marker`.
+    static std::vector<pid_t> ranks(std::string const& marker) {
+        std::vector<pid_t> pids;
+        std::string const command = "pgrep -f '^" + (fs::path(AXONN_BUILD_DIR) / "axonn").string() + " train .*" +
+                                    marker + "'";
+        std::FILE* pipe = ::popen(command.c_str(), "r");
+        for (int pid = 0; pipe != nullptr && std::fscanf(pipe, "%d", &pid) == 1;) pids.push_back(pid);
+        if (pipe != nullptr) ::pclose(pipe);
+        return pids;
+    }
+
+    bool running() const {
+        int status = 0;
+        return pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == 0;
+    }
+
+    int wait() {
+        int status = 0;
+        if (pid_ > 0) ::waitpid(pid_, &status, 0);
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+
+private:
+    pid_t pid_ = -1;
+};
+
+std::vector<std::string> lines_of(fs::path const& path) {
+    std::vector<std::string> lines;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+// The training records of a metrics file: step -> {loss, grad_norm} as written (bitwise, through the text).
+std::map<int, std::string> step_results(fs::path const& path) {
+    std::map<int, std::string> results;
+    for (std::string const& line : lines_of(path)) {
+        auto const record = nlohmann::json::parse(line, nullptr, false);
+        if (!record.contains("loss")) continue;
+        results[record["step"].get<int>()] = record["loss"].dump() + " " + record["grad_norm"].dump();
+    }
+    return results;
+}
+
+std::string file_bytes(fs::path const& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Every safetensors file of two checkpoints, compared byte for byte.
+void expect_same_checkpoint_data(fs::path const& a, fs::path const& b) {
+    std::size_t files = 0;
+    for (auto const& entry : fs::directory_iterator(a)) {
+        if (entry.path().extension() != ".safetensors") continue;
+        ++files;
+        EXPECT_TRUE(file_bytes(entry.path()) == file_bytes(b / entry.path().filename()))
+            << entry.path().filename() << " differs between " << a << " and " << b;
+    }
+    EXPECT_GT(files, 0u) << a;
+}
+
+// Which of the ranks' processes is rank 0, from the environment mpirun gave it.
+pid_t rank_zero(std::vector<pid_t> const& ranks) {
+    for (pid_t pid : ranks) {
+        std::string const environment = file_bytes("/proc/" + std::to_string(pid) + "/environ");
+        if (environment.find(std::string("OMPI_COMM_WORLD_RANK=0") + '\0') != std::string::npos) return pid;
+    }
+    ADD_FAILURE() << "no rank 0 among the job's processes";
+    return ranks.front();
+}
+
+bool has_partial_save(fs::path const& dir) {
+    std::error_code error;
+    for (auto const& entry : fs::directory_iterator(dir, error)) {
+        if (entry.path().extension() == ".partial") return true;
+    }
+    return false;
+}
+
+class CheckpointJobs : public testing::JobTest {
+protected:
+    static constexpr char const* grid4 = "-np 4 ";
+    static std::string mpirun_command(std::string const& contexts, fs::path const& log) {
+        return "timeout 120 mpirun --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS=1 " + contexts + " > " +
+               log.string() + ".out 2> " + log.string() + ".err";
+    }
+};
+
+TEST_F(CheckpointJobs, KilledRunsResumeBitwise) {
+    std::string const options = "--grid data=1,z=2,y=1,x=2 --steps 14 --ckpt-every 2 --eval-every 5 --eval-batches 2 ";
+    fs::path const reference = dir_ / "reference";
+    testing::JobResult const full =
+        mpirun(std::string(grid4) + train(options + "--ckpt-dir " + reference.string() + " --metrics " +
+                                          (dir_ / "reference.jsonl").string()));
+    ASSERT_EQ(full.exit_status, 0) << full.stderr_text;
+    std::map<int, std::string> const expected = step_results(dir_ / "reference.jsonl");
+    ASSERT_EQ(expected.size(), 14u);
+
+    unsigned const seed = std::random_device{}();
+    SCOPED_TRACE("kill points drawn with seed " + std::to_string(seed));
+    std::mt19937 random(seed);
+    // Each scenario: kill once the metrics show `after_step` steps done (plus a random few milliseconds), or,
+    // with after_step < 0, in the middle of the first save that starts.
+    for (int after_step : {static_cast<int>(random() % 6) + 1, -1, static_cast<int>(random() % 6) + 7}) {
+        SCOPED_TRACE("kill after step " + std::to_string(after_step));
+        fs::path const ckpt = dir_ / ("killed" + std::to_string(after_step + 1));
+        fs::path const metrics = ckpt.string() + ".jsonl";
+        std::string const command = train(options + "--ckpt-dir " + ckpt.string() + " --metrics " + metrics.string());
+        {
+            BackgroundJob job(mpirun_command(grid4 + command, ckpt));
+            std::vector<pid_t> ranks;
+            for (auto start = std::chrono::steady_clock::now(); ranks.size() < 4;) {
+                ranks = BackgroundJob::ranks(ckpt.string());
+                ASSERT_LT(std::chrono::steady_clock::now() - start, 60s) << "the ranks did not start";
+            }
+            pid_t victim = ranks[random() % ranks.size()];
+            if (after_step < 0) {
+                while (!has_partial_save(ckpt) && job.running()) std::this_thread::sleep_for(100us);
+                // Rank 0 creates the folder and completes the save: stopped now, it never completes it.
+                victim = rank_zero(ranks);
+                ::kill(victim, SIGSTOP);
+                EXPECT_TRUE(has_partial_save(ckpt)) << "the kill missed the save";
+            } else {
+                while (static_cast<int>(lines_of(metrics).size()) < after_step + 1 && job.running()) {
+                    std::this_thread::sleep_for(200us);
+                }
+                std::this_thread::sleep_for(std::chrono::milliseconds(random() % 20));
+            }
+            ::kill(victim, SIGKILL);
+            EXPECT_NE(job.wait(), 0) << "the job survived the kill";
+        }
+        // Killed before its first checkpoint, the run starts afresh: --resume latest says so and goes on.
+        testing::JobResult const resumed = mpirun(grid4 + command + " --resume latest");
+        ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
+        EXPECT_EQ(step_results(metrics), expected);
+        expect_same_checkpoint_data(reference / "step_00000014", ckpt / "step_00000014");
+    }
+}
+
+TEST_F(CheckpointJobs, ACheckpointFromEightRanksResumesOnOtherGrids) {
+    std::string const options = "--steps 8 --ckpt-every 4 --eval-every 100 --eval-batches 1 ";
+    fs::path const saved = dir_ / "eight";
+    testing::JobResult const original = mpirun("-np 8 " + train(options + "--grid data=1,z=2,y=2,x=2 --ckpt-dir " +
+                                                                saved.string() + " --metrics " +
+                                                                (dir_ / "eight.jsonl").string()));
+    ASSERT_EQ(original.exit_status, 0) << original.stderr_text;
+    std::map<int, std::string> const unmoved = step_results(dir_ / "eight.jsonl");
+    for (std::string const& target : {std::string("-np 1 ") + train(options), "-np 8 " + train(options + "--grid data=2,z=1,y=1,x=4")}) {
+        SCOPED_TRACE(target);
+        fs::path const moved = dir_ / "moved";
+        fs::remove_all(moved);
+        fs::remove(dir_ / "moved.jsonl");
+        fs::create_directories(moved);
+        fs::copy(saved / "step_00000004", moved / "step_00000004", fs::copy_options::recursive);
+        testing::JobResult const resumed = mpirun(target + " --ckpt-dir " + moved.string() + " --resume latest --metrics " +
+                                                  (dir_ / "moved.jsonl").string());
+        ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
+        std::map<int, std::string> const results = step_results(dir_ / "moved.jsonl");
+        ASSERT_EQ(results.size(), 4u);
+        for (auto const& [step, text] : results) {
+            EXPECT_GE(step, 4);
+            double const loss = std::stod(text), expected = std::stod(unmoved.at(step));
+            EXPECT_LT(std::abs(loss - expected) / expected, 1e-4) << "step " << step;
+        }
+    }
+}
+
+TEST_F(CheckpointJobs, ASignalSavesAndStops) {
+    std::string const options = "--grid data=1,z=1,y=2,x=1 --steps 30 --eval-every 100 --eval-batches 1 ";
+    testing::JobResult const full = mpirun("-np 2 " + train(options + "--metrics " + (dir_ / "whole.jsonl").string()));
+    ASSERT_EQ(full.exit_status, 0) << full.stderr_text;
+    std::ifstream out(dir_ / "stdout.txt");
+    std::string const printed{std::istreambuf_iterator<char>(out), std::istreambuf_iterator<char>()};
+    std::size_t const note = printed.find("no --ckpt-dir: the trained weights will not be kept");
+    EXPECT_NE(note, std::string::npos) << printed;
+    EXPECT_EQ(printed.find("no --ckpt-dir", note + 1), std::string::npos) << "said more than once: " << printed;
+
+    fs::path const ckpt = dir_ / "signalled";
+    fs::path const metrics = dir_ / "signalled.jsonl";
+    std::string const command = train(options + "--ckpt-dir " + ckpt.string() + " --metrics " + metrics.string());
+    {
+        BackgroundJob job(mpirun_command("-np 2 " + command, ckpt));
+        while (lines_of(metrics).size() < 4 && job.running()) std::this_thread::sleep_for(200us);
+        std::vector<pid_t> const ranks = BackgroundJob::ranks(ckpt.string());
+        ASSERT_EQ(ranks.size(), 2u);
+        ::kill(ranks.back(), SIGUSR1);
+        EXPECT_EQ(job.wait(), 75);
+    }
+    ASSERT_FALSE(fs::is_empty(ckpt));
+    testing::JobResult const resumed = mpirun("-np 2 " + command + " --resume latest");
+    ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
+    EXPECT_EQ(step_results(metrics), step_results(dir_ / "whole.jsonl"));
+}
+
+}  // namespace
+}  // namespace axonn
