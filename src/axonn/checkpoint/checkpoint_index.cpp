@@ -1,6 +1,7 @@
 #include "axonn/checkpoint/checkpoint_index.h"
 
 #include "axonn/core/error.h"
+#include "axonn/core/json_depth.h"
 
 #include <fmt/format.h>
 
@@ -129,7 +130,11 @@ std::string checkpoint_index_json(CheckpointIndex const& index) {
 
 namespace {
 
+// An index is 5 levels deep, its run state 3; deeper JSON is refused before it is parsed and copied.
+constexpr int max_index_depth = 16;
+
 CheckpointIndex parse_index_document(std::string_view source) {
+    require_json_depth(source, max_index_depth);
     json const document = json::parse(source.begin(), source.end(), nullptr, false);
     require(!document.is_discarded() && document.is_object(), "it is not a JSON object");
     require(document.contains("format") && document["format"] == format_name, "it is not an axonn checkpoint index");

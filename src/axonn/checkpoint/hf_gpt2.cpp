@@ -2,6 +2,7 @@
 
 #include "axonn/core/bfloat16.h"
 #include "axonn/core/error.h"
+#include "axonn/core/json_depth.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -91,8 +92,14 @@ bool is_hf_model_folder(fs::path const& dir) {
 
 GptConfig read_hf_gpt2_config(fs::path const& dir) {
     fs::path const path = dir / config_file;
-    json const config = json::parse(read_input_file(path, "Hugging Face config", "pass a Hugging Face model folder",
-                                                    max_config_bytes), nullptr, false);
+    std::string const text = read_input_file(path, "Hugging Face config", "pass a Hugging Face model folder",
+                                             max_config_bytes);
+    try {
+        require_json_depth(text, 16);  // a config is 2 levels deep
+    } catch (Error const& e) {
+        fail("{}: {}: it is no Hugging Face config", path.string(), e.what());
+    }
+    json const config = json::parse(text, nullptr, false);
     require(!config.is_discarded() && config.is_object(), "{} is not a JSON object", path.string());
     require(config.contains("model_type") && config["model_type"] == "gpt2",
             "{} describes model_type {}, not gpt2: axonn imports GPT-2 models", path.string(),

@@ -1,6 +1,7 @@
 #include "axonn/io/safetensors.h"
 
 #include "axonn/core/error.h"
+#include "axonn/core/json_depth.h"
 
 #include <nlohmann/json.hpp>
 
@@ -28,27 +29,8 @@ DType parse_dtype(std::string const& name, std::string const& tensor) {
          name);
 }
 
-// JSON nested deeper than this is no header (a header is 3 levels deep); refusing it before parsing keeps a
-// hostile file from exhausting the stack.
+// JSON nested deeper than this is no header (a header is 3 levels deep).
 constexpr int max_json_depth = 8;
-
-void check_json_depth(std::string_view text) {
-    int depth = 0;
-    bool in_string = false, escaped = false;
-    for (char c : text) {
-        if (in_string) {
-            if (escaped) escaped = false;
-            else if (c == '\\') escaped = true;
-            else if (c == '"') in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '{' || c == '[') {
-            require(++depth <= max_json_depth, "the header nests JSON deeper than {} levels", max_json_depth);
-        } else if (c == '}' || c == ']') {
-            --depth;
-        }
-    }
-}
 
 std::uint64_t checked_unsigned(json const& value, std::string const& what) {
     require(value.is_number_unsigned() || (value.is_number_integer() && value.get<std::int64_t>() >= 0),
@@ -100,7 +82,7 @@ std::string safetensors_dtype_name(DType dtype) {
 }
 
 SafetensorsHeader parse_safetensors_header(std::string_view text, std::uint64_t data_bytes) {
-    check_json_depth(text);
+    require_json_depth(text, max_json_depth);
     json const header = json::parse(text.begin(), text.end(), nullptr, false);
     require(!header.is_discarded(), "the header is not valid JSON");
     require(header.is_object(), "the header is not a JSON object");

@@ -1,0 +1,140 @@
+// Fuzzes the token-shard reader, axonn::TokenShard (src/axonn/io/token_shard.cpp): open() with its checks of the
+// 1024-byte header against the file's size, max_token(), and read().
+//
+// Input: the bytes of a shard file. Each input is written to one file in a temporary folder of this process
+// (under /dev/shm when it exists, else $TMPDIR or /tmp; removed at exit) and opened from there. When open()
+// accepts it, the harness reads the first min(size, 64) tokens and the last ones.
+//
+// A failure is anything but a clean result or an axonn::Error: a crash, a sanitizer report (ASan, UBSan), any
+// other exception escaping (std::, InternalError), or an accepted shard whose header fields, tokens or largest
+// token differ from what the bytes of the file hold.
+#include "axonn/core/error.h"
+#include "axonn/io/token_shard.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <system_error>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+void check(bool condition, char const* what) {
+    if (!condition) {
+        std::fprintf(stderr, "fuzz_token_shard: accepted shard breaks: %s\n", what);
+        std::abort();
+    }
+}
+
+// The first of /dev/shm, $TMPDIR and /tmp where a folder can be made.
+fs::path make_work_folder() {
+    char const* tmpdir = std::getenv("TMPDIR");
+    for (std::string base : {std::string("/dev/shm"), std::string(tmpdir != nullptr ? tmpdir : ""),
+                             std::string("/tmp")}) {
+        if (base.empty()) continue;
+        std::string pattern = base + "/axonn-fuzz-token-shard-XXXXXX";
+        if (::mkdtemp(pattern.data()) != nullptr) return pattern;
+    }
+    std::perror("fuzz_token_shard: mkdtemp in /dev/shm, $TMPDIR and /tmp");
+    std::abort();
+}
+
+// Made on first use and removed at exit. Never destroyed: the exit handler still needs it.
+fs::path const& work_folder() {
+    static fs::path const* const folder = [] {
+        auto* made = new fs::path(make_work_folder());
+        std::atexit([] {
+            std::error_code ignored;
+            fs::remove_all(work_folder(), ignored);
+        });
+        return made;
+    }();
+    return *folder;
+}
+
+void write_file(fs::path const& path, std::uint8_t const* data, std::size_t size) {
+    // O_TRUNC on one path, so every input gets a fresh size and modification time.
+    int const fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    bool ok = fd >= 0;
+    for (std::size_t done = 0; ok && done < size;) {
+        ssize_t const n = ::write(fd, data + done, size - done);
+        ok = n > 0;
+        if (ok) done += static_cast<std::size_t>(n);
+    }
+    if (fd >= 0 && ::close(fd) != 0) ok = false;
+    if (!ok) {
+        std::perror("fuzz_token_shard: writing the input file");
+        std::abort();
+    }
+}
+
+std::uint32_t word(std::uint8_t const* data, std::size_t index) {
+    std::uint32_t value;
+    std::memcpy(&value, data + 4 * index, 4);
+    return value;
+}
+
+// The token at `index` as the file's bytes hold it.
+std::int64_t token_in_bytes(std::uint8_t const* data, int bits, std::int64_t index) {
+    std::uint8_t const* at = data + axonn::token_shard_header_bytes + static_cast<std::size_t>(index) * (bits / 8);
+    if (bits == 16) {
+        std::uint16_t value;
+        std::memcpy(&value, at, 2);
+        return value;
+    }
+    std::uint32_t value;
+    std::memcpy(&value, at, 4);
+    return value;
+}
+
+void check_window(axonn::TokenShard const& shard, std::uint8_t const* data, std::int64_t offset, std::int64_t count) {
+    std::vector<std::int32_t> tokens(static_cast<std::size_t>(count) + 1, -7);
+    shard.read(offset, count, tokens.data());
+    for (std::int64_t i = 0; i < count; ++i) {
+        check(tokens[static_cast<std::size_t>(i)] == token_in_bytes(data, shard.token_bits(), offset + i),
+              "read() returns the tokens in the file");
+    }
+    check(tokens.back() == -7, "read() writes no more than count tokens");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size) {
+    fs::path const path = work_folder() / "shard.bin";
+    write_file(path, data, size);
+    try {
+        axonn::TokenShard const shard = axonn::TokenShard::open(path);
+        check(size >= axonn::token_shard_header_bytes, "the file holds the header");
+        check(word(data, 0) == static_cast<std::uint32_t>(axonn::token_shard_magic), "the magic is right");
+        check(word(data, 1) == 1 || word(data, 1) == 2, "the version is known");
+        int const bits = shard.token_bits();
+        check(bits == 16 || bits == 32, "tokens are 16 or 32 bits");
+        check(static_cast<std::uint32_t>(bits) == word(data, 4), "the width is the header's");
+        std::uint64_t const count = word(data, 2) | static_cast<std::uint64_t>(word(data, 3)) << 32;
+        check(shard.size() >= 0 && static_cast<std::uint64_t>(shard.size()) == count, "the size is the header's");
+        check(axonn::token_shard_header_bytes + count * (bits / 8) == size, "the size matches the file");
+
+        std::int64_t largest = -1;
+        for (std::int64_t i = 0; i < shard.size(); ++i) largest = std::max(largest, token_in_bytes(data, bits, i));
+        check(shard.max_token() == largest, "max_token() is the largest token in the file");
+
+        std::int64_t const window = std::min<std::int64_t>(shard.size(), 64);
+        check_window(shard, data, 0, window);
+        check_window(shard, data, shard.size() - window, window);
+        check_window(shard, data, shard.size() / 2, std::min<std::int64_t>(window, shard.size() - shard.size() / 2));
+        check_window(shard, data, shard.size(), 0);
+    } catch (axonn::Error const&) {
+        // A refused shard: the expected outcome for most inputs.
+    }
+    return 0;
+}
