@@ -1,0 +1,297 @@
+// Checkpoints on one process: the safetensors header (written, parsed, and refused when hostile), a save and a
+// load that give back every weight and moment bit for bit, --keep, and damaged checkpoints. Each hostile file is
+// refused twice over: by the library with an axonn::Error naming the problem and the previous checkpoint, and by
+// `axonn train --resume` with one line and exit status 1; the previous checkpoint still loads afterwards.
+// Multi-rank saving and loading onto other grids: tests/mpi/test_checkpoint_grids.cpp; killed jobs:
+// tests/jobs/test_checkpoint_jobs.cpp.
+#include "axonn/checkpoint/checkpoint_dir.h"
+#include "axonn/checkpoint/checkpoint_reader.h"
+#include "axonn/checkpoint/checkpoint_writer.h"
+#include "axonn/core/error.h"
+#include "axonn/core/rng.h"
+#include "axonn/io/safetensors.h"
+#include "axonn/io/token_shard.h"
+#include "axonn/train/checkpointing.h"
+#include "support/error_of.h"
+#include "support/temp_dir.h"
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+#include <sys/wait.h>
+#include <zlib.h>
+
+#include <cctype>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+namespace axonn {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing::error_of;
+
+// The model `axonn train --model gpt2-micro --tokenizer byte` builds, so that the command can resume these files.
+GptConfig byte_micro() {
+    GptConfig config = gpt_preset("gpt2-micro");
+    config.vocab_size = 257;
+    return config;
+}
+
+std::string read_bytes(fs::path const& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(fs::path const& path, std::string const& bytes) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+TEST(Safetensors, AHeaderReadsBackAsWritten) {
+    std::vector<SafetensorsEntry> entries = {{"a", DType::f32, {2, 3}, 0, 0}, {"b", DType::bf16, {5}, 0, 0}};
+    std::string const bytes = safetensors_header_bytes(entries, {{"format", "pt"}});
+    EXPECT_EQ(bytes.size() % 8, 0u) << "the data must start 8-byte aligned";
+    std::uint64_t length = 0;
+    for (int i = 7; i >= 0; --i) length = length << 8 | static_cast<unsigned char>(bytes[i]);
+    ASSERT_EQ(length + 8, bytes.size());
+    SafetensorsHeader const header = parse_safetensors_header(bytes.substr(8), 34);
+    ASSERT_EQ(header.tensors.size(), 2u);
+    EXPECT_EQ(header.find("a")->end, 24u);
+    EXPECT_EQ(header.find("b")->begin, 24u);
+    EXPECT_EQ(header.find("b")->end, 34u);
+    EXPECT_EQ(header.find("b")->dtype, DType::bf16);
+    EXPECT_EQ(header.metadata.at("format"), "pt");
+}
+
+struct HostileHeader {
+    char const* name;
+    std::string json;
+    std::uint64_t data_bytes;
+    char const* expected;
+};
+
+TEST(Safetensors, HostileHeadersAreRefusedWithTheirProblem) {
+    std::vector<HostileHeader> const cases = {
+        {"not_json", "{\"a\": ", 8, "not valid JSON"},
+        {"not_an_object", "[1, 2]", 8, "not a JSON object"},
+        {"no_dtype", R"({"a": {"shape": [2], "data_offsets": [0, 8]}})", 8, "has no \"dtype\""},
+        {"unknown_dtype", R"({"a": {"dtype": "F8", "shape": [2], "data_offsets": [0, 2]}})", 8, "dtype F8"},
+        {"negative_size", R"({"a": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}})", 8, "non-negative"},
+        {"absurd_shape", R"({"a": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 8]}})", 8,
+         "absurd shape"},
+        {"offsets_outside", R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [8, 16]}})", 8, "outside the 8"},
+        {"reversed_offsets", R"({"a": {"dtype": "F32", "shape": [0], "data_offsets": [8, 0]}})", 8, "outside"},
+        {"size_mismatch", R"({"a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}})", 16, "needs 12 bytes"},
+        {"overlap", R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                        "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})", 16, "overlap"},
+        {"deep_nesting", "{\"a\": " + std::string(100000, '[') + std::string(100000, ']') + "}", 8, "deeper"},
+        {"metadata_not_strings", R"({"__metadata__": {"k": 3}})", 0, "not a string"},
+    };
+    for (auto const& hostile : cases) {
+        EXPECT_NE(error_of([&] { parse_safetensors_header(hostile.json, hostile.data_bytes); }).find(hostile.expected),
+                  std::string::npos)
+            << hostile.name << ": " << error_of([&] { parse_safetensors_header(hostile.json, hostile.data_bytes); });
+    }
+}
+
+// A serial gpt2-micro with weights from a seed and moments made up from another, as a trained run would have.
+struct SerialState {
+    ProcessGrid grid{MPI_COMM_SELF, GridShape{}};
+    ShardLayout layout{byte_micro(), GridPosition::of(grid)};
+    std::vector<float> params, exp_avg, exp_avg_sq;
+
+    explicit SerialState(std::uint64_t seed) {
+        auto const total = static_cast<std::size_t>(layout.total());
+        params.resize(total);
+        exp_avg.resize(total);
+        exp_avg_sq.resize(total);
+        fill_normal(params, {seed, 1}, 0, 0.0f, 0.02f);
+        fill_normal(exp_avg, {seed, 2}, 0, 0.0f, 1e-3f);
+        fill_normal(exp_avg_sq, {seed, 3}, 0, 1.0f, 1e-3f);
+    }
+
+    fs::path save(fs::path const& dir, int step, std::uint64_t max_file_bytes = 64 << 10) {
+        json const run = {{"step", step}, {"optimizer", {{"steps_taken", step}}}, {"data", {{"position", 100 * step},
+                                                                                           {"epoch", 0}}}};
+        return save_checkpoint(grid, byte_micro(), {params, exp_avg, exp_avg_sq}, step, run,
+                               {dir, 0, max_file_bytes});
+    }
+
+    // Loads `folder` and says whether it holds exactly this state.
+    bool loads_as_saved(fs::path const& folder) {
+        SerialState loaded(0);
+        CheckpointReader reader(folder);
+        reader.verify(grid.comm(Group::world));
+        reader.read_local(layout, {loaded.params, loaded.exp_avg, loaded.exp_avg_sq});
+        return loaded.params == params && loaded.exp_avg == exp_avg && loaded.exp_avg_sq == exp_avg_sq;
+    }
+};
+
+TEST(Checkpoint, WeightsAndMomentsLoadBackBitwise) {
+    testing::TempDir dir;
+    SerialState state(7);
+    fs::path const folder = state.save(dir.path(), 3);
+    EXPECT_EQ(folder, dir / "step_00000003");
+    EXPECT_TRUE(fs::exists(folder / "COMPLETE"));
+    EXPECT_FALSE(fs::exists(dir / "step_00000003.partial"));
+    std::size_t files = 0;
+    for (auto const& entry : fs::directory_iterator(folder)) {
+        if (entry.path().extension() != ".safetensors") continue;
+        ++files;
+        EXPECT_LE(fs::file_size(entry.path()), (64u << 10) + 4096) << "a file beyond the bound (plus its header)";
+    }
+    EXPECT_GT(files, 1u) << "the model is larger than one 64 KiB file";
+    EXPECT_TRUE(state.loads_as_saved(folder));
+    CheckpointReader reader(folder);
+    EXPECT_TRUE(reader.has_training_state());
+    EXPECT_EQ(reader.index().step, 3);
+    EXPECT_EQ(reader.index().run["data"]["position"], 300);
+}
+
+TEST(Checkpoint, KeepLeavesTheNewestAndRemovesInterruptedSaves) {
+    testing::TempDir dir;
+    SerialState state(7);
+    for (int step : {1, 2, 3}) state.save(dir.path(), step);
+    fs::create_directories(dir / "step_00000009.partial");
+    prune_checkpoints(dir.path(), 2);
+    std::vector<std::int64_t> steps;
+    for (auto const& entry : complete_checkpoints(dir.path())) steps.push_back(entry.step);
+    EXPECT_EQ(steps, (std::vector<std::int64_t>{2, 3}));
+    EXPECT_FALSE(fs::exists(dir / "step_00000009.partial"));
+    EXPECT_EQ(resolve_checkpoint("latest", dir.path()), dir / "step_00000003");
+    EXPECT_EQ(resolve_checkpoint(dir.path().string(), {}), dir / "step_00000003");
+}
+
+TEST(Checkpoint, SavingAStepAgainReplacesIt) {
+    testing::TempDir dir;
+    SerialState first(7), second(8);
+    first.save(dir.path(), 4);
+    second.save(dir.path(), 4);
+    EXPECT_TRUE(second.loads_as_saved(dir / "step_00000004"));
+    EXPECT_FALSE(fs::exists(dir / "step_00000004.replaced"));
+}
+
+// The first safetensors file of a checkpoint, and its index entry rewritten to match new contents (so that the
+// damage gets past the checksum to the parser behind it).
+fs::path first_file(fs::path const& folder) { return folder / "rank00000-000.safetensors"; }
+
+void record_in_index(fs::path const& folder, fs::path const& file) {
+    std::string const bytes = read_bytes(file);
+    json index = json::parse(read_bytes(folder / "index.json"));
+    index["files"][file.filename().string()] = {
+        {"bytes", bytes.size()},
+        {"crc32", crc32_z(crc32_z(0, nullptr, 0), reinterpret_cast<unsigned char const*>(bytes.data()), bytes.size())}};
+    write_bytes(folder / "index.json", index.dump());
+}
+
+struct DamagedCheckpoint {
+    char const* name;
+    std::function<void(fs::path const&)> damage;
+    char const* expected;
+};
+
+std::vector<DamagedCheckpoint> const damaged_checkpoints = {
+    {"truncated_file", [](fs::path const& f) { fs::resize_file(first_file(f), fs::file_size(first_file(f)) - 100); },
+     "is not the"},
+    {"flipped_bit",
+     [](fs::path const& f) {
+         std::string bytes = read_bytes(first_file(f));
+         bytes[bytes.size() - 5] ^= 0x10;
+         write_bytes(first_file(f), bytes);
+     },
+     "does not match its CRC-32"},
+    {"missing_shard", [](fs::path const& f) { fs::remove(first_file(f)); }, "is missing"},
+    {"offsets_outside_the_file",
+     [](fs::path const& f) {
+         // The first tensor's end, every digit made a 9: far past the data, and the header keeps its length.
+         std::string bytes = read_bytes(first_file(f));
+         std::size_t at = bytes.find("\"data_offsets\":[0,") + 18;
+         for (; std::isdigit(static_cast<unsigned char>(bytes[at])); ++at) bytes[at] = '9';
+         write_bytes(first_file(f), bytes);
+         record_in_index(f, first_file(f));
+     },
+     "outside the"},
+    {"absurd_shape",
+     [](fs::path const& f) {
+         json index = json::parse(read_bytes(f / "index.json"));
+         index["tensors"]["wte"]["shape"] = {std::int64_t{1} << 40, std::int64_t{1} << 40};
+         write_bytes(f / "index.json", index.dump());
+     },
+     "absurd shape"},
+    {"truncated_index",
+     [](fs::path const& f) { fs::resize_file(f / "index.json", fs::file_size(f / "index.json") / 2); },
+     "its index.json is unusable"},
+    {"index_pointing_outside_the_folder",
+     [](fs::path const& f) {
+         std::string text = read_bytes(f / "index.json");
+         for (std::size_t at; (at = text.find("rank00000-000")) != std::string::npos;) text.replace(at, 13, "../../passwd");
+         write_bytes(f / "index.json", text);
+     },
+     "not a plain name"},
+    {"interrupted_save", [](fs::path const& f) { fs::remove(f / "COMPLETE"); }, "is incomplete"},
+};
+
+class DamagedCheckpoints : public ::testing::TestWithParam<DamagedCheckpoint> {};
+
+TEST_P(DamagedCheckpoints, AreRefusedAndThePreviousOneStillLoads) {
+    testing::TempDir dir;
+    SerialState earlier(7), later(8);
+    fs::path const previous = earlier.save(dir.path(), 1);
+    fs::path const damaged = later.save(dir.path(), 2);
+    GetParam().damage(damaged);
+
+    std::string const error = error_of([&] { later.loads_as_saved(damaged); });
+    EXPECT_NE(error.find(GetParam().expected), std::string::npos) << error;
+    EXPECT_NE(error.find(previous.string()), std::string::npos) << "the error does not name the previous one: " << error;
+
+    // The command refuses it with one line, and the previous checkpoint resumes.
+    fs::create_directories(dir / "data");
+    std::vector<std::int32_t> tokens(3000);
+    for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::int32_t>(i * 5 % 256);
+    write_token_shard(dir / "data" / "train.bin", tokens, 16);
+    std::string const train = (fs::path(AXONN_BUILD_DIR) / "axonn").string() + " train --data " +
+                              (dir / "data").string() + " --tokenizer byte --model gpt2-micro --steps 3 "
+                              "--sample-tokens 0 --resume ";
+    fs::path const err = dir / "stderr.txt";
+    int status = std::system((train + damaged.string() + " > /dev/null 2> " + err.string()).c_str());
+    std::string const printed = read_bytes(err);
+    EXPECT_EQ(WEXITSTATUS(status), 1) << printed;
+    EXPECT_EQ(printed.rfind("axonn: error: checkpoint ", 0), 0u) << printed;
+    EXPECT_EQ(printed.find('\n'), printed.size() - 1) << "not one line: " << printed;
+    EXPECT_TRUE(earlier.loads_as_saved(previous));
+    status = std::system((train + previous.string() + " > /dev/null 2> " + err.string()).c_str());
+    EXPECT_EQ(WEXITSTATUS(status), 0) << read_bytes(err);
+}
+
+INSTANTIATE_TEST_SUITE_P(Hostile, DamagedCheckpoints, ::testing::ValuesIn(damaged_checkpoints),
+                         [](auto const& info) { return std::string(info.param.name); });
+
+TEST(Checkpoint, ACheckpointOfAnotherModelIsRefusedForResuming) {
+    testing::TempDir dir;
+    SerialState state(7);
+    fs::path const folder = state.save(dir.path(), 2);
+    TrainOptions options;
+    options.model = byte_micro();
+    options.model.n_layer = 3;
+    options.resume = folder.string();
+    options.steps = 10;
+    std::string const error = error_of([&] { open_resume_checkpoint(options); });
+    EXPECT_NE(error.find("is of another model: layers 2 (here 3)"), std::string::npos) << error;
+    options.model = byte_micro();
+    options.steps = 1;
+    EXPECT_NE(error_of([&] { open_resume_checkpoint(options); }).find("past --steps 1"), std::string::npos);
+}
+
+TEST(Checkpoint, WeightsAloneCannotBeResumed) {
+    testing::TempDir dir;
+    SerialState state(7);
+    fs::path const folder = save_checkpoint(state.grid, byte_micro(), {state.params, {}, {}}, 0, nullptr, {dir.path()});
+    TrainOptions options;
+    options.model = byte_micro();
+    options.resume = folder.string();
+    EXPECT_NE(error_of([&] { open_resume_checkpoint(options); }).find("holds weights only"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace axonn
