@@ -5,6 +5,8 @@
 //   - ACheckpointFromEightRanksResumesOnOtherGrids: saved on data=1,z=2,y=2,x=2, resumed serially and on
 //     data=2,z=1,y=1,x=4; each step's loss within 1e-4 relative of the unmoved run's (the tolerance of every
 //     grid against serial over 20 steps, test_model_grids.cpp).
+//   - HuggingFaceWeightsStartARunOnAnyGrid: --init-from an exported folder equals --init-from the checkpoint, and
+//     runs on a grid of 4.
 //   - ASignalSavesAndStops: SIGUSR1 to one rank stops the job with status 75 after a checkpoint, which resumes
 //     bitwise; a run without --ckpt-dir says once that its weights will not be kept.
 // The random kill points come from a seed printed with any failure.
@@ -240,6 +242,35 @@ TEST_F(CheckpointJobs, ASignalSavesAndStops) {
     testing::JobResult const resumed = mpirun("-np 2 " + command + " --resume latest");
     ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
     EXPECT_EQ(step_results(metrics), step_results(dir_ / "whole.jsonl"));
+}
+
+TEST_F(CheckpointJobs, HuggingFaceWeightsStartARunOnAnyGrid) {
+    // A trained checkpoint, exported: starting from the export equals starting from the checkpoint, bit for bit
+    // (the export drops only the embedding's padding rows, which training keeps zero), and on a grid of 4 each
+    // loss is within 1e-4 relative of the serial run's (test_model_grids.cpp's tolerance over 20 steps).
+    testing::JobResult const trained = mpirun("-np 1 " + train("--steps 3 --ckpt-dir " + (dir_ / "trained").string()));
+    ASSERT_EQ(trained.exit_status, 0) << trained.stderr_text;
+    std::string const export_command = axonn() + " export --format hf " + (dir_ / "trained").string() + " " +
+                                       (dir_ / "hf").string() + " > /dev/null";
+    ASSERT_EQ(std::system(export_command.c_str()), 0);
+    std::string const options = "--steps 4 --eval-every 100 --eval-batches 1 --metrics ";
+    for (auto const& [source, name] : {std::pair{dir_ / "trained", "from_ckpt"}, std::pair{dir_ / "hf", "from_hf"}}) {
+        testing::JobResult const run =
+            mpirun("-np 1 " + train(options + (dir_ / name).string() + ".jsonl --init-from " + source.string()));
+        ASSERT_EQ(run.exit_status, 0) << run.stderr_text;
+    }
+    std::map<int, std::string> const serial = step_results(dir_ / "from_hf.jsonl");
+    EXPECT_EQ(step_results(dir_ / "from_ckpt.jsonl"), serial);
+    testing::JobResult const grid = mpirun("-np 4 " + train(options + (dir_ / "grid.jsonl").string() +
+                                                             " --grid data=1,z=1,y=2,x=2 --init-from " +
+                                                             (dir_ / "hf").string()));
+    ASSERT_EQ(grid.exit_status, 0) << grid.stderr_text;
+    std::map<int, std::string> const on_grid = step_results(dir_ / "grid.jsonl");
+    ASSERT_EQ(on_grid.size(), serial.size());
+    for (auto const& [step, text] : on_grid) {
+        double const loss = std::stod(text), expected = std::stod(serial.at(step));
+        EXPECT_LT(std::abs(loss - expected) / expected, 1e-4) << "step " << step;
+    }
 }
 
 }  // namespace

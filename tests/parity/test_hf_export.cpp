@@ -12,6 +12,7 @@
 #include "axonn/model/gpt.h"
 #include "support/temp_dir.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -69,7 +70,7 @@ TEST(HuggingFaceExport, LogitsOfTheExportInPyTorchMatchAxonns) {
         }
     }
     double const relative = std::sqrt(difference / reference);
-    RecordProperty("logits_relative_difference", std::to_string(relative));
+    RecordProperty("logits_relative_difference", fmt::format("{:.2e}", relative));
     EXPECT_LT(relative, 1e-5);
 }
 

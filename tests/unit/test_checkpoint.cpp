@@ -7,6 +7,7 @@
 #include "axonn/checkpoint/checkpoint_dir.h"
 #include "axonn/checkpoint/checkpoint_reader.h"
 #include "axonn/checkpoint/checkpoint_writer.h"
+#include "axonn/checkpoint/hf_gpt2.h"
 #include "axonn/core/error.h"
 #include "axonn/core/rng.h"
 #include "axonn/io/safetensors.h"
@@ -291,6 +292,67 @@ TEST(Checkpoint, WeightsAloneCannotBeResumed) {
     options.model = byte_micro();
     options.resume = folder.string();
     EXPECT_NE(error_of([&] { open_resume_checkpoint(options); }).find("holds weights only"), std::string::npos);
+}
+
+// Hugging Face's format in and out: import then export gives back the same file, byte for byte.
+TEST(HuggingFace, ImportThenExportGivesTheSameTensors) {
+    testing::TempDir dir;
+    SerialState state(7);
+    fs::path const saved = save_checkpoint(state.grid, byte_micro(), {state.params, {}, {}}, 0, nullptr, {dir / "a"});
+    CheckpointReader original(saved);
+    export_hf_gpt2(original, dir / "hf");
+
+    GptConfig const config = read_hf_gpt2_config(dir / "hf");
+    EXPECT_TRUE(model_differences(config, byte_micro()).empty()) << model_differences(config, byte_micro());
+    std::vector<float> imported(state.params.size());
+    HfGpt2Weights(dir / "hf", config).read_local(state.layout, imported);
+    // Equal to the saved weights, but for the embedding's padding rows, which the export leaves out.
+    std::int64_t const real_rows_end = static_cast<std::int64_t>(config.vocab_size) * config.n_embd;
+    for (std::size_t i = 0; i < imported.size(); ++i) {
+        bool const padding = static_cast<std::int64_t>(i) >= real_rows_end &&
+                             static_cast<std::int64_t>(i) < state.layout.local_numel(Param::wte);
+        ASSERT_EQ(imported[i], padding ? 0.0f : state.params[i]) << "element " << i;
+    }
+    fs::path const again = save_checkpoint(state.grid, config, {imported, {}, {}}, 0, nullptr, {dir / "b"});
+    CheckpointReader reimported(again);
+    export_hf_gpt2(reimported, dir / "hf2");
+    EXPECT_TRUE(read_bytes(dir / "hf" / "model.safetensors") == read_bytes(dir / "hf2" / "model.safetensors"));
+    EXPECT_EQ(read_bytes(dir / "hf" / "config.json"), read_bytes(dir / "hf2" / "config.json"));
+}
+
+struct HostileModel {
+    char const* name;
+    std::function<void(json&)> edit_config;
+    char const* expected;
+};
+
+TEST(HuggingFace, ModelsAxonnCannotReproduceAreRefused) {
+    testing::TempDir dir;
+    SerialState state(7);
+    CheckpointReader checkpoint(
+        save_checkpoint(state.grid, byte_micro(), {state.params, {}, {}}, 0, nullptr, {dir / "ckpt"}));
+    export_hf_gpt2(checkpoint, dir / "good");
+    std::vector<HostileModel> const cases = {
+        {"llama", [](json& c) { c["model_type"] = "llama"; }, "not gpt2"},
+        {"relu", [](json& c) { c["activation_function"] = "relu"; }, "activation_function = \"relu\""},
+        {"wide_mlp", [](json& c) { c["n_inner"] = 100; }, "n_inner = 100"},
+        {"untied", [](json& c) { c["tie_word_embeddings"] = false; }, "tie_word_embeddings"},
+        {"epsilon", [](json& c) { c["layer_norm_epsilon"] = 1e-6; }, "layer_norm_epsilon"},
+        {"no_width", [](json& c) { c.erase("n_embd"); }, "no positive integer n_embd"},
+        {"heads", [](json& c) { c["n_head"] = 5; }, "heads do not divide"},
+        {"more_layers", [](json& c) { c["n_layer"] = 3; }, "has no tensor h.2.ln_1.weight"},
+        {"longer_context", [](json& c) { c["n_positions"] = 128; }, "wpe.weight has shape [64, 64]"},
+    };
+    for (auto const& hostile : cases) {
+        fs::path const folder = dir / hostile.name;
+        fs::create_directories(folder);
+        fs::copy_file(dir / "good" / "model.safetensors", folder / "model.safetensors");
+        json config = json::parse(read_bytes(dir / "good" / "config.json"));
+        hostile.edit_config(config);
+        write_bytes(folder / "config.json", config.dump());
+        std::string const error = error_of([&] { HfGpt2Weights(folder, read_hf_gpt2_config(folder)); });
+        EXPECT_NE(error.find(hostile.expected), std::string::npos) << hostile.name << ": " << error;
+    }
 }
 
 }  // namespace
