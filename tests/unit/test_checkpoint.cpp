@@ -87,6 +87,10 @@ TEST(Safetensors, HostileHeadersAreRefusedWithTheirProblem) {
         {"overlap", R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
                         "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})", 16, "overlap"},
         {"deep_nesting", "{\"a\": " + std::string(100000, '[') + std::string(100000, ']') + "}", 8, "deeper"},
+        {"overlap_around_an_empty_tensor", R"({"a": {"dtype": "F32", "shape": [25], "data_offsets": [0, 100]},
+                                                "z": {"dtype": "F32", "shape": [0], "data_offsets": [50, 50]},
+                                                "c": {"dtype": "F32", "shape": [25], "data_offsets": [60, 160]}})",
+         160, "overlap"},
         {"metadata_not_strings", R"({"__metadata__": {"k": 3}})", 0, "not a string"},
     };
     for (auto const& hostile : cases) {
@@ -231,6 +235,13 @@ std::vector<DamagedCheckpoint> const damaged_checkpoints = {
      },
      "not a plain name"},
     {"interrupted_save", [](fs::path const& f) { fs::remove(f / "COMPLETE"); }, "is incomplete"},
+    {"parts_larger_than_their_file",
+     [](fs::path const& f) {
+         json index = json::parse(read_bytes(f / "index.json"));
+         index["files"]["rank00000-000.safetensors"]["bytes"] = 100;
+         write_bytes(f / "index.json", index.dump());
+     },
+     "more than the file's 100"},
 };
 
 class DamagedCheckpoints : public ::testing::TestWithParam<DamagedCheckpoint> {};
@@ -282,6 +293,49 @@ TEST(Checkpoint, ACheckpointOfAnotherModelIsRefusedForResuming) {
     options.model = byte_micro();
     options.steps = 1;
     EXPECT_NE(error_of([&] { open_resume_checkpoint(options); }).find("past --steps 1"), std::string::npos);
+}
+
+TEST(Checkpoint, ARunRefusesAFolderWithAnotherRunsLaterCheckpoints) {
+    testing::TempDir dir;
+    SerialState state(7);
+    state.save(dir.path(), 5);
+    std::string const error = error_of([&] { require_no_later_checkpoints(dir.path(), 0); });
+    EXPECT_NE(error.find("holds checkpoints of later steps than this run starts from (step 0)"), std::string::npos)
+        << error;
+    EXPECT_NO_THROW(require_no_later_checkpoints(dir.path(), 5));
+}
+
+TEST(Checkpoint, KeepNeverRemovesTheCheckpointJustSaved) {
+    testing::TempDir dir;
+    SerialState state(7);
+    for (int step : {7, 8, 2}) state.save(dir.path(), step);  // 2 saved last, yet the oldest by step
+    prune_checkpoints(dir.path(), 1, 2);
+    std::vector<std::int64_t> steps;
+    for (auto const& entry : complete_checkpoints(dir.path())) steps.push_back(entry.step);
+    EXPECT_EQ(steps, (std::vector<std::int64_t>{2, 8}));
+}
+
+TEST(Checkpoint, OneRunAtATimeWritesAFolder) {
+    testing::TempDir dir;
+    CheckpointDirLock const first(dir / "ckpt");
+    EXPECT_NE(error_of([&] { CheckpointDirLock second(dir / "ckpt"); }).find("is in use by another run"),
+              std::string::npos);
+}
+
+TEST(Checkpoint, AResumeThatChangesTheRunsSettingsIsNamed) {
+    testing::TempDir dir;
+    SerialState state(7);
+    TrainOptions options;
+    options.model = byte_micro();
+    options.schedule.total_steps = 10;
+    json const run = {{"step", 2},
+                      {"batch", options.batch},
+                      {"seq", 32},
+                      {"schedule", {{"total_steps", 5}, {"max_lr", options.schedule.max_lr}}}};
+    fs::path const folder = save_checkpoint(state.grid, byte_micro(), {state.params, state.exp_avg, state.exp_avg_sq},
+                                            2, run, {dir.path()});
+    std::vector<std::string> const changed = settings_changed_since(CheckpointReader(folder), options);
+    EXPECT_EQ(changed, (std::vector<std::string>{"--steps 10 (was 5)", "--seq 64 (was 32)"}));
 }
 
 TEST(Checkpoint, WeightsAloneCannotBeResumed) {

@@ -212,6 +212,8 @@ std::vector<BadInput> const bad_inputs = {
      "is neither a checkpoint", 1},
     {"init_from_a_text_file", "train --data {dir}/good --tokenizer byte --init-from {dir}/text.txt",
      "is neither a checkpoint", 1},
+    {"checkpoint_folder_under_a_file", "train --data {dir}/good --tokenizer byte --ckpt-dir {dir}/text.txt/ckpt",
+     "a part of that path is a file, not a folder", 1},
     {"export_an_unknown_format", "export --format onnx {dir}/a {dir}/b", "unknown --format onnx", 2},
     {"import_a_folder_without_a_model", "import --format hf {dir}/empty --out {dir}/imported",
      "config.json does not exist", 1},

@@ -7,6 +7,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/file.h>
 
 namespace axonn {
 namespace {
@@ -15,6 +19,7 @@ namespace fs = std::filesystem;
 
 constexpr std::string_view step_prefix = "step_";
 constexpr std::string_view partial_suffix = ".partial";
+constexpr std::string_view replaced_suffix = ".replaced";
 
 // The step of a folder named step_NNNNNNNN, if it is one.
 std::optional<std::int64_t> folder_step(std::string const& name) {
@@ -38,6 +43,14 @@ std::string alternatives(fs::path const& dir) {
     return fmt::format("the newest complete checkpoint is {}", all.back().path.string());
 }
 
+// Removes a checkpoint folder, its marker first: a removal that a crash interrupts leaves an incomplete folder,
+// never a damaged "complete" one.
+void remove_checkpoint_folder(fs::path const& folder) {
+    std::error_code error;
+    fs::remove(folder / checkpoint_complete_file, error);
+    fs::remove_all(folder, error);
+}
+
 }  // namespace
 
 std::string checkpoint_folder_name(std::int64_t step) { return fmt::format("step_{:08}", step); }
@@ -54,16 +67,16 @@ std::vector<CheckpointEntry> complete_checkpoints(fs::path const& dir) {
     return found;
 }
 
-fs::path resolve_checkpoint(std::string const& spec, fs::path const& ckpt_dir) {
+fs::path resolve_checkpoint(std::string const& spec, fs::path const& ckpt_dir, std::string_view option) {
     if (spec == "latest") {
-        require(!ckpt_dir.empty(), "--resume latest looks in --ckpt-dir: pass --ckpt-dir DIR, or --resume PATH");
+        require(!ckpt_dir.empty(), "{} latest looks in --ckpt-dir: pass --ckpt-dir DIR, or {} PATH", option, option);
         auto const all = complete_checkpoints(ckpt_dir);
-        require(!all.empty(), "--resume latest: {} holds no complete checkpoint: start without --resume, or name one "
-                "with --resume PATH", ckpt_dir.string());
+        require(!all.empty(), "{} latest: {} holds no complete checkpoint: name one with {} PATH", option,
+                ckpt_dir.string(), option);
         return all.back().path;
     }
     fs::path const path(spec);
-    if (auto const problem = path_problem(path)) fail("checkpoint {} {}: check --resume", spec, *problem);
+    if (auto const problem = path_problem(path)) fail("checkpoint {} {}: check {}", spec, *problem, option);
     std::error_code error;
     if (fs::exists(path / checkpoint_index_file, error)) {
         require(is_complete(path), "checkpoint {} is incomplete (its save was interrupted): {}", spec,
@@ -71,28 +84,44 @@ fs::path resolve_checkpoint(std::string const& spec, fs::path const& ckpt_dir) {
         return path;
     }
     auto const all = complete_checkpoints(path);
-    require(!all.empty(), "{} is neither a checkpoint (no {}) nor a folder of checkpoints: check --resume", spec,
-            checkpoint_index_file);
+    require(!all.empty(), "{} is neither a checkpoint (no {}) nor a folder of checkpoints: check {}", spec,
+            checkpoint_index_file, option);
     return all.back().path;
 }
 
-void prune_checkpoints(fs::path const& dir, int keep) {
+void prune_checkpoints(fs::path const& dir, int keep, std::int64_t just_saved) {
     std::error_code error;
     for (auto const& entry : fs::directory_iterator(dir, error)) {
         std::string const name = entry.path().filename().string();
-        bool const interrupted = name.size() > partial_suffix.size() &&
-                                 name.ends_with(partial_suffix) &&
-                                 folder_step(name.substr(0, name.size() - partial_suffix.size()));
-        if (interrupted) fs::remove_all(entry.path(), error);
+        for (std::string_view suffix : {partial_suffix, replaced_suffix}) {
+            bool const leftover = name.size() > suffix.size() && name.ends_with(suffix) &&
+                                  folder_step(name.substr(0, name.size() - suffix.size()));
+            if (leftover) remove_checkpoint_folder(entry.path());
+        }
     }
     if (keep <= 0) return;
     auto const all = complete_checkpoints(dir);
     for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < all.size(); ++i) {
-        // The marker first: a removal that a crash interrupts leaves an incomplete folder, never a damaged
-        // "complete" one.
-        fs::remove(all[i].path / checkpoint_complete_file, error);
-        fs::remove_all(all[i].path, error);
+        if (all[i].step != just_saved) remove_checkpoint_folder(all[i].path);
     }
+}
+
+CheckpointDirLock::CheckpointDirLock(fs::path const& dir) {
+    create_folder(dir, "checkpoint folder");
+    fs::path const path = dir / ".lock";
+    handle_ = FileHandle(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    require(handle_.is_open(), "cannot create {} to lock the checkpoint folder: {}", path.string(),
+            std::strerror(errno));
+    require(::flock(handle_.get(), LOCK_EX | LOCK_NB) == 0, "--ckpt-dir {} is in use by another run (it is locked): "
+            "choose another folder, or wait for that run to end", dir.string());
+}
+
+void require_no_later_checkpoints(fs::path const& dir, std::int64_t start_step) {
+    auto const all = complete_checkpoints(dir);
+    if (all.empty() || all.back().step <= start_step) return;
+    fail("--ckpt-dir {} holds checkpoints of later steps than this run starts from (step {}), up to {}: they belong "
+         "to another run, which this one would mix with; continue that run with --resume latest, or choose another "
+         "--ckpt-dir", dir.string(), start_step, all.back().path.string());
 }
 
 }  // namespace axonn

@@ -8,10 +8,13 @@
 // only then writes COMPLETE: whatever moment a crash strikes, the newest complete checkpoint is whole.
 #pragma once
 
+#include "axonn/core/file_io.h"
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace axonn {
@@ -30,11 +33,28 @@ struct CheckpointEntry {
 // The complete checkpoints in `dir`, oldest first (none if the folder does not exist).
 std::vector<CheckpointEntry> complete_checkpoints(std::filesystem::path const& dir);
 
-// What --resume names: "latest" (the newest complete checkpoint in ckpt_dir), a checkpoint folder, or a
-// --ckpt-dir folder (its newest). An incomplete or missing one is an axonn::Error that names the alternatives.
-std::filesystem::path resolve_checkpoint(std::string const& spec, std::filesystem::path const& ckpt_dir);
+// What --resume (or `option`) names: "latest" (the newest complete checkpoint in ckpt_dir), a checkpoint folder,
+// or a --ckpt-dir folder (its newest). An incomplete or missing one is an axonn::Error that names the
+// alternatives.
+std::filesystem::path resolve_checkpoint(std::string const& spec, std::filesystem::path const& ckpt_dir,
+                                         std::string_view option = "--resume");
 
-// Removes all but the newest `keep` complete checkpoints (keep = 0: none removed) and every interrupted save.
-void prune_checkpoints(std::filesystem::path const& dir, int keep);
+// Removes all but the newest `keep` complete checkpoints (keep = 0: none removed; never the one of step
+// just_saved) and every interrupted save or replacement.
+void prune_checkpoints(std::filesystem::path const& dir, int keep, std::int64_t just_saved = -1);
+
+// Held by rank 0 for a whole run: a second run writing into the same --ckpt-dir is an error, not two runs
+// deleting each other's saves. The lock (flock on DIR/.lock) goes with the process, however it ends.
+class CheckpointDirLock {
+public:
+    explicit CheckpointDirLock(std::filesystem::path const& dir);  // creates the folder if needed
+
+private:
+    FileHandle handle_;
+};
+
+// A run that starts at `start_step` refuses a --ckpt-dir holding complete checkpoints of later steps: another
+// run's, which --keep would mix with this one's and --resume latest would pick.
+void require_no_later_checkpoints(std::filesystem::path const& dir, std::int64_t start_step);
 
 }  // namespace axonn

@@ -165,6 +165,15 @@ CheckpointIndex parse_index_document(std::string_view source) {
     for (auto const& [name, description] : tensors.items()) {
         index.tensors[name] = parse_tensor(name, description, index.files);
     }
+    // The parts a file holds fit in its bytes: an index cannot claim more data than its files have.
+    std::map<std::string, std::uint64_t> claimed;
+    for (auto const& [name, tensor] : index.tensors) {
+        for (auto const& part : tensor.parts) claimed[part.file] += static_cast<std::uint64_t>(part.count) * sizeof(float);
+    }
+    for (auto const& [file, bytes] : claimed) {
+        require(bytes <= index.files.at(file).bytes, "its parts in file {} need {} bytes, more than the file's {}", file,
+                bytes, index.files.at(file).bytes);
+    }
     return index;
 }
 

@@ -107,13 +107,13 @@ void CheckpointReader::damaged(std::string const& problem) const {
 void CheckpointReader::verify(Communicator& world) {
     // The first problem in file order, encoded as file · 4 + problem, so that one all-reduce tells every rank.
     double first = std::numeric_limits<double>::max();
-    std::size_t k = 0;
     std::vector<std::string> names;
     for (auto const& [name, stored] : index_.files) {
+        std::size_t const k = names.size();
         names.push_back(name);
-        if (static_cast<int>(k++ % static_cast<std::size_t>(world.size())) != world.rank()) continue;
+        if (k % static_cast<std::size_t>(world.size()) != static_cast<std::size_t>(world.rank())) continue;
         FileProblem const problem = check_file(folder_ / name, stored);
-        if (problem != FileProblem::none) first = std::min(first, static_cast<double>(4 * (k - 1)) + static_cast<int>(problem));
+        if (problem != FileProblem::none) first = std::min(first, 4.0 * static_cast<double>(k) + static_cast<int>(problem));
     }
     world.all_reduce_min(&first, 1);
     if (first == std::numeric_limits<double>::max()) return;
@@ -128,7 +128,9 @@ CheckpointReader::OpenFile& CheckpointReader::file(std::string const& name) {
     try {
         InputFile input = open_input_file(folder_ / name, "checkpoint file", "");
         SafetensorsHeader header = read_safetensors_header(input, "checkpoint file");
-        return files_.emplace(name, OpenFile{std::move(input), std::move(header)}).first->second;
+        OpenFile& opened = files_.emplace(name, OpenFile{std::move(input), std::move(header), {}}).first->second;
+        for (SafetensorsEntry const& entry : opened.header.tensors) opened.entries.emplace(entry.name, &entry);
+        return opened;
     } catch (Error const& e) {
         damaged(e.what());
     }
@@ -147,7 +149,8 @@ void CheckpointReader::read_range(std::string const& tensor, std::int64_t begin,
         std::int64_t const take = std::min(count, part->count - offset);
         if (take <= 0) continue;
         OpenFile& open = file(part->file);
-        SafetensorsEntry const* entry = open.header.find(part->name);
+        auto const found = open.entries.find(part->name);
+        SafetensorsEntry const* entry = found == open.entries.end() ? nullptr : found->second;
         if (entry == nullptr || entry->dtype != DType::f32 || entry->shape != Shape{part->count}) {
             damaged(fmt::format("file {} does not hold {} as an F32 tensor of {} elements", part->file, part->name,
                                 part->count));
@@ -180,6 +183,9 @@ void CheckpointReader::read_local(ShardLayout const& layout, LocalBuffers const&
         if (!out.exp_avg_sq.empty()) {
             read_shard(exp_avg_sq_name(spec.name), layout, spec.id, out.exp_avg_sq.data() + offset);
         }
+        // A replicated tensor touches every writer's files: a rank of a large job closes them as it goes rather
+        // than holding one descriptor per file of the checkpoint.
+        files_.clear();
     }
 }
 

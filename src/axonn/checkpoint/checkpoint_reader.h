@@ -15,6 +15,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <unordered_map>
 
 namespace axonn {
 
@@ -47,6 +48,7 @@ private:
     struct OpenFile {
         InputFile input;
         SafetensorsHeader header;
+        std::unordered_map<std::string, SafetensorsEntry const*> entries;  // into header, by name
     };
     OpenFile& file(std::string const& name);
     void read_range(std::string const& tensor, std::int64_t begin, std::int64_t count, float* out);

@@ -99,7 +99,7 @@ std::vector<float> collect_range(Communicator& world, ShardLayout const& layout,
 // A safetensors file being written, with its size and CRC-32 so far.
 class ChecksummedFile {
 public:
-    ChecksummedFile(fs::path const& path) : file_(path, "checkpoint file") {}
+    explicit ChecksummedFile(fs::path const& path) : file_(path, "checkpoint file") {}
     void write(void const* data, std::size_t bytes) {
         file_.write(data, bytes);
         crc_ = crc32_z(crc_, static_cast<unsigned char const*>(data), bytes);
@@ -189,7 +189,10 @@ void complete_checkpoint(CheckpointIndex const& index, fs::path const& partial, 
     sync_folder(destination.parent_path());
     write_file_atomically(destination / checkpoint_complete_file, fmt::format("step {}\n", index.step),
                           "checkpoint marker");
-    if (replacing) fs::remove_all(replaced, error);
+    if (replacing) {
+        fs::remove(replaced / checkpoint_complete_file, error);
+        fs::remove_all(replaced, error);
+    }
 }
 
 }  // namespace
@@ -215,7 +218,7 @@ fs::path save_checkpoint(ProcessGrid& grid, GptConfig const& config, LocalTensor
     std::vector<std::string> const records = world.gather_text(record.dump());
     if (leader) {
         complete_checkpoint(build_index(grid.shape(), config, tensors, step, run, records), partial, destination);
-        prune_checkpoints(target.dir, target.keep);
+        prune_checkpoints(target.dir, target.keep, step);
     }
     world.barrier_quietly();
     return destination;

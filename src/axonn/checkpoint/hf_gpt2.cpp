@@ -158,6 +158,8 @@ HfGpt2Weights::HfGpt2Weights(fs::path const& dir, GptConfig const& config)
         Shape const embedding = hf_shape(hf_tensors[0], config);
         require(head->shape == embedding, "{}: lm_head.weight has shape {}, not the embedding's", path_.string(),
                 shape_string(head->shape));
+        require(head->dtype == DType::f32 || head->dtype == DType::bf16,
+                "{}: lm_head.weight is {}; axonn reads F32 or BF16 weights", path_.string(), dtype_name(head->dtype));
         Tensor const a = read("lm_head.weight", embedding), b = read(prefix_ + "wte.weight", embedding);
         require(std::equal(a.span<float>().begin(), a.span<float>().end(), b.span<float>().begin()),
                 "{}: lm_head.weight differs from the embedding; axonn's GPT-2 ties them", path_.string());

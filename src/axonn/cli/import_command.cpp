@@ -34,8 +34,9 @@ void add_import_command(CLI::App& app) {
         GptConfig const config = read_hf_gpt2_config(*source);
         ProcessGrid self(MPI_COMM_SELF, GridShape{});
         ShardLayout const layout(config, GridPosition::of(self));
+        HfGpt2Weights weights(*source, config);  // checks every tensor before anything is allocated for them
         Tensor params({layout.total()}, DType::f32);
-        HfGpt2Weights(*source, config).read_local(layout, params.span<float>());
+        weights.read_local(layout, params.span<float>());
         auto const folder = save_checkpoint(self, config, {params.span<float>(), {}, {}}, 0, nullptr,
                                             CheckpointTarget{*out, 0});
         fmt::print("imported {} ({} layers, width {}, vocabulary {}) to {}\n", *source, config.n_layer, config.n_embd,

@@ -100,11 +100,13 @@ SafetensorsHeader parse_safetensors_header(std::string_view text, std::uint64_t 
     }
     std::sort(parsed.tensors.begin(), parsed.tensors.end(),
               [](auto const& a, auto const& b) { return a.begin < b.begin || (a.begin == b.begin && a.end < b.end); });
-    for (std::size_t i = 1; i < parsed.tensors.size(); ++i) {
-        auto const& before = parsed.tensors[i - 1];
-        auto const& after = parsed.tensors[i];
-        require(after.begin >= before.end || before.begin == before.end || after.begin == after.end,
-                "tensors '{}' and '{}' overlap in the data", before.name, after.name);
+    // Sorted by start, each tensor with bytes must start after every earlier one ends (empty ones hold none).
+    SafetensorsEntry const* furthest = nullptr;
+    for (auto const& entry : parsed.tensors) {
+        if (entry.begin == entry.end) continue;
+        require(furthest == nullptr || entry.begin >= furthest->end, "tensors '{}' and '{}' overlap in the data",
+                furthest == nullptr ? "" : furthest->name, entry.name);
+        if (furthest == nullptr || entry.end > furthest->end) furthest = &entry;
     }
     return parsed;
 }

@@ -7,7 +7,11 @@
 
 #include <fmt/format.h>
 
+#include <mpi.h>
+
+#include <array>
 #include <limits>
+#include <tuple>
 
 namespace axonn {
 namespace {
@@ -51,20 +55,69 @@ std::int64_t run_value(json const& run, std::initializer_list<char const*> path,
     return value->get<std::int64_t>();
 }
 
-fs::path resolve_init_source(fs::path const& source) {
-    if (is_hf_model_folder(source)) return source;
-    return resolve_checkpoint(source.string(), {});
+// What rank 0 decides (a path, or "" for none), on every rank: ranks that list a shared folder at different
+// moments, or through different caches, must not choose differently. An error on rank 0 is every rank's.
+template <typename Decide>
+std::string decided_by_rank_zero(Decide&& decide) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::string text;
+    int failed = 0;
+    if (rank == 0) {
+        try {
+            text = decide();
+        } catch (Error const& e) {
+            text = e.what();
+            failed = 1;
+        }
+    }
+    std::array<int, 2> header = {failed, static_cast<int>(text.size())};
+    MPI_Bcast(header.data(), 2, MPI_INT, 0, MPI_COMM_WORLD);
+    text.resize(static_cast<std::size_t>(header[1]));
+    MPI_Bcast(text.data(), header[1], MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (header[0] != 0) throw Error(text);
+    return text;
+}
+
+// The settings of the interrupted run that this one changes: "--steps 200 (was 100)".
+std::vector<std::string> changed_settings(json const& run, TrainOptions const& options) {
+    std::vector<std::string> changed;
+    auto const compare = [&](char const* option, json const& saved, json const& now) {
+        if (!saved.is_null() && saved != now) changed.push_back(fmt::format("{} {} (was {})", option, now.dump(),
+                                                                            saved.dump()));
+    };
+    auto const saved = [&](char const* group, char const* key) {
+        return run.contains(group) && run[group].is_object() && run[group].contains(key) ? run[group][key] : json();
+    };
+    compare("--steps", saved("schedule", "total_steps"), options.schedule.total_steps);
+    compare("--lr", saved("schedule", "max_lr"), options.schedule.max_lr);
+    compare("--min-lr", saved("schedule", "min_lr"), options.schedule.min_lr);
+    compare("--warmup", saved("schedule", "warmup_steps"), options.schedule.warmup_steps);
+    compare("--weight-decay", saved("optimizer", "weight_decay"), options.optimizer.weight_decay);
+    compare("--grad-clip", saved("optimizer", "grad_clip"), options.optimizer.grad_clip);
+    for (auto const& [option, key, now] : {std::tuple{"--batch", "batch", json(options.batch)},
+                                           std::tuple{"--seq", "seq", json(options.seq)},
+                                           std::tuple{"--seed", "seed", json(options.seed)},
+                                           std::tuple{"--tokenizer", "tokenizer", json(options.tokenizer)},
+                                           std::tuple{"--precision", "precision",
+                                                      json(precision_name(options.run.model.precision))}}) {
+        compare(option, run.contains(key) ? run[key] : json(), now);
+    }
+    return changed;
 }
 
 }  // namespace
 
 std::optional<CheckpointReader> open_resume_checkpoint(TrainOptions const& options) {
     if (options.resume.empty()) return std::nullopt;
-    // A job script that always passes --resume latest starts its first run afresh.
-    if (options.resume == "latest" && !options.ckpt_dir.empty() && complete_checkpoints(options.ckpt_dir).empty()) {
-        return std::nullopt;
-    }
-    CheckpointReader checkpoint(resolve_checkpoint(options.resume, options.ckpt_dir));
+    std::string const chosen = decided_by_rank_zero([&] {
+        // A job script that always passes --resume latest starts its first run afresh.
+        bool const first_run = options.resume == "latest" && !options.ckpt_dir.empty() &&
+                               complete_checkpoints(options.ckpt_dir).empty();
+        return first_run ? std::string() : resolve_checkpoint(options.resume, options.ckpt_dir).string();
+    });
+    if (chosen.empty()) return std::nullopt;
+    CheckpointReader checkpoint(chosen);
     std::string const folder = checkpoint.folder().string();
     require(checkpoint.has_training_state(), "checkpoint {} holds weights only, no training state to resume: start "
             "from its weights with --init-from {}", folder, folder);
@@ -90,14 +143,30 @@ int restore_checkpoint(CheckpointReader& checkpoint, Gpt& model, AdamW& optimize
     return static_cast<int>(step);
 }
 
-GptConfig init_source_config(fs::path const& source) {
-    fs::path const resolved = resolve_init_source(source);
+std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoint, TrainOptions const& options) {
+    return changed_settings(checkpoint.index().run, options);
+}
+
+void check_checkpoint_folder(fs::path const& ckpt_dir, std::int64_t start_step) {
+    decided_by_rank_zero([&] {
+        require_no_later_checkpoints(ckpt_dir, start_step);
+        return std::string();
+    });
+}
+
+fs::path resolve_init_source(fs::path const& source) {
+    return decided_by_rank_zero([&] {
+        return is_hf_model_folder(source) ? source.string()
+                                          : resolve_checkpoint(source.string(), {}, "--init-from").string();
+    });
+}
+
+GptConfig init_source_config(fs::path const& resolved) {
     if (is_hf_model_folder(resolved)) return read_hf_gpt2_config(resolved);
     return CheckpointReader(resolved).index().model;
 }
 
-void load_initial_weights(fs::path const& source, Gpt& model) {
-    fs::path const resolved = resolve_init_source(source);
+void load_initial_weights(fs::path const& resolved, Gpt& model) {
     if (is_hf_model_folder(resolved)) {
         HfGpt2Weights(resolved, model.config()).read_local(model.layout(), model.params());
         return;

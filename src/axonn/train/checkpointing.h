@@ -1,5 +1,6 @@
 // The trainer's side of checkpoints: what a checkpoint keeps of a run besides its tensors (the step, the
-// schedule, AdamW's settings and step count, the data loader's position, the seed, the tokenizer), and the three
+// schedule, AdamW's settings and step count, the data loader's position, the seed, which is the random number
+// generator's whole state since it is counter-based, and the tokenizer), and the three
 // ways a run meets one: saving (--ckpt-dir, --ckpt-every, --keep, at the end, on a stop signal), resuming
 // (--resume: everything, bit for bit) and starting from weights alone (--init-from: an axonn checkpoint or a
 // Hugging Face GPT-2 folder, with a fresh optimizer).
@@ -13,6 +14,8 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace axonn {
 
@@ -25,11 +28,20 @@ std::optional<CheckpointReader> open_resume_checkpoint(TrainOptions const& optio
 // Collective (the files are verified by all ranks together).
 int restore_checkpoint(CheckpointReader& checkpoint, Gpt& model, AdamW& optimizer, DataLoader& loader);
 
-// The model an --init-from source holds: an axonn checkpoint (or a folder of them: its newest) or a Hugging Face
-// GPT-2 folder.
-GptConfig init_source_config(std::filesystem::path const& source);
+// The settings of the checkpoint's run that this run changes ("--steps 200 (was 100)"): a resumed run that
+// changes any is no longer the interrupted one, and is told so.
+std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoint, TrainOptions const& options);
+
+// Refuses a --ckpt-dir holding checkpoints of steps after start_step (another run's), alike on every rank.
+void check_checkpoint_folder(std::filesystem::path const& ckpt_dir, std::int64_t start_step);
+
+// What --init-from names, as rank 0 resolves it: a Hugging Face GPT-2 folder, an axonn checkpoint, or a folder of
+// them (its newest). Collective over MPI_COMM_WORLD.
+std::filesystem::path resolve_init_source(std::filesystem::path const& source);
+// The model a resolved --init-from source holds.
+GptConfig init_source_config(std::filesystem::path const& resolved);
 // Loads its weights into this rank's shards. Collective.
-void load_initial_weights(std::filesystem::path const& source, Gpt& model);
+void load_initial_weights(std::filesystem::path const& resolved, Gpt& model);
 
 // Saves the run at `step` (the number of steps done) into --ckpt-dir; returns the checkpoint's folder. Collective.
 std::filesystem::path save_training_checkpoint(TrainOptions const& options, Gpt& model, AdamW& optimizer,

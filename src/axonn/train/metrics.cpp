@@ -7,7 +7,7 @@
 namespace axonn {
 namespace {
 
-// Metrics files of longer runs than this are not rewritten on resume.
+// A metrics file larger than this is not rewritten on resume: an error asks for another path.
 constexpr std::uint64_t max_resumed_metrics_bytes = std::uint64_t{1} << 30;
 
 // Keeps the records of steps before `step`: rewritten whole (atomically), so a crash leaves the old file or this.

@@ -1,5 +1,6 @@
 #include "axonn/train/trainer.h"
 
+#include "axonn/checkpoint/checkpoint_dir.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
 #include "axonn/core/timer.h"
@@ -21,6 +22,7 @@
 #include <mpi.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <map>
@@ -279,6 +281,7 @@ TrainSummary run_training(TrainOptions options) {
     auto const tokenizer = make_tokenizer(options.tokenizer, options.tokenizer_dir);
     options.model.vocab_size = tokenizer->vocab_size();
     if (!options.init_from.empty()) {
+        options.init_from = resolve_init_source(options.init_from);
         GptConfig const source = init_source_config(options.init_from);
         require(source.vocab_size == tokenizer->vocab_size(), "--init-from {} has a vocabulary of {} tokens, but the "
                 "{} tokenizer has {}: pass the --tokenizer the model was trained with", options.init_from.string(),
@@ -307,20 +310,25 @@ TrainSummary run_training(TrainOptions options) {
         check_data_split(train_loader, *val_loader);
         check_evaluation_size(options, *val_loader);
     }
+    // A resumed run continues its metrics file; so does the first run of a job that always passes --resume.
+    std::optional<std::int64_t> const resume_step =
+        resume_from ? std::optional<std::int64_t>(resume_from->index().step)
+        : options.resume.empty() ? std::nullopt : std::optional<std::int64_t>(0);
+    // A checkpoint folder that cannot be created, another run's, or one in use fails now, not at the first save.
+    std::optional<CheckpointDirLock> ckpt_lock;
+    if (!options.ckpt_dir.empty()) {
+        if (leader) ckpt_lock.emplace(options.ckpt_dir);
+        check_checkpoint_folder(options.ckpt_dir, resume_step.value_or(0));
+    }
     if (!options.metrics.empty()) {
         // Every rank checks what it can, so that a refused path is one clean error, not rank 0's alone.
         require_not_an_input(options.metrics, "--metrics", input_files(train_loader, val_loader));
         require_writable_output(options.metrics, "metrics file", options.overwrite || !options.resume.empty());
     }
-    // A resumed run continues its metrics file; so does the first run of a job that always passes --resume.
-    std::optional<std::int64_t> const resume_step =
-        resume_from ? std::optional<std::int64_t>(resume_from->index().step)
-        : options.resume.empty() ? std::nullopt : std::optional<std::int64_t>(0);
     MetricsLog metrics = options.metrics.empty() || !leader ? MetricsLog()
                                                             : MetricsLog(options.metrics, options.overwrite, resume_step);
     std::optional<TraceFile> trace;
     if (!options.trace.empty()) trace.emplace(options.trace, grid, input_files(train_loader, val_loader));
-
     std::unique_ptr<Backend> const backend_owner = make_step_backend(options.run, leader);
     Backend& backend = *backend_owner;
     Gpt model(options.model, backend, grid, options.run.pass_batch(B / (grid.size(Axis::data) * grid.size(Axis::z))), T,
@@ -363,6 +371,11 @@ TrainSummary run_training(TrainOptions options) {
         if (!val_loader) fmt::print("  no validation data (pass --val-data or prepare a folder with val.bin)\n");
         if (resume_from) {
             fmt::print("  resuming from {} at step {}\n", resume_from->folder().string(), start_step);
+            std::vector<std::string> const changed = settings_changed_since(*resume_from, options);
+            if (!changed.empty()) {
+                fmt::print(stderr, "axonn: warning: resuming with settings the checkpoint's run did not have: {}; the "
+                           "run goes on, but not as the interrupted one would have\n", fmt::join(changed, ", "));
+            }
         } else if (!options.resume.empty()) {
             fmt::print("  --resume latest: no complete checkpoint in {} yet, so a new run\n", options.ckpt_dir.string());
         } else if (!options.init_from.empty()) {
@@ -389,7 +402,12 @@ TrainSummary run_training(TrainOptions options) {
     // A run that keeps checkpoints saves one and stops cleanly when the scheduler signals.
     std::optional<StopSignals> stop_signals;
     if (!options.ckpt_dir.empty()) stop_signals.emplace();
-    int last_saved = resume_from ? start_step : -1;
+    // The step of the newest checkpoint in --ckpt-dir: the resumed one, if it lies there.
+    std::error_code same_error;
+    int last_saved = resume_from && fs::equivalent(resume_from->folder(),
+                                                   options.ckpt_dir / checkpoint_folder_name(start_step), same_error)
+                         ? start_step
+                         : -1;
     auto const save = [&](int step) {
         Stopwatch watch;
         fs::path const folder = save_training_checkpoint(options, model, optimizer, train_loader, step);
@@ -402,7 +420,8 @@ TrainSummary run_training(TrainOptions options) {
     for (int step = start_step; step <= options.steps; ++step) {
         if (stop_signals) {
             if (int const signal = stop_signals->received(grid.comm(Group::world))) {
-                fs::path const folder = last_saved == step ? options.ckpt_dir : save(step);
+                fs::path const folder =
+                    last_saved == step ? options.ckpt_dir / checkpoint_folder_name(step) : save(step);
                 throw StoppedBySignal(fmt::format("stopped by {} after {} steps; checkpoint {}; continue with "
                                                   "--resume latest", signal == SIGTERM ? "SIGTERM" : "SIGUSR1", step,
                                                   folder.string()));
