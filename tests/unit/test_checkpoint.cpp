@@ -133,6 +133,37 @@ struct SerialState {
     }
 };
 
+// The runs a checkpoint reads and sends: consecutive serial indices, covering every local element, on every
+// position of grids that split rows, columns and Z chunks mid-row.
+TEST(Checkpoint, SerialRunsAreConsecutiveAndCoverEveryElement) {
+    for (GridShape const shape : {GridShape{1, 2, 2, 2}, GridShape{1, 4, 1, 2}, GridShape{1, 1, 4, 2},
+                                  GridShape{1, 8, 1, 1}, GridShape{2, 3, 1, 1}}) {
+        for (int z = 0; z < shape.z; ++z) {
+            for (int y = 0; y < shape.y; ++y) {
+                for (int x = 0; x < shape.x; ++x) {
+                    GptConfig config = byte_micro();
+                    config.n_head = 4;
+                    config.n_embd = 48;
+                    ShardLayout const layout(config, GridPosition{shape, 0, z, y, x});
+                    for (auto const& spec : gpt_parameter_specs(config)) {
+                        std::int64_t runs = 0;
+                        for (std::int64_t i = 0; i < layout.local_numel(spec.id); ++runs) {
+                            std::int64_t const run = layout.serial_run(spec.id, i);
+                            ASSERT_GE(run, 1);
+                            for (std::int64_t k = 0; k < run; ++k) {
+                                ASSERT_EQ(layout.serial_index(spec.id, i + k), layout.serial_index(spec.id, i) + k)
+                                    << spec.name << " at " << i + k;
+                            }
+                            i += run;
+                        }
+                        EXPECT_GE(runs, 1);
+                    }
+                }
+            }
+        }
+    }
+}
+
 TEST(Checkpoint, WeightsAndMomentsLoadBackBitwise) {
     testing::TempDir dir;
     SerialState state(7);

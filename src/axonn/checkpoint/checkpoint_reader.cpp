@@ -166,12 +166,10 @@ void CheckpointReader::read_range(std::string const& tensor, std::int64_t begin,
 void CheckpointReader::read_shard(std::string const& tensor, ShardLayout const& layout, Param id, float* out) {
     std::int64_t const n = layout.local_numel(id);
     // Runs of consecutive serial indices, one read each.
-    for (std::int64_t run_start = 0; run_start < n;) {
-        std::int64_t const first = layout.serial_index(id, run_start);
-        std::int64_t run_end = run_start + 1;
-        while (run_end < n && layout.serial_index(id, run_end) == first + (run_end - run_start)) ++run_end;
-        read_range(tensor, first, run_end - run_start, out + run_start);
-        run_start = run_end;
+    for (std::int64_t start = 0; start < n;) {
+        std::int64_t const run = layout.serial_run(id, start);
+        read_range(tensor, layout.serial_index(id, start), run, out + start);
+        start += run;
     }
 }
 

@@ -78,18 +78,34 @@ std::vector<float> collect_range(Communicator& world, ShardLayout const& layout,
     world.all_reduce_max(&rounds, 1);
     std::size_t received = 0;
     for (std::int64_t round = 0; round < static_cast<std::int64_t>(rounds); ++round) {
-        std::vector<std::vector<std::int64_t>> indices(ranks);
+        // Runs of consecutive serial indices, cut where the owner changes: (serial start, count) and the values.
+        std::vector<std::vector<std::int64_t>> runs(ranks);
         std::vector<std::vector<float>> values(ranks);
-        for (std::int64_t i = round * exchange_chunk; i < std::min(local, (round + 1) * exchange_chunk); ++i) {
-            std::int64_t const serial = layout.serial_index(tensor.id, i);
-            auto const owner = std::upper_bound(boundaries.begin(), boundaries.end(), serial) - boundaries.begin() - 1;
-            indices[owner].push_back(serial);
-            values[owner].push_back(tensor.local[static_cast<std::size_t>(i)]);
+        std::int64_t const end = std::min(local, (round + 1) * exchange_chunk);
+        for (std::int64_t i = round * exchange_chunk; i < end;) {
+            std::int64_t const count = std::min(layout.serial_run(tensor.id, i), end - i);
+            for (std::int64_t serial = layout.serial_index(tensor.id, i), left = count; left > 0;) {
+                auto const owner = std::upper_bound(boundaries.begin(), boundaries.end(), serial) - boundaries.begin() - 1;
+                std::int64_t const take = std::min(left, boundaries[owner + 1] - serial);
+                runs[owner].insert(runs[owner].end(), {serial, take});
+                auto const from = tensor.local.begin() + (i + count - left);
+                values[owner].insert(values[owner].end(), from, from + take);
+                serial += take;
+                left -= take;
+            }
+            i += count;
         }
-        std::vector<std::int64_t> const got_indices = world.all_to_all(indices);
+        std::vector<std::int64_t> const got_runs = world.all_to_all(runs);
         std::vector<float> const got_values = world.all_to_all(values);
-        for (std::size_t k = 0; k < got_indices.size(); ++k) range[got_indices[k] - begin] = got_values[k];
-        received += got_indices.size();
+        std::size_t next_value = 0;
+        for (std::size_t k = 0; k + 1 < got_runs.size(); k += 2) {
+            invariant(got_runs[k] >= begin && got_runs[k] + got_runs[k + 1] <= begin + static_cast<std::int64_t>(range.size()),
+                      "checkpoint: rank {} received elements outside its range of {}", world.rank(), tensor.name);
+            std::copy_n(got_values.begin() + static_cast<std::ptrdiff_t>(next_value), got_runs[k + 1],
+                        range.begin() + (got_runs[k] - begin));
+            next_value += static_cast<std::size_t>(got_runs[k + 1]);
+        }
+        received += next_value;
     }
     invariant(received == range.size(), "checkpoint: rank {} received {} of the {} elements of its range of {}",
               world.rank(), received, range.size(), tensor.name);

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace axonn {
 namespace {
 
@@ -99,6 +101,23 @@ std::int64_t ShardLayout::serial_index(Param id, std::int64_t i) const {
     int const col_coord = s.col_axis ? position_.coord(*s.col_axis) : 0;
     std::int64_t const col = col_coord * cols_here + in_block % cols_here;
     return layer * s.rows * s.cols + row * s.cols + col;
+}
+
+std::int64_t ShardLayout::serial_run(Param id, std::int64_t i) const {
+    ShardSpec const& s = spec(id);
+    std::int64_t const n = local_numel(id), cols_here = block_cols(id);
+    std::int64_t const per_layer = s.z_flattened ? block_rows(id) * cols_here / position_.shape.z
+                                                 : block_rows(id) * cols_here;
+    // Local elements from j that share one row of one layer: consecutive in the serial tensor by construction.
+    auto const segment = [&](std::int64_t j) {
+        std::int64_t const within = j % per_layer;
+        std::int64_t const in_block = (s.z_flattened ? position_.z * per_layer : 0) + within;
+        return std::min(cols_here - in_block % cols_here, per_layer - within);
+    };
+    std::int64_t const first = serial_index(id, i);
+    std::int64_t run = std::min(segment(i), n - i);
+    while (i + run < n && serial_index(id, i + run) == first + run) run += std::min(segment(i + run), n - i - run);
+    return run;
 }
 
 bool ShardLayout::owns(Param id) const {

@@ -66,6 +66,9 @@ public:
 
     // Index in the serial tensor (flattened, padding rows included) of local element i of tensor id.
     std::int64_t serial_index(Param id, std::int64_t i) const;
+    // How many local elements from i on have consecutive serial indices (at least 1): what one read or one
+    // message of a checkpoint can move. Costs one serial_index per local row it spans.
+    std::int64_t serial_run(Param id, std::int64_t i) const;
     // Whether this process is the one that counts tensor id's elements (once per data replica) in norms and
     // gathers: coordinate 0 on every axis of the tensor-parallel block the tensor is replicated over.
     bool owns(Param id) const;

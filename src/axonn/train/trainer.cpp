@@ -336,8 +336,11 @@ TrainSummary run_training(TrainOptions options) {
     model.init_weights(options.seed);
     AdamW optimizer(model.segments(), model.layout().total(), backend, options.optimizer);
     int start_step = 0;
+    double restore_seconds = 0;
     if (resume_from) {
+        Stopwatch restore_watch;
         start_step = restore_checkpoint(*resume_from, model, optimizer, train_loader);
+        restore_seconds = restore_watch.seconds();
     } else if (!options.init_from.empty()) {
         load_initial_weights(options.init_from, model);
     }
@@ -370,7 +373,8 @@ TrainSummary run_training(TrainOptions options) {
                    options.schedule.max_lr);
         if (!val_loader) fmt::print("  no validation data (pass --val-data or prepare a folder with val.bin)\n");
         if (resume_from) {
-            fmt::print("  resuming from {} at step {}\n", resume_from->folder().string(), start_step);
+            fmt::print("  resuming from {} at step {} (verified and read in {:.2f} s)\n", resume_from->folder().string(),
+                       start_step, restore_seconds);
             std::vector<std::string> const changed = settings_changed_since(*resume_from, options);
             if (!changed.empty()) {
                 fmt::print(stderr, "axonn: warning: resuming with settings the checkpoint's run did not have: {}; the "
