@@ -2,8 +2,9 @@
 //
 // Every tensor is stored in its serial layout, cut into one contiguous range per rank: rank r of W writes
 // elements [N·r/W, N·(r+1)/W) of each tensor of N elements. A rank's shard of a weight is scattered over that
-// layout (ShardLayout maps each local element to its serial index), so the ranks first exchange elements with an
-// all-to-all, a bounded number at a time, and then each streams its ranges into its own safetensors files, none
+// layout (ShardLayout maps each local element to its serial index), so the ranks first exchange runs of
+// consecutive serial indices (ShardLayout::serial_run) with an all-to-all, a bounded number of elements at a time,
+// and then each streams its ranges into its own safetensors files, none
 // larger than max_file_bytes. Rank 0 writes the index with every file's size and CRC-32, renames the folder into
 // place and marks it complete (checkpoint_dir.h).
 #pragma once
