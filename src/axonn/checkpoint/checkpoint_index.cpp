@@ -100,36 +100,6 @@ json model_json(GptConfig const& config) {
             {"max_seq", config.max_seq}};
 }
 
-}  // namespace
-
-std::string exp_avg_name(std::string_view name) { return fmt::format("exp_avg.{}", name); }
-std::string exp_avg_sq_name(std::string_view name) { return fmt::format("exp_avg_sq.{}", name); }
-
-std::string checkpoint_index_json(CheckpointIndex const& index) {
-    json tensors = json::object();
-    for (auto const& [name, tensor] : index.tensors) {
-        json parts = json::array();
-        for (auto const& part : tensor.parts) {
-            parts.push_back({{"file", part.file}, {"name", part.name}, {"begin", part.begin}, {"count", part.count}});
-        }
-        tensors[name] = {{"shape", tensor.shape}, {"dtype", "F32"}, {"parts", parts}};
-    }
-    json files = json::object();
-    for (auto const& [name, file] : index.files) files[name] = {{"bytes", file.bytes}, {"crc32", file.crc32}};
-    json const document = {{"format", format_name},
-                           {"version", checkpoint_format_version},
-                           {"step", index.step},
-                           {"model", model_json(index.model)},
-                           {"grid", {{"data", index.grid.data}, {"z", index.grid.z}, {"y", index.grid.y},
-                                     {"x", index.grid.x}}},
-                           {"run", index.run},
-                           {"tensors", tensors},
-                           {"files", files}};
-    return document.dump(1) + "\n";
-}
-
-namespace {
-
 // An index is 5 levels deep, its run state 3; deeper JSON is refused before it is parsed and copied.
 constexpr int max_index_depth = 16;
 
@@ -178,6 +148,32 @@ CheckpointIndex parse_index_document(std::string_view source) {
 }
 
 }  // namespace
+
+std::string exp_avg_name(std::string_view name) { return fmt::format("exp_avg.{}", name); }
+std::string exp_avg_sq_name(std::string_view name) { return fmt::format("exp_avg_sq.{}", name); }
+
+std::string checkpoint_index_json(CheckpointIndex const& index) {
+    json tensors = json::object();
+    for (auto const& [name, tensor] : index.tensors) {
+        json parts = json::array();
+        for (auto const& part : tensor.parts) {
+            parts.push_back({{"file", part.file}, {"name", part.name}, {"begin", part.begin}, {"count", part.count}});
+        }
+        tensors[name] = {{"shape", tensor.shape}, {"dtype", "F32"}, {"parts", parts}};
+    }
+    json files = json::object();
+    for (auto const& [name, file] : index.files) files[name] = {{"bytes", file.bytes}, {"crc32", file.crc32}};
+    json const document = {{"format", format_name},
+                           {"version", checkpoint_format_version},
+                           {"step", index.step},
+                           {"model", model_json(index.model)},
+                           {"grid", {{"data", index.grid.data}, {"z", index.grid.z}, {"y", index.grid.y},
+                                     {"x", index.grid.x}}},
+                           {"run", index.run},
+                           {"tensors", tensors},
+                           {"files", files}};
+    return document.dump(1) + "\n";
+}
 
 CheckpointIndex parse_checkpoint_index(std::string_view source) {
     try {
