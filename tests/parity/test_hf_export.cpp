@@ -10,6 +10,7 @@
 #include "axonn/io/tensor_file.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/gpt.h"
+#include "support/parity_model.h"
 #include "support/temp_dir.h"
 
 #include <fmt/format.h>
@@ -25,13 +26,7 @@ namespace fs = std::filesystem;
 
 TEST(HuggingFaceExport, LogitsOfTheExportInPyTorchMatchAxonns) {
     testing::TempDir dir;
-    GptConfig config;
-    config.name = "export";
-    config.vocab_size = 300;
-    config.n_layer = 2;
-    config.n_head = 3;
-    config.n_embd = 72;
-    config.max_seq = 24;
+    GptConfig const config = testing::parity_config();
     constexpr int B = 2, T = 17;
     CpuBackend backend;
     ProcessGrid serial(MPI_COMM_SELF, GridShape{});

@@ -14,6 +14,7 @@
 #include "axonn/train/optimizer.h"
 #include "axonn/train/schedule.h"
 #include "axonn/train/train_step.h"
+#include "support/parity_model.h"
 #include "support/temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -31,16 +32,7 @@ namespace fs = std::filesystem;
 
 constexpr int batch_size = 3, seq_len = 17, optimizer_steps = 10;
 
-GptConfig parity_config() {
-    GptConfig config;
-    config.name = "parity";
-    config.vocab_size = 300;
-    config.n_layer = 2;
-    config.n_head = 3;
-    config.n_embd = 72;
-    config.max_seq = 24;
-    return config;
-}
+using testing::parity_config;
 
 LrSchedule parity_schedule() { return {1e-3f, 1e-4f, 3, optimizer_steps}; }
 AdamWConfig parity_optimizer() { return {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f}; }
