@@ -6,6 +6,7 @@
 //   - after one step, the logits (each rank's slice), the loss and every gathered gradient tensor are within
 //     1e-5 relative (norm-wise, per tensor) of the serial run; the gradient norm too;
 //   - over 20 AdamW steps (warm-up + cosine schedule, clipping), every loss is within 1e-4 relative;
+//   - with the Goldfish loss, the masks are equal and the losses follow serial's (GoldfishMasksAndLossesMatchSerial);
 //   - in mixed precision (bf16 GEMMs, weights gathered and the Linears' all-reduces in bf16), one step against
 //     the serial bf16 run: see Bf16OneStepMatchesSerialBf16 for its tolerance.
 // A single Linear layer is checked on the same grids, transposed and not, with and without bias.
@@ -68,6 +69,24 @@ TEST_P(ModelOnGrid, TwentyAdamWStepsFollowSerialLosses) {
     ParityReport const report = run_parity(options);
     ASSERT_EQ(report.loss_rel_diff.size(), 20u);
     for (std::size_t step = 0; step < 20; ++step) EXPECT_LT(report.loss_rel_diff[step], 1e-4) << "step " << step;
+}
+
+// The Goldfish loss (hash, k=4, h=4: a quarter of the targets from the fourth on leave the loss): each rank's
+// mask from its own rows equals the serial mask's rows, and over 10 AdamW steps the loss (the kept targets' mean)
+// and the all-, kept- and dropped-target losses stay within 1e-4 relative of serial, as the unmasked losses do.
+TEST_P(ModelOnGrid, GoldfishMasksAndLossesMatchSerial) {
+    ParityOptions options;
+    options.model = micro_model();
+    options.grid = GetParam();
+    options.steps = 10;
+    options.goldfish = parse_goldfish("k=4,h=4");
+    ParityReport const report = run_parity(options);
+    EXPECT_TRUE(report.masks_equal);
+    ASSERT_EQ(report.masked_loss_rel_diff.size(), 10u);
+    for (std::size_t step = 0; step < 10; ++step) {
+        EXPECT_LT(report.loss_rel_diff[step], 1e-4) << "step " << step;
+        EXPECT_LT(report.masked_loss_rel_diff[step], 1e-4) << "step " << step;
+    }
 }
 
 // The grid differs from the serial bf16 run where it rounds more: each all-reduced partial sum of a Linear's

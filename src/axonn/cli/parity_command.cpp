@@ -1,4 +1,5 @@
 #include "axonn/cli/commands.h"
+#include "axonn/cli/goldfish_option.h"
 #include "axonn/cli/model_options.h"
 #include "axonn/cli/step_options.h"
 #include "axonn/core/error.h"
@@ -33,6 +34,7 @@ void add_parity_command(CLI::App& app) {
     command->add_option("--seed", options->seed, "seed of the weights")->capture_default_str();
     command->add_flag("--debug-collectives", options->debug_collectives, "check every collective's signature");
     add_step_options(*command, options->run);
+    add_goldfish_option(*command, options->goldfish);
     command->add_flag("--json", *json, "print one JSON object: max_rel_diff and the per-quantity values");
 
     command->callback([options, model, vocab, grid_spec, json] {
@@ -47,7 +49,7 @@ void add_parity_command(CLI::App& app) {
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         if (rank != 0) return;
         if (*json) {
-            nlohmann::json const record = {{"grid", options->grid.to_string()},
+            nlohmann::json record = {{"grid", options->grid.to_string()},
                                            {"steps", options->steps},
                                            {"max_rel_diff", report.max_rel_diff()},
                                            {"loss_rel_diff", report.loss_rel_diff},
@@ -55,6 +57,10 @@ void add_parity_command(CLI::App& app) {
                                            {"logits_rel_diff", report.logits_rel_diff},
                                            {"init_max_abs_diff", report.init_max_abs_diff},
                                            {"grad_rel_diff", report.grad_rel_diff}};
+            if (options->goldfish.enabled()) {
+                record["masked_loss_rel_diff"] = report.masked_loss_rel_diff;
+                record["masks_equal"] = report.masks_equal;
+            }
             fmt::print("{}\n", record.dump());
             return;
         }
@@ -67,6 +73,12 @@ void add_parity_command(CLI::App& app) {
         fmt::print("  grad norm, worst  {:.3e}\n",
                    *std::max_element(report.grad_norm_rel_diff.begin(), report.grad_norm_rel_diff.end()));
         for (auto const& [name, difference] : report.grad_rel_diff) fmt::print("  grad {:<9} {:.3e}\n", name, difference);
+        if (options->goldfish.enabled()) {
+            fmt::print("  Goldfish {}: masks of every rank's own rows {} the serial mask; all/kept/dropped "
+                       "losses, worst step {:.3e}\n", options->goldfish.describe(),
+                       report.masks_equal ? "equal" : "DIFFER FROM",
+                       *std::max_element(report.masked_loss_rel_diff.begin(), report.masked_loss_rel_diff.end()));
+        }
         fmt::print("max_rel_diff {:.3e}\n", report.max_rel_diff());
     });
 }

@@ -1,4 +1,5 @@
 #include "axonn/cli/commands.h"
+#include "axonn/cli/goldfish_option.h"
 #include "axonn/cli/model_options.h"
 #include "axonn/cli/step_options.h"
 #include "axonn/core/error.h"
@@ -87,6 +88,10 @@ void add_train_command(CLI::App& app) {
     command->add_option("--init-from", options->init_from,
                         "start from these weights with a fresh optimizer: an axonn checkpoint (or folder of them) or "
                         "a Hugging Face GPT-2 folder (config.json + model.safetensors); the model comes from it");
+
+    CLI::Option* goldfish = add_goldfish_option(*command, options->goldfish);
+    goldfish->description(goldfish->get_description() + "; --metrics then also logs loss_all, loss_kept and "
+                          "loss_dropped (loss is loss_kept)");
 
     command->callback([options, model, grid_spec] {
         as_usage_errors([&] {

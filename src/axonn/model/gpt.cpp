@@ -296,6 +296,11 @@ float const* Gpt::logits() const {
     return activations_.data<float>() + a.logits;
 }
 
+float const* Gpt::token_losses() const {
+    ActivationLayout const a(LocalDims(config_, grid_.shape(), max_batch_, max_seq_), options_.recompute);
+    return activations_.data<float>() + a.losses;
+}
+
 LinearGroups Gpt::linear_groups(bool transposed) {
     Communicator &x = grid_.comm(Group::x), &y = grid_.comm(Group::y);
     bfloat16* staging = options_.precision == DType::bf16 ? activation_staging_.data<bfloat16>() : nullptr;

@@ -146,6 +146,9 @@ public:
 
     // [B, T, Vp/G_y] logits of the last forward (this rank's vocabulary slice); backward overwrites them.
     float const* logits() const;
+    // [B, T] each token's cross-entropy in the last forward with targets (0 where the target is ignored), whatever
+    // its loss weight: the same on every rank that holds the row.
+    float const* token_losses() const;
     VocabSlice vocab_slice() const;
 
     // The whole serial tensor of a parameter or its gradient, on every rank (a collective over the world).

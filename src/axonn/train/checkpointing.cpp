@@ -19,6 +19,10 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+std::string goldfish_setting(GoldfishOptions const& goldfish) {
+    return goldfish.enabled() ? goldfish.describe() : "off";
+}
+
 json run_state_json(TrainOptions const& options, AdamW const& optimizer, DataLoaderState const& data, int step) {
     LrSchedule const& schedule = options.schedule;
     AdamWConfig const& adamw = options.optimizer;
@@ -28,6 +32,7 @@ json run_state_json(TrainOptions const& options, AdamW const& optimizer, DataLoa
             {"batch", options.batch},
             {"seq", options.seq},
             {"precision", precision_name(options.run.model.precision)},
+            {"goldfish", goldfish_setting(options.goldfish)},
             {"schedule", {{"max_lr", schedule.max_lr}, {"min_lr", schedule.min_lr},
                           {"warmup_steps", schedule.warmup_steps}, {"total_steps", schedule.total_steps}}},
             {"optimizer", {{"beta1", adamw.beta1}, {"beta2", adamw.beta2}, {"eps", adamw.eps},
@@ -100,7 +105,9 @@ std::vector<std::string> changed_settings(json const& run, TrainOptions const& o
                                            std::tuple{"--seed", "seed", json(options.seed)},
                                            std::tuple{"--tokenizer", "tokenizer", json(options.tokenizer)},
                                            std::tuple{"--precision", "precision",
-                                                      json(precision_name(options.run.model.precision))}}) {
+                                                      json(precision_name(options.run.model.precision))},
+                                           std::tuple{"--goldfish", "goldfish",
+                                                      json(goldfish_setting(options.goldfish))}}) {
         compare(option, run.contains(key) ? run[key] : json(), now);
     }
     return changed;

@@ -64,12 +64,31 @@ double initial_weight_difference(Gpt& parallel, Gpt& serial) {
     return worst;
 }
 
+// Whether the mask a rank computes from its own rows' targets alone equals its rows of the serial mask, agreed
+// over the world. The hash and static masks depend only on a row's targets, so this must hold; the random one is
+// drawn per position of the global batch, which every rank holds (the trainer computes every mask from it).
+bool rows_mask_matches(ProcessGrid& grid, GoldfishOptions const& goldfish, std::vector<std::int32_t> const& targets,
+                       std::vector<float> const& serial_mask, int T, int step) {
+    if (goldfish.strategy == GoldfishStrategy::random) return true;
+    int const B = static_cast<int>(targets.size()) / T;
+    int const rows = B / (grid.size(Axis::data) * grid.size(Axis::z));
+    std::size_t const first = static_cast<std::size_t>(grid.batch_replica()) * rows * T;
+    std::size_t const count = static_cast<std::size_t>(rows) * T;
+    std::vector<float> mine(count);
+    goldfish_mask(goldfish, std::span(targets).subspan(first, count), T, step, mine);
+    double mismatch = std::equal(mine.begin(), mine.end(), serial_mask.begin() + static_cast<std::ptrdiff_t>(first))
+                          ? 0.0 : 1.0;
+    grid.comm(Group::world).all_reduce(&mismatch, 1);
+    return mismatch == 0.0;
+}
+
 }  // namespace
 
 double ParityReport::max_rel_diff() const {
     double worst = logits_rel_diff;
     for (double d : loss_rel_diff) worst = std::max(worst, d);
     for (double d : grad_norm_rel_diff) worst = std::max(worst, d);
+    for (double d : masked_loss_rel_diff) worst = std::max(worst, d);
     for (auto const& [name, d] : grad_rel_diff) worst = std::max(worst, d);
     return worst;
 }
@@ -107,10 +126,17 @@ ParityReport run_parity(ParityOptions options) {
     report.init_max_abs_diff = initial_weight_difference(parallel, serial);
     report.precision = options.run.model.precision;
     std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
+    bool const goldfish = options.goldfish.enabled();
+    std::vector<float> keep(goldfish ? tokens.size() : 0);
     for (int step = 0; step < options.steps; ++step) {
         make_batch(step, options.model.vocab_size, tokens, targets);
-        Batch const whole{B, T, tokens.data(), targets.data(), nullptr};
-        Batch const rows = replica_rows(grid, B, T, tokens.data(), targets.data());
+        if (goldfish) {
+            goldfish_mask(options.goldfish, targets, T, step, keep);
+            report.masks_equal = report.masks_equal && rows_mask_matches(grid, options.goldfish, targets, keep, T, step);
+        }
+        float const* mask = goldfish ? keep.data() : nullptr;
+        Batch const whole{B, T, tokens.data(), targets.data(), mask};
+        Batch const rows = replica_rows(grid, B, T, tokens.data(), targets.data(), mask);
         std::vector<Batch> const mine = micro_batches(rows, options.run.micro_batch);
         float const lr = options.schedule.at(step);
         if (step == 0) {  // the logits before any update
@@ -122,6 +148,13 @@ ParityReport run_parity(ParityOptions options) {
         StepResult const actual = train_step(parallel, parallel_optimizer, mine, lr);
         report.loss_rel_diff.push_back(relative(actual.loss, expected.loss));
         report.grad_norm_rel_diff.push_back(relative(actual.grad_norm, expected.grad_norm));
+        if (goldfish) {
+            MaskedLosses const& a = actual.masked.value();
+            MaskedLosses const& e = expected.masked.value();
+            report.masked_loss_rel_diff.push_back(std::max({relative(a.all_targets, e.all_targets),
+                                                            relative(a.kept_targets, e.kept_targets),
+                                                            relative(a.dropped_targets, e.dropped_targets)}));
+        }
     }
     // The last step's gradients (train_step leaves them in place after the update).
     for (auto const& spec : gpt_parameter_specs(options.model)) {

@@ -8,6 +8,7 @@
 
 #include "axonn/comm/grid.h"
 #include "axonn/model/gpt_config.h"
+#include "axonn/train/goldfish.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/schedule.h"
 #include "axonn/train/train_step.h"
@@ -31,11 +32,16 @@ struct ParityOptions {
     AdamWConfig optimizer;
     bool debug_collectives = false;
     StepOptions run;  // how the grid runs (the serial model runs one pass, overlapped, without recomputation)
+    GoldfishOptions goldfish;  // both runs train on the Goldfish loss, each computing the mask from its targets
 };
 
 struct ParityReport {
     std::vector<double> loss_rel_diff;       // per step
     std::vector<double> grad_norm_rel_diff;  // per step
+    // With the Goldfish loss, per step: the largest of the all-, kept- and dropped-target losses' differences,
+    // and whether the grid's masks (computed from its ranks' own rows) equal the serial mask.
+    std::vector<double> masked_loss_rel_diff;
+    bool masks_equal = true;
     double logits_rel_diff = 0;              // first step, this rank's slice against the serial logits (max over ranks)
     double init_max_abs_diff = 0;            // gathered initial weights against the serial ones (0: bit-identical)
     std::map<std::string, double> grad_rel_diff;  // per parameter tensor, after the last step's backward

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
 
 namespace axonn {
@@ -16,10 +17,11 @@ int StepOptions::pass_batch(int replica_batch) const {
     return micro_batch;
 }
 
-Batch replica_rows(ProcessGrid const& grid, int B, int T, std::int32_t const* tokens, std::int32_t const* targets) {
+Batch replica_rows(ProcessGrid const& grid, int B, int T, std::int32_t const* tokens, std::int32_t const* targets,
+                   float const* loss_mask) {
     int const rows = B / (grid.size(Axis::data) * grid.size(Axis::z));
     std::int64_t const first = static_cast<std::int64_t>(grid.batch_replica()) * rows * T;
-    return {rows, T, tokens + first, targets + first, nullptr};
+    return {rows, T, tokens + first, targets + first, loss_mask ? loss_mask + first : nullptr};
 }
 
 std::vector<Batch> micro_batches(Batch const& rows, int micro_batch) {
@@ -48,19 +50,47 @@ std::unique_ptr<Backend> make_step_backend(StepOptions& options, bool announce) 
     return backend;
 }
 
+namespace {
+
+// Σ loss and count over every target of a pass, and over its kept targets (mask weight): added into sums[4].
+void add_masked_sums(Gpt const& model, Batch const& pass, std::array<double, 4>& sums) {
+    float const* losses = model.token_losses();
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(pass.B) * pass.T; ++i) {
+        if (pass.targets[i] < 0) continue;
+        sums[0] += losses[i];
+        sums[1] += 1.0;
+        sums[2] += pass.loss_mask[i] * static_cast<double>(losses[i]);
+        sums[3] += pass.loss_mask[i];
+    }
+}
+
+double mean_or_nan(double sum, double count) { return count > 0 ? sum / count : std::nan(""); }
+
+}  // namespace
+
 StepResult train_step(Gpt& model, AdamW& optimizer, std::span<Batch const> passes, float learning_rate) {
     // One pass normalises its loss itself; several share the step's total loss weight.
     double const total = passes.size() > 1 ? model.global_loss_weight(passes) : 0.0;
+    bool const masked = passes.front().loss_mask != nullptr;
+    std::array<double, 4> sums{};  // Σ loss and count over all targets, then over the kept ones
     float loss = 0.0f;
     for (std::size_t p = 0; p < passes.size(); ++p) {
         loss += model.train_forward(passes[p], Pass{total, p == 0, p + 1 == passes.size()});
+        if (masked) add_masked_sums(model, passes[p], sums);
         model.backward();
     }
-    double const norm = model.gradient_norm();
-    if (!std::isfinite(loss) || !std::isfinite(norm)) return {loss, norm, false};
+    StepResult result{loss, model.gradient_norm(), false, std::nullopt};
+    if (masked) {  // the rows of the global batch are split over Z and data
+        model.grid().comm(Group::z).all_reduce(sums.data(), sums.size());
+        model.grid().comm(Group::data).all_reduce(sums.data(), sums.size());
+        result.masked = MaskedLosses{mean_or_nan(sums[0], sums[1]), mean_or_nan(sums[2], sums[3]),
+                                     mean_or_nan(sums[0] - sums[2], sums[1] - sums[3])};
+    }
+    if (!std::isfinite(loss) || !std::isfinite(result.grad_norm)) return result;
     Gpt::UpdateTarget const target = model.update_target();
-    optimizer.step(target.params, model.grads(), norm, learning_rate, target.gemm_copy);
-    return {loss, norm, true};
+    optimizer.step(target.params, model.grads(), result.grad_norm, learning_rate, target.gemm_copy);
+    result.updated = true;
+    return result;
 }
 
 float eval_step(Gpt& model, std::span<Batch const> passes) {

@@ -8,6 +8,7 @@
 #include "axonn/train/optimizer.h"
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -24,14 +25,26 @@ struct StepOptions {
     int pass_batch(int replica_batch) const;
 };
 
+// A step whose batch carries a loss mask of 0s and 1s (the Goldfish loss, masked prompts): the mean training
+// loss over every target of the global batch, over the kept ones (the loss optimised) and over the dropped ones.
+// A mean over no target is NaN.
+struct MaskedLosses {
+    double all_targets;
+    double kept_targets;
+    double dropped_targets;
+};
+
 struct StepResult {
     float loss;
     double grad_norm;  // before clipping
     bool updated;      // false when the loss or the norm is not finite: the weights are then left as they were
+    std::optional<MaskedLosses> masked;  // with a loss mask only
 };
 
-// This rank's rows of a global batch of `B · T` tokens: the share of its (data, z) position.
-Batch replica_rows(ProcessGrid const& grid, int B, int T, std::int32_t const* tokens, std::int32_t const* targets);
+// This rank's rows of a global batch of `B · T` tokens: the share of its (data, z) position. loss_mask[B,T], if
+// given, weighs each target's loss (train/goldfish.h).
+Batch replica_rows(ProcessGrid const& grid, int B, int T, std::int32_t const* tokens, std::int32_t const* targets,
+                   float const* loss_mask = nullptr);
 // This rank's rows of a step split into passes of `micro_batch` sequences each (0 or all of them: one pass).
 std::vector<Batch> micro_batches(Batch const& rows, int micro_batch);
 

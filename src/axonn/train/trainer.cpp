@@ -132,9 +132,10 @@ std::string human_bytes(double bytes) {
 
 // This rank's passes of a global batch.
 std::vector<Batch> local_passes(Gpt& model, TrainOptions const& options, std::vector<std::int32_t> const& tokens,
-                                std::vector<std::int32_t> const& targets) {
-    return micro_batches(replica_rows(model.grid(), options.batch, options.seq, tokens.data(), targets.data()),
-                         options.run.micro_batch);
+                                std::vector<std::int32_t> const& targets, float const* loss_mask = nullptr) {
+    return micro_batches(
+        replica_rows(model.grid(), options.batch, options.seq, tokens.data(), targets.data(), loss_mask),
+        options.run.micro_batch);
 }
 
 // Evaluations of more batches, and samples of more tokens, than these show their own progress.
@@ -372,6 +373,10 @@ TrainSummary run_training(TrainOptions options) {
                    train_loader.total_tokens(), train_loader.shard_count(), tokenizer->name(), B, T, options.steps,
                    options.schedule.max_lr);
         if (!val_loader) fmt::print("  no validation data (pass --val-data or prepare a folder with val.bin)\n");
+        if (options.goldfish.enabled()) {
+            fmt::print("  Goldfish loss {}: about 1/{} of the training targets leave the loss; validation is not "
+                       "masked\n", options.goldfish.describe(), options.goldfish.k);
+        }
         if (resume_from) {
             fmt::print("  resuming from {} at step {} (verified and read in {:.2f} s)\n", resume_from->folder().string(),
                        start_step, restore_seconds);
@@ -397,6 +402,7 @@ TrainSummary run_training(TrainOptions options) {
 
     std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
     std::vector<std::int32_t> val_tokens(tokens.size()), val_targets(tokens.size());
+    std::vector<float> goldfish_keep(options.goldfish.enabled() ? tokens.size() : 0);
     double const flops_per_step = options.model.flops_per_token(T) * B * T;
     TrainSummary summary{NAN, NAN, NAN, ""};
     Progress progress("train", options.steps, leader ? stderr : nullptr);
@@ -449,10 +455,15 @@ TrainSummary run_training(TrainOptions options) {
             break;
         }
         train_loader.next_batch(tokens.data(), targets.data());
+        // The Goldfish mask of the whole global batch, from its targets alone: the same on every rank and grid.
+        if (options.goldfish.enabled()) goldfish_mask(options.goldfish, targets, T, step, goldfish_keep);
         float const lr = options.schedule.at(step);
         std::vector<CollectiveRecord> const evaluation_calls = grid.traffic().take_calls();
         Stopwatch watch;
-        StepResult const result = train_step(model, optimizer, local_passes(model, options, tokens, targets), lr);
+        StepResult const result = train_step(
+            model, optimizer,
+            local_passes(model, options, tokens, targets, options.goldfish.enabled() ? goldfish_keep.data() : nullptr),
+            lr);
         double const seconds = watch.seconds();
         std::vector<CollectiveRecord> const calls = grid.traffic().take_calls();
         require_finite_step(result, step, lr);
@@ -476,6 +487,11 @@ TrainSummary run_training(TrainOptions options) {
                                  {"comm_exposed_s", communication.waited_s},
                                  {"comm_hidden_fraction", communication.hidden_fraction()}};
         if (val_loss) record["val_loss"] = *val_loss;
+        if (result.masked) {  // the Goldfish loss: `loss` is the kept targets' mean
+            record["loss_all"] = result.masked->all_targets;
+            record["loss_kept"] = result.masked->kept_targets;
+            record["loss_dropped"] = result.masked->dropped_targets;
+        }
         metrics.write(record);
         if (!options.ckpt_dir.empty() && options.ckpt_every > 0 && (step + 1) % options.ckpt_every == 0 &&
             step + 1 < options.steps) {

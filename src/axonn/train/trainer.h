@@ -6,6 +6,7 @@
 #include "axonn/comm/grid.h"
 #include "axonn/model/gpt_config.h"
 #include "axonn/model/generate.h"
+#include "axonn/train/goldfish.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/schedule.h"
 #include "axonn/train/train_step.h"
@@ -34,6 +35,7 @@ struct TrainOptions {
     std::string grid_order = "x,y,z,data";  // fastest-varying axis first
     bool debug_collectives = false;
     StepOptions run;                      // overlap, micro-batches, recomputation, weight caching
+    GoldfishOptions goldfish;             // the Goldfish loss (off unless k is set); validation is never masked
     int eval_every = 50;                  // validation at step 0, every eval_every steps, and at the end
     int eval_batches = 8;
     std::filesystem::path metrics;        // JSON lines; empty = none

@@ -1,0 +1,118 @@
+#include "axonn/train/goldfish.h"
+
+#include "axonn/core/error.h"
+#include "axonn/core/rng.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+namespace axonn {
+namespace {
+
+// Sebastiano Vigna's splitmix64 finaliser: every input bit reaches every output bit.
+std::uint64_t splitmix64(std::uint64_t x) {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+char const* strategy_name(GoldfishStrategy strategy) {
+    switch (strategy) {
+        case GoldfishStrategy::hash: return "hash";
+        case GoldfishStrategy::positional: return "static";
+        case GoldfishStrategy::random: return "random";
+    }
+    return "?";
+}
+
+int parse_int(std::string_view key, std::string_view text) {
+    int value = 0;
+    auto const [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size()) {
+        throw UsageError(fmt::format("--goldfish: {}={} is not an integer (for example --goldfish k=4,h=13)", key,
+                                     text));
+    }
+    return value;
+}
+
+GoldfishStrategy parse_strategy(std::string_view text) {
+    for (GoldfishStrategy s : {GoldfishStrategy::hash, GoldfishStrategy::positional, GoldfishStrategy::random}) {
+        if (text == strategy_name(s)) return s;
+    }
+    throw UsageError(fmt::format("--goldfish: unknown strategy '{}': choose hash, static or random", text));
+}
+
+}  // namespace
+
+std::string GoldfishOptions::describe() const {
+    return fmt::format("k={},h={},strategy={}", k, h, strategy_name(strategy));
+}
+
+GoldfishOptions parse_goldfish(std::string_view spec) {
+    GoldfishOptions options;
+    bool has_k = false;
+    while (!spec.empty()) {
+        std::size_t const comma = spec.find(',');
+        std::string_view const part = spec.substr(0, comma);
+        spec = comma == std::string_view::npos ? std::string_view() : spec.substr(comma + 1);
+        std::size_t const equals = part.find('=');
+        if (equals == std::string_view::npos) {
+            throw UsageError(fmt::format("--goldfish: '{}' is not key=value (for example --goldfish k=4,h=13)", part));
+        }
+        std::string_view const key = part.substr(0, equals), value = part.substr(equals + 1);
+        if (key == "k") {
+            options.k = parse_int(key, value);
+            has_k = true;
+        } else if (key == "h") {
+            options.h = parse_int(key, value);
+        } else if (key == "strategy") {
+            options.strategy = parse_strategy(value);
+        } else {
+            throw UsageError(fmt::format("--goldfish: unknown key '{}': the keys are k, h and strategy", key));
+        }
+    }
+    if (!has_k) throw UsageError("--goldfish needs k, the drop rate 1/k (for example --goldfish k=4,h=13)");
+    if (options.k < 2) {
+        throw UsageError(fmt::format("--goldfish: k={} must be at least 2 (1/k of the targets are dropped; the "
+                                     "paper uses 4)", options.k));
+    }
+    if (options.h < 1) {
+        throw UsageError(fmt::format("--goldfish: h={} must be at least 1 (the hashed window of target ids; the "
+                                     "paper uses 13)", options.h));
+    }
+    return options;
+}
+
+bool goldfish_hash_drops(GoldfishOptions const& options, std::span<std::int32_t const> window) {
+    std::uint64_t x = options.seed;
+    for (std::int32_t id : window) x = splitmix64(x ^ static_cast<std::uint32_t>(id));
+    double const uniform = static_cast<double>(x >> 11) * 0x1p-53;  // the top 53 bits, in [0, 1)
+    return uniform < 1.0 / options.k;
+}
+
+void goldfish_mask(GoldfishOptions const& options, std::span<std::int32_t const> targets, int T, std::int64_t step,
+                   std::span<float> keep) {
+    invariant(T > 0 && targets.size() % static_cast<std::size_t>(T) == 0 && keep.size() == targets.size(),
+              "goldfish_mask: {} targets and {} mask values for rows of {}", targets.size(), keep.size(), T);
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+        int const t = static_cast<int>(i % static_cast<std::size_t>(T));
+        bool drop = false;
+        if (options.enabled()) {
+            switch (options.strategy) {
+                case GoldfishStrategy::hash:
+                    drop = t >= options.h - 1 && goldfish_hash_drops(options, targets.subspan(i + 1 - options.h,
+                                                                                        options.h));
+                    break;
+                case GoldfishStrategy::positional: drop = t % options.k == 0; break;
+                case GoldfishStrategy::random:
+                    drop = uniform_open01({options.seed, static_cast<std::uint64_t>(step)}, i) < 1.0 / options.k;
+                    break;
+            }
+        }
+        keep[i] = targets[i] < 0 || drop ? 0.0f : 1.0f;
+    }
+}
+
+}  // namespace axonn

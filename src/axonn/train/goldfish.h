@@ -1,0 +1,52 @@
+// The Goldfish loss (Hans et al., "Be like a Goldfish, Don't Memorize!", NeurIPS 2024): a pseudo-random 1/k of the
+// training targets is left out of the loss, so the model never learns to reproduce a long passage verbatim, however
+// often it sees it. The forward pass is unchanged (every token is still an input); only the dropped targets'
+// loss terms, and so their gradients, are removed, and the loss is the mean over the kept targets of the global
+// batch. Validation and evaluation are never masked.
+//
+// Strategies:
+//   hash    drop target t when a hash of the h target ids ending at t (t itself and the h-1 before it) falls
+//           below 1/k. A function of token ids alone, not of rank, step, position or document, so every copy of
+//           a passage gets the same mask and the dropped tokens are never learned. Targets t < h-1 of a row are
+//           always kept (their window is incomplete). The hash is ordered (splitmix64 over the window), unlike
+//           the reference's product of ids, which ignores order and is forced to 0 by any id 0.
+//   static  drop positions 0, k, 2k, ... of every row: positional, so copies of a passage at different offsets
+//           lose different tokens (an ablation).
+//   random  drop each target with probability 1/k, drawn anew every step: over many steps every token is
+//           supervised (an ablation; the draw is a function of the seed, the step and the position in the global
+//           batch, so it is the same on every grid).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace axonn {
+
+enum class GoldfishStrategy { hash, positional, random };
+
+struct GoldfishOptions {
+    int k = 0;  // 1/k of the targets dropped; 0: off
+    int h = 13;
+    GoldfishStrategy strategy = GoldfishStrategy::hash;
+    std::uint64_t seed = 2971215073u;  // the hash's and the random draw's seed: one mask per seed
+
+    bool enabled() const { return k > 0; }
+    // "k=4,h=13,strategy=hash", as --goldfish takes it.
+    std::string describe() const;
+};
+
+// Parses --goldfish's "k=K,h=H[,strategy=hash|static|random]" (h defaults to 13, the paper's width; the strategy
+// to hash). Throws axonn::UsageError naming the bad part and the fix: k < 2, h < 1, an unknown strategy or key.
+GoldfishOptions parse_goldfish(std::string_view spec);
+
+// keep[B,T]: 1 where target [b,t] counts in the loss, 0 where it is dropped or ignored (a target of -1).
+// `step` selects the random strategy's draw; the others do not read it.
+void goldfish_mask(GoldfishOptions const& options, std::span<std::int32_t const> targets, int T,
+                   std::int64_t step, std::span<float> keep);
+
+// Whether the hash strategy drops the target that ends `window` (the h target ids up to and including it).
+bool goldfish_hash_drops(GoldfishOptions const& options, std::span<std::int32_t const> window);
+
+}  // namespace axonn
