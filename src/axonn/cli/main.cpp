@@ -78,6 +78,7 @@ int run(int argc, char** argv) {
     axonn::add_plan_command(app);
     axonn::add_calibrate_command(app);
     axonn::add_export_command(app);
+    axonn::add_memorization_command(app);
     axonn::add_import_command(app);
     std::vector<std::string> arguments(argv, argv + argc);
     check_command_named(arguments, command_names(app));

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace axonn {
@@ -40,6 +41,30 @@ void SampleOptions::validate() const {
             "--temperature must be finite and not negative, got {} (0 always takes the most likely token)",
             temperature);
     require(top_k >= 0, "--top-k must not be negative, got {} (0 samples among all tokens)", top_k);
+}
+
+void argmax_tokens(Gpt& model, int B, int T, int first, std::int32_t* out) {
+    VocabSlice const slice = model.vocab_slice();
+    std::size_t const count = static_cast<std::size_t>(B) * (T - first);
+    std::vector<float> best(count);
+    std::vector<double> best_id(count);
+    for (int b = 0; b < B; ++b) {
+        for (int t = first; t < T; ++t) {
+            float const* row = model.logits() + (static_cast<std::int64_t>(b) * T + t) * slice.rows;
+            std::size_t const i = static_cast<std::size_t>(b) * (T - first) + (t - first);
+            int const local = static_cast<int>(std::max_element(row, row + slice.valid) - row);  // the first maximum
+            best[i] = slice.valid > 0 ? row[local] : -std::numeric_limits<float>::infinity();
+            best_id[i] = slice.begin + local;
+        }
+    }
+    std::vector<float> const mine = best;
+    Communicator& y = model.grid().comm(Group::y);
+    y.all_reduce_max(best.data(), count);
+    for (std::size_t i = 0; i < count; ++i) {
+        if (mine[i] != best[i]) best_id[i] = std::numeric_limits<double>::infinity();  // another slice holds it
+    }
+    y.all_reduce_min(best_id.data(), count);
+    for (std::size_t i = 0; i < count; ++i) out[i] = static_cast<std::int32_t>(best_id[i]);
 }
 
 std::vector<std::int32_t> generate(Gpt& model, std::vector<std::int32_t> const& prompt, SampleOptions const& options,

@@ -19,6 +19,12 @@ struct SampleOptions {
     void validate() const;  // the ranges above, as --sample-tokens, --temperature and --top-k
 };
 
+// The most likely next token at positions [first, T) of every row of the model's last forward, a batch of B rows
+// of T tokens: out[b·(T−first) + t − first]. Each Y rank holds a slice of the vocabulary, so the maxima are agreed
+// over Y (a collective); ties go to the smallest id, as a serial argmax gives them. Every rank of the rows'
+// data × z replica gets the same tokens.
+void argmax_tokens(Gpt& model, int B, int T, int first, std::int32_t* out);
+
 // Continues `prompt` by new_tokens tokens. Uses the model's B = 1 path and its last max_seq() tokens as context.
 // `progress`, if given, hears the number of tokens generated so far after each one.
 std::vector<std::int32_t> generate(Gpt& model, std::vector<std::int32_t> const& prompt, SampleOptions const& options,

@@ -1,0 +1,179 @@
+// `axonn memorization study` and `axonn memorization eval`: the Goldfish study in one command, and extraction
+// metrics for any trained model (src/axonn/memorization/).
+#include "axonn/cli/commands.h"
+#include "axonn/cli/goldfish_option.h"
+#include "axonn/core/error.h"
+#include "axonn/io/tokenizer.h"
+#include "axonn/memorization/memorization_eval.h"
+#include "axonn/memorization/study.h"
+
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+
+namespace axonn {
+namespace {
+
+bool is_leader() {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return rank == 0;
+}
+
+std::string number(nlohmann::json const& value, char const* format) {
+    return value.is_number() ? fmt::format(fmt::runtime(format), value.get<double>()) : "-";
+}
+
+void print_eval_table(nlohmann::json const& report) {
+    fmt::print("memorization of {} (prefix {}, suffix {}, greedy; accuracy split by mask {}):\n",
+               report["model"].get<std::string>(), report["prefix"].get<int>(), report["suffix"].get<int>(),
+               report["mask"].get<std::string>());
+    fmt::print("  {:>11} {:>9} {:>11} {:>11} {:>9} {:>8} {:>9} {:>9} {:>10} {:>8}\n", "repetitions", "documents",
+               "exact match", "token match", "prefix", "ROUGE-L", "kept acc", "drop acc", "loss", "MIA AUC");
+    for (nlohmann::json const& b : report["buckets"]) {
+        std::string const bucket = b["repetitions"].is_null() ? "-" : b["repetitions"].is_string()
+                                                                          ? b["repetitions"].get<std::string>()
+                                                                          : b["repetitions"].dump();
+        fmt::print("  {:>11} {:>9} {:>11} {:>11} {:>9} {:>8} {:>9} {:>9} {:>10} {:>8}\n", bucket,
+                   b["documents"].get<int>(), number(b["exact_match"], "{:.3f}"), number(b["token_match"], "{:.3f}"),
+                   number(b["matching_prefix"], "{:.1f}"), number(b["rouge_l"], "{:.3f}"),
+                   number(b["kept_accuracy"], "{:.3f}"), number(b["dropped_accuracy"], "{:.3f}"),
+                   number(b["loss"], "{:.4f}"), b.contains("mia_auc") ? number(b["mia_auc"], "{:.3f}") : "-");
+    }
+    fmt::print("  all members: exact match {} | membership AUC against the held-out documents {}\n",
+               number(report["members"]["exact_match"], "{:.3f}"), number(report["mia_auc"], "{:.3f}"));
+    if (report["skipped_short"].get<int>() > 0) {
+        fmt::print("  {} document(s) shorter than prefix + suffix were skipped\n", report["skipped_short"].get<int>());
+    }
+}
+
+void add_eval(CLI::App& parent) {
+    CLI::App* command = parent.add_subcommand("eval", "How much of a set of documents a trained model reproduces");
+    command->footer(
+        "Each document is scored on its first PREFIX + SUFFIX tokens: the suffix is decoded greedily from the true\n"
+        "prefix (exact match: every token; token match; the matching prefix; ROUGE-L over token ids), and one\n"
+        "teacher-forced pass gives the loss and the argmax accuracy on the suffix's targets, split by the --goldfish\n"
+        "mask the model was trained with. With --heldout (documents never trained on), the loss-threshold membership\n"
+        "AUC. Documents are JSON lines: {\"tokens\": [ids]} or {\"text\": \"...\"}, with an optional \"repetitions\"\n"
+        "(the bucket a document is reported in). Runs on any grid. Example:\n"
+        "  axonn memorization eval --model-dir runs/ckpt --documents canaries.jsonl --heldout heldout.jsonl");
+    auto options = std::make_shared<MemorizationEvalOptions>();
+    auto grid_spec = std::make_shared<std::string>("data=1,z=1,y=1,x=1");
+    auto json = std::make_shared<bool>(false);
+    command->add_option("--model-dir", options->model_dir,
+                        "an axonn checkpoint (or a --ckpt-dir: its newest) or a Hugging Face GPT-2 folder")->required();
+    command->add_option("--documents", options->documents, "JSON lines of the documents trained on")->required();
+    command->add_option("--heldout", options->heldout, "JSON lines of documents never trained on (membership AUC)");
+    command->add_option("--prefix", options->spec.prefix, "tokens of each document given as the prompt")
+        ->capture_default_str();
+    command->add_option("--suffix", options->spec.suffix, "tokens decoded greedily and compared")->capture_default_str();
+    add_goldfish_option(*command, options->spec.mask)
+        ->description("the Goldfish mask the model was trained with (k=K,h=H[,strategy=hash|static]): the "
+                      "teacher-forced accuracy is split into the targets it kept and those it dropped");
+    command->add_option("--tokenizer", options->tokenizer, "tokenizer of \"text\" records: gpt2 or byte")
+        ->capture_default_str();
+    command->add_option("--tokenizer-dir", options->tokenizer_dir, "folder with GPT-2's encoder.json and vocab.bpe");
+    command->add_option("--batch", options->batch, "documents per forward pass over the grid")->capture_default_str();
+    command->add_option("--grid", *grid_spec, "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks)")
+        ->capture_default_str();
+    command->add_option("--grid-order", options->grid_order, "rank order of the axes, fastest first")
+        ->capture_default_str();
+    command->add_option("--threads", options->threads, "OpenMP threads per rank")->capture_default_str();
+    command->add_flag("--json", *json, "print one JSON object instead of the table");
+    command->callback([options, grid_spec, json] {
+        as_usage_errors([&] { options->grid = GridShape::parse(*grid_spec); });
+        if (options->tokenizer_dir.empty()) options->tokenizer_dir = default_gpt2_dir();
+        nlohmann::json const report = evaluate_memorization(*options);
+        if (!is_leader()) return;
+        if (*json) {
+            fmt::print("{}\n", report.dump());
+        } else {
+            print_eval_table(report);
+        }
+    });
+}
+
+void add_study(CLI::App& parent) {
+    CLI::App* command = parent.add_subcommand("study", "Reproduce \"memorization grows with model size and repetition; "
+                                                       "the Goldfish loss prevents it\" in one command");
+    command->footer(
+        "Trains GPT models of 4 sizes (XS 1x32, S 2x64, M 4x128, L 6x192: layers x width) on a synthetic Markov\n"
+        "corpus whose entropy is known, with canaries repeated 1, 2, 4, 8, 16 and 32 times, with the standard loss\n"
+        "and with Goldfish (k=4, h=13); then ablations on the largest (a mask redrawn every step, a static mask on\n"
+        "canaries at shifted offsets, k = 3, 8, 32) and the fine-tuning analogue of catastrophic memorization\n"
+        "(epochs until half of 64 fresh canaries are reproduced, by size, with and without Goldfish). Writes\n"
+        "results.md (pass criteria, tables), results.json, finetune.json and PNG plots into --out. About ten\n"
+        "minutes on two cores; --quick (one size, buckets 1 and 32, no ablations or fine-tuning) under a minute.\n"
+        "Runs on any grid: mpirun -np 4 axonn memorization study --grid data=1,z=1,y=2,x=2 --out runs/study");
+    auto quick = std::make_shared<bool>(false);
+    auto out = std::make_shared<std::string>();
+    auto grid_spec = std::make_shared<std::string>("data=1,z=1,y=1,x=1");
+    auto grid_order = std::make_shared<std::string>("x,y,z,data");
+    auto threads = std::make_shared<int>(1);
+    auto steps = std::make_shared<int>(0);
+    auto lr = std::make_shared<float>(0.0f);
+    auto sizes = std::make_shared<std::vector<std::string>>();
+    command->add_option("--out", *out, "folder for results.md, results.json, finetune.json and the plots")->required();
+    command->add_flag("--quick", *quick, "the smoke version: model S only, buckets 1x and 32x, no ablations or "
+                                         "fine-tuning (under a minute)");
+    command->add_option("--steps", *steps, "training steps of each run with the canaries (0: the default of the mode)");
+    command->add_option("--lr", *lr, "peak learning rate of the training runs (0: the default)");
+    command->add_option("--sizes", *sizes, "model sizes to train, smallest first (XS, S, M, L; default all, --quick S)")
+        ->delimiter(',');
+    command->add_option("--grid", *grid_spec, "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks)")
+        ->capture_default_str();
+    command->add_option("--grid-order", *grid_order, "rank order of the axes, fastest first")->capture_default_str();
+    command->add_option("--threads", *threads, "OpenMP threads per rank")->capture_default_str();
+    auto tuning = std::make_shared<StudyOptions>(StudyOptions::defaults(false));
+    command->add_option("--batch", tuning->batch, "sequences per training step")->capture_default_str();
+    command->add_option("--pretrain-steps", tuning->pretrain_steps, "training steps of each size's control on "
+                        "background alone, every run's starting point")->capture_default_str();
+    command->add_option("--vocab", tuning->corpus.vocab, "the Markov chain's states (token ids)")->capture_default_str();
+    command->add_option("--successors", tuning->corpus.successors, "successors of each state (Zipf weights)")
+        ->capture_default_str();
+    command->add_option("--canaries", tuning->corpus.canaries_per_bucket, "canaries per duplication bucket")
+        ->capture_default_str();
+    auto buckets = std::make_shared<std::vector<int>>();
+    auto skip = std::make_shared<std::vector<std::string>>();
+    command->add_option("--buckets", *buckets, "repetitions of the canary groups (default 1,2,4,8,16,32; --quick 1,32)")
+        ->delimiter(',');
+    command->add_option("--skip", *skip, "parts not to run: ablations, finetune")
+        ->delimiter(',')->check(CLI::IsMember({"ablations", "finetune"}));
+    command->callback([quick, out, grid_spec, grid_order, threads, steps, lr, sizes, tuning, buckets, skip] {
+        StudyOptions options = StudyOptions::defaults(*quick);
+        options.batch = tuning->batch;
+        options.pretrain_steps = tuning->pretrain_steps;
+        options.corpus.vocab = tuning->corpus.vocab;
+        options.corpus.successors = tuning->corpus.successors;
+        options.corpus.canaries_per_bucket = tuning->corpus.canaries_per_bucket;
+        as_usage_errors([&] {
+            options.grid = GridShape::parse(*grid_spec);
+            require(*steps >= 0, "--steps must not be negative, got {} (0: the default)", *steps);
+            require(std::isfinite(*lr) && *lr >= 0, "--lr must be positive, got {} (0: the default)", *lr);
+            if (!sizes->empty()) options.sizes = study_sizes(*sizes);
+        });
+        if (*lr > 0) options.lr = *lr;
+        if (!buckets->empty()) options.corpus.buckets = *buckets;
+        for (std::string const& part : *skip) (part == "ablations" ? options.ablations : options.finetune) = false;
+        options.grid_order = *grid_order;
+        options.threads = *threads;
+        options.out = *out;
+        if (*steps > 0) options.steps = *steps;
+        run_study(options);
+    });
+}
+
+}  // namespace
+
+void add_memorization_command(CLI::App& app) {
+    CLI::App* command = app.add_subcommand("memorization", "Measure and prevent memorization of training data "
+                                                           "(the Goldfish loss)");
+    command->require_subcommand(1);
+    add_study(*command);
+    add_eval(*command);
+}
+
+}  // namespace axonn

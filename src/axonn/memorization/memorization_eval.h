@@ -1,0 +1,48 @@
+// `axonn memorization eval`: how much of a set of documents a trained model reproduces. The documents (and
+// optionally held-out ones, never trained on) are JSON lines, each {"tokens": [ids]} or {"text": "..."} with an
+// optional "repetitions" (how often it was trained on: the duplication bucket it is reported in). Each is scored
+// on its first prefix + suffix tokens (extraction.h); shorter ones are skipped and counted.
+#pragma once
+
+#include "axonn/comm/grid.h"
+#include "axonn/memorization/extraction.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace axonn {
+
+class Tokenizer;
+
+struct EvalDocument {
+    std::vector<std::int32_t> tokens;
+    int repetitions = -1;  // -1: not given
+};
+
+// Reads a JSON-lines document file; `tokenizer` encodes "text" records (null: only "tokens" records are allowed).
+// A bad line is an axonn::Error naming the file, the line and the fix; so is a file with no document.
+std::vector<EvalDocument> read_eval_documents(std::filesystem::path const& path, Tokenizer const* tokenizer,
+                                              int vocab_size);
+
+struct MemorizationEvalOptions {
+    std::filesystem::path model_dir;  // an axonn checkpoint (or a folder of them) or a Hugging Face GPT-2 folder
+    std::filesystem::path documents;
+    std::filesystem::path heldout;    // optional
+    ExtractionSpec spec;
+    std::string tokenizer = "gpt2";   // for "text" records
+    std::filesystem::path tokenizer_dir;
+    GridShape grid;
+    std::string grid_order = "x,y,z,data";
+    int batch = 16;                   // documents per forward pass over the whole grid
+    int threads = 1;
+};
+
+// The per-bucket and overall summaries, the membership AUC against the held-out documents, and how many documents
+// were too short. Collective over MPI_COMM_WORLD.
+nlohmann::json evaluate_memorization(MemorizationEvalOptions const& options);
+
+}  // namespace axonn

@@ -1,0 +1,412 @@
+#include "axonn/memorization/study.h"
+
+#include "axonn/core/error.h"
+#include "axonn/core/rng.h"
+#include "axonn/core/timer.h"
+#include "axonn/memorization/extraction.h"
+#include "axonn/memorization/study_report.h"
+#include "axonn/model/gpt.h"
+#include "axonn/parallel/shard_layout.h"
+#include "axonn/train/optimizer.h"
+#include "axonn/train/progress.h"
+#include "axonn/train/schedule.h"
+#include "axonn/train/threads.h"
+#include "axonn/train/train_step.h"
+
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <numeric>
+
+namespace axonn {
+namespace {
+
+using nlohmann::json;
+
+GptConfig study_config(StudyModelSize const& size, StudyOptions const& options) {
+    GptConfig config;
+    config.name = size.name;
+    config.vocab_size = options.corpus.vocab;
+    config.n_layer = size.n_layer;
+    config.n_head = size.n_head;
+    config.n_embd = size.n_embd;
+    config.max_seq = options.seq;
+    config.validate();
+    return config;
+}
+
+// What one training run learns from, and how its loss is masked.
+struct RunSpec {
+    StudyModelSize size;
+    std::string loss;        // "standard", "goldfish", or an ablation's name
+    std::string experiment;  // "size" (experiment A), "ablation" or "control"
+    GoldfishOptions mask;
+    int max_shift = 0;       // canary copies at random offsets 0 .. max_shift − 1
+    bool with_canaries = true;
+};
+
+// Everything a run needs from the job: the grid, the backend, and where to print.
+struct StudyContext {
+    StudyOptions const& options;
+    StudyCorpus const& corpus;
+    ProcessGrid& grid;
+    Backend& backend;
+    bool leader;
+};
+
+// One global batch of `rows` sequences (seq + 1 tokens each, from `sequence(row, tokens)`), as inputs and targets.
+template <typename Sequence>
+void fill_batch(int rows, int seq, Sequence&& sequence, std::vector<std::int32_t>& tokens,
+                std::vector<std::int32_t>& targets) {
+    std::vector<std::int32_t> window(static_cast<std::size_t>(seq) + 1);
+    for (int b = 0; b < rows; ++b) {
+        sequence(b, std::span<std::int32_t>(window));
+        std::copy_n(window.begin(), seq, tokens.begin() + static_cast<std::ptrdiff_t>(b) * seq);
+        std::copy_n(window.begin() + 1, seq, targets.begin() + static_cast<std::ptrdiff_t>(b) * seq);
+    }
+}
+
+// A model on the job's grid with its optimizer.
+struct TrainedModel {
+    std::unique_ptr<Gpt> model;
+    std::unique_ptr<AdamW> optimizer;
+    MaskedLosses train_losses{};  // the mean over the last tenth of the steps
+};
+
+// A fresh model from the study's seed, or from `start` (another model's weights on this grid) when given.
+TrainedModel new_model(StudyContext const& context, StudyModelSize const& size, std::span<float const> start = {}) {
+    StudyOptions const& options = context.options;
+    GptConfig const config = study_config(size, options);
+    int const local = options.batch / (context.grid.size(Axis::data) * context.grid.size(Axis::z));
+    TrainedModel trained;
+    trained.model = std::make_unique<Gpt>(config, context.backend, context.grid, local, options.seq);
+    trained.model->init_weights(options.corpus.seed);
+    if (!start.empty()) std::copy(start.begin(), start.end(), trained.model->params().begin());
+    AdamWConfig adamw;
+    trained.optimizer = std::make_unique<AdamW>(trained.model->segments(), trained.model->layout().total(),
+                                                context.backend, adamw);
+    return trained;
+}
+
+// Trains for `steps` steps on global batches from `sequence(slot, tokens)` under the schedule and the mask; the
+// losses of the last tenth of the steps are averaged.
+template <typename Sequence>
+MaskedLosses train(StudyContext const& context, TrainedModel& trained, int steps, LrSchedule const& schedule,
+                   GoldfishOptions const& mask, Sequence&& sequence, std::string const& label, bool show_progress = true) {
+    StudyOptions const& options = context.options;
+    int const B = options.batch, T = options.seq;
+    std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
+    std::vector<float> keep(tokens.size());
+    Progress progress(label, steps, context.leader && show_progress ? stderr : nullptr);
+    int const averaged = std::max(1, steps / 10);
+    MaskedLosses sums{0, 0, 0};
+    int dropped_steps = 0;
+    for (int step = 0; step < steps; ++step) {
+        fill_batch(B, T, [&](int row, std::span<std::int32_t> window) { sequence(step * B + row, window); }, tokens,
+                   targets);
+        goldfish_mask(mask, targets, T, step, keep);
+        Batch const rows = replica_rows(context.grid, B, T, tokens.data(), targets.data(), keep.data());
+        StepResult const result = train_step(*trained.model, *trained.optimizer, rows, schedule.at(step));
+        require(result.updated, "{}: the loss became {} at step {}; the study's learning rate is too high for this "
+                "model", label, result.loss, step);
+        if (step >= steps - averaged) {
+            sums.all_targets += result.masked->all_targets;
+            sums.kept_targets += result.masked->kept_targets;
+            if (std::isfinite(result.masked->dropped_targets)) {
+                sums.dropped_targets += result.masked->dropped_targets;
+                ++dropped_steps;
+            }
+        }
+        progress.update(step + 1, fmt::format("loss {:.3f}", result.loss));
+    }
+    progress.finish();
+    return {sums.all_targets / averaged, sums.kept_targets / averaged,
+            dropped_steps > 0 ? sums.dropped_targets / dropped_steps : std::nan("")};
+}
+
+double validation_loss(StudyContext const& context, Gpt& model) {
+    StudyOptions const& options = context.options;
+    int const B = options.batch, T = options.seq, batches = 4;
+    std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
+    double sum = 0;
+    for (int i = 0; i < batches; ++i) {
+        fill_batch(B, T, [&](int row, std::span<std::int32_t> w) { context.corpus.validation_sequence(i * B + row, w); },
+                   tokens, targets);
+        sum += model.forward(replica_rows(context.grid, B, T, tokens.data(), targets.data()));
+    }
+    return sum / batches;
+}
+
+std::vector<std::vector<std::int32_t>> canary_tokens(std::vector<Canary> const& canaries) {
+    std::vector<std::vector<std::int32_t>> documents;
+    for (Canary const& canary : canaries) documents.push_back(canary.tokens);
+    return documents;
+}
+
+// The split of teacher-forced accuracy: by the run's own mask when it is a fixed one, else by the Goldfish mask.
+GoldfishOptions scoring_mask(StudyOptions const& options, GoldfishOptions const& run_mask) {
+    return run_mask.enabled() && run_mask.strategy != GoldfishStrategy::random ? run_mask : options.goldfish;
+}
+
+json number_or_null(double value) { return std::isfinite(value) ? json(value) : json(); }
+
+json bucket_record(RunSpec const& run, GptConfig const& config, int repetitions,
+                   std::vector<ExtractionScore> const& scores, std::vector<double> const& heldout_losses) {
+    ExtractionSummary const summary = summarize_extraction(scores);
+    std::vector<double> losses;
+    for (ExtractionScore const& s : scores) losses.push_back(s.loss);
+    return {{"model", run.size.name},
+            {"parameters", config.parameter_count()},
+            {"loss", run.loss},
+            {"experiment", run.experiment},
+            {"repetitions", repetitions},
+            {"canaries", summary.documents},
+            {"exact_match", summary.exact_match},
+            {"token_match", summary.token_match},
+            {"matching_prefix", summary.matching_prefix},
+            {"rouge_l", summary.rouge_l},
+            {"canary_loss", summary.loss},
+            {"kept_accuracy", number_or_null(summary.kept_accuracy)},
+            {"dropped_accuracy", number_or_null(summary.dropped_accuracy)},
+            {"mia_auc", number_or_null(membership_auc(losses, heldout_losses))}};
+}
+
+// Extraction of every member canary (and the held-out ones, repetitions 0), one record per bucket.
+json measure(StudyContext const& context, RunSpec const& run, TrainedModel& trained, MaskedLosses const& train_losses,
+             double seconds) {
+    StudyOptions const& options = context.options;
+    ExtractionSpec const spec{options.corpus.prefix, options.corpus.suffix, scoring_mask(options, run.mask)};
+    std::vector<std::vector<std::int32_t>> documents = canary_tokens(context.corpus.members());
+    std::vector<std::vector<std::int32_t>> const heldout = canary_tokens(context.corpus.heldout());
+    documents.insert(documents.end(), heldout.begin(), heldout.end());
+    std::vector<ExtractionScore> const scores = score_extraction(*trained.model, documents, spec);
+    std::size_t const members = context.corpus.members().size();
+    std::vector<double> heldout_losses;
+    for (std::size_t i = members; i < scores.size(); ++i) heldout_losses.push_back(scores[i].loss);
+    std::vector<double> member_losses;
+    for (std::size_t i = 0; i < members; ++i) member_losses.push_back(scores[i].loss);
+
+    double const val_loss = validation_loss(context, *trained.model);
+    json records = json::array();
+    auto const add = [&](int repetitions, std::vector<ExtractionScore> const& bucket) {
+        json record = bucket_record(run, trained.model->config(), repetitions, bucket, heldout_losses);
+        record["val_loss"] = val_loss;
+        record["mia_auc_all_members"] = number_or_null(membership_auc(member_losses, heldout_losses));
+        record["train_loss_all"] = train_losses.all_targets;
+        record["train_loss_kept"] = train_losses.kept_targets;
+        record["train_loss_dropped"] = number_or_null(train_losses.dropped_targets);
+        record["goldfish"] = run.mask.enabled() ? run.mask.describe() : "off";
+        record["canary_offsets"] = run.max_shift > 0 ? fmt::format("0-{}", run.max_shift - 1) : "0";
+        record["train_seconds"] = seconds;
+        records.push_back(record);
+    };
+    for (int repetitions : options.corpus.buckets) {
+        std::vector<ExtractionScore> bucket;
+        for (std::size_t i = 0; i < members; ++i) {
+            if (context.corpus.members()[i].repetitions == repetitions) bucket.push_back(scores[i]);
+        }
+        add(repetitions, bucket);
+    }
+    add(0, std::vector<ExtractionScore>(scores.begin() + static_cast<std::ptrdiff_t>(members), scores.end()));
+    return records;
+}
+
+// Warm-up over the first 5% of the steps, then cosine decay to a tenth of the peak.
+LrSchedule study_schedule(float peak, int steps) {
+    LrSchedule schedule{peak, peak / 10, std::max(1, steps / 20), steps};
+    schedule.validate();
+    return schedule;
+}
+
+// Trains one run and measures it: the control, from the seed on background alone for the pretraining steps; every
+// other run, from the control's weights (`start`) on the canary phase's stream. The control's model is returned
+// through `keep`, as the others' starting point and the fine-tuning experiment's.
+json run_one(StudyContext const& context, RunSpec const& run, std::span<float const> start,
+             TrainedModel* keep = nullptr) {
+    StudyOptions const& options = context.options;
+    TrainedModel trained = new_model(context, run.size, start);
+    int const steps = run.with_canaries ? options.steps : options.pretrain_steps;
+    // The canary phase's background follows the pretraining's.
+    StudyCorpus::Layout const layout{steps * options.batch, options.seq, run.with_canaries, run.max_shift,
+                                     run.with_canaries ? std::int64_t{options.pretrain_steps} * options.batch : 0};
+    Stopwatch watch;
+    std::string const label = fmt::format("{} {}", run.size.name, run.loss);
+    MaskedLosses const losses = train(context, trained, steps, study_schedule(options.lr, steps), run.mask,
+                                      [&](int slot, std::span<std::int32_t> w) {
+                                          context.corpus.training_sequence(layout, slot, w);
+                                      }, label);
+    double const seconds = watch.seconds();
+    json records = measure(context, run, trained, losses, seconds);
+    if (context.leader) {
+        json const& top = records[records.size() - 2];  // the most repeated bucket
+        fmt::print(stderr, "{:<22} val {:.3f} | exact match at {}x: {:.2f} | {:.1f} s\n", label,
+                   top["val_loss"].get<double>(), top["repetitions"].get<int>(), top["exact_match"].get<double>(),
+                   seconds);
+    }
+    if (keep != nullptr) *keep = std::move(trained);
+    return records;
+}
+
+// Experiment B for one size: from the control model's weights, fine-tune on the fine-tuning canaries alone with
+// each loss, measuring exact match after every epoch.
+json finetune_size(StudyContext const& context, StudyModelSize const& size, TrainedModel& control) {
+    StudyOptions const& options = context.options;
+    std::span<float const> const start = control.model->param_values();
+    std::vector<Canary> const& canaries = context.corpus.finetune();
+    int const per_epoch = static_cast<int>(canaries.size()) / options.batch;
+    ExtractionSpec spec{options.corpus.prefix, options.corpus.suffix, options.goldfish};
+    std::vector<std::vector<std::int32_t>> const documents = canary_tokens(canaries);
+    json records = json::array();
+    for (bool goldfish : {false, true}) {
+        TrainedModel tuned = new_model(context, size, start);
+        LrSchedule const constant{options.lr, options.lr, 0, options.finetune_epochs * per_epoch};
+        GoldfishOptions const mask = goldfish ? options.goldfish : GoldfishOptions{};
+        std::vector<double> exact_by_epoch;
+        json epochs_to_half;
+        for (int epoch = 0; epoch < options.finetune_epochs; ++epoch) {
+            // Each epoch visits every canary once, in an order drawn from the epoch.
+            std::vector<int> order(canaries.size());
+            std::iota(order.begin(), order.end(), 0);
+            for (int i = static_cast<int>(order.size()) - 1; i > 0; --i) {
+                auto const j = static_cast<int>(philox4x32({options.corpus.seed, 900 + static_cast<std::uint64_t>(epoch)},
+                                                           i)[0] % static_cast<std::uint32_t>(i + 1));
+                std::swap(order[i], order[j]);
+            }
+            auto const sequence = [&](int slot, std::span<std::int32_t> w) {
+                std::vector<std::int32_t> const& text = canaries[order[slot % order.size()]].tokens;
+                std::copy(text.begin(), text.end(), w.begin());
+                context.corpus.chain().sample(w.subspan(text.size()), options.corpus.seed,
+                                              (1ULL << 50) + static_cast<std::uint64_t>(slot), text.back());
+            };
+            train(context, tuned, per_epoch, constant, mask, sequence, "", false);
+            std::vector<ExtractionScore> const scores = score_extraction(*tuned.model, documents, spec);
+            double exact = 0;
+            for (ExtractionScore const& s : scores) exact += s.exact_match;
+            exact_by_epoch.push_back(exact / static_cast<double>(scores.size()));
+            if (epochs_to_half.is_null() && exact_by_epoch.back() >= 0.5) epochs_to_half = epoch + 1;
+        }
+        if (context.leader) {
+            fmt::print(stderr, "{:<22} exact match after 1 epoch {:.2f}, after {} {:.2f}; half memorized after {}\n",
+                       fmt::format("{} fine-tune {}", size.name, goldfish ? "goldfish" : "standard"),
+                       exact_by_epoch.front(), options.finetune_epochs, exact_by_epoch.back(),
+                       epochs_to_half.is_null() ? std::string("never") : epochs_to_half.dump() + " epochs");
+        }
+        records.push_back({{"model", size.name},
+                           {"parameters", control.model->config().parameter_count()},
+                           {"loss", goldfish ? "goldfish" : "standard"},
+                           {"canaries", canaries.size()},
+                           {"learning_rate", options.lr},
+                           {"exact_match_by_epoch", exact_by_epoch},
+                           {"epochs_to_half", epochs_to_half}});
+    }
+    return records;
+}
+
+void check_options(StudyOptions const& options, int world) {
+    require(!options.sizes.empty(), "the study needs at least one model size");
+    require(options.corpus.prefix + options.corpus.suffix <= options.seq,
+            "canaries of {} + {} tokens are longer than the study's context of {} tokens: shorten --prefix or "
+            "--suffix", options.corpus.prefix, options.corpus.suffix, options.seq);
+    require(options.corpus.canaries_per_bucket >= 1 && !options.corpus.buckets.empty(),
+            "the study needs canaries: at least one per bucket, and one bucket");
+    for (StudyModelSize const& size : options.sizes) {
+        require_valid_grid(study_config(size, options), options.grid, world, options.batch);
+    }
+}
+
+}  // namespace
+
+std::vector<StudyModelSize> study_sizes(std::vector<std::string> const& names) {
+    std::vector<StudyModelSize> const all = {{"XS", 1, 2, 32}, {"S", 2, 4, 64}, {"M", 4, 4, 128}, {"L", 6, 6, 192}};
+    std::vector<StudyModelSize> chosen;
+    for (std::string const& name : names) {
+        auto const found = std::find_if(all.begin(), all.end(), [&](StudyModelSize const& s) { return s.name == name; });
+        require(found != all.end(), "unknown study model size '{}': choose among XS, S, M and L", name);
+        chosen.push_back(*found);
+    }
+    return chosen;
+}
+
+StudyOptions StudyOptions::defaults(bool quick) {
+    StudyOptions options;
+    options.goldfish = parse_goldfish("k=4,h=13");
+    options.sizes = study_sizes({"XS", "S", "M", "L"});
+    if (quick) {
+        options.sizes = study_sizes({"M"});
+        options.pretrain_steps = 600;
+        options.corpus.buckets = {1, 32};
+        options.ablations = false;
+        options.finetune = false;
+    }
+    return options;
+}
+
+json run_study(StudyOptions const& options) {
+    int world = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    as_usage_errors([&] {
+        check_options(options, world);
+        use_threads(options.threads);
+    });
+    ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order));
+    StepOptions step_options;
+    std::unique_ptr<Backend> const backend = make_step_backend(step_options, grid.rank() == 0);
+    StudyCorpus const corpus(options.corpus);
+    require(corpus.member_copies() <= options.steps * options.batch, "the canaries' {} copies do not fit in {} steps "
+            "of {} sequences: raise --steps", corpus.member_copies(), options.steps, options.batch);
+    require(options.pretrain_steps >= 1, "--pretrain-steps must be at least 1, got {}", options.pretrain_steps);
+    StudyContext const context{options, corpus, grid, *backend, grid.rank() == 0};
+    Stopwatch watch;
+    if (context.leader) {
+        fmt::print(stderr, "memorization study on grid {}: {} canaries x buckets {} + {} held out; per size {} steps on "
+                   "background alone, then {} steps with the canaries, of {} x {} tokens; the chain's entropy is "
+                   "{:.3f} nats/token\n", grid.shape().to_string(), options.corpus.canaries_per_bucket,
+                   json(options.corpus.buckets).dump(), options.corpus.heldout, options.pretrain_steps, options.steps,
+                   options.batch, options.seq, corpus.chain().entropy_nats());
+    }
+
+    json results = json::array();
+    json finetune = json::array();
+    auto const append = [](json& into, json const& records) {
+        for (json const& record : records) into.push_back(record);
+    };
+    std::vector<float> largest_control;
+    for (StudyModelSize const& size : options.sizes) {
+        TrainedModel control;
+        append(results, run_one(context, RunSpec{size, "control", "control", GoldfishOptions{}, 0, false}, {},
+                                &control));
+        std::vector<float> const start(control.model->params().begin(), control.model->params().end());
+        append(results, run_one(context, RunSpec{size, "standard", "size", GoldfishOptions{}}, start));
+        append(results, run_one(context, RunSpec{size, "goldfish", "size", options.goldfish}, start));
+        if (options.finetune) append(finetune, finetune_size(context, size, control));
+        largest_control = start;
+    }
+    if (options.ablations) {
+        StudyModelSize const& largest = options.sizes.back();
+        std::span<float const> const start = largest_control;
+        GoldfishOptions random = options.goldfish, positional = options.goldfish;
+        random.strategy = GoldfishStrategy::random;
+        positional.strategy = GoldfishStrategy::positional;
+        int const shift = options.seq - options.corpus.prefix - options.corpus.suffix;
+        append(results, run_one(context, RunSpec{largest, "random mask", "ablation", random}, start));
+        append(results, run_one(context, RunSpec{largest, "static mask, shifted", "ablation", positional, shift}, start));
+        append(results, run_one(context, RunSpec{largest, "goldfish, shifted", "ablation", options.goldfish, shift}, start));
+        append(results, run_one(context, RunSpec{largest, "standard, shifted", "ablation", GoldfishOptions{}, shift}, start));
+        for (int k : options.k_sweep) {
+            GoldfishOptions swept = options.goldfish;
+            swept.k = k;
+            append(results, run_one(context, RunSpec{largest, fmt::format("goldfish k={}", k), "ablation", swept}, start));
+        }
+    }
+    if (context.leader) {
+        StudySummary const summary{options, corpus.chain().entropy_nats(), watch.seconds(), grid.shape().to_string()};
+        write_study_report(options.out, summary, results, finetune);
+        fmt::print(stderr, "study done in {:.0f} s: {}\n", watch.seconds(), (options.out / "results.md").string());
+    }
+    return results;
+}
+
+}  // namespace axonn
