@@ -103,6 +103,21 @@ std::vector<BadInput> const bad_inputs = {
      2},
     {"goldfish_unknown_strategy", "train --data {dir}/good --tokenizer byte --goldfish k=4,strategy=fancy",
      "unknown strategy 'fancy'", 2},
+    {"memorization_eval_missing_model", "memorization eval --model-dir {dir}/nowhere --documents {dir}/docs.jsonl",
+     "nowhere", 1},
+    {"memorization_eval_no_documents", "memorization eval --model-dir {dir}/model --documents {dir}/no_docs.jsonl",
+     "holds no document", 1},
+    {"memorization_eval_bad_document", "memorization eval --model-dir {dir}/model --documents {dir}/bad_docs.jsonl",
+     "bad_docs.jsonl line 2: not JSON", 1},
+    {"memorization_eval_canaries_beyond_context",
+     "memorization eval --model-dir {dir}/model --documents {dir}/docs.jsonl --prefix 200 --suffix 100",
+     "longer than the model's context", 2},
+    {"memorization_eval_goldfish_k_below_two",
+     "memorization eval --model-dir {dir}/model --documents {dir}/docs.jsonl --goldfish k=1", "k=1 must be at least 2",
+     2},
+    {"memorization_study_unknown_size", "memorization study --out {dir}/study --sizes XXL",
+     "unknown study model size 'XXL'", 2},
+    {"memorization_study_without_out", "memorization study --quick", "--out is required", 2},
     {"parity_grid_larger_than_job", "parity --grid z=8", "has 8 ranks but the job has 1", 2},
     {"plan_unknown_machine", "plan --model gpt-5b --gpus 8 --batch 8 --machine mars", "mars", 2},
     {"plan_zero_devices", "plan --model gpt-5b --gpus 0 --batch 8", "--gpus must be at least 1", 2},
@@ -247,6 +262,14 @@ protected:
         corrupt.close();
         std::ofstream(dir_ / "extra_key.toml") << "steps = 3\nbogus_key = 1\n";
         std::ofstream(dir_ / "text.txt") << "Some text to tokenize.\n";
+        std::ofstream(dir_ / "docs.jsonl") << "{\"tokens\": [1, 2, 3, 4, 5, 6, 7, 8]}\n";
+        std::ofstream(dir_ / "no_docs.jsonl") << "\n\n";
+        std::ofstream(dir_ / "bad_docs.jsonl") << "{\"tokens\": [1, 2]}\n{oops\n";
+        // A trained model for `memorization eval`: one step of gpt2-micro.
+        std::string const train = binary().string() + " train --data " + (dir_ / "good").string() +
+                                  " --tokenizer byte --model gpt2-micro --steps 1 --sample-tokens 0 --ckpt-dir " +
+                                  (dir_ / "model").string() + " > /dev/null 2>&1";
+        ASSERT_EQ(std::system(train.c_str()), 0) << train;
         std::ofstream(dir_ / "old_metrics.jsonl") << "{\"step\"}\n";
         std::ofstream(dir_ / "binary.dat", std::ios::binary) << std::string("abc\0def", 7);
         std::ofstream(dir_ / "syntax.toml") << "steps = 3\nlr = = 2\n";

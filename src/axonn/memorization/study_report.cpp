@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
 
 namespace axonn {
 namespace {
@@ -99,7 +98,10 @@ std::string finetune_table(json const& finetune) {
                         "|---|---:|---|---|---:|\n";
     for (json const& r : finetune) {
         std::string epochs;
-        for (json const& e : r["exact_match_by_epoch"]) epochs += (epochs.empty() ? "" : " ") + cell(e, "{:.2f}");
+        for (json const& e : r["exact_match_by_epoch"]) {
+            if (!epochs.empty()) epochs += ' ';
+            epochs += cell(e, "{:.2f}");
+        }
         table += fmt::format("| {} | {} | {} | {} | {} |\n", r["model"].get<std::string>(),
                              r["parameters"].get<std::int64_t>(), r["loss"].get<std::string>(), epochs,
                              r["epochs_to_half"].is_null() ? std::string("never") : r["epochs_to_half"].dump());
@@ -127,11 +129,12 @@ void plot_exact_match(fs::path const& png, json const& results) {
 }
 
 void plot_ablations(fs::path const& png, json const& results) {
-    std::set<std::string> losses;
+    std::vector<std::string> losses;  // in the order run
     std::string model;
     for (json const& r : results) {
-        if (r["experiment"] == "ablation") {
-            losses.insert(r["loss"].get<std::string>());
+        std::string const loss = r["loss"];
+        if (r["experiment"] == "ablation" && std::find(losses.begin(), losses.end(), loss) == losses.end()) {
+            losses.push_back(loss);
             model = r["model"];
         }
     }
