@@ -7,7 +7,7 @@
 //   - extraction scores on a model that has memorized nothing are at the control level, and a document whose
 //     suffix is the model's own greedy continuation is an exact match (the metric can say yes);
 //   - the smoke study (--quick): standard exact match at 32 repetitions above Goldfish's, held-out losses within
-//     0.1 nats (the protocol's smoke criteria).
+//     0.1 nats (the protocol's smoke criteria), and its output files.
 #include "axonn/core/error.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/memorization/extraction.h"
@@ -166,7 +166,7 @@ TEST(MemorizationEval, DocumentFilesAreCheckedLineByLine) {
     }
 }
 
-// The protocol's smoke criteria on the --quick study (model S, buckets 1x and 32x): under a minute.
+// The protocol's smoke criteria on the --quick study (model M, buckets 1x and 32x): about 30 s.
 TEST(MemorizationStudy, QuickStudyShowsGoldfishPreventingExtraction) {
     testing::TempDir const dir;
     StudyOptions options = StudyOptions::defaults(true);

@@ -108,60 +108,59 @@ void add_study(CLI::App& parent) {
         "results.md (pass criteria, tables), results.json, finetune.json and PNG plots into --out. About ten\n"
         "minutes on two cores; --quick (one size, buckets 1 and 32, no ablations or fine-tuning) under a minute.\n"
         "Runs on any grid: mpirun -np 4 axonn memorization study --grid data=1,z=1,y=2,x=2 --out runs/study");
+    // What the user gave; the rest comes from the mode's defaults (StudyOptions::defaults).
+    auto given = std::make_shared<StudyOptions>(StudyOptions::defaults(false));
     auto quick = std::make_shared<bool>(false);
-    auto out = std::make_shared<std::string>();
     auto grid_spec = std::make_shared<std::string>("data=1,z=1,y=1,x=1");
-    auto grid_order = std::make_shared<std::string>("x,y,z,data");
-    auto threads = std::make_shared<int>(1);
-    auto steps = std::make_shared<int>(0);
-    auto lr = std::make_shared<float>(0.0f);
     auto sizes = std::make_shared<std::vector<std::string>>();
-    command->add_option("--out", *out, "folder for results.md, results.json, finetune.json and the plots")->required();
-    command->add_flag("--quick", *quick, "the smoke version: model S only, buckets 1x and 32x, no ablations or "
-                                         "fine-tuning (under a minute)");
-    command->add_option("--steps", *steps, "training steps of each run with the canaries (0: the default of the mode)");
-    command->add_option("--lr", *lr, "peak learning rate of the training runs (0: the default)");
-    command->add_option("--sizes", *sizes, "model sizes to train, smallest first (XS, S, M, L; default all, --quick S)")
-        ->delimiter(',');
-    command->add_option("--grid", *grid_spec, "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks)")
-        ->capture_default_str();
-    command->add_option("--grid-order", *grid_order, "rank order of the axes, fastest first")->capture_default_str();
-    command->add_option("--threads", *threads, "OpenMP threads per rank")->capture_default_str();
-    auto tuning = std::make_shared<StudyOptions>(StudyOptions::defaults(false));
-    command->add_option("--batch", tuning->batch, "sequences per training step")->capture_default_str();
-    command->add_option("--pretrain-steps", tuning->pretrain_steps, "training steps of each size's control on "
-                        "background alone, every run's starting point")->capture_default_str();
-    command->add_option("--vocab", tuning->corpus.vocab, "the Markov chain's states (token ids)")->capture_default_str();
-    command->add_option("--successors", tuning->corpus.successors, "successors of each state (Zipf weights)")
-        ->capture_default_str();
-    command->add_option("--canaries", tuning->corpus.canaries_per_bucket, "canaries per duplication bucket")
-        ->capture_default_str();
-    auto buckets = std::make_shared<std::vector<int>>();
     auto skip = std::make_shared<std::vector<std::string>>();
-    command->add_option("--buckets", *buckets, "repetitions of the canary groups (default 1,2,4,8,16,32; --quick 1,32)")
+    command->add_option("--out", given->out, "folder for results.md, results.json, finetune.json and the plots")
+        ->required();
+    command->add_flag("--quick", *quick, "the smoke version: model M only, buckets 1x and 32x, 600 pretraining "
+                                         "steps, no ablations or fine-tuning (under a minute)");
+    command->add_option("--sizes", *sizes, "model sizes to train, smallest first (XS, S, M, L; default all, --quick M)")
         ->delimiter(',');
+    command->add_option("--buckets", given->corpus.buckets,
+                        "repetitions of the canary groups (default 1,2,4,8,16,32; --quick 1,32)")->delimiter(',');
+    command->add_option("--canaries", given->corpus.canaries_per_bucket, "canaries per duplication bucket")
+        ->capture_default_str();
+    command->add_option("--pretrain-steps", given->pretrain_steps, "training steps of each size's control on "
+                        "background alone, every other run's starting point (--quick: 600)")->capture_default_str();
+    command->add_option("--steps", given->steps, "training steps of each run with the canaries")->capture_default_str();
+    command->add_option("--batch", given->batch, "sequences per training step")->capture_default_str();
+    command->add_option("--lr", given->lr, "peak learning rate of every phase")->capture_default_str();
+    command->add_option("--vocab", given->corpus.vocab, "the Markov chain's states (token ids)")->capture_default_str();
+    command->add_option("--successors", given->corpus.successors, "successors of each state (Zipf weights)")
+        ->capture_default_str();
     command->add_option("--skip", *skip, "parts not to run: ablations, finetune")
         ->delimiter(',')->check(CLI::IsMember({"ablations", "finetune"}));
-    command->callback([quick, out, grid_spec, grid_order, threads, steps, lr, sizes, tuning, buckets, skip] {
+    command->add_option("--grid", *grid_spec, "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks)")
+        ->capture_default_str();
+    command->add_option("--grid-order", given->grid_order, "rank order of the axes, fastest first")
+        ->capture_default_str();
+    command->add_option("--threads", given->threads, "OpenMP threads per rank")->capture_default_str();
+    command->callback([command, given, quick, grid_spec, sizes, skip] {
         StudyOptions options = StudyOptions::defaults(*quick);
-        options.batch = tuning->batch;
-        options.pretrain_steps = tuning->pretrain_steps;
-        options.corpus.vocab = tuning->corpus.vocab;
-        options.corpus.successors = tuning->corpus.successors;
-        options.corpus.canaries_per_bucket = tuning->corpus.canaries_per_bucket;
+        auto const take = [&](char const* option, auto& target, auto const& value) {
+            if (command->count(option) > 0) target = value;
+        };
+        take("--buckets", options.corpus.buckets, given->corpus.buckets);
+        take("--canaries", options.corpus.canaries_per_bucket, given->corpus.canaries_per_bucket);
+        take("--pretrain-steps", options.pretrain_steps, given->pretrain_steps);
+        take("--steps", options.steps, given->steps);
+        take("--batch", options.batch, given->batch);
+        take("--lr", options.lr, given->lr);
+        take("--vocab", options.corpus.vocab, given->corpus.vocab);
+        take("--successors", options.corpus.successors, given->corpus.successors);
+        options.out = given->out;
+        options.grid_order = given->grid_order;
+        options.threads = given->threads;
+        for (std::string const& part : *skip) (part == "ablations" ? options.ablations : options.finetune) = false;
         as_usage_errors([&] {
             options.grid = GridShape::parse(*grid_spec);
-            require(*steps >= 0, "--steps must not be negative, got {} (0: the default)", *steps);
-            require(std::isfinite(*lr) && *lr >= 0, "--lr must be positive, got {} (0: the default)", *lr);
             if (!sizes->empty()) options.sizes = study_sizes(*sizes);
+            validate_study_options(options);
         });
-        if (*lr > 0) options.lr = *lr;
-        if (!buckets->empty()) options.corpus.buckets = *buckets;
-        for (std::string const& part : *skip) (part == "ablations" ? options.ablations : options.finetune) = false;
-        options.grid_order = *grid_order;
-        options.threads = *threads;
-        options.out = *out;
-        if (*steps > 0) options.steps = *steps;
         run_study(options);
     });
 }

@@ -305,18 +305,6 @@ json finetune_size(StudyContext const& context, StudyModelSize const& size, Trai
     return records;
 }
 
-void check_options(StudyOptions const& options, int world) {
-    require(!options.sizes.empty(), "the study needs at least one model size");
-    require(options.corpus.prefix + options.corpus.suffix <= options.seq,
-            "canaries of {} + {} tokens are longer than the study's context of {} tokens: shorten --prefix or "
-            "--suffix", options.corpus.prefix, options.corpus.suffix, options.seq);
-    require(options.corpus.canaries_per_bucket >= 1 && !options.corpus.buckets.empty(),
-            "the study needs canaries: at least one per bucket, and one bucket");
-    for (StudyModelSize const& size : options.sizes) {
-        require_valid_grid(study_config(size, options), options.grid, world, options.batch);
-    }
-}
-
 }  // namespace
 
 std::vector<StudyModelSize> study_sizes(std::vector<std::string> const& names) {
@@ -344,20 +332,43 @@ StudyOptions StudyOptions::defaults(bool quick) {
     return options;
 }
 
+void validate_study_options(StudyOptions const& options) {
+    StudyCorpusSpec const& corpus = options.corpus;
+    require(!options.sizes.empty(), "the study needs at least one model size (--sizes)");
+    require(options.batch >= 1 && options.steps >= 1 && options.pretrain_steps >= 1,
+            "--batch, --steps and --pretrain-steps must be at least 1, got {}, {} and {}", options.batch, options.steps,
+            options.pretrain_steps);
+    require(std::isfinite(options.lr) && options.lr > 0, "--lr must be positive, got {}", options.lr);
+    require(corpus.vocab >= 2 && corpus.vocab <= 4096 && corpus.successors >= 1 && corpus.successors <= corpus.vocab,
+            "--vocab must lie in 2..4096 and --successors in 1..vocab, got {} and {}", corpus.vocab, corpus.successors);
+    require(corpus.canaries_per_bucket >= 1 && !corpus.buckets.empty(),
+            "the study needs canaries: --canaries at least 1 and one bucket or more in --buckets");
+    std::int64_t copies = 0;
+    for (int repetitions : corpus.buckets) {
+        require(repetitions >= 1 && repetitions <= 1'000'000, "--buckets: a canary group is trained on 1 to "
+                "1000000 times, got {}", repetitions);
+        copies += std::int64_t{repetitions} * corpus.canaries_per_bucket;
+    }
+    require(corpus.prefix + corpus.suffix <= options.seq, "canaries of {} + {} tokens are longer than the study's "
+            "context of {} tokens", corpus.prefix, corpus.suffix, options.seq);
+    require(copies <= std::int64_t{options.steps} * options.batch, "the canaries' {} copies do not fit in {} steps "
+            "of {} sequences: raise --steps or --batch, or lower --canaries", copies, options.steps, options.batch);
+}
+
 json run_study(StudyOptions const& options) {
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     as_usage_errors([&] {
-        check_options(options, world);
+        validate_study_options(options);
+        for (StudyModelSize const& size : options.sizes) {
+            require_valid_grid(study_config(size, options), options.grid, world, options.batch);
+        }
         use_threads(options.threads);
     });
     ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order));
     StepOptions step_options;
     std::unique_ptr<Backend> const backend = make_step_backend(step_options, grid.rank() == 0);
     StudyCorpus const corpus(options.corpus);
-    require(corpus.member_copies() <= options.steps * options.batch, "the canaries' {} copies do not fit in {} steps "
-            "of {} sequences: raise --steps", corpus.member_copies(), options.steps, options.batch);
-    require(options.pretrain_steps >= 1, "--pretrain-steps must be at least 1, got {}", options.pretrain_steps);
     StudyContext const context{options, corpus, grid, *backend, grid.rank() == 0};
     Stopwatch watch;
     if (context.leader) {

@@ -57,6 +57,9 @@ struct StudyOptions {
 // The study's model sizes by name (XS, S, M, L), in the order given; an unknown name is an axonn::Error.
 std::vector<StudyModelSize> study_sizes(std::vector<std::string> const& names);
 
+// Throws axonn::Error naming the first setting that cannot work and how to fix it (run_study checks too).
+void validate_study_options(StudyOptions const& options);
+
 // Trains and measures everything, writes results.json, finetune.json, results.md and the PNG plots into
 // options.out (rank 0), and returns the results.json records. Collective over MPI_COMM_WORLD.
 nlohmann::json run_study(StudyOptions const& options);
