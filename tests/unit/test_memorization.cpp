@@ -6,6 +6,9 @@
 //     unless shifted;
 //   - extraction scores on a model that has memorized nothing are at the control level, and a document whose
 //     suffix is the model's own greedy continuation is an exact match (the metric can say yes);
+//   - the real-text option: dictd folders are read entry by entry (a synthetic one, and Debian's dict-devil with
+//     its 1,003 entries when scripts/fetch-corpus has fetched it), damaged ones are one-line errors, and the word
+//     vocabulary encodes known words as one token and spells the rest in bytes, losslessly;
 //   - the smoke study (--quick): standard exact match at 32 repetitions above Goldfish's, held-out losses within
 //     0.1 nats (the protocol's smoke criteria), and its output files.
 #include "axonn/core/error.h"
@@ -13,13 +16,16 @@
 #include "axonn/memorization/extraction.h"
 #include "axonn/memorization/markov_corpus.h"
 #include "axonn/memorization/memorization_eval.h"
+#include "axonn/memorization/real_text.h"
 #include "axonn/memorization/study.h"
 #include "axonn/memorization/study_corpus.h"
 #include "axonn/memorization/study_report.h"
 #include "axonn/model/generate.h"
+#include "support/error_of.h"
 #include "support/temp_dir.h"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <cmath>
 #include <fstream>
@@ -72,7 +78,7 @@ TEST(StudyCorpus, EveryCanaryCopyHasOneSlotTheSameForEveryRun) {
     StudyCorpusSpec spec;
     spec.buckets = {1, 4};
     spec.canaries_per_bucket = 3;
-    StudyCorpus const corpus(spec);
+    StudyCorpus const corpus(spec, markov_text(spec));
     ASSERT_EQ(corpus.members().size(), 6u);
     EXPECT_EQ(corpus.member_copies(), 15);
     StudyCorpus::Layout const layout{40, 72, true, 0};
@@ -164,6 +170,64 @@ TEST(MemorizationEval, DocumentFilesAreCheckedLineByLine) {
             EXPECT_NE(std::string(e.what()).find(bad.expected), std::string::npos) << e.what();
         }
     }
+}
+
+// A gzip stream of `text`, as dictzip's files are (gzip-compatible).
+std::string gzip(std::string const& text) {
+    z_stream stream{};
+    EXPECT_EQ(deflateInit2(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+    std::string out(text.size() + 1024, '\0');
+    stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+    stream.avail_in = static_cast<uInt>(text.size());
+    stream.next_out = reinterpret_cast<Bytef*>(out.data());
+    stream.avail_out = static_cast<uInt>(out.size());
+    EXPECT_EQ(deflate(&stream, Z_FINISH), Z_STREAM_END);
+    out.resize(stream.total_out);
+    deflateEnd(&stream);
+    return out;
+}
+
+TEST(RealText, DictdFoldersAreReadEntryByEntry) {
+    testing::TempDir const dir;
+    std::string const dictionary = "ALPHA, n.  The first.\nBETA, n.  The second, longer entry.\n";
+    std::ofstream(dir.path() / "devil.dict.dz", std::ios::binary) << gzip(dictionary);
+    // Offsets and lengths in dictd's base 64 (A=0 ... Z=25, a=26 ...): "ALPHA..." is 22 (W) bytes at 0, "BETA..."
+    // 36 (k) at 22.
+    std::ofstream(dir.path() / "devil.index") << "00databaseshort\tA\tB\nalpha\tA\tW\nbeta\tW\tk\n";
+    std::vector<std::string> const entries = read_devils_dictionary(dir.path());
+    ASSERT_EQ(entries.size(), 2u);
+    EXPECT_EQ(entries[0], "ALPHA, n.  The first.\n");
+    EXPECT_EQ(entries[1], "BETA, n.  The second, longer entry.\n");
+    std::ofstream(dir.path() / "devil.index") << "alpha\tA\tW\nbeta\tW\tz\n";
+    EXPECT_NE(testing::error_of([&] { read_devils_dictionary(dir.path()); }).find("line 2 points past the end"),
+              std::string::npos);
+    std::ofstream(dir.path() / "devil.index") << "alpha A W\n";
+    EXPECT_NE(testing::error_of([&] { read_devils_dictionary(dir.path()); }).find("is not \"headword TAB"),
+              std::string::npos);
+    std::ofstream(dir.path() / "devil.dict.dz", std::ios::binary) << "not gzip";
+    EXPECT_NE(testing::error_of([&] { read_devils_dictionary(dir.path()); }).find("is corrupt"), std::string::npos);
+    EXPECT_NE(testing::error_of([&] { read_devils_dictionary(dir.path() / "nowhere"); }).find("fetch-corpus"),
+              std::string::npos);
+
+    std::filesystem::path const fetched = std::filesystem::path(AXONN_SOURCE_DIR) / "data" / "corpus" / "devil";
+    if (!std::filesystem::exists(fetched / "devil.index")) GTEST_SKIP() << "scripts/fetch-corpus has not run";
+    std::vector<std::string> const devil = read_devils_dictionary(fetched);
+    EXPECT_EQ(devil.size(), 1003u);
+    EXPECT_EQ(devil.front().rfind("ABASEMENT, n.", 0), 0u);
+    EXPECT_EQ(devil.back().rfind("ZOOLOGY, n.", 0), 0u);
+}
+
+TEST(RealText, WordVocabularyKeepsFrequentWordsAndSpellsTheRest) {
+    WordVocabulary const vocabulary("the cat and the dog and the cat.", 3);
+    EXPECT_EQ(vocabulary.size(), 3 + 256);
+    // The pieces " and", " cat" and " the" come twice each ("the" and " dog" once; "." is a byte anyway): they are
+    // the words, in that order (count, then text).
+    std::vector<std::int32_t> const ids = vocabulary.encode(" the cat sat.");
+    std::vector<std::int32_t> const expected = {2, 1, 3 + ' ', 3 + 's', 3 + 'a', 3 + 't', 3 + '.'};
+    EXPECT_EQ(ids, expected);
+    EXPECT_EQ(vocabulary.decode(ids), " the cat sat.");
+    std::string const odd = "Zq\xc3\xa9 9!";
+    EXPECT_EQ(vocabulary.decode(vocabulary.encode(odd)), odd);
 }
 
 // The protocol's smoke criteria on the --quick study (model M, buckets 1x and 32x): about 30 s.

@@ -11,6 +11,7 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -132,6 +133,17 @@ void add_study(CLI::App& parent) {
     command->add_option("--vocab", given->corpus.vocab, "the Markov chain's states (token ids)")->capture_default_str();
     command->add_option("--successors", given->corpus.successors, "successors of each state (Zipf weights)")
         ->capture_default_str();
+    auto text = std::make_shared<std::string>("markov");
+    command->add_option("--text", *text, "the corpus: markov (a synthetic chain whose entropy is known), or "
+                        "devil-in-austen (Devil's Dictionary entries as canaries in Jane Austen's novels, with a "
+                        "word vocabulary; scripts/fetch-corpus fetches both)")
+        ->capture_default_str()->check(CLI::IsMember({"markov", "devil-in-austen"}));
+    given->devil_dir = std::filesystem::path(AXONN_SOURCE_DIR) / "data" / "corpus" / "devil";
+    given->austen_package = std::filesystem::path(AXONN_SOURCE_DIR) / "data" / "corpus" / "janeaustenr";
+    command->add_option("--devil-dir", given->devil_dir, "folder with devil.index and devil.dict.dz (--text "
+                        "devil-in-austen)")->capture_default_str();
+    command->add_option("--austen-package", given->austen_package, "the extracted r-cran-janeaustenr package (--text "
+                        "devil-in-austen)")->capture_default_str();
     command->add_option("--skip", *skip, "parts not to run: ablations, finetune")
         ->delimiter(',')->check(CLI::IsMember({"ablations", "finetune"}));
     command->add_option("--grid", *grid_spec, "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks)")
@@ -139,7 +151,7 @@ void add_study(CLI::App& parent) {
     command->add_option("--grid-order", given->grid_order, "rank order of the axes, fastest first")
         ->capture_default_str();
     command->add_option("--threads", given->threads, "OpenMP threads per rank")->capture_default_str();
-    command->callback([command, given, quick, grid_spec, sizes, skip] {
+    command->callback([command, given, quick, grid_spec, sizes, skip, text] {
         StudyOptions options = StudyOptions::defaults(*quick);
         auto const take = [&](char const* option, auto& target, auto const& value) {
             if (command->count(option) > 0) target = value;
@@ -153,6 +165,10 @@ void add_study(CLI::App& parent) {
         take("--vocab", options.corpus.vocab, given->corpus.vocab);
         take("--successors", options.corpus.successors, given->corpus.successors);
         options.out = given->out;
+        if (*text == "devil-in-austen") {
+            options.devil_dir = given->devil_dir;
+            options.austen_package = given->austen_package;
+        }
         options.grid_order = given->grid_order;
         options.threads = given->threads;
         for (std::string const& part : *skip) (part == "ablations" ? options.ablations : options.finetune) = false;

@@ -26,10 +26,10 @@ namespace {
 
 using nlohmann::json;
 
-GptConfig study_config(StudyModelSize const& size, StudyOptions const& options) {
+GptConfig study_config(StudyModelSize const& size, StudyOptions const& options, int vocab) {
     GptConfig config;
     config.name = size.name;
-    config.vocab_size = options.corpus.vocab;
+    config.vocab_size = vocab;
     config.n_layer = size.n_layer;
     config.n_head = size.n_head;
     config.n_embd = size.n_embd;
@@ -55,6 +55,7 @@ struct StudyContext {
     ProcessGrid& grid;
     Backend& backend;
     bool leader;
+    std::vector<bool> const* control_extracted;  // per member canary, for the size being run: left out
 };
 
 // One global batch of `rows` sequences (seq + 1 tokens each, from `sequence(row, tokens)`), as inputs and targets.
@@ -79,7 +80,7 @@ struct TrainedModel {
 // A fresh model from the study's seed, or from `start` (another model's weights on this grid) when given.
 TrainedModel new_model(StudyContext const& context, StudyModelSize const& size, std::span<float const> start = {}) {
     StudyOptions const& options = context.options;
-    GptConfig const config = study_config(size, options);
+    GptConfig const config = study_config(size, options, context.corpus.text().vocab());
     int const local = options.batch / (context.grid.size(Axis::data) * context.grid.size(Axis::z));
     TrainedModel trained;
     trained.model = std::make_unique<Gpt>(config, context.backend, context.grid, local, options.seq);
@@ -176,7 +177,7 @@ json bucket_record(RunSpec const& run, GptConfig const& config, int repetitions,
 
 // Extraction of every member canary (and the held-out ones, repetitions 0), one record per bucket.
 json measure(StudyContext const& context, RunSpec const& run, TrainedModel& trained, MaskedLosses const& train_losses,
-             double seconds) {
+             double seconds, std::vector<bool>* extracted) {
     StudyOptions const& options = context.options;
     ExtractionSpec const spec{options.corpus.prefix, options.corpus.suffix, scoring_mask(options, run.mask)};
     std::vector<std::vector<std::int32_t>> documents = canary_tokens(context.corpus.members());
@@ -188,6 +189,10 @@ json measure(StudyContext const& context, RunSpec const& run, TrainedModel& trai
     for (std::size_t i = members; i < scores.size(); ++i) heldout_losses.push_back(scores[i].loss);
     std::vector<double> member_losses;
     for (std::size_t i = 0; i < members; ++i) member_losses.push_back(scores[i].loss);
+    if (extracted != nullptr) {
+        extracted->clear();
+        for (std::size_t i = 0; i < members; ++i) extracted->push_back(scores[i].exact_match);
+    }
 
     double const val_loss = validation_loss(context, *trained.model);
     json records = json::array();
@@ -205,10 +210,17 @@ json measure(StudyContext const& context, RunSpec const& run, TrainedModel& trai
     };
     for (int repetitions : options.corpus.buckets) {
         std::vector<ExtractionScore> bucket;
+        int excluded = 0;
         for (std::size_t i = 0; i < members; ++i) {
-            if (context.corpus.members()[i].repetitions == repetitions) bucket.push_back(scores[i]);
+            if (context.corpus.members()[i].repetitions != repetitions) continue;
+            if (context.control_extracted != nullptr && (*context.control_extracted)[i]) {
+                ++excluded;
+            } else {
+                bucket.push_back(scores[i]);
+            }
         }
         add(repetitions, bucket);
+        records.back()["excluded_as_control_extracted"] = excluded;
     }
     add(0, std::vector<ExtractionScore>(scores.begin() + static_cast<std::ptrdiff_t>(members), scores.end()));
     return records;
@@ -225,7 +237,7 @@ LrSchedule study_schedule(float peak, int steps) {
 // other run, from the control's weights (`start`) on the canary phase's stream. The control's model is returned
 // through `keep`, as the others' starting point and the fine-tuning experiment's.
 json run_one(StudyContext const& context, RunSpec const& run, std::span<float const> start,
-             TrainedModel* keep = nullptr) {
+             TrainedModel* keep = nullptr, std::vector<bool>* extracted = nullptr) {
     StudyOptions const& options = context.options;
     TrainedModel trained = new_model(context, run.size, start);
     int const steps = run.with_canaries ? options.steps : options.pretrain_steps;
@@ -239,7 +251,7 @@ json run_one(StudyContext const& context, RunSpec const& run, std::span<float co
                                           context.corpus.training_sequence(layout, slot, w);
                                       }, label);
     double const seconds = watch.seconds();
-    json records = measure(context, run, trained, losses, seconds);
+    json records = measure(context, run, trained, losses, seconds, extracted);
     if (context.leader) {
         json const& top = records[records.size() - 2];  // the most repeated bucket
         fmt::print(stderr, "{:<22} val {:.3f} | exact match at {}x: {:.2f} | {:.1f} s\n", label,
@@ -278,8 +290,8 @@ json finetune_size(StudyContext const& context, StudyModelSize const& size, Trai
             auto const sequence = [&](int slot, std::span<std::int32_t> w) {
                 std::vector<std::int32_t> const& text = canaries[order[slot % order.size()]].tokens;
                 std::copy(text.begin(), text.end(), w.begin());
-                context.corpus.chain().sample(w.subspan(text.size()), options.corpus.seed,
-                                              (1ULL << 50) + static_cast<std::uint64_t>(slot), text.back());
+                context.corpus.text().background((1ULL << 50) + static_cast<std::uint64_t>(slot),
+                                                 w.subspan(text.size()), text.back());
             };
             train(context, tuned, per_epoch, constant, mask, sequence, "", false);
             std::vector<ExtractionScore> const scores = score_extraction(*tuned.model, documents, spec);
@@ -358,25 +370,30 @@ void validate_study_options(StudyOptions const& options) {
 json run_study(StudyOptions const& options) {
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
+    as_usage_errors([&] { validate_study_options(options); });
+    std::shared_ptr<StudyText const> const text =
+        options.devil_dir.empty() ? markov_text(options.corpus)
+                                  : devil_in_austen_text(options.devil_dir, options.austen_package, options.words,
+                                                         options.corpus.seed);
     as_usage_errors([&] {
-        validate_study_options(options);
         for (StudyModelSize const& size : options.sizes) {
-            require_valid_grid(study_config(size, options), options.grid, world, options.batch);
+            require_valid_grid(study_config(size, options, text->vocab()), options.grid, world, options.batch);
         }
         use_threads(options.threads);
     });
     ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order));
     StepOptions step_options;
     std::unique_ptr<Backend> const backend = make_step_backend(step_options, grid.rank() == 0);
-    StudyCorpus const corpus(options.corpus);
-    StudyContext const context{options, corpus, grid, *backend, grid.rank() == 0};
+    StudyCorpus const corpus(options.corpus, text);
+    std::vector<bool> control_extracted;
+    StudyContext context{options, corpus, grid, *backend, grid.rank() == 0, nullptr};
     Stopwatch watch;
     if (context.leader) {
         fmt::print(stderr, "memorization study on grid {}: {} canaries x buckets {} + {} held out; per size {} steps on "
-                   "background alone, then {} steps with the canaries, of {} x {} tokens; the chain's entropy is "
-                   "{:.3f} nats/token\n", grid.shape().to_string(), options.corpus.canaries_per_bucket,
-                   json(options.corpus.buckets).dump(), options.corpus.heldout, options.pretrain_steps, options.steps,
-                   options.batch, options.seq, corpus.chain().entropy_nats());
+                   "background alone, then {} steps with the canaries, of {} x {} tokens. {}\n",
+                   grid.shape().to_string(), options.corpus.canaries_per_bucket, json(options.corpus.buckets).dump(),
+                   options.corpus.heldout, options.pretrain_steps, options.steps, options.batch, options.seq,
+                   text->describe());
     }
 
     json results = json::array();
@@ -387,8 +404,10 @@ json run_study(StudyOptions const& options) {
     std::vector<float> largest_control;
     for (StudyModelSize const& size : options.sizes) {
         TrainedModel control;
+        context.control_extracted = nullptr;
         append(results, run_one(context, RunSpec{size, "control", "control", GoldfishOptions{}, 0, false}, {},
-                                &control));
+                                &control, &control_extracted));
+        context.control_extracted = &control_extracted;
         std::vector<float> const start(control.model->params().begin(), control.model->params().end());
         append(results, run_one(context, RunSpec{size, "standard", "size", GoldfishOptions{}}, start));
         append(results, run_one(context, RunSpec{size, "goldfish", "size", options.goldfish}, start));
@@ -413,7 +432,7 @@ json run_study(StudyOptions const& options) {
         }
     }
     if (context.leader) {
-        StudySummary const summary{options, corpus.chain().entropy_nats(), watch.seconds(), grid.shape().to_string()};
+        StudySummary const summary{options, text->describe(), watch.seconds(), grid.shape().to_string()};
         write_study_report(options.out, summary, results, finetune);
         fmt::print(stderr, "study done in {:.0f} s: {}\n", watch.seconds(), (options.out / "results.md").string());
     }

@@ -9,7 +9,9 @@
 //   ablations (on the largest size): a mask redrawn every step, a static mask with the canaries' copies at random
 //      offsets (against the hashed mask on the same shifted data), and a sweep of k;
 //   B. the fine-tuning analogue of catastrophic memorization: each size's control is fine-tuned on a fresh canary
-//      set alone; the exact match after every
+//      set alone;
+// Canaries that the size's control reproduces (formulaic text can be "extractable" without memorization: never
+// with the chain, possibly with real text) are left out of every run's extraction numbers and counted. the exact match after every
 //      epoch gives the epochs until half the canaries are memorized, with and without Goldfish.
 #pragma once
 
@@ -38,6 +40,11 @@ struct StudyOptions {
     int threads = 1;
     std::filesystem::path out;
     StudyCorpusSpec corpus;
+    // The real-text option: Devil's Dictionary entries (this folder holds devil.index and devil.dict.dz) as
+    // canaries in Jane Austen's novels (the r-cran-janeaustenr package extracted here); empty: the Markov chain.
+    std::filesystem::path devil_dir;
+    std::filesystem::path austen_package;
+    int words = 2000;  // the real text's word vocabulary, besides the 256 bytes
     std::vector<StudyModelSize> sizes;
     int batch = 4;     // small, so that a canary's copy weighs in the step that sees it
     int seq = 72;      // room for a 64-token canary shifted by up to 8

@@ -2,8 +2,12 @@
 
 #include "axonn/core/error.h"
 #include "axonn/core/rng.h"
+#include "axonn/io/janeausten.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace axonn {
@@ -20,28 +24,130 @@ enum Stream : std::uint64_t {
     shift_stream = 7ULL << 40,
 };
 
-std::vector<Canary> draw_canaries(MarkovChain const& chain, StudyCorpusSpec const& spec, std::uint64_t stream,
-                                  int count, int repetitions) {
-    std::vector<Canary> canaries;
-    for (int i = 0; i < count; ++i) {
-        Canary canary{std::vector<std::int32_t>(static_cast<std::size_t>(spec.prefix + spec.suffix)), repetitions};
-        chain.sample(canary.tokens, spec.seed, stream + static_cast<std::uint64_t>(i));
-        canaries.push_back(std::move(canary));
+class MarkovText : public StudyText {
+public:
+    explicit MarkovText(StudyCorpusSpec const& spec)
+        : chain_(spec.vocab, spec.successors, spec.seed), seed_(spec.seed) {}
+
+    int vocab() const override { return chain_.vocab(); }
+    void background(std::uint64_t stream, std::span<std::int32_t> tokens, std::int32_t previous) const override {
+        chain_.sample(tokens, seed_, stream, previous);
     }
-    return canaries;
-}
+    void validation(int index, std::span<std::int32_t> tokens) const override {
+        chain_.sample(tokens, seed_, validation_stream + static_cast<std::uint64_t>(index));
+    }
+    std::vector<std::vector<std::int32_t>> canaries(std::vector<std::uint64_t> const& streams,
+                                                   int length) const override {
+        std::vector<std::vector<std::int32_t>> out;
+        for (std::uint64_t stream : streams) {
+            out.emplace_back(static_cast<std::size_t>(length));
+            chain_.sample(out.back(), seed_, stream);
+        }
+        return out;
+    }
+    double entropy_nats() const override { return chain_.entropy_nats(); }
+    std::string describe() const override {
+        return fmt::format("Synthetic Markov chain over {} tokens (entropy {:.3f} nats/token: the floor of the "
+                           "validation loss)", chain_.vocab(), chain_.entropy_nats());
+    }
+
+private:
+    MarkovChain chain_;
+    std::uint64_t seed_;
+};
+
+class DevilInAustenText : public StudyText {
+public:
+    DevilInAustenText(std::filesystem::path const& devil_folder, std::filesystem::path const& austen_package,
+                      int words, std::uint64_t seed)
+        : austen_(janeausten_text(read_janeausten(austen_package))), vocabulary_(austen_, words), seed_(seed) {
+        std::vector<std::int32_t> const tokens = vocabulary_.encode(austen_);
+        std::size_t const split = tokens.size() / 20 * 19;  // the last 5% validate
+        train_.assign(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(split));
+        validation_.assign(tokens.begin() + static_cast<std::ptrdiff_t>(split), tokens.end());
+        for (std::string const& entry : read_devils_dictionary(devil_folder)) {
+            entries_.push_back(vocabulary_.encode(entry));
+        }
+    }
+
+    int vocab() const override { return vocabulary_.size(); }
+    // A window of the training part at an offset drawn from the stream: a different passage for every stream.
+    void background(std::uint64_t stream, std::span<std::int32_t> tokens, std::int32_t) const override {
+        std::uint64_t const room = train_.size() - tokens.size();
+        std::uint64_t const start = philox4x32({seed_, stream}, 0)[0] % room;
+        std::copy_n(train_.begin() + static_cast<std::ptrdiff_t>(start), tokens.size(), tokens.begin());
+    }
+    void validation(int index, std::span<std::int32_t> tokens) const override {
+        std::size_t const start = static_cast<std::size_t>(index) * tokens.size() % (validation_.size() - tokens.size());
+        std::copy_n(validation_.begin() + static_cast<std::ptrdiff_t>(start), tokens.size(), tokens.begin());
+    }
+    // The entries long enough, in an order drawn from the seed: the i-th canary asked for is the i-th of them.
+    std::vector<std::vector<std::int32_t>> canaries(std::vector<std::uint64_t> const& streams,
+                                                   int length) const override {
+        std::vector<std::size_t> long_enough;
+        for (std::size_t e = 0; e < entries_.size(); ++e) {
+            if (static_cast<int>(entries_[e].size()) >= length) long_enough.push_back(e);
+        }
+        require(long_enough.size() >= streams.size(), "the Devil's Dictionary has {} entries of {} tokens or more, "
+                "fewer than the {} canaries asked for: lower --canaries", long_enough.size(), length, streams.size());
+        for (std::size_t i = long_enough.size() - 1; i > 0; --i) {  // Fisher-Yates, seeded
+            std::swap(long_enough[i], long_enough[philox4x32({seed_, shuffle_stream + 1}, i)[0] % (i + 1)]);
+        }
+        std::vector<std::vector<std::int32_t>> out;
+        for (std::size_t i = 0; i < streams.size(); ++i) {
+            auto const& entry = entries_[long_enough[i]];
+            out.emplace_back(entry.begin(), entry.begin() + length);
+        }
+        return out;
+    }
+    double entropy_nats() const override { return std::nan(""); }
+    std::string describe() const override {
+        return fmt::format("Real text: Devil's Dictionary entries as canaries in Jane Austen's novels ({} training "
+                           "and {} validation tokens of a {}-token word vocabulary with byte fallback)",
+                           train_.size(), validation_.size(), vocabulary_.size());
+    }
+
+private:
+    std::string austen_;
+    WordVocabulary vocabulary_;
+    std::uint64_t seed_;
+    std::vector<std::int32_t> train_, validation_;
+    std::vector<std::vector<std::int32_t>> entries_;
+};
 
 }  // namespace
 
-StudyCorpus::StudyCorpus(StudyCorpusSpec const& spec)
-    : spec_(spec), chain_(spec.vocab, spec.successors, spec.seed) {
+std::unique_ptr<StudyText> markov_text(StudyCorpusSpec const& spec) { return std::make_unique<MarkovText>(spec); }
+
+std::unique_ptr<StudyText> devil_in_austen_text(std::filesystem::path const& devil_folder,
+                                                std::filesystem::path const& austen_package, int words,
+                                                std::uint64_t seed) {
+    return std::make_unique<DevilInAustenText>(devil_folder, austen_package, words, seed);
+}
+
+StudyCorpus::StudyCorpus(StudyCorpusSpec const& spec, std::shared_ptr<StudyText const> text)
+    : spec_(spec), text_(std::move(text)) {
+    // Every canary comes from its own stream; the source turns the streams into distinct passages in one call.
+    std::vector<std::uint64_t> streams;
+    std::vector<Canary> all;
+    auto const add = [&](std::uint64_t stream, int count, int repetitions) {
+        for (int i = 0; i < count; ++i) {
+            all.push_back({{}, repetitions});
+            streams.push_back(stream + static_cast<std::uint64_t>(i));
+        }
+    };
     for (std::size_t b = 0; b < spec.buckets.size(); ++b) {
-        std::vector<Canary> group = draw_canaries(chain_, spec, member_stream + (b << 20), spec.canaries_per_bucket,
-                                                  spec.buckets[b]);
-        members_.insert(members_.end(), group.begin(), group.end());
+        add(member_stream + (b << 20), spec.canaries_per_bucket, spec.buckets[b]);
     }
-    heldout_ = draw_canaries(chain_, spec, heldout_stream, spec.heldout, 0);
-    finetune_ = draw_canaries(chain_, spec, finetune_stream, spec.finetune_canaries, 0);
+    add(heldout_stream, spec.heldout, 0);
+    add(finetune_stream, spec.finetune_canaries, 0);
+    std::vector<std::vector<std::int32_t>> tokens = text_->canaries(streams, spec.prefix + spec.suffix);
+    for (std::size_t i = 0; i < all.size(); ++i) all[i].tokens = std::move(tokens[i]);
+    std::size_t const members = all.size() - static_cast<std::size_t>(spec.heldout + spec.finetune_canaries);
+    members_.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(members));
+    heldout_.assign(all.begin() + static_cast<std::ptrdiff_t>(members),
+                    all.begin() + static_cast<std::ptrdiff_t>(members + spec.heldout));
+    finetune_.assign(all.begin() + static_cast<std::ptrdiff_t>(members + spec.heldout), all.end());
 }
 
 int StudyCorpus::member_copies() const {
@@ -73,7 +179,7 @@ void StudyCorpus::training_sequence(Layout const& layout, int slot, std::span<st
     auto const stream = background_stream + static_cast<std::uint64_t>(layout.first_background + slot);
     int const canary = layout.with_canaries ? canary_slots(layout.slots)[static_cast<std::size_t>(slot)] : -1;
     if (canary < 0) {
-        chain_.sample(tokens, spec_.seed, stream);
+        text_->background(stream, tokens, -1);
         return;
     }
     std::vector<std::int32_t> const& text = members_[static_cast<std::size_t>(canary)].tokens;
@@ -83,14 +189,12 @@ void StudyCorpus::training_sequence(Layout const& layout, int slot, std::span<st
                            : 0;
     invariant(offset + static_cast<int>(text.size()) <= static_cast<int>(tokens.size()),
               "a canary of {} tokens at offset {} does not fit in a sequence of {}", text.size(), offset, tokens.size());
-    chain_.sample(tokens.first(static_cast<std::size_t>(offset)), spec_.seed, stream);
+    text_->background(stream, tokens.first(static_cast<std::size_t>(offset)), -1);
     std::copy(text.begin(), text.end(), tokens.begin() + offset);
     std::size_t const after = static_cast<std::size_t>(offset) + text.size();
-    chain_.sample(tokens.subspan(after), spec_.seed, stream + (1ULL << 32), text.back());
+    text_->background(stream + (1ULL << 32), tokens.subspan(after), text.back());
 }
 
-void StudyCorpus::validation_sequence(int i, std::span<std::int32_t> tokens) const {
-    chain_.sample(tokens, spec_.seed, validation_stream + static_cast<std::uint64_t>(i));
-}
+void StudyCorpus::validation_sequence(int i, std::span<std::int32_t> tokens) const { text_->validation(i, tokens); }
 
 }  // namespace axonn

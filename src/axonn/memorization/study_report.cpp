@@ -248,13 +248,14 @@ void write_study_report(fs::path const& out, StudySummary const& summary, json c
 
     StudyOptions const& o = summary.options;
     std::string md = "# Memorization study\n\n";
-    md += fmt::format("Grid {}; {:.0f} s in all. Synthetic Markov chain over {} tokens, {} successors per state "
-                      "(entropy {:.3f} nats/token: the floor of the validation loss). Canaries of {} prefix + {} suffix "
-                      "tokens, {} per duplication bucket {}, {} held out. Every run: {} steps of {} x {} tokens, AdamW, "
-                      "learning rate {} with cosine decay. Goldfish: {}.\n\n",
-                      summary.grid, summary.seconds, o.corpus.vocab, o.corpus.successors, summary.entropy_nats,
-                      o.corpus.prefix, o.corpus.suffix, o.corpus.canaries_per_bucket, json(o.corpus.buckets).dump(),
-                      o.corpus.heldout, o.steps, o.batch, o.seq, o.lr, o.goldfish.describe());
+    md += fmt::format("Grid {}; {:.0f} s in all. {}. Canaries of {} prefix + {} suffix tokens, {} per duplication "
+                      "bucket {}, {} held out. Per size: a control trained {} steps on background alone, then every "
+                      "run {} steps with the canaries from its weights, in batches of {} x {} tokens, AdamW, peak "
+                      "learning rate {} with cosine decay. Goldfish: {}. Canaries a size's control reproduces are left "
+                      "out of its runs' numbers (the records' excluded_as_control_extracted).\n\n",
+                      summary.grid, summary.seconds, summary.corpus, o.corpus.prefix, o.corpus.suffix,
+                      o.corpus.canaries_per_bucket, json(o.corpus.buckets).dump(), o.corpus.heldout, o.pretrain_steps,
+                      o.steps, o.batch, o.seq, o.lr, o.goldfish.describe());
     md += "## Pass criteria\n\n| criterion | measured | |\n|---|---|---|\n";
     for (StudyCriterion const& c : study_criteria(results, 0.05)) {
         md += fmt::format("| {} | {} | {} |\n", c.name, c.measured, c.passed ? "pass" : "FAIL");

@@ -17,7 +17,7 @@ namespace axonn {
 
 struct StudySummary {
     StudyOptions const& options;
-    double entropy_nats;
+    std::string corpus;  // what the text is
     double seconds;
     std::string grid;
 };
