@@ -5,6 +5,7 @@
 #include "support/temp_dir.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -318,6 +319,27 @@ TEST_F(CommandLineErrors, Bf16WithoutNativeSupportWarnsAndTrainsInFp32) {
     EXPECT_NE(first, std::string::npos) << result.stderr_text;
     EXPECT_EQ(result.stderr_text.find(warning, first + 1), std::string::npos) << "warned twice";
     EXPECT_NE(read_text(dir_ / "stdout.txt").find("cpu, fp32 GEMMs"), std::string::npos);
+}
+
+// Not an error: `memorization eval` of a trained checkpoint prints one JSON object with a summary per bucket.
+TEST_F(CommandLineErrors, MemorizationEvalOfACheckpointPrintsItsScores) {
+    std::ofstream(dir_ / "eval_docs.jsonl") << "{\"tokens\": [1, 2, 3, 4, 5, 6, 7, 8, 9], \"repetitions\": 2}\n"
+                                            << "{\"text\": \"abc\"}\n";  // 3 byte tokens: too short, skipped
+    CommandResult const result = run_axonn(
+        with_dir("memorization eval --model-dir {dir}/model --documents {dir}/eval_docs.jsonl --heldout "
+                 "{dir}/docs.jsonl --tokenizer byte --prefix 4 --suffix 4 --goldfish k=2,h=1 --json"),
+        dir_);
+    ASSERT_EQ(result.exit_status, 0) << result.stderr_text;
+    nlohmann::json const report = nlohmann::json::parse(read_text(dir_ / "stdout.txt"));
+    EXPECT_EQ(report["skipped_short"], 1);
+    EXPECT_EQ(report["members"]["documents"], 1);
+    ASSERT_EQ(report["buckets"].size(), 2u);  // the held-out bucket sorts first
+    EXPECT_EQ(report["buckets"][0]["repetitions"], "held out");
+    EXPECT_EQ(report["buckets"][1]["repetitions"], 2);
+    EXPECT_TRUE(report["mia_auc"].is_number());
+    double const token_match = report["members"]["token_match"];
+    EXPECT_GE(token_match, 0.0);
+    EXPECT_LE(token_match, 1.0);
 }
 
 TEST_P(CommandLineErrors, OneLineErrorAndNonZeroExit) {

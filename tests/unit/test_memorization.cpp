@@ -230,6 +230,33 @@ TEST(RealText, WordVocabularyKeepsFrequentWordsAndSpellsTheRest) {
     EXPECT_EQ(vocabulary.decode(vocabulary.encode(odd)), odd);
 }
 
+TEST(RealText, DevilInAustenGivesDistinctCanariesAndFixedWindows) {
+    std::filesystem::path const corpus = std::filesystem::path(AXONN_SOURCE_DIR) / "data" / "corpus";
+    if (!std::filesystem::exists(corpus / "devil" / "devil.index")) GTEST_SKIP() << "scripts/fetch-corpus has not run";
+    std::unique_ptr<StudyText> const text = devil_in_austen_text(corpus / "devil", corpus / "janeaustenr", 2000, 1);
+    EXPECT_EQ(text->vocab(), 2256);
+    EXPECT_TRUE(std::isnan(text->entropy_nats()));
+    std::vector<std::vector<std::int32_t>> const canaries = text->canaries({5, 6, 7, 8}, 64);
+    ASSERT_EQ(canaries.size(), 4u);
+    for (std::size_t i = 0; i < canaries.size(); ++i) {
+        EXPECT_EQ(canaries[i].size(), 64u);
+        for (std::size_t j = 0; j < i; ++j) EXPECT_NE(canaries[i], canaries[j]);
+        for (std::int32_t id : canaries[i]) EXPECT_LT(id, 2256);
+    }
+    std::vector<std::int32_t> a(73), b(73), c(73);
+    text->background(11, a, -1);
+    text->background(11, b, -1);
+    text->background(12, c, -1);
+    EXPECT_EQ(a, b);
+    EXPECT_NE(a, c);
+    text->validation(0, a);
+    text->validation(1, b);
+    EXPECT_NE(a, b);
+    // Asking for more canaries than the dictionary's long entries is an error that says what to lower.
+    std::vector<std::uint64_t> many(2000);
+    EXPECT_NE(testing::error_of([&] { text->canaries(many, 64); }).find("lower --canaries"), std::string::npos);
+}
+
 // The protocol's smoke criteria on the --quick study (model M, buckets 1x and 32x): about 30 s.
 TEST(MemorizationStudy, QuickStudyShowsGoldfishPreventingExtraction) {
     testing::TempDir const dir;

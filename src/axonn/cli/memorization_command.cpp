@@ -102,12 +102,13 @@ void add_study(CLI::App& parent) {
                                                        "the Goldfish loss prevents it\" in one command");
     command->footer(
         "Trains GPT models of 4 sizes (XS 1x32, S 2x64, M 4x128, L 6x192: layers x width) on a synthetic Markov\n"
-        "corpus whose entropy is known, with canaries repeated 1, 2, 4, 8, 16 and 32 times, with the standard loss\n"
-        "and with Goldfish (k=4, h=13); then ablations on the largest (a mask redrawn every step, a static mask on\n"
-        "canaries at shifted offsets, k = 3, 8, 32) and the fine-tuning analogue of catastrophic memorization\n"
-        "(epochs until half of 64 fresh canaries are reproduced, by size, with and without Goldfish). Writes\n"
-        "results.md (pass criteria, tables), results.json, finetune.json and PNG plots into --out. About ten\n"
-        "minutes on two cores; --quick (one size, buckets 1 and 32, no ablations or fine-tuning) under a minute.\n"
+        "corpus whose entropy is known. Each size's control trains on background alone; from its weights, runs with\n"
+        "canaries repeated 1, 2, 4, 8, 16 and 32 times, with the standard loss and with Goldfish (k=4, h=13); then\n"
+        "ablations on the largest (a mask redrawn every step, a static mask on canaries at shifted offsets,\n"
+        "k = 3, 8, 32) and the fine-tuning analogue of catastrophic memorization (epochs until half of 64 fresh\n"
+        "canaries are reproduced, by size, with and without Goldfish). --text devil-in-austen runs it on real text.\n"
+        "Writes results.md (pass criteria, tables), results.json, finetune.json and PNG plots into --out. About\n"
+        "eleven minutes on two cores; --quick (model M, buckets 1 and 32, no ablations or fine-tuning) about 30 s.\n"
         "Runs on any grid: mpirun -np 4 axonn memorization study --grid data=1,z=1,y=2,x=2 --out runs/study");
     // What the user gave; the rest comes from the mode's defaults (StudyOptions::defaults).
     auto given = std::make_shared<StudyOptions>(StudyOptions::defaults(false));

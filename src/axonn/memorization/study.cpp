@@ -74,7 +74,6 @@ void fill_batch(int rows, int seq, Sequence&& sequence, std::vector<std::int32_t
 struct TrainedModel {
     std::unique_ptr<Gpt> model;
     std::unique_ptr<AdamW> optimizer;
-    MaskedLosses train_losses{};  // the mean over the last tenth of the steps
 };
 
 // A fresh model from the study's seed, or from `start` (another model's weights on this grid) when given.
@@ -128,9 +127,10 @@ MaskedLosses train(StudyContext const& context, TrainedModel& trained, int steps
             dropped_steps > 0 ? sums.dropped_targets / dropped_steps : std::nan("")};
 }
 
+// The mean loss over the same 16 validation sequences for every run (the runs' differences are paired).
 double validation_loss(StudyContext const& context, Gpt& model) {
     StudyOptions const& options = context.options;
-    int const B = options.batch, T = options.seq, batches = 4;
+    int const B = options.batch, T = options.seq, batches = std::max(1, 16 / B);
     std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
     double sum = 0;
     for (int i = 0; i < batches; ++i) {
@@ -293,7 +293,8 @@ json finetune_size(StudyContext const& context, StudyModelSize const& size, Trai
                 context.corpus.text().background((1ULL << 50) + static_cast<std::uint64_t>(slot),
                                                  w.subspan(text.size()), text.back());
             };
-            train(context, tuned, per_epoch, constant, mask, sequence, "", false);
+            train(context, tuned, per_epoch, constant, mask, sequence,
+                  fmt::format("{} fine-tuning epoch {}", size.name, epoch + 1), false);
             std::vector<ExtractionScore> const scores = score_extraction(*tuned.model, documents, spec);
             double exact = 0;
             for (ExtractionScore const& s : scores) exact += s.exact_match;

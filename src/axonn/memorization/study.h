@@ -57,7 +57,7 @@ struct StudyOptions {
     bool finetune = true;
     int finetune_epochs = 16;  // at the peak learning rate, constant
 
-    // The defaults (about ten minutes on two cores) or --quick's (well under a minute).
+    // The defaults (about eleven minutes on two cores) or --quick's (about 30 seconds).
     static StudyOptions defaults(bool quick);
 };
 
