@@ -130,7 +130,9 @@ TEST_P(ModelOnGrid, Bf16GradientCommunicationStaysNearSerial) {
     EXPECT_LT(report.grad_norm_rel_diff.at(0), 1e-2);
     EXPECT_EQ(report.grad_rel_diff.size(), 16u);
     for (auto const& [name, difference] : report.grad_rel_diff) EXPECT_LT(difference, 1e-2) << "gradient of " << name;
-    if (grid.data * grid.z > 1) EXPECT_GT(report.grad_rel_diff.at("qkvw"), 1e-5) << "no bf16 rounding on this grid";
+    if (grid.data * grid.z > 1) {
+        EXPECT_GT(report.grad_rel_diff.at("qkvw"), 1e-5) << "no bf16 rounding on this grid";
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryGrid, ModelOnGrid, ::testing::ValuesIn(model_grids()), grid_name);

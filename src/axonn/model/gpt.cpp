@@ -437,7 +437,7 @@ void Gpt::forward_layer(int l, int slot, Batch const& batch) {
     ActivationLayout const a(LocalDims(config_, grid_.shape(), max_batch_, max_seq_), options_.recompute);
     LocalDims const d(config_, grid_.shape(), batch.B, batch.T);
     Backend& k = backend_;
-    Communicator &x = grid_.comm(Group::x), &y = grid_.comm(Group::y);
+    Communicator& x = grid_.comm(Group::x);
     LinearGroups const normal = linear_groups(false), transposed = linear_groups(true);
     double* stats = statistics_.data<double>();
     LayerActivations const act(activations_.data<float>(), a, l, slot);
@@ -480,7 +480,7 @@ void Gpt::backward() {
     ActivationLayout const a(LocalDims(config_, grid_.shape(), max_batch_, max_seq_), options_.recompute);
     LocalDims const d(config_, grid_.shape(), batch.B, batch.T);
     Backend& k = backend_;
-    Communicator &x = grid_.comm(Group::x), &y = grid_.comm(Group::y), &z = grid_.comm(Group::z);
+    Communicator &x = grid_.comm(Group::x), &z = grid_.comm(Group::z);
     double* stats = statistics_.data<double>();
     VocabSlice const vocab = vocab_slice();
     float* scratch = activation_grads_.data<float>();
@@ -556,7 +556,7 @@ void Gpt::backward_layer(int l, int slot, Batch const& batch, GradWrite write) {
     ActivationLayout const a(LocalDims(config_, grid_.shape(), max_batch_, max_seq_), options_.recompute);
     LocalDims const d(config_, grid_.shape(), batch.B, batch.T);
     Backend& k = backend_;
-    Communicator &x = grid_.comm(Group::x), &y = grid_.comm(Group::y);
+    Communicator& x = grid_.comm(Group::x);
     LinearGroups const normal = linear_groups(false), transposed = linear_groups(true);
     GradScatter& scatter = *weight_grads_;
     bool const overlap = options_.overlap;
