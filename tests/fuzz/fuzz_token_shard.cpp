@@ -10,6 +10,7 @@
 // token differ from what the bytes of the file hold.
 #include "axonn/core/error.h"
 #include "axonn/io/token_shard.h"
+#include "fuzz_files.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -32,48 +33,6 @@ namespace fs = std::filesystem;
 void check(bool condition, char const* what) {
     if (!condition) {
         std::fprintf(stderr, "fuzz_token_shard: accepted shard breaks: %s\n", what);
-        std::abort();
-    }
-}
-
-// The first of /dev/shm, $TMPDIR and /tmp where a folder can be made.
-fs::path make_work_folder() {
-    char const* tmpdir = std::getenv("TMPDIR");
-    for (std::string base : {std::string("/dev/shm"), std::string(tmpdir != nullptr ? tmpdir : ""),
-                             std::string("/tmp")}) {
-        if (base.empty()) continue;
-        std::string pattern = base + "/axonn-fuzz-token-shard-XXXXXX";
-        if (::mkdtemp(pattern.data()) != nullptr) return pattern;
-    }
-    std::perror("fuzz_token_shard: mkdtemp in /dev/shm, $TMPDIR and /tmp");
-    std::abort();
-}
-
-// Made on first use and removed at exit. Never destroyed: the exit handler still needs it.
-fs::path const& work_folder() {
-    static fs::path const* const folder = [] {
-        auto* made = new fs::path(make_work_folder());
-        std::atexit([] {
-            std::error_code ignored;
-            fs::remove_all(work_folder(), ignored);
-        });
-        return made;
-    }();
-    return *folder;
-}
-
-void write_file(fs::path const& path, std::uint8_t const* data, std::size_t size) {
-    // O_TRUNC on one path, so every input gets a fresh size and modification time.
-    int const fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    bool ok = fd >= 0;
-    for (std::size_t done = 0; ok && done < size;) {
-        ssize_t const n = ::write(fd, data + done, size - done);
-        ok = n > 0;
-        if (ok) done += static_cast<std::size_t>(n);
-    }
-    if (fd >= 0 && ::close(fd) != 0) ok = false;
-    if (!ok) {
-        std::perror("fuzz_token_shard: writing the input file");
         std::abort();
     }
 }
@@ -110,8 +69,8 @@ void check_window(axonn::TokenShard const& shard, std::uint8_t const* data, std:
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size) {
-    fs::path const path = work_folder() / "shard.bin";
-    write_file(path, data, size);
+    fs::path const path = fuzz::work_folder("token-shard") / "shard.bin";
+    fuzz::write_file(path, data, size);
     try {
         axonn::TokenShard const shard = axonn::TokenShard::open(path);
         check(size >= axonn::token_shard_header_bytes, "the file holds the header");

@@ -15,7 +15,7 @@
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/memorization/extraction.h"
 #include "axonn/memorization/markov_corpus.h"
-#include "axonn/memorization/memorization_eval.h"
+#include "axonn/memorization/eval_documents.h"
 #include "axonn/memorization/real_text.h"
 #include "axonn/memorization/study.h"
 #include "axonn/memorization/study_corpus.h"
@@ -162,7 +162,8 @@ TEST(MemorizationEval, DocumentFilesAreCheckedLineByLine) {
                            Bad{"{\"tokens\": [1, 99]}\n", "token 99 is not an id"},
                            Bad{"{\"words\": 3}\n", "line 1: is not an object with \"tokens\""},
                            Bad{"{\"text\": \"hello\"}\n", "no tokenizer"},
-                           Bad{"{\"tokens\": [1], \"repetitions\": -2}\n", "\"repetitions\" is not a count"}}) {
+                           Bad{"{\"tokens\": [1], \"repetitions\": -2}\n", "\"repetitions\" is not a count"},
+                           Bad{"{\"tokens\": [[[[[1]]]]]}\n", "nests deeper"}}) {
         try {
             read_eval_documents(write("bad.jsonl", bad.text), nullptr, 10);
             ADD_FAILURE() << "accepted: " << bad.text;

@@ -1,5 +1,7 @@
 #include "axonn/memorization/memorization_eval.h"
 
+#include "axonn/memorization/eval_documents.h"
+
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
 #include "axonn/io/tokenizer.h"
@@ -22,31 +24,6 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-EvalDocument parse_document(json const& record, Tokenizer const* tokenizer, int vocab_size) {
-    require(record.is_object() && (record.contains("tokens") || record.contains("text")),
-            "is not an object with \"tokens\" (a list of ids) or \"text\"");
-    EvalDocument document;
-    if (record.contains("tokens")) {
-        require(record["tokens"].is_array(), "\"tokens\" is not a list of token ids");
-        for (json const& id : record["tokens"]) {
-            require(id.is_number_integer() && id.get<std::int64_t>() >= 0 && id.get<std::int64_t>() < vocab_size,
-                    "token {} is not an id of the model's vocabulary (0 to {})", id.dump(), vocab_size - 1);
-            document.tokens.push_back(id.get<std::int32_t>());
-        }
-    } else {
-        require(record["text"].is_string(), "\"text\" is not a string");
-        require(tokenizer != nullptr, "has \"text\" but no tokenizer was given");
-        document.tokens = tokenizer->encode(record["text"].get<std::string>());
-    }
-    if (record.contains("repetitions")) {
-        require(record["repetitions"].is_number_integer() && record["repetitions"].get<std::int64_t>() >= 0 &&
-                    record["repetitions"].get<std::int64_t>() <= 1'000'000'000,
-                "\"repetitions\" is not a count from 0 up");
-        document.repetitions = record["repetitions"].get<int>();
-    }
-    return document;
-}
-
 json summary_json(ExtractionSummary const& s) {
     auto number = [](double v) { return std::isfinite(v) ? json(v) : json(); };
     return {{"documents", s.documents},         {"exact_match", s.exact_match},
@@ -56,30 +33,6 @@ json summary_json(ExtractionSummary const& s) {
 }
 
 }  // namespace
-
-std::vector<EvalDocument> read_eval_documents(fs::path const& path, Tokenizer const* tokenizer, int vocab_size) {
-    std::string const text = read_input_file(path, "document file", "pass a JSON-lines file of documents", std::uint64_t{1} << 32);
-    std::vector<EvalDocument> documents;
-    std::size_t start = 0;
-    for (int line = 1; start < text.size(); ++line) {
-        std::size_t const end = std::min(text.find('\n', start), text.size());
-        std::string_view const content(text.data() + start, end - start);
-        start = end + 1;
-        if (content.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-        try {
-            json const record = json::parse(content);
-            documents.push_back(parse_document(record, tokenizer, vocab_size));
-        } catch (json::exception const& e) {
-            throw Error(fmt::format("{} line {}: not JSON ({}): write one object per line, {{\"tokens\": [...]}} or "
-                                    "{{\"text\": \"...\"}}", path.string(), line, e.what()));
-        } catch (Error const& e) {
-            throw Error(fmt::format("{} line {}: {}", path.string(), line, e.what()));
-        }
-    }
-    require(!documents.empty(), "{} holds no document: write one JSON object per line, {{\"tokens\": [...]}} or "
-            "{{\"text\": \"...\"}}", path.string());
-    return documents;
-}
 
 json evaluate_memorization(MemorizationEvalOptions const& options) {
     int world = 1;

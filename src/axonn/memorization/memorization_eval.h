@@ -1,7 +1,6 @@
-// `axonn memorization eval`: how much of a set of documents a trained model reproduces. The documents (and
-// optionally held-out ones, never trained on) are JSON lines, each {"tokens": [ids]} or {"text": "..."} with an
-// optional "repetitions" (how often it was trained on: the duplication bucket it is reported in). Each is scored
-// on its first prefix + suffix tokens (extraction.h); shorter ones are skipped and counted.
+// `axonn memorization eval`: how much of a set of documents (eval_documents.h; optionally held-out ones, never
+// trained on) a trained model reproduces. Each is scored on its first prefix + suffix tokens (extraction.h);
+// shorter ones are skipped and counted.
 #pragma once
 
 #include "axonn/comm/grid.h"
@@ -9,24 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 namespace axonn {
-
-class Tokenizer;
-
-struct EvalDocument {
-    std::vector<std::int32_t> tokens;
-    int repetitions = -1;  // -1: not given
-};
-
-// Reads a JSON-lines document file; `tokenizer` encodes "text" records (null: only "tokens" records are allowed).
-// A bad line is an axonn::Error naming the file, the line and the fix; so is a file with no document.
-std::vector<EvalDocument> read_eval_documents(std::filesystem::path const& path, Tokenizer const* tokenizer,
-                                              int vocab_size);
 
 struct MemorizationEvalOptions {
     std::filesystem::path model_dir;  // an axonn checkpoint (or a folder of them) or a Hugging Face GPT-2 folder

@@ -1,0 +1,77 @@
+#include "axonn/memorization/eval_documents.h"
+
+#include "axonn/core/error.h"
+#include "axonn/core/file_io.h"
+#include "axonn/core/json_depth.h"
+#include "axonn/io/tokenizer.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <string_view>
+
+namespace axonn {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+// A document is a flat object holding a flat list: nothing nests deeper.
+constexpr int max_document_depth = 4;
+// The largest document file read: far beyond any canary set, and short of exhausting a machine's memory.
+constexpr std::uint64_t max_document_file_bytes = std::uint64_t{1} << 30;
+
+EvalDocument parse_document(json const& record, Tokenizer const* tokenizer, int vocab_size) {
+    require(record.is_object() && (record.contains("tokens") || record.contains("text")),
+            "is not an object with \"tokens\" (a list of ids) or \"text\"");
+    EvalDocument document;
+    if (record.contains("tokens")) {
+        require(record["tokens"].is_array(), "\"tokens\" is not a list of token ids");
+        for (json const& id : record["tokens"]) {
+            require(id.is_number_integer() && id.get<std::int64_t>() >= 0 && id.get<std::int64_t>() < vocab_size,
+                    "token {} is not an id of the model's vocabulary (0 to {})", id.dump(), vocab_size - 1);
+            document.tokens.push_back(id.get<std::int32_t>());
+        }
+    } else {
+        require(record["text"].is_string(), "\"text\" is not a string");
+        require(tokenizer != nullptr, "has \"text\" but no tokenizer was given");
+        document.tokens = tokenizer->encode(record["text"].get<std::string>());
+    }
+    if (record.contains("repetitions")) {
+        require(record["repetitions"].is_number_integer() && record["repetitions"].get<std::int64_t>() >= 0 &&
+                    record["repetitions"].get<std::int64_t>() <= 1'000'000'000,
+                "\"repetitions\" is not a count from 0 up");
+        document.repetitions = record["repetitions"].get<int>();
+    }
+    return document;
+}
+
+}  // namespace
+
+std::vector<EvalDocument> read_eval_documents(fs::path const& path, Tokenizer const* tokenizer, int vocab_size) {
+    std::string const text =
+        read_input_file(path, "document file", "pass a JSON-lines file of documents", max_document_file_bytes);
+    std::vector<EvalDocument> documents;
+    std::size_t start = 0;
+    for (int line = 1; start < text.size(); ++line) {
+        std::size_t const end = std::min(text.find('\n', start), text.size());
+        std::string_view const content(text.data() + start, end - start);
+        start = end + 1;
+        if (content.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+        try {
+            require_json_depth(content, max_document_depth);
+            json const record = json::parse(content);
+            documents.push_back(parse_document(record, tokenizer, vocab_size));
+        } catch (json::exception const& e) {
+            throw Error(fmt::format("{} line {}: not JSON ({}): write one object per line, {{\"tokens\": [...]}} or "
+                                    "{{\"text\": \"...\"}}", path.string(), line, e.what()));
+        } catch (Error const& e) {
+            throw Error(fmt::format("{} line {}: {}", path.string(), line, e.what()));
+        }
+    }
+    require(!documents.empty(), "{} holds no document: write one JSON object per line, {{\"tokens\": [...]}} or "
+            "{{\"text\": \"...\"}}", path.string());
+    return documents;
+}
+
+}  // namespace axonn
