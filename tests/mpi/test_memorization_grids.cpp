@@ -1,6 +1,7 @@
 // Extraction on a grid gives the serial scores: under mpirun at np 1, 2, 4 and 8, gpt2-micro (vocabulary 300) is
-// built serially and on every grid from the same seed, and 8 documents of 6 prefix + 8 suffix tokens are scored
-// (score_extraction: documents shared over the data × z replicas, argmax agreed over Y). The greedy suffixes are
+// built serially and on every grid from the same seed, and 11 documents of 6 prefix + 8 suffix tokens are scored
+// (score_extraction: documents shared over the data × z replicas in chunks, the last one padded; argmax agreed
+// over Y). The greedy suffixes are
 // the same tokens, and the teacher-forced losses within 1e-5 relative (the logits differ by summation order only;
 // with untrained weights no two of a position's largest logits are close enough to swap).
 #include "axonn/kernels/cpu_backend.h"
@@ -33,7 +34,7 @@ TEST_P(ExtractionOnGrid, ScoresMatchSerial) {
     serial.init_weights(21);
     parallel.init_weights(21);
     MarkovChain const chain(300, 16, 5);
-    std::vector<std::vector<std::int32_t>> documents(8, std::vector<std::int32_t>(14));
+    std::vector<std::vector<std::int32_t>> documents(11, std::vector<std::int32_t>(14));
     for (std::size_t d = 0; d < documents.size(); ++d) chain.sample(documents[d], 2, d);
     ExtractionSpec const spec{6, 8, parse_goldfish("k=4,h=3")};
     std::vector<ExtractionScore> const expected = score_extraction(serial, documents, spec);

@@ -85,7 +85,11 @@ void add_eval(CLI::App& parent) {
     command->add_option("--threads", options->threads, "OpenMP threads per rank")->capture_default_str();
     command->add_flag("--json", *json, "print one JSON object instead of the table");
     command->callback([options, grid_spec, json] {
-        as_usage_errors([&] { options->grid = GridShape::parse(*grid_spec); });
+        as_usage_errors([&] {
+            options->grid = GridShape::parse(*grid_spec);
+            require(options->spec.mask.strategy != GoldfishStrategy::random, "--goldfish strategy=random draws a new "
+                    "mask every step, so no mask says which targets a model never learned: use hash or static");
+        });
         if (options->tokenizer_dir.empty()) options->tokenizer_dir = default_gpt2_dir();
         nlohmann::json const report = evaluate_memorization(*options);
         if (!is_leader()) return;
@@ -108,7 +112,7 @@ void add_study(CLI::App& parent) {
         "k = 3, 8, 32) and the fine-tuning analogue of catastrophic memorization (epochs until half of 64 fresh\n"
         "canaries are reproduced, by size, with and without Goldfish). --text devil-in-austen runs it on real text.\n"
         "Writes results.md (pass criteria, tables), results.json, finetune.json and PNG plots into --out. About\n"
-        "eleven minutes on two cores; --quick (model M, buckets 1 and 32, no ablations or fine-tuning) about 30 s.\n"
+        "eleven minutes on one core; --quick (model M, buckets 1 and 32, no ablations or fine-tuning) about 30 s.\n"
         "Runs on any grid: mpirun -np 4 axonn memorization study --grid data=1,z=1,y=2,x=2 --out runs/study");
     // What the user gave; the rest comes from the mode's defaults (StudyOptions::defaults).
     auto given = std::make_shared<StudyOptions>(StudyOptions::defaults(false));

@@ -18,10 +18,11 @@ namespace fs = std::filesystem;
 
 // A document is a flat object holding a flat list: nothing nests deeper.
 constexpr int max_document_depth = 4;
-// The largest document file read: far beyond any canary set, and short of exhausting a machine's memory.
-constexpr std::uint64_t max_document_file_bytes = std::uint64_t{1} << 30;
+// The largest document file read: far beyond any canary set; every rank parses it, at several times its size.
+constexpr std::uint64_t max_document_file_bytes = std::uint64_t{64} << 20;
 
-EvalDocument parse_document(json const& record, Tokenizer const* tokenizer, int vocab_size) {
+EvalDocument parse_document(json const& record, Tokenizer const* tokenizer, int vocab_size,
+                            std::string const& no_tokenizer) {
     require(record.is_object() && (record.contains("tokens") || record.contains("text")),
             "is not an object with \"tokens\" (a list of ids) or \"text\"");
     EvalDocument document;
@@ -34,8 +35,12 @@ EvalDocument parse_document(json const& record, Tokenizer const* tokenizer, int 
         }
     } else {
         require(record["text"].is_string(), "\"text\" is not a string");
-        require(tokenizer != nullptr, "has \"text\" but no tokenizer was given");
+        require(tokenizer != nullptr, "has \"text\" but {}", no_tokenizer);
         document.tokens = tokenizer->encode(record["text"].get<std::string>());
+        for (std::int32_t id : document.tokens) {
+            require(id < vocab_size, "its text encodes to token {}, beyond the model's vocabulary of {}: pass the "
+                    "--tokenizer the model was trained with", id, vocab_size);
+        }
     }
     if (record.contains("repetitions")) {
         require(record["repetitions"].is_number_integer() && record["repetitions"].get<std::int64_t>() >= 0 &&
@@ -48,7 +53,8 @@ EvalDocument parse_document(json const& record, Tokenizer const* tokenizer, int 
 
 }  // namespace
 
-std::vector<EvalDocument> read_eval_documents(fs::path const& path, Tokenizer const* tokenizer, int vocab_size) {
+std::vector<EvalDocument> read_eval_documents(fs::path const& path, Tokenizer const* tokenizer, int vocab_size,
+                                              std::string const& no_tokenizer) {
     std::string const text =
         read_input_file(path, "document file", "pass a JSON-lines file of documents", max_document_file_bytes);
     std::vector<EvalDocument> documents;
@@ -61,7 +67,7 @@ std::vector<EvalDocument> read_eval_documents(fs::path const& path, Tokenizer co
         try {
             require_json_depth(content, max_document_depth);
             json const record = json::parse(content);
-            documents.push_back(parse_document(record, tokenizer, vocab_size));
+            documents.push_back(parse_document(record, tokenizer, vocab_size, no_tokenizer));
         } catch (json::exception const& e) {
             throw Error(fmt::format("{} line {}: not JSON ({}): write one object per line, {{\"tokens\": [...]}} or "
                                     "{{\"text\": \"...\"}}", path.string(), line, e.what()));

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
 #include <vector>
 
 namespace axonn {
@@ -16,10 +17,11 @@ struct EvalDocument {
     int repetitions = -1;  // -1: not given
 };
 
-// Reads a JSON-lines document file; `tokenizer` encodes "text" records (null: only "tokens" records are allowed),
-// and every token id must lie below vocab_size. A bad line is an axonn::Error naming the file, the line and the
-// fix; so is a file with no document.
+// Reads a JSON-lines document file; `tokenizer` encodes "text" records (null: a "text" record is an error that
+// ends with `no_tokenizer`, why there is none), and every token id must lie below vocab_size. A bad line is an
+// axonn::Error naming the file, the line and the fix; so is a file with no document.
 std::vector<EvalDocument> read_eval_documents(std::filesystem::path const& path, Tokenizer const* tokenizer,
-                                              int vocab_size);
+                                              int vocab_size,
+                                              std::string const& no_tokenizer = "no tokenizer was given");
 
 }  // namespace axonn

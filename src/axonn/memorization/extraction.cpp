@@ -167,7 +167,7 @@ ExtractionSummary summarize_extraction(std::span<ExtractionScore const> scores) 
         dropped_total += s.dropped_total;
     }
     summary.documents = static_cast<int>(scores.size());
-    double const n = std::max<double>(1, static_cast<double>(scores.size()));
+    double const n = scores.empty() ? std::nan("") : static_cast<double>(scores.size());  // no score: no mean
     for (double* mean : {&summary.exact_match, &summary.token_match, &summary.matching_prefix, &summary.rouge_l,
                          &summary.loss}) {
         *mean /= n;

@@ -32,7 +32,7 @@ struct ExtractionScore {
     std::vector<std::int32_t> generated;         // the greedy suffix
 };
 
-// The means of a group of scores (a duplication bucket); accuracies are NaN over no target.
+// The means of a group of scores (a duplication bucket): NaN over no score, and accuracies NaN over no target.
 struct ExtractionSummary {
     int documents = 0;
     double exact_match = 0, token_match = 0, matching_prefix = 0, rouge_l = 0, loss = 0;

@@ -49,15 +49,20 @@ json evaluate_memorization(MemorizationEvalOptions const& options) {
                 "tokens (+1): shorten them", spec.prefix, spec.suffix, config.max_seq);
         require_valid_grid(config, options.grid, world, options.batch);
     });
+    // Only "text" records need the tokenizer: one that cannot be loaded is an error when such a record comes.
     std::unique_ptr<Tokenizer> tokenizer;
+    std::string no_tokenizer;
     try {
         tokenizer = make_tokenizer(options.tokenizer, options.tokenizer_dir);
-    } catch (Error const&) {
-        tokenizer = nullptr;  // only "text" records need it; they say so
+    } catch (Error const& e) {
+        no_tokenizer = fmt::format("the --tokenizer cannot be loaded: {}", e.what());
     }
-    std::vector<EvalDocument> const members = read_eval_documents(options.documents, tokenizer.get(), config.vocab_size);
+    std::vector<EvalDocument> const members =
+        read_eval_documents(options.documents, tokenizer.get(), config.vocab_size, no_tokenizer);
     std::vector<EvalDocument> heldout;
-    if (!options.heldout.empty()) heldout = read_eval_documents(options.heldout, tokenizer.get(), config.vocab_size);
+    if (!options.heldout.empty()) {
+        heldout = read_eval_documents(options.heldout, tokenizer.get(), config.vocab_size, no_tokenizer);
+    }
 
     std::vector<std::vector<std::int32_t>> windows;
     std::vector<int> buckets;  // per window: its repetitions, or -2 for held out

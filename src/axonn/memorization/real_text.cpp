@@ -56,6 +56,7 @@ std::vector<std::string> read_devils_dictionary(std::filesystem::path const& fol
         read_input_file(dict_path, "Devil's Dictionary", fetch_hint, 16 << 20), 0, max_dictionary_bytes, dict_path,
         fetch_hint);
     std::vector<std::string> entries;
+    std::int64_t copied = 0;  // entries may overlap: their total, not each one, is what must stay bounded
     std::size_t start = 0;
     for (int line = 1; start < index.size(); ++line) {
         std::size_t const end = std::min(index.find('\n', start), index.size());
@@ -69,6 +70,9 @@ std::vector<std::string> read_devils_dictionary(std::filesystem::path const& fol
         std::int64_t const length = base64_number(text.substr(tab2 + 1), index_path, line);
         require(offset + length <= static_cast<std::int64_t>(dictionary.size()), "{} line {} points past the end of "
                 "the dictionary: {}", index_path.string(), line, fetch_hint);
+        copied += length;
+        require(copied <= static_cast<std::int64_t>(max_dictionary_bytes), "{}'s entries add up to more than {} "
+                "bytes: {}", index_path.string(), max_dictionary_bytes, fetch_hint);
         entries.push_back(dictionary.substr(static_cast<std::size_t>(offset), static_cast<std::size_t>(length)));
     }
     require(!entries.empty(), "{} lists no entry: {}", index_path.string(), fetch_hint);

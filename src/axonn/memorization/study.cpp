@@ -165,11 +165,11 @@ json bucket_record(RunSpec const& run, GptConfig const& config, int repetitions,
             {"experiment", run.experiment},
             {"repetitions", repetitions},
             {"canaries", summary.documents},
-            {"exact_match", summary.exact_match},
-            {"token_match", summary.token_match},
-            {"matching_prefix", summary.matching_prefix},
-            {"rouge_l", summary.rouge_l},
-            {"canary_loss", summary.loss},
+            {"exact_match", number_or_null(summary.exact_match)},
+            {"token_match", number_or_null(summary.token_match)},
+            {"matching_prefix", number_or_null(summary.matching_prefix)},
+            {"rouge_l", number_or_null(summary.rouge_l)},
+            {"canary_loss", number_or_null(summary.loss)},
             {"kept_accuracy", number_or_null(summary.kept_accuracy)},
             {"dropped_accuracy", number_or_null(summary.dropped_accuracy)},
             {"mia_auc", number_or_null(membership_auc(losses, heldout_losses))}};
@@ -254,8 +254,9 @@ json run_one(StudyContext const& context, RunSpec const& run, std::span<float co
     json records = measure(context, run, trained, losses, seconds, extracted);
     if (context.leader) {
         json const& top = records[records.size() - 2];  // the most repeated bucket
-        fmt::print(stderr, "{:<22} val {:.3f} | exact match at {}x: {:.2f} | {:.1f} s\n", label,
-                   top["val_loss"].get<double>(), top["repetitions"].get<int>(), top["exact_match"].get<double>(),
+        fmt::print(stderr, "{:<22} val {:.3f} | exact match at {}x: {} | {:.1f} s\n", label,
+                   top["val_loss"].get<double>(), top["repetitions"].get<int>(),
+                   top["exact_match"].is_number() ? fmt::format("{:.2f}", top["exact_match"].get<double>()) : "-",
                    seconds);
     }
     if (keep != nullptr) *keep = std::move(trained);
@@ -364,6 +365,9 @@ void validate_study_options(StudyOptions const& options) {
     }
     require(corpus.prefix + corpus.suffix <= options.seq, "canaries of {} + {} tokens are longer than the study's "
             "context of {} tokens", corpus.prefix, corpus.suffix, options.seq);
+    require(!options.finetune || corpus.finetune_canaries % options.batch == 0, "--batch {} does not divide the {} "
+            "fine-tuning canaries, so an epoch would not see each once: choose a divisor of {}, or --skip finetune",
+            options.batch, corpus.finetune_canaries, corpus.finetune_canaries);
     require(copies <= std::int64_t{options.steps} * options.batch, "the canaries' {} copies do not fit in {} steps "
             "of {} sequences: raise --steps or --batch, or lower --canaries", copies, options.steps, options.batch);
 }

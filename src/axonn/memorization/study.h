@@ -4,14 +4,14 @@
 // Each size is first trained on background text alone (the control: it never sees a canary, so its extraction is
 // the chance level); every other run starts from its weights and trains on a stream in which the canaries' copies
 // are mixed (about 40% of the sequences), so that memorization, not the learning of the chain, decides the outcome.
+// Canaries that the size's control reproduces (formulaic text can be "extractable" without memorization: never
+// with the chain, possibly with real text) are left out of every run's extraction numbers and counted.
 //   A. models of increasing size × {standard loss, Goldfish}: exact match, token match, ROUGE-L, teacher-forced
 //      accuracy on kept and dropped targets, held-out loss and the membership AUC, per duplication bucket;
 //   ablations (on the largest size): a mask redrawn every step, a static mask with the canaries' copies at random
 //      offsets (against the hashed mask on the same shifted data), and a sweep of k;
 //   B. the fine-tuning analogue of catastrophic memorization: each size's control is fine-tuned on a fresh canary
-//      set alone;
-// Canaries that the size's control reproduces (formulaic text can be "extractable" without memorization: never
-// with the chain, possibly with real text) are left out of every run's extraction numbers and counted. the exact match after every
+//      set alone; the exact match after every
 //      epoch gives the epochs until half the canaries are memorized, with and without Goldfish.
 #pragma once
 
@@ -57,7 +57,7 @@ struct StudyOptions {
     bool finetune = true;
     int finetune_epochs = 16;  // at the peak learning rate, constant
 
-    // The defaults (about eleven minutes on two cores) or --quick's (about 30 seconds).
+    // The defaults (about eleven minutes on one core) or --quick's (about 30 seconds).
     static StudyOptions defaults(bool quick);
 };
 

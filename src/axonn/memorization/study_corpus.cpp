@@ -45,7 +45,6 @@ public:
         }
         return out;
     }
-    double entropy_nats() const override { return chain_.entropy_nats(); }
     std::string describe() const override {
         return fmt::format("Synthetic Markov chain over {} tokens (entropy {:.3f} nats/token: the floor of the "
                            "validation loss)", chain_.vocab(), chain_.entropy_nats());
@@ -100,7 +99,6 @@ public:
         }
         return out;
     }
-    double entropy_nats() const override { return std::nan(""); }
     std::string describe() const override {
         return fmt::format("Real text: Devil's Dictionary entries as canaries in Jane Austen's novels ({} training "
                            "and {} validation tokens of a {}-token word vocabulary with byte fallback)",

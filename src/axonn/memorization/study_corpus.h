@@ -46,8 +46,7 @@ public:
     // One distinct canary of `length` tokens per stream (an axonn::Error when the source has too few).
     virtual std::vector<std::vector<std::int32_t>> canaries(std::vector<std::uint64_t> const& streams,
                                                            int length) const = 0;
-    virtual double entropy_nats() const = 0;  // the floor of the validation loss; NaN where unknown
-    virtual std::string describe() const = 0;
+    virtual std::string describe() const = 0;  // what the text is, with the floor of its loss where known
 };
 
 // The synthetic corpus: a chain of spec.vocab states and spec.successors successors, from spec.seed.

@@ -43,7 +43,9 @@ std::map<int, double> exact_by_bucket(json const& results, std::string const& ex
     std::map<int, double> exact;
     for (json const& record : select(results, experiment, loss)) {
         if (record["model"] == model && record["repetitions"].get<int>() > 0) {
-            exact[record["repetitions"].get<int>()] = record["exact_match"].get<double>();
+            // null: every canary of the bucket was left out (its control reproduced them)
+            exact[record["repetitions"].get<int>()] =
+                record["exact_match"].is_number() ? record["exact_match"].get<double>() : std::nan("");
         }
     }
     return exact;
@@ -52,7 +54,7 @@ std::map<int, double> exact_by_bucket(json const& results, std::string const& ex
 double value_of(json const& results, std::string const& experiment, std::string const& loss, std::string const& model,
                 char const* field) {
     for (json const& record : select(results, experiment, loss)) {
-        if (record["model"] == model) return record[field].get<double>();
+        if (record["model"] == model) return record[field].is_number() ? record[field].get<double>() : std::nan("");
     }
     return std::nan("");
 }
@@ -190,6 +192,16 @@ std::vector<StudyCriterion> study_criteria(json const& results, double max_val_l
     std::map<int, double> const top_standard = exact_by_bucket(results, "size", "standard", largest);
     std::map<int, double> const top_goldfish = exact_by_bucket(results, "size", "goldfish", largest);
     int const most = top_standard.rbegin()->first, least = top_standard.begin()->first;
+
+    // 0: a bucket whose canaries were all left out measures nothing; the criteria below would read it as zero.
+    int unmeasured = 0;
+    for (std::string const& model : models) {
+        for (char const* loss : {"standard", "goldfish"}) {
+            for (auto const& [r, e] : exact_by_bucket(results, "size", loss, model)) unmeasured += std::isnan(e);
+        }
+    }
+    criteria.push_back({"0. every bucket keeps canaries its control does not reproduce",
+                        fmt::format("{} bucket(s) without", unmeasured), unmeasured == 0});
 
     // 1: the standard loss memorizes more with repetition and with size.
     double worst_single = 0;

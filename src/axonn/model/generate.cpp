@@ -64,7 +64,11 @@ void argmax_tokens(Gpt& model, int B, int T, int first, std::int32_t* out) {
         if (mine[i] != best[i]) best_id[i] = std::numeric_limits<double>::infinity();  // another slice holds it
     }
     y.all_reduce_min(best_id.data(), count);
-    for (std::size_t i = 0; i < count; ++i) out[i] = static_cast<std::int32_t>(best_id[i]);
+    for (std::size_t i = 0; i < count; ++i) {
+        // No slice held the maximum: the logits are NaN, and so are the weights.
+        require(std::isfinite(best_id[i]), "the model's logits are not finite: its weights are damaged (NaN)");
+        out[i] = static_cast<std::int32_t>(best_id[i]);
+    }
 }
 
 std::vector<std::int32_t> generate(Gpt& model, std::vector<std::int32_t> const& prompt, SampleOptions const& options,
