@@ -116,6 +116,14 @@ std::vector<BadInput> const bad_inputs = {
     {"memorization_eval_goldfish_k_below_two",
      "memorization eval --model-dir {dir}/model --documents {dir}/docs.jsonl --goldfish k=1", "k=1 must be at least 2",
      2},
+    {"memorization_eval_random_mask",
+     "memorization eval --model-dir {dir}/model --documents {dir}/docs.jsonl --goldfish k=4,strategy=random",
+     "strategy=random draws a new mask every step", 2},
+    {"memorization_eval_text_beyond_vocabulary",
+     "memorization eval --model-dir {dir}/model --documents {dir}/text_docs.jsonl --tokenizer gpt2",
+     "beyond the model's vocabulary of 257", 1},
+    {"memorization_study_batch_not_dividing_the_canaries", "memorization study --out {dir}/study --batch 3",
+     "--batch 3 does not divide the 64 fine-tuning canaries", 2},
     {"memorization_study_unknown_size", "memorization study --out {dir}/study --sizes XXL",
      "unknown study model size 'XXL'", 2},
     {"memorization_study_zero_repetitions", "memorization study --out {dir}/study --buckets 0,32",
@@ -269,6 +277,7 @@ protected:
         std::ofstream(dir_ / "text.txt") << "Some text to tokenize.\n";
         std::ofstream(dir_ / "docs.jsonl") << "{\"tokens\": [1, 2, 3, 4, 5, 6, 7, 8]}\n";
         std::ofstream(dir_ / "no_docs.jsonl") << "\n\n";
+        std::ofstream(dir_ / "text_docs.jsonl") << "{\"text\": \" the Devil's Dictionary\"}\n";
         std::ofstream(dir_ / "bad_docs.jsonl") << "{\"tokens\": [1, 2]}\n{oops\n";
         // A trained model for `memorization eval`: one step of gpt2-micro.
         std::string const train = binary().string() + " train --data " + (dir_ / "good").string() +
