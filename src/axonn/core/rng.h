@@ -6,8 +6,10 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <span>
+#include <utility>
 
 namespace axonn {
 
@@ -22,6 +24,14 @@ std::array<std::uint32_t, 4> philox4x32(PhiloxKey key, std::uint64_t index);
 // One uniform in (0, 1) and one standard normal for element `index` of stream `key.stream`.
 double uniform_open01(PhiloxKey key, std::uint64_t index);
 double standard_normal(PhiloxKey key, std::uint64_t index);
+
+// Shuffles `values` in place (Fisher-Yates): the permutation is a function of `key` and the length alone.
+template <typename T>
+void seeded_shuffle(std::span<T> values, PhiloxKey key) {
+    for (std::size_t i = values.size(); i-- > 1;) {
+        std::swap(values[i], values[philox4x32(key, i)[0] % (i + 1)]);
+    }
+}
 
 // values[i] = mean + std * N(0,1) drawn at index first_index + i.
 void fill_normal(std::span<float> values, PhiloxKey key, std::uint64_t first_index, float mean, float std);

@@ -21,17 +21,13 @@ MarkovChain::MarkovChain(int vocab, int successors, std::uint64_t seed) : vocab_
         cumulative_.push_back(running);
     }
     cumulative_.back() = 1.0;
-    // Each state's successors: the first `successors` ids of a seeded shuffle of all ids (Fisher-Yates), so
-    // they are distinct and the entropy is exactly the Zipf weights'.
+    // Each state's successors: the first `successors` ids of a seeded shuffle of all ids, so they are distinct
+    // and the entropy is exactly the Zipf weights'.
     next_.resize(static_cast<std::size_t>(vocab) * successors);
     std::vector<std::int32_t> ids(static_cast<std::size_t>(vocab));
     for (int state = 0; state < vocab; ++state) {
         std::iota(ids.begin(), ids.end(), 0);
-        for (int i = vocab - 1; i > 0; --i) {
-            auto const j = static_cast<int>(philox4x32({seed, static_cast<std::uint64_t>(state)}, i)[0] %
-                                            static_cast<std::uint32_t>(i + 1));
-            std::swap(ids[i], ids[j]);
-        }
+        seeded_shuffle(std::span(ids), {seed, static_cast<std::uint64_t>(state)});
         std::copy_n(ids.begin(), successors, next_.begin() + static_cast<std::ptrdiff_t>(state) * successors);
     }
 }

@@ -3,7 +3,6 @@
 #include "axonn/memorization/eval_documents.h"
 
 #include "axonn/core/error.h"
-#include "axonn/core/file_io.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/model/gpt.h"
 #include "axonn/parallel/shard_layout.h"
@@ -15,7 +14,6 @@
 #include <mpi.h>
 
 #include <cmath>
-#include <fstream>
 #include <map>
 
 namespace axonn {

@@ -283,11 +283,7 @@ json finetune_size(StudyContext const& context, StudyModelSize const& size, Trai
             // Each epoch visits every canary once, in an order drawn from the epoch.
             std::vector<int> order(canaries.size());
             std::iota(order.begin(), order.end(), 0);
-            for (int i = static_cast<int>(order.size()) - 1; i > 0; --i) {
-                auto const j = static_cast<int>(philox4x32({options.corpus.seed, 900 + static_cast<std::uint64_t>(epoch)},
-                                                           i)[0] % static_cast<std::uint32_t>(i + 1));
-                std::swap(order[i], order[j]);
-            }
+            seeded_shuffle(std::span(order), {options.corpus.seed, 900 + static_cast<std::uint64_t>(epoch)});
             auto const sequence = [&](int slot, std::span<std::int32_t> w) {
                 std::vector<std::int32_t> const& text = canaries[order[slot % order.size()]].tokens;
                 std::copy(text.begin(), text.end(), w.begin());

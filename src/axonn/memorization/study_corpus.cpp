@@ -7,8 +7,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
-#include <numeric>
 
 namespace axonn {
 namespace {
@@ -89,9 +87,7 @@ public:
         }
         require(long_enough.size() >= streams.size(), "the Devil's Dictionary has {} entries of {} tokens or more, "
                 "fewer than the {} canaries asked for: lower --canaries", long_enough.size(), length, streams.size());
-        for (std::size_t i = long_enough.size() - 1; i > 0; --i) {  // Fisher-Yates, seeded
-            std::swap(long_enough[i], long_enough[philox4x32({seed_, shuffle_stream + 1}, i)[0] % (i + 1)]);
-        }
+        seeded_shuffle(std::span(long_enough), {seed_, shuffle_stream + 1});
         std::vector<std::vector<std::int32_t>> out;
         for (std::size_t i = 0; i < streams.size(); ++i) {
             auto const& entry = entries_[long_enough[i]];
@@ -163,11 +159,7 @@ std::vector<int> const& StudyCorpus::canary_slots(int slots) const {
     for (std::size_t c = 0; c < members_.size(); ++c) {
         for (int r = 0; r < members_[c].repetitions; ++r) assignment[next++] = static_cast<int>(c);
     }
-    for (int i = slots - 1; i > 0; --i) {  // Fisher-Yates, seeded
-        auto const j = static_cast<int>(philox4x32({spec_.seed, shuffle_stream}, i)[0] %
-                                        static_cast<std::uint32_t>(i + 1));
-        std::swap(assignment[i], assignment[j]);
-    }
+    seeded_shuffle(std::span(assignment), {spec_.seed, shuffle_stream});
     cached_slots_ = slots;
     cached_assignment_ = std::move(assignment);
     return cached_assignment_;
