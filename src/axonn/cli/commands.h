@@ -17,6 +17,7 @@ void add_calibrate_command(CLI::App& app);
 void add_export_command(CLI::App& app);
 void add_import_command(CLI::App& app);
 void add_memorization_command(CLI::App& app);
+void add_generate_command(CLI::App& app);
 
 // For the commands that write files and use no grid (prepare, corpus): a launch of several ranks would have them
 // all write the same files, so it is a usage error.

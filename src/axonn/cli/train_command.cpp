@@ -1,6 +1,7 @@
 #include "axonn/cli/commands.h"
 #include "axonn/cli/goldfish_option.h"
 #include "axonn/cli/model_options.h"
+#include "axonn/cli/sampling_options.h"
 #include "axonn/cli/step_options.h"
 #include "axonn/core/error.h"
 #include "axonn/io/tokenizer.h"
@@ -67,10 +68,7 @@ void add_train_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--sample-tokens", options->sample.new_tokens, "tokens to generate at the end (0: none; at most "
                         + std::to_string(SampleOptions::max_new_tokens) + ")")->capture_default_str();
-    command->add_option("--temperature", options->sample.temperature,
-                        "sampling temperature (0: always the most likely token)")->capture_default_str();
-    command->add_option("--top-k", options->sample.top_k, "sample among the k most likely tokens (0: all)")
-        ->capture_default_str();
+    add_sampling_options(*command, options->sample);
     command->add_option("--prompt", options->prompt, "text the sample continues");
     command->add_option("--ckpt-dir", options->ckpt_dir,
                         "keep checkpoints in this folder: one at the end, every --ckpt-every steps, and one on "

@@ -68,6 +68,14 @@ public:
     virtual void attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out,
                                     float const* lse, int B, int T, int C, int NH) = 0;
 
+    // Attention of n new tokens per row over the keys and values of every earlier one, for generation
+    // (kernels/cpu/attention_cache.h): the new keys and values join the cache at positions past ... past+n−1, then
+    // out[B,n,C] = each head's causal softmax over positions 0 ... past+i. With an empty cache (past = 0) this is
+    // attention_forward, writing lse[B,NH,n]; otherwise lse is untouched.
+    // k_cache, v_cache[B,NH,capacity,C/NH], qkv[B,n,3C]
+    virtual void attention_cached(float* out, float* lse, float* k_cache, float* v_cache, float const* qkv, int B,
+                                  int n, int past, int capacity, int C, int NH) = 0;
+
     // out[n] = gelu(inp[n])
     virtual void gelu_forward(float* out, float const* inp, std::int64_t n) = 0;
     virtual void gelu_backward(float* dinp, float const* inp, float const* dout, std::int64_t n) = 0;

@@ -4,6 +4,7 @@
 #include "axonn/core/trace.h"
 #include "axonn/kernels/cpu/adamw.h"
 #include "axonn/kernels/cpu/attention.h"
+#include "axonn/kernels/cpu/attention_cache.h"
 #include "axonn/kernels/cpu/bf16.h"
 #include "axonn/kernels/cpu/cross_entropy.h"
 #include "axonn/kernels/cpu/encoder.h"
@@ -138,6 +139,17 @@ void CpuBackend::attention_backward(float* dqkv, float const* dout, float const*
                                      B, T, C, NH);
     } else {
         cpu::attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
+    }
+}
+void CpuBackend::attention_cached(float* out, float* lse, float* k_cache, float* v_cache, float const* qkv, int B,
+                                  int n, int past, int capacity, int C, int NH) {
+    TraceSpan const span("attention_cached", TraceTrack::kernels);
+    cpu::kv_cache_append(k_cache, v_cache, qkv, B, n, past, capacity, C, NH);
+    // A prompt's first tokens see no cache: the fused kernel computes them as a training forward does.
+    if (past == 0) {
+        attention_forward(out, lse, qkv, B, n, C, NH);
+    } else {
+        cpu::attention_over_cache(out, qkv, k_cache, v_cache, B, n, past, capacity, C, NH);
     }
 }
 void CpuBackend::gelu_forward(float* out, float const* inp, std::int64_t n) {

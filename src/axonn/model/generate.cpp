@@ -11,36 +11,178 @@
 namespace axonn {
 namespace {
 
-// Draws an index from softmax(logits / temperature) restricted to the top_k largest logits.
-std::int32_t sample_token(float const* logits, int V, SampleOptions const& options, double uniform) {
+// The next token's logits over the whole vocabulary, on every rank of the replica: the Y ranks' slices of the
+// given row of the last forward, gathered (padding ids included; they are never chosen).
+std::vector<float> gather_vocabulary(Gpt& model, int row) {
+    VocabSlice const slice = model.vocab_slice();
+    Communicator& y = model.grid().comm(Group::y);
+    std::vector<float> full(static_cast<std::size_t>(slice.rows) * y.size());
+    y.all_gather(model.logits() + static_cast<std::int64_t>(row) * slice.rows, full.data(),
+                 static_cast<std::size_t>(slice.rows));
+    return full;
+}
+
+// The most likely token; ties go to the smallest id.
+std::int32_t most_likely(std::span<float const> logits) {
+    return static_cast<std::int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+// Draws from softmax(logits / temperature), restricted to the top_k most likely tokens and then to the fewest of
+// them whose probabilities reach top_p. `uniform` in (0, 1) picks the token.
+std::int32_t draw(std::span<float const> logits, SampleOptions const& options, double uniform) {
+    auto const V = static_cast<int>(logits.size());
     std::vector<std::int32_t> order(static_cast<std::size_t>(V));
     std::iota(order.begin(), order.end(), 0);
     int const k = options.top_k > 0 ? std::min(options.top_k, V) : V;
-    std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                      [logits](std::int32_t a, std::int32_t b) { return logits[a] > logits[b]; });
+    // Most likely first; equal logits by id, so that the order does not depend on the sort.
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](std::int32_t a, std::int32_t b) {
+        return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    });
     std::vector<double> weights(static_cast<std::size_t>(k));
     double total = 0.0;
     for (int i = 0; i < k; ++i) {
-        weights[i] = std::exp((logits[order[i]] - logits[order[0]]) / std::max(options.temperature, 1e-4f));
+        weights[i] = std::exp((static_cast<double>(logits[order[i]]) - logits[order[0]]) / options.temperature);
         total += weights[i];
     }
+    int kept = k;
+    if (options.top_p < 1.0f) {
+        double reached = 0.0;
+        for (kept = 0; kept < k && reached < options.top_p * total;) reached += weights[kept++];
+        total = reached;
+    }
     double threshold = uniform * total;
-    for (int i = 0; i < k; ++i) {
+    for (int i = 0; i < kept; ++i) {
         threshold -= weights[i];
         if (threshold <= 0.0) return order[i];
     }
-    return order[k - 1];
+    return order[kept - 1];
+}
+
+// The next token after `row` of the last forward: the most likely (temperature 0) or a draw keyed by the
+// prompt and the token's index, the same on every rank and every grid.
+std::int32_t next_token(Gpt& model, int row, SampleOptions const& options, int prompt, int index) {
+    std::vector<float> const gathered = gather_vocabulary(model, row);
+    std::span<float const> const logits(gathered.data(), static_cast<std::size_t>(model.config().vocab_size));
+    require(std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); }),
+            "the model's logits are not finite: its weights are damaged (NaN or infinite)");
+    if (options.temperature == 0.0f) return most_likely(logits);
+    auto const draw_index = static_cast<std::uint64_t>(prompt) * (SampleOptions::max_new_tokens + 1) + index;
+    return draw(logits, options, uniform_open01({options.seed, 7}, draw_index));
+}
+
+// One prompt being continued: every token so far, those the cache has yet to take in, and the continuation.
+struct Continuation {
+    int prompt = -1;  // its index; -1: this rank has no prompt left
+    std::vector<std::int32_t> tokens;
+    std::vector<std::int32_t> pending;
+    std::vector<std::int32_t> generated;
+
+    bool active() const { return prompt >= 0; }
+};
+
+// What this rank's replica runs: prompts replica, replica + replicas, ... in turn.
+class ReplicaGenerator {
+public:
+    ReplicaGenerator(Gpt& model, std::span<std::vector<std::int32_t> const> prompts, SampleOptions const& options,
+                     int context, TokenListener const& on_token)
+        : model_(model), prompts_(prompts), options_(options), on_token_(on_token),
+          replicas_(model.grid().size(Axis::data) * model.grid().size(Axis::z)),
+          cache_(model.config(), model.grid().shape(), 1, context), idle_(model.config(), model.grid().shape(), 1, 1),
+          results_(prompts.size()) {
+        start(model.grid().batch_replica());
+    }
+
+    bool active() const { return current_.active(); }
+    std::vector<std::vector<std::int32_t>>& results() { return results_; }
+
+    // One forward: the next chunk of a prompt, or the last new token; a rank without a prompt runs a token of its
+    // own so that its Z group's weight gathers go on.
+    void step() {
+        if (!current_.active()) {
+            std::int32_t const token = 0;
+            idle_.clear();
+            model_.forward_cached(Batch{1, 1, &token, nullptr, nullptr}, idle_);
+            return;
+        }
+        std::vector<std::int32_t>& pending = current_.pending;
+        int const chunk = static_cast<int>(std::min<std::size_t>(pending.size(), model_.max_seq()));
+        model_.forward_cached(Batch{1, chunk, pending.data(), nullptr, nullptr}, cache_);
+        pending.erase(pending.begin(), pending.begin() + chunk);
+        if (!pending.empty()) return;
+        auto const index = static_cast<int>(current_.generated.size());
+        std::int32_t const token = next_token(model_, chunk - 1, options_, current_.prompt, index);
+        current_.generated.push_back(token);
+        current_.tokens.push_back(token);
+        if (on_token_) on_token_(current_.prompt, token);
+        if (token == options_.stop_token || index + 1 == options_.new_tokens) {
+            results_[current_.prompt] = std::move(current_.generated);
+            start(current_.prompt + replicas_);
+            return;
+        }
+        if (cache_.length() < cache_.capacity()) {
+            pending.push_back(token);
+        } else {
+            restart(std::max(1, cache_.capacity() / 2));
+        }
+    }
+
+private:
+    void start(int prompt) {
+        current_ = {};
+        if (prompt >= static_cast<int>(prompts_.size())) return;
+        current_.prompt = prompt;
+        current_.tokens = prompts_[prompt];
+        invariant(!current_.tokens.empty(), "prompt {} is empty", prompt);
+        restart(cache_.capacity());
+    }
+
+    // The cache takes the last `keep` tokens anew.
+    void restart(int keep) {
+        cache_.clear();
+        auto const count = std::min<std::size_t>(current_.tokens.size(), static_cast<std::size_t>(keep));
+        current_.pending.assign(current_.tokens.end() - static_cast<std::ptrdiff_t>(count), current_.tokens.end());
+    }
+
+    Gpt& model_;
+    std::span<std::vector<std::int32_t> const> prompts_;
+    SampleOptions const& options_;
+    TokenListener const& on_token_;
+    int replicas_;
+    KvCache cache_;
+    KvCache idle_;
+    Continuation current_;
+    std::vector<std::vector<std::int32_t>> results_;
+};
+
+// Every prompt's continuation on every rank: each is held by the ranks of one replica, and every Z and data group
+// has one rank per replica, so sums over them hand each to all (token + 1, 0 past a continuation's end).
+std::vector<std::vector<std::int32_t>> share_results(ProcessGrid& grid,
+                                                     std::vector<std::vector<std::int32_t>> const& mine,
+                                                     int new_tokens) {
+    std::vector<double> table(mine.size() * static_cast<std::size_t>(new_tokens), 0.0);
+    for (std::size_t p = 0; p < mine.size(); ++p) {
+        for (std::size_t i = 0; i < mine[p].size(); ++i) table[p * new_tokens + i] = mine[p][i] + 1.0;
+    }
+    for (Group group : {Group::z, Group::data}) grid.comm(group).all_reduce(table.data(), table.size());
+    std::vector<std::vector<std::int32_t>> all(mine.size());
+    for (std::size_t p = 0; p < mine.size(); ++p) {
+        for (int i = 0; i < new_tokens && table[p * new_tokens + i] > 0.0; ++i) {
+            all[p].push_back(static_cast<std::int32_t>(table[p * new_tokens + i]) - 1);
+        }
+    }
+    return all;
 }
 
 }  // namespace
 
-void SampleOptions::validate() const {
-    require(new_tokens >= 0 && new_tokens <= max_new_tokens, "--sample-tokens must lie in 0..{}, got {}",
+void SampleOptions::validate(std::string_view new_tokens_flag) const {
+    require(new_tokens >= 0 && new_tokens <= max_new_tokens, "{} must lie in 0..{}, got {}", new_tokens_flag,
             max_new_tokens, new_tokens);
     require(std::isfinite(temperature) && temperature >= 0,
             "--temperature must be finite and not negative, got {} (0 always takes the most likely token)",
             temperature);
     require(top_k >= 0, "--top-k must not be negative, got {} (0 samples among all tokens)", top_k);
+    require(top_p > 0 && top_p <= 1, "--top-p must lie in (0, 1], got {} (1 samples among all tokens)", top_p);
 }
 
 void argmax_tokens(Gpt& model, int B, int T, int first, std::int32_t* out) {
@@ -71,20 +213,21 @@ void argmax_tokens(Gpt& model, int B, int T, int first, std::int32_t* out) {
     }
 }
 
-std::vector<std::int32_t> generate(Gpt& model, std::vector<std::int32_t> const& prompt, SampleOptions const& options,
-                                   std::function<void(int)> const& progress) {
-    invariant(!prompt.empty(), "generation needs at least one prompt token");
-    std::vector<std::int32_t> tokens = prompt;
-    int const Vp = model.config().padded_vocab_size();
-    for (int i = 0; i < options.new_tokens; ++i) {
-        int const T = static_cast<int>(std::min<std::size_t>(tokens.size(), model.max_seq()));
-        Batch const context{1, T, tokens.data() + tokens.size() - T, nullptr, nullptr};
-        model.forward(context);
-        float const* last = model.logits() + static_cast<std::int64_t>(T - 1) * Vp;
-        tokens.push_back(sample_token(last, model.config().vocab_size, options, uniform_open01({options.seed, 7}, i)));
-        if (progress) progress(i + 1);
+std::vector<std::vector<std::int32_t>> generate(Gpt& model, std::span<std::vector<std::int32_t> const> prompts,
+                                                SampleOptions const& options, int context,
+                                                TokenListener const& on_token) {
+    if (options.new_tokens == 0) return std::vector<std::vector<std::int32_t>>(prompts.size());
+    ReplicaGenerator replica(model, prompts, options, context, on_token);
+    // The ranks of a Z group gather each other's weight shards in every forward, so they step together until the
+    // last of them is done; other groups need not wait.
+    Communicator& z = model.grid().comm(Group::z);
+    while (true) {
+        double busy = replica.active() ? 1.0 : 0.0;
+        z.all_reduce_max(&busy, 1);
+        if (busy == 0.0) break;
+        replica.step();
     }
-    return {tokens.begin() + static_cast<std::ptrdiff_t>(prompt.size()), tokens.end()};
+    return share_results(model.grid(), replica.results(), options.new_tokens);
 }
 
 }  // namespace axonn

@@ -1,22 +1,29 @@
-// Text generation: sample one token at a time from the model's next-token distribution.
+// Text generation on any grid: a cache of keys and values (kv_cache.h) so that each new token costs one forward
+// of one token, and the next token chosen from the logits of all Y ranks' vocabulary slices.
 #pragma once
 
 #include "axonn/model/gpt.h"
 
 #include <cstdint>
 #include <functional>
+#include <span>
+#include <string_view>
 #include <vector>
 
 namespace axonn {
 
 struct SampleOptions {
     int new_tokens = 64;
-    float temperature = 0.8f;  // < 1 sharpens the distribution; 0 always takes the most likely token
+    float temperature = 0.8f;  // < 1 sharpens the distribution; 0 always takes the most likely token (greedy)
     int top_k = 40;            // sample among the k most likely tokens; 0 = all
+    float top_p = 1.0f;        // then among the most likely whose probabilities reach top_p (nucleus); 1 = all
+    std::int32_t stop_token = -1;  // a row ends after generating it (it is kept); -1 = none
     std::uint64_t seed = 0;
 
     static constexpr int max_new_tokens = 100000;
-    void validate() const;  // the ranges above, as --sample-tokens, --temperature and --top-k
+    // The ranges above, naming the options as `new_tokens_flag` (--sample-tokens, --max-new-tokens), --temperature,
+    // --top-k and --top-p. The stop token is checked against the vocabulary where it is parsed.
+    void validate(std::string_view new_tokens_flag) const;
 };
 
 // The most likely next token at positions [first, T) of every row of the model's last forward, a batch of B rows
@@ -25,9 +32,18 @@ struct SampleOptions {
 // data × z replica gets the same tokens.
 void argmax_tokens(Gpt& model, int B, int T, int first, std::int32_t* out);
 
-// Continues `prompt` by new_tokens tokens. Uses the model's B = 1 path and its last max_seq() tokens as context.
-// `progress`, if given, hears the number of tokens generated so far after each one.
-std::vector<std::int32_t> generate(Gpt& model, std::vector<std::int32_t> const& prompt, SampleOptions const& options,
-                                   std::function<void(int)> const& progress = {});
+// Hears each new token of a prompt that this rank's replica continues: (prompt index, token).
+using TokenListener = std::function<void(int, std::int32_t)>;
+
+// Continues every prompt by options.new_tokens tokens (fewer where it meets the stop token), on the model's grid,
+// and returns the continuations on every rank. The prompts are shared out over the data × z replicas, one at a
+// time each: a prompt is taken in chunks of up to max_seq() tokens, then every new token is one forward of one
+// token over the cache. `context` (≤ the model's context) is how many positions the cache holds; when a prompt
+// outgrows it, the cache restarts from its last context/2 tokens. Each token's draw depends on the seed, the
+// prompt's index and the token's index only, so every grid gives the serial run's tokens.
+// Collective over the world; every rank passes the same prompts and options.
+std::vector<std::vector<std::int32_t>> generate(Gpt& model, std::span<std::vector<std::int32_t> const> prompts,
+                                                SampleOptions const& options, int context,
+                                                TokenListener const& on_token = {});
 
 }  // namespace axonn

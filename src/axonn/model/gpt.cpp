@@ -357,13 +357,21 @@ std::vector<WeightUse> Gpt::weight_schedule(bool training) const {
 
 float Gpt::forward(Batch const& batch, double loss_weight_total) { return run_forward(batch, false, loss_weight_total); }
 
+void Gpt::forward_cached(Batch const& batch, KvCache& cache) {
+    invariant(batch.B == cache.batch() && cache.length() + batch.T <= cache.capacity(),
+              "{} rows of {} tokens after position {} of a cache of {} rows of {}", batch.B, batch.T, cache.length(),
+              cache.batch(), cache.capacity());
+    run_forward(Batch{batch.B, batch.T, batch.tokens, nullptr, nullptr}, false, 0.0, &cache);
+    cache.advance(batch.T);
+}
+
 float Gpt::train_forward(Batch const& batch, Pass const& pass) {
     invariant(batch.targets != nullptr, "a training pass needs targets");
     pass_ = pass;
     return run_forward(batch, true, pass.loss_weight_total);
 }
 
-float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_total) {
+float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_total, KvCache* cache) {
     TraceSpan const span("forward", TraceTrack::steps);
     invariant(batch.B > 0 && batch.B <= max_batch_, "batch of {} sequences, the model was built for at most {}",
               batch.B, max_batch_);
@@ -391,13 +399,15 @@ float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_tot
     weights_->begin_pass(weight_schedule(training));
     wte_gather.wait();
     WeightView const wte = gathered_wte();
-    float const* wpe = grid_.coord(Axis::y) == 0 ? param_values(Param::wpe) : nullptr;  // added once over Y
+    // The positions' embeddings, added once over Y: those after the cached tokens' when continuing them.
+    std::int64_t const first_position = cache != nullptr ? cache->length() : 0;
+    float const* wpe = grid_.coord(Axis::y) == 0 ? param_values(Param::wpe) + first_position * d.Cx : nullptr;
     vocab_parallel_embedding_forward(k, y, vocab, activation(a.encoded), batch.tokens, wte, wpe, d.B, d.T, d.Cx);
 
     bool const recompute = options_.recompute == Recompute::layer;
     for (int l = 0; l < d.L; ++l) {
         TraceSpan const layer(TraceTrack::steps, [&] { return fmt::format("layer {}", l); });
-        forward_layer(l, recompute ? 0 : l, batch);
+        forward_layer(l, recompute ? 0 : l, batch, cache);
     }
 
     float const* residual = activation(a.outputs + (d.L - 1) * a.BTCx);
@@ -433,7 +443,7 @@ float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_tot
     return total > 0.0 ? static_cast<float>(sums[0] / total) : 0.0f;
 }
 
-void Gpt::forward_layer(int l, int slot, Batch const& batch) {
+void Gpt::forward_layer(int l, int slot, Batch const& batch, KvCache* cache) {
     ActivationLayout const a(LocalDims(config_, grid_.shape(), max_batch_, max_seq_), options_.recompute);
     LocalDims const d(config_, grid_.shape(), batch.B, batch.T);
     Backend& k = backend_;
@@ -448,7 +458,12 @@ void Gpt::forward_layer(int l, int slot, Batch const& batch) {
     bool const overlap = options_.overlap;
     parallel_linear_forward(k, normal, overlap, act.qkv, act.ln1, weights_->next(), param_values(Param::qkvb) + 3 * lCy, d.BT,
                             d.Cx, 3 * d.Cy);
-    k.attention_forward(act.atty, act.att_lse, act.qkv, d.B, d.T, d.Cy, d.NHy);
+    if (cache != nullptr) {
+        k.attention_cached(act.atty, act.att_lse, cache->keys(l), cache->values(l), act.qkv, d.B, d.T, cache->length(),
+                           cache->capacity(), d.Cy, d.NHy);
+    } else {
+        k.attention_forward(act.atty, act.att_lse, act.qkv, d.B, d.T, d.Cy, d.NHy);
+    }
     parallel_linear_forward(k, transposed, overlap, act.attproj, act.atty, weights_->next(),
                             param_values(Param::attprojb) + lCx, d.BT, d.Cy, d.Cx);
     k.residual_forward(act.residual2, act.input, act.attproj, d.BT * d.Cx);

@@ -17,6 +17,7 @@
 #include "axonn/core/tensor.h"
 #include "axonn/kernels/backend.h"
 #include "axonn/model/gpt_config.h"
+#include "axonn/model/kv_cache.h"
 #include "axonn/parallel/grad_scatter.h"
 #include "axonn/parallel/gradient_sync.h"
 #include "axonn/parallel/linear.h"
@@ -130,6 +131,11 @@ public:
     // the global batch that counts (the same on all ranks; NaN without targets). One of several passes over a
     // batch returns its share instead: its tokens' loss divided by the given total loss weight of all of them.
     float forward(Batch const& batch, double loss_weight_total = 0);
+    // Runs the model on batch.T new tokens of each of its rows (no targets), continuing the tokens `cache` holds:
+    // their positions start at cache.length(), each attends to every cached token and to the new ones before it,
+    // and their keys and values join the cache. The logits of the new tokens are left as forward() leaves them.
+    // batch.B = cache.batch(); cache.length() + batch.T ≤ cache.capacity().
+    void forward_cached(Batch const& batch, KvCache& cache);
     // The loss weight of a step's tokens (a target of -1 counts 0, else its mask value or 1), summed over these
     // passes on every rank: Pass::loss_weight_total for a step of several passes (a collective).
     double global_loss_weight(std::span<Batch const> passes);
@@ -156,9 +162,10 @@ public:
 
 private:
     float* activation(std::int64_t offset) { return activations_.data<float>() + offset; }
-    float run_forward(Batch const& batch, bool training, double loss_weight_total);
+    // With a cache: a forward_cached().
+    float run_forward(Batch const& batch, bool training, double loss_weight_total, KvCache* cache = nullptr);
     std::vector<WeightUse> weight_schedule(bool training) const;
-    void forward_layer(int l, int slot, Batch const& batch);
+    void forward_layer(int l, int slot, Batch const& batch, KvCache* cache = nullptr);
     void backward_layer(int l, int slot, Batch const& batch, GradWrite write);
     WeightView gathered_wte() const;
     // X and Y as a normal Linear's (F, O) groups, or a transposed one's, with the bf16 staging buffer.

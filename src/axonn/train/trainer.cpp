@@ -113,7 +113,7 @@ void validate_train_options(TrainOptions const& options) {
         parse_axis_order(options.grid_order);
         options.schedule.validate();
         options.optimizer.validate();
-        options.sample.validate();
+        options.sample.validate("--sample-tokens");
         use_threads(options.threads);
     });
 }
@@ -173,14 +173,6 @@ void require_finite_step(StepResult const& result, int step, float lr) {
     fail("the training {} became {} at step {} (learning rate {:g}): the model diverged; lower --lr, raise --warmup, "
          "or keep --grad-clip on", std::isfinite(result.loss) ? "gradient norm" : "loss",
          std::isfinite(result.loss) ? result.grad_norm : result.loss, step, lr);
-}
-
-// The trained weights, gathered from every rank into a serial model on this one (a collective call).
-void gather_into(Gpt& model, Gpt& serial) {
-    for (auto const& spec : gpt_parameter_specs(model.config())) {
-        Tensor const full = model.gather(spec.id, false);
-        std::copy_n(full.data<float>(), full.numel(), serial.param(spec.id));
-    }
 }
 
 // The planner's best grid for this model, batch and number of ranks on `machine`, for the step options of the
@@ -514,18 +506,18 @@ TrainSummary run_training(TrainOptions options) {
     }
 
     if (options.sample.new_tokens > 0) {
-        ProcessGrid self(MPI_COMM_SELF, GridShape{});
-        Gpt sampler(options.model, backend, self, 1, T);  // samples with the context length it was trained on
-        gather_into(model, sampler);
-        if (leader) {
-            std::vector<std::int32_t> prompt = tokenizer->encode(options.prompt);
-            if (prompt.empty()) prompt.push_back(tokenizer->eot_id());
-            Progress sampling("sample", options.sample.new_tokens, stderr);
-            std::vector<std::int32_t> const sampled = generate(sampler, prompt, options.sample, [&](int done) {
-                if (options.sample.new_tokens > quiet_sample_tokens) sampling.update(done, "");
+        // On the training grid, with the context the model was trained on: the model is never gathered.
+        std::vector<std::int32_t> prompt = tokenizer->encode(options.prompt);
+        if (prompt.empty()) prompt.push_back(tokenizer->eot_id());
+        Progress sampling("sample", options.sample.new_tokens, leader ? stderr : nullptr);
+        int done = 0;
+        std::vector<std::vector<std::int32_t>> const sampled =
+            generate(model, std::span(&prompt, 1), options.sample, T, [&](int, std::int32_t) {
+                if (options.sample.new_tokens > quiet_sample_tokens) sampling.update(++done, "");
             });
-            sampling.finish();
-            summary.sample = options.prompt + tokenizer->decode(sampled);
+        sampling.finish();
+        if (leader) {
+            summary.sample = options.prompt + tokenizer->decode(sampled.front());
             fmt::print("---- sample ----\n{}\n----------------\n", summary.sample);
         }
     }

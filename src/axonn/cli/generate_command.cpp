@@ -1,0 +1,132 @@
+// `axonn generate`: continue prompts with a trained model on any grid (train/generation_job.h).
+#include "axonn/cli/commands.h"
+#include "axonn/cli/sampling_options.h"
+#include "axonn/core/error.h"
+#include "axonn/core/file_io.h"
+#include "axonn/io/tokenizer.h"
+#include "axonn/train/generation_job.h"
+
+#include <fmt/format.h>
+#include <mpi.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <string>
+
+namespace axonn {
+namespace {
+
+bool is_leader() {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return rank == 0;
+}
+
+// One prompt per line; blank lines are skipped.
+std::vector<std::string> read_prompt_file(std::filesystem::path const& path) {
+    std::istringstream lines(read_input_file(path, "prompt file", "pass a text file with one prompt per line",
+                                             std::uint64_t{64} << 20));
+    std::vector<std::string> prompts;
+    for (std::string line; std::getline(lines, line);) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (!line.empty()) prompts.push_back(line);
+    }
+    require(!prompts.empty(), "prompt file {} holds no prompt: write one prompt per line", path.string());
+    return prompts;
+}
+
+void print_json(GenerationJobOptions const& options, GenerationJobResult const& result) {
+    nlohmann::json list = nlohmann::json::array();
+    for (std::size_t p = 0; p < result.completions.size(); ++p) {
+        list.push_back({{"prompt", options.prompts[p]},
+                        {"completion", result.completions[p]},
+                        {"prompt_tokens", result.prompt_tokens[p]},
+                        {"tokens", result.tokens[p]}});
+    }
+    // Bytes that are not UTF-8 (a token may end inside a character) are replaced rather than refused.
+    fmt::print("{}\n", list.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+void print_rate(GenerationJobResult const& result) {
+    std::size_t generated = 0;
+    for (auto const& tokens : result.tokens) generated += tokens.size();
+    fmt::print(stderr, "generated {} tokens for {} prompt(s) in {:.2f} s: {:.1f} tokens/s\n", generated,
+               result.tokens.size(), result.seconds, generated / std::max(result.seconds, 1e-9));
+}
+
+}  // namespace
+
+void add_generate_command(CLI::App& app) {
+    CLI::App* command = app.add_subcommand("generate", "Continue text prompts with a trained model, on any grid");
+    command->footer(
+        "The model is an axonn checkpoint (or a --ckpt-dir: its newest) or a Hugging Face GPT-2 folder. Each prompt\n"
+        "is taken in once, then every new token costs one forward of one token over a cache of the keys and values\n"
+        "(sharded over the grid as the activations are; the model is never gathered onto one rank). Prompts are\n"
+        "shared out over the data x z replicas. Tokens are drawn with --temperature, --top-k and --top-p from\n"
+        "--seed, so every grid gives the same text; --greedy takes the most likely token. One prompt streams\n"
+        "its text as it comes. Examples:\n"
+        "  axonn generate --model-dir runs/demo/ckpt --prompt \"It is a truth\" --max-new-tokens 40 --greedy\n"
+        "  mpirun -np 4 axonn generate --model-dir runs/demo/ckpt --grid data=1,z=1,y=2,x=2 --prompt-file p.txt");
+    auto options = std::make_shared<GenerationJobOptions>();
+    auto grid_spec = std::make_shared<std::string>("data=1,z=1,y=1,x=1");
+    auto prompt = std::make_shared<std::string>();
+    auto prompt_file = std::make_shared<std::filesystem::path>();
+    auto greedy = std::make_shared<bool>(false);
+    auto json = std::make_shared<bool>(false);
+    command->add_option("--model-dir", options->model_dir,
+                        "an axonn checkpoint (or a --ckpt-dir: its newest) or a Hugging Face GPT-2 folder")->required();
+    CLI::Option* text = command->add_option("--prompt", *prompt, "the text to continue");
+    command->add_option("--prompt-file", *prompt_file, "a text file of prompts, one per line (blank lines skipped)")
+        ->excludes(text);
+    command->add_option("--max-new-tokens", options->sample.new_tokens,
+                        "tokens to generate for each prompt (at most " +
+                            std::to_string(SampleOptions::max_new_tokens) + ")")->capture_default_str();
+    command->add_flag("--greedy", *greedy, "always take the most likely token (the same as --temperature 0)");
+    add_sampling_options(*command, options->sample);
+    command->add_option("--stop-token", options->stop_token,
+                        "end a prompt's continuation after this token: an id, or \"eot\" for end of text");
+    command->add_option("--seed", options->sample.seed, "seed of the draws")->capture_default_str();
+    command->add_option("--tokenizer", options->tokenizer, "the tokenizer the model was trained with: gpt2 or byte")
+        ->capture_default_str();
+    command->add_option("--tokenizer-dir", options->tokenizer_dir, "folder with GPT-2's encoder.json and vocab.bpe");
+    command->add_option("--grid", *grid_spec, "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks)")
+        ->capture_default_str();
+    command->add_option("--grid-order", options->grid_order, "rank order of the axes, fastest first")
+        ->capture_default_str();
+    command->add_option("--prompt-chunk", options->prompt_chunk, "prompt tokens taken in per forward")
+        ->capture_default_str();
+    command->add_option("--threads", options->threads, "OpenMP threads per rank")->capture_default_str();
+    command->add_flag("--json", *json, "print one JSON list of {prompt, completion, prompt_tokens, tokens}");
+    command->callback([=] {
+        as_usage_errors([&] {
+            options->grid = GridShape::parse(*grid_spec);
+            require(command->count("--prompt") > 0 || !prompt_file->empty(),
+                    "no prompt: pass --prompt TEXT or --prompt-file FILE");
+        });
+        options->prompts = prompt_file->empty() ? std::vector<std::string>{*prompt} : read_prompt_file(*prompt_file);
+        if (*greedy) options->sample.temperature = 0.0f;
+        if (options->tokenizer_dir.empty()) options->tokenizer_dir = default_gpt2_dir();
+        bool const stream = !*json && options->prompts.size() == 1;
+        if (stream && is_leader()) fmt::print("{}", options->prompts.front());
+        GenerationJobResult const result = run_generation(*options, [&](std::string_view piece) {
+            if (!stream) return;
+            fmt::print("{}", piece);
+            std::fflush(stdout);
+        });
+        if (!is_leader()) return;
+        if (*json) {
+            print_json(*options, result);
+        } else if (stream) {
+            fmt::print("\n");
+        } else {
+            for (std::size_t p = 0; p < result.completions.size(); ++p) {
+                fmt::print("---- prompt {} ----\n{}{}\n", p + 1, options->prompts[p], result.completions[p]);
+            }
+        }
+        print_rate(result);
+    });
+}
+
+}  // namespace axonn

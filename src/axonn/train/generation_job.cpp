@@ -1,0 +1,80 @@
+#include "axonn/train/generation_job.h"
+
+#include "axonn/core/error.h"
+#include "axonn/core/timer.h"
+#include "axonn/io/tokenizer.h"
+#include "axonn/train/checkpointing.h"
+#include "axonn/train/threads.h"
+#include "axonn/train/train_step.h"
+
+#include <mpi.h>
+
+#include <charconv>
+
+namespace axonn {
+namespace {
+
+// --stop-token: a token id, or "eot" for the tokenizer's end of text; -1 for none.
+std::int32_t parse_stop_token(std::string const& text, Tokenizer const& tokenizer) {
+    if (text.empty()) return -1;
+    if (text == "eot") return tokenizer.eot_id();
+    std::int32_t id = -1;
+    auto const [end, error] = std::from_chars(text.data(), text.data() + text.size(), id);
+    require(error == std::errc() && end == text.data() + text.size() && id >= 0 && id < tokenizer.vocab_size(),
+            "--stop-token '{}' is neither \"eot\" nor a token id of the {} tokenizer (0..{})", text, tokenizer.name(),
+            tokenizer.vocab_size() - 1);
+    return id;
+}
+
+}  // namespace
+
+GenerationJobResult run_generation(GenerationJobOptions const& options,
+                                   std::function<void(std::string_view)> const& on_text) {
+    int world = 1, rank = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    use_threads(options.threads);
+    auto const tokenizer = make_tokenizer(options.tokenizer, options.tokenizer_dir);
+    SampleOptions sample = options.sample;
+    as_usage_errors([&] {
+        sample.validate("--max-new-tokens");
+        sample.stop_token = parse_stop_token(options.stop_token, *tokenizer);
+        require(!options.prompts.empty(), "no prompt: pass --prompt TEXT or --prompt-file FILE");
+        require(options.prompt_chunk >= 1, "--prompt-chunk must be at least 1, got {}", options.prompt_chunk);
+    });
+    std::filesystem::path const source = resolve_init_source(options.model_dir);
+    GptConfig const config = init_source_config(source);
+    require(config.vocab_size == tokenizer->vocab_size(), "the model in {} has a vocabulary of {} tokens, but the {} "
+            "tokenizer has {}: pass the --tokenizer it was trained with", options.model_dir.string(),
+            config.vocab_size, tokenizer->name(), tokenizer->vocab_size());
+    as_usage_errors([&] {
+        require_valid_grid(config, options.grid, world, options.grid.data * options.grid.z);
+    });
+
+    ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order));
+    StepOptions step_options;
+    std::unique_ptr<Backend> const backend = make_step_backend(step_options, rank == 0);
+    // One prompt per replica at a time; only the layer being run keeps its activations (nothing trains).
+    GptOptions model_options;
+    model_options.recompute = Recompute::layer;
+    Gpt model(config, *backend, grid, 1, std::min(options.prompt_chunk, config.max_seq), model_options);
+    load_initial_weights(source, model);
+
+    std::vector<std::vector<std::int32_t>> prompts;
+    GenerationJobResult result;
+    for (std::string const& text : options.prompts) {
+        prompts.push_back(tokenizer->encode(text));
+        if (prompts.back().empty()) prompts.back().push_back(tokenizer->eot_id());
+        result.prompt_tokens.push_back(static_cast<int>(prompts.back().size()));
+    }
+    TokenListener const stream = [&](int prompt, std::int32_t token) {
+        if (on_text && rank == 0 && prompt == 0) on_text(tokenizer->decode(std::span(&token, 1)));
+    };
+    Stopwatch const timer;
+    result.tokens = generate(model, prompts, sample, config.max_seq, stream);
+    result.seconds = timer.seconds();
+    for (auto const& tokens : result.tokens) result.completions.push_back(tokenizer->decode(tokens));
+    return result;
+}
+
+}  // namespace axonn
