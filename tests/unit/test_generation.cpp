@@ -1,0 +1,150 @@
+// Generation with the cache of keys and values (model/generate.h) against generation without it, serially on
+// gpt2-micro with a 300-word vocabulary (untrained weights, whose largest logits at a position are never close
+// enough for rounding to swap them, as the MPI extraction test relies on too):
+//   - the logits of a sequence fed in chunks over the cache equal those of one forward over it, within 1e-5
+//     relative (norm-wise; they differ by the summation order of attention only);
+//   - greedy decoding with the cache gives the tokens of greedy decoding by a full forward per token, also past
+//     the context, where the cache restarts from its last half (the uncached reference restarts its window alike);
+//   - the sampling options: top-k 1 and a tiny top-p are greedy at any temperature, the draws follow the seed,
+//     a stop token ends a continuation and is kept, and no new tokens means none.
+#include "axonn/core/error.h"
+#include "axonn/kernels/cpu_backend.h"
+#include "axonn/model/generate.h"
+#include "support/micro_model.h"
+#include "support/relative_difference.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace axonn {
+namespace {
+
+using testing::micro_model;
+
+std::vector<std::int32_t> some_tokens(int count, int salt) {
+    std::vector<std::int32_t> tokens(static_cast<std::size_t>(count));
+    for (int i = 0; i < count; ++i) tokens[i] = (i * 37 + salt * 11 + 5) % 300;
+    return tokens;
+}
+
+// Greedy decoding without a cache: one forward over the window per token. The window is what the cache would
+// hold: the whole sequence until it fills `context` positions, then its last context/2 tokens, growing again.
+std::vector<std::int32_t> greedy_uncached(Gpt& model, std::vector<std::int32_t> tokens, int new_tokens, int context) {
+    std::size_t const prompt = tokens.size();
+    std::size_t start = tokens.size() > static_cast<std::size_t>(context) ? tokens.size() - context : 0;
+    for (int i = 0; i < new_tokens; ++i) {
+        int const T = static_cast<int>(tokens.size() - start);
+        model.forward(Batch{1, T, tokens.data() + start, nullptr, nullptr});
+        std::int32_t next = 0;
+        argmax_tokens(model, 1, T, T - 1, &next);
+        tokens.push_back(next);
+        if (T == context) start = tokens.size() - std::max(1, context / 2);
+    }
+    return {tokens.begin() + static_cast<std::ptrdiff_t>(prompt), tokens.end()};
+}
+
+struct Fixture {
+    GptConfig config = micro_model();
+    CpuBackend backend;
+    ProcessGrid serial{MPI_COMM_SELF, GridShape{}};
+    Gpt model{config, backend, serial, 2, config.max_seq};
+    Fixture() { model.init_weights(5); }
+};
+
+TEST(Generation, CachedLogitsEqualOneForward) {
+    Fixture f;
+    int const B = 2, T = 40;
+    std::vector<std::int32_t> tokens = some_tokens(B * T, 1);
+    f.model.forward(Batch{B, T, tokens.data(), nullptr, nullptr});
+    int const Vpy = f.model.vocab_slice().rows;
+    std::vector<float> const whole(f.model.logits(), f.model.logits() + static_cast<std::size_t>(B) * T * Vpy);
+
+    KvCache cache(f.config, GridShape{}, B, f.config.max_seq);
+    std::vector<float> chunked(whole.size());
+    int past = 0;
+    for (int n : {17, 1, 1, 1, 1, 1, 18}) {
+        std::vector<std::int32_t> chunk;
+        for (int b = 0; b < B; ++b) {
+            chunk.insert(chunk.end(), tokens.begin() + b * T + past, tokens.begin() + b * T + past + n);
+        }
+        f.model.forward_cached(Batch{B, n, chunk.data(), nullptr, nullptr}, cache);
+        for (int b = 0; b < B; ++b) {
+            std::copy_n(f.model.logits() + static_cast<std::size_t>(b) * n * Vpy, static_cast<std::size_t>(n) * Vpy,
+                        chunked.begin() + (static_cast<std::size_t>(b) * T + past) * Vpy);
+        }
+        past += n;
+    }
+    ASSERT_EQ(past, T);
+    EXPECT_EQ(cache.length(), T);
+    EXPECT_LT(testing::relative_difference(chunked, whole), 1e-5);
+}
+
+TEST(Generation, GreedyWithTheCacheEqualsWithout) {
+    Fixture f;
+    SampleOptions greedy;
+    greedy.temperature = 0;
+    greedy.new_tokens = 90;
+    std::vector<std::vector<std::int32_t>> const prompts = {some_tokens(9, 2), some_tokens(1, 3), some_tokens(70, 4)};
+    for (int context : {f.config.max_seq, 16}) {
+        std::vector<std::vector<std::int32_t>> const cached = generate(f.model, prompts, greedy, context);
+        ASSERT_EQ(cached.size(), prompts.size());
+        for (std::size_t p = 0; p < prompts.size(); ++p) {
+            EXPECT_EQ(cached[p], greedy_uncached(f.model, prompts[p], greedy.new_tokens, context))
+                << "prompt " << p << ", context " << context;
+        }
+    }
+}
+
+TEST(Generation, SamplingOptionsBehave) {
+    Fixture f;
+    std::vector<std::vector<std::int32_t>> const prompts = {some_tokens(6, 7)};
+    SampleOptions options;
+    options.new_tokens = 20;
+    options.temperature = 0;
+    std::vector<std::int32_t> const greedy = generate(f.model, prompts, options, 64).front();
+    ASSERT_EQ(greedy.size(), 20u);
+
+    options.temperature = 5;  // flat enough that a draw from all tokens would almost surely leave the greedy path
+    options.top_k = 1;
+    EXPECT_EQ(generate(f.model, prompts, options, 64).front(), greedy) << "top-k 1";
+    options.top_k = 0;
+    options.top_p = 1e-6f;
+    EXPECT_EQ(generate(f.model, prompts, options, 64).front(), greedy) << "a tiny top-p";
+
+    options.top_p = 1;
+    options.seed = 1;
+    std::vector<std::int32_t> const first = generate(f.model, prompts, options, 64).front();
+    EXPECT_EQ(generate(f.model, prompts, options, 64).front(), first) << "the same seed";
+    EXPECT_NE(first, greedy);
+    options.seed = 2;
+    EXPECT_NE(generate(f.model, prompts, options, 64).front(), first) << "another seed";
+
+    options.temperature = 0;
+    options.stop_token = greedy[4];
+    std::vector<std::int32_t> const stopped = generate(f.model, prompts, options, 64).front();
+    auto const first_stop = std::find(greedy.begin(), greedy.end(), greedy[4]) - greedy.begin();
+    EXPECT_EQ(stopped, std::vector<std::int32_t>(greedy.begin(), greedy.begin() + first_stop + 1));
+
+    options.new_tokens = 0;
+    EXPECT_TRUE(generate(f.model, prompts, options, 64).front().empty());
+}
+
+TEST(Generation, OptionsAreChecked) {
+    SampleOptions options;
+    EXPECT_NO_THROW(options.validate("--max-new-tokens"));
+    options.top_p = 0;
+    EXPECT_THROW(options.validate("--max-new-tokens"), Error);
+    options.top_p = 1.5f;
+    EXPECT_THROW(options.validate("--max-new-tokens"), Error);
+    options = {};
+    options.new_tokens = -1;
+    EXPECT_THROW(options.validate("--max-new-tokens"), Error);
+    options = {};
+    options.temperature = -1;
+    EXPECT_THROW(options.validate("--max-new-tokens"), Error);
+}
+
+}  // namespace
+}  // namespace axonn
