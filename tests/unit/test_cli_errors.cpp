@@ -122,6 +122,27 @@ std::vector<BadInput> const bad_inputs = {
     {"memorization_eval_text_beyond_vocabulary",
      "memorization eval --model-dir {dir}/model --documents {dir}/text_docs.jsonl --tokenizer gpt2",
      "beyond the model's vocabulary of 257", 1},
+    {"generate_missing_model", "generate --model-dir {dir}/nowhere --tokenizer byte --prompt hi", "nowhere", 1},
+    {"generate_without_a_prompt", "generate --model-dir {dir}/model --tokenizer byte",
+     "no prompt: pass --prompt TEXT or --prompt-file FILE", 2},
+    {"generate_two_kinds_of_prompt", "generate --model-dir {dir}/model --tokenizer byte --prompt hi --prompt-file "
+     "{dir}/text.txt", "excludes", 2},
+    {"generate_missing_prompt_file", "generate --model-dir {dir}/model --tokenizer byte --prompt-file {dir}/none.txt",
+     "none.txt", 1},
+    {"generate_blank_prompt_file", "generate --model-dir {dir}/model --tokenizer byte --prompt-file "
+     "{dir}/no_docs.jsonl", "holds no prompt: write one prompt per line", 1},
+    {"generate_endless", "generate --model-dir {dir}/model --tokenizer byte --prompt hi --max-new-tokens 1000000",
+     "--max-new-tokens must lie in 0..100000", 2},
+    {"generate_negative_temperature", "generate --model-dir {dir}/model --tokenizer byte --prompt hi --temperature -1",
+     "--temperature must be finite and not negative", 2},
+    {"generate_top_p_zero", "generate --model-dir {dir}/model --tokenizer byte --prompt hi --top-p 0",
+     "--top-p must lie in (0, 1]", 2},
+    {"generate_stop_token_beyond_vocabulary", "generate --model-dir {dir}/model --tokenizer byte --prompt hi "
+     "--stop-token 999", "--stop-token '999' is neither \"eot\" nor a token id of the byte tokenizer (0..256)", 2},
+    {"generate_with_another_tokenizer", "generate --model-dir {dir}/model --tokenizer gpt2 --prompt hi",
+     "has a vocabulary of 257 tokens, but the gpt2 tokenizer has 50257", 1},
+    {"generate_on_a_grid_of_other_ranks", "generate --model-dir {dir}/model --tokenizer byte --prompt hi --grid "
+     "data=1,z=1,y=2,x=1", "2 ranks", 2},
     {"memorization_study_batch_not_dividing_the_canaries", "memorization study --out {dir}/study --batch 3",
      "--batch 3 does not divide the 64 fine-tuning canaries", 2},
     {"memorization_study_unknown_size", "memorization study --out {dir}/study --sizes XXL",
@@ -349,6 +370,35 @@ TEST_F(CommandLineErrors, MemorizationEvalOfACheckpointPrintsItsScores) {
     double const token_match = report["members"]["token_match"];
     EXPECT_GE(token_match, 0.0);
     EXPECT_LE(token_match, 1.0);
+}
+
+// Not an error: `axonn generate` of a trained checkpoint, one prompt per line, prints each continuation, and
+// generates the same from the checkpoint exported to Hugging Face's format.
+TEST_F(CommandLineErrors, GenerateFromACheckpointPrintsEachContinuation) {
+    std::ofstream(dir_ / "prompts.txt") << "It is\n\nShe said\n";
+    CommandResult const result = run_axonn(
+        with_dir("generate --model-dir {dir}/model --tokenizer byte --prompt-file {dir}/prompts.txt "
+                 "--max-new-tokens 5 --greedy --json"),
+        dir_);
+    ASSERT_EQ(result.exit_status, 0) << result.stderr_text;
+    EXPECT_NE(result.stderr_text.find("generated 10 tokens for 2 prompt(s)"), std::string::npos) << result.stderr_text;
+    nlohmann::json const report = nlohmann::json::parse(read_text(dir_ / "stdout.txt"));
+    ASSERT_EQ(report.size(), 2u);
+    EXPECT_EQ(report[0]["prompt"], "It is");
+    EXPECT_EQ(report[1]["prompt"], "She said");
+    EXPECT_EQ(report[1]["prompt_tokens"], 8);
+    for (nlohmann::json const& entry : report) {
+        ASSERT_EQ(entry["tokens"].size(), 5u);
+        for (int token : entry["tokens"]) EXPECT_TRUE(token >= 0 && token < 257);
+    }
+    // The same model exported to Hugging Face's format continues the prompts alike.
+    ASSERT_EQ(run_axonn(with_dir("export --format hf {dir}/model {dir}/model_hf"), dir_).exit_status, 0);
+    CommandResult const from_hf = run_axonn(
+        with_dir("generate --model-dir {dir}/model_hf --tokenizer byte --prompt-file {dir}/prompts.txt "
+                 "--max-new-tokens 5 --greedy --json"),
+        dir_);
+    ASSERT_EQ(from_hf.exit_status, 0) << from_hf.stderr_text;
+    EXPECT_EQ(nlohmann::json::parse(read_text(dir_ / "stdout.txt")), report);
 }
 
 TEST_P(CommandLineErrors, OneLineErrorAndNonZeroExit) {

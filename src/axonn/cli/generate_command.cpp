@@ -14,6 +14,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 
 namespace axonn {
 namespace {
@@ -108,10 +109,15 @@ void add_generate_command(CLI::App& app) {
         options->prompts = prompt_file->empty() ? std::vector<std::string>{*prompt} : read_prompt_file(*prompt_file);
         if (*greedy) options->sample.temperature = 0.0f;
         if (options->tokenizer_dir.empty()) options->tokenizer_dir = default_gpt2_dir();
+        // One prompt streams: the prompt once the model is loaded and checked, then each token's text.
         bool const stream = !*json && options->prompts.size() == 1;
-        if (stream && is_leader()) fmt::print("{}", options->prompts.front());
+        bool echoed = false;
+        auto const echo_prompt = [&] {
+            if (!std::exchange(echoed, true)) fmt::print("{}", options->prompts.front());
+        };
         GenerationJobResult const result = run_generation(*options, [&](std::string_view piece) {
             if (!stream) return;
+            echo_prompt();
             fmt::print("{}", piece);
             std::fflush(stdout);
         });
@@ -119,6 +125,7 @@ void add_generate_command(CLI::App& app) {
         if (*json) {
             print_json(*options, result);
         } else if (stream) {
+            echo_prompt();
             fmt::print("\n");
         } else {
             for (std::size_t p = 0; p < result.completions.size(); ++p) {
