@@ -1,10 +1,10 @@
 #include "axonn/model/gpt.h"
 
 #include "axonn/core/error.h"
-#include "axonn/core/rng.h"
 #include "axonn/core/trace.h"
 #include "axonn/parallel/layernorm.h"
 #include "axonn/parallel/linear.h"
+#include "axonn/parallel/parameter_init.h"
 #include "axonn/parallel/vocab_parallel.h"
 
 #include <algorithm>
@@ -182,7 +182,8 @@ constexpr std::array<Param, 12> layer_params = {Param::fcprojw, Param::fcprojb, 
 
 GptMemory gpt_memory(GptConfig const& config, GridShape const& grid, int local_batch, int seq,
                      GptOptions const& options) {
-    std::int64_t const parameters = ShardLayout(config, GridPosition{grid}).total();
+    ShardLayout const layout = gpt_layout(config, GridPosition{grid});
+    std::int64_t const parameters = layout.total();
     std::int64_t const gemm_bytes = dtype_size(options.precision);  // per element of a GEMM's weight or operand
     bool const mixed = options.precision != DType::f32;
     LocalDims const dims(config, grid, local_batch, seq);
@@ -198,7 +199,7 @@ GptMemory gpt_memory(GptConfig const& config, GridShape const& grid, int local_b
         buffer(GradScatter::buffer_numel(grid.z, max_linear_block(dims), scatter_ring)) * 4 +
         buffer(GradScatter::staging_numel(grid.z, max_linear_block(dims), scatter_ring, options.grad_comm)) * 2 +
         buffer(wte_grad_sent_numel(dims, grid.z, options.grad_comm)) * 2 +
-        buffer(GradientSync::mirror_numel(ShardLayout(config, GridPosition{grid}), grid.data, options.grad_comm)) * 2 +
+        buffer(GradientSync::mirror_numel(layout, grid.data, options.grad_comm)) * 2 +
         buffer(bf16_staging_numel(dims, grid, options.precision)) * gemm_bytes +
         bf16_operand_numel(dims, options.precision) * 2;
     return {parameters * 4 + (mixed ? parameters * gemm_bytes : 0), parameters * 4, 2 * parameters * 4,
@@ -220,7 +221,7 @@ double Gpt::global_loss_weight(std::span<Batch const> passes) {
 Gpt::Gpt(GptConfig const& config, Backend& backend, ProcessGrid& grid, int local_batch, int max_seq,
          GptOptions const& options)
     : config_(config), backend_(backend), grid_(grid), max_batch_(local_batch), max_seq_(max_seq), options_(options),
-      layout_(config, GridPosition::of(grid)) {
+      layout_(gpt_layout(config, GridPosition::of(grid))) {
     config_.validate();
     invariant(backend.gemm_dtype() == options.precision, "a model in {} needs a backend made for it, not {}",
               dtype_name(options.precision), dtype_name(backend.gemm_dtype()));
@@ -258,8 +259,8 @@ Gpt::~Gpt() = default;
 
 std::vector<ParamSegment> Gpt::segments() const {
     std::vector<ParamSegment> segments;
-    for (auto const& spec : gpt_parameter_specs(config_)) {
-        segments.push_back({layout_.offset(spec.id), layout_.local_numel(spec.id), spec.decay});
+    for (int id = 0; id < layout_.count(); ++id) {
+        segments.push_back({layout_.offset(id), layout_.local_numel(id), layout_.param(id).decay});
     }
     return segments;
 }
@@ -270,26 +271,7 @@ VocabSlice Gpt::vocab_slice() const {
     return {begin, rows, std::clamp(config_.vocab_size - begin, 0, rows)};
 }
 
-void Gpt::init_weights(std::uint64_t seed) {
-    for (auto const& spec : gpt_parameter_specs(config_)) {
-        float* values = param(spec.id);
-        std::int64_t const numel = layout_.local_numel(spec.id);
-        PhiloxKey const key{seed, static_cast<std::uint64_t>(spec.id) + 1};
-        for (std::int64_t i = 0; i < numel; ++i) {
-            switch (spec.init) {
-                case ParamInit::normal: {
-                    std::int64_t const index = layout_.serial_index(spec.id, i);
-                    // The padding rows of wte are never looked up and their logits are masked: exactly zero.
-                    bool const padding = spec.id == Param::wte && index / config_.n_embd >= config_.vocab_size;
-                    values[i] = padding ? 0.0f : static_cast<float>(spec.init_std * standard_normal(key, index));
-                    break;
-                }
-                case ParamInit::ones: values[i] = 1.0f; break;
-                case ParamInit::zeros: values[i] = 0.0f; break;
-            }
-        }
-    }
-}
+void Gpt::init_weights(std::uint64_t seed) { init_parameters(layout_, params(), seed); }
 
 float const* Gpt::logits() const {
     ActivationLayout const a(LocalDims(config_, grid_.shape(), max_batch_, max_seq_), options_.recompute);
@@ -483,11 +465,11 @@ void Gpt::backward() {
     backward_ready_ = false;
     GradWrite const write = pass_.first ? GradWrite::overwrite : GradWrite::accumulate;
     if (write == GradWrite::overwrite) {
-        for (auto const& spec : gpt_parameter_specs(config_)) {
-            if (std::find(gemm_written_grads.begin(), gemm_written_grads.end(), spec.id) != gemm_written_grads.end()) {
+        for (int id = 0; id < layout_.count(); ++id) {
+            if (std::find(gemm_written_grads.begin(), gemm_written_grads.end(), Param{id}) != gemm_written_grads.end()) {
                 continue;
             }
-            std::fill_n(grad(spec.id), layout_.local_numel(spec.id), 0.0f);
+            std::fill_n(grad(Param{id}), layout_.local_numel(id), 0.0f);
         }
     }
     if (pass_.last) sync_->begin(gradients_.data<float>());
@@ -625,8 +607,8 @@ void Gpt::backward_layer(int l, int slot, Batch const& batch, GradWrite write) {
 
 double Gpt::gradient_norm() {
     double squares = 0.0;
-    for (auto const& spec : gpt_parameter_specs(config_)) {
-        if (layout_.owns(spec.id)) squares += backend_.sum_of_squares(grad(spec.id), layout_.local_numel(spec.id));
+    for (int id = 0; id < layout_.count(); ++id) {
+        if (layout_.owns(id)) squares += backend_.sum_of_squares(grad(Param{id}), layout_.local_numel(id));
     }
     grid_.comm(Group::tensor).all_reduce(&squares, 1);
     return std::sqrt(squares);

@@ -2,7 +2,7 @@
 
 #include "axonn/kernels/cpu/attention.h"
 #include "axonn/parallel/linear.h"
-#include "axonn/parallel/shard_layout.h"
+#include "axonn/model/gpt_parameters.h"
 
 #include <algorithm>
 #include <cmath>
@@ -96,7 +96,7 @@ ComputeTimes compute_times(StepShape const& step, MachineProfile const& machine,
     ComputeTimes times;
     times.gemm = passes * ((forwards + 2) * layer_linears + (forwards + 2.5) * attention + 3 * head);
     // AdamW reads and writes 28 bytes per local parameter; the norm reads the gradients once more.
-    ShardLayout const layout(step.model, GridPosition{g});
+    ShardLayout const layout = gpt_layout(step.model, GridPosition{g});
     double const optimizer = 32.0 * static_cast<double>(layout.total()) / machine.memory_bandwidth;
     times.other = passes * ((forwards + 2) * layer_elementwise + 3 * edge_elementwise) + optimizer;
     double const later_chunks = (chunks - 1) / chunks;

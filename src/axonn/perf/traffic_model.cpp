@@ -1,7 +1,7 @@
 #include "axonn/perf/traffic_model.h"
 
 #include "axonn/parallel/linear.h"
-#include "axonn/parallel/shard_layout.h"
+#include "axonn/model/gpt_parameters.h"
 
 namespace axonn {
 namespace {
@@ -104,11 +104,11 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     // Gradient sync, in the last pass: one slice per tensor and layer, over Z for the tensors replicated there
     // (the Z-sharded ones were reduce-scattered; always fp32), then over data for all (in the gradients'
     // communication type). The last ones reported (layer 0, the embeddings) have no backward left to hide behind.
-    ShardLayout const layout(step.model, GridPosition{g});
-    for (ParamSpec const& spec : gpt_parameter_specs(step.model)) {
-        ShardSpec const& shard = layout.spec(spec.id);
+    ShardLayout const layout = gpt_layout(step.model, GridPosition{g});
+    for (int id = 0; id < layout.count(); ++id) {
+        ShardSpec const& shard = layout.spec(id);
         std::uint64_t const slices = static_cast<std::uint64_t>(shard.layers);
-        std::uint64_t const slice_numel = static_cast<std::uint64_t>(layout.local_numel(spec.id)) / slices;
+        std::uint64_t const slice_numel = static_cast<std::uint64_t>(layout.local_numel(id)) / slices;
         for (Group group : {Group::z, Group::data}) {
             if (group == Group::z && shard.z_flattened) continue;
             std::uint64_t const slice_bytes = slice_numel * (group == Group::z ? f32 : gc);
