@@ -229,10 +229,13 @@ public:
         json const root = parse_tokenizer_file(path);
         require_supported(path, root);
         json const& model = root["model"];
+        json const& vocab = member(path, model, "vocab", &json::is_object, "an object");
+        json const& merges = member(path, model, "merges", &json::is_array, "a list");
+        std::vector<AddedToken> added = read_added_tokens(path, root);
         ignore_merges_ = flag(model, "ignore_merges");
-        read_vocabulary(path, member(path, model, "vocab", &json::is_object, "an object"));
-        read_merges(path, member(path, model, "merges", &json::is_array, "a list"));
-        add_tokens(path, read_added_tokens(path, root));
+        read_vocabulary(path, vocab);
+        read_merges(path, merges);
+        add_tokens(path, std::move(added));
     }
 
     std::vector<std::int32_t> encode(std::string_view text) const override {
