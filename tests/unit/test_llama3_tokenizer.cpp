@@ -202,7 +202,7 @@ TEST_F(Llama3Tokenizer, WholeAustenCorpusGivesTheReferenceIdsAndRoundTrips) {
     std::vector<Ids> const expected = reference_ids({text});
     ASSERT_EQ(expected.size(), 1u);
     Ids const ids = llama3().encode(text);
-    EXPECT_GT(ids.size(), 900'000u);  // about 1.1 million tokens: the whole text, not a part of it
+    EXPECT_GT(ids.size(), 950'000u);  // 958,495 tokens: the whole text, not a part of it
     EXPECT_TRUE(same_ids(ids, expected[0]));
     EXPECT_EQ(llama3().decode(ids), text);
 }
