@@ -1,5 +1,6 @@
 #include "axonn/io/byte_level_bpe.h"
 
+#include "axonn/core/error.h"
 #include "axonn/io/utf8.h"
 
 #include <queue>
@@ -46,6 +47,17 @@ std::optional<std::string> ByteSpelling::bytes(std::string_view spelled) const {
 std::int32_t find_token(Vocabulary const& vocabulary, std::string const& raw) {
     auto const found = vocabulary.find(raw);
     return found == vocabulary.end() ? -1 : found->second;
+}
+
+std::string decode_tokens(std::vector<std::string> const& tokens, std::span<std::int32_t const> ids,
+                          std::string_view vocabulary) {
+    auto const size = static_cast<std::int32_t>(tokens.size());
+    std::string text;
+    for (std::int32_t id : ids) {
+        require(id >= 0 && id < size, "token id {} is outside the {} vocabulary 0..{}", id, vocabulary, size - 1);
+        text += tokens[id];
+    }
+    return text;
 }
 
 std::optional<int> BytePairMerger::missing_byte(Vocabulary const& vocabulary) {

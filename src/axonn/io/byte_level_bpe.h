@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -29,6 +30,11 @@ using Vocabulary = std::unordered_map<std::string, std::int32_t>;  // raw bytes 
 
 // The id of `raw`, or -1 if the vocabulary lacks it.
 std::int32_t find_token(Vocabulary const& vocabulary, std::string const& raw);
+
+// The bytes of `ids`, each the index of its bytes in `tokens`; an id outside them is an axonn::Error naming
+// `vocabulary` ("GPT-2", "Llama 3").
+std::string decode_tokens(std::vector<std::string> const& tokens, std::span<std::int32_t const> ids,
+                          std::string_view vocabulary);
 
 // Turns a piece of text into tokens: one per byte, then the adjacent pairs merged in the order of their ranks.
 class BytePairMerger {

@@ -260,13 +260,7 @@ public:
     }
 
     std::string decode(std::span<std::int32_t const> ids) const override {
-        std::string text;
-        for (std::int32_t id : ids) {
-            require(id >= 0 && id < vocab_size(), "token id {} is outside the Llama 3 vocabulary 0..{}", id,
-                    vocab_size() - 1);
-            text += tokens_[id];
-        }
-        return text;
+        return decode_tokens(tokens_, ids, "Llama 3");
     }
 
     std::int32_t vocab_size() const override { return static_cast<std::int32_t>(tokens_.size()); }
