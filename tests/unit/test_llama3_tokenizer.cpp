@@ -277,7 +277,8 @@ std::vector<BadFile> bad_files() {
         {"MissingMerges", with(shape, "/model/merges"_json_pointer, nullptr).dump(), "\"merges\" is not a list"},
         {"NoByteTokens", shape.dump(), "no vocabulary token for byte 0"},
         {"AddedTokenStripsSpace",
-         with(shape, "/added_tokens"_json_pointer, json::array({json{{"id", 0}, {"content", "<|x|>"}, {"lstrip", true}}}))
+         with(shape, "/added_tokens"_json_pointer,
+              json::array({json{{"id", 0}, {"content", "<|x|>"}, {"lstrip", true}}}))
              .dump(),
          "sets lstrip"},
     };

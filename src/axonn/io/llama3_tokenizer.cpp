@@ -57,7 +57,8 @@ template <typename... Args>
 [[noreturn]] void fail_unsupported(std::filesystem::path const& path, fmt::format_string<Args...> detail,
                                    Args&&... args) {
     fail("tokenizer file {} is not supported ({}): axonn reads byte-level BPE tokenizers that split text with Llama "
-         "3's pattern, as Llama 3's tokenizer.json does", path.string(), fmt::format(detail, std::forward<Args>(args)...));
+         "3's pattern, as Llama 3's tokenizer.json does",
+         path.string(), fmt::format(detail, std::forward<Args>(args)...));
 }
 
 json parse_tokenizer_file(std::filesystem::path const& path) {
@@ -119,8 +120,8 @@ void require_llama3_pre_tokenizer(std::filesystem::path const& path, json const&
     json const& split = steps[0];
     auto const pattern = split.find("pattern");
     bool const llama3_split = pattern != split.end() && pattern->is_object() &&
-                              text_of(*pattern, "Regex") == llama3_pattern && text_of(split, "behavior") == "Isolated" &&
-                              !flag(split, "invert");
+                              text_of(*pattern, "Regex") == llama3_pattern &&
+                              text_of(split, "behavior") == "Isolated" && !flag(split, "invert");
     if (!llama3_split) fail_unsupported(path, "the Split pre-tokenizer is not Llama 3's pattern, isolated");
     if (flag(steps[1], "use_regex") || flag(steps[1], "add_prefix_space")) {
         fail_unsupported(path, "the ByteLevel pre-tokenizer has use_regex or add_prefix_space set");

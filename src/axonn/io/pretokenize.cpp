@@ -18,8 +18,8 @@ struct CodePointRange {
 
 template <std::size_t count>
 bool in_ranges(std::array<CodePointRange, count> const& ranges, char32_t c) {
-    auto const after = std::upper_bound(ranges.begin(), ranges.end(), c,
-                                        [](char32_t value, CodePointRange const& range) { return value < range.first; });
+    auto const before = [](char32_t value, CodePointRange const& range) { return value < range.first; };
+    auto const after = std::upper_bound(ranges.begin(), ranges.end(), c, before);
     return after != ranges.begin() && c <= std::prev(after)->last;
 }
 
