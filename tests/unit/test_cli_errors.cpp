@@ -418,6 +418,8 @@ TEST_F(CommandLineErrors, GenerateFromACheckpointPrintsEachContinuation) {
         dir_);
     ASSERT_EQ(from_hf.exit_status, 0) << from_hf.stderr_text;
     EXPECT_EQ(nlohmann::json::parse(read_text(dir_ / "stdout.txt")), report);
+}
+
 // Not an error: `tokenize` prints a text's ids as a JSON list (Llama 3's, as Hugging Face gives them), and
 // `tokenize --decode` of that list prints the text back, byte for byte.
 TEST_F(CommandLineErrors, TokenizeThenDecodeGivesTheTextBack) {
