@@ -134,8 +134,18 @@ struct LayerActivations {
 };
 
 // The largest Linear block [4C/G_y, C/G_x] a Z all-gather or reduce-scatter carries, and all four of a layer.
-std::int64_t max_linear_block(LocalDims const& d) { return static_cast<std::int64_t>(4) * d.Cy * d.Cx; }
-std::int64_t layer_linear_blocks(LocalDims const& d) { return static_cast<std::int64_t>(12) * d.Cy * d.Cx; }
+// A Linear's [rows/G_rows, cols/G_cols] block before the Z split: what its Z all-gather returns.
+std::int64_t linear_block(ShardLayout const& layout, Param id) { return layout.block_rows(id) * layout.block_cols(id); }
+std::int64_t max_linear_block(ShardLayout const& layout) {
+    std::int64_t largest = 0;
+    for (Param id : layer_linears) largest = std::max(largest, linear_block(layout, id));
+    return largest;
+}
+std::int64_t layer_linear_blocks(ShardLayout const& layout) {
+    std::int64_t total = 0;
+    for (Param id : layer_linears) total += linear_block(layout, id);
+    return total;
+}
 std::int64_t wte_block(LocalDims const& d) { return static_cast<std::int64_t>(d.Vpy) * d.Cx; }
 
 // The embedding's block gathered over Z (and its gradient), which stay from the lookup to the LM head and through
@@ -161,8 +171,8 @@ std::int64_t bf16_operand_numel(LocalDims const& d, DType precision) {
     std::int64_t const widest_input = std::max<std::int64_t>(4LL * d.Cy, d.Cx);
     return d.BT * (widest_rows + widest_input);
 }
-std::int64_t cached_weight_numel(LocalDims const& d, GptOptions const& options) {
-    return options.cache_weights ? d.L * layer_linear_blocks(d) : 0;
+std::int64_t cached_weight_numel(LocalDims const& d, ShardLayout const& layout, GptOptions const& options) {
+    return options.cache_weights ? d.L * layer_linear_blocks(layout) : 0;
 }
 
 // A ring of one layer's four Linears: a weight gradient's reduce-scatter has a layer's backward to finish in.
@@ -194,10 +204,10 @@ GptMemory gpt_memory(GptConfig const& config, GridShape const& grid, int local_b
     auto buffer = [](std::int64_t numel) { return std::max<std::int64_t>(1, numel); };
     std::int64_t const workspace_bytes =
         buffer(wte_workspace_numel(dims, grid.z)) * (gemm_bytes + 4) +
-        buffer(WeightGather::buffer_numel(grid.z, max_linear_block(dims), cached_weight_numel(dims, options))) *
+        buffer(WeightGather::buffer_numel(grid.z, max_linear_block(layout), cached_weight_numel(dims, layout, options))) *
             gemm_bytes +
-        buffer(GradScatter::buffer_numel(grid.z, max_linear_block(dims), scatter_ring)) * 4 +
-        buffer(GradScatter::staging_numel(grid.z, max_linear_block(dims), scatter_ring, options.grad_comm)) * 2 +
+        buffer(GradScatter::buffer_numel(grid.z, max_linear_block(layout), scatter_ring)) * 4 +
+        buffer(GradScatter::staging_numel(grid.z, max_linear_block(layout), scatter_ring, options.grad_comm)) * 2 +
         buffer(wte_grad_sent_numel(dims, grid.z, options.grad_comm)) * 2 +
         buffer(GradientSync::mirror_numel(layout, grid.data, options.grad_comm)) * 2 +
         buffer(bf16_staging_numel(dims, grid, options.precision)) * gemm_bytes +
@@ -247,9 +257,10 @@ Gpt::Gpt(GptConfig const& config, Backend& backend, ProcessGrid& grid, int local
         Tensor({std::max<std::int64_t>(1, wte_grad_sent_numel(dims, shape.z, options_.grad_comm))}, DType::bf16);
     activation_staging_ =
         Tensor({std::max<std::int64_t>(1, bf16_staging_numel(dims, shape, options_.precision))}, options_.precision);
-    weights_ = std::make_unique<WeightGather>(grid.comm(Group::z_prefetch), options_.precision, max_linear_block(dims),
-                                              options_.overlap, cached_weight_numel(dims, options_));
-    weight_grads_ = std::make_unique<GradScatter>(backend, grid.comm(Group::z), max_linear_block(dims), scatter_ring,
+    weights_ = std::make_unique<WeightGather>(grid.comm(Group::z_prefetch), options_.precision,
+                                              max_linear_block(layout_), options_.overlap,
+                                              cached_weight_numel(dims, layout_, options_));
+    weight_grads_ = std::make_unique<GradScatter>(backend, grid.comm(Group::z), max_linear_block(layout_), scatter_ring,
                                                   options_.overlap, options_.grad_comm);
     sync_ = std::make_unique<GradientSync>(layout_, backend, grid.comm(Group::z), grid.comm(Group::data),
                                            *weight_grads_, options_.overlap, options_.grad_comm);
@@ -316,13 +327,13 @@ WeightView Gpt::gathered_wte() const {
 // The weights' uses of a pass in execution order: each layer's four Linears forward; in training, then the
 // backward's, last layer first, each recomputed layer's forward uses before its backward's.
 std::vector<WeightUse> Gpt::weight_schedule(bool training) const {
-    std::int64_t const C = config_.n_embd, Cx = C / grid_.shape().x, Cy = C / grid_.shape().y;
-    auto use = [&](Param id, int l, std::int64_t block) {
-        return WeightUse{gemm_weight(id, l * (layout_.local_numel(id) / config_.n_layer)), block};
-    };
     auto forward_uses = [&](int l) {
-        return std::array{use(Param::qkvw, l, 3 * Cy * Cx), use(Param::attprojw, l, Cx * Cy),
-                          use(Param::fcw, l, 4 * Cy * Cx), use(Param::fcprojw, l, 4 * Cy * Cx)};
+        std::array<WeightUse, layer_linears.size()> uses;
+        for (std::size_t i = 0; i < layer_linears.size(); ++i) {
+            Param const id = layer_linears[i];
+            uses[i] = {gemm_weight(id, l * (layout_.local_numel(id) / config_.n_layer)), linear_block(layout_, id)};
+        }
+        return uses;
     };
     std::vector<WeightUse> schedule;
     for (int l = 0; l < config_.n_layer; ++l) {
