@@ -20,6 +20,9 @@
 #include "axonn/kernels/cpu/layernorm.h"
 #include "axonn/kernels/cpu/linear.h"
 #include "axonn/kernels/cpu/residual.h"
+#include "axonn/kernels/cpu/rmsnorm.h"
+#include "axonn/kernels/cpu/rope.h"
+#include "axonn/kernels/cpu/swiglu.h"
 
 #include "axonn/core/rng.h"
 
@@ -167,6 +170,49 @@ std::vector<KernelCase> kernel_cases() {
                          layernorm_backward<double>(at(d, "dinp"), at(d, "dweight"), at(d, "dbias"), dout.data(),
                                                     at(in, "inp"), at(in, "weight"), mean.data(), rstd.data(),
                                                     stats.data(), N_rows, C, C);
+                     }});
+    // RMSNorm with Llama 3's epsilon.
+    cases.push_back({"rmsnorm", {{"inp", N_rows * C, 2.0}, {"weight", C, 1.5}}, N_rows * C, {},
+                     AXONN_FORWARD(std::vector<T> rstd(N_rows); std::vector<double> stats(N_rows);
+                                   rmsnorm_statistics<T>(stats.data(), at(in, "inp"), N_rows, C);
+                                   rmsnorm_forward<T>(out.data(), rstd.data(), at(in, "inp"), at(in, "weight"),
+                                                      stats.data(), N_rows, C, C, 1e-5)),
+                     AXONN_BACKEND_FORWARD(std::vector<float> rstd(N_rows); std::vector<double> stats(N_rows);
+                                           k.rmsnorm_statistics(stats.data(), at(in, "inp"), N_rows, C);
+                                           k.rmsnorm_forward(out.data(), rstd.data(), at(in, "inp"), at(in, "weight"),
+                                                             stats.data(), N_rows, C, C, 1e-5)),
+                     [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
+                         std::vector<double> out(N_rows * C), rstd(N_rows), stats(N_rows);
+                         rmsnorm_statistics<double>(stats.data(), at(in, "inp"), N_rows, C);
+                         rmsnorm_forward<double>(out.data(), rstd.data(), at(in, "inp"), at(in, "weight"),
+                                                 stats.data(), N_rows, C, C, 1e-5);
+                         rmsnorm_backward_statistics<double>(stats.data(), dout.data(), at(in, "inp"),
+                                                             at(in, "weight"), rstd.data(), N_rows, C);
+                         rmsnorm_backward<double>(at(d, "dinp"), at(d, "dweight"), dout.data(), at(in, "inp"),
+                                                  at(in, "weight"), rstd.data(), stats.data(), N_rows, C, C);
+                     }});
+    cases.push_back({"swiglu", {{"inp", N_rows * 2 * 5, 3.0}}, N_rows * 5, {},
+                     AXONN_FORWARD(swiglu_forward<T>(out.data(), at(in, "inp"), N_rows, 5)),
+                     AXONN_BACKEND_FORWARD(k.swiglu_forward(out.data(), at(in, "inp"), N_rows, 5)),
+                     [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
+                         swiglu_backward<double>(at(d, "dinp"), at(in, "inp"), dout.data(), N_rows, 5);
+                     }});
+    // Rotary embeddings of 2 heads of 4 channels at the start of rows of 11 (the other 3 pass through), from
+    // position 3 (a continuation), with Llama 3's rescaled frequencies. The kernel works in place: the case
+    // copies its input first, and the backward rotates a copy of dout back and adds it.
+    cases.push_back({"rope", {{"x", B * T_ * 11, 2.0}}, B * T_ * 11, {},
+                     AXONN_FORWARD(out.assign(in.at("x").begin(), in.at("x").end());
+                                   std::vector<double> const inv_freq = rope_inverse_frequencies(4, 10.0, RopeScaling{});
+                                   rope_rotate<T>(out.data(), inv_freq.data(), B, T_, 2, 4, 11, 3, +1)),
+                     AXONN_BACKEND_FORWARD(out.assign(in.at("x").begin(), in.at("x").end());
+                                           std::vector<double> const inv_freq =
+                                               rope_inverse_frequencies(4, 10.0, RopeScaling{});
+                                           k.rope_rotate(out.data(), inv_freq.data(), B, T_, 2, 4, 11, 3, +1)),
+                     [](Buffers<double>&, std::vector<double> const& dout, Buffers<double>& d) {
+                         std::vector<double> back = dout;
+                         std::vector<double> const inv_freq = rope_inverse_frequencies(4, 10.0, RopeScaling{});
+                         rope_rotate<double>(back.data(), inv_freq.data(), B, T_, 2, 4, 11, 3, -1);
+                         for (std::size_t i = 0; i < back.size(); ++i) d.at("dx")[i] += back[i];
                      }});
     cases.push_back({"gelu", {{"inp", 37, 4.0}}, 37, {}, AXONN_FORWARD(gelu_forward<T>(out.data(), at(in, "inp"), 37)),
                      AXONN_BACKEND_FORWARD(k.gelu_forward(out.data(), at(in, "inp"), 37)),

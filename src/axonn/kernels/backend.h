@@ -51,6 +51,17 @@ public:
                                     float const* weight, float const* mean, float const* rstd, double const* stats,
                                     std::int64_t N, int C, int C_total) = 0;
 
+    // RMSNorm in two phases around an all-reduce of the statistics (kernels/cpu/rmsnorm.h), Llama's:
+    // stats[N] doubles, out[N,C], rstd[N], inp[N,C], weight[C]; C of C_total channels here
+    virtual void rmsnorm_statistics(double* stats, float const* inp, std::int64_t N, int C) = 0;
+    virtual void rmsnorm_forward(float* out, float* rstd, float const* inp, float const* weight, double const* stats,
+                                 std::int64_t N, int C, int C_total, double eps) = 0;
+    virtual void rmsnorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
+                                             float const* rstd, std::int64_t N, int C) = 0;
+    virtual void rmsnorm_backward(float* dinp, float* dweight, float const* dout, float const* inp,
+                                  float const* weight, float const* rstd, double const* stats, std::int64_t N, int C,
+                                  int C_total) = 0;
+
     // out[M,N] = inp[M,K] · weight[N,K]ᵀ + bias[N]
     virtual void linear_forward(float* out, float const* inp, WeightView weight, float const* bias, std::int64_t M,
                                 std::int64_t K, std::int64_t N) = 0;
@@ -79,6 +90,16 @@ public:
     // out[n] = gelu(inp[n])
     virtual void gelu_forward(float* out, float const* inp, std::int64_t n) = 0;
     virtual void gelu_backward(float* dinp, float const* inp, float const* dout, std::int64_t n) = 0;
+
+    // out[N,F] = silu(gate) · up      inp[N,2F] = [gate | up] per row (kernels/cpu/swiglu.h)
+    virtual void swiglu_forward(float* out, float const* inp, std::int64_t N, int F) = 0;
+    virtual void swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) = 0;
+
+    // Rotary position embeddings in place (kernels/cpu/rope.h): each of `heads` heads of head_size channels at the
+    // start of every row of x[B,T,stride], token t at position first_position + t; direction +1 embeds, −1 rotates
+    // a gradient back.      inv_freq[head_size/2]
+    virtual void rope_rotate(float* x, double const* inv_freq, int B, int T, int heads, int head_size,
+                             std::int64_t stride, int first_position, int direction) = 0;
 
     // out[n] = a[n] + b[n]
     virtual void residual_forward(float* out, float const* a, float const* b, std::int64_t n) = 0;

@@ -14,6 +14,9 @@
 #include "axonn/kernels/cpu/layernorm.h"
 #include "axonn/kernels/cpu/linear.h"
 #include "axonn/kernels/cpu/residual.h"
+#include "axonn/kernels/cpu/rmsnorm.h"
+#include "axonn/kernels/cpu/rope.h"
+#include "axonn/kernels/cpu/swiglu.h"
 
 #include <fmt/format.h>
 
@@ -69,6 +72,39 @@ void CpuBackend::encoder_backward(float* dwte, float* dwpe, float const* dout, s
                                   int T, int C, int vocab_begin, int vocab_rows) {
     TraceSpan const span("encoder_backward", TraceTrack::kernels);
     cpu::encoder_backward(dwte, dwpe, dout, tokens, B, T, C, vocab_begin, vocab_rows);
+}
+void CpuBackend::rmsnorm_statistics(double* stats, float const* inp, std::int64_t N, int C) {
+    TraceSpan const span("rmsnorm_statistics", TraceTrack::kernels);
+    cpu::rmsnorm_statistics(stats, inp, N, C);
+}
+void CpuBackend::rmsnorm_forward(float* out, float* rstd, float const* inp, float const* weight, double const* stats,
+                                 std::int64_t N, int C, int C_total, double eps) {
+    TraceSpan const span("rmsnorm_forward", TraceTrack::kernels);
+    cpu::rmsnorm_forward(out, rstd, inp, weight, stats, N, C, C_total, eps);
+}
+void CpuBackend::rmsnorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
+                                             float const* rstd, std::int64_t N, int C) {
+    TraceSpan const span("rmsnorm_backward_statistics", TraceTrack::kernels);
+    cpu::rmsnorm_backward_statistics(stats, dout, inp, weight, rstd, N, C);
+}
+void CpuBackend::rmsnorm_backward(float* dinp, float* dweight, float const* dout, float const* inp,
+                                  float const* weight, float const* rstd, double const* stats, std::int64_t N, int C,
+                                  int C_total) {
+    TraceSpan const span("rmsnorm_backward", TraceTrack::kernels);
+    cpu::rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, stats, N, C, C_total);
+}
+void CpuBackend::swiglu_forward(float* out, float const* inp, std::int64_t N, int F) {
+    TraceSpan const span("swiglu_forward", TraceTrack::kernels);
+    cpu::swiglu_forward(out, inp, N, F);
+}
+void CpuBackend::swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) {
+    TraceSpan const span("swiglu_backward", TraceTrack::kernels);
+    cpu::swiglu_backward(dinp, inp, dout, N, F);
+}
+void CpuBackend::rope_rotate(float* x, double const* inv_freq, int B, int T, int heads, int head_size,
+                             std::int64_t stride, int first_position, int direction) {
+    TraceSpan const span("rope_rotate", TraceTrack::kernels);
+    cpu::rope_rotate(x, inv_freq, B, T, heads, head_size, stride, first_position, direction);
 }
 void CpuBackend::layernorm_statistics(double* stats, float const* inp, std::int64_t N, int C) {
     TraceSpan const span("layernorm_statistics", TraceTrack::kernels);

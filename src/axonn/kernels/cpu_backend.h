@@ -24,6 +24,17 @@ public:
     void encoder_backward(float* dwte, float* dwpe, float const* dout, std::int32_t const* tokens, int B, int T, int C,
                           int vocab_begin, int vocab_rows) override;
     void layernorm_statistics(double* stats, float const* inp, std::int64_t N, int C) override;
+    void rmsnorm_statistics(double* stats, float const* inp, std::int64_t N, int C) override;
+    void rmsnorm_forward(float* out, float* rstd, float const* inp, float const* weight, double const* stats,
+                         std::int64_t N, int C, int C_total, double eps) override;
+    void rmsnorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
+                                     float const* rstd, std::int64_t N, int C) override;
+    void rmsnorm_backward(float* dinp, float* dweight, float const* dout, float const* inp, float const* weight,
+                          float const* rstd, double const* stats, std::int64_t N, int C, int C_total) override;
+    void swiglu_forward(float* out, float const* inp, std::int64_t N, int F) override;
+    void swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) override;
+    void rope_rotate(float* x, double const* inv_freq, int B, int T, int heads, int head_size, std::int64_t stride,
+                     int first_position, int direction) override;
     void layernorm_forward(float* out, float* mean, float* rstd, float const* inp, float const* weight,
                            float const* bias, double const* stats, std::int64_t N, int C, int C_total) override;
     void layernorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,

@@ -1,0 +1,16 @@
+// SwiGLU, Llama's MLP activation: silu(gate) · up, silu(g) = g · sigmoid(g). The MLP's gate and up projections are
+// one Linear whose output row holds [gate (F) | up (F)] (on a Y rank: its F/G_y matching rows of each), so the
+// activation halves the width.
+#pragma once
+
+#include <cstdint>
+
+namespace axonn::cpu {
+
+// out[N,F] = silu(gate) · up      inp[N,2F] = [gate | up] per row
+template <typename T> void swiglu_forward(T* out, T const* inp, std::int64_t N, int F);
+
+// dinp[N,2F] += [dout · up · silu'(gate) | dout · silu(gate)]      inp[N,2F], dout[N,F]
+template <typename T> void swiglu_backward(T* dinp, T const* inp, T const* dout, std::int64_t N, int F);
+
+}  // namespace axonn::cpu
