@@ -63,8 +63,8 @@ void BM_AttentionForwardBackward(benchmark::State& state) {
     std::vector<float> qkv(tokens * 3 * C, 0.1f), out(tokens * C), lse(batch * NH * seq), dqkv(tokens * 3 * C),
         dout(tokens * C, 0.01f);
     for (auto _ : state) {
-        attention_forward(out.data(), lse.data(), qkv.data(), batch, seq, C, NH);
-        attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), batch, seq, C, NH);
+        attention_forward(out.data(), lse.data(), qkv.data(), batch, seq, C, NH, NH);
+        attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), batch, seq, C, NH, NH);
     }
     double const flops = 7.0 * 2.0 * static_cast<double>(attention_scores_computed(seq)) * (C / NH) * batch * NH;
     state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
@@ -81,11 +81,11 @@ void BM_AttentionForwardBackwardBf16(benchmark::State& state) {
     std::vector<axonn::bfloat16> qkv_bf16(qkv.size()), dout_bf16(dout.size());
     for (auto _ : state) {
         to_bf16(qkv_bf16.data(), qkv.data(), static_cast<std::int64_t>(qkv.size()));
-        attention_forward_bf16(out.data(), lse.data(), qkv_bf16.data(), batch, seq, C, NH);
+        attention_forward_bf16(out.data(), lse.data(), qkv_bf16.data(), batch, seq, C, NH, NH);
         to_bf16(qkv_bf16.data(), qkv.data(), static_cast<std::int64_t>(qkv.size()));
         to_bf16(dout_bf16.data(), dout.data(), static_cast<std::int64_t>(dout.size()));
         attention_backward_bf16(dqkv.data(), dout_bf16.data(), qkv_bf16.data(), out.data(), lse.data(), batch, seq, C,
-                                NH);
+                                NH, NH);
     }
     double const flops = 7.0 * 2.0 * static_cast<double>(attention_scores_computed(seq)) * (C / NH) * batch * NH;
     state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);

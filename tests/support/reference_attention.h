@@ -1,6 +1,7 @@
 // Causal attention the plain way, kept as the fused kernels' reference: the full [T,T] probabilities of every
 // head, softmax row by row, then the backward through them. Same layout as kernels/cpu/attention.h:
-// qkv[B,T,3C] with [q | k | v] per token, out[B,T,C], dqkv[B,T,3C] (+=). Written for double, with std::exp.
+// qkv[B,T,W] with [q (C) | k (NKV·hs) | v (NKV·hs)] per token (W = C + 2·NKV·hs; query head h uses key/value head
+// h / (NH/NKV)), out[B,T,C], dqkv[B,T,W] (+=). Written for double, with std::exp.
 #pragma once
 
 #include <algorithm>
@@ -11,15 +12,20 @@
 namespace axonn::testing {
 
 struct ReferenceAttention {
-    int B, T, C, NH;
+    int B, T, C, NH, NKV;
     std::vector<double> probabilities;  // [B,NH,T,T], zero above the diagonal
 
     double& p(int b, int h, int i, int j) { return probabilities[((static_cast<std::size_t>(b) * NH + h) * T + i) * T + j]; }
-    double q(double const* qkv, int b, int t, int part, int h, int d) const {
-        return qkv[(static_cast<std::size_t>(b) * T + t) * 3 * C + part * C + h * (C / NH) + d];
+    // Where query head h's part (0 q, 1 k, 2 v) of token t sits in a [B,T,W] buffer.
+    std::size_t index(int b, int t, int part, int h, int d) const {
+        int const hs = C / NH, kv = h / (NH / NKV);
+        std::size_t const width = static_cast<std::size_t>(C) + 2 * NKV * hs;
+        int const column = part == 0 ? h * hs : C + (part - 1) * NKV * hs + kv * hs;
+        return (static_cast<std::size_t>(b) * T + t) * width + column + d;
     }
+    double q(double const* qkv, int b, int t, int part, int h, int d) const { return qkv[index(b, t, part, h, d)]; }
 
-    // out[B,T,C]      qkv[B,T,3C]
+    // out[B,T,C]      qkv[B,T,W]
     void forward(double* out, double const* qkv) {
         int const hs = C / NH;
         double const scale = 1.0 / std::sqrt(static_cast<double>(hs));
@@ -45,13 +51,11 @@ struct ReferenceAttention {
         }
     }
 
-    // dqkv[B,T,3C] += ...      dout[B,T,C], qkv[B,T,3C]; after forward()
+    // dqkv[B,T,W] += ...      dout[B,T,C], qkv[B,T,W]; after forward()
     void backward(double* dqkv, double const* dout, double const* qkv) {
         int const hs = C / NH;
         double const scale = 1.0 / std::sqrt(static_cast<double>(hs));
-        auto const grad = [&](int b, int t, int part, int h, int d) -> double& {
-            return dqkv[(static_cast<std::size_t>(b) * T + t) * 3 * C + part * C + h * hs + d];
-        };
+        auto const grad = [&](int b, int t, int part, int h, int d) -> double& { return dqkv[index(b, t, part, h, d)]; };
         for (int b = 0; b < B; ++b) {
             for (int h = 0; h < NH; ++h) {
                 for (int i = 0; i < T; ++i) {

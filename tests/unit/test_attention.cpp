@@ -1,6 +1,7 @@
 // The fused, tiled attention against the plain one (tests/support/reference_attention.h), which stores every
 // head's [T,T] probabilities: sequences shorter than a tile, one longer, many tiles with a ragged last one, in
-// the default tiles and in small ones. In double the two differ only in rounding (tolerance 1e-12, norm-wise);
+// the default tiles and in small ones, and grouped-query attention (fewer key/value heads than query heads, whose
+// gradients gather those of every query head of the group). In double the two differ only in rounding (tolerance 1e-12, norm-wise);
 // the fp32 kernels against the double reference on the same rounded inputs within 1e-5 (measured about 1e-7),
 // which also covers the fp32 exp approximation. The bf16 kernels (every tile GEMM on bf16 inputs: q, k, v, dout
 // and each tile of P and dS rounded to bf16, 2⁻⁹ relative each) against the same reference: out within 1e-2,
@@ -22,14 +23,14 @@ namespace axonn::cpu {
 namespace {
 
 struct AttentionCase {
-    int B, T, C, NH;
+    int B, T, C, NH, NKV;
     AttentionTiles tiles;
 };
 
 std::string case_name(::testing::TestParamInfo<AttentionCase> const& info) {
     AttentionCase const& c = info.param;
     return "B" + std::to_string(c.B) + "_T" + std::to_string(c.T) + "_C" + std::to_string(c.C) + "_NH" +
-           std::to_string(c.NH) + "_tiles" + std::to_string(c.tiles.queries) + "x" + std::to_string(c.tiles.keys);
+           std::to_string(c.NH) + "_NKV" + std::to_string(c.NKV) + "_tiles" + std::to_string(c.tiles.queries) + "x" + std::to_string(c.tiles.keys);
 }
 
 double relative_error(std::vector<double> const& actual, std::vector<double> const& expected) {
@@ -47,8 +48,8 @@ std::pair<std::vector<double>, std::vector<double>> fused(AttentionCase const& c
                                                           std::vector<double> const& dout) {
     std::vector<T> const qkv_t(qkv.begin(), qkv.end()), dout_t(dout.begin(), dout.end());
     std::vector<T> out(dout.size()), lse(static_cast<std::size_t>(c.B) * c.NH * c.T), dqkv(qkv.size(), T(0));
-    attention_forward<T>(out.data(), lse.data(), qkv_t.data(), c.B, c.T, c.C, c.NH, c.tiles);
-    attention_backward<T>(dqkv.data(), dout_t.data(), qkv_t.data(), out.data(), lse.data(), c.B, c.T, c.C, c.NH,
+    attention_forward<T>(out.data(), lse.data(), qkv_t.data(), c.B, c.T, c.C, c.NH, c.NKV, c.tiles);
+    attention_backward<T>(dqkv.data(), dout_t.data(), qkv_t.data(), out.data(), lse.data(), c.B, c.T, c.C, c.NH, c.NKV,
                           c.tiles);
     return {std::vector<double>(out.begin(), out.end()), std::vector<double>(dqkv.begin(), dqkv.end())};
 }
@@ -61,8 +62,8 @@ std::pair<std::vector<double>, std::vector<double>> fused_bf16(AttentionCase con
     to_bf16(qkv_b.data(), qkv_f.data(), static_cast<std::int64_t>(qkv_b.size()));
     to_bf16(dout_b.data(), dout_f.data(), static_cast<std::int64_t>(dout_b.size()));
     std::vector<float> out(dout.size()), lse(static_cast<std::size_t>(c.B) * c.NH * c.T), dqkv(qkv.size(), 0.0f);
-    attention_forward_bf16(out.data(), lse.data(), qkv_b.data(), c.B, c.T, c.C, c.NH, c.tiles);
-    attention_backward_bf16(dqkv.data(), dout_b.data(), qkv_b.data(), out.data(), lse.data(), c.B, c.T, c.C, c.NH,
+    attention_forward_bf16(out.data(), lse.data(), qkv_b.data(), c.B, c.T, c.C, c.NH, c.NKV, c.tiles);
+    attention_backward_bf16(dqkv.data(), dout_b.data(), qkv_b.data(), out.data(), lse.data(), c.B, c.T, c.C, c.NH, c.NKV,
                             c.tiles);
     return {std::vector<double>(out.begin(), out.end()), std::vector<double>(dqkv.begin(), dqkv.end())};
 }
@@ -72,13 +73,13 @@ class FusedAttention : public ::testing::TestWithParam<AttentionCase> {};
 TEST_P(FusedAttention, MatchesFullAttention) {
     AttentionCase const& c = GetParam();
     std::size_t const tokens = static_cast<std::size_t>(c.B) * c.T;
-    std::vector<double> qkv(tokens * 3 * c.C), dout(tokens * c.C);
+    std::vector<double> qkv(tokens * (c.C + 2 * c.NKV * (c.C / c.NH))), dout(tokens * c.C);
     // Inputs rounded to fp32, so the fp32 run and the reference see the same numbers. Scale 2 gives peaked
     // softmax rows, where the online maximum matters.
     for (std::size_t i = 0; i < qkv.size(); ++i) qkv[i] = static_cast<float>(2.0 * standard_normal({7, 1}, i));
     for (std::size_t i = 0; i < dout.size(); ++i) dout[i] = static_cast<float>(standard_normal({7, 2}, i));
 
-    testing::ReferenceAttention reference{c.B, c.T, c.C, c.NH, {}};
+    testing::ReferenceAttention reference{c.B, c.T, c.C, c.NH, c.NKV, {}};
     std::vector<double> out(dout.size()), dqkv(qkv.size(), 0.0);
     reference.forward(out.data(), qkv.data());
     reference.backward(dqkv.data(), dout.data(), qkv.data());
@@ -99,14 +100,17 @@ TEST_P(FusedAttention, MatchesFullAttention) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FusedAttention,
-                         ::testing::Values(AttentionCase{2, 1, 8, 2, {}},        // one token
-                                           AttentionCase{2, 37, 24, 3, {}},      // shorter than a tile
-                                           AttentionCase{1, 64, 16, 2, {}},      // exactly one tile
-                                           AttentionCase{1, 65, 16, 2, {}},      // one past it
-                                           AttentionCase{2, 150, 24, 2, {}},     // ragged third tile
-                                           AttentionCase{1, 29, 12, 1, {4, 4}},  // square small tiles
-                                           AttentionCase{2, 23, 12, 3, {8, 3}},  // keys narrower than queries
-                                           AttentionCase{1, 23, 12, 2, {3, 8}}), // and wider
+                         ::testing::Values(AttentionCase{2, 1, 8, 2, 2, {}},        // one token
+                                           AttentionCase{2, 37, 24, 3, 3, {}},      // shorter than a tile
+                                           AttentionCase{1, 64, 16, 2, 2, {}},      // exactly one tile
+                                           AttentionCase{1, 65, 16, 2, 2, {}},      // one past it
+                                           AttentionCase{2, 150, 24, 2, 2, {}},     // ragged third tile
+                                           AttentionCase{1, 29, 12, 1, 1, {4, 4}},  // square small tiles
+                                           AttentionCase{2, 23, 12, 3, 3, {8, 3}},  // keys narrower than queries
+                                           AttentionCase{1, 23, 12, 2, 2, {3, 8}},  // and wider
+                                           // grouped-query attention: 2 and 4 query heads per key/value head
+                                           AttentionCase{2, 37, 24, 4, 2, {}},
+                                           AttentionCase{1, 70, 32, 4, 1, {16, 8}}),
                          case_name);
 
 // The score entries computed: whole tiles along the diagonal, none above it.

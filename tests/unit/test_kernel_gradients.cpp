@@ -226,21 +226,36 @@ std::vector<KernelCase> kernel_cases() {
                          residual_backward<double>(at(d, "da"), at(d, "db"), dout.data(), 19);
                      }});
     // Fused attention in its default tiles (one tile here) and in tiles of 2 queries × 3 keys, so that the five
-    // positions cross tile boundaries, skip the tiles above the diagonal and rescale the online softmax.
-    for (AttentionTiles const tiles : {AttentionTiles{}, AttentionTiles{2, 3}}) {
-        std::string const name = tiles.queries == 2 ? "attention_small_tiles" : "attention";
-        cases.push_back({name, {{"qkv", B * T_ * 3 * C, 1.5}}, B * T_ * C, {},
-                         [tiles](Buffers<double>& in, std::vector<double>& out) {
+    // positions cross tile boundaries, skip the tiles above the diagonal and rescale the online softmax; and
+    // grouped-query attention, the three query heads sharing one key/value head, whose gradients must gather all
+    // three heads'.
+    struct AttentionVariant {
+        std::string name;
+        AttentionTiles tiles;
+        int kv_heads;
+    };
+    for (AttentionVariant const& variant : {AttentionVariant{"attention", {}, NH},
+                                            AttentionVariant{"attention_small_tiles", {2, 3}, NH},
+                                            AttentionVariant{"attention_grouped_query", {2, 3}, 1}}) {
+        AttentionTiles const tiles = variant.tiles;
+        int const NKV = variant.kv_heads;
+        int const width = C + 2 * NKV * (C / NH);  // a token's [q | k | v]
+        cases.push_back({variant.name, {{"qkv", static_cast<std::size_t>(B * T_ * width), 1.5}}, B * T_ * C, {},
+                         [tiles, NKV](Buffers<double>& in, std::vector<double>& out) {
                              std::vector<double> lse(B * NH * T_);
-                             attention_forward<double>(out.data(), lse.data(), at(in, "qkv"), B, T_, C, NH, tiles);
+                             attention_forward<double>(out.data(), lse.data(), at(in, "qkv"), B, T_, C, NH, NKV,
+                                                       tiles);
                          },
-                         AXONN_BACKEND_FORWARD(std::vector<float> lse(B * NH * T_);
-                                               k.attention_forward(out.data(), lse.data(), at(in, "qkv"), B, T_, C, NH)),
-                         [tiles](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
+                         [NKV](Backend& k, Buffers<float>& in, std::vector<float>& out) {
+                             std::vector<float> lse(B * NH * T_);
+                             k.attention_forward(out.data(), lse.data(), at(in, "qkv"), B, T_, C, NH, NKV);
+                         },
+                         [tiles, NKV](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
                              std::vector<double> out(B * T_ * C), lse(B * NH * T_);
-                             attention_forward<double>(out.data(), lse.data(), at(in, "qkv"), B, T_, C, NH, tiles);
+                             attention_forward<double>(out.data(), lse.data(), at(in, "qkv"), B, T_, C, NH, NKV,
+                                                       tiles);
                              attention_backward<double>(at(d, "dqkv"), dout.data(), at(in, "qkv"), out.data(),
-                                                        lse.data(), B, T_, C, NH, tiles);
+                                                        lse.data(), B, T_, C, NH, NKV, tiles);
                          },
                          gemm_bf16_tolerance});
     }

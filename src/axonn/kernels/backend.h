@@ -72,20 +72,22 @@ public:
     virtual void linear_backward_weight(float* dweight, float* dbias, float const* dout, float const* inp,
                                         std::int64_t M, std::int64_t K, std::int64_t N, GradWrite dweight_write) = 0;
 
-    // Fused causal attention, never storing T×T (kernels/cpu/attention.h):
-    // out[B,T,C], lse[B,NH,T] (each query row's log-sum-exp, for the backward), qkv[B,T,3C]
-    virtual void attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH) = 0;
-    // dqkv[B,T,3C] +=, dout[B,T,C], qkv[B,T,3C], out[B,T,C] and lse[B,NH,T] from the forward
+    // Fused causal attention, never storing T×T (kernels/cpu/attention.h), with NH query heads of C/NH channels
+    // and NKV key/value heads (grouped-query attention when NKV < NH; W = C + 2·NKV·C/NH):
+    // out[B,T,C], lse[B,NH,T] (each query row's log-sum-exp, for the backward), qkv[B,T,W] = [q | k | v]
+    virtual void attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH,
+                                   int NKV) = 0;
+    // dqkv[B,T,W] +=, dout[B,T,C], qkv[B,T,W], out[B,T,C] and lse[B,NH,T] from the forward
     virtual void attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out,
-                                    float const* lse, int B, int T, int C, int NH) = 0;
+                                    float const* lse, int B, int T, int C, int NH, int NKV) = 0;
 
     // Attention of n new tokens per row over the keys and values of every earlier one, for generation
     // (kernels/cpu/attention_cache.h): the new keys and values join the cache at positions past ... past+n−1, then
     // out[B,n,C] = each head's causal softmax over positions 0 ... past+i. With an empty cache (past = 0) this is
     // attention_forward, writing lse[B,NH,n]; otherwise lse is untouched.
-    // k_cache, v_cache[B,NH,capacity,C/NH], qkv[B,n,3C]
+    // k_cache, v_cache[B,NKV,capacity,C/NH], qkv[B,n,W]
     virtual void attention_cached(float* out, float* lse, float* k_cache, float* v_cache, float const* qkv, int B,
-                                  int n, int past, int capacity, int C, int NH) = 0;
+                                  int n, int past, int capacity, int C, int NH, int NKV) = 0;
 
     // out[n] = gelu(inp[n])
     virtual void gelu_forward(float* out, float const* inp, std::int64_t n) = 0;

@@ -157,35 +157,40 @@ void CpuBackend::linear_backward_weight(float* dweight, float* dbias, float cons
         cpu::linear_backward_weight(dweight, dbias, dout, inp, M, K, N, dweight_write);
     }
 }
-void CpuBackend::attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH) {
+namespace {
+// The width of a token's [q | k | v]: C query channels, and NKV heads of C/NH channels each for keys and values.
+std::int64_t qkv_width(int C, int NH, int NKV) { return C + 2 * static_cast<std::int64_t>(NKV) * (C / NH); }
+}  // namespace
+
+void CpuBackend::attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH, int NKV) {
     TraceSpan const span("attention_forward", TraceTrack::kernels);
     if (gemm_dtype_ == DType::bf16) {
-        cpu::attention_forward_bf16(out, lse, bf16_operand(0, qkv, static_cast<std::int64_t>(B) * T * 3 * C), B, T,
-                                    C, NH);
+        std::int64_t const BT = static_cast<std::int64_t>(B) * T;
+        cpu::attention_forward_bf16(out, lse, bf16_operand(0, qkv, BT * qkv_width(C, NH, NKV)), B, T, C, NH, NKV);
     } else {
-        cpu::attention_forward(out, lse, qkv, B, T, C, NH);
+        cpu::attention_forward(out, lse, qkv, B, T, C, NH, NKV);
     }
 }
 void CpuBackend::attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out,
-                                    float const* lse, int B, int T, int C, int NH) {
+                                    float const* lse, int B, int T, int C, int NH, int NKV) {
     TraceSpan const span("attention_backward", TraceTrack::kernels);
     if (gemm_dtype_ == DType::bf16) {
         std::int64_t const BT = static_cast<std::int64_t>(B) * T;
-        cpu::attention_backward_bf16(dqkv, bf16_operand(1, dout, BT * C), bf16_operand(0, qkv, BT * 3 * C), out, lse,
-                                     B, T, C, NH);
+        cpu::attention_backward_bf16(dqkv, bf16_operand(1, dout, BT * C),
+                                     bf16_operand(0, qkv, BT * qkv_width(C, NH, NKV)), out, lse, B, T, C, NH, NKV);
     } else {
-        cpu::attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
+        cpu::attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, NKV);
     }
 }
 void CpuBackend::attention_cached(float* out, float* lse, float* k_cache, float* v_cache, float const* qkv, int B,
-                                  int n, int past, int capacity, int C, int NH) {
+                                  int n, int past, int capacity, int C, int NH, int NKV) {
     TraceSpan const span("attention_cached", TraceTrack::kernels);
-    cpu::kv_cache_append(k_cache, v_cache, qkv, B, n, past, capacity, C, NH);
+    cpu::kv_cache_append(k_cache, v_cache, qkv, B, n, past, capacity, C, NH, NKV);
     // A prompt's first tokens see no cache: the fused kernel computes them as a training forward does.
     if (past == 0) {
-        attention_forward(out, lse, qkv, B, n, C, NH);
+        attention_forward(out, lse, qkv, B, n, C, NH, NKV);
     } else {
-        cpu::attention_over_cache(out, qkv, k_cache, v_cache, B, n, past, capacity, C, NH);
+        cpu::attention_over_cache(out, qkv, k_cache, v_cache, B, n, past, capacity, C, NH, NKV);
     }
 }
 void CpuBackend::gelu_forward(float* out, float const* inp, std::int64_t n) {

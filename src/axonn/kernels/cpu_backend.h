@@ -48,11 +48,11 @@ public:
                                std::int64_t N) override;
     void linear_backward_weight(float* dweight, float* dbias, float const* dout, float const* inp, std::int64_t M,
                                 std::int64_t K, std::int64_t N, GradWrite dweight_write) override;
-    void attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH) override;
+    void attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH, int NKV) override;
     void attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out, float const* lse,
-                            int B, int T, int C, int NH) override;
+                            int B, int T, int C, int NH, int NKV) override;
     void attention_cached(float* out, float* lse, float* k_cache, float* v_cache, float const* qkv, int B, int n,
-                          int past, int capacity, int C, int NH) override;
+                          int past, int capacity, int C, int NH, int NKV) override;
     void gelu_forward(float* out, float const* inp, std::int64_t n) override;
     void gelu_backward(float* dinp, float const* inp, float const* dout, std::int64_t n) override;
     void residual_forward(float* out, float const* a, float const* b, std::int64_t n) override;

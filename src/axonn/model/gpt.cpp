@@ -453,9 +453,9 @@ void Gpt::forward_layer(int l, int slot, Batch const& batch, KvCache* cache) {
                             d.Cx, 3 * d.Cy);
     if (cache != nullptr) {
         k.attention_cached(act.atty, act.att_lse, cache->keys(l), cache->values(l), act.qkv, d.B, d.T, cache->length(),
-                           cache->capacity(), d.Cy, d.NHy);
+                           cache->capacity(), d.Cy, d.NHy, d.NHy);
     } else {
-        k.attention_forward(act.atty, act.att_lse, act.qkv, d.B, d.T, d.Cy, d.NHy);
+        k.attention_forward(act.atty, act.att_lse, act.qkv, d.B, d.T, d.Cy, d.NHy, d.NHy);
     }
     parallel_linear_forward(k, transposed, overlap, act.attproj, act.atty, weights_->next(),
                             param_values(Param::attprojb) + lCx, d.BT, d.Cy, d.Cx);
@@ -608,7 +608,7 @@ void Gpt::backward_layer(int l, int slot, Batch const& batch, GradWrite write) {
                              grad(Param::attprojb) + lCx, d_branch, act.atty, weights_->next(), d.BT, d.Cy, d.Cx,
                              write);
     zero(d_qkv, 3 * btcy_bytes);
-    k.attention_backward(d_qkv, d_atty, act.qkv, act.atty, act.att_lse, d.B, d.T, d.Cy, d.NHy);
+    k.attention_backward(d_qkv, d_atty, act.qkv, act.atty, act.att_lse, d.B, d.T, d.Cy, d.NHy, d.NHy);
     parallel_linear_backward(k, normal, scatter, overlap, d_ln, grad(Param::qkvw) + per_layer(Param::qkvw),
                              grad(Param::qkvb) + 3 * lCy, d_qkv, act.ln1, weights_->next(), d.BT, d.Cx, 3 * d.Cy,
                              write);

@@ -13,24 +13,28 @@
 namespace axonn::cpu {
 namespace {
 
-// Where one head of one sequence lives: its query, key and value columns ([T,hs] each, row stride 3C), its rows
-// of the output (and of the output's gradient; [T,hs], row stride C) and its log-sum-exps ([T]).
+// Where one query head of one sequence lives: its query columns and its group's key and value columns ([T,hs]
+// each, row stride C + 2·NKV·hs), its rows of the output (and of the output's gradient; [T,hs], row stride C) and
+// its log-sum-exps ([T]). Query head h reads key/value head h / (NH/NKV).
 template <typename T> struct Head {
-    std::int64_t const qkv_offset, out_offset, lse_offset, ld_qkv, ld_out;
     int const hs;
     T const scale;
-    int const channels;
+    std::int64_t const ld_qkv, ld_out, sequence;  // sequence: where sequence b's rows of qkv start
+    std::int64_t const q_offset, k_offset, v_offset, out_offset, lse_offset;
 
-    // This head's query, key and value columns in a [B,T,3C] buffer (the activation, or its gradient).
-    template <typename U> U* q(U* qkv) const { return qkv + qkv_offset; }
-    template <typename U> U* k(U* qkv) const { return qkv + qkv_offset + channels; }
-    template <typename U> U* v(U* qkv) const { return qkv + qkv_offset + 2 * channels; }
+    // This head's query, key and value columns in a [B,T,C + 2·NKV·hs] buffer (the activation, or its gradient).
+    template <typename U> U* q(U* qkv) const { return qkv + q_offset; }
+    template <typename U> U* k(U* qkv) const { return qkv + k_offset; }
+    template <typename U> U* v(U* qkv) const { return qkv + v_offset; }
 
-    Head(int b, int h, int T_, int C, int NH)
-        : qkv_offset(static_cast<std::int64_t>(b) * T_ * 3 * C + static_cast<std::int64_t>(h) * (C / NH)),
-          out_offset(static_cast<std::int64_t>(b) * T_ * C + static_cast<std::int64_t>(h) * (C / NH)),
-          lse_offset((static_cast<std::int64_t>(b) * NH + h) * T_), ld_qkv(3 * static_cast<std::int64_t>(C)),
-          ld_out(C), hs(C / NH), scale(T(1) / std::sqrt(static_cast<T>(C / NH))), channels(C) {}
+    Head(int b, int h, int T_, int C, int NH, int NKV)
+        : hs(C / NH), scale(T(1) / std::sqrt(static_cast<T>(hs))), ld_qkv(C + 2 * static_cast<std::int64_t>(NKV) * hs),
+          ld_out(C), sequence(static_cast<std::int64_t>(b) * T_ * ld_qkv),
+          q_offset(sequence + static_cast<std::int64_t>(h) * hs),
+          k_offset(sequence + C + static_cast<std::int64_t>(h / (NH / NKV)) * hs),
+          v_offset(k_offset + static_cast<std::int64_t>(NKV) * hs),
+          out_offset(static_cast<std::int64_t>(b) * T_ * C + static_cast<std::int64_t>(h) * hs),
+          lse_offset((static_cast<std::int64_t>(b) * NH + h) * T_) {}
 };
 
 // How many keys of the tile starting at key k0 (cols wide) query row `query` may see: keys k0 ... query.
@@ -74,7 +78,8 @@ void tile_scores(T* S, std::int64_t ld_s, In const* q, In const* k, Head<T> cons
 
 // The kernels, on GEMM inputs of type In (T, or bf16 copies of qkv and dout); everything else in T.
 template <typename T, typename In>
-void fused_attention_forward(T* out, T* lse, In const* qkv, int B, int T_, int C, int NH, AttentionTiles tiles) {
+void fused_attention_forward(T* out, T* lse, In const* qkv, int B, int T_, int C, int NH, int NKV,
+                             AttentionTiles tiles) {
     int const Br = tiles.queries, Bc = tiles.keys;
 #pragma omp parallel
     {
@@ -84,7 +89,7 @@ void fused_attention_forward(T* out, T* lse, In const* qkv, int B, int T_, int C
 #pragma omp for collapse(2) schedule(static)
         for (int b = 0; b < B; ++b) {
             for (int h = 0; h < NH; ++h) {
-                Head<T> const head(b, h, T_, C, NH);
+                Head<T> const head(b, h, T_, C, NH, NKV);
                 In const *q = head.q(qkv), *k = head.k(qkv), *v = head.v(qkv);
                 T* o = out + head.out_offset;
                 for (int q0 = 0; q0 < T_; q0 += Br) {
@@ -137,7 +142,7 @@ void fused_attention_forward(T* out, T* lse, In const* qkv, int B, int T_, int C
 
 template <typename T, typename In>
 void fused_attention_backward(T* dqkv, In const* dout, In const* qkv, T const* out, T const* lse, int B, int T_, int C,
-                              int NH, AttentionTiles tiles) {
+                              int NH, int NKV, AttentionTiles tiles) {
     int const Br = tiles.queries, Bc = tiles.keys;
 #pragma omp parallel
     {
@@ -145,56 +150,62 @@ void fused_attention_backward(T* dqkv, In const* dout, In const* qkv, T const* o
         // D = dO·O, which equals Σ_j P_ij dP_ij (the softmax backward's row sum) without storing a row of P.
         std::vector<T> P(static_cast<std::size_t>(Br) * Bc), dP(static_cast<std::size_t>(Br) * Bc), D(Br);
         std::vector<In> rounded(std::is_same_v<In, T> ? 0 : P.size());
+        // The query heads that share a key/value head run on one thread, one after another: they add into the same
+        // dk and dv.
+        int const group = NH / NKV;
 #pragma omp for collapse(2) schedule(static)
         for (int b = 0; b < B; ++b) {
-            for (int h = 0; h < NH; ++h) {
-                Head<T> const head(b, h, T_, C, NH);
-                In const *q = head.q(qkv), *k = head.k(qkv), *v = head.v(qkv);
-                T *dq = head.q(dqkv), *dk = head.k(dqkv), *dv = head.v(dqkv);
-                T const* o = out + head.out_offset;
-                In const* d_o = dout + head.out_offset;
-                T const* lse_bh = lse + head.lse_offset;
-                std::int64_t const ld = head.ld_qkv;
-                for (int q0 = 0; q0 < T_; q0 += Br) {
-                    int const rows = std::min(Br, T_ - q0), key_end = q0 + rows;
-                    for (int i = 0; i < rows; ++i) {
-                        T const* o_row = o + (q0 + i) * head.ld_out;
-                        In const* do_row = d_o + (q0 + i) * head.ld_out;
-                        T dot = 0;
-#pragma omp simd reduction(+ : dot)
-                        for (int d = 0; d < head.hs; ++d) dot += o_row[d] * static_cast<T>(do_row[d]);
-                        D[i] = dot;
-                    }
-                    for (int k0 = 0; k0 < key_end; k0 += Bc) {
-                        int const cols = std::min(Bc, key_end - k0);
-                        // Mirror of the forward: P = exp(scale · q·kᵀ − lse), recomputed; then out = P·v.
-                        tile_scores<T, In>(P.data(), Bc, q, k, head, q0, rows, k0, cols);
+            for (int kv = 0; kv < NKV; ++kv) {
+                for (int h = kv * group; h < (kv + 1) * group; ++h) {
+                    Head<T> const head(b, h, T_, C, NH, NKV);
+                    In const *q = head.q(qkv), *k = head.k(qkv), *v = head.v(qkv);
+                    T *dq = head.q(dqkv), *dk = head.k(dqkv), *dv = head.v(dqkv);
+                    T const* o = out + head.out_offset;
+                    In const* d_o = dout + head.out_offset;
+                    T const* lse_bh = lse + head.lse_offset;
+                    std::int64_t const ld = head.ld_qkv;
+                    for (int q0 = 0; q0 < T_; q0 += Br) {
+                        int const rows = std::min(Br, T_ - q0), key_end = q0 + rows;
                         for (int i = 0; i < rows; ++i) {
-                            T* p = P.data() + static_cast<std::int64_t>(i) * Bc;
-                            int const visible = visible_keys(q0 + i, k0, cols);
-                            T const row_lse = lse_bh[q0 + i];
-#pragma omp simd
-                            for (int j = 0; j < visible; ++j) p[j] = exp_approx(p[j] - row_lse);
-                            std::fill(p + visible, p + cols, T(0));  // masked: no probability, no gradient
+                            T const* o_row = o + (q0 + i) * head.ld_out;
+                            In const* do_row = d_o + (q0 + i) * head.ld_out;
+                            T dot = 0;
+    #pragma omp simd reduction(+ : dot)
+                            for (int d = 0; d < head.hs; ++d) dot += o_row[d] * static_cast<T>(do_row[d]);
+                            D[i] = dot;
                         }
-                        // dP = dO[q0..]·v[k0..]ᵀ;  dv[k0..] += Pᵀ·dO[q0..]
-                        std::int64_t const tile = static_cast<std::int64_t>(rows) * Bc;
-                        tile_gemm<T, In>(false, true, rows, cols, head.hs, d_o + q0 * head.ld_out, head.ld_out,
-                                         v + k0 * ld, ld, T(0), dP.data(), Bc);
-                        tile_gemm<T, In>(true, false, cols, head.hs, rows, gemm_input<In>(P.data(), tile, rounded), Bc,
-                                         d_o + q0 * head.ld_out, head.ld_out, T(1), dv + k0 * ld, ld);
-                        for (int i = 0; i < rows; ++i) {  // dS = P ∘ (dP − D) · scale
-                            T const* p = P.data() + static_cast<std::int64_t>(i) * Bc;
-                            T* ds = dP.data() + static_cast<std::int64_t>(i) * Bc;
-#pragma omp simd
-                            for (int j = 0; j < cols; ++j) ds[j] = p[j] * (ds[j] - D[i]) * head.scale;
+                        for (int k0 = 0; k0 < key_end; k0 += Bc) {
+                            int const cols = std::min(Bc, key_end - k0);
+                            // Mirror of the forward: P = exp(scale · q·kᵀ − lse), recomputed; then out = P·v.
+                            tile_scores<T, In>(P.data(), Bc, q, k, head, q0, rows, k0, cols);
+                            for (int i = 0; i < rows; ++i) {
+                                T* p = P.data() + static_cast<std::int64_t>(i) * Bc;
+                                int const visible = visible_keys(q0 + i, k0, cols);
+                                T const row_lse = lse_bh[q0 + i];
+    #pragma omp simd
+                                for (int j = 0; j < visible; ++j) p[j] = exp_approx(p[j] - row_lse);
+                                std::fill(p + visible, p + cols, T(0));  // masked: no probability, no gradient
+                            }
+                            // dP = dO[q0..]·v[k0..]ᵀ;  dv[k0..] += Pᵀ·dO[q0..]
+                            std::int64_t const tile = static_cast<std::int64_t>(rows) * Bc;
+                            tile_gemm<T, In>(false, true, rows, cols, head.hs, d_o + q0 * head.ld_out, head.ld_out,
+                                             v + k0 * ld, ld, T(0), dP.data(), Bc);
+                            tile_gemm<T, In>(true, false, cols, head.hs, rows,
+                                             gemm_input<In>(P.data(), tile, rounded), Bc,
+                                             d_o + q0 * head.ld_out, head.ld_out, T(1), dv + k0 * ld, ld);
+                            for (int i = 0; i < rows; ++i) {  // dS = P ∘ (dP − D) · scale
+                                T const* p = P.data() + static_cast<std::int64_t>(i) * Bc;
+                                T* ds = dP.data() + static_cast<std::int64_t>(i) * Bc;
+    #pragma omp simd
+                                for (int j = 0; j < cols; ++j) ds[j] = p[j] * (ds[j] - D[i]) * head.scale;
+                            }
+                            // dq[q0..] += dS·k[k0..];  dk[k0..] += dSᵀ·q[q0..]
+                            In const* ds = gemm_input<In>(dP.data(), tile, rounded);
+                            tile_gemm<T, In>(false, false, rows, head.hs, cols, ds, Bc, k + k0 * ld, ld, T(1),
+                                             dq + q0 * ld, ld);
+                            tile_gemm<T, In>(true, false, cols, head.hs, rows, ds, Bc, q + q0 * ld, ld, T(1),
+                                             dk + k0 * ld, ld);
                         }
-                        // dq[q0..] += dS·k[k0..];  dk[k0..] += dSᵀ·q[q0..]
-                        In const* ds = gemm_input<In>(dP.data(), tile, rounded);
-                        tile_gemm<T, In>(false, false, rows, head.hs, cols, ds, Bc, k + k0 * ld, ld, T(1),
-                                         dq + q0 * ld, ld);
-                        tile_gemm<T, In>(true, false, cols, head.hs, rows, ds, Bc, q + q0 * ld, ld, T(1),
-                                         dk + k0 * ld, ld);
                     }
                 }
             }
@@ -214,28 +225,28 @@ std::int64_t attention_scores_computed(int T_, AttentionTiles tiles) {
 }
 
 template <typename T>
-void attention_forward(T* out, T* lse, T const* qkv, int B, int T_, int C, int NH, AttentionTiles tiles) {
-    fused_attention_forward<T, T>(out, lse, qkv, B, T_, C, NH, tiles);
+void attention_forward(T* out, T* lse, T const* qkv, int B, int T_, int C, int NH, int NKV, AttentionTiles tiles) {
+    fused_attention_forward<T, T>(out, lse, qkv, B, T_, C, NH, NKV, tiles);
 }
 template <typename T>
 void attention_backward(T* dqkv, T const* dout, T const* qkv, T const* out, T const* lse, int B, int T_, int C,
-                        int NH, AttentionTiles tiles) {
-    fused_attention_backward<T, T>(dqkv, dout, qkv, out, lse, B, T_, C, NH, tiles);
+                        int NH, int NKV, AttentionTiles tiles) {
+    fused_attention_backward<T, T>(dqkv, dout, qkv, out, lse, B, T_, C, NH, NKV, tiles);
 }
-void attention_forward_bf16(float* out, float* lse, bfloat16 const* qkv, int B, int T_, int C, int NH,
+void attention_forward_bf16(float* out, float* lse, bfloat16 const* qkv, int B, int T_, int C, int NH, int NKV,
                             AttentionTiles tiles) {
-    fused_attention_forward<float, bfloat16>(out, lse, qkv, B, T_, C, NH, tiles);
+    fused_attention_forward<float, bfloat16>(out, lse, qkv, B, T_, C, NH, NKV, tiles);
 }
 void attention_backward_bf16(float* dqkv, bfloat16 const* dout, bfloat16 const* qkv, float const* out,
-                             float const* lse, int B, int T_, int C, int NH, AttentionTiles tiles) {
-    fused_attention_backward<float, bfloat16>(dqkv, dout, qkv, out, lse, B, T_, C, NH, tiles);
+                             float const* lse, int B, int T_, int C, int NH, int NKV, AttentionTiles tiles) {
+    fused_attention_backward<float, bfloat16>(dqkv, dout, qkv, out, lse, B, T_, C, NH, NKV, tiles);
 }
 
-template void attention_forward<float>(float*, float*, float const*, int, int, int, int, AttentionTiles);
-template void attention_forward<double>(double*, double*, double const*, int, int, int, int, AttentionTiles);
+template void attention_forward<float>(float*, float*, float const*, int, int, int, int, int, AttentionTiles);
+template void attention_forward<double>(double*, double*, double const*, int, int, int, int, int, AttentionTiles);
 template void attention_backward<float>(float*, float const*, float const*, float const*, float const*, int, int, int,
-                                        int, AttentionTiles);
+                                        int, int, AttentionTiles);
 template void attention_backward<double>(double*, double const*, double const*, double const*, double const*, int,
-                                         int, int, int, AttentionTiles);
+                                         int, int, int, int, AttentionTiles);
 
 }  // namespace axonn::cpu

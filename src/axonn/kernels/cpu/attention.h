@@ -3,9 +3,11 @@
 // keeps one log-sum-exp per query row, and the scratch is one tile per thread. Key tiles above the diagonal are
 // skipped, so the GEMM work is about half that of full T×T attention.
 //
-// B batch, T time, C channels, NH heads, hs = C/NH. qkv holds, for every token, the query, key and value of all
-// heads side by side: [q (C) | k (C) | v (C)], head h in columns h·hs ... (h+1)·hs of each. Each head's GEMMs read
-// its columns in place (row stride 3C), so nothing is transposed or copied.
+// B batch, T time, C = NH·hs channels of the queries and the output, NH query heads, NKV key/value heads (NKV
+// divides NH; grouped-query attention when fewer, query head h using key/value head h / (NH/NKV); GPT-2 has
+// NKV = NH). qkv holds, for every token, the queries, keys and values side by side: [q (C) | k (NKV·hs) |
+// v (NKV·hs)], head h in columns h·hs ... (h+1)·hs of each part. Each head's GEMMs read its columns in place (row
+// stride C + 2·NKV·hs), so nothing is transposed or copied.
 #pragma once
 
 #include "axonn/core/bfloat16.h"
@@ -30,25 +32,27 @@ inline constexpr AttentionTiles bf16_attention_tiles{128, 256};
 std::int64_t attention_scores_computed(int T_, AttentionTiles tiles = {});
 
 // out[B,T,C] = each head's softmax(q kᵀ / sqrt(hs), causal) · v;  lse[B,NH,T] = the log-sum-exp of each row of
-// scaled scores, kept for the backward.      qkv[B,T,3C]
+// scaled scores, kept for the backward.      qkv[B,T,C+2·NKV·hs]
 template <typename T>
-void attention_forward(T* out, T* lse, T const* qkv, int B, int T_, int C, int NH, AttentionTiles tiles = {});
+void attention_forward(T* out, T* lse, T const* qkv, int B, int T_, int C, int NH, int NKV,
+                       AttentionTiles tiles = {});
 
-// dqkv[B,T,3C] += the gradient of the forward's out.      dout[B,T,C], qkv[B,T,3C], out[B,T,C], lse[B,NH,T]
+// dqkv[B,T,C+2·NKV·hs] += the gradient of the forward's out (a key/value head's from all its query heads).
+//      dout[B,T,C], qkv[B,T,C+2·NKV·hs], out[B,T,C], lse[B,NH,T]
 template <typename T>
 void attention_backward(T* dqkv, T const* dout, T const* qkv, T const* out, T const* lse, int B, int T_, int C,
-                        int NH, AttentionTiles tiles = {});
+                        int NH, int NKV, AttentionTiles tiles = {});
 
 // The same in mixed precision: every tile GEMM on bf16 inputs with fp32 accumulation (qkv and dout rounded to
 // bf16 once by the caller, each tile of probabilities and of their gradients as it goes into a GEMM); the
 // softmax, its statistics, out, lse and dqkv stay fp32. The backward's row sums D = dO·O read the same bf16 dO
 // as its GEMMs, so that dP − D cancels as it does in exact arithmetic (with fp32 dO, a one-token row's dS would be
 // rounding noise instead of zero).
-// qkv[B,T,3C] bf16, dout[B,T,C] bf16; the rest as above
-void attention_forward_bf16(float* out, float* lse, bfloat16 const* qkv, int B, int T_, int C, int NH,
+// qkv[B,T,C+2·NKV·hs] bf16, dout[B,T,C] bf16; the rest as above
+void attention_forward_bf16(float* out, float* lse, bfloat16 const* qkv, int B, int T_, int C, int NH, int NKV,
                             AttentionTiles tiles = bf16_attention_tiles);
 void attention_backward_bf16(float* dqkv, bfloat16 const* dout, bfloat16 const* qkv, float const* out,
-                             float const* lse, int B, int T_, int C, int NH,
+                             float const* lse, int B, int T_, int C, int NH, int NKV,
                              AttentionTiles tiles = bf16_attention_tiles);
 
 }  // namespace axonn::cpu
