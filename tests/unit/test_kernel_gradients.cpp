@@ -22,6 +22,7 @@
 #include "axonn/kernels/cpu/residual.h"
 #include "axonn/kernels/cpu/rmsnorm.h"
 #include "axonn/kernels/cpu/rope.h"
+#include "axonn/kernels/rope_frequencies.h"
 #include "axonn/kernels/cpu/swiglu.h"
 
 #include "axonn/core/rng.h"

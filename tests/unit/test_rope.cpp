@@ -1,17 +1,17 @@
-// Llama 3's rotary frequencies (kernels/cpu/rope.h): without scaling, theta^(−2i/hs); with Llama 3.1's scaling
+// Llama 3's rotary frequencies (kernels/rope_frequencies.h): without scaling, theta^(−2i/hs); with Llama 3.1's scaling
 // (factor 8, low 1, high 4, original context 8192, theta 500000, head size 128), every frequency whose wavelength
 // is under 8192/4 is kept, every one over 8192/1 divided by 8, and those between interpolated strictly between the
 // two, all still decreasing with i; the head size of 128 puts frequencies in all three bands. (The rotation itself
 // is checked against finite differences in test_kernel_gradients.cpp, and its pairing of channels against
 // Hugging Face's with the PyTorch twin.)
-#include "axonn/kernels/cpu/rope.h"
+#include "axonn/kernels/rope_frequencies.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <numbers>
 
-namespace axonn::cpu {
+namespace axonn {
 namespace {
 
 TEST(Rope, FrequenciesWithoutScaling) {
@@ -47,4 +47,4 @@ TEST(Rope, Llama3ScalingKeepsSlowsAndInterpolates) {
 }
 
 }  // namespace
-}  // namespace axonn::cpu
+}  // namespace axonn

@@ -1,27 +1,12 @@
 // Rotary position embeddings (RoPE), as Llama applies them to each head's queries and keys: the pairs of channels
 // (i, i + hs/2) of a head at position p are rotated by the angle p · inv_freq[i] (Hugging Face's rotate_half
 // convention). Rotations keep norms, and the gradient of a rotation is the rotation back, so the backward is the
-// same kernel with the opposite direction; nothing is saved for it.
+// same kernel with the opposite direction; nothing is saved for it. The frequencies: kernels/rope_frequencies.h.
 #pragma once
 
 #include <cstdint>
-#include <optional>
-#include <vector>
 
 namespace axonn::cpu {
-
-// Llama 3's rescaling of the frequencies for long contexts (Hugging Face's rope_type "llama3"): wavelengths longer
-// than original_max_position / low_freq_factor are slowed by `factor`, those shorter than
-// original_max_position / high_freq_factor kept, and the band between interpolated smoothly.
-struct RopeScaling {
-    double factor = 8.0;
-    double low_freq_factor = 1.0;
-    double high_freq_factor = 4.0;
-    double original_max_position = 8192;
-};
-
-// inv_freq[hs/2] = theta^(−2i/hs), rescaled when `scaling` is given.
-std::vector<double> rope_inverse_frequencies(int head_size, double theta, std::optional<RopeScaling> const& scaling);
 
 // Rotates, in place, each of `heads` heads of hs channels at the start of every row of x: token t of sequence b is
 // row b·T + t (rows `stride` apart) at position first_position + t. direction +1 embeds; −1 rotates back (the

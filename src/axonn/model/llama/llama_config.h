@@ -1,0 +1,43 @@
+// Llama model shapes (Llama 3's architecture: RMSNorm, rotary embeddings with Llama 3's frequency scaling, SwiGLU,
+// grouped-query attention, no biases, an untied LM head), with the fields named as Hugging Face's LlamaConfig
+// names them. Letters: L layers, C = hidden_size, F = intermediate_size, NH query heads, NKV key/value heads,
+// hs = C/NH, V vocabulary, Vp padded to a multiple of 64.
+#pragma once
+
+#include "axonn/kernels/rope_frequencies.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace axonn {
+
+struct LlamaConfig {
+    std::string name = "custom";
+    int vocab_size = 128256;               // V
+    int hidden_size = 4096;                // C
+    int intermediate_size = 14336;         // F
+    int num_hidden_layers = 32;            // L
+    int num_attention_heads = 32;          // NH
+    int num_key_value_heads = 8;           // NKV
+    int max_position_embeddings = 131072;  // the context
+    double rms_norm_eps = 1e-5;
+    double rope_theta = 500000.0;
+    std::optional<RopeScaling> rope_scaling = RopeScaling{};  // rope_type "llama3"; none: plain RoPE
+
+    int padded_vocab_size() const { return (vocab_size + 63) / 64 * 64; }
+    int head_size() const { return hidden_size / num_attention_heads; }
+
+    // Trainable parameters, the embedding's and the LM head's padding rows excluded (Hugging Face's count).
+    std::int64_t parameter_count() const;
+    // Throws axonn::Error naming the first impossible value and how to fix it.
+    void validate() const;
+};
+
+// The presets: llama-tiny (tests: 2 layers of width 64, 8 query and 2 key/value heads, a 256-word vocabulary),
+// and Llama 3.1's 8B, 70B and 405B (llama3.1-8b, llama3.1-70b, llama3.1-405b).
+LlamaConfig llama_preset(std::string const& name);
+std::vector<std::string> llama_preset_names();
+
+}  // namespace axonn

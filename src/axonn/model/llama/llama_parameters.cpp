@@ -1,0 +1,39 @@
+#include "axonn/model/llama/llama_parameters.h"
+
+namespace axonn {
+
+std::vector<ParamDecl> llama_parameters(LlamaConfig const& config) {
+    std::int64_t const L = config.num_hidden_layers, C = config.hidden_size, F = config.intermediate_size;
+    std::int64_t const Vp = config.padded_vocab_size(), NH = config.num_attention_heads,
+                       NKV = config.num_key_value_heads, hs = config.head_size();
+    std::int64_t const qkv_rows = (NH + 2 * NKV) * hs;
+    constexpr float std = 0.02f;  // Hugging Face's initializer_range for Llama, every matrix alike
+    std::vector<RowPart> const qkv_heads = {
+        {NH, hs, "query heads"}, {NKV, hs, "key/value heads"}, {NKV, hs, "key/value heads"}};
+    std::vector<RowPart> const gate_and_up = {{F, 1, "rows of the MLP's gate"}, {F, 1, "rows of the MLP's up half"}};
+    std::vector<RowPart> const vocabulary = {{Vp, 1, "rows of the padded vocabulary"}};
+    using enum ShardRole;
+    using enum ParamInit;
+    // name, serial shape, layers, rows, cols, role, row parts, init, init std, decay, real rows
+    return {
+        {"embed", {Vp, C}, 1, Vp, C, vocabulary_block, vocabulary, normal, std, true, config.vocab_size},
+        {"ln1w", {L, C}, L, 1, C, vector_over_x, {}, ones},
+        {"qkvw", {L, qkv_rows, C}, L, qkv_rows, C, normal_linear, qkv_heads, normal, std, true},
+        {"attprojw", {L, C, C}, L, C, C, transposed_linear, {}, normal, std, true},
+        {"ln2w", {L, C}, L, 1, C, vector_over_x, {}, ones},
+        {"gateupw", {L, 2 * F, C}, L, 2 * F, C, normal_linear, gate_and_up, normal, std, true},
+        {"downw", {L, C, F}, L, C, F, transposed_linear, {}, normal, std, true},
+        {"lnfw", {C}, 1, 1, C, vector_over_x, {}, ones},
+        {"lm_head", {Vp, C}, 1, Vp, C, vocabulary_block, vocabulary, normal, std, true, config.vocab_size},
+    };
+}
+
+std::optional<std::string> grid_problem(LlamaConfig const& config, GridShape const& grid, int batch) {
+    return grid_problem(llama_parameters(config), grid, batch);
+}
+
+std::vector<GridShape> valid_grids(LlamaConfig const& config, int world, int batch) {
+    return valid_grids(llama_parameters(config), world, batch);
+}
+
+}  // namespace axonn
