@@ -206,6 +206,7 @@ void run(int argc, char** argv) {
     require(argc == 2 || argc == 3, "usage: parallel_mlp GRID [STEPS], e.g. mpirun -np 4 parallel_mlp y=2,x=2 30");
     GridShape const shape = GridShape::parse(argv[1]);
     int const steps = argc == 3 ? std::stoi(argv[2]) : 30;
+    require(steps > 0, "STEPS must be positive, got {}", steps);
     int world = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     require_valid_grid(mlp_parameters(), shape, world, B);
