@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <cstring>
 #include <fmt/format.h>
 #include <limits>
@@ -268,13 +267,7 @@ Gpt::Gpt(GptConfig const& config, Backend& backend, ProcessGrid& grid, int local
 
 Gpt::~Gpt() = default;
 
-std::vector<ParamSegment> Gpt::segments() const {
-    std::vector<ParamSegment> segments;
-    for (int id = 0; id < layout_.count(); ++id) {
-        segments.push_back({layout_.offset(id), layout_.local_numel(id), layout_.param(id).decay});
-    }
-    return segments;
-}
+std::vector<ParamSegment> Gpt::segments() const { return param_segments(layout_); }
 
 VocabSlice Gpt::vocab_slice() const {
     int const rows = config_.padded_vocab_size() / grid_.shape().y;
@@ -617,12 +610,7 @@ void Gpt::backward_layer(int l, int slot, Batch const& batch, GradWrite write) {
 }
 
 double Gpt::gradient_norm() {
-    double squares = 0.0;
-    for (int id = 0; id < layout_.count(); ++id) {
-        if (layout_.owns(id)) squares += backend_.sum_of_squares(grad(Param{id}), layout_.local_numel(id));
-    }
-    grid_.comm(Group::tensor).all_reduce(&squares, 1);
-    return std::sqrt(squares);
+    return axonn::gradient_norm(layout_, backend_, gradients_.data<float>(), grid_.comm(Group::tensor));
 }
 
 Tensor Gpt::gather(Param id, bool gradient) {

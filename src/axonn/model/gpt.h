@@ -67,13 +67,6 @@ struct Pass {
     bool last = true;
 };
 
-// A contiguous range of the flat parameter buffer that AdamW updates with one weight-decay setting.
-struct ParamSegment {
-    std::int64_t offset;
-    std::int64_t numel;
-    bool decay;
-};
-
 // Bytes one process allocates for a model and its AdamW, for the start-up banner and the memory model.
 struct GptMemory {
     std::int64_t parameter_bytes;   // the fp32 master weights, and their bf16 copy in mixed precision

@@ -3,6 +3,7 @@
 #include "axonn/core/error.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace axonn {
 
@@ -70,6 +71,15 @@ void GradientSync::finish() {
     start_data_sums();
     for (DataSum& sum : data_sums_) complete(sum);
     data_sums_.clear();
+}
+
+double gradient_norm(ShardLayout const& layout, Backend& backend, float const* grads, Communicator& tensor) {
+    double squares = 0.0;
+    for (int id = 0; id < layout.count(); ++id) {
+        if (layout.owns(id)) squares += backend.sum_of_squares(grads + layout.offset(id), layout.local_numel(id));
+    }
+    tensor.all_reduce(&squares, 1);
+    return std::sqrt(squares);
 }
 
 }  // namespace axonn

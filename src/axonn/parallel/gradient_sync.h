@@ -80,4 +80,8 @@ private:
     std::vector<DataSum> data_sums_;
 };
 
+// Global L2 norm of the (synchronised) gradients `grads`, laid out by `layout`, each element of the serial model
+// counted once: each rank sums the squares of the tensors it owns, then the tensor-parallel block (`tensor`) sums.
+double gradient_norm(ShardLayout const& layout, Backend& backend, float const* grads, Communicator& tensor);
+
 }  // namespace axonn

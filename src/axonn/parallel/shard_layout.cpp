@@ -166,6 +166,14 @@ bool ShardLayout::owns_of(int id) const {
     return true;
 }
 
+std::vector<ParamSegment> param_segments(ShardLayout const& layout) {
+    std::vector<ParamSegment> segments;
+    for (int id = 0; id < layout.count(); ++id) {
+        segments.push_back({layout.offset(id), layout.local_numel(id), layout.param(id).decay});
+    }
+    return segments;
+}
+
 std::optional<std::string> grid_problem(std::span<ParamDecl const> params, GridShape const& grid, int batch) {
     for (ParamDecl const& param : params) {
         if (auto problem = split_problem(param, grid)) return problem;

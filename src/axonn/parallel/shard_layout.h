@@ -95,6 +95,15 @@ private:
     std::int64_t total_ = 0;
 };
 
+// A contiguous range of the flat parameter buffer that AdamW updates with one weight-decay setting.
+struct ParamSegment {
+    std::int64_t offset;
+    std::int64_t numel;
+    bool decay;
+};
+// One segment per tensor of the layout, decayed as declared: what AdamW (train/optimizer.h) takes.
+std::vector<ParamSegment> param_segments(ShardLayout const& layout);
+
 // Why a model with these parameters cannot run on this grid with this (global) batch, or nullopt if it can.
 std::optional<std::string> grid_problem(std::span<ParamDecl const> params, GridShape const& grid, int batch);
 // Every grid of `world` ranks the parameters and batch allow, in grid_factorisations order.

@@ -4,7 +4,7 @@
 
 #include "axonn/core/tensor.h"
 #include "axonn/kernels/backend.h"
-#include "axonn/model/gpt.h"
+#include "axonn/parallel/shard_layout.h"
 
 #include <span>
 #include <vector>
@@ -23,7 +23,7 @@ struct AdamWConfig {
 
 class AdamW {
 public:
-    // segments: the ranges of the flat parameter buffer, each with its weight-decay setting (Gpt::segments()).
+    // segments: the ranges of the flat parameter buffer, each with its weight-decay setting (param_segments()).
     AdamW(std::vector<ParamSegment> segments, std::int64_t total, Backend& backend, AdamWConfig const& config);
 
     // Clips the gradients to grad_clip by their global norm `norm`, and updates the parameters at this lr;
