@@ -23,7 +23,7 @@ TEST(LlamaConfig, PresetsCountMetasParameters) {
 }
 
 TEST(LlamaConfig, DeclarationsHoldEveryParameter) {
-    for (std::string const& name : {"llama-tiny", "llama3.1-8b", "llama3.1-405b"}) {
+    for (char const* name : {"llama-tiny", "llama3.1-8b", "llama3.1-405b"}) {
         LlamaConfig const config = llama_preset(name);
         std::int64_t declared = 0;
         for (ParamDecl const& param : llama_parameters(config)) {

@@ -47,7 +47,7 @@ private:
 std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     GridShape const& g = step.grid;
     std::uint64_t const L = step.model.n_layer, C = step.model.n_embd;
-    std::uint64_t const Cx = C / g.x, Cy = C / g.y, Vpy = step.model.padded_vocab_size() / g.y;
+    std::uint64_t const Cx = C / g.x, Vpy = step.model.padded_vocab_size() / g.y;
     std::uint64_t const M = static_cast<std::uint64_t>(step.local_batch()) * step.seq;  // rows per pass
     std::uint64_t const passes = step.micro_batches();
     // The Linears' outputs and input gradients are all-reduced and weights gathered in the GEMMs' precision;
