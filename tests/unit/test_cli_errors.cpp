@@ -273,6 +273,19 @@ std::vector<BadInput> const bad_inputs = {
      "config.json does not exist", 1},
     {"prepare_bad_fraction", "prepare --input {dir}/text.txt --out {dir}/out --tokenizer byte --val-fraction 1.5",
      "--val-fraction 1.5 is outside (0, 1)", 2},
+    {"prepare_bad_record", "prepare --format jsonl --input {dir}/bad_records.jsonl --out {dir}/out --tokenizer byte",
+     "{dir}/bad_records.jsonl line 2: not JSON", 1},
+    {"prepare_record_missing_field",
+     "prepare --format jsonl --input {dir}/no_response.jsonl --out {dir}/out --tokenizer byte",
+     "{dir}/no_response.jsonl line 1: the record has no \"response\" field: add it, or name the field that holds it "
+     "with --response-field", 1},
+    {"prepare_unknown_template",
+     "prepare --format jsonl --input {dir}/records.jsonl --out {dir}/out --tokenizer byte --template chatml",
+     "unknown --template 'chatml': use plain, alpaca or llama3", 2},
+    {"prepare_unknown_format", "prepare --format csv --input {dir}/records.jsonl --out {dir}/out --tokenizer byte",
+     "unknown --format csv", 2},
+    {"prepare_empty_records", "prepare --format jsonl --input {dir}/empty.jsonl --out {dir}/out --tokenizer byte",
+     "{dir}/empty.jsonl is empty", 1},
 };
 
 class CommandLineErrors : public ::testing::TestWithParam<BadInput> {
@@ -300,6 +313,15 @@ protected:
         std::ofstream(dir_ / "no_docs.jsonl") << "\n\n";
         std::ofstream(dir_ / "text_docs.jsonl") << "{\"text\": \" the Devil's Dictionary\"}\n";
         std::ofstream(dir_ / "bad_docs.jsonl") << "{\"tokens\": [1, 2]}\n{oops\n";
+        std::ofstream records(dir_ / "records.jsonl");
+        for (int i = 0; i < 60; ++i) {
+            records << "{\"prompt\": \"Count on from " << i << ".\", \"response\": \"" << i + 1 << "\"}\n";
+        }
+        records.close();
+        std::ofstream(dir_ / "bad_records.jsonl") << "{\"prompt\": \"a\", \"response\": \"b\"}\n"
+                                                  << "{\"prompt\": oops\n";
+        std::ofstream(dir_ / "no_response.jsonl") << "{\"prompt\": \"a\", \"answer\": \"b\"}\n";
+        std::ofstream(dir_ / "empty.jsonl") << "";
         // A trained model for `memorization eval`: one step of gpt2-micro.
         std::string const train = binary().string() + " train --data " + (dir_ / "good").string() +
                                   " --tokenizer byte --model gpt2-micro --steps 1 --sample-tokens 0 --ckpt-dir " +
@@ -399,6 +421,27 @@ TEST_F(CommandLineErrors, GenerateFromACheckpointPrintsEachContinuation) {
         dir_);
     ASSERT_EQ(from_hf.exit_status, 0) << from_hf.stderr_text;
     EXPECT_EQ(nlohmann::json::parse(read_text(dir_ / "stdout.txt")), report);
+}
+
+// Not an error: fine-tuning records prepared with their loss mask train from a checkpoint (--init-from), counting
+// only the responses, in the loss and in validation.
+TEST_F(CommandLineErrors, FinetuningOnRecordsFromACheckpointCountsTheResponses) {
+    CommandResult const prepared = run_axonn(
+        with_dir("prepare --format jsonl --template alpaca --input {dir}/records.jsonl --out {dir}/records "
+                 "--tokenizer byte"),
+        dir_);
+    ASSERT_EQ(prepared.exit_status, 0) << prepared.stderr_text;
+    EXPECT_NE(read_text(dir_ / "stdout.txt").find("(54 records, "), std::string::npos)
+        << read_text(dir_ / "stdout.txt");
+    CommandResult const trained = run_axonn(
+        with_dir("train --data {dir}/records --init-from {dir}/model --tokenizer byte --steps 2 --batch 2 --seq 32 "
+                 "--eval-batches 1 --sample-tokens 0"),
+        dir_);
+    ASSERT_EQ(trained.exit_status, 0) << trained.stderr_text;
+    std::string const out = read_text(dir_ / "stdout.txt");
+    EXPECT_NE(out.find("of the training tokens count as targets (responses, not prompts); validation is masked "
+                       "alike"), std::string::npos) << out;
+    EXPECT_NE(out.find("weights from"), std::string::npos) << out;
 }
 
 TEST_P(CommandLineErrors, OneLineErrorAndNonZeroExit) {
