@@ -38,7 +38,6 @@ protected:
         options.out_dir = dir_ / "data";
         options.tokenizer = "byte";
         options.format = "jsonl";
-        options.prompt_template = "alpaca";  // long prompts: most targets are masked
         prepare_shards(options);
         DataLoader loader(dir_ / "data" / "train.bin", B, T, ShardTokenizer{"byte", 257});
         loader.next_batch(tokens_.data(), targets_.data(), mask_.data());
@@ -71,7 +70,7 @@ protected:
 TEST_F(FinetuneStep, TheLossIsTheMeanOverTheResponseTargets) {
     double const counted = std::accumulate(mask_.begin(), mask_.end(), 0.0);
     ASSERT_GT(counted, 0);
-    ASSERT_LT(counted, B * T / 2) << "the alpaca prompts should outnumber the responses";
+    ASSERT_LT(counted, B * T / 2) << "the prompts should outnumber the responses";
     std::unique_ptr<Gpt> const owner = make_model();
     Gpt& model = *owner;
     model.forward(Batch{B, T, tokens_.data(), targets_.data(), nullptr});

@@ -206,7 +206,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadRecords{"TooDeep", good_line + "{\"prompt\": \"a\", \"response\": \"b\", \"x\": [[[[[[[[[1]]]]]]]]]}\n",
                    "line 2: the JSON nests deeper than 8 levels"},
         BadRecords{"TooLong", good_line + "{\"prompt\": \"" + std::string(16 << 20, 'a') + "\"}\n",
-                   "line 2: the line has 16777229 bytes, more than the 16777216"},
+                   "line 2: the line has 16777230 bytes, more than the 16777216 a line may hold"},
         BadRecords{"NoRecord", "\n  \n\n", "holds no record"},
         BadRecords{"Empty", "", "is empty"},
         BadRecords{"OneRecord", good_line, "holds 1 record: a train/val split needs at least 2"}),
