@@ -236,34 +236,33 @@ TEST(TokenShard, RecordsItsTokenizerAndDataset) {
     EXPECT_EQ(shard.dataset_id(), 0x1234567890ABCDEFull);
 }
 
-TEST(TokenShard, ReadsVersionOneShardsWhichRecordNoTokenizer) {
-    TempDir dir;
+// A shard of tokens 5..8 as an older version wrote it: version 1 had zeros where version 2 records its origin,
+// and neither had the flags word, where this one holds garbage.
+std::filesystem::path old_shard(TempDir const& dir, int version) {
     std::filesystem::path const path = dir / "old.bin";
-    std::vector<std::int32_t> const tokens = {5, 6, 7, 8};
-    write_token_shard(path, tokens, 16, ShardOrigin{{"gpt2", 50257}, 99});
+    write_token_shard(path, std::vector<std::int32_t>{5, 6, 7, 8}, 16, ShardOrigin{{"gpt2", 50257}, 99});
     std::string bytes = read_bytes(path);
-    set_header_word(bytes, 1, 1);  // version 1 had zeros where version 2 records its origin
-    for (int word = 5; word < 16; ++word) set_header_word(bytes, word, 0);
+    set_header_word(bytes, 1, version);
+    for (int word = 5; version == 1 && word < 16; ++word) set_header_word(bytes, word, 0);
+    set_header_word(bytes, 16, 1);
     write_bytes(path, bytes);
-    TokenShard const shard = TokenShard::open(path);
-    EXPECT_FALSE(shard.tokenizer().has_value());
-    EXPECT_EQ(shard.dataset_id(), 0u);
-    EXPECT_EQ(read_all(shard), tokens);
+    return path;
 }
 
-TEST(TokenShard, ReadsVersionTwoShardsWhichHaveNoMask) {
+TEST(TokenShard, ReadsVersionOneShardsWhichRecordNoTokenizer) {
     TempDir dir;
-    std::filesystem::path const path = dir / "v2.bin";
-    std::vector<std::int32_t> const tokens = {5, 6, 7, 8};
-    write_token_shard(path, tokens, 16, ShardOrigin{{"gpt2", 50257}, 99});
-    std::string bytes = read_bytes(path);
-    set_header_word(bytes, 1, 2);
-    set_header_word(bytes, 16, 1);  // not a flag word before version 3: ignored
-    write_bytes(path, bytes);
-    TokenShard const shard = TokenShard::open(path);
+    TokenShard const shard = TokenShard::open(old_shard(dir, 1));
+    EXPECT_FALSE(shard.tokenizer().has_value());
+    EXPECT_EQ(shard.dataset_id(), 0u);
+    EXPECT_EQ(read_all(shard), (std::vector<std::int32_t>{5, 6, 7, 8}));
+}
+
+TEST(TokenShard, ReadsVersionTwoShardsWhoseTokensAllCount) {
+    TempDir dir;
+    TokenShard const shard = TokenShard::open(old_shard(dir, 2));
     EXPECT_EQ(*shard.tokenizer(), (ShardTokenizer{"gpt2", 50257}));
     EXPECT_FALSE(shard.has_loss_mask());
-    EXPECT_EQ(read_all(shard), tokens);
+    EXPECT_EQ(read_all(shard), (std::vector<std::int32_t>{5, 6, 7, 8}));
     EXPECT_EQ(read_all_mask(shard), (std::vector<std::uint8_t>(4, 1)));
 }
 

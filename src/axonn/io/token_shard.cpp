@@ -221,15 +221,31 @@ void TokenShard::read_loss_mask(std::int64_t offset, std::int64_t count, std::ui
     read_mask_bytes(offset, count, out);
 }
 
-std::int32_t TokenShard::find_max_token() const {
+namespace {
+
+// Reads the whole shard into `buffer` a chunk at a time, with read(first, count, buffer), and calls
+// visit(first, count) after each: a scan of a shard of any size in little memory.
+template <typename T, typename Read, typename Visit>
+void scan_in_chunks(std::int64_t size, std::vector<T>& buffer, Read read, Visit visit) {
     constexpr std::int64_t chunk = 1 << 20;
-    std::vector<std::int32_t> ids(static_cast<std::size_t>(std::min(chunk, size_)));
-    std::uint32_t largest = 0;
-    for (std::int64_t first = 0; first < size_; first += chunk) {
-        std::int64_t const count = std::min(chunk, size_ - first);
-        read_ids(first, count, ids.data());
-        for (std::int64_t i = 0; i < count; ++i) largest = std::max(largest, static_cast<std::uint32_t>(ids[i]));
+    buffer.resize(static_cast<std::size_t>(std::min(chunk, size)));
+    for (std::int64_t first = 0; first < size; first += chunk) {
+        std::int64_t const count = std::min(chunk, size - first);
+        read(first, count, buffer.data());
+        visit(first, count);
     }
+}
+
+}  // namespace
+
+std::int32_t TokenShard::find_max_token() const {
+    std::vector<std::int32_t> ids;
+    std::uint32_t largest = 0;
+    scan_in_chunks(
+        size_, ids, [this](std::int64_t first, std::int64_t count, std::int32_t* out) { read_ids(first, count, out); },
+        [&](std::int64_t, std::int64_t count) {
+            for (std::int64_t i = 0; i < count; ++i) largest = std::max(largest, static_cast<std::uint32_t>(ids[i]));
+        });
     require(largest <= static_cast<std::uint32_t>(std::numeric_limits<std::int32_t>::max()),
             "token shard {} is corrupt: it holds token id {}, beyond any vocabulary; {}", file_.path.string(),
             largest, remake_hint);
@@ -239,19 +255,19 @@ std::int32_t TokenShard::find_max_token() const {
 // Counts the mask's ones, refusing any value but 0 and 1, so that a loader can trust every mask it reads.
 std::int64_t TokenShard::count_loss_tokens() const {
     if (!has_loss_mask_) return size_;
-    constexpr std::int64_t chunk = 1 << 20;
-    std::vector<std::uint8_t> mask(static_cast<std::size_t>(std::min(chunk, size_)));
+    std::vector<std::uint8_t> mask;
     std::int64_t ones = 0;
-    for (std::int64_t first = 0; first < size_; first += chunk) {
-        std::int64_t const count = std::min(chunk, size_ - first);
-        read_mask_bytes(first, count, mask.data());
-        for (std::int64_t i = 0; i < count; ++i) {
-            require(mask[static_cast<std::size_t>(i)] <= 1, "token shard {} is corrupt: the loss mask of token {} is "
-                    "{}, not 0 or 1; {}", file_.path.string(), first + i, mask[static_cast<std::size_t>(i)],
-                    remake_hint);
-            ones += mask[static_cast<std::size_t>(i)];
-        }
-    }
+    scan_in_chunks(
+        size_, mask,
+        [this](std::int64_t first, std::int64_t count, std::uint8_t* out) { read_mask_bytes(first, count, out); },
+        [&](std::int64_t first, std::int64_t count) {
+            for (std::int64_t i = 0; i < count; ++i) {
+                std::uint8_t const value = mask[static_cast<std::size_t>(i)];
+                require(value <= 1, "token shard {} is corrupt: the loss mask of token {} is {}, not 0 or 1; {}",
+                        file_.path.string(), first + i, value, remake_hint);
+                ones += value;
+            }
+        });
     return ones;
 }
 
