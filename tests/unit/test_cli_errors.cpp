@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <filesystem>
 #include <fstream>
@@ -423,8 +424,19 @@ TEST_F(CommandLineErrors, GenerateFromACheckpointPrintsEachContinuation) {
     EXPECT_EQ(nlohmann::json::parse(read_text(dir_ / "stdout.txt")), report);
 }
 
+// Each step's training loss in a metrics file, by step.
+std::map<int, double> step_losses(fs::path const& metrics) {
+    std::map<int, double> losses;
+    std::istringstream lines(read_text(metrics));
+    for (std::string line; std::getline(lines, line);) {
+        nlohmann::json const record = nlohmann::json::parse(line);
+        if (record.contains("loss")) losses[record["step"].get<int>()] = record["loss"].get<double>();
+    }
+    return losses;
+}
+
 // Not an error: fine-tuning records prepared with their loss mask train from a checkpoint (--init-from), counting
-// only the responses, in the loss and in validation.
+// only the responses, in the loss and in validation; a run resumed from its checkpoint continues bit for bit.
 TEST_F(CommandLineErrors, FinetuningOnRecordsFromACheckpointCountsTheResponses) {
     CommandResult const prepared = run_axonn(
         with_dir("prepare --format jsonl --template alpaca --input {dir}/records.jsonl --out {dir}/records "
@@ -442,6 +454,21 @@ TEST_F(CommandLineErrors, FinetuningOnRecordsFromACheckpointCountsTheResponses) 
     EXPECT_NE(out.find("training tokens count as targets (responses, not prompts); validation is masked alike"),
               std::string::npos) << out;
     EXPECT_NE(out.find("weights from"), std::string::npos) << out;
+
+    std::string const run = "train --data {dir}/records --tokenizer byte --model gpt2-micro --steps 6 --batch 2 "
+                            "--seq 32 --eval-batches 1 --sample-tokens 0 --gemm-tuning off --ckpt-every 3 ";
+    CommandResult const whole_run = run_axonn(
+        with_dir(run + "--init-from {dir}/model --ckpt-dir {dir}/ft_whole --metrics {dir}/ft_whole.jsonl"), dir_);
+    ASSERT_EQ(whole_run.exit_status, 0) << whole_run.stderr_text;
+    CommandResult const resumed = run_axonn(
+        with_dir(run + "--ckpt-dir {dir}/ft_resumed --resume {dir}/ft_whole/step_00000003 --metrics "
+                 "{dir}/ft_resumed.jsonl"),
+        dir_);
+    ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
+    std::map<int, double> whole = step_losses(dir_ / "ft_whole.jsonl");
+    ASSERT_EQ(whole.size(), 6u);
+    whole.erase(whole.begin(), whole.find(3));
+    EXPECT_EQ(step_losses(dir_ / "ft_resumed.jsonl"), whole);
 }
 
 TEST_P(CommandLineErrors, OneLineErrorAndNonZeroExit) {

@@ -195,7 +195,8 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, BadRecordsTest,
     ::testing::Values(
         BadRecords{"NotJson", good_line + "{\"prompt\": \"a\",\n", "records.jsonl line 2: not JSON"},
-        BadRecords{"NotAnObject", good_line + good_line + "[\"a\", \"b\"]\n", "line 3: the line is array, not an object"},
+        BadRecords{"NotAnObject", good_line + good_line + "[\"a\", \"b\"]\n",
+                   "line 3: the line is array, not an object"},
         BadRecords{"MissingResponse", good_line + "{\"prompt\": \"a\"}\n",
                    "line 2: the record has no \"response\" field: add it, or name the field that holds it with "
                    "--response-field"},

@@ -40,8 +40,8 @@ void add_prepare_command(CLI::App& app) {
                         "jsonl: the field that holds a record's response")
         ->capture_default_str();
     command->add_option("--template", options->prompt_template,
-                        "jsonl: plain (prompt then response), alpaca (Alpaca's instruction format) or llama3 (Llama 3's "
-                        "chat format, for the llama3 tokenizer)")
+                        "jsonl: plain (prompt then response), alpaca (Alpaca's instruction format) or llama3 "
+                        "(Llama 3's chat format, for the llama3 tokenizer)")
         ->capture_default_str();
     command->add_flag("--allow-binary", options->allow_binary,
                       "tokenize inputs that are not UTF-8 text (NUL bytes, invalid UTF-8) instead of refusing them");

@@ -126,6 +126,38 @@ void split_records(std::vector<MaskedTokens> const& records, double val_fraction
     }
 }
 
+// Every input's tokens, split: each document between the two shards, or each record to one of them. Inputs that
+// are prepare's own outputs are skipped and listed in `skipped`.
+Split tokenize_inputs(PrepareOptions const& options, Tokenizer const& tokenizer,
+                      std::vector<std::filesystem::path>& skipped, std::function<void(double)> const& progress) {
+    std::uintmax_t const total_bytes = total_input_bytes(options.inputs);
+    std::uintmax_t done_bytes = 0;
+    bool const records = options.format == "jsonl";
+    PromptTemplate const prompt_template = parse_prompt_template(options.prompt_template);
+    Split split;
+    std::vector<MaskedTokens> record_tokens;
+    for (auto const& input : options.inputs) {
+        std::optional<std::string> const text = read_document(input, options);
+        if (!text) {
+            skipped.push_back(input);
+            continue;
+        }
+        if (records) {
+            for (PromptRecord const& record : parse_prompt_records(input, *text, options.fields)) {
+                record_tokens.push_back(tokenize_record(tokenizer, apply_template(prompt_template, record)));
+            }
+        } else {
+            split_document(tokenizer.encode(*text), options.val_fraction, tokenizer.eot_id(), split);
+        }
+        done_bytes += text->size();
+        if (progress) progress(std::min(1.0, static_cast<double>(done_bytes) / std::max(1.0, double(total_bytes))));
+    }
+    require(skipped.size() < options.inputs.size(), "every input is a token shard or an output of `axonn prepare`: "
+            "name the {} files to tokenize", records ? "JSON-lines" : "text");
+    if (records) split_records(record_tokens, options.val_fraction, options.inputs.front(), split);
+    return split;
+}
+
 // A random id that the two shards of one run share (never 0, which means "none").
 std::uint64_t new_dataset_id() {
     std::random_device entropy;
@@ -161,31 +193,8 @@ PrepareReport prepare_shards(PrepareOptions const& options, std::function<void(d
     check_inputs(options.inputs);
     create_folder(options.out_dir, "token shards");  // before the slow tokenizing, so that a bad folder fails at once
     PrepareReport report{0, 0, options.out_dir / "train.bin", options.out_dir / "val.bin", {}};
-    std::uintmax_t const total_bytes = total_input_bytes(options.inputs);
-    std::uintmax_t done_bytes = 0;
     bool const records = options.format == "jsonl";
-    PromptTemplate const prompt_template = parse_prompt_template(options.prompt_template);
-    Split split;
-    std::vector<MaskedTokens> record_tokens;
-    for (auto const& input : options.inputs) {
-        std::optional<std::string> const text = read_document(input, options);
-        if (!text) {
-            report.skipped.push_back(input);
-            continue;
-        }
-        if (records) {
-            for (PromptRecord const& record : parse_prompt_records(input, *text, options.fields)) {
-                record_tokens.push_back(tokenize_record(*tokenizer, apply_template(prompt_template, record)));
-            }
-        } else {
-            split_document(tokenizer->encode(*text), options.val_fraction, tokenizer->eot_id(), split);
-        }
-        done_bytes += text->size();
-        if (progress) progress(std::min(1.0, static_cast<double>(done_bytes) / std::max(1.0, double(total_bytes))));
-    }
-    require(report.skipped.size() < options.inputs.size(), "every input is a token shard or an output of `axonn "
-            "prepare`: name the {} files to tokenize", records ? "JSON-lines" : "text");
-    if (records) split_records(record_tokens, options.val_fraction, options.inputs.front(), split);
+    Split const split = tokenize_inputs(options, *tokenizer, report.skipped, progress);
     int const token_bits = tokenizer->vocab_size() <= 65536 ? 16 : 32;
     ShardOrigin const origin{{tokenizer->name(), tokenizer->vocab_size()}, new_dataset_id()};
     // Text counts every token: its shards carry no mask.
