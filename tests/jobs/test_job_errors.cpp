@@ -72,8 +72,8 @@ TEST_F(JobErrors, PrepareRefusesSeveralRanksThatWouldWriteTheSameFiles) {
     JobResult const result = mpirun("-np 2 " + axonn() + " prepare --input " +
                                     (dir_ / "text.txt").string() + " --out " + (dir_ / "prepared").string() +
                                     " --tokenizer byte");
-    EXPECT_EQ(only_error(result, 2), "axonn: error: `axonn prepare` writes files and runs as one process, not 2: run "
-                                     "it without mpirun or srun");
+    EXPECT_EQ(only_error(result, 2), "axonn: error: `axonn prepare` runs as one process, not 2: run it without mpirun "
+                                     "or srun");
 }
 
 TEST_F(JobErrors, GridAutoWithNoValidGridFailsOnEveryRankAlike) {

@@ -82,7 +82,7 @@ struct GridRun {
 
     std::vector<Tensor> gathered_weights() {
         std::vector<Tensor> weights;
-        for (auto const& spec : gpt_parameter_specs(micro_model())) weights.push_back(model->gather(spec.id, false));
+        for (int id = 0; id < param_count; ++id) weights.push_back(model->gather(Param{id}, false));
         return weights;
     }
 };

@@ -8,7 +8,7 @@
 // position's likely tokens are close enough to swap.
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/generate.h"
-#include "axonn/parallel/shard_layout.h"
+#include "axonn/model/gpt_parameters.h"
 #include "support/micro_model.h"
 
 #include <gtest/gtest.h>

@@ -7,7 +7,7 @@
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/memorization/extraction.h"
 #include "axonn/memorization/markov_corpus.h"
-#include "axonn/parallel/shard_layout.h"
+#include "axonn/model/gpt_parameters.h"
 #include "support/micro_model.h"
 
 #include <gtest/gtest.h>

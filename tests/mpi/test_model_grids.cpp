@@ -17,7 +17,7 @@
 #include "axonn/kernels/cpu/linear.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/parallel/linear.h"
-#include "axonn/parallel/shard_layout.h"
+#include "axonn/model/gpt_parameters.h"
 #include "axonn/parallel/weight_gather.h"
 #include "axonn/train/parity.h"
 #include "support/micro_model.h"

@@ -83,8 +83,9 @@ void write_inputs(fs::path const& dir, Gpt& model, ParityBatch const& batch) {
                            {"grad_clip", optimizer.grad_clip}};
     std::ofstream(dir / "config.json") << json.dump(2);
     NamedTensors weights;
-    for (auto const& spec : gpt_parameter_specs(config)) {
-        weights.emplace(spec.name, tensor_from({model.param(spec.id), static_cast<std::size_t>(shape_numel(spec.shape))},
+    for (int id = 0; id < param_count; ++id) {
+        ParamDecl const& spec = model.layout().param(id);
+        weights.emplace(spec.name, tensor_from({model.param(Param{id}), static_cast<std::size_t>(shape_numel(spec.shape))},
                                                spec.shape));
     }
     write_tensor_file(dir / "weights.axt", weights);
@@ -146,8 +147,9 @@ TEST_F(PytorchParity, LogitsLossGradientsAndTenAdamWSteps) {
     EXPECT_NEAR(loss, expected_loss, 2e-6 * std::abs(expected_loss));
 
     model.backward();
-    for (auto const& spec : gpt_parameter_specs(model.config())) {
-        double const error = relative_difference(model.grad(spec.id), reference.at("grad." + spec.name));
+    for (int id = 0; id < param_count; ++id) {
+        ParamDecl const& spec = model.layout().param(id);
+        double const error = relative_difference(model.grad(Param{id}), reference.at("grad." + spec.name));
         std::printf("grad %-9s rel diff %.3e\n", spec.name.c_str(), error);
         EXPECT_LT(error, 5e-6) << "gradient of " << spec.name;
     }

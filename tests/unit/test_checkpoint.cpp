@@ -103,7 +103,7 @@ TEST(Safetensors, HostileHeadersAreRefusedWithTheirProblem) {
 // A serial gpt2-micro with weights from a seed and moments made up from another, as a trained run would have.
 struct SerialState {
     ProcessGrid grid{MPI_COMM_SELF, GridShape{}};
-    ShardLayout layout{byte_micro(), GridPosition::of(grid)};
+    ShardLayout layout = gpt_layout(byte_micro(), GridPosition::of(grid));
     std::vector<float> params, exp_avg, exp_avg_sq;
 
     explicit SerialState(std::uint64_t seed) {
@@ -144,15 +144,16 @@ TEST(Checkpoint, SerialRunsAreConsecutiveAndCoverEveryElement) {
                     GptConfig config = byte_micro();
                     config.n_head = 4;
                     config.n_embd = 48;
-                    ShardLayout const layout(config, GridPosition{shape, 0, z, y, x});
-                    for (auto const& spec : gpt_parameter_specs(config)) {
+                    ShardLayout const layout = gpt_layout(config, GridPosition{shape, 0, z, y, x});
+                    for (int id = 0; id < layout.count(); ++id) {
+                        std::string const& name = layout.param(id).name;
                         std::int64_t runs = 0;
-                        for (std::int64_t i = 0; i < layout.local_numel(spec.id); ++runs) {
-                            std::int64_t const run = layout.serial_run(spec.id, i);
+                        for (std::int64_t i = 0; i < layout.local_numel(id); ++runs) {
+                            std::int64_t const run = layout.serial_run(id, i);
                             ASSERT_GE(run, 1);
                             for (std::int64_t k = 0; k < run; ++k) {
-                                ASSERT_EQ(layout.serial_index(spec.id, i + k), layout.serial_index(spec.id, i) + k)
-                                    << spec.name << " at " << i + k;
+                                ASSERT_EQ(layout.serial_index(id, i + k), layout.serial_index(id, i) + k)
+                                    << name << " at " << i + k;
                             }
                             i += run;
                         }

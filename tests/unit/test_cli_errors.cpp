@@ -272,6 +272,20 @@ std::vector<BadInput> const bad_inputs = {
     {"export_an_unknown_format", "export --format onnx {dir}/a {dir}/b", "unknown --format onnx", 2},
     {"import_a_folder_without_a_model", "import --format hf {dir}/empty --out {dir}/imported",
      "config.json does not exist", 1},
+    {"tokenize_missing_file", "tokenize --tokenizer byte {dir}/nowhere.txt", "{dir}/nowhere.txt does not exist", 1},
+    {"tokenize_ids_beyond_vocabulary", "tokenize --tokenizer byte --decode {dir}/wide_ids.json",
+     "token id 300 is outside the byte tokenizer's vocabulary 0..256", 1},
+    {"tokenize_decode_of_text", "tokenize --tokenizer byte --decode {dir}/text.txt",
+     "{dir}/text.txt is not a JSON list of token ids (not valid JSON", 1},
+    {"tokenize_decode_of_an_object", "tokenize --tokenizer byte --decode {dir}/object_ids.json",
+     "{dir}/object_ids.json is not a JSON list of token ids (it is a JSON object)", 1},
+    {"tokenize_decode_of_a_word", "tokenize --tokenizer byte --decode {dir}/word_ids.json",
+     "is not a JSON list of token ids (element 1 is \"two\")", 1},
+    {"tokenize_unknown_tokenizer", "tokenize --tokenizer klingon {dir}/text.txt", "unknown tokenizer 'klingon'", 2},
+    {"tokenize_folder_without_tokenizer_json", "tokenize --tokenizer {dir}/empty {dir}/text.txt",
+     "tokenizer folder {dir}/empty holds no tokenizer.json", 2},
+    {"tokenize_unsupported_tokenizer_json", "tokenize --tokenizer {dir}/wordpiece {dir}/text.txt",
+     "{dir}/wordpiece/tokenizer.json is not supported (the model is WordPiece, not BPE)", 1},
     {"prepare_bad_fraction", "prepare --input {dir}/text.txt --out {dir}/out --tokenizer byte --val-fraction 1.5",
      "--val-fraction 1.5 is outside (0, 1)", 2},
     {"prepare_bad_record", "prepare --format jsonl --input {dir}/bad_records.jsonl --out {dir}/out --tokenizer byte",
@@ -310,6 +324,11 @@ protected:
         corrupt.close();
         std::ofstream(dir_ / "extra_key.toml") << "steps = 3\nbogus_key = 1\n";
         std::ofstream(dir_ / "text.txt") << "Some text to tokenize.\n";
+        std::ofstream(dir_ / "wide_ids.json") << "[104, 300]";
+        std::ofstream(dir_ / "object_ids.json") << "{\"ids\": 3}";
+        std::ofstream(dir_ / "word_ids.json") << "[1, \"two\"]";
+        fs::create_directories(dir_ / "wordpiece");
+        std::ofstream(dir_ / "wordpiece" / "tokenizer.json") << "{\"model\": {\"type\": \"WordPiece\"}}";
         std::ofstream(dir_ / "docs.jsonl") << "{\"tokens\": [1, 2, 3, 4, 5, 6, 7, 8]}\n";
         std::ofstream(dir_ / "no_docs.jsonl") << "\n\n";
         std::ofstream(dir_ / "text_docs.jsonl") << "{\"text\": \" the Devil's Dictionary\"}\n";
@@ -469,6 +488,20 @@ TEST_F(CommandLineErrors, FinetuningOnRecordsFromACheckpointCountsTheResponses) 
     ASSERT_EQ(whole.size(), 6u);
     whole.erase(whole.begin(), whole.find(3));
     EXPECT_EQ(step_losses(dir_ / "ft_resumed.jsonl"), whole);
+}
+
+// Not an error: `tokenize` prints a text's ids as a JSON list (Llama 3's, as Hugging Face gives them), and
+// `tokenize --decode` of that list prints the text back, byte for byte.
+TEST_F(CommandLineErrors, TokenizeThenDecodeGivesTheTextBack) {
+    std::ofstream(dir_ / "cute.txt") << "Hello, my dog is cute";
+    CommandResult const encoded = run_axonn(with_dir("tokenize --tokenizer llama3 {dir}/cute.txt"), dir_);
+    ASSERT_EQ(encoded.exit_status, 0) << encoded.stderr_text;
+    std::string const ids = read_text(dir_ / "stdout.txt");
+    EXPECT_EQ(nlohmann::json::parse(ids), nlohmann::json({9906, 11, 856, 5679, 374, 19369})) << ids;
+    std::ofstream(dir_ / "cute_ids.json") << ids;
+    CommandResult const decoded = run_axonn(with_dir("tokenize --tokenizer llama3 --decode {dir}/cute_ids.json"), dir_);
+    ASSERT_EQ(decoded.exit_status, 0) << decoded.stderr_text;
+    EXPECT_EQ(read_text(dir_ / "stdout.txt"), "Hello, my dog is cute");
 }
 
 TEST_P(CommandLineErrors, OneLineErrorAndNonZeroExit) {

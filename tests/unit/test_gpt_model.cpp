@@ -167,9 +167,9 @@ TEST_F(Bf16Model, CopyWrittenByTheUpdateEqualsAFreshConversion) {
     copied.init_weights(4);
     AdamW optimizer(trained.segments(), trained.layout().total(), backend, AdamWConfig{});
     for (int step = 0; step < 2; ++step) ASSERT_TRUE(train_step(trained, optimizer, {&batch, 1}, 1e-2f).updated);
-    for (ParamSpec const& spec : gpt_parameter_specs(config)) {  // read without touching `trained`'s copy
-        float const* weights = trained.param_values(spec.id);
-        std::copy(weights, weights + trained.layout().local_numel(spec.id), copied.param(spec.id));
+    for (int id = 0; id < param_count; ++id) {  // read without touching `trained`'s copy
+        float const* weights = trained.param_values(Param{id});
+        std::copy(weights, weights + trained.layout().local_numel(id), copied.param(Param{id}));
     }
 
     std::int64_t const logits = 2 * 16 * config.padded_vocab_size();

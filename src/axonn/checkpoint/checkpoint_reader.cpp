@@ -79,7 +79,7 @@ CheckpointReader::CheckpointReader(fs::path folder) : folder_(std::move(folder))
     } catch (Error const& e) {
         damaged(fmt::format("its {} is unusable: {}", checkpoint_index_file, e.what()));
     }
-    for (auto const& spec : gpt_parameter_specs(index_.model)) {
+    for (ParamDecl const& spec : gpt_parameters(index_.model)) {
         auto const found = index_.tensors.find(spec.name);
         if (found == index_.tensors.end()) damaged(fmt::format("it holds no tensor {}", spec.name));
         if (found->second.shape != spec.shape) {
@@ -91,7 +91,7 @@ CheckpointReader::CheckpointReader(fs::path folder) : folder_(std::move(folder))
 
 bool CheckpointReader::has_training_state() const {
     if (index_.run.is_null()) return false;
-    for (auto const& spec : gpt_parameter_specs(index_.model)) {
+    for (ParamDecl const& spec : gpt_parameters(index_.model)) {
         for (std::string const& name : {exp_avg_name(spec.name), exp_avg_sq_name(spec.name)}) {
             auto const found = index_.tensors.find(name);
             if (found == index_.tensors.end() || found->second.shape != spec.shape) return false;
@@ -163,7 +163,7 @@ void CheckpointReader::read_range(std::string const& tensor, std::int64_t begin,
     }
 }
 
-void CheckpointReader::read_shard(std::string const& tensor, ShardLayout const& layout, Param id, float* out) {
+void CheckpointReader::read_shard(std::string const& tensor, ShardLayout const& layout, int id, float* out) {
     std::int64_t const n = layout.local_numel(id);
     // Runs of consecutive serial indices, one read each.
     for (std::int64_t start = 0; start < n;) {
@@ -174,13 +174,12 @@ void CheckpointReader::read_shard(std::string const& tensor, ShardLayout const& 
 }
 
 void CheckpointReader::read_local(ShardLayout const& layout, LocalBuffers const& out) {
-    for (auto const& spec : gpt_parameter_specs(index_.model)) {
-        std::int64_t const offset = layout.offset(spec.id);
-        read_shard(spec.name, layout, spec.id, out.params.data() + offset);
-        if (!out.exp_avg.empty()) read_shard(exp_avg_name(spec.name), layout, spec.id, out.exp_avg.data() + offset);
-        if (!out.exp_avg_sq.empty()) {
-            read_shard(exp_avg_sq_name(spec.name), layout, spec.id, out.exp_avg_sq.data() + offset);
-        }
+    for (int id = 0; id < layout.count(); ++id) {
+        std::string const& name = layout.param(id).name;
+        std::int64_t const offset = layout.offset(id);
+        read_shard(name, layout, id, out.params.data() + offset);
+        if (!out.exp_avg.empty()) read_shard(exp_avg_name(name), layout, id, out.exp_avg.data() + offset);
+        if (!out.exp_avg_sq.empty()) read_shard(exp_avg_sq_name(name), layout, id, out.exp_avg_sq.data() + offset);
         // A replicated tensor touches every writer's files: a rank of a large job closes them as it goes rather
         // than holding one descriptor per file of the checkpoint.
         files_.clear();

@@ -52,7 +52,7 @@ private:
     };
     OpenFile& file(std::string const& name);
     void read_range(std::string const& tensor, std::int64_t begin, std::int64_t count, float* out);
-    void read_shard(std::string const& tensor, ShardLayout const& layout, Param id, float* out);
+    void read_shard(std::string const& tensor, ShardLayout const& layout, int id, float* out);
     [[noreturn]] void damaged(std::string const& problem) const;
 
     std::filesystem::path folder_;

@@ -4,16 +4,15 @@
 
 namespace axonn {
 
-std::vector<CheckpointTensor> checkpoint_tensors(GptConfig const& config, ShardLayout const& layout,
-                                                 LocalTensors const& local) {
-    auto const specs = gpt_parameter_specs(config);
+std::vector<CheckpointTensor> checkpoint_tensors(ShardLayout const& layout, LocalTensors const& local) {
     std::vector<CheckpointTensor> tensors;
     auto const add = [&](std::span<float const> buffer, auto&& name_of) {
         if (buffer.empty()) return;
-        for (auto const& spec : specs) {
-            auto const offset = static_cast<std::size_t>(layout.offset(spec.id));
-            auto const count = static_cast<std::size_t>(layout.local_numel(spec.id));
-            tensors.push_back({name_of(spec.name), spec.id, spec.shape, buffer.subspan(offset, count)});
+        for (int id = 0; id < layout.count(); ++id) {
+            auto const offset = static_cast<std::size_t>(layout.offset(id));
+            auto const count = static_cast<std::size_t>(layout.local_numel(id));
+            ParamDecl const& param = layout.param(id);
+            tensors.push_back({name_of(param.name), id, param.shape, buffer.subspan(offset, count)});
         }
     };
     add(local.params, [](std::string const& name) { return name; });

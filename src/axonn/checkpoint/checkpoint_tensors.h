@@ -3,8 +3,6 @@
 #pragma once
 
 #include "axonn/core/tensor.h"
-#include "axonn/model/gpt_config.h"
-#include "axonn/model/gpt_parameters.h"
 #include "axonn/parallel/shard_layout.h"
 
 #include <cstdint>
@@ -23,16 +21,16 @@ struct LocalTensors {
 
 struct CheckpointTensor {
     std::string name;  // "wte", "exp_avg.wte", ...
-    Param id;
+    int param;         // its index in the layout
     Shape shape;       // serial, padding rows included
     std::span<float const> local;
 
     std::int64_t numel() const { return shape_numel(shape); }
 };
 
-// The weights, then (if `local` has them) the first moments, then the second, each in Param order.
-std::vector<CheckpointTensor> checkpoint_tensors(GptConfig const& config, ShardLayout const& layout,
-                                                 LocalTensors const& local);
+// The weights, then (if `local` has them) the first moments, then the second, each in the layout's order of
+// declaration.
+std::vector<CheckpointTensor> checkpoint_tensors(ShardLayout const& layout, LocalTensors const& local);
 
 // Rank r of `ranks` stores elements [range_begin(n, r, ranks), range_begin(n, r + 1, ranks)) of a tensor of n.
 inline std::int64_t range_begin(std::int64_t n, int rank, int ranks) {

@@ -7,6 +7,7 @@
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
 #include "axonn/io/safetensors.h"
+#include "axonn/model/gpt_parameters.h"
 #include "axonn/parallel/shard_layout.h"
 
 #include <fmt/format.h>
@@ -72,7 +73,7 @@ std::vector<float> collect_range(Communicator& world, ShardLayout const& layout,
     for (int r = 0; r <= ranks; ++r) boundaries.push_back(range_begin(tensor.numel(), r, ranks));
     std::int64_t const begin = boundaries[world.rank()];
     std::vector<float> range(static_cast<std::size_t>(boundaries[world.rank() + 1] - begin));
-    bool const sender = data_replica_zero && layout.owns(tensor.id);
+    bool const sender = data_replica_zero && layout.owns(tensor.param);
     auto const local = static_cast<std::int64_t>(sender ? tensor.local.size() : 0);
     double rounds = static_cast<double>((local + exchange_chunk - 1) / exchange_chunk);
     world.all_reduce_max(&rounds, 1);
@@ -83,8 +84,8 @@ std::vector<float> collect_range(Communicator& world, ShardLayout const& layout,
         std::vector<std::vector<float>> values(ranks);
         std::int64_t const end = std::min(local, (round + 1) * exchange_chunk);
         for (std::int64_t i = round * exchange_chunk; i < end;) {
-            std::int64_t const count = std::min(layout.serial_run(tensor.id, i), end - i);
-            for (std::int64_t serial = layout.serial_index(tensor.id, i), left = count; left > 0;) {
+            std::int64_t const count = std::min(layout.serial_run(tensor.param, i), end - i);
+            for (std::int64_t serial = layout.serial_index(tensor.param, i), left = count; left > 0;) {
                 auto const owner = std::upper_bound(boundaries.begin(), boundaries.end(), serial) - boundaries.begin() - 1;
                 std::int64_t const take = std::min(left, boundaries[owner + 1] - serial);
                 runs[owner].insert(runs[owner].end(), {serial, take});
@@ -217,8 +218,8 @@ fs::path save_checkpoint(ProcessGrid& grid, GptConfig const& config, LocalTensor
                          json const& run, CheckpointTarget const& target) {
     Communicator& world = grid.comm(Group::world);
     bool const leader = world.rank() == 0;
-    ShardLayout const layout(config, GridPosition::of(grid));
-    std::vector<CheckpointTensor> const tensors = checkpoint_tensors(config, layout, local);
+    ShardLayout const layout = gpt_layout(config, GridPosition::of(grid));
+    std::vector<CheckpointTensor> const tensors = checkpoint_tensors(layout, local);
     fs::path const destination = target.dir / checkpoint_folder_name(step);
     fs::path partial = destination;
     partial += ".partial";

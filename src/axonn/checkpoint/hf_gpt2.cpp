@@ -54,7 +54,7 @@ std::string hf_name(HfTensor const& tensor, int layer) {
 
 // One layer's tensor in Hugging Face's shape: vectors as they are, matrices transposed where Conv1D stores them so.
 Shape hf_shape(HfTensor const& tensor, GptConfig const& config) {
-    Shape shape = gpt_parameter_specs(config)[static_cast<int>(tensor.id)].shape;
+    Shape shape = gpt_parameters(config)[static_cast<int>(tensor.id)].shape;
     if (tensor.per_layer) shape.erase(shape.begin());
     if (tensor.id == Param::wte) shape[0] = config.vocab_size;
     if (tensor.transposed) std::swap(shape[0], shape[1]);
@@ -182,7 +182,7 @@ Tensor HfGpt2Weights::read(std::string const& name, Shape const& shape) {
 
 Tensor HfGpt2Weights::serial(Param id) {
     HfTensor const& tensor = hf_tensors[static_cast<int>(id)];
-    Shape const shape = gpt_parameter_specs(config_)[static_cast<int>(id)].shape;
+    Shape const shape = gpt_parameters(config_)[static_cast<int>(id)].shape;
     Tensor out(shape, DType::f32);  // zero: the embedding's padding rows stay so
     Shape const stored = hf_shape(tensor, config_);
     std::int64_t const per_layer = shape_numel(stored);
@@ -210,7 +210,7 @@ void HfGpt2Weights::read_local(ShardLayout const& layout, std::span<float> param
 
 void export_hf_gpt2(CheckpointReader& checkpoint, fs::path const& out) {
     GptConfig const& config = checkpoint.index().model;
-    auto const specs = gpt_parameter_specs(config);
+    auto const specs = gpt_parameters(config);
     std::vector<SafetensorsEntry> entries;
     std::vector<Tensor> data;
     for (HfTensor const& tensor : hf_tensors) {

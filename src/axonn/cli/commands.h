@@ -18,9 +18,10 @@ void add_export_command(CLI::App& app);
 void add_import_command(CLI::App& app);
 void add_memorization_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
+void add_tokenize_command(CLI::App& app);
 
-// For the commands that write files and use no grid (prepare, corpus): a launch of several ranks would have them
-// all write the same files, so it is a usage error.
+// For the commands that write files or print a result and use no grid (prepare, corpus, tokenize): a launch of
+// several ranks would have them all write the same files or print the same result, so it is a usage error.
 void require_one_process(std::string_view command);
 
 }  // namespace axonn

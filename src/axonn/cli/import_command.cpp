@@ -6,7 +6,7 @@
 #include "axonn/comm/grid.h"
 #include "axonn/core/error.h"
 #include "axonn/core/tensor.h"
-#include "axonn/parallel/shard_layout.h"
+#include "axonn/model/gpt_parameters.h"
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -33,7 +33,7 @@ void add_import_command(CLI::App& app) {
         if (*format != "hf") throw UsageError(fmt::format("unknown --format {}: import reads hf", *format));
         GptConfig const config = read_hf_gpt2_config(*source);
         ProcessGrid self(MPI_COMM_SELF, GridShape{});
-        ShardLayout const layout(config, GridPosition::of(self));
+        ShardLayout const layout = gpt_layout(config, GridPosition::of(self));
         HfGpt2Weights weights(*source, config);  // checks every tensor before anything is allocated for them
         Tensor params({layout.total()}, DType::f32);
         weights.read_local(layout, params.span<float>());

@@ -74,7 +74,8 @@ void add_eval(CLI::App& parent) {
     add_goldfish_option(*command, options->spec.mask)
         ->description("the Goldfish mask the model was trained with (k=K,h=H[,strategy=hash|static]): the "
                       "teacher-forced accuracy is split into the targets it kept and those it dropped");
-    command->add_option("--tokenizer", options->tokenizer, "tokenizer of \"text\" records: gpt2 or byte")
+    command->add_option("--tokenizer", options->tokenizer,
+                        "tokenizer of \"text\" records: gpt2, llama3, byte or a folder with a tokenizer.json")
         ->capture_default_str();
     command->add_option("--tokenizer-dir", options->tokenizer_dir, "folder with GPT-2's encoder.json and vocab.bpe");
     command->add_option("--batch", options->batch, "documents per forward pass over the grid")->capture_default_str();

@@ -9,7 +9,7 @@ void require_one_process(std::string_view command) {
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     if (world == 1) return;
-    throw UsageError(fmt::format("`axonn {}` writes files and runs as one process, not {}: run it without mpirun or "
+    throw UsageError(fmt::format("`axonn {}` runs as one process, not {}: run it without mpirun or "
                                  "srun", command, world));
 }
 

@@ -26,7 +26,8 @@ void add_prepare_command(CLI::App& app) {
         ->required()
         ->expected(1, -1);
     command->add_option("--out", options->out_dir, "output folder (created if missing)")->required();
-    command->add_option("--tokenizer", options->tokenizer, "gpt2 (GPT-2 byte-level BPE) or byte")
+    command->add_option("--tokenizer", options->tokenizer,
+                        "gpt2, llama3 (byte-level BPE), byte, or a folder holding a tokenizer.json")
         ->capture_default_str();
     command->add_option("--tokenizer-dir", options->gpt2_dir, "folder with GPT-2's encoder.json and vocab.bpe");
     command->add_option("--val-fraction", options->val_fraction, "share of each document kept for validation")

@@ -26,7 +26,8 @@ void add_train_command(CLI::App& app) {
     command->add_option("--data", options->data, "folder written by `axonn prepare` (train.bin, val.bin), a shard, "
                                                  "or a folder of shards")->required();
     command->add_option("--val-data", options->val_data, "validation shard(s); default: val.bin beside --data");
-    command->add_option("--tokenizer", options->tokenizer, "tokenizer the data was prepared with: gpt2 or byte")
+    command->add_option("--tokenizer", options->tokenizer,
+                        "tokenizer the data was prepared with: gpt2, llama3, byte or a tokenizer.json folder")
         ->capture_default_str();
     command->add_option("--tokenizer-dir", options->tokenizer_dir, "folder with GPT-2's encoder.json and vocab.bpe");
     command->add_option("--steps", options->steps, "optimisation steps")->capture_default_str();

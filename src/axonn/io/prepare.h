@@ -15,7 +15,7 @@ namespace axonn {
 struct PrepareOptions {
     std::vector<std::filesystem::path> inputs;  // text files, one document each; or JSON-lines files of records
     std::filesystem::path out_dir;              // created if missing
-    std::string tokenizer = "gpt2";             // "gpt2" or "byte"
+    std::string tokenizer = "gpt2";             // a name or folder that make_tokenizer takes
     std::filesystem::path gpt2_dir;             // empty: default_gpt2_dir()
     double val_fraction = 0.1;                  // in (0, 1)
     bool allow_binary = false;                  // accept inputs that are not UTF-8 text (NUL bytes, invalid UTF-8)

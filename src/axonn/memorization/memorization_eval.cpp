@@ -5,7 +5,7 @@
 #include "axonn/core/error.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/model/gpt.h"
-#include "axonn/parallel/shard_layout.h"
+#include "axonn/model/gpt_parameters.h"
 #include "axonn/train/checkpointing.h"
 #include "axonn/train/threads.h"
 #include "axonn/train/train_step.h"

@@ -6,7 +6,7 @@
 #include "axonn/memorization/extraction.h"
 #include "axonn/memorization/study_report.h"
 #include "axonn/model/gpt.h"
-#include "axonn/parallel/shard_layout.h"
+#include "axonn/model/gpt_parameters.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/progress.h"
 #include "axonn/train/schedule.h"

@@ -1,10 +1,10 @@
 #include "axonn/model/gpt.h"
 
 #include "axonn/core/error.h"
-#include "axonn/core/rng.h"
 #include "axonn/core/trace.h"
 #include "axonn/parallel/layernorm.h"
 #include "axonn/parallel/linear.h"
+#include "axonn/parallel/parameter_init.h"
 #include "axonn/parallel/vocab_parallel.h"
 
 #include <algorithm>
@@ -134,8 +134,18 @@ struct LayerActivations {
 };
 
 // The largest Linear block [4C/G_y, C/G_x] a Z all-gather or reduce-scatter carries, and all four of a layer.
-std::int64_t max_linear_block(LocalDims const& d) { return static_cast<std::int64_t>(4) * d.Cy * d.Cx; }
-std::int64_t layer_linear_blocks(LocalDims const& d) { return static_cast<std::int64_t>(12) * d.Cy * d.Cx; }
+// A Linear's [rows/G_rows, cols/G_cols] block before the Z split: what its Z all-gather returns.
+std::int64_t linear_block(ShardLayout const& layout, Param id) { return layout.block_rows(id) * layout.block_cols(id); }
+std::int64_t max_linear_block(ShardLayout const& layout) {
+    std::int64_t largest = 0;
+    for (Param id : layer_linears) largest = std::max(largest, linear_block(layout, id));
+    return largest;
+}
+std::int64_t layer_linear_blocks(ShardLayout const& layout) {
+    std::int64_t total = 0;
+    for (Param id : layer_linears) total += linear_block(layout, id);
+    return total;
+}
 std::int64_t wte_block(LocalDims const& d) { return static_cast<std::int64_t>(d.Vpy) * d.Cx; }
 
 // The embedding's block gathered over Z (and its gradient), which stay from the lookup to the LM head and through
@@ -161,8 +171,8 @@ std::int64_t bf16_operand_numel(LocalDims const& d, DType precision) {
     std::int64_t const widest_input = std::max<std::int64_t>(4LL * d.Cy, d.Cx);
     return d.BT * (widest_rows + widest_input);
 }
-std::int64_t cached_weight_numel(LocalDims const& d, GptOptions const& options) {
-    return options.cache_weights ? d.L * layer_linear_blocks(d) : 0;
+std::int64_t cached_weight_numel(LocalDims const& d, ShardLayout const& layout, GptOptions const& options) {
+    return options.cache_weights ? d.L * layer_linear_blocks(layout) : 0;
 }
 
 // A ring of one layer's four Linears: a weight gradient's reduce-scatter has a layer's backward to finish in.
@@ -182,7 +192,8 @@ constexpr std::array<Param, 12> layer_params = {Param::fcprojw, Param::fcprojb, 
 
 GptMemory gpt_memory(GptConfig const& config, GridShape const& grid, int local_batch, int seq,
                      GptOptions const& options) {
-    std::int64_t const parameters = ShardLayout(config, GridPosition{grid}).total();
+    ShardLayout const layout = gpt_layout(config, GridPosition{grid});
+    std::int64_t const parameters = layout.total();
     std::int64_t const gemm_bytes = dtype_size(options.precision);  // per element of a GEMM's weight or operand
     bool const mixed = options.precision != DType::f32;
     LocalDims const dims(config, grid, local_batch, seq);
@@ -193,12 +204,12 @@ GptMemory gpt_memory(GptConfig const& config, GridShape const& grid, int local_b
     auto buffer = [](std::int64_t numel) { return std::max<std::int64_t>(1, numel); };
     std::int64_t const workspace_bytes =
         buffer(wte_workspace_numel(dims, grid.z)) * (gemm_bytes + 4) +
-        buffer(WeightGather::buffer_numel(grid.z, max_linear_block(dims), cached_weight_numel(dims, options))) *
+        buffer(WeightGather::buffer_numel(grid.z, max_linear_block(layout), cached_weight_numel(dims, layout, options))) *
             gemm_bytes +
-        buffer(GradScatter::buffer_numel(grid.z, max_linear_block(dims), scatter_ring)) * 4 +
-        buffer(GradScatter::staging_numel(grid.z, max_linear_block(dims), scatter_ring, options.grad_comm)) * 2 +
+        buffer(GradScatter::buffer_numel(grid.z, max_linear_block(layout), scatter_ring)) * 4 +
+        buffer(GradScatter::staging_numel(grid.z, max_linear_block(layout), scatter_ring, options.grad_comm)) * 2 +
         buffer(wte_grad_sent_numel(dims, grid.z, options.grad_comm)) * 2 +
-        buffer(GradientSync::mirror_numel(ShardLayout(config, GridPosition{grid}), grid.data, options.grad_comm)) * 2 +
+        buffer(GradientSync::mirror_numel(layout, grid.data, options.grad_comm)) * 2 +
         buffer(bf16_staging_numel(dims, grid, options.precision)) * gemm_bytes +
         bf16_operand_numel(dims, options.precision) * 2;
     return {parameters * 4 + (mixed ? parameters * gemm_bytes : 0), parameters * 4, 2 * parameters * 4,
@@ -220,7 +231,7 @@ double Gpt::global_loss_weight(std::span<Batch const> passes) {
 Gpt::Gpt(GptConfig const& config, Backend& backend, ProcessGrid& grid, int local_batch, int max_seq,
          GptOptions const& options)
     : config_(config), backend_(backend), grid_(grid), max_batch_(local_batch), max_seq_(max_seq), options_(options),
-      layout_(config, GridPosition::of(grid)) {
+      layout_(gpt_layout(config, GridPosition::of(grid))) {
     config_.validate();
     invariant(backend.gemm_dtype() == options.precision, "a model in {} needs a backend made for it, not {}",
               dtype_name(options.precision), dtype_name(backend.gemm_dtype()));
@@ -246,9 +257,10 @@ Gpt::Gpt(GptConfig const& config, Backend& backend, ProcessGrid& grid, int local
         Tensor({std::max<std::int64_t>(1, wte_grad_sent_numel(dims, shape.z, options_.grad_comm))}, DType::bf16);
     activation_staging_ =
         Tensor({std::max<std::int64_t>(1, bf16_staging_numel(dims, shape, options_.precision))}, options_.precision);
-    weights_ = std::make_unique<WeightGather>(grid.comm(Group::z_prefetch), options_.precision, max_linear_block(dims),
-                                              options_.overlap, cached_weight_numel(dims, options_));
-    weight_grads_ = std::make_unique<GradScatter>(backend, grid.comm(Group::z), max_linear_block(dims), scatter_ring,
+    weights_ = std::make_unique<WeightGather>(grid.comm(Group::z_prefetch), options_.precision,
+                                              max_linear_block(layout_), options_.overlap,
+                                              cached_weight_numel(dims, layout_, options_));
+    weight_grads_ = std::make_unique<GradScatter>(backend, grid.comm(Group::z), max_linear_block(layout_), scatter_ring,
                                                   options_.overlap, options_.grad_comm);
     sync_ = std::make_unique<GradientSync>(layout_, backend, grid.comm(Group::z), grid.comm(Group::data),
                                            *weight_grads_, options_.overlap, options_.grad_comm);
@@ -258,8 +270,8 @@ Gpt::~Gpt() = default;
 
 std::vector<ParamSegment> Gpt::segments() const {
     std::vector<ParamSegment> segments;
-    for (auto const& spec : gpt_parameter_specs(config_)) {
-        segments.push_back({layout_.offset(spec.id), layout_.local_numel(spec.id), spec.decay});
+    for (int id = 0; id < layout_.count(); ++id) {
+        segments.push_back({layout_.offset(id), layout_.local_numel(id), layout_.param(id).decay});
     }
     return segments;
 }
@@ -270,26 +282,7 @@ VocabSlice Gpt::vocab_slice() const {
     return {begin, rows, std::clamp(config_.vocab_size - begin, 0, rows)};
 }
 
-void Gpt::init_weights(std::uint64_t seed) {
-    for (auto const& spec : gpt_parameter_specs(config_)) {
-        float* values = param(spec.id);
-        std::int64_t const numel = layout_.local_numel(spec.id);
-        PhiloxKey const key{seed, static_cast<std::uint64_t>(spec.id) + 1};
-        for (std::int64_t i = 0; i < numel; ++i) {
-            switch (spec.init) {
-                case ParamInit::normal: {
-                    std::int64_t const index = layout_.serial_index(spec.id, i);
-                    // The padding rows of wte are never looked up and their logits are masked: exactly zero.
-                    bool const padding = spec.id == Param::wte && index / config_.n_embd >= config_.vocab_size;
-                    values[i] = padding ? 0.0f : static_cast<float>(spec.init_std * standard_normal(key, index));
-                    break;
-                }
-                case ParamInit::ones: values[i] = 1.0f; break;
-                case ParamInit::zeros: values[i] = 0.0f; break;
-            }
-        }
-    }
-}
+void Gpt::init_weights(std::uint64_t seed) { init_parameters(layout_, params(), seed); }
 
 float const* Gpt::logits() const {
     ActivationLayout const a(LocalDims(config_, grid_.shape(), max_batch_, max_seq_), options_.recompute);
@@ -334,13 +327,13 @@ WeightView Gpt::gathered_wte() const {
 // The weights' uses of a pass in execution order: each layer's four Linears forward; in training, then the
 // backward's, last layer first, each recomputed layer's forward uses before its backward's.
 std::vector<WeightUse> Gpt::weight_schedule(bool training) const {
-    std::int64_t const C = config_.n_embd, Cx = C / grid_.shape().x, Cy = C / grid_.shape().y;
-    auto use = [&](Param id, int l, std::int64_t block) {
-        return WeightUse{gemm_weight(id, l * (layout_.local_numel(id) / config_.n_layer)), block};
-    };
     auto forward_uses = [&](int l) {
-        return std::array{use(Param::qkvw, l, 3 * Cy * Cx), use(Param::attprojw, l, Cx * Cy),
-                          use(Param::fcw, l, 4 * Cy * Cx), use(Param::fcprojw, l, 4 * Cy * Cx)};
+        std::array<WeightUse, layer_linears.size()> uses;
+        for (std::size_t i = 0; i < layer_linears.size(); ++i) {
+            Param const id = layer_linears[i];
+            uses[i] = {gemm_weight(id, l * (layout_.local_numel(id) / config_.n_layer)), linear_block(layout_, id)};
+        }
+        return uses;
     };
     std::vector<WeightUse> schedule;
     for (int l = 0; l < config_.n_layer; ++l) {
@@ -483,11 +476,11 @@ void Gpt::backward() {
     backward_ready_ = false;
     GradWrite const write = pass_.first ? GradWrite::overwrite : GradWrite::accumulate;
     if (write == GradWrite::overwrite) {
-        for (auto const& spec : gpt_parameter_specs(config_)) {
-            if (std::find(gemm_written_grads.begin(), gemm_written_grads.end(), spec.id) != gemm_written_grads.end()) {
+        for (int id = 0; id < layout_.count(); ++id) {
+            if (std::find(gemm_written_grads.begin(), gemm_written_grads.end(), Param{id}) != gemm_written_grads.end()) {
                 continue;
             }
-            std::fill_n(grad(spec.id), layout_.local_numel(spec.id), 0.0f);
+            std::fill_n(grad(Param{id}), layout_.local_numel(id), 0.0f);
         }
     }
     if (pass_.last) sync_->begin(gradients_.data<float>());
@@ -625,8 +618,8 @@ void Gpt::backward_layer(int l, int slot, Batch const& batch, GradWrite write) {
 
 double Gpt::gradient_norm() {
     double squares = 0.0;
-    for (auto const& spec : gpt_parameter_specs(config_)) {
-        if (layout_.owns(spec.id)) squares += backend_.sum_of_squares(grad(spec.id), layout_.local_numel(spec.id));
+    for (int id = 0; id < layout_.count(); ++id) {
+        if (layout_.owns(id)) squares += backend_.sum_of_squares(grad(Param{id}), layout_.local_numel(id));
     }
     grid_.comm(Group::tensor).all_reduce(&squares, 1);
     return std::sqrt(squares);

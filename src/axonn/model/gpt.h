@@ -17,6 +17,7 @@
 #include "axonn/core/tensor.h"
 #include "axonn/kernels/backend.h"
 #include "axonn/model/gpt_config.h"
+#include "axonn/model/gpt_parameters.h"
 #include "axonn/model/kv_cache.h"
 #include "axonn/parallel/grad_scatter.h"
 #include "axonn/parallel/gradient_sync.h"

@@ -4,29 +4,52 @@
 
 namespace axonn {
 
-std::array<ParamSpec, param_count> gpt_parameter_specs(GptConfig const& config) {
+std::vector<ParamDecl> gpt_parameters(GptConfig const& config) {
     std::int64_t const L = config.n_layer, C = config.n_embd, Vp = config.padded_vocab_size(), maxT = config.max_seq;
+    std::int64_t const NH = config.n_head, hs = C / NH;
     constexpr float std = 0.02f;
     // GPT-2 scales the projections that write into the residual stream by 1/sqrt(2·L), one per residual add.
     float const residual_std = std / std::sqrt(2.0f * static_cast<float>(L));
-    return {{
-        {Param::wte, "wte", {Vp, C}, ParamInit::normal, std, true},
-        {Param::wpe, "wpe", {maxT, C}, ParamInit::normal, std, true},
-        {Param::ln1w, "ln1w", {L, C}, ParamInit::ones, 0, false},
-        {Param::ln1b, "ln1b", {L, C}, ParamInit::zeros, 0, false},
-        {Param::qkvw, "qkvw", {L, 3 * C, C}, ParamInit::normal, std, true},
-        {Param::qkvb, "qkvb", {L, 3 * C}, ParamInit::zeros, 0, false},
-        {Param::attprojw, "attprojw", {L, C, C}, ParamInit::normal, residual_std, true},
-        {Param::attprojb, "attprojb", {L, C}, ParamInit::zeros, 0, false},
-        {Param::ln2w, "ln2w", {L, C}, ParamInit::ones, 0, false},
-        {Param::ln2b, "ln2b", {L, C}, ParamInit::zeros, 0, false},
-        {Param::fcw, "fcw", {L, 4 * C, C}, ParamInit::normal, std, true},
-        {Param::fcb, "fcb", {L, 4 * C}, ParamInit::zeros, 0, false},
-        {Param::fcprojw, "fcprojw", {L, C, 4 * C}, ParamInit::normal, residual_std, true},
-        {Param::fcprojb, "fcprojb", {L, C}, ParamInit::zeros, 0, false},
-        {Param::lnfw, "lnfw", {C}, ParamInit::ones, 0, false},
-        {Param::lnfb, "lnfb", {C}, ParamInit::zeros, 0, false},
-    }};
+    // qkv's rows are [q | k | v], each of NH heads: a Y rank holds its heads' rows of all three.
+    std::vector<RowPart> const qkv_heads(3, RowPart{NH, hs, "attention heads"});
+    std::vector<RowPart> const vocabulary = {{Vp, 1, "rows of the padded vocabulary"}};
+    using enum ShardRole;
+    using enum ParamInit;
+    // name, serial shape, layers, rows, cols, role, row parts, init, init std, decay, real rows
+    return {
+        {"wte", {Vp, C}, 1, Vp, C, vocabulary_block, vocabulary, normal, std, true, config.vocab_size},
+        {"wpe", {maxT, C}, 1, maxT, C, vector_over_x, {}, normal, std, true},
+        {"ln1w", {L, C}, L, 1, C, vector_over_x, {}, ones},
+        {"ln1b", {L, C}, L, 1, C, vector_over_x, {}, zeros},
+        {"qkvw", {L, 3 * C, C}, L, 3 * C, C, normal_linear, qkv_heads, normal, std, true},
+        {"qkvb", {L, 3 * C}, L, 3 * C, 1, vector_over_y, qkv_heads, zeros},
+        {"attprojw", {L, C, C}, L, C, C, transposed_linear, {}, normal, residual_std, true},
+        {"attprojb", {L, C}, L, 1, C, vector_over_x, {}, zeros},
+        {"ln2w", {L, C}, L, 1, C, vector_over_x, {}, ones},
+        {"ln2b", {L, C}, L, 1, C, vector_over_x, {}, zeros},
+        {"fcw", {L, 4 * C, C}, L, 4 * C, C, normal_linear, {}, normal, std, true},
+        {"fcb", {L, 4 * C}, L, 4 * C, 1, vector_over_y, {}, zeros},
+        {"fcprojw", {L, C, 4 * C}, L, C, 4 * C, transposed_linear, {}, normal, residual_std, true},
+        {"fcprojb", {L, C}, L, 1, C, vector_over_x, {}, zeros},
+        {"lnfw", {C}, 1, 1, C, vector_over_x, {}, ones},
+        {"lnfb", {C}, 1, 1, C, vector_over_x, {}, zeros},
+    };
+}
+
+ShardLayout gpt_layout(GptConfig const& config, GridPosition const& position) {
+    return ShardLayout(gpt_parameters(config), position);
+}
+
+std::optional<std::string> grid_problem(GptConfig const& config, GridShape const& grid, int batch) {
+    return grid_problem(gpt_parameters(config), grid, batch);
+}
+
+std::vector<GridShape> valid_grids(GptConfig const& config, int world, int batch) {
+    return valid_grids(gpt_parameters(config), world, batch);
+}
+
+void require_valid_grid(GptConfig const& config, GridShape const& grid, int world, int batch) {
+    require_valid_grid(gpt_parameters(config), grid, world, batch);
 }
 
 }  // namespace axonn

@@ -1,18 +1,21 @@
-// The table of GPT-2's parameter tensors: the single place where their names, shapes, initialisation and
-// weight-decay class are defined (llm.c's lesson: derive every other table, including the test's, from this).
-// Per-layer tensors are stacked with a leading L. How each is split over the process grid, and where it sits in
-// the flat parameter buffer, is parallel/shard_layout.h's concern.
+// The table of GPT-2's parameter tensors: the single place where their names, shapes, roles in the parallel
+// layout, initialisation and weight-decay class are declared (llm.c's lesson: derive every other table, including
+// the tests', from this). Per-layer tensors are stacked with a leading L. How a role splits over the grid is
+// parallel/shard_layout.h's concern.
 #pragma once
 
-#include "axonn/core/tensor.h"
 #include "axonn/model/gpt_config.h"
+#include "axonn/parallel/param_decl.h"
+#include "axonn/parallel/shard_layout.h"
 
 #include <array>
-#include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace axonn {
 
+// Indices into gpt_parameters().
 enum class Param : int {
     wte,       // [Vp, C]   token embedding, tied to the LM head; padding rows stay zero
     wpe,       // [maxT, C] position embedding
@@ -33,18 +36,19 @@ enum class Param : int {
 };
 inline constexpr int param_count = 16;
 
-enum class ParamInit { normal, ones, zeros };
-
-struct ParamSpec {
-    Param id;
-    std::string name;
-    Shape shape;
-    ParamInit init;
-    float init_std;  // for ParamInit::normal
-    bool decay;      // AdamW weight decay applies (the 2-D weight matrices)
-};
+// A layer's Linear weights in the order the forward uses them. Their roles (normal or transposed) and blocks
+// follow from their declarations; the weight gathers, the traffic model and the time model walk this list.
+inline constexpr std::array<Param, 4> layer_linears = {Param::qkvw, Param::attprojw, Param::fcw, Param::fcprojw};
 
 // The 16 tensors of a model with this config, in Param order.
-std::array<ParamSpec, param_count> gpt_parameter_specs(GptConfig const& config);
+std::vector<ParamDecl> gpt_parameters(GptConfig const& config);
+
+// The layout of those tensors at this grid position.
+ShardLayout gpt_layout(GptConfig const& config, GridPosition const& position);
+
+// grid_problem, valid_grids and require_valid_grid (parallel/shard_layout.h) for GPT-2 with this config.
+std::optional<std::string> grid_problem(GptConfig const& config, GridShape const& grid, int batch);
+std::vector<GridShape> valid_grids(GptConfig const& config, int world, int batch);
+void require_valid_grid(GptConfig const& config, GridShape const& grid, int world, int batch);
 
 }  // namespace axonn

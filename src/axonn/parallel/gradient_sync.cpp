@@ -24,9 +24,9 @@ void GradientSync::begin(float* grads) {
 void GradientSync::final(std::vector<GradSlice> const& slices) {
     start_data_sums();
     for (GradSlice const& slice : slices) {
-        ShardSpec const& spec = layout_.spec(slice.id);
-        std::int64_t const numel = layout_.local_numel(slice.id) / spec.layers;
-        InFlight in_flight{grads_ + layout_.offset(slice.id) + slice.layer * numel, static_cast<std::size_t>(numel),
+        ShardSpec const& spec = layout_.spec(slice.param);
+        std::int64_t const numel = layout_.local_numel(slice.param) / spec.layers;
+        InFlight in_flight{grads_ + layout_.offset(slice.param) + slice.layer * numel, static_cast<std::size_t>(numel),
                            spec.z_flattened, {}};
         if (!spec.z_flattened) {
             in_flight.z_sum = z_.start_all_reduce(in_flight.data, in_flight.numel);

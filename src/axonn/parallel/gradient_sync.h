@@ -28,8 +28,10 @@ namespace axonn {
 
 // A tensor's gradient of one layer (layer 0 for a tensor that is not stacked per layer).
 struct GradSlice {
-    Param id;
-    int layer = 0;
+    GradSlice(ParamIndex auto param_index, int layer_index = 0)
+        : param(static_cast<int>(param_index)), layer(layer_index) {}
+    int param;
+    int layer;
 };
 
 class GradientSync {

@@ -9,36 +9,65 @@
 namespace axonn {
 namespace {
 
-std::array<ShardSpec, param_count> shard_specs(GptConfig const& config) {
-    std::int64_t const L = config.n_layer, C = config.n_embd, Vp = config.padded_vocab_size();
-    constexpr auto X = Axis::x, Y = Axis::y;
-    std::optional<Axis> const none;
-    // Each spec in Param order: id, layers, rows, cols, row axis, column axis, flattened over Z, row map.
-    return {{
-        {Param::wte, 1, Vp, C, Y, X, true, RowMap::contiguous},
-        {Param::wpe, 1, config.max_seq, C, none, X, false, RowMap::contiguous},
-        {Param::ln1w, L, 1, C, none, X, false, RowMap::contiguous},
-        {Param::ln1b, L, 1, C, none, X, false, RowMap::contiguous},
-        {Param::qkvw, L, 3 * C, C, Y, X, true, RowMap::qkv_heads},
-        // The bias of a layer whose outputs (the weight's rows) are split over Y is a column [N, 1], split and
-        // mapped like those rows.
-        {Param::qkvb, L, 3 * C, 1, Y, none, false, RowMap::qkv_heads},
-        {Param::attprojw, L, C, C, X, Y, true, RowMap::contiguous},
-        {Param::attprojb, L, 1, C, none, X, false, RowMap::contiguous},
-        {Param::ln2w, L, 1, C, none, X, false, RowMap::contiguous},
-        {Param::ln2b, L, 1, C, none, X, false, RowMap::contiguous},
-        {Param::fcw, L, 4 * C, C, Y, X, true, RowMap::contiguous},
-        {Param::fcb, L, 4 * C, 1, Y, none, false, RowMap::contiguous},
-        {Param::fcprojw, L, C, 4 * C, X, Y, true, RowMap::contiguous},
-        {Param::fcprojb, L, 1, C, none, X, false, RowMap::contiguous},
-        {Param::lnfw, 1, 1, C, none, X, false, RowMap::contiguous},
-        {Param::lnfb, 1, 1, C, none, X, false, RowMap::contiguous},
-    }};
-}
-
 int axis_size(GridShape const& shape, std::optional<Axis> axis) { return axis ? shape.size(*axis) : 1; }
 
+char axis_letter(Axis axis) {
+    switch (axis) {
+        case Axis::data: return 'd';
+        case Axis::z: return 'z';
+        case Axis::y: return 'y';
+        case Axis::x: return 'x';
+    }
+    return '?';
+}
+
+// The parts a parameter's rows split in: its declared ones, or one part of single rows.
+std::vector<RowPart> row_parts(ParamDecl const& param) {
+    if (!param.row_parts.empty()) return param.row_parts;
+    return {{param.rows, 1, "rows"}};
+}
+
+// Why the row axis cannot split the parameter's rows, its column axis its columns, or Z its block.
+std::optional<std::string> split_problem(ParamDecl const& param, GridShape const& grid) {
+    ShardSpec const spec = shard_spec(param);
+    if (spec.row_axis) {
+        int const parts = axis_size(grid, spec.row_axis);
+        for (RowPart const& part : row_parts(param)) {
+            if (part.units % parts != 0) {
+                return fmt::format("{} = {} does not divide the {} {} of {}", axis_letter(*spec.row_axis), parts,
+                                   part.units, part.unit_name, param.name);
+            }
+        }
+    }
+    int const col_parts = axis_size(grid, spec.col_axis);
+    if (spec.col_axis && spec.cols % col_parts != 0) {
+        return fmt::format("{} = {} does not divide the {} columns of {}", axis_letter(*spec.col_axis), col_parts,
+                           spec.cols, param.name);
+    }
+    std::int64_t const block_rows = spec.rows / axis_size(grid, spec.row_axis), block_cols = spec.cols / col_parts;
+    if (spec.z_flattened && block_rows * block_cols % grid.z != 0) {
+        return fmt::format("z = {} does not divide the {} x {} block of {}", grid.z, block_rows, block_cols,
+                           param.name);
+    }
+    return std::nullopt;
+}
+
 }  // namespace
+
+ShardSpec shard_spec(ParamDecl const& param) {
+    constexpr auto X = Axis::x, Y = Axis::y;
+    std::optional<Axis> const none;
+    switch (param.role) {
+        case ShardRole::normal_linear:
+        case ShardRole::vocabulary_block: return {param.layers, param.rows, param.cols, Y, X, true};
+        case ShardRole::transposed_linear: return {param.layers, param.rows, param.cols, X, Y, true};
+        case ShardRole::vector_over_x: return {param.layers, param.rows, param.cols, none, X, false};
+        case ShardRole::vector_over_y: return {param.layers, param.rows, param.cols, Y, none, false};
+        case ShardRole::replicated: return {param.layers, param.rows, param.cols, none, none, false};
+    }
+    invariant(false, "parameter {} has no shard role", param.name);
+    return {};
+}
 
 int GridPosition::coord(Axis axis) const {
     switch (axis) {
@@ -54,74 +83,80 @@ GridPosition GridPosition::of(ProcessGrid const& grid) {
     return {grid.shape(), grid.coord(Axis::data), grid.coord(Axis::z), grid.coord(Axis::y), grid.coord(Axis::x)};
 }
 
-ShardLayout::ShardLayout(GptConfig const& config, GridPosition const& position)
-    : config_(config), position_(position), specs_(shard_specs(config)) {
+ShardLayout::ShardLayout(std::vector<ParamDecl> params, GridPosition const& position)
+    : params_(std::move(params)), position_(position), offsets_(params_.size(), 0) {
+    for (ParamDecl const& param : params_) specs_.push_back(shard_spec(param));
     // Z-sharded weights first, so that the tensors replicated over Z form one range for one all-reduce.
-    int next = 0;
     for (bool z_flattened : {true, false}) {
         if (!z_flattened) replicated_begin_ = total_;
-        for (auto const& spec : specs_) {
-            if (spec.z_flattened != z_flattened) continue;
-            storage_order_[next++] = spec.id;
-            offsets_[static_cast<int>(spec.id)] = total_;
-            total_ += local_numel(spec.id);
+        for (int id = 0; id < count(); ++id) {
+            if (specs_[id].z_flattened != z_flattened) continue;
+            storage_order_.push_back(id);
+            offsets_[id] = total_;
+            total_ += local_numel_of(id);
         }
     }
 }
 
-std::int64_t ShardLayout::block_rows(Param id) const {
-    return spec(id).rows / axis_size(position_.shape, spec(id).row_axis);
+std::int64_t ShardLayout::block_rows_of(int id) const {
+    return specs_[id].rows / axis_size(position_.shape, specs_[id].row_axis);
 }
-std::int64_t ShardLayout::block_cols(Param id) const {
-    return spec(id).cols / axis_size(position_.shape, spec(id).col_axis);
-}
-
-std::int64_t ShardLayout::local_numel(Param id) const {
-    std::int64_t const block = block_rows(id) * block_cols(id);
-    return spec(id).layers * (spec(id).z_flattened ? block / position_.shape.z : block);
+std::int64_t ShardLayout::block_cols_of(int id) const {
+    return specs_[id].cols / axis_size(position_.shape, specs_[id].col_axis);
 }
 
-std::int64_t ShardLayout::row_in_serial(ShardSpec const& spec, std::int64_t local_row) const {
-    std::int64_t const rows_here = block_rows(spec.id);
-    int const row_coord = spec.row_axis ? position_.coord(*spec.row_axis) : 0;
-    if (spec.row_map == RowMap::contiguous) return row_coord * rows_here + local_row;
-    // qkv_heads: local rows are [q | k | v] of this rank's heads, each part C/G_y rows.
-    std::int64_t const part_rows = rows_here / 3;
-    std::int64_t const part = local_row / part_rows;
-    return part * config_.n_embd + row_coord * part_rows + local_row % part_rows;
+std::int64_t ShardLayout::local_numel_of(int id) const {
+    std::int64_t const block = block_rows_of(id) * block_cols_of(id);
+    return specs_[id].layers * (specs_[id].z_flattened ? block / position_.shape.z : block);
 }
 
-std::int64_t ShardLayout::serial_index(Param id, std::int64_t i) const {
-    ShardSpec const& s = spec(id);
-    std::int64_t const rows_here = block_rows(id), cols_here = block_cols(id);
+std::int64_t ShardLayout::row_in_serial(int id, std::int64_t local_row) const {
+    ShardSpec const& spec = specs_[id];
+    int const parts = axis_size(position_.shape, spec.row_axis);
+    int const coord = spec.row_axis ? position_.coord(*spec.row_axis) : 0;
+    // Local rows are this rank's slice of each part in turn.
+    std::int64_t part_begin = 0;
+    for (RowPart const& part : row_parts(params_[id])) {
+        std::int64_t const part_rows = part.units * part.unit_rows, rows_here = part_rows / parts;
+        if (local_row < rows_here) return part_begin + coord * rows_here + local_row;
+        local_row -= rows_here;
+        part_begin += part_rows;
+    }
+    invariant(false, "row {} beyond parameter {}'s local rows", local_row, params_[id].name);
+    return 0;
+}
+
+std::int64_t ShardLayout::serial_index_of(int id, std::int64_t i) const {
+    ShardSpec const& s = specs_[id];
+    std::int64_t const rows_here = block_rows_of(id), cols_here = block_cols_of(id);
     std::int64_t const per_layer = s.z_flattened ? rows_here * cols_here / position_.shape.z : rows_here * cols_here;
     std::int64_t const layer = i / per_layer;
     std::int64_t const in_block = (s.z_flattened ? position_.z * per_layer : 0) + i % per_layer;
-    std::int64_t const row = row_in_serial(s, in_block / cols_here);
+    std::int64_t const row = row_in_serial(id, in_block / cols_here);
     int const col_coord = s.col_axis ? position_.coord(*s.col_axis) : 0;
     std::int64_t const col = col_coord * cols_here + in_block % cols_here;
     return layer * s.rows * s.cols + row * s.cols + col;
 }
 
-std::int64_t ShardLayout::serial_run(Param id, std::int64_t i) const {
-    ShardSpec const& s = spec(id);
-    std::int64_t const n = local_numel(id), cols_here = block_cols(id);
-    std::int64_t const per_layer = s.z_flattened ? block_rows(id) * cols_here / position_.shape.z
-                                                 : block_rows(id) * cols_here;
+std::int64_t ShardLayout::serial_run_of(int id, std::int64_t i) const {
+    ShardSpec const& s = specs_[id];
+    std::int64_t const n = local_numel_of(id), cols_here = block_cols_of(id);
+    std::int64_t const per_layer = s.z_flattened ? block_rows_of(id) * cols_here / position_.shape.z
+                                                 : block_rows_of(id) * cols_here;
     // Local elements from j that share one row of one layer: consecutive in the serial tensor by construction.
     auto const segment = [&](std::int64_t j) {
         std::int64_t const within = j % per_layer;
         std::int64_t const in_block = (s.z_flattened ? position_.z * per_layer : 0) + within;
         return std::min(cols_here - in_block % cols_here, per_layer - within);
     };
-    std::int64_t const first = serial_index(id, i);
+    std::int64_t const first = serial_index_of(id, i);
     std::int64_t run = std::min(segment(i), n - i);
-    while (i + run < n && serial_index(id, i + run) == first + run) run += std::min(segment(i + run), n - i - run);
+    while (i + run < n && serial_index_of(id, i + run) == first + run) run += std::min(segment(i + run), n - i - run);
     return run;
 }
 
-bool ShardLayout::owns(Param id) const {
-    ShardSpec const& s = spec(id);
+bool ShardLayout::owns_of(int id) const {
+    ShardSpec const& s = specs_[id];
     auto const replicated = [&s](Axis axis) {
         return s.row_axis != axis && s.col_axis != axis && !(axis == Axis::z && s.z_flattened);
     };
@@ -131,21 +166,9 @@ bool ShardLayout::owns(Param id) const {
     return true;
 }
 
-std::optional<std::string> grid_problem(GptConfig const& config, GridShape const& grid, int batch) {
-    int const C = config.n_embd, Vp = config.padded_vocab_size();
-    if (C % grid.x != 0) return fmt::format("x = {} does not divide the width {}", grid.x, C);
-    if (C % grid.y != 0) return fmt::format("y = {} does not divide the width {}", grid.y, C);
-    if (config.n_head % grid.y != 0) {
-        return fmt::format("y = {} does not divide the {} attention heads (heads are split over Y)", grid.y,
-                           config.n_head);
-    }
-    if (Vp % grid.y != 0) return fmt::format("y = {} does not divide the padded vocabulary {}", grid.y, Vp);
-    std::int64_t const block = static_cast<std::int64_t>(C / grid.y) * (C / grid.x);
-    if (block % grid.z != 0) {
-        return fmt::format("z = {} does not divide a weight block of {} x {}", grid.z, C / grid.y, C / grid.x);
-    }
-    if (static_cast<std::int64_t>(Vp / grid.y) * (C / grid.x) % grid.z != 0) {
-        return fmt::format("z = {} does not divide the embedding block of {} x {}", grid.z, Vp / grid.y, C / grid.x);
+std::optional<std::string> grid_problem(std::span<ParamDecl const> params, GridShape const& grid, int batch) {
+    for (ParamDecl const& param : params) {
+        if (auto problem = split_problem(param, grid)) return problem;
     }
     if (batch % (grid.data * grid.z) != 0) {
         return fmt::format("data x z = {} does not divide the batch of {} sequences", grid.data * grid.z, batch);
@@ -153,25 +176,25 @@ std::optional<std::string> grid_problem(GptConfig const& config, GridShape const
     return std::nullopt;
 }
 
-std::vector<GridShape> valid_grids(GptConfig const& config, int world, int batch) {
+std::vector<GridShape> valid_grids(std::span<ParamDecl const> params, int world, int batch) {
     std::vector<GridShape> grids;
     for (auto const& grid : grid_factorisations(world)) {
-        if (!grid_problem(config, grid, batch)) grids.push_back(grid);
+        if (!grid_problem(params, grid, batch)) grids.push_back(grid);
     }
     return grids;
 }
 
-void require_valid_grid(GptConfig const& config, GridShape const& grid, int world, int batch) {
+void require_valid_grid(std::span<ParamDecl const> params, GridShape const& grid, int world, int batch) {
     std::string problem;
     if (grid.product() != world) {
         problem = fmt::format("grid {} has {} ranks but the job has {}", grid.to_string(), grid.product(), world);
-    } else if (auto const reason = grid_problem(config, grid, batch)) {
+    } else if (auto const reason = grid_problem(params, grid, batch)) {
         problem = fmt::format("grid {} does not fit: {}", grid.to_string(), *reason);
     } else {
         return;
     }
     std::string valid;
-    for (auto const& candidate : valid_grids(config, world, batch)) {
+    for (auto const& candidate : valid_grids(params, world, batch)) {
         valid += (valid.empty() ? "" : " | ") + candidate.to_string();
     }
     fail("{}; valid grids for {} ranks, this model and batch {}: {}", problem, world, batch,

@@ -1,7 +1,7 @@
 #include "axonn/perf/planner.h"
 
 #include "axonn/core/error.h"
-#include "axonn/parallel/shard_layout.h"
+#include "axonn/model/gpt_parameters.h"
 
 #include <fmt/format.h>
 

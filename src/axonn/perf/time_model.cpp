@@ -2,7 +2,7 @@
 
 #include "axonn/kernels/cpu/attention.h"
 #include "axonn/parallel/linear.h"
-#include "axonn/parallel/shard_layout.h"
+#include "axonn/model/gpt_parameters.h"
 
 #include <algorithm>
 #include <cmath>
@@ -76,9 +76,12 @@ ComputeTimes compute_times(StepShape const& step, MachineProfile const& machine,
     double const forwards = step.run.recompute == Recompute::layer ? 2 : 1;  // recomputation runs a second forward
     double const chunks = linear_row_chunks(static_cast<std::int64_t>(M));
     // One pass's forward GEMMs: the four Linear layers per layer, attention per (sequence, head), the LM head.
-    double const layer_linears = gemm_seconds(M, 3 * Cy, Cx, L, machine, bf16) + gemm_seconds(M, Cx, Cy, L, machine, bf16) +
-                                 gemm_seconds(M, 4 * Cy, Cx, L, machine, bf16) +
-                                 gemm_seconds(M, Cx, 4 * Cy, L, machine, bf16);
+    ShardLayout const layout = gpt_layout(step.model, GridPosition{g});
+    double linears = 0;  // out[M, rows] = inp[M, cols] · block[rows, cols]ᵀ, per layer
+    for (Param id : layer_linears) {
+        linears += gemm_seconds(M, static_cast<double>(layout.block_rows(id)), static_cast<double>(layout.block_cols(id)),
+                                L, machine, bf16);
+    }
     double const head = gemm_seconds(M, Vpy, Cx, 1, machine, bf16);
     // Fused attention, in the run's precision: two GEMMs per (sequence, head) over the score tiles on and below
     // the diagonal, in the precision's tiles. Its backward runs five (the scores again, dP, dv, dq, dk), 2.5 times
@@ -94,14 +97,13 @@ ComputeTimes compute_times(StepShape const& step, MachineProfile const& machine,
     double const edge_elementwise = 4.0 * (2 * M * Cx + 3 * M * Vpy) / machine.memory_bandwidth;
     // A Linear's backward does twice its forward's GEMM work (dX and dW) and about twice its memory traffic.
     ComputeTimes times;
-    times.gemm = passes * ((forwards + 2) * layer_linears + (forwards + 2.5) * attention + 3 * head);
+    times.gemm = passes * ((forwards + 2) * linears + (forwards + 2.5) * attention + 3 * head);
     // AdamW reads and writes 28 bytes per local parameter; the norm reads the gradients once more.
-    ShardLayout const layout(step.model, GridPosition{g});
     double const optimizer = 32.0 * static_cast<double>(layout.total()) / machine.memory_bandwidth;
     times.other = passes * ((forwards + 2) * layer_elementwise + 3 * edge_elementwise) + optimizer;
     double const later_chunks = (chunks - 1) / chunks;
-    times.forward_chunk_capacity = passes * (forwards * layer_linears + head) * later_chunks;
-    times.dw_capacity = passes * (layer_linears + head) * (1 + later_chunks);
+    times.forward_chunk_capacity = passes * (forwards * linears + head) * later_chunks;
+    times.dw_capacity = passes * (linears + head) * (1 + later_chunks);
     return times;
 }
 

@@ -1,7 +1,7 @@
 #include "axonn/perf/traffic_model.h"
 
 #include "axonn/parallel/linear.h"
-#include "axonn/parallel/shard_layout.h"
+#include "axonn/model/gpt_parameters.h"
 
 namespace axonn {
 namespace {
@@ -60,6 +60,7 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     // A Linear's weight is gathered for each use: forward, recomputed forward, backward; cached, once per step.
     std::uint64_t const gathers = step.run.cache_weights ? 1 : passes * (forwards + 1);
     TrafficBuilder t(g);
+    ShardLayout const layout = gpt_layout(step.model, GridPosition{g});
     auto const ar = "all_reduce";
     std::uint64_t const chunks = static_cast<std::uint64_t>(linear_row_chunks(static_cast<std::int64_t>(M)));
     // A Linear's output (forward) or input gradient (backward), all-reduced in chunks of rows (parallel/linear.h).
@@ -71,13 +72,19 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     t.add("all_gather", Group::z_prefetch, passes, Vpy * Cx * a, Overlap::none);  // wte block, needed at once
     t.add(ar, Group::y, passes, M * Cx * f32, Overlap::none);  // embedding: the residual stream starts in fp32
     t.add(ar, Group::x, passes * (2 * L * forwards + 1), stats, Overlap::none);      // LayerNorm statistics
-    for (std::uint64_t block : {3 * Cy * Cx, Cx * Cy, 4 * Cy * Cx, Cx * 4 * Cy}) {  // qkv, attproj, fc, fcproj
-        t.add("all_gather", Group::z_prefetch, gathers * L, block * a, Overlap::previous_linear);
+    // A layer's Linears: a normal one sums its output [M, rows/G_y] over X and its input gradient [M, cols/G_x]
+    // over Y; a transposed one the other way round (parallel/linear.h).
+    auto const block_bytes = [&](Param id, std::uint64_t element) {
+        return static_cast<std::uint64_t>(layout.block_rows(id) * layout.block_cols(id)) * element;
+    };
+    auto const output_group = [&](Param id) { return layout.spec(id).row_axis == Axis::y ? Group::x : Group::y; };
+    auto const input_group = [&](Param id) { return output_group(id) == Group::x ? Group::y : Group::x; };
+    for (Param id : layer_linears) {
+        t.add("all_gather", Group::z_prefetch, gathers * L, block_bytes(id, a), Overlap::previous_linear);
     }
-    chunked(Group::x, passes * forwards * L, 3 * Cy, Overlap::later_chunks);  // qkv: over X
-    chunked(Group::y, passes * forwards * L, Cx, Overlap::later_chunks);      // attention projection: over Y
-    chunked(Group::x, passes * forwards * L, 4 * Cy, Overlap::later_chunks);  // MLP up
-    chunked(Group::y, passes * forwards * L, Cx, Overlap::later_chunks);      // MLP down
+    for (Param id : layer_linears) {
+        chunked(output_group(id), passes * forwards * L, layout.block_rows(id), Overlap::later_chunks);
+    }
     chunked(Group::x, passes, Vpy, Overlap::later_chunks);                    // logits
     t.add("all_reduce_max", Group::y, passes, M * f32, Overlap::none);
     t.add(ar, Group::y, passes, stats, Overlap::none);   // Σ exp and target logit
@@ -92,23 +99,21 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     // dW over Z under the rest of the backward.
     chunked(Group::y, passes, Cx, Overlap::dw_gemm);  // LM head dX
     t.add(ar, Group::x, passes * (2 * L + 1), stats, Overlap::none);
-    for (std::uint64_t block : {Cx * 4 * Cy, 4 * Cy * Cx, Cx * Cy, 3 * Cy * Cx}) {
-        t.add("reduce_scatter", Group::z, passes * L, block * gc, Overlap::rest_of_backward);
+    for (Param id : layer_linears) {
+        t.add("reduce_scatter", Group::z, passes * L, block_bytes(id, gc), Overlap::rest_of_backward);
     }
-    chunked(Group::x, passes * L, 4 * Cy, Overlap::dw_gemm);  // MLP down (transposed): dX over X
-    chunked(Group::y, passes * L, Cx, Overlap::dw_gemm);      // MLP up: dX over Y
-    chunked(Group::x, passes * L, Cy, Overlap::dw_gemm);      // attention projection
-    chunked(Group::y, passes * L, Cx, Overlap::dw_gemm);      // qkv
+    for (Param id : layer_linears) {
+        chunked(input_group(id), passes * L, layout.block_cols(id), Overlap::dw_gemm);
+    }
     t.add("reduce_scatter", Group::z, passes, Vpy * Cx * gc, Overlap::none);  // wte, at the very end
 
     // Gradient sync, in the last pass: one slice per tensor and layer, over Z for the tensors replicated there
     // (the Z-sharded ones were reduce-scattered; always fp32), then over data for all (in the gradients'
     // communication type). The last ones reported (layer 0, the embeddings) have no backward left to hide behind.
-    ShardLayout const layout(step.model, GridPosition{g});
-    for (ParamSpec const& spec : gpt_parameter_specs(step.model)) {
-        ShardSpec const& shard = layout.spec(spec.id);
+    for (int id = 0; id < layout.count(); ++id) {
+        ShardSpec const& shard = layout.spec(id);
         std::uint64_t const slices = static_cast<std::uint64_t>(shard.layers);
-        std::uint64_t const slice_numel = static_cast<std::uint64_t>(layout.local_numel(spec.id)) / slices;
+        std::uint64_t const slice_numel = static_cast<std::uint64_t>(layout.local_numel(id)) / slices;
         for (Group group : {Group::z, Group::data}) {
             if (group == Group::z && shard.z_flattened) continue;
             std::uint64_t const slice_bytes = slice_numel * (group == Group::z ? f32 : gc);

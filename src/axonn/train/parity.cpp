@@ -54,9 +54,9 @@ double logits_difference(Gpt& parallel, Gpt& serial, int T, std::int64_t first_r
 
 double initial_weight_difference(Gpt& parallel, Gpt& serial) {
     double worst = 0;
-    for (auto const& spec : gpt_parameter_specs(serial.config())) {
-        Tensor const gathered = parallel.gather(spec.id, false);
-        float const* reference = serial.param(spec.id);
+    for (int id = 0; id < param_count; ++id) {
+        Tensor const gathered = parallel.gather(Param{id}, false);
+        float const* reference = serial.param_values(Param{id});
         for (std::int64_t i = 0; i < gathered.numel(); ++i) {
             worst = std::max(worst, static_cast<double>(std::abs(gathered.data<float>()[i] - reference[i])));
         }
@@ -157,9 +157,10 @@ ParityReport run_parity(ParityOptions options) {
         }
     }
     // The last step's gradients (train_step leaves them in place after the update).
-    for (auto const& spec : gpt_parameter_specs(options.model)) {
-        Tensor const gathered = parallel.gather(spec.id, true);
-        report.grad_rel_diff[spec.name] = relative(gathered.data<float>(), serial.grad(spec.id), gathered.numel());
+    for (int id = 0; id < param_count; ++id) {
+        Tensor const gathered = parallel.gather(Param{id}, true);
+        report.grad_rel_diff[serial.layout().param(id).name] =
+            relative(gathered.data<float>(), serial.grad(Param{id}), gathered.numel());
     }
     return report;
 }

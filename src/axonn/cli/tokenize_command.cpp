@@ -1,0 +1,93 @@
+// `axonn tokenize`: a text file's token ids as one JSON list, or (--decode) a JSON list of ids as its text, to see
+// what a tokenizer makes of a text and to check ids against another implementation's.
+#include "axonn/cli/commands.h"
+#include "axonn/core/error.h"
+#include "axonn/core/file_io.h"
+#include "axonn/core/json_depth.h"
+#include "axonn/io/tokenizer.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <limits>
+#include <memory>
+
+namespace axonn {
+namespace {
+
+constexpr std::uint64_t max_input_bytes = std::uint64_t{256} << 20;
+
+struct TokenizeOptions {
+    std::string tokenizer = "gpt2";
+    std::filesystem::path gpt2_dir;
+    std::filesystem::path input;
+    bool decode = false;
+};
+
+// A JSON list of integers that each fit a token id; the tokenizer then checks them against its vocabulary.
+std::vector<std::int32_t> read_ids(std::filesystem::path const& path) {
+    std::string const text = read_input_file(path, "token id list", "name a file holding a JSON list of token ids, "
+                                             "as `axonn tokenize` prints", max_input_bytes);
+    nlohmann::json ids;
+    try {
+        require_json_depth(text, 1);
+        ids = nlohmann::json::parse(text);
+    } catch (nlohmann::json::parse_error const& error) {
+        fail("{} is not a JSON list of token ids (not valid JSON near byte {})", path.string(), error.byte);
+    } catch (Error const&) {
+        fail("{} is not a JSON list of token ids (it nests lists or objects)", path.string());
+    }
+    require(ids.is_array(), "{} is not a JSON list of token ids (it is a JSON {})", path.string(), ids.type_name());
+    std::vector<std::int32_t> result;
+    result.reserve(ids.size());
+    for (std::size_t index = 0; index < ids.size(); ++index) {
+        nlohmann::json const& id = ids[index];
+        bool const fits = id.is_number_integer() && id.get<std::int64_t>() >= std::numeric_limits<std::int32_t>::min()
+                          && id.get<std::int64_t>() <= std::numeric_limits<std::int32_t>::max();
+        require(fits, "{} is not a JSON list of token ids (element {} is {})", path.string(), index, id.dump());
+        result.push_back(id.get<std::int32_t>());
+    }
+    return result;
+}
+
+void write_stdout(std::string_view text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+
+void run_tokenize(TokenizeOptions const& options) {
+    require_one_process("tokenize");
+    as_usage_errors([&] { check_tokenizer_name(options.tokenizer); });
+    auto const tokenizer =
+        make_tokenizer(options.tokenizer, options.gpt2_dir.empty() ? default_gpt2_dir() : options.gpt2_dir);
+    if (options.decode) {
+        write_stdout(tokenizer->decode(read_ids(options.input)));
+        return;
+    }
+    std::string const text = read_input_file(options.input, "text file", "name the text file to tokenize",
+                                              max_input_bytes);
+    write_stdout(fmt::format("[{}]\n", fmt::join(tokenizer->encode(text), ", ")));
+}
+
+}  // namespace
+
+void add_tokenize_command(CLI::App& app) {
+    CLI::App* command = app.add_subcommand("tokenize", "Print a text file's token ids, or (--decode) the text of ids");
+    command->footer("The ids are printed as one JSON list; --decode reads such a list and prints its text byte for\n"
+                    "byte, so that decoding the ids of a file gives the file back. No token is added: a document\n"
+                    "boundary is the tokenizer's end-of-text id, which `axonn prepare` appends.\n"
+                    "Tokenizers: gpt2 (GPT-2, from scripts/fetch-tokenizer or --tokenizer-dir), llama3 (Llama 3, from\n"
+                    "scripts/fetch-tokenizer or $AXONN_LLAMA3_DIR), byte (one id per byte), or a folder holding a\n"
+                    "Hugging Face tokenizer.json like Llama 3's. Special tokens written in the text, such as\n"
+                    "<|eot_id|>, are their ids with llama3 and plain text with gpt2, as in their reference code.\n"
+                    "Examples: axonn tokenize --tokenizer llama3 notes.txt > ids.json\n"
+                    "          axonn tokenize --tokenizer llama3 --decode ids.json");
+    auto options = std::make_shared<TokenizeOptions>();
+    command->add_option("FILE", options->input, "the text file (with --decode: the JSON list of ids)")->required();
+    command->add_option("--tokenizer", options->tokenizer, "gpt2, llama3, byte, or a folder holding a tokenizer.json")
+        ->capture_default_str();
+    command->add_option("--tokenizer-dir", options->gpt2_dir, "folder with GPT-2's encoder.json and vocab.bpe");
+    command->add_flag("--decode", options->decode, "FILE holds a JSON list of ids: print their text");
+    command->callback([options] { run_tokenize(*options); });
+}
+
+}  // namespace axonn
