@@ -166,6 +166,41 @@ TEST(PrepareRecords, TheGpt2BoundaryIsWhereTheResponseStarts) {
     }
 }
 
+// Under the Llama 3 tokenizer, the llama3 template's special-token strings are one id each: the prompt part is
+// <|begin_of_text|> <|start_header_id|> user <|end_header_id|> \n\n {prompt} <|eot_id|> <|start_header_id|>
+// assistant <|end_header_id|> \n\n, the response part {response} <|eot_id|>, then <|end_of_text|>.
+TEST(PrepareRecords, TheLlama3TemplateGivesLlama3sSpecialIds) {
+    if (!std::filesystem::exists(default_llama3_dir() / "tokenizer.json")) {
+        GTEST_SKIP() << "Llama 3 tokenizer not found in " << default_llama3_dir().string()
+                     << ": run scripts/fetch-tokenizer";
+    }
+    auto const tokenizer = make_tokenizer("llama3", {});
+    constexpr std::int32_t begin_of_text = 128000, end_of_text = 128001, start_header = 128006, end_header = 128007,
+                           eot_id = 128009;
+    MaskedTokens const masked = tokenize_record(
+        *tokenizer, apply_template(PromptTemplate::llama3, PromptRecord{"Name a colour.", "Blue."}));
+    std::vector<std::int32_t> const prompt = tokenizer->encode("Name a colour."), response = tokenizer->encode("Blue.");
+    std::vector<std::int32_t> expected = {begin_of_text, start_header};
+    auto const append = [&expected](std::vector<std::int32_t> const& ids) {
+        expected.insert(expected.end(), ids.begin(), ids.end());
+    };
+    append(tokenizer->encode("user"));
+    expected.push_back(end_header);
+    append(tokenizer->encode("\n\n"));
+    append(prompt);
+    expected.insert(expected.end(), {eot_id, start_header});
+    append(tokenizer->encode("assistant"));
+    expected.push_back(end_header);
+    append(tokenizer->encode("\n\n"));
+    std::size_t const prompt_part = expected.size();
+    append(response);
+    expected.insert(expected.end(), {eot_id, end_of_text});
+    EXPECT_EQ(masked.tokens, expected);
+    for (std::size_t i = 0; i < masked.loss_mask.size(); ++i) {
+        EXPECT_EQ(masked.loss_mask[i], i < prompt_part ? 0 : 1) << "token " << i;
+    }
+}
+
 struct BadRecords {
     std::string name;
     std::string contents;  // of records.jsonl

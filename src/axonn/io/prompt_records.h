@@ -10,8 +10,8 @@
 //           then the response
 //   llama3  Llama 3's chat format written with its special-token strings: "<|begin_of_text|><|start_header_id|>
 //           user<|end_header_id|>\n\n{prompt}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n", then
-//           "{response}<|eot_id|>". Meant for the Llama 3 tokenizer, which reads each of those strings as one
-//           special id; GPT-2's encodes them as plain text.
+//           "{response}<|eot_id|>". Meant for the Llama 3 tokenizer ("llama3"), which reads each of those strings
+//           as one special id; GPT-2's encodes them as plain text.
 #pragma once
 
 #include <cstdint>
