@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <filesystem>
 #include <fstream>
@@ -287,6 +288,19 @@ std::vector<BadInput> const bad_inputs = {
      "{dir}/wordpiece/tokenizer.json is not supported (the model is WordPiece, not BPE)", 1},
     {"prepare_bad_fraction", "prepare --input {dir}/text.txt --out {dir}/out --tokenizer byte --val-fraction 1.5",
      "--val-fraction 1.5 is outside (0, 1)", 2},
+    {"prepare_bad_record", "prepare --format jsonl --input {dir}/bad_records.jsonl --out {dir}/out --tokenizer byte",
+     "{dir}/bad_records.jsonl line 2: not JSON", 1},
+    {"prepare_record_missing_field",
+     "prepare --format jsonl --input {dir}/no_response.jsonl --out {dir}/out --tokenizer byte",
+     "{dir}/no_response.jsonl line 1: the record has no \"response\" field: add it, or name the field that holds it "
+     "with --response-field", 1},
+    {"prepare_unknown_template",
+     "prepare --format jsonl --input {dir}/records.jsonl --out {dir}/out --tokenizer byte --template chatml",
+     "unknown --template 'chatml': use plain, alpaca or llama3", 2},
+    {"prepare_unknown_format", "prepare --format csv --input {dir}/records.jsonl --out {dir}/out --tokenizer byte",
+     "unknown --format csv", 2},
+    {"prepare_empty_records", "prepare --format jsonl --input {dir}/empty.jsonl --out {dir}/out --tokenizer byte",
+     "{dir}/empty.jsonl is empty", 1},
 };
 
 class CommandLineErrors : public ::testing::TestWithParam<BadInput> {
@@ -319,6 +333,15 @@ protected:
         std::ofstream(dir_ / "no_docs.jsonl") << "\n\n";
         std::ofstream(dir_ / "text_docs.jsonl") << "{\"text\": \" the Devil's Dictionary\"}\n";
         std::ofstream(dir_ / "bad_docs.jsonl") << "{\"tokens\": [1, 2]}\n{oops\n";
+        std::ofstream records(dir_ / "records.jsonl");
+        for (int i = 0; i < 60; ++i) {
+            records << "{\"prompt\": \"Count on from " << i << ".\", \"response\": \"" << i + 1 << "\"}\n";
+        }
+        records.close();
+        std::ofstream(dir_ / "bad_records.jsonl") << "{\"prompt\": \"a\", \"response\": \"b\"}\n"
+                                                  << "{\"prompt\": oops\n";
+        std::ofstream(dir_ / "no_response.jsonl") << "{\"prompt\": \"a\", \"answer\": \"b\"}\n";
+        std::ofstream(dir_ / "empty.jsonl") << "";
         // A trained model for `memorization eval`: one step of gpt2-micro.
         std::string const train = binary().string() + " train --data " + (dir_ / "good").string() +
                                   " --tokenizer byte --model gpt2-micro --steps 1 --sample-tokens 0 --ckpt-dir " +
@@ -418,6 +441,53 @@ TEST_F(CommandLineErrors, GenerateFromACheckpointPrintsEachContinuation) {
         dir_);
     ASSERT_EQ(from_hf.exit_status, 0) << from_hf.stderr_text;
     EXPECT_EQ(nlohmann::json::parse(read_text(dir_ / "stdout.txt")), report);
+}
+
+// Each step's training loss in a metrics file, by step.
+std::map<int, double> step_losses(fs::path const& metrics) {
+    std::map<int, double> losses;
+    std::istringstream lines(read_text(metrics));
+    for (std::string line; std::getline(lines, line);) {
+        nlohmann::json const record = nlohmann::json::parse(line);
+        if (record.contains("loss")) losses[record["step"].get<int>()] = record["loss"].get<double>();
+    }
+    return losses;
+}
+
+// Not an error: fine-tuning records prepared with their loss mask train from a checkpoint (--init-from), counting
+// only the responses, in the loss and in validation; a run resumed from its checkpoint continues bit for bit.
+TEST_F(CommandLineErrors, FinetuningOnRecordsFromACheckpointCountsTheResponses) {
+    CommandResult const prepared = run_axonn(
+        with_dir("prepare --format jsonl --template alpaca --input {dir}/records.jsonl --out {dir}/records "
+                 "--tokenizer byte"),
+        dir_);
+    ASSERT_EQ(prepared.exit_status, 0) << prepared.stderr_text;
+    EXPECT_NE(read_text(dir_ / "stdout.txt").find("(54 records, "), std::string::npos)
+        << read_text(dir_ / "stdout.txt");
+    CommandResult const trained = run_axonn(
+        with_dir("train --data {dir}/records --init-from {dir}/model --tokenizer byte --steps 2 --batch 2 --seq 32 "
+                 "--eval-batches 1 --sample-tokens 0"),
+        dir_);
+    ASSERT_EQ(trained.exit_status, 0) << trained.stderr_text;
+    std::string const out = read_text(dir_ / "stdout.txt");
+    EXPECT_NE(out.find("training tokens count as targets (responses, not prompts); validation is masked alike"),
+              std::string::npos) << out;
+    EXPECT_NE(out.find("weights from"), std::string::npos) << out;
+
+    std::string const run = "train --data {dir}/records --tokenizer byte --model gpt2-micro --steps 6 --batch 2 "
+                            "--seq 32 --eval-batches 1 --sample-tokens 0 --gemm-tuning off --ckpt-every 3 ";
+    CommandResult const whole_run = run_axonn(
+        with_dir(run + "--init-from {dir}/model --ckpt-dir {dir}/ft_whole --metrics {dir}/ft_whole.jsonl"), dir_);
+    ASSERT_EQ(whole_run.exit_status, 0) << whole_run.stderr_text;
+    CommandResult const resumed = run_axonn(
+        with_dir(run + "--ckpt-dir {dir}/ft_resumed --resume {dir}/ft_whole/step_00000003 --metrics "
+                 "{dir}/ft_resumed.jsonl"),
+        dir_);
+    ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
+    std::map<int, double> whole = step_losses(dir_ / "ft_whole.jsonl");
+    ASSERT_EQ(whole.size(), 6u);
+    whole.erase(whole.begin(), whole.find(3));
+    EXPECT_EQ(step_losses(dir_ / "ft_resumed.jsonl"), whole);
 }
 
 // Not an error: `tokenize` prints a text's ids as a JSON list (Llama 3's, as Hugging Face gives them), and

@@ -1,5 +1,6 @@
 // The data loader: batches are consecutive windows of the token stream across shards, targets are the inputs
-// shifted by one, the stream wraps at the end of an epoch, and restoring a saved state resumes exactly.
+// shifted by one, the stream wraps at the end of an epoch, restoring a saved state resumes exactly, and each
+// target carries the loss mask of its token.
 #include "axonn/core/error.h"
 #include "axonn/io/token_shard.h"
 #include "axonn/train/data_loader.h"
@@ -8,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <algorithm>
 #include <numeric>
 #include <vector>
 
@@ -66,6 +68,48 @@ TEST_F(DataLoaderTest, RestoringStateResumesTheSameBatches) {
     resumed.next_batch(second.data(), targets.data());
     resumed.next_batch(second.data(), targets.data());
     EXPECT_EQ(first, second);
+}
+
+// Token i of the stream is i; in the masked shard, tokens whose id is a multiple of 3 are masked out.
+std::uint8_t mask_of(std::int32_t token) { return token % 3 == 0 ? 0 : 1; }
+
+TEST_F(DataLoaderTest, EachTargetCarriesItsTokensMaskAcrossMaskedAndUnmaskedShards) {
+    std::vector<std::int32_t> tokens(37);
+    std::iota(tokens.begin(), tokens.end(), 0);
+    std::vector<std::uint8_t> mask(tokens.size());
+    std::transform(tokens.begin(), tokens.end(), mask.begin(), mask_of);
+    write_token_shard(dir_ / "a.bin", tokens, 16, {}, mask);  // b.bin, tokens 37..99, has no mask: all count
+    DataLoader loader(dir_, 2, 10, byte_tokenizer);
+    EXPECT_TRUE(loader.has_loss_mask());
+    EXPECT_EQ(loader.loss_tokens(), 100 - 13);  // 0, 3, ..., 36 do not count
+    std::vector<std::int32_t> inputs(20), targets(20);
+    std::vector<float> loss_mask(20, -1.0f);
+    for (int batch = 0; batch < 3; ++batch) {  // windows 0..60: the last crosses into b.bin
+        loader.next_batch(inputs.data(), targets.data(), loss_mask.data());
+        for (int i = 0; i < 20; ++i) {
+            std::int32_t const target = batch * 20 + i + 1;
+            ASSERT_EQ(targets[i], target);
+            EXPECT_EQ(loss_mask[i], target < 37 ? mask_of(target) : 1.0f) << "target " << target;
+        }
+    }
+    // A resumed loader gives the same masks.
+    DataLoaderState const saved = loader.state();
+    std::vector<float> next(20), resumed_mask(20);
+    loader.next_batch(inputs.data(), targets.data(), next.data());
+    DataLoader resumed(dir_, 2, 10, byte_tokenizer);
+    resumed.restore(saved);
+    resumed.next_batch(inputs.data(), targets.data(), resumed_mask.data());
+    EXPECT_EQ(next, resumed_mask);
+}
+
+TEST_F(DataLoaderTest, ShardsWithoutAMaskGiveOnes) {
+    DataLoader loader(dir_, 2, 10, byte_tokenizer);
+    EXPECT_FALSE(loader.has_loss_mask());
+    EXPECT_EQ(loader.loss_tokens(), 100);
+    std::vector<std::int32_t> inputs(20), targets(20);
+    std::vector<float> loss_mask(20, 0.0f);
+    loader.next_batch(inputs.data(), targets.data(), loss_mask.data());
+    EXPECT_EQ(loss_mask, std::vector<float>(20, 1.0f));
 }
 
 TEST_F(DataLoaderTest, RejectsTokensBeyondTheVocabularyAndTooLittleData) {

@@ -1,5 +1,5 @@
-// Token shards: round trips in both widths, bounds checks, and a clear, file-naming error for every way a shard
-// file can be broken.
+// Token shards: round trips in both widths, with and without a loss mask, bounds checks, and a clear, file-naming
+// error for every way a shard file can be broken.
 #include "axonn/core/error.h"
 #include "axonn/io/token_shard.h"
 
@@ -43,6 +43,12 @@ std::vector<std::int32_t> read_all(TokenShard const& shard) {
     return tokens;
 }
 
+std::vector<std::uint8_t> read_all_mask(TokenShard const& shard) {
+    std::vector<std::uint8_t> mask(static_cast<std::size_t>(shard.size()));
+    shard.read_loss_mask(0, shard.size(), mask.data());
+    return mask;
+}
+
 static_assert(!std::is_copy_constructible_v<TokenShard> && !std::is_copy_assignable_v<TokenShard>);
 static_assert(std::is_nothrow_move_constructible_v<TokenShard> && std::is_nothrow_move_assignable_v<TokenShard>);
 
@@ -80,6 +86,26 @@ TEST_P(TokenShardRoundTrip, RejectsIdsThatDoNotFit) {
     EXPECT_FALSE(std::filesystem::exists(dir / "tokens.bin"));
 }
 
+TEST_P(TokenShardRoundTrip, ReadsBackALossMask) {
+    int const bits = GetParam();
+    std::vector<std::int32_t> const tokens = {9, 8, 7, 6, 5, 4};
+    std::vector<std::uint8_t> const mask = {0, 0, 1, 1, 0, 1};
+    TempDir dir;
+    write_token_shard(dir / "masked.bin", tokens, bits, ShardOrigin{{"byte", 257}, 3}, mask);
+
+    EXPECT_EQ(std::filesystem::file_size(dir / "masked.bin"),
+              token_shard_header_bytes + tokens.size() * bits / 8 + tokens.size());
+    TokenShard const shard = TokenShard::open(dir / "masked.bin");
+    EXPECT_TRUE(shard.has_loss_mask());
+    EXPECT_EQ(shard.loss_tokens(), 3);
+    EXPECT_EQ(read_all(shard), tokens);
+    EXPECT_EQ(read_all_mask(shard), mask);
+    std::vector<std::uint8_t> middle(3, 9);
+    shard.read_loss_mask(1, 3, middle.data());
+    EXPECT_EQ(middle, (std::vector<std::uint8_t>{0, 1, 1}));
+    EXPECT_THROW(shard.read_loss_mask(4, 3, middle.data()), InternalError);
+}
+
 INSTANTIATE_TEST_SUITE_P(Widths, TokenShardRoundTrip, ::testing::Values(16, 32),
                          [](auto const& info) { return std::to_string(info.param) + "bit"; });
 
@@ -89,6 +115,25 @@ TEST(TokenShard, EmptyShardHasNoMaxToken) {
     TokenShard const shard = TokenShard::open(dir / "empty.bin");
     EXPECT_EQ(shard.size(), 0);
     EXPECT_EQ(shard.max_token(), -1);
+}
+
+TEST(TokenShard, AShardWithoutAMaskCountsEveryToken) {
+    TempDir dir;
+    std::vector<std::int32_t> const tokens = {1, 2, 3};
+    write_token_shard(dir / "plain.bin", tokens, 16);
+    TokenShard const shard = TokenShard::open(dir / "plain.bin");
+    EXPECT_FALSE(shard.has_loss_mask());
+    EXPECT_EQ(shard.loss_tokens(), 3);
+    EXPECT_EQ(read_all_mask(shard), (std::vector<std::uint8_t>{1, 1, 1}));
+}
+
+TEST(TokenShard, RefusesAMaskOfAnotherLengthOrValue) {  // the writer's callers build masks: a bug if it happens
+    TempDir dir;
+    std::vector<std::int32_t> const tokens = {1, 2, 3};
+    std::vector<std::uint8_t> const short_mask = {1, 0}, two = {1, 2, 0};
+    EXPECT_THROW(write_token_shard(dir / "a.bin", tokens, 16, {}, short_mask), InternalError);
+    EXPECT_THROW(write_token_shard(dir / "a.bin", tokens, 16, {}, two), InternalError);
+    EXPECT_FALSE(std::filesystem::exists(dir / "a.bin"));
 }
 
 TEST(TokenShard, RejectsWidthsOtherThan16And32) {
@@ -150,7 +195,23 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(BrokenShard{"ShorterThanHeader", [](std::string& b) { b.resize(100); }, "truncated"},
                       BrokenShard{"BadMagic", [](std::string& b) { set_header_word(b, 0, 0x12345678); },
                                   "not an axonn token shard"},
-                      BrokenShard{"BadVersion", [](std::string& b) { set_header_word(b, 1, 3); }, "version 3"},
+                      BrokenShard{"BadVersion", [](std::string& b) { set_header_word(b, 1, 4); }, "version 4"},
+                      BrokenShard{"UnknownFlag", [](std::string& b) { set_header_word(b, 16, 2); },
+                                  "unknown flags 0x00000002"},
+                      BrokenShard{"MaskMissing", [](std::string& b) { set_header_word(b, 16, 1); },
+                                  "4 tokens and their loss mask"},
+                      BrokenShard{"MaskTruncated",
+                                  [](std::string& b) {
+                                      set_header_word(b, 16, 1);
+                                      b += std::string("\x01\x00\x01", 3);
+                                  },
+                                  "truncated or corrupt"},
+                      BrokenShard{"MaskValueNotZeroOrOne",
+                                  [](std::string& b) {
+                                      set_header_word(b, 16, 1);
+                                      b += std::string("\x01\x00\x02\x01", 4);
+                                  },
+                                  "the loss mask of token 2 is 2, not 0 or 1"},
                       BrokenShard{"BadWidth", [](std::string& b) { set_header_word(b, 4, 8); }, "width 8"},
                       BrokenShard{"TruncatedBody", [](std::string& b) { b.pop_back(); }, "truncated or corrupt"},
                       BrokenShard{"TrailingBytes", [](std::string& b) { b += "xx"; }, "truncated or corrupt"},
@@ -175,19 +236,34 @@ TEST(TokenShard, RecordsItsTokenizerAndDataset) {
     EXPECT_EQ(shard.dataset_id(), 0x1234567890ABCDEFull);
 }
 
+// A shard of tokens 5..8 as an older version wrote it: version 1 had zeros where version 2 records its origin,
+// and neither had the flags word, where this one holds garbage.
+std::filesystem::path old_shard(TempDir const& dir, int version) {
+    std::filesystem::path const path = dir / "old.bin";
+    write_token_shard(path, std::vector<std::int32_t>{5, 6, 7, 8}, 16, ShardOrigin{{"gpt2", 50257}, 99});
+    std::string bytes = read_bytes(path);
+    set_header_word(bytes, 1, version);
+    for (int word = 5; version == 1 && word < 16; ++word) set_header_word(bytes, word, 0);
+    set_header_word(bytes, 16, 1);
+    write_bytes(path, bytes);
+    return path;
+}
+
 TEST(TokenShard, ReadsVersionOneShardsWhichRecordNoTokenizer) {
     TempDir dir;
-    std::filesystem::path const path = dir / "old.bin";
-    std::vector<std::int32_t> const tokens = {5, 6, 7, 8};
-    write_token_shard(path, tokens, 16, ShardOrigin{{"gpt2", 50257}, 99});
-    std::string bytes = read_bytes(path);
-    set_header_word(bytes, 1, 1);  // version 1 had zeros where version 2 records its origin
-    for (int word = 5; word < 16; ++word) set_header_word(bytes, word, 0);
-    write_bytes(path, bytes);
-    TokenShard const shard = TokenShard::open(path);
+    TokenShard const shard = TokenShard::open(old_shard(dir, 1));
     EXPECT_FALSE(shard.tokenizer().has_value());
     EXPECT_EQ(shard.dataset_id(), 0u);
-    EXPECT_EQ(read_all(shard), tokens);
+    EXPECT_EQ(read_all(shard), (std::vector<std::int32_t>{5, 6, 7, 8}));
+}
+
+TEST(TokenShard, ReadsVersionTwoShardsWhoseTokensAllCount) {
+    TempDir dir;
+    TokenShard const shard = TokenShard::open(old_shard(dir, 2));
+    EXPECT_EQ(*shard.tokenizer(), (ShardTokenizer{"gpt2", 50257}));
+    EXPECT_FALSE(shard.has_loss_mask());
+    EXPECT_EQ(read_all(shard), (std::vector<std::int32_t>{5, 6, 7, 8}));
+    EXPECT_EQ(read_all_mask(shard), (std::vector<std::uint8_t>(4, 1)));
 }
 
 TEST(TokenShard, OpeningAFifoFailsAtOnceInsteadOfWaitingForAWriter) {

@@ -10,20 +10,39 @@
 namespace axonn {
 
 void add_prepare_command(CLI::App& app) {
-    CLI::App* command = app.add_subcommand("prepare", "Tokenize text files into train.bin and val.bin shards");
+    CLI::App* command = app.add_subcommand(
+        "prepare", "Tokenize text files, or prompt and response records, into train.bin and val.bin shards");
     command->footer("Each input file is one document; the last --val-fraction of every document goes to val.bin.\n"
+                    "With --format jsonl, each input line is a record {\"prompt\": ..., \"response\": ...}; a seeded\n"
+                    "--val-fraction of the records goes to val.bin, and only the responses' tokens (and the end-of-\n"
+                    "text after each) count in the loss when training on them (docs/FINETUNING.md).\n"
                     "train.bin and val.bin are both written and flushed to disk before either replaces an older one,\n"
                     "and share a dataset id that training checks. Inputs that are token shards (as `--input dir/*`\n"
                     "may name the output folder's own files) are skipped.\n"
-                    "Example: axonn prepare --input data/austen/*.txt --out data/austen --tokenizer gpt2");
+                    "Example: axonn prepare --input data/austen/*.txt --out data/austen --tokenizer gpt2\n"
+                    "Example: axonn prepare --format jsonl --template alpaca --input qa.jsonl --out data/qa");
     auto options = std::make_shared<PrepareOptions>();
-    command->add_option("--input", options->inputs, "text files to tokenize")->required()->expected(1, -1);
+    command->add_option("--input", options->inputs, "text files (or JSON-lines files of records) to tokenize")
+        ->required()
+        ->expected(1, -1);
     command->add_option("--out", options->out_dir, "output folder (created if missing)")->required();
     command->add_option("--tokenizer", options->tokenizer,
                         "gpt2, llama3 (byte-level BPE), byte, or a folder holding a tokenizer.json")
         ->capture_default_str();
     command->add_option("--tokenizer-dir", options->gpt2_dir, "folder with GPT-2's encoder.json and vocab.bpe");
     command->add_option("--val-fraction", options->val_fraction, "share of each document kept for validation")
+        ->capture_default_str();
+    command->add_option("--format", options->format,
+                        "text (each file a document) or jsonl (a prompt and response record per line)")
+        ->capture_default_str();
+    command->add_option("--prompt-field", options->fields.prompt, "jsonl: the field that holds a record's prompt")
+        ->capture_default_str();
+    command->add_option("--response-field", options->fields.response,
+                        "jsonl: the field that holds a record's response")
+        ->capture_default_str();
+    command->add_option("--template", options->prompt_template,
+                        "jsonl: plain (prompt then response), alpaca (Alpaca's instruction format) or llama3 "
+                        "(Llama 3's chat format, for the llama3 tokenizer)")
         ->capture_default_str();
     command->add_flag("--allow-binary", options->allow_binary,
                       "tokenize inputs that are not UTF-8 text (NUL bytes, invalid UTF-8) instead of refusing them");
@@ -39,8 +58,15 @@ void add_prepare_command(CLI::App& app) {
         for (auto const& skipped : report.skipped) {
             fmt::print("skipped {}: a token shard or an output of `axonn prepare`, not text\n", skipped.string());
         }
-        fmt::print("wrote {} ({} tokens) and {} ({} tokens)\n", report.train_path.string(), report.train_tokens,
-                   report.val_path.string(), report.val_tokens);
+        if (options->format == "jsonl") {
+            fmt::print("wrote {} ({} records, {} tokens, {} in the loss) and {} ({} records, {} tokens, {} in the "
+                       "loss)\n", report.train_path.string(), report.train_records, report.train_tokens,
+                       report.train_loss_tokens, report.val_path.string(), report.val_records, report.val_tokens,
+                       report.val_loss_tokens);
+        } else {
+            fmt::print("wrote {} ({} tokens) and {} ({} tokens)\n", report.train_path.string(), report.train_tokens,
+                       report.val_path.string(), report.val_tokens);
+        }
     });
 }
 

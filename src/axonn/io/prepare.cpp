@@ -3,6 +3,7 @@
 
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
+#include "axonn/core/rng.h"
 #include "axonn/io/token_shard.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/io/utf8.h"
@@ -85,16 +86,76 @@ std::size_t train_part_size(std::size_t count, double val_fraction) {
 }
 
 struct Split {
-    std::vector<std::int32_t> train, val;
+    MaskedTokens train, val;
+    std::int64_t train_records = 0, val_records = 0;
 };
 
 // Appends one document's tokens to the two streams, each part closed by end-of-text.
 void split_document(std::vector<std::int32_t> const& tokens, double val_fraction, std::int32_t eot_id, Split& split) {
-    auto const boundary = tokens.begin() + static_cast<std::ptrdiff_t>(train_part_size(tokens.size(), val_fraction));
-    split.train.insert(split.train.end(), tokens.begin(), boundary);
-    split.train.push_back(eot_id);
-    split.val.insert(split.val.end(), boundary, tokens.end());
-    split.val.push_back(eot_id);
+    std::size_t const boundary = train_part_size(tokens.size(), val_fraction);
+    split.train.append(std::span(tokens).first(boundary), 1);
+    split.train.append(std::span(&eot_id, 1), 1);
+    split.val.append(std::span(tokens).subspan(boundary), 1);
+    split.val.append(std::span(&eot_id, 1), 1);
+}
+
+// The seed of the records' train/val shuffle: fixed, so that the same records always split alike.
+constexpr PhiloxKey record_split_key{0x5EED5EED, 1};
+
+// Which records go to validation: round(val_fraction x count) of them (at least one, and one left for
+// training), chosen by a seeded shuffle so that records sorted by topic or source do not split by it.
+std::vector<bool> validation_records(std::size_t count, double val_fraction, std::filesystem::path const& first) {
+    require(count >= 2, "{} holds {} record: a train/val split needs at least 2; add records", first.string(),
+            count);
+    auto const val = std::clamp<std::size_t>(
+        static_cast<std::size_t>(std::llround(static_cast<double>(count) * val_fraction)), 1, count - 1);
+    std::vector<std::size_t> order(count);
+    for (std::size_t i = 0; i < count; ++i) order[i] = i;
+    seeded_shuffle(std::span(order), record_split_key);
+    std::vector<bool> is_val(count, false);
+    for (std::size_t i = 0; i < val; ++i) is_val[order[i]] = true;
+    return is_val;
+}
+
+void split_records(std::vector<MaskedTokens> const& records, double val_fraction,
+                   std::filesystem::path const& first_input, Split& split) {
+    std::vector<bool> const is_val = validation_records(records.size(), val_fraction, first_input);
+    for (std::size_t i = 0; i < records.size(); ++i) {
+        (is_val[i] ? split.val : split.train).append(records[i]);
+        ++(is_val[i] ? split.val_records : split.train_records);
+    }
+}
+
+// Every input's tokens, split: each document between the two shards, or each record to one of them. Inputs that
+// are prepare's own outputs are skipped and listed in `skipped`.
+Split tokenize_inputs(PrepareOptions const& options, Tokenizer const& tokenizer,
+                      std::vector<std::filesystem::path>& skipped, std::function<void(double)> const& progress) {
+    std::uintmax_t const total_bytes = total_input_bytes(options.inputs);
+    std::uintmax_t done_bytes = 0;
+    bool const records = options.format == "jsonl";
+    PromptTemplate const prompt_template = parse_prompt_template(options.prompt_template);
+    Split split;
+    std::vector<MaskedTokens> record_tokens;
+    for (auto const& input : options.inputs) {
+        std::optional<std::string> const text = read_document(input, options);
+        if (!text) {
+            skipped.push_back(input);
+            continue;
+        }
+        if (records) {
+            for (PromptRecord const& record : parse_prompt_records(input, *text, options.fields)) {
+                record_tokens.push_back(tokenize_record(tokenizer, apply_template(prompt_template, record)));
+            }
+        } else {
+            split_document(tokenizer.encode(*text), options.val_fraction, tokenizer.eot_id(), split);
+        }
+        done_bytes += text->size();
+        if (progress) progress(std::min(1.0, static_cast<double>(done_bytes) / std::max(1.0, double(total_bytes))));
+    }
+    require(skipped.size() < options.inputs.size(), "every input is a token shard or an output of `axonn prepare`: "
+            "name the {} files to tokenize", records ? "JSON-lines" : "text");
+    if (records) split_records(record_tokens, options.val_fraction, options.inputs.front(), split);
+    return split;
 }
 
 // A random id that the two shards of one run share (never 0, which means "none").
@@ -109,6 +170,14 @@ std::uint64_t new_dataset_id() {
 
 void validate_prepare_options(PrepareOptions const& options) {
     as_usage_errors([&] {
+        require(options.format == "text" || options.format == "jsonl",
+                "unknown --format {}: use text (one document per file) or jsonl (prompt and response records)",
+                options.format);
+        require(!options.fields.prompt.empty() && !options.fields.response.empty() &&
+                    options.fields.prompt != options.fields.response,
+                "--prompt-field '{}' and --response-field '{}' must name two different fields",
+                options.fields.prompt, options.fields.response);
+        parse_prompt_template(options.prompt_template);
         require(!options.inputs.empty(), "no input text files: name at least one");
         require(!options.out_dir.empty(), "no output folder: name one for train.bin and val.bin");
         require(options.val_fraction > 0.0 && options.val_fraction < 1.0,
@@ -124,32 +193,27 @@ PrepareReport prepare_shards(PrepareOptions const& options, std::function<void(d
     check_inputs(options.inputs);
     create_folder(options.out_dir, "token shards");  // before the slow tokenizing, so that a bad folder fails at once
     PrepareReport report{0, 0, options.out_dir / "train.bin", options.out_dir / "val.bin", {}};
-    std::uintmax_t const total_bytes = total_input_bytes(options.inputs);
-    std::uintmax_t done_bytes = 0;
-    Split split;
-    for (auto const& input : options.inputs) {
-        std::optional<std::string> const text = read_document(input, options);
-        if (!text) {
-            report.skipped.push_back(input);
-            continue;
-        }
-        split_document(tokenizer->encode(*text), options.val_fraction, tokenizer->eot_id(), split);
-        done_bytes += text->size();
-        if (progress) progress(std::min(1.0, static_cast<double>(done_bytes) / std::max(1.0, double(total_bytes))));
-    }
-    require(report.skipped.size() < options.inputs.size(), "every input is a token shard or an output of `axonn "
-            "prepare`: name the text files to tokenize");
+    bool const records = options.format == "jsonl";
+    Split const split = tokenize_inputs(options, *tokenizer, report.skipped, progress);
     int const token_bits = tokenizer->vocab_size() <= 65536 ? 16 : 32;
     ShardOrigin const origin{{tokenizer->name(), tokenizer->vocab_size()}, new_dataset_id()};
+    // Text counts every token: its shards carry no mask.
+    auto const mask = [records](MaskedTokens const& part) {
+        return records ? std::span<std::uint8_t const>(part.loss_mask) : std::span<std::uint8_t const>();
+    };
     AtomicFile train(report.train_path, "token shard"), val(report.val_path, "token shard");
-    write_token_shard(train, split.train, token_bits, origin);
-    write_token_shard(val, split.val, token_bits, origin);
+    write_token_shard(train, split.train.tokens, token_bits, origin, mask(split.train));
+    write_token_shard(val, split.val.tokens, token_bits, origin, mask(split.val));
     train.finish();
     val.finish();
     train.commit();
     val.commit();
-    report.train_tokens = static_cast<std::int64_t>(split.train.size());
-    report.val_tokens = static_cast<std::int64_t>(split.val.size());
+    report.train_tokens = static_cast<std::int64_t>(split.train.tokens.size());
+    report.val_tokens = static_cast<std::int64_t>(split.val.tokens.size());
+    report.train_records = split.train_records;
+    report.val_records = split.val_records;
+    report.train_loss_tokens = std::count(split.train.loss_mask.begin(), split.train.loss_mask.end(), 1);
+    report.val_loss_tokens = std::count(split.val.loss_mask.begin(), split.val.loss_mask.end(), 1);
     return report;
 }
 

@@ -2,12 +2,11 @@
 
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
-#include "axonn/core/json_depth.h"
+#include "axonn/core/json_lines.h"
 #include "axonn/io/tokenizer.h"
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <string_view>
 
 namespace axonn {
@@ -20,6 +19,7 @@ namespace fs = std::filesystem;
 constexpr int max_document_depth = 4;
 // The largest document file read: far beyond any canary set; every rank parses it, at several times its size.
 constexpr std::uint64_t max_document_file_bytes = std::uint64_t{64} << 20;
+constexpr std::string_view document_example = R"({"tokens": [...]} or {"text": "..."})";
 
 EvalDocument parse_document(json const& record, Tokenizer const* tokenizer, int vocab_size,
                             std::string const& no_tokenizer) {
@@ -58,25 +58,12 @@ std::vector<EvalDocument> read_eval_documents(fs::path const& path, Tokenizer co
     std::string const text =
         read_input_file(path, "document file", "pass a JSON-lines file of documents", max_document_file_bytes);
     std::vector<EvalDocument> documents;
-    std::size_t start = 0;
-    for (int line = 1; start < text.size(); ++line) {
-        std::size_t const end = std::min(text.find('\n', start), text.size());
-        std::string_view const content(text.data() + start, end - start);
-        start = end + 1;
-        if (content.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-        try {
-            require_json_depth(content, max_document_depth);
-            json const record = json::parse(content);
-            documents.push_back(parse_document(record, tokenizer, vocab_size, no_tokenizer));
-        } catch (json::exception const& e) {
-            throw Error(fmt::format("{} line {}: not JSON ({}): write one object per line, {{\"tokens\": [...]}} or "
-                                    "{{\"text\": \"...\"}}", path.string(), line, e.what()));
-        } catch (Error const& e) {
-            throw Error(fmt::format("{} line {}: {}", path.string(), line, e.what()));
-        }
-    }
-    require(!documents.empty(), "{} holds no document: write one JSON object per line, {{\"tokens\": [...]}} or "
-            "{{\"text\": \"...\"}}", path.string());
+    for_each_json_line(path, text, {max_document_depth, max_document_file_bytes, document_example},
+                       [&](json const& record) {
+                           documents.push_back(parse_document(record, tokenizer, vocab_size, no_tokenizer));
+                       });
+    require(!documents.empty(), "{} holds no document: write one JSON object per line, {}", path.string(),
+            document_example);
     return documents;
 }
 

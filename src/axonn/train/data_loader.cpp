@@ -26,7 +26,7 @@ std::vector<std::filesystem::path> shard_paths(std::filesystem::path const& path
 }
 
 DataLoader::DataLoader(std::filesystem::path const& path, int batch, int seq, ShardTokenizer const& tokenizer)
-    : batch_(batch), seq_(seq), window_(static_cast<std::size_t>(seq) + 1) {
+    : batch_(batch), seq_(seq), window_(static_cast<std::size_t>(seq) + 1), window_mask_(window_.size()) {
     invariant(batch > 0 && seq > 0, "batch ({}) and sequence length ({}) must be positive", batch, seq);
     for (auto const& shard_path : shard_paths(path)) {
         TokenShard shard = TokenShard::open(shard_path);
@@ -50,28 +50,51 @@ DataLoader::DataLoader(std::filesystem::path const& path, int batch, int seq, Sh
             "or --seq, or prepare more text", path.string(), total_tokens_, needed);
 }
 
-void DataLoader::read_stream(std::int64_t position, std::int64_t count, std::int32_t* out) const {
+bool DataLoader::has_loss_mask() const {
+    return std::any_of(shards_.begin(), shards_.end(), [](TokenShard const& shard) { return shard.has_loss_mask(); });
+}
+
+std::int64_t DataLoader::loss_tokens() const {
+    std::int64_t total = 0;
+    for (TokenShard const& shard : shards_) total += shard.loss_tokens();
+    return total;
+}
+
+// read(shard, offset, count, out) for each shard's part of the stream's [position, position + count).
+template <typename T, typename Read>
+void DataLoader::read_stream(std::int64_t position, std::int64_t count, T* out, Read read) const {
     while (count > 0) {
         auto const next_start = std::upper_bound(shard_starts_.begin(), shard_starts_.end(), position);
         std::size_t const shard = static_cast<std::size_t>(next_start - shard_starts_.begin()) - 1;
         std::int64_t const offset = position - shard_starts_[shard];
         std::int64_t const available = std::min(count, shards_[shard].size() - offset);
-        shards_[shard].read(offset, available, out);
+        read(shards_[shard], offset, available, out);
         out += available;
         position += available;
         count -= available;
     }
 }
 
-void DataLoader::next_batch(std::int32_t* tokens, std::int32_t* targets) {
+void DataLoader::next_batch(std::int32_t* tokens, std::int32_t* targets, float* loss_mask) {
     for (int b = 0; b < batch_; ++b) {
         if (state_.position + seq_ + 1 > total_tokens_) {  // not enough left for a window: next epoch
             state_.position = 0;
             ++state_.epoch;
         }
-        read_stream(state_.position, seq_ + 1, window_.data());
-        std::copy(window_.begin(), window_.end() - 1, tokens + static_cast<std::ptrdiff_t>(b) * seq_);
-        std::copy(window_.begin() + 1, window_.end(), targets + static_cast<std::ptrdiff_t>(b) * seq_);
+        std::ptrdiff_t const row = static_cast<std::ptrdiff_t>(b) * seq_;
+        read_stream(state_.position, seq_ + 1, window_.data(),
+                    [](TokenShard const& shard, std::int64_t offset, std::int64_t count, std::int32_t* out) {
+                        shard.read(offset, count, out);
+                    });
+        std::copy(window_.begin(), window_.end() - 1, tokens + row);
+        std::copy(window_.begin() + 1, window_.end(), targets + row);
+        if (loss_mask != nullptr) {
+            read_stream(state_.position, seq_ + 1, window_mask_.data(),
+                        [](TokenShard const& shard, std::int64_t offset, std::int64_t count, std::uint8_t* out) {
+                            shard.read_loss_mask(offset, count, out);
+                        });
+            std::copy(window_mask_.begin() + 1, window_mask_.end(), loss_mask + row);  // target t is token t+1
+        }
         state_.position += seq_;
     }
 }

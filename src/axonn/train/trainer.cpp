@@ -27,6 +27,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <span>
 
 namespace axonn {
 namespace {
@@ -142,19 +143,46 @@ std::vector<Batch> local_passes(Gpt& model, TrainOptions const& options, std::ve
 constexpr int quiet_evaluation_batches = 32;
 constexpr int quiet_sample_tokens = 256;
 
-float evaluate(Gpt& model, TrainOptions const& options, DataLoader& loader, std::vector<std::int32_t>& tokens,
-               std::vector<std::int32_t>& targets, std::FILE* progress_stream) {
+// A global batch's tokens, targets and, for data with a loss mask, the mask of each target (else empty).
+struct BatchBuffers {
+    std::vector<std::int32_t> tokens, targets;
+    std::vector<float> loss_mask;
+
+    BatchBuffers(TrainOptions const& options, bool masked)
+        : tokens(static_cast<std::size_t>(options.batch) * options.seq), targets(tokens.size()),
+          loss_mask(masked ? tokens.size() : 0) {}
+    float* mask() { return loss_mask.empty() ? nullptr : loss_mask.data(); }
+};
+
+// The mean loss over the validation batches' targets. With a loss mask (fine-tuning records), the mean over the
+// targets that count, whatever their share of each batch: each batch's mean weighs as much as its targets.
+float evaluate(Gpt& model, TrainOptions const& options, DataLoader& loader, BatchBuffers& batch,
+               std::FILE* progress_stream) {
     int const batches = options.eval_batches;
     loader.restore({});  // the same validation batches every time
     Progress progress("validate", batches, batches > quiet_evaluation_batches ? progress_stream : nullptr);
-    double sum = 0.0;
+    double sum = 0.0, weight = 0.0;
     for (int i = 0; i < batches; ++i) {
-        loader.next_batch(tokens.data(), targets.data());
-        sum += eval_step(model, local_passes(model, options, tokens, targets));
+        loader.next_batch(batch.tokens.data(), batch.targets.data(), batch.mask());
+        std::vector<Batch> const passes = local_passes(model, options, batch.tokens, batch.targets, batch.mask());
+        double const batch_weight = batch.mask() != nullptr ? model.global_loss_weight(passes) : 1.0;
+        sum += batch_weight * eval_step(model, passes);
+        weight += batch_weight;
         progress.update(i + 1, "");
     }
     progress.finish();
-    return static_cast<float>(sum / batches);
+    return weight > 0.0 ? static_cast<float>(sum / weight) : 0.0f;  // no target counts: a loss of 0, as the model's
+}
+
+// The step's loss weights: the data's loss mask (0 on the prompt tokens of fine-tuning records) times the Goldfish
+// mask, which `loss_mask` holds (computed from the real targets). With Goldfish, prompt targets also become
+// ignored (-1), which the model weighs 0 as the mask does: the Goldfish split losses, which count every target not
+// ignored, then stay over the responses.
+void apply_data_mask(BatchBuffers& batch, std::span<float> loss_mask, bool goldfish) {
+    for (std::size_t i = 0; i < loss_mask.size(); ++i) {
+        loss_mask[i] = goldfish ? loss_mask[i] * batch.loss_mask[i] : batch.loss_mask[i];
+        if (goldfish && batch.loss_mask[i] == 0.0f) batch.targets[i] = -1;
+    }
 }
 
 // Validation batches beyond one pass over the validation data only repeat it.
@@ -364,10 +392,15 @@ TrainSummary run_training(TrainOptions options) {
         fmt::print("  data {} tokens in {} shard(s), tokenizer {} | batch {} x {} tokens, {} steps, lr {:g}\n",
                    train_loader.total_tokens(), train_loader.shard_count(), tokenizer->name(), B, T, options.steps,
                    options.schedule.max_lr);
+        if (train_loader.has_loss_mask()) {
+            fmt::print("  loss mask: {} of the {} training tokens count as targets (responses, not prompts){}\n",
+                       train_loader.loss_tokens(), train_loader.total_tokens(),
+                       val_loader && val_loader->has_loss_mask() ? "; validation is masked alike" : "");
+        }
         if (!val_loader) fmt::print("  no validation data (pass --val-data or prepare a folder with val.bin)\n");
         if (options.goldfish.enabled()) {
-            fmt::print("  Goldfish loss {}: about 1/{} of the training targets leave the loss; validation is not "
-                       "masked\n", options.goldfish.describe(), options.goldfish.k);
+            fmt::print("  Goldfish loss {}: about 1/{} of the training targets leave the loss; validation has no "
+                       "Goldfish mask\n", options.goldfish.describe(), options.goldfish.k);
         }
         if (resume_from) {
             fmt::print("  resuming from {} at step {} (verified and read in {:.2f} s)\n", resume_from->folder().string(),
@@ -392,9 +425,12 @@ TrainSummary run_training(TrainOptions options) {
         std::fflush(stdout);
     }
 
-    std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
-    std::vector<std::int32_t> val_tokens(tokens.size()), val_targets(tokens.size());
-    std::vector<float> goldfish_keep(options.goldfish.enabled() ? tokens.size() : 0);
+    BatchBuffers batch(options, train_loader.has_loss_mask());
+    std::optional<BatchBuffers> val_batch;
+    if (val_loader) val_batch.emplace(options, val_loader->has_loss_mask());
+    bool const goldfish = options.goldfish.enabled();
+    // The weights of the step's targets: the Goldfish mask, the data's, or both multiplied.
+    std::vector<float> loss_mask(goldfish || train_loader.has_loss_mask() ? batch.tokens.size() : 0);
     double const flops_per_step = options.model.flops_per_token(T) * B * T;
     TrainSummary summary{NAN, NAN, NAN, ""};
     Progress progress("train", options.steps, leader ? stderr : nullptr);
@@ -433,7 +469,7 @@ TrainSummary run_training(TrainOptions options) {
         bool const last = step == options.steps;
         std::optional<float> val_loss;
         if (val_loader && (step % options.eval_every == 0 || last)) {
-            val_loss = evaluate(model, options, *val_loader, val_tokens, val_targets, leader ? stderr : nullptr);
+            val_loss = evaluate(model, options, *val_loader, *val_batch, leader ? stderr : nullptr);
             require(std::isfinite(*val_loss), "the validation loss became {} at step {}: the model diverged; lower "
                     "--lr, raise --warmup, or keep --grad-clip on", *val_loss, step);
             if (step == 0) summary.first_val_loss = *val_loss;
@@ -446,15 +482,16 @@ TrainSummary run_training(TrainOptions options) {
             }
             break;
         }
-        train_loader.next_batch(tokens.data(), targets.data());
+        train_loader.next_batch(batch.tokens.data(), batch.targets.data(), batch.mask());
         // The Goldfish mask of the whole global batch, from its targets alone: the same on every rank and grid.
-        if (options.goldfish.enabled()) goldfish_mask(options.goldfish, targets, T, step, goldfish_keep);
+        if (goldfish) goldfish_mask(options.goldfish, batch.targets, T, step, loss_mask);
+        if (batch.mask() != nullptr) apply_data_mask(batch, loss_mask, goldfish);
         float const lr = options.schedule.at(step);
         std::vector<CollectiveRecord> const evaluation_calls = grid.traffic().take_calls();
         Stopwatch watch;
         StepResult const result = train_step(
             model, optimizer,
-            local_passes(model, options, tokens, targets, options.goldfish.enabled() ? goldfish_keep.data() : nullptr),
+            local_passes(model, options, batch.tokens, batch.targets, loss_mask.empty() ? nullptr : loss_mask.data()),
             lr);
         double const seconds = watch.seconds();
         std::vector<CollectiveRecord> const calls = grid.traffic().take_calls();
@@ -479,7 +516,7 @@ TrainSummary run_training(TrainOptions options) {
                                  {"comm_exposed_s", communication.waited_s},
                                  {"comm_hidden_fraction", communication.hidden_fraction()}};
         if (val_loss) record["val_loss"] = *val_loss;
-        if (result.masked) {  // the Goldfish loss: `loss` is the kept targets' mean
+        if (goldfish) {  // `loss` is the kept targets' mean
             record["loss_all"] = result.masked->all_targets;
             record["loss_kept"] = result.masked->kept_targets;
             record["loss_dropped"] = result.masked->dropped_targets;

@@ -1,0 +1,38 @@
+#include "axonn/core/json_lines.h"
+
+#include "axonn/core/error.h"
+#include "axonn/core/json_depth.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace axonn {
+
+std::size_t for_each_json_line(std::filesystem::path const& path, std::string_view text,
+                               JsonLinesFormat const& format,
+                               std::function<void(nlohmann::json const&)> const& record) {
+    std::size_t values = 0;
+    std::size_t start = 0;
+    for (int line = 1; start < text.size(); ++line) {
+        std::size_t const end = std::min(text.find('\n', start), text.size());
+        std::string_view const content = text.substr(start, end - start);
+        start = end + 1;
+        if (content.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+        try {
+            require(content.size() <= format.max_line_bytes, "the line has {} bytes, more than the {} a line may "
+                    "hold: shorten it", content.size(), format.max_line_bytes);
+            require_json_depth(content, format.max_depth);
+            record(nlohmann::json::parse(content));
+            ++values;
+        } catch (nlohmann::json::exception const& e) {
+            throw Error(fmt::format("{} line {}: not JSON ({}): write one object per line, {}", path.string(), line,
+                                    e.what(), format.example));
+        } catch (Error const& e) {
+            throw Error(fmt::format("{} line {}: {}", path.string(), line, e.what()));
+        }
+    }
+    return values;
+}
+
+}  // namespace axonn
