@@ -24,4 +24,7 @@ void add_tokenize_command(CLI::App& app);
 // several ranks would have them all write the same files or print the same result, so it is a usage error.
 void require_one_process(std::string_view command);
 
+// Whether this process is rank 0 of the job, the one that prints a command's result.
+bool is_leader();
+
 }  // namespace axonn

@@ -19,12 +19,6 @@
 namespace axonn {
 namespace {
 
-bool is_leader() {
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    return rank == 0;
-}
-
 // One prompt per line; blank lines are skipped.
 std::vector<std::string> read_prompt_file(std::filesystem::path const& path) {
     std::istringstream lines(read_input_file(path, "prompt file", "pass a text file with one prompt per line",

@@ -18,12 +18,6 @@
 namespace axonn {
 namespace {
 
-bool is_leader() {
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    return rank == 0;
-}
-
 std::string number(nlohmann::json const& value, char const* format) {
     return value.is_number() ? fmt::format(fmt::runtime(format), value.get<double>()) : "-";
 }

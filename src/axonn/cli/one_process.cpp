@@ -13,4 +13,10 @@ void require_one_process(std::string_view command) {
                                  "srun", command, world));
 }
 
+bool is_leader() {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return rank == 0;
+}
+
 }  // namespace axonn

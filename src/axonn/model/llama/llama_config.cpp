@@ -4,28 +4,27 @@
 
 #include <fmt/ranges.h>
 
-#include <array>
 #include <cmath>
 
 namespace axonn {
 namespace {
 
-struct Preset {
-    char const* name;
-    int vocab_size, hidden_size, intermediate_size, layers, heads, kv_heads, context;
-    double rope_theta;
-    std::optional<RopeScaling> scaling;
-};
-
 // Llama 3.1's shapes as its config.json files give them: rope_theta 500000, Llama 3 scaling (factor 8, low 1,
 // high 4, original context 8192), rms_norm_eps 1e-5, a context of 131072.
-constexpr RopeScaling llama31_scaling{8.0, 1.0, 4.0, 8192};
-std::array<Preset, 4> const presets = {{
-    {"llama-tiny", 256, 64, 176, 2, 8, 2, 128, 10000.0, RopeScaling{8.0, 1.0, 4.0, 32}},
-    {"llama3.1-8b", 128256, 4096, 14336, 32, 32, 8, 131072, 500000.0, llama31_scaling},
-    {"llama3.1-70b", 128256, 8192, 28672, 80, 64, 8, 131072, 500000.0, llama31_scaling},
-    {"llama3.1-405b", 128256, 16384, 53248, 126, 128, 8, 131072, 500000.0, llama31_scaling},
-}};
+std::vector<LlamaConfig> const& presets() {
+    static std::vector<LlamaConfig> const table = {
+        {.name = "llama-tiny", .vocab_size = 256, .hidden_size = 64, .intermediate_size = 176,
+         .num_hidden_layers = 2, .num_attention_heads = 8, .num_key_value_heads = 2, .max_position_embeddings = 128,
+         .rope_theta = 10000.0, .rope_scaling = RopeScaling{8.0, 1.0, 4.0, 32}},
+        {.name = "llama3.1-8b", .hidden_size = 4096, .intermediate_size = 14336, .num_hidden_layers = 32,
+         .num_attention_heads = 32, .num_key_value_heads = 8},
+        {.name = "llama3.1-70b", .hidden_size = 8192, .intermediate_size = 28672, .num_hidden_layers = 80,
+         .num_attention_heads = 64, .num_key_value_heads = 8},
+        {.name = "llama3.1-405b", .hidden_size = 16384, .intermediate_size = 53248, .num_hidden_layers = 126,
+         .num_attention_heads = 128, .num_key_value_heads = 8},
+    };
+    return table;
+}
 
 }  // namespace
 
@@ -66,27 +65,15 @@ void LlamaConfig::validate() const {
 }
 
 LlamaConfig llama_preset(std::string const& name) {
-    for (Preset const& p : presets) {
-        if (name != p.name) continue;
-        LlamaConfig config;
-        config.name = p.name;
-        config.vocab_size = p.vocab_size;
-        config.hidden_size = p.hidden_size;
-        config.intermediate_size = p.intermediate_size;
-        config.num_hidden_layers = p.layers;
-        config.num_attention_heads = p.heads;
-        config.num_key_value_heads = p.kv_heads;
-        config.max_position_embeddings = p.context;
-        config.rope_theta = p.rope_theta;
-        config.rope_scaling = p.scaling;
-        return config;
+    for (LlamaConfig const& preset : presets()) {
+        if (preset.name == name) return preset;
     }
     fail("unknown Llama model '{}': use one of {}", name, fmt::join(llama_preset_names(), ", "));
 }
 
 std::vector<std::string> llama_preset_names() {
     std::vector<std::string> names;
-    for (Preset const& p : presets) names.emplace_back(p.name);
+    for (LlamaConfig const& preset : presets()) names.push_back(preset.name);
     return names;
 }
 

@@ -13,6 +13,7 @@
 
 namespace axonn {
 
+// The defaults are Llama 3.1 8B's config.json.
 struct LlamaConfig {
     std::string name = "custom";
     int vocab_size = 128256;               // V
