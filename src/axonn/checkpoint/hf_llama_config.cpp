@@ -1,0 +1,144 @@
+#include "axonn/checkpoint/hf_llama_config.h"
+
+#include "axonn/core/error.h"
+#include "axonn/core/file_io.h"
+#include "axonn/core/json_depth.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+namespace axonn {
+namespace {
+
+using nlohmann::json;
+
+// Fields that describe the run or the tokenizer, not the model's function: read past.
+constexpr std::array<std::string_view, 9> ignored_fields = {
+    "bos_token_id", "eos_token_id", "pad_token_id", "torch_dtype", "transformers_version", "use_cache",
+    "initializer_range", "_name_or_path", "architectures"};
+
+class ConfigReader {
+public:
+    ConfigReader(json const& config, std::string source) : config_(config), source_(std::move(source)) {}
+
+    int positive(char const* key) const {
+        require(config_.contains(key), "{} has no {}: it is no Llama config", source_, key);
+        return positive_value(key);
+    }
+    int positive_or(char const* key, int fallback) const {
+        return config_.contains(key) && !config_[key].is_null() ? positive_value(key) : fallback;
+    }
+    double number_or(char const* key, double fallback) const {
+        if (!config_.contains(key) || config_[key].is_null()) return fallback;
+        require(config_[key].is_number(), "{} sets {} = {}, which is not a number", source_, key, config_[key].dump());
+        return config_[key].get<double>();
+    }
+    // A field whose only value axonn reproduces is `required` (its absence means that value too).
+    template <typename T> void require_value(char const* key, T const& required) const {
+        if (!config_.contains(key) || config_[key].is_null()) return;
+        require(config_[key] == json(required), "{} sets {} = {}, but axonn's Llama supports only {}", source_, key,
+                config_[key].dump(), json(required).dump());
+    }
+
+private:
+    int positive_value(char const* key) const {
+        json const& value = config_[key];
+        require(value.is_number_integer() && value.get<std::int64_t>() > 0 && value.get<std::int64_t>() <= (1 << 30),
+                "{} sets {} = {}: it must be a positive integer", source_, key, value.dump());
+        return value.get<int>();
+    }
+
+    json const& config_;
+    std::string source_;
+};
+
+// rope_scaling: null (plain RoPE) or Llama 3's {"rope_type": "llama3", factor, low_freq_factor, high_freq_factor,
+// original_max_position_embeddings} (older files say "type").
+std::optional<RopeScaling> read_rope_scaling(json const& config, std::string const& source) {
+    if (!config.contains("rope_scaling") || config["rope_scaling"].is_null()) return std::nullopt;
+    json const& scaling = config["rope_scaling"];
+    require(scaling.is_object(), "{}: rope_scaling must be an object or null", source);
+    std::string const kind = scaling.value("rope_type", scaling.value("type", std::string("(none)")));
+    require(kind == "llama3", "{}: rope_scaling of type {} is not supported: axonn reproduces Llama 3's (\"llama3\")",
+            source, kind);
+    ConfigReader const fields(scaling, source + " rope_scaling");
+    RopeScaling const defaults;
+    return RopeScaling{fields.number_or("factor", defaults.factor),
+                       fields.number_or("low_freq_factor", defaults.low_freq_factor),
+                       fields.number_or("high_freq_factor", defaults.high_freq_factor),
+                       fields.number_or("original_max_position_embeddings", defaults.original_max_position)};
+}
+
+}  // namespace
+
+LlamaConfig parse_hf_llama_config(std::string const& text, std::string const& source) {
+    try {
+        require_json_depth(text, 16);  // a config is 3 levels deep
+    } catch (Error const& e) {
+        fail("{}: {}: it is no Hugging Face config", source, e.what());
+    }
+    json const config = json::parse(text, nullptr, false);
+    require(!config.is_discarded() && config.is_object(), "{} is not a JSON object", source);
+    require(config.value("model_type", std::string()) == "llama", "{} describes model_type {}, not llama", source,
+            config.contains("model_type") ? config["model_type"].dump() : "(none)");
+    // The fields that define the model, each read or checked below.
+    static constexpr std::array<std::string_view, 18> known = {
+        "model_type", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+        "num_key_value_heads", "max_position_embeddings", "rms_norm_eps", "rope_theta", "rope_scaling", "head_dim",
+        "hidden_act", "tie_word_embeddings", "attention_bias", "mlp_bias", "pretraining_tp", "attention_dropout"};
+    for (auto const& [key, value] : config.items()) {
+        bool const understood = std::find(known.begin(), known.end(), key) != known.end() ||
+                                std::find(ignored_fields.begin(), ignored_fields.end(), key) != ignored_fields.end();
+        require(understood, "{} has a field {} that axonn does not know: it may change the model; remove it if it "
+                "does not", source, key);
+    }
+    ConfigReader const fields(config, source);
+    LlamaConfig model;
+    model.name = "custom";
+    model.vocab_size = fields.positive("vocab_size");
+    model.hidden_size = fields.positive("hidden_size");
+    model.intermediate_size = fields.positive("intermediate_size");
+    model.num_hidden_layers = fields.positive("num_hidden_layers");
+    model.num_attention_heads = fields.positive("num_attention_heads");
+    // transformers' defaults where a field is absent.
+    model.num_key_value_heads = fields.positive_or("num_key_value_heads", model.num_attention_heads);
+    model.max_position_embeddings = fields.positive_or("max_position_embeddings", 2048);
+    model.rms_norm_eps = fields.number_or("rms_norm_eps", 1e-6);
+    model.rope_theta = fields.number_or("rope_theta", 10000.0);
+    model.rope_scaling = read_rope_scaling(config, source);
+    if (config.contains("head_dim") && !config["head_dim"].is_null()) {
+        require(config["head_dim"] == json(model.hidden_size / model.num_attention_heads),
+                "{} sets head_dim = {}, but axonn's Llama needs hidden_size / num_attention_heads = {}", source,
+                config["head_dim"].dump(), model.hidden_size / model.num_attention_heads);
+    }
+    fields.require_value("hidden_act", std::string("silu"));
+    fields.require_value("tie_word_embeddings", false);
+    fields.require_value("attention_bias", false);
+    fields.require_value("mlp_bias", false);
+    fields.require_value("pretraining_tp", 1);
+    if (config.contains("attention_dropout") && !config["attention_dropout"].is_null()) {
+        require(config["attention_dropout"].is_number() && config["attention_dropout"].get<double>() == 0.0,
+                "{} sets attention_dropout = {}, but axonn's Llama has no dropout", source,
+                config["attention_dropout"].dump());
+    }
+    try {
+        model.validate();
+    } catch (Error const& e) {
+        fail("{}: {}", source, e.what());
+    }
+    return model;
+}
+
+LlamaConfig read_hf_llama_config(std::filesystem::path const& dir) {
+    std::filesystem::path const path = dir / "config.json";
+    LlamaConfig config = parse_hf_llama_config(
+        read_input_file(path, "Hugging Face config", "pass a Hugging Face model folder", std::uint64_t{1} << 20),
+        path.string());
+    config.name = dir.filename().string();
+    return config;
+}
+
+}  // namespace axonn

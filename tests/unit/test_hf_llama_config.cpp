@@ -1,0 +1,94 @@
+// Hugging Face's Llama config.json: Llama 3.1 8B's published file reads as the llama3.1-8b preset, field for field;
+// every config axonn cannot reproduce, or does not know, is refused with one line naming the field.
+#include "axonn/checkpoint/hf_llama_config.h"
+
+#include "support/error_of.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace axonn {
+namespace {
+
+// Llama 3.1 8B's config.json as Meta publishes it on the Hugging Face Hub.
+nlohmann::json llama31_8b() {
+    return nlohmann::json::parse(R"({
+      "architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+      "bos_token_id": 128000, "eos_token_id": 128001, "hidden_act": "silu", "hidden_size": 4096,
+      "initializer_range": 0.02, "intermediate_size": 14336, "max_position_embeddings": 131072, "mlp_bias": false,
+      "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+      "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+      "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                       "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+      "rope_theta": 500000.0, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+      "transformers_version": "4.43.0.dev0", "use_cache": true, "vocab_size": 128256})");
+}
+
+TEST(HfLlamaConfig, Llama31EightBReadsAsThePreset) {
+    LlamaConfig const read = parse_hf_llama_config(llama31_8b().dump(), "config.json");
+    LlamaConfig const preset = llama_preset("llama3.1-8b");
+    EXPECT_EQ(read.vocab_size, preset.vocab_size);
+    EXPECT_EQ(read.hidden_size, preset.hidden_size);
+    EXPECT_EQ(read.intermediate_size, preset.intermediate_size);
+    EXPECT_EQ(read.num_hidden_layers, preset.num_hidden_layers);
+    EXPECT_EQ(read.num_attention_heads, preset.num_attention_heads);
+    EXPECT_EQ(read.num_key_value_heads, preset.num_key_value_heads);
+    EXPECT_EQ(read.max_position_embeddings, preset.max_position_embeddings);
+    EXPECT_EQ(read.rms_norm_eps, preset.rms_norm_eps);
+    EXPECT_EQ(read.rope_theta, preset.rope_theta);
+    EXPECT_EQ(read.rope_scaling, preset.rope_scaling);
+    EXPECT_EQ(read.parameter_count(), 8030261248);
+}
+
+struct BadConfig {
+    std::string name;
+    std::string key;        // set to `value`, or removed when value is null
+    nlohmann::json value;
+    std::string expected;   // in the one-line error
+};
+
+class HfLlamaConfigErrors : public ::testing::TestWithParam<BadConfig> {};
+
+TEST_P(HfLlamaConfigErrors, RefusedByName) {
+    BadConfig const& bad = GetParam();
+    nlohmann::json config = llama31_8b();
+    if (bad.value.is_null()) {
+        config.erase(bad.key);
+    } else {
+        config[bad.key] = bad.value;
+    }
+    std::string const message = testing::error_of([&] { parse_hf_llama_config(config.dump(), "config.json"); });
+    EXPECT_NE(message.find(bad.expected), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, HfLlamaConfigErrors,
+    ::testing::Values(
+        BadConfig{"unknown_field", "sliding_window", 4096, "has a field sliding_window that axonn does not know"},
+        BadConfig{"another_model", "model_type", "mistral", "describes model_type \"mistral\", not llama"},
+        BadConfig{"tied_embeddings", "tie_word_embeddings", true, "tie_word_embeddings = true"},
+        BadConfig{"another_activation", "hidden_act", "gelu", "hidden_act = \"gelu\""},
+        BadConfig{"biases", "attention_bias", true, "attention_bias = true"},
+        BadConfig{"mlp_biases", "mlp_bias", true, "mlp_bias = true"},
+        BadConfig{"yarn_scaling", "rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}},
+                  "rope_scaling of type yarn is not supported"},
+        BadConfig{"kv_heads_not_dividing", "num_key_value_heads", 5, "num_key_value_heads 5 must divide"},
+        BadConfig{"head_dim_mismatch", "head_dim", 64, "head_dim = 64"},
+        BadConfig{"negative_width", "hidden_size", -4096, "hidden_size = -4096: it must be a positive integer"},
+        BadConfig{"missing_layers", "num_hidden_layers", nullptr, "has no num_hidden_layers"},
+        BadConfig{"dropout", "attention_dropout", 0.1, "attention_dropout = 0.1"}),
+    [](auto const& info) { return info.param.name; });
+
+TEST(HfLlamaConfig, NotJsonIsRefused) {
+    EXPECT_NE(testing::error_of([] { parse_hf_llama_config("{oops", "config.json"); }).find("not a JSON object"),
+              std::string::npos);
+    EXPECT_NE(testing::error_of([] { parse_hf_llama_config(std::string(100, '['), "config.json"); })
+                  .find("it is no Hugging Face config"),
+              std::string::npos);
+}
+
+}  // namespace
+}  // namespace axonn
