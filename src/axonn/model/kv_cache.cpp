@@ -26,8 +26,4 @@ void KvCache::advance(int tokens) {
     length_ += tokens;
 }
 
-std::int64_t KvCache::bytes(GptConfig const& config, GridShape const& grid, int batch, int capacity) {
-    return 2 * config.n_layer * layer_numel(config, grid, batch, capacity) * static_cast<std::int64_t>(sizeof(float));
-}
-
 }  // namespace axonn

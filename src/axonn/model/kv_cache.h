@@ -27,9 +27,6 @@ public:
     void advance(int tokens);
     void clear() { length_ = 0; }
 
-    // Bytes a cache of this shape takes on one rank.
-    static std::int64_t bytes(GptConfig const& config, GridShape const& grid, int batch, int capacity);
-
 private:
     int batch_;
     int capacity_;
