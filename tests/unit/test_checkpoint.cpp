@@ -8,6 +8,7 @@
 #include "axonn/checkpoint/checkpoint_reader.h"
 #include "axonn/checkpoint/checkpoint_writer.h"
 #include "axonn/checkpoint/hf_gpt2.h"
+#include "axonn/checkpoint/hf_safetensors.h"
 #include "axonn/core/error.h"
 #include "axonn/core/rng.h"
 #include "axonn/io/safetensors.h"
@@ -21,6 +22,7 @@
 #include <sys/wait.h>
 #include <zlib.h>
 
+#include <array>
 #include <cctype>
 #include <fstream>
 #include <functional>
@@ -404,6 +406,111 @@ TEST(HuggingFace, ImportThenExportGivesTheSameTensors) {
     export_hf_gpt2(reimported, dir / "hf2");
     EXPECT_TRUE(read_bytes(dir / "hf" / "model.safetensors") == read_bytes(dir / "hf2" / "model.safetensors"));
     EXPECT_EQ(read_bytes(dir / "hf" / "config.json"), read_bytes(dir / "hf2" / "config.json"));
+}
+
+// A copy of a Hugging Face folder with its tensors shared out over two shards and a model.safetensors.index.json,
+// as transformers saves a large model. Returns the index as written.
+json shard_hf_folder(fs::path const& from, fs::path const& to) {
+    fs::create_directories(to);
+    fs::copy_file(from / "config.json", to / "config.json");
+    InputFile const input = open_input_file(from / "model.safetensors", "weights", "");
+    SafetensorsHeader const header = read_safetensors_header(input, "weights");
+    std::array<std::vector<SafetensorsEntry>, 2> entries;
+    std::array<std::string, 2> data;
+    json index = {{"metadata", {{"total_size", 0}}}, {"weight_map", json::object()}};
+    for (std::size_t t = 0; t < header.tensors.size(); ++t) {
+        SafetensorsEntry const& entry = header.tensors[t];
+        std::string bytes(entry.end - entry.begin, '\0');
+        read_exactly(input, header.data_start + entry.begin, bytes.data(), bytes.size(), "weights");
+        entries[t % 2].push_back({entry.name, entry.dtype, entry.shape, 0, 0});
+        data[t % 2] += bytes;
+        index["weight_map"][entry.name] = fmt::format("model-0000{}-of-00002.safetensors", t % 2 + 1);
+    }
+    for (int shard = 0; shard < 2; ++shard) {
+        write_bytes(to / fmt::format("model-0000{}-of-00002.safetensors", shard + 1),
+                    safetensors_header_bytes(entries[shard]) + data[shard]);
+    }
+    write_bytes(to / "model.safetensors.index.json", index.dump());
+    return index;
+}
+
+// Every rank of a z=2, y=2, x=2 grid reads its own shards of a Hugging Face folder, single-file or sharded, and
+// gets exactly what the checkpoint it was exported from gives that rank (but for the embedding's padding rows,
+// which the export leaves out and the import makes zero): the transposed (Conv1D) tensors picked from the stored
+// rows that are its columns, the rest read as runs.
+TEST(HuggingFace, EachRankReadsItsShardsOfOneFileOrOfShards) {
+    testing::TempDir dir;
+    SerialState state(7);
+    fs::path const saved = save_checkpoint(state.grid, byte_micro(), {state.params, {}, {}}, 0, nullptr, {dir / "a"});
+    CheckpointReader checkpoint(saved);
+    export_hf_gpt2(checkpoint, dir / "hf");
+    shard_hf_folder(dir / "hf", dir / "sharded");
+    GptConfig const config = read_hf_gpt2_config(dir / "sharded");
+    GridShape const shape{.z = 2, .y = 2, .x = 2};
+    for (int z = 0; z < 2; ++z) {
+        for (int y = 0; y < 2; ++y) {
+            for (int x = 0; x < 2; ++x) {
+                ShardLayout const layout = gpt_layout(config, GridPosition{shape, 0, z, y, x});
+                std::vector<float> expected(static_cast<std::size_t>(layout.total()));
+                checkpoint.read_local(layout, {expected, {}, {}});
+                for (char const* folder : {"hf", "sharded"}) {
+                    std::vector<float> imported(expected.size(), -1.0f);
+                    HfGpt2Weights(dir / folder, config).read_local(layout, imported);
+                    for (int id = 0; id < layout.count(); ++id) {
+                        ParamDecl const& param = layout.param(id);
+                        for (std::int64_t i = 0; i < layout.local_numel(id); ++i) {
+                            std::int64_t const row = layout.serial_index(id, i) % (param.rows * param.cols) / param.cols;
+                            bool const padding = param.real_rows >= 0 && row >= param.real_rows;
+                            std::size_t const at = static_cast<std::size_t>(layout.offset(id) + i);
+                            ASSERT_EQ(imported[at], padding ? 0.0f : expected[at])
+                                << folder << " " << param.name << "[" << i << "] at z" << z << " y" << y << " x" << x;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+// A damaged or hostile model.safetensors.index.json: one line naming the index and the problem.
+TEST(HuggingFace, HostileWeightIndexIsRefused) {
+    testing::TempDir dir;
+    SerialState state(7);
+    CheckpointReader checkpoint(
+        save_checkpoint(state.grid, byte_micro(), {state.params, {}, {}}, 0, nullptr, {dir / "ckpt"}));
+    export_hf_gpt2(checkpoint, dir / "hf");
+    json const good = shard_hf_folder(dir / "hf", dir / "sharded");
+    struct HostileIndex {
+        char const* name;
+        std::function<std::string()> index;
+        char const* expected;
+    };
+    auto const with = [&good](char const* tensor, json file) {
+        return [&good, tensor, file] {
+            json index = good;
+            index["weight_map"][tensor] = file;
+            return index.dump();
+        };
+    };
+    std::vector<HostileIndex> const cases = {
+        {"not_json", [] { return std::string("{oops"); }, "is not a weight index"},
+        {"no_weight_map", [] { return std::string(R"({"metadata": {}})"); }, "is not a weight index"},
+        {"empty_weight_map", [] { return std::string(R"({"weight_map": {}})"); }, "is not a weight index"},
+        {"outside_the_folder", with("wte.weight", "../model.safetensors"), "is not a .safetensors file of the folder"},
+        {"absolute_path", with("wte.weight", "/etc/passwd"), "is not a .safetensors file of the folder"},
+        {"not_a_name", with("wte.weight", 3), "not to a file name"},
+        {"missing_shard", with("wte.weight", "model-00009-of-00009.safetensors"), "does not exist"},
+        {"wrong_shard", with("wte.weight", good["weight_map"]["wpe.weight"]), "which does not hold it"},
+        {"nested_too_deep", [] { return std::string(100000, '['); }, "it is no weight index"},
+    };
+    for (HostileIndex const& hostile : cases) {
+        fs::path const folder = dir / hostile.name;
+        fs::copy(dir / "sharded", folder);
+        write_bytes(folder / "model.safetensors.index.json", hostile.index());
+        std::string const error = error_of([&] { HfSafetensors{folder}; });
+        EXPECT_NE(error.find(hostile.expected), std::string::npos) << hostile.name << ": " << error;
+        EXPECT_EQ(error.find('\n'), std::string::npos) << hostile.name << ": " << error;
+    }
 }
 
 struct HostileModel {

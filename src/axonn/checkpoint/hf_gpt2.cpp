@@ -18,7 +18,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr char const* config_file = "config.json";
-constexpr char const* weights_file = "model.safetensors";
 constexpr std::uint64_t max_config_bytes = 1 << 20;
 
 // Where each parameter lives in Hugging Face's GPT-2: its name (after "h.l." for a per-layer one), and whether
@@ -87,7 +86,7 @@ int positive(json const& config, char const* key, fs::path const& path) {
 
 bool is_hf_model_folder(fs::path const& dir) {
     std::error_code error;
-    return fs::is_regular_file(dir / config_file, error) && fs::exists(dir / weights_file, error);
+    return fs::is_regular_file(dir / config_file, error) && has_hf_weights(dir);
 }
 
 GptConfig read_hf_gpt2_config(fs::path const& dir) {
@@ -134,76 +133,91 @@ GptConfig read_hf_gpt2_config(fs::path const& dir) {
 }
 
 HfGpt2Weights::HfGpt2Weights(fs::path const& dir, GptConfig const& config)
-    : path_(dir / weights_file), config_(config),
-      input_(open_input_file(path_, "Hugging Face weights", "pass a Hugging Face model folder")),
-      header_(read_safetensors_header(input_, "Hugging Face weights")) {
-    prefix_ = header_.find("wte.weight") == nullptr && header_.find("transformer.wte.weight") != nullptr
+    : dir_(dir), config_(config), files_(dir) {
+    prefix_ = files_.find("wte.weight") == nullptr && files_.find("transformer.wte.weight") != nullptr
                   ? "transformer."
                   : "";
     for (HfTensor const& tensor : hf_tensors) {
         for (int l = 0; l < (tensor.per_layer ? config.n_layer : 1); ++l) {
             std::string const name = prefix_ + hf_name(tensor, l);
-            SafetensorsEntry const* entry = header_.find(name);
+            SafetensorsEntry const* entry = files_.find(name);
             require(entry != nullptr, "{} has no tensor {}: it is not a GPT-2 of this config's {} layers",
-                    path_.string(), name, config.n_layer);
+                    dir_.string(), name, config.n_layer);
             Shape const expected = hf_shape(tensor, config);
-            require(entry->shape == expected, "{}: {} has shape {}, but its config.json asks for {}", path_.string(),
-                    name, shape_string(entry->shape), shape_string(expected));
+            require(entry->shape == expected, "{}: {} has shape {}, but its config.json asks for {}",
+                    files_.where(name), name, shape_string(entry->shape), shape_string(expected));
             require(entry->dtype == DType::f32 || entry->dtype == DType::bf16,
-                    "{}: {} is {}; axonn reads F32 or BF16 weights", path_.string(), name, dtype_name(entry->dtype));
+                    "{}: {} is {}; axonn reads F32 or BF16 weights", files_.where(name), name,
+                    dtype_name(entry->dtype));
         }
     }
     // An untied head would be silently replaced by the embedding: refuse one that differs from it.
-    if (SafetensorsEntry const* head = header_.find("lm_head.weight")) {
+    if (SafetensorsEntry const* head = files_.find("lm_head.weight")) {
         Shape const embedding = hf_shape(hf_tensors[0], config);
-        require(head->shape == embedding, "{}: lm_head.weight has shape {}, not the embedding's", path_.string(),
-                shape_string(head->shape));
+        require(head->shape == embedding, "{}: lm_head.weight has shape {}, not the embedding's",
+                files_.where("lm_head.weight"), shape_string(head->shape));
         require(head->dtype == DType::f32 || head->dtype == DType::bf16,
-                "{}: lm_head.weight is {}; axonn reads F32 or BF16 weights", path_.string(), dtype_name(head->dtype));
+                "{}: lm_head.weight is {}; axonn reads F32 or BF16 weights", files_.where("lm_head.weight"),
+                dtype_name(head->dtype));
         Tensor const a = read("lm_head.weight", embedding), b = read(prefix_ + "wte.weight", embedding);
         require(std::equal(a.span<float>().begin(), a.span<float>().end(), b.span<float>().begin()),
-                "{}: lm_head.weight differs from the embedding; axonn's GPT-2 ties them", path_.string());
+                "{}: lm_head.weight differs from the embedding; axonn's GPT-2 ties them", dir_.string());
     }
 }
 
 Tensor HfGpt2Weights::read(std::string const& name, Shape const& shape) {
-    SafetensorsEntry const& entry = *header_.find(name);
     Tensor values(shape, DType::f32);
-    std::uint64_t const offset = header_.data_start + entry.begin;
-    if (entry.dtype == DType::f32) {
-        read_exactly(input_, offset, values.raw_data(), values.bytes(), "Hugging Face weights");
-        return values;
-    }
-    std::vector<bfloat16> raw(static_cast<std::size_t>(values.numel()));
-    read_exactly(input_, offset, raw.data(), raw.size() * sizeof(bfloat16), "Hugging Face weights");
-    for (std::size_t i = 0; i < raw.size(); ++i) values.data<float>()[i] = static_cast<float>(raw[i]);
+    files_.read(name, 0, values.numel(), values.data<float>());
     return values;
-}
-
-Tensor HfGpt2Weights::serial(Param id) {
-    HfTensor const& tensor = hf_tensors[static_cast<int>(id)];
-    Shape const shape = gpt_parameters(config_)[static_cast<int>(id)].shape;
-    Tensor out(shape, DType::f32);  // zero: the embedding's padding rows stay so
-    Shape const stored = hf_shape(tensor, config_);
-    std::int64_t const per_layer = shape_numel(stored);
-    for (int l = 0; l < (tensor.per_layer ? config_.n_layer : 1); ++l) {
-        Tensor const layer = read(prefix_ + hf_name(tensor, l), stored);
-        float* destination = out.data<float>() + l * (tensor.per_layer ? shape_numel(shape) / config_.n_layer : 0);
-        if (tensor.transposed) {
-            transpose(layer.data<float>(), stored[0], stored[1], destination);
-        } else {
-            std::copy_n(layer.data<float>(), per_layer, destination);
-        }
-    }
-    return out;
 }
 
 void HfGpt2Weights::read_local(ShardLayout const& layout, std::span<float> params) {
     for (HfTensor const& tensor : hf_tensors) {
-        Tensor const whole = serial(tensor.id);
+        ParamDecl const& param = layout.param(tensor.id);
         float* local = params.data() + layout.offset(tensor.id);
-        for (std::int64_t i = 0; i < layout.local_numel(tensor.id); ++i) {
-            local[i] = whole.data<float>()[layout.serial_index(tensor.id, i)];
+        std::int64_t const n = layout.local_numel(tensor.id);
+        std::int64_t const per_layer = param.rows * param.cols;  // serial elements of one layer
+        if (!tensor.transposed) {
+            // A run of consecutive serial indices is one read, cut where a layer's tensor ends (each layer is a
+            // tensor of its own in the files) and where the embedding's padding rows begin (they are not stored).
+            std::int64_t const stored_end = param.real_rows >= 0 ? param.real_rows * param.cols : per_layer;
+            for (std::int64_t i = 0; i < n;) {
+                std::int64_t run = layout.serial_run(tensor.id, i);
+                for (std::int64_t serial = layout.serial_index(tensor.id, i); run > 0;) {
+                    std::int64_t const layer = serial / per_layer, within = serial % per_layer;
+                    bool const stored = within < stored_end;
+                    std::int64_t const take = std::min(run, (stored ? stored_end : per_layer) - within);
+                    if (stored) {
+                        files_.read(prefix_ + hf_name(tensor, static_cast<int>(layer)), within, take, local + i);
+                    } else {
+                        std::fill_n(local + i, take, 0.0f);
+                    }
+                    i += take;
+                    serial += take;
+                    run -= take;
+                }
+            }
+            continue;
+        }
+        // Stored [in, out] = axonn's [out, in] transposed: per layer (each holds n / layers local elements), the
+        // stored rows that are this rank's columns (one range), then each element picked from them.
+        std::int64_t const per_layer_here = n / param.layers;
+        std::vector<std::int64_t> within(static_cast<std::size_t>(per_layer_here));
+        for (std::int64_t layer = 0; layer < param.layers; ++layer) {
+            std::int64_t first_col = param.cols, last_col = -1;
+            for (std::int64_t k = 0; k < per_layer_here; ++k) {
+                within[k] = layout.serial_index(tensor.id, layer * per_layer_here + k) % per_layer;
+                first_col = std::min(first_col, within[k] % param.cols);
+                last_col = std::max(last_col, within[k] % param.cols);
+            }
+            std::vector<float> stored(static_cast<std::size_t>((last_col - first_col + 1) * param.rows));
+            files_.read(prefix_ + hf_name(tensor, static_cast<int>(layer)), first_col * param.rows,
+                        static_cast<std::int64_t>(stored.size()), stored.data());
+            float* out = local + layer * per_layer_here;
+            for (std::int64_t k = 0; k < per_layer_here; ++k) {
+                std::int64_t const row = within[k] / param.cols, col = within[k] % param.cols;
+                out[k] = stored[static_cast<std::size_t>((col - first_col) * param.rows + row)];
+            }
         }
     }
 }
@@ -250,7 +264,7 @@ void export_hf_gpt2(CheckpointReader& checkpoint, fs::path const& out) {
                       {"torch_dtype", "float32"}};
     if (config.vocab_size == 50257) hf_config["bos_token_id"] = hf_config["eos_token_id"] = 50256;
     create_folder(out, "export folder");
-    AtomicFile weights(out / weights_file, "Hugging Face weights");
+    AtomicFile weights(out / hf_weights_file, "Hugging Face weights");
     // transformers refuses a safetensors file whose metadata does not say which framework wrote it.
     std::string const header = safetensors_header_bytes(entries, {{"format", "pt"}});
     weights.write(header.data(), header.size());

@@ -17,6 +17,7 @@
 #pragma once
 
 #include "axonn/checkpoint/checkpoint_reader.h"
+#include "axonn/checkpoint/hf_safetensors.h"
 #include "axonn/core/file_io.h"
 #include "axonn/core/tensor.h"
 #include "axonn/io/safetensors.h"
@@ -30,31 +31,30 @@
 
 namespace axonn {
 
-// Whether `dir` looks like a Hugging Face model folder (config.json and model.safetensors in it).
+// Whether `dir` looks like a Hugging Face model folder (config.json and model.safetensors, or its index, in it).
 bool is_hf_model_folder(std::filesystem::path const& dir);
 
 // The model a Hugging Face GPT-2 config.json describes. A config that axonn's GPT-2 cannot reproduce (another
 // architecture or activation, an untied head, another LayerNorm epsilon, ...) is an axonn::Error naming the key.
 GptConfig read_hf_gpt2_config(std::filesystem::path const& dir);
 
-// The weights of a Hugging Face GPT-2 folder, checked on opening: every tensor present, F32 or BF16, of the shape
-// its config gives.
+// The weights of a Hugging Face GPT-2 folder (model.safetensors, or shards listed by model.safetensors.index.json),
+// checked on opening: every tensor present, F32 or BF16, of the shape its config gives.
 class HfGpt2Weights {
 public:
     HfGpt2Weights(std::filesystem::path const& dir, GptConfig const& config);
 
-    // Parameter `id` in axonn's serial layout (stacked over layers, weights transposed back, embedding padded).
-    Tensor serial(Param id);
-    // This rank's shards of every parameter, into the flat buffer `params` laid out by `layout`.
+    // This rank's shards of every parameter, into the flat buffer `params` laid out by `layout`. Each rank reads
+    // only its ranges of the files: its rows of the tensors stored as axonn stores them, and for those stored
+    // transposed (Conv1D) the stored rows that are its columns.
     void read_local(ShardLayout const& layout, std::span<float> params);
 
 private:
     Tensor read(std::string const& name, Shape const& shape);
 
-    std::filesystem::path path_;
+    std::filesystem::path dir_;
     GptConfig config_;
-    InputFile input_;
-    SafetensorsHeader header_;
+    HfSafetensors files_;
     std::string prefix_;  // "" or "transformer."
 };
 

@@ -1,0 +1,110 @@
+#include "axonn/checkpoint/hf_safetensors.h"
+
+#include "axonn/core/bfloat16.h"
+#include "axonn/core/error.h"
+#include "axonn/core/json_depth.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+
+namespace axonn {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr std::uint64_t max_index_bytes = std::uint64_t{64} << 20;
+
+// A shard's name as the index gives it: a plain file of the folder, never a path out of it.
+void check_shard_name(std::string const& name, fs::path const& index) {
+    require(!name.empty() && fs::path(name).filename() == name && name != "." && name != ".." &&
+                name.ends_with(".safetensors"),
+            "{} maps a tensor to \"{}\", which is not a .safetensors file of the folder: the index is damaged",
+            index.string(), name);
+}
+
+// tensor name -> shard file name, from model.safetensors.index.json.
+std::map<std::string, std::string> read_weight_map(fs::path const& index) {
+    std::string const text = read_input_file(index, "Hugging Face weight index", "pass a Hugging Face model folder",
+                                             max_index_bytes);
+    try {
+        require_json_depth(text, 8);  // {"metadata": {...}, "weight_map": {...}}
+    } catch (Error const& e) {
+        fail("{}: {}: it is no weight index", index.string(), e.what());
+    }
+    json const parsed = json::parse(text, nullptr, false);
+    require(!parsed.is_discarded() && parsed.is_object() && parsed.contains("weight_map") &&
+                parsed["weight_map"].is_object() && !parsed["weight_map"].empty(),
+            "{} is not a weight index: it needs a non-empty \"weight_map\" object", index.string());
+    std::map<std::string, std::string> map;
+    for (auto const& [tensor, file] : parsed["weight_map"].items()) {
+        require(file.is_string(), "{} maps {} to {}, not to a file name", index.string(), tensor, file.dump());
+        check_shard_name(file.get<std::string>(), index);
+        map.emplace(tensor, file.get<std::string>());
+    }
+    return map;
+}
+
+}  // namespace
+
+bool has_hf_weights(fs::path const& dir) {
+    std::error_code error;
+    return fs::exists(dir / hf_weights_file, error) || fs::exists(dir / hf_weights_index_file, error);
+}
+
+void HfSafetensors::open_shard(fs::path const& path) {
+    auto shard = std::make_unique<Shard>();
+    shard->input = open_input_file(path, "Hugging Face weights", "the model folder is incomplete: fetch it again");
+    shard->header = read_safetensors_header(shard->input, "Hugging Face weights");
+    shards_.push_back(std::move(shard));
+}
+
+HfSafetensors::HfSafetensors(fs::path const& dir) {
+    fs::path const index = dir / hf_weights_index_file;
+    std::error_code error;
+    if (!fs::exists(index, error)) {
+        open_shard(dir / hf_weights_file);
+        for (SafetensorsEntry const& entry : shards_.front()->header.tensors) tensors_[entry.name] = {0, &entry};
+        return;
+    }
+    std::map<std::string, int> shard_of_file;
+    for (auto const& [tensor, file] : read_weight_map(index)) {
+        auto [found, added] = shard_of_file.emplace(file, static_cast<int>(shards_.size()));
+        if (added) open_shard(dir / file);
+        SafetensorsEntry const* entry = shards_[found->second]->header.find(tensor);
+        require(entry != nullptr, "{} maps {} to {}, which does not hold it: the index is damaged", index.string(),
+                tensor, file);
+        tensors_[tensor] = {found->second, entry};
+    }
+}
+
+SafetensorsEntry const* HfSafetensors::find(std::string const& name) const {
+    auto const found = tensors_.find(name);
+    return found == tensors_.end() ? nullptr : found->second.entry;
+}
+
+std::string HfSafetensors::where(std::string const& name) const {
+    auto const found = tensors_.find(name);
+    return found == tensors_.end() ? std::string() : shards_[found->second.shard]->input.path.string();
+}
+
+void HfSafetensors::read(std::string const& name, std::int64_t begin, std::int64_t count, float* out) const {
+    Location const& location = tensors_.at(name);
+    Shard const& shard = *shards_[location.shard];
+    SafetensorsEntry const& entry = *location.entry;
+    invariant(begin >= 0 && count >= 0 && begin + count <= shape_numel(entry.shape),
+              "elements {}..{} of {}, which has {}", begin, begin + count, name, shape_numel(entry.shape));
+    auto const element = static_cast<std::uint64_t>(dtype_size(entry.dtype));
+    std::uint64_t const offset = shard.header.data_start + entry.begin + static_cast<std::uint64_t>(begin) * element;
+    if (entry.dtype == DType::f32) {
+        read_exactly(shard.input, offset, out, static_cast<std::size_t>(count) * sizeof(float), "Hugging Face weights");
+        return;
+    }
+    invariant(entry.dtype == DType::bf16, "{} is {}, neither F32 nor BF16", name, dtype_name(entry.dtype));
+    std::vector<bfloat16> raw(static_cast<std::size_t>(count));
+    read_exactly(shard.input, offset, raw.data(), raw.size() * sizeof(bfloat16), "Hugging Face weights");
+    for (std::size_t i = 0; i < raw.size(); ++i) out[i] = static_cast<float>(raw[i]);
+}
+
+}  // namespace axonn

@@ -1,0 +1,51 @@
+// The weights of a Hugging Face model folder: model.safetensors, or the shards that model.safetensors.index.json
+// maps each tensor to (how transformers saves a large model). Nothing a file claims is trusted: the index must be a
+// JSON object whose "weight_map" names plain files inside the folder ending in .safetensors, every shard's header is
+// checked as read_safetensors_header does, and each tensor must be in the shard the map names. Reads take ranges
+// of elements, so a rank reads only the parts of a tensor it holds.
+#pragma once
+
+#include "axonn/core/file_io.h"
+#include "axonn/io/safetensors.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace axonn {
+
+inline constexpr char const* hf_weights_file = "model.safetensors";
+inline constexpr char const* hf_weights_index_file = "model.safetensors.index.json";
+
+// Whether `dir` holds model.safetensors or model.safetensors.index.json.
+bool has_hf_weights(std::filesystem::path const& dir);
+
+class HfSafetensors {
+public:
+    explicit HfSafetensors(std::filesystem::path const& dir);
+
+    // The tensor's entry, or null when the folder holds none of that name.
+    SafetensorsEntry const* find(std::string const& name) const;
+    // Elements [begin, begin + count) of a tensor the folder holds, row-major, as fp32 (F32 or BF16 on disk).
+    void read(std::string const& name, std::int64_t begin, std::int64_t count, float* out) const;
+    // Where the tensor is: its file, for errors.
+    std::string where(std::string const& name) const;
+
+private:
+    struct Shard {
+        InputFile input;
+        SafetensorsHeader header;
+    };
+    struct Location {
+        int shard;
+        SafetensorsEntry const* entry;
+    };
+    void open_shard(std::filesystem::path const& path);
+
+    std::vector<std::unique_ptr<Shard>> shards_;
+    std::map<std::string, Location> tensors_;
+};
+
+}  // namespace axonn
