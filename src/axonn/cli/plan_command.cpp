@@ -36,14 +36,16 @@ nlohmann::json candidate_json(PlanCandidate const& candidate) {
                              {"compute_s", candidate.time.gemm_s + candidate.time.other_compute_s},
                              {"memory_bytes", candidate.memory.total()},
                              {"flops_per_s", candidate.flops_per_s},
-                             {"pct_peak", candidate.pct_peak}};
+                             {"pct_peak", candidate.pct_peak},
+                             {"hardware_flops_per_s", candidate.hardware_flops_per_s},
+                             {"hardware_pct_peak", candidate.hardware_pct_peak}};
     if (candidate.excluded) record["excluded"] = *candidate.excluded;
     return record;
 }
 
 void print_table(std::vector<PlanCandidate> const& candidates, int top) {
-    fmt::print("{:<4} {:<24} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>10} {:>7} {:>11}\n", "rank", "grid",
-               "time (s)", "exposed", "data", "z", "y", "x", "mem (GiB)", "% peak", "PFLOP/s");
+    fmt::print("{:<4} {:<24} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>10} {:>7} {:>11} {:>7}\n", "rank", "grid",
+               "time (s)", "exposed", "data", "z", "y", "x", "mem (GiB)", "% peak", "PFLOP/s", "hw %");
     int shown = 0;
     for (auto const& c : candidates) {
         if (c.excluded || shown == top) break;
@@ -51,10 +53,11 @@ void print_table(std::vector<PlanCandidate> const& candidates, int top) {
             auto const it = c.time.exposed_by_group.find(g);
             return it == c.time.exposed_by_group.end() ? 0.0 : it->second;
         };
-        fmt::print("{:<4} {:<24} {:>10.3f} {:>10.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>10.1f} {:>7.1f} {:>11.2f}\n",
+        fmt::print("{:<4} {:<24} {:>10.3f} {:>10.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>10.1f} {:>7.1f} {:>11.2f} "
+                   "{:>7.1f}\n",
                    ++shown, c.grid.to_string(), c.time.time_s, c.time.exposed_comm_s, exposed(Group::data),
                    exposed(Group::z), exposed(Group::y), exposed(Group::x), c.memory.total() / 1073741824.0,
-                   c.pct_peak, c.flops_per_s / 1e15);
+                   c.pct_peak, c.flops_per_s / 1e15, c.hardware_pct_peak);
     }
     if (shown == 0) fmt::print("no grid fits: run with --explain to see why each was excluded\n");
 }
@@ -66,7 +69,10 @@ void add_plan_command(CLI::App& app) {
     command->footer(
         "Predicts, for every (data, z, y, x) grid of --gpus devices, the step time with communication overlapped,\n"
         "the communication left exposed per axis, the memory per device, and the share of peak; grids that do not\n"
-        "divide the model or do not fit in memory are excluded (--explain says why).\n"
+        "divide the model or do not fit in memory are excluded (--explain says why). \"% peak\" and PFLOP/s count\n"
+        "model FLOPs (6N + 6LCT per token); \"hw %\" counts hardware FLOPs as Megatron-LM and AxoNN do, the\n"
+        "recomputed forward included: 96Bslh^2(1 + s/6h + V/16lh) with --recompute layer, 72Bslh^2(1 + s/6h +\n"
+        "V/12lh) without. --json carries both.\n"
         "Example: axonn plan --model gpt-20b --gpus 1024 --machine perlmutter --batch 512 --seq 2048");
     auto request = std::make_shared<PlanRequest>();
     auto flags = std::make_shared<PlanFlags>();

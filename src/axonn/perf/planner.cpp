@@ -34,6 +34,10 @@ void predict(PlanCandidate& candidate, PlanRequest const& request) {
     candidate.time = predict_step_time(step, request.machine, request.time);
     candidate.flops_per_s = model_flops / candidate.time.time_s;
     candidate.pct_peak = 100.0 * candidate.flops_per_s / (peak * request.devices);
+    bool const recompute = request.run.recompute == Recompute::layer;
+    candidate.hardware_flops_per_s =
+        request.model.hardware_flops_per_step(request.batch, request.seq, recompute) / candidate.time.time_s;
+    candidate.hardware_pct_peak = 100.0 * candidate.hardware_flops_per_s / (peak * request.devices);
     if (static_cast<double>(candidate.memory.total()) > request.machine.memory_bytes) {
         candidate.excluded = fmt::format("needs {:.1f} GiB per device, a device has {:.1f} GiB",
                                          candidate.memory.total() / 1073741824.0,

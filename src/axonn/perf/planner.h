@@ -30,6 +30,10 @@ struct PlanCandidate {
     MemoryPrediction memory;
     double flops_per_s = 0;  // model FLOPs (6·N + 6·L·C·T per token) of the whole job per second
     double pct_peak = 0;     // of all devices' peak in the chosen precision
+    // Hardware FLOPs (Megatron-LM's and AxoNN's convention, recomputation counted: GptConfig::
+    // hardware_flops_per_step) of the whole job per second, and their share of the peak.
+    double hardware_flops_per_s = 0;
+    double hardware_pct_peak = 0;
     std::optional<std::string> excluded;  // why it cannot run
 };
 
