@@ -61,7 +61,7 @@ TEST(Generation, CachedLogitsEqualOneForward) {
     int const Vpy = f.model.vocab_slice().rows;
     std::vector<float> const whole(f.model.logits(), f.model.logits() + static_cast<std::size_t>(B) * T * Vpy);
 
-    KvCache cache(f.config, GridShape{}, B, f.config.max_seq);
+    KvCache cache(f.model.architecture(), GridShape{}, B, f.config.max_seq);
     std::vector<float> chunked(whole.size());
     int past = 0;
     for (int n : {17, 1, 1, 1, 1, 1, 18}) {

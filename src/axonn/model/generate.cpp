@@ -62,7 +62,7 @@ std::int32_t draw(std::span<float const> logits, SampleOptions const& options, d
 // prompt and the token's index, the same on every rank and every grid.
 std::int32_t next_token(Gpt& model, int row, SampleOptions const& options, int prompt, int index) {
     std::vector<float> const gathered = gather_vocabulary(model, row);
-    std::span<float const> const logits(gathered.data(), static_cast<std::size_t>(model.config().vocab_size));
+    std::span<float const> const logits(gathered.data(), static_cast<std::size_t>(model.architecture().vocab_size));
     require(std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); }),
             "the model's logits are not finite: its weights are damaged (NaN or infinite)");
     if (options.temperature == 0.0f) return most_likely(logits);
@@ -87,7 +87,8 @@ public:
                      int context, TokenListener const& on_token)
         : model_(model), prompts_(prompts), options_(options), on_token_(on_token),
           replicas_(model.grid().size(Axis::data) * model.grid().size(Axis::z)),
-          cache_(model.config(), model.grid().shape(), 1, context), idle_(model.config(), model.grid().shape(), 1, 1),
+          cache_(model.architecture(), model.grid().shape(), 1, context),
+          idle_(model.architecture(), model.grid().shape(), 1, 1),
           results_(prompts.size()) {
         start(model.grid().batch_replica());
     }

@@ -16,6 +16,7 @@
 #include "axonn/comm/grid.h"
 #include "axonn/core/tensor.h"
 #include "axonn/kernels/backend.h"
+#include "axonn/model/architecture.h"
 #include "axonn/model/gpt_config.h"
 #include "axonn/model/gpt_parameters.h"
 #include "axonn/model/kv_cache.h"
@@ -26,6 +27,7 @@
 #include "axonn/parallel/weight_gather.h"
 #include "axonn/parallel/vocab_parallel.h"
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -80,7 +82,10 @@ struct GptMemory {
     }
 };
 
-// What a Gpt on this grid position with this many local sequences allocates, computed without allocating.
+// What a model of this architecture on this grid position with this many local sequences allocates, computed
+// without allocating; gpt_memory for GPT-2.
+GptMemory decoder_memory(Architecture const& architecture, GridShape const& grid, int local_batch, int seq,
+                         GptOptions const& options = {});
 GptMemory gpt_memory(GptConfig const& config, GridShape const& grid, int local_batch, int seq,
                      GptOptions const& options = {});
 
@@ -90,26 +95,34 @@ public:
     // local_batch: sequences per pass on this process (the global batch / (G_data · G_z · micro-batches)).
     Gpt(GptConfig const& config, Backend& backend, ProcessGrid& grid, int local_batch, int max_seq,
         GptOptions const& options = {});
+    // Another family's decoder (model/llama/llama_parameters.h: llama_architecture).
+    Gpt(Architecture architecture, Backend& backend, ProcessGrid& grid, int local_batch, int max_seq,
+        GptOptions const& options = {});
     ~Gpt();
 
+    // GPT-2's config; for another family, its shape in GPT-2's terms (layers, heads, width, vocabulary, context).
     GptConfig const& config() const { return config_; }
+    Architecture const& architecture() const { return arch_; }
     ShardLayout const& layout() const { return layout_; }
     ProcessGrid& grid() { return grid_; }
     int max_batch() const { return max_batch_; }
     int max_seq() const { return max_seq_; }
     GptOptions const& options() const { return options_; }
-    GptMemory memory() const { return gpt_memory(config_, grid_.shape(), max_batch_, max_seq_, options_); }
+    GptMemory memory() const { return decoder_memory(arch_, grid_.shape(), max_batch_, max_seq_, options_); }
     std::vector<ParamSegment> segments() const;
 
-    // GPT-2 initialisation from the counter-based RNG: element e of tensor p is a function of (seed, p, e) only,
-    // e being the element's index in the serial tensor, so every grid starts from the serial model's weights.
+    // The declared initialisation from the counter-based RNG: element e of tensor p is a function of (seed, p, e)
+    // only, e being the element's index in the serial tensor, so every grid starts from the serial model's weights.
     void init_weights(std::uint64_t seed);
 
     // The fp32 master weights, writable: taking them marks the GEMMs' bf16 copy out of date (mixed precision),
     // and the next forward refreshes it.
     std::span<float> params() { gemm_weights_stale_ = true; return parameters_.span<float>(); }
-    float* param(Param id) { gemm_weights_stale_ = true; return parameters_.data<float>() + layout_.offset(id); }
-    float const* param_values(Param id) const { return parameters_.data<float>() + layout_.offset(id); }
+    float* param(ParamIndex auto id) {
+        gemm_weights_stale_ = true;
+        return parameters_.data<float>() + layout_.offset(id);
+    }
+    float const* param_values(ParamIndex auto id) const { return parameters_.data<float>() + layout_.offset(id); }
     std::span<float const> param_values() const { return parameters_.span<float>(); }
     // For the optimizer: the master weights, and their GEMM copy (bf16; null in fp32), which the update rewrites
     // in the same pass (AdamW::step), so the next forward need not convert them again.
@@ -119,7 +132,7 @@ public:
     };
     UpdateTarget update_target();
     std::span<float> grads() { return gradients_.span<float>(); }
-    float* grad(Param id) { return gradients_.data<float>() + layout_.offset(id); }
+    float* grad(ParamIndex auto id) { return gradients_.data<float>() + layout_.offset(id); }
 
     // Runs the model on this process's rows (no backward follows) and returns the mean loss over every token of
     // the global batch that counts (the same on all ranks; NaN without targets). One of several passes over a
@@ -152,7 +165,8 @@ public:
     VocabSlice vocab_slice() const;
 
     // The whole serial tensor of a parameter or its gradient, on every rank (a collective over the world).
-    Tensor gather(Param id, bool gradient);
+    Tensor gather(int id, bool gradient);
+    Tensor gather(Param id, bool gradient) { return gather(static_cast<int>(id), gradient); }
 
 private:
     float* activation(std::int64_t offset) { return activations_.data<float>() + offset; }
@@ -161,14 +175,27 @@ private:
     std::vector<WeightUse> weight_schedule(bool training) const;
     void forward_layer(int l, int slot, Batch const& batch, KvCache* cache = nullptr);
     void backward_layer(int l, int slot, Batch const& batch, GradWrite write);
-    WeightView gathered_wte() const;
+    // LayerNorm or RMSNorm over X, as the family has it: out[B·T,C/Gx] with its mean (LayerNorm) and rstd[B·T].
+    void norm_forward(float* out, float* mean, float* rstd, float const* inp, int weight, int bias, std::int64_t offset,
+                      std::int64_t N);
+    void norm_backward(float* dinp, float const* dout, float const* inp, float const* mean, float const* rstd,
+                       int weight, int bias, std::int64_t offset, std::int64_t N);
+    // The vocabulary block [Vp/G_y, C/G_x] of the embedding (0) or of an untied LM head (1), gathered over Z.
+    WeightView gathered_vocab_block(int which) const;
+    int vocab_param(int which) const { return which == 0 ? arch_.params.embed : arch_.params.head; }
+    // A vocabulary block's gradient into its parameter's shard: reduce-scattered over Z when Z is split.
+    void finish_vocab_gradient(int which, GradWrite write);
     // X and Y as a normal Linear's (F, O) groups, or a transposed one's, with the bf16 staging buffer.
     LinearGroups linear_groups(bool transposed);
     // Where the GEMMs read parameter `id`, `element` elements in: the master weights, or their bf16 copy.
-    void const* gemm_weight(Param id, std::int64_t element = 0) const;
+    void const* gemm_weight(int id, std::int64_t element = 0) const;
+    // A parameter's values at layer l, or null where the family has no such tensor (a bias of Llama's).
+    float const* layer_values(int id, std::int64_t layer_offset) const;
+    float* layer_grad(int id, std::int64_t layer_offset);
     void refresh_gemm_weights();
 
     GptConfig config_;
+    Architecture arch_;
     Backend& backend_;
     ProcessGrid& grid_;
     int max_batch_;
@@ -182,9 +209,11 @@ private:
     Tensor activations_;
     Tensor activation_grads_;
     Tensor statistics_;      // [B·T, 2] doubles: LayerNorm and cross-entropy sums between their all-reduces
-    Tensor wte_gathered_;    // the embedding's block gathered over Z (in the GEMMs' precision), when Z is split
-    Tensor wte_grad_block_;  // its gradient, reduce-scattered over Z at the end of the backward
-    Tensor wte_grad_sent_;   // with bf16 gradient communication: that block in bf16, then its scattered shard
+    // The embedding's block (0) and an untied LM head's (1) gathered over Z (in the GEMMs' precision), when Z is
+    // split, and their gradients, reduce-scattered over Z at the end of the backward.
+    std::array<Tensor, 2> vocab_gathered_;
+    std::array<Tensor, 2> vocab_grad_block_;
+    Tensor wte_grad_sent_;   // with bf16 gradient communication: a block in bf16, then its scattered shard
     Tensor activation_staging_;  // the Linears' all-reduces in bf16, in mixed precision
     std::unique_ptr<WeightGather> weights_;
     std::unique_ptr<GradScatter> weight_grads_;

@@ -36,6 +36,26 @@ std::vector<ParamDecl> gpt_parameters(GptConfig const& config) {
     };
 }
 
+Architecture gpt2_architecture(GptConfig const& config) {
+    Architecture a;
+    a.family = "gpt2";
+    a.layers = config.n_layer;
+    a.width = config.n_embd;
+    a.heads = a.kv_heads = config.n_head;
+    a.mlp_width = 4 * config.n_embd;
+    a.vocab_size = config.vocab_size;
+    a.padded_vocab = config.padded_vocab_size();
+    a.context = config.max_seq;
+    auto const at = [](Param id) { return static_cast<int>(id); };
+    a.params = {.embed = at(Param::wte), .positions = at(Param::wpe), .head = at(Param::wte),
+                .ln1w = at(Param::ln1w), .ln1b = at(Param::ln1b), .qkvw = at(Param::qkvw), .qkvb = at(Param::qkvb),
+                .attprojw = at(Param::attprojw), .attprojb = at(Param::attprojb), .ln2w = at(Param::ln2w),
+                .ln2b = at(Param::ln2b), .fcw = at(Param::fcw), .fcb = at(Param::fcb), .fcprojw = at(Param::fcprojw),
+                .fcprojb = at(Param::fcprojb), .lnfw = at(Param::lnfw), .lnfb = at(Param::lnfb)};
+    a.declarations = gpt_parameters(config);
+    return a;
+}
+
 ShardLayout gpt_layout(GptConfig const& config, GridPosition const& position) {
     return ShardLayout(gpt_parameters(config), position);
 }

@@ -1,0 +1,47 @@
+// What the decoder (model/gpt.h) needs to know of a model family: its shape, the kind of each of its layers, and
+// where each of its tensors is in its parameter declarations. GPT-2 (LayerNorm, GELU, learned positions, biases,
+// an LM head tied to the embedding) and Llama (RMSNorm, SwiGLU, rotary positions, grouped-query attention, no
+// biases, an untied head) are two settings of it; every other part of the model code is shared.
+#pragma once
+
+#include "axonn/parallel/param_decl.h"
+
+#include <string>
+#include <vector>
+
+namespace axonn {
+
+// Indices into the declarations; -1 where the family has no such tensor.
+struct DecoderParams {
+    int embed = -1, positions = -1, head = -1;  // head == embed when the LM head is tied
+    int ln1w = -1, ln1b = -1, qkvw = -1, qkvb = -1, attprojw = -1, attprojb = -1;
+    int ln2w = -1, ln2b = -1, fcw = -1, fcb = -1, fcprojw = -1, fcprojb = -1;
+    int lnfw = -1, lnfb = -1;
+};
+
+struct Architecture {
+    std::string family;      // "gpt2" or "llama"
+    int layers = 0;          // L
+    int width = 0;           // C
+    int heads = 0;           // NH
+    int kv_heads = 0;        // NKV (= NH but for grouped-query attention)
+    int mlp_width = 0;       // F: the MLP's hidden width (4C for GPT-2)
+    int vocab_size = 0;      // V
+    int padded_vocab = 0;    // Vp
+    int context = 0;         // the longest sequence
+    double norm_eps = 1e-5;
+    bool layernorm = true;   // LayerNorm with a bias; else RMSNorm
+    bool gelu = true;        // MLP: gelu(fc(x)); else silu(gate(x)) · up(x), gate and up one Linear of 2F rows
+    bool tied_head = true;   // the LM head is the embedding
+    std::vector<double> rope_inv_freq;  // rotary positions' frequencies; empty: learned positions
+    DecoderParams params;
+    std::vector<ParamDecl> declarations;
+
+    int head_size() const { return width / heads; }
+    // The rows of the MLP's first Linear: F, or gate and up's 2F.
+    int mlp_rows() const { return gelu ? mlp_width : 2 * mlp_width; }
+    // A layer's Linear weights in the order the forward uses them.
+    std::vector<int> layer_linears() const { return {params.qkvw, params.attprojw, params.fcw, params.fcprojw}; }
+};
+
+}  // namespace axonn
