@@ -11,6 +11,7 @@
 #include "axonn/io/tensor_file.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/gpt.h"
+#include "axonn/model/llama/llama_parameters.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/schedule.h"
 #include "axonn/train/train_step.h"
@@ -106,11 +107,22 @@ double relative_difference(float const* actual, Tensor const& expected) {
     return std::sqrt(difference / std::max(reference, 1e-300));
 }
 
+// Logits: the reference holds the V real columns; ours are padded to Vp.
+double real_logits_error(Gpt const& model, NamedTensors const& reference) {
+    int const V = model.architecture().vocab_size, Vp = model.architecture().padded_vocab;
+    std::vector<float> real_logits;
+    for (int row = 0; row < batch_size * seq_len; ++row) {
+        real_logits.insert(real_logits.end(), model.logits() + row * Vp, model.logits() + row * Vp + V);
+    }
+    return relative_difference(real_logits.data(), reference.at("logits"));
+}
+
 class PytorchParity : public ::testing::Test {
 protected:
-    NamedTensors run_reference() {
-        std::string const command = std::string("/usr/bin/python3 ") + AXONN_SOURCE_DIR +
-                                    "/tests/reference/gpt2_reference.py --input " + dir_.string() + " --output " +
+    // `script` (gpt2_reference.py, or llama_reference.py --model) on the inputs written into dir_.
+    NamedTensors run_reference(std::string const& script = "gpt2_reference.py") {
+        std::string const command = std::string("/usr/bin/python3 ") + AXONN_SOURCE_DIR + "/tests/reference/" +
+                                    script + " --input " + dir_.string() + " --output " +
                                     (dir_ / "reference.axt").string();
         int const status = std::system(command.c_str());
         if (status != 0) ADD_FAILURE() << "the PyTorch reference failed (" << command << "); run scripts/test, which installs python3-torch";
@@ -134,13 +146,7 @@ TEST_F(PytorchParity, LogitsLossGradientsAndTenAdamWSteps) {
     Batch const view{batch_size, seq_len, batch.tokens.data(), batch.targets.data(), batch.loss_mask.data()};
     float const loss = model.train_forward(view);
 
-    // Logits: the reference holds the V real columns; ours are padded to Vp.
-    int const V = model.config().vocab_size, Vp = model.config().padded_vocab_size();
-    std::vector<float> real_logits;
-    for (int row = 0; row < batch_size * seq_len; ++row) {
-        real_logits.insert(real_logits.end(), model.logits() + row * Vp, model.logits() + row * Vp + V);
-    }
-    double const logits_error = relative_difference(real_logits.data(), reference.at("logits"));
+    double const logits_error = real_logits_error(model, reference);
     double const expected_loss = reference.at("loss").data<double>()[0];
     std::printf("logits rel diff %.3e, loss %.8f vs %.8f\n", logits_error, loss, expected_loss);
     EXPECT_LT(logits_error, 2e-6);
@@ -165,6 +171,65 @@ TEST_F(PytorchParity, LogitsLossGradientsAndTenAdamWSteps) {
         if (step == 0) {
             EXPECT_NEAR(result.grad_norm, reference.at("grad_norm").data<double>()[0], 5e-6 * result.grad_norm);
         }
+    }
+}
+
+// Llama (model/llama/) against its float64 twin written from Hugging Face's modeling_llama: RMSNorm, rotary
+// embeddings with Llama 3's scaling, grouped-query attention, SwiGLU and the untied LM head, on the same batch.
+// Norm gains are drawn around 1 rather than left at 1, so that their gradients and use are checked too. Tolerances
+// as GPT-2's above (the same kernels' fp32 rounding).
+TEST_F(PytorchParity, LlamaLogitsLossAndGradients) {
+    LlamaConfig const config = testing::parity_llama_config();
+    CpuBackend backend;
+    ProcessGrid serial(MPI_COMM_SELF, GridShape{});
+    Gpt model(llama_architecture(config), backend, serial, batch_size, seq_len);
+    model.init_weights(4321);
+    for (LlamaParam norm : {LlamaParam::ln1w, LlamaParam::ln2w, LlamaParam::lnfw}) {
+        float* gains = model.param(norm);
+        for (std::int64_t i = 0; i < model.layout().local_numel(norm); ++i) {
+            gains[i] = static_cast<float>(1.0 + 0.1 * standard_normal({5, static_cast<std::uint64_t>(norm)}, i));
+        }
+    }
+    ParityBatch const batch = make_batch(config.vocab_size);
+    nlohmann::json hf_config = {{"vocab_size", config.vocab_size}, {"hidden_size", config.hidden_size},
+                                {"intermediate_size", config.intermediate_size},
+                                {"num_hidden_layers", config.num_hidden_layers},
+                                {"num_attention_heads", config.num_attention_heads},
+                                {"num_key_value_heads", config.num_key_value_heads},
+                                {"rms_norm_eps", config.rms_norm_eps}, {"rope_theta", config.rope_theta}};
+    hf_config["rope_scaling"] = {{"factor", config.rope_scaling->factor},
+                                 {"low_freq_factor", config.rope_scaling->low_freq_factor},
+                                 {"high_freq_factor", config.rope_scaling->high_freq_factor},
+                                 {"original_max_position_embeddings", config.rope_scaling->original_max_position}};
+    std::ofstream(dir_ / "config.json") << hf_config.dump(2);
+    NamedTensors weights;
+    for (int id = 0; id < model.layout().count(); ++id) {
+        ParamDecl const& spec = model.layout().param(id);
+        weights.emplace(spec.name, tensor_from({model.param_values(id), static_cast<std::size_t>(shape_numel(spec.shape))},
+                                               spec.shape));
+    }
+    write_tensor_file(dir_ / "weights.axt", weights);
+    NamedTensors inputs;
+    inputs.emplace("tokens", int_tensor(batch.tokens, {batch_size, seq_len}));
+    inputs.emplace("targets", int_tensor(batch.targets, {batch_size, seq_len}));
+    inputs.emplace("loss_mask", tensor_from(batch.loss_mask, {batch_size, seq_len}));
+    write_tensor_file(dir_ / "batch.axt", inputs);
+    NamedTensors const reference = run_reference("llama_reference.py --model");
+    ASSERT_FALSE(HasFailure());
+
+    Batch const view{batch_size, seq_len, batch.tokens.data(), batch.targets.data(), batch.loss_mask.data()};
+    float const loss = model.train_forward(view);
+    double const logits_error = real_logits_error(model, reference);
+    double const expected_loss = reference.at("loss").data<double>()[0];
+    std::printf("llama logits rel diff %.3e, loss %.8f vs %.8f\n", logits_error, loss, expected_loss);
+    EXPECT_LT(logits_error, 2e-6);
+    EXPECT_NEAR(loss, expected_loss, 2e-6 * std::abs(expected_loss));
+    model.backward();
+    for (int id = 0; id < model.layout().count(); ++id) {
+        std::string const& name = model.layout().param(id).name;
+        double const error = relative_difference(model.grad(id), reference.at("grad." + name));
+        std::printf("llama grad %-9s rel diff %.3e\n", name.c_str(), error);
+        EXPECT_LT(error, 5e-6) << "gradient of " << name;
     }
 }
 

@@ -1,7 +1,16 @@
-"""Independent PyTorch oracle for axonn's Llama kernels, written from Hugging Face's modeling_llama (not from the
-C++ code), in float64:
+"""Independent PyTorch oracle for axonn's Llama, written from Hugging Face's modeling_llama (not from the C++ code),
+in float64. Two modes:
 
-    /usr/bin/python3 tests/reference/llama_reference.py --input DIR --output FILE
+    /usr/bin/python3 tests/reference/llama_reference.py --input DIR --output FILE           (the kernels)
+    /usr/bin/python3 tests/reference/llama_reference.py --model --input DIR --output FILE   (the whole model)
+
+The model mode reads DIR/config.json (Hugging Face's LlamaConfig names, plus padded_vocab_size), DIR/weights.axt
+(axonn's tensors by their names and serial shapes: embed [Vp,C], ln1w [L,C], qkvw [L,(NH+2NKV)hs,C] as [q|k|v],
+attprojw [L,C,C], ln2w [L,C], gateupw [L,2F,C] as [gate|up], downw [L,C,F], lnfw [C], lm_head [Vp,C]) and
+DIR/batch.axt (tokens and targets i32 [B,T], -1 = ignored; loss_mask f32 [B,T]), and writes logits [B,T,V], the
+loss (the mask-weighted mean cross-entropy) and grad.<name> for every tensor.
+
+The kernel mode:
 
 DIR holds config.json (B, T, C, NH, NKV, F, rms_norm_eps, rope_theta, rope_scaling {factor, low_freq_factor,
 high_freq_factor, original_max_position_embeddings} or null, first_position) and inputs.axt (f64):
@@ -78,11 +87,55 @@ def attention(qkv, cfg, inv_freq):
     return out.transpose(1, 2).reshape(B, T, NH * hs)
 
 
+def model_forward(p, tokens, cfg, inv_freq):
+    """LlamaForCausalLM's forward on axonn's tensors: logits [B,T,Vp]."""
+    B, T = tokens.shape
+    C, F_ = cfg["hidden_size"], cfg["intermediate_size"]
+    attention_cfg = {"NH": cfg["num_attention_heads"], "NKV": cfg["num_key_value_heads"], "C": C,
+                     "first_position": 0}
+    eps = cfg["rms_norm_eps"]
+    x = p["embed"][tokens]
+    for l in range(cfg["num_hidden_layers"]):
+        h = rms_norm(x, p["ln1w"][l], eps)
+        qkv = h @ p["qkvw"][l].T
+        x = x + attention(qkv, attention_cfg, inv_freq) @ p["attprojw"][l].T
+        h = rms_norm(x, p["ln2w"][l], eps)
+        gate_up = h @ p["gateupw"][l].T
+        x = x + (F.silu(gate_up[..., :F_]) * gate_up[..., F_:]) @ p["downw"][l].T
+    return rms_norm(x, p["lnfw"], eps) @ p["lm_head"].T
+
+
+def run_model(args):
+    with open(os.path.join(args.input, "config.json")) as f:
+        cfg = json.load(f)
+    weights = read_tensor_file(os.path.join(args.input, "weights.axt"))
+    p = {name: t.to(torch.float64).requires_grad_(True) for name, t in weights.items()}
+    batch = read_tensor_file(os.path.join(args.input, "batch.axt"))
+    tokens, targets = batch["tokens"].long(), batch["targets"].long()
+    loss_mask = batch["loss_mask"].to(torch.float64)
+    V = cfg["vocab_size"]
+    inv_freq = llama3_inv_freq(cfg["hidden_size"] // cfg["num_attention_heads"], cfg["rope_theta"],
+                               cfg["rope_scaling"])
+    logits = model_forward(p, tokens, cfg, inv_freq)[..., :V]  # the padded columns are never logits
+    ce = F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), ignore_index=-1, reduction="none")
+    w = loss_mask.reshape(-1) * (targets.reshape(-1) != -1)
+    loss = (w * ce).sum() / w.sum()
+    loss.backward()
+    out = {"logits": logits.detach(), "loss": loss.detach()}
+    for name, t in p.items():
+        out["grad." + name] = t.grad
+    write_tensor_file(args.output, out)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--input", required=True)
     parser.add_argument("--output", required=True)
+    parser.add_argument("--model", action="store_true", help="the whole model, not the kernels")
     args = parser.parse_args()
+    if args.model:
+        run_model(args)
+        return
     with open(os.path.join(args.input, "config.json")) as f:
         cfg = json.load(f)
     inputs = {name: t.to(torch.float64) for name, t in read_tensor_file(os.path.join(args.input, "inputs.axt")).items()}

@@ -28,6 +28,31 @@ std::vector<ParamDecl> llama_parameters(LlamaConfig const& config) {
     };
 }
 
+Architecture llama_architecture(LlamaConfig const& config) {
+    config.validate();
+    Architecture a;
+    a.family = "llama";
+    a.layers = config.num_hidden_layers;
+    a.width = config.hidden_size;
+    a.heads = config.num_attention_heads;
+    a.kv_heads = config.num_key_value_heads;
+    a.mlp_width = config.intermediate_size;
+    a.vocab_size = config.vocab_size;
+    a.padded_vocab = config.padded_vocab_size();
+    a.context = config.max_position_embeddings;
+    a.norm_eps = config.rms_norm_eps;
+    a.layernorm = false;
+    a.gelu = false;
+    a.tied_head = false;
+    a.rope_inv_freq = rope_inverse_frequencies(config.head_size(), config.rope_theta, config.rope_scaling);
+    auto const at = [](LlamaParam id) { return static_cast<int>(id); };
+    a.params = {.embed = at(LlamaParam::embed), .head = at(LlamaParam::lm_head), .ln1w = at(LlamaParam::ln1w),
+                .qkvw = at(LlamaParam::qkvw), .attprojw = at(LlamaParam::attprojw), .ln2w = at(LlamaParam::ln2w),
+                .fcw = at(LlamaParam::gateupw), .fcprojw = at(LlamaParam::downw), .lnfw = at(LlamaParam::lnfw)};
+    a.declarations = llama_parameters(config);
+    return a;
+}
+
 std::optional<std::string> grid_problem(LlamaConfig const& config, GridShape const& grid, int batch) {
     return grid_problem(llama_parameters(config), grid, batch);
 }

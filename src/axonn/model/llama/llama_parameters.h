@@ -8,6 +8,7 @@
 //   needs no communication.
 #pragma once
 
+#include "axonn/model/architecture.h"
 #include "axonn/model/llama/llama_config.h"
 #include "axonn/parallel/param_decl.h"
 #include "axonn/parallel/shard_layout.h"
@@ -39,6 +40,10 @@ inline constexpr std::array<LlamaParam, 4> llama_layer_linears = {LlamaParam::qk
 
 // The 9 tensors of a model with this config, in LlamaParam order.
 std::vector<ParamDecl> llama_parameters(LlamaConfig const& config);
+
+// Llama as the decoder (model/gpt.h) runs it: RMSNorm, SwiGLU, rotary positions, grouped-query attention, no
+// biases, an untied LM head.
+Architecture llama_architecture(LlamaConfig const& config);
 
 // grid_problem and valid_grids (parallel/shard_layout.h) for Llama with this config.
 std::optional<std::string> grid_problem(LlamaConfig const& config, GridShape const& grid, int batch);
