@@ -37,7 +37,7 @@ void make_batch(int step, int vocab, std::vector<std::int32_t>& tokens, std::vec
 // same rows and vocabulary columns of the serial logits.
 double logits_difference(Gpt& parallel, Gpt& serial, int T, std::int64_t first_row) {
     ProcessGrid& grid = parallel.grid();
-    int const Vp = serial.config().padded_vocab_size();
+    int const Vp = serial.architecture().padded_vocab;
     VocabSlice const slice = parallel.vocab_slice();
     std::int64_t const rows = static_cast<std::int64_t>(parallel.max_batch()) * T;
     std::vector<float> mine, expected;
@@ -54,9 +54,9 @@ double logits_difference(Gpt& parallel, Gpt& serial, int T, std::int64_t first_r
 
 double initial_weight_difference(Gpt& parallel, Gpt& serial) {
     double worst = 0;
-    for (int id = 0; id < param_count; ++id) {
-        Tensor const gathered = parallel.gather(Param{id}, false);
-        float const* reference = serial.param_values(Param{id});
+    for (int id = 0; id < serial.layout().count(); ++id) {
+        Tensor const gathered = parallel.gather(id, false);
+        float const* reference = serial.param_values(id);
         for (std::int64_t i = 0; i < gathered.numel(); ++i) {
             worst = std::max(worst, static_cast<double>(std::abs(gathered.data<float>()[i] - reference[i])));
         }
@@ -97,13 +97,14 @@ ParityReport run_parity(ParityOptions options) {
     options.schedule.total_steps = options.steps;
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
+    Architecture const architecture = options.architecture ? *options.architecture : gpt2_architecture(options.model);
     as_usage_errors([&] {
         require(options.steps > 0, "--steps must be at least 1, got {}", options.steps);
-        require(options.batch > 0 && options.seq > 0 && options.seq <= options.model.max_seq,
+        require(options.batch > 0 && options.seq > 0 && options.seq <= architecture.context,
                 "--batch {} and --seq {} must be at least 1, and --seq at most the model's context {}", options.batch,
-                options.seq, options.model.max_seq);
+                options.seq, architecture.context);
         parse_axis_order(options.grid_order);
-        require_valid_grid(options.model, options.grid, world, options.batch);
+        require_valid_grid(architecture.declarations, options.grid, world, options.batch);
         options.run.pass_batch(options.batch / (options.grid.data * options.grid.z));
     });
     ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order),
@@ -115,8 +116,8 @@ ParityReport run_parity(ParityOptions options) {
     int const local_batch = B / (grid.size(Axis::data) * grid.size(Axis::z));
     GptOptions serial_options;  // one pass, in the parallel model's precision
     serial_options.precision = options.run.model.precision;
-    Gpt serial(options.model, backend, self, B, T, serial_options);
-    Gpt parallel(options.model, backend, grid, options.run.pass_batch(local_batch), T, options.run.model);
+    Gpt serial(architecture, backend, self, B, T, serial_options);
+    Gpt parallel(architecture, backend, grid, options.run.pass_batch(local_batch), T, options.run.model);
     serial.init_weights(options.seed);
     parallel.init_weights(options.seed);
     AdamW serial_optimizer(serial.segments(), serial.layout().total(), backend, options.optimizer);
@@ -129,7 +130,7 @@ ParityReport run_parity(ParityOptions options) {
     bool const goldfish = options.goldfish.enabled();
     std::vector<float> keep(goldfish ? tokens.size() : 0);
     for (int step = 0; step < options.steps; ++step) {
-        make_batch(step, options.model.vocab_size, tokens, targets);
+        make_batch(step, architecture.vocab_size, tokens, targets);
         if (goldfish) {
             goldfish_mask(options.goldfish, targets, T, step, keep);
             report.masks_equal = report.masks_equal && rows_mask_matches(grid, options.goldfish, targets, keep, T, step);
@@ -157,10 +158,10 @@ ParityReport run_parity(ParityOptions options) {
         }
     }
     // The last step's gradients (train_step leaves them in place after the update).
-    for (int id = 0; id < param_count; ++id) {
-        Tensor const gathered = parallel.gather(Param{id}, true);
+    for (int id = 0; id < serial.layout().count(); ++id) {
+        Tensor const gathered = parallel.gather(id, true);
         report.grad_rel_diff[serial.layout().param(id).name] =
-            relative(gathered.data<float>(), serial.grad(Param{id}), gathered.numel());
+            relative(gathered.data<float>(), serial.grad(id), gathered.numel());
     }
     return report;
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "axonn/comm/grid.h"
+#include "axonn/model/architecture.h"
 #include "axonn/model/gpt_config.h"
 #include "axonn/train/goldfish.h"
 #include "axonn/train/optimizer.h"
@@ -15,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,7 @@ namespace axonn {
 
 struct ParityOptions {
     GptConfig model;
+    std::optional<Architecture> architecture;  // another family's model (Llama); unset: GPT-2 of `model`'s shape
     GridShape grid;
     std::string grid_order = "x,y,z,data";
     int steps = 1;
