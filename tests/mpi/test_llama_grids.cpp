@@ -14,13 +14,7 @@
 namespace axonn {
 namespace {
 
-LlamaConfig micro_llama() {
-    LlamaConfig config = llama_preset("llama-tiny");
-    config.vocab_size = 300;
-    config.intermediate_size = 96;
-    config.max_position_embeddings = 16;
-    return config;
-}
+using testing::micro_llama;
 
 class LlamaOnGrid : public ::testing::TestWithParam<GridShape> {};
 

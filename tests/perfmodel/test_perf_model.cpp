@@ -9,6 +9,7 @@
 //     that axonn's tensors really held (the allocator's high-water mark).
 #include "axonn/kernels/backend.h"
 #include "axonn/model/gpt.h"
+#include "axonn/model/llama/llama_parameters.h"
 #include "axonn/perf/memory_model.h"
 #include "axonn/perf/traffic_model.h"
 #include "axonn/train/optimizer.h"
@@ -20,6 +21,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -36,10 +38,11 @@ struct RunCase {
     std::string name;
     StepOptions run;
     int seq = 16;
+    bool llama = false;  // the micro Llama instead of gpt2-micro (on the grids its 2 key/value heads allow)
 };
 
 std::vector<RunCase> run_cases() {
-    std::vector<RunCase> cases(9);
+    std::vector<RunCase> cases(11);
     cases[0].name = "default";
     cases[1].name = "micro_batches";
     cases[1].run.micro_batch = 1;
@@ -64,6 +67,13 @@ std::vector<RunCase> run_cases() {
     cases[8].name = "bf16_grad_comm_bf16";
     cases[8].run.model.precision = DType::bf16;
     cases[8].run.model.grad_comm = DType::bf16;
+    cases[9].name = "llama";  // RMSNorm's one statistic per token, an untied head's second vocabulary block
+    cases[9].llama = true;
+    cases[10].name = "llama_bf16_recompute_micro_batches";
+    cases[10].llama = true;
+    cases[10].run.model.precision = DType::bf16;
+    cases[10].run.model.recompute = Recompute::layer;
+    cases[10].run.micro_batch = 1;
     return cases;
 }
 
@@ -77,11 +87,17 @@ TEST_P(PerfModelOnGrid, PredictedTrafficEqualsMeasuredAndMemoryWithinTenPercent)
     std::unique_ptr<Backend> const backend_owner = make_backend("cpu", run.model.precision, &fallback);
     if (!fallback.empty()) GTEST_SKIP() << "no bf16 GEMM here: " << fallback;
     Backend& backend = *backend_owner;
+    std::optional<Architecture> const llama =
+        run_case.llama ? std::optional(llama_architecture(testing::micro_llama())) : std::nullopt;
+    if (llama) {
+        if (auto const problem = grid_problem(llama->declarations, shape, batch)) GTEST_SKIP() << *problem;
+    }
     ProcessGrid grid(MPI_COMM_WORLD, shape);
     int const local_batch = batch / (shape.data * shape.z);
     std::int64_t const before = tensor_bytes_in_use();
     reset_tensor_bytes_peak();
-    Gpt model(micro_model(), backend, grid, run.pass_batch(local_batch), seq, run.model);
+    Gpt model = llama ? Gpt(*llama, backend, grid, run.pass_batch(local_batch), seq, run.model)
+                      : Gpt(micro_model(), backend, grid, run.pass_batch(local_batch), seq, run.model);
     model.init_weights(3);
     AdamW optimizer(model.segments(), model.layout().total(), backend, AdamWConfig{});
     std::vector<std::int32_t> tokens(local_batch * seq), targets(tokens.size());
@@ -92,7 +108,7 @@ TEST_P(PerfModelOnGrid, PredictedTrafficEqualsMeasuredAndMemoryWithinTenPercent)
                1e-3f);
     std::map<std::pair<std::string, Group>, std::pair<std::uint64_t, std::uint64_t>> measured, predicted;
     for (auto const& entry : grid.traffic().entries()) measured[{entry.op, entry.group}] = {entry.calls, entry.bytes};
-    StepShape const step{.model = micro_model(), .grid = shape, .batch = batch, .seq = seq,
+    StepShape const step{.model = micro_model(), .architecture = llama, .grid = shape, .batch = batch, .seq = seq,
                          .micro_batch = run.micro_batch, .run = run.model};
     for (auto const& entry : predict_step_traffic(step)) {
         auto& [calls, bytes] = predicted[{entry.op, entry.group}];

@@ -4,6 +4,7 @@
 
 #include "axonn/comm/grid.h"
 #include "axonn/model/gpt_config.h"
+#include "axonn/model/llama/llama_config.h"
 
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -21,6 +22,16 @@ inline int world_size() {
 inline GptConfig micro_model() {
     GptConfig config = gpt_preset("gpt2-micro");
     config.vocab_size = 300;
+    return config;
+}
+
+// A small Llama with the same vocabulary: width 64, 8 query heads sharing 2 key/value heads (so Y splits it in 1 or
+// 2), an MLP of 96, 2 layers, context 64.
+inline LlamaConfig micro_llama() {
+    LlamaConfig config = llama_preset("llama-tiny");
+    config.vocab_size = 300;
+    config.intermediate_size = 96;
+    config.max_position_embeddings = 64;
     return config;
 }
 

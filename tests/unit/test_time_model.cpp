@@ -99,7 +99,7 @@ TEST(Planner, ExcludesWhatDoesNotFitAndRanksTheRest) {
     EXPECT_LT(candidates.front().pct_peak, 100.0);
 }
 
-// Megatron-LM's and AxoNN's hardware FLOPs, worked out by hand for B = 4, s = 32, l = 2, h = 64, V = 320:
+// Megatron-LM's and AxoNN's hardware FLOPs of GPT-2, worked out by hand for B = 4, s = 32, l = 2, h = 64, V = 320:
 // without recomputation 72·Bslh² = 75,497,472 times (1 + 32/384 + 320/1536) = 97,517,568; with it
 // 96·Bslh² = 100,663,296 times (1 + 32/384 + 320/2048) = 124,780,544. The difference is one more forward of the
 // layers: 24·Bslh²·(1 + s/6h).
@@ -109,9 +109,10 @@ TEST(Planner, HardwareFlopsFollowMegatronsFormula) {
     config.n_embd = 64;
     config.n_head = 4;
     config.vocab_size = 320;
-    EXPECT_DOUBLE_EQ(config.hardware_flops_per_step(4, 32, false), 97517568.0);
-    EXPECT_DOUBLE_EQ(config.hardware_flops_per_step(4, 32, true), 124780544.0);
-    EXPECT_DOUBLE_EQ(config.hardware_flops_per_step(4, 32, true) - config.hardware_flops_per_step(4, 32, false),
+    Architecture const model = gpt2_architecture(config);
+    EXPECT_DOUBLE_EQ(model.hardware_flops_per_step(4, 32, false), 97517568.0);
+    EXPECT_DOUBLE_EQ(model.hardware_flops_per_step(4, 32, true), 124780544.0);
+    EXPECT_DOUBLE_EQ(model.hardware_flops_per_step(4, 32, true) - model.hardware_flops_per_step(4, 32, false),
                      24.0 * 4 * 32 * 2 * 64 * 64 * (1 + 32.0 / 384));
 }
 
@@ -126,7 +127,7 @@ TEST(Planner, ReportsModelAndHardwareFlops) {
     request.machine = toy_machine();
     PlanCandidate const best = plan_grids(request).front();
     ASSERT_FALSE(best.excluded.has_value()) << *best.excluded;
-    double const hardware = request.model.hardware_flops_per_step(64, 2048, true);
+    double const hardware = gpt2_architecture(request.model).hardware_flops_per_step(64, 2048, true);
     EXPECT_DOUBLE_EQ(best.hardware_flops_per_s, hardware / best.time.time_s);
     EXPECT_DOUBLE_EQ(best.hardware_pct_peak / best.pct_peak, best.hardware_flops_per_s / best.flops_per_s);
     EXPECT_GT(best.hardware_flops_per_s, best.flops_per_s);  // the recomputed forward counts

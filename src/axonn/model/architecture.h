@@ -6,6 +6,7 @@
 
 #include "axonn/parallel/param_decl.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,15 @@ struct Architecture {
     int mlp_rows() const { return gelu ? mlp_width : 2 * mlp_width; }
     // A layer's Linear weights in the order the forward uses them.
     std::vector<int> layer_linears() const { return {params.qkvw, params.attprojw, params.fcw, params.fcprojw}; }
+    // Trainable parameters, the vocabulary's padding rows excluded.
+    std::int64_t parameter_count() const;
+    // Model FLOPs per token of one training step: 6·N + 6·L·C·T (llm.c's and PaLM's accounting).
+    double model_flops_per_token(int seq) const;
+    // Hardware FLOPs of one training step of B sequences of s tokens as Megatron-LM and AxoNN count them: every
+    // GEMM of the layers 3 times (forward and the backward's two; 4 with the forward recomputed) with attention's
+    // full s×s scores, and the LM head's 3 times. For GPT-2 it is their 72·B·s·l·h²·(1 + s/6h + V/12lh), and
+    // 96·B·s·l·h²·(1 + s/6h + V/16lh) recomputing (V the padded vocabulary the GEMMs compute).
+    double hardware_flops_per_step(int batch, int seq, bool recompute) const;
 };
 
 }  // namespace axonn

@@ -51,14 +51,6 @@ double GptConfig::flops_per_token(int seq) const {
     return 6.0 * static_cast<double>(parameter_count()) + 6.0 * n_layer * n_embd * static_cast<double>(seq);
 }
 
-double GptConfig::hardware_flops_per_step(int batch, int seq, bool recompute) const {
-    double const B = batch, s = seq, l = n_layer, h = n_embd, V = padded_vocab_size();
-    // Each layer's GEMMs run 3 passes (forward, and the backward's two), 4 with the forward recomputed; the LM
-    // head's 3 either way.
-    double const passes = recompute ? 4 : 3;
-    return 24 * passes * B * s * l * h * h * (1 + s / (6 * h) + V / (4 * passes * l * h));
-}
-
 // Far past any model trained (GPT-3 175B: 96 layers, width 12,288; Llama 3.1 405B: 126 layers, width 16,384),
 // and small enough that every size computed from them fits 64 bits.
 constexpr int max_layers = 4096;

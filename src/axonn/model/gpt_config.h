@@ -25,10 +25,6 @@ struct GptConfig {
     std::int64_t parameter_count() const;
     // Model FLOPs per token of one training step: 6·N + 6·L·C·T (llm.c's and PaLM's accounting).
     double flops_per_token(int seq) const;
-    // Hardware FLOPs of one training step of B sequences of s tokens as Megatron-LM and AxoNN count them, the
-    // recomputed forward included: 96·B·s·l·h²·(1 + s/6h + V/16lh) with layer recomputation, 72·B·s·l·h²·(1 +
-    // s/6h + V/12lh) without (h the width, l the layers, V the padded vocabulary the GEMMs compute).
-    double hardware_flops_per_step(int batch, int seq, bool recompute) const;
 
     // Throws axonn::Error naming the first impossible value and how to fix it.
     void validate() const;

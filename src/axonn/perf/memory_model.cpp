@@ -5,7 +5,7 @@
 namespace axonn {
 
 MemoryPrediction predict_memory(StepShape const& step) {
-    GptMemory const allocated = gpt_memory(step.model, step.grid, step.local_batch(), step.seq, step.run);
+    GptMemory const allocated = decoder_memory(step.decoder(), step.grid, step.local_batch(), step.seq, step.run);
     MemoryPrediction prediction{};
     prediction.weights = allocated.parameter_bytes;
     prediction.gradients = allocated.gradient_bytes;

@@ -21,7 +21,8 @@ std::optional<std::string> batch_problem(PlanRequest const& request, GridShape c
 
 // The predicted memory, time and efficiency of a grid the model and batch allow, or why it cannot run.
 void predict(PlanCandidate& candidate, PlanRequest const& request) {
-    StepShape const step{request.model, candidate.grid, request.batch, request.seq, request.micro_batch, request.run};
+    StepShape const step{request.model, request.architecture, candidate.grid, request.batch, request.seq,
+                         request.micro_batch, request.run};
     try {
         candidate.memory = predict_memory(step);
     } catch (Error const& too_large) {  // sizes beyond 64 bits
@@ -30,13 +31,14 @@ void predict(PlanCandidate& candidate, PlanRequest const& request) {
     }
     bool const bf16 = request.run.precision == DType::bf16;
     double const peak = bf16 ? request.machine.peak_flops_bf16 : request.machine.peak_flops_fp32;
-    double const model_flops = request.model.flops_per_token(request.seq) * request.batch * request.seq;
+    Architecture const model = step.decoder();
+    double const model_flops = model.model_flops_per_token(request.seq) * request.batch * request.seq;
     candidate.time = predict_step_time(step, request.machine, request.time);
     candidate.flops_per_s = model_flops / candidate.time.time_s;
     candidate.pct_peak = 100.0 * candidate.flops_per_s / (peak * request.devices);
     bool const recompute = request.run.recompute == Recompute::layer;
     candidate.hardware_flops_per_s =
-        request.model.hardware_flops_per_step(request.batch, request.seq, recompute) / candidate.time.time_s;
+        model.hardware_flops_per_step(request.batch, request.seq, recompute) / candidate.time.time_s;
     candidate.hardware_pct_peak = 100.0 * candidate.hardware_flops_per_s / (peak * request.devices);
     if (static_cast<double>(candidate.memory.total()) > request.machine.memory_bytes) {
         candidate.excluded = fmt::format("needs {:.1f} GiB per device, a device has {:.1f} GiB",
@@ -48,13 +50,14 @@ void predict(PlanCandidate& candidate, PlanRequest const& request) {
 }  // namespace
 
 void validate_plan_request(PlanRequest const& request) {
-    request.model.validate();
+    if (!request.architecture) request.model.validate();  // an architecture is valid by construction
     require(request.devices > 0, "--gpus must be at least 1, got {}", request.devices);
     require(request.devices <= max_plan_devices, "--gpus {} is more than the {} devices the planner covers: plan a "
             "part of the machine", request.devices, max_plan_devices);
     require(request.batch > 0, "--batch must be at least 1, got {}", request.batch);
-    require(request.seq > 0 && request.seq <= request.model.max_seq,
-            "--seq {} must lie in [1, the model's context {}]", request.seq, request.model.max_seq);
+    int const context = request.architecture ? request.architecture->context : request.model.max_seq;
+    require(request.seq > 0 && request.seq <= context, "--seq {} must lie in [1, the model's context {}]", request.seq,
+            context);
     require(request.micro_batch >= 0, "--micro-batch must not be negative, got {} (0: no accumulation)",
             request.micro_batch);
 }
@@ -65,7 +68,9 @@ std::vector<PlanCandidate> plan_grids(PlanRequest const& request) {
     for (GridShape const& grid : grid_factorisations(request.devices)) {
         PlanCandidate candidate;
         candidate.grid = grid;
-        candidate.excluded = grid_problem(request.model, grid, request.batch);
+        candidate.excluded = request.architecture
+                                 ? grid_problem(request.architecture->declarations, grid, request.batch)
+                                 : grid_problem(request.model, grid, request.batch);
         if (!candidate.excluded) candidate.excluded = batch_problem(request, grid);
         if (!candidate.excluded) predict(candidate, request);
         candidates.push_back(std::move(candidate));

@@ -15,6 +15,7 @@ namespace axonn {
 
 struct PlanRequest {
     GptConfig model;
+    std::optional<Architecture> architecture;  // another family's model (Llama); unset: GPT-2 of `model`'s shape
     int devices = 1;
     int batch = 1;        // global, sequences
     int seq = 1024;
@@ -30,7 +31,7 @@ struct PlanCandidate {
     MemoryPrediction memory;
     double flops_per_s = 0;  // model FLOPs (6·N + 6·L·C·T per token) of the whole job per second
     double pct_peak = 0;     // of all devices' peak in the chosen precision
-    // Hardware FLOPs (Megatron-LM's and AxoNN's convention, recomputation counted: GptConfig::
+    // Hardware FLOPs (Megatron-LM's and AxoNN's convention, recomputation counted: Architecture::
     // hardware_flops_per_step) of the whole job per second, and their share of the peak.
     double hardware_flops_per_s = 0;
     double hardware_pct_peak = 0;

@@ -69,16 +69,18 @@ struct ComputeTimes {
 
 ComputeTimes compute_times(StepShape const& step, MachineProfile const& machine, bool bf16) {
     GridShape const& g = step.grid;
-    double const L = step.model.n_layer, C = step.model.n_embd, T = step.seq;
-    double const Cx = C / g.x, Cy = C / g.y, Vpy = step.model.padded_vocab_size() / g.y;
-    double const heads = step.model.n_head / g.y, hs = C / step.model.n_head, B = step.local_batch();
+    Architecture const model = step.decoder();
+    double const L = model.layers, C = model.width, T = step.seq;
+    double const Cx = C / g.x, Vpy = static_cast<double>(model.padded_vocab) / g.y;
+    double const Uy = static_cast<double>(model.mlp_rows()) / g.y;  // the MLP's first Linear's outputs here
+    double const heads = static_cast<double>(model.heads) / g.y, hs = model.head_size(), B = step.local_batch();
     double const M = B * T, passes = step.micro_batches();
     double const forwards = step.run.recompute == Recompute::layer ? 2 : 1;  // recomputation runs a second forward
     double const chunks = linear_row_chunks(static_cast<std::int64_t>(M));
     // One pass's forward GEMMs: the four Linear layers per layer, attention per (sequence, head), the LM head.
-    ShardLayout const layout = gpt_layout(step.model, GridPosition{g});
+    ShardLayout const layout(model.declarations, GridPosition{g});
     double linears = 0;  // out[M, rows] = inp[M, cols] · block[rows, cols]ᵀ, per layer
-    for (Param id : layer_linears) {
+    for (int id : model.layer_linears()) {
         linears += gemm_seconds(M, static_cast<double>(layout.block_rows(id)), static_cast<double>(layout.block_cols(id)),
                                 L, machine, bf16);
     }
@@ -90,10 +92,12 @@ ComputeTimes compute_times(StepShape const& step, MachineProfile const& machine,
     double const query_tile = std::min(T, static_cast<double>(tiles.queries));
     double const score_columns = static_cast<double>(cpu::attention_scores_computed(step.seq, tiles)) / query_tile;
     double const attention = 2 * gemm_seconds(query_tile, score_columns, hs, L * B * heads, machine, bf16);
-    // One pass's memory-bound kernels, forward (bytes read and written, fp32): LayerNorms, residuals, GELU; the
-    // embedding and the cross-entropy over this rank's vocabulary slice. Attention's score tiles stay in cache.
+    // One pass's memory-bound kernels, forward (bytes read and written, fp32): norms, residuals, the MLP's
+    // activation (reading its Uy inputs, writing its Fy outputs); the embedding and the cross-entropy over this
+    // rank's vocabulary slice. Attention's score tiles stay in cache.
+    double const Fy = static_cast<double>(model.mlp_width) / g.y;
     double const layer_elementwise =
-        4.0 * L * (2 * 2 * M * Cx + 2 * 3 * M * Cx + 2 * M * 4 * Cy) / machine.memory_bandwidth;
+        4.0 * L * (2 * 2 * M * Cx + 2 * 3 * M * Cx + M * (Uy + Fy)) / machine.memory_bandwidth;
     double const edge_elementwise = 4.0 * (2 * M * Cx + 3 * M * Vpy) / machine.memory_bandwidth;
     // A Linear's backward does twice its forward's GEMM work (dX and dW) and about twice its memory traffic.
     ComputeTimes times;

@@ -46,21 +46,25 @@ private:
 
 std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     GridShape const& g = step.grid;
-    std::uint64_t const L = step.model.n_layer, C = step.model.n_embd;
-    std::uint64_t const Cx = C / g.x, Vpy = step.model.padded_vocab_size() / g.y;
+    Architecture const model = step.decoder();
+    std::uint64_t const L = model.layers, C = model.width;
+    std::uint64_t const Cx = C / g.x, Vpy = model.padded_vocab / g.y;
+    // The vocabulary blocks gathered and reduce-scattered over Z: the embedding, and an untied LM head.
+    std::uint64_t const vocab_blocks = model.tied_head ? 1 : 2;
     std::uint64_t const M = static_cast<std::uint64_t>(step.local_batch()) * step.seq;  // rows per pass
     std::uint64_t const passes = step.micro_batches();
     // The Linears' outputs and input gradients are all-reduced and weights gathered in the GEMMs' precision;
     // the embedding, statistics and gradients move in fp32.
     std::uint64_t const a = dtype_size(step.run.precision), f32 = 4, f64 = 8;
     std::uint64_t const gc = dtype_size(step.run.grad_comm);  // gradients' reduce-scatters and data sums
-    std::uint64_t const stats = 2 * M * f64;  // LayerNorm and cross-entropy: two doubles per token
+    std::uint64_t const stats = 2 * M * f64;  // cross-entropy: two doubles per token
+    std::uint64_t const norm_stats = (model.layernorm ? 2 : 1) * M * f64;  // LayerNorm two per token, RMSNorm one
     bool const recompute = step.run.recompute == Recompute::layer;
     std::uint64_t const forwards = recompute ? 2 : 1;  // each layer's forward, and its recomputation
     // A Linear's weight is gathered for each use: forward, recomputed forward, backward; cached, once per step.
     std::uint64_t const gathers = step.run.cache_weights ? 1 : passes * (forwards + 1);
     TrafficBuilder t(g);
-    ShardLayout const layout = gpt_layout(step.model, GridPosition{g});
+    ShardLayout const layout(model.declarations, GridPosition{g});
     auto const ar = "all_reduce";
     std::uint64_t const chunks = static_cast<std::uint64_t>(linear_row_chunks(static_cast<std::int64_t>(M)));
     // A Linear's output (forward) or input gradient (backward), all-reduced in chunks of rows (parallel/linear.h).
@@ -69,20 +73,21 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     };
 
     // Forward (and recomputed forward), per pass.
-    t.add("all_gather", Group::z_prefetch, passes, Vpy * Cx * a, Overlap::none);  // wte block, needed at once
+    t.add("all_gather", Group::z_prefetch, passes * vocab_blocks, Vpy * Cx * a, Overlap::none);  // needed at once
     t.add(ar, Group::y, passes, M * Cx * f32, Overlap::none);  // embedding: the residual stream starts in fp32
-    t.add(ar, Group::x, passes * (2 * L * forwards + 1), stats, Overlap::none);      // LayerNorm statistics
+    t.add(ar, Group::x, passes * (2 * L * forwards + 1), norm_stats, Overlap::none);  // the norms' statistics
     // A layer's Linears: a normal one sums its output [M, rows/G_y] over X and its input gradient [M, cols/G_x]
     // over Y; a transposed one the other way round (parallel/linear.h).
-    auto const block_bytes = [&](Param id, std::uint64_t element) {
+    auto const block_bytes = [&](int id, std::uint64_t element) {
         return static_cast<std::uint64_t>(layout.block_rows(id) * layout.block_cols(id)) * element;
     };
-    auto const output_group = [&](Param id) { return layout.spec(id).row_axis == Axis::y ? Group::x : Group::y; };
-    auto const input_group = [&](Param id) { return output_group(id) == Group::x ? Group::y : Group::x; };
-    for (Param id : layer_linears) {
+    auto const output_group = [&](int id) { return layout.spec(id).row_axis == Axis::y ? Group::x : Group::y; };
+    auto const input_group = [&](int id) { return output_group(id) == Group::x ? Group::y : Group::x; };
+    std::vector<int> const linears = model.layer_linears();
+    for (int id : linears) {
         t.add("all_gather", Group::z_prefetch, gathers * L, block_bytes(id, a), Overlap::previous_linear);
     }
-    for (Param id : layer_linears) {
+    for (int id : linears) {
         chunked(output_group(id), passes * forwards * L, layout.block_rows(id), Overlap::later_chunks);
     }
     chunked(Group::x, passes, Vpy, Overlap::later_chunks);                    // logits
@@ -98,14 +103,14 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     // Backward, per pass: each Linear all-reduces dX over its output group under the dW GEMM, and reduce-scatters
     // dW over Z under the rest of the backward.
     chunked(Group::y, passes, Cx, Overlap::dw_gemm);  // LM head dX
-    t.add(ar, Group::x, passes * (2 * L + 1), stats, Overlap::none);
-    for (Param id : layer_linears) {
+    t.add(ar, Group::x, passes * (2 * L + 1), norm_stats, Overlap::none);
+    for (int id : linears) {
         t.add("reduce_scatter", Group::z, passes * L, block_bytes(id, gc), Overlap::rest_of_backward);
     }
-    for (Param id : layer_linears) {
+    for (int id : linears) {
         chunked(input_group(id), passes * L, layout.block_cols(id), Overlap::dw_gemm);
     }
-    t.add("reduce_scatter", Group::z, passes, Vpy * Cx * gc, Overlap::none);  // wte, at the very end
+    t.add("reduce_scatter", Group::z, passes * vocab_blocks, Vpy * Cx * gc, Overlap::none);  // at the very end
 
     // Gradient sync, in the last pass: one slice per tensor and layer, over Z for the tensors replicated there
     // (the Z-sharded ones were reduce-scattered; always fp32), then over data for all (in the gradients'

@@ -10,6 +10,7 @@
 #include "axonn/model/gpt.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ namespace axonn {
 
 struct StepShape {
     GptConfig model;
+    std::optional<Architecture> architecture;  // another family's model (Llama); unset: GPT-2 of `model`'s shape
     GridShape grid;
     int batch = 8;        // global batch, sequences
     int seq = 64;
@@ -26,6 +28,7 @@ struct StepShape {
     int replica_batch() const { return batch / (grid.data * grid.z); }
     int micro_batches() const { return micro_batch > 0 ? replica_batch() / micro_batch : 1; }
     int local_batch() const { return micro_batch > 0 ? micro_batch : replica_batch(); }
+    Architecture decoder() const { return architecture ? *architecture : gpt2_architecture(model); }
 };
 
 // One collective kind of one step: what the comm layer's TrafficLog would hold for it.

@@ -1,0 +1,28 @@
+#include "axonn/model/architecture.h"
+
+namespace axonn {
+
+std::int64_t Architecture::parameter_count() const {
+    std::int64_t count = 0;
+    for (ParamDecl const& param : declarations) {
+        std::int64_t const rows = param.real_rows >= 0 ? param.real_rows : param.rows;
+        count += param.layers * rows * param.cols;
+    }
+    return count;
+}
+
+double Architecture::model_flops_per_token(int seq) const {
+    return 6.0 * static_cast<double>(parameter_count()) + 6.0 * layers * width * static_cast<double>(seq);
+}
+
+double Architecture::hardware_flops_per_step(int batch, int seq, bool recompute) const {
+    double const C = width, hs = head_size(), s = seq, tokens = static_cast<double>(batch) * seq;
+    // One token's GEMMs through one layer: q, k and v, the output projection, the MLP's; then attention's two
+    // products with all s keys.
+    double const layer_gemms = 2 * C * (heads + 2.0 * kv_heads) * hs + 2 * C * C + 2 * C * (mlp_rows() + mlp_width);
+    double const attention = 4 * s * C;
+    double const layer_passes = recompute ? 4 : 3;
+    return tokens * (layer_passes * layers * (layer_gemms + attention) + 3 * 2 * C * padded_vocab);
+}
+
+}  // namespace axonn
