@@ -123,6 +123,8 @@ std::vector<BadInput> const bad_inputs = {
     {"memorization_eval_text_beyond_vocabulary",
      "memorization eval --model-dir {dir}/model --documents {dir}/text_docs.jsonl --tokenizer gpt2",
      "beyond the model's vocabulary of 257", 1},
+    {"train_a_llama_model", "train --data {dir}/good --tokenizer byte --model llama3.1-8b",
+     "--model llama3.1-8b is a Llama model, which only `axonn plan` takes so far", 2},
     {"generate_missing_model", "generate --model-dir {dir}/nowhere --tokenizer byte --prompt hi", "nowhere", 1},
     {"generate_without_a_prompt", "generate --model-dir {dir}/model --tokenizer byte",
      "no prompt: pass --prompt TEXT or --prompt-file FILE", 2},
@@ -488,6 +490,21 @@ TEST_F(CommandLineErrors, FinetuningOnRecordsFromACheckpointCountsTheResponses) 
     ASSERT_EQ(whole.size(), 6u);
     whole.erase(whole.begin(), whole.find(3));
     EXPECT_EQ(step_losses(dir_ / "ft_resumed.jsonl"), whole);
+}
+
+// Not an error: `plan` of Llama 3.1 405B on 4,096 of Frontier's GCDs lists the grids that fit, each splitting Y
+// no further than the 8 key/value heads allow.
+TEST_F(CommandLineErrors, PlanListsLlamaGridsThatFitOnFrontier) {
+    CommandResult const result = run_axonn("plan --model llama3.1-405b --gpus 4096 --machine frontier --batch 1024 "
+                                           "--seq 8192 --recompute layer --precision bf16 --json", dir_);
+    ASSERT_EQ(result.exit_status, 0) << result.stderr_text;
+    nlohmann::json const grids = nlohmann::json::parse(read_text(dir_ / "stdout.txt"));
+    ASSERT_FALSE(grids.empty());
+    for (nlohmann::json const& grid : grids) {
+        EXPECT_FALSE(grid.contains("excluded"));
+        EXPECT_EQ(8 % grid["grid"]["y"].get<int>(), 0) << grid.dump();
+        EXPECT_LE(grid["memory_bytes"].get<double>(), 64.0 * (1 << 30)) << grid.dump();
+    }
 }
 
 // Not an error: `tokenize` prints a text's ids as a JSON list (Llama 3's, as Hugging Face gives them), and

@@ -1,12 +1,17 @@
 #include "axonn/cli/model_options.h"
 
+#include "axonn/core/error.h"
+
 #include <fmt/ranges.h>
+
+#include <algorithm>
 
 namespace axonn {
 
 ModelOptions::ModelOptions(CLI::App& command, std::string default_preset) : preset_(std::move(default_preset)) {
     command.add_option("--model", preset_, fmt::format("model preset: {}", fmt::join(gpt_preset_names(), ", ")))
         ->capture_default_str();
+    llama_presets_ = llama_preset_names();
     n_layer_option_ = command.add_option("--n-layer", n_layer_, "override the preset's number of layers");
     n_head_option_ = command.add_option("--n-head", n_head_, "override the preset's number of attention heads");
     n_embd_option_ = command.add_option("--n-embd", n_embd_, "override the preset's width (channels)");
@@ -14,11 +19,27 @@ ModelOptions::ModelOptions(CLI::App& command, std::string default_preset) : pres
 }
 
 GptConfig ModelOptions::resolve() const {
+    require(!names_llama(), "--model {} is a Llama model, which only `axonn plan` takes so far: train, bench and "
+            "parity run the GPT-2 presets ({})", preset_, fmt::join(gpt_preset_names(), ", "));
     GptConfig config = gpt_preset(preset_);
     if (n_layer_option_->count()) config.n_layer = n_layer_;
     if (n_head_option_->count()) config.n_head = n_head_;
     if (n_embd_option_->count()) config.n_embd = n_embd_;
     if (context_option_->count()) config.max_seq = context_;
+    config.validate();
+    return config;
+}
+
+bool ModelOptions::names_llama() const {
+    return std::find(llama_presets_.begin(), llama_presets_.end(), preset_) != llama_presets_.end();
+}
+
+LlamaConfig ModelOptions::resolve_llama() const {
+    LlamaConfig config = llama_preset(preset_);
+    if (n_layer_option_->count()) config.num_hidden_layers = n_layer_;
+    if (n_head_option_->count()) config.num_attention_heads = n_head_;
+    if (n_embd_option_->count()) config.hidden_size = n_embd_;
+    if (context_option_->count()) config.max_position_embeddings = context_;
     config.validate();
     return config;
 }

@@ -1,11 +1,14 @@
-// Options that choose a model, shared by `train` and `bench`: a preset, then any dimension overridden.
+// Options that choose a model, shared by `train`, `bench` and `plan`: a preset, then any dimension overridden.
+// Llama's presets (llama3.1-8b, ...) are for the commands that take them (`plan`).
 #pragma once
 
 #include "axonn/model/gpt_config.h"
+#include "axonn/model/llama/llama_config.h"
 
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <vector>
 
 namespace axonn {
 
@@ -14,9 +17,14 @@ public:
     ModelOptions(CLI::App& command, std::string default_preset);
     // The preset with every dimension the user gave replacing its own.
     GptConfig resolve() const;
+    // Whether --model names a Llama preset, and that preset with the dimensions given.
+    bool names_llama() const;
+    LlamaConfig resolve_llama() const;
+    std::string const& preset() const { return preset_; }
 
 private:
     std::string preset_;
+    std::vector<std::string> llama_presets_;
     int n_layer_ = 0, n_head_ = 0, n_embd_ = 0, context_ = 0;
     CLI::Option *n_layer_option_, *n_head_option_, *n_embd_option_, *context_option_;
 };

@@ -2,6 +2,7 @@
 #include "axonn/cli/model_options.h"
 #include "axonn/cli/step_options.h"
 #include "axonn/core/error.h"
+#include "axonn/model/llama/llama_parameters.h"
 #include "axonn/perf/planner.h"
 
 #include <fmt/format.h>
@@ -73,7 +74,10 @@ void add_plan_command(CLI::App& app) {
         "model FLOPs (6N + 6LCT per token); \"hw %\" counts hardware FLOPs as Megatron-LM and AxoNN do, the\n"
         "recomputed forward included: 96Bslh^2(1 + s/6h + V/16lh) with --recompute layer, 72Bslh^2(1 + s/6h +\n"
         "V/12lh) without. --json carries both.\n"
-        "Example: axonn plan --model gpt-20b --gpus 1024 --machine perlmutter --batch 512 --seq 2048");
+        "Llama 3.1's presets (llama3.1-8b, llama3.1-70b, llama3.1-405b) plan too.\n"
+        "Example: axonn plan --model gpt-20b --gpus 1024 --machine perlmutter --batch 512 --seq 2048\n"
+        "         axonn plan --model llama3.1-405b --gpus 4096 --machine frontier --batch 1024 --seq 8192 \\\n"
+        "             --recompute layer --precision bf16");
     auto request = std::make_shared<PlanRequest>();
     auto flags = std::make_shared<PlanFlags>();
     auto model = std::make_shared<ModelOptions>(*command, "gpt-20b");
@@ -91,8 +95,13 @@ void add_plan_command(CLI::App& app) {
 
     command->callback([request, flags, model] {
         std::filesystem::path const machine = as_usage_errors([&] {
-            request->model = model->resolve();
-            request->seq = flags->seq > 0 ? flags->seq : request->model.max_seq;
+            if (model->names_llama()) {
+                request->architecture = llama_architecture(model->resolve_llama());
+            } else {
+                request->model = model->resolve();
+            }
+            int const context = request->architecture ? request->architecture->context : request->model.max_seq;
+            request->seq = flags->seq > 0 ? flags->seq : context;
             require(flags->seq >= 0, "--seq must not be negative, got {} (0: the model's context)", flags->seq);
             require(flags->top >= 1, "--top must be at least 1, got {}", flags->top);
             request->time.order = parse_axis_order(flags->order);
@@ -111,8 +120,9 @@ void add_plan_command(CLI::App& app) {
             fmt::print("{}\n", list.dump());
             return;
         }
-        fmt::print("{} ({:.1f} B parameters) on {} x {} ({}), batch {} x {} tokens{}:\n", request->model.name,
-                   request->model.parameter_count() / 1e9, request->devices, request->machine.name,
+        Architecture const planned = request->architecture ? *request->architecture : gpt2_architecture(request->model);
+        fmt::print("{} ({:.1f} B parameters) on {} x {} ({}), batch {} x {} tokens{}:\n", model->preset(),
+                   planned.parameter_count() / 1e9, request->devices, request->machine.name,
                    request->machine.description, request->batch, request->seq,
                    request->run.overlap ? ", communication overlapped" : ", no overlap");
         print_table(candidates, flags->top);
