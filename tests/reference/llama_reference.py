@@ -3,6 +3,12 @@ in float64. Two modes:
 
     /usr/bin/python3 tests/reference/llama_reference.py --input DIR --output FILE           (the kernels)
     /usr/bin/python3 tests/reference/llama_reference.py --model --input DIR --output FILE   (the whole model)
+    /usr/bin/python3 tests/reference/llama_reference.py --write-hf DIR --input DIR2 --output FILE
+
+--write-hf writes a Hugging Face Llama folder into DIR (config.json from DIR2/config.json, model.safetensors with
+random F32 weights under transformers' names: model.embed_tokens, model.layers.L.{input_layernorm,
+self_attn.{q,k,v,o}_proj, post_attention_layernorm, mlp.{gate,up,down}_proj}, model.norm, lm_head) and the logits
+[B,T,V] of DIR2/batch.axt's tokens under those weights into FILE, computed in float64.
 
 The model mode reads DIR/config.json (Hugging Face's LlamaConfig names, plus padded_vocab_size), DIR/weights.axt
 (axonn's tensors by their names and serial shapes: embed [Vp,C], ln1w [L,C], qkvw [L,(NH+2NKV)hs,C] as [q|k|v],
@@ -127,12 +133,82 @@ def run_model(args):
     write_tensor_file(args.output, out)
 
 
+def write_safetensors(path, tensors):
+    """The safetensors format by hand (no package needed): u64 header length, the JSON header padded with spaces to
+    a multiple of 8, then the raw little-endian data in the header's order."""
+    header, offset, blobs = {}, 0, []
+    for name, tensor in tensors.items():
+        data = tensor.contiguous().to(torch.float32).reshape(-1).view(torch.uint8).numpy().tobytes()
+        header[name] = {"dtype": "F32", "shape": list(tensor.shape), "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
+        blobs.append(data)
+    encoded = json.dumps(header).encode("utf-8")
+    encoded += b" " * (-len(encoded) % 8)
+    with open(path, "wb") as f:
+        f.write(len(encoded).to_bytes(8, "little"))
+        f.write(encoded)
+        for data in blobs:
+            f.write(data)
+
+
+def write_hf(args):
+    with open(os.path.join(args.input, "config.json")) as f:
+        cfg = json.load(f)
+    L, C, F_ = cfg["num_hidden_layers"], cfg["hidden_size"], cfg["intermediate_size"]
+    NH, NKV, V = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["vocab_size"]
+    hs = C // NH
+    generator = torch.Generator().manual_seed(7)
+
+    def normal(*shape, std=0.05):
+        return torch.randn(*shape, generator=generator, dtype=torch.float32) * std
+
+    hf = {"model.embed_tokens.weight": normal(V, C)}
+    for l in range(L):
+        prefix = f"model.layers.{l}."
+        hf[prefix + "input_layernorm.weight"] = 1 + normal(C, std=0.1)
+        hf[prefix + "self_attn.q_proj.weight"] = normal(NH * hs, C)
+        hf[prefix + "self_attn.k_proj.weight"] = normal(NKV * hs, C)
+        hf[prefix + "self_attn.v_proj.weight"] = normal(NKV * hs, C)
+        hf[prefix + "self_attn.o_proj.weight"] = normal(C, C)
+        hf[prefix + "post_attention_layernorm.weight"] = 1 + normal(C, std=0.1)
+        hf[prefix + "mlp.gate_proj.weight"] = normal(F_, C)
+        hf[prefix + "mlp.up_proj.weight"] = normal(F_, C)
+        hf[prefix + "mlp.down_proj.weight"] = normal(C, F_)
+    hf["model.norm.weight"] = 1 + normal(C, std=0.1)
+    hf["lm_head.weight"] = normal(V, C)
+    os.makedirs(args.write_hf, exist_ok=True)
+    write_safetensors(os.path.join(args.write_hf, "model.safetensors"), hf)
+    with open(os.path.join(args.write_hf, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+
+    # The same model in axonn's stacked tensors, in float64, for the logits.
+    def layers(name):
+        return torch.stack([hf[f"model.layers.{l}.{name}"] for l in range(L)]).to(torch.float64)
+
+    p = {"embed": hf["model.embed_tokens.weight"].to(torch.float64), "ln1w": layers("input_layernorm.weight"),
+         "qkvw": torch.cat([layers("self_attn.q_proj.weight"), layers("self_attn.k_proj.weight"),
+                            layers("self_attn.v_proj.weight")], dim=1),
+         "attprojw": layers("self_attn.o_proj.weight"), "ln2w": layers("post_attention_layernorm.weight"),
+         "gateupw": torch.cat([layers("mlp.gate_proj.weight"), layers("mlp.up_proj.weight")], dim=1),
+         "downw": layers("mlp.down_proj.weight"), "lnfw": hf["model.norm.weight"].to(torch.float64),
+         "lm_head": hf["lm_head.weight"].to(torch.float64)}
+    tokens = read_tensor_file(os.path.join(args.input, "batch.axt"))["tokens"].long()
+    inv_freq = llama3_inv_freq(hs, cfg.get("rope_theta", 10000.0), cfg.get("rope_scaling"))
+    with torch.no_grad():
+        logits = model_forward(p, tokens, cfg, inv_freq)
+    write_tensor_file(args.output, {"logits": logits})
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--input", required=True)
     parser.add_argument("--output", required=True)
     parser.add_argument("--model", action="store_true", help="the whole model, not the kernels")
+    parser.add_argument("--write-hf", help="write a Hugging Face Llama folder here, and its logits to --output")
     args = parser.parse_args()
+    if args.write_hf:
+        write_hf(args)
+        return
     if args.model:
         run_model(args)
         return

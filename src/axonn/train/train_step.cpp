@@ -21,7 +21,7 @@ Batch replica_rows(ProcessGrid const& grid, int B, int T, std::int32_t const* to
                    float const* loss_mask) {
     int const rows = B / (grid.size(Axis::data) * grid.size(Axis::z));
     std::int64_t const first = static_cast<std::int64_t>(grid.batch_replica()) * rows * T;
-    return {rows, T, tokens + first, targets + first, loss_mask ? loss_mask + first : nullptr};
+    return {rows, T, tokens + first, targets ? targets + first : nullptr, loss_mask ? loss_mask + first : nullptr};
 }
 
 std::vector<Batch> micro_batches(Batch const& rows, int micro_batch) {
@@ -30,7 +30,7 @@ std::vector<Batch> micro_batches(Batch const& rows, int micro_batch) {
     std::vector<Batch> passes;
     for (int first = 0; first < rows.B; first += size) {
         std::int64_t const offset = static_cast<std::int64_t>(first) * rows.T;
-        passes.push_back({size, rows.T, rows.tokens + offset, rows.targets + offset,
+        passes.push_back({size, rows.T, rows.tokens + offset, rows.targets ? rows.targets + offset : nullptr,
                           rows.loss_mask ? rows.loss_mask + offset : nullptr});
     }
     return passes;

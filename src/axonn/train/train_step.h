@@ -42,7 +42,7 @@ struct StepResult {
 };
 
 // This rank's rows of a global batch of `B · T` tokens: the share of its (data, z) position. loss_mask[B,T], if
-// given, weighs each target's loss (train/goldfish.h).
+// given, weighs each target's loss (train/goldfish.h); targets may be null too (a forward without a loss).
 Batch replica_rows(ProcessGrid const& grid, int B, int T, std::int32_t const* tokens, std::int32_t const* targets,
                    float const* loss_mask = nullptr);
 // This rank's rows of a step split into passes of `micro_batch` sequences each (0 or all of them: one pass).

@@ -1,0 +1,128 @@
+#include "axonn/checkpoint/hf_llama.h"
+
+#include "axonn/core/error.h"
+#include "axonn/core/file_io.h"
+#include "axonn/model/llama/llama_parameters.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace axonn {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Where one serial row of an axonn tensor is stored: a Hugging Face tensor and its row.
+struct StoredRow {
+    std::string name;
+    std::int64_t row;  // -1: a padding row of the vocabulary, not stored (zero)
+};
+
+// The Hugging Face tensors an axonn tensor's rows come from, per layer: each covers `rows` consecutive rows.
+struct StoredPart {
+    std::string suffix;
+    std::int64_t rows;
+    Shape shape;
+};
+
+std::vector<StoredPart> stored_parts(LlamaParam id, LlamaConfig const& c) {
+    std::int64_t const C = c.hidden_size, F = c.intermediate_size, hs = c.head_size();
+    std::int64_t const q = c.num_attention_heads * hs, kv = c.num_key_value_heads * hs, V = c.vocab_size;
+    switch (id) {
+        case LlamaParam::embed: return {{"model.embed_tokens.weight", V, {V, C}}};
+        case LlamaParam::ln1w: return {{"input_layernorm.weight", 1, {C}}};
+        case LlamaParam::qkvw:
+            return {{"self_attn.q_proj.weight", q, {q, C}}, {"self_attn.k_proj.weight", kv, {kv, C}},
+                    {"self_attn.v_proj.weight", kv, {kv, C}}};
+        case LlamaParam::attprojw: return {{"self_attn.o_proj.weight", C, {C, C}}};
+        case LlamaParam::ln2w: return {{"post_attention_layernorm.weight", 1, {C}}};
+        case LlamaParam::gateupw: return {{"mlp.gate_proj.weight", F, {F, C}}, {"mlp.up_proj.weight", F, {F, C}}};
+        case LlamaParam::downw: return {{"mlp.down_proj.weight", C, {C, F}}};
+        case LlamaParam::lnfw: return {{"model.norm.weight", 1, {C}}};
+        case LlamaParam::lm_head: return {{"lm_head.weight", V, {V, C}}};
+    }
+    return {};
+}
+
+bool per_layer(LlamaParam id) {
+    return id != LlamaParam::embed && id != LlamaParam::lnfw && id != LlamaParam::lm_head;
+}
+
+std::string stored_name(LlamaParam id, StoredPart const& part, std::int64_t layer) {
+    return per_layer(id) ? fmt::format("model.layers.{}.{}", layer, part.suffix) : part.suffix;
+}
+
+StoredRow stored_row(LlamaParam id, LlamaConfig const& config, std::int64_t layer, std::int64_t row) {
+    for (StoredPart const& part : stored_parts(id, config)) {
+        if (row < part.rows) return {stored_name(id, part, layer), row};
+        row -= part.rows;
+    }
+    return {std::string(), -1};  // beyond the stored rows: the vocabulary's padding
+}
+
+}  // namespace
+
+bool is_hf_llama_folder(fs::path const& dir) {
+    std::error_code error;
+    if (!fs::is_regular_file(dir / "config.json", error) || !has_hf_weights(dir)) return false;
+    try {
+        nlohmann::json const config = nlohmann::json::parse(
+            read_input_file(dir / "config.json", "Hugging Face config", "", std::uint64_t{1} << 20), nullptr, false);
+        return config.is_object() && config.value("model_type", std::string()) == "llama";
+    } catch (Error const&) {
+        return false;  // read_hf_llama_config names the problem when the folder is opened as one
+    }
+}
+
+HfLlamaWeights::HfLlamaWeights(fs::path const& dir, LlamaConfig const& config)
+    : dir_(dir), config_(config), files_(dir) {
+    for (int id = 0; id < llama_param_count; ++id) {
+        auto const param = static_cast<LlamaParam>(id);
+        for (std::int64_t l = 0; l < (per_layer(param) ? config.num_hidden_layers : 1); ++l) {
+            for (StoredPart const& part : stored_parts(param, config)) {
+                std::string const name = stored_name(param, part, l);
+                SafetensorsEntry const* entry = files_.find(name);
+                require(entry != nullptr, "{} has no tensor {}: it is not a Llama of this config's {} layers",
+                        dir_.string(), name, config.num_hidden_layers);
+                require(entry->shape == part.shape, "{}: {} has shape {}, but its config.json asks for {}",
+                        files_.where(name), name, shape_string(entry->shape), shape_string(part.shape));
+                require(entry->dtype == DType::f32 || entry->dtype == DType::bf16,
+                        "{}: {} is {}; axonn reads F32 or BF16 weights", files_.where(name), name,
+                        dtype_name(entry->dtype));
+            }
+        }
+    }
+}
+
+void HfLlamaWeights::read_local(ShardLayout const& layout, std::span<float> params) {
+    for (int id = 0; id < layout.count(); ++id) {
+        auto const param = static_cast<LlamaParam>(id);
+        ParamDecl const& decl = layout.param(id);
+        float* local = params.data() + layout.offset(id);
+        std::int64_t const n = layout.local_numel(id), per_layer_numel = decl.rows * decl.cols;
+        // A run of consecutive serial indices, cut at each row's end: one read from the row it is stored in.
+        for (std::int64_t i = 0; i < n;) {
+            std::int64_t run = layout.serial_run(id, i);
+            for (std::int64_t serial = layout.serial_index(id, i); run > 0;) {
+                std::int64_t const layer = serial / per_layer_numel, within = serial % per_layer_numel;
+                std::int64_t const row = within / decl.cols, col = within % decl.cols;
+                std::int64_t const take = std::min(run, decl.cols - col);
+                StoredRow const stored = stored_row(param, config_, layer, row);
+                if (stored.row < 0) {
+                    std::fill_n(local + i, take, 0.0f);
+                } else {
+                    files_.read(stored.name, stored.row * decl.cols + col, take, local + i);
+                }
+                i += take;
+                serial += take;
+                run -= take;
+            }
+        }
+    }
+}
+
+}  // namespace axonn

@@ -1,0 +1,43 @@
+// Hugging Face's Llama weights (LlamaForCausalLM: model.safetensors, or shards with model.safetensors.index.json)
+// read straight into a rank's shards on any grid, each rank reading only the rows it holds. Hugging Face stores
+// every Linear as axonn does, [out, in]; axonn's qkvw stacks q_proj, k_proj and v_proj's rows and its gateupw
+// gate_proj and up_proj's, so each of its rows comes from one row of one of them:
+//
+//   axonn name   Hugging Face name (per layer l: model.layers.l.)             layout
+//   embed        model.embed_tokens.weight                                    [V, C]     (axonn: [Vp, C])
+//   ln1w         input_layernorm.weight                                       [C]
+//   qkvw         self_attn.q_proj, k_proj, v_proj .weight                      [NH·hs | NKV·hs | NKV·hs, C]
+//   attprojw     self_attn.o_proj.weight                                      [C, C]
+//   ln2w         post_attention_layernorm.weight                              [C]
+//   gateupw      mlp.gate_proj, up_proj .weight                               [F | F, C]
+//   downw        mlp.down_proj.weight                                         [C, F]
+//   lnfw         model.norm.weight                                            [C]
+//   lm_head      lm_head.weight                                               [V, C]     (axonn: [Vp, C])
+#pragma once
+
+#include "axonn/checkpoint/hf_safetensors.h"
+#include "axonn/model/llama/llama_config.h"
+#include "axonn/parallel/shard_layout.h"
+
+#include <filesystem>
+#include <span>
+
+namespace axonn {
+
+// Whether `dir` holds a Hugging Face Llama: a config.json whose model_type is "llama", and its weights.
+bool is_hf_llama_folder(std::filesystem::path const& dir);
+
+class HfLlamaWeights {
+public:
+    // Checks on opening that every tensor is there, F32 or BF16, of the shape `config` gives.
+    HfLlamaWeights(std::filesystem::path const& dir, LlamaConfig const& config);
+    // This rank's shards of every parameter, into the flat buffer `params` laid out by `layout` (Llama's).
+    void read_local(ShardLayout const& layout, std::span<float> params);
+
+private:
+    std::filesystem::path dir_;
+    LlamaConfig config_;
+    HfSafetensors files_;
+};
+
+}  // namespace axonn

@@ -1,0 +1,122 @@
+// A Hugging Face Llama folder, written by the PyTorch twin (tests/reference/llama_reference.py --write-hf: random
+// F32 weights under transformers' names, q/k/v and gate/up as separate tensors), imported straight onto every
+// grid its 2 key/value heads allow (each rank reading only its rows: checkpoint/hf_llama.h) under mpirun at np 1,
+// 2, 4 and 8: each rank's slice of the logits equals the twin's float64 logits within 1e-5 relative (norm-wise;
+// the fp32 forward's rounding, as the parity test's).
+#include "axonn/checkpoint/hf_llama.h"
+#include "axonn/checkpoint/hf_llama_config.h"
+#include "axonn/io/tensor_file.h"
+#include "axonn/kernels/cpu_backend.h"
+#include "axonn/model/gpt.h"
+#include "axonn/model/llama/llama_parameters.h"
+#include "axonn/train/train_step.h"
+#include "support/micro_model.h"
+#include "support/temp_dir.h"
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+
+namespace axonn {
+namespace {
+
+constexpr int batch = 8, seq = 9;
+
+// Rank 0 writes the folder and the twin's logits; every rank learns where.
+class HfLlamaFolder {
+public:
+    HfLlamaFolder() {
+        int rank = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        std::string path;
+        if (rank == 0) {
+            dir_ = std::make_unique<testing::TempDir>("hf_llama");
+            path = dir_->path().string();
+            write(dir_->path());
+        }
+        int length = static_cast<int>(path.size());
+        MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        path.resize(static_cast<std::size_t>(length));
+        MPI_Bcast(path.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD);
+        path_ = path;
+    }
+    ~HfLlamaFolder() { MPI_Barrier(MPI_COMM_WORLD); }  // nobody reads once rank 0 removes it
+    std::filesystem::path const& path() const { return path_; }
+    std::vector<std::int32_t> const& tokens() const { return tokens_; }
+
+private:
+    void write(std::filesystem::path const& dir) {
+        LlamaConfig const c = testing::micro_llama();
+        nlohmann::json const config = {
+            {"model_type", "llama"}, {"vocab_size", c.vocab_size}, {"hidden_size", c.hidden_size},
+            {"intermediate_size", c.intermediate_size}, {"num_hidden_layers", c.num_hidden_layers},
+            {"num_attention_heads", c.num_attention_heads}, {"num_key_value_heads", c.num_key_value_heads},
+            {"max_position_embeddings", c.max_position_embeddings}, {"rms_norm_eps", c.rms_norm_eps},
+            {"rope_theta", c.rope_theta}, {"tie_word_embeddings", false},
+            {"rope_scaling", {{"rope_type", "llama3"}, {"factor", c.rope_scaling->factor},
+                              {"low_freq_factor", c.rope_scaling->low_freq_factor},
+                              {"high_freq_factor", c.rope_scaling->high_freq_factor},
+                              {"original_max_position_embeddings", c.rope_scaling->original_max_position}}}};
+        std::filesystem::create_directories(dir / "inputs");
+        std::ofstream(dir / "inputs" / "config.json") << config.dump(2);
+        Tensor tokens({batch, seq}, DType::i32);
+        for (int i = 0; i < batch * seq; ++i) tokens.data<std::int32_t>()[i] = (i * 37 + 11) % c.vocab_size;
+        NamedTensors inputs;
+        inputs.emplace("tokens", std::move(tokens));
+        write_tensor_file(dir / "inputs" / "batch.axt", inputs);
+        std::string const command = std::string("/usr/bin/python3 ") + AXONN_SOURCE_DIR +
+                                    "/tests/reference/llama_reference.py --write-hf " + (dir / "hf").string() +
+                                    " --input " + (dir / "inputs").string() + " --output " +
+                                    (dir / "logits.axt").string();
+        EXPECT_EQ(std::system(command.c_str()), 0) << command;
+    }
+
+    std::unique_ptr<testing::TempDir> dir_;
+    std::filesystem::path path_;
+    std::vector<std::int32_t> tokens_ = [] {
+        std::vector<std::int32_t> tokens(batch * seq);
+        for (int i = 0; i < batch * seq; ++i) tokens[i] = (i * 37 + 11) % testing::micro_llama().vocab_size;
+        return tokens;
+    }();
+};
+
+class HfLlamaOnGrid : public ::testing::TestWithParam<GridShape> {};
+
+TEST_P(HfLlamaOnGrid, ImportedLogitsMatchTheTwin) {
+    HfLlamaFolder const folder;
+    LlamaConfig const config = read_hf_llama_config(folder.path() / "hf");
+    GridShape const shape = GetParam();
+    CpuBackend backend;
+    ProcessGrid grid(MPI_COMM_WORLD, shape, parse_axis_order("x,y,z,data"));
+    Gpt model(llama_architecture(config), backend, grid, batch / (shape.data * shape.z), seq);
+    HfLlamaWeights(folder.path() / "hf", config).read_local(model.layout(), model.params());
+    Batch const rows = replica_rows(grid, batch, seq, folder.tokens().data(), nullptr);
+    model.forward(rows);
+
+    NamedTensors const twin = read_tensor_file(folder.path() / "logits.axt");
+    Tensor const& reference = twin.at("logits");  // [B,T,V] doubles
+    VocabSlice const slice = model.vocab_slice();
+    std::int64_t const first_row = (rows.tokens - folder.tokens().data()) / seq;
+    double difference = 0, norm = 0;
+    for (std::int64_t r = 0; r < static_cast<std::int64_t>(rows.B) * seq; ++r) {
+        for (int v = 0; v < slice.valid; ++v) {
+            double const expected = reference.data<double>()[(first_row * seq + r) * config.vocab_size + slice.begin + v];
+            double const actual = model.logits()[r * slice.rows + v];
+            difference += (actual - expected) * (actual - expected);
+            norm += expected * expected;
+        }
+    }
+    EXPECT_LT(std::sqrt(difference / norm), 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryGrid, HfLlamaOnGrid,
+                         ::testing::ValuesIn(valid_grids(testing::micro_llama(), testing::world_size(), batch)),
+                         [](auto const& info) { return testing::grid_test_name(info.param); });
+
+}  // namespace
+}  // namespace axonn
