@@ -1,5 +1,6 @@
 // Bad input to the `axonn` command: each case must end with exactly one line on stderr that names the problem,
 // a non-zero exit status (2 for the command line, 1 for bad data or values), and no crash or hang.
+#include "axonn/io/tensor_file.h"
 #include "axonn/io/token_shard.h"
 #include "axonn/perf/machine_profile.h"
 #include "support/temp_dir.h"
@@ -505,6 +506,35 @@ TEST_F(CommandLineErrors, PlanListsLlamaGridsThatFitOnFrontier) {
         EXPECT_EQ(8 % grid["grid"]["y"].get<int>(), 0) << grid.dump();
         EXPECT_LE(grid["memory_bytes"].get<double>(), 64.0 * (1 << 30)) << grid.dump();
     }
+}
+
+// Not an error: `axonn generate` from a Hugging Face Llama folder (written by the PyTorch twin, with the byte
+// tokenizer's 257 ids) continues a prompt, greedily, by the tokens asked for.
+TEST_F(CommandLineErrors, GenerateFromAHuggingFaceLlamaFolder) {
+    nlohmann::json const config = {{"model_type", "llama"}, {"vocab_size", 257}, {"hidden_size", 32},
+                                   {"intermediate_size", 48}, {"num_hidden_layers", 2}, {"num_attention_heads", 4},
+                                   {"num_key_value_heads", 2}, {"max_position_embeddings", 32},
+                                   {"rms_norm_eps", 1e-5}, {"rope_theta", 10000.0}};
+    fs::create_directories(dir_ / "llama_inputs");
+    std::ofstream(dir_ / "llama_inputs" / "config.json") << config.dump();
+    Tensor tokens({1, 4}, DType::i32);
+    std::fill_n(tokens.data<std::int32_t>(), 4, 65);
+    NamedTensors inputs;
+    inputs.emplace("tokens", std::move(tokens));
+    write_tensor_file(dir_ / "llama_inputs" / "batch.axt", inputs);
+    std::string const twin = std::string("/usr/bin/python3 ") + AXONN_SOURCE_DIR +
+                             "/tests/reference/llama_reference.py --write-hf " + (dir_ / "llama_hf").string() +
+                             " --input " + (dir_ / "llama_inputs").string() + " --output " +
+                             (dir_ / "llama_logits.axt").string();
+    ASSERT_EQ(std::system(twin.c_str()), 0) << twin;
+    CommandResult const result = run_axonn(
+        with_dir("generate --model-dir {dir}/llama_hf --tokenizer byte --prompt abc --max-new-tokens 6 --greedy --json"),
+        dir_);
+    ASSERT_EQ(result.exit_status, 0) << result.stderr_text;
+    nlohmann::json const report = nlohmann::json::parse(read_text(dir_ / "stdout.txt"));
+    ASSERT_EQ(report.size(), 1u);
+    EXPECT_EQ(report[0]["prompt_tokens"], 3);
+    EXPECT_EQ(report[0]["tokens"].size(), 6u);
 }
 
 // Not an error: `tokenize` prints a text's ids as a JSON list (Llama 3's, as Hugging Face gives them), and

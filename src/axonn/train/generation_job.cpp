@@ -1,8 +1,11 @@
 #include "axonn/train/generation_job.h"
 
+#include "axonn/checkpoint/hf_llama.h"
+#include "axonn/checkpoint/hf_llama_config.h"
 #include "axonn/core/error.h"
 #include "axonn/core/timer.h"
 #include "axonn/io/tokenizer.h"
+#include "axonn/model/llama/llama_parameters.h"
 #include "axonn/train/checkpointing.h"
 #include "axonn/train/threads.h"
 #include "axonn/train/train_step.h"
@@ -10,6 +13,7 @@
 #include <mpi.h>
 
 #include <charconv>
+#include <optional>
 
 namespace axonn {
 namespace {
@@ -43,12 +47,15 @@ GenerationJobResult run_generation(GenerationJobOptions const& options,
         require(options.prompt_chunk >= 1, "--prompt-chunk must be at least 1, got {}", options.prompt_chunk);
     });
     std::filesystem::path const source = resolve_init_source(options.model_dir);
-    GptConfig const config = init_source_config(source);
-    require(config.vocab_size == tokenizer->vocab_size(), "the model in {} has a vocabulary of {} tokens, but the {} "
-            "tokenizer has {}: pass the --tokenizer it was trained with", options.model_dir.string(),
-            config.vocab_size, tokenizer->name(), tokenizer->vocab_size());
+    std::optional<LlamaConfig> const llama =
+        is_hf_llama_folder(source) ? std::optional(read_hf_llama_config(source)) : std::nullopt;
+    Architecture const architecture =
+        llama ? llama_architecture(*llama) : gpt2_architecture(init_source_config(source));
+    require(architecture.vocab_size == tokenizer->vocab_size(), "the model in {} has a vocabulary of {} tokens, but "
+            "the {} tokenizer has {}: pass the --tokenizer it was trained with", options.model_dir.string(),
+            architecture.vocab_size, tokenizer->name(), tokenizer->vocab_size());
     as_usage_errors([&] {
-        require_valid_grid(config, options.grid, world, options.grid.data * options.grid.z);
+        require_valid_grid(architecture.declarations, options.grid, world, options.grid.data * options.grid.z);
     });
 
     ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order));
@@ -57,8 +64,12 @@ GenerationJobResult run_generation(GenerationJobOptions const& options,
     // One prompt per replica at a time; only the layer being run keeps its activations (nothing trains).
     GptOptions model_options;
     model_options.recompute = Recompute::layer;
-    Gpt model(config, *backend, grid, 1, std::min(options.prompt_chunk, config.max_seq), model_options);
-    load_initial_weights(source, model);
+    Gpt model(architecture, *backend, grid, 1, std::min(options.prompt_chunk, architecture.context), model_options);
+    if (llama) {
+        HfLlamaWeights(source, *llama).read_local(model.layout(), model.params());
+    } else {
+        load_initial_weights(source, model);
+    }
 
     std::vector<std::vector<std::int32_t>> prompts;
     GenerationJobResult result;
@@ -71,7 +82,7 @@ GenerationJobResult run_generation(GenerationJobOptions const& options,
         if (on_text && rank == 0 && prompt == 0) on_text(tokenizer->decode(std::span(&token, 1)));
     };
     Stopwatch const timer;
-    result.tokens = generate(model, prompts, sample, config.max_seq, stream);
+    result.tokens = generate(model, prompts, sample, architecture.context, stream);
     result.seconds = timer.seconds();
     for (auto const& tokens : result.tokens) result.completions.push_back(tokenizer->decode(tokens));
     return result;
