@@ -9,7 +9,6 @@
 #include "axonn/parallel/param_decl.h"
 #include "axonn/parallel/shard_layout.h"
 
-#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,10 +35,6 @@ enum class Param : int {
     lnfb,      // [C]
 };
 inline constexpr int param_count = 16;
-
-// A layer's Linear weights in the order the forward uses them. Their roles (normal or transposed) and blocks
-// follow from their declarations; the weight gathers, the traffic model and the time model walk this list.
-inline constexpr std::array<Param, 4> layer_linears = {Param::qkvw, Param::attprojw, Param::fcw, Param::fcprojw};
 
 // The 16 tensors of a model with this config, in Param order.
 std::vector<ParamDecl> gpt_parameters(GptConfig const& config);

@@ -13,7 +13,6 @@
 #include "axonn/parallel/param_decl.h"
 #include "axonn/parallel/shard_layout.h"
 
-#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,10 +32,6 @@ enum class LlamaParam : int {
     lm_head,   // [Vp, C]      untied
 };
 inline constexpr int llama_param_count = 9;
-
-// A layer's Linear weights in the order the forward uses them.
-inline constexpr std::array<LlamaParam, 4> llama_layer_linears = {LlamaParam::qkvw, LlamaParam::attprojw,
-                                                                  LlamaParam::gateupw, LlamaParam::downw};
 
 // The 9 tensors of a model with this config, in LlamaParam order.
 std::vector<ParamDecl> llama_parameters(LlamaConfig const& config);
