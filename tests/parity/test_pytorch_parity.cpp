@@ -70,6 +70,23 @@ template <typename T> Tensor int_tensor(std::vector<T> const& values, Shape shap
     return tensor;
 }
 
+// weights.axt (every tensor by its name, in its serial shape) and batch.axt (tokens, targets, loss_mask), as the
+// references read them.
+void write_weights_and_batch(fs::path const& dir, Gpt const& model, ParityBatch const& batch) {
+    NamedTensors weights;
+    for (int id = 0; id < model.layout().count(); ++id) {
+        ParamDecl const& spec = model.layout().param(id);
+        weights.emplace(spec.name, tensor_from({model.param_values(id), static_cast<std::size_t>(shape_numel(spec.shape))},
+                                               spec.shape));
+    }
+    write_tensor_file(dir / "weights.axt", weights);
+    NamedTensors inputs;
+    inputs.emplace("tokens", int_tensor(batch.tokens, {batch_size, seq_len}));
+    inputs.emplace("targets", int_tensor(batch.targets, {batch_size, seq_len}));
+    inputs.emplace("loss_mask", tensor_from(batch.loss_mask, {batch_size, seq_len}));
+    write_tensor_file(dir / "batch.axt", inputs);
+}
+
 void write_inputs(fs::path const& dir, Gpt& model, ParityBatch const& batch) {
     GptConfig const& config = model.config();
     LrSchedule const schedule = parity_schedule();
@@ -83,18 +100,7 @@ void write_inputs(fs::path const& dir, Gpt& model, ParityBatch const& batch) {
                            {"beta2", optimizer.beta2},            {"eps", optimizer.eps},
                            {"grad_clip", optimizer.grad_clip}};
     std::ofstream(dir / "config.json") << json.dump(2);
-    NamedTensors weights;
-    for (int id = 0; id < param_count; ++id) {
-        ParamDecl const& spec = model.layout().param(id);
-        weights.emplace(spec.name, tensor_from({model.param(Param{id}), static_cast<std::size_t>(shape_numel(spec.shape))},
-                                               spec.shape));
-    }
-    write_tensor_file(dir / "weights.axt", weights);
-    NamedTensors inputs;
-    inputs.emplace("tokens", int_tensor(batch.tokens, {batch_size, seq_len}));
-    inputs.emplace("targets", int_tensor(batch.targets, {batch_size, seq_len}));
-    inputs.emplace("loss_mask", tensor_from(batch.loss_mask, {batch_size, seq_len}));
-    write_tensor_file(dir / "batch.axt", inputs);
+    write_weights_and_batch(dir, model, batch);
 }
 
 double relative_difference(float const* actual, Tensor const& expected) {
@@ -202,18 +208,7 @@ TEST_F(PytorchParity, LlamaLogitsLossAndGradients) {
                                  {"high_freq_factor", config.rope_scaling->high_freq_factor},
                                  {"original_max_position_embeddings", config.rope_scaling->original_max_position}};
     std::ofstream(dir_ / "config.json") << hf_config.dump(2);
-    NamedTensors weights;
-    for (int id = 0; id < model.layout().count(); ++id) {
-        ParamDecl const& spec = model.layout().param(id);
-        weights.emplace(spec.name, tensor_from({model.param_values(id), static_cast<std::size_t>(shape_numel(spec.shape))},
-                                               spec.shape));
-    }
-    write_tensor_file(dir_ / "weights.axt", weights);
-    NamedTensors inputs;
-    inputs.emplace("tokens", int_tensor(batch.tokens, {batch_size, seq_len}));
-    inputs.emplace("targets", int_tensor(batch.targets, {batch_size, seq_len}));
-    inputs.emplace("loss_mask", tensor_from(batch.loss_mask, {batch_size, seq_len}));
-    write_tensor_file(dir_ / "batch.axt", inputs);
+    write_weights_and_batch(dir_, model, batch);
     NamedTensors const reference = run_reference("llama_reference.py --model");
     ASSERT_FALSE(HasFailure());
 
