@@ -1,5 +1,5 @@
 // A Hugging Face Llama folder, written by the PyTorch twin (tests/reference/llama_reference.py --write-hf: random
-// F32 weights under transformers' names, q/k/v and gate/up as separate tensors), imported straight onto every
+// weights under transformers' names, q/k/v and gate/up as separate tensors, in F32 and in BF16), imported onto every
 // grid its 2 key/value heads allow (each rank reading only its rows: checkpoint/hf_llama.h) under mpirun at np 1,
 // 2, 4 and 8: each rank's slice of the logits equals the twin's float64 logits within 1e-5 relative (norm-wise;
 // the fp32 forward's rounding, as the parity test's).
@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <tuple>
 
 namespace axonn {
 namespace {
@@ -30,7 +31,7 @@ constexpr int batch = 8, seq = 9;
 // Rank 0 writes the folder and the twin's logits; every rank learns where.
 class HfLlamaFolder {
 public:
-    HfLlamaFolder() {
+    explicit HfLlamaFolder(bool bf16) : bf16_(bf16) {
         int rank = 0;
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         std::string path;
@@ -72,10 +73,11 @@ private:
         std::string const command = std::string("/usr/bin/python3 ") + AXONN_SOURCE_DIR +
                                     "/tests/reference/llama_reference.py --write-hf " + (dir / "hf").string() +
                                     " --input " + (dir / "inputs").string() + " --output " +
-                                    (dir / "logits.axt").string();
+                                    (dir / "logits.axt").string() + (bf16_ ? " --bf16" : "");
         EXPECT_EQ(std::system(command.c_str()), 0) << command;
     }
 
+    bool bf16_;
     std::unique_ptr<testing::TempDir> dir_;
     std::filesystem::path path_;
     std::vector<std::int32_t> tokens_ = [] {
@@ -85,12 +87,12 @@ private:
     }();
 };
 
-class HfLlamaOnGrid : public ::testing::TestWithParam<GridShape> {};
+class HfLlamaOnGrid : public ::testing::TestWithParam<std::tuple<GridShape, bool>> {};
 
 TEST_P(HfLlamaOnGrid, ImportedLogitsMatchTheTwin) {
-    HfLlamaFolder const folder;
+    auto const& [shape, bf16] = GetParam();
+    HfLlamaFolder const folder(bf16);
     LlamaConfig const config = read_hf_llama_config(folder.path() / "hf");
-    GridShape const shape = GetParam();
     CpuBackend backend;
     ProcessGrid grid(MPI_COMM_WORLD, shape, parse_axis_order("x,y,z,data"));
     Gpt model(llama_architecture(config), backend, grid, batch / (shape.data * shape.z), seq);
@@ -114,9 +116,13 @@ TEST_P(HfLlamaOnGrid, ImportedLogitsMatchTheTwin) {
     EXPECT_LT(std::sqrt(difference / norm), 1e-5);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryGrid, HfLlamaOnGrid,
-                         ::testing::ValuesIn(valid_grids(testing::micro_llama(), testing::world_size(), batch)),
-                         [](auto const& info) { return testing::grid_test_name(info.param); });
+INSTANTIATE_TEST_SUITE_P(
+    EveryGrid, HfLlamaOnGrid,
+    ::testing::Combine(::testing::ValuesIn(valid_grids(testing::micro_llama(), testing::world_size(), batch)),
+                       ::testing::Bool()),
+    [](auto const& info) {
+        return testing::grid_test_name(std::get<0>(info.param)) + (std::get<1>(info.param) ? "_bf16" : "_f32");
+    });
 
 }  // namespace
 }  // namespace axonn

@@ -6,7 +6,7 @@ in float64. Two modes:
     /usr/bin/python3 tests/reference/llama_reference.py --write-hf DIR --input DIR2 --output FILE
 
 --write-hf writes a Hugging Face Llama folder into DIR (config.json from DIR2/config.json, model.safetensors with
-random F32 weights under transformers' names: model.embed_tokens, model.layers.L.{input_layernorm,
+random F32 weights, or BF16 with --bf16, under transformers' names: model.embed_tokens, model.layers.L.{input_layernorm,
 self_attn.{q,k,v,o}_proj, post_attention_layernorm, mlp.{gate,up,down}_proj}, model.norm, lm_head) and the logits
 [B,T,V] of DIR2/batch.axt's tokens under those weights into FILE, computed in float64.
 
@@ -133,13 +133,14 @@ def run_model(args):
     write_tensor_file(args.output, out)
 
 
-def write_safetensors(path, tensors):
+def write_safetensors(path, tensors, dtype):
     """The safetensors format by hand (no package needed): u64 header length, the JSON header padded with spaces to
-    a multiple of 8, then the raw little-endian data in the header's order."""
+    a multiple of 8, then the raw little-endian data (F32 or BF16) in the header's order."""
     header, offset, blobs = {}, 0, []
+    code = {torch.float32: "F32", torch.bfloat16: "BF16"}[dtype]
     for name, tensor in tensors.items():
-        data = tensor.contiguous().to(torch.float32).reshape(-1).view(torch.uint8).numpy().tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensor.shape), "data_offsets": [offset, offset + len(data)]}
+        data = tensor.contiguous().to(dtype).reshape(-1).view(torch.uint8).numpy().tobytes()
+        header[name] = {"dtype": code, "shape": list(tensor.shape), "data_offsets": [offset, offset + len(data)]}
         offset += len(data)
         blobs.append(data)
     encoded = json.dumps(header).encode("utf-8")
@@ -176,8 +177,11 @@ def write_hf(args):
         hf[prefix + "mlp.down_proj.weight"] = normal(C, F_)
     hf["model.norm.weight"] = 1 + normal(C, std=0.1)
     hf["lm_head.weight"] = normal(V, C)
+    dtype = torch.bfloat16 if args.bf16 else torch.float32
+    # The logits below are those of the weights as stored: rounded to bf16 when they are stored so.
+    hf = {name: tensor.to(dtype).to(torch.float32) for name, tensor in hf.items()}
     os.makedirs(args.write_hf, exist_ok=True)
-    write_safetensors(os.path.join(args.write_hf, "model.safetensors"), hf)
+    write_safetensors(os.path.join(args.write_hf, "model.safetensors"), hf, dtype)
     with open(os.path.join(args.write_hf, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2)
 
@@ -205,6 +209,7 @@ def main():
     parser.add_argument("--output", required=True)
     parser.add_argument("--model", action="store_true", help="the whole model, not the kernels")
     parser.add_argument("--write-hf", help="write a Hugging Face Llama folder here, and its logits to --output")
+    parser.add_argument("--bf16", action="store_true", help="with --write-hf: store the weights in BF16")
     args = parser.parse_args()
     if args.write_hf:
         write_hf(args)
