@@ -1,8 +1,8 @@
 // A Hugging Face Llama folder, written by the PyTorch twin (tests/reference/llama_reference.py --write-hf: random
-// weights under transformers' names, q/k/v and gate/up as separate tensors, in F32 and in BF16), imported onto every
-// grid its 2 key/value heads allow (each rank reading only its rows: checkpoint/hf_llama.h) under mpirun at np 1,
-// 2, 4 and 8: each rank's slice of the logits equals the twin's float64 logits within 1e-5 relative (norm-wise;
-// the fp32 forward's rounding, as the parity test's).
+// weights under transformers' names, q/k/v and gate/up as separate tensors, in F32 and in BF16), imported onto
+// every grid (each rank reading only its rows, replicas of key/value heads included: checkpoint/hf_llama.h) under
+// mpirun at np 1, 2, 4 and 8: each rank's slice of the logits equals the twin's float64 logits within 1e-5 relative
+// (norm-wise; the fp32 forward's rounding, as the parity test's).
 #include "axonn/checkpoint/hf_llama.h"
 #include "axonn/checkpoint/hf_llama_config.h"
 #include "axonn/io/tensor_file.h"

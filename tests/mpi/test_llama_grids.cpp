@@ -1,7 +1,7 @@
 // Llama on every grid gives the serial answer: under mpirun at np 1, 2, 4 and 8, a small Llama (vocabulary 300
 // padded to 320, width 64, 8 query heads sharing 2 key/value heads, an MLP of 96, 2 layers) runs serially and on
-// every grid its declarations allow (Y must divide the 2 key/value heads: y = 1 or 2; replicating key/value heads
-// over a larger Y is not implemented), from the same seed and batches (train/parity.h):
+// every grid (with y = 4 or 8, more Y ranks than key/value heads, each key/value head is replicated on y/2 ranks and
+// its replicas' gradients summed), from the same seed and batches (train/parity.h):
 //   - the gathered initial weights are bit-identical to the serial ones;
 //   - after one step, the logits, the loss and every gathered gradient tensor are within 1e-5 relative of serial
 //     (norm-wise, per tensor), and the gradient norm too; over 10 AdamW steps every loss within 1e-4.

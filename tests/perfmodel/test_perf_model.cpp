@@ -2,7 +2,9 @@
 // `mpi` test matrix (gpt2-micro, vocabulary 300, B = 8, T = 16), run as the trainer runs it by default, with
 // micro-batches of one sequence, with recomputation, with cached weights, with T = 64 (row chunks), and in bf16
 // (weights gathered and activations all-reduced in half the bytes; a bf16 weight copy and staging buffers), and
-// with the gradients communicated in bf16 (--grad-comm bf16), in fp32 and in bf16:
+// with the gradients communicated in bf16 (--grad-comm bf16), in fp32 and in bf16; and a micro Llama (RMSNorm's one
+// statistic per token, a second vocabulary block, key/value heads replicated over y = 4 and 8 with their
+// gradients summed over Y), in fp32 and in bf16 with recomputation and micro-batches:
 //   - traffic: the predicted calls and bytes of every (operation, group) equal, exactly, what the communication
 //     layer recorded during one train_step;
 //   - memory: the predicted bytes of the model, its gradients, AdamW and all buffers are within 10% of the peak
@@ -38,7 +40,7 @@ struct RunCase {
     std::string name;
     StepOptions run;
     int seq = 16;
-    bool llama = false;  // the micro Llama instead of gpt2-micro (on the grids its 2 key/value heads allow)
+    bool llama = false;  // the micro Llama instead of gpt2-micro (its 2 key/value heads replicated where y > 2)
 };
 
 std::vector<RunCase> run_cases() {

@@ -25,8 +25,8 @@ inline GptConfig micro_model() {
     return config;
 }
 
-// A small Llama with the same vocabulary: width 64, 8 query heads sharing 2 key/value heads (so Y splits it in 1 or
-// 2), an MLP of 96, 2 layers, context 64.
+// A small Llama with the same vocabulary: width 64, 8 query heads sharing 2 key/value heads (split over y = 2,
+// replicated over y = 4 and 8), an MLP of 96, 2 layers, context 64.
 inline LlamaConfig micro_llama() {
     LlamaConfig config = llama_preset("llama-tiny");
     config.vocab_size = 300;

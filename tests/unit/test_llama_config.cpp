@@ -48,14 +48,36 @@ TEST(LlamaConfig, ImpossibleConfigsAreRefusedByName) {
 }
 
 TEST(LlamaConfig, GridsFollowTheKeyValueHeads) {
-    LlamaConfig const config = llama_preset("llama3.1-8b");
-    std::optional<std::string> const too_many = grid_problem(config, GridShape{.y = 16}, 16);
-    ASSERT_TRUE(too_many.has_value());
-    EXPECT_NE(too_many->find("y = 16 does not divide the 8 key/value heads of qkvw"), std::string::npos) << *too_many;
+    LlamaConfig config = llama_preset("llama3.1-8b");
+    // 8 key/value heads split over y = 8, and are replicated on pairs of ranks over y = 16.
     EXPECT_FALSE(grid_problem(config, GridShape{.y = 8, .x = 2}, 16).has_value());
-    // The tiny model splits on every grid of up to 2 Y ranks (2 key/value heads) and 8 X ranks.
-    for (GridShape const& grid : valid_grids(llama_preset("llama-tiny"), 8, 8)) EXPECT_LE(grid.y, 2);
-    EXPECT_FALSE(valid_grids(llama_preset("llama-tiny"), 8, 8).empty());
+    EXPECT_FALSE(grid_problem(config, GridShape{.y = 16}, 16).has_value());
+    // 12 ranks neither split nor replicate 8 heads.
+    config.num_attention_heads = 24;
+    config.hidden_size = 24 * 128;
+    std::optional<std::string> const uneven = grid_problem(config, GridShape{.y = 12}, 12);
+    ASSERT_TRUE(uneven.has_value());
+    EXPECT_NE(uneven->find("y = 12 does not divide the 8 key/value heads of qkvw"), std::string::npos) << *uneven;
+    // The tiny model (8 query heads, 2 key/value heads) splits on every grid of 8 ranks.
+    EXPECT_EQ(valid_grids(llama_preset("llama-tiny"), 8, 8).size(), grid_factorisations(8).size());
+}
+
+// On Y rank 3 of 4, llama-tiny's qkvw holds query heads 6-7 and a replica of key/value head 1 (shared with rank 2).
+TEST(LlamaConfig, KeyValueHeadsAreReplicatedOverALargerY) {
+    LlamaConfig const config = llama_preset("llama-tiny");  // C 64, hs 8, NH 8, NKV 2
+    ShardLayout const layout(llama_parameters(config), GridPosition{GridShape{.y = 4}, 0, 0, 3, 0});
+    ASSERT_EQ(layout.block_rows(LlamaParam::qkvw), 16 + 8 + 8);
+    std::vector<std::int64_t> rows;
+    for (std::int64_t r = 0; r < 32; ++r) rows.push_back(layout.serial_index(LlamaParam::qkvw, r * 64) / 64);
+    std::vector<std::int64_t> expected;
+    for (std::int64_t r = 48; r < 64; ++r) expected.push_back(r);
+    for (std::int64_t r = 72; r < 80; ++r) expected.push_back(r);
+    for (std::int64_t r = 88; r < 96; ++r) expected.push_back(r);
+    EXPECT_EQ(rows, expected);
+    ShardLayout::ReplicatedRuns const replicated = layout.replicated_runs(LlamaParam::qkvw);
+    EXPECT_EQ(replicated.factor, 2);
+    ASSERT_EQ(replicated.runs.size(), 2u);  // one per layer: its key rows, then its value rows, end to end
+    EXPECT_EQ(replicated.runs[0], (std::pair<std::int64_t, std::int64_t>{16 * 64, 32 * 64}));
 }
 
 // On Y rank 1 of 2, llama-tiny's qkvw holds its query heads 4-7 (serial rows 32-63), then key/value head 1 of

@@ -25,7 +25,7 @@ struct LocalDims {
 
     LocalDims(Architecture const& a, GridShape const& grid, int B_, int T_)
         : B(B_), T(T_), C(a.width), Cx(a.width / grid.x), Cy(a.width / grid.y), NHy(a.heads / grid.y),
-          NKVy(a.kv_heads / grid.y), hs(a.head_size()), Wy((NHy + 2 * NKVy) * hs), Uy(a.mlp_rows() / grid.y),
+          NKVy(std::max(1, a.kv_heads / grid.y)), hs(a.head_size()), Wy((NHy + 2 * NKVy) * hs), Uy(a.mlp_rows() / grid.y),
           Fy(a.mlp_width / grid.y), L(a.layers), Vpy(a.padded_vocab / grid.y), BT(static_cast<std::int64_t>(B_) * T_) {}
 };
 
@@ -183,6 +183,17 @@ std::int64_t cached_weight_numel(LocalDims const& d, ShardLayout const& layout, 
     return options.cache_weights ? d.L * layer_linear_blocks(layout, a) : 0;
 }
 
+// The buffer that sums replicated rows' gradients over Y: a slot per group of replicas, each room for the rows
+// (the same size on every rank, whatever its Z chunk holds).
+std::int64_t replica_sum_numel(ShardLayout const& layout, int y) {
+    std::int64_t largest = 0;
+    for (int id = 0; id < layout.count(); ++id) {
+        ShardLayout::ReplicatedRuns const replicated = layout.replicated_runs(id);
+        largest = std::max(largest, replicated.capacity * (y / replicated.factor));
+    }
+    return largest;
+}
+
 // A ring of one layer's four Linears: a weight gradient's reduce-scatter has a layer's backward to finish in.
 constexpr int scatter_ring = 4;
 
@@ -241,6 +252,7 @@ GptMemory decoder_memory(Architecture const& architecture, GridShape const& grid
         buffer(wte_grad_sent_numel(dims, grid.z, options.grad_comm)) * 2 +
         buffer(GradientSync::mirror_numel(layout, grid.data, options.grad_comm)) * 2 +
         buffer(bf16_staging_numel(dims, grid, options.precision)) * gemm_bytes +
+        buffer(replica_sum_numel(layout, grid.y)) * 4 +
         bf16_operand_numel(dims, options.precision) * 2;
     return {parameters * 4 + (mixed ? parameters * gemm_bytes : 0), parameters * 4, 2 * parameters * 4,
             (activations.total + activations.grad_total) * 4 + statistics_bytes, workspace_bytes};
@@ -300,6 +312,7 @@ Gpt::Gpt(Architecture architecture, Backend& backend, ProcessGrid& grid, int loc
         Tensor({std::max<std::int64_t>(1, wte_grad_sent_numel(dims, shape.z, options_.grad_comm))}, DType::bf16);
     activation_staging_ =
         Tensor({std::max<std::int64_t>(1, bf16_staging_numel(dims, shape, options_.precision))}, options_.precision);
+    replica_sums_ = Tensor({std::max<std::int64_t>(1, replica_sum_numel(layout_, shape.y))}, DType::f32);
     std::int64_t const max_block = max_linear_block(layout_, arch_);
     weights_ = std::make_unique<WeightGather>(grid.comm(Group::z_prefetch), options_.precision, max_block,
                                               options_.overlap, cached_weight_numel(dims, layout_, arch_, options_));
@@ -655,8 +668,30 @@ void Gpt::backward() {
         if (!arch_.tied_head) edges.push_back({p.head});
         sync_->final(edges);
         sync_->finish();
+        sum_replicated_gradients();
     } else {
         weight_grads_->complete_all();
+    }
+}
+
+void Gpt::sum_replicated_gradients() {
+    Communicator& y = grid_.comm(Group::y);
+    for (int id = 0; id < layout_.count(); ++id) {
+        ShardLayout::ReplicatedRuns const replicated = layout_.replicated_runs(id);
+        if (replicated.factor == 1) continue;
+        std::int64_t const count = replicated.capacity;
+        int const slots = y.size() / replicated.factor, slot = grid_.coord(Axis::y) / replicated.factor;
+        float* sums = replica_sums_.data<float>();
+        std::fill_n(sums, slots * count, 0.0f);
+        float* gradient = grad(id);
+        float* mine = sums + slot * count;
+        for (auto const& [begin, end] : replicated.runs) mine = std::copy(gradient + begin, gradient + end, mine);
+        y.all_reduce(sums, static_cast<std::size_t>(slots * count));
+        float const* summed = sums + slot * count;
+        for (auto const& [begin, end] : replicated.runs) {
+            std::copy_n(summed, end - begin, gradient + begin);
+            summed += end - begin;
+        }
     }
 }
 
@@ -730,6 +765,13 @@ Tensor Gpt::gather(int id, bool gradient) {
     float const* local = gradient ? grad(id) : param_values(id);
     if (layout_.owns(id) && grid_.coord(Axis::data) == 0) {
         for (std::int64_t i = 0; i < layout_.local_numel(id); ++i) full.data<float>()[layout_.serial_index(id, i)] = local[i];
+        // A replicated row is summed in from its first replica only.
+        ShardLayout::ReplicatedRuns const replicated = layout_.replicated_runs(id);
+        if (grid_.coord(Axis::y) % replicated.factor != 0) {
+            for (auto const& [begin, end] : replicated.runs) {
+                for (std::int64_t i = begin; i < end; ++i) full.data<float>()[layout_.serial_index(id, i)] = 0.0f;
+            }
+        }
     }
     grid_.comm(Group::world).all_reduce(full.data<float>(), static_cast<std::size_t>(full.numel()));
     return full;

@@ -185,6 +185,9 @@ private:
     int vocab_param(int which) const { return which == 0 ? arch_.params.embed : arch_.params.head; }
     // A vocabulary block's gradient into its parameter's shard: reduce-scattered over Z when Z is split.
     void finish_vocab_gradient(int which, GradWrite write);
+    // Replicated key/value rows (more Y ranks than key/value heads): each replica's gradient holds its own query
+    // heads' part; the sum over the Y ranks that share the head is the gradient, on every replica alike.
+    void sum_replicated_gradients();
     // X and Y as a normal Linear's (F, O) groups, or a transposed one's, with the bf16 staging buffer.
     LinearGroups linear_groups(bool transposed);
     // Where the GEMMs read parameter `id`, `element` elements in: the master weights, or their bf16 copy.
@@ -215,6 +218,7 @@ private:
     std::array<Tensor, 2> vocab_grad_block_;
     Tensor wte_grad_sent_;   // with bf16 gradient communication: a block in bf16, then its scattered shard
     Tensor activation_staging_;  // the Linears' all-reduces in bf16, in mixed precision
+    Tensor replica_sums_;        // one slot per group of key/value replicas, summed over Y
     std::unique_ptr<WeightGather> weights_;
     std::unique_ptr<GradScatter> weight_grads_;
     std::unique_ptr<GradientSync> sync_;

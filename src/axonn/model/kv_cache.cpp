@@ -2,12 +2,14 @@
 
 #include "axonn/core/error.h"
 
+#include <algorithm>
+
 namespace axonn {
 namespace {
 
 // One layer's keys (or values) on one rank: B rows × NKV/G_y heads × capacity positions × hs.
 std::int64_t layer_numel(Architecture const& a, GridShape const& grid, int batch, int capacity) {
-    return static_cast<std::int64_t>(batch) * (a.kv_heads / grid.y) * capacity * a.head_size();
+    return static_cast<std::int64_t>(batch) * std::max(1, a.kv_heads / grid.y) * capacity * a.head_size();
 }
 
 }  // namespace

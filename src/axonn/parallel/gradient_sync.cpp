@@ -76,7 +76,14 @@ void GradientSync::finish() {
 double gradient_norm(ShardLayout const& layout, Backend& backend, float const* grads, Communicator& tensor) {
     double squares = 0.0;
     for (int id = 0; id < layout.count(); ++id) {
-        if (layout.owns(id)) squares += backend.sum_of_squares(grads + layout.offset(id), layout.local_numel(id));
+        if (!layout.owns(id)) continue;
+        float const* grad = grads + layout.offset(id);
+        squares += backend.sum_of_squares(grad, layout.local_numel(id));
+        // Rows held by `factor` ranks (replicated key/value heads) count once over them.
+        ShardLayout::ReplicatedRuns const replicated = layout.replicated_runs(id);
+        for (auto const& [begin, end] : replicated.runs) {
+            squares -= (1.0 - 1.0 / replicated.factor) * backend.sum_of_squares(grad + begin, end - begin);
+        }
     }
     tensor.all_reduce(&squares, 1);
     return std::sqrt(squares);

@@ -32,6 +32,10 @@ struct RowPart {
     std::int64_t units;      // how many (heads, ...); the row axis must divide it
     std::int64_t unit_rows;  // rows per unit
     std::string unit_name;   // what a unit is, for errors: "attention heads"
+    // A row axis with more ranks than units (a multiple of them) may instead give each unit to G/units ranks, as
+    // Megatron replicates grouped-query attention's key/value heads: rank r holds unit r / (G/units). The
+    // replicas' gradients are partial sums that the model adds up (ShardLayout::replicated_runs).
+    bool replicable = false;
 };
 
 struct ParamDecl {

@@ -27,13 +27,29 @@ std::vector<RowPart> row_parts(ParamDecl const& param) {
     return {{param.rows, 1, "rows"}};
 }
 
+// Whether a row axis of G ranks splits the part (each rank a 1/G of its units) or replicates it (each unit on
+// G/units ranks), and the rows each rank holds and where they start.
+bool replicated(RowPart const& part, int G) { return part.units % G != 0 && part.replicable && G % part.units == 0; }
+std::int64_t part_rows_here(RowPart const& part, int G) {
+    return replicated(part, G) ? part.unit_rows : part.units / G * part.unit_rows;
+}
+std::int64_t part_first_row(RowPart const& part, int G, int coord) {
+    return replicated(part, G) ? coord / (G / part.units) * part.unit_rows : coord * part_rows_here(part, G);
+}
+// The rows of one layer's block on a rank of a row axis of G ranks.
+std::int64_t block_rows_here(ParamDecl const& param, int G) {
+    std::int64_t rows = 0;
+    for (RowPart const& part : row_parts(param)) rows += part_rows_here(part, G);
+    return rows;
+}
+
 // Why the row axis cannot split the parameter's rows, its column axis its columns, or Z its block.
 std::optional<std::string> split_problem(ParamDecl const& param, GridShape const& grid) {
     ShardSpec const spec = shard_spec(param);
     if (spec.row_axis) {
         int const parts = axis_size(grid, spec.row_axis);
         for (RowPart const& part : row_parts(param)) {
-            if (part.units % parts != 0) {
+            if (part.units % parts != 0 && !replicated(part, parts)) {
                 return fmt::format("{} = {} does not divide the {} {} of {}", axis_letter(*spec.row_axis), parts,
                                    part.units, part.unit_name, param.name);
             }
@@ -44,7 +60,8 @@ std::optional<std::string> split_problem(ParamDecl const& param, GridShape const
         return fmt::format("{} = {} does not divide the {} columns of {}", axis_letter(*spec.col_axis), col_parts,
                            spec.cols, param.name);
     }
-    std::int64_t const block_rows = spec.rows / axis_size(grid, spec.row_axis), block_cols = spec.cols / col_parts;
+    std::int64_t const block_rows = block_rows_here(param, axis_size(grid, spec.row_axis)),
+                       block_cols = spec.cols / col_parts;
     if (spec.z_flattened && block_rows * block_cols % grid.z != 0) {
         return fmt::format("z = {} does not divide the {} x {} block of {}", grid.z, block_rows, block_cols,
                            param.name);
@@ -99,7 +116,7 @@ ShardLayout::ShardLayout(std::vector<ParamDecl> params, GridPosition const& posi
 }
 
 std::int64_t ShardLayout::block_rows_of(int id) const {
-    return specs_[id].rows / axis_size(position_.shape, specs_[id].row_axis);
+    return block_rows_here(params_[id], axis_size(position_.shape, specs_[id].row_axis));
 }
 std::int64_t ShardLayout::block_cols_of(int id) const {
     return specs_[id].cols / axis_size(position_.shape, specs_[id].col_axis);
@@ -114,13 +131,13 @@ std::int64_t ShardLayout::row_in_serial(int id, std::int64_t local_row) const {
     ShardSpec const& spec = specs_[id];
     int const parts = axis_size(position_.shape, spec.row_axis);
     int const coord = spec.row_axis ? position_.coord(*spec.row_axis) : 0;
-    // Local rows are this rank's slice of each part in turn.
+    // Local rows are this rank's slice (or replica) of each part in turn.
     std::int64_t part_begin = 0;
     for (RowPart const& part : row_parts(params_[id])) {
-        std::int64_t const part_rows = part.units * part.unit_rows, rows_here = part_rows / parts;
-        if (local_row < rows_here) return part_begin + coord * rows_here + local_row;
+        std::int64_t const rows_here = part_rows_here(part, parts);
+        if (local_row < rows_here) return part_begin + part_first_row(part, parts, coord) + local_row;
         local_row -= rows_here;
-        part_begin += part_rows;
+        part_begin += part.units * part.unit_rows;
     }
     invariant(false, "row {} beyond parameter {}'s local rows", local_row, params_[id].name);
     return 0;
@@ -153,6 +170,43 @@ std::int64_t ShardLayout::serial_run_of(int id, std::int64_t i) const {
     std::int64_t run = std::min(segment(i), n - i);
     while (i + run < n && serial_index_of(id, i + run) == first + run) run += std::min(segment(i + run), n - i - run);
     return run;
+}
+
+ShardLayout::ReplicatedRuns ShardLayout::replicated_runs_of(int id) const {
+    ShardSpec const& s = specs_[id];
+    ReplicatedRuns result;
+    if (!s.row_axis) return result;
+    int const G = axis_size(position_.shape, s.row_axis);
+    // Which local rows of a layer's block are replicas.
+    std::vector<bool> replica_row;
+    for (RowPart const& part : row_parts(params_[id])) {
+        bool const copy = replicated(part, G);
+        if (copy) result.factor = G / static_cast<int>(part.units);
+        replica_row.insert(replica_row.end(), static_cast<std::size_t>(part_rows_here(part, G)), copy);
+    }
+    if (result.factor == 1) return result;
+    std::int64_t const cols_here = block_cols_of(id), n = local_numel_of(id);
+    std::int64_t const per_layer = s.z_flattened ? block_rows_of(id) * cols_here / position_.shape.z
+                                                 : block_rows_of(id) * cols_here;
+    // Whether local element i of the Z rank `z` lies in a replicated row.
+    auto const in_replica = [&](int z, std::int64_t i) {
+        std::int64_t const in_block = (s.z_flattened ? z * per_layer : 0) + i % per_layer;
+        return replica_row[static_cast<std::size_t>(in_block / cols_here)];
+    };
+    for (std::int64_t i = 0; i < n; ++i) {
+        if (!in_replica(position_.z, i)) continue;
+        if (!result.runs.empty() && result.runs.back().second == i) {
+            ++result.runs.back().second;
+        } else {
+            result.runs.emplace_back(i, i + 1);
+        }
+    }
+    for (int z = 0; z < (s.z_flattened ? position_.shape.z : 1); ++z) {
+        std::int64_t count = 0;
+        for (std::int64_t i = 0; i < n; ++i) count += in_replica(z, i);
+        result.capacity = std::max(result.capacity, count);
+    }
+    return result;
 }
 
 bool ShardLayout::owns_of(int id) const {

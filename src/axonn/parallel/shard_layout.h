@@ -21,6 +21,7 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace axonn {
@@ -72,6 +73,16 @@ public:
     // Whether this process is the one that counts tensor id's elements (once per data replica) in norms and
     // gathers: coordinate 0 on every axis of the tensor-parallel block the tensor is replicated over.
     bool owns(ParamIndex auto id) const { return owns_of(index(id)); }
+    // Local elements whose rows are replicas (a replicable row part held by `factor` ranks of the row axis), as
+    // ranges [begin, end); empty when none. Every replica holds its rows' elements at the same local indices. The
+    // Z ranks hold different chunks of a block, so different counts: `capacity` is the largest, which a buffer
+    // that every rank of the grid sums the same way needs.
+    struct ReplicatedRuns {
+        int factor = 1;
+        std::vector<std::pair<std::int64_t, std::int64_t>> runs;
+        std::int64_t capacity = 0;
+    };
+    ReplicatedRuns replicated_runs(ParamIndex auto id) const { return replicated_runs_of(index(id)); }
     // Local size of the [rows, cols] block of one layer before any Z split.
     std::int64_t block_rows(ParamIndex auto id) const { return block_rows_of(index(id)); }
     std::int64_t block_cols(ParamIndex auto id) const { return block_cols_of(index(id)); }
@@ -85,6 +96,7 @@ private:
     std::int64_t block_rows_of(int id) const;
     std::int64_t block_cols_of(int id) const;
     std::int64_t row_in_serial(int id, std::int64_t local_row) const;
+    ReplicatedRuns replicated_runs_of(int id) const;
 
     std::vector<ParamDecl> params_;
     std::vector<ShardSpec> specs_;

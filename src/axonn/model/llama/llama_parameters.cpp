@@ -8,8 +8,9 @@ std::vector<ParamDecl> llama_parameters(LlamaConfig const& config) {
                        NKV = config.num_key_value_heads, hs = config.head_size();
     std::int64_t const qkv_rows = (NH + 2 * NKV) * hs;
     constexpr float std = 0.02f;  // Hugging Face's initializer_range for Llama, every matrix alike
+    // Key/value heads split over Y like the query heads, or, where Y has more ranks than them, replicated.
     std::vector<RowPart> const qkv_heads = {
-        {NH, hs, "query heads"}, {NKV, hs, "key/value heads"}, {NKV, hs, "key/value heads"}};
+        {NH, hs, "query heads"}, {NKV, hs, "key/value heads", true}, {NKV, hs, "key/value heads", true}};
     std::vector<RowPart> const gate_and_up = {{F, 1, "rows of the MLP's gate"}, {F, 1, "rows of the MLP's up half"}};
     std::vector<RowPart> const vocabulary = {{Vp, 1, "rows of the padded vocabulary"}};
     using enum ShardRole;

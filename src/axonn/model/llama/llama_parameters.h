@@ -2,8 +2,9 @@
 // weight-decay class, declared once (as model/gpt_parameters.h does for GPT-2). Per-layer tensors are stacked with a
 // leading L.
 //   qkvw's rows are [q (NH heads) | k (NKV heads) | v (NKV heads)] of hs rows each: three row parts, so a Y rank
-//   holds the rows of its query heads and of their key/value heads (G_y must divide NKV: with fewer key/value
-//   heads than Y ranks they would have to be replicated, which is not implemented yet).
+//   holds the rows of its query heads and of their key/value heads; with more Y ranks than key/value heads, each
+//   key/value head is replicated on the G_y/NKV ranks whose query heads read it (as Megatron does), and the
+//   decoder sums the replicas' gradients.
 //   gateupw's rows are [gate (F) | up (F)]: two row parts, so a Y rank holds matching gate and up rows and SwiGLU
 //   needs no communication.
 #pragma once
