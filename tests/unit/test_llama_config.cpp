@@ -76,8 +76,10 @@ TEST(LlamaConfig, KeyValueHeadsAreReplicatedOverALargerY) {
     EXPECT_EQ(rows, expected);
     ShardLayout::ReplicatedRuns const replicated = layout.replicated_runs(LlamaParam::qkvw);
     EXPECT_EQ(replicated.factor, 2);
-    ASSERT_EQ(replicated.runs.size(), 2u);  // one per layer: its key rows, then its value rows, end to end
-    EXPECT_EQ(replicated.runs[0], (std::pair<std::int64_t, std::int64_t>{16 * 64, 32 * 64}));
+    ASSERT_EQ(replicated.runs.size(), 4u);  // per layer: its key rows, then its value rows
+    EXPECT_EQ(replicated.runs[0], (std::pair<std::int64_t, std::int64_t>{16 * 64, 24 * 64}));
+    EXPECT_EQ(replicated.runs[3], (std::pair<std::int64_t, std::int64_t>{32 * 64 + 24 * 64, 32 * 64 + 32 * 64}));
+    EXPECT_EQ(replicated.capacity, 2 * 16 * 64);
 }
 
 // On Y rank 1 of 2, llama-tiny's qkvw holds its query heads 4-7 (serial rows 32-63), then key/value head 1 of

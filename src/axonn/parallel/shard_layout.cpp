@@ -177,34 +177,39 @@ ShardLayout::ReplicatedRuns ShardLayout::replicated_runs_of(int id) const {
     ReplicatedRuns result;
     if (!s.row_axis) return result;
     int const G = axis_size(position_.shape, s.row_axis);
-    // Which local rows of a layer's block are replicas.
-    std::vector<bool> replica_row;
+    std::int64_t const cols_here = block_cols_of(id);
+    // The replicated rows of a layer's block, as ranges of its flattened elements.
+    std::vector<std::pair<std::int64_t, std::int64_t>> replica_ranges;
+    std::int64_t row = 0;
     for (RowPart const& part : row_parts(params_[id])) {
-        bool const copy = replicated(part, G);
-        if (copy) result.factor = G / static_cast<int>(part.units);
-        replica_row.insert(replica_row.end(), static_cast<std::size_t>(part_rows_here(part, G)), copy);
+        std::int64_t const rows_here = part_rows_here(part, G);
+        if (replicated(part, G)) {
+            result.factor = G / static_cast<int>(part.units);
+            replica_ranges.emplace_back(row * cols_here, (row + rows_here) * cols_here);
+        }
+        row += rows_here;
     }
     if (result.factor == 1) return result;
-    std::int64_t const cols_here = block_cols_of(id), n = local_numel_of(id);
-    std::int64_t const per_layer = s.z_flattened ? block_rows_of(id) * cols_here / position_.shape.z
-                                                 : block_rows_of(id) * cols_here;
-    // Whether local element i of the Z rank `z` lies in a replicated row.
-    auto const in_replica = [&](int z, std::int64_t i) {
-        std::int64_t const in_block = (s.z_flattened ? z * per_layer : 0) + i % per_layer;
-        return replica_row[static_cast<std::size_t>(in_block / cols_here)];
+    // Each Z rank holds one chunk of every layer's block: the ranges that fall in it, layer by layer.
+    int const chunks = s.z_flattened ? position_.shape.z : 1;
+    std::int64_t const chunk = block_rows_of(id) * cols_here / chunks;
+    auto const in_chunk = [&](int z, std::pair<std::int64_t, std::int64_t> range) {
+        return std::pair{std::max(range.first, z * chunk) - z * chunk, std::min(range.second, (z + 1) * chunk) - z * chunk};
     };
-    for (std::int64_t i = 0; i < n; ++i) {
-        if (!in_replica(position_.z, i)) continue;
-        if (!result.runs.empty() && result.runs.back().second == i) {
-            ++result.runs.back().second;
-        } else {
-            result.runs.emplace_back(i, i + 1);
+    int const z_here = s.z_flattened ? position_.z : 0;
+    for (std::int64_t layer = 0; layer < s.layers; ++layer) {
+        for (auto const& range : replica_ranges) {
+            auto const [begin, end] = in_chunk(z_here, range);
+            if (begin < end) result.runs.emplace_back(layer * chunk + begin, layer * chunk + end);
         }
     }
-    for (int z = 0; z < (s.z_flattened ? position_.shape.z : 1); ++z) {
-        std::int64_t count = 0;
-        for (std::int64_t i = 0; i < n; ++i) count += in_replica(z, i);
-        result.capacity = std::max(result.capacity, count);
+    for (int z = 0; z < chunks; ++z) {
+        std::int64_t per_layer = 0;
+        for (auto const& range : replica_ranges) {
+            auto const [begin, end] = in_chunk(z, range);
+            per_layer += std::max<std::int64_t>(0, end - begin);
+        }
+        result.capacity = std::max(result.capacity, per_layer * s.layers);
     }
     return result;
 }
