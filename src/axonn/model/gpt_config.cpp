@@ -47,10 +47,6 @@ std::int64_t GptConfig::parameter_count() const {
            2 * C;
 }
 
-double GptConfig::flops_per_token(int seq) const {
-    return 6.0 * static_cast<double>(parameter_count()) + 6.0 * n_layer * n_embd * static_cast<double>(seq);
-}
-
 // Far past any model trained (GPT-3 175B: 96 layers, width 12,288; Llama 3.1 405B: 126 layers, width 16,384),
 // and small enough that every size computed from them fits 64 bits.
 constexpr int max_layers = 4096;

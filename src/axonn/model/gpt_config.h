@@ -23,8 +23,6 @@ struct GptConfig {
 
     // Trainable parameters, excluding the padding rows of the embedding (the count MFU uses).
     std::int64_t parameter_count() const;
-    // Model FLOPs per token of one training step: 6·N + 6·L·C·T (llm.c's and PaLM's accounting).
-    double flops_per_token(int seq) const;
 
     // Throws axonn::Error naming the first impossible value and how to fix it.
     void validate() const;

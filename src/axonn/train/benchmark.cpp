@@ -97,7 +97,7 @@ BenchResult run_benchmark(BenchOptions options) {
     result.comm_hidden_fraction = communication.hidden_fraction();
     grid.comm(Group::world).all_reduce_max(&result.step_s, 1);  // outside the timed steps
     result.tokens_per_s = B * T / result.step_s;
-    result.model_flops_per_s = options.model.flops_per_token(T) * result.tokens_per_s;
+    result.model_flops_per_s = gpt2_architecture(options.model).model_flops_per_token(T) * result.tokens_per_s;
     double const gemm_rate_after = measure_single_core_gemm_rate(options.run.model.precision).flops_per_s;
     result.gemm_flops_per_s = std::max(gemm_rate_before, gemm_rate_after) * options.threads * world;
     result.mfu = result.model_flops_per_s / result.gemm_flops_per_s;

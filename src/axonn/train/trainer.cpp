@@ -431,7 +431,7 @@ TrainSummary run_training(TrainOptions options) {
     bool const goldfish = options.goldfish.enabled();
     // The weights of the step's targets: the Goldfish mask, the data's, or both multiplied.
     std::vector<float> loss_mask(goldfish || train_loader.has_loss_mask() ? batch.tokens.size() : 0);
-    double const flops_per_step = options.model.flops_per_token(T) * B * T;
+    double const flops_per_step = gpt2_architecture(options.model).model_flops_per_token(T) * B * T;
     TrainSummary summary{NAN, NAN, NAN, ""};
     Progress progress("train", options.steps, leader ? stderr : nullptr);
     grid.comm(Group::world).barrier_quietly();  // every rank's timeline starts together
