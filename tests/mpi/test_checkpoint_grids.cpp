@@ -1,5 +1,6 @@
-// Any grid to any grid: under mpirun at np 1, 2, 4 and 8, gpt2-micro (B = 8, T = 16) trains 2 AdamW steps on each
-// grid of the world size (all 20 at np 8) and saves a checkpoint (in files of at most 4 KiB, so each rank writes
+// Any grid to any grid, for each family: under mpirun at np 1, 2, 4 and 8, gpt2-micro and the micro Llama (whose
+// 2 key/value heads are replicated on y = 4 and 8, and each replicated row must be saved once) (B = 8, T = 16) train
+// 2 AdamW steps on each grid of the world size (all 20 at np 8 for GPT-2) and save a checkpoint (in files of at most 4 KiB, so each rank writes
 // many); every grid of that world size (at np 8, a quarter of them: pairs (i, j) with i + j divisible by 4, so
 // that each grid loads from five and saves for five), and the serial model on each rank, load it and take a third
 // step, as does the run that never moved. Checked:
@@ -13,6 +14,7 @@
 #include "axonn/core/rng.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/gpt.h"
+#include "axonn/model/model_config.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/train_step.h"
 #include "support/micro_model.h"
@@ -30,6 +32,7 @@ namespace axonn {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::micro_llama;
 using testing::micro_model;
 using testing::world_size;
 
@@ -57,8 +60,10 @@ struct GridRun {
     std::unique_ptr<Gpt> model;
     std::unique_ptr<AdamW> optimizer;
 
-    GridRun(MPI_Comm comm, GridShape const& shape) : grid(std::make_unique<ProcessGrid>(comm, shape)) {
-        model = std::make_unique<Gpt>(micro_model(), backend, *grid, batch_size / (shape.data * shape.z), seq_len);
+    GridRun(ModelConfig const& config, MPI_Comm comm, GridShape const& shape)
+        : grid(std::make_unique<ProcessGrid>(comm, shape)) {
+        model = std::make_unique<Gpt>(config.architecture(), backend, *grid, batch_size / (shape.data * shape.z),
+                                      seq_len);
         model->init_weights(5);
         optimizer = std::make_unique<AdamW>(model->segments(), model->layout().total(), backend, AdamWConfig{});
     }
@@ -66,8 +71,12 @@ struct GridRun {
     float step(int step) {
         std::vector<std::int32_t> tokens(batch_size * seq_len), targets(tokens.size());
         for (std::size_t i = 0; i < tokens.size(); ++i) {
-            tokens[i] = static_cast<std::int32_t>(philox4x32({31, static_cast<std::uint64_t>(2 * step)}, i)[0] % 300);
-            targets[i] = static_cast<std::int32_t>(philox4x32({31, static_cast<std::uint64_t>(2 * step + 1)}, i)[0] % 300);
+            auto const token = [&](int stream) {
+                return static_cast<std::int32_t>(philox4x32({31, static_cast<std::uint64_t>(stream)}, i)[0] %
+                                                 model->architecture().vocab_size);
+            };
+            tokens[i] = token(2 * step);
+            targets[i] = token(2 * step + 1);
         }
         Batch const rows = replica_rows(*grid, batch_size, seq_len, tokens.data(), targets.data());
         return train_step(*model, *optimizer, rows, 1e-3f).loss;
@@ -82,7 +91,7 @@ struct GridRun {
 
     std::vector<Tensor> gathered_weights() {
         std::vector<Tensor> weights;
-        for (int id = 0; id < param_count; ++id) weights.push_back(model->gather(Param{id}, false));
+        for (int id = 0; id < model->layout().count(); ++id) weights.push_back(model->gather(id, false));
         return weights;
     }
 };
@@ -96,17 +105,26 @@ bool bitwise_equal(std::vector<Tensor> const& a, std::vector<Tensor> const& b) {
 
 std::string grid_text(GridShape const& g) { return testing::grid_test_name(g); }
 
-TEST(CheckpointGrids, EveryGridLoadsWhatEveryGridSaved) {
-    fs::path const root = shared_folder();
-    std::vector<GridShape> const grids = valid_grids(micro_model(), world_size(), batch_size);
+struct Family {
+    char const* name;
+    ModelConfig model;
+};
+
+class CheckpointGrids : public ::testing::TestWithParam<Family> {};
+
+TEST_P(CheckpointGrids, EveryGridLoadsWhatEveryGridSaved) {
+    ModelConfig const& model = GetParam().model;
+    fs::path root = shared_folder();
+    root += std::string("_") + GetParam().name;
+    std::vector<GridShape> const grids = valid_grids(model.architecture().declarations, world_size(), batch_size);
     auto const paired = [&](std::size_t i, std::size_t j) { return grids.size() <= 10 || (i + j) % 4 == 0; };
     for (std::size_t i = 0; i < grids.size(); ++i) {
         GridShape const& saved_on = grids[i];
-        GridRun original(MPI_COMM_WORLD, saved_on);
+        GridRun original(model, MPI_COMM_WORLD, saved_on);
         original.step(0);
         original.step(1);
         fs::path const dir = root / grid_text(saved_on);
-        fs::path const folder = save_checkpoint(*original.grid, micro_model(),
+        fs::path const folder = save_checkpoint(*original.grid, model,
                                                 {original.model->param_values(), original.optimizer->exp_avg(),
                                                  original.optimizer->exp_avg_sq()},
                                                 2, nlohmann::json::object(), {dir, 0, 4096});
@@ -116,7 +134,7 @@ TEST(CheckpointGrids, EveryGridLoadsWhatEveryGridSaved) {
         for (std::size_t j = 0; j < grids.size(); ++j) {
             if (!paired(i, j)) continue;
             GridShape const& loaded_on = grids[j];
-            GridRun moved(MPI_COMM_WORLD, loaded_on);
+            GridRun moved(model, MPI_COMM_WORLD, loaded_on);
             moved.load(folder);
             EXPECT_TRUE(bitwise_equal(moved.gathered_weights(), saved))
                 << "saved on " << grid_text(saved_on) << ", loaded on " << grid_text(loaded_on);
@@ -124,7 +142,7 @@ TEST(CheckpointGrids, EveryGridLoadsWhatEveryGridSaved) {
             EXPECT_LT(std::abs(loss - unmoved) / std::abs(unmoved), step_tolerance)
                 << "saved on " << grid_text(saved_on) << ", loaded on " << grid_text(loaded_on);
         }
-        GridRun serial(MPI_COMM_SELF, GridShape{});
+        GridRun serial(model, MPI_COMM_SELF, GridShape{});
         serial.load(folder);
         EXPECT_TRUE(bitwise_equal(serial.gathered_weights(), saved)) << "saved on " << grid_text(saved_on);
         float const loss = serial.step(2);
@@ -135,6 +153,10 @@ TEST(CheckpointGrids, EveryGridLoadsWhatEveryGridSaved) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (rank == 0) fs::remove_all(root);
 }
+
+INSTANTIATE_TEST_SUITE_P(Families, CheckpointGrids,
+                         ::testing::Values(Family{"gpt2", micro_model()}, Family{"llama", micro_llama()}),
+                         [](auto const& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace axonn

@@ -318,8 +318,9 @@ TEST(Checkpoint, ACheckpointOfAnotherModelIsRefusedForResuming) {
     SerialState state(7);
     fs::path const folder = state.save(dir.path(), 2);
     TrainOptions options;
-    options.model = byte_micro();
-    options.model.n_layer = 3;
+    GptConfig deeper = byte_micro();
+    deeper.n_layer = 3;
+    options.model = deeper;
     options.resume = folder.string();
     options.steps = 10;
     std::string const error = error_of([&] { open_resume_checkpoint(options); });

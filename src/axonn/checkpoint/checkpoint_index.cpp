@@ -1,5 +1,6 @@
 #include "axonn/checkpoint/checkpoint_index.h"
 
+#include "axonn/checkpoint/hf_llama_config.h"
 #include "axonn/core/error.h"
 #include "axonn/core/json_depth.h"
 
@@ -46,7 +47,7 @@ void check_file_name(std::string const& name) {
 constexpr std::int64_t max_numel = std::int64_t{1} << 48;
 constexpr int max_dimension = std::numeric_limits<int>::max();
 
-GptConfig parse_model(json const& model) {
+GptConfig parse_gpt2_model(json const& model) {
     GptConfig config;
     config.name = text(model, "name", "model");
     config.vocab_size = static_cast<int>(integer(model, "vocab_size", "model", 1, max_dimension));
@@ -54,6 +55,20 @@ GptConfig parse_model(json const& model) {
     config.n_head = static_cast<int>(integer(model, "n_head", "model", 1, max_dimension));
     config.n_embd = static_cast<int>(integer(model, "n_embd", "model", 1, max_dimension));
     config.max_seq = static_cast<int>(integer(model, "max_seq", "model", 1, max_dimension));
+    return config;
+}
+
+LlamaConfig parse_llama_model(json const& model) {
+    LlamaConfig config = parse_hf_llama_config(field(model, "config", "model").dump(), "the index's model config");
+    config.name = text(model, "name", "model");
+    return config;
+}
+
+// A model without "family" is GPT-2 (the indexes written before Llama).
+ModelConfig parse_model(json const& model) {
+    std::string const family = model.is_object() && model.contains("family") ? text(model, "family", "model") : "gpt2";
+    require(family == "gpt2" || family == "llama", "model: unknown family '{}' (axonn knows gpt2 and llama)", family);
+    ModelConfig const config = family == "llama" ? ModelConfig(parse_llama_model(model)) : parse_gpt2_model(model);
     config.validate();
     require(integer(model, "padded_vocab_size", "model", 1, max_dimension) == config.padded_vocab_size(),
             "model: padded_vocab_size is not vocab_size rounded up to a multiple of 64");
@@ -93,14 +108,19 @@ StoredTensor parse_tensor(std::string const& name, json const& description,
     return tensor;
 }
 
-json model_json(GptConfig const& config) {
+json model_json(ModelConfig const& model) {
+    if (LlamaConfig const* llama = model.llama()) {
+        return {{"family", "llama"}, {"name", llama->name}, {"padded_vocab_size", llama->padded_vocab_size()},
+                {"config", hf_llama_config_json(*llama, "float32")}};
+    }
+    GptConfig const& config = *model.gpt();
     return {{"name", config.name},       {"vocab_size", config.vocab_size},
             {"padded_vocab_size", config.padded_vocab_size()}, {"n_layer", config.n_layer},
             {"n_head", config.n_head},   {"n_embd", config.n_embd},
             {"max_seq", config.max_seq}};
 }
 
-// An index is 5 levels deep, its run state 3; deeper JSON is refused before it is parsed and copied.
+// An index is 5 levels deep (6 with a Llama config), its run state 3; deeper JSON is refused before it is parsed and copied.
 constexpr int max_index_depth = 16;
 
 CheckpointIndex parse_index_document(std::string_view source) {
@@ -181,19 +201,6 @@ CheckpointIndex parse_checkpoint_index(std::string_view source) {
     } catch (json::exception const& e) {
         fail("it does not have the shape of an index ({})", e.what());
     }
-}
-
-std::string model_differences(GptConfig const& stored, GptConfig const& expected) {
-    std::string differences;
-    auto const compare = [&](char const* what, int a, int b) {
-        if (a != b) differences += fmt::format("{}{} {} (here {})", differences.empty() ? "" : ", ", what, a, b);
-    };
-    compare("vocabulary", stored.vocab_size, expected.vocab_size);
-    compare("layers", stored.n_layer, expected.n_layer);
-    compare("heads", stored.n_head, expected.n_head);
-    compare("width", stored.n_embd, expected.n_embd);
-    compare("context", stored.max_seq, expected.max_seq);
-    return differences;
 }
 
 }  // namespace axonn

@@ -1,7 +1,8 @@
 // index.json, the table of contents of a checkpoint directory (docs/ARCHITECTURE.md, "Formats"):
 //
 //   {"format": "axonn-checkpoint", "version": 1, "step": 300,
-//    "model": {"name", "vocab_size", "padded_vocab_size", "n_layer", "n_head", "n_embd", "max_seq"},
+//    "model": {"name", "vocab_size", "padded_vocab_size", "n_layer", "n_head", "n_embd", "max_seq"}   GPT-2
+//           | {"family": "llama", "name", "padded_vocab_size", "config": {Hugging Face's config.json}},
 //    "grid": {"data", "z", "y", "x"},                  the grid that wrote it (any grid reads it)
 //    "run": {...} | null,                              the trainer's state (schedule, optimizer, data position,
 //                                                      seed); null for weights alone (an imported model)
@@ -17,7 +18,7 @@
 
 #include "axonn/comm/grid.h"
 #include "axonn/core/tensor.h"
-#include "axonn/model/gpt_config.h"
+#include "axonn/model/model_config.h"
 
 #include <nlohmann/json.hpp>
 
@@ -48,7 +49,7 @@ struct StoredFile {
 
 struct CheckpointIndex {
     std::int64_t step = 0;
-    GptConfig model;
+    ModelConfig model;
     GridShape grid;
     nlohmann::json run;  // null: weights only
     std::map<std::string, StoredTensor> tensors;
@@ -65,8 +66,5 @@ std::string checkpoint_index_json(CheckpointIndex const& index);
 // Parses and checks an index: known format and version, a valid model, parts that tile every tensor, file names
 // that stay inside the directory, and every file referenced listed. Throws axonn::Error with the first problem.
 CheckpointIndex parse_checkpoint_index(std::string_view text);
-
-// A model config as the index and Hugging Face's config.json spell the differences: "n_layer 4 (here 2)".
-std::string model_differences(GptConfig const& stored, GptConfig const& expected);
 
 }  // namespace axonn

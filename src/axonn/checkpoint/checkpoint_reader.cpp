@@ -2,7 +2,6 @@
 
 #include "axonn/checkpoint/checkpoint_dir.h"
 #include "axonn/core/error.h"
-#include "axonn/model/gpt_parameters.h"
 
 #include <fmt/format.h>
 #include <zlib.h>
@@ -79,7 +78,7 @@ CheckpointReader::CheckpointReader(fs::path folder) : folder_(std::move(folder))
     } catch (Error const& e) {
         damaged(fmt::format("its {} is unusable: {}", checkpoint_index_file, e.what()));
     }
-    for (ParamDecl const& spec : gpt_parameters(index_.model)) {
+    for (ParamDecl const& spec : index_.model.architecture().declarations) {
         auto const found = index_.tensors.find(spec.name);
         if (found == index_.tensors.end()) damaged(fmt::format("it holds no tensor {}", spec.name));
         if (found->second.shape != spec.shape) {
@@ -91,7 +90,7 @@ CheckpointReader::CheckpointReader(fs::path folder) : folder_(std::move(folder))
 
 bool CheckpointReader::has_training_state() const {
     if (index_.run.is_null()) return false;
-    for (ParamDecl const& spec : gpt_parameters(index_.model)) {
+    for (ParamDecl const& spec : index_.model.architecture().declarations) {
         for (std::string const& name : {exp_avg_name(spec.name), exp_avg_sq_name(spec.name)}) {
             auto const found = index_.tensors.find(name);
             if (found == index_.tensors.end() || found->second.shape != spec.shape) return false;

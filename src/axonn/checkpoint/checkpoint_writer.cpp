@@ -7,7 +7,6 @@
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
 #include "axonn/io/safetensors.h"
-#include "axonn/model/gpt_parameters.h"
 #include "axonn/parallel/shard_layout.h"
 
 #include <fmt/format.h>
@@ -64,17 +63,35 @@ std::vector<PlannedFile> plan_files(std::vector<CheckpointTensor> const& tensors
 // Elements sent per all-to-all round: the exchange's memory stays bounded whatever the model's size.
 constexpr std::int64_t exchange_chunk = std::int64_t{1} << 22;
 
-// This rank's range of `tensor` in serial order, collected from the ranks that hold its elements: only those of
-// data replica 0 that own the tensor (ShardLayout::owns) send, so each element comes once. Collective.
-std::vector<float> collect_range(Communicator& world, ShardLayout const& layout, bool data_replica_zero,
+// The local elements of `tensor` this rank sends: none unless it is of data replica 0 and owns the tensor
+// (ShardLayout::owns), and of rows replicated over Y (key/value heads on more Y ranks than heads) only the first
+// replica's, so that each element comes once.
+std::vector<std::pair<std::int64_t, std::int64_t>> sent_ranges(ShardLayout const& layout, GridPosition const& position,
+                                                               CheckpointTensor const& tensor) {
+    auto const local = static_cast<std::int64_t>(tensor.local.size());
+    if (position.data != 0 || !layout.owns(tensor.param)) return {};
+    ShardLayout::ReplicatedRuns const replicated = layout.replicated_runs(tensor.param);
+    if (position.y % replicated.factor == 0) return {{0, local}};
+    std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
+    std::int64_t next = 0;
+    for (auto const& [begin, end] : replicated.runs) {
+        if (begin > next) ranges.emplace_back(next, begin);
+        next = end;
+    }
+    if (next < local) ranges.emplace_back(next, local);
+    return ranges;
+}
+
+// This rank's range of `tensor` in serial order, collected from the ranks that hold its elements. Collective.
+std::vector<float> collect_range(Communicator& world, ShardLayout const& layout, GridPosition const& position,
                                  CheckpointTensor const& tensor) {
     int const ranks = world.size();
     std::vector<std::int64_t> boundaries;
     for (int r = 0; r <= ranks; ++r) boundaries.push_back(range_begin(tensor.numel(), r, ranks));
     std::int64_t const begin = boundaries[world.rank()];
     std::vector<float> range(static_cast<std::size_t>(boundaries[world.rank() + 1] - begin));
-    bool const sender = data_replica_zero && layout.owns(tensor.param);
-    auto const local = static_cast<std::int64_t>(sender ? tensor.local.size() : 0);
+    auto const sent = sent_ranges(layout, position, tensor);
+    std::int64_t const local = sent.empty() ? 0 : sent.back().second;
     double rounds = static_cast<double>((local + exchange_chunk - 1) / exchange_chunk);
     world.all_reduce_max(&rounds, 1);
     std::size_t received = 0;
@@ -82,19 +99,23 @@ std::vector<float> collect_range(Communicator& world, ShardLayout const& layout,
         // Runs of consecutive serial indices, cut where the owner changes: (serial start, count) and the values.
         std::vector<std::vector<std::int64_t>> runs(ranks);
         std::vector<std::vector<float>> values(ranks);
-        std::int64_t const end = std::min(local, (round + 1) * exchange_chunk);
-        for (std::int64_t i = round * exchange_chunk; i < end;) {
-            std::int64_t const count = std::min(layout.serial_run(tensor.param, i), end - i);
-            for (std::int64_t serial = layout.serial_index(tensor.param, i), left = count; left > 0;) {
-                auto const owner = std::upper_bound(boundaries.begin(), boundaries.end(), serial) - boundaries.begin() - 1;
-                std::int64_t const take = std::min(left, boundaries[owner + 1] - serial);
-                runs[owner].insert(runs[owner].end(), {serial, take});
-                auto const from = tensor.local.begin() + (i + count - left);
-                values[owner].insert(values[owner].end(), from, from + take);
-                serial += take;
-                left -= take;
+        std::int64_t const window_begin = round * exchange_chunk, window_end = window_begin + exchange_chunk;
+        for (auto const& [sent_begin, sent_end] : sent) {
+            std::int64_t const end = std::min(sent_end, window_end);
+            for (std::int64_t i = std::max(sent_begin, window_begin); i < end;) {
+                std::int64_t const count = std::min(layout.serial_run(tensor.param, i), end - i);
+                for (std::int64_t serial = layout.serial_index(tensor.param, i), left = count; left > 0;) {
+                    auto const owner =
+                        std::upper_bound(boundaries.begin(), boundaries.end(), serial) - boundaries.begin() - 1;
+                    std::int64_t const take = std::min(left, boundaries[owner + 1] - serial);
+                    runs[owner].insert(runs[owner].end(), {serial, take});
+                    auto const from = tensor.local.begin() + (i + count - left);
+                    values[owner].insert(values[owner].end(), from, from + take);
+                    serial += take;
+                    left -= take;
+                }
+                i += count;
             }
-            i += count;
         }
         std::vector<std::int64_t> const got_runs = world.all_to_all(runs);
         std::vector<float> const got_values = world.all_to_all(values);
@@ -134,7 +155,7 @@ private:
 };
 
 // Writes this rank's files into `folder`; returns what the index needs of them (files and parts).
-json write_rank_files(Communicator& world, ShardLayout const& layout, bool data_replica_zero,
+json write_rank_files(Communicator& world, ShardLayout const& layout, GridPosition const& position,
                       std::vector<CheckpointTensor> const& tensors, fs::path const& folder,
                       std::uint64_t max_file_bytes) {
     std::vector<PlannedFile> const plan = plan_files(tensors, world.rank(), world.size(), max_file_bytes);
@@ -142,7 +163,7 @@ json write_rank_files(Communicator& world, ShardLayout const& layout, bool data_
     std::size_t file = 0, piece = 0;
     std::optional<ChecksummedFile> out;
     for (std::size_t t = 0; t < tensors.size(); ++t) {
-        std::vector<float> const range = collect_range(world, layout, data_replica_zero, tensors[t]);
+        std::vector<float> const range = collect_range(world, layout, position, tensors[t]);
         std::int64_t const range_start = range_begin(tensors[t].numel(), world.rank(), world.size());
         while (file < plan.size() && piece < plan[file].pieces.size() && plan[file].pieces[piece].tensor == t) {
             PlannedFile const& planned = plan[file];
@@ -173,7 +194,7 @@ json write_rank_files(Communicator& world, ShardLayout const& layout, bool data_
 }
 
 // Rank 0: the index of the files every rank wrote.
-CheckpointIndex build_index(GridShape const& grid, GptConfig const& config, std::vector<CheckpointTensor> const& tensors,
+CheckpointIndex build_index(GridShape const& grid, ModelConfig const& config, std::vector<CheckpointTensor> const& tensors,
                             std::int64_t step, json const& run, std::vector<std::string> const& records) {
     CheckpointIndex index{step, config, grid, run, {}, {}};
     for (auto const& tensor : tensors) index.tensors[tensor.name].shape = tensor.shape;
@@ -214,11 +235,12 @@ void complete_checkpoint(CheckpointIndex const& index, fs::path const& partial, 
 
 }  // namespace
 
-fs::path save_checkpoint(ProcessGrid& grid, GptConfig const& config, LocalTensors const& local, std::int64_t step,
+fs::path save_checkpoint(ProcessGrid& grid, ModelConfig const& config, LocalTensors const& local, std::int64_t step,
                          json const& run, CheckpointTarget const& target) {
     Communicator& world = grid.comm(Group::world);
     bool const leader = world.rank() == 0;
-    ShardLayout const layout = gpt_layout(config, GridPosition::of(grid));
+    GridPosition const position = GridPosition::of(grid);
+    ShardLayout const layout(config.architecture().declarations, position);
     std::vector<CheckpointTensor> const tensors = checkpoint_tensors(layout, local);
     fs::path const destination = target.dir / checkpoint_folder_name(step);
     fs::path partial = destination;
@@ -230,7 +252,7 @@ fs::path save_checkpoint(ProcessGrid& grid, GptConfig const& config, LocalTensor
         create_folder(partial, "checkpoint folder");
     }
     world.barrier_quietly();
-    json const record = write_rank_files(world, layout, grid.coord(Axis::data) == 0, tensors, partial,
+    json const record = write_rank_files(world, layout, position, tensors, partial,
                                          target.max_file_bytes);
     std::vector<std::string> const records = world.gather_text(record.dump());
     if (leader) {

@@ -11,7 +11,7 @@
 
 #include "axonn/checkpoint/checkpoint_tensors.h"
 #include "axonn/comm/grid.h"
-#include "axonn/model/gpt_config.h"
+#include "axonn/model/model_config.h"
 
 #include <nlohmann/json.hpp>
 
@@ -28,7 +28,7 @@ struct CheckpointTarget {
 
 // Saves step `step` into target.dir / checkpoint_folder_name(step), replacing one of that step, and returns that
 // folder. Collective over the grid's world; `run` is the trainer's state (null for weights alone).
-std::filesystem::path save_checkpoint(ProcessGrid& grid, GptConfig const& config, LocalTensors const& tensors,
+std::filesystem::path save_checkpoint(ProcessGrid& grid, ModelConfig const& config, LocalTensors const& tensors,
                                       std::int64_t step, nlohmann::json const& run, CheckpointTarget const& target);
 
 }  // namespace axonn

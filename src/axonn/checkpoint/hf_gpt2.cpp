@@ -101,7 +101,7 @@ GptConfig read_hf_gpt2_config(fs::path const& dir) {
     json const config = json::parse(text, nullptr, false);
     require(!config.is_discarded() && config.is_object(), "{} is not a JSON object", path.string());
     require(config.contains("model_type") && config["model_type"] == "gpt2",
-            "{} describes model_type {}, not gpt2: axonn imports GPT-2 models", path.string(),
+            "{} describes model_type {}: axonn reads GPT-2 (gpt2) and Llama (llama) models", path.string(),
             config.contains("model_type") ? config["model_type"].dump() : "(none)");
     GptConfig model;
     model.name = dir.filename().string();
@@ -223,7 +223,7 @@ void HfGpt2Weights::read_local(ShardLayout const& layout, std::span<float> param
 }
 
 void export_hf_gpt2(CheckpointReader& checkpoint, fs::path const& out) {
-    GptConfig const& config = checkpoint.index().model;
+    GptConfig const& config = *checkpoint.index().model.gpt();
     auto const specs = gpt_parameters(config);
     std::vector<SafetensorsEntry> entries;
     std::vector<Tensor> data;

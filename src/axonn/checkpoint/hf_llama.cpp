@@ -1,5 +1,7 @@
 #include "axonn/checkpoint/hf_llama.h"
 
+#include "axonn/checkpoint/hf_llama_config.h"
+#include "axonn/core/bfloat16.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
 #include "axonn/model/llama/llama_parameters.h"
@@ -123,6 +125,51 @@ void HfLlamaWeights::read_local(ShardLayout const& layout, std::span<float> para
             }
         }
     }
+}
+
+void export_hf_llama(CheckpointReader& checkpoint, fs::path const& out, DType dtype) {
+    require(dtype == DType::f32 || dtype == DType::bf16, "export writes F32 or BF16 weights, not {}", dtype_name(dtype));
+    LlamaConfig const& config = *checkpoint.index().model.llama();
+    std::vector<ParamDecl> const decls = llama_parameters(config);
+    // Every stored tensor in the order its data is written: by axonn tensor, layer, then part.
+    std::vector<SafetensorsEntry> entries;
+    for (int id = 0; id < llama_param_count; ++id) {
+        auto const param = static_cast<LlamaParam>(id);
+        for (std::int64_t l = 0; l < (per_layer(param) ? config.num_hidden_layers : 1); ++l) {
+            for (StoredPart const& part : stored_parts(param, config)) {
+                entries.push_back({stored_name(param, part, l), dtype, part.shape, 0, 0});
+            }
+        }
+    }
+    create_folder(out, "export folder");
+    AtomicFile weights(out / hf_weights_file, "Hugging Face weights");
+    // transformers refuses a safetensors file whose metadata does not say which framework wrote it.
+    std::string const header = safetensors_header_bytes(entries, {{"format", "pt"}});
+    weights.write(header.data(), header.size());
+    std::vector<bfloat16> rounded;
+    for (int id = 0; id < llama_param_count; ++id) {
+        auto const param = static_cast<LlamaParam>(id);
+        Tensor const whole = checkpoint.read_tensor(decls[id].name);  // [layers, rows, cols], padding rows included
+        std::int64_t const per_layer_numel = decls[id].rows * decls[id].cols;
+        for (std::int64_t l = 0; l < (per_layer(param) ? config.num_hidden_layers : 1); ++l) {
+            float const* from = whole.data<float>() + l * per_layer_numel;
+            for (StoredPart const& part : stored_parts(param, config)) {
+                std::int64_t const n = shape_numel(part.shape);
+                if (dtype == DType::f32) {
+                    weights.write(from, static_cast<std::size_t>(n) * sizeof(float));
+                } else {
+                    rounded.resize(static_cast<std::size_t>(n));
+                    std::transform(from, from + n, rounded.begin(), to_bfloat16);
+                    weights.write(rounded.data(), rounded.size() * sizeof(bfloat16));
+                }
+                from += n;
+            }
+        }
+    }
+    weights.commit();
+    write_file_atomically(out / "config.json",
+                          hf_llama_config_json(config, dtype == DType::f32 ? "float32" : "bfloat16").dump(2) + "\n",
+                          "Hugging Face config");
 }
 
 }  // namespace axonn

@@ -15,7 +15,9 @@
 //   lm_head      lm_head.weight                                               [V, C]     (axonn: [Vp, C])
 #pragma once
 
+#include "axonn/checkpoint/checkpoint_reader.h"
 #include "axonn/checkpoint/hf_safetensors.h"
+#include "axonn/core/tensor.h"
 #include "axonn/model/llama/llama_config.h"
 #include "axonn/parallel/shard_layout.h"
 
@@ -39,5 +41,10 @@ private:
     LlamaConfig config_;
     HfSafetensors files_;
 };
+
+// Writes config.json and model.safetensors into `out` (created if missing) from a Llama checkpoint's weights, in
+// `dtype` (f32, or bf16 rounded to nearest even: exact for weights that were bf16 when imported). Holds one axonn
+// tensor in memory at a time.
+void export_hf_llama(CheckpointReader& checkpoint, std::filesystem::path const& out, DType dtype);
 
 }  // namespace axonn

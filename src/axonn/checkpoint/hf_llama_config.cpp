@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <string_view>
 
 namespace axonn {
@@ -139,6 +140,43 @@ LlamaConfig read_hf_llama_config(std::filesystem::path const& dir) {
         path.string());
     config.name = dir.filename().string();
     return config;
+}
+
+json hf_llama_config_json(LlamaConfig const& config, std::string const& torch_dtype) {
+    json rope_scaling = nullptr;
+    if (config.rope_scaling) {
+        RopeScaling const& s = *config.rope_scaling;
+        json const original = s.original_max_position == std::floor(s.original_max_position)
+                                  ? json(static_cast<std::int64_t>(s.original_max_position))
+                                  : json(s.original_max_position);
+        rope_scaling = {{"rope_type", "llama3"},
+                        {"factor", s.factor},
+                        {"low_freq_factor", s.low_freq_factor},
+                        {"high_freq_factor", s.high_freq_factor},
+                        {"original_max_position_embeddings", original}};
+    }
+    return {{"architectures", {"LlamaForCausalLM"}},
+            {"model_type", "llama"},
+            {"vocab_size", config.vocab_size},
+            {"hidden_size", config.hidden_size},
+            {"intermediate_size", config.intermediate_size},
+            {"num_hidden_layers", config.num_hidden_layers},
+            {"num_attention_heads", config.num_attention_heads},
+            {"num_key_value_heads", config.num_key_value_heads},
+            {"head_dim", config.head_size()},
+            {"max_position_embeddings", config.max_position_embeddings},
+            {"rms_norm_eps", config.rms_norm_eps},
+            {"rope_theta", config.rope_theta},
+            {"rope_scaling", rope_scaling},
+            {"hidden_act", "silu"},
+            {"tie_word_embeddings", false},
+            {"attention_bias", false},
+            {"mlp_bias", false},
+            {"attention_dropout", 0.0},
+            {"pretraining_tp", 1},
+            {"initializer_range", 0.02},
+            {"use_cache", true},
+            {"torch_dtype", torch_dtype}};
 }
 
 }  // namespace axonn

@@ -6,6 +6,8 @@
 
 #include "axonn/model/llama/llama_config.h"
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <string>
 
@@ -15,5 +17,8 @@ namespace axonn {
 LlamaConfig parse_hf_llama_config(std::string const& text, std::string const& source);
 // dir/config.json
 LlamaConfig read_hf_llama_config(std::filesystem::path const& dir);
+// The config as Hugging Face writes it (LlamaForCausalLM); parse_hf_llama_config reads it back as it was.
+// `torch_dtype` names the weights' type ("float32" or "bfloat16").
+nlohmann::json hf_llama_config_json(LlamaConfig const& config, std::string const& torch_dtype);
 
 }  // namespace axonn

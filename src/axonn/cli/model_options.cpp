@@ -8,10 +8,12 @@
 
 namespace axonn {
 
-ModelOptions::ModelOptions(CLI::App& command, std::string default_preset) : preset_(std::move(default_preset)) {
-    command.add_option("--model", preset_, fmt::format("model preset: {}", fmt::join(gpt_preset_names(), ", ")))
-        ->capture_default_str();
-    llama_presets_ = llama_preset_names();
+ModelOptions::ModelOptions(CLI::App& command, std::string default_preset, bool takes_llama)
+    : preset_(std::move(default_preset)), llama_presets_(llama_preset_names()) {
+    std::string const presets = takes_llama ? fmt::format("GPT-2: {}; Llama: {}", fmt::join(gpt_preset_names(), ", "),
+                                                          fmt::join(llama_presets_, ", "))
+                                            : fmt::format("{}", fmt::join(gpt_preset_names(), ", "));
+    command.add_option("--model", preset_, fmt::format("model preset: {}", presets))->capture_default_str();
     n_layer_option_ = command.add_option("--n-layer", n_layer_, "override the preset's number of layers");
     n_head_option_ = command.add_option("--n-head", n_head_, "override the preset's number of attention heads");
     n_embd_option_ = command.add_option("--n-embd", n_embd_, "override the preset's width (channels)");
@@ -19,8 +21,8 @@ ModelOptions::ModelOptions(CLI::App& command, std::string default_preset) : pres
 }
 
 GptConfig ModelOptions::resolve() const {
-    require(!names_llama(), "--model {} is a Llama model, which only `axonn plan` takes so far: train, bench and "
-            "parity run the GPT-2 presets ({})", preset_, fmt::join(gpt_preset_names(), ", "));
+    require(!names_llama(), "--model {} is a Llama model, which `axonn train` and `axonn plan` take: this command "
+            "runs the GPT-2 presets ({})", preset_, fmt::join(gpt_preset_names(), ", "));
     GptConfig config = gpt_preset(preset_);
     if (n_layer_option_->count()) config.n_layer = n_layer_;
     if (n_head_option_->count()) config.n_head = n_head_;
@@ -42,6 +44,11 @@ LlamaConfig ModelOptions::resolve_llama() const {
     if (context_option_->count()) config.max_position_embeddings = context_;
     config.validate();
     return config;
+}
+
+ModelConfig ModelOptions::resolve_model() const {
+    if (names_llama()) return resolve_llama();
+    return resolve();
 }
 
 }  // namespace axonn

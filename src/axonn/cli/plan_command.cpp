@@ -80,7 +80,7 @@ void add_plan_command(CLI::App& app) {
         "             --recompute layer --precision bf16");
     auto request = std::make_shared<PlanRequest>();
     auto flags = std::make_shared<PlanFlags>();
-    auto model = std::make_shared<ModelOptions>(*command, "gpt-20b");
+    auto model = std::make_shared<ModelOptions>(*command, "gpt-20b", true);
     command->add_option("--gpus", request->devices,
                         "devices (GPUs, GCDs or CPU ranks), at most " + std::to_string(max_plan_devices))->required();
     command->add_option("--machine", flags->machine, "machine profile: perlmutter, frontier, alps, local, or a .toml")

@@ -13,7 +13,7 @@
 namespace axonn {
 
 void add_train_command(CLI::App& app) {
-    CLI::App* command = app.add_subcommand("train", "Train a GPT-2 model on prepared token shards");
+    CLI::App* command = app.add_subcommand("train", "Train a GPT-2 or Llama model on prepared token shards");
     command->footer(
         "Every option can also be set in a TOML file given with --config, by its long name without the dashes\n"
         "(for example `steps = 200` or `n-embd = 256`); options on the command line override the file.\n"
@@ -22,7 +22,7 @@ void add_train_command(CLI::App& app) {
     command->add_option("--config", "TOML file of options (unknown keys are an error)");
 
     auto options = std::make_shared<TrainOptions>();
-    auto model = std::make_shared<ModelOptions>(*command, "gpt2-tiny");
+    auto model = std::make_shared<ModelOptions>(*command, "gpt2-tiny", true);
     command->add_option("--data", options->data, "folder written by `axonn prepare` (train.bin, val.bin), a shard, "
                                                  "or a folder of shards")->required();
     command->add_option("--val-data", options->val_data, "validation shard(s); default: val.bin beside --data");
@@ -86,7 +86,7 @@ void add_train_command(CLI::App& app) {
         ->expected(0, 1)->default_str("latest");
     command->add_option("--init-from", options->init_from,
                         "start from these weights with a fresh optimizer: an axonn checkpoint (or folder of them) or "
-                        "a Hugging Face GPT-2 folder (config.json + model.safetensors); the model comes from it");
+                        "a Hugging Face GPT-2 or Llama folder (config.json + model.safetensors); the model comes from it");
 
     CLI::Option* goldfish = add_goldfish_option(*command, options->goldfish);
     goldfish->description(goldfish->get_description() + "; --metrics then also logs loss_all, loss_kept and "
@@ -94,7 +94,7 @@ void add_train_command(CLI::App& app) {
 
     command->callback([options, model, grid_spec] {
         as_usage_errors([&] {
-            options->model = model->resolve();
+            options->model = model->resolve_model();
             options->grid_auto = *grid_spec == "auto";
             if (!options->grid_auto) options->grid = GridShape::parse(*grid_spec);
         });

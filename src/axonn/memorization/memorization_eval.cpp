@@ -37,15 +37,16 @@ json evaluate_memorization(MemorizationEvalOptions const& options) {
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     use_threads(options.threads);
     fs::path const source = resolve_init_source(options.model_dir);
-    GptConfig const config = init_source_config(source);
+    ModelConfig const config = init_source_config(source);
+    Architecture const architecture = config.architecture();
     ExtractionSpec const& spec = options.spec;
     int const window = spec.prefix + spec.suffix;
     as_usage_errors([&] {
         require(spec.prefix >= 1 && spec.suffix >= 1, "--prefix and --suffix must be at least 1, got {} and {}",
                 spec.prefix, spec.suffix);
-        require(window - 1 <= config.max_seq, "--prefix {} + --suffix {} is longer than the model's context of {} "
-                "tokens (+1): shorten them", spec.prefix, spec.suffix, config.max_seq);
-        require_valid_grid(config, options.grid, world, options.batch);
+        require(window - 1 <= config.context(), "--prefix {} + --suffix {} is longer than the model's context of {} "
+                "tokens (+1): shorten them", spec.prefix, spec.suffix, config.context());
+        require_valid_grid(architecture.declarations, options.grid, world, options.batch);
     });
     // Only "text" records need the tokenizer: one that cannot be loaded is an error when such a record comes.
     std::unique_ptr<Tokenizer> tokenizer;
@@ -56,10 +57,10 @@ json evaluate_memorization(MemorizationEvalOptions const& options) {
         no_tokenizer = fmt::format("the --tokenizer cannot be loaded: {}", e.what());
     }
     std::vector<EvalDocument> const members =
-        read_eval_documents(options.documents, tokenizer.get(), config.vocab_size, no_tokenizer);
+        read_eval_documents(options.documents, tokenizer.get(), config.vocab_size(), no_tokenizer);
     std::vector<EvalDocument> heldout;
     if (!options.heldout.empty()) {
-        heldout = read_eval_documents(options.heldout, tokenizer.get(), config.vocab_size, no_tokenizer);
+        heldout = read_eval_documents(options.heldout, tokenizer.get(), config.vocab_size(), no_tokenizer);
     }
 
     std::vector<std::vector<std::int32_t>> windows;
@@ -84,8 +85,8 @@ json evaluate_memorization(MemorizationEvalOptions const& options) {
     StepOptions step_options;
     std::unique_ptr<Backend> const backend = make_step_backend(step_options, grid.rank() == 0);
     int const local = options.batch / (grid.size(Axis::data) * grid.size(Axis::z));
-    Gpt model(config, *backend, grid, local, window - 1);
-    load_initial_weights(source, model);
+    Gpt model(architecture, *backend, grid, local, window - 1);
+    load_initial_weights(source, config, model);
     std::vector<ExtractionScore> const scores = score_extraction(model, windows, spec);
 
     std::map<int, std::vector<ExtractionScore>> by_bucket;

@@ -3,6 +3,7 @@
 #include "axonn/checkpoint/checkpoint_dir.h"
 #include "axonn/checkpoint/checkpoint_writer.h"
 #include "axonn/checkpoint/hf_gpt2.h"
+#include "axonn/checkpoint/hf_model.h"
 #include "axonn/core/error.h"
 
 #include <fmt/format.h>
@@ -168,14 +169,14 @@ fs::path resolve_init_source(fs::path const& source) {
     });
 }
 
-GptConfig init_source_config(fs::path const& resolved) {
-    if (is_hf_model_folder(resolved)) return read_hf_gpt2_config(resolved);
+ModelConfig init_source_config(fs::path const& resolved) {
+    if (is_hf_model_folder(resolved)) return read_hf_model_config(resolved);
     return CheckpointReader(resolved).index().model;
 }
 
-void load_initial_weights(fs::path const& resolved, Gpt& model) {
+void load_initial_weights(fs::path const& resolved, ModelConfig const& source, Gpt& model) {
     if (is_hf_model_folder(resolved)) {
-        HfGpt2Weights(resolved, model.config()).read_local(model.layout(), model.params());
+        read_hf_weights(resolved, source, model.layout(), model.params());
         return;
     }
     CheckpointReader checkpoint(resolved);
@@ -187,7 +188,7 @@ fs::path save_training_checkpoint(TrainOptions const& options, Gpt& model, AdamW
                                   int step) {
     LocalTensors const local{model.param_values(), optimizer.exp_avg(), optimizer.exp_avg_sq()};
     CheckpointTarget const target{options.ckpt_dir, options.keep, options.ckpt_file_mib << 20};
-    return save_checkpoint(model.grid(), model.config(), local, step,
+    return save_checkpoint(model.grid(), options.model, local, step,
                            run_state_json(options, optimizer, loader.state(), step), target);
 }
 

@@ -3,7 +3,7 @@
 // generator's whole state since it is counter-based, and the tokenizer), and the three
 // ways a run meets one: saving (--ckpt-dir, --ckpt-every, --keep, at the end, on a stop signal), resuming
 // (--resume: everything, bit for bit) and starting from weights alone (--init-from: an axonn checkpoint or a
-// Hugging Face GPT-2 folder, with a fresh optimizer).
+// Hugging Face GPT-2 or Llama folder, with a fresh optimizer).
 #pragma once
 
 #include "axonn/checkpoint/checkpoint_reader.h"
@@ -35,13 +35,13 @@ std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoi
 // Refuses a --ckpt-dir holding checkpoints of steps after start_step (another run's), alike on every rank.
 void check_checkpoint_folder(std::filesystem::path const& ckpt_dir, std::int64_t start_step);
 
-// What --init-from names, as rank 0 resolves it: a Hugging Face GPT-2 folder, an axonn checkpoint, or a folder of
-// them (its newest). Collective over MPI_COMM_WORLD.
+// What --init-from names, as rank 0 resolves it: a Hugging Face GPT-2 or Llama folder, an axonn checkpoint, or a
+// folder of them (its newest). Collective over MPI_COMM_WORLD.
 std::filesystem::path resolve_init_source(std::filesystem::path const& source);
 // The model a resolved --init-from source holds.
-GptConfig init_source_config(std::filesystem::path const& resolved);
-// Loads its weights into this rank's shards. Collective.
-void load_initial_weights(std::filesystem::path const& resolved, Gpt& model);
+ModelConfig init_source_config(std::filesystem::path const& resolved);
+// Loads the weights of `source` (its init_source_config) into this rank's shards. Collective.
+void load_initial_weights(std::filesystem::path const& resolved, ModelConfig const& source, Gpt& model);
 
 // Saves the run at `step` (the number of steps done) into --ckpt-dir; returns the checkpoint's folder. Collective.
 std::filesystem::path save_training_checkpoint(TrainOptions const& options, Gpt& model, AdamW& optimizer,

@@ -1,11 +1,8 @@
 #include "axonn/train/generation_job.h"
 
-#include "axonn/checkpoint/hf_llama.h"
-#include "axonn/checkpoint/hf_llama_config.h"
 #include "axonn/core/error.h"
 #include "axonn/core/timer.h"
 #include "axonn/io/tokenizer.h"
-#include "axonn/model/llama/llama_parameters.h"
 #include "axonn/train/checkpointing.h"
 #include "axonn/train/threads.h"
 #include "axonn/train/train_step.h"
@@ -13,7 +10,6 @@
 #include <mpi.h>
 
 #include <charconv>
-#include <optional>
 
 namespace axonn {
 namespace {
@@ -47,10 +43,8 @@ GenerationJobResult run_generation(GenerationJobOptions const& options,
         require(options.prompt_chunk >= 1, "--prompt-chunk must be at least 1, got {}", options.prompt_chunk);
     });
     std::filesystem::path const source = resolve_init_source(options.model_dir);
-    std::optional<LlamaConfig> const llama =
-        is_hf_llama_folder(source) ? std::optional(read_hf_llama_config(source)) : std::nullopt;
-    Architecture const architecture =
-        llama ? llama_architecture(*llama) : gpt2_architecture(init_source_config(source));
+    ModelConfig const model_config = init_source_config(source);
+    Architecture const architecture = model_config.architecture();
     require(architecture.vocab_size == tokenizer->vocab_size(), "the model in {} has a vocabulary of {} tokens, but "
             "the {} tokenizer has {}: pass the --tokenizer it was trained with", options.model_dir.string(),
             architecture.vocab_size, tokenizer->name(), tokenizer->vocab_size());
@@ -65,11 +59,7 @@ GenerationJobResult run_generation(GenerationJobOptions const& options,
     GptOptions model_options;
     model_options.recompute = Recompute::layer;
     Gpt model(architecture, *backend, grid, 1, std::min(options.prompt_chunk, architecture.context), model_options);
-    if (llama) {
-        HfLlamaWeights(source, *llama).read_local(model.layout(), model.params());
-    } else {
-        load_initial_weights(source, model);
-    }
+    load_initial_weights(source, model_config, model);
 
     std::vector<std::vector<std::int32_t>> prompts;
     GenerationJobResult result;

@@ -94,9 +94,9 @@ void validate_train_options(TrainOptions const& options) {
         require(options.steps > 0, "--steps must be at least 1, got {}", options.steps);
         require(options.batch > 0, "--batch must be at least 1, got {}", options.batch);
         require(options.seq > 0, "--seq must be at least 1, got {}", options.seq);
-        require(options.seq <= options.model.max_seq,
+        require(options.seq <= options.model.context(),
                 "--seq {} is longer than the model's context of {} tokens: lower --seq or raise --context", options.seq,
-                options.model.max_seq);
+                options.model.context());
         require(options.eval_every > 0, "--eval-every must be at least 1, got {}", options.eval_every);
         require(options.eval_batches > 0, "--eval-batches must be at least 1, got {}", options.eval_batches);
         require(options.trace_steps > 0, "--trace-steps must be at least 1, got {}", options.trace_steps);
@@ -208,7 +208,11 @@ void require_finite_step(StepResult const& result, int step, float lr) {
 std::optional<GridShape> plan_best_grid(TrainOptions const& options, int world, MachineProfile const& machine,
                                         std::string const& profile_source) {
     PlanRequest request;
-    request.model = options.model;
+    if (GptConfig const* gpt = options.model.gpt()) {
+        request.model = *gpt;
+    } else {
+        request.architecture = options.model.architecture();
+    }
     request.devices = world;
     request.batch = options.batch;
     request.seq = options.seq;
@@ -300,23 +304,28 @@ TrainSummary run_training(TrainOptions options) {
     options.schedule.total_steps = options.steps;
 
     auto const tokenizer = make_tokenizer(options.tokenizer, options.tokenizer_dir);
-    options.model.vocab_size = tokenizer->vocab_size();
+    options.model.set_vocab_size(tokenizer->vocab_size());
+    std::optional<ModelConfig> init_source;
     if (!options.init_from.empty()) {
         options.init_from = resolve_init_source(options.init_from);
-        GptConfig const source = init_source_config(options.init_from);
-        require(source.vocab_size == tokenizer->vocab_size(), "--init-from {} has a vocabulary of {} tokens, but the "
-                "{} tokenizer has {}: pass the --tokenizer the model was trained with", options.init_from.string(),
-                source.vocab_size, tokenizer->name(), tokenizer->vocab_size());
-        options.model = source;
-        options.model.vocab_size = tokenizer->vocab_size();
+        init_source = init_source_config(options.init_from);
+        require(init_source->vocab_size() == tokenizer->vocab_size(), "--init-from {} has a vocabulary of {} tokens, "
+                "but the {} tokenizer has {}: pass the --tokenizer the model was trained with",
+                options.init_from.string(), init_source->vocab_size(), tokenizer->name(), tokenizer->vocab_size());
+        options.model = *init_source;
+        as_usage_errors([&] {
+            require(options.seq <= options.model.context(), "--seq {} is longer than the context of {} tokens of "
+                    "--init-from {}: lower --seq", options.seq, options.model.context(), options.init_from.string());
+        });
     }
+    Architecture const architecture = options.model.architecture();
     std::optional<CheckpointReader> resume_from = open_resume_checkpoint(options);
     int const B = options.batch, T = options.seq;
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     if (options.grid_auto) options.grid = choose_grid(options, world);
     as_usage_errors([&] {
-        require_valid_grid(options.model, options.grid, world, B);
+        require_valid_grid(architecture.declarations, options.grid, world, B);
         options.run.pass_batch(B / (options.grid.data * options.grid.z));
     });
     warn_if_oversubscribed(options.threads);
@@ -352,7 +361,7 @@ TrainSummary run_training(TrainOptions options) {
     if (!options.trace.empty()) trace.emplace(options.trace, grid, input_files(train_loader, val_loader));
     std::unique_ptr<Backend> const backend_owner = make_step_backend(options.run, leader);
     Backend& backend = *backend_owner;
-    Gpt model(options.model, backend, grid, options.run.pass_batch(B / (grid.size(Axis::data) * grid.size(Axis::z))), T,
+    Gpt model(architecture, backend, grid, options.run.pass_batch(B / (grid.size(Axis::data) * grid.size(Axis::z))), T,
               options.run.model);
     model.init_weights(options.seed);
     AdamW optimizer(model.segments(), model.layout().total(), backend, options.optimizer);
@@ -363,16 +372,14 @@ TrainSummary run_training(TrainOptions options) {
         start_step = restore_checkpoint(*resume_from, model, optimizer, train_loader);
         restore_seconds = restore_watch.seconds();
     } else if (!options.init_from.empty()) {
-        load_initial_weights(options.init_from, model);
+        load_initial_weights(options.init_from, *init_source, model);
     }
 
     GemmRate const gemm_rate = measure_single_core_gemm_rate(options.run.model.precision);
     double const peak_flops = gemm_rate.flops_per_s * options.threads * grid.world_size();
     GptMemory const memory = model.memory();
     if (leader) {
-        fmt::print("axonn train | model {} ({} layers, {} heads, width {}, context {}, vocab {} padded to {})\n",
-                   options.model.name, options.model.n_layer, options.model.n_head, options.model.n_embd,
-                   options.model.max_seq, options.model.vocab_size, options.model.padded_vocab_size());
+        fmt::print("axonn train | model {}\n", options.model.summary());
         fmt::print("  parameters {:.2f} M | memory per rank {} (weights {}, grads {}, AdamW {}, activations {})\n",
                    options.model.parameter_count() / 1e6, human_bytes(memory.total()),
                    human_bytes(memory.parameter_bytes), human_bytes(memory.gradient_bytes),
@@ -431,7 +438,7 @@ TrainSummary run_training(TrainOptions options) {
     bool const goldfish = options.goldfish.enabled();
     // The weights of the step's targets: the Goldfish mask, the data's, or both multiplied.
     std::vector<float> loss_mask(goldfish || train_loader.has_loss_mask() ? batch.tokens.size() : 0);
-    double const flops_per_step = gpt2_architecture(options.model).model_flops_per_token(T) * B * T;
+    double const flops_per_step = architecture.model_flops_per_token(T) * B * T;
     TrainSummary summary{NAN, NAN, NAN, ""};
     Progress progress("train", options.steps, leader ? stderr : nullptr);
     grid.comm(Group::world).barrier_quietly();  // every rank's timeline starts together

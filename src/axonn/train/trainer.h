@@ -4,7 +4,7 @@
 #pragma once
 
 #include "axonn/comm/grid.h"
-#include "axonn/model/gpt_config.h"
+#include "axonn/model/model_config.h"
 #include "axonn/model/generate.h"
 #include "axonn/train/goldfish.h"
 #include "axonn/train/optimizer.h"
@@ -18,7 +18,7 @@
 namespace axonn {
 
 struct TrainOptions {
-    GptConfig model = gpt_preset("gpt2-tiny");
+    ModelConfig model = gpt_preset("gpt2-tiny");  // GPT-2 or Llama
     std::string tokenizer = "gpt2";       // decides the vocabulary and decodes the sample
     std::filesystem::path tokenizer_dir;  // GPT-2's encoder.json + vocab.bpe
     std::filesystem::path data;           // train.bin (+ val.bin) folder, a shard, or a folder of shards
@@ -49,7 +49,7 @@ struct TrainOptions {
     int keep = 0;                         // complete checkpoints kept in ckpt_dir; 0 = all
     std::uint64_t ckpt_file_mib = 2048;   // the largest safetensors file a rank writes
     std::string resume;                   // "latest", a checkpoint folder or a folder of them; empty = a new run
-    std::filesystem::path init_from;      // weights to start from: an axonn checkpoint or a Hugging Face GPT-2
+    std::filesystem::path init_from;      // weights to start from: an axonn checkpoint or a Hugging Face folder
 };
 
 struct TrainSummary {
