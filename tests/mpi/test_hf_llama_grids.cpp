@@ -2,9 +2,16 @@
 // weights under transformers' names, q/k/v and gate/up as separate tensors, in F32 and in BF16), imported onto
 // every grid (each rank reading only its rows, replicas of key/value heads included: checkpoint/hf_llama.h) under
 // mpirun at np 1, 2, 4 and 8: each rank's slice of the logits equals the twin's float64 logits within 1e-5 relative
-// (norm-wise; the fp32 forward's rounding, as the parity test's).
+// (norm-wise; the fp32 forward's rounding, as the parity test's). The imported model is then saved from that grid
+// as an axonn checkpoint and exported (checkpoint/hf_llama.h, in the folder's own dtype): the export holds every one
+// of the twin's tensors, of the same name, dtype and shape, byte for byte (import, save and export only copy, and
+// bf16 → fp32 → bf16 is exact).
+#include "axonn/checkpoint/checkpoint_reader.h"
+#include "axonn/checkpoint/checkpoint_writer.h"
 #include "axonn/checkpoint/hf_llama.h"
 #include "axonn/checkpoint/hf_llama_config.h"
+#include "axonn/core/file_io.h"
+#include "axonn/io/safetensors.h"
 #include "axonn/io/tensor_file.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/gpt.h"
@@ -20,7 +27,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <string>
 #include <tuple>
 
 namespace axonn {
@@ -114,6 +123,52 @@ TEST_P(HfLlamaOnGrid, ImportedLogitsMatchTheTwin) {
         }
     }
     EXPECT_LT(std::sqrt(difference / norm), 1e-5);
+}
+
+// Every tensor of a safetensors file: its dtype, shape and bytes.
+struct StoredBytes {
+    DType dtype;
+    Shape shape;
+    std::string bytes;
+    bool operator==(StoredBytes const&) const = default;
+};
+
+std::map<std::string, StoredBytes> safetensors_contents(std::filesystem::path const& path) {
+    InputFile const file = open_input_file(path, "safetensors file", "");
+    SafetensorsHeader const header = read_safetensors_header(file, "safetensors file");
+    std::map<std::string, StoredBytes> contents;
+    for (SafetensorsEntry const& entry : header.tensors) {
+        std::string bytes(entry.end - entry.begin, '\0');
+        read_exactly(file, header.data_start + entry.begin, bytes.data(), bytes.size(), "safetensors file");
+        contents[entry.name] = {entry.dtype, entry.shape, std::move(bytes)};
+    }
+    return contents;
+}
+
+TEST_P(HfLlamaOnGrid, ExportOfItsCheckpointHoldsTheTwinsTensorsBitForBit) {
+    auto const& [shape, bf16] = GetParam();
+    HfLlamaFolder const folder(bf16);
+    LlamaConfig const config = read_hf_llama_config(folder.path() / "hf");
+    CpuBackend backend;
+    ProcessGrid grid(MPI_COMM_WORLD, shape, parse_axis_order("x,y,z,data"));
+    Gpt model(llama_architecture(config), backend, grid, batch / (shape.data * shape.z), seq);
+    HfLlamaWeights(folder.path() / "hf", config).read_local(model.layout(), model.params());
+    std::filesystem::path const saved =
+        save_checkpoint(grid, config, {model.param_values(), {}, {}}, 0, nullptr, {folder.path() / "ckpt", 0, 4096});
+    if (grid.rank() != 0) return;
+    CheckpointReader checkpoint(saved);
+    export_hf_llama(checkpoint, folder.path() / "export", bf16 ? DType::bf16 : DType::f32);
+    auto const original = safetensors_contents(folder.path() / "hf" / "model.safetensors");
+    auto const exported = safetensors_contents(folder.path() / "export" / "model.safetensors");
+    EXPECT_EQ(exported.size(), original.size());
+    for (auto const& [name, stored] : original) {
+        auto const found = exported.find(name);
+        ASSERT_NE(found, exported.end()) << name << " is not in the export";
+        EXPECT_EQ(found->second.dtype, stored.dtype) << name;
+        EXPECT_EQ(found->second.shape, stored.shape) << name;
+        EXPECT_TRUE(found->second.bytes == stored.bytes) << name << " differs";
+    }
+    EXPECT_EQ(read_hf_llama_config(folder.path() / "export").parameter_count(), config.parameter_count());
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -1,0 +1,126 @@
+// A Llama through every command of its life, as whole jobs under mpirun (llama-tiny, 8 query and 2 key/value heads,
+// on the shared byte data):
+//   - trained on data=1,z=1,y=4,x=1, where each key/value head is replicated on two Y ranks, with a checkpoint at
+//     step 3; resumed from it on the same grid, the losses, gradient norms and final checkpoint are bitwise those
+//     of the run that was never interrupted; resumed serially and on data=1,z=2,y=1,x=2, each loss is within 1e-4
+//     relative of that run's (every grid against serial over 20 steps, test_llama_grids.cpp);
+//   - exported to Hugging Face's layout (`axonn export`), --init-from the export equals --init-from the checkpoint
+//     bit for bit, and so does --init-from the checkpoint that `axonn import` makes of the export;
+//   - `axonn generate` continues a prompt from the checkpoint on one rank, from the export on one rank, and from
+//     the checkpoint on a grid of 4: greedy decoding gives the same tokens.
+#include "jobs/job.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <map>
+
+namespace axonn::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+class LlamaJob : public JobTest {
+protected:
+    static std::string train_llama(std::string const& extra) {
+        return axonn() + " train --model llama-tiny --tokenizer byte --data " + (dir_ / "data").string() +
+               " --sample-tokens 0 --steps 6 --eval-every 100 --eval-batches 1 " + extra;
+    }
+};
+
+std::string file_text(fs::path const& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The training records of a metrics file: step -> "loss grad_norm" as written (bitwise, through the text).
+std::map<int, std::string> step_results(fs::path const& path) {
+    std::map<int, std::string> results;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+        auto const record = nlohmann::json::parse(line, nullptr, false);
+        if (!record.contains("loss")) continue;
+        results[record["step"].get<int>()] = record["loss"].dump() + " " + record["grad_norm"].dump();
+    }
+    return results;
+}
+
+// The tensors' data of two checkpoints: every safetensors file of `a` equals the one of that name in `b`.
+void expect_same_files(fs::path const& a, fs::path const& b) {
+    int files = 0;
+    for (auto const& entry : fs::directory_iterator(a)) {
+        if (entry.path().extension() != ".safetensors") continue;
+        ++files;
+        EXPECT_TRUE(file_text(entry.path()) == file_text(b / entry.path().filename()))
+            << entry.path().filename() << " differs between " << a << " and " << b;
+    }
+    EXPECT_GT(files, 0) << a;
+}
+
+TEST_F(LlamaJob, TrainResumeExportImportAndGenerate) {
+    fs::path const whole = dir_ / "whole";
+    JobResult const trained = mpirun("-np 4 " + train_llama("--grid data=1,z=1,y=4,x=1 --ckpt-every 3 --ckpt-dir " +
+                                                            whole.string() + " --metrics " +
+                                                            (dir_ / "whole.jsonl").string()));
+    ASSERT_EQ(trained.exit_status, 0) << trained.stderr_text;
+    EXPECT_NE(file_text(dir_ / "stdout.txt").find("llama-tiny (llama)"), std::string::npos);
+    std::map<int, std::string> const unmoved = step_results(dir_ / "whole.jsonl");
+    ASSERT_EQ(unmoved.size(), 6u);
+
+    for (std::string const grid : {"data=1,z=1,y=4,x=1", "data=1,z=1,y=1,x=1", "data=1,z=2,y=1,x=2"}) {
+        SCOPED_TRACE(grid);
+        fs::path const moved = dir_ / "moved";
+        fs::remove_all(moved);
+        fs::remove(dir_ / "moved.jsonl");
+        fs::create_directories(moved);
+        fs::copy(whole / "step_00000003", moved / "step_00000003", fs::copy_options::recursive);
+        int const ranks = grid == std::string("data=1,z=1,y=1,x=1") ? 1 : 4;
+        JobResult const resumed = mpirun("-np " + std::to_string(ranks) + " " +
+                                         train_llama("--grid " + grid + " --ckpt-dir " + moved.string() +
+                                                     " --resume latest --metrics " + (dir_ / "moved.jsonl").string()));
+        ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
+        std::map<int, std::string> const results = step_results(dir_ / "moved.jsonl");
+        ASSERT_EQ(results.size(), 3u);
+        if (grid == std::string("data=1,z=1,y=4,x=1")) {
+            for (auto const& [step, text] : results) EXPECT_EQ(text, unmoved.at(step)) << "step " << step;
+            expect_same_files(whole / "step_00000006", moved / "step_00000006");
+            continue;
+        }
+        for (auto const& [step, text] : results) {
+            double const loss = std::stod(text), expected = std::stod(unmoved.at(step));
+            EXPECT_LT(std::abs(loss - expected) / expected, 1e-4) << "step " << step;
+        }
+    }
+
+    fs::path const hf = dir_ / "hf";
+    ASSERT_EQ(std::system((axonn() + " export " + whole.string() + " " + hf.string() + " > /dev/null").c_str()), 0);
+    EXPECT_NE(file_text(hf / "config.json").find("LlamaForCausalLM"), std::string::npos);
+    ASSERT_EQ(std::system((axonn() + " import " + hf.string() + " --out " + (dir_ / "imported").string() +
+                           " > /dev/null").c_str()), 0);
+    for (auto const& [source, name] : {std::pair{whole, "from_ckpt"}, std::pair{hf, "from_hf"},
+                                       std::pair{dir_ / "imported", "from_import"}}) {
+        JobResult const run = mpirun("-np 1 " + train_llama("--init-from " + source.string() + " --metrics " +
+                                                            (dir_ / name).string() + ".jsonl"));
+        ASSERT_EQ(run.exit_status, 0) << run.stderr_text;
+    }
+    std::map<int, std::string> const from_checkpoint = step_results(dir_ / "from_ckpt.jsonl");
+    EXPECT_EQ(step_results(dir_ / "from_hf.jsonl"), from_checkpoint);
+    EXPECT_EQ(step_results(dir_ / "from_import.jsonl"), from_checkpoint);
+
+    std::string const generate = " generate --tokenizer byte --prompt abc --max-new-tokens 12 --greedy --json ";
+    nlohmann::json outputs = nlohmann::json::array();
+    for (std::string const launch : {"-np 1 " + axonn() + generate + "--model-dir " + whole.string(),
+                                     "-np 1 " + axonn() + generate + "--model-dir " + hf.string(),
+                                     "-np 4 " + axonn() + generate + "--model-dir " + whole.string() +
+                                         " --grid data=1,z=1,y=4,x=1"}) {
+        JobResult const run = mpirun(launch);
+        ASSERT_EQ(run.exit_status, 0) << launch << "\n" << run.stderr_text;
+        outputs.push_back(nlohmann::json::parse(file_text(dir_ / "stdout.txt"))[0]["tokens"]);
+    }
+    EXPECT_EQ(outputs[0].size(), 12u);
+    EXPECT_EQ(outputs[1], outputs[0]) << "from the export";
+    EXPECT_EQ(outputs[2], outputs[0]) << "on a grid of 4";
+}
+
+}  // namespace
+}  // namespace axonn::testing
