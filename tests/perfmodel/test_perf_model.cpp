@@ -44,7 +44,7 @@ struct RunCase {
 };
 
 std::vector<RunCase> run_cases() {
-    std::vector<RunCase> cases(11);
+    std::vector<RunCase> cases(12);
     cases[0].name = "default";
     cases[1].name = "micro_batches";
     cases[1].run.micro_batch = 1;
@@ -76,6 +76,9 @@ std::vector<RunCase> run_cases() {
     cases[10].run.model.precision = DType::bf16;
     cases[10].run.model.recompute = Recompute::layer;
     cases[10].run.micro_batch = 1;
+    cases[11].name = "llama_grad_comm_bf16";  // the key/value replicas' Y sum in bf16 too
+    cases[11].llama = true;
+    cases[11].run.model.grad_comm = DType::bf16;
     return cases;
 }
 

@@ -36,7 +36,7 @@ void add_export_command(CLI::App& app) {
     command->callback([format, dtype, checkpoint, out] {
         require_one_process("export");
         if (*format != "hf") throw UsageError(fmt::format("unknown --format {}: export writes hf", *format));
-        CheckpointReader reader(resolve_checkpoint(*checkpoint, {}));
+        CheckpointReader reader(resolve_checkpoint(*checkpoint, {}, "CKPT"));
         if (!reader.index().model.is_llama() && *dtype != "f32") {
             throw UsageError(fmt::format("--dtype {}: a GPT-2 checkpoint is exported in f32 only", *dtype));
         }

@@ -36,7 +36,7 @@ json evaluate_memorization(MemorizationEvalOptions const& options) {
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     use_threads(options.threads);
-    fs::path const source = resolve_init_source(options.model_dir);
+    fs::path const source = resolve_init_source(options.model_dir, "--model-dir");
     ModelConfig const config = init_source_config(source);
     Architecture const architecture = config.architecture();
     ExtractionSpec const& spec = options.spec;

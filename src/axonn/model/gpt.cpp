@@ -144,6 +144,7 @@ std::int64_t max_linear_block(ShardLayout const& layout, Architecture const& a) 
     for (int id : a.layer_linears()) largest = std::max(largest, linear_block(layout, id));
     return largest;
 }
+
 std::int64_t layer_linear_blocks(ShardLayout const& layout, Architecture const& a) {
     std::int64_t total = 0;
     for (int id : a.layer_linears()) total += linear_block(layout, id);
@@ -192,6 +193,11 @@ std::int64_t replica_sum_numel(ShardLayout const& layout, int y) {
         largest = std::max(largest, replicated.capacity * (y / replicated.factor));
     }
     return largest;
+}
+
+// Its bf16 copy, which the all-reduce moves with --grad-comm bf16.
+std::int64_t replica_sum_sent_numel(ShardLayout const& layout, int y, DType grad_comm) {
+    return grad_comm == DType::bf16 ? replica_sum_numel(layout, y) : 0;
 }
 
 // A ring of one layer's four Linears: a weight gradient's reduce-scatter has a layer's backward to finish in.
@@ -253,6 +259,7 @@ GptMemory decoder_memory(Architecture const& architecture, GridShape const& grid
         buffer(GradientSync::mirror_numel(layout, grid.data, options.grad_comm)) * 2 +
         buffer(bf16_staging_numel(dims, grid, options.precision)) * gemm_bytes +
         buffer(replica_sum_numel(layout, grid.y)) * 4 +
+        buffer(replica_sum_sent_numel(layout, grid.y, options.grad_comm)) * 2 +
         bf16_operand_numel(dims, options.precision) * 2;
     return {parameters * 4 + (mixed ? parameters * gemm_bytes : 0), parameters * 4, 2 * parameters * 4,
             (activations.total + activations.grad_total) * 4 + statistics_bytes, workspace_bytes};
@@ -313,6 +320,8 @@ Gpt::Gpt(Architecture architecture, Backend& backend, ProcessGrid& grid, int loc
     activation_staging_ =
         Tensor({std::max<std::int64_t>(1, bf16_staging_numel(dims, shape, options_.precision))}, options_.precision);
     replica_sums_ = Tensor({std::max<std::int64_t>(1, replica_sum_numel(layout_, shape.y))}, DType::f32);
+    replica_sums_sent_ = Tensor(
+        {std::max<std::int64_t>(1, replica_sum_sent_numel(layout_, shape.y, options_.grad_comm))}, DType::bf16);
     std::int64_t const max_block = max_linear_block(layout_, arch_);
     weights_ = std::make_unique<WeightGather>(grid.comm(Group::z_prefetch), options_.precision, max_block,
                                               options_.overlap, cached_weight_numel(dims, layout_, arch_, options_));
@@ -686,7 +695,14 @@ void Gpt::sum_replicated_gradients() {
         float* gradient = grad(id);
         float* mine = sums + slot * count;
         for (auto const& [begin, end] : replicated.runs) mine = std::copy(gradient + begin, gradient + end, mine);
-        y.all_reduce(sums, static_cast<std::size_t>(slots * count));
+        if (options_.grad_comm == DType::bf16) {
+            bfloat16* sent = replica_sums_sent_.data<bfloat16>();
+            backend_.convert(sent, DType::bf16, sums, DType::f32, slots * count);
+            y.start_all_reduce(sent, static_cast<std::size_t>(slots * count)).wait();
+            backend_.convert(sums, DType::f32, sent, DType::bf16, slots * count);
+        } else {
+            y.all_reduce(sums, static_cast<std::size_t>(slots * count));
+        }
         float const* summed = sums + slot * count;
         for (auto const& [begin, end] : replicated.runs) {
             std::copy_n(summed, end - begin, gradient + begin);

@@ -219,6 +219,7 @@ private:
     Tensor wte_grad_sent_;   // with bf16 gradient communication: a block in bf16, then its scattered shard
     Tensor activation_staging_;  // the Linears' all-reduces in bf16, in mixed precision
     Tensor replica_sums_;        // one slot per group of key/value replicas, summed over Y
+    Tensor replica_sums_sent_;   // the same in bf16, with --grad-comm bf16
     std::unique_ptr<WeightGather> weights_;
     std::unique_ptr<GradScatter> weight_grads_;
     std::unique_ptr<GradientSync> sync_;

@@ -127,12 +127,12 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
         }
     }
     // Replicated key/value rows (more Y ranks than key/value heads): their gradients summed over Y, a slot per
-    // group of replicas, once the sync is done.
+    // group of replicas, once the sync is done (in the gradients' communication type).
     for (int id = 0; id < layout.count(); ++id) {
         ShardLayout::ReplicatedRuns const replicated = layout.replicated_runs(id);
         if (replicated.factor == 1) continue;
         auto const count = static_cast<std::uint64_t>(replicated.capacity);
-        t.add(ar, Group::y, 1, count * static_cast<std::uint64_t>(g.y / replicated.factor) * f32, Overlap::none);
+        t.add(ar, Group::y, 1, count * static_cast<std::uint64_t>(g.y / replicated.factor) * gc, Overlap::none);
     }
     t.add(ar, Group::tensor, 1, f64, Overlap::none);  // the gradient norm
     return t.take();

@@ -162,10 +162,10 @@ void check_checkpoint_folder(fs::path const& ckpt_dir, std::int64_t start_step) 
     });
 }
 
-fs::path resolve_init_source(fs::path const& source) {
+fs::path resolve_init_source(fs::path const& source, std::string_view option) {
     return decided_by_rank_zero([&] {
         return is_hf_model_folder(source) ? source.string()
-                                          : resolve_checkpoint(source.string(), {}, "--init-from").string();
+                                          : resolve_checkpoint(source.string(), {}, option).string();
     });
 }
 

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace axonn {
@@ -36,8 +37,8 @@ std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoi
 void check_checkpoint_folder(std::filesystem::path const& ckpt_dir, std::int64_t start_step);
 
 // What --init-from names, as rank 0 resolves it: a Hugging Face GPT-2 or Llama folder, an axonn checkpoint, or a
-// folder of them (its newest). Collective over MPI_COMM_WORLD.
-std::filesystem::path resolve_init_source(std::filesystem::path const& source);
+// folder of them (its newest); errors name `option`. Collective over MPI_COMM_WORLD.
+std::filesystem::path resolve_init_source(std::filesystem::path const& source, std::string_view option);
 // The model a resolved --init-from source holds.
 ModelConfig init_source_config(std::filesystem::path const& resolved);
 // Loads the weights of `source` (its init_source_config) into this rank's shards. Collective.

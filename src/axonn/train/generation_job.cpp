@@ -42,7 +42,7 @@ GenerationJobResult run_generation(GenerationJobOptions const& options,
         require(!options.prompts.empty(), "no prompt: pass --prompt TEXT or --prompt-file FILE");
         require(options.prompt_chunk >= 1, "--prompt-chunk must be at least 1, got {}", options.prompt_chunk);
     });
-    std::filesystem::path const source = resolve_init_source(options.model_dir);
+    std::filesystem::path const source = resolve_init_source(options.model_dir, "--model-dir");
     ModelConfig const model_config = init_source_config(source);
     Architecture const architecture = model_config.architecture();
     require(architecture.vocab_size == tokenizer->vocab_size(), "the model in {} has a vocabulary of {} tokens, but "

@@ -307,7 +307,7 @@ TrainSummary run_training(TrainOptions options) {
     options.model.set_vocab_size(tokenizer->vocab_size());
     std::optional<ModelConfig> init_source;
     if (!options.init_from.empty()) {
-        options.init_from = resolve_init_source(options.init_from);
+        options.init_from = resolve_init_source(options.init_from, "--init-from");
         init_source = init_source_config(options.init_from);
         require(init_source->vocab_size() == tokenizer->vocab_size(), "--init-from {} has a vocabulary of {} tokens, "
                 "but the {} tokenizer has {}: pass the --tokenizer the model was trained with",
