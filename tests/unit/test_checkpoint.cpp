@@ -276,6 +276,20 @@ std::vector<DamagedCheckpoint> const damaged_checkpoints = {
          write_bytes(f / "index.json", index.dump());
      },
      "more than the file's 100"},
+    {"model_of_an_unknown_family",
+     [](fs::path const& f) {
+         json index = json::parse(read_bytes(f / "index.json"));
+         index["model"]["family"] = "mamba";
+         write_bytes(f / "index.json", index.dump());
+     },
+     "unknown family 'mamba'"},
+    {"llama_model_without_its_config",
+     [](fs::path const& f) {
+         json index = json::parse(read_bytes(f / "index.json"));
+         index["model"]["family"] = "llama";
+         write_bytes(f / "index.json", index.dump());
+     },
+     "model has no \"config\""},
 };
 
 class DamagedCheckpoints : public ::testing::TestWithParam<DamagedCheckpoint> {};
@@ -527,7 +541,8 @@ TEST(HuggingFace, ModelsAxonnCannotReproduceAreRefused) {
         save_checkpoint(state.grid, byte_micro(), {state.params, {}, {}}, 0, nullptr, {dir / "ckpt"}));
     export_hf_gpt2(checkpoint, dir / "good");
     std::vector<HostileModel> const cases = {
-        {"llama", [](json& c) { c["model_type"] = "llama"; }, "not gpt2"},
+        {"llama", [](json& c) { c["model_type"] = "llama"; }, "describes model_type \"llama\""},
+        {"bert", [](json& c) { c["model_type"] = "bert"; }, "axonn reads GPT-2 (gpt2) and Llama (llama) models"},
         {"relu", [](json& c) { c["activation_function"] = "relu"; }, "activation_function = \"relu\""},
         {"wide_mlp", [](json& c) { c["n_inner"] = 100; }, "n_inner = 100"},
         {"untied", [](json& c) { c["tie_word_embeddings"] = false; }, "tie_word_embeddings"},

@@ -3,6 +3,7 @@
 #include "axonn/cli/sampling_options.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
+#include "axonn/io/prompt_records.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/train/generation_job.h"
 
@@ -56,7 +57,8 @@ void print_rate(GenerationJobResult const& result) {
 void add_generate_command(CLI::App& app) {
     CLI::App* command = app.add_subcommand("generate", "Continue text prompts with a trained model, on any grid");
     command->footer(
-        "The model is an axonn checkpoint (or a --ckpt-dir: its newest) or a Hugging Face GPT-2 folder. Each prompt\n"
+        "The model is an axonn checkpoint (or a --ckpt-dir: its newest) or a Hugging Face GPT-2 or Llama folder.\n"
+        "--template writes each prompt in the format a fine-tuned model was trained on (docs/FINETUNING.md). Each prompt\n"
         "is taken in once, then every new token costs one forward of one token over a cache of the keys and values\n"
         "(sharded over the grid as the activations are; the model is never gathered onto one rank). Prompts are\n"
         "shared out over the data x z replicas. Tokens are drawn with --temperature, --top-k and --top-p from\n"
@@ -70,11 +72,17 @@ void add_generate_command(CLI::App& app) {
     auto prompt_file = std::make_shared<std::filesystem::path>();
     auto greedy = std::make_shared<bool>(false);
     auto json = std::make_shared<bool>(false);
+    auto template_name = std::make_shared<std::string>("plain");
     command->add_option("--model-dir", options->model_dir,
-                        "an axonn checkpoint (or a --ckpt-dir: its newest) or a Hugging Face GPT-2 folder")->required();
+                        "an axonn checkpoint (or a --ckpt-dir: its newest) or a Hugging Face GPT-2 or Llama folder")
+        ->required();
     CLI::Option* text = command->add_option("--prompt", *prompt, "the text to continue");
     command->add_option("--prompt-file", *prompt_file, "a text file of prompts, one per line (blank lines skipped)")
         ->excludes(text);
+    command->add_option("--template", *template_name,
+                        "write each prompt as the prompt part of a fine-tuning template: plain (as it is), alpaca or "
+                        "llama3, as `axonn prepare --template` does")
+        ->capture_default_str();
     command->add_option("--max-new-tokens", options->sample.new_tokens,
                         "tokens to generate for each prompt (at most " +
                             std::to_string(SampleOptions::max_new_tokens) + ")")->capture_default_str();
@@ -101,6 +109,8 @@ void add_generate_command(CLI::App& app) {
                     "no prompt: pass --prompt TEXT or --prompt-file FILE");
         });
         options->prompts = prompt_file->empty() ? std::vector<std::string>{*prompt} : read_prompt_file(*prompt_file);
+        PromptTemplate const format = parse_prompt_template(*template_name);
+        for (std::string& text : options->prompts) text = apply_template(format, {text, ""}).prompt_part;
         if (*greedy) options->sample.temperature = 0.0f;
         if (options->tokenizer_dir.empty()) options->tokenizer_dir = default_gpt2_dir();
         // One prompt streams: the prompt once the model is loaded and checked, then each token's text.
