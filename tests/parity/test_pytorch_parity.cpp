@@ -182,9 +182,9 @@ TEST_F(PytorchParity, LogitsLossGradientsAndTenAdamWSteps) {
 
 // Llama (model/llama/) against its float64 twin written from Hugging Face's modeling_llama: RMSNorm, rotary
 // embeddings with Llama 3's scaling, grouped-query attention, SwiGLU and the untied LM head, on the same batch.
-// Norm gains are drawn around 1 rather than left at 1, so that their gradients and use are checked too. Tolerances
-// as GPT-2's above (the same kernels' fp32 rounding).
-TEST_F(PytorchParity, LlamaLogitsLossAndGradients) {
+// Norm gains are drawn around 1 rather than left at 1, so that their gradients and use are checked too; then ten
+// AdamW steps on the same batch. Tolerances as GPT-2's above (the same kernels' fp32 rounding).
+TEST_F(PytorchParity, LlamaLogitsLossGradientsAndTenAdamWSteps) {
     LlamaConfig const config = testing::parity_llama_config();
     CpuBackend backend;
     ProcessGrid serial(MPI_COMM_SELF, GridShape{});
@@ -203,6 +203,12 @@ TEST_F(PytorchParity, LlamaLogitsLossAndGradients) {
                                 {"num_attention_heads", config.num_attention_heads},
                                 {"num_key_value_heads", config.num_key_value_heads},
                                 {"rms_norm_eps", config.rms_norm_eps}, {"rope_theta", config.rope_theta}};
+    LrSchedule const schedule = parity_schedule();
+    AdamWConfig const adamw = parity_optimizer();
+    hf_config.update({{"steps", optimizer_steps}, {"lr", schedule.max_lr}, {"min_lr", schedule.min_lr},
+                      {"warmup_steps", schedule.warmup_steps}, {"weight_decay", adamw.weight_decay},
+                      {"beta1", adamw.beta1}, {"beta2", adamw.beta2}, {"eps", adamw.eps},
+                      {"grad_clip", adamw.grad_clip}});
     hf_config["rope_scaling"] = {{"factor", config.rope_scaling->factor},
                                  {"low_freq_factor", config.rope_scaling->low_freq_factor},
                                  {"high_freq_factor", config.rope_scaling->high_freq_factor},
@@ -225,6 +231,17 @@ TEST_F(PytorchParity, LlamaLogitsLossAndGradients) {
         double const error = relative_difference(model.grad(id), reference.at("grad." + name));
         std::printf("llama grad %-9s rel diff %.3e\n", name.c_str(), error);
         EXPECT_LT(error, 5e-6) << "gradient of " << name;
+    }
+
+    AdamW optimizer(model.segments(), model.layout().total(), backend, adamw);
+    double const* expected_losses = reference.at("losses").data<double>();
+    for (int step = 0; step < optimizer_steps; ++step) {
+        StepResult const result = train_step(model, optimizer, view, schedule.at(step));
+        std::printf("llama step %d loss %.8f vs %.8f\n", step, result.loss, expected_losses[step]);
+        EXPECT_NEAR(result.loss, expected_losses[step], 1e-5 * std::abs(expected_losses[step])) << "step " << step;
+        if (step == 0) {
+            EXPECT_NEAR(result.grad_norm, reference.at("grad_norm").data<double>()[0], 5e-6 * result.grad_norm);
+        }
     }
 }
 

@@ -14,7 +14,9 @@ The model mode reads DIR/config.json (Hugging Face's LlamaConfig names, plus pad
 (axonn's tensors by their names and serial shapes: embed [Vp,C], ln1w [L,C], qkvw [L,(NH+2NKV)hs,C] as [q|k|v],
 attprojw [L,C,C], ln2w [L,C], gateupw [L,2F,C] as [gate|up], downw [L,C,F], lnfw [C], lm_head [Vp,C]) and
 DIR/batch.axt (tokens and targets i32 [B,T], -1 = ignored; loss_mask f32 [B,T]), and writes logits [B,T,V], the
-loss (the mask-weighted mean cross-entropy) and grad.<name> for every tensor.
+loss (the mask-weighted mean cross-entropy), grad.<name> for every tensor and grad_norm; with "steps" (and lr,
+min_lr, warmup_steps, weight_decay, beta1, beta2, eps, grad_clip) in config.json, also losses [steps]: the loss
+before each of that many clipped, scheduled AdamW steps on the same batch.
 
 The kernel mode:
 
@@ -38,6 +40,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpt2_reference import lr_at  # noqa: E402  (the trainer's schedule, the same for every family)
 from tensor_file import read_tensor_file, write_tensor_file  # noqa: E402
 
 
@@ -111,6 +114,37 @@ def model_forward(p, tokens, cfg, inv_freq):
     return rms_norm(x, p["lnfw"], eps) @ p["lm_head"].T
 
 
+def model_loss(p, tokens, targets, loss_mask, cfg, inv_freq):
+    """The logits [B,T,V] of the real vocabulary and the mask-weighted mean cross-entropy."""
+    V = cfg["vocab_size"]
+    logits = model_forward(p, tokens, cfg, inv_freq)[..., :V]  # the padded columns are never logits
+    ce = F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), ignore_index=-1, reduction="none")
+    w = loss_mask.reshape(-1) * (targets.reshape(-1) != -1)
+    return logits, (w * ce).sum() / w.sum()
+
+
+def adamw_losses(p, tokens, targets, loss_mask, cfg, inv_freq):
+    """The loss before each of cfg["steps"] steps as a trainer takes them: gradients clipped to a global norm of
+    grad_clip, the learning rate warmed up linearly then decayed on a cosine to min_lr, AdamW (weight decay on the
+    matrices only: the embedding, the head and the layers' Linears, not the norms' gains)."""
+    decayed = [p[n] for n in ("embed", "qkvw", "attprojw", "gateupw", "downw", "lm_head")]
+    others = [p[n] for n in ("ln1w", "ln2w", "lnfw")]
+    opt = torch.optim.AdamW([{"params": decayed, "weight_decay": cfg["weight_decay"]},
+                             {"params": others, "weight_decay": 0.0}],
+                            lr=cfg["lr"], betas=(cfg["beta1"], cfg["beta2"]), eps=cfg["eps"], foreach=False)
+    losses = []
+    for step in range(cfg["steps"]):
+        opt.zero_grad(set_to_none=True)
+        loss = model_loss(p, tokens, targets, loss_mask, cfg, inv_freq)[1]
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(list(p.values()), cfg["grad_clip"])
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, cfg)
+        opt.step()
+        losses.append(loss.detach())
+    return torch.stack(losses) if losses else torch.zeros(0, dtype=torch.float64)
+
+
 def run_model(args):
     with open(os.path.join(args.input, "config.json")) as f:
         cfg = json.load(f)
@@ -119,17 +153,16 @@ def run_model(args):
     batch = read_tensor_file(os.path.join(args.input, "batch.axt"))
     tokens, targets = batch["tokens"].long(), batch["targets"].long()
     loss_mask = batch["loss_mask"].to(torch.float64)
-    V = cfg["vocab_size"]
     inv_freq = llama3_inv_freq(cfg["hidden_size"] // cfg["num_attention_heads"], cfg["rope_theta"],
                                cfg["rope_scaling"])
-    logits = model_forward(p, tokens, cfg, inv_freq)[..., :V]  # the padded columns are never logits
-    ce = F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), ignore_index=-1, reduction="none")
-    w = loss_mask.reshape(-1) * (targets.reshape(-1) != -1)
-    loss = (w * ce).sum() / w.sum()
+    logits, loss = model_loss(p, tokens, targets, loss_mask, cfg, inv_freq)
     loss.backward()
     out = {"logits": logits.detach(), "loss": loss.detach()}
     for name, t in p.items():
-        out["grad." + name] = t.grad
+        out["grad." + name] = t.grad.detach().clone()
+    out["grad_norm"] = torch.linalg.vector_norm(torch.stack([t.grad.norm() for t in p.values()]))
+    if "steps" in cfg:
+        out["losses"] = adamw_losses(p, tokens, targets, loss_mask, cfg, inv_freq)
     write_tensor_file(args.output, out)
 
 
