@@ -1,9 +1,9 @@
 // Any grid to any grid, for each family: under mpirun at np 1, 2, 4 and 8, gpt2-micro and the micro Llama (whose
-// 2 key/value heads are replicated on y = 4 and 8, and each replicated row must be saved once) (B = 8, T = 16) train
-// 2 AdamW steps on each grid of the world size (all 20 at np 8 for GPT-2) and save a checkpoint (in files of at most 4 KiB, so each rank writes
-// many); every grid of that world size (at np 8, a quarter of them: pairs (i, j) with i + j divisible by 4, so
-// that each grid loads from five and saves for five), and the serial model on each rank, load it and take a third
-// step, as does the run that never moved. Checked:
+// 2 key/value heads are replicated on y = 4 and 8, and each replicated row must be saved once), B = 8, T = 16,
+// train 2 AdamW steps on each grid of the world size (all 20 at np 8 for GPT-2) and save a checkpoint (in files of
+// at most 4 KiB, so each rank writes many); every grid of that world size (at np 8, a quarter of them: pairs
+// (i, j) with i + j divisible by 4, so that each grid loads from five and saves for five), and the serial model on
+// each rank, load it and take a third step, as does the run that never moved. Checked:
 //   - the loaded weights, gathered, equal the saved run's bit for bit (loading is a copy, not arithmetic);
 //   - the third step's loss (which reads both AdamW moments through the update) is within 1e-5 relative of the
 //     unmoved run's: the tolerance of every grid against serial for one step (test_model_grids.cpp), since the

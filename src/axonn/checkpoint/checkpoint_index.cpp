@@ -120,7 +120,8 @@ json model_json(ModelConfig const& model) {
             {"max_seq", config.max_seq}};
 }
 
-// An index is 5 levels deep (6 with a Llama config), its run state 3; deeper JSON is refused before it is parsed and copied.
+// An index is 5 levels deep (6 with a Llama config), its run state 3; deeper JSON is refused before it is parsed
+// and copied.
 constexpr int max_index_depth = 16;
 
 CheckpointIndex parse_index_document(std::string_view source) {

@@ -194,7 +194,8 @@ json write_rank_files(Communicator& world, ShardLayout const& layout, GridPositi
 }
 
 // Rank 0: the index of the files every rank wrote.
-CheckpointIndex build_index(GridShape const& grid, ModelConfig const& config, std::vector<CheckpointTensor> const& tensors,
+CheckpointIndex build_index(GridShape const& grid, ModelConfig const& config,
+                            std::vector<CheckpointTensor> const& tensors,
                             std::int64_t step, json const& run, std::vector<std::string> const& records) {
     CheckpointIndex index{step, config, grid, run, {}, {}};
     for (auto const& tensor : tensors) index.tensors[tensor.name].shape = tensor.shape;

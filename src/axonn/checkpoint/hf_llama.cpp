@@ -128,7 +128,8 @@ void HfLlamaWeights::read_local(ShardLayout const& layout, std::span<float> para
 }
 
 void export_hf_llama(CheckpointReader& checkpoint, fs::path const& out, DType dtype) {
-    require(dtype == DType::f32 || dtype == DType::bf16, "export writes F32 or BF16 weights, not {}", dtype_name(dtype));
+    require(dtype == DType::f32 || dtype == DType::bf16, "export writes F32 or BF16 weights, not {}",
+            dtype_name(dtype));
     LlamaConfig const& config = *checkpoint.index().model.llama();
     std::vector<ParamDecl> const decls = llama_parameters(config);
     // Every stored tensor in the order its data is written: by axonn tensor, layer, then part.

@@ -58,14 +58,16 @@ void add_generate_command(CLI::App& app) {
     CLI::App* command = app.add_subcommand("generate", "Continue text prompts with a trained model, on any grid");
     command->footer(
         "The model is an axonn checkpoint (or a --ckpt-dir: its newest) or a Hugging Face GPT-2 or Llama folder.\n"
-        "--template writes each prompt in the format a fine-tuned model was trained on (docs/FINETUNING.md). Each prompt\n"
-        "is taken in once, then every new token costs one forward of one token over a cache of the keys and values\n"
-        "(sharded over the grid as the activations are; the model is never gathered onto one rank). Prompts are\n"
-        "shared out over the data x z replicas. Tokens are drawn with --temperature, --top-k and --top-p from\n"
-        "--seed, so every grid gives the same text; --greedy takes the most likely token. One prompt streams\n"
-        "its text as it comes. Examples:\n"
+        "Each prompt is taken in once, then every new token costs one forward of one token over a cache of the\n"
+        "keys and values (sharded over the grid as the activations are; the model is never gathered onto one\n"
+        "rank). Prompts are shared out over the data x z replicas. Tokens are drawn with --temperature, --top-k\n"
+        "and --top-p from --seed, so every grid gives the same text; --greedy takes the most likely token. One\n"
+        "prompt streams its text as it comes. --template writes each prompt as a fine-tuned model saw its\n"
+        "prompts in training (docs/FINETUNING.md). Examples:\n"
         "  axonn generate --model-dir runs/demo/ckpt --prompt \"It is a truth\" --max-new-tokens 40 --greedy\n"
-        "  mpirun -np 4 axonn generate --model-dir runs/demo/ckpt --grid data=1,z=1,y=2,x=2 --prompt-file p.txt");
+        "  mpirun -np 4 axonn generate --model-dir runs/demo/ckpt --grid data=1,z=1,y=2,x=2 --prompt-file p.txt\n"
+        "  axonn generate --model-dir runs/llama-qa --tokenizer llama3 --template llama3 --greedy --stop-token eot\n"
+        "      --prompt \"Where do we meet Lady Russell?\"");
     auto options = std::make_shared<GenerationJobOptions>();
     auto grid_spec = std::make_shared<std::string>("data=1,z=1,y=1,x=1");
     auto prompt = std::make_shared<std::string>();

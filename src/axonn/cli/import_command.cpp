@@ -16,7 +16,8 @@
 namespace axonn {
 
 void add_import_command(CLI::App& app) {
-    CLI::App* command = app.add_subcommand("import", "Turn a Hugging Face GPT-2 or Llama folder into an axonn checkpoint");
+    CLI::App* command =
+        app.add_subcommand("import", "Turn a Hugging Face GPT-2 or Llama folder into an axonn checkpoint");
     command->footer("The checkpoint holds the weights alone (step 0, no optimizer state). `axonn train --init-from\n"
                     "DIR` and `axonn generate --model-dir DIR` also read a Hugging Face folder directly. Example:\n"
                     "  axonn import --format hf models/gpt2 --out runs/gpt2-ckpt");

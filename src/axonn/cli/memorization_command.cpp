@@ -59,7 +59,8 @@ void add_eval(CLI::App& parent) {
     auto grid_spec = std::make_shared<std::string>("data=1,z=1,y=1,x=1");
     auto json = std::make_shared<bool>(false);
     command->add_option("--model-dir", options->model_dir,
-                        "an axonn checkpoint (or a --ckpt-dir: its newest) or a Hugging Face GPT-2 folder")->required();
+                        "an axonn checkpoint (or a --ckpt-dir: its newest) or a Hugging Face GPT-2 or Llama folder")
+        ->required();
     command->add_option("--documents", options->documents, "JSON lines of the documents trained on")->required();
     command->add_option("--heldout", options->heldout, "JSON lines of documents never trained on (membership AUC)");
     command->add_option("--prefix", options->spec.prefix, "tokens of each document given as the prompt")

@@ -86,7 +86,8 @@ void add_train_command(CLI::App& app) {
         ->expected(0, 1)->default_str("latest");
     command->add_option("--init-from", options->init_from,
                         "start from these weights with a fresh optimizer: an axonn checkpoint (or folder of them) or "
-                        "a Hugging Face GPT-2 or Llama folder (config.json + model.safetensors); the model comes from it");
+                        "a Hugging Face GPT-2 or Llama folder (config.json + model.safetensors); the model comes "
+                        "from it");
 
     CLI::Option* goldfish = add_goldfish_option(*command, options->goldfish);
     goldfish->description(goldfish->get_description() + "; --metrics then also logs loss_all, loss_kept and "

@@ -40,7 +40,8 @@ Architecture ModelConfig::architecture() const {
 std::string ModelConfig::summary() const {
     Architecture const a = architecture();
     std::string const heads =
-        a.kv_heads == a.heads ? fmt::format("{} heads", a.heads) : fmt::format("{} heads ({} key/value)", a.heads, a.kv_heads);
+        a.kv_heads == a.heads ? fmt::format("{} heads", a.heads)
+                              : fmt::format("{} heads ({} key/value)", a.heads, a.kv_heads);
     return fmt::format("{} ({}): {} layers, width {}, {}, MLP {}, context {}, vocabulary {} (padded {})", name(),
                        family(), a.layers, a.width, heads, a.mlp_width, a.context, a.vocab_size, a.padded_vocab);
 }
@@ -63,7 +64,8 @@ std::string model_differences(ModelConfig const& stored, ModelConfig const& expe
     compare("context", a.context, b.context);
     compare("norm epsilon", a.norm_eps, b.norm_eps);
     if (a.rope_inv_freq != b.rope_inv_freq) {
-        differences += fmt::format("{}rotary frequencies (rope_theta or rope_scaling)", differences.empty() ? "" : ", ");
+        differences += fmt::format("{}rotary frequencies (rope_theta or rope_scaling)",
+                                   differences.empty() ? "" : ", ");
     }
     return differences;
 }
