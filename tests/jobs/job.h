@@ -1,18 +1,21 @@
 // What the job tests share: a scratch folder with a small byte-token dataset, and `axonn train` launched under
 // mpirun (several app contexts allowed, separated by ':'), timed, its stderr kept. `timeout` turns a hang into
-// a failed test.
+// a failed test. And what they read of a finished job: its metrics and its checkpoints' files.
 #pragma once
 
 #include "axonn/io/token_shard.h"
 #include "support/temp_dir.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -25,6 +28,41 @@ struct JobResult {
     std::string stderr_text;
     double seconds;
 };
+
+inline std::vector<std::string> lines_of(std::filesystem::path const& path) {
+    std::vector<std::string> lines;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+// The training records of a metrics file: step -> "loss grad_norm" as written (bitwise, through the text).
+inline std::map<int, std::string> step_results(std::filesystem::path const& path) {
+    std::map<int, std::string> results;
+    for (std::string const& line : lines_of(path)) {
+        auto const record = nlohmann::json::parse(line, nullptr, false);
+        if (!record.contains("loss")) continue;
+        results[record["step"].get<int>()] = record["loss"].dump() + " " + record["grad_norm"].dump();
+    }
+    return results;
+}
+
+inline std::string file_bytes(std::filesystem::path const& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Every safetensors file of two checkpoints, compared byte for byte.
+inline void expect_same_checkpoint_data(std::filesystem::path const& a, std::filesystem::path const& b) {
+    std::size_t files = 0;
+    for (auto const& entry : std::filesystem::directory_iterator(a)) {
+        if (entry.path().extension() != ".safetensors") continue;
+        ++files;
+        EXPECT_TRUE(file_bytes(entry.path()) == file_bytes(b / entry.path().filename()))
+            << entry.path().filename() << " differs between " << a << " and " << b;
+    }
+    EXPECT_GT(files, 0u) << a;
+}
 
 class JobTest : public ::testing::Test {
 protected:

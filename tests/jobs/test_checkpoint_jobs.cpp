@@ -33,6 +33,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using testing::expect_same_checkpoint_data;
+using testing::file_bytes;
+using testing::lines_of;
+using testing::step_results;
 
 // A job running in the background, which the test can watch and kill.
 class BackgroundJob {
@@ -75,41 +79,6 @@ public:
 private:
     pid_t pid_ = -1;
 };
-
-std::vector<std::string> lines_of(fs::path const& path) {
-    std::vector<std::string> lines;
-    std::ifstream in(path);
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-    return lines;
-}
-
-// The training records of a metrics file: step -> {loss, grad_norm} as written (bitwise, through the text).
-std::map<int, std::string> step_results(fs::path const& path) {
-    std::map<int, std::string> results;
-    for (std::string const& line : lines_of(path)) {
-        auto const record = nlohmann::json::parse(line, nullptr, false);
-        if (!record.contains("loss")) continue;
-        results[record["step"].get<int>()] = record["loss"].dump() + " " + record["grad_norm"].dump();
-    }
-    return results;
-}
-
-std::string file_bytes(fs::path const& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-// Every safetensors file of two checkpoints, compared byte for byte.
-void expect_same_checkpoint_data(fs::path const& a, fs::path const& b) {
-    std::size_t files = 0;
-    for (auto const& entry : fs::directory_iterator(a)) {
-        if (entry.path().extension() != ".safetensors") continue;
-        ++files;
-        EXPECT_TRUE(file_bytes(entry.path()) == file_bytes(b / entry.path().filename()))
-            << entry.path().filename() << " differs between " << a << " and " << b;
-    }
-    EXPECT_GT(files, 0u) << a;
-}
 
 // Which of the ranks' processes is rank 0, from the environment mpirun gave it.
 pid_t rank_zero(std::vector<pid_t> const& ranks) {

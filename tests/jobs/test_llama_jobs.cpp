@@ -12,8 +12,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
-#include <map>
 
 namespace axonn::testing {
 namespace {
@@ -28,42 +26,13 @@ protected:
     }
 };
 
-std::string file_text(fs::path const& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-// The training records of a metrics file: step -> "loss grad_norm" as written (bitwise, through the text).
-std::map<int, std::string> step_results(fs::path const& path) {
-    std::map<int, std::string> results;
-    std::ifstream in(path);
-    for (std::string line; std::getline(in, line);) {
-        auto const record = nlohmann::json::parse(line, nullptr, false);
-        if (!record.contains("loss")) continue;
-        results[record["step"].get<int>()] = record["loss"].dump() + " " + record["grad_norm"].dump();
-    }
-    return results;
-}
-
-// The tensors' data of two checkpoints: every safetensors file of `a` equals the one of that name in `b`.
-void expect_same_files(fs::path const& a, fs::path const& b) {
-    int files = 0;
-    for (auto const& entry : fs::directory_iterator(a)) {
-        if (entry.path().extension() != ".safetensors") continue;
-        ++files;
-        EXPECT_TRUE(file_text(entry.path()) == file_text(b / entry.path().filename()))
-            << entry.path().filename() << " differs between " << a << " and " << b;
-    }
-    EXPECT_GT(files, 0) << a;
-}
-
 TEST_F(LlamaJob, TrainResumeExportImportAndGenerate) {
     fs::path const whole = dir_ / "whole";
     JobResult const trained = mpirun("-np 4 " + train_llama("--grid data=1,z=1,y=4,x=1 --ckpt-every 3 --ckpt-dir " +
                                                             whole.string() + " --metrics " +
                                                             (dir_ / "whole.jsonl").string()));
     ASSERT_EQ(trained.exit_status, 0) << trained.stderr_text;
-    EXPECT_NE(file_text(dir_ / "stdout.txt").find("llama-tiny (llama)"), std::string::npos);
+    EXPECT_NE(file_bytes(dir_ / "stdout.txt").find("llama-tiny (llama)"), std::string::npos);
     std::map<int, std::string> const unmoved = step_results(dir_ / "whole.jsonl");
     ASSERT_EQ(unmoved.size(), 6u);
 
@@ -83,7 +52,7 @@ TEST_F(LlamaJob, TrainResumeExportImportAndGenerate) {
         ASSERT_EQ(results.size(), 3u);
         if (grid == std::string("data=1,z=1,y=4,x=1")) {
             for (auto const& [step, text] : results) EXPECT_EQ(text, unmoved.at(step)) << "step " << step;
-            expect_same_files(whole / "step_00000006", moved / "step_00000006");
+            expect_same_checkpoint_data(whole / "step_00000006", moved / "step_00000006");
             continue;
         }
         for (auto const& [step, text] : results) {
@@ -94,7 +63,7 @@ TEST_F(LlamaJob, TrainResumeExportImportAndGenerate) {
 
     fs::path const hf = dir_ / "hf";
     ASSERT_EQ(std::system((axonn() + " export " + whole.string() + " " + hf.string() + " > /dev/null").c_str()), 0);
-    EXPECT_NE(file_text(hf / "config.json").find("LlamaForCausalLM"), std::string::npos);
+    EXPECT_NE(file_bytes(hf / "config.json").find("LlamaForCausalLM"), std::string::npos);
     ASSERT_EQ(std::system((axonn() + " import " + hf.string() + " --out " + (dir_ / "imported").string() +
                            " > /dev/null").c_str()), 0);
     for (auto const& [source, name] : {std::pair{whole, "from_ckpt"}, std::pair{hf, "from_hf"},
@@ -109,13 +78,13 @@ TEST_F(LlamaJob, TrainResumeExportImportAndGenerate) {
 
     std::string const generate = " generate --tokenizer byte --prompt abc --max-new-tokens 12 --greedy --json ";
     nlohmann::json outputs = nlohmann::json::array();
-    for (std::string const launch : {"-np 1 " + axonn() + generate + "--model-dir " + whole.string(),
+    for (std::string const& launch : {"-np 1 " + axonn() + generate + "--model-dir " + whole.string(),
                                      "-np 1 " + axonn() + generate + "--model-dir " + hf.string(),
                                      "-np 4 " + axonn() + generate + "--model-dir " + whole.string() +
                                          " --grid data=1,z=1,y=4,x=1"}) {
         JobResult const run = mpirun(launch);
         ASSERT_EQ(run.exit_status, 0) << launch << "\n" << run.stderr_text;
-        outputs.push_back(nlohmann::json::parse(file_text(dir_ / "stdout.txt"))[0]["tokens"]);
+        outputs.push_back(nlohmann::json::parse(file_bytes(dir_ / "stdout.txt"))[0]["tokens"]);
     }
     EXPECT_EQ(outputs[0].size(), 12u);
     EXPECT_EQ(outputs[1], outputs[0]) << "from the export";

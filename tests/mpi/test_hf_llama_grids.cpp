@@ -98,14 +98,28 @@ private:
 
 class HfLlamaOnGrid : public ::testing::TestWithParam<std::tuple<GridShape, bool>> {};
 
+// The twin's folder imported onto a grid: each rank's shards read from the files.
+struct ImportedModel {
+    LlamaConfig config;
+    CpuBackend backend;
+    ProcessGrid grid;
+    Gpt model;
+
+    ImportedModel(std::filesystem::path const& dir, GridShape const& shape)
+        : config(read_hf_llama_config(dir)),
+          grid(MPI_COMM_WORLD, shape, parse_axis_order("x,y,z,data")),
+          model(llama_architecture(config), backend, grid, batch / (shape.data * shape.z), seq) {
+        HfLlamaWeights(dir, config).read_local(model.layout(), model.params());
+    }
+};
+
 TEST_P(HfLlamaOnGrid, ImportedLogitsMatchTheTwin) {
     auto const& [shape, bf16] = GetParam();
     HfLlamaFolder const folder(bf16);
-    LlamaConfig const config = read_hf_llama_config(folder.path() / "hf");
-    CpuBackend backend;
-    ProcessGrid grid(MPI_COMM_WORLD, shape, parse_axis_order("x,y,z,data"));
-    Gpt model(llama_architecture(config), backend, grid, batch / (shape.data * shape.z), seq);
-    HfLlamaWeights(folder.path() / "hf", config).read_local(model.layout(), model.params());
+    ImportedModel imported(folder.path() / "hf", shape);
+    LlamaConfig const& config = imported.config;
+    ProcessGrid& grid = imported.grid;
+    Gpt& model = imported.model;
     Batch const rows = replica_rows(grid, batch, seq, folder.tokens().data(), nullptr);
     model.forward(rows);
 
@@ -148,14 +162,11 @@ std::map<std::string, StoredBytes> safetensors_contents(std::filesystem::path co
 TEST_P(HfLlamaOnGrid, ExportOfItsCheckpointHoldsTheTwinsTensorsBitForBit) {
     auto const& [shape, bf16] = GetParam();
     HfLlamaFolder const folder(bf16);
-    LlamaConfig const config = read_hf_llama_config(folder.path() / "hf");
-    CpuBackend backend;
-    ProcessGrid grid(MPI_COMM_WORLD, shape, parse_axis_order("x,y,z,data"));
-    Gpt model(llama_architecture(config), backend, grid, batch / (shape.data * shape.z), seq);
-    HfLlamaWeights(folder.path() / "hf", config).read_local(model.layout(), model.params());
-    std::filesystem::path const saved =
-        save_checkpoint(grid, config, {model.param_values(), {}, {}}, 0, nullptr, {folder.path() / "ckpt", 0, 4096});
-    if (grid.rank() != 0) return;
+    ImportedModel imported(folder.path() / "hf", shape);
+    LlamaConfig const& config = imported.config;
+    std::filesystem::path const saved = save_checkpoint(imported.grid, config, {imported.model.param_values(), {}, {}},
+                                                        0, nullptr, {folder.path() / "ckpt", 0, 4096});
+    if (imported.grid.rank() != 0) return;
     CheckpointReader checkpoint(saved);
     export_hf_llama(checkpoint, folder.path() / "export", bf16 ? DType::bf16 : DType::f32);
     auto const original = safetensors_contents(folder.path() / "hf" / "model.safetensors");

@@ -87,18 +87,23 @@ void write_weights_and_batch(fs::path const& dir, Gpt const& model, ParityBatch 
     write_tensor_file(dir / "batch.axt", inputs);
 }
 
-void write_inputs(fs::path const& dir, Gpt& model, ParityBatch const& batch) {
-    GptConfig const& config = model.config();
+// The steps, schedule and AdamW settings of the twins' optimisation loop, as their config.json names them.
+nlohmann::json optimizer_json() {
     LrSchedule const schedule = parity_schedule();
     AdamWConfig const optimizer = parity_optimizer();
-    nlohmann::json json = {{"vocab_size", config.vocab_size},     {"padded_vocab_size", config.padded_vocab_size()},
-                           {"n_layer", config.n_layer},           {"n_head", config.n_head},
-                           {"n_embd", config.n_embd},             {"block_size", config.max_seq},
-                           {"steps", optimizer_steps},            {"lr", schedule.max_lr},
-                           {"min_lr", schedule.min_lr},           {"warmup_steps", schedule.warmup_steps},
-                           {"weight_decay", optimizer.weight_decay}, {"beta1", optimizer.beta1},
-                           {"beta2", optimizer.beta2},            {"eps", optimizer.eps},
-                           {"grad_clip", optimizer.grad_clip}};
+    return {{"steps", optimizer_steps},     {"lr", schedule.max_lr},
+            {"min_lr", schedule.min_lr},    {"warmup_steps", schedule.warmup_steps},
+            {"weight_decay", optimizer.weight_decay}, {"beta1", optimizer.beta1},
+            {"beta2", optimizer.beta2},     {"eps", optimizer.eps},
+            {"grad_clip", optimizer.grad_clip}};
+}
+
+void write_inputs(fs::path const& dir, Gpt& model, ParityBatch const& batch) {
+    GptConfig const& config = model.config();
+    nlohmann::json json = {{"vocab_size", config.vocab_size}, {"padded_vocab_size", config.padded_vocab_size()},
+                           {"n_layer", config.n_layer},       {"n_head", config.n_head},
+                           {"n_embd", config.n_embd},         {"block_size", config.max_seq}};
+    json.update(optimizer_json());
     std::ofstream(dir / "config.json") << json.dump(2);
     write_weights_and_batch(dir, model, batch);
 }
@@ -121,6 +126,22 @@ double real_logits_error(Gpt const& model, NamedTensors const& reference) {
         real_logits.insert(real_logits.end(), model.logits() + row * Vp, model.logits() + row * Vp + V);
     }
     return relative_difference(real_logits.data(), reference.at("logits"));
+}
+
+// Ten AdamW steps on the same batch, through the trainer's own step function: each loss within 1e-5 of the twin's,
+// and the first step's gradient norm within 5e-6.
+void expect_adamw_steps_match(Gpt& model, Backend& backend, Batch const& view, NamedTensors const& reference) {
+    AdamW optimizer(model.segments(), model.layout().total(), backend, parity_optimizer());
+    LrSchedule const schedule = parity_schedule();
+    double const* expected_losses = reference.at("losses").data<double>();
+    for (int step = 0; step < optimizer_steps; ++step) {
+        StepResult const result = train_step(model, optimizer, view, schedule.at(step));
+        std::printf("step %d loss %.8f vs %.8f\n", step, result.loss, expected_losses[step]);
+        EXPECT_NEAR(result.loss, expected_losses[step], 1e-5 * std::abs(expected_losses[step])) << "step " << step;
+        if (step == 0) {
+            EXPECT_NEAR(result.grad_norm, reference.at("grad_norm").data<double>()[0], 5e-6 * result.grad_norm);
+        }
+    }
 }
 
 class PytorchParity : public ::testing::Test {
@@ -166,18 +187,7 @@ TEST_F(PytorchParity, LogitsLossGradientsAndTenAdamWSteps) {
         EXPECT_LT(error, 5e-6) << "gradient of " << spec.name;
     }
 
-    // Ten AdamW steps on the same batch, through the trainer's own step function.
-    AdamW optimizer(model.segments(), model.layout().total(), backend, parity_optimizer());
-    LrSchedule const schedule = parity_schedule();
-    double const* expected_losses = reference.at("losses").data<double>();
-    for (int step = 0; step < optimizer_steps; ++step) {
-        StepResult const result = train_step(model, optimizer, view, schedule.at(step));
-        std::printf("step %d loss %.8f vs %.8f\n", step, result.loss, expected_losses[step]);
-        EXPECT_NEAR(result.loss, expected_losses[step], 1e-5 * std::abs(expected_losses[step])) << "step " << step;
-        if (step == 0) {
-            EXPECT_NEAR(result.grad_norm, reference.at("grad_norm").data<double>()[0], 5e-6 * result.grad_norm);
-        }
-    }
+    expect_adamw_steps_match(model, backend, view, reference);
 }
 
 // Llama (model/llama/) against its float64 twin written from Hugging Face's modeling_llama: RMSNorm, rotary
@@ -203,12 +213,7 @@ TEST_F(PytorchParity, LlamaLogitsLossGradientsAndTenAdamWSteps) {
                                 {"num_attention_heads", config.num_attention_heads},
                                 {"num_key_value_heads", config.num_key_value_heads},
                                 {"rms_norm_eps", config.rms_norm_eps}, {"rope_theta", config.rope_theta}};
-    LrSchedule const schedule = parity_schedule();
-    AdamWConfig const adamw = parity_optimizer();
-    hf_config.update({{"steps", optimizer_steps}, {"lr", schedule.max_lr}, {"min_lr", schedule.min_lr},
-                      {"warmup_steps", schedule.warmup_steps}, {"weight_decay", adamw.weight_decay},
-                      {"beta1", adamw.beta1}, {"beta2", adamw.beta2}, {"eps", adamw.eps},
-                      {"grad_clip", adamw.grad_clip}});
+    hf_config.update(optimizer_json());
     hf_config["rope_scaling"] = {{"factor", config.rope_scaling->factor},
                                  {"low_freq_factor", config.rope_scaling->low_freq_factor},
                                  {"high_freq_factor", config.rope_scaling->high_freq_factor},
@@ -232,17 +237,7 @@ TEST_F(PytorchParity, LlamaLogitsLossGradientsAndTenAdamWSteps) {
         std::printf("llama grad %-9s rel diff %.3e\n", name.c_str(), error);
         EXPECT_LT(error, 5e-6) << "gradient of " << name;
     }
-
-    AdamW optimizer(model.segments(), model.layout().total(), backend, adamw);
-    double const* expected_losses = reference.at("losses").data<double>();
-    for (int step = 0; step < optimizer_steps; ++step) {
-        StepResult const result = train_step(model, optimizer, view, schedule.at(step));
-        std::printf("llama step %d loss %.8f vs %.8f\n", step, result.loss, expected_losses[step]);
-        EXPECT_NEAR(result.loss, expected_losses[step], 1e-5 * std::abs(expected_losses[step])) << "step " << step;
-        if (step == 0) {
-            EXPECT_NEAR(result.grad_norm, reference.at("grad_norm").data<double>()[0], 5e-6 * result.grad_norm);
-        }
-    }
+    expect_adamw_steps_match(model, backend, view, reference);
 }
 
 }  // namespace
