@@ -64,6 +64,16 @@ inline void expect_same_checkpoint_data(std::filesystem::path const& a, std::fil
     EXPECT_GT(files, 0u) << a;
 }
 
+// A --ckpt-dir `folder` that holds only a copy of `checkpoint` (a step_N folder), and no metrics file `metrics`:
+// where a resumed run starts as if that checkpoint were the last one saved.
+inline void fresh_ckpt_dir(std::filesystem::path const& checkpoint, std::filesystem::path const& folder,
+                           std::filesystem::path const& metrics) {
+    std::filesystem::remove_all(folder);
+    std::filesystem::remove(metrics);
+    std::filesystem::create_directories(folder);
+    std::filesystem::copy(checkpoint, folder / checkpoint.filename(), std::filesystem::copy_options::recursive);
+}
+
 class JobTest : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {

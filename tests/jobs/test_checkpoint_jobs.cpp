@@ -169,10 +169,7 @@ TEST_F(CheckpointJobs, ACheckpointFromEightRanksResumesOnOtherGrids) {
     for (std::string const& target : {std::string("-np 1 ") + train(options), "-np 8 " + train(options + "--grid data=2,z=1,y=1,x=4")}) {
         SCOPED_TRACE(target);
         fs::path const moved = dir_ / "moved";
-        fs::remove_all(moved);
-        fs::remove(dir_ / "moved.jsonl");
-        fs::create_directories(moved);
-        fs::copy(saved / "step_00000004", moved / "step_00000004", fs::copy_options::recursive);
+        testing::fresh_ckpt_dir(saved / "step_00000004", moved, dir_ / "moved.jsonl");
         testing::JobResult const resumed = mpirun(target + " --ckpt-dir " + moved.string() + " --resume latest --metrics " +
                                                   (dir_ / "moved.jsonl").string());
         ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;

@@ -39,10 +39,7 @@ TEST_F(LlamaJob, TrainResumeExportImportAndGenerate) {
     for (std::string const grid : {"data=1,z=1,y=4,x=1", "data=1,z=1,y=1,x=1", "data=1,z=2,y=1,x=2"}) {
         SCOPED_TRACE(grid);
         fs::path const moved = dir_ / "moved";
-        fs::remove_all(moved);
-        fs::remove(dir_ / "moved.jsonl");
-        fs::create_directories(moved);
-        fs::copy(whole / "step_00000003", moved / "step_00000003", fs::copy_options::recursive);
+        testing::fresh_ckpt_dir(whole / "step_00000003", moved, dir_ / "moved.jsonl");
         int const ranks = grid == std::string("data=1,z=1,y=1,x=1") ? 1 : 4;
         JobResult const resumed = mpirun("-np " + std::to_string(ranks) + " " +
                                          train_llama("--grid " + grid + " --ckpt-dir " + moved.string() +
