@@ -148,7 +148,7 @@ HfGpt2Weights::HfGpt2Weights(fs::path const& dir, GptConfig const& config)
                     files_.where(name), name, shape_string(entry->shape), shape_string(expected));
             require(entry->dtype == DType::f32 || entry->dtype == DType::bf16,
                     "{}: {} is {}; axonn reads F32 or BF16 weights", files_.where(name), name,
-                    dtype_name(entry->dtype));
+                    safetensors_dtype_name(entry->dtype));
         }
     }
     // An untied head would be silently replaced by the embedding: refuse one that differs from it.
@@ -158,7 +158,7 @@ HfGpt2Weights::HfGpt2Weights(fs::path const& dir, GptConfig const& config)
                 files_.where("lm_head.weight"), shape_string(head->shape));
         require(head->dtype == DType::f32 || head->dtype == DType::bf16,
                 "{}: lm_head.weight is {}; axonn reads F32 or BF16 weights", files_.where("lm_head.weight"),
-                dtype_name(head->dtype));
+                safetensors_dtype_name(head->dtype));
         Tensor const a = read("lm_head.weight", embedding), b = read(prefix_ + "wte.weight", embedding);
         require(std::equal(a.span<float>().begin(), a.span<float>().end(), b.span<float>().begin()),
                 "{}: lm_head.weight differs from the embedding; axonn's GPT-2 ties them", dir_.string());

@@ -94,7 +94,7 @@ HfLlamaWeights::HfLlamaWeights(fs::path const& dir, LlamaConfig const& config)
                         files_.where(name), name, shape_string(entry->shape), shape_string(part.shape));
                 require(entry->dtype == DType::f32 || entry->dtype == DType::bf16,
                         "{}: {} is {}; axonn reads F32 or BF16 weights", files_.where(name), name,
-                        dtype_name(entry->dtype));
+                        safetensors_dtype_name(entry->dtype));
             }
         }
     }
@@ -129,7 +129,7 @@ void HfLlamaWeights::read_local(ShardLayout const& layout, std::span<float> para
 
 void export_hf_llama(CheckpointReader& checkpoint, fs::path const& out, DType dtype) {
     require(dtype == DType::f32 || dtype == DType::bf16, "export writes F32 or BF16 weights, not {}",
-            dtype_name(dtype));
+            safetensors_dtype_name(dtype));
     LlamaConfig const& config = *checkpoint.index().model.llama();
     std::vector<ParamDecl> const decls = llama_parameters(config);
     // Every stored tensor in the order its data is written: by axonn tensor, layer, then part.

@@ -13,6 +13,7 @@ void add_corpus_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_parity_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
+void add_tune_command(CLI::App& app);
 void add_calibrate_command(CLI::App& app);
 void add_export_command(CLI::App& app);
 void add_import_command(CLI::App& app);

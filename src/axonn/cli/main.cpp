@@ -76,6 +76,7 @@ int run(int argc, char** argv) {
     axonn::add_bench_command(app);
     axonn::add_parity_command(app);
     axonn::add_plan_command(app);
+    axonn::add_tune_command(app);
     axonn::add_calibrate_command(app);
     axonn::add_export_command(app);
     axonn::add_memorization_command(app);

@@ -5,7 +5,10 @@
 #include "axonn/cli/step_options.h"
 #include "axonn/core/error.h"
 #include "axonn/io/tokenizer.h"
+#include "axonn/train/grid_choice.h"
 #include "axonn/train/trainer.h"
+
+#include <fmt/format.h>
 
 #include <memory>
 #include <string>
@@ -47,8 +50,9 @@ void add_train_command(CLI::App& app) {
         ->capture_default_str();
     auto grid_spec = std::make_shared<std::string>("data=1,z=1,y=1,x=1");
     command->add_option("--grid", *grid_spec,
-                        "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks), or auto: the planner "
-                        "chooses with the local machine profile")
+                        "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks); a grid file written by "
+                        "`axonn tune` (its grid and order); or auto: the grid `axonn tune` measured for this job "
+                        "(configs/machines/tuned-grid.json), else the planner's choice with the local machine profile")
         ->capture_default_str();
     command->add_option("--grid-order", options->grid_order,
                         "rank order of the axes, fastest first (the fastest stays inside a node)")
@@ -93,11 +97,19 @@ void add_train_command(CLI::App& app) {
     goldfish->description(goldfish->get_description() + "; --metrics then also logs loss_all, loss_kept and "
                           "loss_dropped (loss is loss_kept)");
 
-    command->callback([options, model, grid_spec] {
+    command->callback([command, options, model, grid_spec] {
         as_usage_errors([&] {
             options->model = model->resolve_model();
             options->grid_auto = *grid_spec == "auto";
-            if (!options->grid_auto) options->grid = GridShape::parse(*grid_spec);
+            if (!options->grid_auto && names_grid_file(*grid_spec)) {
+                GridFile const file = read_grid_file(*grid_spec);
+                options->grid = file.grid;
+                if (command->count("--grid-order") == 0) options->grid_order = file.grid_order;
+                options->grid_source = fmt::format("from {}, measured {:.4f} s per step by `axonn tune`", *grid_spec,
+                                                   file.step_s);
+            } else if (!options->grid_auto) {
+                options->grid = GridShape::parse(*grid_spec);
+            }
         });
         if (options->tokenizer_dir.empty()) options->tokenizer_dir = default_gpt2_dir();
         options->sample.seed = options->seed;

@@ -4,13 +4,13 @@
 #include "axonn/checkpoint/checkpoint_writer.h"
 #include "axonn/checkpoint/hf_gpt2.h"
 #include "axonn/checkpoint/hf_model.h"
+#include "axonn/comm/rank_zero.h"
 #include "axonn/core/error.h"
 
 #include <fmt/format.h>
 
 #include <mpi.h>
 
-#include <array>
 #include <limits>
 #include <tuple>
 
@@ -59,30 +59,6 @@ std::int64_t run_value(json const& run, std::initializer_list<char const*> path,
     require(valid, "checkpoint {} is damaged: its run state has no valid {} (an integer in [{}, {}])",
             checkpoint.folder().string(), name, low, high);
     return value->get<std::int64_t>();
-}
-
-// What rank 0 decides (a path, or "" for none), on every rank: ranks that list a shared folder at different
-// moments, or through different caches, must not choose differently. An error on rank 0 is every rank's.
-template <typename Decide>
-std::string decided_by_rank_zero(Decide&& decide) {
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    std::string text;
-    int failed = 0;
-    if (rank == 0) {
-        try {
-            text = decide();
-        } catch (Error const& e) {
-            text = e.what();
-            failed = 1;
-        }
-    }
-    std::array<int, 2> header = {failed, static_cast<int>(text.size())};
-    MPI_Bcast(header.data(), 2, MPI_INT, 0, MPI_COMM_WORLD);
-    text.resize(static_cast<std::size_t>(header[1]));
-    MPI_Bcast(text.data(), header[1], MPI_CHAR, 0, MPI_COMM_WORLD);
-    if (header[0] != 0) throw Error(text);
-    return text;
 }
 
 // The settings of the interrupted run that this one changes: "--steps 200 (was 100)".

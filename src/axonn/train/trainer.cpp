@@ -7,11 +7,11 @@
 #include "axonn/core/trace.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/model/gpt.h"
-#include "axonn/perf/calibrate.h"
 #include "axonn/perf/gemm_rate.h"
 #include "axonn/perf/planner.h"
 #include "axonn/train/checkpointing.h"
 #include "axonn/train/data_loader.h"
+#include "axonn/train/grid_choice.h"
 #include "axonn/train/metrics.h"
 #include "axonn/train/progress.h"
 #include "axonn/train/stop_signals.h"
@@ -234,24 +234,27 @@ std::optional<GridShape> plan_best_grid(TrainOptions const& options, int world, 
     return best;
 }
 
-// --grid auto: rank 0 plans on the local machine profile (configs/machines/local.toml, or a quick calibration now
-// when there is none) and every rank gets its choice, so that all ranks agree, also when no grid fits.
-GridShape choose_grid(TrainOptions const& options, int world) {
+// --grid auto: the grid `axonn tune` measured fastest for this very job, if its grid file says so; else rank 0
+// plans on the local machine profile (configs/machines/local.toml, or a quick calibration now when there is none)
+// and every rank gets its choice, so that all ranks agree, also when no grid fits.
+GridShape choose_grid(TrainOptions& options, int world) {
+    GridJob const job{options.model.summary(), options.batch, options.seq, world};
+    if (std::optional<GridFile> const tuned = tuned_grid_for(job)) {
+        options.grid_order = tuned->grid_order;
+        int rank = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (rank == 0) {
+            fmt::print("grid auto: {} (order {}), measured fastest by `axonn tune` at {:.4f} s per step; {}\n",
+                       tuned->grid.to_string(), tuned->grid_order, tuned->step_s, tuned_grid_path().string());
+        }
+        return tuned->grid;
+    }
+    LocalProfile const profile = local_machine_profile();
     ProcessGrid everyone(MPI_COMM_WORLD, GridShape{.data = world});
     Communicator& all = everyone.comm(Group::world);
-    bool const leader = everyone.rank() == 0;
-    // Rank 0 decides whether the profile exists, so that all ranks calibrate together (a collective) or none.
-    fs::path const local = machine_profile_dir() / "local.toml";
-    std::error_code error;
-    double have_profile = leader && fs::exists(local, error) ? 1.0 : 0.0;
-    all.all_reduce(&have_profile, 1);
-    MachineProfile const machine = have_profile == 0 ? calibrate_machine(CalibrateOptions{"local", true})
-                                   : leader          ? load_machine_profile(local.string())
-                                                     : MachineProfile{};
     std::array<double, 4> chosen = {0, 0, 0, 0};
-    if (leader) {
-        std::string const source = have_profile != 0 ? local.string() : "measured now (no configs/machines/local.toml)";
-        if (auto const best = plan_best_grid(options, world, machine, source)) {
+    if (everyone.rank() == 0) {
+        if (auto const best = plan_best_grid(options, world, profile.machine, profile.source)) {
             chosen = {static_cast<double>(best->data), static_cast<double>(best->z), static_cast<double>(best->y),
                       static_cast<double>(best->x)};
         }
@@ -385,9 +388,10 @@ TrainSummary run_training(TrainOptions options) {
                    human_bytes(memory.parameter_bytes), human_bytes(memory.gradient_bytes),
                    human_bytes(memory.optimizer_bytes), human_bytes(memory.activation_bytes));
         int const passes = B / (grid.size(Axis::data) * grid.size(Axis::z)) / model.max_batch();
-        fmt::print("  grid {} over {} rank(s) (order {}) | threads {} per rank | overlap {} | {} pass(es) of {} "
+        fmt::print("  grid {}{} over {} rank(s) (order {}) | threads {} per rank | overlap {} | {} pass(es) of {} "
                    "sequence(s) per step{}{}{}\n",
-                   grid.shape().to_string(), grid.world_size(), options.grid_order, options.threads,
+                   grid.shape().to_string(), options.grid_source.empty() ? "" : " (" + options.grid_source + ")",
+                   grid.world_size(), options.grid_order, options.threads,
                    options.run.model.overlap ? "on" : "off", passes, model.max_batch(),
                    options.run.model.recompute == Recompute::layer ? " | layers recomputed" : "",
                    options.run.model.cache_weights ? " | weights cached" : "",

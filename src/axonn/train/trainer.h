@@ -31,7 +31,8 @@ struct TrainOptions {
     std::uint64_t seed = 1337;
     int threads = 1;
     GridShape grid;                       // data × z × y × x; its product must be the number of MPI ranks
-    bool grid_auto = false;               // let the planner choose the grid (with the local machine profile)
+    bool grid_auto = false;               // the grid `axonn tune` measured for this job, else the planner's choice
+    std::string grid_source;              // where the grid came from, for the banner (a grid file); empty: --grid
     std::string grid_order = "x,y,z,data";  // fastest-varying axis first
     bool debug_collectives = false;
     StepOptions run;                      // overlap, micro-batches, recomputation, weight caching

@@ -1,0 +1,63 @@
+// How a run's grid is chosen when the user does not name one: by the performance model on this machine's profile
+// (`--grid auto`), or by measurement: `axonn tune` times the planner's best few grids and writes the fastest to a
+// grid file, which `--grid FILE` reads and `--grid auto` prefers when it was measured for the same job (the same
+// model, batch, sequence length and number of ranks).
+//
+// A grid file (JSON):
+//   {"format": "axonn-grid", "version": 1, "grid": {"data", "z", "y", "x"}, "grid_order": "x,y,z,data",
+//    "model": "<ModelConfig::summary()>", "batch": B, "seq": T, "ranks": N, "step_s": measured seconds per step,
+//    "machine": the profile that ranked the candidates, "candidates": [{"grid", "predicted_s", "measured_s"}, ...]}
+#pragma once
+
+#include "axonn/comm/grid.h"
+#include "axonn/perf/machine_profile.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace axonn {
+
+// This machine's profile for the planner: configs/machines/local.toml, or a quick calibration now when there is
+// none (all ranks measure together). Collective over MPI_COMM_WORLD; `machine` is complete on rank 0 only.
+struct LocalProfile {
+    MachineProfile machine;
+    std::string source;  // the file, or "measured now (...)"
+};
+LocalProfile local_machine_profile();
+
+// The job a grid was chosen for.
+struct GridJob {
+    std::string model;  // ModelConfig::summary()
+    int batch = 0;
+    int seq = 0;
+    int ranks = 0;
+    bool operator==(GridJob const&) const = default;
+};
+
+struct GridFile {
+    GridShape grid;
+    std::string grid_order = "x,y,z,data";
+    GridJob job;
+    double step_s = 0;  // measured
+    std::string machine;
+    nlohmann::json candidates = nlohmann::json::array();
+};
+
+// Whether a --grid value names a grid file: it is neither "auto" nor a list of axis=size.
+bool names_grid_file(std::string const& spec);
+
+// Where `axonn tune` writes by default, and `--grid auto` looks: tuned-grid.json beside the machine profiles.
+std::filesystem::path tuned_grid_path();
+
+void write_grid_file(std::filesystem::path const& path, GridFile const& file);
+// Reads and checks a grid file; an unreadable or malformed one is an axonn::Error naming the file and the fix.
+GridFile read_grid_file(std::filesystem::path const& path);
+
+// --grid auto's measured choice: the tuned grid file, when it exists and was measured for `job`; decided by rank 0
+// and the same on every rank (collective over MPI_COMM_WORLD).
+std::optional<GridFile> tuned_grid_for(GridJob const& job);
+
+}  // namespace axonn

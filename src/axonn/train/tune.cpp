@@ -1,0 +1,100 @@
+#include "axonn/train/tune.h"
+
+#include "axonn/core/error.h"
+#include "axonn/model/model_config.h"
+#include "axonn/perf/planner.h"
+
+#include <fmt/format.h>
+#include <mpi.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace axonn {
+namespace {
+
+// The planner's top `top` grids that fit, on rank 0; every rank gets them. Collective.
+std::vector<TunedGrid> planned_grids(TuneOptions const& options, int world, LocalProfile const& profile) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::vector<int> sizes(static_cast<std::size_t>(4 * options.top), 0);
+    std::vector<double> predicted(static_cast<std::size_t>(options.top), 0.0);
+    if (rank == 0) {
+        BenchOptions const& job = options.bench;
+        PlanRequest request;
+        request.model = job.model;
+        request.devices = world;
+        request.batch = job.batch;
+        request.seq = job.seq;
+        request.machine = profile.machine;
+        request.micro_batch = job.run.micro_batch;
+        request.run = job.run.model;
+        request.time.order = parse_axis_order(job.grid_order);
+        std::vector<PlanCandidate> const plan = plan_grids(request);
+        int found = 0;
+        for (PlanCandidate const& candidate : plan) {
+            if (candidate.excluded || found == options.top) continue;
+            GridShape const& g = candidate.grid;
+            std::copy_n(std::array<int, 4>{g.data, g.z, g.y, g.x}.begin(), 4, sizes.begin() + 4 * found);
+            predicted[static_cast<std::size_t>(found++)] = candidate.time.time_s;
+        }
+    }
+    MPI_Bcast(sizes.data(), static_cast<int>(sizes.size()), MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Bcast(predicted.data(), static_cast<int>(predicted.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    std::vector<TunedGrid> grids;
+    for (int k = 0; k < options.top && sizes[4 * k] > 0; ++k) {
+        grids.push_back({{sizes[4 * k], sizes[4 * k + 1], sizes[4 * k + 2], sizes[4 * k + 3]}, predicted[k], 0.0});
+    }
+    return grids;
+}
+
+}  // namespace
+
+TuneResult run_tune(TuneOptions const& options) {
+    int world = 1, rank = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    as_usage_errors([&] {
+        require(options.top >= 1 && options.top <= 64, "--top must lie in [1, 64], got {}", options.top);
+        options.bench.model.validate();
+        require(options.bench.seq >= 1 && options.bench.seq <= options.bench.model.max_seq,
+                "--seq {} must lie in [1, the model's context {}]", options.bench.seq, options.bench.model.max_seq);
+        require(options.bench.batch >= 1, "--batch must be at least 1, got {}", options.bench.batch);
+        parse_axis_order(options.bench.grid_order);
+    });
+    LocalProfile const profile = local_machine_profile();
+    TuneResult result;
+    result.profile_source = profile.source;
+    result.grids = planned_grids(options, world, profile);
+    if (result.grids.empty()) {
+        throw UsageError(fmt::format("no grid of {} ranks fits this model and batch: run `axonn plan --machine local "
+                                     "--gpus {} --batch {} --seq {} --explain` to see why", world, world,
+                                     options.bench.batch, options.bench.seq));
+    }
+    for (TunedGrid& candidate : result.grids) {
+        BenchOptions bench = options.bench;
+        bench.grid = candidate.grid;
+        candidate.measured_s = run_benchmark(bench).step_s;  // the slowest rank's, the same on every rank
+    }
+    auto const fastest = std::min_element(result.grids.begin(), result.grids.end(),
+                                          [](auto const& a, auto const& b) { return a.measured_s < b.measured_s; });
+    result.fastest = static_cast<std::size_t>(fastest - result.grids.begin());
+    result.written = options.out.empty() ? tuned_grid_path() : options.out;
+    if (rank == 0) {
+        GridFile file;
+        file.grid = fastest->grid;
+        file.grid_order = options.bench.grid_order;
+        file.job = {ModelConfig(options.bench.model).summary(), options.bench.batch, options.bench.seq, world};
+        file.step_s = fastest->measured_s;
+        file.machine = profile.source;
+        for (TunedGrid const& candidate : result.grids) {
+            file.candidates.push_back({{"grid", candidate.grid.to_string()}, {"predicted_s", candidate.predicted_s},
+                                       {"measured_s", candidate.measured_s}});
+        }
+        write_grid_file(result.written, file);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);  // the file is there when any rank returns
+    return result;
+}
+
+}  // namespace axonn
