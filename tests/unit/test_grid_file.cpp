@@ -16,6 +16,7 @@ namespace axonn {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::error_of;
 
 GridFile sample() {
     GridFile file;

@@ -30,6 +30,7 @@ namespace axonn {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::error_of;
 
 // A safetensors file's tensors, in file order, each with its bytes.
 struct StoredTensor {

@@ -53,7 +53,7 @@ GridFile parse_grid_file(std::string const& text, fs::path const& path) {
     file.grid_order = text_field(document, "grid_order", path);
     file.job = {text_field(document, "model", path), positive_field(document, "batch", path),
                 positive_field(document, "seq", path), positive_field(document, "ranks", path)};
-    require(file.job.ranks == file.grid.size(), "grid file {}: its grid {} is not of its {} ranks", path.string(),
+    require(file.job.ranks == file.grid.product(), "grid file {}: its grid {} is not of its {} ranks", path.string(),
             file.grid.to_string(), file.job.ranks);
     file.step_s = document.value("step_s", 0.0);
     file.machine = document.value("machine", "");

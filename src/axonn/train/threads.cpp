@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include <algorithm>
+#include <utility>
 
 namespace axonn {
 
@@ -24,6 +25,9 @@ void use_threads(int threads) {
 }
 
 void warn_if_oversubscribed(int threads) {
+    // Every rank calls it as often as the others, so every rank returns here alike (it is collective).
+    static int warned_for = 0;
+    if (std::exchange(warned_for, threads) == threads) return;
     MPI_Comm node = MPI_COMM_NULL;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     int node_ranks = 1, node_rank = 0;

@@ -11,7 +11,8 @@ int cpu_count();  // the machine's online CPUs
 void use_threads(int threads);
 
 // Collective over MPI_COMM_WORLD: when the ranks on one machine run more threads in all than it has CPUs, its
-// first rank prints a one-line warning (the run goes on, slowly: threads then wait for each other's CPUs).
+// first rank prints a one-line warning (the run goes on, slowly: threads then wait for each other's CPUs), once per
+// process and thread count: `axonn tune`, which times several grids, says it once.
 void warn_if_oversubscribed(int threads);
 
 }  // namespace axonn
