@@ -101,16 +101,19 @@ void add_train_command(CLI::App& app) {
         as_usage_errors([&] {
             options->model = model->resolve_model();
             options->grid_auto = *grid_spec == "auto";
-            if (!options->grid_auto && names_grid_file(*grid_spec)) {
-                GridFile const file = read_grid_file(*grid_spec);
-                options->grid = file.grid;
-                if (command->count("--grid-order") == 0) options->grid_order = file.grid_order;
-                options->grid_source = fmt::format("from {}, measured {:.4f} s per step by `axonn tune`", *grid_spec,
-                                                   file.step_s);
-            } else if (!options->grid_auto) {
-                options->grid = GridShape::parse(*grid_spec);
-            }
+            if (!options->grid_auto && !names_grid_file(*grid_spec)) options->grid = GridShape::parse(*grid_spec);
+            std::error_code error;
+            require(!names_grid_file(*grid_spec) || std::filesystem::exists(*grid_spec, error),
+                    "--grid {} is neither a grid (data=D,z=Z,y=Y,x=X), auto, nor an existing grid file from `axonn "
+                    "tune`", *grid_spec);
         });
+        if (!options->grid_auto && names_grid_file(*grid_spec)) {  // a missing or damaged file is a file error
+            GridFile const file = read_grid_file(*grid_spec);
+            options->grid = file.grid;
+            if (command->count("--grid-order") == 0) options->grid_order = file.grid_order;
+            options->grid_source =
+                fmt::format("from {}, measured {:.4f} s per step by `axonn tune`", *grid_spec, file.step_s);
+        }
         if (options->tokenizer_dir.empty()) options->tokenizer_dir = default_gpt2_dir();
         options->sample.seed = options->seed;
         run_training(*options);
