@@ -224,13 +224,13 @@ TEST_P(GridTest, EachGroupHoldsTheRanksThatDifferOnlyInItsAxes) {
     }
 }
 
-TEST_P(GridTest, CollectivesGiveTheValuesOfTheirDefinitions) {
-    ProcessGrid grid(MPI_COMM_WORLD, shape(), order());
+// Every collective of every group of `grid`, blocking and not, against its definition.
+void expect_collectives_follow_definitions(ProcessGrid& grid, GridShape const& shape, Order const& order) {
     for (int pass = 0; pass < 2 * static_cast<int>(all_groups.size()); ++pass) {
         Group const group = all_groups[pass / 2];
         Issue const issue = pass % 2 == 0 ? Issue::blocking : Issue::non_blocking;
         SCOPED_TRACE(group_name(group) + (issue == Issue::blocking ? " blocking" : " non-blocking"));
-        std::vector<int> const m = members(group);
+        std::vector<int> const m = expected_members(group, world_rank(), shape, order);
         int const my_index = grid.comm(group).rank();
         CollectiveResults const r = run_each_collective(grid.comm(group), world_rank(), issue);
         for (int i = 0; i < count; ++i) {
@@ -255,6 +255,46 @@ TEST_P(GridTest, CollectivesGiveTheValuesOfTheirDefinitions) {
                 sum += scatter_contribution(member, my_index, i);
             }
             EXPECT_EQ(r.scattered[i], sum);
+        }
+    }
+}
+
+TEST_P(GridTest, CollectivesGiveTheValuesOfTheirDefinitions) {
+    ProcessGrid grid(MPI_COMM_WORLD, shape(), order());
+    expect_collectives_follow_definitions(grid, shape(), order());
+}
+
+// Collectives above MPI's int count go as several calls of at most CommOptions::max_count elements: with a limit
+// of 2, every all-reduce (5 elements) and every rank's slice of a gather or scatter (3) is split, unevenly, and
+// the values are still the definitions', bf16 ones too; each split collective is recorded as one call.
+TEST_P(GridTest, SplitCollectivesGiveTheValuesOfTheirDefinitions) {
+    ProcessGrid grid(MPI_COMM_WORLD, shape(), order(), CommOptions{.max_count = 2});
+    expect_collectives_follow_definitions(grid, shape(), order());
+
+    Communicator& comm = grid.comm(Group::world);
+    int const n = comm.size();
+    std::vector<bfloat16> mine(count_per_rank), gathered(count_per_rank * n), slices(count_per_rank * n), summed(3);
+    for (int i = 0; i < count_per_rank; ++i) mine[i] = to_bfloat16(static_cast<float>(world_rank() + i));
+    for (int slice = 0; slice < n; ++slice) {
+        for (int i = 0; i < count_per_rank; ++i) {
+            slices[slice * count_per_rank + i] = to_bfloat16(static_cast<float>(slice + i));
+        }
+    }
+    grid.traffic().clear();
+    comm.start_all_gather(mine.data(), gathered.data(), count_per_rank).wait();
+    comm.start_reduce_scatter(slices.data(), summed.data(), count_per_rank).wait();
+    for (int r = 0; r < n; ++r) {
+        for (int i = 0; i < count_per_rank; ++i) {
+            EXPECT_EQ(to_float(gathered[r * count_per_rank + i]), static_cast<float>(r + i));  // world order
+        }
+    }
+    for (int i = 0; i < count_per_rank; ++i) {
+        EXPECT_EQ(to_float(summed[i]), static_cast<float>(n * (comm.rank() + i)));  // small integers: exact in bf16
+    }
+    if (n > 1) {
+        for (TrafficEntry const& entry : grid.traffic().entries()) {
+            EXPECT_EQ(entry.calls, 1u) << entry.op;
+            EXPECT_EQ(entry.bytes, static_cast<std::uint64_t>(count_per_rank * n * sizeof(bfloat16))) << entry.op;
         }
     }
 }

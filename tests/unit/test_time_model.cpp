@@ -116,6 +116,28 @@ TEST(Planner, HardwareFlopsFollowMegatronsFormula) {
                      24.0 * 4 * 32 * 2 * 64 * 64 * (1 + 32.0 / 384));
 }
 
+// A layer of width 49,152 has an MLP weight of 4 · 49,152² = 9.7 G elements. Over data = 2, its gradient is summed
+// in one all-reduce of more than 2^31 − 1 elements, which the comm layer splits; over x = 2 every collective is an
+// activation's, far below the limit.
+TEST(Planner, MarksTheGridsWhoseCollectivesExceedOneMpiCall) {
+    PlanRequest request;
+    request.model = {.name = "wide", .vocab_size = 320, .n_layer = 1, .n_head = 64, .n_embd = 49152, .max_seq = 128};
+    request.devices = 2;
+    request.batch = 2;
+    request.seq = 128;
+    request.machine = toy_machine();
+    std::vector<PlanCandidate> const candidates = plan_grids(request);
+    auto const on = [&](GridShape const& grid) {
+        return *std::find_if(candidates.begin(), candidates.end(), [&](auto const& c) { return c.grid == grid; });
+    };
+    PlanCandidate const data = on(GridShape{.data = 2});
+    EXPECT_EQ(data.time.largest_call_bytes, std::uint64_t{4} * 49152 * 49152 * 4);
+    EXPECT_TRUE(data.split_collectives);
+    PlanCandidate const x = on(GridShape{.x = 2});
+    EXPECT_LT(x.time.largest_call_bytes, std::uint64_t{1} << 31);
+    EXPECT_FALSE(x.split_collectives);
+}
+
 // The plan reports both conventions, each against the same peak and time.
 TEST(Planner, ReportsModelAndHardwareFlops) {
     PlanRequest request;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -39,7 +40,9 @@ nlohmann::json candidate_json(PlanCandidate const& candidate) {
                              {"flops_per_s", candidate.flops_per_s},
                              {"pct_peak", candidate.pct_peak},
                              {"hardware_flops_per_s", candidate.hardware_flops_per_s},
-                             {"hardware_pct_peak", candidate.hardware_pct_peak}};
+                             {"hardware_pct_peak", candidate.hardware_pct_peak},
+                             {"largest_call_bytes", candidate.time.largest_call_bytes},
+                             {"split_collectives", candidate.split_collectives}};
     if (candidate.excluded) record["excluded"] = *candidate.excluded;
     return record;
 }
@@ -56,11 +59,17 @@ void print_table(std::vector<PlanCandidate> const& candidates, int top) {
         };
         fmt::print("{:<4} {:<24} {:>10.3f} {:>10.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>10.1f} {:>7.1f} {:>11.2f} "
                    "{:>7.1f}\n",
-                   ++shown, c.grid.to_string(), c.time.time_s, c.time.exposed_comm_s, exposed(Group::data),
+                   ++shown, c.grid.to_string() + (c.split_collectives ? "*" : ""), c.time.time_s, c.time.exposed_comm_s, exposed(Group::data),
                    exposed(Group::z), exposed(Group::y), exposed(Group::x), c.memory.total() / 1073741824.0,
                    c.pct_peak, c.flops_per_s / 1e15, c.hardware_pct_peak);
     }
     if (shown == 0) fmt::print("no grid fits: run with --explain to see why each was excluded\n");
+    bool const any_split = std::any_of(candidates.begin(), candidates.begin() + shown,
+                                       [](PlanCandidate const& c) { return c.split_collectives; });
+    if (any_split) {
+        fmt::print("* a collective of this grid moves more than 2^31 - 1 elements per rank: it runs as several MPI "
+                   "calls\n");
+    }
 }
 
 }  // namespace

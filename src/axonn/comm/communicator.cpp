@@ -52,8 +52,17 @@ std::string describe(CollectiveSignature const& s) {
                        per_rank ? " per rank" : "");
 }
 
-// MPI counts are int; a larger buffer must be split by the caller (a smaller batch or more ranks on the axis).
-// Checked before the collective is issued, so that every rank of the group fails at the same point.
+// The counts of the MPI calls that move `count` elements, none more than `max_count`: MPI counts are int.
+std::vector<int> pieces(std::size_t count, std::size_t max_count) {
+    std::vector<int> counts;
+    for (std::size_t done = 0; done < count || counts.empty(); done += static_cast<std::size_t>(counts.back())) {
+        counts.push_back(static_cast<int>(std::min(count - done, max_count)));
+    }
+    return counts;
+}
+
+// For the calls that are not split (the gathers of text and the all-to-all of checkpoints, bounded by their
+// callers): checked before the call, so that every rank of the group fails at the same point.
 int mpi_count(std::size_t count) {
     require(count <= static_cast<std::size_t>(INT_MAX),
             "a collective of {} elements exceeds MPI's limit of {} per call: reduce the batch or shard further",
@@ -72,25 +81,77 @@ MPI_Datatype mpi_type<bfloat16>() { return MPI_UINT16_T; }
 template <>
 MPI_Datatype mpi_type<std::int64_t>() { return MPI_INT64_T; }  // moved as bits; summed by bf16_sum below
 
-// MPI has no bf16: a sum of bf16 vectors adds each pair in fp32 and rounds the result back to bf16.
-void bf16_sum(void* in, void* inout, int* count, MPI_Datatype*) {
-    auto const* a = static_cast<bfloat16 const*>(in);
-    auto* b = static_cast<bfloat16*>(inout);
-    for (int i = 0; i < *count; ++i) b[i] = to_bfloat16(to_float(a[i]) + to_float(b[i]));
+// The elements of T in `count` items of `datatype`: T itself, or a piece of a split collective (a run of T).
+template <typename T>
+std::int64_t elements_of(int count, MPI_Datatype datatype) {
+    int bytes = 0;
+    MPI_Type_size(datatype, &bytes);
+    return static_cast<std::int64_t>(count) * bytes / static_cast<int>(sizeof(T));
 }
 
+// MPI has no bf16: a sum of bf16 vectors adds each pair in fp32 and rounds the result back to bf16.
+void bf16_sum(void* in, void* inout, int* count, MPI_Datatype* datatype) {
+    auto const* a = static_cast<bfloat16 const*>(in);
+    auto* b = static_cast<bfloat16*>(inout);
+    for (std::int64_t i = 0, n = elements_of<bfloat16>(*count, *datatype); i < n; ++i) {
+        b[i] = to_bfloat16(to_float(a[i]) + to_float(b[i]));
+    }
+}
+
+// MPI's own sums are for its own types only; a piece of a split reduce-scatter is a run of floats.
+void float_sum(void* in, void* inout, int* count, MPI_Datatype* datatype) {
+    auto const* a = static_cast<float const*>(in);
+    auto* b = static_cast<float*>(inout);
+    for (std::int64_t i = 0, n = elements_of<float>(*count, *datatype); i < n; ++i) b[i] += a[i];
+}
+
+// Created once, after MPI_Init (the first collective that needs it); freed by MPI_Finalize.
+MPI_Op user_op(MPI_User_function* function) {
+    MPI_Op created = MPI_OP_NULL;
+    MPI_Op_create(function, 1, &created);
+    return created;
+}
+
+// The sum of T, on T itself.
 template <typename T>
 MPI_Op mpi_sum() { return MPI_SUM; }
 template <>
 MPI_Op mpi_sum<bfloat16>() {
-    // Created once, after MPI_Init (the first bf16 collective); freed by MPI_Finalize.
-    static MPI_Op const op = [] {
-        MPI_Op created = MPI_OP_NULL;
-        MPI_Op_create(&bf16_sum, 1, &created);
-        return created;
-    }();
+    static MPI_Op const op = user_op(&bf16_sum);
     return op;
 }
+
+// The sum of T, on runs of T (the pieces of a split reduce-scatter).
+template <typename T>
+MPI_Op run_sum();
+template <>
+MPI_Op run_sum<float>() {
+    static MPI_Op const op = user_op(&float_sum);
+    return op;
+}
+template <>
+MPI_Op run_sum<bfloat16>() { return mpi_sum<bfloat16>(); }
+
+// A run of `count` elements of T whose extent is a whole block of `block` elements: item r of it in a buffer
+// starts at r · block, so one item per rank picks the same piece out of every rank's block. Freed by ~Type.
+template <typename T>
+class StridedRun {
+public:
+    StridedRun(int count, std::size_t block) {
+        MPI_Datatype run = MPI_DATATYPE_NULL;
+        MPI_Type_contiguous(count, mpi_type<T>(), &run);
+        MPI_Type_create_resized(run, 0, static_cast<MPI_Aint>(block * sizeof(T)), &type_);
+        MPI_Type_commit(&type_);
+        MPI_Type_free(&run);
+    }
+    ~StridedRun() { MPI_Type_free(&type_); }  // MPI keeps it while a call that uses it is pending
+    StridedRun(StridedRun const&) = delete;
+    StridedRun& operator=(StridedRun const&) = delete;
+    MPI_Datatype get() const { return type_; }
+
+private:
+    MPI_Datatype type_ = MPI_DATATYPE_NULL;
+};
 
 MPI_Op mpi_reduction(CollectiveOp op) {
     switch (op) {
@@ -292,9 +353,18 @@ Collective Communicator::start_all_gather_with(T const* send, T* recv, std::size
     }
     CollectiveSignature const signature{
         .op = CollectiveOp::all_gather, .element_bytes = sizeof(T), .count = count_per_rank};
-    int const n = mpi_count(count_per_rank);
-    return start(signature, count_per_rank * size_ * sizeof(T), [&](MPI_Request* request) {
-        MPI_Iallgather(send, n, mpi_type<T>(), recv, n, mpi_type<T>(), comm_, request);
+    return start(signature, count_per_rank * size_ * sizeof(T), [&](std::vector<MPI_Request>& requests) {
+        std::vector<int> const counts = pieces(count_per_rank, options_.max_count);
+        if (counts.size() == 1) {
+            MPI_Iallgather(send, counts[0], mpi_type<T>(), recv, counts[0], mpi_type<T>(), comm_, &requests.emplace_back());
+            return;
+        }
+        for (std::size_t offset = 0; int const count : counts) {
+            StridedRun<T> const piece(count, count_per_rank);
+            MPI_Iallgather(send + offset, count, mpi_type<T>(), recv + offset, 1, piece.get(), comm_,
+                           &requests.emplace_back());
+            offset += static_cast<std::size_t>(count);
+        }
     });
 }
 
@@ -306,9 +376,19 @@ Collective Communicator::start_reduce_scatter_with(T const* send, T* recv, std::
     }
     CollectiveSignature const signature{
         .op = CollectiveOp::reduce_scatter, .element_bytes = sizeof(T), .count = count_per_rank};
-    int const n = mpi_count(count_per_rank);
-    return start(signature, count_per_rank * size_ * sizeof(T), [&](MPI_Request* request) {
-        MPI_Ireduce_scatter_block(send, recv, n, mpi_type<T>(), mpi_sum<T>(), comm_, request);
+    return start(signature, count_per_rank * size_ * sizeof(T), [&](std::vector<MPI_Request>& requests) {
+        std::vector<int> const counts = pieces(count_per_rank, options_.max_count);
+        if (counts.size() == 1) {
+            MPI_Ireduce_scatter_block(send, recv, counts[0], mpi_type<T>(), mpi_sum<T>(), comm_,
+                                      &requests.emplace_back());
+            return;
+        }
+        for (std::size_t offset = 0; int const count : counts) {
+            StridedRun<T> const piece(count, count_per_rank);
+            MPI_Ireduce_scatter_block(send + offset, recv + offset, 1, piece.get(), run_sum<T>(), comm_,
+                                      &requests.emplace_back());
+            offset += static_cast<std::size_t>(count);
+        }
     });
 }
 
@@ -385,9 +465,12 @@ void Communicator::all_reduce_with(T* data, std::size_t count, CollectiveOp op) 
         return;
     }
     CollectiveSignature const signature{.op = op, .element_bytes = sizeof(T), .count = count};
-    int const n = mpi_count(count);
-    issue(signature, count * sizeof(T),
-          [&] { MPI_Allreduce(MPI_IN_PLACE, data, n, mpi_type<T>(), mpi_reduction(op), comm_); });
+    issue(signature, count * sizeof(T), [&] {
+        for (std::size_t offset = 0; int const piece : pieces(count, options_.max_count)) {
+            MPI_Allreduce(MPI_IN_PLACE, data + offset, piece, mpi_type<T>(), mpi_reduction(op), comm_);
+            offset += static_cast<std::size_t>(piece);
+        }
+    });
 }
 
 template <typename T>
@@ -396,9 +479,12 @@ Collective Communicator::start_all_reduce_with(T* data, std::size_t count) {
         return {};
     }
     CollectiveSignature const signature{.op = CollectiveOp::all_reduce, .element_bytes = sizeof(T), .count = count};
-    int const n = mpi_count(count);
-    return start(signature, count * sizeof(T), [&](MPI_Request* request) {
-        MPI_Iallreduce(MPI_IN_PLACE, data, n, mpi_type<T>(), mpi_sum<T>(), comm_, request);
+    return start(signature, count * sizeof(T), [&](std::vector<MPI_Request>& requests) {
+        for (std::size_t offset = 0; int const piece : pieces(count, options_.max_count)) {
+            MPI_Iallreduce(MPI_IN_PLACE, data + offset, piece, mpi_type<T>(), mpi_sum<T>(), comm_,
+                           &requests.emplace_back());
+            offset += static_cast<std::size_t>(piece);
+        }
     });
 }
 
@@ -424,9 +510,10 @@ template <typename MpiStart>
 Collective Communicator::start(CollectiveSignature signature, std::uint64_t bytes, MpiStart&& mpi_start) {
     signature = stamp(signature);
     double const issued = trace_seconds();
-    MPI_Request request = MPI_REQUEST_NULL;
-    mpi_start(&request);
-    return Collective(*this, progress_.track(request), op_name(signature.op), bytes, signature.sequence, issued);
+    std::vector<MPI_Request> requests;
+    mpi_start(requests);
+    return Collective(*this, progress_.track(std::move(requests)), op_name(signature.op), bytes, signature.sequence,
+                      issued);
 }
 
 void Communicator::check_signatures(CollectiveSignature const& mine) {

@@ -14,6 +14,10 @@
 // Elements are fp32, fp64 (norms and loss sums) or bf16 (mixed precision: half the bytes; a bf16 sum adds in
 // fp32 and rounds each partial result to bf16).
 // A group of one rank makes no MPI call, records nothing, and acts as the identity.
+// MPI counts are int: a collective of more elements than that (per rank, for the gathers and scatters) is issued
+// as several MPI calls of at most CommOptions::max_count elements each, all completed by one wait, and recorded as
+// one call. An all-reduce is cut into consecutive ranges; an all-gather or reduce-scatter into the same range of
+// every rank's block, described by a datatype whose extent is the block, so no data is copied.
 #pragma once
 
 #include "axonn/comm/progress.h"
@@ -38,6 +42,9 @@ struct CommOptions {
     bool debug_collectives = false;
     // In debug mode, how long a rank waits for the rest of its group before it reports the hang and aborts.
     double debug_timeout_s = 120.0;
+    // The most elements one MPI call moves (per rank for the gathers and scatters): MPI's int limit. Tests lower
+    // it to check the split collectives on small buffers.
+    std::size_t max_count = 2147483647;
 };
 
 // Totals per (operation, group).
@@ -185,7 +192,8 @@ private:
     // its record.
     template <typename MpiCall>
     void issue(CollectiveSignature signature, std::uint64_t bytes, MpiCall&& mpi_call);
-    // The same for a non-blocking one: the MPI call returns a request, which the progress engine takes.
+    // The same for a non-blocking one: the MPI calls return requests (one per piece), which the progress engine
+    // takes.
     template <typename MpiStart>
     Collective start(CollectiveSignature signature, std::uint64_t bytes, MpiStart&& mpi_start);
     // Debug mode: throws axonn::Error, on every rank of the group, if any rank's signature differs.

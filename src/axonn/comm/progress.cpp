@@ -29,9 +29,9 @@ ProgressEngine::~ProgressEngine() {
     if (thread_.joinable()) thread_.join();
 }
 
-std::shared_ptr<InFlight> ProgressEngine::track(MPI_Request request) {
+std::shared_ptr<InFlight> ProgressEngine::track(std::vector<MPI_Request> requests) {
     auto in_flight = std::make_shared<InFlight>();
-    in_flight->request = request;
+    in_flight->requests = std::move(requests);
     if (!threaded_) return in_flight;
     {
         std::lock_guard const lock(mutex_);
@@ -44,7 +44,7 @@ std::shared_ptr<InFlight> ProgressEngine::track(MPI_Request request) {
 
 void ProgressEngine::wait(InFlight& in_flight) {
     if (!threaded_) {
-        MPI_Wait(&in_flight.request, MPI_STATUS_IGNORE);
+        MPI_Waitall(static_cast<int>(in_flight.requests.size()), in_flight.requests.data(), MPI_STATUSES_IGNORE);
         in_flight.complete = true;
         in_flight.completed_s = trace_seconds();
         return;
@@ -59,7 +59,8 @@ bool ProgressEngine::wait_for(std::shared_ptr<InFlight> const& in_flight, double
     if (!threaded_) {
         Stopwatch watch;
         for (int done = 0; !done; std::this_thread::sleep_for(poll_interval)) {
-            MPI_Test(&in_flight->request, &done, MPI_STATUS_IGNORE);
+            MPI_Testall(static_cast<int>(in_flight->requests.size()), in_flight->requests.data(), &done,
+                        MPI_STATUSES_IGNORE);
             if (!done && watch.seconds() > seconds) return false;
         }
         return true;
@@ -74,7 +75,8 @@ void ProgressEngine::test_pending() {
     bool any = false;
     for (auto& in_flight : pending_) {
         int done = 0;
-        MPI_Test(&in_flight->request, &done, MPI_STATUS_IGNORE);
+        MPI_Testall(static_cast<int>(in_flight->requests.size()), in_flight->requests.data(), &done,
+                    MPI_STATUSES_IGNORE);
         if (!done) continue;
         in_flight->complete = true;
         in_flight->completed_s = trace_seconds();

@@ -19,7 +19,7 @@ namespace axonn {
 
 // A request handed to the engine, and when it completed (trace clock).
 struct InFlight {
-    MPI_Request request = MPI_REQUEST_NULL;
+    std::vector<MPI_Request> requests;  // one, or one per piece of a collective split at MPI's int count
     bool complete = false;    // guarded by the engine's mutex
     double completed_s = 0;   // set with `complete`
 };
@@ -31,8 +31,8 @@ public:
     ProgressEngine(ProgressEngine const&) = delete;
     ProgressEngine& operator=(ProgressEngine const&) = delete;
 
-    // Takes `request` until it completes.
-    std::shared_ptr<InFlight> track(MPI_Request request);
+    // Takes the requests of one collective until they all complete.
+    std::shared_ptr<InFlight> track(std::vector<MPI_Request> requests);
     // Blocks until the request completes.
     void wait(InFlight& in_flight);
     // Waits at most `seconds`; whether it completed. A request left incomplete is no longer tested.

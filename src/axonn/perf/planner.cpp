@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
 
 namespace axonn {
 namespace {
@@ -40,6 +41,10 @@ void predict(PlanCandidate& candidate, PlanRequest const& request) {
     candidate.hardware_flops_per_s =
         model.hardware_flops_per_step(request.batch, request.seq, recompute) / candidate.time.time_s;
     candidate.hardware_pct_peak = 100.0 * candidate.hardware_flops_per_s / (peak * request.devices);
+    // The smallest element the step communicates decides how many elements the largest call may hold.
+    bool const bf16_comm = bf16 || request.run.grad_comm == DType::bf16;
+    candidate.split_collectives =
+        candidate.time.largest_call_bytes / (bf16_comm ? 2u : 4u) > static_cast<std::uint64_t>(INT_MAX);
     if (static_cast<double>(candidate.memory.total()) > request.machine.memory_bytes) {
         candidate.excluded = fmt::format("needs {:.1f} GiB per device, a device has {:.1f} GiB",
                                          candidate.memory.total() / 1073741824.0,

@@ -35,6 +35,9 @@ struct PlanCandidate {
     // hardware_flops_per_step) of the whole job per second, and their share of the peak.
     double hardware_flops_per_s = 0;
     double hardware_pct_peak = 0;
+    // Whether one of its collectives moves more elements per rank than one MPI call takes (2^31 − 1): the comm
+    // layer then splits it into several calls (comm/communicator.h), which the model prices as one.
+    bool split_collectives = false;
     std::optional<std::string> excluded;  // why it cannot run
 };
 

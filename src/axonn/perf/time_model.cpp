@@ -156,6 +156,14 @@ TimePrediction predict_step_time(StepShape const& step, MachineProfile const& ma
     for (auto const& collective : predict_step_traffic(step)) {
         double const seconds = collective_seconds(collective, step.grid, options.order, machine);
         prediction.comm_s += seconds;
+        if (collective.calls > 0) {
+            bool const per_rank = collective.op == "all_gather" || collective.op == "reduce_scatter";
+            std::uint64_t const slices = per_rank ? static_cast<std::uint64_t>(place(collective.group, step.grid,
+                                                                                       options.order).size)
+                                                  : 1;
+            prediction.largest_call_bytes =
+                std::max(prediction.largest_call_bytes, collective.bytes / collective.calls / slices);
+        }
         by_class[step.run.overlap ? collective.overlap : Overlap::none][collective.group] += seconds;
     }
     // Each class hides behind the computation it runs under, as the trainer issues it: forward all-reduce chunks

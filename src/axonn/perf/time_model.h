@@ -12,6 +12,7 @@
 #include "axonn/perf/traffic_model.h"
 
 #include <array>
+#include <cstdint>
 #include <map>
 
 namespace axonn {
@@ -28,6 +29,9 @@ struct TimePrediction {
     double exposed_comm_s = 0;   // what stays on the critical path
     std::map<Group, double> exposed_by_group;
     double time_s = 0;           // compute + exposed communication
+    // The most bytes one rank puts into one call: an all-reduce's buffer, a gather's or scatter's slice per rank.
+    // Past MPI's int count of elements, the comm layer splits that collective into several MPI calls.
+    std::uint64_t largest_call_bytes = 0;
 };
 
 TimePrediction predict_step_time(StepShape const& step, MachineProfile const& machine, TimeOptions const& options);
