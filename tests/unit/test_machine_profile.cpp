@@ -74,6 +74,8 @@ TEST(MachineProfile, WrittenProfileReadsBackExactly) {
     profile.nics_per_node = 1;
     profile.allreduce_bus_bandwidth = {{2, 5.5e9}, {4, 3.3e9}};
     profile.shared_link_bandwidth = 1.211e8;
+    profile.strided_bus_bandwidth = {{2, {{2, 5e10}, {4, 7.2e10}}}, {4, {{2, 3.6e10}}}};
+    profile.node_bandwidth = 3.4e10;
     fs::path const path = dir / "local.toml";
     write_machine_profile(path, profile, "measured here\nby the test");
 
@@ -94,6 +96,8 @@ TEST(MachineProfile, WrittenProfileReadsBackExactly) {
     EXPECT_EQ(read.nics_per_node, profile.nics_per_node);
     EXPECT_EQ(read.allreduce_bus_bandwidth, profile.allreduce_bus_bandwidth);
     EXPECT_EQ(read.shared_link_bandwidth, profile.shared_link_bandwidth);
+    EXPECT_EQ(read.strided_bus_bandwidth, profile.strided_bus_bandwidth);
+    EXPECT_EQ(read.node_bandwidth, profile.node_bandwidth);
 
     std::ifstream in(path);
     std::string first_line;
@@ -170,6 +174,11 @@ std::vector<BadProfile> const bad_profiles = {
      "key '1' of [allreduce_bus_bandwidth] is not a group size"},
     {"bad_bus_bandwidth", good_profile + "[allreduce_bus_bandwidth]\n2 = 1e20\n", "allreduce_bus_bandwidth.2"},
     {"section_not_a_table", good_profile + "allreduce_bus_bandwidth = 3\n", "is an integer, not a section"},
+    {"bad_strided_group_size", good_profile + "[allreduce_bus_bandwidth_stride2]\nfour = 1e11\n",
+     "key 'four' of [allreduce_bus_bandwidth_stride2] is not a group size"},
+    {"stride_one_section", good_profile + "[allreduce_bus_bandwidth_stride1]\n2 = 1e11\n",
+     "unknown section 'allreduce_bus_bandwidth_stride1'"},
+    {"vanishing_node_bandwidth", good_profile + "node_bandwidth = 0.5\n", "key 'node_bandwidth' = 0.5"},
 };
 
 class BadProfileFile : public ::testing::TestWithParam<BadProfile> {};

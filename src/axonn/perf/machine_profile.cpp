@@ -62,12 +62,28 @@ constexpr NumericKey numeric_keys[] = {
     {.key = "nics_per_node", .count = &MachineProfile::nics_per_node, .min = 1, .max = 1024, .unit = ""},
 };
 
-// Optional: 0 (absent) means no shared link.
+// Optional: 0 (absent) means no shared link, and a node injecting what its cards carry.
 constexpr NumericKey shared_link_key = {.key = "shared_link_bandwidth",
                                         .number = &MachineProfile::shared_link_bandwidth,
                                         .min = link_min,
                                         .max = link_max,
                                         .unit = "bytes/s"};
+constexpr NumericKey node_bandwidth_key = {.key = "node_bandwidth",
+                                           .number = &MachineProfile::node_bandwidth,
+                                           .min = link_min,
+                                           .max = link_max,
+                                           .unit = "bytes/s"};
+constexpr NumericKey const* optional_keys[] = {&shared_link_key, &node_bandwidth_key};
+
+// [allreduce_bus_bandwidth_strideN]: the bus bandwidths of groups N ranks apart; 0 if `name` is no such section.
+constexpr std::string_view strided_prefix = "allreduce_bus_bandwidth_stride";
+int section_stride(std::string_view name) {
+    if (!name.starts_with(strided_prefix)) return 0;
+    name.remove_prefix(strided_prefix.size());
+    int stride = 0;
+    auto const [end, error] = std::from_chars(name.data(), name.data() + name.size(), stride);
+    return error == std::errc{} && end == name.data() + name.size() && stride >= 2 ? stride : 0;
+}
 
 double numeric_value(MachineProfile const& profile, NumericKey const& numeric) {
     return numeric.number ? profile.*numeric.number : profile.*numeric.count;
@@ -82,8 +98,8 @@ std::vector<std::string> required_keys() {
 }
 
 std::string known_keys_text() {
-    return fmt::format("{}, optionally {}, and a section [{}]", fmt::join(required_keys(), ", "), shared_link_key.key,
-                       bus_bandwidth_section);
+    return fmt::format("{}, optionally {} and {}, and sections [{}] and [{}N] (N ≥ 2)", fmt::join(required_keys(), ", "),
+                       shared_link_key.key, node_bandwidth_key.key, bus_bandwidth_section, strided_prefix);
 }
 
 std::string range_text(NumericKey const& numeric) {
@@ -119,10 +135,12 @@ std::string checked_text(toml::node const& node, std::string_view key, fs::path 
     return node.value<std::string>().value_or("");
 }
 
-void read_bus_bandwidths(MachineProfile& profile, toml::node const& section, fs::path const& path) {
+// A section of group size = bus bandwidth lines, [allreduce_bus_bandwidth] or a strided one, into `bandwidths`.
+void read_bus_bandwidths(std::map<int, double>& bandwidths, std::string_view section_name, toml::node const& section,
+                         fs::path const& path) {
     toml::table const* table = section.as_table();
     require(table != nullptr, "{}: '{}' is {}, not a section: write [{}] and then lines such as 4 = 2.25e11",
-            toml_location(section, path), bus_bandwidth_section, toml_type_name(section), bus_bandwidth_section);
+            toml_location(section, path), section_name, toml_type_name(section), section_name);
     NumericKey const bandwidth{.key = "", .number = &MachineProfile::shared_link_bandwidth, .min = link_min,
                                .max = link_max, .unit = "bytes/s"};
     for (auto const& [key, node] : *table) {
@@ -131,14 +149,15 @@ void read_bus_bandwidths(MachineProfile& profile, toml::node const& section, fs:
         auto const [end, error] = std::from_chars(name.data(), name.data() + name.size(), group_size);
         require(error == std::errc{} && end == name.data() + name.size() && group_size >= 2,
                 "{}: key '{}' of [{}] is not a group size: the keys there are integers of at least 2, such as "
-                "4 = 2.25e11", toml_location(key, path), name, bus_bandwidth_section);
-        profile.allreduce_bus_bandwidth[group_size] =
-            checked_number(node, bandwidth, fmt::format("{}.{}", bus_bandwidth_section, name), path);
+                "4 = 2.25e11", toml_location(key, path), name, section_name);
+        bandwidths[group_size] = checked_number(node, bandwidth, fmt::format("{}.{}", section_name, name), path);
     }
 }
 
 NumericKey const* find_numeric_key(std::string_view name) {
-    if (name == shared_link_key.key) return &shared_link_key;
+    for (NumericKey const* optional : optional_keys) {
+        if (name == optional->key) return optional;
+    }
     auto const numeric = std::find_if(std::begin(numeric_keys), std::end(numeric_keys),
                                       [&](NumericKey const& k) { return k.key == name; });
     return numeric == std::end(numeric_keys) ? nullptr : numeric;
@@ -155,7 +174,9 @@ MachineProfile parse_profile(fs::path const& path) {
         } else if (name == "description") {
             profile.description = checked_text(node, name, path);
         } else if (name == bus_bandwidth_section) {
-            read_bus_bandwidths(profile, node, path);
+            read_bus_bandwidths(profile.allreduce_bus_bandwidth, name, node, path);
+        } else if (int const stride = section_stride(name)) {
+            read_bus_bandwidths(profile.strided_bus_bandwidth[stride], name, node, path);
         } else if (NumericKey const* numeric = find_numeric_key(name)) {
             set_number(profile, *numeric, node, path);
         } else {
@@ -207,11 +228,21 @@ void check_writable(MachineProfile const& profile, std::string const& file) {
                 range_text(numeric));
     };
     for (NumericKey const& numeric : numeric_keys) check(numeric, numeric_value(profile, numeric));
-    if (profile.shared_link_bandwidth > 0) check(shared_link_key, profile.shared_link_bandwidth);
-    for (auto const& [group_size, bandwidth] : profile.allreduce_bus_bandwidth) {
-        require(group_size >= 2 && std::isfinite(bandwidth) && bandwidth >= link_min && bandwidth <= link_max,
-                "cannot write machine profile {}: all-reduce bus bandwidth {:g} for a group of {} is outside [{:g}, "
-                "{:g}] bytes/s", file, bandwidth, group_size, link_min, link_max);
+    for (NumericKey const* optional : optional_keys) {
+        if (profile.*optional->number > 0) check(*optional, profile.*optional->number);
+    }
+    auto const check_section = [&](std::map<int, double> const& bandwidths, int stride) {
+        for (auto const& [group_size, bandwidth] : bandwidths) {
+            require(group_size >= 2 && std::isfinite(bandwidth) && bandwidth >= link_min && bandwidth <= link_max,
+                    "cannot write machine profile {}: all-reduce bus bandwidth {:g} for a group of {} at stride {} is "
+                    "outside [{:g}, {:g}] bytes/s", file, bandwidth, group_size, stride, link_min, link_max);
+        }
+    };
+    check_section(profile.allreduce_bus_bandwidth, 1);
+    for (auto const& [stride, bandwidths] : profile.strided_bus_bandwidth) {
+        require(stride >= 2, "cannot write machine profile {}: a bus-bandwidth stride of {} (strides are at least 2)",
+                file, stride);
+        check_section(bandwidths, stride);
     }
 }
 
@@ -255,14 +286,21 @@ void write_machine_profile(fs::path const& path, MachineProfile const& profile, 
         text += numeric.number ? fmt::format("{} = {}\n", numeric.key, round_trip_text(profile.*numeric.number))
                                : fmt::format("{} = {}\n", numeric.key, profile.*numeric.count);
     }
-    if (profile.shared_link_bandwidth > 0) {
-        text += fmt::format("{} = {}\n", shared_link_key.key, round_trip_text(profile.shared_link_bandwidth));
+    for (NumericKey const* optional : optional_keys) {
+        if (profile.*optional->number > 0) {
+            text += fmt::format("{} = {}\n", optional->key, round_trip_text(profile.*optional->number));
+        }
     }
-    if (!profile.allreduce_bus_bandwidth.empty()) {
-        text += fmt::format("\n[{}]\n", bus_bandwidth_section);
-        for (auto const& [group_size, bandwidth] : profile.allreduce_bus_bandwidth) {
+    auto const write_section = [&text](std::string const& name, std::map<int, double> const& bandwidths) {
+        if (bandwidths.empty()) return;
+        text += fmt::format("\n[{}]\n", name);
+        for (auto const& [group_size, bandwidth] : bandwidths) {
             text += fmt::format("{} = {}\n", group_size, round_trip_text(bandwidth));
         }
+    };
+    write_section(std::string(bus_bandwidth_section), profile.allreduce_bus_bandwidth);
+    for (auto const& [stride, bandwidths] : profile.strided_bus_bandwidth) {
+        write_section(fmt::format("{}{}", strided_prefix, stride), bandwidths);
     }
     write_file_atomically(path, text, "machine profile");
 }

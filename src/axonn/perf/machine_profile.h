@@ -27,6 +27,13 @@ struct MachineProfile {
     // Measured all-reduce bus bandwidth by group size (bytes/s), where calibrated; overrides the link numbers
     // for groups inside a node.
     std::map<int, double> allreduce_bus_bandwidth;
+    // The same for groups whose consecutive members are `stride` ranks apart inside a node (stride ≥ 2), by stride
+    // then group size: such a group crosses slower links (AxoNN measured 50 GB/s for stride-2 pairs and 36 GB/s
+    // for stride-4 pairs on Frontier, against 129 GB/s for neighbours).
+    std::map<int, std::map<int, double>> strided_bus_bandwidth;
+    // Optional (0 = nics_per_node × nic_bandwidth): bytes/s one node actually injects into the network, measured,
+    // which every group leaving the node at the same moment shares.
+    double node_bandwidth = 0;
     // Optional (0 = none): bytes/s of one link that every rank's traffic crosses at once, such as the one
     // rate-limited loopback of scripts/slow-network. All groups of an axis communicate at the same moment, so each
     // rank then gets this bandwidth divided by the number of ranks, whatever its group.

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 #include <vector>
 
 namespace axonn {
@@ -51,6 +53,29 @@ Placement place(Group group, GridShape const& grid, std::array<Axis, 4> const& o
         running *= grid.size(axis);
     }
     return {stride, span, size};
+}
+
+// Whether every group of this placement lies inside one node. The groups of an axis start at multiples of its
+// span, so they all fit exactly when the span divides the node; otherwise some straddle a node boundary (a group
+// of 3 on nodes of 4: ranks 3, 4, 5), and the collective goes at the pace of those.
+bool inside_node(Placement const& where, MachineProfile const& machine) {
+    return where.span <= machine.devices_per_node && machine.devices_per_node % where.span == 0;
+}
+
+// The bus bandwidth of a group of `size` ranks `stride` apart inside a node: measured for that stride and size
+// where the profile has it, else the node's general figure.
+double intra_node_bus_bandwidth(MachineProfile const& machine, std::int64_t stride, int size) {
+    std::map<int, double> const* measured = nullptr;
+    if (stride == 1) {
+        measured = &machine.allreduce_bus_bandwidth;
+    } else if (auto const table = machine.strided_bus_bandwidth.find(static_cast<int>(stride));
+               table != machine.strided_bus_bandwidth.end()) {
+        measured = &table->second;
+    }
+    if (measured != nullptr) {
+        if (auto const found = measured->find(size); found != measured->end()) return found->second;
+    }
+    return machine.intra_node_bandwidth;
 }
 
 double gemm_seconds(double m, double n, double k, double count, MachineProfile const& machine, bool bf16) {
@@ -114,20 +139,21 @@ ComputeTimes compute_times(StepShape const& step, MachineProfile const& machine,
 }  // namespace
 
 double collective_seconds(PredictedCollective const& collective, GridShape const& grid,
-                          std::array<Axis, 4> const& order, MachineProfile const& machine) {
+                          std::array<Axis, 4> const& order, MachineProfile const& machine, int concurrent_groups) {
     Placement const where = place(collective.group, grid, order);
     int const p = where.size;
     if (p <= 1 || collective.calls == 0) return 0;
-    bool const inside_node = where.span <= machine.devices_per_node;
     double bandwidth, latency;
-    if (inside_node) {
-        auto const measured = machine.allreduce_bus_bandwidth.find(p);
-        bandwidth = measured != machine.allreduce_bus_bandwidth.end() ? measured->second : machine.intra_node_bandwidth;
+    if (inside_node(where, machine)) {
+        bandwidth = intra_node_bus_bandwidth(machine, where.stride, p);
         latency = machine.intra_node_latency;
     } else {
-        // The node's cards are shared by every group of this axis that leaves the node at the same time.
+        // The node's injection bandwidth is shared by every group of this axis that leaves the node at the same
+        // time (one per rank of the node up to the stride), and by the other axes' groups that leave it meanwhile.
+        double const node = machine.node_bandwidth > 0 ? machine.node_bandwidth
+                                                       : machine.nics_per_node * machine.nic_bandwidth;
         double const sharing = static_cast<double>(std::min<std::int64_t>(where.stride, machine.devices_per_node));
-        bandwidth = machine.nics_per_node * machine.nic_bandwidth / sharing;
+        bandwidth = node / sharing / std::max(1, concurrent_groups);
         latency = machine.inter_node_latency;
     }
     if (machine.shared_link_bandwidth > 0) {
@@ -152,9 +178,22 @@ TimePrediction predict_step_time(StepShape const& step, MachineProfile const& ma
     prediction.gemm_s = compute.gemm;
     prediction.other_compute_s = compute.other;
 
+    std::vector<PredictedCollective> const traffic = predict_step_traffic(step);
+    // With overlap on, the collectives hidden behind computation are in flight together: the groups among them that
+    // leave the node share its injection bandwidth. Those waited on at once run alone.
+    std::set<Group> leaving;
+    for (auto const& collective : traffic) {
+        bool const hidden = step.run.overlap && collective.overlap != Overlap::none;
+        Placement const where = place(collective.group, step.grid, options.order);
+        if (hidden && collective.calls > 0 && where.size > 1 && !inside_node(where, machine)) {
+            leaving.insert(collective.group);
+        }
+    }
     std::map<Overlap, std::map<Group, double>> by_class;
-    for (auto const& collective : predict_step_traffic(step)) {
-        double const seconds = collective_seconds(collective, step.grid, options.order, machine);
+    for (auto const& collective : traffic) {
+        bool const hidden = step.run.overlap && collective.overlap != Overlap::none;
+        int const concurrent = hidden ? static_cast<int>(leaving.size()) : 1;
+        double const seconds = collective_seconds(collective, step.grid, options.order, machine, concurrent);
         prediction.comm_s += seconds;
         if (collective.calls > 0) {
             bool const per_rank = collective.op == "all_gather" || collective.op == "reduce_scatter";
