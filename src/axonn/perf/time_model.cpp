@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
 #include <vector>
 
 namespace axonn {
@@ -139,7 +138,7 @@ ComputeTimes compute_times(StepShape const& step, MachineProfile const& machine,
 }  // namespace
 
 double collective_seconds(PredictedCollective const& collective, GridShape const& grid,
-                          std::array<Axis, 4> const& order, MachineProfile const& machine, int concurrent_groups) {
+                          std::array<Axis, 4> const& order, MachineProfile const& machine) {
     Placement const where = place(collective.group, grid, order);
     int const p = where.size;
     if (p <= 1 || collective.calls == 0) return 0;
@@ -149,11 +148,12 @@ double collective_seconds(PredictedCollective const& collective, GridShape const
         latency = machine.intra_node_latency;
     } else {
         // The node's injection bandwidth is shared by every group of this axis that leaves the node at the same
-        // time (one per rank of the node up to the stride), and by the other axes' groups that leave it meanwhile.
+        // time: one per rank of the node, up to the stride. Other axes' collectives in flight meanwhile queue on
+        // the same cards: their times add up in predict_step_time.
         double const node = machine.node_bandwidth > 0 ? machine.node_bandwidth
                                                        : machine.nics_per_node * machine.nic_bandwidth;
         double const sharing = static_cast<double>(std::min<std::int64_t>(where.stride, machine.devices_per_node));
-        bandwidth = node / sharing / std::max(1, concurrent_groups);
+        bandwidth = node / sharing;
         latency = machine.inter_node_latency;
     }
     if (machine.shared_link_bandwidth > 0) {
@@ -178,22 +178,11 @@ TimePrediction predict_step_time(StepShape const& step, MachineProfile const& ma
     prediction.gemm_s = compute.gemm;
     prediction.other_compute_s = compute.other;
 
-    std::vector<PredictedCollective> const traffic = predict_step_traffic(step);
-    // With overlap on, the collectives hidden behind computation are in flight together: the groups among them that
-    // leave the node share its injection bandwidth. Those waited on at once run alone.
-    std::set<Group> leaving;
-    for (auto const& collective : traffic) {
-        bool const hidden = step.run.overlap && collective.overlap != Overlap::none;
-        Placement const where = place(collective.group, step.grid, options.order);
-        if (hidden && collective.calls > 0 && where.size > 1 && !inside_node(where, machine)) {
-            leaving.insert(collective.group);
-        }
-    }
+    // Collectives in flight together share the links they cross: their times add up, as if they queued on the
+    // node's cards, and hiding them (below) hides their sum.
     std::map<Overlap, std::map<Group, double>> by_class;
-    for (auto const& collective : traffic) {
-        bool const hidden = step.run.overlap && collective.overlap != Overlap::none;
-        int const concurrent = hidden ? static_cast<int>(leaving.size()) : 1;
-        double const seconds = collective_seconds(collective, step.grid, options.order, machine, concurrent);
+    for (auto const& collective : predict_step_traffic(step)) {
+        double const seconds = collective_seconds(collective, step.grid, options.order, machine);
         prediction.comm_s += seconds;
         if (collective.calls > 0) {
             bool const per_rank = collective.op == "all_gather" || collective.op == "reduce_scatter";

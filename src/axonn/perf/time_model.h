@@ -38,9 +38,8 @@ TimePrediction predict_step_time(StepShape const& step, MachineProfile const& ma
 
 // Seconds of `calls` collectives of `bytes` in total on `group` of this grid. A group inside one node (every group
 // of its axis: none straddles a node boundary) gets the bus bandwidth measured for its stride and size; one that
-// leaves the node shares the node's injection bandwidth with the groups of its axis on the same node and with
-// `concurrent_groups` − 1 groups of other axes leaving the node at the same time.
+// leaves the node gets the node's injection bandwidth divided among the groups of its axis on that node.
 double collective_seconds(PredictedCollective const& collective, GridShape const& grid,
-                          std::array<Axis, 4> const& order, MachineProfile const& machine, int concurrent_groups = 1);
+                          std::array<Axis, 4> const& order, MachineProfile const& machine);
 
 }  // namespace axonn
