@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <filesystem>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -202,6 +203,14 @@ std::vector<BadInput> const bad_inputs = {
     {"plan_highly_composite_devices", "plan --model gpt-5b --gpus 735134400 --batch 8 --explain --json",
      "--gpus 735134400 is more than", 2},
     {"plan_zero_rows", "plan --model gpt-5b --gpus 8 --batch 8 --top 0", "--top must be at least 1", 2},
+    {"plan_without_devices", "plan --model gpt-5b --batch 8", "--gpus is required (or --weak-scaling", 2},
+    {"weak_scaling_of_one_point", "plan --weak-scaling gpt-5b:8 --batch 8", "needs two points at least", 2},
+    {"weak_scaling_without_devices", "plan --weak-scaling gpt-5b,gpt-10b:16 --batch 8",
+     "--weak-scaling entry 'gpt-5b' is not MODEL:DEVICES", 2},
+    {"weak_scaling_of_an_unknown_model", "plan --weak-scaling gpt-5b:8,gpt-7b:16 --batch 8", "gpt-7b", 2},
+    {"weak_scaling_to_a_fractional_batch", "plan --weak-scaling gpt-5b:8,gpt-10b:12 --batch 3",
+     "does not scale to a whole batch on 12", 2},
+    {"weak_scaling_and_devices", "plan --gpus 8 --weak-scaling gpt-5b:8,gpt-10b:16 --batch 8", "excludes", 2},
     {"plan_vanishing_bandwidth", "plan --model gpt-5b --gpus 8 --batch 8 --machine {dir}/slow.toml",
      "key 'nic_bandwidth' = 1e-300 is outside the range a machine can have", 1},
     {"model_wider_than_any", "train --data {dir}/good --tokenizer byte --n-embd 2000000000",
@@ -521,6 +530,29 @@ TEST_F(CommandLineErrors, PlanListsLlamaGridsThatFitOnFrontier) {
         EXPECT_EQ(8 % grid["grid"]["y"].get<int>(), 0) << grid.dump();
         EXPECT_LE(grid["memory_bytes"].get<double>(), 64.0 * (1 << 30)) << grid.dump();
     }
+}
+
+// Not an error: `plan --weak-scaling` of GPT presets on Frontier prints one row per point, the first at 100%
+// efficiency, with the same numbers in --json, and writes its plot as a PNG. And the planner on its largest count,
+// 1,048,576 devices (every grid of 2^20 evaluated), answers within issue 13's 10 seconds.
+TEST_F(CommandLineErrors, PlanWeakScalingWritesItsTableAndPlot) {
+    std::string const series = "plan --weak-scaling gpt-5b:512,gpt-10b:1024,gpt-20b:2048 --batch 512 --seq 2048 "
+                               "--machine frontier --precision bf16 --recompute layer --plot {dir}/weak.png";
+    CommandResult const result = run_axonn(with_dir(series + " --json"), dir_);
+    ASSERT_EQ(result.exit_status, 0) << result.stderr_text;
+    nlohmann::json const points = nlohmann::json::parse(read_text(dir_ / "stdout.txt"));
+    ASSERT_EQ(points.size(), 3u);
+    EXPECT_EQ(points[0]["efficiency"], 1.0);
+    EXPECT_EQ(points[2]["devices"], 2048);
+    EXPECT_EQ(points[2]["batch"], 2048);
+    EXPECT_EQ(read_text(dir_ / "weak.png").substr(0, 8), std::string("\x89PNG\r\n\x1a\n"));
+    ASSERT_EQ(run_axonn(with_dir(series), dir_).exit_status, 0);
+    EXPECT_NE(read_text(dir_ / "stdout.txt").find("efficiency"), std::string::npos);
+
+    auto const start = std::chrono::steady_clock::now();
+    ASSERT_EQ(run_axonn("plan --model gpt-175b --gpus 1048576 --batch 1048576 --machine frontier --top 1", dir_)
+                  .exit_status, 0);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
 }
 
 // Not an error: `axonn generate` from a Hugging Face Llama folder (written by the PyTorch twin, with the byte

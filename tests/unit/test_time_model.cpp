@@ -2,6 +2,7 @@
 // whose numbers make the right answer obvious.
 #include "axonn/core/error.h"
 #include "axonn/perf/planner.h"
+#include "axonn/perf/weak_scaling.h"
 
 #include <gtest/gtest.h>
 
@@ -200,6 +201,36 @@ TEST(Planner, RejectsImpossibleRequests) {
     request.devices = 8;
     request.seq = 4096;  // longer than the context
     EXPECT_THROW(plan_grids(request), Error);
+}
+
+// Weak scaling on the toy machine: gpt2-small on 4 devices, then gpt2-medium on 8 (one node each, so no network),
+// the batch doubling with the devices. The medium model's wider GEMMs run nearer the peak, so its throughput per
+// device is higher: an efficiency above 1, which the plan must explain by the compute share it names.
+TEST(WeakScaling, EfficiencyIsPerDeviceThroughputAgainstTheFirstPointAndSuperLinearSaysWhy) {
+    MachineProfile machine = toy_machine();
+    machine.devices_per_node = 8;
+    std::vector<WeakScalingPoint> points(2);
+    for (auto& [point, model, devices, batch] :
+         {std::tuple{&points[0], "gpt2-small", 4, 8}, std::tuple{&points[1], "gpt2-medium", 8, 16}}) {
+        point->label = model;
+        point->request.model = gpt_preset(model);
+        point->request.devices = devices;
+        point->request.batch = batch;
+        point->request.seq = 512;
+        point->request.machine = machine;
+    }
+    plan_weak_scaling(points);
+    ASSERT_TRUE(points[0].best && points[1].best);
+    EXPECT_DOUBLE_EQ(points[0].efficiency, 1.0);
+    double const per_device_0 = points[0].best->hardware_flops_per_s / 4;
+    double const per_device_1 = points[1].best->hardware_flops_per_s / 8;
+    EXPECT_DOUBLE_EQ(points[1].efficiency, per_device_1 / per_device_0);
+    EXPECT_FALSE(super_linear_reason(points[0], points[0]).has_value());
+    ASSERT_GT(points[1].efficiency, 1.0);
+    EXPECT_GT(points[1].compute_pct_peak, points[0].compute_pct_peak);
+    std::optional<std::string> const reason = super_linear_reason(points[0], points[1]);
+    ASSERT_TRUE(reason.has_value());
+    EXPECT_NE(reason->find("its larger GEMMs run nearer the peak"), std::string::npos) << *reason;
 }
 
 }  // namespace

@@ -2,15 +2,20 @@
 #include "axonn/cli/model_options.h"
 #include "axonn/cli/step_options.h"
 #include "axonn/core/error.h"
+#include "axonn/io/line_plot.h"
 #include "axonn/model/llama/llama_parameters.h"
 #include "axonn/perf/planner.h"
+#include "axonn/perf/weak_scaling.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <memory>
+#include <sstream>
 #include <string>
 
 namespace axonn {
@@ -24,6 +29,8 @@ struct PlanFlags {
     std::string machine = "perlmutter";
     std::string order = "x,y,z,data";
     StepOptions run;  // as `axonn train` takes them, and with its defaults
+    std::string weak_scaling;  // MODEL:DEVICES,...; empty: one plan
+    std::filesystem::path plot = "weak-scaling.png";
 };
 
 nlohmann::json candidate_json(PlanCandidate const& candidate) {
@@ -72,6 +79,83 @@ void print_table(std::vector<PlanCandidate> const& candidates, int top) {
     }
 }
 
+// The jobs of --weak-scaling MODEL:DEVICES,...: each a preset on its devices, the batch growing with the devices
+// from --batch at the first point, the sequence --seq or the model's context.
+std::vector<WeakScalingPoint> weak_scaling_points(std::string const& series, PlanRequest const& base, int seq) {
+    std::vector<WeakScalingPoint> points;
+    std::stringstream entries(series);
+    for (std::string entry; std::getline(entries, entry, ',');) {
+        auto const colon = entry.find(':');
+        int devices = 0;
+        bool const parsed = colon != std::string::npos &&
+                            std::from_chars(entry.data() + colon + 1, entry.data() + entry.size(), devices).ptr ==
+                                entry.data() + entry.size();
+        require(parsed && devices > 0, "--weak-scaling entry '{}' is not MODEL:DEVICES (such as gpt-20b:512)", entry);
+        WeakScalingPoint point;
+        point.label = entry.substr(0, colon);
+        point.request = base;
+        std::vector<std::string> const llamas = llama_preset_names();
+        if (std::find(llamas.begin(), llamas.end(), point.label) != llamas.end()) {
+            point.request.architecture = llama_architecture(llama_preset(point.label));
+        } else {
+            point.request.model = gpt_preset(point.label);
+        }
+        point.request.devices = devices;
+        std::int64_t const scaled =
+            points.empty() ? base.batch
+                           : static_cast<std::int64_t>(base.batch) * devices / points.front().request.devices;
+        require(points.empty() || scaled * points.front().request.devices ==
+                                      static_cast<std::int64_t>(base.batch) * devices,
+                "--weak-scaling: the batch {} for {} devices does not scale to a whole batch on {}: pick a batch "
+                "divisible by the first point's devices", base.batch, points.front().request.devices, devices);
+        require(scaled <= (1 << 30), "--weak-scaling: the batch would grow to {} sequences on {} devices", scaled,
+                devices);
+        point.request.batch = static_cast<int>(scaled);
+        int const context = point.request.architecture ? point.request.architecture->context
+                                                       : point.request.model.max_seq;
+        point.request.seq = seq > 0 ? seq : context;
+        validate_plan_request(point.request);
+        points.push_back(std::move(point));
+    }
+    require(points.size() >= 2, "--weak-scaling needs two points at least, such as gpt-20b:512,gpt-40b:1024");
+    return points;
+}
+
+void print_weak_scaling(std::vector<WeakScalingPoint> const& points) {
+    fmt::print("{:>8} {:<14} {:<24} {:>8} {:>9} {:>9} {:>12} {:>7} {:>11}\n", "devices", "model", "best grid", "batch",
+               "time (s)", "exposed", "hw PFLOP/s", "hw %", "efficiency");
+    for (WeakScalingPoint const& p : points) {
+        if (!p.best) {
+            fmt::print("{:>8} {:<14} no grid fits (run a single plan with --explain)\n", p.request.devices, p.label);
+            continue;
+        }
+        fmt::print("{:>8} {:<14} {:<24} {:>8} {:>9.3f} {:>9.3f} {:>12.2f} {:>7.1f} {:>10.1f}%\n", p.request.devices,
+                   p.label, p.best->grid.to_string(), p.request.batch, p.best->time.time_s,
+                   p.best->time.exposed_comm_s, p.best->hardware_flops_per_s / 1e15, p.best->hardware_pct_peak,
+                   100.0 * p.efficiency);
+    }
+    auto const first = std::find_if(points.begin(), points.end(), [](auto const& p) { return p.best.has_value(); });
+    for (WeakScalingPoint const& p : points) {
+        if (first == points.end()) break;
+        if (auto const reason = super_linear_reason(*first, p)) fmt::print("super-linear: {}\n", *reason);
+    }
+}
+
+void plot_weak_scaling(std::vector<WeakScalingPoint> const& points, std::string const& machine,
+                       std::filesystem::path const& png) {
+    PlotSeries efficiency{"", {}, {}}, peak{"", {}, {}};
+    for (WeakScalingPoint const& p : points) {
+        efficiency.x.push_back(p.request.devices);
+        efficiency.y.push_back(p.best ? 100.0 * p.efficiency : NAN);
+        peak.x.push_back(p.request.devices);
+        peak.y.push_back(p.best ? p.best->hardware_pct_peak : NAN);
+    }
+    PlotPanel const left{"weak-scaling efficiency", "devices", "% of the first point per device", {efficiency}, true,
+                         0.0, std::nullopt};
+    PlotPanel const right{"share of peak (hardware FLOPs)", "devices", "% of peak", {peak}, true, 0.0, std::nullopt};
+    write_line_plots(png, fmt::format("axonn plan --weak-scaling on {} (predicted)", machine), {left, right});
+}
+
 }  // namespace
 
 void add_plan_command(CLI::App& app) {
@@ -90,8 +174,8 @@ void add_plan_command(CLI::App& app) {
     auto request = std::make_shared<PlanRequest>();
     auto flags = std::make_shared<PlanFlags>();
     auto model = std::make_shared<ModelOptions>(*command, "gpt-20b", true);
-    command->add_option("--gpus", request->devices,
-                        "devices (GPUs, GCDs or CPU ranks), at most " + std::to_string(max_plan_devices))->required();
+    CLI::Option* gpus = command->add_option("--gpus", request->devices, "devices (GPUs, GCDs or CPU ranks), at most " +
+                                                                            std::to_string(max_plan_devices));
     command->add_option("--machine", flags->machine, "machine profile: perlmutter, frontier, alps, local, or a .toml")
         ->capture_default_str();
     command->add_option("--batch", request->batch, "global batch, sequences")->required();
@@ -101,9 +185,47 @@ void add_plan_command(CLI::App& app) {
     command->add_option("--top", flags->top, "rows of the table")->capture_default_str();
     command->add_flag("--json", flags->json, "print a JSON list, best first (with --explain: the excluded ones too)");
     command->add_flag("--explain", flags->explain, "also list the excluded grids and why");
+    command->add_option("--weak-scaling", flags->weak_scaling,
+                        "plan a series instead of one job: MODEL:DEVICES,... (such as gpt-20b:512,gpt-40b:1024), each "
+                        "on its best grid, the batch growing with the devices from --batch; prints the efficiency "
+                        "per device against the first point and writes --plot")
+        ->excludes(gpus);
+    command->add_option("--plot", flags->plot, "with --weak-scaling: the PNG to write")->capture_default_str();
 
-    command->callback([request, flags, model] {
+    command->callback([request, flags, model, gpus] {
+        if (!flags->weak_scaling.empty()) {
+            std::vector<WeakScalingPoint> points = as_usage_errors([&] {
+                require(flags->seq >= 0, "--seq must not be negative, got {} (0: the model's context)", flags->seq);
+                request->time.order = parse_axis_order(flags->order);
+                request->run = flags->run.model;
+                request->micro_batch = flags->run.micro_batch;
+                request->devices = 1;  // each point sets its own
+                return weak_scaling_points(flags->weak_scaling, *request, flags->seq);
+            });
+            MachineProfile const machine = load_machine_profile(flags->machine);
+            for (WeakScalingPoint& point : points) point.request.machine = machine;
+            plan_weak_scaling(points);
+            if (flags->json) {
+                nlohmann::json list = nlohmann::json::array();
+                for (WeakScalingPoint const& p : points) {
+                    nlohmann::json record = {{"model", p.label}, {"devices", p.request.devices},
+                                             {"batch", p.request.batch}, {"seq", p.request.seq},
+                                             {"efficiency", p.efficiency}};
+                    if (p.best) record["best"] = candidate_json(*p.best);
+                    list.push_back(record);
+                }
+                fmt::print("{}\n", list.dump());
+            } else {
+                fmt::print("weak scaling on {} ({}), communication {}:\n", machine.name, machine.description,
+                           request->run.overlap ? "overlapped" : "not overlapped");
+                print_weak_scaling(points);
+            }
+            plot_weak_scaling(points, machine.name, flags->plot);
+            if (!flags->json) fmt::print("wrote {}\n", flags->plot.string());
+            return;
+        }
         std::filesystem::path const machine = as_usage_errors([&] {
+            require(gpus->count() > 0, "--gpus is required (or --weak-scaling MODEL:DEVICES,...)");
             if (model->names_llama()) {
                 request->architecture = llama_architecture(model->resolve_llama());
             } else {
