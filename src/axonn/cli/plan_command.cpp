@@ -167,10 +167,12 @@ void add_plan_command(CLI::App& app) {
         "model FLOPs (6N + 6LCT per token); \"hw %\" counts hardware FLOPs as Megatron-LM and AxoNN do, the\n"
         "recomputed forward included: 96Bslh^2(1 + s/6h + V/16lh) with --recompute layer, 72Bslh^2(1 + s/6h +\n"
         "V/12lh) without. --json carries both.\n"
-        "Llama 3.1's presets (llama3.1-8b, llama3.1-70b, llama3.1-405b) plan too.\n"
+        "Llama 3.1's presets (llama3.1-8b, llama3.1-70b, llama3.1-405b) plan too. --weak-scaling plans a series of\n"
+        "models on growing device counts instead, each on its best grid, and plots its efficiency per device.\n"
         "Example: axonn plan --model gpt-20b --gpus 1024 --machine perlmutter --batch 512 --seq 2048\n"
         "         axonn plan --model llama3.1-405b --gpus 4096 --machine frontier --batch 1024 --seq 8192 \\\n"
-        "             --recompute layer --precision bf16");
+        "             --recompute layer --precision bf16\n"
+        "         axonn plan --weak-scaling gpt-20b:512,gpt-40b:1024,gpt-80b:2048 --batch 512 --machine frontier");
     auto request = std::make_shared<PlanRequest>();
     auto flags = std::make_shared<PlanFlags>();
     auto model = std::make_shared<ModelOptions>(*command, "gpt-20b", true);
