@@ -81,28 +81,11 @@ MPI_Datatype mpi_type<bfloat16>() { return MPI_UINT16_T; }
 template <>
 MPI_Datatype mpi_type<std::int64_t>() { return MPI_INT64_T; }  // moved as bits; summed by bf16_sum below
 
-// The elements of T in `count` items of `datatype`: T itself, or a piece of a split collective (a run of T).
-template <typename T>
-std::int64_t elements_of(int count, MPI_Datatype datatype) {
-    int bytes = 0;
-    MPI_Type_size(datatype, &bytes);
-    return static_cast<std::int64_t>(count) * bytes / static_cast<int>(sizeof(T));
-}
-
 // MPI has no bf16: a sum of bf16 vectors adds each pair in fp32 and rounds the result back to bf16.
-void bf16_sum(void* in, void* inout, int* count, MPI_Datatype* datatype) {
+void bf16_sum(void* in, void* inout, int* count, MPI_Datatype*) {
     auto const* a = static_cast<bfloat16 const*>(in);
     auto* b = static_cast<bfloat16*>(inout);
-    for (std::int64_t i = 0, n = elements_of<bfloat16>(*count, *datatype); i < n; ++i) {
-        b[i] = to_bfloat16(to_float(a[i]) + to_float(b[i]));
-    }
-}
-
-// MPI's own sums are for its own types only; a piece of a split reduce-scatter is a run of floats.
-void float_sum(void* in, void* inout, int* count, MPI_Datatype* datatype) {
-    auto const* a = static_cast<float const*>(in);
-    auto* b = static_cast<float*>(inout);
-    for (std::int64_t i = 0, n = elements_of<float>(*count, *datatype); i < n; ++i) b[i] += a[i];
+    for (int i = 0; i < *count; ++i) b[i] = to_bfloat16(to_float(a[i]) + to_float(b[i]));
 }
 
 // Created once, after MPI_Init (the first collective that needs it); freed by MPI_Finalize.
@@ -112,7 +95,6 @@ MPI_Op user_op(MPI_User_function* function) {
     return created;
 }
 
-// The sum of T, on T itself.
 template <typename T>
 MPI_Op mpi_sum() { return MPI_SUM; }
 template <>
@@ -121,19 +103,8 @@ MPI_Op mpi_sum<bfloat16>() {
     return op;
 }
 
-// The sum of T, on runs of T (the pieces of a split reduce-scatter).
-template <typename T>
-MPI_Op run_sum();
-template <>
-MPI_Op run_sum<float>() {
-    static MPI_Op const op = user_op(&float_sum);
-    return op;
-}
-template <>
-MPI_Op run_sum<bfloat16>() { return mpi_sum<bfloat16>(); }
-
 // A run of `count` elements of T whose extent is a whole block of `block` elements: item r of it in a buffer
-// starts at r · block, so one item per rank picks the same piece out of every rank's block. Freed by ~Type.
+// starts at r · block, so one item per rank puts each rank's piece into its block of an all-gather's result.
 template <typename T>
 class StridedRun {
 public:
@@ -383,10 +354,14 @@ Collective Communicator::start_reduce_scatter_with(T const* send, T* recv, std::
                                       &requests.emplace_back());
             return;
         }
+        // OpenMPI 4.1 misplaces a reduce-scatter's pieces described by a resized datatype: each piece of each
+        // rank's block is reduced to that rank instead, contiguous and of MPI's own type.
         for (std::size_t offset = 0; int const count : counts) {
-            StridedRun<T> const piece(count, count_per_rank);
-            MPI_Ireduce_scatter_block(send + offset, recv + offset, 1, piece.get(), run_sum<T>(), comm_,
-                                      &requests.emplace_back());
+            for (int root = 0; root < size_; ++root) {
+                T const* block = send + static_cast<std::size_t>(root) * count_per_rank + offset;
+                MPI_Ireduce(block, root == rank_ ? recv + offset : nullptr, count, mpi_type<T>(), mpi_sum<T>(), root,
+                            comm_, &requests.emplace_back());
+            }
             offset += static_cast<std::size_t>(count);
         }
     });

@@ -16,8 +16,9 @@
 // A group of one rank makes no MPI call, records nothing, and acts as the identity.
 // MPI counts are int: a collective of more elements than that (per rank, for the gathers and scatters) is issued
 // as several MPI calls of at most CommOptions::max_count elements each, all completed by one wait, and recorded as
-// one call. An all-reduce is cut into consecutive ranges; an all-gather or reduce-scatter into the same range of
-// every rank's block, described by a datatype whose extent is the block, so no data is copied.
+// one call. An all-reduce is cut into consecutive ranges; an all-gather into the same range of every rank's block,
+// received through a datatype whose extent is the block; a reduce-scatter into one reduction per range and rank
+// (OpenMPI 4.1 misplaces a reduce-scatter of such a datatype). No data is copied.
 #pragma once
 
 #include "axonn/comm/progress.h"

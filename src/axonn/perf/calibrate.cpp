@@ -4,6 +4,7 @@
 
 #include "axonn/comm/communicator.h"
 #include "axonn/comm/grid.h"
+#include "axonn/core/error.h"
 #include "axonn/core/timer.h"
 #include "axonn/kernels/cpu/bf16.h"
 #include "axonn/kernels/cpu/gemm.h"
@@ -222,15 +223,47 @@ void measure_shared_link(MachineProfile& profile, Plan const& plan, Communicator
     profile.shared_link_bandwidth = slowest * (size - size % 2);
 }
 
-// One group of the first `size` ranks at a time, so that the groups do not share the cores or the link; the
-// bandwidth is that of the largest message, the regime of gradient buckets and activations. The ranks outside
-// wait with barrier_quietly: OpenMPI's blocking barrier spins, and on a machine whose cores the ranks share, a
-// rank with nothing to do would slow the ones being timed.
-void measure_all_reduce(MachineProfile& profile, Plan const& plan, Communicator& world) {
+// Where this rank sits: its node (OpenMPI's: a host name; scripts/slow-network --nodes makes several on one
+// machine), and its rank there.
+struct NodePlace {
+    int node = 0;       // 0, 1, ...: nodes numbered in the order of their first world rank
+    int node_rank = 0;
+    int ranks_per_node = 1;
+    int nodes = 1;
+};
+
+NodePlace node_place(Communicator& world) {
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &node);
+    NodePlace place;
+    MPI_Comm_rank(node, &place.node_rank);
+    MPI_Comm_size(node, &place.ranks_per_node);
+    int leader = world.rank();  // the world rank of the node's first rank
+    MPI_Bcast(&leader, 1, MPI_INT, 0, node);
+    MPI_Comm_free(&node);
+    // A node's number: how many nodes have a first rank before its own.
+    std::vector<int> leaders(static_cast<std::size_t>(world.size()));
+    MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    std::sort(leaders.begin(), leaders.end());
+    leaders.erase(std::unique(leaders.begin(), leaders.end()), leaders.end());
+    place.nodes = static_cast<int>(leaders.size());
+    place.node = static_cast<int>(std::lower_bound(leaders.begin(), leaders.end(), leader) - leaders.begin());
+    double sizes[2] = {static_cast<double>(place.ranks_per_node), -static_cast<double>(place.ranks_per_node)};
+    world.all_reduce_max(sizes, 2);
+    require(sizes[0] == -sizes[1], "calibrate needs the same number of ranks on every node (here {} to {}): launch "
+            "with as many slots on each", -sizes[1], sizes[0]);
+    return place;
+}
+
+// One group of the first `size` ranks of the first node at a time, so that the groups do not share the cores or
+// the link; the bandwidth is that of the largest message, the regime of gradient buckets and activations. The ranks
+// outside wait with barrier_quietly: OpenMPI's blocking barrier spins, and on a machine whose cores the ranks
+// share, a rank with nothing to do would slow the ones being timed.
+void measure_all_reduce(MachineProfile& profile, Plan const& plan, Communicator& world, NodePlace const& place) {
     TrafficLog traffic;
-    for (int const size : group_sizes(world.size())) {
-        if (std::unique_ptr<Communicator> const group =
-                world.split(world.rank() < size ? 0 : -1, world.rank(), Group::data, traffic)) {
+    for (int const size : group_sizes(place.ranks_per_node)) {
+        bool const member = place.node == 0 && place.node_rank < size;
+        if (std::unique_ptr<Communicator> const group = world.split(member ? 0 : -1, world.rank(), Group::data, traffic)) {
             for (std::size_t const bytes : plan.message_bytes) {
                 double const seconds =
                     seconds_per_all_reduce(*group, bytes / sizeof(float), repetitions_for(bytes, plan));
@@ -243,7 +276,28 @@ void measure_all_reduce(MachineProfile& profile, Plan const& plan, Communicator&
         world.barrier_quietly();
     }
     profile.intra_node_bandwidth = profile.allreduce_bus_bandwidth.rbegin()->second;
-    measure_shared_link(profile, plan, world);
+}
+
+// Between nodes: the groups of the ranks with the same rank on every node, all at once, each of one rank per
+// node, as the time model's crossing groups of the widest stride are. The node's injection bandwidth is the sum
+// of its groups' (the slowest group's, times the ranks of a node); the latency is a 4-byte all-reduce of one such
+// group over its 2(nodes - 1) ring steps.
+void measure_between_nodes(MachineProfile& profile, Plan const& plan, Communicator& world, NodePlace const& place) {
+    TrafficLog traffic;
+    std::size_t const bytes = plan.message_bytes.back();
+    std::unique_ptr<Communicator> const across = world.split(place.node_rank, place.node, Group::data, traffic);
+    double slowest = bus_bandwidth(place.nodes, bytes,
+                                   seconds_per_all_reduce(*across, bytes / sizeof(float), repetitions_for(bytes, plan)));
+    world.all_reduce_min(&slowest, 1);
+    profile.node_bandwidth = slowest * place.ranks_per_node;
+    profile.nic_bandwidth = profile.node_bandwidth;
+    world.barrier_quietly();
+    double latency = 0;
+    if (place.node_rank == 0) {
+        latency = seconds_per_all_reduce(*across, 1, plan.latency_repetitions) / (2.0 * (place.nodes - 1));
+    }
+    world.all_reduce_max(&latency, 1);
+    profile.inter_node_latency = latency;
 }
 
 // One rank has no partner: the bandwidth of a shared-memory transport is bound by memory copies, and the latency
@@ -265,7 +319,8 @@ void round_measurements(MachineProfile& profile) {
     for (double* value : {&profile.peak_flops_fp32, &profile.peak_flops_bf16, &profile.gemm_efficiency,
                           &profile.gemm_half_size, &profile.memory_bytes, &profile.memory_bandwidth,
                           &profile.intra_node_bandwidth, &profile.intra_node_latency,
-                          &profile.shared_link_bandwidth}) {
+                          &profile.shared_link_bandwidth, &profile.node_bandwidth, &profile.nic_bandwidth,
+                          &profile.inter_node_latency}) {
         *value = four_digits(*value);
     }
     for (auto& [group_size, bandwidth] : profile.allreduce_bus_bandwidth) bandwidth = four_digits(bandwidth);
@@ -279,42 +334,58 @@ MachineProfile calibrate_machine(CalibrateOptions const& options) {
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
     ProcessGrid everyone(MPI_COMM_WORLD, GridShape{.data = world_size});
     Communicator& world = everyone.comm(Group::world);
+    NodePlace const place = node_place(world);
     MachineProfile profile;
     profile.name = options.name;
-    profile.devices_per_node = world.size();
-    profile.memory_bytes = memory_per_device(profile.devices_per_node);
+    profile.devices_per_node = place.ranks_per_node;
+    profile.memory_bytes = memory_per_device(world.size());
     if (world.rank() == 0) measure_compute(profile, plan);
     world.barrier_quietly();
     if (profile.devices_per_node > 1) {
-        measure_all_reduce(profile, plan, world);
+        measure_all_reduce(profile, plan, world, place);
     } else {
         stand_in_for_all_reduce(profile, plan);
     }
-    round_measurements(profile);
-    // No second node: the network between nodes is taken to be the one measured inside this one.
-    profile.nic_bandwidth = profile.intra_node_bandwidth;
-    profile.inter_node_latency = profile.intra_node_latency;
     profile.nics_per_node = 1;
+    if (place.nodes > 1) {
+        measure_between_nodes(profile, plan, world, place);
+    } else {
+        // No second node: the network between nodes is taken to be the one measured inside this one, and a link
+        // that all ranks share (a rate-limited loopback) is measured as such.
+        if (world.size() > 1) measure_shared_link(profile, plan, world);
+        profile.nic_bandwidth = profile.intra_node_bandwidth;
+        profile.inter_node_latency = profile.intra_node_latency;
+    }
+    round_measurements(profile);
     return profile;
 }
 
 std::string calibration_notes(MachineProfile const& profile, CalibrateOptions const& options) {
+    bool const several_nodes = profile.node_bandwidth > 0;
     std::string notes = fmt::format(
-        "Measured by `axonn calibrate{}` on {:%Y-%m-%d}: {} MPI rank(s), taken as one node of that many devices.\n"
+        "Measured by `axonn calibrate{}` on {:%Y-%m-%d}: {} MPI rank(s) per node{}.\n"
         "A device is one rank on one core. peak_flops_fp32: the best single-core SGEMM rate (oneDNN, 2048^3 and\n"
         "[M,768]x[768,2304]); gemm_efficiency E and gemm_half_size h: efficiency(d) = E*d/(d+h) fitted to the latter,\n"
         "d = min(M, 768). peak_flops_bf16: the best 2048^3 oneDNN bf16 matmul, or the fp32 rate where there is none\n"
         "(the description says which). memory_bandwidth: one core's memcpy, read + write bytes. memory_bytes:\n"
-        "physical memory / devices.\n",
-        options.quick ? " --quick" : "", fmt::localtime(std::time(nullptr)), profile.devices_per_node);
-    if (profile.devices_per_node == 1) {
+        "physical memory / ranks.\n",
+        options.quick ? " --quick" : "", fmt::localtime(std::time(nullptr)), profile.devices_per_node,
+        several_nodes ? " on several nodes (OpenMPI's, by host name)" : ", taken as one node");
+    if (profile.devices_per_node == 1 && !several_nodes) {
         return notes + "One rank: no all-reduce was measured. The bandwidths are the memory copy rate and the\n"
                        "latencies an MPI message to self; run under `mpirun -np 2` or more to measure them.";
     }
-    return notes + "All-reduce over the first p ranks, p = 2, 4, ... up to all: bus bandwidth 2(p-1)/p * bytes / time\n"
-                   "at the largest message; intra_node_bandwidth is that of all ranks; intra_node_latency is half the\n"
-                   "time of a 4-byte all-reduce of two ranks (two ring steps). This machine has no second node:\n"
-                   "nic_bandwidth and inter_node_latency repeat the intra-node numbers, and nics_per_node is 1.";
+    notes += "All-reduce over the first p ranks of the first node, p = 2, 4, ... up to all of it: bus bandwidth\n"
+             "2(p-1)/p * bytes / time at the largest message; intra_node_bandwidth is that of the whole node;\n"
+             "intra_node_latency is half the time of a 4-byte all-reduce of two ranks (two ring steps).\n";
+    if (several_nodes) {
+        return notes + "Between nodes: the groups of the ranks of equal node rank, one rank per node, all-reduce at\n"
+                       "once; node_bandwidth (= nic_bandwidth, nics_per_node 1) is the slowest group's bus bandwidth\n"
+                       "times the ranks of a node; inter_node_latency a 4-byte all-reduce of one group over its ring\n"
+                       "steps.";
+    }
+    return notes + "This machine has no second node: nic_bandwidth and inter_node_latency repeat the intra-node\n"
+                   "numbers, and nics_per_node is 1.";
 }
 
 }  // namespace axonn

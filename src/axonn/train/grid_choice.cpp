@@ -78,6 +78,24 @@ LocalProfile local_machine_profile() {
     return {rank == 0 ? load_machine_profile(local.string()) : MachineProfile{}, local.string()};
 }
 
+PlanRequest job_plan_request(ModelConfig const& model, int ranks, int batch, int seq, StepOptions const& run,
+                             std::string const& grid_order, MachineProfile const& machine) {
+    PlanRequest request;
+    if (GptConfig const* gpt = model.gpt()) {
+        request.model = *gpt;
+    } else {
+        request.architecture = model.architecture();
+    }
+    request.devices = ranks;
+    request.batch = batch;
+    request.seq = seq;
+    request.machine = machine;
+    request.micro_batch = run.micro_batch;
+    request.run = run.model;
+    request.time.order = parse_axis_order(grid_order);
+    return request;
+}
+
 bool names_grid_file(std::string const& spec) { return spec != "auto" && spec.find('=') == std::string::npos; }
 
 fs::path tuned_grid_path() { return machine_profile_dir() / "tuned-grid.json"; }

@@ -10,7 +10,10 @@
 #pragma once
 
 #include "axonn/comm/grid.h"
+#include "axonn/model/model_config.h"
 #include "axonn/perf/machine_profile.h"
+#include "axonn/perf/planner.h"
+#include "axonn/train/train_step.h"
 
 #include <nlohmann/json.hpp>
 
@@ -27,6 +30,11 @@ struct LocalProfile {
     std::string source;  // the file, or "measured now (...)"
 };
 LocalProfile local_machine_profile();
+
+// The planner's request for a job of this model, global batch, sequence length, step options and axis order on
+// `ranks` devices of `machine`: what `--grid auto` and `axonn tune` rank.
+PlanRequest job_plan_request(ModelConfig const& model, int ranks, int batch, int seq, StepOptions const& run,
+                             std::string const& grid_order, MachineProfile const& machine);
 
 // The job a grid was chosen for.
 struct GridJob {

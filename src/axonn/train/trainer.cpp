@@ -207,19 +207,8 @@ void require_finite_step(StepResult const& result, int step, float lr) {
 // run, announced; none if no grid fits.
 std::optional<GridShape> plan_best_grid(TrainOptions const& options, int world, MachineProfile const& machine,
                                         std::string const& profile_source) {
-    PlanRequest request;
-    if (GptConfig const* gpt = options.model.gpt()) {
-        request.model = *gpt;
-    } else {
-        request.architecture = options.model.architecture();
-    }
-    request.devices = world;
-    request.batch = options.batch;
-    request.seq = options.seq;
-    request.machine = machine;
-    request.micro_batch = options.run.micro_batch;
-    request.run = options.run.model;
-    request.time.order = parse_axis_order(options.grid_order);
+    PlanRequest const request = job_plan_request(options.model, world, options.batch, options.seq, options.run,
+                                                  options.grid_order, machine);
     std::vector<PlanCandidate> const plan = plan_grids(request);
     if (plan.empty() || plan.front().excluded) return std::nullopt;
     GridShape const& best = plan.front().grid;

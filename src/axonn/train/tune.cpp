@@ -2,7 +2,6 @@
 
 #include "axonn/core/error.h"
 #include "axonn/model/model_config.h"
-#include "axonn/perf/planner.h"
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -21,15 +20,8 @@ std::vector<TunedGrid> planned_grids(TuneOptions const& options, int world, Loca
     std::vector<double> predicted(static_cast<std::size_t>(options.top), 0.0);
     if (rank == 0) {
         BenchOptions const& job = options.bench;
-        PlanRequest request;
-        request.model = job.model;
-        request.devices = world;
-        request.batch = job.batch;
-        request.seq = job.seq;
-        request.machine = profile.machine;
-        request.micro_batch = job.run.micro_batch;
-        request.run = job.run.model;
-        request.time.order = parse_axis_order(job.grid_order);
+        PlanRequest const request =
+            job_plan_request(job.model, world, job.batch, job.seq, job.run, job.grid_order, profile.machine);
         std::vector<PlanCandidate> const plan = plan_grids(request);
         int found = 0;
         for (PlanCandidate const& candidate : plan) {
