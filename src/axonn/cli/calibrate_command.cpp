@@ -24,8 +24,12 @@ void print_summary(MachineProfile const& profile, std::filesystem::path const& o
     for (auto const& [group_size, bandwidth] : profile.allreduce_bus_bandwidth) {
         fmt::print("  all-reduce  {} ranks: {:.3f} GB/s bus bandwidth\n", group_size, bandwidth / 1e9);
     }
-    fmt::print("  network     {:.3f} GB/s, {:.1f} us per message step\n", profile.intra_node_bandwidth / 1e9,
+    fmt::print("  in a node   {:.3f} GB/s, {:.1f} us per message step\n", profile.intra_node_bandwidth / 1e9,
                profile.intra_node_latency * 1e6);
+    if (profile.node_bandwidth > 0) {
+        fmt::print("  between     {:.3f} GB/s injected per node, {:.1f} us per message step\n",
+                   profile.node_bandwidth / 1e9, profile.inter_node_latency * 1e6);
+    }
     fmt::print("wrote {}\n", out.string());
 }
 

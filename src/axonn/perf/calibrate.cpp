@@ -152,7 +152,7 @@ double measure_copy_bandwidth(Plan const& plan) {
 }
 
 // The numbers of one device: rank 0 measures them alone, on one core.
-void measure_compute(MachineProfile& profile, Plan const& plan) {
+void measure_compute(MachineProfile& profile, Plan const& plan, int nodes) {
     GemmRate const fp32 = measure_single_core_gemm_rate();
     OneThread const one_thread;
     std::vector<ShapeRate> const shape_rates = measure_shape_rates(plan);
@@ -167,8 +167,8 @@ void measure_compute(MachineProfile& profile, Plan const& plan) {
     profile.gemm_efficiency = fit.efficiency;
     profile.gemm_half_size = fit.half_size;
     profile.memory_bandwidth = measure_copy_bandwidth(plan);
-    profile.description = fmt::format("this machine as one node: {} MPI rank{} of one core each, {} ({} hardware "
-                                      "threads); {}",
+    profile.description = fmt::format("{}: {} MPI rank{} of one core each, {} ({} hardware threads); {}",
+                                      nodes == 1 ? "this machine as one node" : fmt::format("{} nodes", nodes),
                                       profile.devices_per_node, profile.devices_per_node == 1 ? "" : "s", fp32.isa,
                                       std::thread::hardware_concurrency(), bf16.how);
 }
@@ -275,7 +275,10 @@ void measure_all_reduce(MachineProfile& profile, Plan const& plan, Communicator&
         }
         world.barrier_quietly();
     }
-    profile.intra_node_bandwidth = profile.allreduce_bus_bandwidth.rbegin()->second;
+    // Ranks of the other nodes measured nothing: the profile is rank 0's.
+    if (!profile.allreduce_bus_bandwidth.empty()) {
+        profile.intra_node_bandwidth = profile.allreduce_bus_bandwidth.rbegin()->second;
+    }
 }
 
 // Between nodes: the groups of the ranks with the same rank on every node, all at once, each of one rank per
@@ -339,7 +342,7 @@ MachineProfile calibrate_machine(CalibrateOptions const& options) {
     profile.name = options.name;
     profile.devices_per_node = place.ranks_per_node;
     profile.memory_bytes = memory_per_device(world.size());
-    if (world.rank() == 0) measure_compute(profile, plan);
+    if (world.rank() == 0) measure_compute(profile, plan, place.nodes);
     world.barrier_quietly();
     if (profile.devices_per_node > 1) {
         measure_all_reduce(profile, plan, world, place);
