@@ -76,6 +76,12 @@ TEST_F(JobErrors, PrepareRefusesSeveralRanksThatWouldWriteTheSameFiles) {
                                      "or srun");
 }
 
+TEST_F(JobErrors, PlanRefusesSeveralRanksThatWouldPrintTheSamePlan) {
+    JobResult const result = mpirun("-np 2 " + axonn() + " plan --model gpt-5b --gpus 8 --batch 8");
+    EXPECT_EQ(only_error(result, 2), "axonn: error: `axonn plan` runs as one process, not 2: run it without mpirun "
+                                     "or srun");
+}
+
 TEST_F(JobErrors, GridAutoWithNoValidGridFailsOnEveryRankAlike) {
     // 3 ranks divide neither the 8 heads, the width of 64 nor the batch of 4: rank 0 plans, every rank learns.
     fs::copy_file(fs::path(AXONN_SOURCE_DIR) / "configs" / "machines" / "perlmutter.toml", dir_ / "local.toml",

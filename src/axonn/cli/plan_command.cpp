@@ -195,6 +195,7 @@ void add_plan_command(CLI::App& app) {
     command->add_option("--plot", flags->plot, "with --weak-scaling: the PNG to write")->capture_default_str();
 
     command->callback([request, flags, model, gpus] {
+        require_one_process("plan");  // it runs no grid: several ranks would each print the same plan
         if (!flags->weak_scaling.empty()) {
             std::vector<WeakScalingPoint> points = as_usage_errors([&] {
                 require(flags->seq >= 0, "--seq must not be negative, got {} (0: the model's context)", flags->seq);
