@@ -3,7 +3,7 @@
 #include "axonn/cli/step_options.h"
 #include "axonn/core/error.h"
 #include "axonn/io/line_plot.h"
-#include "axonn/model/llama/llama_parameters.h"
+#include "axonn/model/gpt_parameters.h"
 #include "axonn/perf/planner.h"
 #include "axonn/perf/weak_scaling.h"
 
@@ -94,12 +94,8 @@ std::vector<WeakScalingPoint> weak_scaling_points(std::string const& series, Pla
         WeakScalingPoint point;
         point.label = entry.substr(0, colon);
         point.request = base;
-        std::vector<std::string> const llamas = llama_preset_names();
-        if (std::find(llamas.begin(), llamas.end(), point.label) != llamas.end()) {
-            point.request.architecture = llama_architecture(llama_preset(point.label));
-        } else {
-            point.request.model = gpt_preset(point.label);
-        }
+        ModelConfig const model = model_preset(point.label);
+        point.request.set_model(model);
         point.request.devices = devices;
         std::int64_t const scaled =
             points.empty() ? base.batch
@@ -111,9 +107,7 @@ std::vector<WeakScalingPoint> weak_scaling_points(std::string const& series, Pla
         require(scaled <= (1 << 30), "--weak-scaling: the batch would grow to {} sequences on {} devices", scaled,
                 devices);
         point.request.batch = static_cast<int>(scaled);
-        int const context = point.request.architecture ? point.request.architecture->context
-                                                       : point.request.model.max_seq;
-        point.request.seq = seq > 0 ? seq : context;
+        point.request.seq = seq > 0 ? seq : model.context();
         validate_plan_request(point.request);
         points.push_back(std::move(point));
     }
@@ -229,13 +223,9 @@ void add_plan_command(CLI::App& app) {
         }
         std::filesystem::path const machine = as_usage_errors([&] {
             require(gpus->count() > 0, "--gpus is required (or --weak-scaling MODEL:DEVICES,...)");
-            if (model->names_llama()) {
-                request->architecture = llama_architecture(model->resolve_llama());
-            } else {
-                request->model = model->resolve();
-            }
-            int const context = request->architecture ? request->architecture->context : request->model.max_seq;
-            request->seq = flags->seq > 0 ? flags->seq : context;
+            ModelConfig const resolved = model->resolve_model();
+            request->set_model(resolved);
+            request->seq = flags->seq > 0 ? flags->seq : resolved.context();
             require(flags->seq >= 0, "--seq must not be negative, got {} (0: the model's context)", flags->seq);
             require(flags->top >= 1, "--top must be at least 1, got {}", flags->top);
             request->time.order = parse_axis_order(flags->order);

@@ -3,7 +3,12 @@
 #include "axonn/model/gpt_parameters.h"
 #include "axonn/model/llama/llama_parameters.h"
 
+#include "axonn/core/error.h"
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 namespace axonn {
 
@@ -44,6 +49,13 @@ std::string ModelConfig::summary() const {
                               : fmt::format("{} heads ({} key/value)", a.heads, a.kv_heads);
     return fmt::format("{} ({}): {} layers, width {}, {}, MLP {}, context {}, vocabulary {} (padded {})", name(),
                        family(), a.layers, a.width, heads, a.mlp_width, a.context, a.vocab_size, a.padded_vocab);
+}
+
+ModelConfig model_preset(std::string const& name) {
+    std::vector<std::string> const gpt = gpt_preset_names(), llama = llama_preset_names();
+    if (std::find(gpt.begin(), gpt.end(), name) != gpt.end()) return gpt_preset(name);
+    if (std::find(llama.begin(), llama.end(), name) != llama.end()) return llama_preset(name);
+    fail("unknown model '{}': use one of {}, {}", name, fmt::join(gpt, ", "), fmt::join(llama, ", "));
 }
 
 std::string model_differences(ModelConfig const& stored, ModelConfig const& expected) {

@@ -44,6 +44,10 @@ private:
     std::variant<GptConfig, LlamaConfig> shape_;
 };
 
+// The preset of either family by its name (gpt2-small, gpt-20b, llama-tiny, llama3.1-8b, ...); an unknown name is
+// an axonn::Error that lists them all.
+ModelConfig model_preset(std::string const& name);
+
 // How a stored model differs from the expected one, as "layers 4 (here 2), ..."; empty when they are the same.
 std::string model_differences(ModelConfig const& stored, ModelConfig const& expected);
 

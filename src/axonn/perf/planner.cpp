@@ -54,6 +54,15 @@ void predict(PlanCandidate& candidate, PlanRequest const& request) {
 
 }  // namespace
 
+void PlanRequest::set_model(ModelConfig const& config) {
+    if (GptConfig const* gpt = config.gpt()) {
+        model = *gpt;
+        architecture.reset();
+    } else {
+        architecture = config.architecture();
+    }
+}
+
 void validate_plan_request(PlanRequest const& request) {
     if (!request.architecture) request.model.validate();  // an architecture is valid by construction
     require(request.devices > 0, "--gpus must be at least 1, got {}", request.devices);

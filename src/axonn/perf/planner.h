@@ -4,6 +4,7 @@
 // and leaves the choice to trial runs; this one ranks by predicted iteration time with overlap and memory.
 #pragma once
 
+#include "axonn/model/model_config.h"
 #include "axonn/perf/memory_model.h"
 #include "axonn/perf/time_model.h"
 
@@ -23,6 +24,9 @@ struct PlanRequest {
     GptOptions run;       // overlap, recomputation, weight caching, precision: as the trainer will run
     MachineProfile machine;
     TimeOptions time;
+
+    // The model of either family: a GPT-2 shape as `model`, another family's as `architecture`.
+    void set_model(ModelConfig const& config);
 };
 
 struct PlanCandidate {

@@ -81,11 +81,7 @@ LocalProfile local_machine_profile() {
 PlanRequest job_plan_request(ModelConfig const& model, int ranks, int batch, int seq, StepOptions const& run,
                              std::string const& grid_order, MachineProfile const& machine) {
     PlanRequest request;
-    if (GptConfig const* gpt = model.gpt()) {
-        request.model = *gpt;
-    } else {
-        request.architecture = model.architecture();
-    }
+    request.set_model(model);
     request.devices = ranks;
     request.batch = batch;
     request.seq = seq;
