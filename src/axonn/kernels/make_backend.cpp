@@ -2,14 +2,26 @@
 #include "axonn/core/error.h"
 #include "axonn/kernels/cpu/bf16.h"
 #include "axonn/kernels/cpu_backend.h"
+#ifdef AXONN_HAVE_CUDA
+#include "axonn/kernels/cuda/cuda_backend.h"
+#include "axonn/kernels/cuda/gpu_choice.h"
+#endif
 
 namespace axonn {
 
 std::unique_ptr<Backend> make_backend(std::string const& name, DType precision, std::string* fallback) {
-    require(name == "cpu", "unknown backend '{}': this build has 'cpu'", name);
+#ifdef AXONN_HAVE_CUDA
+    require(name == "cpu" || name == "cuda", "unknown backend '{}': this build has 'cpu' and 'cuda'", name);
+#else
+    require(name == "cpu", "unknown backend '{}': this build has 'cpu' (build with -DAXONN_CUDA=ON for 'cuda')",
+            name);
+#endif
     require(precision == DType::f32 || precision == DType::bf16, "unknown precision '{}': use fp32 or bf16",
             dtype_name(precision));
     if (fallback) fallback->clear();
+#ifdef AXONN_HAVE_CUDA
+    if (name == "cuda") return std::make_unique<CudaBackend>(precision, cuda::local_device());
+#endif
     if (precision == DType::bf16) {
         cpu::Bf16Support const support = cpu::bf16_gemm_support();
         if (!support.available) {

@@ -1,0 +1,263 @@
+#include "axonn/kernels/cuda/cuda_backend.h"
+
+#include "axonn/core/error.h"
+#include "axonn/core/trace.h"
+#include "axonn/kernels/cuda/cuda_check.h"
+#include "axonn/kernels/cuda/kernels.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <vector>
+
+namespace axonn {
+namespace {
+
+__nv_bfloat16* as_device_bf16(void* p) { return static_cast<__nv_bfloat16*>(p); }
+__nv_bfloat16 const* as_device_bf16(void const* p) { return static_cast<__nv_bfloat16 const*>(p); }
+std::int64_t qkv_width(int C, int NH, int NKV) { return C + 2 * static_cast<std::int64_t>(NKV) * (C / NH); }
+
+}  // namespace
+
+CudaBackend::CudaBackend(DType gemm_dtype, int device) : gemm_dtype_(gemm_dtype), device_(device) {
+    invariant(gemm_dtype == DType::f32 || gemm_dtype == DType::bf16,
+              "the CUDA backend's GEMMs take f32 or bf16, not {}", dtype_name(gemm_dtype));
+    cuda::check(cudaSetDevice(device), "select the GPU");
+    cuda::check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "create the compute stream");
+    norm_partials_ = cuda::DeviceBuffer(cuda::sum_of_squares_blocks * sizeof(double));
+}
+
+CudaBackend::~CudaBackend() {
+    if (stream_) cudaStreamDestroy(stream_);
+}
+
+void CudaBackend::synchronize() { cuda::check(cudaStreamSynchronize(stream_), "finish the queued GPU work"); }
+
+std::string CudaBackend::name() const {
+    cudaDeviceProp properties{};
+    cuda::check(cudaGetDeviceProperties(&properties, device_), "read the GPU's properties");
+    return fmt::format("cuda, {} GEMMs (cuBLASLt on {}, device {})", precision_name(gemm_dtype_), properties.name,
+                       device_);
+}
+
+void CudaBackend::set_gemm_tuning(bool on) { gemm_.set_tuning(on); }
+
+void CudaBackend::convert(void* out, DType out_dtype, void const* in, DType in_dtype, std::int64_t n) {
+    TraceSpan const span("convert", TraceTrack::kernels);
+    if (out_dtype == in_dtype) {
+        cuda::check(cudaMemcpyAsync(out, in, static_cast<std::size_t>(n) * dtype_size(in_dtype),
+                                    cudaMemcpyDeviceToDevice, stream_),
+                    "copy on the GPU");
+    } else if (out_dtype == DType::bf16 && in_dtype == DType::f32) {
+        cuda::to_bf16(as_device_bf16(out), static_cast<float const*>(in), n, stream_);
+    } else if (out_dtype == DType::f32 && in_dtype == DType::bf16) {
+        cuda::to_f32(static_cast<float*>(out), as_device_bf16(in), n, stream_);
+    } else {
+        invariant(false, "no conversion from {} to {}", dtype_name(in_dtype), dtype_name(out_dtype));
+    }
+}
+
+void const* CudaBackend::gemm_operand(int slot, float const* values, std::int64_t n) {
+    if (gemm_dtype_ == DType::f32) return values;
+    cuda::DeviceBuffer& scratch = scratch_[slot];
+    scratch.reserve(static_cast<std::size_t>(n) * sizeof(__nv_bfloat16));
+    cuda::to_bf16(scratch.as<__nv_bfloat16>(), values, n, stream_);
+    return scratch.data();
+}
+
+void CudaBackend::check_weight(WeightView weight) const {
+    invariant(weight.dtype == gemm_dtype_, "a {} GEMM got {} weights", dtype_name(gemm_dtype_),
+              dtype_name(weight.dtype));
+}
+
+void CudaBackend::encoder_forward(float* out, std::int32_t const* tokens, WeightView wte, float const* wpe, int B,
+                                  int T, int C, int vocab_begin, int vocab_rows) {
+    TraceSpan const span("encoder_forward", TraceTrack::kernels);
+    if (wte.dtype == DType::bf16) {
+        cuda::encoder_forward(out, tokens, as_device_bf16(wte.data), wpe, B, T, C, vocab_begin, vocab_rows, stream_);
+    } else {
+        cuda::encoder_forward(out, tokens, wte.f32(), wpe, B, T, C, vocab_begin, vocab_rows, stream_);
+    }
+}
+void CudaBackend::encoder_backward(float* dwte, float* dwpe, float const* dout, std::int32_t const* tokens, int B,
+                                   int T, int C, int vocab_begin, int vocab_rows) {
+    TraceSpan const span("encoder_backward", TraceTrack::kernels);
+    cuda::encoder_backward(dwte, dwpe, dout, tokens, B, T, C, vocab_begin, vocab_rows, stream_);
+}
+
+void CudaBackend::layernorm_statistics(double* stats, float const* inp, std::int64_t N, int C) {
+    TraceSpan const span("layernorm_statistics", TraceTrack::kernels);
+    cuda::layernorm_statistics(stats, inp, N, C, stream_);
+}
+void CudaBackend::layernorm_forward(float* out, float* mean, float* rstd, float const* inp, float const* weight,
+                                    float const* bias, double const* stats, std::int64_t N, int C, int C_total) {
+    TraceSpan const span("layernorm_forward", TraceTrack::kernels);
+    cuda::layernorm_forward(out, mean, rstd, inp, weight, bias, stats, N, C, C_total, stream_);
+}
+void CudaBackend::layernorm_backward_statistics(double* stats, float const* dout, float const* inp,
+                                                float const* weight, float const* mean, float const* rstd,
+                                                std::int64_t N, int C) {
+    TraceSpan const span("layernorm_backward_statistics", TraceTrack::kernels);
+    cuda::layernorm_backward_statistics(stats, dout, inp, weight, mean, rstd, N, C, stream_);
+}
+void CudaBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, float const* dout, float const* inp,
+                                     float const* weight, float const* mean, float const* rstd, double const* stats,
+                                     std::int64_t N, int C, int C_total) {
+    TraceSpan const span("layernorm_backward", TraceTrack::kernels);
+    cuda::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, stats, N, C, C_total, stream_);
+}
+void CudaBackend::rmsnorm_statistics(double* stats, float const* inp, std::int64_t N, int C) {
+    TraceSpan const span("rmsnorm_statistics", TraceTrack::kernels);
+    cuda::rmsnorm_statistics(stats, inp, N, C, stream_);
+}
+void CudaBackend::rmsnorm_forward(float* out, float* rstd, float const* inp, float const* weight, double const* stats,
+                                  std::int64_t N, int C, int C_total, double eps) {
+    TraceSpan const span("rmsnorm_forward", TraceTrack::kernels);
+    cuda::rmsnorm_forward(out, rstd, inp, weight, stats, N, C, C_total, eps, stream_);
+}
+void CudaBackend::rmsnorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
+                                              float const* rstd, std::int64_t N, int C) {
+    TraceSpan const span("rmsnorm_backward_statistics", TraceTrack::kernels);
+    cuda::rmsnorm_backward_statistics(stats, dout, inp, weight, rstd, N, C, stream_);
+}
+void CudaBackend::rmsnorm_backward(float* dinp, float* dweight, float const* dout, float const* inp,
+                                   float const* weight, float const* rstd, double const* stats, std::int64_t N, int C,
+                                   int C_total) {
+    TraceSpan const span("rmsnorm_backward", TraceTrack::kernels);
+    cuda::rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, stats, N, C, C_total, stream_);
+}
+
+void CudaBackend::linear_forward(float* out, float const* inp, WeightView weight, float const* bias, std::int64_t M,
+                                 std::int64_t K, std::int64_t N) {
+    TraceSpan const span("linear_forward", TraceTrack::kernels);
+    check_weight(weight);
+    bool const bf16 = gemm_dtype_ == DType::bf16;
+    gemm_.run(false, true, M, N, K, gemm_operand(0, inp, M * K), K, weight.data, K, 0.0f, out, N, bf16, stream_);
+    cuda::add_bias(out, bias, M, N, stream_);
+}
+void CudaBackend::linear_backward_input(float* dinp, float const* dout, WeightView weight, std::int64_t M,
+                                        std::int64_t K, std::int64_t N) {
+    TraceSpan const span("linear_backward_input", TraceTrack::kernels);
+    check_weight(weight);
+    bool const bf16 = gemm_dtype_ == DType::bf16;
+    gemm_.run(false, false, M, K, N, gemm_operand(0, dout, M * N), N, weight.data, K, 0.0f, dinp, K, bf16, stream_);
+}
+void CudaBackend::linear_backward_weight(float* dweight, float* dbias, float const* dout, float const* inp,
+                                         std::int64_t M, std::int64_t K, std::int64_t N, GradWrite dweight_write) {
+    TraceSpan const span("linear_backward_weight", TraceTrack::kernels);
+    bool const bf16 = gemm_dtype_ == DType::bf16;
+    float const beta = dweight_write == GradWrite::accumulate ? 1.0f : 0.0f;
+    gemm_.run(true, false, N, K, M, gemm_operand(0, dout, M * N), N, gemm_operand(1, inp, M * K), K, beta, dweight, K,
+              bf16, stream_);
+    cuda::accumulate_bias_gradient(dbias, dout, M, N, stream_);
+}
+
+void CudaBackend::attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH, int NKV) {
+    TraceSpan const span("attention_forward", TraceTrack::kernels);
+    cuda::attention_forward(out, lse, qkv, B, T, C, NH, NKV, stream_);
+}
+void CudaBackend::attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out,
+                                     float const* lse, int B, int T, int C, int NH, int NKV) {
+    TraceSpan const span("attention_backward", TraceTrack::kernels);
+    row_dot_.reserve(static_cast<std::size_t>(B) * NH * T * sizeof(float));
+    cuda::attention_backward(dqkv, dout, qkv, out, lse, row_dot_.as<float>(), B, T, C, NH, NKV, stream_);
+}
+void CudaBackend::attention_cached(float* out, float* lse, float* k_cache, float* v_cache, float const* qkv, int B,
+                                   int n, int past, int capacity, int C, int NH, int NKV) {
+    TraceSpan const span("attention_cached", TraceTrack::kernels);
+    cuda::kv_cache_append(k_cache, v_cache, qkv, B, n, past, capacity, C, NH, NKV, stream_);
+    // A prompt's first tokens see no cache: the fused kernel computes them as a training forward does.
+    if (past == 0) {
+        cuda::attention_forward(out, lse, qkv, B, n, C, NH, NKV, stream_);
+    } else {
+        cuda::attention_over_cache(out, qkv, k_cache, v_cache, B, n, past, capacity, C, NH, NKV, stream_);
+    }
+}
+
+void CudaBackend::gelu_forward(float* out, float const* inp, std::int64_t n) {
+    TraceSpan const span("gelu_forward", TraceTrack::kernels);
+    cuda::gelu_forward(out, inp, n, stream_);
+}
+void CudaBackend::gelu_backward(float* dinp, float const* inp, float const* dout, std::int64_t n) {
+    TraceSpan const span("gelu_backward", TraceTrack::kernels);
+    cuda::gelu_backward(dinp, inp, dout, n, stream_);
+}
+void CudaBackend::swiglu_forward(float* out, float const* inp, std::int64_t N, int F) {
+    TraceSpan const span("swiglu_forward", TraceTrack::kernels);
+    cuda::swiglu_forward(out, inp, N, F, stream_);
+}
+void CudaBackend::swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) {
+    TraceSpan const span("swiglu_backward", TraceTrack::kernels);
+    cuda::swiglu_backward(dinp, inp, dout, N, F, stream_);
+}
+void CudaBackend::rope_rotate(float* x, double const* inv_freq, int B, int T, int heads, int head_size,
+                              std::int64_t stride, int first_position, int direction) {
+    TraceSpan const span("rope_rotate", TraceTrack::kernels);
+    std::size_t const bytes = static_cast<std::size_t>(head_size / 2) * sizeof(double);
+    inv_freq_.reserve(bytes);
+    // From pageable host memory the copy is staged before cudaMemcpyAsync returns, so inv_freq may change after.
+    cuda::check(cudaMemcpyAsync(inv_freq_.data(), inv_freq, bytes, cudaMemcpyHostToDevice, stream_),
+                "copy the rotary frequencies to the GPU");
+    cuda::rope_rotate(x, inv_freq_.as<double>(), B, T, heads, head_size, stride, first_position, direction, stream_);
+}
+void CudaBackend::residual_forward(float* out, float const* a, float const* b, std::int64_t n) {
+    TraceSpan const span("residual_forward", TraceTrack::kernels);
+    cuda::residual_forward(out, a, b, n, stream_);
+}
+void CudaBackend::residual_backward(float* da, float* db, float const* dout, std::int64_t n) {
+    TraceSpan const span("residual_backward", TraceTrack::kernels);
+    cuda::residual_backward(da, db, dout, n, stream_);
+}
+
+void CudaBackend::cross_entropy_max(float* row_max, float const* logits, std::int64_t N, int valid, int Vp_local) {
+    TraceSpan const span("cross_entropy_max", TraceTrack::kernels);
+    cuda::cross_entropy_max(row_max, logits, N, valid, Vp_local, stream_);
+}
+void CudaBackend::cross_entropy_sums(double* sums, float const* logits, float const* row_max,
+                                     std::int32_t const* targets, std::int64_t N, int valid, int Vp_local,
+                                     int vocab_begin) {
+    TraceSpan const span("cross_entropy_sums", TraceTrack::kernels);
+    cuda::cross_entropy_sums(sums, logits, row_max, targets, N, valid, Vp_local, vocab_begin, stream_);
+}
+void CudaBackend::cross_entropy_losses(float* losses, float* logsumexp, float const* row_max, double const* sums,
+                                       std::int32_t const* targets, std::int64_t N) {
+    TraceSpan const span("cross_entropy_losses", TraceTrack::kernels);
+    cuda::cross_entropy_losses(losses, logsumexp, row_max, sums, targets, N, stream_);
+}
+void CudaBackend::cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp,
+                                         std::int32_t const* targets, float const* dlosses, std::int64_t N, int valid,
+                                         int Vp_local, int vocab_begin) {
+    TraceSpan const span("cross_entropy_backward", TraceTrack::kernels);
+    cuda::cross_entropy_backward(dlogits, logits, logsumexp, targets, dlosses, N, valid, Vp_local, vocab_begin,
+                                 stream_);
+}
+
+void CudaBackend::adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n,
+                               AdamWStep const& step, bfloat16* param_bf16) {
+    TraceSpan const span("adamw_update", TraceTrack::kernels);
+    cuda::AdamWConstants const constants{
+        step.beta1,
+        step.beta2,
+        step.eps,
+        step.grad_scale,
+        1.0f - step.learning_rate * step.weight_decay,
+        step.learning_rate / (1.0f - std::pow(step.beta1, static_cast<float>(step.step))),
+        1.0f / std::sqrt(1.0f - std::pow(step.beta2, static_cast<float>(step.step))),
+    };
+    cuda::adamw_update(param, grad, m, v, n, constants, reinterpret_cast<__nv_bfloat16*>(param_bf16), stream_);
+}
+
+double CudaBackend::sum_of_squares(float const* x, std::int64_t n) {
+    TraceSpan const span("sum_of_squares", TraceTrack::kernels);
+    cuda::sum_of_squares_partials(norm_partials_.as<double>(), x, n, stream_);
+    std::vector<double> partials(cuda::sum_of_squares_blocks);
+    cuda::check(cudaMemcpyAsync(partials.data(), norm_partials_.data(), partials.size() * sizeof(double),
+                                cudaMemcpyDeviceToHost, stream_),
+                "read the squared norm");
+    synchronize();
+    double sum = 0;
+    for (double const partial : partials) sum += partial;
+    return sum;
+}
+
+}  // namespace axonn

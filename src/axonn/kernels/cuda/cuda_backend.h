@@ -1,0 +1,98 @@
+// The CUDA implementation of Backend (built with -DAXONN_CUDA=ON): every pointer an operation takes is GPU
+// memory on this backend's device, except rope_rotate's inv_freq (host constants). Operations are queued on the
+// backend's compute stream and return before they finish; sum_of_squares, which returns a number, waits.
+//
+// GEMMs run through cuBLASLt (kernels/cuda/gemm.h): fp32 without TF32, or bf16 inputs with fp32 accumulation. In
+// bf16 the fp32 activation operands are rounded into two scratch buffers as on the CPU; attention computes in
+// fp32 in either precision (kernels/cuda/kernels.h).
+#pragma once
+
+#include "axonn/kernels/backend.h"
+#include "axonn/kernels/cuda/device_buffer.h"
+#include "axonn/kernels/cuda/gemm.h"
+
+#include <cuda_runtime.h>
+
+namespace axonn {
+
+class CudaBackend final : public Backend {
+public:
+    // device: the CUDA device index this process uses (a rank's local rank on a node of several GPUs).
+    CudaBackend(DType gemm_dtype, int device);
+    ~CudaBackend() override;
+
+    cudaStream_t stream() const { return stream_; }
+    // Waits until everything queued has run (and reports a kernel's failure, if one failed).
+    void synchronize();
+
+    std::string name() const override;
+    DType gemm_dtype() const override { return gemm_dtype_; }
+    void set_gemm_tuning(bool on) override;
+    void convert(void* out, DType out_dtype, void const* in, DType in_dtype, std::int64_t n) override;
+    void encoder_forward(float* out, std::int32_t const* tokens, WeightView wte, float const* wpe, int B, int T,
+                         int C, int vocab_begin, int vocab_rows) override;
+    void encoder_backward(float* dwte, float* dwpe, float const* dout, std::int32_t const* tokens, int B, int T, int C,
+                          int vocab_begin, int vocab_rows) override;
+    void layernorm_statistics(double* stats, float const* inp, std::int64_t N, int C) override;
+    void layernorm_forward(float* out, float* mean, float* rstd, float const* inp, float const* weight,
+                           float const* bias, double const* stats, std::int64_t N, int C, int C_total) override;
+    void layernorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
+                                       float const* mean, float const* rstd, std::int64_t N, int C) override;
+    void layernorm_backward(float* dinp, float* dweight, float* dbias, float const* dout, float const* inp,
+                            float const* weight, float const* mean, float const* rstd, double const* stats,
+                            std::int64_t N, int C, int C_total) override;
+    void rmsnorm_statistics(double* stats, float const* inp, std::int64_t N, int C) override;
+    void rmsnorm_forward(float* out, float* rstd, float const* inp, float const* weight, double const* stats,
+                         std::int64_t N, int C, int C_total, double eps) override;
+    void rmsnorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
+                                     float const* rstd, std::int64_t N, int C) override;
+    void rmsnorm_backward(float* dinp, float* dweight, float const* dout, float const* inp, float const* weight,
+                          float const* rstd, double const* stats, std::int64_t N, int C, int C_total) override;
+    void linear_forward(float* out, float const* inp, WeightView weight, float const* bias, std::int64_t M,
+                        std::int64_t K, std::int64_t N) override;
+    void linear_backward_input(float* dinp, float const* dout, WeightView weight, std::int64_t M, std::int64_t K,
+                               std::int64_t N) override;
+    void linear_backward_weight(float* dweight, float* dbias, float const* dout, float const* inp, std::int64_t M,
+                                std::int64_t K, std::int64_t N, GradWrite dweight_write) override;
+    void attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH, int NKV) override;
+    void attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out, float const* lse,
+                            int B, int T, int C, int NH, int NKV) override;
+    void attention_cached(float* out, float* lse, float* k_cache, float* v_cache, float const* qkv, int B, int n,
+                          int past, int capacity, int C, int NH, int NKV) override;
+    void gelu_forward(float* out, float const* inp, std::int64_t n) override;
+    void gelu_backward(float* dinp, float const* inp, float const* dout, std::int64_t n) override;
+    void swiglu_forward(float* out, float const* inp, std::int64_t N, int F) override;
+    void swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) override;
+    void rope_rotate(float* x, double const* inv_freq, int B, int T, int heads, int head_size, std::int64_t stride,
+                     int first_position, int direction) override;
+    void residual_forward(float* out, float const* a, float const* b, std::int64_t n) override;
+    void residual_backward(float* da, float* db, float const* dout, std::int64_t n) override;
+    void cross_entropy_max(float* row_max, float const* logits, std::int64_t N, int valid, int Vp_local) override;
+    void cross_entropy_sums(double* sums, float const* logits, float const* row_max, std::int32_t const* targets,
+                            std::int64_t N, int valid, int Vp_local, int vocab_begin) override;
+    void cross_entropy_losses(float* losses, float* logsumexp, float const* row_max, double const* sums,
+                              std::int32_t const* targets, std::int64_t N) override;
+    void cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp,
+                                std::int32_t const* targets, float const* dlosses, std::int64_t N, int valid,
+                                int Vp_local, int vocab_begin) override;
+    void adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n, AdamWStep const& step,
+                      bfloat16* param_bf16) override;
+    double sum_of_squares(float const* x, std::int64_t n) override;
+
+private:
+    // The GEMM operand `values[n]` as the GEMMs take it: itself in fp32, else rounded to bf16 in scratch `slot`
+    // (0: the operand a GEMM's output rows come from, 1: the weight gradient's inp).
+    void const* gemm_operand(int slot, float const* values, std::int64_t n);
+    void check_weight(WeightView weight) const;
+
+    DType gemm_dtype_;
+    int device_;
+    cudaStream_t stream_ = nullptr;
+    cuda::Gemm gemm_;
+    cuda::DeviceBuffer scratch_[2];
+    cuda::DeviceBuffer row_dot_;       // attention's backward: [B,NH,T]
+    cuda::DeviceBuffer inv_freq_;      // rope's frequencies, copied from the host
+    cuda::DeviceBuffer norm_partials_; // sum_of_squares' per-block sums
+};
+
+}  // namespace axonn

@@ -1,0 +1,21 @@
+#include "axonn/kernels/cuda/cuda_check.h"
+
+#include "axonn/core/error.h"
+
+namespace axonn::cuda {
+
+void check(cudaError_t status, char const* what) {
+    require(status == cudaSuccess, "CUDA failed to {}: {} ({}); check the GPU with nvidia-smi", what,
+            cudaGetErrorString(status), cudaGetErrorName(status));
+}
+
+void check(cublasStatus_t status, char const* what) {
+    require(status == CUBLAS_STATUS_SUCCESS, "cuBLASLt failed to {}: status {}", what, static_cast<int>(status));
+}
+
+void check_launch(char const* kernel) {
+    cudaError_t const status = cudaGetLastError();
+    require(status == cudaSuccess, "CUDA kernel {} failed to launch: {}", kernel, cudaGetErrorString(status));
+}
+
+}  // namespace axonn::cuda

@@ -1,0 +1,121 @@
+// Element-wise kernels: conversions, GELU, SwiGLU, the residual, and a linear layer's bias and its gradient.
+#include "axonn/kernels/cuda/kernels.h"
+#include "axonn/kernels/cuda/launch.cuh"
+
+namespace axonn::cuda {
+namespace {
+
+constexpr float gelu_scale = 0.7978845608028654f;  // sqrt(2/π)
+constexpr float gelu_cubic = 0.044715f;
+
+__global__ void to_bf16_kernel(__nv_bfloat16* out, float const* in, std::int64_t n) {
+    AXONN_GRID_STRIDE(i, n) out[i] = __float2bfloat16_rn(in[i]);
+}
+__global__ void to_f32_kernel(float* out, __nv_bfloat16 const* in, std::int64_t n) {
+    AXONN_GRID_STRIDE(i, n) out[i] = __bfloat162float(in[i]);
+}
+
+__global__ void gelu_forward_kernel(float* out, float const* inp, std::int64_t n) {
+    AXONN_GRID_STRIDE(i, n) {
+        float const u = inp[i];
+        out[i] = 0.5f * u * (1.0f + tanhf(gelu_scale * (u + gelu_cubic * u * u * u)));
+    }
+}
+__global__ void gelu_backward_kernel(float* dinp, float const* inp, float const* dout, std::int64_t n) {
+    AXONN_GRID_STRIDE(i, n) {
+        float const u = inp[i];
+        float const tanh_inner = tanhf(gelu_scale * (u + gelu_cubic * u * u * u));
+        float const sech2 = 1.0f - tanh_inner * tanh_inner;
+        float const dinner = gelu_scale * (1.0f + 3.0f * gelu_cubic * u * u);
+        dinp[i] += (0.5f * (1.0f + tanh_inner) + 0.5f * u * sech2 * dinner) * dout[i];
+    }
+}
+
+__device__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+// inp[N,2F] = [gate | up] per row
+__global__ void swiglu_forward_kernel(float* out, float const* inp, std::int64_t N, int F) {
+    AXONN_GRID_STRIDE(i, N * F) {
+        std::int64_t const row = i / F, f = i % F;
+        float const gate = inp[row * 2 * F + f], up = inp[row * 2 * F + F + f];
+        out[i] = gate * sigmoid(gate) * up;
+    }
+}
+__global__ void swiglu_backward_kernel(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) {
+    AXONN_GRID_STRIDE(i, N * F) {
+        std::int64_t const row = i / F, f = i % F;
+        float const gate = inp[row * 2 * F + f], up = inp[row * 2 * F + F + f];
+        float const s = sigmoid(gate), silu = gate * s;
+        dinp[row * 2 * F + f] += dout[i] * up * (s + silu * (1.0f - s));
+        dinp[row * 2 * F + F + f] += dout[i] * silu;
+    }
+}
+
+__global__ void residual_forward_kernel(float* out, float const* a, float const* b, std::int64_t n) {
+    AXONN_GRID_STRIDE(i, n) out[i] = a[i] + b[i];
+}
+__global__ void residual_backward_kernel(float* da, float* db, float const* dout, std::int64_t n) {
+    AXONN_GRID_STRIDE(i, n) {
+        da[i] += dout[i];
+        db[i] += dout[i];
+    }
+}
+
+__global__ void add_bias_kernel(float* out, float const* bias, std::int64_t M, std::int64_t N) {
+    AXONN_GRID_STRIDE(i, M * N) out[i] += bias[i % N];
+}
+// One thread per column, rows in order: the same sum on every run.
+__global__ void bias_gradient_kernel(float* dbias, float const* dout, std::int64_t M, std::int64_t N) {
+    AXONN_GRID_STRIDE(n, N) {
+        float sum = dbias[n];
+        for (std::int64_t m = 0; m < M; ++m) sum += dout[m * N + n];
+        dbias[n] = sum;
+    }
+}
+
+}  // namespace
+
+void to_bf16(__nv_bfloat16* out, float const* in, std::int64_t n, cudaStream_t stream) {
+    to_bf16_kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(out, in, n);
+    check_launch("to_bf16");
+}
+void to_f32(float* out, __nv_bfloat16 const* in, std::int64_t n, cudaStream_t stream) {
+    to_f32_kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(out, in, n);
+    check_launch("to_f32");
+}
+void gelu_forward(float* out, float const* inp, std::int64_t n, cudaStream_t stream) {
+    gelu_forward_kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(out, inp, n);
+    check_launch("gelu_forward");
+}
+void gelu_backward(float* dinp, float const* inp, float const* dout, std::int64_t n, cudaStream_t stream) {
+    gelu_backward_kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(dinp, inp, dout, n);
+    check_launch("gelu_backward");
+}
+void swiglu_forward(float* out, float const* inp, std::int64_t N, int F, cudaStream_t stream) {
+    swiglu_forward_kernel<<<blocks_for(N * F), threads_per_block, 0, stream>>>(out, inp, N, F);
+    check_launch("swiglu_forward");
+}
+void swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F, cudaStream_t stream) {
+    swiglu_backward_kernel<<<blocks_for(N * F), threads_per_block, 0, stream>>>(dinp, inp, dout, N, F);
+    check_launch("swiglu_backward");
+}
+void residual_forward(float* out, float const* a, float const* b, std::int64_t n, cudaStream_t stream) {
+    residual_forward_kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(out, a, b, n);
+    check_launch("residual_forward");
+}
+void residual_backward(float* da, float* db, float const* dout, std::int64_t n, cudaStream_t stream) {
+    residual_backward_kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(da, db, dout, n);
+    check_launch("residual_backward");
+}
+void add_bias(float* out, float const* bias, std::int64_t M, std::int64_t N, cudaStream_t stream) {
+    if (bias == nullptr) return;
+    add_bias_kernel<<<blocks_for(M * N), threads_per_block, 0, stream>>>(out, bias, M, N);
+    check_launch("add_bias");
+}
+void accumulate_bias_gradient(float* dbias, float const* dout, std::int64_t M, std::int64_t N, cudaStream_t stream) {
+    if (dbias == nullptr) return;
+    bias_gradient_kernel<<<blocks_for(N), threads_per_block, 0, stream>>>(dbias, dout, M, N);
+    check_launch("accumulate_bias_gradient");
+}
+
+}  // namespace axonn::cuda

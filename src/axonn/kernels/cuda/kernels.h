@@ -1,0 +1,99 @@
+// The CUDA kernels behind CudaBackend, one launcher per operation, each on the stream it is given. Every pointer
+// is GPU memory, except inv_freq (a few constants, host memory). Shapes and semantics are those of the Backend
+// operation of the same name (kernels/backend.h); what differs on the GPU is said here.
+//
+// Sums over rows that several rows write to (a weight's or an embedding row's gradient) are taken by one thread
+// per column in row order, never by atomics, so that a step gives the same bits on every run.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace axonn::cuda {
+
+// out[n] = bf16(in[n]) (to nearest, ties to even), and back
+void to_bf16(__nv_bfloat16* out, float const* in, std::int64_t n, cudaStream_t stream);
+void to_f32(float* out, __nv_bfloat16 const* in, std::int64_t n, cudaStream_t stream);
+
+// out[B,T,C] = wte[tokens − vocab_begin] + wpe[t]      wte[vocab_rows,C] fp32 or bf16, wpe[maxT,C] or null
+void encoder_forward(float* out, std::int32_t const* tokens, float const* wte, float const* wpe, int B, int T, int C,
+                     int vocab_begin, int vocab_rows, cudaStream_t stream);
+void encoder_forward(float* out, std::int32_t const* tokens, __nv_bfloat16 const* wte, float const* wpe, int B,
+                     int T, int C, int vocab_begin, int vocab_rows, cudaStream_t stream);
+void encoder_backward(float* dwte, float* dwpe, float const* dout, std::int32_t const* tokens, int B, int T, int C,
+                      int vocab_begin, int vocab_rows, cudaStream_t stream);
+
+// LayerNorm and RMSNorm in phases around an all-reduce of their per-row statistics (doubles).
+void layernorm_statistics(double* stats, float const* inp, std::int64_t N, int C, cudaStream_t stream);
+void layernorm_forward(float* out, float* mean, float* rstd, float const* inp, float const* weight, float const* bias,
+                       double const* stats, std::int64_t N, int C, int C_total, cudaStream_t stream);
+void layernorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
+                                   float const* mean, float const* rstd, std::int64_t N, int C, cudaStream_t stream);
+void layernorm_backward(float* dinp, float* dweight, float* dbias, float const* dout, float const* inp,
+                        float const* weight, float const* mean, float const* rstd, double const* stats,
+                        std::int64_t N, int C, int C_total, cudaStream_t stream);
+void rmsnorm_statistics(double* stats, float const* inp, std::int64_t N, int C, cudaStream_t stream);
+void rmsnorm_forward(float* out, float* rstd, float const* inp, float const* weight, double const* stats,
+                     std::int64_t N, int C, int C_total, double eps, cudaStream_t stream);
+void rmsnorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
+                                 float const* rstd, std::int64_t N, int C, cudaStream_t stream);
+void rmsnorm_backward(float* dinp, float* dweight, float const* dout, float const* inp, float const* weight,
+                      float const* rstd, double const* stats, std::int64_t N, int C, int C_total,
+                      cudaStream_t stream);
+
+// out[M,N] += bias[N];  dbias[N] += Σ_m dout[m,:]
+void add_bias(float* out, float const* bias, std::int64_t M, std::int64_t N, cudaStream_t stream);
+void accumulate_bias_gradient(float* dbias, float const* dout, std::int64_t M, std::int64_t N, cudaStream_t stream);
+
+// Element-wise operations.
+void gelu_forward(float* out, float const* inp, std::int64_t n, cudaStream_t stream);
+void gelu_backward(float* dinp, float const* inp, float const* dout, std::int64_t n, cudaStream_t stream);
+void swiglu_forward(float* out, float const* inp, std::int64_t N, int F, cudaStream_t stream);
+void swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F, cudaStream_t stream);
+void residual_forward(float* out, float const* a, float const* b, std::int64_t n, cudaStream_t stream);
+void residual_backward(float* da, float* db, float const* dout, std::int64_t n, cudaStream_t stream);
+
+// Rotary embeddings in place; inv_freq_device[head_size/2] (a copy on the GPU of the model's frequencies).
+void rope_rotate(float* x, double const* inv_freq_device, int B, int T, int heads, int head_size,
+                 std::int64_t stride, int first_position, int direction, cudaStream_t stream);
+
+// Fused causal attention, flash-style: one warp per query row (forward, dq) or key row (dk, dv) walks the keys
+// (queries) with an online softmax, staging tiles of keys and values in shared memory; nothing T×T is stored.
+// Computes in fp32 whatever the GEMM precision. lse[B,NH,T]; the backward's row_dot[B,NH,T] is scratch.
+void attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH, int NKV,
+                       cudaStream_t stream);
+void attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out, float const* lse,
+                        float* row_dot, int B, int T, int C, int NH, int NKV, cudaStream_t stream);
+// Generation: append n new tokens' keys and values to the cache, then attend over positions 0 ... past+i.
+void kv_cache_append(float* k_cache, float* v_cache, float const* qkv, int B, int n, int past, int capacity, int C,
+                     int NH, int NKV, cudaStream_t stream);
+void attention_over_cache(float* out, float const* qkv, float const* k_cache, float const* v_cache, int B, int n,
+                          int past, int capacity, int C, int NH, int NKV, cudaStream_t stream);
+
+// Vocabulary-parallel softmax cross-entropy in phases (kernels/cpu/cross_entropy.h).
+void cross_entropy_max(float* row_max, float const* logits, std::int64_t N, int valid, int Vp_local,
+                       cudaStream_t stream);
+void cross_entropy_sums(double* sums, float const* logits, float const* row_max, std::int32_t const* targets,
+                        std::int64_t N, int valid, int Vp_local, int vocab_begin, cudaStream_t stream);
+void cross_entropy_losses(float* losses, float* logsumexp, float const* row_max, double const* sums,
+                          std::int32_t const* targets, std::int64_t N, cudaStream_t stream);
+void cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp, std::int32_t const* targets,
+                            float const* dlosses, std::int64_t N, int valid, int Vp_local, int vocab_begin,
+                            cudaStream_t stream);
+
+// AdamW over a flat range (the constants as kernels/types.h's AdamWStep), refreshing param_bf16 when not null.
+struct AdamWConstants {
+    float beta1, beta2, eps, grad_scale;
+    float decay_factor;       // 1 − lr·wd
+    float step_size;          // lr / (1 − β1^t)
+    float inverse_sqrt_bc2;   // 1 / sqrt(1 − β2^t)
+};
+void adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n, AdamWConstants const& step,
+                  __nv_bfloat16* param_bf16, cudaStream_t stream);
+// partials[sum_of_squares_blocks] ← Σ x², in a fixed order; the caller adds the partials.
+inline constexpr int sum_of_squares_blocks = 256;
+void sum_of_squares_partials(double* partials, float const* x, std::int64_t n, cudaStream_t stream);
+
+}  // namespace axonn::cuda

@@ -1,0 +1,193 @@
+// LayerNorm and RMSNorm, in the phases of kernels/cpu/layernorm.h and rmsnorm.h: per-row statistics in double
+// (one block per row), the normalisation element-wise, and the parameters' gradients one thread per channel.
+#include "axonn/kernels/cpu/layernorm.h"
+#include "axonn/kernels/cuda/kernels.h"
+#include "axonn/kernels/cuda/launch.cuh"
+
+namespace axonn::cuda {
+namespace {
+
+using cpu::layernorm_eps;
+
+// stats[N,2] = {Σ x, Σ x²}
+__global__ void layernorm_statistics_kernel(double* stats, float const* inp, int C) {
+    float const* x = inp + blockIdx.x * static_cast<std::int64_t>(C);
+    double sum = 0, squares = 0;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        sum += x[c];
+        squares += static_cast<double>(x[c]) * x[c];
+    }
+    sum = block_sum(sum);
+    squares = block_sum(squares);
+    if (threadIdx.x == 0) {
+        stats[2 * blockIdx.x] = sum;
+        stats[2 * blockIdx.x + 1] = squares;
+    }
+}
+
+__global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, float const* inp, float const* weight,
+                                         float const* bias, double const* stats, int C, int C_total) {
+    std::int64_t const n = blockIdx.x;
+    double const m = stats[2 * n] / C_total;
+    double const variance = max(0.0, stats[2 * n + 1] / C_total - m * m);
+    float const s = static_cast<float>(1.0 / sqrt(variance + layernorm_eps));
+    float const mf = static_cast<float>(m);
+    for (int c = threadIdx.x; c < C; c += blockDim.x) out[n * C + c] = (inp[n * C + c] - mf) * s * weight[c] + bias[c];
+    if (threadIdx.x == 0) {
+        mean[n] = mf;
+        rstd[n] = s;
+    }
+}
+
+// stats[N,2] = {Σ dnorm, Σ dnorm · norm} with dnorm = dout · weight
+__global__ void layernorm_backward_statistics_kernel(double* stats, float const* dout, float const* inp,
+                                                     float const* weight, float const* mean, float const* rstd, int C) {
+    std::int64_t const n = blockIdx.x;
+    double dnorm_sum = 0, dnorm_norm_sum = 0;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        float const norm = (inp[n * C + c] - mean[n]) * rstd[n];
+        float const dnorm = dout[n * C + c] * weight[c];
+        dnorm_sum += dnorm;
+        dnorm_norm_sum += static_cast<double>(dnorm) * norm;
+    }
+    dnorm_sum = block_sum(dnorm_sum);
+    dnorm_norm_sum = block_sum(dnorm_norm_sum);
+    if (threadIdx.x == 0) {
+        stats[2 * n] = dnorm_sum;
+        stats[2 * n + 1] = dnorm_norm_sum;
+    }
+}
+
+__global__ void layernorm_backward_input_kernel(float* dinp, float const* dout, float const* inp, float const* weight,
+                                                float const* mean, float const* rstd, double const* stats,
+                                                std::int64_t N, int C, int C_total) {
+    AXONN_GRID_STRIDE(i, N * C) {
+        std::int64_t const n = i / C;
+        int const c = static_cast<int>(i % C);
+        float const norm = (inp[i] - mean[n]) * rstd[n];
+        float const dnorm_mean = static_cast<float>(stats[2 * n] / C_total);
+        float const dnorm_norm_mean = static_cast<float>(stats[2 * n + 1] / C_total);
+        dinp[i] += (dout[i] * weight[c] - dnorm_mean - norm * dnorm_norm_mean) * rstd[n];
+    }
+}
+
+// dweight[c] += Σ_n norm · dout, dbias[c] += Σ_n dout (dbias may be null: RMSNorm), rows in order.
+// mean may be null (RMSNorm: norm = x · rstd).
+__global__ void norm_parameter_gradients_kernel(float* dweight, float* dbias, float const* dout, float const* inp,
+                                                float const* mean, float const* rstd, std::int64_t N, int C) {
+    AXONN_GRID_STRIDE(c, C) {
+        float dw = dweight[c], db = dbias ? dbias[c] : 0.0f;
+        for (std::int64_t n = 0; n < N; ++n) {
+            float const dy = dout[n * C + c];
+            float const norm = (inp[n * C + c] - (mean ? mean[n] : 0.0f)) * rstd[n];
+            dw += norm * dy;
+            db += dy;
+        }
+        dweight[c] = dw;
+        if (dbias) dbias[c] = db;
+    }
+}
+
+// stats[N] = Σ x²
+__global__ void rmsnorm_statistics_kernel(double* stats, float const* inp, int C) {
+    float const* x = inp + blockIdx.x * static_cast<std::int64_t>(C);
+    double squares = 0;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) squares += static_cast<double>(x[c]) * x[c];
+    squares = block_sum(squares);
+    if (threadIdx.x == 0) stats[blockIdx.x] = squares;
+}
+
+__global__ void rmsnorm_forward_kernel(float* out, float* rstd, float const* inp, float const* weight,
+                                       double const* stats, int C, int C_total, double eps) {
+    std::int64_t const n = blockIdx.x;
+    float const s = static_cast<float>(1.0 / sqrt(stats[n] / C_total + eps));
+    for (int c = threadIdx.x; c < C; c += blockDim.x) out[n * C + c] = inp[n * C + c] * s * weight[c];
+    if (threadIdx.x == 0) rstd[n] = s;
+}
+
+// stats[N] = Σ (dout · weight) · norm
+__global__ void rmsnorm_backward_statistics_kernel(double* stats, float const* dout, float const* inp,
+                                                   float const* weight, float const* rstd, int C) {
+    std::int64_t const n = blockIdx.x;
+    double dnorm_norm = 0;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        dnorm_norm += static_cast<double>(dout[n * C + c] * weight[c]) * (inp[n * C + c] * rstd[n]);
+    }
+    dnorm_norm = block_sum(dnorm_norm);
+    if (threadIdx.x == 0) stats[n] = dnorm_norm;
+}
+
+__global__ void rmsnorm_backward_input_kernel(float* dinp, float const* dout, float const* inp, float const* weight,
+                                              float const* rstd, double const* stats, std::int64_t N, int C,
+                                              int C_total) {
+    AXONN_GRID_STRIDE(i, N * C) {
+        std::int64_t const n = i / C;
+        int const c = static_cast<int>(i % C);
+        float const norm = inp[i] * rstd[n];
+        float const dnorm_norm_mean = static_cast<float>(stats[n] / C_total);
+        dinp[i] += (dout[i] * weight[c] - norm * dnorm_norm_mean) * rstd[n];
+    }
+}
+
+unsigned rows(std::int64_t N) { return static_cast<unsigned>(N); }
+
+}  // namespace
+
+void layernorm_statistics(double* stats, float const* inp, std::int64_t N, int C, cudaStream_t stream) {
+    if (N == 0) return;
+    layernorm_statistics_kernel<<<rows(N), threads_per_block, 0, stream>>>(stats, inp, C);
+    check_launch("layernorm_statistics");
+}
+void layernorm_forward(float* out, float* mean, float* rstd, float const* inp, float const* weight, float const* bias,
+                       double const* stats, std::int64_t N, int C, int C_total, cudaStream_t stream) {
+    if (N == 0) return;
+    layernorm_forward_kernel<<<rows(N), threads_per_block, 0, stream>>>(out, mean, rstd, inp, weight, bias, stats, C,
+                                                                       C_total);
+    check_launch("layernorm_forward");
+}
+void layernorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
+                                   float const* mean, float const* rstd, std::int64_t N, int C, cudaStream_t stream) {
+    if (N == 0) return;
+    layernorm_backward_statistics_kernel<<<rows(N), threads_per_block, 0, stream>>>(stats, dout, inp, weight, mean,
+                                                                                   rstd, C);
+    check_launch("layernorm_backward_statistics");
+}
+void layernorm_backward(float* dinp, float* dweight, float* dbias, float const* dout, float const* inp,
+                        float const* weight, float const* mean, float const* rstd, double const* stats,
+                        std::int64_t N, int C, int C_total, cudaStream_t stream) {
+    layernorm_backward_input_kernel<<<blocks_for(N * C), threads_per_block, 0, stream>>>(
+        dinp, dout, inp, weight, mean, rstd, stats, N, C, C_total);
+    check_launch("layernorm_backward");
+    norm_parameter_gradients_kernel<<<blocks_for(C), threads_per_block, 0, stream>>>(dweight, dbias, dout, inp, mean,
+                                                                                    rstd, N, C);
+    check_launch("layernorm_backward (parameters)");
+}
+void rmsnorm_statistics(double* stats, float const* inp, std::int64_t N, int C, cudaStream_t stream) {
+    if (N == 0) return;
+    rmsnorm_statistics_kernel<<<rows(N), threads_per_block, 0, stream>>>(stats, inp, C);
+    check_launch("rmsnorm_statistics");
+}
+void rmsnorm_forward(float* out, float* rstd, float const* inp, float const* weight, double const* stats,
+                     std::int64_t N, int C, int C_total, double eps, cudaStream_t stream) {
+    if (N == 0) return;
+    rmsnorm_forward_kernel<<<rows(N), threads_per_block, 0, stream>>>(out, rstd, inp, weight, stats, C, C_total, eps);
+    check_launch("rmsnorm_forward");
+}
+void rmsnorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
+                                 float const* rstd, std::int64_t N, int C, cudaStream_t stream) {
+    if (N == 0) return;
+    rmsnorm_backward_statistics_kernel<<<rows(N), threads_per_block, 0, stream>>>(stats, dout, inp, weight, rstd, C);
+    check_launch("rmsnorm_backward_statistics");
+}
+void rmsnorm_backward(float* dinp, float* dweight, float const* dout, float const* inp, float const* weight,
+                      float const* rstd, double const* stats, std::int64_t N, int C, int C_total,
+                      cudaStream_t stream) {
+    rmsnorm_backward_input_kernel<<<blocks_for(N * C), threads_per_block, 0, stream>>>(dinp, dout, inp, weight, rstd,
+                                                                                      stats, N, C, C_total);
+    check_launch("rmsnorm_backward");
+    norm_parameter_gradients_kernel<<<blocks_for(C), threads_per_block, 0, stream>>>(dweight, nullptr, dout, inp,
+                                                                                    nullptr, rstd, N, C);
+    check_launch("rmsnorm_backward (parameters)");
+}
+
+}  // namespace axonn::cuda
