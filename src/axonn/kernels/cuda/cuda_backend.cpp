@@ -23,7 +23,12 @@ CudaBackend::CudaBackend(DType gemm_dtype, int device) : gemm_dtype_(gemm_dtype)
     invariant(gemm_dtype == DType::f32 || gemm_dtype == DType::bf16,
               "the CUDA backend's GEMMs take f32 or bf16, not {}", dtype_name(gemm_dtype));
     cuda::check(cudaSetDevice(device), "select the GPU");
+    cudaDeviceProp properties{};
+    cuda::check(cudaGetDeviceProperties(&properties, device), "read the GPU's properties");
+    require(properties.major >= 8, "GPU {} ({}) has compute capability {}.{}: the CUDA backend needs 8.0 (Ampere) or newer",
+            device, properties.name, properties.major, properties.minor);
     cuda::check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "create the compute stream");
+    gemm_ = std::make_unique<cuda::Gemm>();
     norm_partials_ = cuda::DeviceBuffer(cuda::sum_of_squares_blocks * sizeof(double));
 }
 
@@ -40,7 +45,7 @@ std::string CudaBackend::name() const {
                        device_);
 }
 
-void CudaBackend::set_gemm_tuning(bool on) { gemm_.set_tuning(on); }
+void CudaBackend::set_gemm_tuning(bool on) { gemm_->set_tuning(on); }
 
 void CudaBackend::convert(void* out, DType out_dtype, void const* in, DType in_dtype, std::int64_t n) {
     TraceSpan const span("convert", TraceTrack::kernels);
@@ -132,7 +137,7 @@ void CudaBackend::linear_forward(float* out, float const* inp, WeightView weight
     TraceSpan const span("linear_forward", TraceTrack::kernels);
     check_weight(weight);
     bool const bf16 = gemm_dtype_ == DType::bf16;
-    gemm_.run(false, true, M, N, K, gemm_operand(0, inp, M * K), K, weight.data, K, 0.0f, out, N, bf16, stream_);
+    gemm_->run(false, true, M, N, K, gemm_operand(0, inp, M * K), K, weight.data, K, 0.0f, out, N, bf16, stream_);
     cuda::add_bias(out, bias, M, N, stream_);
 }
 void CudaBackend::linear_backward_input(float* dinp, float const* dout, WeightView weight, std::int64_t M,
@@ -140,14 +145,14 @@ void CudaBackend::linear_backward_input(float* dinp, float const* dout, WeightVi
     TraceSpan const span("linear_backward_input", TraceTrack::kernels);
     check_weight(weight);
     bool const bf16 = gemm_dtype_ == DType::bf16;
-    gemm_.run(false, false, M, K, N, gemm_operand(0, dout, M * N), N, weight.data, K, 0.0f, dinp, K, bf16, stream_);
+    gemm_->run(false, false, M, K, N, gemm_operand(0, dout, M * N), N, weight.data, K, 0.0f, dinp, K, bf16, stream_);
 }
 void CudaBackend::linear_backward_weight(float* dweight, float* dbias, float const* dout, float const* inp,
                                          std::int64_t M, std::int64_t K, std::int64_t N, GradWrite dweight_write) {
     TraceSpan const span("linear_backward_weight", TraceTrack::kernels);
     bool const bf16 = gemm_dtype_ == DType::bf16;
     float const beta = dweight_write == GradWrite::accumulate ? 1.0f : 0.0f;
-    gemm_.run(true, false, N, K, M, gemm_operand(0, dout, M * N), N, gemm_operand(1, inp, M * K), K, beta, dweight, K,
+    gemm_->run(true, false, N, K, M, gemm_operand(0, dout, M * N), N, gemm_operand(1, inp, M * K), K, beta, dweight, K,
               bf16, stream_);
     cuda::accumulate_bias_gradient(dbias, dout, M, N, stream_);
 }
@@ -193,11 +198,17 @@ void CudaBackend::swiglu_backward(float* dinp, float const* inp, float const* do
 void CudaBackend::rope_rotate(float* x, double const* inv_freq, int B, int T, int heads, int head_size,
                               std::int64_t stride, int first_position, int direction) {
     TraceSpan const span("rope_rotate", TraceTrack::kernels);
-    std::size_t const bytes = static_cast<std::size_t>(head_size / 2) * sizeof(double);
-    inv_freq_.reserve(bytes);
-    // From pageable host memory the copy is staged before cudaMemcpyAsync returns, so inv_freq may change after.
-    cuda::check(cudaMemcpyAsync(inv_freq_.data(), inv_freq, bytes, cudaMemcpyHostToDevice, stream_),
-                "copy the rotary frequencies to the GPU");
+    // A model's frequencies never change: copied once (and again only if another set comes), synchronously, so
+    // that the caller's array may go as soon as this returns.
+    std::vector<double> const frequencies(inv_freq, inv_freq + head_size / 2);
+    if (frequencies != inv_freq_host_) {
+        synchronize();  // kernels queued earlier may still read the old copy
+        inv_freq_.reserve(frequencies.size() * sizeof(double));
+        cuda::check(cudaMemcpy(inv_freq_.data(), frequencies.data(), frequencies.size() * sizeof(double),
+                               cudaMemcpyHostToDevice),
+                    "copy the rotary frequencies to the GPU");
+        inv_freq_host_ = frequencies;
+    }
     cuda::rope_rotate(x, inv_freq_.as<double>(), B, T, heads, head_size, stride, first_position, direction, stream_);
 }
 void CudaBackend::residual_forward(float* out, float const* a, float const* b, std::int64_t n) {

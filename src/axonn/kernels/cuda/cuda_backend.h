@@ -13,6 +13,9 @@
 
 #include <cuda_runtime.h>
 
+#include <memory>
+#include <vector>
+
 namespace axonn {
 
 class CudaBackend final : public Backend {
@@ -88,10 +91,11 @@ private:
     DType gemm_dtype_;
     int device_;
     cudaStream_t stream_ = nullptr;
-    cuda::Gemm gemm_;
+    std::unique_ptr<cuda::Gemm> gemm_;  // made after the device is selected: its workspace lives there
     cuda::DeviceBuffer scratch_[2];
     cuda::DeviceBuffer row_dot_;       // attention's backward: [B,NH,T]
     cuda::DeviceBuffer inv_freq_;      // rope's frequencies, copied from the host
+    std::vector<double> inv_freq_host_;  // what inv_freq_ holds
     cuda::DeviceBuffer norm_partials_; // sum_of_squares' per-block sums
 };
 

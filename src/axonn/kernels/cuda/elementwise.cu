@@ -1,5 +1,6 @@
 // Element-wise kernels: conversions, GELU, SwiGLU, the residual, and a linear layer's bias and its gradient.
 #include "axonn/kernels/cuda/kernels.h"
+#include "axonn/kernels/cuda/column_sum.cuh"
 #include "axonn/kernels/cuda/launch.cuh"
 
 namespace axonn::cuda {
@@ -7,6 +8,19 @@ namespace {
 
 constexpr float gelu_scale = 0.7978845608028654f;  // sqrt(2/π)
 constexpr float gelu_cubic = 0.044715f;
+
+// splitmix64's finaliser: a well-mixed 64-bit value per index
+__device__ std::uint64_t mix(std::uint64_t x) {
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+__global__ void fill_uniform_kernel(float* out, std::int64_t n, std::uint64_t seed) {
+    AXONN_GRID_STRIDE(i, n) {
+        std::uint64_t const bits = mix(seed * 0x9e3779b97f4a7c15ull + static_cast<std::uint64_t>(i));
+        out[i] = static_cast<float>(static_cast<double>(bits >> 11) * 0x1.0p-52 - 1.0);
+    }
+}
 
 __global__ void to_bf16_kernel(__nv_bfloat16* out, float const* in, std::int64_t n) {
     AXONN_GRID_STRIDE(i, n) out[i] = __float2bfloat16_rn(in[i]);
@@ -64,17 +78,19 @@ __global__ void residual_backward_kernel(float* da, float* db, float const* dout
 __global__ void add_bias_kernel(float* out, float const* bias, std::int64_t M, std::int64_t N) {
     AXONN_GRID_STRIDE(i, M * N) out[i] += bias[i % N];
 }
-// One thread per column, rows in order: the same sum on every run.
-__global__ void bias_gradient_kernel(float* dbias, float const* dout, std::int64_t M, std::int64_t N) {
-    AXONN_GRID_STRIDE(n, N) {
-        float sum = dbias[n];
-        for (std::int64_t m = 0; m < M; ++m) sum += dout[m * N + n];
-        dbias[n] = sum;
-    }
-}
+// The bias gradient's terms: dout[m, n] for output channel n.
+struct BiasGradientTerms {
+    float const* dout;
+    std::int64_t N;
+    __device__ void operator()(std::int64_t m, int n, float* terms) const { terms[0] = dout[m * N + n]; }
+};
 
 }  // namespace
 
+void fill_uniform(float* out, std::int64_t n, std::uint64_t seed, cudaStream_t stream) {
+    fill_uniform_kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(out, n, seed);
+    check_launch("fill_uniform");
+}
 void to_bf16(__nv_bfloat16* out, float const* in, std::int64_t n, cudaStream_t stream) {
     to_bf16_kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(out, in, n);
     check_launch("to_bf16");
@@ -114,8 +130,8 @@ void add_bias(float* out, float const* bias, std::int64_t M, std::int64_t N, cud
 }
 void accumulate_bias_gradient(float* dbias, float const* dout, std::int64_t M, std::int64_t N, cudaStream_t stream) {
     if (dbias == nullptr) return;
-    bias_gradient_kernel<<<blocks_for(N), threads_per_block, 0, stream>>>(dbias, dout, M, N);
-    check_launch("accumulate_bias_gradient");
+    add_column_sums<1>(dbias, nullptr, M, static_cast<int>(N), BiasGradientTerms{dout, N}, "accumulate_bias_gradient",
+                       stream);
 }
 
 }  // namespace axonn::cuda

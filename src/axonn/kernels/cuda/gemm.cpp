@@ -31,6 +31,19 @@ constexpr int candidates = 8;                      // heuristic proposals timed 
 
 cudaDataType_t input_type(bool bf16) { return bf16 ? CUDA_R_16BF : CUDA_R_32F; }
 
+// The largest power of two, up to 256, that divides the address.
+std::uint32_t alignment_of(void const* pointer) {
+    auto const address = reinterpret_cast<std::uintptr_t>(pointer);
+    std::uint32_t alignment = 256;
+    while (alignment > 1 && address % alignment != 0) alignment /= 2;
+    return alignment;
+}
+
+void set_preference(cublasLtMatmulPreference_t preference, cublasLtMatmulPreferenceAttributes_t attribute,
+                    std::uint32_t value) {
+    check(cublasLtMatmulPreferenceSetAttribute(preference, attribute, &value, sizeof value), "set a GEMM preference");
+}
+
 }  // namespace
 
 Gemm::Gemm() : workspace_bytes_(workspace_size) {
@@ -47,7 +60,7 @@ Gemm::~Gemm() {
 Gemm::Plan& Gemm::plan_for(ShapeKey const& key, void const* A, void const* B, float* C, cudaStream_t stream) {
     auto const found = plans_.find(key);
     if (found != plans_.end()) return *found->second;
-    auto const [ta, tb, M, N, K, lda, ldb, ldc, bf16, accumulate] = key;
+    auto const [ta, tb, M, N, K, lda, ldb, ldc, bf16, accumulate, align_a, align_b, align_c] = key;
     auto plan = std::make_unique<Plan>();
     check(cublasLtMatmulDescCreate(&plan->operation, CUBLAS_COMPUTE_32F, CUDA_R_32F), "describe a GEMM");
     cublasOperation_t const op_a = tb ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -65,6 +78,10 @@ Gemm::Plan& Gemm::plan_for(ShapeKey const& key, void const* A, void const* B, fl
     check(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                &workspace_bytes_, sizeof workspace_bytes_),
           "limit a GEMM's workspace");
+    set_preference(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_b);  // cuBLASLt's A is our B
+    set_preference(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_a);
+    set_preference(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_c);
+    set_preference(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_c);
     std::vector<cublasLtMatmulHeuristicResult_t> results(candidates);
     int found_count = 0;
     cublasStatus_t const status = cublasLtMatmulAlgoGetHeuristic(handle_, plan->operation, plan->a, plan->b, plan->c,
@@ -108,7 +125,15 @@ void Gemm::run(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t 
                std::int64_t lda, void const* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc,
                bool inputs_bf16, cudaStream_t stream) {
     if (M == 0 || N == 0) return;
-    ShapeKey const key{transpose_a, transpose_b, M, N, K, lda, ldb, ldc, inputs_bf16, beta != 0.0f};
+    if (K == 0) {  // an empty sum: C = beta·C, and beta is 0 or 1 here
+        invariant(beta == 0.0f || beta == 1.0f, "a GEMM with K = 0 and beta {}", beta);
+        if (beta == 0.0f) {
+            check(cudaMemset2DAsync(C, ldc * sizeof(float), 0, N * sizeof(float), M, stream), "zero a GEMM's output");
+        }
+        return;
+    }
+    ShapeKey const key{transpose_a, transpose_b, M, N, K, lda, ldb, ldc, inputs_bf16, beta != 0.0f,
+                       alignment_of(A), alignment_of(B), alignment_of(C)};
     Plan& plan = plan_for(key, A, B, C, stream);
     float const alpha = 1.0f;
     check(cublasLtMatmul(handle_, plan.operation, &alpha, B, plan.a, A, plan.b, &beta, C, plan.c, C, plan.c,

@@ -32,8 +32,10 @@ public:
              bool inputs_bf16, cudaStream_t stream);
 
 private:
+    // transposes, M, N, K, leading dimensions, bf16 inputs, beta ≠ 0, and the alignments of A, B and C in bytes
+    // (an operand inside a larger buffer may be aligned less than cuBLASLt's default assumption of 256)
     using ShapeKey = std::tuple<bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                                std::int64_t, bool, bool>;
+                                std::int64_t, bool, bool, std::uint32_t, std::uint32_t, std::uint32_t>;
     struct Plan;
     Plan& plan_for(ShapeKey const& key, void const* A, void const* B, float* C, cudaStream_t stream);
 

@@ -2,8 +2,9 @@
 // is GPU memory, except inv_freq (a few constants, host memory). Shapes and semantics are those of the Backend
 // operation of the same name (kernels/backend.h); what differs on the GPU is said here.
 //
-// Sums over rows that several rows write to (a weight's or an embedding row's gradient) are taken by one thread
-// per column in row order, never by atomics, so that a step gives the same bits on every run.
+// Sums over rows (a bias's, a norm weight's or an embedding row's gradient) are never taken by atomics, so that a
+// step gives the same bits on every run: chunks of rows, then the chunks in order (column_sum.cuh), or, for the
+// embedding rows that tokens scatter into, one thread per channel walking the tokens in order.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -12,6 +13,9 @@
 #include <cstdint>
 
 namespace axonn::cuda {
+
+// out[n] uniform in [−1, 1), a hash of (seed, n): test and benchmark operands made on the GPU
+void fill_uniform(float* out, std::int64_t n, std::uint64_t seed, cudaStream_t stream);
 
 // out[n] = bf16(in[n]) (to nearest, ties to even), and back
 void to_bf16(__nv_bfloat16* out, float const* in, std::int64_t n, cudaStream_t stream);
@@ -59,8 +63,8 @@ void residual_backward(float* da, float* db, float const* dout, std::int64_t n, 
 void rope_rotate(float* x, double const* inv_freq_device, int B, int T, int heads, int head_size,
                  std::int64_t stride, int first_position, int direction, cudaStream_t stream);
 
-// Fused causal attention, flash-style: one warp per query row (forward, dq) or key row (dk, dv) walks the keys
-// (queries) with an online softmax, staging tiles of keys and values in shared memory; nothing T×T is stored.
+// Fused causal attention: one warp per query row (forward, dq) or key row (dk, dv) walks the keys (queries) with
+// an online softmax, recomputing each probability in the backward; nothing T×T is stored.
 // Computes in fp32 whatever the GEMM precision. lse[B,NH,T]; the backward's row_dot[B,NH,T] is scratch.
 void attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH, int NKV,
                        cudaStream_t stream);

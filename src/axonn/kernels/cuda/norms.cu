@@ -1,6 +1,7 @@
 // LayerNorm and RMSNorm, in the phases of kernels/cpu/layernorm.h and rmsnorm.h: per-row statistics in double
-// (one block per row), the normalisation element-wise, and the parameters' gradients one thread per channel.
+// (one block per row), the normalisation element-wise, and the parameters' gradients as column sums.
 #include "axonn/kernels/cpu/layernorm.h"
+#include "axonn/kernels/cuda/column_sum.cuh"
 #include "axonn/kernels/cuda/kernels.h"
 #include "axonn/kernels/cuda/launch.cuh"
 
@@ -71,22 +72,25 @@ __global__ void layernorm_backward_input_kernel(float* dinp, float const* dout, 
     }
 }
 
-// dweight[c] += Σ_n norm · dout, dbias[c] += Σ_n dout (dbias may be null: RMSNorm), rows in order.
-// mean may be null (RMSNorm: norm = x · rstd).
-__global__ void norm_parameter_gradients_kernel(float* dweight, float* dbias, float const* dout, float const* inp,
-                                                float const* mean, float const* rstd, std::int64_t N, int C) {
-    AXONN_GRID_STRIDE(c, C) {
-        float dw = dweight[c], db = dbias ? dbias[c] : 0.0f;
-        for (std::int64_t n = 0; n < N; ++n) {
-            float const dy = dout[n * C + c];
-            float const norm = (inp[n * C + c] - (mean ? mean[n] : 0.0f)) * rstd[n];
-            dw += norm * dy;
-            db += dy;
-        }
-        dweight[c] = dw;
-        if (dbias) dbias[c] = db;
+// LayerNorm's parameter gradient terms of row n, channel c: {norm · dout, dout}, norm = (x − mean) · rstd.
+struct NormParameterTerms {
+    float const *dout, *inp, *mean, *rstd;
+    int C;
+    __device__ void operator()(std::int64_t n, int c, float* terms) const {
+        float const dy = dout[n * C + c];
+        float const norm = (inp[n * C + c] - mean[n]) * rstd[n];
+        terms[0] = norm * dy;
+        terms[1] = dy;
     }
-}
+};
+// RMSNorm's: {x · rstd · dout}.
+struct RmsNormParameterTerms {
+    float const *dout, *inp, *rstd;
+    int C;
+    __device__ void operator()(std::int64_t n, int c, float* terms) const {
+        terms[0] = inp[n * C + c] * rstd[n] * dout[n * C + c];
+    }
+};
 
 // stats[N] = Σ x²
 __global__ void rmsnorm_statistics_kernel(double* stats, float const* inp, int C) {
@@ -158,9 +162,8 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, float const* 
     layernorm_backward_input_kernel<<<blocks_for(N * C), threads_per_block, 0, stream>>>(
         dinp, dout, inp, weight, mean, rstd, stats, N, C, C_total);
     check_launch("layernorm_backward");
-    norm_parameter_gradients_kernel<<<blocks_for(C), threads_per_block, 0, stream>>>(dweight, dbias, dout, inp, mean,
-                                                                                    rstd, N, C);
-    check_launch("layernorm_backward (parameters)");
+    add_column_sums<2>(dweight, dbias, N, C, NormParameterTerms{dout, inp, mean, rstd, C},
+                       "layernorm_backward (parameters)", stream);
 }
 void rmsnorm_statistics(double* stats, float const* inp, std::int64_t N, int C, cudaStream_t stream) {
     if (N == 0) return;
@@ -185,9 +188,8 @@ void rmsnorm_backward(float* dinp, float* dweight, float const* dout, float cons
     rmsnorm_backward_input_kernel<<<blocks_for(N * C), threads_per_block, 0, stream>>>(dinp, dout, inp, weight, rstd,
                                                                                       stats, N, C, C_total);
     check_launch("rmsnorm_backward");
-    norm_parameter_gradients_kernel<<<blocks_for(C), threads_per_block, 0, stream>>>(dweight, nullptr, dout, inp,
-                                                                                    nullptr, rstd, N, C);
-    check_launch("rmsnorm_backward (parameters)");
+    add_column_sums<1>(dweight, nullptr, N, C, RmsNormParameterTerms{dout, inp, rstd, C},
+                       "rmsnorm_backward (parameters)", stream);
 }
 
 }  // namespace axonn::cuda

@@ -1,0 +1,48 @@
+#include "axonn/kernels/cuda/gemm_rate.h"
+
+#include "axonn/kernels/cuda/cuda_check.h"
+#include "axonn/kernels/cuda/device_buffer.h"
+#include "axonn/kernels/cuda/gemm.h"
+#include "axonn/kernels/cuda/kernels.h"
+
+namespace axonn::cuda {
+
+GpuGemmRate measure_gemm_rate(DType precision, std::int64_t n) {
+    constexpr int warm_ups = 3, timed = 10;
+    bool const bf16 = precision == DType::bf16;
+    std::int64_t const elements = n * n;
+    cudaStream_t stream = nullptr;
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "create a stream");
+    // Random operands: on zeros the tensor cores run measurably faster than on real data.
+    DeviceBuffer a32(elements * sizeof(float)), b32(elements * sizeof(float)), c(elements * sizeof(float));
+    fill_uniform(a32.as<float>(), elements, 1, stream);
+    fill_uniform(b32.as<float>(), elements, 2, stream);
+    DeviceBuffer a16, b16;
+    if (bf16) {
+        a16 = DeviceBuffer(elements * sizeof(__nv_bfloat16));
+        b16 = DeviceBuffer(elements * sizeof(__nv_bfloat16));
+        to_bf16(a16.as<__nv_bfloat16>(), a32.as<float>(), elements, stream);
+        to_bf16(b16.as<__nv_bfloat16>(), b32.as<float>(), elements, stream);
+    }
+    void const* a = bf16 ? a16.data() : a32.data();
+    void const* b = bf16 ? b16.data() : b32.data();
+    Gemm gemm;
+    auto const product = [&] { gemm.run(false, false, n, n, n, a, n, b, n, 0.0f, c.as<float>(), n, bf16, stream); };
+    for (int i = 0; i < warm_ups; ++i) product();
+    cudaEvent_t start, stop;
+    check(cudaEventCreate(&start), "create a CUDA event");
+    check(cudaEventCreate(&stop), "create a CUDA event");
+    check(cudaEventRecord(start, stream), "record a CUDA event");
+    for (int i = 0; i < timed; ++i) product();
+    check(cudaEventRecord(stop, stream), "record a CUDA event");
+    check(cudaEventSynchronize(stop), "time the GEMMs");
+    float milliseconds = 0;
+    check(cudaEventElapsedTime(&milliseconds, start, stop), "time the GEMMs");
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    cudaStreamDestroy(stream);
+    double const flops = 2.0 * static_cast<double>(n) * n * n * timed;
+    return {n, flops / (milliseconds * 1e-3)};
+}
+
+}  // namespace axonn::cuda
