@@ -76,6 +76,12 @@ TEST_F(JobErrors, PrepareRefusesSeveralRanksThatWouldWriteTheSameFiles) {
                                      "or srun");
 }
 
+TEST_F(JobErrors, TheCudaBackendRefusesSeveralRanksUntilItHasNccl) {
+    JobResult const result = mpirun("-np 2 " + axonn() + " bench --model gpt2-micro --batch 2 --backend cuda");
+    EXPECT_EQ(only_error(result, 2), "axonn: error: --backend cuda runs on one rank for now (2 were started): its "
+                                     "collectives over NCCL are not written yet; run it without mpirun");
+}
+
 TEST_F(JobErrors, PlanRefusesSeveralRanksThatWouldPrintTheSamePlan) {
     JobResult const result = mpirun("-np 2 " + axonn() + " plan --model gpt-5b --gpus 8 --batch 8");
     EXPECT_EQ(only_error(result, 2), "axonn: error: `axonn plan` runs as one process, not 2: run it without mpirun "

@@ -33,6 +33,7 @@ void add_bench_command(CLI::App& app) {
     command->add_option("--grid-order", options->grid_order, "rank order of the axes, fastest first")
         ->capture_default_str();
     add_step_options(*command, options->run);
+    add_backend_option(*command, options->run);
     command->add_option("--trace", options->trace, "write a Chrome trace of every rank's last iteration");
     command->add_flag("--json", *json, "print one JSON object instead of text");
 

@@ -10,5 +10,7 @@
 namespace axonn {
 
 void add_step_options(CLI::App& command, StepOptions& options);
+// --backend cpu|cuda, for the commands that run steps on this machine (train, bench).
+void add_backend_option(CLI::App& command, StepOptions& options);
 
 }  // namespace axonn

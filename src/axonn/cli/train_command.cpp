@@ -58,6 +58,7 @@ void add_train_command(CLI::App& app) {
                         "rank order of the axes, fastest first (the fastest stays inside a node)")
         ->capture_default_str();
     add_step_options(*command, options->run);
+    add_backend_option(*command, options->run);
     command->add_flag("--debug-collectives", options->debug_collectives,
                       "check that all ranks of a group issue the same collectives; report the rank that diverged");
     command->add_option("--eval-every", options->eval_every, "validate every N steps (and at step 0 and the end)")

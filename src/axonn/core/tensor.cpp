@@ -2,6 +2,7 @@
 
 #include "axonn/core/error.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -59,7 +60,11 @@ void count_allocation(std::int64_t bytes) {
     }
 }
 
+DeviceAllocator device_allocator;
+
 }  // namespace
+
+void set_device_allocator(DeviceAllocator allocator) { device_allocator = allocator; }
 
 std::int64_t tensor_bytes_in_use() { return bytes_in_use.load(); }
 std::int64_t tensor_bytes_peak() { return bytes_peak.load(); }
@@ -67,21 +72,43 @@ void reset_tensor_bytes_peak() { bytes_peak.store(bytes_in_use.load()); }
 
 void AlignedFree::operator()(void* pointer) const {
     bytes_in_use -= static_cast<std::int64_t>(bytes);
-    std::free(pointer);
+    if (memory == Memory::device) {
+        device_allocator.release(pointer);
+    } else {
+        std::free(pointer);
+    }
 }
 
-Tensor::Tensor(Shape shape, DType dtype) : shape_(std::move(shape)), dtype_(dtype), numel_(shape_numel(shape_)) {
-    // aligned_alloc wants a size that is a multiple of the alignment.
-    std::size_t const rounded = (bytes() + alignment - 1) / alignment * alignment;
-    void* pointer = std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
-    require(pointer != nullptr, "out of memory allocating a tensor of shape {} ({} bytes)", shape_string(shape_), rounded);
-    storage_ = std::unique_ptr<void, AlignedFree>(pointer, AlignedFree{bytes()});
+Tensor::Tensor(Shape shape, DType dtype, Memory memory)
+    : shape_(std::move(shape)), dtype_(dtype), memory_(memory), numel_(shape_numel(shape_)) {
+    // aligned_alloc wants a size that is a multiple of the alignment (a device's allocator aligns to 256 bytes).
+    std::size_t const rounded = std::max<std::size_t>(alignment, (bytes() + alignment - 1) / alignment * alignment);
+    void* pointer = nullptr;
+    if (memory == Memory::device) {
+        invariant(device_allocator.allocate != nullptr, "a device tensor of shape {} before any device backend",
+                  shape_string(shape_));
+        pointer = device_allocator.allocate(rounded);
+    } else {
+        pointer = std::aligned_alloc(alignment, rounded);
+    }
+    require(pointer != nullptr, "out of {} memory allocating a tensor of shape {} ({} bytes)",
+            memory == Memory::device ? "device" : "host", shape_string(shape_), rounded);
+    storage_ = std::unique_ptr<void, AlignedFree>(pointer, AlignedFree{bytes(), memory});
     count_allocation(static_cast<std::int64_t>(bytes()));
     zero();
 }
 
 void Tensor::zero() {
-    if (storage_) std::memset(storage_.get(), 0, bytes());
+    if (!storage_) return;
+    if (memory_ == Memory::device) {
+        device_allocator.zero(storage_.get(), bytes());
+    } else {
+        std::memset(storage_.get(), 0, bytes());
+    }
+}
+
+void Tensor::check_host() const {
+    invariant(memory_ == Memory::host, "the host read a tensor of shape {} in device memory", shape_string(shape_));
 }
 
 void Tensor::check_dtype(DType requested) const {

@@ -38,9 +38,22 @@ void reset_tensor_bytes_peak();
 std::int64_t shape_numel(Shape const& shape);
 std::string shape_string(Shape const& shape);
 
-// Frees a tensor's aligned storage and takes its bytes off the in-use count.
+// Where a tensor's storage is: the host's memory, or a device's (a GPU's), which the host cannot read directly.
+enum class Memory : std::uint8_t { host, device };
+
+// How device memory is allocated, zeroed and freed. core knows no device API: a device backend installs these
+// when it is made (kernels/cuda/cuda_backend.cpp), before any tensor asks for device memory.
+struct DeviceAllocator {
+    void* (*allocate)(std::size_t bytes) = nullptr;  // null when out of memory
+    void (*zero)(void* pointer, std::size_t bytes) = nullptr;
+    void (*release)(void* pointer) = nullptr;
+};
+void set_device_allocator(DeviceAllocator allocator);
+
+// Frees a tensor's storage and takes its bytes off the in-use count.
 struct AlignedFree {
     std::size_t bytes = 0;  // as allocated
+    Memory memory = Memory::host;
     void operator()(void* pointer) const;
 };
 
@@ -49,17 +62,23 @@ public:
     static constexpr std::size_t alignment = 64;  // one cache line, one AVX-512 register
 
     Tensor() = default;
-    Tensor(Shape shape, DType dtype);  // zero-filled
+    Tensor(Shape shape, DType dtype, Memory memory = Memory::host);  // zero-filled
 
     Shape const& shape() const { return shape_; }
     DType dtype() const { return dtype_; }
     std::int64_t numel() const { return numel_; }
     std::size_t bytes() const { return static_cast<std::size_t>(numel_) * dtype_size(dtype_); }
+    Memory memory() const { return memory_; }
 
+    // The storage's address, in the tensor's memory (a device pointer for a device tensor: for kernels only).
     template <typename T> T* data() { check_dtype(dtype_of<T>()); return static_cast<T*>(storage_.get()); }
     template <typename T> T const* data() const { check_dtype(dtype_of<T>()); return static_cast<T const*>(storage_.get()); }
-    template <typename T> std::span<T> span() { return {data<T>(), static_cast<std::size_t>(numel_)}; }
-    template <typename T> std::span<T const> span() const { return {data<T>(), static_cast<std::size_t>(numel_)}; }
+    // The elements, for the host to read and write: a host tensor's only.
+    template <typename T> std::span<T> span() { check_host(); return {data<T>(), static_cast<std::size_t>(numel_)}; }
+    template <typename T> std::span<T const> span() const {
+        check_host();
+        return {data<T>(), static_cast<std::size_t>(numel_)};
+    }
 
     // Untyped bytes, for I/O that moves whole tensors regardless of dtype.
     void* raw_data() { return storage_.get(); }
@@ -69,9 +88,11 @@ public:
 
 private:
     void check_dtype(DType requested) const;
+    void check_host() const;
 
     Shape shape_;
     DType dtype_ = DType::f32;
+    Memory memory_ = Memory::host;
     std::int64_t numel_ = 0;
     std::unique_ptr<void, AlignedFree> storage_;
 };

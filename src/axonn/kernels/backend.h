@@ -1,7 +1,9 @@
 // The operations a model step needs, behind one interface, so that a CUDA backend can provide the same
-// operations without touching the model code. Activations, gradients and optimizer state are fp32 buffers on the
-// backend's device; a GEMM's weight operand is a WeightView, fp32 or bf16; every argument comment gives its
-// shape. Letters: B batch, T time, C channels, NH heads, M/N/K GEMM sizes, V vocabulary, Vp padded vocabulary.
+// operations without touching the model code. Activations, gradients and optimizer state are fp32 buffers in the
+// backend's memory (memory(): the host's for the CPU, the GPU's for CUDA), and every pointer an operation takes
+// is in it, except rope_rotate's frequencies (host constants); a GEMM's weight operand is a WeightView, fp32 or
+// bf16; every argument comment gives its shape. A device backend may queue operations and return before they
+// finish: copy_to_host, sum_of_squares and synchronize wait. Letters: B batch, T time, C channels, NH heads, M/N/K GEMM sizes, V vocabulary, Vp padded vocabulary.
 // Backward operations accumulate (+=) into gradient buffers, except where they say they write.
 //
 // Precision: a backend made for bf16 (make_backend) runs its Linear GEMMs and attention's tile GEMMs on bf16
@@ -29,6 +31,19 @@ public:
     // the fastest way from then on (kernels/cpu/gemm_tuning.h). Off: one way always, so that two runs are bitwise
     // equal whatever the timings. On the CPU this holds for the whole process.
     virtual void set_gemm_tuning(bool on) = 0;
+
+    // Where this backend's buffers live: tensors for it are made in this memory.
+    virtual Memory memory() const = 0;
+    // x[bytes] = 0
+    virtual void zero(void* x, std::int64_t bytes) = 0;
+    // Between the host's memory and the backend's: to the host waits until the bytes are there; from the host
+    // returns once the host buffer may be reused.
+    virtual void copy_to_host(void* host, void const* x, std::int64_t bytes) = 0;
+    virtual void copy_from_host(void* x, void const* host, std::int64_t bytes) = 0;
+    // Waits until every operation queued so far has run (a step's end, before it is timed).
+    virtual void synchronize() = 0;
+    // Measures the GEMM rate now (a second or so): one core's on a CPU, the device's on a GPU.
+    virtual GemmRateMeasurement measure_gemm_rate() = 0;
 
     // out[n] = in[n] converted between fp32 and bf16 (or copied when the types agree)
     virtual void convert(void* out, DType out_dtype, void const* in, DType in_dtype, std::int64_t n) = 0;

@@ -9,6 +9,7 @@
 #include "axonn/kernels/cpu/cross_entropy.h"
 #include "axonn/kernels/cpu/encoder.h"
 #include "axonn/kernels/cpu/gelu.h"
+#include "axonn/kernels/cpu/gemm_rate.h"
 #include "axonn/kernels/cpu/gemm_tuning.h"
 #include "axonn/kernels/cpu/gemm.h"
 #include "axonn/kernels/cpu/layernorm.h"
@@ -35,6 +36,19 @@ std::string CpuBackend::name() const {
 }
 
 void CpuBackend::set_gemm_tuning(bool on) { cpu::set_gemm_tuning(on); }
+
+GemmRateMeasurement CpuBackend::measure_gemm_rate() {
+    GemmRate const rate = measure_single_core_gemm_rate(gemm_dtype_);
+    return {rate.flops_per_s, true, rate.isa};
+}
+
+void CpuBackend::zero(void* x, std::int64_t bytes) { std::memset(x, 0, static_cast<std::size_t>(bytes)); }
+void CpuBackend::copy_to_host(void* host, void const* x, std::int64_t bytes) {
+    std::memcpy(host, x, static_cast<std::size_t>(bytes));
+}
+void CpuBackend::copy_from_host(void* x, void const* host, std::int64_t bytes) {
+    std::memcpy(x, host, static_cast<std::size_t>(bytes));
+}
 
 void CpuBackend::convert(void* out, DType out_dtype, void const* in, DType in_dtype, std::int64_t n) {
     TraceSpan const span("convert", TraceTrack::kernels);

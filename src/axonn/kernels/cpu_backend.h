@@ -18,6 +18,12 @@ public:
     std::string name() const override;
     DType gemm_dtype() const override { return gemm_dtype_; }
     void set_gemm_tuning(bool on) override;
+    Memory memory() const override { return Memory::host; }
+    void zero(void* x, std::int64_t bytes) override;
+    void copy_to_host(void* host, void const* x, std::int64_t bytes) override;
+    void copy_from_host(void* x, void const* host, std::int64_t bytes) override;
+    void synchronize() override {}
+    GemmRateMeasurement measure_gemm_rate() override;
     void convert(void* out, DType out_dtype, void const* in, DType in_dtype, std::int64_t n) override;
     void encoder_forward(float* out, std::int32_t const* tokens, WeightView wte, float const* wpe, int B, int T,
                          int C, int vocab_begin, int vocab_rows) override;

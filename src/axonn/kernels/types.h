@@ -6,6 +6,7 @@
 #include "axonn/core/tensor.h"
 
 #include <cstdint>
+#include <string>
 
 namespace axonn {
 
@@ -22,6 +23,13 @@ struct AdamWStep {
     float weight_decay;  // 0 for tensors that are not decayed (biases, LayerNorm, ...)
     float grad_scale;    // the clipping coefficient, folded in so the gradients are read once
     int step;            // 1-based, for bias correction
+};
+
+// The rate a backend's GEMMs reach on a large square product in its precision, measured: MFU's denominator.
+struct GemmRateMeasurement {
+    double flops_per_s;
+    bool per_core;         // a CPU's is one core's: the caller multiplies by the cores it runs on
+    std::string hardware;  // what ran it: the CPU's vector instructions, or the GPU's name
 };
 
 // A weight operand of a GEMM: the model's weights in the precision its GEMMs take (fp32, or bf16 in mixed

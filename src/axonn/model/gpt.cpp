@@ -304,21 +304,28 @@ Gpt::Gpt(Architecture architecture, Backend& backend, ProcessGrid& grid, int loc
     LocalDims const dims(arch_, shape, local_batch, max_seq);
     require_sizes_fit(dims);
     ActivationLayout const sizes(dims, options_.recompute);
-    parameters_ = Tensor({layout_.total()}, DType::f32);
-    if (options_.precision != DType::f32) gemm_weights_ = Tensor({layout_.total()}, options_.precision);
-    gradients_ = Tensor({layout_.total()}, DType::f32);
-    activations_ = Tensor({sizes.total}, DType::f32);
-    activation_grads_ = Tensor({sizes.grad_total}, DType::f32);
-    statistics_ = Tensor({dims.BT, 2}, DType::f64);
+    // Everything the kernels read and write lives in the backend's memory.
+    Memory const memory = backend.memory();
+    parameters_ = Tensor({layout_.total()}, DType::f32, memory);
+    if (options_.precision != DType::f32) gemm_weights_ = Tensor({layout_.total()}, options_.precision, memory);
+    gradients_ = Tensor({layout_.total()}, DType::f32, memory);
+    activations_ = Tensor({sizes.total}, DType::f32, memory);
+    activation_grads_ = Tensor({sizes.grad_total}, DType::f32, memory);
+    statistics_ = Tensor({dims.BT, 2}, DType::f64, memory);
     std::int64_t const vocab_numel = std::max<std::int64_t>(1, vocab_workspace_numel(dims, shape.z));
     for (int which = 0; which < vocab_blocks(arch_); ++which) {
-        vocab_gathered_[which] = Tensor({vocab_numel}, options_.precision);
-        vocab_grad_block_[which] = Tensor({vocab_numel}, DType::f32);
+        vocab_gathered_[which] = Tensor({vocab_numel}, options_.precision, memory);
+        vocab_grad_block_[which] = Tensor({vocab_numel}, DType::f32, memory);
     }
-    wte_grad_sent_ =
-        Tensor({std::max<std::int64_t>(1, wte_grad_sent_numel(dims, shape.z, options_.grad_comm))}, DType::bf16);
-    activation_staging_ =
-        Tensor({std::max<std::int64_t>(1, bf16_staging_numel(dims, shape, options_.precision))}, options_.precision);
+    wte_grad_sent_ = Tensor({std::max<std::int64_t>(1, wte_grad_sent_numel(dims, shape.z, options_.grad_comm))},
+                            DType::bf16, memory);
+    activation_staging_ = Tensor({std::max<std::int64_t>(1, bf16_staging_numel(dims, shape, options_.precision))},
+                                 options_.precision, memory);
+    if (memory != Memory::host) {
+        batch_ids_ = Tensor({2, dims.BT}, DType::i32, memory);
+        host_losses_.resize(static_cast<std::size_t>(dims.BT));
+        host_dlosses_.resize(static_cast<std::size_t>(dims.BT));
+    }
     replica_sums_ = Tensor({std::max<std::int64_t>(1, replica_sum_numel(layout_, shape.y))}, DType::f32);
     replica_sums_sent_ = Tensor(
         {std::max<std::int64_t>(1, replica_sum_sent_numel(layout_, shape.y, options_.grad_comm))}, DType::bf16);
@@ -341,7 +348,17 @@ VocabSlice Gpt::vocab_slice() const {
     return {begin, rows, std::clamp(arch_.vocab_size - begin, 0, rows)};
 }
 
-void Gpt::init_weights(std::uint64_t seed) { init_parameters(layout_, params(), seed); }
+void Gpt::init_weights(std::uint64_t seed) {
+    if (on_host()) {
+        init_parameters(layout_, params(), seed);
+        return;
+    }
+    // Drawn on the host (the RNG is a host function of each element's serial index), then copied over.
+    Tensor drawn({layout_.total()}, DType::f32);
+    init_parameters(layout_, drawn.span<float>(), seed);
+    backend_.copy_from_host(parameters_.data<float>(), drawn.data<float>(), static_cast<std::int64_t>(drawn.bytes()));
+    gemm_weights_stale_ = true;
+}
 
 float const* Gpt::logits() const {
     ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_.recompute);
@@ -349,8 +366,19 @@ float const* Gpt::logits() const {
 }
 
 float const* Gpt::token_losses() const {
+    if (!on_host()) return host_losses_.data();
     ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_.recompute);
     return activations_.data<float>() + a.losses;
+}
+
+Batch Gpt::batch_for_kernels(Batch const& batch) {
+    if (on_host()) return batch;
+    std::int64_t const bytes = static_cast<std::int64_t>(batch.B) * batch.T * static_cast<std::int64_t>(sizeof(std::int32_t));
+    std::int32_t* tokens = batch_ids_.data<std::int32_t>();
+    std::int32_t* targets = tokens + batch_ids_.shape()[1];
+    backend_.copy_from_host(tokens, batch.tokens, bytes);
+    if (batch.targets != nullptr) backend_.copy_from_host(targets, batch.targets, bytes);
+    return {batch.B, batch.T, tokens, batch.targets != nullptr ? targets : nullptr, batch.loss_mask};
 }
 
 LinearGroups Gpt::linear_groups(bool transposed) {
@@ -372,10 +400,14 @@ float const* Gpt::layer_values(int id, std::int64_t layer_offset) const {
 float* Gpt::layer_grad(int id, std::int64_t layer_offset) { return id < 0 ? nullptr : grad(id) + layer_offset; }
 
 Gpt::UpdateTarget Gpt::update_target() {
-    if (options_.precision != DType::bf16) return {params(), nullptr};
+    // Views of the backend's buffers, which only its operations read (on a GPU the host cannot).
+    auto const numel = static_cast<std::size_t>(layout_.total());
+    std::span<float> const params(parameters_.data<float>(), numel);
+    std::span<float const> const grads(gradients_.data<float>(), numel);
+    if (options_.precision != DType::bf16) return {params, grads, nullptr};
     // The copy is current now (every forward refreshes it), and the update writes both alike.
     refresh_gemm_weights();
-    return {parameters_.span<float>(), gemm_weights_.data<bfloat16>()};
+    return {params, grads, gemm_weights_.data<bfloat16>()};
 }
 
 void Gpt::refresh_gemm_weights() {
@@ -493,8 +525,9 @@ float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_tot
     float const* wpe = arch_.params.positions >= 0 && grid_.coord(Axis::y) == 0
                            ? param_values(arch_.params.positions) + first_position * d.Cx
                            : nullptr;
-    vocab_parallel_embedding_forward(k, y, vocab, activation(a.encoded), batch.tokens, gathered_vocab_block(0), wpe,
-                                     d.B, d.T, d.Cx);
+    Batch const kernel_batch = batch_for_kernels(batch);
+    vocab_parallel_embedding_forward(k, y, vocab, activation(a.encoded), kernel_batch.tokens, gathered_vocab_block(0),
+                                     wpe, d.B, d.T, d.Cx);
 
     bool const recompute = options_.recompute == Recompute::layer;
     for (int l = 0; l < d.L; ++l) {
@@ -510,19 +543,30 @@ float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_tot
     parallel_linear_forward(k, linear_groups(false), options_.overlap, activation(a.logits), activation(a.lnf),
                             gathered_vocab_block(vocab_blocks(arch_) - 1), nullptr, d.BT, d.Cx, d.Vpy);
 
-    last_batch_ = batch;
+    last_batch_ = kernel_batch;
     backward_ready_ = training;
     if (batch.targets == nullptr) return std::numeric_limits<float>::quiet_NaN();
 
     float* losses = activation(a.losses);
     float* dlosses = activation(a.dlosses);
     vocab_parallel_cross_entropy_forward(k, y, vocab, losses, activation(a.logsumexp), activation(a.row_max), stats,
-                                         activation(a.logits), batch.targets, d.BT);
+                                         activation(a.logits), kernel_batch.targets, d.BT);
+    if (on_host()) return weigh_losses(batch, losses, dlosses, loss_weight_total);
+    // B·T numbers each way: the losses down, their weights up.
+    auto const bytes = static_cast<std::int64_t>(d.BT * sizeof(float));
+    backend_.copy_to_host(host_losses_.data(), losses, bytes);
+    float const loss = weigh_losses(batch, host_losses_.data(), host_dlosses_.data(), loss_weight_total);
+    backend_.copy_from_host(dlosses, host_dlosses_.data(), bytes);
+    return loss;
+}
+
+float Gpt::weigh_losses(Batch const& batch, float const* losses, float* dlosses, double loss_weight_total) {
+    std::int64_t const BT = static_cast<std::int64_t>(batch.B) * batch.T;
     // The mean over the tokens that count in the whole global batch, whose rows are split over data and Z: each
     // token's weight is its mask value, 0 if its target is ignored. With micro-batches, the step's total weight
     // (given) normalises every pass.
     std::array<double, 2> sums = {0.0, 0.0};  // Σ weight · loss, Σ weight
-    for (std::int64_t i = 0; i < d.BT; ++i) {
+    for (std::int64_t i = 0; i < BT; ++i) {
         double const weight = batch.targets[i] < 0 ? 0.0 : (batch.loss_mask ? batch.loss_mask[i] : 1.0);
         sums[0] += weight * losses[i];
         sums[1] += weight;
@@ -531,7 +575,7 @@ float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_tot
     grid_.comm(Group::z).all_reduce(sums.data(), 2);
     grid_.comm(Group::data).all_reduce(sums.data(), 2);
     double const total = loss_weight_total > 0.0 ? loss_weight_total : sums[1];
-    for (std::int64_t i = 0; i < d.BT; ++i) dlosses[i] = total > 0.0 ? static_cast<float>(dlosses[i] / total) : 0.0f;
+    for (std::int64_t i = 0; i < BT; ++i) dlosses[i] = total > 0.0 ? static_cast<float>(dlosses[i] / total) : 0.0f;
     return total > 0.0 ? static_cast<float>(sums[0] / total) : 0.0f;
 }
 
@@ -606,7 +650,7 @@ void Gpt::backward() {
     GradWrite const write = pass_.first ? GradWrite::overwrite : GradWrite::accumulate;
     if (write == GradWrite::overwrite) {
         for (int id = 0; id < layout_.count(); ++id) {
-            if (!gemm_written(arch_, id)) std::fill_n(grad(id), layout_.local_numel(id), 0.0f);
+            if (!gemm_written(arch_, id)) backend_.zero(grad(id), layout_.local_numel(id) * sizeof(float));
         }
     }
     if (pass_.last) sync_->begin(gradients_.data<float>());
@@ -629,7 +673,7 @@ void Gpt::backward() {
     };
     GradWrite const block_write = z_split ? GradWrite::overwrite : write;
     // An untied embedding's block only gathers the lookup's sums: it starts from zero.
-    if (!arch_.tied_head && z_split) std::fill_n(block_grad(0), vocab_workspace_numel(d, grid_.shape().z), 0.0f);
+    if (!arch_.tied_head && z_split) k.zero(block_grad(0), vocab_workspace_numel(d, grid_.shape().z) * sizeof(float));
 
     // The logits buffer becomes dlogits in place: the logits are not needed again. The LM head's input gradient
     // is all-reduced over Y while its weight gradient is computed (OAR); its weight gradient waits in its block
@@ -642,7 +686,7 @@ void Gpt::backward() {
         k.linear_backward_weight(block_grad(head_block), nullptr, dlogits, activation(a.lnf), d.BT, d.Cx, d.Vpy,
                                  block_write);
     });
-    std::memset(d_residual_out, 0, static_cast<std::size_t>(d.BT) * d.Cx * sizeof(float));
+    k.zero(d_residual_out, d.BT * d.Cx * static_cast<std::int64_t>(sizeof(float)));
     norm_backward(d_residual_out, d_ln, activation(a.outputs + (d.L - 1) * a.BTCx), activation(a.lnf_mean),
                   activation(a.lnf_rstd), p.lnfw, p.lnfb, 0, d.BT);
     if (pass_.last) {
@@ -732,8 +776,8 @@ void Gpt::backward_layer(int l, int slot, Batch const& batch, GradWrite write) {
     std::int64_t const lCx = static_cast<std::int64_t>(l) * d.Cx, lWy = static_cast<std::int64_t>(l) * d.Wy,
                        lUy = static_cast<std::int64_t>(l) * d.Uy;
     auto per_layer = [&](int id) { return l * (layout_.local_numel(id) / d.L); };
-    auto zero = [](float* buffer, std::int64_t numel) {
-        std::memset(buffer, 0, static_cast<std::size_t>(numel) * sizeof(float));
+    auto zero = [&k](float* buffer, std::int64_t numel) {
+        k.zero(buffer, numel * static_cast<std::int64_t>(sizeof(float)));
     };
 
     // output = residual2 + fcproj: both receive d_residual_out. d_residual_in collects residual2's gradient.

@@ -105,6 +105,7 @@ public:
     Architecture const& architecture() const { return arch_; }
     ShardLayout const& layout() const { return layout_; }
     ProcessGrid& grid() { return grid_; }
+    Backend& backend() { return backend_; }
     int max_batch() const { return max_batch_; }
     int max_seq() const { return max_seq_; }
     GptOptions const& options() const { return options_; }
@@ -124,10 +125,12 @@ public:
     }
     float const* param_values(ParamIndex auto id) const { return parameters_.data<float>() + layout_.offset(id); }
     std::span<float const> param_values() const { return parameters_.span<float>(); }
-    // For the optimizer: the master weights, and their GEMM copy (bf16; null in fp32), which the update rewrites
-    // in the same pass (AdamW::step), so the next forward need not convert them again.
+    // For the optimizer, in the backend's memory: the master weights, their gradients, and their GEMM copy (bf16;
+    // null in fp32), which the update rewrites in the same pass (AdamW::step), so the next forward need not
+    // convert them again.
     struct UpdateTarget {
         std::span<float> params;
+        std::span<float const> grads;
         bfloat16* gemm_copy;
     };
     UpdateTarget update_target();
@@ -157,10 +160,11 @@ public:
     // Global L2 norm of the (synchronised) gradients, each element of the serial model counted once.
     double gradient_norm();
 
-    // [B, T, Vp/G_y] logits of the last forward (this rank's vocabulary slice); backward overwrites them.
+    // [B, T, Vp/G_y] logits of the last forward (this rank's vocabulary slice); backward overwrites them. In the
+    // backend's memory.
     float const* logits() const;
     // [B, T] each token's cross-entropy in the last forward with targets (0 where the target is ignored), whatever
-    // its loss weight: the same on every rank that holds the row.
+    // its loss weight: the same on every rank that holds the row. In host memory, whatever the backend.
     float const* token_losses() const;
     VocabSlice vocab_slice() const;
 
@@ -170,6 +174,12 @@ public:
 
 private:
     float* activation(std::int64_t offset) { return activations_.data<float>() + offset; }
+    bool on_host() const { return backend_.memory() == Memory::host; }
+    // The batch as the kernels read it: itself on a host backend; else its token ids and targets copied into the
+    // backend's memory (the loss mask, read only by the host, stays where it is).
+    Batch batch_for_kernels(Batch const& batch);
+    // Each token's loss weight into dlosses and the weighted sums of the loss, on the host: returns the pass's loss.
+    float weigh_losses(Batch const& batch, float const* losses, float* dlosses, double loss_weight_total);
     // With a cache: a forward_cached().
     float run_forward(Batch const& batch, bool training, double loss_weight_total, KvCache* cache = nullptr);
     std::vector<WeightUse> weight_schedule(bool training) const;
@@ -220,6 +230,11 @@ private:
     Tensor activation_staging_;  // the Linears' all-reduces in bf16, in mixed precision
     Tensor replica_sums_;        // one slot per group of key/value replicas, summed over Y
     Tensor replica_sums_sent_;   // the same in bf16, with --grad-comm bf16
+    // A device backend's: the batch's token ids and targets [2, B·T] in its memory, and the host's copies of the
+    // losses and their weights.
+    Tensor batch_ids_;
+    std::vector<float> host_losses_;
+    std::vector<float> host_dlosses_;
     std::unique_ptr<WeightGather> weights_;
     std::unique_ptr<GradScatter> weight_grads_;
     std::unique_ptr<GradientSync> sync_;

@@ -8,7 +8,7 @@
 #include "axonn/core/timer.h"
 #include "axonn/kernels/cpu/bf16.h"
 #include "axonn/kernels/cpu/gemm.h"
-#include "axonn/perf/gemm_rate.h"
+#include "axonn/kernels/cpu/gemm_rate.h"
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>

@@ -5,7 +5,6 @@
 #include "axonn/core/timer.h"
 #include "axonn/core/trace.h"
 #include "axonn/model/gpt.h"
-#include "axonn/perf/gemm_rate.h"
 #include "axonn/train/threads.h"
 #include "axonn/train/trace_file.h"
 #include "axonn/train/train_step.h"
@@ -24,6 +23,7 @@ BenchResult run_benchmark(BenchOptions options) {
     int const B = options.batch, T = options.seq;
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
+    check_backend_world(options.run, world);
     as_usage_errors([&] {
         options.model.validate();
         require(options.iterations > options.warmup,
@@ -57,7 +57,7 @@ BenchResult run_benchmark(BenchOptions options) {
 
     // The machine's speed drifts by ±20% (shared vCPUs): the GEMM rate is measured before and after the timed
     // steps and the higher one is the denominator, so a slow spell during the steps lowers MFU, never raises it.
-    double const gemm_rate_before = measure_single_core_gemm_rate(options.run.model.precision).flops_per_s;
+    GemmRateMeasurement const gemm_rate_before = backend.measure_gemm_rate();
     std::optional<TraceFile> trace;
     if (!options.trace.empty()) {
         trace.emplace(options.trace, grid, std::vector<std::filesystem::path>{});
@@ -98,8 +98,10 @@ BenchResult run_benchmark(BenchOptions options) {
     grid.comm(Group::world).all_reduce_max(&result.step_s, 1);  // outside the timed steps
     result.tokens_per_s = B * T / result.step_s;
     result.model_flops_per_s = gpt2_architecture(options.model).model_flops_per_token(T) * result.tokens_per_s;
-    double const gemm_rate_after = measure_single_core_gemm_rate(options.run.model.precision).flops_per_s;
-    result.gemm_flops_per_s = std::max(gemm_rate_before, gemm_rate_after) * options.threads * world;
+    GemmRateMeasurement const gemm_rate_after = backend.measure_gemm_rate();
+    // A core's rate counts once per core the ranks run on; a GPU's once per rank (one GPU each).
+    int const units = gemm_rate_before.per_core ? options.threads * world : world;
+    result.gemm_flops_per_s = std::max(gemm_rate_before.flops_per_s, gemm_rate_after.flops_per_s) * units;
     result.mfu = result.model_flops_per_s / result.gemm_flops_per_s;
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);

@@ -33,7 +33,8 @@ struct BenchResult {
     double tokens_per_s;
     double model_flops_per_s;
     double mfu;
-    double gemm_flops_per_s;  // measured single-core rate in that precision (best of before and after the steps) × threads
+    double gemm_flops_per_s;  // measured GEMM rate in that precision (best of before and after the steps): a core's
+                              // × threads × ranks on CPUs, a GPU's × ranks
     double comm_s;            // per timed step, rank 0: the time its collectives were in flight
     double comm_exposed_s;    // per timed step, rank 0: the part of it rank 0 waited for
     double comm_hidden_fraction;  // 1 − exposed / in flight

@@ -17,8 +17,8 @@ void AdamWConfig::validate() const {
 }
 
 AdamW::AdamW(std::vector<ParamSegment> segments, std::int64_t total, Backend& backend, AdamWConfig const& config)
-    : segments_(std::move(segments)), backend_(backend), config_(config), m_({total}, DType::f32),
-      v_({total}, DType::f32) {
+    : segments_(std::move(segments)), backend_(backend), config_(config), m_({total}, DType::f32, backend.memory()),
+      v_({total}, DType::f32, backend.memory()) {
     config_.validate();
 }
 

@@ -27,12 +27,13 @@ public:
     AdamW(std::vector<ParamSegment> segments, std::int64_t total, Backend& backend, AdamWConfig const& config);
 
     // Clips the gradients to grad_clip by their global norm `norm`, and updates the parameters at this lr;
-    // params_bf16, when not null, receives the updated parameters in bf16 (the model's GEMM copy).
+    // params_bf16, when not null, receives the updated parameters in bf16 (the model's GEMM copy). Every buffer is
+    // in the backend's memory, where the moments are kept too.
     void step(std::span<float> params, std::span<float const> grads, double norm, float learning_rate,
               bfloat16* params_bf16 = nullptr);
 
     // The moments, in the parameters' layout, and the number of steps taken (the bias correction's t): what a
-    // checkpoint keeps and a resumed run restores.
+    // checkpoint keeps and a resumed run restores (host memory only).
     std::span<float> exp_avg() { return m_.span<float>(); }
     std::span<float> exp_avg_sq() { return v_.span<float>(); }
     int steps_taken() const { return steps_taken_; }

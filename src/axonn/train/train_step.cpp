@@ -36,9 +36,18 @@ std::vector<Batch> micro_batches(Batch const& rows, int micro_batch) {
     return passes;
 }
 
+void check_backend_world(StepOptions const& options, int world) {
+    if (options.backend == "cuda" && world > 1) {
+        throw UsageError(fmt::format("--backend cuda runs on one rank for now ({} were started): its collectives "
+                                     "over NCCL are not written yet; run it without mpirun", world));
+    }
+}
+
 std::unique_ptr<Backend> make_step_backend(StepOptions& options, bool announce) {
     std::string fallback;
-    std::unique_ptr<Backend> backend = make_backend("cpu", options.model.precision, &fallback);
+    std::unique_ptr<Backend> backend = as_usage_errors([&] {
+        return make_backend(options.backend, options.model.precision, &fallback);
+    });
     if (!fallback.empty()) {
         if (announce) {
             fmt::print(stderr, "axonn: warning: --precision bf16 is not available here ({}); running in fp32\n",
@@ -88,7 +97,8 @@ StepResult train_step(Gpt& model, AdamW& optimizer, std::span<Batch const> passe
     }
     if (!std::isfinite(loss) || !std::isfinite(result.grad_norm)) return result;
     Gpt::UpdateTarget const target = model.update_target();
-    optimizer.step(target.params, model.grads(), result.grad_norm, learning_rate, target.gemm_copy);
+    optimizer.step(target.params, target.grads, result.grad_norm, learning_rate, target.gemm_copy);
+    model.backend().synchronize();  // a device backend's step ends when its update has run
     result.updated = true;
     return result;
 }

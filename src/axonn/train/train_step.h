@@ -19,6 +19,7 @@ struct StepOptions {
     GptOptions model;
     int micro_batch = 0;  // sequences per pass on each data × z replica; 0: the replica's whole share in one pass
     bool gemm_tuning = true;  // time the ways of computing a GEMM shape once and use the fastest (Backend)
+    std::string backend = "cpu";  // make_backend's name: "cpu", or "cuda" in a build with the CUDA backend
 
     // The sequences a rank's Gpt holds per pass, out of its share of the global batch; throws axonn::Error when
     // the micro-batch does not divide that share.
@@ -47,6 +48,10 @@ Batch replica_rows(ProcessGrid const& grid, int B, int T, std::int32_t const* to
                    float const* loss_mask = nullptr);
 // This rank's rows of a step split into passes of `micro_batch` sequences each (0 or all of them: one pass).
 std::vector<Batch> micro_batches(Batch const& rows, int micro_batch);
+
+// What a run on `world` ranks may ask of the backend: the CUDA backend runs on one rank for now (the grid's
+// collectives are MPI's on host memory until NCCL communicators are written). A usage error otherwise.
+void check_backend_world(StepOptions const& options, int world);
 
 // The backend for these options' precision. Where bf16 was asked for and the CPU cannot run it fast, the backend
 // and the options fall back to fp32, and `announce` (rank 0) prints a one-line warning that says why.

@@ -7,7 +7,6 @@
 #include "axonn/core/trace.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/model/gpt.h"
-#include "axonn/perf/gemm_rate.h"
 #include "axonn/perf/planner.h"
 #include "axonn/train/checkpointing.h"
 #include "axonn/train/data_loader.h"
@@ -110,6 +109,11 @@ void validate_train_options(TrainOptions const& options) {
                 "--ckpt-every and --keep need --ckpt-dir DIR, where the checkpoints go");
         require(options.resume.empty() || options.init_from.empty(),
                 "--resume continues a run and --init-from starts a new one from weights: pass one of them");
+        // Checkpoints read and write the weights on the host; the CUDA backend keeps them on the GPU.
+        require(options.run.backend != "cuda" || (options.ckpt_dir.empty() && options.resume.empty() &&
+                                                  options.init_from.empty()),
+                "--backend cuda does not save, resume or load weights yet: drop --ckpt-dir, --resume and "
+                "--init-from, or use --backend cpu");
         check_tokenizer_name(options.tokenizer);
         parse_axis_order(options.grid_order);
         options.schedule.validate();
@@ -315,6 +319,7 @@ TrainSummary run_training(TrainOptions options) {
     int const B = options.batch, T = options.seq;
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
+    check_backend_world(options.run, world);
     if (options.grid_auto) options.grid = choose_grid(options, world);
     as_usage_errors([&] {
         require_valid_grid(architecture.declarations, options.grid, world, B);
@@ -367,8 +372,9 @@ TrainSummary run_training(TrainOptions options) {
         load_initial_weights(options.init_from, *init_source, model);
     }
 
-    GemmRate const gemm_rate = measure_single_core_gemm_rate(options.run.model.precision);
-    double const peak_flops = gemm_rate.flops_per_s * options.threads * grid.world_size();
+    GemmRateMeasurement const gemm_rate = backend.measure_gemm_rate();
+    double const peak_flops =
+        gemm_rate.flops_per_s * (gemm_rate.per_core ? options.threads : 1) * grid.world_size();
     GptMemory const memory = model.memory();
     if (leader) {
         fmt::print("axonn train | model {}\n", options.model.summary());
@@ -385,10 +391,10 @@ TrainSummary run_training(TrainOptions options) {
                    options.run.model.recompute == Recompute::layer ? " | layers recomputed" : "",
                    options.run.model.cache_weights ? " | weights cached" : "",
                    options.run.model.grad_comm == DType::bf16 ? " | gradients communicated in bf16" : "");
-        fmt::print("  backend {} on {} | measured single-core {} GEMM {:.1f} GFLOP/s (MFU denominator: this x "
-                   "threads x ranks)\n",
-                   backend.name(), gemm_rate.isa, precision_name(options.run.model.precision),
-                   gemm_rate.flops_per_s / 1e9);
+        fmt::print("  backend {} on {} | measured {} {} GEMM {:.1f} GFLOP/s (MFU denominator: this x {}ranks)\n",
+                   backend.name(), gemm_rate.hardware, gemm_rate.per_core ? "single-core" : "device",
+                   precision_name(options.run.model.precision), gemm_rate.flops_per_s / 1e9,
+                   gemm_rate.per_core ? "threads x " : "");
         fmt::print("  data {} tokens in {} shard(s), tokenizer {} | batch {} x {} tokens, {} steps, lr {:g}\n",
                    train_loader.total_tokens(), train_loader.shard_count(), tokenizer->name(), B, T, options.steps,
                    options.schedule.max_lr);
@@ -542,7 +548,9 @@ TrainSummary run_training(TrainOptions options) {
         fmt::print("communication of rank 0 in the training steps, per axis:{}\n", traffic.summary(grid));
     }
 
-    if (options.sample.new_tokens > 0) {
+    if (options.sample.new_tokens > 0 && backend.memory() != Memory::host) {
+        if (leader) fmt::print("  no closing sample: generation on the {} backend is not written yet\n", options.run.backend);
+    } else if (options.sample.new_tokens > 0) {
         // On the training grid, with the context the model was trained on: the model is never gathered.
         std::vector<std::int32_t> prompt = tokenizer->encode(options.prompt);
         if (prompt.empty()) prompt.push_back(tokenizer->eot_id());

@@ -3,6 +3,7 @@
 #include "axonn/core/error.h"
 #include "axonn/core/trace.h"
 #include "axonn/kernels/cuda/cuda_check.h"
+#include "axonn/kernels/cuda/gemm_rate.h"
 #include "axonn/kernels/cuda/kernels.h"
 
 #include <fmt/format.h>
@@ -12,6 +13,18 @@
 
 namespace axonn {
 namespace {
+
+// Device tensors (core/tensor.h) through plain cudaMalloc on the current device, which the backend selected.
+void* allocate_device(std::size_t bytes) {
+    void* pointer = nullptr;
+    return cudaMalloc(&pointer, bytes) == cudaSuccess ? pointer : nullptr;
+}
+// A new tensor's zeros must be there before the compute stream, which does not wait for the default one, reads it.
+void zero_device(void* pointer, std::size_t bytes) {
+    cuda::check(cudaMemset(pointer, 0, bytes), "zero GPU memory");
+    cuda::check(cudaDeviceSynchronize(), "zero GPU memory");
+}
+void release_device(void* pointer) { cudaFree(pointer); }
 
 __nv_bfloat16* as_device_bf16(void* p) { return static_cast<__nv_bfloat16*>(p); }
 __nv_bfloat16 const* as_device_bf16(void const* p) { return static_cast<__nv_bfloat16 const*>(p); }
@@ -29,6 +42,7 @@ CudaBackend::CudaBackend(DType gemm_dtype, int device) : gemm_dtype_(gemm_dtype)
             device, properties.name, properties.major, properties.minor);
     cuda::check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "create the compute stream");
     gemm_ = std::make_unique<cuda::Gemm>();
+    set_device_allocator({allocate_device, zero_device, release_device});
     norm_partials_ = cuda::DeviceBuffer(cuda::sum_of_squares_blocks * sizeof(double));
 }
 
@@ -46,6 +60,28 @@ std::string CudaBackend::name() const {
 }
 
 void CudaBackend::set_gemm_tuning(bool on) { gemm_->set_tuning(on); }
+
+GemmRateMeasurement CudaBackend::measure_gemm_rate() {
+    cudaDeviceProp properties{};
+    cuda::check(cudaGetDeviceProperties(&properties, device_), "read the GPU's properties");
+    return {cuda::measure_gemm_rate(gemm_dtype_).flops_per_s, false, properties.name};
+}
+
+void CudaBackend::zero(void* x, std::int64_t bytes) {
+    cuda::check(cudaMemsetAsync(x, 0, static_cast<std::size_t>(bytes), stream_), "zero GPU memory");
+}
+void CudaBackend::copy_to_host(void* host, void const* x, std::int64_t bytes) {
+    cuda::check(cudaMemcpyAsync(host, x, static_cast<std::size_t>(bytes), cudaMemcpyDeviceToHost, stream_),
+                "copy from the GPU");
+    synchronize();
+}
+void CudaBackend::copy_from_host(void* x, void const* host, std::int64_t bytes) {
+    cuda::check(cudaMemcpyAsync(x, host, static_cast<std::size_t>(bytes), cudaMemcpyHostToDevice, stream_),
+                "copy to the GPU");
+    // From pageable memory CUDA may still be reading the host buffer after the call returns: wait, so that the
+    // caller may reuse it.
+    synchronize();
+}
 
 void CudaBackend::convert(void* out, DType out_dtype, void const* in, DType in_dtype, std::int64_t n) {
     TraceSpan const span("convert", TraceTrack::kernels);

@@ -1,4 +1,4 @@
-#include "axonn/perf/gemm_rate.h"
+#include "axonn/kernels/cpu/gemm_rate.h"
 
 #include "axonn/core/timer.h"
 #include "axonn/kernels/cpu/bf16.h"
