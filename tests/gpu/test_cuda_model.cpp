@@ -4,9 +4,10 @@
 //
 // Tolerances, norm-wise relative. fp32: 1e-5 for the loss, logits and gradients, 1e-4 for the tenth step's loss
 // (the two backends differ only in summation order and exp/tanh, ~1e-7 per operation, which ten updates carry
-// forward). bf16: the CPU's bf16 model where the CPU has bf16 (else its fp32 model): the GPU's attention computes
-// in fp32 where the CPU's rounds its tile GEMMs to bf16, so the bf16 model tests' tolerances hold (logits and
-// loss 1e-2, gradients 2e-2: a few bf16 roundings, compounded by the backward).
+// forward). bf16: the CPU's bf16 model where the CPU has bf16 (else its fp32 model); the GPU's attention runs on
+// the tensor cores for heads of 64 channels (computing in fp32 for other heads, where the CPU rounds its tile GEMMs
+// to bf16), so the bf16 model tests' tolerances hold (logits and loss 1e-2, gradients 2e-2: a few bf16 roundings,
+// compounded by the backward).
 //
 // Skipped, and counted as skipped, where no CUDA GPU is visible.
 #include "axonn/kernels/backend.h"
@@ -38,6 +39,13 @@ struct ModelCase {
 Architecture tiny_gpt2() {
     GptConfig config = gpt_preset("gpt2-tiny");
     config.vocab_size = 100;
+    return gpt2_architecture(config);
+}
+// Two heads of 64 channels: in bf16 its attention runs on the tensor cores.
+Architecture tiny_gpt2_wide_heads() {
+    GptConfig config = gpt_preset("gpt2-tiny");
+    config.vocab_size = 100;
+    config.n_head = 2;
     return gpt2_architecture(config);
 }
 Architecture tiny_llama() { return llama_architecture(llama_preset("llama-tiny")); }
@@ -111,6 +119,7 @@ TEST_P(CudaModelAgainstCpu, SameLossLogitsGradientsAndSteps) {
 
 INSTANTIATE_TEST_SUITE_P(Models, CudaModelAgainstCpu,
                          ::testing::Combine(::testing::Values(ModelCase{"gpt2_tiny", tiny_gpt2},
+                                                              ModelCase{"gpt2_tiny_wide_heads", tiny_gpt2_wide_heads},
                                                               ModelCase{"llama_tiny", tiny_llama}),
                                             ::testing::Values(DType::f32, DType::bf16)),
                          [](auto const& info) {

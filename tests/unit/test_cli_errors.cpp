@@ -233,9 +233,6 @@ std::vector<BadInput> const bad_inputs = {
     {"bench_unknown_precision", "bench --model gpt2-micro --precision fp16", "--precision: fp16 not in {fp32,bf16}",
      2},
     {"unknown_backend", "train --data {dir}/good --tokenizer byte --backend gpu", "--backend: gpu not in {cpu,cuda}", 2},
-    {"cuda_backend_with_checkpoints", "train --data {dir}/good --tokenizer byte --backend cuda --ckpt-dir {dir}/ckpt",
-     "--backend cuda does not save, resume or load weights yet: drop --ckpt-dir, --resume and --init-from, or use "
-     "--backend cpu", 2},
     // This suite runs in the CPU-only build (a CUDA build on a machine without a GPU says that instead).
     {"cuda_backend_not_built", "bench --model gpt2-micro --batch 2 --backend cuda",
      "unknown backend 'cuda': this build has 'cpu' (build with -DAXONN_CUDA=ON for 'cuda')", 2},

@@ -53,6 +53,7 @@ void add_bench_command(CLI::App& app) {
                                            {"batch", options->batch},
                                            {"seq", options->seq},
                                            {"threads", options->threads},
+                                           {"backend", options->run.backend},
                                            {"precision", precision_name(result.precision)},
                                            {"iterations", options->iterations},
                                            {"step_s", result.step_s},

@@ -72,8 +72,8 @@ void reset_tensor_bytes_peak() { bytes_peak.store(bytes_in_use.load()); }
 
 void AlignedFree::operator()(void* pointer) const {
     bytes_in_use -= static_cast<std::int64_t>(bytes);
-    if (memory == Memory::device) {
-        device_allocator.release(pointer);
+    if (release != nullptr) {
+        release(pointer);
     } else {
         std::free(pointer);
     }
@@ -93,7 +93,8 @@ Tensor::Tensor(Shape shape, DType dtype, Memory memory)
     }
     require(pointer != nullptr, "out of {} memory allocating a tensor of shape {} ({} bytes)",
             memory == Memory::device ? "device" : "host", shape_string(shape_), rounded);
-    storage_ = std::unique_ptr<void, AlignedFree>(pointer, AlignedFree{bytes(), memory});
+    storage_ = std::unique_ptr<void, AlignedFree>(
+        pointer, AlignedFree{bytes(), memory == Memory::device ? device_allocator.release : nullptr});
     count_allocation(static_cast<std::int64_t>(bytes()));
     zero();
 }

@@ -52,8 +52,8 @@ void set_device_allocator(DeviceAllocator allocator);
 
 // Frees a tensor's storage and takes its bytes off the in-use count.
 struct AlignedFree {
-    std::size_t bytes = 0;  // as allocated
-    Memory memory = Memory::host;
+    std::size_t bytes = 0;                    // as allocated
+    void (*release)(void*) = nullptr;         // a device allocator's, as it was when the tensor was made; else free()
     void operator()(void* pointer) const;
 };
 

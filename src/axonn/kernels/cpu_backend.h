@@ -10,7 +10,7 @@
 
 namespace axonn {
 
-class CpuBackend final : public Backend {
+class CpuBackend : public Backend {
 public:
     // gemm_dtype: f32, or bf16 where cpu::bf16_gemm_support() says the CPU runs it (make_backend checks).
     explicit CpuBackend(DType gemm_dtype = DType::f32);

@@ -360,6 +360,19 @@ void Gpt::init_weights(std::uint64_t seed) {
     gemm_weights_stale_ = true;
 }
 
+void Gpt::copy_parameters_to_host(std::span<float> out) const {
+    invariant(static_cast<std::int64_t>(out.size()) == layout_.total(), "{} values for {} parameters", out.size(),
+              layout_.total());
+    backend_.copy_to_host(out.data(), parameters_.data<float>(), static_cast<std::int64_t>(parameters_.bytes()));
+}
+
+void Gpt::copy_parameters_from_host(std::span<float const> in) {
+    invariant(static_cast<std::int64_t>(in.size()) == layout_.total(), "{} values for {} parameters", in.size(),
+              layout_.total());
+    backend_.copy_from_host(parameters_.data<float>(), in.data(), static_cast<std::int64_t>(parameters_.bytes()));
+    gemm_weights_stale_ = true;
+}
+
 float const* Gpt::logits() const {
     ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_.recompute);
     return activations_.data<float>() + a.logits;

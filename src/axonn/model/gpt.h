@@ -135,6 +135,10 @@ public:
     };
     UpdateTarget update_target();
     std::span<float> grads() { return gradients_.span<float>(); }
+    // The master weights to and from host memory, whatever the backend's (for checkpoints and imports):
+    // out/in[layout().total()].
+    void copy_parameters_to_host(std::span<float> out) const;
+    void copy_parameters_from_host(std::span<float const> in);
     float* grad(ParamIndex auto id) { return gradients_.data<float>() + layout_.offset(id); }
 
     // Runs the model on this process's rows (no backward follows) and returns the mean loss over every token of

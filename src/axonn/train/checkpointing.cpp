@@ -6,6 +6,7 @@
 #include "axonn/checkpoint/hf_model.h"
 #include "axonn/comm/rank_zero.h"
 #include "axonn/core/error.h"
+#include "axonn/train/host_state.h"
 
 #include <fmt/format.h>
 
@@ -121,7 +122,7 @@ int restore_checkpoint(CheckpointReader& checkpoint, Gpt& model, AdamW& optimize
     DataLoaderState data;
     data.position = run_value(run, {"data", "position"}, 0, loader.total_tokens() - 1, checkpoint);
     data.epoch = run_value(run, {"data", "epoch"}, 0, std::numeric_limits<std::int64_t>::max(), checkpoint);
-    checkpoint.read_local(model.layout(), {model.params(), optimizer.exp_avg(), optimizer.exp_avg_sq()});
+    HostState::write(model, &optimizer, [&](LocalBuffers const& out) { checkpoint.read_local(model.layout(), out); });
     optimizer.restore_steps_taken(static_cast<int>(steps_taken));
     loader.restore(data);
     return static_cast<int>(step);
@@ -152,19 +153,21 @@ ModelConfig init_source_config(fs::path const& resolved) {
 
 void load_initial_weights(fs::path const& resolved, ModelConfig const& source, Gpt& model) {
     if (is_hf_model_folder(resolved)) {
-        read_hf_weights(resolved, source, model.layout(), model.params());
+        HostState::write(model, nullptr, [&](LocalBuffers const& out) {
+            read_hf_weights(resolved, source, model.layout(), out.params);
+        });
         return;
     }
     CheckpointReader checkpoint(resolved);
     checkpoint.verify(model.grid().comm(Group::world));
-    checkpoint.read_local(model.layout(), {model.params(), {}, {}});
+    HostState::write(model, nullptr, [&](LocalBuffers const& out) { checkpoint.read_local(model.layout(), out); });
 }
 
 fs::path save_training_checkpoint(TrainOptions const& options, Gpt& model, AdamW& optimizer, DataLoader const& loader,
                                   int step) {
-    LocalTensors const local{model.param_values(), optimizer.exp_avg(), optimizer.exp_avg_sq()};
+    HostState const state = HostState::read(model, &optimizer);
     CheckpointTarget const target{options.ckpt_dir, options.keep, options.ckpt_file_mib << 20};
-    return save_checkpoint(model.grid(), options.model, local, step,
+    return save_checkpoint(model.grid(), options.model, state.tensors(), step,
                            run_state_json(options, optimizer, loader.state(), step), target);
 }
 

@@ -38,4 +38,18 @@ void AdamW::step(std::span<float> params, std::span<float const> grads, double n
     }
 }
 
+void AdamW::copy_moments_to_host(std::span<float> exp_avg, std::span<float> exp_avg_sq) const {
+    invariant(exp_avg.size() == static_cast<std::size_t>(m_.numel()) && exp_avg_sq.size() == exp_avg.size(),
+              "moments of {} values for {}", exp_avg.size(), m_.numel());
+    backend_.copy_to_host(exp_avg.data(), m_.data<float>(), static_cast<std::int64_t>(m_.bytes()));
+    backend_.copy_to_host(exp_avg_sq.data(), v_.data<float>(), static_cast<std::int64_t>(v_.bytes()));
+}
+
+void AdamW::copy_moments_from_host(std::span<float const> exp_avg, std::span<float const> exp_avg_sq) {
+    invariant(exp_avg.size() == static_cast<std::size_t>(m_.numel()) && exp_avg_sq.size() == exp_avg.size(),
+              "moments of {} values for {}", exp_avg.size(), m_.numel());
+    backend_.copy_from_host(m_.data<float>(), exp_avg.data(), static_cast<std::int64_t>(m_.bytes()));
+    backend_.copy_from_host(v_.data<float>(), exp_avg_sq.data(), static_cast<std::int64_t>(v_.bytes()));
+}
+
 }  // namespace axonn

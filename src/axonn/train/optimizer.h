@@ -36,6 +36,9 @@ public:
     // checkpoint keeps and a resumed run restores (host memory only).
     std::span<float> exp_avg() { return m_.span<float>(); }
     std::span<float> exp_avg_sq() { return v_.span<float>(); }
+    // The moments to and from host memory, whatever the backend's: each span of the parameters' size.
+    void copy_moments_to_host(std::span<float> exp_avg, std::span<float> exp_avg_sq) const;
+    void copy_moments_from_host(std::span<float const> exp_avg, std::span<float const> exp_avg_sq);
     int steps_taken() const { return steps_taken_; }
     void restore_steps_taken(int steps) { steps_taken_ = steps; }
 

@@ -109,11 +109,6 @@ void validate_train_options(TrainOptions const& options) {
                 "--ckpt-every and --keep need --ckpt-dir DIR, where the checkpoints go");
         require(options.resume.empty() || options.init_from.empty(),
                 "--resume continues a run and --init-from starts a new one from weights: pass one of them");
-        // Checkpoints read and write the weights on the host; the CUDA backend keeps them on the GPU.
-        require(options.run.backend != "cuda" || (options.ckpt_dir.empty() && options.resume.empty() &&
-                                                  options.init_from.empty()),
-                "--backend cuda does not save, resume or load weights yet: drop --ckpt-dir, --resume and "
-                "--init-from, or use --backend cpu");
         check_tokenizer_name(options.tokenizer);
         parse_axis_order(options.grid_order);
         options.schedule.validate();

@@ -3,8 +3,9 @@
 // probability, a warp per query row for dq and a warp per key row for dk and dv (summing a key/value head's query
 // heads), so that no two warps write the same gradient and nothing needs atomics.
 //
-// Each lane holds channels lane, lane + 32, ... of a head (up to 256 channels). This is the correct, plain form;
-// a tensor-core tiled form is the next step for speed.
+// Each lane holds channels lane, lane + 32, ... of a head (up to 256 channels). This is the plain form, in fp32:
+// the backend's fp32 attention, and its bf16 attention for heads the tensor-core kernels do not take
+// (attention_tensor_cores.cu).
 #include "axonn/core/error.h"
 #include "axonn/kernels/cuda/kernels.h"
 #include "axonn/kernels/cuda/launch.cuh"
@@ -223,12 +224,19 @@ void attention_forward(float* out, float* lse, float const* qkv, int B, int T, i
     check_launch("attention_forward");
 }
 
-void attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out, float const* lse,
-                        float* row_dot, int B, int T, int C, int NH, int NKV, cudaStream_t stream) {
+void attention_row_dots(float* row_dot, float const* dout, float const* out, int B, int T, int C, int NH, int NKV,
+                        cudaStream_t stream) {
     if (B == 0 || T == 0) return;
     HeadLayout const L = head_layout(T, C, NH, NKV);
     attention_row_dot_kernel<<<row_grid(T, NH, B), threads_per_block, 0, stream>>>(row_dot, dout, out, L);
     check_launch("attention_backward (row sums)");
+}
+
+void attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out, float const* lse,
+                        float* row_dot, int B, int T, int C, int NH, int NKV, cudaStream_t stream) {
+    if (B == 0 || T == 0) return;
+    HeadLayout const L = head_layout(T, C, NH, NKV);
+    attention_row_dots(row_dot, dout, out, B, T, C, NH, NKV, stream);
     attention_dq_kernel<<<row_grid(T, NH, B), threads_per_block, 0, stream>>>(dqkv, dout, qkv, lse, row_dot, L);
     check_launch("attention_backward (queries)");
     attention_dkv_kernel<<<row_grid(T, NKV, B), threads_per_block, 0, stream>>>(dqkv, dout, qkv, lse, row_dot, L);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 namespace axonn {
@@ -17,7 +18,9 @@ namespace {
 // Device tensors (core/tensor.h) through plain cudaMalloc on the current device, which the backend selected.
 void* allocate_device(std::size_t bytes) {
     void* pointer = nullptr;
-    return cudaMalloc(&pointer, bytes) == cudaSuccess ? pointer : nullptr;
+    if (cudaMalloc(&pointer, bytes) == cudaSuccess) return pointer;
+    cudaGetLastError();  // the caller reports it; a later launch's check must not find it
+    return nullptr;
 }
 // A new tensor's zeros must be there before the compute stream, which does not wait for the default one, reads it.
 void zero_device(void* pointer, std::size_t bytes) {
@@ -42,12 +45,21 @@ CudaBackend::CudaBackend(DType gemm_dtype, int device) : gemm_dtype_(gemm_dtype)
             device, properties.name, properties.major, properties.minor);
     cuda::check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "create the compute stream");
     gemm_ = std::make_unique<cuda::Gemm>();
+    // The stream-ordered allocations of each step (column sums' partials) keep their memory between steps
+    // instead of returning it to the driver at every synchronisation.
+    cudaMemPool_t pool = nullptr;
+    cuda::check(cudaDeviceGetDefaultMemPool(&pool, device), "find the GPU's memory pool");
+    std::uint64_t keep_all = ~std::uint64_t{0};
+    cuda::check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all), "keep the pool's memory");
     set_device_allocator({allocate_device, zero_device, release_device});
     norm_partials_ = cuda::DeviceBuffer(cuda::sum_of_squares_blocks * sizeof(double));
 }
 
 CudaBackend::~CudaBackend() {
-    if (stream_) cudaStreamDestroy(stream_);
+    if (stream_ == nullptr) return;
+    // The last kernels finish before their stream goes; an error of theirs can no longer be reported here.
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
 }
 
 void CudaBackend::synchronize() { cuda::check(cudaStreamSynchronize(stream_), "finish the queued GPU work"); }
@@ -193,15 +205,28 @@ void CudaBackend::linear_backward_weight(float* dweight, float* dbias, float con
     cuda::accumulate_bias_gradient(dbias, dout, M, N, stream_);
 }
 
+bool CudaBackend::on_tensor_cores(int C, int NH) const {
+    return gemm_dtype_ == DType::bf16 && cuda::tensor_core_attention_fits(C / NH);
+}
+
 void CudaBackend::attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH, int NKV) {
     TraceSpan const span("attention_forward", TraceTrack::kernels);
-    cuda::attention_forward(out, lse, qkv, B, T, C, NH, NKV, stream_);
+    if (on_tensor_cores(C, NH)) {
+        cuda::attention_forward_tensor_cores(out, lse, qkv, B, T, C, NH, NKV, stream_);
+    } else {
+        cuda::attention_forward(out, lse, qkv, B, T, C, NH, NKV, stream_);
+    }
 }
 void CudaBackend::attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out,
                                      float const* lse, int B, int T, int C, int NH, int NKV) {
     TraceSpan const span("attention_backward", TraceTrack::kernels);
     row_dot_.reserve(static_cast<std::size_t>(B) * NH * T * sizeof(float));
-    cuda::attention_backward(dqkv, dout, qkv, out, lse, row_dot_.as<float>(), B, T, C, NH, NKV, stream_);
+    if (on_tensor_cores(C, NH)) {
+        cuda::attention_backward_tensor_cores(dqkv, dout, qkv, out, lse, row_dot_.as<float>(), B, T, C, NH, NKV,
+                                              stream_);
+    } else {
+        cuda::attention_backward(dqkv, dout, qkv, out, lse, row_dot_.as<float>(), B, T, C, NH, NKV, stream_);
+    }
 }
 void CudaBackend::attention_cached(float* out, float* lse, float* k_cache, float* v_cache, float const* qkv, int B,
                                    int n, int past, int capacity, int C, int NH, int NKV) {
@@ -209,7 +234,7 @@ void CudaBackend::attention_cached(float* out, float* lse, float* k_cache, float
     cuda::kv_cache_append(k_cache, v_cache, qkv, B, n, past, capacity, C, NH, NKV, stream_);
     // A prompt's first tokens see no cache: the fused kernel computes them as a training forward does.
     if (past == 0) {
-        cuda::attention_forward(out, lse, qkv, B, n, C, NH, NKV, stream_);
+        attention_forward(out, lse, qkv, B, n, C, NH, NKV);
     } else {
         cuda::attention_over_cache(out, qkv, k_cache, v_cache, B, n, past, capacity, C, NH, NKV, stream_);
     }
@@ -240,10 +265,11 @@ void CudaBackend::rope_rotate(float* x, double const* inv_freq, int B, int T, in
     if (frequencies != inv_freq_host_) {
         synchronize();  // kernels queued earlier may still read the old copy
         inv_freq_.reserve(frequencies.size() * sizeof(double));
-        cuda::check(cudaMemcpy(inv_freq_.data(), frequencies.data(), frequencies.size() * sizeof(double),
-                               cudaMemcpyHostToDevice),
-                    "copy the rotary frequencies to the GPU");
         inv_freq_host_ = frequencies;
+        cuda::check(cudaMemcpyAsync(inv_freq_.data(), inv_freq_host_.data(), frequencies.size() * sizeof(double),
+                                    cudaMemcpyHostToDevice, stream_),
+                    "copy the rotary frequencies to the GPU");
+        synchronize();
     }
     cuda::rope_rotate(x, inv_freq_.as<double>(), B, T, heads, head_size, stride, first_position, direction, stream_);
 }

@@ -3,8 +3,8 @@
 // backend's compute stream and return before they finish; sum_of_squares, which returns a number, waits.
 //
 // GEMMs run through cuBLASLt (kernels/cuda/gemm.h): fp32 without TF32, or bf16 inputs with fp32 accumulation. In
-// bf16 the fp32 activation operands are rounded into two scratch buffers as on the CPU; attention computes in
-// fp32 in either precision (kernels/cuda/kernels.h).
+// bf16 the fp32 activation operands are rounded into two scratch buffers as on the CPU; attention runs on the
+// tensor cores in bf16 for heads of 64 or 128 channels, and in fp32 otherwise (kernels/cuda/kernels.h).
 #pragma once
 
 #include "axonn/kernels/backend.h"
@@ -92,6 +92,8 @@ private:
     // (0: the operand a GEMM's output rows come from, 1: the weight gradient's inp).
     void const* gemm_operand(int slot, float const* values, std::int64_t n);
     void check_weight(WeightView weight) const;
+    // Whether attention of heads of C/NH channels runs on the tensor cores (bf16, heads of 64 or 128).
+    bool on_tensor_cores(int C, int NH) const;
 
     DType gemm_dtype_;
     int device_;

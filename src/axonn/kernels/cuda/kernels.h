@@ -65,11 +65,22 @@ void rope_rotate(float* x, double const* inv_freq_device, int B, int T, int head
 
 // Fused causal attention: one warp per query row (forward, dq) or key row (dk, dv) walks the keys (queries) with
 // an online softmax, recomputing each probability in the backward; nothing T×T is stored.
-// Computes in fp32 whatever the GEMM precision. lse[B,NH,T]; the backward's row_dot[B,NH,T] is scratch.
+// Computes in fp32. lse[B,NH,T]; the backward's row_dot[B,NH,T] is scratch.
 void attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH, int NKV,
                        cudaStream_t stream);
 void attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out, float const* lse,
                         float* row_dot, int B, int T, int C, int NH, int NKV, cudaStream_t stream);
+// row_dot[B,NH,T] = each query row's dO · O, the softmax backward's row term (both attention backwards use it)
+void attention_row_dots(float* row_dot, float const* dout, float const* out, int B, int T, int C, int NH, int NKV,
+                        cudaStream_t stream);
+// The same attention on the tensor cores, for bf16 GEMMs and heads of 64 or 128 channels (attention_tensor_cores.cu):
+// q, k, v, dO and the probabilities rounded to bf16 as the CPU's bf16 attention rounds them, fp32 accumulation.
+bool tensor_core_attention_fits(int head_size);
+void attention_forward_tensor_cores(float* out, float* lse, float const* qkv, int B, int T, int C, int NH, int NKV,
+                                    cudaStream_t stream);
+void attention_backward_tensor_cores(float* dqkv, float const* dout, float const* qkv, float const* out,
+                                     float const* lse, float* row_dot, int B, int T, int C, int NH, int NKV,
+                                     cudaStream_t stream);
 // Generation: append n new tokens' keys and values to the cache, then attend over positions 0 ... past+i.
 void kv_cache_append(float* k_cache, float* v_cache, float const* qkv, int B, int n, int past, int capacity, int C,
                      int NH, int NKV, cudaStream_t stream);

@@ -1,0 +1,42 @@
+#include "axonn/train/host_state.h"
+
+namespace axonn {
+namespace {
+
+bool on_host(Gpt& model) { return model.backend().memory() == Memory::host; }
+
+}  // namespace
+
+HostState HostState::read(Gpt& model, AdamW* optimizer) {
+    HostState state;
+    if (on_host(model)) {
+        state.view_.params = model.param_values();
+        if (optimizer != nullptr) state.view_ = {state.view_.params, optimizer->exp_avg(), optimizer->exp_avg_sq()};
+        return state;
+    }
+    auto const total = static_cast<std::size_t>(model.layout().total());
+    state.params_.resize(total);
+    model.copy_parameters_to_host(state.params_);
+    if (optimizer != nullptr) {
+        state.exp_avg_.resize(total);
+        state.exp_avg_sq_.resize(total);
+        optimizer->copy_moments_to_host(state.exp_avg_, state.exp_avg_sq_);
+    }
+    state.view_ = {state.params_, state.exp_avg_, state.exp_avg_sq_};
+    return state;
+}
+
+void HostState::write(Gpt& model, AdamW* optimizer, std::function<void(LocalBuffers const&)> const& fill) {
+    if (on_host(model)) {
+        fill({model.params(), optimizer ? optimizer->exp_avg() : std::span<float>(),
+              optimizer ? optimizer->exp_avg_sq() : std::span<float>()});
+        return;
+    }
+    auto const total = static_cast<std::size_t>(model.layout().total());
+    std::vector<float> params(total), exp_avg(optimizer ? total : 0), exp_avg_sq(exp_avg.size());
+    fill({params, exp_avg, exp_avg_sq});
+    model.copy_parameters_from_host(params);
+    if (optimizer != nullptr) optimizer->copy_moments_from_host(exp_avg, exp_avg_sq);
+}
+
+}  // namespace axonn
