@@ -13,12 +13,11 @@
 #include "axonn/kernels/backend.h"
 #include "axonn/kernels/cuda/device_buffer.h"
 #include "axonn/model/gpt.h"
-#include "axonn/model/llama/llama_config.h"
-#include "axonn/model/llama/llama_parameters.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/train_step.h"
 
 #include "support/relative_difference.h"
+#include "support/tiny_architectures.h"
 
 #include <gtest/gtest.h>
 
@@ -30,17 +29,8 @@ namespace {
 
 constexpr int batch_rows = 2, seq = 16, adamw_steps = 10;
 
-struct ModelCase {
-    std::string name;
-    Architecture (*architecture)();
-    friend void PrintTo(ModelCase const& c, std::ostream* out) { *out << c.name; }
-};
+using testing::ArchitectureCase;
 
-Architecture tiny_gpt2() {
-    GptConfig config = gpt_preset("gpt2-tiny");
-    config.vocab_size = 100;
-    return gpt2_architecture(config);
-}
 // Two heads of 64 channels: in bf16 its attention runs on the tensor cores.
 Architecture tiny_gpt2_wide_heads() {
     GptConfig config = gpt_preset("gpt2-tiny");
@@ -48,7 +38,6 @@ Architecture tiny_gpt2_wide_heads() {
     config.n_head = 2;
     return gpt2_architecture(config);
 }
-Architecture tiny_llama() { return llama_architecture(llama_preset("llama-tiny")); }
 
 struct Outcome {
     float loss = 0;
@@ -98,7 +87,7 @@ Outcome run(Architecture const& architecture, std::string const& backend_name, D
     return outcome;
 }
 
-class CudaModelAgainstCpu : public ::testing::TestWithParam<std::tuple<ModelCase, DType>> {};
+class CudaModelAgainstCpu : public ::testing::TestWithParam<std::tuple<ArchitectureCase, DType>> {};
 
 TEST_P(CudaModelAgainstCpu, SameLossLogitsGradientsAndSteps) {
     if (!cuda::device_present()) GTEST_SKIP() << "no CUDA GPU visible";
@@ -118,9 +107,10 @@ TEST_P(CudaModelAgainstCpu, SameLossLogitsGradientsAndSteps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CudaModelAgainstCpu,
-                         ::testing::Combine(::testing::Values(ModelCase{"gpt2_tiny", tiny_gpt2},
-                                                              ModelCase{"gpt2_tiny_wide_heads", tiny_gpt2_wide_heads},
-                                                              ModelCase{"llama_tiny", tiny_llama}),
+                         ::testing::Combine(::testing::Values(ArchitectureCase{"gpt2_tiny", testing::tiny_gpt2},
+                                                              ArchitectureCase{"gpt2_tiny_wide_heads",
+                                                                               tiny_gpt2_wide_heads},
+                                                              ArchitectureCase{"llama_tiny", testing::tiny_llama}),
                                             ::testing::Values(DType::f32, DType::bf16)),
                          [](auto const& info) {
                              return std::get<0>(info.param).name + "_" + precision_name(std::get<1>(info.param));

@@ -5,12 +5,11 @@
 // the way throws (Tensor::span refuses it).
 #include "axonn/core/error.h"
 #include "axonn/model/gpt.h"
-#include "axonn/model/llama/llama_config.h"
-#include "axonn/model/llama/llama_parameters.h"
 #include "axonn/train/host_state.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/train_step.h"
 #include "support/simulated_device_backend.h"
+#include "support/tiny_architectures.h"
 
 #include <gtest/gtest.h>
 
@@ -23,18 +22,7 @@ namespace {
 
 constexpr int rows = 4, seq = 16, steps = 3;
 
-struct FamilyCase {
-    std::string name;
-    Architecture (*architecture)();
-    friend void PrintTo(FamilyCase const& c, std::ostream* out) { *out << c.name; }
-};
-
-Architecture tiny_gpt2() {
-    GptConfig config = gpt_preset("gpt2-tiny");
-    config.vocab_size = 100;
-    return gpt2_architecture(config);
-}
-Architecture tiny_llama() { return llama_architecture(llama_preset("llama-tiny")); }
+using testing::ArchitectureCase;
 
 // A model, its optimizer and its backend, on the CPU's memory or the simulated device's.
 struct TrainingRun {
@@ -74,7 +62,7 @@ std::vector<float> parameters_of(Gpt const& model) {
     return values;
 }
 
-class DevicePath : public ::testing::TestWithParam<FamilyCase> {};
+class DevicePath : public ::testing::TestWithParam<ArchitectureCase> {};
 
 TEST_P(DevicePath, TrainsAsTheCpuBackendDoesBitForBit) {
     Architecture const architecture = GetParam().architecture();
@@ -134,7 +122,8 @@ TEST(DevicePath, TheHostCannotReadADeviceTensor) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, DevicePath,
-                         ::testing::Values(FamilyCase{"gpt2_tiny", tiny_gpt2}, FamilyCase{"llama_tiny", tiny_llama}),
+                         ::testing::Values(ArchitectureCase{"gpt2_tiny", testing::tiny_gpt2},
+                                           ArchitectureCase{"llama_tiny", testing::tiny_llama}),
                          [](auto const& info) { return info.param.name; });
 
 }  // namespace
