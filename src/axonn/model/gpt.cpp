@@ -326,9 +326,10 @@ Gpt::Gpt(Architecture architecture, Backend& backend, ProcessGrid& grid, int loc
         host_losses_.resize(static_cast<std::size_t>(dims.BT));
         host_dlosses_.resize(static_cast<std::size_t>(dims.BT));
     }
-    replica_sums_ = Tensor({std::max<std::int64_t>(1, replica_sum_numel(layout_, shape.y))}, DType::f32);
+    replica_sums_ = Tensor({std::max<std::int64_t>(1, replica_sum_numel(layout_, shape.y))}, DType::f32, memory);
     replica_sums_sent_ = Tensor(
-        {std::max<std::int64_t>(1, replica_sum_sent_numel(layout_, shape.y, options_.grad_comm))}, DType::bf16);
+        {std::max<std::int64_t>(1, replica_sum_sent_numel(layout_, shape.y, options_.grad_comm))}, DType::bf16,
+        memory);
     std::int64_t const max_block = max_linear_block(layout_, arch_);
     weights_ = std::make_unique<WeightGather>(grid.comm(Group::z_prefetch), options_.precision, max_block,
                                               options_.overlap, cached_weight_numel(dims, layout_, arch_, options_));
@@ -747,11 +748,15 @@ void Gpt::sum_replicated_gradients() {
         if (replicated.factor == 1) continue;
         std::int64_t const count = replicated.capacity;
         int const slots = y.size() / replicated.factor, slot = grid_.coord(Axis::y) / replicated.factor;
+        // Copies and zeros through the backend: the gradients may be in a device's memory.
         float* sums = replica_sums_.data<float>();
-        std::fill_n(sums, slots * count, 0.0f);
+        backend_.zero(sums, slots * count * static_cast<std::int64_t>(sizeof(float)));
         float* gradient = grad(id);
         float* mine = sums + slot * count;
-        for (auto const& [begin, end] : replicated.runs) mine = std::copy(gradient + begin, gradient + end, mine);
+        for (auto const& [begin, end] : replicated.runs) {
+            backend_.convert(mine, DType::f32, gradient + begin, DType::f32, end - begin);
+            mine += end - begin;
+        }
         if (options_.grad_comm == DType::bf16) {
             bfloat16* sent = replica_sums_sent_.data<bfloat16>();
             backend_.convert(sent, DType::bf16, sums, DType::f32, slots * count);
@@ -762,7 +767,7 @@ void Gpt::sum_replicated_gradients() {
         }
         float const* summed = sums + slot * count;
         for (auto const& [begin, end] : replicated.runs) {
-            std::copy_n(summed, end - begin, gradient + begin);
+            backend_.convert(gradient + begin, DType::f32, summed, DType::f32, end - begin);
             summed += end - begin;
         }
     }
