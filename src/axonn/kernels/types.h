@@ -5,6 +5,7 @@
 #include "axonn/core/bfloat16.h"
 #include "axonn/core/tensor.h"
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -24,6 +25,20 @@ struct AdamWStep {
     float grad_scale;    // the clipping coefficient, folded in so the gradients are read once
     int step;            // 1-based, for bias correction
 };
+
+// What every element's update shares, as torch computes it: p ← p·(1 − lr·wd), then
+// p ← p − (lr / bc1) · m / (sqrt(v) / sqrt(bc2) + eps), with bc = 1 − β^step.
+struct AdamWFactors {
+    float decay_factor;      // 1 − lr·wd
+    float step_size;         // lr / bc1
+    float inverse_sqrt_bc2;  // 1 / sqrt(bc2)
+};
+inline AdamWFactors adamw_factors(AdamWStep const& step) {
+    float const bias_correction1 = 1.0f - std::pow(step.beta1, static_cast<float>(step.step));
+    float const bias_correction2 = 1.0f - std::pow(step.beta2, static_cast<float>(step.step));
+    return {1.0f - step.learning_rate * step.weight_decay, step.learning_rate / bias_correction1,
+            1.0f / std::sqrt(bias_correction2)};
+}
 
 // The rate a backend's GEMMs reach on a large square product in its precision, measured: MFU's denominator.
 struct GemmRateMeasurement {

@@ -9,12 +9,9 @@ namespace {
 template <bool with_copy>
 void adamw_loop(float* param, float const* grad, float* m, float* v, std::int64_t n, AdamWStep const& step,
                 bfloat16* param_bf16) {
-    float const bias_correction1 = 1.0f - std::pow(step.beta1, static_cast<float>(step.step));
-    float const bias_correction2 = 1.0f - std::pow(step.beta2, static_cast<float>(step.step));
-    float const decay_factor = 1.0f - step.learning_rate * step.weight_decay;
-    // torch: p ← p·(1 − lr·wd); then p ← p − (lr / bc1) · m / (sqrt(v) / sqrt(bc2) + eps)
-    float const step_size = step.learning_rate / bias_correction1;
-    float const inverse_sqrt_bc2 = 1.0f / std::sqrt(bias_correction2);
+    AdamWFactors const factors = adamw_factors(step);
+    float const decay_factor = factors.decay_factor, step_size = factors.step_size,
+                inverse_sqrt_bc2 = factors.inverse_sqrt_bc2;
     // Locals, not step.*: the arrays are float* and could alias the struct's floats, which would force a
     // reload of every hyperparameter in every iteration.
     float const beta1 = step.beta1, beta2 = step.beta2, eps = step.eps, grad_scale = step.grad_scale;

@@ -8,8 +8,9 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
+#include <algorithm>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace axonn {
@@ -261,12 +262,12 @@ void CudaBackend::rope_rotate(float* x, double const* inv_freq, int B, int T, in
     TraceSpan const span("rope_rotate", TraceTrack::kernels);
     // A model's frequencies never change: copied once (and again only if another set comes), synchronously, so
     // that the caller's array may go as soon as this returns.
-    std::vector<double> const frequencies(inv_freq, inv_freq + head_size / 2);
-    if (frequencies != inv_freq_host_) {
+    std::span<double const> const frequencies(inv_freq, static_cast<std::size_t>(head_size / 2));
+    if (!std::ranges::equal(frequencies, inv_freq_host_)) {
         synchronize();  // kernels queued earlier may still read the old copy
-        inv_freq_.reserve(frequencies.size() * sizeof(double));
-        inv_freq_host_ = frequencies;
-        cuda::check(cudaMemcpyAsync(inv_freq_.data(), inv_freq_host_.data(), frequencies.size() * sizeof(double),
+        inv_freq_.reserve(frequencies.size_bytes());
+        inv_freq_host_.assign(frequencies.begin(), frequencies.end());
+        cuda::check(cudaMemcpyAsync(inv_freq_.data(), inv_freq_host_.data(), frequencies.size_bytes(),
                                     cudaMemcpyHostToDevice, stream_),
                     "copy the rotary frequencies to the GPU");
         synchronize();
@@ -308,15 +309,10 @@ void CudaBackend::cross_entropy_backward(float* dlogits, float const* logits, fl
 void CudaBackend::adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n,
                                AdamWStep const& step, bfloat16* param_bf16) {
     TraceSpan const span("adamw_update", TraceTrack::kernels);
-    cuda::AdamWConstants const constants{
-        step.beta1,
-        step.beta2,
-        step.eps,
-        step.grad_scale,
-        1.0f - step.learning_rate * step.weight_decay,
-        step.learning_rate / (1.0f - std::pow(step.beta1, static_cast<float>(step.step))),
-        1.0f / std::sqrt(1.0f - std::pow(step.beta2, static_cast<float>(step.step))),
-    };
+    AdamWFactors const factors = adamw_factors(step);
+    cuda::AdamWConstants const constants{step.beta1,         step.beta2,        step.eps,
+                                         step.grad_scale,    factors.decay_factor, factors.step_size,
+                                         factors.inverse_sqrt_bc2};
     cuda::adamw_update(param, grad, m, v, n, constants, reinterpret_cast<__nv_bfloat16*>(param_bf16), stream_);
 }
 

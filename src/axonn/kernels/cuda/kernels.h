@@ -99,11 +99,10 @@ void cross_entropy_backward(float* dlogits, float const* logits, float const* lo
                             cudaStream_t stream);
 
 // AdamW over a flat range (the constants as kernels/types.h's AdamWStep), refreshing param_bf16 when not null.
+// (The .cu files are C++17 and do not see kernels/types.h: the factors come from its adamw_factors.)
 struct AdamWConstants {
     float beta1, beta2, eps, grad_scale;
-    float decay_factor;       // 1 − lr·wd
-    float step_size;          // lr / (1 − β1^t)
-    float inverse_sqrt_bc2;   // 1 / sqrt(1 − β2^t)
+    float decay_factor, step_size, inverse_sqrt_bc2;
 };
 void adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n, AdamWConstants const& step,
                   __nv_bfloat16* param_bf16, cudaStream_t stream);
