@@ -2,18 +2,28 @@
 // each: {"precision": "bf16", "n": 8192, "tflops": ...}. scripts/gpu-check records it beside the model's MFU.
 //   gpu_gemm_rate [n]      n: the product's size (default 8192)
 #include "axonn/core/error.h"
+#include "axonn/kernels/cuda/cuda_backend.h"
 #include "axonn/kernels/cuda/gemm_rate.h"
+#include "axonn/kernels/cuda/gpu_choice.h"
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cstdlib>
 #include <exception>
-#include <string>
+#include <string_view>
 
 int main(int argc, char** argv) {
     try {
-        std::int64_t const n = argc > 1 ? std::stoll(argv[1]) : 8192;
-        axonn::require(n > 0 && n <= 32768, "a GEMM size of {} is out of range: give 1 ... 32768", n);
+        std::int64_t n = 8192;
+        if (argc > 1) {
+            std::string_view const text = argv[1];
+            auto const [end, error] = std::from_chars(text.data(), text.data() + text.size(), n);
+            axonn::require(error == std::errc() && end == text.data() + text.size() && n > 0 && n <= 32768,
+                           "a GEMM size of '{}' is not one of 1 ... 32768", text);
+        }
+        // The backend selects the GPU and installs the allocator of the device tensors the products use.
+        axonn::CudaBackend const backend(axonn::DType::f32, axonn::cuda::local_device());
         for (axonn::DType const precision : {axonn::DType::f32, axonn::DType::bf16}) {
             axonn::cuda::GpuGemmRate const rate = axonn::cuda::measure_gemm_rate(precision, n);
             fmt::print("{{\"precision\": \"{}\", \"n\": {}, \"tflops\": {:.1f}}}\n", axonn::precision_name(precision),

@@ -17,7 +17,7 @@
 #include "axonn/kernels/backend.h"
 #include "axonn/kernels/cuda/cuda_backend.h"
 #include "axonn/kernels/cuda/cuda_check.h"
-#include "axonn/kernels/cuda/device_buffer.h"
+#include "axonn/kernels/cuda/gpu_choice.h"
 #include "axonn/kernels/rope_frequencies.h"
 
 #include <gtest/gtest.h>
@@ -369,13 +369,14 @@ RunResult run_on_cpu(Backend& cpu, GpuCase const& gpu_case) {
 RunResult run_on_gpu(CudaBackend& gpu, GpuCase const& gpu_case) {
     RunResult result;
     Pointers pointers;
-    std::map<std::string, cuda::DeviceBuffer> device;
+    std::map<std::string, Tensor> device;
     std::uint64_t stream = 0;
     for (BufferSpec const& spec : gpu_case.buffers) {
         std::vector<std::byte> const bytes = initial_contents(spec, stream++);
-        cuda::DeviceBuffer& buffer = device[spec.name] = cuda::DeviceBuffer(bytes.size());
-        cuda::check(cudaMemcpy(buffer.data(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice), "copy a case's input");
-        pointers.by_name[spec.name] = buffer.data();
+        Tensor& buffer = device[spec.name] = Tensor({spec.size}, spec.dtype, Memory::device);
+        cuda::check(cudaMemcpy(buffer.raw_data(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice),
+                    "copy a case's input");
+        pointers.by_name[spec.name] = buffer.raw_data();
     }
     // A copy from pageable memory may return before it lands, and the backend's stream does not wait for it.
     cuda::check(cudaDeviceSynchronize(), "finish a case's uploads");
@@ -384,7 +385,7 @@ RunResult run_on_gpu(CudaBackend& gpu, GpuCase const& gpu_case) {
     for (BufferSpec const& spec : gpu_case.buffers) {
         std::vector<std::byte>& bytes = result.buffers[spec.name];
         bytes.resize(device[spec.name].bytes());
-        cuda::check(cudaMemcpy(bytes.data(), device[spec.name].data(), bytes.size(), cudaMemcpyDeviceToHost),
+        cuda::check(cudaMemcpy(bytes.data(), device[spec.name].raw_data(), bytes.size(), cudaMemcpyDeviceToHost),
                     "copy a case's output");
     }
     return result;

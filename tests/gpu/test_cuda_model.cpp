@@ -11,7 +11,7 @@
 //
 // Skipped, and counted as skipped, where no CUDA GPU is visible.
 #include "axonn/kernels/backend.h"
-#include "axonn/kernels/cuda/device_buffer.h"
+#include "axonn/kernels/cuda/gpu_choice.h"
 #include "axonn/model/gpt.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/train_step.h"

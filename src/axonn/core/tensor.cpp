@@ -108,6 +108,12 @@ void Tensor::zero() {
     }
 }
 
+void grow_to(Tensor& tensor, std::int64_t numel, DType dtype, Memory memory) {
+    if (tensor.numel() >= numel) return;
+    tensor = Tensor();
+    tensor = Tensor({numel}, dtype, memory);
+}
+
 void Tensor::check_host() const {
     invariant(memory_ == Memory::host, "the host read a tensor of shape {} in device memory", shape_string(shape_));
 }

@@ -97,4 +97,8 @@ private:
     std::unique_ptr<void, AlignedFree> storage_;
 };
 
+// Makes `tensor` hold at least `numel` elements of `dtype` in `memory` (a scratch buffer that grows to fit): a
+// new zeroed one when it is smaller, the old one freed first so that both are never held; else it stays as is.
+void grow_to(Tensor& tensor, std::int64_t numel, DType dtype, Memory memory = Memory::host);
+
 }  // namespace axonn

@@ -65,10 +65,7 @@ void CpuBackend::convert(void* out, DType out_dtype, void const* in, DType in_dt
 
 bfloat16 const* CpuBackend::bf16_operand(int slot, float const* values, std::int64_t n) {
     Tensor& scratch = scratch_[slot];
-    if (scratch.numel() < n) {
-        scratch = Tensor();  // freed first, so that the old and the new buffer are never both held
-        scratch = Tensor({n}, DType::bf16);
-    }
+    grow_to(scratch, n, DType::bf16);
     cpu::to_bf16(scratch.data<bfloat16>(), values, n);
     return scratch.data<bfloat16>();
 }

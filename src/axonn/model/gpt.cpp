@@ -350,7 +350,7 @@ VocabSlice Gpt::vocab_slice() const {
 }
 
 void Gpt::init_weights(std::uint64_t seed) {
-    if (on_host()) {
+    if (in_host_memory()) {
         init_parameters(layout_, params(), seed);
         return;
     }
@@ -380,13 +380,13 @@ float const* Gpt::logits() const {
 }
 
 float const* Gpt::token_losses() const {
-    if (!on_host()) return host_losses_.data();
+    if (!in_host_memory()) return host_losses_.data();
     ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_.recompute);
     return activations_.data<float>() + a.losses;
 }
 
 Batch Gpt::batch_for_kernels(Batch const& batch) {
-    if (on_host()) return batch;
+    if (in_host_memory()) return batch;
     std::int64_t const bytes = static_cast<std::int64_t>(batch.B) * batch.T * static_cast<std::int64_t>(sizeof(std::int32_t));
     std::int32_t* tokens = batch_ids_.data<std::int32_t>();
     std::int32_t* targets = tokens + batch_ids_.shape()[1];
@@ -565,7 +565,7 @@ float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_tot
     float* dlosses = activation(a.dlosses);
     vocab_parallel_cross_entropy_forward(k, y, vocab, losses, activation(a.logsumexp), activation(a.row_max), stats,
                                          activation(a.logits), kernel_batch.targets, d.BT);
-    if (on_host()) return weigh_losses(batch, losses, dlosses, loss_weight_total);
+    if (in_host_memory()) return weigh_losses(batch, losses, dlosses, loss_weight_total);
     // B·T numbers each way: the losses down, their weights up.
     auto const bytes = static_cast<std::int64_t>(d.BT * sizeof(float));
     backend_.copy_to_host(host_losses_.data(), losses, bytes);

@@ -106,6 +106,8 @@ public:
     ShardLayout const& layout() const { return layout_; }
     ProcessGrid& grid() { return grid_; }
     Backend& backend() { return backend_; }
+    // Whether the model's buffers are in host memory (a CPU backend) rather than a device's.
+    bool in_host_memory() const { return backend_.memory() == Memory::host; }
     int max_batch() const { return max_batch_; }
     int max_seq() const { return max_seq_; }
     GptOptions const& options() const { return options_; }
@@ -178,7 +180,6 @@ public:
 
 private:
     float* activation(std::int64_t offset) { return activations_.data<float>() + offset; }
-    bool on_host() const { return backend_.memory() == Memory::host; }
     // The batch as the kernels read it: itself on a host backend; else its token ids and targets copied into the
     // backend's memory (the loss mask, read only by the host, stays where it is).
     Batch batch_for_kernels(Batch const& batch);

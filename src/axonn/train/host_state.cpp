@@ -1,15 +1,9 @@
 #include "axonn/train/host_state.h"
 
 namespace axonn {
-namespace {
-
-bool on_host(Gpt& model) { return model.backend().memory() == Memory::host; }
-
-}  // namespace
-
 HostState HostState::read(Gpt& model, AdamW* optimizer) {
     HostState state;
-    if (on_host(model)) {
+    if (model.in_host_memory()) {
         state.view_.params = model.param_values();
         if (optimizer != nullptr) state.view_ = {state.view_.params, optimizer->exp_avg(), optimizer->exp_avg_sq()};
         return state;
@@ -27,7 +21,7 @@ HostState HostState::read(Gpt& model, AdamW* optimizer) {
 }
 
 void HostState::write(Gpt& model, AdamW* optimizer, std::function<void(LocalBuffers const&)> const& fill) {
-    if (on_host(model)) {
+    if (model.in_host_memory()) {
         fill({model.params(), optimizer ? optimizer->exp_avg() : std::span<float>(),
               optimizer ? optimizer->exp_avg_sq() : std::span<float>()});
         return;

@@ -44,6 +44,7 @@ CudaBackend::CudaBackend(DType gemm_dtype, int device) : gemm_dtype_(gemm_dtype)
     cuda::check(cudaGetDeviceProperties(&properties, device), "read the GPU's properties");
     require(properties.major >= 8, "GPU {} ({}) has compute capability {}.{}: the CUDA backend needs 8.0 (Ampere) or newer",
             device, properties.name, properties.major, properties.minor);
+    device_name_ = properties.name;
     cuda::check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "create the compute stream");
     gemm_ = std::make_unique<cuda::Gemm>();
     // The stream-ordered allocations of each step (column sums' partials) keep their memory between steps
@@ -53,7 +54,7 @@ CudaBackend::CudaBackend(DType gemm_dtype, int device) : gemm_dtype_(gemm_dtype)
     std::uint64_t keep_all = ~std::uint64_t{0};
     cuda::check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all), "keep the pool's memory");
     set_device_allocator({allocate_device, zero_device, release_device});
-    norm_partials_ = cuda::DeviceBuffer(cuda::sum_of_squares_blocks * sizeof(double));
+    norm_partials_ = Tensor({cuda::sum_of_squares_blocks}, DType::f64, Memory::device);
 }
 
 CudaBackend::~CudaBackend() {
@@ -66,18 +67,14 @@ CudaBackend::~CudaBackend() {
 void CudaBackend::synchronize() { cuda::check(cudaStreamSynchronize(stream_), "finish the queued GPU work"); }
 
 std::string CudaBackend::name() const {
-    cudaDeviceProp properties{};
-    cuda::check(cudaGetDeviceProperties(&properties, device_), "read the GPU's properties");
-    return fmt::format("cuda, {} GEMMs (cuBLASLt on {}, device {})", precision_name(gemm_dtype_), properties.name,
+    return fmt::format("cuda, {} GEMMs (cuBLASLt on {}, device {})", precision_name(gemm_dtype_), device_name_,
                        device_);
 }
 
 void CudaBackend::set_gemm_tuning(bool on) { gemm_->set_tuning(on); }
 
 GemmRateMeasurement CudaBackend::measure_gemm_rate() {
-    cudaDeviceProp properties{};
-    cuda::check(cudaGetDeviceProperties(&properties, device_), "read the GPU's properties");
-    return {cuda::measure_gemm_rate(gemm_dtype_).flops_per_s, false, properties.name};
+    return {cuda::measure_gemm_rate(gemm_dtype_).flops_per_s, false, device_name_};
 }
 
 void CudaBackend::zero(void* x, std::int64_t bytes) {
@@ -113,10 +110,10 @@ void CudaBackend::convert(void* out, DType out_dtype, void const* in, DType in_d
 
 void const* CudaBackend::gemm_operand(int slot, float const* values, std::int64_t n) {
     if (gemm_dtype_ == DType::f32) return values;
-    cuda::DeviceBuffer& scratch = scratch_[slot];
-    scratch.reserve(static_cast<std::size_t>(n) * sizeof(__nv_bfloat16));
-    cuda::to_bf16(scratch.as<__nv_bfloat16>(), values, n, stream_);
-    return scratch.data();
+    Tensor& scratch = scratch_[slot];
+    grow_to(scratch, n, DType::bf16, Memory::device);
+    cuda::to_bf16(as_device_bf16(scratch.raw_data()), values, n, stream_);
+    return scratch.raw_data();
 }
 
 void CudaBackend::check_weight(WeightView weight) const {
@@ -221,12 +218,12 @@ void CudaBackend::attention_forward(float* out, float* lse, float const* qkv, in
 void CudaBackend::attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out,
                                      float const* lse, int B, int T, int C, int NH, int NKV) {
     TraceSpan const span("attention_backward", TraceTrack::kernels);
-    row_dot_.reserve(static_cast<std::size_t>(B) * NH * T * sizeof(float));
+    grow_to(row_dot_, static_cast<std::int64_t>(B) * NH * T, DType::f32, Memory::device);
     if (on_tensor_cores(C, NH)) {
-        cuda::attention_backward_tensor_cores(dqkv, dout, qkv, out, lse, row_dot_.as<float>(), B, T, C, NH, NKV,
+        cuda::attention_backward_tensor_cores(dqkv, dout, qkv, out, lse, row_dot_.data<float>(), B, T, C, NH, NKV,
                                               stream_);
     } else {
-        cuda::attention_backward(dqkv, dout, qkv, out, lse, row_dot_.as<float>(), B, T, C, NH, NKV, stream_);
+        cuda::attention_backward(dqkv, dout, qkv, out, lse, row_dot_.data<float>(), B, T, C, NH, NKV, stream_);
     }
 }
 void CudaBackend::attention_cached(float* out, float* lse, float* k_cache, float* v_cache, float const* qkv, int B,
@@ -265,14 +262,14 @@ void CudaBackend::rope_rotate(float* x, double const* inv_freq, int B, int T, in
     std::span<double const> const frequencies(inv_freq, static_cast<std::size_t>(head_size / 2));
     if (!std::ranges::equal(frequencies, inv_freq_host_)) {
         synchronize();  // kernels queued earlier may still read the old copy
-        inv_freq_.reserve(frequencies.size_bytes());
+        grow_to(inv_freq_, static_cast<std::int64_t>(frequencies.size()), DType::f64, Memory::device);
         inv_freq_host_.assign(frequencies.begin(), frequencies.end());
-        cuda::check(cudaMemcpyAsync(inv_freq_.data(), inv_freq_host_.data(), frequencies.size_bytes(),
+        cuda::check(cudaMemcpyAsync(inv_freq_.raw_data(), inv_freq_host_.data(), frequencies.size_bytes(),
                                     cudaMemcpyHostToDevice, stream_),
                     "copy the rotary frequencies to the GPU");
         synchronize();
     }
-    cuda::rope_rotate(x, inv_freq_.as<double>(), B, T, heads, head_size, stride, first_position, direction, stream_);
+    cuda::rope_rotate(x, inv_freq_.data<double>(), B, T, heads, head_size, stride, first_position, direction, stream_);
 }
 void CudaBackend::residual_forward(float* out, float const* a, float const* b, std::int64_t n) {
     TraceSpan const span("residual_forward", TraceTrack::kernels);
@@ -318,9 +315,9 @@ void CudaBackend::adamw_update(float* param, float const* grad, float* m, float*
 
 double CudaBackend::sum_of_squares(float const* x, std::int64_t n) {
     TraceSpan const span("sum_of_squares", TraceTrack::kernels);
-    cuda::sum_of_squares_partials(norm_partials_.as<double>(), x, n, stream_);
+    cuda::sum_of_squares_partials(norm_partials_.data<double>(), x, n, stream_);
     std::vector<double> partials(cuda::sum_of_squares_blocks);
-    cuda::check(cudaMemcpyAsync(partials.data(), norm_partials_.data(), partials.size() * sizeof(double),
+    cuda::check(cudaMemcpyAsync(partials.data(), norm_partials_.raw_data(), partials.size() * sizeof(double),
                                 cudaMemcpyDeviceToHost, stream_),
                 "read the squared norm");
     synchronize();

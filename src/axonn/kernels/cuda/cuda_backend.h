@@ -7,8 +7,8 @@
 // tensor cores in bf16 for heads of 64 or 128 channels, and in fp32 otherwise (kernels/cuda/kernels.h).
 #pragma once
 
+#include "axonn/core/tensor.h"
 #include "axonn/kernels/backend.h"
-#include "axonn/kernels/cuda/device_buffer.h"
 #include "axonn/kernels/cuda/gemm.h"
 
 #include <cuda_runtime.h>
@@ -99,11 +99,13 @@ private:
     int device_;
     cudaStream_t stream_ = nullptr;
     std::unique_ptr<cuda::Gemm> gemm_;  // made after the device is selected: its workspace lives there
-    cuda::DeviceBuffer scratch_[2];
-    cuda::DeviceBuffer row_dot_;       // attention's backward: [B,NH,T]
-    cuda::DeviceBuffer inv_freq_;      // rope's frequencies, copied from the host
+    std::string device_name_;
+    // Scratch in GPU memory, device tensors (made once the backend has installed the device allocator).
+    Tensor scratch_[2];
+    Tensor row_dot_;                     // attention's backward: [B,NH,T]
+    Tensor inv_freq_;                    // rope's frequencies, copied from the host
     std::vector<double> inv_freq_host_;  // what inv_freq_ holds
-    cuda::DeviceBuffer norm_partials_; // sum_of_squares' per-block sums
+    Tensor norm_partials_;               // sum_of_squares' per-block sums
 };
 
 }  // namespace axonn

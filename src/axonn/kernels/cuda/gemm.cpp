@@ -4,6 +4,7 @@
 #include "axonn/kernels/cuda/cuda_check.h"
 
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -92,33 +93,39 @@ Gemm::Plan& Gemm::plan_for(ShapeKey const& key, void const* A, void const* B, fl
     require(found_count > 0, "cuBLASLt has no algorithm for a {}×{}×{} GEMM", M, N, K);
     plan->algorithm = results[0].algo;
 
-    if (tuning_ && found_count > 1) {
-        // Time each proposal once on the call's own operands (C is restored by running the winner afterwards when
-        // beta is 0; with beta ≠ 0 the caller's C would be changed, so only beta = 0 shapes are timed).
-        if (!accumulate) {
-            cudaEvent_t start, stop;
-            check(cudaEventCreate(&start), "create a CUDA event");
-            check(cudaEventCreate(&stop), "create a CUDA event");
-            float best = -1.0f, one = 1.0f, zero = 0.0f;
-            for (int i = 0; i < found_count; ++i) {
-                check(cudaEventRecord(start, stream), "record a CUDA event");
-                cublasStatus_t const run = cublasLtMatmul(handle_, plan->operation, &one, B, plan->a, A, plan->b,
-                                                          &zero, C, plan->c, C, plan->c, &results[i].algo, workspace_,
-                                                          workspace_bytes_, stream);
-                check(cudaEventRecord(stop, stream), "record a CUDA event");
-                check(cudaEventSynchronize(stop), "time a GEMM");
-                float ms = 0;
-                check(cudaEventElapsedTime(&ms, start, stop), "time a GEMM");
-                if (run == CUBLAS_STATUS_SUCCESS && (best < 0 || ms < best)) {
-                    best = ms;
-                    plan->algorithm = results[i].algo;
-                }
-            }
-            cudaEventDestroy(start);
-            cudaEventDestroy(stop);
-        }
+    // With tuning on, each proposal is timed once on the call's own operands. Only for beta = 0: the product
+    // then overwrites C with what the call computes anyway, where beta ≠ 0 would accumulate into it each time.
+    if (tuning_ && found_count > 1 && !accumulate) {
+        plan->algorithm = fastest(*plan, std::span(results.data(), static_cast<std::size_t>(found_count)), A, B, C,
+                                  stream);
     }
     return *plans_.emplace(key, std::move(plan)).first->second;
+}
+
+cublasLtMatmulAlgo_t Gemm::fastest(Plan const& plan, std::span<cublasLtMatmulHeuristicResult_t const> proposals,
+                                    void const* A, void const* B, float* C, cudaStream_t stream) {
+    cudaEvent_t start, stop;
+    check(cudaEventCreate(&start), "create a CUDA event");
+    check(cudaEventCreate(&stop), "create a CUDA event");
+    cublasLtMatmulAlgo_t best_algorithm = proposals.front().algo;
+    float best_ms = -1.0f, one = 1.0f, zero = 0.0f;
+    for (cublasLtMatmulHeuristicResult_t const& proposal : proposals) {
+        check(cudaEventRecord(start, stream), "record a CUDA event");
+        cublasStatus_t const status = cublasLtMatmul(handle_, plan.operation, &one, B, plan.a, A, plan.b, &zero, C,
+                                                     plan.c, C, plan.c, &proposal.algo, workspace_, workspace_bytes_,
+                                                     stream);
+        check(cudaEventRecord(stop, stream), "record a CUDA event");
+        check(cudaEventSynchronize(stop), "time a GEMM");
+        float ms = 0;
+        check(cudaEventElapsedTime(&ms, start, stop), "time a GEMM");
+        if (status == CUBLAS_STATUS_SUCCESS && (best_ms < 0 || ms < best_ms)) {
+            best_ms = ms;
+            best_algorithm = proposal.algo;
+        }
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    return best_algorithm;
 }
 
 void Gemm::run(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K, void const* A,

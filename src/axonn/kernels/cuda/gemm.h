@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <tuple>
 
 namespace axonn::cuda {
@@ -38,6 +39,9 @@ private:
                                 std::int64_t, bool, bool, std::uint32_t, std::uint32_t, std::uint32_t>;
     struct Plan;
     Plan& plan_for(ShapeKey const& key, void const* A, void const* B, float* C, cudaStream_t stream);
+    // The proposal that ran the product fastest on these operands (C is overwritten with it).
+    cublasLtMatmulAlgo_t fastest(Plan const& plan, std::span<cublasLtMatmulHeuristicResult_t const> proposals,
+                                 void const* A, void const* B, float* C, cudaStream_t stream);
 
     cublasLtHandle_t handle_ = nullptr;
     void* workspace_ = nullptr;

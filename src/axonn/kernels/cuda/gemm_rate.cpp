@@ -1,7 +1,6 @@
 #include "axonn/kernels/cuda/gemm_rate.h"
 
 #include "axonn/kernels/cuda/cuda_check.h"
-#include "axonn/kernels/cuda/device_buffer.h"
 #include "axonn/kernels/cuda/gemm.h"
 #include "axonn/kernels/cuda/kernels.h"
 
@@ -14,20 +13,21 @@ GpuGemmRate measure_gemm_rate(DType precision, std::int64_t n) {
     cudaStream_t stream = nullptr;
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "create a stream");
     // Random operands: on zeros the tensor cores run measurably faster than on real data.
-    DeviceBuffer a32(elements * sizeof(float)), b32(elements * sizeof(float)), c(elements * sizeof(float));
-    fill_uniform(a32.as<float>(), elements, 1, stream);
-    fill_uniform(b32.as<float>(), elements, 2, stream);
-    DeviceBuffer a16, b16;
+    Tensor a32({elements}, DType::f32, Memory::device), b32({elements}, DType::f32, Memory::device),
+        c({elements}, DType::f32, Memory::device);
+    fill_uniform(a32.data<float>(), elements, 1, stream);
+    fill_uniform(b32.data<float>(), elements, 2, stream);
+    Tensor a16, b16;
     if (bf16) {
-        a16 = DeviceBuffer(elements * sizeof(__nv_bfloat16));
-        b16 = DeviceBuffer(elements * sizeof(__nv_bfloat16));
-        to_bf16(a16.as<__nv_bfloat16>(), a32.as<float>(), elements, stream);
-        to_bf16(b16.as<__nv_bfloat16>(), b32.as<float>(), elements, stream);
+        a16 = Tensor({elements}, DType::bf16, Memory::device);
+        b16 = Tensor({elements}, DType::bf16, Memory::device);
+        to_bf16(static_cast<__nv_bfloat16*>(a16.raw_data()), a32.data<float>(), elements, stream);
+        to_bf16(static_cast<__nv_bfloat16*>(b16.raw_data()), b32.data<float>(), elements, stream);
     }
-    void const* a = bf16 ? a16.data() : a32.data();
-    void const* b = bf16 ? b16.data() : b32.data();
+    void const* a = bf16 ? a16.raw_data() : a32.raw_data();
+    void const* b = bf16 ? b16.raw_data() : b32.raw_data();
     Gemm gemm;
-    auto const product = [&] { gemm.run(false, false, n, n, n, a, n, b, n, 0.0f, c.as<float>(), n, bf16, stream); };
+    auto const product = [&] { gemm.run(false, false, n, n, n, a, n, b, n, 0.0f, c.data<float>(), n, bf16, stream); };
     for (int i = 0; i < warm_ups; ++i) product();
     cudaEvent_t start, stop;
     check(cudaEventCreate(&start), "create a CUDA event");

@@ -13,6 +13,7 @@ struct GpuGemmRate {
     double flops_per_s;  // the mean of 10 timed products after 3 untimed ones, on random operands
 };
 
+// On the current GPU, in device tensors: a CudaBackend (which installs their allocator) must exist.
 GpuGemmRate measure_gemm_rate(DType precision, std::int64_t n = 8192);
 
 }  // namespace axonn::cuda

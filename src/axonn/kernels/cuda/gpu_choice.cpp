@@ -26,6 +26,11 @@ int launcher_local_rank() {
 
 }  // namespace
 
+bool device_present() {
+    int count = 0;
+    return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
 int local_device() {
     int count = 0;
     cudaError_t const status = cudaGetDeviceCount(&count);

@@ -7,4 +7,7 @@ namespace axonn::cuda {
 // The CUDA device index for this process; an Error, with the fix, where no GPU is visible.
 int local_device();
 
+// Whether this process sees a CUDA device: the GPU tests skip where it does not.
+bool device_present();
+
 }  // namespace axonn::cuda
