@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <fmt/format.h>
 #include <limits>
 #include <utility>
