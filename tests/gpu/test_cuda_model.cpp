@@ -13,6 +13,7 @@
 #include "axonn/kernels/backend.h"
 #include "axonn/kernels/cuda/gpu_choice.h"
 #include "axonn/model/gpt.h"
+#include "axonn/parallel/device_communication.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/train_step.h"
 
@@ -58,7 +59,9 @@ Outcome run(Architecture const& architecture, std::string const& backend_name, D
     options.model.precision = precision;
     options.gemm_tuning = false;  // one way for every GEMM, so that the comparison is of the backends alone
     std::unique_ptr<Backend> backend = make_step_backend(options, false);
-    ProcessGrid serial(MPI_COMM_SELF, GridShape{});
+    // As `axonn train` makes it: the grid's collectives of device buffers go through NCCL (here groups of one).
+    ProcessGrid serial(MPI_COMM_SELF, GridShape{}, {Axis::x, Axis::y, Axis::z, Axis::data},
+                       CommOptions{.device = device_communication(*backend)});
     Gpt model(architecture, *backend, serial, batch_rows, seq, options.model);
     model.init_weights(3);
     std::vector<std::int32_t> tokens(batch_rows * seq), targets(tokens.size());

@@ -76,10 +76,10 @@ TEST_F(JobErrors, PrepareRefusesSeveralRanksThatWouldWriteTheSameFiles) {
                                      "or srun");
 }
 
-TEST_F(JobErrors, TheCudaBackendRefusesSeveralRanksUntilItHasNccl) {
-    JobResult const result = mpirun("-np 2 " + axonn() + " bench --model gpt2-micro --batch 2 --backend cuda");
-    EXPECT_EQ(only_error(result, 2), "axonn: error: --backend cuda runs on one rank for now (2 were started): its "
-                                     "collectives over NCCL are not written yet; run it without mpirun");
+TEST_F(JobErrors, EveryRankRefusesTheCudaBackendOfABuildWithoutIt) {
+    JobResult const result = mpirun("-np 2 " + axonn() + " bench --model gpt2-micro --batch 2 --grid x=2 --backend cuda");
+    EXPECT_EQ(only_error(result, 2), "axonn: error: unknown backend 'cuda': this build has 'cpu' (build with "
+                                     "-DAXONN_CUDA=ON for 'cuda')");
 }
 
 TEST_F(JobErrors, PlanRefusesSeveralRanksThatWouldPrintTheSamePlan) {

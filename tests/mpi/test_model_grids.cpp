@@ -192,7 +192,7 @@ TEST_P(LinearOnGrid, ForwardAndBackwardMatchSerial) {
     // waited on at the end) and not: the results must be bitwise the same.
     std::vector<float> y_local(Ml * Nl), dx_local(Ml * Kl), dw_shard(chunk), db_local(Nl);
     for (bool overlap : {true, false}) {
-        WeightGather weights(grid.comm(Group::z_prefetch), DType::f32, Nl * Kl, overlap, 0);
+        WeightGather weights(grid.comm(Group::z_prefetch), DType::f32, Nl * Kl, overlap, 0, Memory::host);
         GradScatter weight_grads(backend, grid.comm(Group::z), Nl * Kl, 1, overlap);
         weights.begin_pass({{w_shard.data(), Nl * Kl}, {w_shard.data(), Nl * Kl}});
         std::vector<float> y_run(Ml * Nl), dx_run(Ml * Kl), dw_run(chunk), db_run(Nl);

@@ -52,7 +52,7 @@ void add_step_options(CLI::App& command, StepOptions& options) {
 void add_backend_option(CLI::App& command, StepOptions& options) {
     command.add_option("--backend", options.backend,
                        "cpu: every kernel on this machine's cores (oneDNN); cuda: on the GPU (a build with "
-                       "-DAXONN_CUDA=ON; one rank for now, without the closing sample: docs/GPU.md)")
+                       "-DAXONN_CUDA=ON; one GPU per rank, collectives over NCCL; no closing sample yet: docs/GPU.md)")
         ->check(CLI::IsMember({"cpu", "cuda"}))
         ->capture_default_str();
 }

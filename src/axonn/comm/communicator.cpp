@@ -81,6 +81,15 @@ MPI_Datatype mpi_type<bfloat16>() { return MPI_UINT16_T; }
 template <>
 MPI_Datatype mpi_type<std::int64_t>() { return MPI_INT64_T; }  // moved as bits; summed by bf16_sum below
 
+template <typename T>
+DeviceElement device_element();
+template <>
+DeviceElement device_element<float>() { return DeviceElement::f32; }
+template <>
+DeviceElement device_element<double>() { return DeviceElement::f64; }
+template <>
+DeviceElement device_element<bfloat16>() { return DeviceElement::bf16; }
+
 // MPI has no bf16: a sum of bf16 vectors adds each pair in fp32 and rounds the result back to bf16.
 void bf16_sum(void* in, void* inout, int* count, MPI_Datatype*) {
     auto const* a = static_cast<bfloat16 const*>(in);
@@ -129,6 +138,14 @@ MPI_Op mpi_reduction(CollectiveOp op) {
         case CollectiveOp::all_reduce_max: return MPI_MAX;
         case CollectiveOp::all_reduce_min: return MPI_MIN;
         default: return MPI_SUM;
+    }
+}
+
+DeviceReduction device_reduction(CollectiveOp op) {
+    switch (op) {
+        case CollectiveOp::all_reduce_max: return DeviceReduction::max;
+        case CollectiveOp::all_reduce_min: return DeviceReduction::min;
+        default: return DeviceReduction::sum;
     }
 }
 
@@ -197,15 +214,21 @@ Collective::Collective(Communicator& owner, std::shared_ptr<InFlight> in_flight,
     : owner_(&owner), in_flight_(std::move(in_flight)), op_(op), bytes_(bytes), sequence_(sequence),
       issued_s_(issued_s) {}
 
+Collective::Collective(Communicator& owner, std::unique_ptr<DeviceCompletion> on_device, char const* op,
+                       std::uint64_t bytes, std::uint64_t sequence, double issued_s)
+    : owner_(&owner), on_device_(std::move(on_device)), op_(op), bytes_(bytes), sequence_(sequence),
+      issued_s_(issued_s) {}
+
 Collective::Collective(Collective&& other) noexcept
-    : owner_(other.owner_), in_flight_(std::move(other.in_flight_)), op_(other.op_), bytes_(other.bytes_),
-      sequence_(other.sequence_), issued_s_(other.issued_s_) {}
+    : owner_(other.owner_), in_flight_(std::move(other.in_flight_)), on_device_(std::move(other.on_device_)),
+      op_(other.op_), bytes_(other.bytes_), sequence_(other.sequence_), issued_s_(other.issued_s_) {}
 
 Collective& Collective::operator=(Collective&& other) noexcept {
     if (this != &other) {
         if (active()) abandon_or_report();
         owner_ = other.owner_;
         in_flight_ = std::move(other.in_flight_);
+        on_device_ = std::move(other.on_device_);
         op_ = other.op_;
         bytes_ = other.bytes_;
         sequence_ = other.sequence_;
@@ -221,17 +244,25 @@ Collective::~Collective() {
 void Collective::wait() {
     if (!active()) return;
     double const wait_begin = trace_seconds();
-    owner_->progress_.wait(*in_flight_);
-    double const waited = trace_seconds() - wait_begin;
-    owner_->traffic_.record({op_, owner_->group_, bytes_, issued_s_, std::max(in_flight_->completed_s, issued_s_),
-                             wait_begin, waited});
+    if (on_device_) {
+        on_device_->wait();
+    } else {
+        owner_->progress_.wait(*in_flight_);
+    }
+    double const wait_end = trace_seconds();
+    // A device collective is seen to finish when the wait returns: its record ends there.
+    double const completed = on_device_ ? wait_end : std::max(in_flight_->completed_s, issued_s_);
+    owner_->traffic_.record({op_, owner_->group_, bytes_, issued_s_, completed, wait_begin, wait_end - wait_begin});
     in_flight_.reset();
+    on_device_.reset();
 }
 
 void Collective::abandon_or_report() noexcept {
     if (std::uncaught_exceptions() > 0) {
-        owner_->progress_.wait_for(in_flight_, unwinding_grace_s);
+        // A device collective is left to the device library's teardown (NCCL aborts its communicators then).
+        if (in_flight_) owner_->progress_.wait_for(in_flight_, unwinding_grace_s);
         in_flight_.reset();
+        on_device_.reset();
         return;
     }
     if (owner_->options_.debug_collectives) {
@@ -244,6 +275,7 @@ void Collective::abandon_or_report() noexcept {
         wait();
     } catch (...) {
         in_flight_.reset();  // recording failed (out of memory): the collective itself has completed
+        on_device_.reset();
     }
 }
 
@@ -253,6 +285,7 @@ Communicator::Communicator(MPI_Comm comm, Group group, TrafficLog& traffic, Prog
     MPI_Comm_size(comm_, &size_);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
+    if (options_.device && size_ > 1) device_group_ = options_.device->connect(comm_);
 }
 
 Communicator::~Communicator() {
@@ -318,12 +351,18 @@ Collective Communicator::start_reduce_scatter(bfloat16 const* send, bfloat16* re
 
 template <typename T>
 Collective Communicator::start_all_gather_with(T const* send, T* recv, std::size_t count_per_rank) {
+    bool const device = on_device(send, recv);
     if (size_ == 1) {
-        std::copy_n(send, count_per_rank, recv);
+        copy_alone(send, recv, count_per_rank, device);
         return {};
     }
     CollectiveSignature const signature{
         .op = CollectiveOp::all_gather, .element_bytes = sizeof(T), .count = count_per_rank};
+    if (device) {
+        return start_on_device(signature, count_per_rank * size_ * sizeof(T), [&] {
+            return device_group_->all_gather(send, recv, count_per_rank, device_element<T>());
+        });
+    }
     return start(signature, count_per_rank * size_ * sizeof(T), [&](std::vector<MPI_Request>& requests) {
         std::vector<int> const counts = pieces(count_per_rank, options_.max_count);
         if (counts.size() == 1) {
@@ -341,12 +380,18 @@ Collective Communicator::start_all_gather_with(T const* send, T* recv, std::size
 
 template <typename T>
 Collective Communicator::start_reduce_scatter_with(T const* send, T* recv, std::size_t count_per_rank) {
+    bool const device = on_device(send, recv);
     if (size_ == 1) {
-        std::copy_n(send, count_per_rank, recv);
+        copy_alone(send, recv, count_per_rank, device);
         return {};
     }
     CollectiveSignature const signature{
         .op = CollectiveOp::reduce_scatter, .element_bytes = sizeof(T), .count = count_per_rank};
+    if (device) {
+        return start_on_device(signature, count_per_rank * size_ * sizeof(T), [&] {
+            return device_group_->reduce_scatter(send, recv, count_per_rank, device_element<T>());
+        });
+    }
     return start(signature, count_per_rank * size_ * sizeof(T), [&](std::vector<MPI_Request>& requests) {
         std::vector<int> const counts = pieces(count_per_rank, options_.max_count);
         if (counts.size() == 1) {
@@ -440,6 +485,12 @@ void Communicator::all_reduce_with(T* data, std::size_t count, CollectiveOp op) 
         return;
     }
     CollectiveSignature const signature{.op = op, .element_bytes = sizeof(T), .count = count};
+    if (on_device(data)) {
+        start_on_device(signature, count * sizeof(T), [&] {
+            return device_group_->all_reduce(data, count, device_element<T>(), device_reduction(op));
+        }).wait();
+        return;
+    }
     issue(signature, count * sizeof(T), [&] {
         for (std::size_t offset = 0; int const piece : pieces(count, options_.max_count)) {
             MPI_Allreduce(MPI_IN_PLACE, data + offset, piece, mpi_type<T>(), mpi_reduction(op), comm_);
@@ -454,6 +505,11 @@ Collective Communicator::start_all_reduce_with(T* data, std::size_t count) {
         return {};
     }
     CollectiveSignature const signature{.op = CollectiveOp::all_reduce, .element_bytes = sizeof(T), .count = count};
+    if (on_device(data)) {
+        return start_on_device(signature, count * sizeof(T), [&] {
+            return device_group_->all_reduce(data, count, device_element<T>(), DeviceReduction::sum);
+        });
+    }
     return start(signature, count * sizeof(T), [&](std::vector<MPI_Request>& requests) {
         for (std::size_t offset = 0; int const piece : pieces(count, options_.max_count)) {
             MPI_Iallreduce(MPI_IN_PLACE, data + offset, piece, mpi_type<T>(), mpi_sum<T>(), comm_,
@@ -489,6 +545,32 @@ Collective Communicator::start(CollectiveSignature signature, std::uint64_t byte
     mpi_start(requests);
     return Collective(*this, progress_.track(std::move(requests)), op_name(signature.op), bytes, signature.sequence,
                       issued);
+}
+
+template <typename DeviceStart>
+Collective Communicator::start_on_device(CollectiveSignature signature, std::uint64_t bytes,
+                                         DeviceStart&& device_start) {
+    signature = stamp(signature);
+    double const issued = trace_seconds();
+    return Collective(*this, device_start(), op_name(signature.op), bytes, signature.sequence, issued);
+}
+
+bool Communicator::on_device(void const* pointer) const { return options_.device && options_.device->holds(pointer); }
+
+bool Communicator::on_device(void const* send, void const* recv) const {
+    bool const device = on_device(send);
+    invariant(device == on_device(recv), "a collective on group {} got one buffer in device memory and one on the "
+              "host: both must be in the same memory", group_name(group_));
+    return device;
+}
+
+template <typename T>
+void Communicator::copy_alone(T const* send, T* recv, std::size_t count, bool device) {
+    if (device) {
+        options_.device->copy(recv, send, count * sizeof(T));
+    } else {
+        std::copy_n(send, count, recv);
+    }
 }
 
 void Communicator::check_signatures(CollectiveSignature const& mine) {

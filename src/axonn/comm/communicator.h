@@ -14,6 +14,9 @@
 // Elements are fp32, fp64 (norms and loss sums) or bf16 (mixed precision: half the bytes; a bf16 sum adds in
 // fp32 and rounds each partial result to bf16).
 // A group of one rank makes no MPI call, records nothing, and acts as the identity.
+// Buffers in a device's memory (CommOptions::device says which) go through that device's collectives (NCCL)
+// instead of MPI, with the same accounting, the same debug check and the same Collective handles
+// (comm/device_collectives.h); host buffers always go through MPI.
 // MPI counts are int: a collective of more elements than that (per rank, for the gathers and scatters) is issued
 // as several MPI calls of at most CommOptions::max_count elements each, all completed by one wait, and recorded as
 // one call. An all-reduce is cut into consecutive ranges; an all-gather into the same range of every rank's block,
@@ -21,6 +24,7 @@
 // (OpenMPI 4.1 misplaces a reduce-scatter of such a datatype). No data is copied.
 #pragma once
 
+#include "axonn/comm/device_collectives.h"
 #include "axonn/comm/progress.h"
 #include "axonn/core/bfloat16.h"
 
@@ -46,6 +50,8 @@ struct CommOptions {
     // The most elements one MPI call moves (per rank for the gathers and scatters): MPI's int limit. Tests lower
     // it to check the split collectives on small buffers.
     std::size_t max_count = 2147483647;
+    // The device whose memory the model's buffers live in (a GPU with NCCL), or null where they are the host's.
+    std::shared_ptr<DeviceCommunication> device = nullptr;
 };
 
 // Totals per (operation, group).
@@ -115,16 +121,19 @@ public:
     ~Collective();
 
     void wait();
-    bool active() const { return in_flight_ != nullptr; }
+    bool active() const { return in_flight_ != nullptr || on_device_ != nullptr; }
 
 private:
     friend class Communicator;
     Collective(Communicator& owner, std::shared_ptr<InFlight> in_flight, char const* op, std::uint64_t bytes,
                std::uint64_t sequence, double issued_s);
+    Collective(Communicator& owner, std::unique_ptr<DeviceCompletion> on_device, char const* op, std::uint64_t bytes,
+               std::uint64_t sequence, double issued_s);
     void abandon_or_report() noexcept;
 
     Communicator* owner_ = nullptr;
-    std::shared_ptr<InFlight> in_flight_;
+    std::shared_ptr<InFlight> in_flight_;       // an MPI collective, or
+    std::unique_ptr<DeviceCompletion> on_device_;  // a device collective
     char const* op_ = nullptr;
     std::uint64_t bytes_ = 0;
     std::uint64_t sequence_ = 0;
@@ -197,6 +206,15 @@ private:
     // takes.
     template <typename MpiStart>
     Collective start(CollectiveSignature signature, std::uint64_t bytes, MpiStart&& mpi_start);
+    // The same on the device: `device_start` queues the collective and returns its completion.
+    template <typename DeviceStart>
+    Collective start_on_device(CollectiveSignature signature, std::uint64_t bytes, DeviceStart&& device_start);
+    // Whether `pointer` is the device's memory; the two buffers of a gather or scatter must agree.
+    bool on_device(void const* pointer) const;
+    bool on_device(void const* send, void const* recv) const;
+    // A group of one's gather or scatter: its input is its output.
+    template <typename T>
+    void copy_alone(T const* send, T* recv, std::size_t count, bool device);
     // Debug mode: throws axonn::Error, on every rank of the group, if any rank's signature differs.
     void check_signatures(CollectiveSignature const& mine);
     void wait_or_abort(MPI_Request& request, CollectiveSignature const& mine);
@@ -207,6 +225,7 @@ private:
     TrafficLog& traffic_;
     ProgressEngine& progress_;
     CommOptions options_;
+    std::unique_ptr<DeviceGroup> device_group_;  // with a device, for a group of two ranks or more
     int size_ = 1;
     int rank_ = 0;
     int world_rank_ = 0;  // for the hang report, which must say which process is stuck

@@ -331,7 +331,8 @@ Gpt::Gpt(Architecture architecture, Backend& backend, ProcessGrid& grid, int loc
         memory);
     std::int64_t const max_block = max_linear_block(layout_, arch_);
     weights_ = std::make_unique<WeightGather>(grid.comm(Group::z_prefetch), options_.precision, max_block,
-                                              options_.overlap, cached_weight_numel(dims, layout_, arch_, options_));
+                                              options_.overlap, cached_weight_numel(dims, layout_, arch_, options_),
+                                              memory);
     weight_grads_ = std::make_unique<GradScatter>(backend, grid.comm(Group::z), max_block, scatter_ring,
                                                   options_.overlap, options_.grad_comm);
     sync_ = std::make_unique<GradientSync>(layout_, backend, grid.comm(Group::z), grid.comm(Group::data),

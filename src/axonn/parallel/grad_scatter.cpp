@@ -16,9 +16,10 @@ std::int64_t GradScatter::staging_numel(int z, std::int64_t max_block_numel, int
 GradScatter::GradScatter(Backend& backend, Communicator& z, std::int64_t max_block_numel, int ring, bool overlap,
                          DType comm_dtype)
     : backend_(backend), z_(z), overlap_(overlap), comm_dtype_(comm_dtype), max_block_numel_(max_block_numel),
-      storage_({std::max<std::int64_t>(1, buffer_numel(z.size(), max_block_numel, ring))}, DType::f32),
+      storage_({std::max<std::int64_t>(1, buffer_numel(z.size(), max_block_numel, ring))}, DType::f32,
+               backend.memory()),
       staging_({std::max<std::int64_t>(1, staging_numel(z.size(), max_block_numel, ring, comm_dtype))},
-               DType::bf16),
+               DType::bf16, backend.memory()),
       ring_(z.size() == 1 ? 0 : static_cast<std::size_t>(ring)) {}
 
 GradTarget GradScatter::target(float* shard, GradWrite write) {

@@ -15,7 +15,8 @@ GradientSync::GradientSync(ShardLayout const& layout, Backend& backend, Communic
                            GradScatter& scatter, bool overlap, DType comm_dtype)
     : layout_(layout), backend_(backend), z_(z), data_(data), scatter_(scatter), overlap_(overlap),
       bf16_sums_(mirror_numel(layout, data.size(), comm_dtype) > 0),
-      mirror_({std::max<std::int64_t>(1, mirror_numel(layout, data.size(), comm_dtype))}, DType::bf16) {}
+      mirror_({std::max<std::int64_t>(1, mirror_numel(layout, data.size(), comm_dtype))}, DType::bf16,
+              backend.memory()) {}
 
 void GradientSync::begin(float* grads) {
     invariant(awaiting_data_.empty() && data_sums_.empty(), "a gradient sync began before the last one finished");

@@ -31,8 +31,9 @@ struct WeightUse {
 class WeightGather {
 public:
     // cached_numel: with caching, the elements of all the blocks that may be cached (0: no caching); dtype: the
-    // element type of the shards and blocks.
-    WeightGather(Communicator& z, DType dtype, std::int64_t max_block_numel, bool overlap, std::int64_t cached_numel);
+    // element type of the shards and blocks; memory: where they live (the backend's).
+    WeightGather(Communicator& z, DType dtype, std::int64_t max_block_numel, bool overlap, std::int64_t cached_numel,
+                 Memory memory);
     WeightGather(WeightGather const&) = delete;
     WeightGather& operator=(WeightGather const&) = delete;
 

@@ -5,6 +5,7 @@
 #include "axonn/core/timer.h"
 #include "axonn/core/trace.h"
 #include "axonn/model/gpt.h"
+#include "axonn/parallel/device_communication.h"
 #include "axonn/train/threads.h"
 #include "axonn/train/trace_file.h"
 #include "axonn/train/train_step.h"
@@ -23,7 +24,6 @@ BenchResult run_benchmark(BenchOptions options) {
     int const B = options.batch, T = options.seq;
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
-    check_backend_world(options.run, world);
     as_usage_errors([&] {
         options.model.validate();
         require(options.iterations > options.warmup,
@@ -38,9 +38,12 @@ BenchResult run_benchmark(BenchOptions options) {
     });
     warn_if_oversubscribed(options.threads);
 
-    ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order));
-    std::unique_ptr<Backend> const backend_owner = make_step_backend(options.run, grid.rank() == 0);
+    int world_rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    std::unique_ptr<Backend> const backend_owner = make_step_backend(options.run, world_rank == 0);
     Backend& backend = *backend_owner;
+    ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order),
+                     CommOptions{.device = device_communication(backend)});
     int const local_batch = B / (options.grid.data * options.grid.z);
     std::int64_t const tensor_bytes_before = tensor_bytes_in_use();
     reset_tensor_bytes_peak();

@@ -36,13 +36,6 @@ std::vector<Batch> micro_batches(Batch const& rows, int micro_batch) {
     return passes;
 }
 
-void check_backend_world(StepOptions const& options, int world) {
-    if (options.backend == "cuda" && world > 1) {
-        throw UsageError(fmt::format("--backend cuda runs on one rank for now ({} were started): its collectives "
-                                     "over NCCL are not written yet; run it without mpirun", world));
-    }
-}
-
 std::unique_ptr<Backend> make_step_backend(StepOptions& options, bool announce) {
     std::string fallback;
     std::unique_ptr<Backend> backend = as_usage_errors([&] {

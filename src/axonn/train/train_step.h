@@ -49,10 +49,6 @@ Batch replica_rows(ProcessGrid const& grid, int B, int T, std::int32_t const* to
 // This rank's rows of a step split into passes of `micro_batch` sequences each (0 or all of them: one pass).
 std::vector<Batch> micro_batches(Batch const& rows, int micro_batch);
 
-// What a run on `world` ranks may ask of the backend: the CUDA backend runs on one rank for now (the grid's
-// collectives are MPI's on host memory until NCCL communicators are written). A usage error otherwise.
-void check_backend_world(StepOptions const& options, int world);
-
 // The backend for these options' precision. Where bf16 was asked for and the CPU cannot run it fast, the backend
 // and the options fall back to fp32, and `announce` (rank 0) prints a one-line warning that says why.
 std::unique_ptr<Backend> make_step_backend(StepOptions& options, bool announce);

@@ -7,6 +7,7 @@
 #include "axonn/core/trace.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/model/gpt.h"
+#include "axonn/parallel/device_communication.h"
 #include "axonn/perf/planner.h"
 #include "axonn/train/checkpointing.h"
 #include "axonn/train/data_loader.h"
@@ -314,16 +315,20 @@ TrainSummary run_training(TrainOptions options) {
     int const B = options.batch, T = options.seq;
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
-    check_backend_world(options.run, world);
     if (options.grid_auto) options.grid = choose_grid(options, world);
     as_usage_errors([&] {
         require_valid_grid(architecture.declarations, options.grid, world, B);
         options.run.pass_batch(B / (options.grid.data * options.grid.z));
     });
     warn_if_oversubscribed(options.threads);
+    int world_rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    bool const leader = world_rank == 0;
+    std::unique_ptr<Backend> const backend_owner = make_step_backend(options.run, leader);
+    Backend& backend = *backend_owner;
     ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order),
-                     CommOptions{options.debug_collectives});
-    bool const leader = grid.rank() == 0;
+                     CommOptions{.debug_collectives = options.debug_collectives,
+                                 .device = device_communication(backend)});
     ShardTokenizer const shard_tokenizer{tokenizer->name(), tokenizer->vocab_size()};
     DataLoader train_loader(training_path(options), B, T, shard_tokenizer);
     std::optional<DataLoader> val_loader;
@@ -351,8 +356,6 @@ TrainSummary run_training(TrainOptions options) {
                                                             : MetricsLog(options.metrics, options.overwrite, resume_step);
     std::optional<TraceFile> trace;
     if (!options.trace.empty()) trace.emplace(options.trace, grid, input_files(train_loader, val_loader));
-    std::unique_ptr<Backend> const backend_owner = make_step_backend(options.run, leader);
-    Backend& backend = *backend_owner;
     Gpt model(architecture, backend, grid, options.run.pass_batch(B / (grid.size(Axis::data) * grid.size(Axis::z))), T,
               options.run.model);
     model.init_weights(options.seed);

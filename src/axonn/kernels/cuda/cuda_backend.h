@@ -25,6 +25,7 @@ public:
     ~CudaBackend() override;
 
     cudaStream_t stream() const { return stream_; }
+    int device() const { return device_; }
 
     std::string name() const override;
     DType gemm_dtype() const override { return gemm_dtype_; }

@@ -1,0 +1,161 @@
+// NcclCommunication: NCCL communicators per group, bootstrapped over MPI, on one communication stream.
+#include "axonn/comm/nccl/nccl_communication.h"
+
+#include "axonn/core/error.h"
+#include "axonn/kernels/cuda/cuda_check.h"
+
+#include <nccl.h>
+
+#include <exception>
+
+namespace axonn {
+namespace {
+
+void check(ncclResult_t status, char const* what) {
+    require(status == ncclSuccess, "NCCL failed to {}: {} ({}); NCCL_DEBUG=WARN says more", what,
+            ncclGetErrorString(status), ncclGetLastError(nullptr));
+}
+
+ncclDataType_t nccl_type(DeviceElement element) {
+    switch (element) {
+        case DeviceElement::f32: return ncclFloat32;
+        case DeviceElement::f64: return ncclFloat64;
+        case DeviceElement::bf16: return ncclBfloat16;
+    }
+    fail("unknown device element type {}", static_cast<int>(element));
+}
+
+ncclRedOp_t nccl_op(DeviceReduction reduction) {
+    switch (reduction) {
+        case DeviceReduction::sum: return ncclSum;
+        case DeviceReduction::max: return ncclMax;
+        case DeviceReduction::min: return ncclMin;
+    }
+    fail("unknown device reduction {}", static_cast<int>(reduction));
+}
+
+// An event without timing, owned.
+class Event {
+public:
+    Event() { cuda::check(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "create an event"); }
+    ~Event() { cudaEventDestroy(event_); }  // released once the streams are past it
+    Event(Event const&) = delete;
+    Event& operator=(Event const&) = delete;
+    cudaEvent_t get() const { return event_; }
+
+private:
+    cudaEvent_t event_ = nullptr;
+};
+
+class NcclCompletion final : public DeviceCompletion {
+public:
+    explicit NcclCompletion(std::unique_ptr<Event> done) : done_(std::move(done)) {}
+    void wait() override { cuda::check(cudaEventSynchronize(done_->get()), "wait for a collective"); }
+
+private:
+    std::unique_ptr<Event> done_;
+};
+
+class NcclGroup final : public DeviceGroup {
+public:
+    NcclGroup(ncclComm_t comm, cudaStream_t compute, cudaStream_t communication)
+        : comm_(comm), compute_(compute), communication_(communication) {}
+    ~NcclGroup() override {
+        // While an exception unwinds, partners may never issue what is pending: abort rather than wait for it.
+        if (std::uncaught_exceptions() > 0) {
+            ncclCommAbort(comm_);
+        } else {
+            ncclCommDestroy(comm_);
+        }
+    }
+    NcclGroup(NcclGroup const&) = delete;
+    NcclGroup& operator=(NcclGroup const&) = delete;
+
+    std::unique_ptr<DeviceCompletion> all_reduce(void* data, std::size_t count, DeviceElement element,
+                                                 DeviceReduction reduction) override {
+        return queue([&] {
+            check(ncclAllReduce(data, data, count, nccl_type(element), nccl_op(reduction), comm_, communication_),
+                        "queue an all-reduce");
+        });
+    }
+    std::unique_ptr<DeviceCompletion> all_gather(void const* send, void* recv, std::size_t count_per_rank,
+                                                 DeviceElement element) override {
+        return queue([&] {
+            check(ncclAllGather(send, recv, count_per_rank, nccl_type(element), comm_, communication_),
+                        "queue an all-gather");
+        });
+    }
+    std::unique_ptr<DeviceCompletion> reduce_scatter(void const* send, void* recv, std::size_t count_per_rank,
+                                                     DeviceElement element) override {
+        return queue([&] {
+            check(ncclReduceScatter(send, recv, count_per_rank, nccl_type(element), ncclSum, comm_,
+                                          communication_),
+                        "queue a reduce-scatter");
+        });
+    }
+
+private:
+    // The collective runs after the compute stream's queued work (its inputs) and records its end.
+    template <typename NcclCall>
+    std::unique_ptr<DeviceCompletion> queue(NcclCall&& nccl_call) {
+        Event const inputs_ready;
+        cuda::check(cudaEventRecord(inputs_ready.get(), compute_), "mark the compute stream");
+        cuda::check(cudaStreamWaitEvent(communication_, inputs_ready.get(), 0), "order communication after compute");
+        nccl_call();
+        auto done = std::make_unique<Event>();
+        cuda::check(cudaEventRecord(done->get(), communication_), "mark a collective's end");
+        return std::make_unique<NcclCompletion>(std::move(done));
+    }
+
+    ncclComm_t comm_;
+    cudaStream_t compute_;
+    cudaStream_t communication_;
+};
+
+// What rank 0 of a group broadcasts: whether it made an id, and the id.
+struct Bootstrap {
+    int made = 0;
+    ncclUniqueId id{};
+};
+
+}  // namespace
+
+NcclCommunication::NcclCommunication(cudaStream_t compute, int device) : compute_(compute), device_(device) {
+    cuda::check(cudaSetDevice(device_), "select the GPU");
+    cuda::check(cudaStreamCreateWithFlags(&communication_, cudaStreamNonBlocking), "create the communication stream");
+}
+
+NcclCommunication::~NcclCommunication() { cudaStreamDestroy(communication_); }
+
+bool NcclCommunication::holds(void const* pointer) const {
+    cudaPointerAttributes attributes{};
+    if (cudaPointerGetAttributes(&attributes, pointer) != cudaSuccess) {
+        cudaGetLastError();  // a pointer CUDA does not know is host memory; clear the error it leaves
+        return false;
+    }
+    return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
+}
+
+std::unique_ptr<DeviceGroup> NcclCommunication::connect(MPI_Comm group) {
+    int size = 1, rank = 0;
+    MPI_Comm_size(group, &size);
+    MPI_Comm_rank(group, &rank);
+    Bootstrap bootstrap;
+    if (rank == 0) bootstrap.made = ncclGetUniqueId(&bootstrap.id) == ncclSuccess ? 1 : 0;
+    MPI_Bcast(&bootstrap, sizeof bootstrap, MPI_BYTE, 0, group);
+    // Every rank of the group fails here alike, rather than waiting in ncclCommInitRank for rank 0.
+    require(bootstrap.made == 1, "NCCL could not make a communicator id on the group's first rank: check that "
+            "NCCL finds a network interface (NCCL_DEBUG=WARN, NCCL_SOCKET_IFNAME)");
+    cuda::check(cudaSetDevice(device_), "select the GPU");
+    ncclComm_t comm = nullptr;
+    check(ncclCommInitRank(&comm, size, bootstrap.id, rank), "create a communicator (each rank needs a GPU "
+                "of its own: no more ranks per node than GPUs)");
+    return std::make_unique<NcclGroup>(comm, compute_, communication_);
+}
+
+void NcclCommunication::copy(void* to, void const* from, std::size_t bytes) {
+    if (to == from || bytes == 0) return;
+    cuda::check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, compute_), "copy on the GPU");
+}
+
+}  // namespace axonn

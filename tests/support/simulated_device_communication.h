@@ -1,0 +1,99 @@
+// Device collectives for the simulated device (simulated_device_backend.h), so that the model's device path runs
+// on a grid of several ranks on any machine: each group's device collectives run on a Communicator of their own,
+// over a duplicate of the group's MPI communicator, with the non-blocking calls completed by the handle's wait as
+// NCCL's are. It counts what it was given, so that a test sees which collectives took the device's way.
+#pragma once
+
+#include "axonn/comm/communicator.h"
+#include "axonn/comm/device_collectives.h"
+#include "axonn/comm/grid.h"
+#include "support/simulated_device_backend.h"
+
+#include <cstring>
+#include <memory>
+
+namespace axonn::testing {
+
+class SimulatedDeviceCommunication final : public DeviceCommunication {
+public:
+    bool holds(void const* pointer) const override { return SimulatedDeviceBackend::allocated(pointer); }
+    std::unique_ptr<DeviceGroup> connect(MPI_Comm group) override {
+        MPI_Comm duplicate = MPI_COMM_NULL;
+        MPI_Comm_dup(group, &duplicate);
+        return std::make_unique<SimulatedGroup>(*this, std::make_unique<Communicator>(
+                                                           duplicate, Group::world, traffic_, progress_, CommOptions{}));
+    }
+    void copy(void* to, void const* from, std::size_t bytes) override {
+        ++copies;
+        std::memmove(to, from, bytes);
+    }
+
+    int collectives = 0;  // device collectives issued
+    int copies = 0;       // groups of one's copies
+
+private:
+    // A collective in flight on the inner communicator (or done: the blocking maximum and minimum).
+    class Completion final : public DeviceCompletion {
+    public:
+        explicit Completion(Collective collective) : collective_(std::move(collective)) {}
+        void wait() override { collective_.wait(); }
+
+    private:
+        Collective collective_;
+    };
+
+    class SimulatedGroup final : public DeviceGroup {
+    public:
+        SimulatedGroup(SimulatedDeviceCommunication& owner, std::unique_ptr<Communicator> inner)
+            : owner_(owner), inner_(std::move(inner)) {}
+
+        std::unique_ptr<DeviceCompletion> all_reduce(void* data, std::size_t count, DeviceElement element,
+                                                     DeviceReduction reduction) override {
+            ++owner_.collectives;
+            if (reduction == DeviceReduction::sum) {
+                return done(element == DeviceElement::f32 ? inner_->start_all_reduce(static_cast<float*>(data), count)
+                            : element == DeviceElement::f64
+                                ? inner_->start_all_reduce(static_cast<double*>(data), count)
+                                : inner_->start_all_reduce(static_cast<bfloat16*>(data), count));
+            }
+            if (reduction == DeviceReduction::min) {
+                inner_->all_reduce_min(static_cast<double*>(data), count);
+            } else if (element == DeviceElement::f32) {
+                inner_->all_reduce_max(static_cast<float*>(data), count);
+            } else {
+                inner_->all_reduce_max(static_cast<double*>(data), count);
+            }
+            return done(Collective());
+        }
+        std::unique_ptr<DeviceCompletion> all_gather(void const* send, void* recv, std::size_t count_per_rank,
+                                                     DeviceElement element) override {
+            ++owner_.collectives;
+            return done(element == DeviceElement::f32
+                            ? inner_->start_all_gather(static_cast<float const*>(send), static_cast<float*>(recv),
+                                                       count_per_rank)
+                            : inner_->start_all_gather(static_cast<bfloat16 const*>(send),
+                                                       static_cast<bfloat16*>(recv), count_per_rank));
+        }
+        std::unique_ptr<DeviceCompletion> reduce_scatter(void const* send, void* recv, std::size_t count_per_rank,
+                                                         DeviceElement element) override {
+            ++owner_.collectives;
+            return done(element == DeviceElement::f32
+                            ? inner_->start_reduce_scatter(static_cast<float const*>(send), static_cast<float*>(recv),
+                                                           count_per_rank)
+                            : inner_->start_reduce_scatter(static_cast<bfloat16 const*>(send),
+                                                           static_cast<bfloat16*>(recv), count_per_rank));
+        }
+
+    private:
+        static std::unique_ptr<DeviceCompletion> done(Collective collective) {
+            return std::make_unique<Completion>(std::move(collective));
+        }
+        SimulatedDeviceCommunication& owner_;
+        std::unique_ptr<Communicator> inner_;
+    };
+
+    TrafficLog traffic_;       // the inner communicators' own, not the grid's
+    ProgressEngine progress_;  // likewise
+};
+
+}  // namespace axonn::testing
