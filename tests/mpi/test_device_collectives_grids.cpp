@@ -2,7 +2,8 @@
 // Llama micro train on the simulated device (support/simulated_device_backend.h), whose collectives go through a
 // DeviceCommunication (support/simulated_device_communication.h) the way NCCL's do on a GPU, and on the CPU
 // backend with MPI's collectives, from the same seed and batches:
-//   - every collective of the grid is issued and accounted alike: the same operations, groups, calls and bytes;
+//   - every collective of the grid is issued and accounted alike: the same operations, groups, calls and bytes,
+//     with --debug-collectives on for the device run (its signature check runs on the host for both ways);
 //   - on several ranks, collectives did take the device's way, and the host's sums (loss weights, norms) did not;
 //   - the losses of three AdamW steps and the first gradient norm agree within 1e-5 relative. Not bit for bit: a
 //     device collective completes through its handle, so a blocking MPI all-reduce (MPI_Allreduce) becomes a
@@ -65,6 +66,8 @@ struct GridRun {
         if (on_device) {
             device = std::make_shared<testing::SimulatedDeviceCommunication>();
             options.device = device;
+            // --debug-collectives checks every call's signature over MPI, whichever way its data goes.
+            options.debug_collectives = true;
             backend = std::make_unique<testing::SimulatedDeviceBackend>();
         } else {
             backend = std::make_unique<CpuBackend>();
