@@ -77,7 +77,7 @@ public:
         : grid_(grid), backend_(backend), layout_(mlp_parameters(), GridPosition::of(grid)),
           M_(B / (grid.size(Axis::data) * grid.size(Axis::z))), Dx_(D / grid.size(Axis::x)),
           Hy_(H / grid.size(Axis::y)), params_(layout_.total()), grads_(layout_.total()),
-          weights_(grid.comm(Group::z_prefetch), DType::f32, Hy_ * Dx_, overlap, 0),
+          weights_(grid.comm(Group::z_prefetch), DType::f32, Hy_ * Dx_, overlap, 0, backend.memory()),
           weight_grads_(backend, grid.comm(Group::z), Hy_ * Dx_, scatter_ring, overlap),
           sync_(layout_, backend, grid.comm(Group::z), grid.comm(Group::data), weight_grads_, overlap),
           optimizer_(param_segments(layout_), layout_.total(), backend, AdamWConfig{}),
