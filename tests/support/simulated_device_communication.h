@@ -1,7 +1,7 @@
 // Device collectives for the simulated device (simulated_device_backend.h), so that the model's device path runs
 // on a grid of several ranks on any machine: each group's device collectives run on a Communicator of their own,
 // over a duplicate of the group's MPI communicator, with the non-blocking calls completed by the handle's wait as
-// NCCL's are. It counts what it was given, so that a test sees which collectives took the device's way.
+// NCCL's are. It records what it was given, so that a test sees which collectives took the device's way.
 #pragma once
 
 #include "axonn/comm/communicator.h"
@@ -9,8 +9,10 @@
 #include "axonn/comm/grid.h"
 #include "support/simulated_device_backend.h"
 
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 namespace axonn::testing {
 
@@ -28,8 +30,9 @@ public:
         std::memmove(to, from, bytes);
     }
 
-    int collectives = 0;  // device collectives issued
-    int copies = 0;       // groups of one's copies
+    // The bytes of each device collective issued, as the Communicator's traffic log counts them.
+    std::vector<std::uint64_t> collective_bytes;
+    int copies = 0;  // groups of one's copies
 
 private:
     // A collective in flight on the inner communicator (or done: the blocking maximum and minimum).
@@ -37,6 +40,7 @@ private:
     public:
         explicit Completion(Collective collective) : collective_(std::move(collective)) {}
         void wait() override { collective_.wait(); }
+        void abandon() noexcept override {}  // the inner handle, destroyed while unwinding, gives up on its own
 
     private:
         Collective collective_;
@@ -49,7 +53,7 @@ private:
 
         std::unique_ptr<DeviceCompletion> all_reduce(void* data, std::size_t count, DeviceElement element,
                                                      DeviceReduction reduction) override {
-            ++owner_.collectives;
+            record(count, element);
             if (reduction == DeviceReduction::sum) {
                 return done(element == DeviceElement::f32 ? inner_->start_all_reduce(static_cast<float*>(data), count)
                             : element == DeviceElement::f64
@@ -67,7 +71,7 @@ private:
         }
         std::unique_ptr<DeviceCompletion> all_gather(void const* send, void* recv, std::size_t count_per_rank,
                                                      DeviceElement element) override {
-            ++owner_.collectives;
+            record(count_per_rank * static_cast<std::size_t>(inner_->size()), element);
             return done(element == DeviceElement::f32
                             ? inner_->start_all_gather(static_cast<float const*>(send), static_cast<float*>(recv),
                                                        count_per_rank)
@@ -76,7 +80,7 @@ private:
         }
         std::unique_ptr<DeviceCompletion> reduce_scatter(void const* send, void* recv, std::size_t count_per_rank,
                                                          DeviceElement element) override {
-            ++owner_.collectives;
+            record(count_per_rank * static_cast<std::size_t>(inner_->size()), element);
             return done(element == DeviceElement::f32
                             ? inner_->start_reduce_scatter(static_cast<float const*>(send), static_cast<float*>(recv),
                                                            count_per_rank)
@@ -85,6 +89,10 @@ private:
         }
 
     private:
+        void record(std::size_t elements, DeviceElement element) {
+            std::size_t const bytes = element == DeviceElement::f64 ? 8 : element == DeviceElement::f32 ? 4 : 2;
+            owner_.collective_bytes.push_back(elements * bytes);
+        }
         static std::unique_ptr<DeviceCompletion> done(Collective collective) {
             return std::make_unique<Completion>(std::move(collective));
         }

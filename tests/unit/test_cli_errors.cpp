@@ -233,9 +233,10 @@ std::vector<BadInput> const bad_inputs = {
     {"bench_unknown_precision", "bench --model gpt2-micro --precision fp16", "--precision: fp16 not in {fp32,bf16}",
      2},
     {"unknown_backend", "train --data {dir}/good --tokenizer byte --backend gpu", "--backend: gpu not in {cpu,cuda}", 2},
-    // This suite runs in the CPU-only build (a CUDA build on a machine without a GPU says that instead).
+#ifndef AXONN_CUDA_BUILD  // a CUDA build has the backend
     {"cuda_backend_not_built", "bench --model gpt2-micro --batch 2 --backend cuda",
      "unknown backend 'cuda': this build has 'cpu' (build with -DAXONN_CUDA=ON for 'cuda')", 2},
+#endif
     {"trace_under_a_file", "train --data {dir}/good --tokenizer byte --trace {dir}/text.txt/trace.json",
      "--trace {dir}/text.txt/trace.json: {dir}/text.txt is not a folder", 1},
     {"trace_in_a_missing_folder", "train --data {dir}/good --tokenizer byte --trace {dir}/nowhere/trace.json",

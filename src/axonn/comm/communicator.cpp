@@ -250,7 +250,8 @@ void Collective::wait() {
         owner_->progress_.wait(*in_flight_);
     }
     double const wait_end = trace_seconds();
-    // A device collective is seen to finish when the wait returns: its record ends there.
+    // A device collective's wait only orders the device's later work after it: its record ends at the wait, the
+    // host's view (the device's own timeline is a profiler's: docs/GPU.md).
     double const completed = on_device_ ? wait_end : std::max(in_flight_->completed_s, issued_s_);
     owner_->traffic_.record({op_, owner_->group_, bytes_, issued_s_, completed, wait_begin, wait_end - wait_begin});
     in_flight_.reset();
@@ -259,8 +260,8 @@ void Collective::wait() {
 
 void Collective::abandon_or_report() noexcept {
     if (std::uncaught_exceptions() > 0) {
-        // A device collective is left to the device library's teardown (NCCL aborts its communicators then).
         if (in_flight_) owner_->progress_.wait_for(in_flight_, unwinding_grace_s);
+        if (on_device_) on_device_->abandon();
         in_flight_.reset();
         on_device_.reset();
         return;

@@ -4,9 +4,9 @@
 // host), the traffic log.
 //
 // A device collective is queued behind the work the backend has already queued (its results are the collective's
-// inputs) and runs beside the backend's later work; its wait() returns once it has finished, so that what the host
-// queues afterwards sees its result. A Collective that is started and waited later therefore overlaps with the
-// kernels queued in between, as the MPI collectives overlap with the CPU's kernels.
+// inputs) and runs beside the backend's later work; its wait() orders the work the host queues afterwards after
+// it, so that this work sees its result and may overwrite its buffers. A Collective that is started and waited
+// later therefore overlaps with the kernels queued in between, as the MPI collectives overlap with the CPU's.
 #pragma once
 
 #include <mpi.h>
@@ -23,8 +23,11 @@ enum class DeviceReduction { sum, max, min };
 class DeviceCompletion {
 public:
     virtual ~DeviceCompletion() = default;
-    // Blocks the host until the collective has finished on the device.
+    // Work queued on the device from now on runs after the collective (the host need not wait).
     virtual void wait() = 0;
+    // The job is failing and this collective will not be waited on: stop its group's collectives, so that nothing
+    // on the device waits for partners that will not come (freeing device memory would wait for them).
+    virtual void abandon() noexcept = 0;
 };
 
 // One group's collectives; buffers are device memory; the counts are as Communicator's.

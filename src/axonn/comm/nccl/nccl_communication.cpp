@@ -47,12 +47,17 @@ private:
     cudaEvent_t event_ = nullptr;
 };
 
+class NcclGroup;
+
+// A collective's closing event; waiting makes the compute stream wait on it.
 class NcclCompletion final : public DeviceCompletion {
 public:
-    explicit NcclCompletion(std::unique_ptr<Event> done) : done_(std::move(done)) {}
-    void wait() override { cuda::check(cudaEventSynchronize(done_->get()), "wait for a collective"); }
+    NcclCompletion(NcclGroup& group, std::unique_ptr<Event> done) : group_(group), done_(std::move(done)) {}
+    void wait() override;
+    void abandon() noexcept override;
 
 private:
+    NcclGroup& group_;
     std::unique_ptr<Event> done_;
 };
 
@@ -63,13 +68,21 @@ public:
     ~NcclGroup() override {
         // While an exception unwinds, partners may never issue what is pending: abort rather than wait for it.
         if (std::uncaught_exceptions() > 0) {
-            ncclCommAbort(comm_);
-        } else {
+            abort();
+        } else if (!aborted_) {
             ncclCommDestroy(comm_);
         }
     }
     NcclGroup(NcclGroup const&) = delete;
     NcclGroup& operator=(NcclGroup const&) = delete;
+
+    cudaStream_t compute() const { return compute_; }
+    // Stops this group's collectives, queued or running; the communicator cannot be used again.
+    void abort() noexcept {
+        if (aborted_) return;
+        ncclCommAbort(comm_);
+        aborted_ = true;
+    }
 
     std::unique_ptr<DeviceCompletion> all_reduce(void* data, std::size_t count, DeviceElement element,
                                                  DeviceReduction reduction) override {
@@ -104,13 +117,20 @@ private:
         nccl_call();
         auto done = std::make_unique<Event>();
         cuda::check(cudaEventRecord(done->get(), communication_), "mark a collective's end");
-        return std::make_unique<NcclCompletion>(std::move(done));
+        return std::make_unique<NcclCompletion>(*this, std::move(done));
     }
 
     ncclComm_t comm_;
     cudaStream_t compute_;
     cudaStream_t communication_;
+    bool aborted_ = false;
 };
+
+void NcclCompletion::wait() {
+    cuda::check(cudaStreamWaitEvent(group_.compute(), done_->get(), 0), "order computation after a collective");
+}
+
+void NcclCompletion::abandon() noexcept { group_.abort(); }
 
 // What rank 0 of a group broadcasts: whether it made an id, and the id.
 struct Bootstrap {

@@ -6,8 +6,10 @@
 // order the host issues them: every rank issues its groups' collectives in the same program order, so one stream
 // cannot deadlock. A collective first waits (an event) for the work already queued on the backend's compute
 // stream, which produced its inputs; the compute stream goes on meanwhile, so the kernels queued before the
-// collective's wait overlap with it. wait() blocks the host until the collective's closing event has passed, so
-// that the kernels queued after it read its result.
+// collective's wait overlap with it. wait() makes the compute stream wait on the collective's closing event, so
+// that the kernels queued after it read its result; the host does not wait (what it reads from the device comes
+// through the compute stream, after that event). A collective abandoned while the job fails aborts its group's
+// communicator, so that no kernel is left waiting for partners.
 #pragma once
 
 #include "axonn/comm/device_collectives.h"
