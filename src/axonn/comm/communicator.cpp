@@ -286,7 +286,6 @@ Communicator::Communicator(MPI_Comm comm, Group group, TrafficLog& traffic, Prog
     MPI_Comm_size(comm_, &size_);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
-    if (options_.device && size_ > 1) device_group_ = options_.device->connect(comm_);
 }
 
 Communicator::~Communicator() {
@@ -361,7 +360,7 @@ Collective Communicator::start_all_gather_with(T const* send, T* recv, std::size
         .op = CollectiveOp::all_gather, .element_bytes = sizeof(T), .count = count_per_rank};
     if (device) {
         return start_on_device(signature, count_per_rank * size_ * sizeof(T), [&] {
-            return device_group_->all_gather(send, recv, count_per_rank, device_element<T>());
+            return device_group().all_gather(send, recv, count_per_rank, device_element<T>());
         });
     }
     return start(signature, count_per_rank * size_ * sizeof(T), [&](std::vector<MPI_Request>& requests) {
@@ -390,7 +389,7 @@ Collective Communicator::start_reduce_scatter_with(T const* send, T* recv, std::
         .op = CollectiveOp::reduce_scatter, .element_bytes = sizeof(T), .count = count_per_rank};
     if (device) {
         return start_on_device(signature, count_per_rank * size_ * sizeof(T), [&] {
-            return device_group_->reduce_scatter(send, recv, count_per_rank, device_element<T>());
+            return device_group().reduce_scatter(send, recv, count_per_rank, device_element<T>());
         });
     }
     return start(signature, count_per_rank * size_ * sizeof(T), [&](std::vector<MPI_Request>& requests) {
@@ -488,7 +487,7 @@ void Communicator::all_reduce_with(T* data, std::size_t count, CollectiveOp op) 
     CollectiveSignature const signature{.op = op, .element_bytes = sizeof(T), .count = count};
     if (on_device(data)) {
         start_on_device(signature, count * sizeof(T), [&] {
-            return device_group_->all_reduce(data, count, device_element<T>(), device_reduction(op));
+            return device_group().all_reduce(data, count, device_element<T>(), device_reduction(op));
         }).wait();
         return;
     }
@@ -508,7 +507,7 @@ Collective Communicator::start_all_reduce_with(T* data, std::size_t count) {
     CollectiveSignature const signature{.op = CollectiveOp::all_reduce, .element_bytes = sizeof(T), .count = count};
     if (on_device(data)) {
         return start_on_device(signature, count * sizeof(T), [&] {
-            return device_group_->all_reduce(data, count, device_element<T>(), DeviceReduction::sum);
+            return device_group().all_reduce(data, count, device_element<T>(), DeviceReduction::sum);
         });
     }
     return start(signature, count * sizeof(T), [&](std::vector<MPI_Request>& requests) {
@@ -554,6 +553,13 @@ Collective Communicator::start_on_device(CollectiveSignature signature, std::uin
     signature = stamp(signature);
     double const issued = trace_seconds();
     return Collective(*this, device_start(), op_name(signature.op), bytes, signature.sequence, issued);
+}
+
+DeviceGroup& Communicator::device_group() {
+    // Made at the group's first device collective, which every member reaches in the same program order: groups
+    // that never move a device buffer hold no device communicator.
+    if (!device_group_) device_group_ = options_.device->connect(comm_);
+    return *device_group_;
 }
 
 bool Communicator::on_device(void const* pointer) const { return options_.device && options_.device->holds(pointer); }

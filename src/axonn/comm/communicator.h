@@ -209,6 +209,8 @@ private:
     // The same on the device: `device_start` queues the collective and returns its completion.
     template <typename DeviceStart>
     Collective start_on_device(CollectiveSignature signature, std::uint64_t bytes, DeviceStart&& device_start);
+    // The device's collectives over this group, connected at the first call (collective over the group).
+    DeviceGroup& device_group();
     // Whether `pointer` is the device's memory; the two buffers of a gather or scatter must agree.
     bool on_device(void const* pointer) const;
     bool on_device(void const* send, void const* recv) const;
@@ -225,7 +227,7 @@ private:
     TrafficLog& traffic_;
     ProgressEngine& progress_;
     CommOptions options_;
-    std::unique_ptr<DeviceGroup> device_group_;  // with a device, for a group of two ranks or more
+    std::unique_ptr<DeviceGroup> device_group_;  // with a device, for a group of two ranks or more, once used
     int size_ = 1;
     int rank_ = 0;
     int world_rank_ = 0;  // for the hang report, which must say which process is stuck
