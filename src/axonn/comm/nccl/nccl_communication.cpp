@@ -1,14 +1,19 @@
-// NcclCommunication: NCCL communicators per group, bootstrapped over MPI, on one communication stream.
+// NcclCommunication: NCCL communicators per group, bootstrapped over MPI, on one communication stream. Built
+// without NCCL (AXONN_HAVE_NCCL undefined: CMake did not find it), it knows device memory and copies for groups of
+// one, and refuses groups of several ranks.
 #include "axonn/comm/nccl/nccl_communication.h"
 
 #include "axonn/core/error.h"
 #include "axonn/kernels/cuda/cuda_check.h"
 
+#ifdef AXONN_HAVE_NCCL
 #include <nccl.h>
+#endif
 
 #include <exception>
 
 namespace axonn {
+#ifdef AXONN_HAVE_NCCL
 namespace {
 
 void check(ncclResult_t status, char const* what) {
@@ -139,6 +144,7 @@ struct Bootstrap {
 };
 
 }  // namespace
+#endif
 
 NcclCommunication::NcclCommunication(cudaStream_t compute, int device) : compute_(compute), device_(device) {
     cuda::check(cudaSetDevice(device_), "select the GPU");
@@ -157,6 +163,11 @@ bool NcclCommunication::holds(void const* pointer) const {
 }
 
 std::unique_ptr<DeviceGroup> NcclCommunication::connect(MPI_Comm group) {
+#ifndef AXONN_HAVE_NCCL
+    (void)group;
+    throw UsageError("--backend cuda on several ranks needs NCCL, and this build has none: rebuild with NCCL found "
+                     "(set NCCL_ROOT to its folder), or run on one rank");
+#else
     int size = 1, rank = 0;
     MPI_Comm_size(group, &size);
     MPI_Comm_rank(group, &rank);
@@ -171,6 +182,7 @@ std::unique_ptr<DeviceGroup> NcclCommunication::connect(MPI_Comm group) {
     check(ncclCommInitRank(&comm, size, bootstrap.id, rank), "create a communicator (each rank needs a GPU "
                 "of its own: no more ranks per node than GPUs)");
     return std::make_unique<NcclGroup>(comm, compute_, communication_);
+#endif
 }
 
 void NcclCommunication::copy(void* to, void const* from, std::size_t bytes) {
