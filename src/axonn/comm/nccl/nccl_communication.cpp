@@ -153,6 +153,14 @@ NcclCommunication::NcclCommunication(cudaStream_t compute, int device) : compute
 
 NcclCommunication::~NcclCommunication() { cudaStreamDestroy(communication_); }
 
+bool NcclCommunication::built_with_nccl() {
+#ifdef AXONN_HAVE_NCCL
+    return true;
+#else
+    return false;
+#endif
+}
+
 bool NcclCommunication::holds(void const* pointer) const {
     cudaPointerAttributes attributes{};
     if (cudaPointerGetAttributes(&attributes, pointer) != cudaSuccess) {

@@ -26,6 +26,9 @@ public:
     NcclCommunication(NcclCommunication const&) = delete;
     NcclCommunication& operator=(NcclCommunication const&) = delete;
 
+    // Whether this build has NCCL (CMake found it): without it, groups of several ranks are refused.
+    static bool built_with_nccl();
+
     bool holds(void const* pointer) const override;
     std::unique_ptr<DeviceGroup> connect(MPI_Comm group) override;
     void copy(void* to, void const* from, std::size_t bytes) override;
