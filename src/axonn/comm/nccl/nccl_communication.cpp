@@ -5,6 +5,7 @@
 
 #include "axonn/core/error.h"
 #include "axonn/kernels/cuda/cuda_check.h"
+#include "axonn/kernels/cuda/event.h"
 
 #ifdef AXONN_HAVE_NCCL
 #include <nccl.h>
@@ -39,31 +40,19 @@ ncclRedOp_t nccl_op(DeviceReduction reduction) {
     fail("unknown device reduction {}", static_cast<int>(reduction));
 }
 
-// An event without timing, owned.
-class Event {
-public:
-    Event() { cuda::check(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "create an event"); }
-    ~Event() { cudaEventDestroy(event_); }  // released once the streams are past it
-    Event(Event const&) = delete;
-    Event& operator=(Event const&) = delete;
-    cudaEvent_t get() const { return event_; }
-
-private:
-    cudaEvent_t event_ = nullptr;
-};
-
 class NcclGroup;
 
 // A collective's closing event; waiting makes the compute stream wait on it.
 class NcclCompletion final : public DeviceCompletion {
 public:
-    NcclCompletion(NcclGroup& group, std::unique_ptr<Event> done) : group_(group), done_(std::move(done)) {}
+    explicit NcclCompletion(NcclGroup& group) : group_(group) {}
+    cuda::Event const& done() const { return done_; }
     void wait() override;
     void abandon() noexcept override;
 
 private:
     NcclGroup& group_;
-    std::unique_ptr<Event> done_;
+    cuda::Event done_;
 };
 
 class NcclGroup final : public DeviceGroup {
@@ -91,48 +80,45 @@ public:
 
     std::unique_ptr<DeviceCompletion> all_reduce(void* data, std::size_t count, DeviceElement element,
                                                  DeviceReduction reduction) override {
-        return queue([&] {
-            check(ncclAllReduce(data, data, count, nccl_type(element), nccl_op(reduction), comm_, communication_),
-                        "queue an all-reduce");
+        return queue("queue an all-reduce", [&] {
+            return ncclAllReduce(data, data, count, nccl_type(element), nccl_op(reduction), comm_, communication_);
         });
     }
     std::unique_ptr<DeviceCompletion> all_gather(void const* send, void* recv, std::size_t count_per_rank,
                                                  DeviceElement element) override {
-        return queue([&] {
-            check(ncclAllGather(send, recv, count_per_rank, nccl_type(element), comm_, communication_),
-                        "queue an all-gather");
+        return queue("queue an all-gather", [&] {
+            return ncclAllGather(send, recv, count_per_rank, nccl_type(element), comm_, communication_);
         });
     }
     std::unique_ptr<DeviceCompletion> reduce_scatter(void const* send, void* recv, std::size_t count_per_rank,
                                                      DeviceElement element) override {
-        return queue([&] {
-            check(ncclReduceScatter(send, recv, count_per_rank, nccl_type(element), ncclSum, comm_,
-                                          communication_),
-                        "queue a reduce-scatter");
+        return queue("queue a reduce-scatter", [&] {
+            return ncclReduceScatter(send, recv, count_per_rank, nccl_type(element), ncclSum, comm_, communication_);
         });
     }
 
 private:
-    // The collective runs after the compute stream's queued work (its inputs) and records its end.
+    // The collective runs after the compute stream's queued work (its inputs) and records its end. One event marks
+    // the inputs for every call: a stream waits on an event as last recorded when the wait is queued.
     template <typename NcclCall>
-    std::unique_ptr<DeviceCompletion> queue(NcclCall&& nccl_call) {
-        Event const inputs_ready;
-        cuda::check(cudaEventRecord(inputs_ready.get(), compute_), "mark the compute stream");
-        cuda::check(cudaStreamWaitEvent(communication_, inputs_ready.get(), 0), "order communication after compute");
-        nccl_call();
-        auto done = std::make_unique<Event>();
-        cuda::check(cudaEventRecord(done->get(), communication_), "mark a collective's end");
-        return std::make_unique<NcclCompletion>(*this, std::move(done));
+    std::unique_ptr<DeviceCompletion> queue(char const* what, NcclCall&& nccl_call) {
+        inputs_ready_.record(compute_);
+        cuda::check(cudaStreamWaitEvent(communication_, inputs_ready_.get(), 0), "order communication after compute");
+        check(nccl_call(), what);
+        auto completion = std::make_unique<NcclCompletion>(*this);
+        completion->done().record(communication_);
+        return completion;
     }
 
     ncclComm_t comm_;
     cudaStream_t compute_;
     cudaStream_t communication_;
+    cuda::Event const inputs_ready_;
     bool aborted_ = false;
 };
 
 void NcclCompletion::wait() {
-    cuda::check(cudaStreamWaitEvent(group_.compute(), done_->get(), 0), "order computation after a collective");
+    cuda::check(cudaStreamWaitEvent(group_.compute(), done_.get(), 0), "order computation after a collective");
 }
 
 void NcclCompletion::abandon() noexcept { group_.abort(); }

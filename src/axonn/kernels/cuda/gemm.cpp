@@ -2,6 +2,7 @@
 
 #include "axonn/core/error.h"
 #include "axonn/kernels/cuda/cuda_check.h"
+#include "axonn/kernels/cuda/event.h"
 
 #include <memory>
 #include <span>
@@ -104,27 +105,19 @@ Gemm::Plan& Gemm::plan_for(ShapeKey const& key, void const* A, void const* B, fl
 
 cublasLtMatmulAlgo_t Gemm::fastest(Plan const& plan, std::span<cublasLtMatmulHeuristicResult_t const> proposals,
                                     void const* A, void const* B, float* C, cudaStream_t stream) {
-    cudaEvent_t start, stop;
-    check(cudaEventCreate(&start), "create a CUDA event");
-    check(cudaEventCreate(&stop), "create a CUDA event");
     cublasLtMatmulAlgo_t best_algorithm = proposals.front().algo;
     float best_ms = -1.0f, one = 1.0f, zero = 0.0f;
     for (cublasLtMatmulHeuristicResult_t const& proposal : proposals) {
-        check(cudaEventRecord(start, stream), "record a CUDA event");
-        cublasStatus_t const status = cublasLtMatmul(handle_, plan.operation, &one, B, plan.a, A, plan.b, &zero, C,
-                                                     plan.c, C, plan.c, &proposal.algo, workspace_, workspace_bytes_,
-                                                     stream);
-        check(cudaEventRecord(stop, stream), "record a CUDA event");
-        check(cudaEventSynchronize(stop), "time a GEMM");
-        float ms = 0;
-        check(cudaEventElapsedTime(&ms, start, stop), "time a GEMM");
+        cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+        float const ms = milliseconds_on(stream, [&] {
+            status = cublasLtMatmul(handle_, plan.operation, &one, B, plan.a, A, plan.b, &zero, C, plan.c, C, plan.c,
+                                    &proposal.algo, workspace_, workspace_bytes_, stream);
+        });
         if (status == CUBLAS_STATUS_SUCCESS && (best_ms < 0 || ms < best_ms)) {
             best_ms = ms;
             best_algorithm = proposal.algo;
         }
     }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
     return best_algorithm;
 }
 

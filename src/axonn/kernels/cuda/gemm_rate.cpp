@@ -1,6 +1,7 @@
 #include "axonn/kernels/cuda/gemm_rate.h"
 
 #include "axonn/kernels/cuda/cuda_check.h"
+#include "axonn/kernels/cuda/event.h"
 #include "axonn/kernels/cuda/gemm.h"
 #include "axonn/kernels/cuda/kernels.h"
 
@@ -29,17 +30,9 @@ GpuGemmRate measure_gemm_rate(DType precision, std::int64_t n) {
     Gemm gemm;
     auto const product = [&] { gemm.run(false, false, n, n, n, a, n, b, n, 0.0f, c.data<float>(), n, bf16, stream); };
     for (int i = 0; i < warm_ups; ++i) product();
-    cudaEvent_t start, stop;
-    check(cudaEventCreate(&start), "create a CUDA event");
-    check(cudaEventCreate(&stop), "create a CUDA event");
-    check(cudaEventRecord(start, stream), "record a CUDA event");
-    for (int i = 0; i < timed; ++i) product();
-    check(cudaEventRecord(stop, stream), "record a CUDA event");
-    check(cudaEventSynchronize(stop), "time the GEMMs");
-    float milliseconds = 0;
-    check(cudaEventElapsedTime(&milliseconds, start, stop), "time the GEMMs");
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
+    float const milliseconds = milliseconds_on(stream, [&] {
+        for (int i = 0; i < timed; ++i) product();
+    });
     cudaStreamDestroy(stream);
     double const flops = 2.0 * static_cast<double>(n) * n * n * timed;
     return {n, flops / (milliseconds * 1e-3)};
