@@ -26,13 +26,11 @@ public:
                                                            duplicate, Group::world, traffic_, progress_, CommOptions{}));
     }
     void copy(void* to, void const* from, std::size_t bytes) override {
-        ++copies;
         std::memmove(to, from, bytes);
     }
 
     // The bytes of each device collective issued, as the Communicator's traffic log counts them.
     std::vector<std::uint64_t> collective_bytes;
-    int copies = 0;  // groups of one's copies
 
 private:
     // A collective in flight on the inner communicator (or done: the blocking maximum and minimum).
