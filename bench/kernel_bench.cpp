@@ -36,6 +36,30 @@ BENCHMARK(BM_LinearGemm)
     ->Args({BT, C, 4 * C})   // MLP down
     ->Args({BT, Vp, C});     // LM head
 
+// The same GEMMs on bf16 inputs with fp32 results, as the bf16 backend runs them (conversions not counted).
+void BM_LinearGemmBf16(benchmark::State& state) {
+    std::int64_t const M = state.range(0), N = state.range(1), K = state.range(2);
+    std::vector<axonn::bfloat16> a(M * K, axonn::to_bfloat16(0.5f)), b(N * K, axonn::to_bfloat16(0.25f));
+    std::vector<float> c(M * N);
+    for (auto _ : state) gemm_bf16(false, true, M, N, K, a.data(), K, b.data(), K, 0.0f, c.data(), N);
+    state.counters["FLOP/s"] = benchmark::Counter(2.0 * M * N * K, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_LinearGemmBf16)
+    ->Args({BT, 3 * C, C})
+    ->Args({BT, C, C})
+    ->Args({BT, 4 * C, C})
+    ->Args({BT, C, 4 * C})
+    ->Args({BT, Vp, C});
+
+// Rounding an activation to bf16 for a GEMM: the LM head's logits gradient, the largest one.
+void BM_ToBf16(benchmark::State& state) {
+    std::vector<float> in(BT * Vp, 0.3f);
+    std::vector<axonn::bfloat16> out(in.size());
+    for (auto _ : state) to_bf16(out.data(), in.data(), static_cast<std::int64_t>(in.size()));
+    state.SetBytesProcessed(state.iterations() * BT * Vp * 6);
+}
+BENCHMARK(BM_ToBf16);
+
 void BM_LayerNormForward(benchmark::State& state) {
     std::vector<float> inp(BT * C, 1.0f), out(BT * C), mean(BT), rstd(BT), weight(C, 1.0f), bias(C, 0.0f);
     std::vector<double> stats(2 * BT);

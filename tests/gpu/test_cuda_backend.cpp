@@ -110,15 +110,20 @@ std::vector<GpuCase> gpu_cases() {
         std::vector<BufferSpec> const buffers = {floats("inp", M * K), floats("weight", N * K), halves("weight16", N * K),
                                                  floats("bias", N), floats("out", M * N), floats("dout", M * N),
                                                  floats("dinp", M * K), floats("dweight", N * K), floats("dbias", N),
-                                                 floats("dweight_written", N * K)};
-        cases.push_back({std::string(s.name), buffers, {"out", "dinp", "dweight", "dbias", "dweight_written"},
+                                                 floats("dweight_written", N * K), floats("dinp_held", M * K)};
+        cases.push_back({std::string(s.name), buffers,
+                         {"out", "dinp", "dweight", "dbias", "dweight_written", "dinp_held"},
                          [M, K, N](Backend& k, Pointers const& p, std::vector<double>&) {
                              WeightView const w = gemm_weight(k, p, "weight", "weight16", N * K);
                              k.linear_forward(p.f("out"), p.f("inp"), w, p.f("bias"), M, K, N);
-                             k.linear_backward_input(p.f("dinp"), p.f("dout"), w, M, K, N);
-                             k.linear_backward_weight(p.f("dweight"), p.f("dbias"), p.f("dout"), p.f("inp"), M, K, N,
+                             // dout rounded where each GEMM runs, and (the model's way) once for both
+                             GemmInput const dout = GemmInput::unrounded(p.f("dout"));
+                             k.linear_backward_input(p.f("dinp"), dout, w, M, K, N);
+                             k.linear_backward_weight(p.f("dweight"), p.f("dbias"), dout, p.f("inp"), M, K, N,
                                                       GradWrite::accumulate);
-                             k.linear_backward_weight(p.f("dweight_written"), nullptr, p.f("dout"), p.f("inp"), M, K,
+                             GemmInput const held = k.gemm_input(p.f("dout"), M * N);
+                             k.linear_backward_input(p.f("dinp_held"), held, w, M, K, N);
+                             k.linear_backward_weight(p.f("dweight_written"), nullptr, held, p.f("inp"), M, K,
                                                       N, GradWrite::overwrite);
                          }});
     }

@@ -80,11 +80,14 @@ public:
     // out[M,N] = inp[M,K] · weight[N,K]ᵀ + bias[N]
     virtual void linear_forward(float* out, float const* inp, WeightView weight, float const* bias, std::int64_t M,
                                 std::int64_t K, std::int64_t N) = 0;
+    // x[n] prepared once for the GEMMs that read it next (a Linear's dout, for dX and dW): with bf16 GEMMs a
+    // rounded copy, which the backend keeps until its next gemm_input; with fp32 GEMMs x itself.
+    virtual GemmInput gemm_input(float const* x, std::int64_t n) = 0;
     // dinp[M,K] = dout[M,N] · weight[N,K] (written)
-    virtual void linear_backward_input(float* dinp, float const* dout, WeightView weight, std::int64_t M,
+    virtual void linear_backward_input(float* dinp, GemmInput dout, WeightView weight, std::int64_t M,
                                        std::int64_t K, std::int64_t N) = 0;
     // dweight[N,K] (+)= dout[M,N]ᵀ · inp[M,K] as dweight_write says; dbias[N] += Σ rows (kernels/cpu/linear.h)
-    virtual void linear_backward_weight(float* dweight, float* dbias, float const* dout, float const* inp,
+    virtual void linear_backward_weight(float* dweight, float* dbias, GemmInput dout, float const* inp,
                                         std::int64_t M, std::int64_t K, std::int64_t N, GradWrite dweight_write) = 0;
 
     // Fused causal attention, never storing T×T (kernels/cpu/attention.h), with NH query heads of C/NH channels

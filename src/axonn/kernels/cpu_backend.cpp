@@ -63,11 +63,21 @@ void CpuBackend::convert(void* out, DType out_dtype, void const* in, DType in_dt
     }
 }
 
-bfloat16 const* CpuBackend::bf16_operand(int slot, float const* values, std::int64_t n) {
+bfloat16 const* CpuBackend::bf16_operand(Scratch slot, float const* values, std::int64_t n) {
     Tensor& scratch = scratch_[slot];
     grow_to(scratch, n, DType::bf16);
     cpu::to_bf16(scratch.data<bfloat16>(), values, n);
     return scratch.data<bfloat16>();
+}
+
+bfloat16 const* CpuBackend::bf16_operand(Scratch slot, GemmInput x, std::int64_t n) {
+    return x.rounded != nullptr ? x.rounded : bf16_operand(slot, x.values, n);
+}
+
+GemmInput CpuBackend::gemm_input(float const* x, std::int64_t n) {
+    if (gemm_dtype_ != DType::bf16) return GemmInput::unrounded(x);
+    TraceSpan const span("gemm_input", TraceTrack::kernels);
+    return {x, bf16_operand(held_input, x, n)};
 }
 
 void CpuBackend::encoder_forward(float* out, std::int32_t const* tokens, WeightView wte, float const* wpe, int B,
@@ -143,29 +153,29 @@ void CpuBackend::linear_forward(float* out, float const* inp, WeightView weight,
     TraceSpan const span("linear_forward", TraceTrack::kernels);
     invariant(weight.dtype == gemm_dtype_, "a {} GEMM got {} weights", dtype_name(gemm_dtype_), dtype_name(weight.dtype));
     if (gemm_dtype_ == DType::bf16) {
-        cpu::linear_forward(out, bf16_operand(0, inp, M * K), weight.bf16(), bias, M, K, N);
+        cpu::linear_forward(out, bf16_operand(first_operand, inp, M * K), weight.bf16(), bias, M, K, N);
     } else {
         cpu::linear_forward(out, inp, weight.f32(), bias, M, K, N);
     }
 }
-void CpuBackend::linear_backward_input(float* dinp, float const* dout, WeightView weight, std::int64_t M,
+void CpuBackend::linear_backward_input(float* dinp, GemmInput dout, WeightView weight, std::int64_t M,
                                        std::int64_t K, std::int64_t N) {
     TraceSpan const span("linear_backward_input", TraceTrack::kernels);
     invariant(weight.dtype == gemm_dtype_, "a {} GEMM got {} weights", dtype_name(gemm_dtype_), dtype_name(weight.dtype));
     if (gemm_dtype_ == DType::bf16) {
-        cpu::linear_backward_input(dinp, bf16_operand(0, dout, M * N), weight.bf16(), M, K, N);
+        cpu::linear_backward_input(dinp, bf16_operand(first_operand, dout, M * N), weight.bf16(), M, K, N);
     } else {
-        cpu::linear_backward_input(dinp, dout, weight.f32(), M, K, N);
+        cpu::linear_backward_input(dinp, dout.values, weight.f32(), M, K, N);
     }
 }
-void CpuBackend::linear_backward_weight(float* dweight, float* dbias, float const* dout, float const* inp,
+void CpuBackend::linear_backward_weight(float* dweight, float* dbias, GemmInput dout, float const* inp,
                                         std::int64_t M, std::int64_t K, std::int64_t N, GradWrite dweight_write) {
     TraceSpan const span("linear_backward_weight", TraceTrack::kernels);
     if (gemm_dtype_ == DType::bf16) {
-        cpu::linear_backward_weight(dweight, dbias, bf16_operand(0, dout, M * N), dout, bf16_operand(1, inp, M * K),
-                                    M, K, N, dweight_write);
+        cpu::linear_backward_weight(dweight, dbias, bf16_operand(first_operand, dout, M * N), dout.values,
+                                    bf16_operand(second_operand, inp, M * K), M, K, N, dweight_write);
     } else {
-        cpu::linear_backward_weight(dweight, dbias, dout, inp, M, K, N, dweight_write);
+        cpu::linear_backward_weight(dweight, dbias, dout.values, inp, M, K, N, dweight_write);
     }
 }
 namespace {
@@ -177,7 +187,8 @@ void CpuBackend::attention_forward(float* out, float* lse, float const* qkv, int
     TraceSpan const span("attention_forward", TraceTrack::kernels);
     if (gemm_dtype_ == DType::bf16) {
         std::int64_t const BT = static_cast<std::int64_t>(B) * T;
-        cpu::attention_forward_bf16(out, lse, bf16_operand(0, qkv, BT * qkv_width(C, NH, NKV)), B, T, C, NH, NKV);
+        cpu::attention_forward_bf16(out, lse, bf16_operand(first_operand, qkv, BT * qkv_width(C, NH, NKV)), B, T, C,
+                                    NH, NKV);
     } else {
         cpu::attention_forward(out, lse, qkv, B, T, C, NH, NKV);
     }
@@ -187,8 +198,9 @@ void CpuBackend::attention_backward(float* dqkv, float const* dout, float const*
     TraceSpan const span("attention_backward", TraceTrack::kernels);
     if (gemm_dtype_ == DType::bf16) {
         std::int64_t const BT = static_cast<std::int64_t>(B) * T;
-        cpu::attention_backward_bf16(dqkv, bf16_operand(1, dout, BT * C),
-                                     bf16_operand(0, qkv, BT * qkv_width(C, NH, NKV)), out, lse, B, T, C, NH, NKV);
+        cpu::attention_backward_bf16(dqkv, bf16_operand(second_operand, dout, BT * C),
+                                     bf16_operand(first_operand, qkv, BT * qkv_width(C, NH, NKV)), out, lse, B, T, C, NH,
+                                     NKV);
     } else {
         cpu::attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, NKV);
     }

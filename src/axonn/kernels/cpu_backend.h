@@ -50,9 +50,10 @@ public:
                             std::int64_t N, int C, int C_total) override;
     void linear_forward(float* out, float const* inp, WeightView weight, float const* bias, std::int64_t M,
                         std::int64_t K, std::int64_t N) override;
-    void linear_backward_input(float* dinp, float const* dout, WeightView weight, std::int64_t M, std::int64_t K,
+    GemmInput gemm_input(float const* x, std::int64_t n) override;
+    void linear_backward_input(float* dinp, GemmInput dout, WeightView weight, std::int64_t M, std::int64_t K,
                                std::int64_t N) override;
-    void linear_backward_weight(float* dweight, float* dbias, float const* dout, float const* inp, std::int64_t M,
+    void linear_backward_weight(float* dweight, float* dbias, GemmInput dout, float const* inp, std::int64_t M,
                                 std::int64_t K, std::int64_t N, GradWrite dweight_write) override;
     void attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH, int NKV) override;
     void attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out, float const* lse,
@@ -76,12 +77,16 @@ public:
     double sum_of_squares(float const* x, std::int64_t n) override;
 
 private:
-    // values[n] rounded to bf16 in scratch buffer `slot`, which grows to fit: slot 0 takes the operand a GEMM's
-    // output rows come from (inp forward, dout backward), slot 1 the weight gradient's inp.
-    bfloat16 const* bf16_operand(int slot, float const* values, std::int64_t n);
+    // Scratch buffers for bf16 copies, which grow to fit: the two operands a kernel rounds for itself, and
+    // gemm_input's copy, which outlives the kernels that read it.
+    enum Scratch { first_operand, second_operand, held_input, scratch_count };
+    // values[n] rounded to bf16 in a scratch buffer
+    bfloat16 const* bf16_operand(Scratch slot, float const* values, std::int64_t n);
+    // x[n] in bf16: its gemm_input copy, or rounded into `slot`
+    bfloat16 const* bf16_operand(Scratch slot, GemmInput x, std::int64_t n);
 
     DType gemm_dtype_;
-    Tensor scratch_[2];
+    Tensor scratch_[scratch_count];
 };
 
 }  // namespace axonn

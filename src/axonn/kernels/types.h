@@ -57,4 +57,18 @@ struct WeightView {
     bfloat16 const* bf16() const { return static_cast<bfloat16 const*>(data); }
 };
 
+// An fp32 activation as GEMMs read it: `values`, and for bf16 GEMMs `rounded`, a bf16 copy that Backend::gemm_input
+// made once for every GEMM that reads it (a Linear's dout feeds both dX and dW). Without a copy (null), a bf16
+// GEMM rounds `values` where it runs.
+struct GemmInput {
+    float const* values = nullptr;
+    bfloat16 const* rounded = nullptr;
+
+    static GemmInput unrounded(float const* values) { return {values, nullptr}; }
+    // Rows first ... of an input of `width` columns.
+    GemmInput rows_from(std::int64_t first, std::int64_t width) const {
+        return {values + first * width, rounded == nullptr ? nullptr : rounded + first * width};
+    }
+};
+
 }  // namespace axonn

@@ -696,8 +696,8 @@ void Gpt::backward() {
     k.cross_entropy_backward(dlogits, activation(a.logits), activation(a.logsumexp), batch.targets,
                              activation(a.dlosses), d.BT, vocab.valid, vocab.rows, vocab.begin);
     parallel_input_gradient(k, linear_groups(false), options_.overlap, d_ln, dlogits, gathered_vocab_block(head_block),
-                            d.BT, d.Cx, d.Vpy, [&] {
-        k.linear_backward_weight(block_grad(head_block), nullptr, dlogits, activation(a.lnf), d.BT, d.Cx, d.Vpy,
+                            d.BT, d.Cx, d.Vpy, [&](GemmInput gemm_dlogits) {
+        k.linear_backward_weight(block_grad(head_block), nullptr, gemm_dlogits, activation(a.lnf), d.BT, d.Cx, d.Vpy,
                                  block_write);
     });
     k.zero(d_residual_out, d.BT * d.Cx * static_cast<std::int64_t>(sizeof(float)));

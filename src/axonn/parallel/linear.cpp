@@ -55,27 +55,29 @@ void parallel_linear_forward(Backend& backend, LinearGroups const& groups, bool 
 
 void parallel_input_gradient(Backend& backend, LinearGroups const& groups, bool overlap, float* dinp,
                              float const* dout, WeightView weight_block, std::int64_t M, std::int64_t K_local,
-                             std::int64_t N_local, std::function<void()> const& weight_gradient) {
+                             std::int64_t N_local, std::function<void(GemmInput dout)> const& weight_gradient) {
+    GemmInput const gemm_dout = backend.gemm_input(dout, M * N_local);
     auto input_gradient = [&](std::int64_t first, std::int64_t rows) {
-        backend.linear_backward_input(dinp + first * K_local, dout + first * N_local, weight_block, rows, K_local,
-                                      N_local);
+        backend.linear_backward_input(dinp + first * K_local, gemm_dout.rows_from(first, N_local), weight_block, rows,
+                                      K_local, N_local);
     };
     if (groups.out_features.size() == 1) {  // nothing to all-reduce: the weight gradient's reduce-scatter goes first
-        weight_gradient();
+        weight_gradient(gemm_dout);
         input_gradient(0, M);
         return;
     }
     chunked_all_reduce(backend, groups.out_features, groups.bf16_staging, overlap, dinp, M, K_local, input_gradient,
-                       weight_gradient);
+                       [&] { weight_gradient(gemm_dout); });
 }
 
 void parallel_linear_backward(Backend& backend, LinearGroups const& groups, GradScatter& scatter, bool overlap,
                               float* dinp, float* dweight_shard, float* dbias, float const* dout, float const* inp,
                               WeightView weight_block, std::int64_t M, std::int64_t K_local, std::int64_t N_local,
                               GradWrite write) {
-    parallel_input_gradient(backend, groups, overlap, dinp, dout, weight_block, M, K_local, N_local, [&] {
+    parallel_input_gradient(backend, groups, overlap, dinp, dout, weight_block, M, K_local, N_local,
+                            [&](GemmInput gemm_dout) {
         GradTarget const target = scatter.target(dweight_shard, write);
-        backend.linear_backward_weight(target.block, dbias, dout, inp, M, K_local, N_local, target.write);
+        backend.linear_backward_weight(target.block, dbias, gemm_dout, inp, M, K_local, N_local, target.write);
         scatter.submit(N_local * K_local);
     });
 }

@@ -108,12 +108,22 @@ void CudaBackend::convert(void* out, DType out_dtype, void const* in, DType in_d
     }
 }
 
-void const* CudaBackend::gemm_operand(int slot, float const* values, std::int64_t n) {
+void const* CudaBackend::gemm_operand(Scratch slot, float const* values, std::int64_t n) {
     if (gemm_dtype_ == DType::f32) return values;
     Tensor& scratch = scratch_[slot];
     grow_to(scratch, n, DType::bf16, Memory::device);
     cuda::to_bf16(as_device_bf16(scratch.raw_data()), values, n, stream_);
     return scratch.raw_data();
+}
+
+void const* CudaBackend::gemm_operand(Scratch slot, GemmInput x, std::int64_t n) {
+    if (gemm_dtype_ == DType::bf16 && x.rounded != nullptr) return x.rounded;
+    return gemm_operand(slot, x.values, n);
+}
+
+GemmInput CudaBackend::gemm_input(float const* x, std::int64_t n) {
+    if (gemm_dtype_ != DType::bf16) return GemmInput::unrounded(x);
+    return {x, static_cast<bfloat16 const*>(gemm_operand(held_input, x, n))};
 }
 
 void CudaBackend::check_weight(WeightView weight) const {
@@ -183,24 +193,25 @@ void CudaBackend::linear_forward(float* out, float const* inp, WeightView weight
     TraceSpan const span("linear_forward", TraceTrack::kernels);
     check_weight(weight);
     bool const bf16 = gemm_dtype_ == DType::bf16;
-    gemm_->run(false, true, M, N, K, gemm_operand(0, inp, M * K), K, weight.data, K, 0.0f, out, N, bf16, stream_);
+    gemm_->run(false, true, M, N, K, gemm_operand(first_operand, inp, M * K), K, weight.data, K, 0.0f, out, N, bf16, stream_);
     cuda::add_bias(out, bias, M, N, stream_);
 }
-void CudaBackend::linear_backward_input(float* dinp, float const* dout, WeightView weight, std::int64_t M,
+void CudaBackend::linear_backward_input(float* dinp, GemmInput dout, WeightView weight, std::int64_t M,
                                         std::int64_t K, std::int64_t N) {
     TraceSpan const span("linear_backward_input", TraceTrack::kernels);
     check_weight(weight);
     bool const bf16 = gemm_dtype_ == DType::bf16;
-    gemm_->run(false, false, M, K, N, gemm_operand(0, dout, M * N), N, weight.data, K, 0.0f, dinp, K, bf16, stream_);
+    gemm_->run(false, false, M, K, N, gemm_operand(first_operand, dout, M * N), N, weight.data, K, 0.0f, dinp, K, bf16,
+               stream_);
 }
-void CudaBackend::linear_backward_weight(float* dweight, float* dbias, float const* dout, float const* inp,
+void CudaBackend::linear_backward_weight(float* dweight, float* dbias, GemmInput dout, float const* inp,
                                          std::int64_t M, std::int64_t K, std::int64_t N, GradWrite dweight_write) {
     TraceSpan const span("linear_backward_weight", TraceTrack::kernels);
     bool const bf16 = gemm_dtype_ == DType::bf16;
     float const beta = dweight_write == GradWrite::accumulate ? 1.0f : 0.0f;
-    gemm_->run(true, false, N, K, M, gemm_operand(0, dout, M * N), N, gemm_operand(1, inp, M * K), K, beta, dweight, K,
-              bf16, stream_);
-    cuda::accumulate_bias_gradient(dbias, dout, M, N, stream_);
+    gemm_->run(true, false, N, K, M, gemm_operand(first_operand, dout, M * N), N,
+               gemm_operand(second_operand, inp, M * K), K, beta, dweight, K, bf16, stream_);
+    cuda::accumulate_bias_gradient(dbias, dout.values, M, N, stream_);
 }
 
 bool CudaBackend::on_tensor_cores(int C, int NH) const {

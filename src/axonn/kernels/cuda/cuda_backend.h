@@ -59,9 +59,10 @@ public:
                           float const* rstd, double const* stats, std::int64_t N, int C, int C_total) override;
     void linear_forward(float* out, float const* inp, WeightView weight, float const* bias, std::int64_t M,
                         std::int64_t K, std::int64_t N) override;
-    void linear_backward_input(float* dinp, float const* dout, WeightView weight, std::int64_t M, std::int64_t K,
+    GemmInput gemm_input(float const* x, std::int64_t n) override;
+    void linear_backward_input(float* dinp, GemmInput dout, WeightView weight, std::int64_t M, std::int64_t K,
                                std::int64_t N) override;
-    void linear_backward_weight(float* dweight, float* dbias, float const* dout, float const* inp, std::int64_t M,
+    void linear_backward_weight(float* dweight, float* dbias, GemmInput dout, float const* inp, std::int64_t M,
                                 std::int64_t K, std::int64_t N, GradWrite dweight_write) override;
     void attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH, int NKV) override;
     void attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out, float const* lse,
@@ -89,9 +90,13 @@ public:
     double sum_of_squares(float const* x, std::int64_t n) override;
 
 private:
-    // The GEMM operand `values[n]` as the GEMMs take it: itself in fp32, else rounded to bf16 in scratch `slot`
-    // (0: the operand a GEMM's output rows come from, 1: the weight gradient's inp).
-    void const* gemm_operand(int slot, float const* values, std::int64_t n);
+    // Scratch for bf16 copies in GPU memory: the two operands a GEMM rounds for itself, and gemm_input's copy,
+    // which outlives the GEMMs that read it.
+    enum Scratch { first_operand, second_operand, held_input, scratch_count };
+    // The GEMM operand `values[n]` as the GEMMs take it: itself in fp32, else rounded to bf16 in scratch `slot`.
+    void const* gemm_operand(Scratch slot, float const* values, std::int64_t n);
+    // The same for an input that gemm_input may have rounded already.
+    void const* gemm_operand(Scratch slot, GemmInput x, std::int64_t n);
     void check_weight(WeightView weight) const;
     // Whether attention of heads of C/NH channels runs on the tensor cores (bf16, heads of 64 or 128).
     bool on_tensor_cores(int C, int NH) const;
@@ -102,7 +107,7 @@ private:
     std::unique_ptr<cuda::Gemm> gemm_;  // made after the device is selected: its workspace lives there
     std::string device_name_;
     // Scratch in GPU memory, device tensors (made once the backend has installed the device allocator).
-    Tensor scratch_[2];
+    Tensor scratch_[scratch_count];
     Tensor row_dot_;                     // attention's backward: [B,NH,T]
     Tensor inv_freq_;                    // rope's frequencies, copied from the host
     std::vector<double> inv_freq_host_;  // what inv_freq_ holds
