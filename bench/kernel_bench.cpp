@@ -93,7 +93,7 @@ void BM_AttentionForwardBackward(benchmark::State& state) {
     double const flops = 7.0 * 2.0 * static_cast<double>(attention_scores_computed(seq)) * (C / NH) * batch * NH;
     state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_AttentionForwardBackward)->Arg(64)->Arg(256)->Arg(1024);
+BENCHMARK(BM_AttentionForwardBackward)->Arg(64)->Arg(128)->Arg(256)->Arg(1024);
 
 // The same in bf16, as the bf16 backend runs it: qkv and dout rounded to bf16 (counted in the time), every tile
 // GEMM on bf16 inputs.
@@ -114,7 +114,7 @@ void BM_AttentionForwardBackwardBf16(benchmark::State& state) {
     double const flops = 7.0 * 2.0 * static_cast<double>(attention_scores_computed(seq)) * (C / NH) * batch * NH;
     state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_AttentionForwardBackwardBf16)->Arg(64)->Arg(256)->Arg(1024);
+BENCHMARK(BM_AttentionForwardBackwardBf16)->Arg(64)->Arg(128)->Arg(256)->Arg(1024);
 
 void BM_CrossEntropyForwardBackward(benchmark::State& state) {
     std::vector<float> logits(BT * Vp, 0.01f), losses(BT), lse(BT), row_max(BT), dlosses(BT, 1.0f / BT);

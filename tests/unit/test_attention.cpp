@@ -9,6 +9,7 @@
 // rounding; measured up to 8.8e-3 with these peaked rows), and further than 1e-5, or they did not round at all.
 #include "axonn/kernels/cpu/attention.h"
 #include "axonn/kernels/cpu/bf16.h"
+#include "axonn/kernels/cpu_backend.h"
 
 #include "axonn/core/rng.h"
 #include "support/reference_attention.h"
@@ -119,6 +120,39 @@ TEST(FusedAttention, ComputesTheLowerTriangleInWholeTiles) {
     EXPECT_EQ(attention_scores_computed(5, {2, 3}), 2 * 2 + 2 * 4 + 1 * 5);
     EXPECT_EQ(attention_scores_computed(1024), 64 * 64 * (16 * 17 / 2));
     EXPECT_EQ(attention_scores_computed(100, {1, 1}), 100 * 101 / 2);
+}
+
+// n standard normals rounded to fp32, from stream `stream`
+std::vector<double> normal_values(std::size_t n, std::uint64_t stream) {
+    std::vector<double> values(n);
+    for (std::size_t i = 0; i < n; ++i) values[i] = static_cast<float>(standard_normal({7, stream}, i));
+    return values;
+}
+
+// Mixed precision runs attention in bf16 only where it pays (attention_in_bf16): a sequence of one bf16 query tile
+// (128) in the fp32 kernels, one token more in the bf16 kernels. The bf16 backend must give bitwise what the
+// kernel it chose gives.
+TEST(FusedAttention, MixedPrecisionRunsSequencesOfOneBf16TileInFp32) {
+    if (!bf16_gemm_support().available) GTEST_SKIP() << "no bf16 GEMM here: " << bf16_gemm_support().reason;
+    for (int const T : {bf16_attention_tiles.queries, bf16_attention_tiles.queries + 1}) {
+        AttentionCase const c{1, T, 16, 2, 2, {}};
+        bool const in_bf16 = attention_in_bf16(T);
+        EXPECT_EQ(in_bf16, T > 128) << T;
+        std::vector<double> const qkv = normal_values(static_cast<std::size_t>(T) * 3 * c.C, 1),
+                                  dout = normal_values(static_cast<std::size_t>(T) * c.C, 2);
+        AttentionCase const kernel_case{1, T, 16, 2, 2, in_bf16 ? bf16_attention_tiles : AttentionTiles{}};
+        auto const [out_kernel, dqkv_kernel] =
+            in_bf16 ? fused_bf16(kernel_case, qkv, dout) : fused<float>(kernel_case, qkv, dout);
+
+        CpuBackend backend(DType::bf16);
+        std::vector<float> const qkv_f(qkv.begin(), qkv.end()), dout_f(dout.begin(), dout.end());
+        std::vector<float> out(dout.size()), lse(static_cast<std::size_t>(c.NH) * T), dqkv(qkv.size(), 0.0f);
+        backend.attention_forward(out.data(), lse.data(), qkv_f.data(), 1, T, c.C, c.NH, c.NKV);
+        backend.attention_backward(dqkv.data(), dout_f.data(), qkv_f.data(), out.data(), lse.data(), 1, T, c.C, c.NH,
+                                   c.NKV);
+        EXPECT_EQ(std::vector<double>(out.begin(), out.end()), out_kernel) << T;
+        EXPECT_EQ(std::vector<double>(dqkv.begin(), dqkv.end()), dqkv_kernel) << T;
+    }
 }
 
 }  // namespace

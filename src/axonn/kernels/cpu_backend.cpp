@@ -185,7 +185,7 @@ std::int64_t qkv_width(int C, int NH, int NKV) { return C + 2 * static_cast<std:
 
 void CpuBackend::attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH, int NKV) {
     TraceSpan const span("attention_forward", TraceTrack::kernels);
-    if (gemm_dtype_ == DType::bf16) {
+    if (gemm_dtype_ == DType::bf16 && cpu::attention_in_bf16(T)) {
         std::int64_t const BT = static_cast<std::int64_t>(B) * T;
         cpu::attention_forward_bf16(out, lse, bf16_operand(first_operand, qkv, BT * qkv_width(C, NH, NKV)), B, T, C,
                                     NH, NKV);
@@ -196,7 +196,7 @@ void CpuBackend::attention_forward(float* out, float* lse, float const* qkv, int
 void CpuBackend::attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out,
                                     float const* lse, int B, int T, int C, int NH, int NKV) {
     TraceSpan const span("attention_backward", TraceTrack::kernels);
-    if (gemm_dtype_ == DType::bf16) {
+    if (gemm_dtype_ == DType::bf16 && cpu::attention_in_bf16(T)) {
         std::int64_t const BT = static_cast<std::int64_t>(B) * T;
         cpu::attention_backward_bf16(dqkv, bf16_operand(second_operand, dout, BT * C),
                                      bf16_operand(first_operand, qkv, BT * qkv_width(C, NH, NKV)), out, lse, B, T, C, NH,

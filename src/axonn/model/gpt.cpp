@@ -2,6 +2,7 @@
 
 #include "axonn/core/error.h"
 #include "axonn/core/trace.h"
+#include "axonn/kernels/cpu/attention.h"
 #include "axonn/parallel/layernorm.h"
 #include "axonn/parallel/linear.h"
 #include "axonn/parallel/parameter_init.h"
@@ -171,12 +172,14 @@ std::int64_t bf16_staging_numel(LocalDims const& d, GridShape const& grid, DType
     return d.BT * widest_linear_row(d);
 }
 
-// The backend's bf16 copies of a GEMM's fp32 activation operands, in mixed precision: the operand the output rows
-// come from (inp forward, dout backward: the LM head's dlogits the largest), and the weight gradient's inp.
+// The backend's bf16 copies of fp32 activation operands, in mixed precision: a backward's dout, held for its two
+// GEMMs (the LM head's dlogits the largest); a forward's inp or attention's qkv (when attention runs in bf16); the
+// weight gradient's inp or attention's dout.
 std::int64_t bf16_operand_numel(LocalDims const& d, DType precision) {
     if (precision != DType::bf16) return 0;
     std::int64_t const widest_input = std::max<std::int64_t>({d.Fy, d.Cx, d.Cy});
-    return d.BT * (widest_linear_row(d) + widest_input);
+    std::int64_t const attention_qkv = cpu::attention_in_bf16(d.T) ? d.Wy : 0;
+    return d.BT * (widest_linear_row(d) + std::max(widest_input, attention_qkv) + widest_input);
 }
 std::int64_t cached_weight_numel(LocalDims const& d, ShardLayout const& layout, Architecture const& a,
                                  GptOptions const& options) {

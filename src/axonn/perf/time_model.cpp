@@ -109,13 +109,15 @@ ComputeTimes compute_times(StepShape const& step, MachineProfile const& machine,
                                 L, machine, bf16);
     }
     double const head = gemm_seconds(M, Vpy, Cx, 1, machine, bf16);
-    // Fused attention, in the run's precision: two GEMMs per (sequence, head) over the score tiles on and below
-    // the diagonal, in the precision's tiles. Its backward runs five (the scores again, dP, dv, dq, dk), 2.5 times
-    // the forward where a Linear's backward is twice its forward.
-    cpu::AttentionTiles const tiles = bf16 ? cpu::bf16_attention_tiles : cpu::AttentionTiles{};
+    // Fused attention, in the precision the backend runs it in (fp32 for short sequences even in mixed precision):
+    // two GEMMs per (sequence, head) over the score tiles on and below the diagonal, in the precision's tiles. Its
+    // backward runs five (the scores again, dP, dv, dq, dk), 2.5 times the forward where a Linear's backward is
+    // twice its forward.
+    bool const bf16_attention = bf16 && cpu::attention_in_bf16(step.seq);
+    cpu::AttentionTiles const tiles = bf16_attention ? cpu::bf16_attention_tiles : cpu::AttentionTiles{};
     double const query_tile = std::min(T, static_cast<double>(tiles.queries));
     double const score_columns = static_cast<double>(cpu::attention_scores_computed(step.seq, tiles)) / query_tile;
-    double const attention = 2 * gemm_seconds(query_tile, score_columns, hs, L * B * heads, machine, bf16);
+    double const attention = 2 * gemm_seconds(query_tile, score_columns, hs, L * B * heads, machine, bf16_attention);
     // One pass's memory-bound kernels, forward (bytes read and written, fp32): norms, residuals, the MLP's
     // activation (reading its Uy inputs, writing its Fy outputs); the embedding and the cross-entropy over this
     // rank's vocabulary slice. Attention's score tiles stay in cache.

@@ -27,6 +27,12 @@ struct AttentionTiles {
 // 256 ran T = 256 and T = 1024 fastest among 64-256 (bench/kernel_bench.cpp, the same machine).
 inline constexpr AttentionTiles bf16_attention_tiles{128, 256};
 
+// Whether mixed precision runs attention in bf16 for sequences of T tokens. A sequence within one bf16 query tile
+// skips no tiles above the diagonal, and rounding qkv, dout and each tile of probabilities costs more than bf16's
+// faster GEMMs win back: T = 64 and 128 ran faster in fp32 on an Intel Xeon with AMX, T = 64 on a Zen 5 core,
+// and T = 256 and 1024 faster in bf16 on both (bench/kernel_bench.cpp; docs/PERFORMANCE.md).
+inline bool attention_in_bf16(int T) { return T > bf16_attention_tiles.queries; }
+
 // The score entries per head that the kernels compute for a sequence of T tokens: the lower triangle rounded out
 // to whole tiles along the diagonal (T² while T fits one query tile, about T²/2 for long sequences).
 std::int64_t attention_scores_computed(int T_, AttentionTiles tiles = {});

@@ -9,8 +9,8 @@
 namespace axonn {
 
 struct GemmRate {
-    double flops_per_s;  // best of three 2048³ single-threaded GEMMs
-    std::string isa;     // the instruction set oneDNN dispatched to
+    double flops_per_s;  // the best single-threaded GEMM of 512³, 1024³ and 2048³, three runs each
+    std::string isa;     // the instruction set the GEMMs ran on
 };
 
 // precision: f32, or bf16 (which the caller has checked the CPU runs: cpu::bf16_gemm_support()).
