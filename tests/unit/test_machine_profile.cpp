@@ -76,6 +76,8 @@ TEST(MachineProfile, WrittenProfileReadsBackExactly) {
     profile.shared_link_bandwidth = 1.211e8;
     profile.strided_bus_bandwidth = {{2, {{2, 5e10}, {4, 7.2e10}}}, {4, {{2, 3.6e10}}}};
     profile.node_bandwidth = 3.4e10;
+    profile.network_group_nodes = 128;
+    profile.global_bandwidth_fraction = 0.5;
     fs::path const path = dir / "local.toml";
     write_machine_profile(path, profile, "measured here\nby the test");
 
@@ -98,6 +100,8 @@ TEST(MachineProfile, WrittenProfileReadsBackExactly) {
     EXPECT_EQ(read.shared_link_bandwidth, profile.shared_link_bandwidth);
     EXPECT_EQ(read.strided_bus_bandwidth, profile.strided_bus_bandwidth);
     EXPECT_EQ(read.node_bandwidth, profile.node_bandwidth);
+    EXPECT_EQ(read.network_group_nodes, profile.network_group_nodes);
+    EXPECT_EQ(read.global_bandwidth_fraction, profile.global_bandwidth_fraction);
 
     std::ifstream in(path);
     std::string first_line;
@@ -179,6 +183,10 @@ std::vector<BadProfile> const bad_profiles = {
     {"stride_one_section", good_profile + "[allreduce_bus_bandwidth_stride1]\n2 = 1e11\n",
      "unknown section 'allreduce_bus_bandwidth_stride1'"},
     {"vanishing_node_bandwidth", good_profile + "node_bandwidth = 0.5\n", "key 'node_bandwidth' = 0.5"},
+    {"network_groups_without_their_links", good_profile + "network_group_nodes = 128\n",
+     "'network_group_nodes' and 'global_bandwidth_fraction' go together"},
+    {"global_fraction_above_one", good_profile + "network_group_nodes = 128\nglobal_bandwidth_fraction = 2\n",
+     "key 'global_bandwidth_fraction' = 2"},
 };
 
 class BadProfileFile : public ::testing::TestWithParam<BadProfile> {};

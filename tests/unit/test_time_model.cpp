@@ -95,6 +95,32 @@ TEST(TimeModel, GroupsLeavingANodeShareItsMeasuredInjectionBandwidth) {
     EXPECT_NEAR(collective_seconds(sum, grid, default_order, machine), 2 * 0.5 * 1e9 / (80e9 / 4) + 2 * 10e-6, 1e-12);
 }
 
+TEST(TimeModel, RingsBetweenDragonflyGroupsShareTheirGlobalLinks) {
+    // Network groups of 2 nodes (8 ranks) whose links to other groups carry half their injection rate. The data
+    // axis (stride 8: one network group) crosses into the next group on every hop: 20 GB/s per ring becomes 10.
+    MachineProfile machine = toy_machine();
+    machine.node_bandwidth = 80e9;
+    machine.network_group_nodes = 2;
+    machine.global_bandwidth_fraction = 0.5;
+    GridShape const grid{.data = 2, .x = 8};
+    PredictedCollective const sum{"all_reduce", Group::data, 1, 1'000'000'000};
+    EXPECT_NEAR(collective_seconds(sum, grid, default_order, machine), 2 * 0.5 * 1e9 / (80e9 / 4 * 0.5) + 2 * 10e-6,
+                1e-12);
+    // x (stride 1, 8 ranks) stays inside its network group: it pays nothing (its node-leaving hops at 80 GB/s).
+    PredictedCollective const x_sum{"all_reduce", Group::x, 1, 1'000'000'000};
+    EXPECT_NEAR(collective_seconds(x_sum, grid, default_order, machine), 2 * (7.0 / 8) * 1e9 / 80e9 + 2 * 7 * 10e-6,
+                1e-12);
+    // 16 consecutive ranks span two network groups, but of each group's two node-leaving hops only one crosses:
+    // half its hops, which the global links carry at half the injection rate, so no ring slows down...
+    GridShape const wide{.x = 16};
+    double const untapered = 2 * (15.0 / 16) * 1e9 / 80e9 + 2 * 15 * 10e-6;
+    EXPECT_NEAR(collective_seconds(x_sum, wide, default_order, machine), untapered, 1e-12);
+    // ...while links carrying a quarter of it halve them all.
+    machine.global_bandwidth_fraction = 0.25;
+    EXPECT_NEAR(collective_seconds(x_sum, wide, default_order, machine), 2 * (15.0 / 16) * 1e9 / 40e9 + 2 * 15 * 10e-6,
+                1e-12);
+}
+
 TEST(TimeModel, OverlapHidesCommunicationButNeverMoreThanThereIs) {
     StepShape overlapped;
     overlapped.model = gpt_preset("gpt2-medium");

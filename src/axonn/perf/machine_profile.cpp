@@ -73,7 +73,18 @@ constexpr NumericKey node_bandwidth_key = {.key = "node_bandwidth",
                                            .min = link_min,
                                            .max = link_max,
                                            .unit = "bytes/s"};
-constexpr NumericKey const* optional_keys[] = {&shared_link_key, &node_bandwidth_key};
+constexpr NumericKey network_group_key = {.key = "network_group_nodes",
+                                          .number = &MachineProfile::network_group_nodes,
+                                          .min = 1,
+                                          .max = 1e6,
+                                          .unit = "nodes"};
+constexpr NumericKey global_fraction_key = {.key = "global_bandwidth_fraction",
+                                            .number = &MachineProfile::global_bandwidth_fraction,
+                                            .min = 1e-3,
+                                            .max = 1,
+                                            .unit = ""};
+constexpr NumericKey const* optional_keys[] = {&shared_link_key, &node_bandwidth_key, &network_group_key,
+                                               &global_fraction_key};
 
 // [allreduce_bus_bandwidth_strideN]: the bus bandwidths of groups N ranks apart; 0 if `name` is no such section.
 constexpr std::string_view strided_prefix = "allreduce_bus_bandwidth_stride";
@@ -98,8 +109,10 @@ std::vector<std::string> required_keys() {
 }
 
 std::string known_keys_text() {
-    return fmt::format("{}, optionally {} and {}, and sections [{}] and [{}N] (N ≥ 2)", fmt::join(required_keys(), ", "),
-                       shared_link_key.key, node_bandwidth_key.key, bus_bandwidth_section, strided_prefix);
+    std::vector<std::string_view> optional;
+    for (NumericKey const* key : optional_keys) optional.push_back(key->key);
+    return fmt::format("{}, optionally {}, and sections [{}] and [{}N] (N ≥ 2)", fmt::join(required_keys(), ", "),
+                       fmt::join(optional, ", "), bus_bandwidth_section, strided_prefix);
 }
 
 std::string range_text(NumericKey const& numeric) {
@@ -187,6 +200,10 @@ MachineProfile parse_profile(fs::path const& path) {
     for (std::string const& key : required_keys()) {
         require(table.contains(key), "{}: missing key '{}': a profile sets {}", path.string(), key, known_keys_text());
     }
+    require((profile.network_group_nodes > 0) == (profile.global_bandwidth_fraction > 0),
+            "{}: '{}' and '{}' go together: set both (a dragonfly's nodes per group, and the share of a group's "
+            "injection bandwidth its links to another group carry) or neither", path.string(), network_group_key.key,
+            global_fraction_key.key);
     return profile;
 }
 

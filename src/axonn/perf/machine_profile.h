@@ -34,6 +34,12 @@ struct MachineProfile {
     // Optional (0 = nics_per_node × nic_bandwidth): bytes/s one node actually injects into the network, measured,
     // which every group leaving the node at the same moment shares.
     double node_bandwidth = 0;
+    // Optional (0 = none): the groups of a dragonfly network, by nodes (a Cray EX group: 32 switches with up to 16
+    // ports to nodes each), and the share of a group's injection bandwidth that its links to other groups carry to
+    // one other group. Every group of an axis communicates at once; when the hops of their rings that cross from
+    // one network group to the next need more than that share, they slow down (time_model.cpp).
+    double network_group_nodes = 0;
+    double global_bandwidth_fraction = 0;
     // Optional (0 = none): bytes/s of one link that every rank's traffic crosses at once, such as the one
     // rate-limited loopback of scripts/slow-network. All groups of an axis communicate at the same moment, so each
     // rank then gets this bandwidth divided by the number of ranks, whatever its group.

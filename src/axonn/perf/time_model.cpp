@@ -77,6 +77,23 @@ double intra_node_bus_bandwidth(MachineProfile const& machine, std::int64_t stri
     return machine.intra_node_bandwidth;
 }
 
+// The share of its injection rate that a group leaving its node keeps on a dragonfly network. Every group of the
+// axis runs its ring at once, one hop per member; the hops leaving a node (`sharing` of them, up to the stride)
+// share its cards. A hop crosses into another network group where its two members lie in different ones: of a
+// network group's node-leaving hops, stride ÷ (its nodes × sharing) cross (all of them once the stride spans a
+// network group), and they all go to the next network group along the rings. Its links to other groups carry
+// global_bandwidth_fraction of its injection rate there; crossing hops that need more slow down, and the rings at
+// the pace of their slowest hop with them. Groups inside one network group pay nothing.
+double network_group_share(Placement const& where, double sharing, MachineProfile const& machine) {
+    if (machine.network_group_nodes <= 0) return 1;
+    double const ranks_per_group = machine.network_group_nodes * machine.devices_per_node;
+    bool const inside = static_cast<double>(where.span) <= ranks_per_group &&
+                        std::fmod(ranks_per_group, static_cast<double>(where.span)) == 0;
+    if (inside) return 1;
+    double const crossing = std::min(1.0, static_cast<double>(where.stride) / (machine.network_group_nodes * sharing));
+    return std::min(1.0, machine.global_bandwidth_fraction / crossing);
+}
+
 double gemm_seconds(double m, double n, double k, double count, MachineProfile const& machine, bool bf16) {
     double const peak = bf16 ? machine.peak_flops_bf16 : machine.peak_flops_fp32;
     double const smallest = std::min({m, n, k});
@@ -155,7 +172,7 @@ double collective_seconds(PredictedCollective const& collective, GridShape const
         double const node = machine.node_bandwidth > 0 ? machine.node_bandwidth
                                                        : machine.nics_per_node * machine.nic_bandwidth;
         double const sharing = static_cast<double>(std::min<std::int64_t>(where.stride, machine.devices_per_node));
-        bandwidth = node / sharing;
+        bandwidth = node / sharing * network_group_share(where, sharing, machine);
         latency = machine.inter_node_latency;
     }
     if (machine.shared_link_bandwidth > 0) {
