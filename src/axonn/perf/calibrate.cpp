@@ -128,18 +128,12 @@ struct Bf16Rate {
     std::string how;  // for the profile's description
 };
 
-// bf16 inputs, fp32 output, 2048³ like the fp32 peak. Where the CPU or oneDNN has no fast bf16 GEMM, a training
-// step would run in fp32, so the fp32 rate is the bf16 rate of this machine.
-Bf16Rate measure_bf16_rate(double fp32_flops, Plan const& plan) {
+// bf16 inputs, fp32 output, measured as for MFU (gemm_rate.h). Where the CPU or oneDNN has no fast bf16 GEMM, a
+// training step would run in fp32, so the fp32 rate is the bf16 rate of this machine.
+Bf16Rate measure_bf16_rate(double fp32_flops) {
     cpu::Bf16Support const support = cpu::bf16_gemm_support();
     if (!support.available) return {fp32_flops, "no bf16 GEMM (" + support.reason + "): fp32 rate"};
-    constexpr std::int64_t n = 2048;
-    std::vector<bfloat16> const a(n * n, to_bfloat16(1.0f)), b(n * n, to_bfloat16(0.5f));
-    std::vector<float> c(n * n);
-    double const seconds = best_seconds(
-        [&] { cpu::gemm_bf16(false, false, n, n, n, a.data(), n, b.data(), n, 0.0f, c.data(), n); },
-        plan.seconds_per_timing);
-    return {2.0 * n * n * n / seconds, "bf16 GEMM by oneDNN " + support.reason};
+    return {measure_single_core_gemm_rate(DType::bf16).flops_per_s, "bf16 GEMM by oneDNN " + support.reason};
 }
 
 // Read plus write bytes per second of one core's memcpy (STREAM's copy convention).
@@ -156,12 +150,12 @@ void measure_compute(MachineProfile& profile, Plan const& plan, int nodes) {
     GemmRate const fp32 = measure_single_core_gemm_rate();
     OneThread const one_thread;
     std::vector<ShapeRate> const shape_rates = measure_shape_rates(plan);
-    // The peak is the best rate any fp32 GEMM reached: on a shared machine the few 2048³ repetitions can land
+    // The peak is the best rate any fp32 GEMM reached: on a shared machine the few square repetitions can land
     // below the transformer shapes, which would put the efficiency above one.
     double peak = fp32.flops_per_s;
     for (ShapeRate const& rate : shape_rates) peak = std::max(peak, rate.flops_per_s);
     EfficiencyFit const fit = fit_efficiency(shape_rates, peak);
-    Bf16Rate const bf16 = measure_bf16_rate(peak, plan);
+    Bf16Rate const bf16 = measure_bf16_rate(peak);
     profile.peak_flops_fp32 = peak;
     profile.peak_flops_bf16 = bf16.flops_per_s;
     profile.gemm_efficiency = fit.efficiency;
@@ -367,11 +361,11 @@ std::string calibration_notes(MachineProfile const& profile, CalibrateOptions co
     bool const several_nodes = profile.node_bandwidth > 0;
     std::string notes = fmt::format(
         "Measured by `axonn calibrate{}` on {:%Y-%m-%d}: {} MPI rank(s) per node{}.\n"
-        "A device is one rank on one core. peak_flops_fp32: the best single-core SGEMM rate (oneDNN, 2048^3 and\n"
-        "[M,768]x[768,2304]); gemm_efficiency E and gemm_half_size h: efficiency(d) = E*d/(d+h) fitted to the latter,\n"
-        "d = min(M, 768). peak_flops_bf16: the best 2048^3 oneDNN bf16 matmul, or the fp32 rate where there is none\n"
-        "(the description says which). memory_bandwidth: one core's memcpy, read + write bytes. memory_bytes:\n"
-        "physical memory / ranks.\n",
+        "A device is one rank on one core. peak_flops_fp32: the best single-core SGEMM rate (oneDNN, 512^3, 1024^3,\n"
+        "2048^3 and [M,768]x[768,2304]); gemm_efficiency E and gemm_half_size h: efficiency(d) = E*d/(d+h) fitted to\n"
+        "the latter, d = min(M, 768). peak_flops_bf16: the best oneDNN bf16 matmul of 512^3, 1024^3 and 2048^3, or\n"
+        "the fp32 rate where there is none (the description says which). memory_bandwidth: one core's memcpy, read +\n"
+        "write bytes. memory_bytes: physical memory / ranks.\n",
         options.quick ? " --quick" : "", fmt::localtime(std::time(nullptr)), profile.devices_per_node,
         several_nodes ? " on several nodes (OpenMPI's, by host name)" : ", taken as one node");
     if (profile.devices_per_node == 1 && !several_nodes) {
