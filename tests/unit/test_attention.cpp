@@ -69,16 +69,22 @@ std::pair<std::vector<double>, std::vector<double>> fused_bf16(AttentionCase con
     return {std::vector<double>(out.begin(), out.end()), std::vector<double>(dqkv.begin(), dqkv.end())};
 }
 
+// n normals of standard deviation `scale` from stream `stream`, rounded to fp32 so that the fp32 kernels and the
+// double reference see the same numbers
+std::vector<double> normal_values(std::size_t n, std::uint64_t stream, double scale = 1.0) {
+    std::vector<double> values(n);
+    for (std::size_t i = 0; i < n; ++i) values[i] = static_cast<float>(scale * standard_normal({7, stream}, i));
+    return values;
+}
+
 class FusedAttention : public ::testing::TestWithParam<AttentionCase> {};
 
 TEST_P(FusedAttention, MatchesFullAttention) {
     AttentionCase const& c = GetParam();
     std::size_t const tokens = static_cast<std::size_t>(c.B) * c.T;
-    std::vector<double> qkv(tokens * (c.C + 2 * c.NKV * (c.C / c.NH))), dout(tokens * c.C);
-    // Inputs rounded to fp32, so the fp32 run and the reference see the same numbers. Scale 2 gives peaked
-    // softmax rows, where the online maximum matters.
-    for (std::size_t i = 0; i < qkv.size(); ++i) qkv[i] = static_cast<float>(2.0 * standard_normal({7, 1}, i));
-    for (std::size_t i = 0; i < dout.size(); ++i) dout[i] = static_cast<float>(standard_normal({7, 2}, i));
+    // Scale 2 gives peaked softmax rows, where the online maximum matters.
+    std::vector<double> const qkv = normal_values(tokens * (c.C + 2 * c.NKV * (c.C / c.NH)), 1, 2.0),
+                              dout = normal_values(tokens * c.C, 2);
 
     testing::ReferenceAttention reference{c.B, c.T, c.C, c.NH, c.NKV, {}};
     std::vector<double> out(dout.size()), dqkv(qkv.size(), 0.0);
@@ -120,13 +126,6 @@ TEST(FusedAttention, ComputesTheLowerTriangleInWholeTiles) {
     EXPECT_EQ(attention_scores_computed(5, {2, 3}), 2 * 2 + 2 * 4 + 1 * 5);
     EXPECT_EQ(attention_scores_computed(1024), 64 * 64 * (16 * 17 / 2));
     EXPECT_EQ(attention_scores_computed(100, {1, 1}), 100 * 101 / 2);
-}
-
-// n standard normals rounded to fp32, from stream `stream`
-std::vector<double> normal_values(std::size_t n, std::uint64_t stream) {
-    std::vector<double> values(n);
-    for (std::size_t i = 0; i < n; ++i) values[i] = static_cast<float>(standard_normal({7, stream}, i));
-    return values;
 }
 
 // Mixed precision runs attention in bf16 only where it pays (attention_in_bf16): a sequence of one bf16 query tile

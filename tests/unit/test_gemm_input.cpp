@@ -40,7 +40,7 @@ protected:
         return GetParam() == DType::bf16 ? WeightView{weight_bf16.data(), DType::bf16}
                                          : WeightView{weight.data(), DType::f32};
     }
-    // dX then dW, as a Linear's backward with one member in O runs them the other way round
+    // dX, then dW (the model runs dW first when O has one member: the order does not change the rounding)
     void backward(CpuBackend& backend, GemmInput dout_input, LinearGradients& out) const {
         backend.linear_backward_input(out.dinp.data(), dout_input, weight_view(), M, K, N);
         backend.linear_backward_weight(out.dweight.data(), out.dbias.data(), dout_input, inp.data(), M, K, N,

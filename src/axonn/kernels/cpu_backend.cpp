@@ -198,9 +198,9 @@ void CpuBackend::attention_backward(float* dqkv, float const* dout, float const*
     TraceSpan const span("attention_backward", TraceTrack::kernels);
     if (gemm_dtype_ == DType::bf16 && cpu::attention_in_bf16(T)) {
         std::int64_t const BT = static_cast<std::int64_t>(B) * T;
-        cpu::attention_backward_bf16(dqkv, bf16_operand(second_operand, dout, BT * C),
-                                     bf16_operand(first_operand, qkv, BT * qkv_width(C, NH, NKV)), out, lse, B, T, C, NH,
-                                     NKV);
+        bfloat16 const* qkv_bf16 = bf16_operand(first_operand, qkv, BT * qkv_width(C, NH, NKV));
+        cpu::attention_backward_bf16(dqkv, bf16_operand(second_operand, dout, BT * C), qkv_bf16, out, lse, B, T, C,
+                                     NH, NKV);
     } else {
         cpu::attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, NKV);
     }

@@ -193,7 +193,8 @@ void CudaBackend::linear_forward(float* out, float const* inp, WeightView weight
     TraceSpan const span("linear_forward", TraceTrack::kernels);
     check_weight(weight);
     bool const bf16 = gemm_dtype_ == DType::bf16;
-    gemm_->run(false, true, M, N, K, gemm_operand(first_operand, inp, M * K), K, weight.data, K, 0.0f, out, N, bf16, stream_);
+    gemm_->run(false, true, M, N, K, gemm_operand(first_operand, inp, M * K), K, weight.data, K, 0.0f, out, N, bf16,
+               stream_);
     cuda::add_bias(out, bias, M, N, stream_);
 }
 void CudaBackend::linear_backward_input(float* dinp, GemmInput dout, WeightView weight, std::int64_t M,
