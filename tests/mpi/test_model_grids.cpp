@@ -113,6 +113,35 @@ TEST_P(ModelOnGrid, Bf16OneStepMatchesSerialBf16) {
     for (auto const& [name, difference] : report.grad_rel_diff) EXPECT_LT(difference, 2e-2) << "gradient of " << name;
 }
 
+// The LM head in chunks of rows (--logit-rows) on the grid, against the serial model with all rows at once: one
+// step as OneStepMatchesSerial, with the same tolerances (1e-5; the chunks only reorder the head's weight-gradient
+// sum). The token losses stand for the logits, which a chunked head does not keep. Each rank's 128 / (data · z)
+// rows run in chunks of 24 (6, 3 or 2 of them; one where data · z = 8), and once more in chunks of 5 in passes of
+// one sequence with recomputation (the head's gradient written by the first chunk of the first pass, then added).
+TEST_P(ModelOnGrid, LogitsInChunksMatchSerial) {
+    for (int const logit_rows : {24, 5}) {
+        ParityOptions options;
+        options.model = micro_model();
+        options.grid = GetParam();
+        options.steps = 1;
+        options.run.model.logit_rows = logit_rows;
+        if (logit_rows == 5) {
+            options.run.micro_batch = 1;
+            options.run.model.recompute = Recompute::layer;
+        }
+        ParityReport const report = run_parity(options);
+        int const pass_rows = logit_rows == 5 ? 16 : 8 * 16 / (GetParam().data * GetParam().z);
+        EXPECT_EQ(report.logits_in_chunks, pass_rows > logit_rows) << logit_rows << " rows";
+        EXPECT_LT(report.logits_rel_diff, 1e-5) << logit_rows << " rows";
+        EXPECT_LT(report.loss_rel_diff.at(0), 1e-5) << logit_rows << " rows";
+        EXPECT_LT(report.grad_norm_rel_diff.at(0), 1e-5) << logit_rows << " rows";
+        EXPECT_EQ(report.grad_rel_diff.size(), 16u);
+        for (auto const& [name, difference] : report.grad_rel_diff) {
+            EXPECT_LT(difference, 1e-5) << "gradient of " << name << ", " << logit_rows << " rows";
+        }
+    }
+}
+
 // --grad-comm bf16: the gradients' Z reduce-scatters and data all-reduces move bf16. The forward is untouched
 // (logits and loss within 1e-5, as in fp32); each gradient sum is rounded to bf16 at every partial sum of the
 // reduction (2⁻⁹ relative each, at most 7 of them at np 8): tolerance 1e-2 norm-wise per gradient (measured up

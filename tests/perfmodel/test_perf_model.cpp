@@ -4,7 +4,8 @@
 // (weights gathered and activations all-reduced in half the bytes; a bf16 weight copy and staging buffers), and
 // with the gradients communicated in bf16 (--grad-comm bf16), in fp32 and in bf16; and a micro Llama (RMSNorm's one
 // statistic per token, a second vocabulary block, key/value heads replicated over y = 4 and 8 with their
-// gradients summed over Y), in fp32 and in bf16 with recomputation and micro-batches:
+// gradients summed over Y), in fp32 and in bf16 with recomputation and micro-batches; and with the LM head in
+// chunks of rows (--logit-rows), single pass and micro-batches:
 //   - traffic: the predicted calls and bytes of every (operation, group) equal, exactly, what the communication
 //     layer recorded during one train_step;
 //   - memory: the predicted bytes of the model, its gradients, AdamW and all buffers are within 10% of the peak
@@ -44,7 +45,7 @@ struct RunCase {
 };
 
 std::vector<RunCase> run_cases() {
-    std::vector<RunCase> cases(12);
+    std::vector<RunCase> cases(15);
     cases[0].name = "default";
     cases[1].name = "micro_batches";
     cases[1].run.micro_batch = 1;
@@ -79,6 +80,16 @@ std::vector<RunCase> run_cases() {
     cases[11].name = "llama_grad_comm_bf16";  // the key/value replicas' Y sum in bf16 too
     cases[11].llama = true;
     cases[11].run.model.grad_comm = DType::bf16;
+    cases[12].name = "logits_in_chunks";  // the LM head in chunks of 24 rows, a single pass: the loss weight first
+    cases[12].run.model.logit_rows = 24;
+    cases[13].name = "logits_in_chunks_of_64_tokens";  // 8 × 64 rows in 3 chunks of at most 200: 3 all-reduces each way
+    cases[13].seq = 64;
+    cases[13].run.model.logit_rows = 200;
+    cases[14].name = "llama_bf16_logits_in_chunks_micro_batches";  // an untied head, chunks of 5 rows, two+ passes
+    cases[14].llama = true;
+    cases[14].run.model.precision = DType::bf16;
+    cases[14].run.model.logit_rows = 5;
+    cases[14].run.micro_batch = 1;
     return cases;
 }
 

@@ -68,6 +68,7 @@ void add_bench_command(CLI::App& app) {
                                            {"overlap", options->run.model.overlap},
                                            {"micro_batch", options->run.micro_batch},
                                            {"recompute", options->run.model.recompute == Recompute::layer},
+                                           {"logit_rows", options->run.model.logit_rows},
                                            {"peak_rss_bytes", result.peak_rss_bytes},
                                            {"tensor_peak_bytes", result.tensor_peak_bytes}};
             nlohmann::json tunings = nlohmann::json::array();

@@ -55,6 +55,7 @@ void add_parity_command(CLI::App& app) {
                                            {"loss_rel_diff", report.loss_rel_diff},
                                            {"grad_norm_rel_diff", report.grad_norm_rel_diff},
                                            {"logits_rel_diff", report.logits_rel_diff},
+                                           {"logits_in_chunks", report.logits_in_chunks},
                                            {"init_max_abs_diff", report.init_max_abs_diff},
                                            {"grad_rel_diff", report.grad_rel_diff}};
             if (options->goldfish.enabled()) {
@@ -68,7 +69,8 @@ void add_parity_command(CLI::App& app) {
                    options->steps, options->model.name);
         fmt::print("  initial weights, gathered: max |diff| {:.3e}{}\n", report.init_max_abs_diff,
                    report.init_max_abs_diff == 0 ? " (bit-identical)" : "");
-        fmt::print("  logits (step 0)   {:.3e}\n", report.logits_rel_diff);
+        fmt::print("  {} {:.3e}\n", report.logits_in_chunks ? "token losses (step 0; logits in chunks, not held)"
+                                                             : "logits (step 0)  ", report.logits_rel_diff);
         fmt::print("  loss, worst step  {:.3e}\n", *std::max_element(report.loss_rel_diff.begin(), report.loss_rel_diff.end()));
         fmt::print("  grad norm, worst  {:.3e}\n",
                    *std::max_element(report.grad_norm_rel_diff.begin(), report.grad_norm_rel_diff.end()));

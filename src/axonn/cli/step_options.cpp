@@ -38,6 +38,12 @@ void add_step_options(CLI::App& command, StepOptions& options) {
             "sums are rounded to bf16 before they reach the fp32 gradients). Either --precision")
         ->check(CLI::IsMember({"fp32", "bf16"}))
         ->default_str("fp32");
+    command.add_option("--logit-rows", options.model.logit_rows,
+                       "the LM head and its loss in chunks of at most this many token rows per rank: only a chunk's "
+                       "logits are held, and each chunk's backward runs at once (less memory; the same losses and "
+                       "gradients, summed in another order); 0: all rows at once")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
     command.add_option("--gemm-tuning", options.gemm_tuning,
                        "on: time the ways of computing each long GEMM once (whole, or its inner dimension in chunks) "
                        "and use the fastest; off: always whole, so that two runs are bitwise equal whatever the timings")

@@ -106,7 +106,9 @@ public:
             return;
         }
         std::vector<std::int32_t>& pending = current_.pending;
-        int const chunk = static_cast<int>(std::min<std::size_t>(pending.size(), model_.max_seq()));
+        // At most the rows whose logits the model holds at once: the next token reads the last row's.
+        int const chunk = static_cast<int>(std::min<std::int64_t>(
+            {static_cast<std::int64_t>(pending.size()), model_.max_seq(), model_.logit_capacity()}));
         model_.forward_cached(Batch{1, chunk, pending.data(), nullptr, nullptr}, cache_);
         pending.erase(pending.begin(), pending.begin() + chunk);
         if (!pending.empty()) return;

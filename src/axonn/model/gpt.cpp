@@ -44,6 +44,11 @@ void require_sizes_fit(LocalDims const& d) {
 // being recomputed. A layer's output is always kept: it is the next layer's input.
 int activation_slots(LocalDims const& d, Recompute recompute) { return recompute == Recompute::layer ? 1 : d.L; }
 
+// The token rows whose logits are held at once: a chunk's (GptOptions::logit_rows), or every row's.
+std::int64_t logit_rows_held(LocalDims const& d, GptOptions const& options) {
+    return options.logit_rows > 0 ? std::min<std::int64_t>(d.BT, options.logit_rows) : d.BT;
+}
+
 // Offsets (in floats) of every activation buffer, for batches of up to maxB × maxT local rows. Per-layer buffers
 // are stacked: slot s's copy starts at offset + s · stride. The backward's scratch lives in a second buffer.
 // Widths: Wy a token's [q | k | v] of this rank's heads, Uy the MLP's first Linear's rows here (F/G_y, or gate and
@@ -55,7 +60,7 @@ struct ActivationLayout {
     // backward scratch, reused by every layer
     std::int64_t d_residual_out, d_residual_in, d_branch, d_ln, d_fch_gelu, d_fch, d_atty, d_qkv, grad_total;
 
-    ActivationLayout(LocalDims const& d, Recompute recompute) {
+    ActivationLayout(LocalDims const& d, GptOptions const& options) {
         BT = d.BT;
         BTCx = BT * d.Cx;
         BTCy = BT * d.Cy;
@@ -63,7 +68,7 @@ struct ActivationLayout {
         BTUy = BT * d.Uy;
         BTFy = BT * d.Fy;
         BNHyT = BT * d.NHy;
-        std::int64_t const L = d.L, S = activation_slots(d, recompute);
+        std::int64_t const L = d.L, S = activation_slots(d, options.recompute);
         std::int64_t next = 0;
         auto take = [&next](std::int64_t size) { return std::exchange(next, next + size); };
         encoded = take(BTCx);
@@ -85,7 +90,7 @@ struct ActivationLayout {
         lnf = take(BTCx);
         lnf_mean = take(BT);
         lnf_rstd = take(BT);
-        logits = take(BT * d.Vpy);
+        logits = take(logit_rows_held(d, options) * d.Vpy);  // one chunk's
         losses = take(BT);
         logsumexp = take(BT);
         row_max = take(BT);
@@ -162,24 +167,27 @@ std::int64_t wte_grad_sent_numel(LocalDims const& d, int z, DType grad_comm) {
     return grad_comm == DType::bf16 && z > 1 ? vocab_block(d) + vocab_block(d) / z : 0;
 }
 
-// The widest output or input gradient a Linear has here: the logits, a layer's Linears' outputs and inputs.
-std::int64_t widest_linear_row(LocalDims const& d) { return std::max<std::int64_t>({d.Vpy, d.Wy, d.Uy, d.Fy, d.Cx}); }
+// The largest output or input gradient a Linear has here: a chunk of the logits, or a layer's Linears' outputs and
+// inputs.
+std::int64_t largest_linear_output(LocalDims const& d, GptOptions const& options) {
+    return std::max(logit_rows_held(d, options) * d.Vpy, d.BT * std::max<std::int64_t>({d.Wy, d.Uy, d.Fy, d.Cx}));
+}
 
-// The staging buffer of the Linears' all-reduces in mixed precision (parallel/linear.h): the widest output or
+// The staging buffer of the Linears' all-reduces in mixed precision (parallel/linear.h): the largest output or
 // input gradient a tensor-parallel group sums; none without a split of X or Y.
-std::int64_t bf16_staging_numel(LocalDims const& d, GridShape const& grid, DType precision) {
-    if (precision != DType::bf16 || (grid.x == 1 && grid.y == 1)) return 0;
-    return d.BT * widest_linear_row(d);
+std::int64_t bf16_staging_numel(LocalDims const& d, GridShape const& grid, GptOptions const& options) {
+    if (options.precision != DType::bf16 || (grid.x == 1 && grid.y == 1)) return 0;
+    return largest_linear_output(d, options);
 }
 
 // The backend's bf16 copies of fp32 activation operands, in mixed precision: a backward's dout, held for its two
 // GEMMs (the LM head's dlogits the largest); a forward's inp or attention's qkv (when attention runs in bf16); the
 // weight gradient's inp or attention's dout.
-std::int64_t bf16_operand_numel(LocalDims const& d, DType precision) {
-    if (precision != DType::bf16) return 0;
+std::int64_t bf16_operand_numel(LocalDims const& d, GptOptions const& options) {
+    if (options.precision != DType::bf16) return 0;
     std::int64_t const widest_input = std::max<std::int64_t>({d.Fy, d.Cx, d.Cy});
     std::int64_t const attention_qkv = cpu::attention_in_bf16(d.T) ? d.Wy : 0;
-    return d.BT * (widest_linear_row(d) + std::max(widest_input, attention_qkv) + widest_input);
+    return largest_linear_output(d, options) + d.BT * (std::max(widest_input, attention_qkv) + widest_input);
 }
 std::int64_t cached_weight_numel(LocalDims const& d, ShardLayout const& layout, Architecture const& a,
                                  GptOptions const& options) {
@@ -224,6 +232,18 @@ std::vector<int> layer_params(Architecture const& a) {
     return ids;
 }
 
+// A token's loss weight: its mask value, 1 without a mask, 0 if its target is ignored.
+double token_weight(Batch const& batch, std::int64_t i) {
+    return batch.targets[i] < 0 ? 0.0 : (batch.loss_mask ? batch.loss_mask[i] : 1.0);
+}
+
+// Each token's share of the pass's loss: its weight over the total (none when nothing counts).
+void share_of_loss(Batch const& batch, float* dlosses, double total) {
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(batch.B) * batch.T; ++i) {
+        dlosses[i] = total > 0.0 ? static_cast<float>(token_weight(batch, i) / total) : 0.0f;
+    }
+}
+
 // GPT-2's shape for another family's callers that ask a Gpt for its config (the vocabulary, the context).
 GptConfig shape_as_gpt(Architecture const& a) {
     GptConfig config;
@@ -246,7 +266,7 @@ GptMemory decoder_memory(Architecture const& architecture, GridShape const& grid
     bool const mixed = options.precision != DType::f32;
     LocalDims const dims(architecture, grid, local_batch, seq);
     require_sizes_fit(dims);
-    ActivationLayout const activations(dims, options.recompute);
+    ActivationLayout const activations(dims, options);
     std::int64_t const statistics_bytes = dims.BT * 2 * 8;
     std::int64_t const max_block = max_linear_block(layout, architecture);
     // Each buffer is a tensor of at least one element.
@@ -259,10 +279,10 @@ GptMemory decoder_memory(Architecture const& architecture, GridShape const& grid
         buffer(GradScatter::staging_numel(grid.z, max_block, scatter_ring, options.grad_comm)) * 2 +
         buffer(wte_grad_sent_numel(dims, grid.z, options.grad_comm)) * 2 +
         buffer(GradientSync::mirror_numel(layout, grid.data, options.grad_comm)) * 2 +
-        buffer(bf16_staging_numel(dims, grid, options.precision)) * gemm_bytes +
+        buffer(bf16_staging_numel(dims, grid, options)) * gemm_bytes +
         buffer(replica_sum_numel(layout, grid.y)) * 4 +
         buffer(replica_sum_sent_numel(layout, grid.y, options.grad_comm)) * 2 +
-        bf16_operand_numel(dims, options.precision) * 2;
+        bf16_operand_numel(dims, options) * 2;
     return {parameters * 4 + (mixed ? parameters * gemm_bytes : 0), parameters * 4, 2 * parameters * 4,
             (activations.total + activations.grad_total) * 4 + statistics_bytes, workspace_bytes};
 }
@@ -276,7 +296,7 @@ double Gpt::global_loss_weight(std::span<Batch const> passes) {
     double total = 0.0;
     for (Batch const& batch : passes) {
         for (std::int64_t i = 0; i < static_cast<std::int64_t>(batch.B) * batch.T; ++i) {
-            total += batch.targets[i] < 0 ? 0.0 : (batch.loss_mask ? batch.loss_mask[i] : 1.0);
+            total += token_weight(batch, i);
         }
     }
     grid_.comm(Group::z).all_reduce(&total, 1);
@@ -305,7 +325,7 @@ Gpt::Gpt(Architecture architecture, Backend& backend, ProcessGrid& grid, int loc
     require_valid_grid(arch_.declarations, shape, grid.world_size(), local_batch * shape.data * shape.z);
     LocalDims const dims(arch_, shape, local_batch, max_seq);
     require_sizes_fit(dims);
-    ActivationLayout const sizes(dims, options_.recompute);
+    ActivationLayout const sizes(dims, options_);
     // Everything the kernels read and write lives in the backend's memory.
     Memory const memory = backend.memory();
     parameters_ = Tensor({layout_.total()}, DType::f32, memory);
@@ -321,7 +341,7 @@ Gpt::Gpt(Architecture architecture, Backend& backend, ProcessGrid& grid, int loc
     }
     wte_grad_sent_ = Tensor({std::max<std::int64_t>(1, wte_grad_sent_numel(dims, shape.z, options_.grad_comm))},
                             DType::bf16, memory);
-    activation_staging_ = Tensor({std::max<std::int64_t>(1, bf16_staging_numel(dims, shape, options_.precision))},
+    activation_staging_ = Tensor({std::max<std::int64_t>(1, bf16_staging_numel(dims, shape, options_))},
                                  options_.precision, memory);
     if (memory != Memory::host) {
         batch_ids_ = Tensor({2, dims.BT}, DType::i32, memory);
@@ -377,14 +397,24 @@ void Gpt::copy_parameters_from_host(std::span<float const> in) {
     gemm_weights_stale_ = true;
 }
 
+std::int64_t logit_chunks(std::int64_t rows, int logit_rows) {
+    return logit_rows > 0 ? std::max<std::int64_t>(1, (rows + logit_rows - 1) / logit_rows) : 1;
+}
+
+std::int64_t Gpt::logit_capacity() const {
+    return logit_rows_held(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
+}
+
 float const* Gpt::logits() const {
-    ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_.recompute);
+    invariant(logits_held_, "the last forward computed its logits in chunks of {} rows and holds none",
+              options_.logit_rows);
+    ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
     return activations_.data<float>() + a.logits;
 }
 
 float const* Gpt::token_losses() const {
     if (!in_host_memory()) return host_losses_.data();
-    ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_.recompute);
+    ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
     return activations_.data<float>() + a.losses;
 }
 
@@ -512,7 +542,7 @@ float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_tot
               batch.B, max_batch_);
     invariant(batch.T > 0 && batch.T <= max_seq_, "sequence of {} tokens, the model was built for at most {}",
               batch.T, max_seq_);
-    ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_.recompute);
+    ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
     LocalDims const d(arch_, grid_.shape(), batch.B, batch.T);
     Backend& k = backend_;
     Communicator &y = grid_.comm(Group::y), &z = grid_.comm(Group::z_prefetch);
@@ -555,22 +585,41 @@ float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_tot
     float const* residual = activation(a.outputs + (d.L - 1) * a.BTCx);
     norm_forward(activation(a.lnf), activation(a.lnf_mean), activation(a.lnf_rstd), residual, arch_.params.lnfw,
                  arch_.params.lnfb, 0, d.BT);
-    // The LM head: logits[B,T,Vp/Gy] = AllReduce_X(lnf · head_blkᵀ), the head's block (GPT-2's is the token
-    // embedding's) already gathered, so the GEMM runs on it directly.
-    parallel_linear_forward(k, linear_groups(false), options_.overlap, activation(a.logits), activation(a.lnf),
-                            gathered_vocab_block(vocab_blocks(arch_) - 1), nullptr, d.BT, d.Cx, d.Vpy);
-
     last_batch_ = kernel_batch;
     backward_ready_ = training;
-    if (batch.targets == nullptr) return std::numeric_limits<float>::quiet_NaN();
+    head_backward_done_ = false;
+    std::int64_t const chunks = logit_chunks(d.BT, options_.logit_rows);
+    logits_held_ = chunks == 1;
+    invariant(logits_held_ || batch.targets != nullptr,
+              "a forward without targets of {} rows needs all their logits: the model holds {} (GptOptions::logit_rows)",
+              d.BT, logit_capacity());
+    // The LM head: logits[rows, Vp/Gy] = AllReduce_X(lnf[rows] · head_blkᵀ), the head's block (GPT-2's is the
+    // token embedding's) already gathered, so the GEMM runs on it directly; then each row's cross-entropy over
+    // the vocabulary split over Y. In chunks of rows, a training pass runs each chunk's backward at once, so that
+    // every token's share of the loss is needed first.
+    double const total = chunks > 1 && training ? weigh_tokens_first(batch, loss_weight_total) : loss_weight_total;
+    for (std::int64_t c = 0; c < chunks; ++c) {
+        std::int64_t const first = d.BT * c / chunks, rows = d.BT * (c + 1) / chunks - first;
+        parallel_linear_forward(k, linear_groups(false), options_.overlap, activation(a.logits),
+                                activation(a.lnf) + first * d.Cx, gathered_vocab_block(vocab_blocks(arch_) - 1), nullptr,
+                                rows, d.Cx, d.Vpy);
+        if (batch.targets == nullptr) return std::numeric_limits<float>::quiet_NaN();
+        vocab_parallel_cross_entropy_forward(k, y, vocab, activation(a.losses) + first, activation(a.logsumexp) + first,
+                                             activation(a.row_max) + first, stats, activation(a.logits),
+                                             kernel_batch.targets + first, rows);
+        if (chunks > 1 && training) head_backward(kernel_batch, first, rows, c == 0 ? head_block_write() : GradWrite::accumulate);
+    }
+    head_backward_done_ = chunks > 1 && training;
+    return pass_loss(batch, total);
+}
 
+float Gpt::pass_loss(Batch const& batch, double loss_weight_total) {
+    ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
     float* losses = activation(a.losses);
     float* dlosses = activation(a.dlosses);
-    vocab_parallel_cross_entropy_forward(k, y, vocab, losses, activation(a.logsumexp), activation(a.row_max), stats,
-                                         activation(a.logits), kernel_batch.targets, d.BT);
     if (in_host_memory()) return weigh_losses(batch, losses, dlosses, loss_weight_total);
     // B·T numbers each way: the losses down, their weights up.
-    auto const bytes = static_cast<std::int64_t>(d.BT * sizeof(float));
+    auto const bytes = static_cast<std::int64_t>(static_cast<std::int64_t>(batch.B) * batch.T * sizeof(float));
     backend_.copy_to_host(host_losses_.data(), losses, bytes);
     float const loss = weigh_losses(batch, host_losses_.data(), host_dlosses_.data(), loss_weight_total);
     backend_.copy_from_host(dlosses, host_dlosses_.data(), bytes);
@@ -584,20 +633,32 @@ float Gpt::weigh_losses(Batch const& batch, float const* losses, float* dlosses,
     // (given) normalises every pass.
     std::array<double, 2> sums = {0.0, 0.0};  // Σ weight · loss, Σ weight
     for (std::int64_t i = 0; i < BT; ++i) {
-        double const weight = batch.targets[i] < 0 ? 0.0 : (batch.loss_mask ? batch.loss_mask[i] : 1.0);
+        double const weight = token_weight(batch, i);
         sums[0] += weight * losses[i];
         sums[1] += weight;
-        dlosses[i] = static_cast<float>(weight);
     }
     grid_.comm(Group::z).all_reduce(sums.data(), 2);
     grid_.comm(Group::data).all_reduce(sums.data(), 2);
     double const total = loss_weight_total > 0.0 ? loss_weight_total : sums[1];
-    for (std::int64_t i = 0; i < BT; ++i) dlosses[i] = total > 0.0 ? static_cast<float>(dlosses[i] / total) : 0.0f;
+    share_of_loss(batch, dlosses, total);
     return total > 0.0 ? static_cast<float>(sums[0] / total) : 0.0f;
 }
 
+double Gpt::weigh_tokens_first(Batch const& batch, double loss_weight_total) {
+    double const total = loss_weight_total > 0.0 ? loss_weight_total : global_loss_weight(std::span(&batch, 1));
+    ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
+    if (in_host_memory()) {
+        share_of_loss(batch, activation(a.dlosses), total);
+    } else {
+        share_of_loss(batch, host_dlosses_.data(), total);
+        backend_.copy_from_host(activation(a.dlosses), host_dlosses_.data(),
+                                static_cast<std::int64_t>(static_cast<std::int64_t>(batch.B) * batch.T * sizeof(float)));
+    }
+    return total;
+}
+
 void Gpt::forward_layer(int l, int slot, Batch const& batch, KvCache* cache) {
-    ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_.recompute);
+    ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
     LocalDims const d(arch_, grid_.shape(), batch.B, batch.T);
     Backend& k = backend_;
     DecoderParams const& p = arch_.params;
@@ -660,6 +721,37 @@ void Gpt::finish_vocab_gradient(int which, GradWrite write) {
     if (write == GradWrite::accumulate) k.residual_forward(grad(id), grad(id), gathered, static_cast<std::int64_t>(shard));
 }
 
+float* Gpt::vocab_block_grad(int which) {
+    return grid_.shape().z > 1 ? vocab_grad_block_[which].data<float>() : grad(vocab_param(which));
+}
+
+GradWrite Gpt::head_block_write() const {
+    // Each vocabulary block's gradient [Vp/Gy, C/Gx] (GPT-2's one for the LM head and the lookup) waits in its
+    // block to be reduce-scattered over Z at the end; without a Z split it is the shard itself.
+    return grid_.shape().z > 1 || pass_.first ? GradWrite::overwrite : GradWrite::accumulate;
+}
+
+void Gpt::head_backward(Batch const& batch, std::int64_t first, std::int64_t rows, GradWrite write) {
+    TraceSpan const span("LM head backward", TraceTrack::steps);
+    ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
+    LocalDims const d(arch_, grid_.shape(), batch.B, batch.T);
+    Backend& k = backend_;
+    VocabSlice const vocab = vocab_slice();
+    float* d_ln = activation_grads_.data<float>() + a.d_ln + first * d.Cx;  // [rows, C/Gx] the lnf gradient's rows
+    float const* lnf = activation(a.lnf) + first * d.Cx;                     // [rows, C/Gx]
+    int const head_block = vocab_blocks(arch_) - 1;
+    // The logits buffer becomes dlogits in place: the logits are not needed again. The LM head's input gradient
+    // is all-reduced over Y while its weight gradient is computed (OAR); its weight gradient waits in its block
+    // (for the lookup's, when tied), and is reduce-scattered at the end.
+    float* dlogits = activation(a.logits);  // [rows, Vp/Gy]
+    k.cross_entropy_backward(dlogits, dlogits, activation(a.logsumexp) + first, batch.targets + first,
+                             activation(a.dlosses) + first, rows, vocab.valid, vocab.rows, vocab.begin);
+    parallel_input_gradient(k, linear_groups(false), options_.overlap, d_ln, dlogits, gathered_vocab_block(head_block),
+                            rows, d.Cx, d.Vpy, [&](GemmInput gemm_dlogits) {
+        k.linear_backward_weight(vocab_block_grad(head_block), nullptr, gemm_dlogits, lnf, rows, d.Cx, d.Vpy, write);
+    });
+}
+
 void Gpt::backward() {
     TraceSpan const span("backward", TraceTrack::steps);
     invariant(backward_ready_, "backward() needs a train_forward() first");
@@ -672,7 +764,7 @@ void Gpt::backward() {
     }
     if (pass_.last) sync_->begin(gradients_.data<float>());
     Batch const& batch = last_batch_;
-    ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_.recompute);
+    ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
     LocalDims const d(arch_, grid_.shape(), batch.B, batch.T);
     Backend& k = backend_;
     DecoderParams const& p = arch_.params;
@@ -681,28 +773,10 @@ void Gpt::backward() {
     float* d_residual_out = scratch + a.d_residual_out;  // [B,T,C/Gx] gradient of the current layer's output
     float* d_ln = scratch + a.d_ln;                      // [B,T,C/Gx] lnf
 
-    // Each vocabulary block's gradient [Vp/Gy, C/Gx] (GPT-2's one for the LM head and the lookup), reduce-
-    // scattered over Z at the end; without a Z split it is the shard itself.
-    bool const z_split = grid_.shape().z > 1;
-    int const head_block = vocab_blocks(arch_) - 1;
-    auto const block_grad = [&](int which) {
-        return z_split ? vocab_grad_block_[which].data<float>() : grad(vocab_param(which));
-    };
-    GradWrite const block_write = z_split ? GradWrite::overwrite : write;
     // An untied embedding's block only gathers the lookup's sums: it starts from zero.
-    if (!arch_.tied_head && z_split) k.zero(block_grad(0), vocab_workspace_numel(d, grid_.shape().z) * sizeof(float));
-
-    // The logits buffer becomes dlogits in place: the logits are not needed again. The LM head's input gradient
-    // is all-reduced over Y while its weight gradient is computed (OAR); its weight gradient waits in its block
-    // (for the lookup's, when tied), and is reduce-scattered at the end.
-    float* dlogits = activation(a.logits);
-    k.cross_entropy_backward(dlogits, activation(a.logits), activation(a.logsumexp), batch.targets,
-                             activation(a.dlosses), d.BT, vocab.valid, vocab.rows, vocab.begin);
-    parallel_input_gradient(k, linear_groups(false), options_.overlap, d_ln, dlogits, gathered_vocab_block(head_block),
-                            d.BT, d.Cx, d.Vpy, [&](GemmInput gemm_dlogits) {
-        k.linear_backward_weight(block_grad(head_block), nullptr, gemm_dlogits, activation(a.lnf), d.BT, d.Cx, d.Vpy,
-                                 block_write);
-    });
+    bool const z_split = grid_.shape().z > 1;
+    if (!arch_.tied_head && z_split) k.zero(vocab_block_grad(0), vocab_workspace_numel(d, grid_.shape().z) * sizeof(float));
+    if (!head_backward_done_) head_backward(batch, 0, d.BT, head_block_write());
     k.zero(d_residual_out, d.BT * d.Cx * static_cast<std::int64_t>(sizeof(float)));
     norm_backward(d_residual_out, d_ln, activation(a.outputs + (d.L - 1) * a.BTCx), activation(a.lnf_mean),
                   activation(a.lnf_rstd), p.lnfw, p.lnfb, 0, d.BT);
@@ -728,7 +802,7 @@ void Gpt::backward() {
     }
     // The lookup's gradient: the rows of this rank's vocabulary slice; GPT-2's wpe's on every Y rank (replicated).
     float* dwpe = p.positions >= 0 ? grad(p.positions) : nullptr;
-    k.encoder_backward(block_grad(0), dwpe, d_residual_out, batch.tokens, d.B, d.T, d.Cx, vocab.begin, vocab.rows);
+    k.encoder_backward(vocab_block_grad(0), dwpe, d_residual_out, batch.tokens, d.B, d.T, d.Cx, vocab.begin, vocab.rows);
     if (z_split) {
         for (int which = 0; which < vocab_blocks(arch_); ++which) finish_vocab_gradient(which, write);
     }
@@ -777,7 +851,7 @@ void Gpt::sum_replicated_gradients() {
 }
 
 void Gpt::backward_layer(int l, int slot, Batch const& batch, GradWrite write) {
-    ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_.recompute);
+    ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
     LocalDims const d(arch_, grid_.shape(), batch.B, batch.T);
     Backend& k = backend_;
     DecoderParams const& p = arch_.params;

@@ -57,7 +57,16 @@ struct GptOptions {
     // The element type of the gradients' Z reduce-scatters and data all-reduces: f32, or bf16 (half the bytes;
     // the sums are rounded to bf16, then widened into the fp32 gradients).
     DType grad_comm = DType::f32;
+    // The LM head and its loss in chunks of at most this many token rows; 0: all of a pass's rows at once. Only a
+    // chunk's logits [rows, Vp/G_y] are held (they are the largest activation: a row per token, a column per word),
+    // and in training each chunk's backward runs as soon as its loss is known. The losses and gradients are those
+    // of the whole batch, summed in another order. A forward without targets needs all its rows' logits at once.
+    int logit_rows = 0;
 };
+
+// Into how many chunks of rows the LM head cuts a pass of `rows` token rows: the fewest of at most `logit_rows`
+// rows each (1 when logit_rows is 0). Chunk c holds rows [rows·c/n, rows·(c+1)/n).
+std::int64_t logit_chunks(std::int64_t rows, int logit_rows);
 
 // One forward-backward pass of a training step. A step of k micro-batches is k passes: the first overwrites the
 // gradients and the others add to them; the last completes the gradient sync over the grid. The loss of every
@@ -167,8 +176,11 @@ public:
     double gradient_norm();
 
     // [B, T, Vp/G_y] logits of the last forward (this rank's vocabulary slice); backward overwrites them. In the
-    // backend's memory.
+    // backend's memory. Only while holds_logits(): a forward in chunks (GptOptions::logit_rows) keeps none.
     float const* logits() const;
+    bool holds_logits() const { return logits_held_; }
+    // The most token rows whose logits the model holds at once: a forward of more rows goes in chunks.
+    std::int64_t logit_capacity() const;
     // [B, T] each token's cross-entropy in the last forward with targets (0 where the target is ignored), whatever
     // its loss weight: the same on every rank that holds the row. In host memory, whatever the backend.
     float const* token_losses() const;
@@ -185,6 +197,20 @@ private:
     Batch batch_for_kernels(Batch const& batch);
     // Each token's loss weight into dlosses and the weighted sums of the loss, on the host: returns the pass's loss.
     float weigh_losses(Batch const& batch, float const* losses, float* dlosses, double loss_weight_total);
+    // The pass's loss from its tokens' losses, wherever the backend holds them (weigh_losses on the host), and
+    // each token's share of it into dlosses, in the backend's memory.
+    float pass_loss(Batch const& batch, double loss_weight_total);
+    // Each token's share of the loss into dlosses before any loss is known: its weight over the total given, or,
+    // for a pass that is its step's only one, over the total weight of its tokens on every rank (a collective).
+    // Returns that total.
+    double weigh_tokens_first(Batch const& batch, double loss_weight_total);
+    // The LM head's backward for rows [first, first + rows) of the pass, whose logits the logits buffer holds
+    // from its start: dlogits in place, the lnf gradient's rows, and the head's weight gradient written or added.
+    void head_backward(Batch const& batch, std::int64_t first, std::int64_t rows, GradWrite write);
+    // Where a vocabulary block's gradient gathers (its block when Z is split, else its shard), and how the LM
+    // head's first GEMM writes there this pass.
+    float* vocab_block_grad(int which);
+    GradWrite head_block_write() const;
     // With a cache: a forward_cached().
     float run_forward(Batch const& batch, bool training, double loss_weight_total, KvCache* cache = nullptr);
     std::vector<WeightUse> weight_schedule(bool training) const;
@@ -246,6 +272,8 @@ private:
     Batch last_batch_;
     Pass pass_;
     bool backward_ready_ = false;
+    bool logits_held_ = true;         // the last forward computed every row's logits at once
+    bool head_backward_done_ = false;  // the last training forward ran the LM head's backward chunk by chunk
 };
 
 }  // namespace axonn

@@ -125,7 +125,9 @@ ComputeTimes compute_times(StepShape const& step, MachineProfile const& machine,
         linears += gemm_seconds(M, static_cast<double>(layout.block_rows(id)), static_cast<double>(layout.block_cols(id)),
                                 L, machine, bf16);
     }
-    double const head = gemm_seconds(M, Vpy, Cx, 1, machine, bf16);
+    // The LM head, in chunks of rows (GptOptions::logit_rows): its dW GEMM's inner dimension is a chunk's rows.
+    auto const head_chunks = static_cast<double>(logit_chunks(static_cast<std::int64_t>(M), step.run.logit_rows));
+    double const head = gemm_seconds(M / head_chunks, Vpy, Cx, head_chunks, machine, bf16);
     // Fused attention, in the precision the backend runs it in (fp32 for short sequences even in mixed precision):
     // two GEMMs per (sequence, head) over the score tiles on and below the diagonal, in the precision's tiles. Its
     // backward runs five (the scores again, dP, dv, dq, dk), 2.5 times the forward where a Linear's backward is

@@ -71,6 +71,16 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     auto chunked = [&](Group group, std::uint64_t linears, std::uint64_t width, Overlap overlap) {
         t.add_total(ar, group, linears * chunks, linears * M * width * a, overlap);
     };
+    // The LM head runs on chunks of the rows (GptOptions::logit_rows), each a Linear of its own rows.
+    auto const logit_chunks_n = static_cast<std::uint64_t>(logit_chunks(static_cast<std::int64_t>(M), step.run.logit_rows));
+    std::uint64_t head_row_chunks = 0;  // the row chunks of all of them
+    for (std::uint64_t c = 0; c < logit_chunks_n; ++c) {
+        std::uint64_t const rows = M * (c + 1) / logit_chunks_n - M * c / logit_chunks_n;
+        head_row_chunks += static_cast<std::uint64_t>(linear_row_chunks(static_cast<std::int64_t>(rows)));
+    }
+    auto head_chunked = [&](Group group, std::uint64_t width, Overlap overlap) {
+        t.add_total(ar, group, passes * head_row_chunks, passes * M * width * a, overlap);
+    };
 
     // Forward (and recomputed forward), per pass.
     t.add("all_gather", Group::z_prefetch, passes * vocab_blocks, Vpy * Cx * a, Overlap::none);  // needed at once
@@ -90,19 +100,21 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     for (int id : linears) {
         chunked(output_group(id), passes * forwards * L, layout.block_rows(id), Overlap::later_chunks);
     }
-    chunked(Group::x, passes, Vpy, Overlap::later_chunks);                    // logits
-    t.add("all_reduce_max", Group::y, passes, M * f32, Overlap::none);
-    t.add(ar, Group::y, passes, stats, Overlap::none);   // Σ exp and target logit
+    head_chunked(Group::x, Vpy, Overlap::later_chunks);  // logits
+    t.add_total("all_reduce_max", Group::y, passes * logit_chunks_n, passes * M * f32, Overlap::none);
+    t.add_total(ar, Group::y, passes * logit_chunks_n, passes * stats, Overlap::none);  // Σ exp and target logit
     t.add(ar, Group::z, passes, 2 * f64, Overlap::none);  // loss and weight sums
     t.add(ar, Group::data, passes, 2 * f64, Overlap::none);
-    if (passes > 1) {  // the step's total loss weight, once
+    // The step's total loss weight, once: for several passes, and for a pass whose head runs its backward chunk
+    // by chunk, which needs every token's share of the loss before the loss is known.
+    if (passes > 1 || logit_chunks_n > 1) {
         t.add(ar, Group::z, 1, f64, Overlap::none);
         t.add(ar, Group::data, 1, f64, Overlap::none);
     }
 
     // Backward, per pass: each Linear all-reduces dX over its output group under the dW GEMM, and reduce-scatters
     // dW over Z under the rest of the backward.
-    chunked(Group::y, passes, Cx, Overlap::dw_gemm);  // LM head dX
+    head_chunked(Group::y, Cx, Overlap::dw_gemm);  // LM head dX
     t.add(ar, Group::x, passes * (2 * L + 1), norm_stats, Overlap::none);
     for (int id : linears) {
         t.add("reduce_scatter", Group::z, passes * L, block_bytes(id, gc), Overlap::rest_of_backward);

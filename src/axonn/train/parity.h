@@ -45,7 +45,10 @@ struct ParityReport {
     // and whether the grid's masks (computed from its ranks' own rows) equal the serial mask.
     std::vector<double> masked_loss_rel_diff;
     bool masks_equal = true;
-    double logits_rel_diff = 0;              // first step, this rank's slice against the serial logits (max over ranks)
+    // First step, this rank's slice against the serial logits (max over ranks); where the grid's LM head ran in
+    // chunks (--logit-rows) and kept no logits, each token's loss against serial's instead.
+    double logits_rel_diff = 0;
+    bool logits_in_chunks = false;
     double init_max_abs_diff = 0;            // gathered initial weights against the serial ones (0: bit-identical)
     std::map<std::string, double> grad_rel_diff;  // per parameter tensor, after the last step's backward
     DType precision = DType::f32;                 // the GEMMs' (bf16 asked for falls back to fp32 without it)

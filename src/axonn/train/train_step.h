@@ -14,9 +14,11 @@
 
 namespace axonn {
 
-// How a step runs on its grid (--overlap, --recompute, --cache-weights, --precision, --micro-batch).
+// How a step runs on its grid (--overlap, --recompute, --cache-weights, --precision, --logit-rows, --micro-batch).
 struct StepOptions {
-    GptOptions model;
+    // The LM head in chunks of 1,024 token rows by default: enough rows for its GEMMs to run at speed, and at
+    // most 1,024 rows of logits held (gpt2-small's are 196 MiB in fp32; Llama 3's vocabulary's 501 MiB).
+    GptOptions model{.logit_rows = 1024};
     int micro_batch = 0;  // sequences per pass on each data × z replica; 0: the replica's whole share in one pass
     bool gemm_tuning = true;  // time the ways of computing a GEMM shape once and use the fastest (Backend)
     std::string backend = "cpu";  // make_backend's name: "cpu", or "cuda" in a build with the CUDA backend

@@ -382,13 +382,16 @@ TrainSummary run_training(TrainOptions options) {
                    human_bytes(memory.optimizer_bytes), human_bytes(memory.activation_bytes));
         int const passes = B / (grid.size(Axis::data) * grid.size(Axis::z)) / model.max_batch();
         fmt::print("  grid {}{} over {} rank(s) (order {}) | threads {} per rank | overlap {} | {} pass(es) of {} "
-                   "sequence(s) per step{}{}{}\n",
+                   "sequence(s) per step{}{}{}{}\n",
                    grid.shape().to_string(), options.grid_source.empty() ? "" : " (" + options.grid_source + ")",
                    grid.world_size(), options.grid_order, options.threads,
                    options.run.model.overlap ? "on" : "off", passes, model.max_batch(),
                    options.run.model.recompute == Recompute::layer ? " | layers recomputed" : "",
                    options.run.model.cache_weights ? " | weights cached" : "",
-                   options.run.model.grad_comm == DType::bf16 ? " | gradients communicated in bf16" : "");
+                   options.run.model.grad_comm == DType::bf16 ? " | gradients communicated in bf16" : "",
+                   logit_chunks(static_cast<std::int64_t>(model.max_batch()) * T, options.run.model.logit_rows) > 1
+                       ? fmt::format(" | LM head in chunks of {} rows", options.run.model.logit_rows)
+                       : std::string());
         fmt::print("  backend {} on {} | measured {} {} GEMM {:.1f} GFLOP/s (MFU denominator: this x {}ranks)\n",
                    backend.name(), gemm_rate.hardware, gemm_rate.per_core ? "single-core" : "device",
                    precision_name(options.run.model.precision), gemm_rate.flops_per_s / 1e9,
