@@ -5,6 +5,7 @@
 //     relative (norm-wise; they differ by the summation order of attention only);
 //   - greedy decoding with the cache gives the tokens of greedy decoding by a full forward per token, also past
 //     the context, where the cache restarts from its last half (the uncached reference restarts its window alike);
+//   - a model whose LM head runs in chunks of rows generates the same tokens, its prompt fed in pieces;
 //   - the sampling options: top-k 1 and a tiny top-p are greedy at any temperature, the draws follow the seed,
 //     a stop token ends a continuation and is kept, and no new tokens means none.
 #include "axonn/core/error.h"
@@ -95,6 +96,20 @@ TEST(Generation, GreedyWithTheCacheEqualsWithout) {
                 << "prompt " << p << ", context " << context;
         }
     }
+}
+
+// A model built to train with its LM head in chunks (GptOptions::logit_rows, as `axonn train` builds it) holds
+// the logits of 6 rows only: it feeds a 70-token prompt through the cache 6 tokens at a time, and continues it
+// with the tokens of the model that holds every row's.
+TEST(Generation, AModelWithLogitsInChunksFeedsItsPromptInPieces) {
+    Fixture f;
+    Gpt chunked(f.config, f.backend, f.serial, 2, f.config.max_seq, GptOptions{.logit_rows = 6});
+    chunked.init_weights(5);
+    SampleOptions greedy;
+    greedy.temperature = 0;
+    greedy.new_tokens = 20;
+    std::vector<std::vector<std::int32_t>> const prompts = {some_tokens(70, 4)};
+    EXPECT_EQ(generate(chunked, prompts, greedy, f.config.max_seq), generate(f.model, prompts, greedy, f.config.max_seq));
 }
 
 TEST(Generation, SamplingOptionsBehave) {

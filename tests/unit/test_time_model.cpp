@@ -138,6 +138,26 @@ TEST(TimeModel, OverlapHidesCommunicationButNeverMoreThanThereIs) {
     EXPECT_LT(hidden.time_s, exposed.time_s);
 }
 
+// The LM head in chunks of rows (--logit-rows) runs as that many GEMMs of a chunk's rows each: on the toy
+// machine (half speed at a side of 128), gpt2-small's head at B·T = 2048 rows has 768 as its smallest side whole,
+// or in chunks of 1024 rows, and runs at the same speed; in chunks of 64 rows its forward, dX and dW GEMMs run at
+// 64 / (64 + 128) of the peak's 0.8 where whole they ran at 768 / (768 + 128).
+TEST(TimeModel, TheLmHeadInChunksOfFewRowsRunsSlower) {
+    StepShape whole;
+    whole.model = gpt_preset("gpt2-small");
+    whole.batch = 8;
+    whole.seq = 256;
+    whole.run.logit_rows = 0;
+    StepShape large_chunks = whole, small_chunks = whole;
+    large_chunks.run.logit_rows = 1024;
+    small_chunks.run.logit_rows = 64;
+    double const at_once = predict_step_time(whole, toy_machine(), TimeOptions{}).gemm_s;
+    EXPECT_DOUBLE_EQ(predict_step_time(large_chunks, toy_machine(), TimeOptions{}).gemm_s, at_once);
+    double const flops = 3 * 2.0 * 2048 * 50304 * 768;  // forward, dX and dW
+    double const slower = flops / (1e13 * 0.8 * 64 / 192) - flops / (1e13 * 0.8 * 768 / 896);
+    EXPECT_NEAR(predict_step_time(small_chunks, toy_machine(), TimeOptions{}).gemm_s - at_once, slower, 1e-9 * slower);
+}
+
 TEST(Planner, ExcludesWhatDoesNotFitAndRanksTheRest) {
     PlanRequest request;
     request.model = gpt_preset("gpt-20b");

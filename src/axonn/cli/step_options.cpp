@@ -42,7 +42,12 @@ void add_step_options(CLI::App& command, StepOptions& options) {
                        "the LM head and its loss in chunks of at most this many token rows per rank: only a chunk's "
                        "logits are held, and each chunk's backward runs at once (less memory; the same losses and "
                        "gradients, summed in another order); 0: all rows at once")
-        ->check(CLI::NonNegativeNumber)
+        ->check(
+            [](std::string const& value) -> std::string {
+                return value.starts_with('-') ? "must be 0 (all rows at once) or a number of token rows, got " + value
+                                              : "";
+            },
+            "ROWS")
         ->capture_default_str();
     command.add_option("--gemm-tuning", options.gemm_tuning,
                        "on: time the ways of computing each long GEMM once (whole, or its inner dimension in chunks) "
