@@ -109,7 +109,8 @@ TEST(Generation, AModelWithLogitsInChunksFeedsItsPromptInPieces) {
     greedy.temperature = 0;
     greedy.new_tokens = 20;
     std::vector<std::vector<std::int32_t>> const prompts = {some_tokens(70, 4)};
-    EXPECT_EQ(generate(chunked, prompts, greedy, f.config.max_seq), generate(f.model, prompts, greedy, f.config.max_seq));
+    EXPECT_EQ(generate(chunked, prompts, greedy, f.config.max_seq),
+              generate(f.model, prompts, greedy, f.config.max_seq));
 }
 
 TEST(Generation, SamplingOptionsBehave) {

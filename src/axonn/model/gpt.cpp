@@ -237,6 +237,11 @@ double token_weight(Batch const& batch, std::int64_t i) {
     return batch.targets[i] < 0 ? 0.0 : (batch.loss_mask ? batch.loss_mask[i] : 1.0);
 }
 
+// A float per token of the batch, in bytes.
+std::int64_t per_token_bytes(Batch const& batch) {
+    return static_cast<std::int64_t>(batch.B) * batch.T * static_cast<std::int64_t>(sizeof(float));
+}
+
 // Each token's share of the pass's loss: its weight over the total (none when nothing counts).
 void share_of_loss(Batch const& batch, float* dlosses, double total) {
     for (std::int64_t i = 0; i < static_cast<std::int64_t>(batch.B) * batch.T; ++i) {
@@ -591,23 +596,25 @@ float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_tot
     std::int64_t const chunks = logit_chunks(d.BT, options_.logit_rows);
     logits_held_ = chunks == 1;
     invariant(logits_held_ || batch.targets != nullptr,
-              "a forward without targets of {} rows needs all their logits: the model holds {} (GptOptions::logit_rows)",
-              d.BT, logit_capacity());
+              "a forward without targets of {} rows needs all their logits: the model holds {} "
+              "(GptOptions::logit_rows)", d.BT, logit_capacity());
     // The LM head: logits[rows, Vp/Gy] = AllReduce_X(lnf[rows] · head_blkᵀ), the head's block (GPT-2's is the
     // token embedding's) already gathered, so the GEMM runs on it directly; then each row's cross-entropy over
     // the vocabulary split over Y. In chunks of rows, a training pass runs each chunk's backward at once, so that
     // every token's share of the loss is needed first.
     double const total = chunks > 1 && training ? weigh_tokens_first(batch, loss_weight_total) : loss_weight_total;
+    WeightView const head = gathered_vocab_block(vocab_blocks(arch_) - 1);
     for (std::int64_t c = 0; c < chunks; ++c) {
         std::int64_t const first = d.BT * c / chunks, rows = d.BT * (c + 1) / chunks - first;
         parallel_linear_forward(k, linear_groups(false), options_.overlap, activation(a.logits),
-                                activation(a.lnf) + first * d.Cx, gathered_vocab_block(vocab_blocks(arch_) - 1), nullptr,
-                                rows, d.Cx, d.Vpy);
+                                activation(a.lnf) + first * d.Cx, head, nullptr, rows, d.Cx, d.Vpy);
         if (batch.targets == nullptr) return std::numeric_limits<float>::quiet_NaN();
         vocab_parallel_cross_entropy_forward(k, y, vocab, activation(a.losses) + first, activation(a.logsumexp) + first,
                                              activation(a.row_max) + first, stats, activation(a.logits),
                                              kernel_batch.targets + first, rows);
-        if (chunks > 1 && training) head_backward(kernel_batch, first, rows, c == 0 ? head_block_write() : GradWrite::accumulate);
+        if (chunks > 1 && training) {
+            head_backward(kernel_batch, first, rows, c == 0 ? head_block_write() : GradWrite::accumulate);
+        }
     }
     head_backward_done_ = chunks > 1 && training;
     return pass_loss(batch, total);
@@ -619,7 +626,7 @@ float Gpt::pass_loss(Batch const& batch, double loss_weight_total) {
     float* dlosses = activation(a.dlosses);
     if (in_host_memory()) return weigh_losses(batch, losses, dlosses, loss_weight_total);
     // B·T numbers each way: the losses down, their weights up.
-    auto const bytes = static_cast<std::int64_t>(static_cast<std::int64_t>(batch.B) * batch.T * sizeof(float));
+    std::int64_t const bytes = per_token_bytes(batch);
     backend_.copy_to_host(host_losses_.data(), losses, bytes);
     float const loss = weigh_losses(batch, host_losses_.data(), host_dlosses_.data(), loss_weight_total);
     backend_.copy_from_host(dlosses, host_dlosses_.data(), bytes);
@@ -651,8 +658,7 @@ double Gpt::weigh_tokens_first(Batch const& batch, double loss_weight_total) {
         share_of_loss(batch, activation(a.dlosses), total);
     } else {
         share_of_loss(batch, host_dlosses_.data(), total);
-        backend_.copy_from_host(activation(a.dlosses), host_dlosses_.data(),
-                                static_cast<std::int64_t>(static_cast<std::int64_t>(batch.B) * batch.T * sizeof(float)));
+        backend_.copy_from_host(activation(a.dlosses), host_dlosses_.data(), per_token_bytes(batch));
     }
     return total;
 }
@@ -775,7 +781,9 @@ void Gpt::backward() {
 
     // An untied embedding's block only gathers the lookup's sums: it starts from zero.
     bool const z_split = grid_.shape().z > 1;
-    if (!arch_.tied_head && z_split) k.zero(vocab_block_grad(0), vocab_workspace_numel(d, grid_.shape().z) * sizeof(float));
+    if (!arch_.tied_head && z_split) {
+        k.zero(vocab_block_grad(0), vocab_workspace_numel(d, grid_.shape().z) * sizeof(float));
+    }
     if (!head_backward_done_) head_backward(batch, 0, d.BT, head_block_write());
     k.zero(d_residual_out, d.BT * d.Cx * static_cast<std::int64_t>(sizeof(float)));
     norm_backward(d_residual_out, d_ln, activation(a.outputs + (d.L - 1) * a.BTCx), activation(a.lnf_mean),
@@ -802,7 +810,8 @@ void Gpt::backward() {
     }
     // The lookup's gradient: the rows of this rank's vocabulary slice; GPT-2's wpe's on every Y rank (replicated).
     float* dwpe = p.positions >= 0 ? grad(p.positions) : nullptr;
-    k.encoder_backward(vocab_block_grad(0), dwpe, d_residual_out, batch.tokens, d.B, d.T, d.Cx, vocab.begin, vocab.rows);
+    k.encoder_backward(vocab_block_grad(0), dwpe, d_residual_out, batch.tokens, d.B, d.T, d.Cx, vocab.begin,
+                       vocab.rows);
     if (z_split) {
         for (int which = 0; which < vocab_blocks(arch_); ++which) finish_vocab_gradient(which, write);
     }

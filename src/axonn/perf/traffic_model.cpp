@@ -72,7 +72,8 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
         t.add_total(ar, group, linears * chunks, linears * M * width * a, overlap);
     };
     // The LM head runs on chunks of the rows (GptOptions::logit_rows), each a Linear of its own rows.
-    auto const logit_chunks_n = static_cast<std::uint64_t>(logit_chunks(static_cast<std::int64_t>(M), step.run.logit_rows));
+    auto const logit_chunks_n =
+        static_cast<std::uint64_t>(logit_chunks(static_cast<std::int64_t>(M), step.run.logit_rows));
     std::uint64_t head_row_chunks = 0;  // the row chunks of all of them
     for (std::uint64_t c = 0; c < logit_chunks_n; ++c) {
         std::uint64_t const rows = M * (c + 1) / logit_chunks_n - M * c / logit_chunks_n;
