@@ -1,7 +1,7 @@
 // The model's device path, run on the CPU: a backend whose buffers are a device's (support/simulated_device_backend.h)
 // makes the model send each batch's ids, fetch the token losses and send their weights, draw its weights on the
 // host and copy them over, and pass checkpoints through host copies (train/host_state.h), while its kernels stay
-// the CPU's. Everything must equal the CPU backend's run bit for bit; a host read of a device buffer anywhere on
+// the CPU's; with the LM head in chunks of rows too. Everything must equal the CPU backend's run bit for bit; a host read of a device buffer anywhere on
 // the way throws (Tensor::span refuses it).
 #include "axonn/core/error.h"
 #include "axonn/model/gpt.h"
@@ -31,10 +31,12 @@ struct TrainingRun {
     std::unique_ptr<Gpt> model;
     std::unique_ptr<AdamW> optimizer;
 
-    TrainingRun(Architecture const& architecture, bool device) {
+    // passes: 2, or 1 a step; logit_rows: the LM head in chunks of rows (0: all at once).
+    TrainingRun(Architecture const& architecture, bool device, int passes = 2, int logit_rows = 0) {
         backend = device ? std::make_unique<testing::SimulatedDeviceBackend>() : std::make_unique<CpuBackend>();
         backend->set_gemm_tuning(false);
-        model = std::make_unique<Gpt>(architecture, *backend, grid, rows / 2, seq);  // two passes a step
+        model = std::make_unique<Gpt>(architecture, *backend, grid, rows / passes, seq,
+                                      GptOptions{.logit_rows = logit_rows});
         model->init_weights(3);
         optimizer = std::make_unique<AdamW>(model->segments(), model->layout().total(), *backend, AdamWConfig{});
     }
@@ -46,13 +48,13 @@ struct Data {
     std::vector<float> mask;
     std::vector<Batch> passes;
 
-    explicit Data(int vocab) : tokens(rows * seq), targets(tokens.size()), mask(tokens.size()) {
+    explicit Data(int vocab, int pass_count = 2) : tokens(rows * seq), targets(tokens.size()), mask(tokens.size()) {
         for (std::size_t i = 0; i < tokens.size(); ++i) {
             tokens[i] = static_cast<std::int32_t>((i * 13) % vocab);
             targets[i] = i % 7 == 3 ? -1 : static_cast<std::int32_t>((i * 17) % vocab);
             mask[i] = i % 5 == 0 ? 0.0f : 1.0f;
         }
-        passes = micro_batches({rows, seq, tokens.data(), targets.data(), mask.data()}, rows / 2);
+        passes = micro_batches({rows, seq, tokens.data(), targets.data(), mask.data()}, rows / pass_count);
     }
 };
 
@@ -84,6 +86,24 @@ TEST_P(DevicePath, TrainsAsTheCpuBackendDoesBitForBit) {
     std::int64_t const last_pass = static_cast<std::int64_t>(rows / 2) * seq;
     std::vector<float> const host_losses(host.model->token_losses(), host.model->token_losses() + last_pass);
     EXPECT_EQ(std::vector<float>(device.model->token_losses(), device.model->token_losses() + last_pass), host_losses);
+}
+
+// The LM head in chunks of 5 rows (7 of them a pass): in one pass a step, each token's share of the loss goes to
+// the device before the first chunk's backward; in two, the step's total weight sets it. Bit for bit again.
+TEST_P(DevicePath, TrainsAsTheCpuBackendDoesWithTheLmHeadInChunks) {
+    Architecture const architecture = GetParam().architecture();
+    for (int const passes : {1, 2}) {
+        Data const data(architecture.vocab_size, passes);
+        TrainingRun host(architecture, false, passes, 5), device(architecture, true, passes, 5);
+        for (int step = 0; step < steps; ++step) {
+            StepResult const on_host = train_step(*host.model, *host.optimizer, data.passes, 1e-3f);
+            StepResult const on_device = train_step(*device.model, *device.optimizer, data.passes, 1e-3f);
+            EXPECT_EQ(on_device.loss, on_host.loss) << passes << " passes, step " << step;
+            EXPECT_EQ(on_device.grad_norm, on_host.grad_norm) << passes << " passes, step " << step;
+        }
+        EXPECT_EQ(parameters_of(*device.model), parameters_of(*host.model)) << passes << " passes";
+        EXPECT_EQ(eval_step(*device.model, data.passes), eval_step(*host.model, data.passes)) << passes << " passes";
+    }
 }
 
 TEST_P(DevicePath, CheckpointStatePassesThroughHostCopies) {
