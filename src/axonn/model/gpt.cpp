@@ -549,6 +549,10 @@ float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_tot
               batch.T, max_seq_);
     ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
     LocalDims const d(arch_, grid_.shape(), batch.B, batch.T);
+    std::int64_t const chunks = logit_chunks(d.BT, options_.logit_rows);
+    invariant(chunks == 1 || batch.targets != nullptr,
+              "a forward without targets of {} rows needs all their logits: the model holds {} "
+              "(GptOptions::logit_rows)", d.BT, logit_capacity());
     Backend& k = backend_;
     Communicator &y = grid_.comm(Group::y), &z = grid_.comm(Group::z_prefetch);
     double* stats = statistics_.data<double>();
@@ -593,11 +597,7 @@ float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_tot
     last_batch_ = kernel_batch;
     backward_ready_ = training;
     head_backward_done_ = false;
-    std::int64_t const chunks = logit_chunks(d.BT, options_.logit_rows);
     logits_held_ = chunks == 1;
-    invariant(logits_held_ || batch.targets != nullptr,
-              "a forward without targets of {} rows needs all their logits: the model holds {} "
-              "(GptOptions::logit_rows)", d.BT, logit_capacity());
     // The LM head: logits[rows, Vp/Gy] = AllReduce_X(lnf[rows] · head_blkᵀ), the head's block (GPT-2's is the
     // token embedding's) already gathered, so the GEMM runs on it directly; then each row's cross-entropy over
     // the vocabulary split over Y. In chunks of rows, a training pass runs each chunk's backward at once, so that
@@ -652,7 +652,10 @@ float Gpt::weigh_losses(Batch const& batch, float const* losses, float* dlosses,
 }
 
 double Gpt::weigh_tokens_first(Batch const& batch, double loss_weight_total) {
-    double const total = loss_weight_total > 0.0 ? loss_weight_total : global_loss_weight(std::span(&batch, 1));
+    // A pass of several gets its step's total (0 when no token of the step counts); only a step's only pass sums
+    // its own.
+    bool const only_pass = pass_.first && pass_.last && loss_weight_total <= 0.0;
+    double const total = only_pass ? global_loss_weight(std::span(&batch, 1)) : loss_weight_total;
     ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
     if (in_host_memory()) {
         share_of_loss(batch, activation(a.dlosses), total);

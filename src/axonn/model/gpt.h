@@ -201,8 +201,8 @@ private:
     // each token's share of it into dlosses, in the backend's memory.
     float pass_loss(Batch const& batch, double loss_weight_total);
     // Each token's share of the loss into dlosses before any loss is known: its weight over the total given, or,
-    // for a pass that is its step's only one, over the total weight of its tokens on every rank (a collective).
-    // Returns that total.
+    // for a pass that is its step's only one and was given none, over the total weight of its tokens on every
+    // rank (a collective). Returns that total.
     double weigh_tokens_first(Batch const& batch, double loss_weight_total);
     // The LM head's backward for rows [first, first + rows) of the pass, whose logits the logits buffer holds
     // from its start: dlogits in place, the lnf gradient's rows, and the head's weight gradient written or added.
