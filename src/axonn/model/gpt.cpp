@@ -596,13 +596,13 @@ float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_tot
                  arch_.params.lnfb, 0, d.BT);
     last_batch_ = kernel_batch;
     backward_ready_ = training;
-    head_backward_done_ = false;
     logits_held_ = chunks == 1;
+    head_backward_in_forward_ = chunks > 1 && training;
     // The LM head: logits[rows, Vp/Gy] = AllReduce_X(lnf[rows] · head_blkᵀ), the head's block (GPT-2's is the
     // token embedding's) already gathered, so the GEMM runs on it directly; then each row's cross-entropy over
     // the vocabulary split over Y. In chunks of rows, a training pass runs each chunk's backward at once, so that
     // every token's share of the loss is needed first.
-    double const total = chunks > 1 && training ? weigh_tokens_first(batch, loss_weight_total) : loss_weight_total;
+    double const total = head_backward_in_forward_ ? weigh_tokens_first(batch, loss_weight_total) : loss_weight_total;
     WeightView const head = gathered_vocab_block(vocab_blocks(arch_) - 1);
     for (std::int64_t c = 0; c < chunks; ++c) {
         std::int64_t const first = d.BT * c / chunks, rows = d.BT * (c + 1) / chunks - first;
@@ -612,11 +612,10 @@ float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_tot
         vocab_parallel_cross_entropy_forward(k, y, vocab, activation(a.losses) + first, activation(a.logsumexp) + first,
                                              activation(a.row_max) + first, stats, activation(a.logits),
                                              kernel_batch.targets + first, rows);
-        if (chunks > 1 && training) {
+        if (head_backward_in_forward_) {
             head_backward(kernel_batch, first, rows, c == 0 ? head_block_write() : GradWrite::accumulate);
         }
     }
-    head_backward_done_ = chunks > 1 && training;
     return pass_loss(batch, total);
 }
 
@@ -787,7 +786,7 @@ void Gpt::backward() {
     if (!arch_.tied_head && z_split) {
         k.zero(vocab_block_grad(0), vocab_workspace_numel(d, grid_.shape().z) * sizeof(float));
     }
-    if (!head_backward_done_) head_backward(batch, 0, d.BT, head_block_write());
+    if (!head_backward_in_forward_) head_backward(batch, 0, d.BT, head_block_write());
     k.zero(d_residual_out, d.BT * d.Cx * static_cast<std::int64_t>(sizeof(float)));
     norm_backward(d_residual_out, d_ln, activation(a.outputs + (d.L - 1) * a.BTCx), activation(a.lnf_mean),
                   activation(a.lnf_rstd), p.lnfw, p.lnfb, 0, d.BT);

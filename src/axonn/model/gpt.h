@@ -273,7 +273,7 @@ private:
     Pass pass_;
     bool backward_ready_ = false;
     bool logits_held_ = true;         // the last forward computed every row's logits at once
-    bool head_backward_done_ = false;  // the last training forward ran the LM head's backward chunk by chunk
+    bool head_backward_in_forward_ = false;  // the last training forward ran the LM head's backward chunk by chunk
 };
 
 }  // namespace axonn
