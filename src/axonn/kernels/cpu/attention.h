@@ -6,8 +6,13 @@
 // B batch, T time, C = NH·hs channels of the queries and the output, NH query heads, NKV key/value heads (NKV
 // divides NH; grouped-query attention when fewer, query head h using key/value head h / (NH/NKV); GPT-2 has
 // NKV = NH). qkv holds, for every token, the queries, keys and values side by side: [q (C) | k (NKV·hs) |
-// v (NKV·hs)], head h in columns h·hs ... (h+1)·hs of each part. Each head's GEMMs read its columns in place (row
-// stride C + 2·NKV·hs), so nothing is transposed or copied.
+// v (NKV·hs)], head h in columns h·hs ... (h+1)·hs of each part.
+//
+// The fp32 (and double) tile products run on tile_gemm (tile_gemm.h), which costs nothing per call: a library
+// GEMM's dispatch and packing took as long as a 64 × 128 × 64 tile's arithmetic. For it, each head's keys (and, in
+// the backward, values) are transposed once into [hs,T], and the rows a product reads as its B operand are copied
+// out of the wide activation once per head. The bf16 products are oneDNN matmul calls on the head's columns in
+// place.
 #pragma once
 
 #include "axonn/core/bfloat16.h"
@@ -17,8 +22,9 @@
 namespace axonn::cpu {
 
 // Rows of queries and of keys per tile. A 64 × 128 tile of scores is 32 KiB in fp32, small enough to stay in
-// cache; measured on one Zen 5 core (bench/kernel_bench.cpp), 64 × 128 ran T = 256 and T = 1024 fastest among
-// 64-256 tiles (within 5% of 128 × 128 and 128 × 256). Tests use small tiles to cross many tile boundaries.
+// cache. With tile_gemm, measured on one Intel Xeon core at GPT-2 small's heads, tiles of 32-128 queries × 64-256
+// keys ran within 7% of 64 × 128 at T = 256 and T = 1024 (64 × 256 7% faster at T = 1024 and 3% slower at
+// T = 256). Tests use small tiles to cross many tile boundaries.
 struct AttentionTiles {
     int queries = 64;
     int keys = 128;

@@ -11,10 +11,8 @@ template <typename T> void cross_entropy_max(T* row_max, T const* logits, std::i
 #pragma omp parallel for schedule(static)
     for (std::int64_t n = 0; n < N; ++n) {
         T const* row = logits + n * Vp_local;
-        T maximum = -std::numeric_limits<T>::infinity();  // a slice of padding only must not win the max
-#pragma omp simd reduction(max : maximum)
-        for (int j = 0; j < valid; ++j) maximum = row[j] > maximum ? row[j] : maximum;
-        row_max[n] = maximum;
+        // A slice of padding only must not win the max.
+        row_max[n] = maximum_of(row, valid, -std::numeric_limits<T>::infinity());
     }
 }
 

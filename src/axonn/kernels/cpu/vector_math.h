@@ -33,4 +33,13 @@ inline float tanh_approx(float x) {
 }
 inline double tanh_approx(double x) { return std::tanh(x); }
 
+// The largest of `start` and x[0 .. n), as 16-wide maxima: std::max_element, and std::max under `omp simd`, stay
+// scalar loops in GCC.
+template <typename T> T maximum_of(T const* x, std::int64_t n, T start) {
+    T maximum = start;
+#pragma omp simd reduction(max : maximum)
+    for (std::int64_t j = 0; j < n; ++j) maximum = x[j] > maximum ? x[j] : maximum;
+    return maximum;
+}
+
 }  // namespace axonn::cpu
