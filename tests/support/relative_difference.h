@@ -1,5 +1,5 @@
-// ‖a − b‖ / ‖b‖ over two equally long float vectors, in double: how the tests compare a result with its reference
-// (b) norm-wise.
+// ‖a − b‖ / ‖b‖ over two equally long vectors (float or double), in double: how the tests compare a result with its
+// reference (b) norm-wise. 0 when both are 0.
 #pragma once
 
 #include <algorithm>
@@ -8,7 +8,7 @@
 
 namespace axonn::testing {
 
-inline double relative_difference(std::vector<float> const& a, std::vector<float> const& b) {
+template <typename T> double relative_difference(std::vector<T> const& a, std::vector<T> const& b) {
     double difference = 0, reference = 0;
     for (std::size_t i = 0; i < a.size(); ++i) {
         difference += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);

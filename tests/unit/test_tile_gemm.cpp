@@ -7,10 +7,10 @@
 #include "axonn/kernels/cpu/tile_gemm.h"
 
 #include "axonn/core/rng.h"
+#include "support/relative_difference.h"
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
@@ -26,7 +26,8 @@ struct TileGemmCase {
 
 std::string tile_case_name(::testing::TestParamInfo<TileGemmCase> const& info) {
     TileGemmCase const& c = info.param;
-    return std::to_string(c.M) + "x" + std::to_string(c.N) + "x" + std::to_string(c.K) + (c.transpose_a ? "_At" : "_A") +
+    return std::to_string(c.M) + "x" + std::to_string(c.N) + "x" + std::to_string(c.K) +
+           (c.transpose_a ? "_At" : "_A") +
            (c.beta == 0.0f ? "_beta0" : "_beta1");
 }
 
@@ -76,16 +77,6 @@ template <typename T> std::vector<double> entries(std::vector<T> const& C, int M
     return result;
 }
 
-// ‖actual − expected‖ / ‖expected‖ (0 when both are 0)
-double relative_error(std::vector<double> const& actual, std::vector<double> const& expected) {
-    double difference = 0, reference = 0;
-    for (std::size_t i = 0; i < actual.size(); ++i) {
-        difference += (actual[i] - expected[i]) * (actual[i] - expected[i]);
-        reference += expected[i] * expected[i];
-    }
-    return difference == 0 ? 0.0 : std::sqrt(difference / reference);
-}
-
 class TileGemm : public ::testing::TestWithParam<TileGemmCase> {};
 
 TEST_P(TileGemm, MatchesTheDoubleProduct) {
@@ -96,13 +87,13 @@ TEST_P(TileGemm, MatchesTheDoubleProduct) {
     std::vector<float> C = inputs.C;
     tile_gemm<float>(c.M, c.N, c.K, inputs.A.data(), inputs.a_row, inputs.a_col, inputs.B.data(), inputs.ldb, c.beta,
                      C.data(), inputs.ldc);
-    EXPECT_LT(relative_error(entries(C, c.M, c.N, inputs.ldc), expected), 1e-6);
+    EXPECT_LT(testing::relative_difference(entries(C, c.M, c.N, inputs.ldc), expected), 1e-6);
 
     std::vector<double> const Ad(inputs.A.begin(), inputs.A.end()), Bd(inputs.B.begin(), inputs.B.end());
     std::vector<double> Cd(inputs.C.begin(), inputs.C.end());
     tile_gemm<double>(c.M, c.N, c.K, Ad.data(), inputs.a_row, inputs.a_col, Bd.data(), inputs.ldb, c.beta, Cd.data(),
                       inputs.ldc);
-    EXPECT_LT(relative_error(entries(Cd, c.M, c.N, inputs.ldc), expected), 1e-14);
+    EXPECT_LT(testing::relative_difference(entries(Cd, c.M, c.N, inputs.ldc), expected), 1e-14);
 
     for (int i = 0; i < c.M; ++i) {  // the padding of each row of C is never written
         for (std::int64_t j = c.N; j < inputs.ldc; ++j) {

@@ -1,7 +1,8 @@
 // Fused causal multi-head self-attention, flash-style: queries in tiles, keys in tiles, an online softmax, and
 // a backward that recomputes the probabilities tile by tile. Nothing of size T×T is ever stored: the forward
-// keeps one log-sum-exp per query row, and the scratch is one tile per thread. Key tiles above the diagonal are
-// skipped, so the GEMM work is about half that of full T×T attention.
+// keeps one log-sum-exp per query row, and each thread's scratch is one tile and, in fp32, copies of one head's
+// operands ([T,hs] each: two in the forward, five in the backward; 20 MiB at T = 8,192 and hs = 128). Key tiles
+// above the diagonal are skipped, so the GEMM work is about half that of full T×T attention.
 //
 // B batch, T time, C = NH·hs channels of the queries and the output, NH query heads, NKV key/value heads (NKV
 // divides NH; grouped-query attention when fewer, query head h using key/value head h / (NH/NKV); GPT-2 has
@@ -22,9 +23,9 @@
 namespace axonn::cpu {
 
 // Rows of queries and of keys per tile. A 64 × 128 tile of scores is 32 KiB in fp32, small enough to stay in
-// cache. With tile_gemm, measured on one Intel Xeon core at GPT-2 small's heads, tiles of 32-128 queries × 64-256
-// keys ran within 7% of 64 × 128 at T = 256 and T = 1024 (64 × 256 7% faster at T = 1024 and 3% slower at
-// T = 256). Tests use small tiles to cross many tile boundaries.
+// cache. With tile_gemm, measured on one Intel Xeon core at GPT-2 small's heads, no tile of 32-128 queries ×
+// 64-256 keys ran more than 6% faster than 64 × 128 at T = 256 or at T = 1024 (32 × 128: 5% faster at T = 256, 9%
+// slower at T = 1024). Tests use small tiles to cross many tile boundaries.
 struct AttentionTiles {
     int queries = 64;
     int keys = 128;
@@ -36,7 +37,8 @@ inline constexpr AttentionTiles bf16_attention_tiles{128, 256};
 // Whether mixed precision runs attention in bf16 for sequences of T tokens. A sequence within one bf16 query tile
 // skips no tiles above the diagonal, and rounding qkv, dout and each tile of probabilities costs more than bf16's
 // faster GEMMs win back: T = 64 and 128 ran faster in fp32 on an Intel Xeon with AMX, T = 64 on a Zen 5 core,
-// and T = 256 and 1024 faster in bf16 on both (bench/kernel_bench.cpp; docs/PERFORMANCE.md).
+// and T = 256 and 1024 faster in bf16 on both (bench/kernel_bench.cpp; docs/PERFORMANCE.md). With the fp32 tiles
+// on tile_gemm, a bf16 step at T = 256 and 1024 still ran 10-12% faster with bf16 attention on the Intel Xeon.
 inline bool attention_in_bf16(int T) { return T > bf16_attention_tiles.queries; }
 
 // The score entries per head that the kernels compute for a sequence of T tokens: the lower triangle rounded out

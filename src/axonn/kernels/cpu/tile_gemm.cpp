@@ -158,7 +158,9 @@ void transpose_blocks(float* out, std::int64_t ld_out, float const* in, std::int
                                           : _mm512_setzero_ps();
             }
             transpose_in_registers(block);
-            for (int c = 0; c < block_cols; ++c) _mm512_mask_storeu_ps(out + (c0 + c) * ld_out + r0, row_mask, block[c]);
+            for (int c = 0; c < block_cols; ++c) {
+                _mm512_mask_storeu_ps(out + (c0 + c) * ld_out + r0, row_mask, block[c]);
+            }
         }
     }
 }
