@@ -1,8 +1,8 @@
 // The model's device path, run on the CPU: a backend whose buffers are a device's (support/simulated_device_backend.h)
 // makes the model send each batch's ids, fetch the token losses and send their weights, draw its weights on the
 // host and copy them over, and pass checkpoints through host copies (train/host_state.h), while its kernels stay
-// the CPU's; with the LM head in chunks of rows too. Everything must equal the CPU backend's run bit for bit; a host read of a device buffer anywhere on
-// the way throws (Tensor::span refuses it).
+// the CPU's; with the LM head in chunks of rows too. Everything must equal the CPU backend's run bit for bit; a
+// host read of a device buffer anywhere on the way throws (Tensor::span refuses it).
 #include "axonn/core/error.h"
 #include "axonn/model/gpt.h"
 #include "axonn/train/host_state.h"

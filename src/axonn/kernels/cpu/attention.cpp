@@ -45,10 +45,10 @@ int visible_keys(int query, int k0, int cols) { return std::clamp(query - k0 + 1
 constexpr int lanes = 16;
 int whole_vectors(int n) { return (n + lanes - 1) / lanes * lanes; }
 
-// One head's [T,hs] columns of a row-major buffer (row stride ld) as a tile GEMM's B operand reads them fastest.
-// For T inputs they are copied to a row stride of hs: at the activation's stride (thousands of elements), a tile's
-// rows of B fall into a few L1 sets and evict each other (measured on an Intel Xeon: P·V at 127 GFLOP/s from qkv,
-// at 167 from the copy). oneDNN reads bf16 ones in place and packs them itself.
+// One head's [T,hs] columns of a row-major buffer (row stride ld) as a tile GEMM's B operand reads them fastest. For
+// fp32 and double inputs they are copied to a row stride of hs: at the activation's stride (thousands of elements), a
+// tile's rows of B fall into a few L1 sets and evict each other (measured on an Intel Xeon: P·V at 127 GFLOP/s from
+// qkv, at 167 from the copy). oneDNN reads bf16 ones in place and packs them itself.
 template <typename In> class HeadRows {
   public:
     void set(In const* columns, std::int64_t ld, int T_, int hs) {
@@ -66,13 +66,13 @@ template <typename In> class HeadRows {
   private:
     In const* rows_ = nullptr;
     std::int64_t ld_ = 0;
-    std::vector<In> copy_;  // [T,hs]: only for T inputs
+    std::vector<In> copy_;  // [T,hs]: only for fp32 and double inputs
 };
 
-// One head's keys (or values), [T,hs] at row stride ld, as the products with their transpose read them. The tile
-// GEMM wants B row-major, so for T inputs they are packed once per head into [hs,T] (the head's tiles reuse them
-// T / queries-per-tile times), rows 16 elements longer than T: rows of 1,024 floats, 4 KiB apart, would share
-// L1 sets (q·kᵀ at 122 GFLOP/s against 149). oneDNN reads bf16 ones transposed in place.
+// One head's keys (or values), [T,hs] at row stride ld, as the products with their transpose read them. The tile GEMM
+// wants B row-major, so for fp32 and double inputs they are packed once per head into [hs,T] (the head's tiles reuse
+// them T / queries-per-tile times), rows 16 elements longer than T: rows of 1,024 floats, 4 KiB apart, would share L1
+// sets (q·kᵀ at 122 GFLOP/s against 149). oneDNN reads bf16 ones transposed in place.
 template <typename In> class TransposedHead {
   public:
     void set(In const* columns, std::int64_t ld, int T_, int hs) {
@@ -96,7 +96,7 @@ template <typename In> class TransposedHead {
   private:
     In const* columns_ = nullptr;
     std::int64_t ld_ = 0, stride_ = 0;
-    std::vector<In> packed_;  // [hs,stride]: only for T inputs
+    std::vector<In> packed_;  // [hs,stride]: only for fp32 and double inputs
 };
 
 // C[M,N] = op(A)·B + beta·C with B rows b_row ... b_row + K − 1 of a head (op(A) = Aᵀ when transpose_a; A
@@ -177,12 +177,13 @@ void fused_attention_forward(T* out, T* lse, In const* qkv, int B, int T_, int C
                         for (int i = 0; i < rows; ++i) {
                             T* s = S.data() + static_cast<std::int64_t>(i) * ld_s;
                             int const visible = visible_keys(q0 + i, k0, cols);
+                            if (visible == 0) {  // a row that sees none of this tile's keys: no probability
+                                std::fill_n(s, whole_vectors(cols), T(0));
+                                continue;
+                            }
                             // Online softmax: the new maximum rescales what this row has summed so far.
-                            T const maximum =
-                                visible == 0 ? row_max[i]
-                                             : std::max(row_max[i], head.scale * maximum_of<T>(s, visible, s[0]));
+                            T const maximum = std::max(row_max[i], head.scale * maximum_of<T>(s, visible, s[0]));
                             T const sum = exponentiate_visible(s, visible, whole_vectors(cols), head.scale, maximum);
-                            if (visible == 0) continue;
                             T const correction = exp_approx(row_max[i] - maximum);
                             row_sum[i] = row_sum[i] * correction + sum;
                             row_max[i] = maximum;
