@@ -112,6 +112,12 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
     // A file that outgrows `ulimit -f` must fail its write (and be reported) rather than kill the process.
     std::signal(SIGXFSZ, SIG_IGN);
+    try {
+        axonn::receive_stop_signals_on_own_thread();  // before MPI and OpenMP start threads that would compute
+    } catch (std::exception const& e) {
+        axonn::write_stderr_line(fmt::format("axonn: error: {}: the system is out of threads or memory", e.what()));
+        return 1;
+    }
     MpiSession mpi(argc, argv);
     axonn::JobErrors errors;
     try {

@@ -1,6 +1,11 @@
 #include "axonn/train/stop_signals.h"
 
+#include <pthread.h>
+
 #include <atomic>
+#include <cstring>
+#include <stdexcept>
+#include <string>
 
 namespace axonn {
 namespace {
@@ -10,7 +15,35 @@ std::atomic<int> received_signal{0};
 
 extern "C" void record_signal(int signal) { received_signal.store(signal, std::memory_order_relaxed); }
 
+sigset_t stop_signal_set() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGUSR1);
+    return set;
+}
+
+// The receiving thread: the stop signals unblocked, asleep until the process ends. pause() returns after each
+// handler; the handler has recorded the signal, and the training loop reads it.
+extern "C" void* receive_signals(void*) {
+    sigset_t const set = stop_signal_set();
+    pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+    for (;;) pause();
+}
+
+void require_zero(int status, char const* what) {
+    if (status != 0) throw std::runtime_error(std::string("cannot ") + what + ": " + std::strerror(status));
+}
+
 }  // namespace
+
+void receive_stop_signals_on_own_thread() {
+    sigset_t const set = stop_signal_set();
+    require_zero(pthread_sigmask(SIG_BLOCK, &set, nullptr), "block the stop signals");
+    pthread_t receiver;
+    require_zero(pthread_create(&receiver, nullptr, receive_signals, nullptr), "start the signal thread");
+    require_zero(pthread_detach(receiver), "detach the signal thread");
+}
 
 StopSignals::StopSignals() {
     received_signal.store(0);
@@ -23,6 +56,9 @@ StopSignals::StopSignals() {
 }
 
 StopSignals::~StopSignals() {
+    // A run that is stopping keeps recording: another signal before its exit (a scheduler that repeats itself)
+    // must not turn status 75, after a saved checkpoint, into death by that signal.
+    if (received_signal.load(std::memory_order_relaxed) != 0) return;
     sigaction(SIGTERM, &previous_term_, nullptr);
     sigaction(SIGUSR1, &previous_usr1_, nullptr);
 }
