@@ -8,6 +8,8 @@
 #include "axonn/core/rng.h"
 #include "support/reference_attention.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -25,11 +27,8 @@ struct CacheCase {
 
 std::string case_name(::testing::TestParamInfo<CacheCase> const& info) {
     CacheCase const& c = info.param;
-    std::string name = "B" + std::to_string(c.B) + "_T" + std::to_string(c.T) + "_NH" + std::to_string(c.NH) + "_NKV" +
-                       std::to_string(c.NKV) + "_cap" +
-                       std::to_string(c.capacity) + "_chunks";
-    for (int n : c.chunks) name += "_" + std::to_string(n);
-    return name;
+    return fmt::format("B{}_T{}_NH{}_NKV{}_cap{}_chunks_{}", c.B, c.T, c.NH, c.NKV, c.capacity,
+                       fmt::join(c.chunks, "_"));
 }
 
 class AttentionCache : public ::testing::TestWithParam<CacheCase> {};

@@ -121,7 +121,7 @@ public:
     virtual void rope_rotate(float* x, double const* inv_freq, int B, int T, int heads, int head_size,
                              std::int64_t stride, int first_position, int direction) = 0;
 
-    // out[n] = a[n] + b[n]
+    // out[n] = a[n] + b[n]; out may be a or b
     virtual void residual_forward(float* out, float const* a, float const* b, std::int64_t n) = 0;
     virtual void residual_backward(float* da, float* db, float const* dout, std::int64_t n) = 0;
 

@@ -55,8 +55,8 @@ std::int64_t logit_rows_held(LocalDims const& d, GptOptions const& options) {
 // up's 2F/G_y), Fy the MLP's hidden width here.
 struct ActivationLayout {
     std::int64_t BTCx, BTWy, BTCy, BTUy, BTFy, BT, BNHyT;  // per-layer strides
-    std::int64_t encoded, outputs, ln1, ln1_mean, ln1_rstd, qkv, atty, att_lse, attproj, residual2, ln2, ln2_mean,
-        ln2_rstd, fch, fch_gelu, fcproj, lnf, lnf_mean, lnf_rstd, logits, losses, logsumexp, row_max, dlosses, total;
+    std::int64_t encoded, outputs, ln1, ln1_mean, ln1_rstd, qkv, atty, att_lse, residual2, ln2, ln2_mean, ln2_rstd, fch,
+        fch_gelu, lnf, lnf_mean, lnf_rstd, logits, losses, logsumexp, row_max, dlosses, total;
     // backward scratch, reused by every layer
     std::int64_t d_residual_out, d_residual_in, d_branch, d_ln, d_fch_gelu, d_fch, d_atty, d_qkv, grad_total;
 
@@ -72,21 +72,19 @@ struct ActivationLayout {
         std::int64_t next = 0;
         auto take = [&next](std::int64_t size) { return std::exchange(next, next + size); };
         encoded = take(BTCx);
-        outputs = take(L * BTCx);  // layer l's output, residual2 + fcproj: layer l + 1's input
+        outputs = take(L * BTCx);  // layer l's output, residual2 + the MLP's projection: layer l + 1's input
         ln1 = take(S * BTCx);
         ln1_mean = take(S * BT);
         ln1_rstd = take(S * BT);
         qkv = take(S * BTWy);
         atty = take(S * BTCy);
         att_lse = take(S * BNHyT);
-        attproj = take(S * BTCx);
-        residual2 = take(S * BTCx);
+        residual2 = take(S * BTCx);  // the layer's input + attention's projection
         ln2 = take(S * BTCx);
         ln2_mean = take(S * BT);
         ln2_rstd = take(S * BT);
         fch = take(S * BTUy);
         fch_gelu = take(S * BTFy);
-        fcproj = take(S * BTCx);
         lnf = take(BTCx);
         lnf_mean = take(BT);
         lnf_rstd = take(BT);
@@ -120,25 +118,22 @@ struct LayerActivations {
     float* qkv;        // [B,T,Wy]: this rank's heads' [q | k | v], rotated (Llama)
     float* atty;       // [B,T,C/Gy]
     float* att_lse;    // [B,NH/Gy,T]: each attention row's log-sum-exp
-    float* attproj;    // [B,T,C/Gx]
-    float* residual2;  // [B,T,C/Gx]
+    float* residual2;  // [B,T,C/Gx]: input + attention's projection, which the projection writes first
     float* ln2;        // [B,T,C/Gx]
     float* ln2_mean;   // [B,T] (LayerNorm only)
     float* ln2_rstd;   // [B,T]
     float* fch;        // [B,T,Uy]: the MLP's first Linear's output
     float* fch_gelu;   // [B,T,Fy]: its activation (gelu, or silu(gate)·up)
-    float* fcproj;     // [B,T,C/Gx]
-    float* output;     // [B,T,C/Gx]
+    float* output;     // [B,T,C/Gx]: residual2 + the MLP's projection, which the projection writes first
 
     LayerActivations(float* base, ActivationLayout const& a, int l, int slot)
         : input(base + (l == 0 ? a.encoded : a.outputs + (l - 1) * a.BTCx)), ln1(base + a.ln1 + slot * a.BTCx),
           ln1_mean(base + a.ln1_mean + slot * a.BT), ln1_rstd(base + a.ln1_rstd + slot * a.BT),
           qkv(base + a.qkv + slot * a.BTWy), atty(base + a.atty + slot * a.BTCy),
-          att_lse(base + a.att_lse + slot * a.BNHyT), attproj(base + a.attproj + slot * a.BTCx),
-          residual2(base + a.residual2 + slot * a.BTCx), ln2(base + a.ln2 + slot * a.BTCx),
+          att_lse(base + a.att_lse + slot * a.BNHyT), residual2(base + a.residual2 + slot * a.BTCx), ln2(base + a.ln2 + slot * a.BTCx),
           ln2_mean(base + a.ln2_mean + slot * a.BT), ln2_rstd(base + a.ln2_rstd + slot * a.BT),
           fch(base + a.fch + slot * a.BTUy), fch_gelu(base + a.fch_gelu + slot * a.BTFy),
-          fcproj(base + a.fcproj + slot * a.BTCx), output(base + a.outputs + l * a.BTCx) {}
+          output(base + a.outputs + l * a.BTCx) {}
 };
 
 // A Linear's [rows/G_rows, cols/G_cols] block before the Z split: what its Z all-gather returns.
@@ -690,9 +685,11 @@ void Gpt::forward_layer(int l, int slot, Batch const& batch, KvCache* cache) {
     } else {
         k.attention_forward(act.atty, act.att_lse, act.qkv, d.B, d.T, d.Cy, d.NHy, d.NKVy);
     }
-    parallel_linear_forward(k, transposed, overlap, act.attproj, act.atty, weights_->next(),
+    // The projections write into the sums they feed, which the residuals then complete in place: the backward
+    // never reads a projection's output, so no buffer keeps it.
+    parallel_linear_forward(k, transposed, overlap, act.residual2, act.atty, weights_->next(),
                             layer_values(p.attprojb, lCx), d.BT, d.Cy, d.Cx);
-    k.residual_forward(act.residual2, act.input, act.attproj, d.BT * d.Cx);
+    k.residual_forward(act.residual2, act.input, act.residual2, d.BT * d.Cx);
     norm_forward(act.ln2, act.ln2_mean, act.ln2_rstd, act.residual2, p.ln2w, p.ln2b, lCx, d.BT);
     parallel_linear_forward(k, normal, overlap, act.fch, act.ln2, weights_->next(), layer_values(p.fcb, lUy), d.BT,
                             d.Cx, d.Uy);
@@ -701,9 +698,9 @@ void Gpt::forward_layer(int l, int slot, Batch const& batch, KvCache* cache) {
     } else {
         k.swiglu_forward(act.fch_gelu, act.fch, d.BT, d.Fy);
     }
-    parallel_linear_forward(k, transposed, overlap, act.fcproj, act.fch_gelu, weights_->next(),
+    parallel_linear_forward(k, transposed, overlap, act.output, act.fch_gelu, weights_->next(),
                             layer_values(p.fcprojb, lCx), d.BT, d.Fy, d.Cx);
-    k.residual_forward(act.output, act.residual2, act.fcproj, d.BT * d.Cx);
+    k.residual_forward(act.output, act.residual2, act.output, d.BT * d.Cx);
 }
 
 void Gpt::finish_vocab_gradient(int which, GradWrite write) {
@@ -872,7 +869,7 @@ void Gpt::backward_layer(int l, int slot, Batch const& batch, GradWrite write) {
     float* scratch = activation_grads_.data<float>();
     float* d_residual_out = scratch + a.d_residual_out;  // [B,T,C/Gx] gradient of the layer's output, then input
     float* d_residual_in = scratch + a.d_residual_in;    // [B,T,C/Gx] gradient of residual2
-    float* d_branch = scratch + a.d_branch;              // [B,T,C/Gx] attproj / fcproj
+    float* d_branch = scratch + a.d_branch;              // [B,T,C/Gx] a projection's output gradient
     float* d_ln = scratch + a.d_ln;                      // [B,T,C/Gx] ln1 / ln2
     float* d_fch_gelu = scratch + a.d_fch_gelu;          // [B,T,Fy]
     float* d_fch = scratch + a.d_fch;                    // [B,T,Uy]
