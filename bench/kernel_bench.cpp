@@ -1,5 +1,6 @@
 // Per-kernel speed at GPT-2 small's shapes for B·T = 256 tokens (B = 4, T = 64): where a training step's time
-// goes outside the model. Google Benchmark; run `build/bench/kernel_bench` with OMP_NUM_THREADS=1.
+// goes outside the model. Google Benchmark; run `build/bench/kernel_bench` with OMP_NUM_THREADS=1 (or 2, for the
+// fp32 GEMMs' threading).
 // GEMMs report FLOP/s, the memory-bound kernels bytes/s.
 #include "axonn/kernels/cpu/adamw.h"
 #include "axonn/kernels/cpu/attention.h"
@@ -35,6 +36,19 @@ BENCHMARK(BM_LinearGemm)
     ->Args({BT, 4 * C, C})   // MLP up
     ->Args({BT, C, 4 * C})   // MLP down
     ->Args({BT, Vp, C});     // LM head
+
+// dW[N,K] = dY[M,N]ᵀ · X[M,K], a Linear's weight gradient: A transposed, which gemm leaves to oneDNN's threads.
+void BM_WeightGradientGemm(benchmark::State& state) {
+    std::int64_t const M = state.range(0), N = state.range(1), K = state.range(2);
+    std::vector<float> dy(M * N, 0.5f), x(M * K, 0.25f), dw(N * K);
+    for (auto _ : state) gemm<float>(true, false, N, K, M, 1.0f, dy.data(), N, x.data(), K, 0.0f, dw.data(), K);
+    state.counters["FLOP/s"] = benchmark::Counter(2.0 * M * N * K, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_WeightGradientGemm)
+    ->Args({BT, 3 * C, C})
+    ->Args({BT, C, C})
+    ->Args({BT, 4 * C, C})
+    ->Args({BT, C, 4 * C});
 
 // The same GEMMs on bf16 inputs with fp32 results, as the bf16 backend runs them (conversions not counted).
 void BM_LinearGemmBf16(benchmark::State& state) {

@@ -4,22 +4,62 @@
 #include "axonn/kernels/cpu/gemm_tuning.h"
 
 #include <oneapi/dnnl/dnnl.h>
+#include <omp.h>
+
+#include <algorithm>
 
 namespace axonn::cpu {
+namespace {
+
+// Columns of C per thread below which oneDNN's own threading is kept.
+constexpr std::int64_t min_columns_per_thread = 128;
+
+// The threads that split a product's columns between them, each running the library's single-threaded kernel on
+// its own block; 1 where oneDNN threads the product itself. On two cores of an Intel Xeon, at GPT-2 small's
+// shapes for 256 rows: the activations' products (A not transposed: the forward's and dX's, whose M is a batch's
+// rows, cut into chunks) ran 1.9-2.0x one core's on their own blocks, against 1.6-1.9x under oneDNN's threads; the
+// weight gradients' (A transposed, N the narrow input width) ran slower split this way than under oneDNN's
+// threads, so they stay with oneDNN (docs/PERFORMANCE.md, "Two threads").
+int column_threads(bool transpose_a, std::int64_t N) {
+    if (transpose_a || omp_in_parallel()) return 1;
+    return static_cast<int>(std::clamp<std::int64_t>(N / min_columns_per_thread, 1, omp_get_max_threads()));
+}
+
+// First column of thread t's block of N: the blocks are whole 16-column vectors but the last.
+std::int64_t first_column(int t, int threads, std::int64_t N) {
+    std::int64_t const vectors = (N + 15) / 16;
+    return std::min(N, vectors * t / threads * 16);
+}
+
+}  // namespace
 
 template <>
 void gemm<float>(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
                  float const* A, std::int64_t lda, float const* B, std::int64_t ldb, float beta, float* C,
                  std::int64_t ldc) {
-    // The product over inner indices k0 ... k0+k−1 into out (row stride ld_out).
+    int const threads = column_threads(transpose_a, N);
+    // The product over inner indices k0 ... k0+k−1 into out (row stride ld_out), its columns split over `threads`.
     auto part_into = [&](float* out, std::int64_t ld_out) {
         return [=](std::int64_t k0, std::int64_t k, float part_beta) {
-            dnnl_status_t const status =
-                dnnl_sgemm(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', M, N, k, alpha,
-                           inner_slice_a(A, lda, transpose_a, k0), lda, inner_slice_b(B, ldb, transpose_b, k0), ldb,
-                           part_beta, out, ld_out);
-            invariant(status == dnnl_success, "oneDNN sgemm failed (status {}) for M={} N={} K={}",
-                      static_cast<int>(status), M, N, k);
+            float const* a = inner_slice_a(A, lda, transpose_a, k0);
+            float const* b = inner_slice_b(B, ldb, transpose_b, k0);
+            // Columns j0 ... j1−1; inside any parallel region, even a team of one, oneDNN runs on one thread.
+            auto columns = [&](std::int64_t j0, std::int64_t j1) -> int {
+                return dnnl_sgemm(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', M, j1 - j0, k, alpha, a, lda,
+                                  transpose_b ? b + j0 * ldb : b + j0, ldb, part_beta, out + j0, ld_out);
+            };
+            int status = dnnl_success;  // the worst of the blocks' (dnnl_success is 0, failures positive)
+            if (threads == 1) {
+                status = columns(0, N);
+            } else {
+#pragma omp parallel num_threads(threads) reduction(max : status)
+                {
+                    int const t = omp_get_thread_num();
+                    std::int64_t const j0 = first_column(t, threads, N), j1 = first_column(t + 1, threads, N);
+                    if (j1 > j0) status = columns(j0, j1);
+                }
+            }
+            invariant(status == dnnl_success, "oneDNN sgemm failed (status {}) for M={} N={} K={}", status, M, N, k);
         };
     };
     GemmVariant const variant =
