@@ -23,13 +23,24 @@ using axonn::AdamWStep;
 constexpr int B = 4, T = 64, C = 768, NH = 12, V = 50257, Vp = 50304;
 constexpr std::int64_t BT = B * T;
 
-// C[M,N] = A[M,K] · B[N,K]ᵀ, the forward GEMM of a Linear layer.
-void BM_LinearGemm(benchmark::State& state) {
+// A Linear's fp32 GEMM at range (M, N, K) — M rows of activations, N outputs, K inputs — in FLOP/s: the forward's
+// Y[M,N] = X[M,K] · W[N,K]ᵀ, or the weight gradient's dW[N,K] = dY[M,N]ᵀ · X[M,K] (A transposed, which gemm
+// leaves to oneDNN's threads).
+void run_linear_gemm(benchmark::State& state, bool weight_gradient) {
     std::int64_t const M = state.range(0), N = state.range(1), K = state.range(2);
-    std::vector<float> a(M * K, 0.5f), b(N * K, 0.25f), c(M * N);
-    for (auto _ : state) gemm<float>(false, true, M, N, K, 1.0f, a.data(), K, b.data(), K, 0.0f, c.data(), N);
+    // A: X[M,K] or dY[M,N]; B: W[N,K] or X[M,K]; out: Y[M,N] or dW[N,K].
+    std::vector<float> a(M * std::max(N, K), 0.5f), b(std::max(M, N) * K, 0.25f), out(std::max(M, N) * std::max(N, K));
+    for (auto _ : state) {
+        if (weight_gradient) {
+            gemm<float>(true, false, N, K, M, 1.0f, a.data(), N, b.data(), K, 0.0f, out.data(), K);
+        } else {
+            gemm<float>(false, true, M, N, K, 1.0f, a.data(), K, b.data(), K, 0.0f, out.data(), N);
+        }
+    }
     state.counters["FLOP/s"] = benchmark::Counter(2.0 * M * N * K, benchmark::Counter::kIsIterationInvariantRate);
 }
+
+void BM_LinearGemm(benchmark::State& state) { run_linear_gemm(state, false); }
 BENCHMARK(BM_LinearGemm)
     ->Args({BT, 3 * C, C})   // qkv
     ->Args({BT, C, C})       // attention projection
@@ -37,13 +48,7 @@ BENCHMARK(BM_LinearGemm)
     ->Args({BT, C, 4 * C})   // MLP down
     ->Args({BT, Vp, C});     // LM head
 
-// dW[N,K] = dY[M,N]ᵀ · X[M,K], a Linear's weight gradient: A transposed, which gemm leaves to oneDNN's threads.
-void BM_WeightGradientGemm(benchmark::State& state) {
-    std::int64_t const M = state.range(0), N = state.range(1), K = state.range(2);
-    std::vector<float> dy(M * N, 0.5f), x(M * K, 0.25f), dw(N * K);
-    for (auto _ : state) gemm<float>(true, false, N, K, M, 1.0f, dy.data(), N, x.data(), K, 0.0f, dw.data(), K);
-    state.counters["FLOP/s"] = benchmark::Counter(2.0 * M * N * K, benchmark::Counter::kIsIterationInvariantRate);
-}
+void BM_WeightGradientGemm(benchmark::State& state) { run_linear_gemm(state, true); }
 BENCHMARK(BM_WeightGradientGemm)
     ->Args({BT, 3 * C, C})
     ->Args({BT, C, C})

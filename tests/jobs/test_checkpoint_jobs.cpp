@@ -109,6 +109,34 @@ protected:
         return "timeout 120 mpirun --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS=1 " + contexts + " > " +
                log.string() + ".out 2> " + log.string() + ".err";
     }
+
+    // Trains `options` on `ranks` ranks with a --ckpt-dir, sends `signals` SIGUSR1s (20 µs apart, until the rank is
+    // gone) to its last rank once `records` steps are in the metrics, expects status 75, then resumes the run and
+    // expects the losses of `calm_metrics`, the same run never signalled.
+    static void signalled_run_resumes(std::string const& options, int ranks, std::size_t records, int signals,
+                                      fs::path const& calm_metrics) {
+        std::string const np = "-np " + std::to_string(ranks) + " ";
+        fs::path const ckpt = dir_ / "signalled";
+        fs::path const metrics = dir_ / "signalled.jsonl";
+        fs::remove_all(ckpt);
+        fs::remove(metrics);
+        std::string const command =
+            train(options + "--ckpt-dir " + ckpt.string() + " --metrics " + metrics.string());
+        {
+            BackgroundJob job(mpirun_command(np + command, ckpt));
+            while (lines_of(metrics).size() < records && job.running()) std::this_thread::sleep_for(200us);
+            std::vector<pid_t> const pids = BackgroundJob::ranks(ckpt.string());
+            ASSERT_EQ(pids.size(), static_cast<std::size_t>(ranks));
+            for (int sent = 0; sent < signals && ::kill(pids.back(), SIGUSR1) == 0; ++sent) {
+                std::this_thread::sleep_for(20us);
+            }
+            EXPECT_EQ(job.wait(), 75) << file_bytes(ckpt.string() + ".err");
+        }
+        ASSERT_FALSE(fs::is_empty(ckpt));
+        testing::JobResult const resumed = mpirun(np + command + " --resume latest");
+        ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
+        EXPECT_EQ(step_results(metrics), step_results(calm_metrics));
+    }
 };
 
 TEST_F(CheckpointJobs, KilledRunsResumeBitwise) {
@@ -196,47 +224,15 @@ TEST_F(CheckpointJobs, ASignalSavesAndStops) {
     std::size_t const note = printed.find("no --ckpt-dir: the trained weights will not be kept");
     EXPECT_NE(note, std::string::npos) << printed;
     EXPECT_EQ(printed.find("no --ckpt-dir", note + 1), std::string::npos) << "said more than once: " << printed;
-
-    fs::path const ckpt = dir_ / "signalled";
-    fs::path const metrics = dir_ / "signalled.jsonl";
-    std::string const command = train(options + "--ckpt-dir " + ckpt.string() + " --metrics " + metrics.string());
-    {
-        BackgroundJob job(mpirun_command("-np 2 " + command, ckpt));
-        while (lines_of(metrics).size() < 4 && job.running()) std::this_thread::sleep_for(200us);
-        std::vector<pid_t> const ranks = BackgroundJob::ranks(ckpt.string());
-        ASSERT_EQ(ranks.size(), 2u);
-        ::kill(ranks.back(), SIGUSR1);
-        EXPECT_EQ(job.wait(), 75);
-    }
-    ASSERT_FALSE(fs::is_empty(ckpt));
-    testing::JobResult const resumed = mpirun("-np 2 " + command + " --resume latest");
-    ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
-    EXPECT_EQ(step_results(metrics), step_results(dir_ / "whole.jsonl"));
+    signalled_run_resumes(options, 2, 4, 1, dir_ / "whole.jsonl");
 }
 
 TEST_F(CheckpointJobs, SignalsDuringGemmsLeaveTheHeapIntact) {
     std::string const options = "--steps 30 --eval-every 100 --eval-batches 1 ";
     testing::JobResult const full = mpirun("-np 1 " + train(options + "--metrics " + (dir_ / "calm.jsonl").string()));
     ASSERT_EQ(full.exit_status, 0) << full.stderr_text;
-
-    fs::path const ckpt = dir_ / "burst";
-    fs::path const metrics = dir_ / "burst.jsonl";
-    std::string const command = train(options + "--ckpt-dir " + ckpt.string() + " --metrics " + metrics.string());
-    {
-        BackgroundJob job(mpirun_command("-np 1 " + command, ckpt));
-        while (lines_of(metrics).size() < 2 && job.running()) std::this_thread::sleep_for(200us);
-        std::vector<pid_t> const ranks = BackgroundJob::ranks(ckpt.string());
-        ASSERT_EQ(ranks.size(), 1u);
-        // Until the rank has stopped: it keeps computing for the rest of the step in progress.
-        for (int sent = 0; sent < 2000 && ::kill(ranks.front(), SIGUSR1) == 0; ++sent) {
-            std::this_thread::sleep_for(20us);
-        }
-        EXPECT_EQ(job.wait(), 75) << file_bytes(ckpt.string() + ".err");
-    }
-    ASSERT_FALSE(fs::is_empty(ckpt));
-    testing::JobResult const resumed = mpirun("-np 1 " + command + " --resume latest");
-    ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
-    EXPECT_EQ(step_results(metrics), step_results(dir_ / "calm.jsonl"));
+    // Until the rank has stopped: it keeps computing for the rest of the step in progress.
+    signalled_run_resumes(options, 1, 2, 2000, dir_ / "calm.jsonl");
 }
 
 TEST_F(CheckpointJobs, HuggingFaceWeightsStartARunOnAnyGrid) {

@@ -39,29 +39,59 @@ std::string gemm_case_name(::testing::TestParamInfo<GemmCase> const& info) {
            std::to_string(c.N) + "x" + std::to_string(c.K) + "_alpha" + scalar(c.alpha) + "_beta" + scalar(c.beta);
 }
 
+// A case's fp32 operands, at row strides wider than the matrices, drawn from `seed`'s normal stream, with their
+// double copies for the reference; C's padding past N holds `sentinel`.
+struct GemmOperands {
+    static constexpr float sentinel = 12345.0f;
+    std::int64_t lda, ldb, ldc;
+    std::vector<float> A, B, C;
+    std::vector<double> Ad, Bd, Cd;
+
+    GemmOperands(GemmCase const& c, std::uint64_t seed)
+        : lda((c.transpose_a ? c.M : c.K) + 3), ldb((c.transpose_b ? c.K : c.N) + 5), ldc(c.N + 2),
+          A((c.transpose_a ? c.K : c.M) * lda), B((c.transpose_b ? c.N : c.K) * ldb), C(c.M * ldc) {
+        for (std::size_t i = 0; i < A.size(); ++i) A[i] = static_cast<float>(standard_normal({seed, 1}, i));
+        for (std::size_t i = 0; i < B.size(); ++i) B[i] = static_cast<float>(standard_normal({seed, 2}, i));
+        for (std::size_t i = 0; i < C.size(); ++i) C[i] = static_cast<float>(standard_normal({seed, 3}, i));
+        for (std::int64_t i = 0; i < c.M; ++i) std::fill(C.begin() + i * ldc + c.N, C.begin() + (i + 1) * ldc, sentinel);
+        Ad.assign(A.begin(), A.end()), Bd.assign(B.begin(), B.end()), Cd.assign(C.begin(), C.end());
+    }
+    // ‖C − Cd‖ / ‖Cd‖ over the M × N product (the padding left out).
+    double relative_error(GemmCase const& c) const {
+        double difference = 0.0, reference = 0.0;
+        for (std::int64_t i = 0; i < c.M; ++i) {
+            for (std::int64_t j = 0; j < c.N; ++j) {
+                double const expected = Cd[i * ldc + j], error = C[i * ldc + j] - expected;
+                difference += error * error;
+                reference += expected * expected;
+            }
+        }
+        return std::sqrt(difference / reference);
+    }
+    // Whether no element of C's padding was written.
+    bool padding_kept(GemmCase const& c) const {
+        for (std::int64_t i = 0; i < c.M; ++i) {
+            for (std::int64_t j = c.N; j < ldc; ++j) {
+                if (C[i * ldc + j] != sentinel) return false;
+            }
+        }
+        return true;
+    }
+};
+
 class Gemm : public ::testing::TestWithParam<GemmCase> {};
 // gemm_bf16 computes C = A·B or C += A·B (alpha 1, beta 0 or 1): the only products the model asks of it.
 class GemmBf16 : public ::testing::TestWithParam<GemmCase> {};
 
 TEST_P(Gemm, OneDnnMatchesDoubleReference) {
-    auto const [ta, tb, M, N, K, alpha, beta] = GetParam();
-    std::int64_t const lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 5, ldc = N + 2;
-    std::int64_t const rows_a = ta ? K : M, rows_b = tb ? N : K;
-    std::vector<float> A(rows_a * lda), Bm(rows_b * ldb), Cf(M * ldc);
-    for (std::size_t i = 0; i < A.size(); ++i) A[i] = static_cast<float>(standard_normal({1, 1}, i));
-    for (std::size_t i = 0; i < Bm.size(); ++i) Bm[i] = static_cast<float>(standard_normal({1, 2}, i));
-    for (std::size_t i = 0; i < Cf.size(); ++i) Cf[i] = static_cast<float>(standard_normal({1, 3}, i));
-    std::vector<double> Ad(A.begin(), A.end()), Bd(Bm.begin(), Bm.end()), Cd(Cf.begin(), Cf.end());
-
-    gemm<float>(ta, tb, M, N, K, alpha, A.data(), lda, Bm.data(), ldb, beta, Cf.data(), ldc);
-    gemm<double>(ta, tb, M, N, K, alpha, Ad.data(), lda, Bd.data(), ldb, beta, Cd.data(), ldc);
-
-    double difference = 0.0, reference = 0.0;
-    for (std::size_t i = 0; i < Cd.size(); ++i) {
-        difference += (Cf[i] - Cd[i]) * (Cf[i] - Cd[i]);
-        reference += Cd[i] * Cd[i];
-    }
-    EXPECT_LT(std::sqrt(difference / reference), 1e-6);
+    GemmCase const c = GetParam();
+    GemmOperands x(c, 1);
+    gemm<float>(c.transpose_a, c.transpose_b, c.M, c.N, c.K, c.alpha, x.A.data(), x.lda, x.B.data(), x.ldb, c.beta,
+                x.C.data(), x.ldc);
+    gemm<double>(c.transpose_a, c.transpose_b, c.M, c.N, c.K, c.alpha, x.Ad.data(), x.lda, x.Bd.data(), x.ldb, c.beta,
+                 x.Cd.data(), x.ldc);
+    EXPECT_LT(x.relative_error(c), 1e-6);
+    EXPECT_TRUE(x.padding_kept(c));
 }
 
 // The activations' products (A not transposed) split their columns over the threads, each thread a block of
@@ -70,62 +100,40 @@ TEST_P(Gemm, OneDnnMatchesDoubleReference) {
 class GemmOverThreads : public ::testing::TestWithParam<GemmCase> {};
 
 TEST_P(GemmOverThreads, ColumnBlocksMatchDoubleReference) {
-    auto const [ta, tb, M, N, K, alpha, beta] = GetParam();
-    std::int64_t const lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 5, ldc = N + 2;
-    std::int64_t const rows_a = ta ? K : M, rows_b = tb ? N : K;
-    std::vector<float> A(rows_a * lda), Bm(rows_b * ldb), Cf(M * ldc);
-    for (std::size_t i = 0; i < A.size(); ++i) A[i] = static_cast<float>(standard_normal({2, 1}, i));
-    for (std::size_t i = 0; i < Bm.size(); ++i) Bm[i] = static_cast<float>(standard_normal({2, 2}, i));
-    for (std::size_t i = 0; i < Cf.size(); ++i) Cf[i] = static_cast<float>(standard_normal({2, 3}, i));
-    float const sentinel = 12345.0f;
-    for (std::int64_t i = 0; i < M; ++i) std::fill(Cf.begin() + i * ldc + N, Cf.begin() + (i + 1) * ldc, sentinel);
-    std::vector<double> Ad(A.begin(), A.end()), Bd(Bm.begin(), Bm.end()), Cd(Cf.begin(), Cf.end());
-
+    GemmCase const c = GetParam();
+    GemmOperands x(c, 2);
     int const threads = omp_get_max_threads();
     omp_set_num_threads(3);
-    gemm<float>(ta, tb, M, N, K, alpha, A.data(), lda, Bm.data(), ldb, beta, Cf.data(), ldc);
+    gemm<float>(c.transpose_a, c.transpose_b, c.M, c.N, c.K, c.alpha, x.A.data(), x.lda, x.B.data(), x.ldb, c.beta,
+                x.C.data(), x.ldc);
     omp_set_num_threads(threads);
-    gemm<double>(ta, tb, M, N, K, alpha, Ad.data(), lda, Bd.data(), ldb, beta, Cd.data(), ldc);
-
-    double difference = 0.0, reference = 0.0;
-    for (std::int64_t i = 0; i < M; ++i) {
-        for (std::int64_t j = 0; j < N; ++j) {
-            double const c = Cd[i * ldc + j], error = Cf[i * ldc + j] - c;
-            difference += error * error;
-            reference += c * c;
-        }
-        for (std::int64_t j = N; j < ldc; ++j) ASSERT_EQ(Cf[i * ldc + j], sentinel) << "row " << i << " column " << j;
-    }
-    EXPECT_LT(std::sqrt(difference / reference), 1e-6);
+    gemm<double>(c.transpose_a, c.transpose_b, c.M, c.N, c.K, c.alpha, x.Ad.data(), x.lda, x.Bd.data(), x.ldb, c.beta,
+                 x.Cd.data(), x.ldc);
+    EXPECT_LT(x.relative_error(c), 1e-6);
+    EXPECT_TRUE(x.padding_kept(c));
 }
 
 TEST_P(GemmBf16, MatchesDoubleReferenceOnTheRoundedInputs) {
-    auto const [ta, tb, M, N, K, alpha, beta] = GetParam();
-    ASSERT_EQ(alpha, 1.0f);
+    GemmCase const c = GetParam();
+    ASSERT_EQ(c.alpha, 1.0f);
     if (!bf16_gemm_support().available) GTEST_SKIP() << "no bf16 GEMM here: " << bf16_gemm_support().reason;
-    std::int64_t const lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 5, ldc = N + 2;
-    std::int64_t const rows_a = ta ? K : M, rows_b = tb ? N : K;
-    std::vector<bfloat16> A(rows_a * lda), Bm(rows_b * ldb);
-    std::vector<float> Cf(M * ldc);
-    for (std::size_t i = 0; i < A.size(); ++i) A[i] = to_bfloat16(static_cast<float>(standard_normal({2, 1}, i)));
-    for (std::size_t i = 0; i < Bm.size(); ++i) Bm[i] = to_bfloat16(static_cast<float>(standard_normal({2, 2}, i)));
-    for (std::size_t i = 0; i < Cf.size(); ++i) Cf[i] = static_cast<float>(standard_normal({2, 3}, i));
-    std::vector<double> Ad(A.size()), Bd(Bm.size()), Cd(Cf.begin(), Cf.end());
-    for (std::size_t i = 0; i < A.size(); ++i) Ad[i] = to_float(A[i]);
-    for (std::size_t i = 0; i < Bm.size(); ++i) Bd[i] = to_float(Bm[i]);
-
-    gemm_bf16(ta, tb, M, N, K, A.data(), lda, Bm.data(), ldb, beta, Cf.data(), ldc);
-    gemm<double>(ta, tb, M, N, K, 1.0, Ad.data(), lda, Bd.data(), ldb, beta, Cd.data(), ldc);
-
-    double difference = 0.0, reference = 0.0;
-    for (std::int64_t m = 0; m < M; ++m) {  // the padding columns of C are not part of the result
-        for (std::int64_t n = 0; n < N; ++n) {
-            double const d = Cf[m * ldc + n] - Cd[m * ldc + n];
-            difference += d * d;
-            reference += Cd[m * ldc + n] * Cd[m * ldc + n];
+    GemmOperands x(c, 2);
+    // The reference multiplies the rounded inputs.
+    auto const rounded = [](std::vector<float> const& values, std::vector<double>& reference) {
+        std::vector<bfloat16> bf16(values.size());
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            bf16[i] = to_bfloat16(values[i]);
+            reference[i] = to_float(bf16[i]);
         }
-    }
-    EXPECT_LT(std::sqrt(difference / reference), 1e-6);
+        return bf16;
+    };
+    std::vector<bfloat16> const A = rounded(x.A, x.Ad), B = rounded(x.B, x.Bd);
+    gemm_bf16(c.transpose_a, c.transpose_b, c.M, c.N, c.K, A.data(), x.lda, B.data(), x.ldb, c.beta, x.C.data(),
+              x.ldc);
+    gemm<double>(c.transpose_a, c.transpose_b, c.M, c.N, c.K, 1.0, x.Ad.data(), x.lda, x.Bd.data(), x.ldb, c.beta,
+                 x.Cd.data(), x.ldc);
+    EXPECT_LT(x.relative_error(c), 1e-6);
+    EXPECT_TRUE(x.padding_kept(c));
 }
 
 // Rounding to bf16: to nearest, ties to even; infinities stay; a NaN stays a NaN (never rounds into infinity).
