@@ -53,7 +53,9 @@ struct GemmOperands {
         for (std::size_t i = 0; i < A.size(); ++i) A[i] = static_cast<float>(standard_normal({seed, 1}, i));
         for (std::size_t i = 0; i < B.size(); ++i) B[i] = static_cast<float>(standard_normal({seed, 2}, i));
         for (std::size_t i = 0; i < C.size(); ++i) C[i] = static_cast<float>(standard_normal({seed, 3}, i));
-        for (std::int64_t i = 0; i < c.M; ++i) std::fill(C.begin() + i * ldc + c.N, C.begin() + (i + 1) * ldc, sentinel);
+        for (std::int64_t i = 0; i < c.M; ++i) {
+            std::fill(C.begin() + i * ldc + c.N, C.begin() + (i + 1) * ldc, sentinel);
+        }
         Ad.assign(A.begin(), A.end()), Bd.assign(B.begin(), B.end()), Cd.assign(C.begin(), C.end());
     }
     // ‖C − Cd‖ / ‖Cd‖ over the M × N product (the padding left out).

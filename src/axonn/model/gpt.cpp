@@ -130,10 +130,10 @@ struct LayerActivations {
         : input(base + (l == 0 ? a.encoded : a.outputs + (l - 1) * a.BTCx)), ln1(base + a.ln1 + slot * a.BTCx),
           ln1_mean(base + a.ln1_mean + slot * a.BT), ln1_rstd(base + a.ln1_rstd + slot * a.BT),
           qkv(base + a.qkv + slot * a.BTWy), atty(base + a.atty + slot * a.BTCy),
-          att_lse(base + a.att_lse + slot * a.BNHyT), residual2(base + a.residual2 + slot * a.BTCx), ln2(base + a.ln2 + slot * a.BTCx),
-          ln2_mean(base + a.ln2_mean + slot * a.BT), ln2_rstd(base + a.ln2_rstd + slot * a.BT),
-          fch(base + a.fch + slot * a.BTUy), fch_gelu(base + a.fch_gelu + slot * a.BTFy),
-          output(base + a.outputs + l * a.BTCx) {}
+          att_lse(base + a.att_lse + slot * a.BNHyT), residual2(base + a.residual2 + slot * a.BTCx),
+          ln2(base + a.ln2 + slot * a.BTCx), ln2_mean(base + a.ln2_mean + slot * a.BT),
+          ln2_rstd(base + a.ln2_rstd + slot * a.BT), fch(base + a.fch + slot * a.BTUy),
+          fch_gelu(base + a.fch_gelu + slot * a.BTFy), output(base + a.outputs + l * a.BTCx) {}
 };
 
 // A Linear's [rows/G_rows, cols/G_cols] block before the Z split: what its Z all-gather returns.

@@ -25,10 +25,13 @@ int column_threads(bool transpose_a, std::int64_t N) {
     return static_cast<int>(std::clamp<std::int64_t>(N / min_columns_per_thread, 1, omp_get_max_threads()));
 }
 
-// First column of thread t's block of N: the blocks are whole 16-column vectors but the last.
+// Columns per AVX-512 vector of floats: the blocks' width unit, so that no thread's block starts inside a vector.
+constexpr std::int64_t vector_columns = 16;
+
+// First column of thread t's block of N: the blocks are whole vectors but the last.
 std::int64_t first_column(int t, int threads, std::int64_t N) {
-    std::int64_t const vectors = (N + 15) / 16;
-    return std::min(N, vectors * t / threads * 16);
+    std::int64_t const vectors = (N + vector_columns - 1) / vector_columns;
+    return std::min(N, vectors * t / threads * vector_columns);
 }
 
 }  // namespace
