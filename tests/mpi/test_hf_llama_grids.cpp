@@ -37,7 +37,9 @@ namespace {
 
 constexpr int batch = 8, seq = 9;
 
-// Rank 0 writes the folder and the twin's logits; every rank learns where.
+// Rank 0 writes the folder and the twin's logits; every rank learns where. Written once per dtype for the whole
+// suite (HfLlamaOnGrid::SetUpTestSuite): the twin's run is mostly PyTorch's start-up, seconds that each of 80 cases
+// at np 8 would otherwise repeat.
 class HfLlamaFolder {
 public:
     explicit HfLlamaFolder(bool bf16) : bf16_(bf16) {
@@ -45,7 +47,7 @@ public:
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         std::string path;
         if (rank == 0) {
-            dir_ = std::make_unique<testing::TempDir>("hf_llama");
+            dir_ = std::make_unique<testing::TempDir>(bf16 ? "hf_llama_bf16" : "hf_llama_f32");
             path = dir_->path().string();
             write(dir_->path());
         }
@@ -96,7 +98,22 @@ private:
     }();
 };
 
-class HfLlamaOnGrid : public ::testing::TestWithParam<std::tuple<GridShape, bool>> {};
+class HfLlamaOnGrid : public ::testing::TestWithParam<std::tuple<GridShape, bool>> {
+public:
+    // Every rank runs the same cases in the same order, so these collective set-ups and tear-downs line up.
+    static void SetUpTestSuite() {
+        for (bool const bf16 : {false, true}) folders_[bf16] = std::make_unique<HfLlamaFolder>(bf16);
+    }
+    static void TearDownTestSuite() {
+        for (auto& folder : folders_) folder.reset();
+    }
+
+protected:
+    static HfLlamaFolder const& folder(bool bf16) { return *folders_[bf16]; }
+
+private:
+    static inline std::unique_ptr<HfLlamaFolder> folders_[2];
+};
 
 // The twin's folder imported onto a grid: each rank's shards read from the files.
 struct ImportedModel {
@@ -115,7 +132,7 @@ struct ImportedModel {
 
 TEST_P(HfLlamaOnGrid, ImportedLogitsMatchTheTwin) {
     auto const& [shape, bf16] = GetParam();
-    HfLlamaFolder const folder(bf16);
+    HfLlamaFolder const& folder = HfLlamaOnGrid::folder(bf16);
     ImportedModel imported(folder.path() / "hf", shape);
     LlamaConfig const& config = imported.config;
     ProcessGrid& grid = imported.grid;
@@ -130,7 +147,8 @@ TEST_P(HfLlamaOnGrid, ImportedLogitsMatchTheTwin) {
     double difference = 0, norm = 0;
     for (std::int64_t r = 0; r < static_cast<std::int64_t>(rows.B) * seq; ++r) {
         for (int v = 0; v < slice.valid; ++v) {
-            double const expected = reference.data<double>()[(first_row * seq + r) * config.vocab_size + slice.begin + v];
+            std::int64_t const at = (first_row * seq + r) * config.vocab_size + slice.begin + v;
+            double const expected = reference.data<double>()[at];
             double const actual = model.logits()[r * slice.rows + v];
             difference += (actual - expected) * (actual - expected);
             norm += expected * expected;
@@ -161,16 +179,19 @@ std::map<std::string, StoredBytes> safetensors_contents(std::filesystem::path co
 
 TEST_P(HfLlamaOnGrid, ExportOfItsCheckpointHoldsTheTwinsTensorsBitForBit) {
     auto const& [shape, bf16] = GetParam();
-    HfLlamaFolder const folder(bf16);
+    HfLlamaFolder const& folder = HfLlamaOnGrid::folder(bf16);
     ImportedModel imported(folder.path() / "hf", shape);
     LlamaConfig const& config = imported.config;
+    // The folder is shared by every grid's case: each writes under its own name.
+    std::string const case_name = testing::grid_test_name(shape);
     std::filesystem::path const saved = save_checkpoint(imported.grid, config, {imported.model.param_values(), {}, {}},
-                                                        0, nullptr, {folder.path() / "ckpt", 0, 4096});
+                                                        0, nullptr, {folder.path() / "ckpt" / case_name, 0, 4096});
     if (imported.grid.rank() != 0) return;
     CheckpointReader checkpoint(saved);
-    export_hf_llama(checkpoint, folder.path() / "export", bf16 ? DType::bf16 : DType::f32);
+    std::filesystem::path const exported_to = folder.path() / "export" / case_name;
+    export_hf_llama(checkpoint, exported_to, bf16 ? DType::bf16 : DType::f32);
     auto const original = safetensors_contents(folder.path() / "hf" / "model.safetensors");
-    auto const exported = safetensors_contents(folder.path() / "export" / "model.safetensors");
+    auto const exported = safetensors_contents(exported_to / "model.safetensors");
     EXPECT_EQ(exported.size(), original.size());
     for (auto const& [name, stored] : original) {
         auto const found = exported.find(name);
@@ -179,7 +200,7 @@ TEST_P(HfLlamaOnGrid, ExportOfItsCheckpointHoldsTheTwinsTensorsBitForBit) {
         EXPECT_EQ(found->second.shape, stored.shape) << name;
         EXPECT_TRUE(found->second.bytes == stored.bytes) << name << " differs";
     }
-    EXPECT_EQ(read_hf_llama_config(folder.path() / "export").parameter_count(), config.parameter_count());
+    EXPECT_EQ(read_hf_llama_config(exported_to).parameter_count(), config.parameter_count());
 }
 
 INSTANTIATE_TEST_SUITE_P(

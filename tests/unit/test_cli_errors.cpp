@@ -377,11 +377,6 @@ protected:
                                                   << "{\"prompt\": oops\n";
         std::ofstream(dir_ / "no_response.jsonl") << "{\"prompt\": \"a\", \"answer\": \"b\"}\n";
         std::ofstream(dir_ / "empty.jsonl") << "";
-        // A trained model for `memorization eval`: one step of gpt2-micro.
-        std::string const train = binary().string() + " train --data " + (dir_ / "good").string() +
-                                  " --tokenizer byte --model gpt2-micro --steps 1 --sample-tokens 0 --ckpt-dir " +
-                                  (dir_ / "model").string() + " > /dev/null 2>&1";
-        ASSERT_EQ(std::system(train.c_str()), 0) << train;
         std::ofstream(dir_ / "old_metrics.jsonl") << "{\"step\"}\n";
         std::ofstream(dir_ / "binary.dat", std::ios::binary) << std::string("abc\0def", 7);
         std::ofstream(dir_ / "syntax.toml") << "steps = 3\nlr = = 2\n";
@@ -405,6 +400,16 @@ protected:
         write_token_shard(dir_ / "mixed" / "val.bin", small, 16, ShardOrigin{{"byte", 257}, 7});
     }
     static void TearDownTestSuite() { temp_dir_.reset(); }
+    // {dir}/model, a trained model for the cases that read one (`memorization eval`, `generate`, `export`,
+    // `--init-from`): one step of gpt2-micro. Trained on first use, not in SetUpTestSuite: ctest runs each case in
+    // a process of its own, and the training would cost each of them seconds.
+    static void train_model_once() {
+        if (fs::exists(dir_ / "model")) return;
+        std::string const train = binary().string() + " train --data " + (dir_ / "good").string() +
+                                  " --tokenizer byte --model gpt2-micro --steps 1 --sample-tokens 0 --ckpt-dir " +
+                                  (dir_ / "model").string() + " > /dev/null 2>&1";
+        ASSERT_EQ(std::system(train.c_str()), 0) << train;
+    }
     static std::string with_dir(std::string text) {
         for (std::size_t at; (at = text.find("{dir}")) != std::string::npos;) text.replace(at, 5, dir_.string());
         return text;
@@ -430,6 +435,7 @@ TEST_F(CommandLineErrors, Bf16WithoutNativeSupportWarnsAndTrainsInFp32) {
 
 // Not an error: `memorization eval` of a trained checkpoint prints one JSON object with a summary per bucket.
 TEST_F(CommandLineErrors, MemorizationEvalOfACheckpointPrintsItsScores) {
+    train_model_once();
     std::ofstream(dir_ / "eval_docs.jsonl") << "{\"tokens\": [1, 2, 3, 4, 5, 6, 7, 8, 9], \"repetitions\": 2}\n"
                                             << "{\"text\": \"abc\"}\n";  // 3 byte tokens: too short, skipped
     CommandResult const result = run_axonn(
@@ -452,6 +458,7 @@ TEST_F(CommandLineErrors, MemorizationEvalOfACheckpointPrintsItsScores) {
 // Not an error: `axonn generate` of a trained checkpoint, one prompt per line, prints each continuation, and
 // generates the same from the checkpoint exported to Hugging Face's format.
 TEST_F(CommandLineErrors, GenerateFromACheckpointPrintsEachContinuation) {
+    train_model_once();
     std::ofstream(dir_ / "prompts.txt") << "It is\n\nShe said\n";
     CommandResult const result = run_axonn(
         with_dir("generate --model-dir {dir}/model --tokenizer byte --prompt-file {dir}/prompts.txt "
@@ -492,6 +499,7 @@ std::map<int, double> step_losses(fs::path const& metrics) {
 // Not an error: fine-tuning records prepared with their loss mask train from a checkpoint (--init-from), counting
 // only the responses, in the loss and in validation; a run resumed from its checkpoint continues bit for bit.
 TEST_F(CommandLineErrors, FinetuningOnRecordsFromACheckpointCountsTheResponses) {
+    train_model_once();
     CommandResult const prepared = run_axonn(
         with_dir("prepare --format jsonl --template alpaca --input {dir}/records.jsonl --out {dir}/records "
                  "--tokenizer byte"),
@@ -608,6 +616,7 @@ TEST_F(CommandLineErrors, TokenizeThenDecodeGivesTheTextBack) {
 
 TEST_P(CommandLineErrors, OneLineErrorAndNonZeroExit) {
     BadInput const& input = GetParam();
+    if (input.arguments.find("{dir}/model") != std::string::npos) train_model_once();
     CommandResult const result = run_axonn(with_dir(input.arguments), dir_, with_dir(input.launcher));
     EXPECT_EQ(result.exit_status, input.exit_status) << result.stderr_text;
     ASSERT_FALSE(result.stderr_text.empty());
