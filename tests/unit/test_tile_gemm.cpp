@@ -1,7 +1,8 @@
 // The tile GEMM of fused attention and the transpose that packs its operands, against plain loops in double.
-// The cases cross every edge of the AVX-512 kernel: 1-6 rows and ragged blocks of rows past 6, 1-4 vectors of
-// columns with masked tails (1, 15, 16, 17, 63, 64, 65 and 130 columns), K of 0, 1 and 64, A as is and transposed,
-// beta 0 and 1, and strides wider than the matrices. fp32 against the double product of the same fp32 inputs:
+// The cases cross every edge of the AVX-512 kernel (1-4 vectors of 16 columns in a panel) and of the AVX2 kernel
+// (1-2 vectors of 8): 1-6 rows and ragged blocks of rows past 6, masked tails and whole vectors (1, 8, 15, 16, 17,
+// 24, 33, 63, 64, 65 and 130 columns), K of 0, 1 and 64, A as is and transposed, beta 0 and 1, and strides wider
+// than the matrices. fp32 against the double product of the same fp32 inputs:
 // within 1e-6 relative, norm-wise (K ≤ 64 terms, each rounded once); double within 1e-14. Entries outside C's
 // N columns must keep their sentinel, and beta = 0 must not read C (a NaN there must not leak through).
 #include "axonn/kernels/cpu/tile_gemm.h"
@@ -110,6 +111,8 @@ INSTANTIATE_TEST_SUITE_P(
                       TileGemmCase{6, 64, 64, true, 1.0f},    // the same from Aᵀ, accumulating
                       TileGemmCase{5, 15, 64, false, 1.0f},   // one vector, masked
                       TileGemmCase{4, 16, 1, true, 0.0f},     // one whole vector, K = 1
+                      TileGemmCase{5, 8, 64, true, 0.0f},     // one whole AVX2 vector
+                      TileGemmCase{6, 24, 64, false, 1.0f},   // an AVX2 panel and one whole vector
                       TileGemmCase{3, 17, 64, false, 0.0f},   // two vectors, the second of one column
                       TileGemmCase{2, 33, 7, true, 1.0f},     // three vectors
                       TileGemmCase{13, 63, 64, false, 1.0f},  // blocks of 6, 6 and 1 rows

@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -41,75 +42,124 @@ template <typename T> void transpose_loops(T* out, std::int64_t ld_out, T const*
 }
 
 #if defined(__AVX512F__)
-constexpr int max_rows = 6;     // rows of C per block
-constexpr int max_vectors = 4;  // 16-float vectors of C per block row: 64 columns
-constexpr int lanes = 16;
+#define AXONN_TILE_GEMM_SIMD
+// 32 registers of 16 floats: blocks of 6 rows × 4 vectors of C (64 columns) hold 24 accumulators, 4 vectors of a
+// row of B and one broadcast of A, and each k costs 24 FMAs against 10 loads.
+struct Simd {
+    using Vector = __m512;
+    using Mask = __mmask16;  // lanes 0 .. n-1 of a vector
+    static constexpr int lanes = 16, max_rows = 6, max_vectors = 4;
+    static Mask first(int n) { return static_cast<Mask>((1u << n) - 1u); }
+    static Vector zero() { return _mm512_setzero_ps(); }
+    static Vector broadcast(float x) { return _mm512_set1_ps(x); }
+    static Vector load(float const* p) { return _mm512_loadu_ps(p); }
+    static Vector load(float const* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
+    static void store(float* p, Vector v) { _mm512_storeu_ps(p, v); }
+    static void store(float* p, Mask m, Vector v) { _mm512_mask_storeu_ps(p, m, v); }
+    static Vector fmadd(Vector a, Vector b, Vector c) { return _mm512_fmadd_ps(a, b, c); }
+};
+#elif defined(__AVX2__) && defined(__FMA__)
+#define AXONN_TILE_GEMM_SIMD
+// 16 registers of 8 floats: blocks of 6 rows × 2 vectors of C (16 columns) hold 12 accumulators, 2 vectors of a
+// row of B and one broadcast of A, and each k costs 12 FMAs against 8 loads.
+struct Simd {
+    using Vector = __m256;
+    using Mask = __m256i;  // lanes 0 .. n-1 of a vector: all bits set in those lanes
+    static constexpr int lanes = 8, max_rows = 6, max_vectors = 2;
+    static Mask first(int n) {
+        return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    }
+    static Vector zero() { return _mm256_setzero_ps(); }
+    static Vector broadcast(float x) { return _mm256_set1_ps(x); }
+    static Vector load(float const* p) { return _mm256_loadu_ps(p); }
+    static Vector load(float const* p, Mask m) { return _mm256_maskload_ps(p, m); }
+    static void store(float* p, Vector v) { _mm256_storeu_ps(p, v); }
+    static void store(float* p, Mask m, Vector v) { _mm256_maskstore_ps(p, m, v); }
+    static Vector fmadd(Vector a, Vector b, Vector c) { return _mm256_fmadd_ps(a, b, c); }
+};
+#endif
 
-// One block of C, rows × (16·vectors) columns (the last vector masked by `tail`): 24 accumulators, 4 vectors of
-// a row of B and one broadcast of A fit the 32 vector registers, and each k costs 24 FMAs against 10 loads.
-template <int rows, int vectors>
+#if defined(AXONN_TILE_GEMM_SIMD)
+// One block of C, rows × (lanes·vectors) columns, of which the last vector's first `last` lanes are C's. Only a
+// ragged block masks its last vector's loads and stores: AVX2's masked moves cost more than plain ones (on AMD's
+// Zen 3 a masked store is microcoded).
+template <int rows, int vectors, bool ragged>
 void block(int K, float const* A, std::int64_t a_row, std::int64_t a_col, float const* B, std::int64_t ldb,
-           float beta, float* C, std::int64_t ldc, __mmask16 tail) {
-    __m512 sum[rows][vectors];
+           float beta, float* C, std::int64_t ldc, int last) {
+    Simd::Mask const tail = Simd::first(last);
+    Simd::Vector sum[rows][vectors];
     // Every loop over rows and vectors unrolled, so that the accumulators live in registers, not on the stack.
 #pragma GCC unroll 8
     for (int r = 0; r < rows; ++r)
 #pragma GCC unroll 8
-        for (int v = 0; v < vectors; ++v) sum[r][v] = _mm512_setzero_ps();
+        for (int v = 0; v < vectors; ++v) sum[r][v] = Simd::zero();
     for (int k = 0; k < K; ++k) {
         float const* b = B + k * ldb;
-        __m512 b_row[vectors];
+        Simd::Vector b_row[vectors];
 #pragma GCC unroll 8
-        for (int v = 0; v + 1 < vectors; ++v) b_row[v] = _mm512_loadu_ps(b + v * lanes);
-        b_row[vectors - 1] = _mm512_maskz_loadu_ps(tail, b + (vectors - 1) * lanes);
+        for (int v = 0; v + 1 < vectors; ++v) b_row[v] = Simd::load(b + v * Simd::lanes);
+        float const* b_last = b + (vectors - 1) * Simd::lanes;
+        b_row[vectors - 1] = ragged ? Simd::load(b_last, tail) : Simd::load(b_last);
         float const* a = A + k * a_col;
 #pragma GCC unroll 8
         for (int r = 0; r < rows; ++r) {
-            __m512 const a_rk = _mm512_set1_ps(a[r * a_row]);
+            Simd::Vector const a_rk = Simd::broadcast(a[r * a_row]);
 #pragma GCC unroll 8
-            for (int v = 0; v < vectors; ++v) sum[r][v] = _mm512_fmadd_ps(a_rk, b_row[v], sum[r][v]);
+            for (int v = 0; v < vectors; ++v) sum[r][v] = Simd::fmadd(a_rk, b_row[v], sum[r][v]);
         }
     }
-    __m512 const beta_v = _mm512_set1_ps(beta);
+    Simd::Vector const beta_v = Simd::broadcast(beta);
 #pragma GCC unroll 8
     for (int r = 0; r < rows; ++r) {
 #pragma GCC unroll 8
         for (int v = 0; v < vectors; ++v) {
-            __mmask16 const mask = v + 1 < vectors ? __mmask16(0xFFFF) : tail;
-            float* c = C + r * ldc + v * lanes;
-            __m512 result = sum[r][v];
-            if (beta != 0.0f) result = _mm512_fmadd_ps(beta_v, _mm512_maskz_loadu_ps(mask, c), result);
-            _mm512_mask_storeu_ps(c, mask, result);
+            float* c = C + r * ldc + v * Simd::lanes;
+            Simd::Vector result = sum[r][v];
+            if (ragged && v + 1 == vectors) {
+                if (beta != 0.0f) result = Simd::fmadd(beta_v, Simd::load(c, tail), result);
+                Simd::store(c, tail, result);
+            } else {
+                if (beta != 0.0f) result = Simd::fmadd(beta_v, Simd::load(c), result);
+                Simd::store(c, result);
+            }
         }
     }
 }
 
 using BlockKernel = void (*)(int, float const*, std::int64_t, std::int64_t, float const*, std::int64_t, float, float*,
-                             std::int64_t, __mmask16);
+                             std::int64_t, int);
+using KernelsOfRows = std::array<BlockKernel, Simd::max_vectors>;
+using KernelsOfSizes = std::array<KernelsOfRows, Simd::max_rows>;
 
-template <int rows> constexpr std::array<BlockKernel, max_vectors> blocks_of_rows() {
-    return {block<rows, 1>, block<rows, 2>, block<rows, 3>, block<rows, 4>};
+template <bool ragged, int rows, int... vectors>
+constexpr KernelsOfRows blocks_of_rows(std::integer_sequence<int, vectors...>) {
+    return {block<rows, vectors + 1, ragged>...};
 }
-// kernels[rows - 1][vectors - 1]: the ragged blocks at the bottom and right edges get kernels of their own size.
-constexpr std::array<std::array<BlockKernel, max_vectors>, max_rows> kernels{
-    blocks_of_rows<1>(), blocks_of_rows<2>(), blocks_of_rows<3>(),
-    blocks_of_rows<4>(), blocks_of_rows<5>(), blocks_of_rows<6>()};
+template <bool ragged, int... rows> constexpr KernelsOfSizes every_block(std::integer_sequence<int, rows...>) {
+    return {blocks_of_rows<ragged, rows + 1>(std::make_integer_sequence<int, Simd::max_vectors>())...};
+}
+// kernels[ragged][rows - 1][vectors - 1]: the blocks at the bottom and right edges get kernels of their own size.
+constexpr std::array<KernelsOfSizes, 2> kernels{every_block<false>(std::make_integer_sequence<int, Simd::max_rows>()),
+                                                every_block<true>(std::make_integer_sequence<int, Simd::max_rows>())};
 
 void blocked(int M, int N, int K, float const* A, std::int64_t a_row, std::int64_t a_col, float const* B,
              std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
-    constexpr int panel = max_vectors * lanes;
-    // A panel of B (K × 64) stays in L1 while every block of rows passes over it.
+    constexpr int lanes = Simd::lanes, panel = Simd::max_vectors * lanes;
+    // A panel of B (K × panel) stays in L1 while every block of rows passes over it.
     for (int j0 = 0; j0 < N; j0 += panel) {
         int const columns = std::min(panel, N - j0), vectors = (columns + lanes - 1) / lanes;
         int const last = columns - (vectors - 1) * lanes;
-        auto const tail = static_cast<__mmask16>((1u << last) - 1u);
-        for (int i0 = 0; i0 < M; i0 += max_rows) {
-            int const rows = std::min(max_rows, M - i0);
-            kernels[rows - 1][vectors - 1](K, A + i0 * a_row, a_row, a_col, B + j0, ldb, beta, C + i0 * ldc + j0,
-                                           ldc, tail);
+        for (int i0 = 0; i0 < M; i0 += Simd::max_rows) {
+            int const rows = std::min(Simd::max_rows, M - i0);
+            BlockKernel const kernel = kernels[last < lanes][rows - 1][vectors - 1];
+            kernel(K, A + i0 * a_row, a_row, a_col, B + j0, ldb, beta, C + i0 * ldc + j0, ldc, last);
         }
     }
 }
+#endif
+
+#if defined(__AVX512F__)
+constexpr int lanes = Simd::lanes;
 
 // GCC 12's unpack intrinsics start from a vector initialised with itself (_mm512_undefined_ps), which its
 // -Wmaybe-uninitialized reports wherever they are inlined: a false positive.
@@ -172,7 +222,7 @@ void transpose_blocks(float* out, std::int64_t ld_out, float const* in, std::int
 template <>
 void tile_gemm<float>(int M, int N, int K, float const* A, std::int64_t a_row, std::int64_t a_col, float const* B,
                       std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
-#if defined(__AVX512F__)
+#if defined(AXONN_TILE_GEMM_SIMD)
     blocked(M, N, K, A, a_row, a_col, B, ldb, beta, C, ldc);
 #else
     loop_nest(M, N, K, A, a_row, a_col, B, ldb, beta, C, ldc);

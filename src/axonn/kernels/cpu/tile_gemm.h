@@ -1,9 +1,9 @@
 // The GEMM of fused attention's tiles: C[M,N] = A·B + beta·C for products of at most a few hundred rows and
 // columns, with B row-major and A at any strides (so Aᵀ is free). A library GEMM spends microseconds per call on
 // dispatch and on packing its operands, as long as the tile's arithmetic itself takes at GPT-2's head size; this
-// one packs nothing and runs straight into registers. float runs an AVX-512 kernel of 6 rows × 64 columns where
-// the compiler targets AVX-512 (-march=native on this project's machines), a loop nest elsewhere; double (the
-// finite-difference tests) always runs the loop nest.
+// one packs nothing and runs straight into registers. float runs a register-blocked kernel of the instruction set
+// the compiler targets (-march=native): AVX-512 blocks of 6 rows × 64 columns, AVX2 blocks of 6 rows × 16
+// columns, a loop nest without either; double (the finite-difference tests) always runs the loop nest.
 #pragma once
 
 #include <cstdint>
