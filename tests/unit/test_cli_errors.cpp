@@ -211,6 +211,10 @@ std::vector<BadInput> const bad_inputs = {
     {"weak_scaling_to_a_fractional_batch", "plan --weak-scaling gpt-5b:8,gpt-10b:12 --batch 3",
      "does not scale to a whole batch on 12", 2},
     {"weak_scaling_and_devices", "plan --gpus 8 --weak-scaling gpt-5b:8,gpt-10b:16 --batch 8", "excludes", 2},
+    {"weak_scaling_batch_of_an_unknown_kind",
+     "plan --weak-scaling gpt-5b:8,gpt-10b:16 --batch 8 --weak-scaling-batch growing", "--weak-scaling-batch", 2},
+    {"weak_scaling_batch_without_a_series", "plan --gpus 8 --model gpt-5b --batch 8 --weak-scaling-batch fixed",
+     "--weak-scaling-batch requires --weak-scaling", 2},
     {"plan_vanishing_bandwidth", "plan --model gpt-5b --gpus 8 --batch 8 --machine {dir}/slow.toml",
      "key 'nic_bandwidth' = 1e-300 is outside the range a machine can have", 1},
     {"model_wider_than_any", "train --data {dir}/good --tokenizer byte --n-embd 2000000000",
@@ -549,7 +553,8 @@ TEST_F(CommandLineErrors, PlanListsLlamaGridsThatFitOnFrontier) {
 }
 
 // Not an error: `plan --weak-scaling` of GPT presets on Frontier prints one row per point, the first at 100%
-// efficiency, with the same numbers in --json, and writes its plot as a PNG. And the planner on its largest count,
+// efficiency, with the same numbers in --json (the batch growing with the devices, or fixed with
+// --weak-scaling-batch fixed), and writes its plot as a PNG. And the planner on its largest count,
 // 1,048,576 devices (every grid of 2^20 evaluated), answers within issue 13's 10 seconds.
 TEST_F(CommandLineErrors, PlanWeakScalingWritesItsTableAndPlot) {
     std::string const series = "plan --weak-scaling gpt-5b:512,gpt-10b:1024,gpt-20b:2048 --batch 512 --seq 2048 "
@@ -564,6 +569,12 @@ TEST_F(CommandLineErrors, PlanWeakScalingWritesItsTableAndPlot) {
     EXPECT_EQ(read_text(dir_ / "weak.png").substr(0, 8), std::string("\x89PNG\r\n\x1a\n"));
     ASSERT_EQ(run_axonn(with_dir(series), dir_).exit_status, 0);
     EXPECT_NE(read_text(dir_ / "stdout.txt").find("efficiency"), std::string::npos);
+    // A fixed batch: every point trains --batch sequences.
+    ASSERT_EQ(run_axonn(with_dir(series + " --json --weak-scaling-batch fixed"), dir_).exit_status, 0);
+    nlohmann::json const fixed = nlohmann::json::parse(read_text(dir_ / "stdout.txt"));
+    ASSERT_EQ(fixed.size(), 3u);
+    for (auto const& point : fixed) EXPECT_EQ(point["batch"], 512) << point.dump();
+    EXPECT_EQ(fixed[2]["devices"], 2048);
 
     auto const start = std::chrono::steady_clock::now();
     ASSERT_EQ(run_axonn("plan --model gpt-175b --gpus 1048576 --batch 1048576 --machine frontier --top 1", dir_)

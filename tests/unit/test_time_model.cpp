@@ -138,6 +138,44 @@ TEST(TimeModel, OverlapHidesCommunicationButNeverMoreThanThereIs) {
     EXPECT_LT(hidden.time_s, exposed.time_s);
 }
 
+// A collective hides only behind the computation of its own phase: the backward's gradient reduce-scatters and
+// re-gathers of weights cannot use the forward's computation, which is over when they are issued. In mixed
+// precision on a Z-only grid, the forward gathers each weight in bf16 under a forward's computation, and the
+// backward gathers it again and reduce-scatters its fp32 gradient (three times the bytes) under twice that. As the
+// network gets slower step by step, the backward's communication outgrows the backward's computation while all
+// of the step's communication still fits under all of its computation: there, pooling the step's computation
+// would hide everything, and the phases leave at least the backward's excess exposed.
+TEST(TimeModel, CommunicationHidesOnlyBehindItsOwnPhase) {
+    StepShape step;
+    step.model = gpt_preset("gpt2-medium");
+    step.grid = GridShape{.z = 8};
+    step.batch = 64;
+    step.seq = 1024;
+    step.run.precision = DType::bf16;
+    bool window_seen = false;
+    for (double bandwidth = 400e9; bandwidth > 1e9; bandwidth /= 1.05) {
+        MachineProfile machine = toy_machine();
+        machine.devices_per_node = 8;
+        machine.intra_node_bandwidth = bandwidth;
+        TimePrediction const time = predict_step_time(step, machine, TimeOptions{});
+        double hideable[2] = {0, 0};  // forward, backward
+        for (auto const& collective : predict_step_traffic(step)) {
+            if (collective.overlap == PredictedCollective::Overlap::none) continue;
+            hideable[collective.phase == PredictedCollective::Phase::backward] +=
+                collective_seconds(collective, step.grid, default_order, machine);
+        }
+        double const excess = std::max(0.0, hideable[0] - time.forward_compute_s) +
+                              std::max(0.0, hideable[1] - time.backward_compute_s);
+        EXPECT_GE(time.exposed_comm_s, excess * (1 - 1e-12)) << bandwidth;
+        bool const fits_the_step = hideable[0] + hideable[1] < time.forward_compute_s + time.backward_compute_s;
+        if (fits_the_step && excess > 0) {
+            window_seen = true;
+            EXPECT_GT(time.exposed_comm_s, 0.0);
+        }
+    }
+    EXPECT_TRUE(window_seen) << "no network speed put the backward's communication beyond its computation alone";
+}
+
 // The LM head in chunks of rows (--logit-rows) runs as that many GEMMs of a chunk's rows each: on the toy
 // machine (half speed at a side of 128), gpt2-small's head at B·T = 2048 rows has 768 as its smallest side whole,
 // or in chunks of 1024 rows, and runs at the same speed; in chunks of 64 rows its forward, dX and dW GEMMs run at

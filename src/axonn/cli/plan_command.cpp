@@ -30,19 +30,26 @@ struct PlanFlags {
     std::string order = "x,y,z,data";
     StepOptions run;  // as `axonn train` takes them, and with its defaults
     std::string weak_scaling;  // MODEL:DEVICES,...; empty: one plan
+    std::string weak_batch = "per-device";  // the series' batch: grows with the devices, or fixed
     std::filesystem::path plot = "weak-scaling.png";
 };
 
 nlohmann::json candidate_json(PlanCandidate const& candidate) {
-    nlohmann::json exposed;
+    nlohmann::json exposed, comm;
     for (auto const& [group, seconds] : candidate.time.exposed_by_group) exposed[group_name(group)] = seconds;
+    for (auto const& [group, seconds] : candidate.time.comm_by_group) comm[group_name(group)] = seconds;
     GridShape const& g = candidate.grid;
     nlohmann::json record = {{"grid", {{"data", g.data}, {"z", g.z}, {"y", g.y}, {"x", g.x}}},
                              {"time_s", candidate.time.time_s},
                              {"exposed_comm_s", candidate.time.exposed_comm_s},
                              {"exposed_comm_by_axis_s", exposed},
                              {"comm_s", candidate.time.comm_s},
+                             {"comm_by_axis_s", comm},
                              {"compute_s", candidate.time.gemm_s + candidate.time.other_compute_s},
+                             {"gemm_s", candidate.time.gemm_s},
+                             {"other_compute_s", candidate.time.other_compute_s},
+                             {"forward_compute_s", candidate.time.forward_compute_s},
+                             {"backward_compute_s", candidate.time.backward_compute_s},
                              {"memory_bytes", candidate.memory.total()},
                              {"flops_per_s", candidate.flops_per_s},
                              {"pct_peak", candidate.pct_peak},
@@ -79,9 +86,11 @@ void print_table(std::vector<PlanCandidate> const& candidates, int top) {
     }
 }
 
-// The jobs of --weak-scaling MODEL:DEVICES,...: each a preset on its devices, the batch growing with the devices
-// from --batch at the first point, the sequence --seq or the model's context.
-std::vector<WeakScalingPoint> weak_scaling_points(std::string const& series, PlanRequest const& base, int seq) {
+// The jobs of --weak-scaling MODEL:DEVICES,...: each a preset on its devices, the batch --batch at the first point
+// and growing with the devices (or --batch at every point: `fixed_batch`), the sequence --seq or the model's
+// context.
+std::vector<WeakScalingPoint> weak_scaling_points(std::string const& series, PlanRequest const& base, int seq,
+                                                  bool fixed_batch) {
     std::vector<WeakScalingPoint> points;
     std::stringstream entries(series);
     for (std::string entry; std::getline(entries, entry, ',');) {
@@ -98,9 +107,10 @@ std::vector<WeakScalingPoint> weak_scaling_points(std::string const& series, Pla
         point.request.set_model(model);
         point.request.devices = devices;
         std::int64_t const scaled =
-            points.empty() ? base.batch
-                           : static_cast<std::int64_t>(base.batch) * devices / points.front().request.devices;
-        require(points.empty() || scaled * points.front().request.devices ==
+            points.empty() || fixed_batch
+                ? base.batch
+                : static_cast<std::int64_t>(base.batch) * devices / points.front().request.devices;
+        require(points.empty() || fixed_batch || scaled * points.front().request.devices ==
                                       static_cast<std::int64_t>(base.batch) * devices,
                 "--weak-scaling: the batch {} for {} devices does not scale to a whole batch on {}: pick a batch "
                 "divisible by the first point's devices", base.batch, points.front().request.devices, devices);
@@ -181,11 +191,19 @@ void add_plan_command(CLI::App& app) {
     command->add_option("--top", flags->top, "rows of the table")->capture_default_str();
     command->add_flag("--json", flags->json, "print a JSON list, best first (with --explain: the excluded ones too)");
     command->add_flag("--explain", flags->explain, "also list the excluded grids and why");
-    command->add_option("--weak-scaling", flags->weak_scaling,
-                        "plan a series instead of one job: MODEL:DEVICES,... (such as gpt-20b:512,gpt-40b:1024), each "
-                        "on its best grid, the batch growing with the devices from --batch; prints the efficiency "
-                        "per device against the first point and writes --plot")
-        ->excludes(gpus);
+    CLI::Option* weak = command->add_option(
+        "--weak-scaling", flags->weak_scaling,
+        "plan a series instead of one job: MODEL:DEVICES,... (such as gpt-20b:512,gpt-40b:1024), each on its best "
+        "grid, the batch growing with the devices from --batch (or fixed: --weak-scaling-batch); prints the "
+        "efficiency per device against the first point and writes --plot");
+    weak->excludes(gpus);
+    command->add_option("--weak-scaling-batch", flags->weak_batch,
+                        "with --weak-scaling: per-device, the batch grows with the devices (each point as many "
+                        "sequences per device as the first); fixed, every point trains --batch sequences (AxoNN's "
+                        "example launch scripts keep 2,048 from 5B to 40B models)")
+        ->check(CLI::IsMember({"per-device", "fixed"}))
+        ->needs(weak)
+        ->capture_default_str();
     command->add_option("--plot", flags->plot, "with --weak-scaling: the PNG to write")->capture_default_str();
 
     command->callback([request, flags, model, gpus] {
@@ -197,7 +215,8 @@ void add_plan_command(CLI::App& app) {
                 request->run = flags->run.model;
                 request->micro_batch = flags->run.micro_batch;
                 request->devices = 1;  // each point sets its own
-                return weak_scaling_points(flags->weak_scaling, *request, flags->seq);
+                return weak_scaling_points(flags->weak_scaling, *request, flags->seq,
+                                           flags->weak_batch == "fixed");
             });
             MachineProfile const machine = load_machine_profile(flags->machine);
             for (WeakScalingPoint& point : points) point.request.machine = machine;

@@ -13,6 +13,7 @@ namespace axonn {
 namespace {
 
 using Overlap = PredictedCollective::Overlap;
+using Phase = PredictedCollective::Phase;
 
 std::vector<Axis> group_axes(Group group) {
     switch (group) {
@@ -101,11 +102,18 @@ double gemm_seconds(double m, double n, double k, double count, MachineProfile c
     return count * 2.0 * m * n * k / (peak * efficiency);
 }
 
-// The computation of one step, and the parts of it that collectives of each overlap class can run under.
+// The computation of one phase of a step, and the parts of it that collectives of each overlap class can run
+// under.
+struct PhaseCompute {
+    double total = 0;
+    double chunk_capacity = 0;  // a Linear's later row chunks, forward (and recomputed forward)
+    double dw_capacity = 0;     // the dW GEMMs and the later dX chunks, backward
+};
+
+// The computation of one step: in all, and in its phases. The optimizer runs after both: nothing hides behind it.
 struct ComputeTimes {
-    double gemm = 0, other = 0;         // the whole step
-    double forward_chunk_capacity = 0;  // a Linear's later row chunks, forward (and recomputed forward)
-    double dw_capacity = 0;             // the dW GEMMs and the later dX chunks, backward
+    double gemm = 0, other = 0;
+    std::map<Phase, PhaseCompute> phases;
 };
 
 ComputeTimes compute_times(StepShape const& step, MachineProfile const& machine, bool bf16) {
@@ -144,15 +152,23 @@ ComputeTimes compute_times(StepShape const& step, MachineProfile const& machine,
     double const layer_elementwise =
         4.0 * L * (2 * 2 * M * Cx + 2 * 3 * M * Cx + M * (Uy + Fy)) / machine.memory_bandwidth;
     double const edge_elementwise = 4.0 * (2 * M * Cx + 3 * M * Vpy) / machine.memory_bandwidth;
-    // A Linear's backward does twice its forward's GEMM work (dX and dW) and about twice its memory traffic.
+    // A Linear's backward does twice its forward's GEMM work (dX and dW) and about twice its memory traffic. The
+    // backward phase holds the recomputed forward (forwards - 1 of them).
+    double const recomputed = forwards - 1;
+    double const later_chunks = (chunks - 1) / chunks;
+    PhaseCompute forward, backward;
+    forward.total = passes * (linears + attention + head + layer_elementwise + edge_elementwise);
+    forward.chunk_capacity = passes * (linears + head) * later_chunks;
+    backward.total = passes * ((recomputed + 2) * (linears + layer_elementwise) + (recomputed + 2.5) * attention +
+                               2 * (head + edge_elementwise));
+    backward.chunk_capacity = passes * recomputed * linears * later_chunks;
+    backward.dw_capacity = passes * (linears + head) * (1 + later_chunks);
     ComputeTimes times;
     times.gemm = passes * ((forwards + 2) * linears + (forwards + 2.5) * attention + 3 * head);
     // AdamW reads and writes 28 bytes per local parameter; the norm reads the gradients once more.
     double const optimizer = 32.0 * static_cast<double>(layout.total()) / machine.memory_bandwidth;
     times.other = passes * ((forwards + 2) * layer_elementwise + 3 * edge_elementwise) + optimizer;
-    double const later_chunks = (chunks - 1) / chunks;
-    times.forward_chunk_capacity = passes * (forwards * linears + head) * later_chunks;
-    times.dw_capacity = passes * (linears + head) * (1 + later_chunks);
+    times.phases = {{Phase::forward, forward}, {Phase::backward, backward}};
     return times;
 }
 
@@ -198,13 +214,16 @@ TimePrediction predict_step_time(StepShape const& step, MachineProfile const& ma
     TimePrediction prediction;
     prediction.gemm_s = compute.gemm;
     prediction.other_compute_s = compute.other;
+    prediction.forward_compute_s = compute.phases.at(Phase::forward).total;
+    prediction.backward_compute_s = compute.phases.at(Phase::backward).total;
 
     // Collectives in flight together share the links they cross: their times add up, as if they queued on the
     // node's cards, and hiding them (below) hides their sum.
-    std::map<Overlap, std::map<Group, double>> by_class;
+    std::map<Phase, std::map<Overlap, std::map<Group, double>>> by_class;
     for (auto const& collective : predict_step_traffic(step)) {
         double const seconds = collective_seconds(collective, step.grid, options.order, machine);
         prediction.comm_s += seconds;
+        prediction.comm_by_group[collective.group] += seconds;
         if (collective.calls > 0) {
             bool const per_rank = collective.op == "all_gather" || collective.op == "reduce_scatter";
             std::uint64_t const slices = per_rank ? static_cast<std::uint64_t>(place(collective.group, step.grid,
@@ -213,32 +232,36 @@ TimePrediction predict_step_time(StepShape const& step, MachineProfile const& ma
             prediction.largest_call_bytes =
                 std::max(prediction.largest_call_bytes, collective.bytes / collective.calls / slices);
         }
-        by_class[step.run.overlap ? collective.overlap : Overlap::none][collective.group] += seconds;
+        by_class[collective.phase][step.run.overlap ? collective.overlap : Overlap::none][collective.group] += seconds;
     }
-    // Each class hides behind the computation it runs under, as the trainer issues it: forward all-reduce chunks
-    // under their Linear's later chunks, dX all-reduce chunks under the later chunks and the dW GEMM; what those
-    // leave unused, and the rest of the step's computation, hides the reduce-scatters, the gradient sync and the
-    // weight prefetches. The statistics, the loss, the embedding, and the sync of the tensors the backward finishes
-    // last stay exposed.
-    double other_capacity = compute.gemm + compute.other - compute.forward_chunk_capacity - compute.dw_capacity;
-    auto hide = [&](Overlap kind, double own_capacity) {
-        double total = 0;
-        for (auto const& [group, seconds] : by_class[kind]) total += seconds;
-        double const hidden_own = std::min(total, own_capacity);
-        other_capacity += own_capacity - hidden_own;
-        double const hidden = hidden_own + std::min(total - hidden_own, kind == Overlap::none ? 0.0 : other_capacity);
-        if (kind != Overlap::none) other_capacity -= hidden - hidden_own;
-        double const exposed_fraction = total > 0 ? (total - hidden) / total : 0;
-        for (auto const& [group, seconds] : by_class[kind]) {
-            prediction.exposed_by_group[group] += seconds * exposed_fraction;
-            prediction.exposed_comm_s += seconds * exposed_fraction;
-        }
-    };
-    hide(Overlap::later_chunks, compute.forward_chunk_capacity);
-    hide(Overlap::dw_gemm, compute.dw_capacity);
-    hide(Overlap::rest_of_backward, 0);
-    hide(Overlap::previous_linear, 0);
-    hide(Overlap::none, 0);
+    // In each phase, each class hides behind the computation it runs under, as the trainer issues it: forward
+    // all-reduce chunks under their Linear's later chunks, dX all-reduce chunks under the later chunks and the dW
+    // GEMM; what those leave unused, and the rest of the phase's computation, hides the reduce-scatters, the
+    // gradient sync and the weight prefetches. The statistics, the loss, the embedding, and the sync of the tensors
+    // the backward finishes last stay exposed.
+    for (auto& [phase, classes] : by_class) {
+        PhaseCompute const& capacity = compute.phases.at(phase);
+        double other_capacity = capacity.total - capacity.chunk_capacity - capacity.dw_capacity;
+        auto hide = [&](Overlap kind, double own_capacity) {
+            double total = 0;
+            for (auto const& [group, seconds] : classes[kind]) total += seconds;
+            double const hidden_own = std::min(total, own_capacity);
+            other_capacity += own_capacity - hidden_own;
+            double const hidden =
+                hidden_own + std::min(total - hidden_own, kind == Overlap::none ? 0.0 : other_capacity);
+            if (kind != Overlap::none) other_capacity -= hidden - hidden_own;
+            double const exposed_fraction = total > 0 ? (total - hidden) / total : 0;
+            for (auto const& [group, seconds] : classes[kind]) {
+                prediction.exposed_by_group[group] += seconds * exposed_fraction;
+                prediction.exposed_comm_s += seconds * exposed_fraction;
+            }
+        };
+        hide(Overlap::later_chunks, capacity.chunk_capacity);
+        hide(Overlap::dw_gemm, capacity.dw_capacity);
+        hide(Overlap::rest_of_backward, 0);
+        hide(Overlap::previous_linear, 0);
+        hide(Overlap::none, 0);
+    }
     prediction.time_s = prediction.gemm_s + prediction.other_compute_s + prediction.exposed_comm_s;
     return prediction;
 }

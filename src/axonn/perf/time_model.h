@@ -25,7 +25,12 @@ struct TimeOptions {
 struct TimePrediction {
     double gemm_s = 0;
     double other_compute_s = 0;  // memory-bound kernels and the optimizer
+    // The computation of the forward, and of the backward with its recomputed forwards: collectives issued in one
+    // hide only behind it. The optimizer's step, after both, is the rest of the compute.
+    double forward_compute_s = 0;
+    double backward_compute_s = 0;
     double comm_s = 0;           // every collective, as if none overlapped
+    std::map<Group, double> comm_by_group;
     double exposed_comm_s = 0;   // what stays on the critical path
     std::map<Group, double> exposed_by_group;
     double time_s = 0;           // compute + exposed communication

@@ -7,19 +7,22 @@ namespace axonn {
 namespace {
 
 using Overlap = PredictedCollective::Overlap;
+using Phase = PredictedCollective::Phase;
 
 class TrafficBuilder {
 public:
     explicit TrafficBuilder(GridShape const& grid) : grid_(grid) {}
 
     // `calls` collectives of `bytes_each` on `group`; nothing when the group has one member.
-    void add(char const* op, Group group, std::uint64_t calls, std::uint64_t bytes_each, Overlap overlap) {
-        add_total(op, group, calls, calls * bytes_each, overlap);
+    void add(char const* op, Group group, std::uint64_t calls, std::uint64_t bytes_each, Overlap overlap,
+             Phase phase = Phase::forward) {
+        add_total(op, group, calls, calls * bytes_each, overlap, phase);
     }
     // `calls` collectives of `bytes` in all.
-    void add_total(char const* op, Group group, std::uint64_t calls, std::uint64_t bytes, Overlap overlap) {
+    void add_total(char const* op, Group group, std::uint64_t calls, std::uint64_t bytes, Overlap overlap,
+                   Phase phase = Phase::forward) {
         if (group_size(group) == 1 || calls == 0) return;
-        traffic_.push_back({op, group, calls, bytes, overlap});
+        traffic_.push_back({op, group, calls, bytes, overlap, phase});
     }
     std::vector<PredictedCollective> take() { return std::move(traffic_); }
 
@@ -61,15 +64,17 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     std::uint64_t const norm_stats = (model.layernorm ? 2 : 1) * M * f64;  // LayerNorm two per token, RMSNorm one
     bool const recompute = step.run.recompute == Recompute::layer;
     std::uint64_t const forwards = recompute ? 2 : 1;  // each layer's forward, and its recomputation
-    // A Linear's weight is gathered for each use: forward, recomputed forward, backward; cached, once per step.
-    std::uint64_t const gathers = step.run.cache_weights ? 1 : passes * (forwards + 1);
+    // A Linear's weight is gathered for each use: forward, recomputed forward, backward; cached, once per step
+    // (in the first forward).
+    std::uint64_t const forward_gathers = step.run.cache_weights ? 1 : passes;
+    std::uint64_t const backward_gathers = step.run.cache_weights ? 0 : passes * forwards;
     TrafficBuilder t(g);
     ShardLayout const layout(model.declarations, GridPosition{g});
     auto const ar = "all_reduce";
     std::uint64_t const chunks = static_cast<std::uint64_t>(linear_row_chunks(static_cast<std::int64_t>(M)));
     // A Linear's output (forward) or input gradient (backward), all-reduced in chunks of rows (parallel/linear.h).
-    auto chunked = [&](Group group, std::uint64_t linears, std::uint64_t width, Overlap overlap) {
-        t.add_total(ar, group, linears * chunks, linears * M * width * a, overlap);
+    auto chunked = [&](Group group, std::uint64_t linears, std::uint64_t width, Overlap overlap, Phase phase) {
+        t.add_total(ar, group, linears * chunks, linears * M * width * a, overlap, phase);
     };
     // The LM head runs on chunks of the rows (GptOptions::logit_rows), each a Linear of its own rows.
     auto const logit_chunks_n =
@@ -79,8 +84,8 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
         std::uint64_t const rows = M * (c + 1) / logit_chunks_n - M * c / logit_chunks_n;
         head_row_chunks += static_cast<std::uint64_t>(linear_row_chunks(static_cast<std::int64_t>(rows)));
     }
-    auto head_chunked = [&](Group group, std::uint64_t width, Overlap overlap) {
-        t.add_total(ar, group, passes * head_row_chunks, passes * M * width * a, overlap);
+    auto head_chunked = [&](Group group, std::uint64_t width, Overlap overlap, Phase phase) {
+        t.add_total(ar, group, passes * head_row_chunks, passes * M * width * a, overlap, phase);
     };
 
     // Forward (and recomputed forward), per pass.
@@ -96,12 +101,16 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     auto const input_group = [&](int id) { return output_group(id) == Group::x ? Group::y : Group::x; };
     std::vector<int> const linears = model.layer_linears();
     for (int id : linears) {
-        t.add("all_gather", Group::z_prefetch, gathers * L, block_bytes(id, a), Overlap::previous_linear);
+        t.add("all_gather", Group::z_prefetch, forward_gathers * L, block_bytes(id, a), Overlap::previous_linear);
+        t.add("all_gather", Group::z_prefetch, backward_gathers * L, block_bytes(id, a), Overlap::previous_linear,
+              Phase::backward);
     }
     for (int id : linears) {
-        chunked(output_group(id), passes * forwards * L, layout.block_rows(id), Overlap::later_chunks);
+        chunked(output_group(id), passes * L, layout.block_rows(id), Overlap::later_chunks, Phase::forward);
+        chunked(output_group(id), passes * (forwards - 1) * L, layout.block_rows(id), Overlap::later_chunks,
+                Phase::backward);
     }
-    head_chunked(Group::x, Vpy, Overlap::later_chunks);  // logits
+    head_chunked(Group::x, Vpy, Overlap::later_chunks, Phase::forward);  // logits
     t.add_total("all_reduce_max", Group::y, passes * logit_chunks_n, passes * M * f32, Overlap::none);
     t.add_total(ar, Group::y, passes * logit_chunks_n, passes * stats, Overlap::none);  // Σ exp and target logit
     t.add(ar, Group::z, passes, 2 * f64, Overlap::none);  // loss and weight sums
@@ -115,15 +124,16 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
 
     // Backward, per pass: each Linear all-reduces dX over its output group under the dW GEMM, and reduce-scatters
     // dW over Z under the rest of the backward.
-    head_chunked(Group::y, Cx, Overlap::dw_gemm);  // LM head dX
+    head_chunked(Group::y, Cx, Overlap::dw_gemm, Phase::backward);  // LM head dX
     t.add(ar, Group::x, passes * (2 * L + 1), norm_stats, Overlap::none);
     for (int id : linears) {
-        t.add("reduce_scatter", Group::z, passes * L, block_bytes(id, gc), Overlap::rest_of_backward);
+        t.add("reduce_scatter", Group::z, passes * L, block_bytes(id, gc), Overlap::rest_of_backward, Phase::backward);
     }
     for (int id : linears) {
-        chunked(input_group(id), passes * L, layout.block_cols(id), Overlap::dw_gemm);
+        chunked(input_group(id), passes * L, layout.block_cols(id), Overlap::dw_gemm, Phase::backward);
     }
-    t.add("reduce_scatter", Group::z, passes * vocab_blocks, Vpy * Cx * gc, Overlap::none);  // at the very end
+    // The vocabulary blocks' gradients, at the very end.
+    t.add("reduce_scatter", Group::z, passes * vocab_blocks, Vpy * Cx * gc, Overlap::none, Phase::backward);
 
     // Gradient sync, in the last pass: one slice per tensor and layer, over Z for the tensors replicated there
     // (the Z-sharded ones were reduce-scattered; always fp32), then over data for all (in the gradients'
@@ -135,8 +145,8 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
         for (Group group : {Group::z, Group::data}) {
             if (group == Group::z && shard.z_flattened) continue;
             std::uint64_t const slice_bytes = slice_numel * (group == Group::z ? f32 : gc);
-            t.add(ar, group, slices - 1, slice_bytes, Overlap::rest_of_backward);
-            t.add(ar, group, 1, slice_bytes, Overlap::none);
+            t.add(ar, group, slices - 1, slice_bytes, Overlap::rest_of_backward, Phase::backward);
+            t.add(ar, group, 1, slice_bytes, Overlap::none, Phase::backward);
         }
     }
     // Replicated key/value rows (more Y ranks than key/value heads): their gradients summed over Y, a slot per

@@ -44,6 +44,10 @@ struct PredictedCollective {
     //   previous_linear   a weight all-gather, under the previous Linear in execution order (OAG);
     //   rest_of_backward  a dW reduce-scatter, or the gradient sync of a layer, under the backward still to run.
     enum class Overlap { none, later_chunks, dw_gemm, previous_linear, rest_of_backward } overlap = Overlap::none;
+    // The part of the step whose computation it can hide behind: the forward, or the backward (with the layers'
+    // recomputed forwards, which run inside it). A collective of the backward cannot hide under the forward's
+    // computation, which is over before it is issued, and the other way round.
+    enum class Phase { forward, backward } phase = Phase::forward;
 };
 
 std::vector<PredictedCollective> predict_step_traffic(StepShape const& step);
