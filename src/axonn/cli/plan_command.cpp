@@ -145,7 +145,7 @@ void print_weak_scaling(std::vector<WeakScalingPoint> const& points) {
     }
 }
 
-void plot_weak_scaling(std::vector<WeakScalingPoint> const& points, std::string const& machine,
+void plot_weak_scaling(std::vector<WeakScalingPoint> const& points, std::string const& machine, bool fixed_batch,
                        std::filesystem::path const& png) {
     PlotSeries efficiency{"", {}, {}}, peak{"", {}, {}};
     for (WeakScalingPoint const& p : points) {
@@ -157,7 +157,10 @@ void plot_weak_scaling(std::vector<WeakScalingPoint> const& points, std::string 
     PlotPanel const left{"weak-scaling efficiency", "devices", "% of the first point per device", {efficiency}, true,
                          0.0, std::nullopt};
     PlotPanel const right{"share of peak (hardware FLOPs)", "devices", "% of peak", {peak}, true, 0.0, std::nullopt};
-    write_line_plots(png, fmt::format("axonn plan --weak-scaling on {} (predicted)", machine), {left, right});
+    std::string const batch = fixed_batch ? fmt::format("a batch of {} sequences", points.front().request.batch)
+                                          : "the batch growing with the devices";
+    write_line_plots(png, fmt::format("axonn plan --weak-scaling on {}, {} (predicted)", machine, batch),
+                     {left, right});
 }
 
 }  // namespace
@@ -236,7 +239,7 @@ void add_plan_command(CLI::App& app) {
                            request->run.overlap ? "overlapped" : "not overlapped");
                 print_weak_scaling(points);
             }
-            plot_weak_scaling(points, machine.name, flags->plot);
+            plot_weak_scaling(points, machine.name, flags->weak_batch == "fixed", flags->plot);
             if (!flags->json) fmt::print("wrote {}\n", flags->plot.string());
             return;
         }
