@@ -61,6 +61,12 @@ void check_command_named(std::vector<std::string> const& arguments, std::vector<
                                         fmt::join(names, ", ")));
 }
 
+// What the command printed is its result (a plan, a JSON record): an output that could not take it all is a
+// failure, not success.
+axonn::Error output_error(std::string const& reason) {
+    return axonn::Error(fmt::format("cannot write the output: {}: check where standard output goes", reason));
+}
+
 int run(int argc, char** argv) {
     CLI::App app{"axonn: train GPT-style language models with 4D hybrid parallelism (AxoNN's algorithm) in C++",
                  "axonn"};
@@ -97,13 +103,13 @@ int run(int argc, char** argv) {
     } catch (CLI::ParseError const& e) {
         throw axonn::UsageError(fmt::format("{} (see `axonn {} --help`)", e.what(),
                                             arguments.size() > 1 ? arguments[1] : ""));
+    } catch (std::system_error const& e) {
+        // fmt reports a write that failed mid-command (an output longer than the stream's buffer) as a
+        // system_error; where it was standard output's, it is the failure checked below.
+        if (std::ferror(stdout)) throw output_error(e.code().message());
+        throw;
     }
-    // What the command printed is its result (a plan, a JSON record): an output that could not take it all is a
-    // failure, not success.
-    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-        throw axonn::Error(fmt::format("cannot write the output: {}: check where standard output goes",
-                                       std::strerror(errno)));
-    }
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) throw output_error(std::strerror(errno));
     return 0;
 }
 
