@@ -105,15 +105,19 @@ double gemm_seconds(double m, double n, double k, double count, MachineProfile c
 // The computation of one phase of a step, and the parts of it that collectives of each overlap class can run
 // under.
 struct PhaseCompute {
-    double total = 0;
+    double gemm = 0, other = 0;
     double chunk_capacity = 0;  // a Linear's later row chunks, forward (and recomputed forward)
     double dw_capacity = 0;     // the dW GEMMs and the later dX chunks, backward
+    double total() const { return gemm + other; }
 };
 
-// The computation of one step: in all, and in its phases. The optimizer runs after both: nothing hides behind it.
+// The computation of one step, by phase. The optimizer runs after both: nothing hides behind it.
 struct ComputeTimes {
-    double gemm = 0, other = 0;
-    std::map<Phase, PhaseCompute> phases;
+    PhaseCompute forward, backward;
+    double optimizer = 0;
+    PhaseCompute const& phase(Phase which) const { return which == Phase::forward ? forward : backward; }
+    double gemm() const { return forward.gemm + backward.gemm; }
+    double other() const { return forward.other + backward.other + optimizer; }
 };
 
 ComputeTimes compute_times(StepShape const& step, MachineProfile const& machine, bool bf16) {
@@ -156,19 +160,16 @@ ComputeTimes compute_times(StepShape const& step, MachineProfile const& machine,
     // backward phase holds the recomputed forward (forwards - 1 of them).
     double const recomputed = forwards - 1;
     double const later_chunks = (chunks - 1) / chunks;
-    PhaseCompute forward, backward;
-    forward.total = passes * (linears + attention + head + layer_elementwise + edge_elementwise);
-    forward.chunk_capacity = passes * (linears + head) * later_chunks;
-    backward.total = passes * ((recomputed + 2) * (linears + layer_elementwise) + (recomputed + 2.5) * attention +
-                               2 * (head + edge_elementwise));
-    backward.chunk_capacity = passes * recomputed * linears * later_chunks;
-    backward.dw_capacity = passes * (linears + head) * (1 + later_chunks);
     ComputeTimes times;
-    times.gemm = passes * ((forwards + 2) * linears + (forwards + 2.5) * attention + 3 * head);
+    times.forward.gemm = passes * (linears + attention + head);
+    times.forward.other = passes * (layer_elementwise + edge_elementwise);
+    times.forward.chunk_capacity = passes * (linears + head) * later_chunks;
+    times.backward.gemm = passes * ((recomputed + 2) * linears + (recomputed + 2.5) * attention + 2 * head);
+    times.backward.other = passes * ((recomputed + 2) * layer_elementwise + 2 * edge_elementwise);
+    times.backward.chunk_capacity = passes * recomputed * linears * later_chunks;
+    times.backward.dw_capacity = passes * (linears + head) * (1 + later_chunks);
     // AdamW reads and writes 28 bytes per local parameter; the norm reads the gradients once more.
-    double const optimizer = 32.0 * static_cast<double>(layout.total()) / machine.memory_bandwidth;
-    times.other = passes * ((forwards + 2) * layer_elementwise + 3 * edge_elementwise) + optimizer;
-    times.phases = {{Phase::forward, forward}, {Phase::backward, backward}};
+    times.optimizer = 32.0 * static_cast<double>(layout.total()) / machine.memory_bandwidth;
     return times;
 }
 
@@ -212,10 +213,10 @@ double collective_seconds(PredictedCollective const& collective, GridShape const
 TimePrediction predict_step_time(StepShape const& step, MachineProfile const& machine, TimeOptions const& options) {
     ComputeTimes const compute = compute_times(step, machine, step.run.precision == DType::bf16);
     TimePrediction prediction;
-    prediction.gemm_s = compute.gemm;
-    prediction.other_compute_s = compute.other;
-    prediction.forward_compute_s = compute.phases.at(Phase::forward).total;
-    prediction.backward_compute_s = compute.phases.at(Phase::backward).total;
+    prediction.gemm_s = compute.gemm();
+    prediction.other_compute_s = compute.other();
+    prediction.forward_compute_s = compute.forward.total();
+    prediction.backward_compute_s = compute.backward.total();
 
     // Collectives in flight together share the links they cross: their times add up, as if they queued on the
     // node's cards, and hiding them (below) hides their sum.
@@ -240,8 +241,8 @@ TimePrediction predict_step_time(StepShape const& step, MachineProfile const& ma
     // gradient sync and the weight prefetches. The statistics, the loss, the embedding, and the sync of the tensors
     // the backward finishes last stay exposed.
     for (auto& [phase, classes] : by_class) {
-        PhaseCompute const& capacity = compute.phases.at(phase);
-        double other_capacity = capacity.total - capacity.chunk_capacity - capacity.dw_capacity;
+        PhaseCompute const& capacity = compute.phase(phase);
+        double other_capacity = capacity.total() - capacity.chunk_capacity - capacity.dw_capacity;
         auto hide = [&](Overlap kind, double own_capacity) {
             double total = 0;
             for (auto const& [group, seconds] : classes[kind]) total += seconds;

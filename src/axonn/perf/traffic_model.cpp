@@ -15,12 +15,12 @@ public:
 
     // `calls` collectives of `bytes_each` on `group`; nothing when the group has one member.
     void add(char const* op, Group group, std::uint64_t calls, std::uint64_t bytes_each, Overlap overlap,
-             Phase phase = Phase::forward) {
+             Phase phase) {
         add_total(op, group, calls, calls * bytes_each, overlap, phase);
     }
     // `calls` collectives of `bytes` in all.
     void add_total(char const* op, Group group, std::uint64_t calls, std::uint64_t bytes, Overlap overlap,
-                   Phase phase = Phase::forward) {
+                   Phase phase) {
         if (group_size(group) == 1 || calls == 0) return;
         traffic_.push_back({op, group, calls, bytes, overlap, phase});
     }
@@ -89,9 +89,14 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     };
 
     // Forward (and recomputed forward), per pass.
-    t.add("all_gather", Group::z_prefetch, passes * vocab_blocks, Vpy * Cx * a, Overlap::none);  // needed at once
-    t.add(ar, Group::y, passes, M * Cx * f32, Overlap::none);  // embedding: the residual stream starts in fp32
-    t.add(ar, Group::x, passes * (2 * L * forwards + 1), norm_stats, Overlap::none);  // the norms' statistics
+    auto const in_forward = Phase::forward, in_backward = Phase::backward;
+    // The vocabulary blocks, needed at once.
+    t.add("all_gather", Group::z_prefetch, passes * vocab_blocks, Vpy * Cx * a, Overlap::none, in_forward);
+    // The embedding: the residual stream starts in fp32.
+    t.add(ar, Group::y, passes, M * Cx * f32, Overlap::none, in_forward);
+    // The norms' statistics, in the forward and in the recomputed forwards.
+    t.add(ar, Group::x, passes * (2 * L + 1), norm_stats, Overlap::none, in_forward);
+    t.add(ar, Group::x, passes * 2 * L * (forwards - 1), norm_stats, Overlap::none, in_backward);
     // A layer's Linears: a normal one sums its output [M, rows/G_y] over X and its input gradient [M, cols/G_x]
     // over Y; a transposed one the other way round (parallel/linear.h).
     auto const block_bytes = [&](int id, std::uint64_t element) {
@@ -101,39 +106,41 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     auto const input_group = [&](int id) { return output_group(id) == Group::x ? Group::y : Group::x; };
     std::vector<int> const linears = model.layer_linears();
     for (int id : linears) {
-        t.add("all_gather", Group::z_prefetch, forward_gathers * L, block_bytes(id, a), Overlap::previous_linear);
+        t.add("all_gather", Group::z_prefetch, forward_gathers * L, block_bytes(id, a), Overlap::previous_linear,
+              in_forward);
         t.add("all_gather", Group::z_prefetch, backward_gathers * L, block_bytes(id, a), Overlap::previous_linear,
-              Phase::backward);
+              in_backward);
     }
     for (int id : linears) {
-        chunked(output_group(id), passes * L, layout.block_rows(id), Overlap::later_chunks, Phase::forward);
+        chunked(output_group(id), passes * L, layout.block_rows(id), Overlap::later_chunks, in_forward);
         chunked(output_group(id), passes * (forwards - 1) * L, layout.block_rows(id), Overlap::later_chunks,
-                Phase::backward);
+                in_backward);
     }
-    head_chunked(Group::x, Vpy, Overlap::later_chunks, Phase::forward);  // logits
-    t.add_total("all_reduce_max", Group::y, passes * logit_chunks_n, passes * M * f32, Overlap::none);
-    t.add_total(ar, Group::y, passes * logit_chunks_n, passes * stats, Overlap::none);  // Σ exp and target logit
-    t.add(ar, Group::z, passes, 2 * f64, Overlap::none);  // loss and weight sums
-    t.add(ar, Group::data, passes, 2 * f64, Overlap::none);
+    head_chunked(Group::x, Vpy, Overlap::later_chunks, in_forward);  // logits
+    t.add_total("all_reduce_max", Group::y, passes * logit_chunks_n, passes * M * f32, Overlap::none, in_forward);
+    // Σ exp and the target logit.
+    t.add_total(ar, Group::y, passes * logit_chunks_n, passes * stats, Overlap::none, in_forward);
+    t.add(ar, Group::z, passes, 2 * f64, Overlap::none, in_forward);  // loss and weight sums
+    t.add(ar, Group::data, passes, 2 * f64, Overlap::none, in_forward);
     // The step's total loss weight, once: for several passes, and for a pass whose head runs its backward chunk
     // by chunk, which needs every token's share of the loss before the loss is known.
     if (passes > 1 || logit_chunks_n > 1) {
-        t.add(ar, Group::z, 1, f64, Overlap::none);
-        t.add(ar, Group::data, 1, f64, Overlap::none);
+        t.add(ar, Group::z, 1, f64, Overlap::none, in_forward);
+        t.add(ar, Group::data, 1, f64, Overlap::none, in_forward);
     }
 
     // Backward, per pass: each Linear all-reduces dX over its output group under the dW GEMM, and reduce-scatters
     // dW over Z under the rest of the backward.
-    head_chunked(Group::y, Cx, Overlap::dw_gemm, Phase::backward);  // LM head dX
-    t.add(ar, Group::x, passes * (2 * L + 1), norm_stats, Overlap::none);
+    head_chunked(Group::y, Cx, Overlap::dw_gemm, in_backward);  // LM head dX
+    t.add(ar, Group::x, passes * (2 * L + 1), norm_stats, Overlap::none, in_backward);
     for (int id : linears) {
-        t.add("reduce_scatter", Group::z, passes * L, block_bytes(id, gc), Overlap::rest_of_backward, Phase::backward);
+        t.add("reduce_scatter", Group::z, passes * L, block_bytes(id, gc), Overlap::rest_of_backward, in_backward);
     }
     for (int id : linears) {
-        chunked(input_group(id), passes * L, layout.block_cols(id), Overlap::dw_gemm, Phase::backward);
+        chunked(input_group(id), passes * L, layout.block_cols(id), Overlap::dw_gemm, in_backward);
     }
     // The vocabulary blocks' gradients, at the very end.
-    t.add("reduce_scatter", Group::z, passes * vocab_blocks, Vpy * Cx * gc, Overlap::none, Phase::backward);
+    t.add("reduce_scatter", Group::z, passes * vocab_blocks, Vpy * Cx * gc, Overlap::none, in_backward);
 
     // Gradient sync, in the last pass: one slice per tensor and layer, over Z for the tensors replicated there
     // (the Z-sharded ones were reduce-scattered; always fp32), then over data for all (in the gradients'
@@ -145,8 +152,8 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
         for (Group group : {Group::z, Group::data}) {
             if (group == Group::z && shard.z_flattened) continue;
             std::uint64_t const slice_bytes = slice_numel * (group == Group::z ? f32 : gc);
-            t.add(ar, group, slices - 1, slice_bytes, Overlap::rest_of_backward, Phase::backward);
-            t.add(ar, group, 1, slice_bytes, Overlap::none, Phase::backward);
+            t.add(ar, group, slices - 1, slice_bytes, Overlap::rest_of_backward, in_backward);
+            t.add(ar, group, 1, slice_bytes, Overlap::none, in_backward);
         }
     }
     // Replicated key/value rows (more Y ranks than key/value heads): their gradients summed over Y, a slot per
@@ -155,9 +162,10 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
         ShardLayout::ReplicatedRuns const replicated = layout.replicated_runs(id);
         if (replicated.factor == 1) continue;
         auto const count = static_cast<std::uint64_t>(replicated.capacity);
-        t.add(ar, Group::y, 1, count * static_cast<std::uint64_t>(g.y / replicated.factor) * gc, Overlap::none);
+        t.add(ar, Group::y, 1, count * static_cast<std::uint64_t>(g.y / replicated.factor) * gc, Overlap::none,
+              in_backward);
     }
-    t.add(ar, Group::tensor, 1, f64, Overlap::none);  // the gradient norm
+    t.add(ar, Group::tensor, 1, f64, Overlap::none, in_backward);  // the gradient norm
     return t.take();
 }
 
