@@ -1,7 +1,7 @@
 """axonn against PyTorch on the same GPT-2 training step, in fp32 and bf16, on one core and on every core.
 
     /usr/bin/python3 bench/compare_pytorch.py [--model gpt2-small] [--shapes 4x64 8x256] [--precisions fp32 bf16]
-                                              [--threads 1 N] [--iters 10] [--json OUT]
+                                              [--threads 1 N] [--iters 10] [--repeats 1] [--json OUT]
 
 For each B x T shape, precision and thread count it runs `build/axonn bench --precision P --json` and then
 bench/pytorch_step.py (forward + backward + AdamW, same shapes, same precision, same threads, --iters iterations
@@ -9,6 +9,9 @@ averaging all but the first two), and prints Markdown tables for docs/PERFORMANC
 speed-up, MFU, peak memory), then the ratios per shape (bf16/fp32 and every-core/one-core tokens/s of each
 program). --threads defaults to 1 and this machine's CPU count; --shapes 1x1024 is gpt2-small's full context,
 where the attention's T x T dominates. --json OUT also writes every row, with both programs' JSON, as a JSON list.
+--repeats R runs each pair R times, axonn and PyTorch in turn, and prints medians with their range: on a shared
+virtual machine one run's speed can drift by 20%, so one pair of runs can make either side look better than it is.
+The speed-up is the median of the R pairs' own ratios (each pair ran minutes apart, under the same drift).
 
 bf16 is mixed precision on both sides: axonn's GEMMs on bf16 inputs with fp32 accumulation; PyTorch's forward
 and loss under torch.autocast("cpu", dtype=torch.bfloat16), its backward outside it; fp32 master weights and
@@ -90,14 +93,39 @@ def shape(text):
     return batch, seq
 
 
-def measure(args, batch, seq, precision, threads):
-    """One row: both programs on one shape, precision and thread count, with the derived figures."""
+def run_pair(args, batch, seq, precision, threads):
+    """axonn, then PyTorch, on one shape, precision and thread count: their JSON results."""
     ours = run_json([os.path.join(ROOT, "build", "axonn"), "bench", "--model", args.model, "--batch", str(batch),
                      "--seq", str(seq), "--threads", str(threads), "--precision", precision,
                      "--iters", str(args.iters), "--json"], threads)
     theirs = run_json(["/usr/bin/python3", os.path.join(ROOT, "bench", "pytorch_step.py"), "--model", args.model,
                        "--batch", str(batch), "--seq", str(seq), "--threads", str(threads),
                        "--precision", precision, "--iters", str(args.iters)], threads, full_speed_pytorch=True)
+    return ours, theirs
+
+
+def spread(values):
+    """The median of some runs' figures, and their range: (median, lowest, highest)."""
+    return statistics.median(values), min(values), max(values)
+
+
+def with_range(values, form):
+    """A median, and its range in parentheses when there was more than one run."""
+    median, low, high = spread(values)
+    text = form.format(median)
+    return text if len(values) == 1 else f"{text} ({form.format(low)}-{form.format(high)})"
+
+
+def measure(args, batch, seq, precision, threads):
+    """One row: both programs on one shape, precision and thread count, --repeats times in turn, with the derived
+    figures (medians over the runs; the speed-up the median of each pair's own ratio)."""
+    pairs = []
+    for repeat in range(args.repeats):
+        if args.repeats > 1:
+            print(f"  run {repeat + 1} of {args.repeats}", file=sys.stderr)
+        pairs.append(run_pair(args, batch, seq, precision, threads))
+    ours_runs, theirs_runs = [p[0] for p in pairs], [p[1] for p in pairs]
+    ours, theirs = pairs[0]  # the precision run and the FLOPs counted are the same in every run
     fell_back = ours.get("precision", "fp32") != precision
     if fell_back:
         print(f"note: {batch}x{seq} on {threads} thread(s): axonn ran {precision} as {ours.get('precision')} "
@@ -109,18 +137,28 @@ def measure(args, batch, seq, precision, threads):
     if abs(theirs_count - flops_per_token) > 1e-6 * flops_per_token:
         print(f"note: model FLOPs per token differ: axonn {flops_per_token:.6g}, pytorch_step.py {theirs_count:.6g}; "
               "both MFUs use axonn's", file=sys.stderr)
-    peak = ours["gemm_flops_per_s"]  # axonn's single-core GEMM rate in the precision it ran x threads
+    # Each run's MFU against the GEMM rate axonn measured in that same run (its precision x threads).
+    axonn_mfus = [flops_per_token * o["tokens_per_s"] / o["gemm_flops_per_s"] for o in ours_runs]
+    pytorch_mfus = [flops_per_token * t["tokens_per_s"] / o["gemm_flops_per_s"] for o, t in pairs]
+    speedups = [o["tokens_per_s"] / t["tokens_per_s"] for o, t in pairs]
+    peak_rss_ours = max(o["peak_rss_bytes"] for o in ours_runs)
+    peak_rss_theirs = max(t["peak_rss_bytes"] for t in theirs_runs)
     return {
         "model": args.model, "batch": batch, "seq": seq, "precision": precision, "threads": threads,
         "axonn_precision": ours.get("precision", "fp32"), "axonn_fell_back": fell_back,
-        "flops_per_token": flops_per_token, "mfu_denominator_flops_per_s": peak,
-        "axonn_tokens_per_s": ours["tokens_per_s"], "pytorch_tokens_per_s": theirs["tokens_per_s"],
-        "speedup": ours["tokens_per_s"] / theirs["tokens_per_s"],
-        "axonn_mfu": flops_per_token * ours["tokens_per_s"] / peak,
-        "pytorch_mfu": flops_per_token * theirs["tokens_per_s"] / peak,
-        "axonn_peak_rss_bytes": ours["peak_rss_bytes"], "pytorch_peak_rss_bytes": theirs["peak_rss_bytes"],
-        "memory_ratio": ours["peak_rss_bytes"] / theirs["peak_rss_bytes"],
-        "axonn": ours, "pytorch": theirs,
+        "flops_per_token": flops_per_token,
+        "mfu_denominator_flops_per_s": spread([o["gemm_flops_per_s"] for o in ours_runs])[0],
+        "runs": len(pairs),
+        "axonn_tokens_per_s": spread([o["tokens_per_s"] for o in ours_runs])[0],
+        "pytorch_tokens_per_s": spread([t["tokens_per_s"] for t in theirs_runs])[0],
+        "axonn_runs_tokens_per_s": [o["tokens_per_s"] for o in ours_runs],
+        "pytorch_runs_tokens_per_s": [t["tokens_per_s"] for t in theirs_runs],
+        "speedup": spread(speedups)[0], "runs_speedup": speedups,
+        "axonn_mfu": spread(axonn_mfus)[0], "pytorch_mfu": spread(pytorch_mfus)[0],
+        "runs_axonn_mfu": axonn_mfus, "runs_pytorch_mfu": pytorch_mfus,
+        "axonn_peak_rss_bytes": peak_rss_ours, "pytorch_peak_rss_bytes": peak_rss_theirs,
+        "memory_ratio": peak_rss_ours / peak_rss_theirs,
+        "axonn_runs": ours_runs, "pytorch_runs": theirs_runs,
     }
 
 
@@ -138,12 +176,13 @@ def header(rows, threads_list):
         mine = [r for r in rows if r["precision"] == precision]
         if not mine:
             continue
-        ours = gflops([r["axonn"]["gemm_flops_per_s"] / r["threads"] for r in mine if not r["axonn_fell_back"]])
+        ours = gflops([o["gemm_flops_per_s"] / r["threads"] for r in mine if not r["axonn_fell_back"]
+                       for o in r["axonn_runs"]])
         if all(r["axonn_fell_back"] for r in mine):
             ours = f"n/a (ran {mine[0]['axonn_precision']})"
-        theirs_one = gflops([r["pytorch"]["gemm_flops_per_s_one_thread"] for r in mine])
+        theirs_one = gflops([t["gemm_flops_per_s_one_thread"] for r in mine for t in r["pytorch_runs"]])
         most = max(threads_list)
-        theirs_most = gflops([r["pytorch"]["gemm_flops_per_s"] for r in mine if r["threads"] == most])
+        theirs_most = gflops([t["gemm_flops_per_s"] for r in mine if r["threads"] == most for t in r["pytorch_runs"]])
         line = f"axonn {precision} {ours} per core, PyTorch {precision} {theirs_one} on 1 thread"
         if most > 1:
             line += f" / {theirs_most} on {most}"
@@ -163,10 +202,14 @@ def main():
     parser.add_argument("--threads", nargs="+", type=int, default=[1, os.cpu_count() or 1],
                         help="thread counts (default: 1 and this machine's CPU count)")
     parser.add_argument("--iters", type=int, default=10, help="steps per run; the first two are not timed")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="runs of each pair, the two programs in turn; medians and ranges are printed")
     parser.add_argument("--json", metavar="OUT", help="also write every row as a JSON list to OUT")
     args = parser.parse_args()
     if any(t < 1 for t in args.threads):
         parser.error("--threads must be positive")
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
     if args.iters < 3:
         parser.error("--iters must be at least 3 (the first two steps are not timed)")
     threads_list = sorted(set(args.threads))
@@ -187,12 +230,19 @@ def main():
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         precision = r["precision"] + (f" (axonn ran {r['axonn_precision']})*" if r["axonn_fell_back"] else "")
-        print(f"| {r['batch']}x{r['seq']} | {precision} | {r['threads']} | {r['axonn_tokens_per_s']:.1f} | "
-              f"{r['pytorch_tokens_per_s']:.1f} | {r['speedup']:.2f}x | {100 * r['axonn_mfu']:.1f}% | "
-              f"{100 * r['pytorch_mfu']:.1f}% | {r['axonn_peak_rss_bytes'] / 2**20:.0f} | "
-              f"{r['pytorch_peak_rss_bytes'] / 2**20:.0f} | {r['memory_ratio']:.2f} |")
+        print(f"| {r['batch']}x{r['seq']} | {precision} | {r['threads']} | "
+              f"{with_range(r['axonn_runs_tokens_per_s'], '{:.1f}')} | "
+              f"{with_range(r['pytorch_runs_tokens_per_s'], '{:.1f}')} | {with_range(r['runs_speedup'], '{:.2f}x')} | "
+              f"{with_range([100 * m for m in r['runs_axonn_mfu']], '{:.1f}%')} | "
+              f"{with_range([100 * m for m in r['runs_pytorch_mfu']], '{:.1f}%')} | "
+              f"{r['axonn_peak_rss_bytes'] / 2**20:.0f} | {r['pytorch_peak_rss_bytes'] / 2**20:.0f} | "
+              f"{r['memory_ratio']:.2f} |")
     print(f"\nMFU: model FLOPs/s (6N + 6LCT per token, {args.model}) / axonn's measured single-core GEMM rate in the "
-          "row's precision x threads; peak MiB: peak RSS of the whole process.")
+          "row's precision x threads, each run against its own; peak MiB: peak RSS of the whole process (the "
+          "highest over the runs).")
+    if args.repeats > 1:
+        print(f"Each figure is the median of {args.repeats} runs, the two programs in turn, with the range in "
+              "parentheses; the speed-up is the median of each pair's own ratio.")
     if any(r["axonn_fell_back"] for r in rows):
         print("* axonn had no native bf16 on this CPU and ran fp32; the row's axonn figures are fp32's.")
 

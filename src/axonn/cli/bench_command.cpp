@@ -14,7 +14,9 @@ namespace axonn {
 
 void add_bench_command(CLI::App& app) {
     CLI::App* command = app.add_subcommand("bench", "Time training steps: tokens/s, model FLOP/s and MFU");
-    command->footer("Runs --iters steps on random tokens and averages all but the first two (AxoNN's method).\n"
+    command->footer("Runs --iters steps on random tokens and averages all but the first two (AxoNN's method); a\n"
+                    "step lasts as long as its slowest rank, and the fastest and slowest timed steps are printed\n"
+                    "beside the mean (--json: fastest_step_s, slowest_step_s) to show how much the machine drifts.\n"
                     "MFU = (6·N + 6·L·C·T) · tokens/s ÷ (the single-core GEMM rate measured in the run's precision\n"
                     "× threads × ranks): bf16's MFU is against the bf16 GEMM rate.");
     auto options = std::make_shared<BenchOptions>();
@@ -57,6 +59,8 @@ void add_bench_command(CLI::App& app) {
                                            {"precision", precision_name(result.precision)},
                                            {"iterations", options->iterations},
                                            {"step_s", result.step_s},
+                                           {"fastest_step_s", result.fastest_step_s},
+                                           {"slowest_step_s", result.slowest_step_s},
                                            {"tokens_per_s", result.tokens_per_s},
                                            {"model_flops_per_s", result.model_flops_per_s},
                                            {"gemm_flops_per_s", result.gemm_flops_per_s},
@@ -87,10 +91,10 @@ void add_bench_command(CLI::App& app) {
             fmt::print("{}\n", full.dump());
             return;
         }
-        fmt::print("{} B={} T={} threads={} {}: {:.3f} s/step, {:.1f} tokens/s, {:.1f} model GFLOP/s, MFU {:.1f}% "
-                   "(GEMM peak {:.1f} GFLOP/s), peak memory {:.0f} MiB\n",
+        fmt::print("{} B={} T={} threads={} {}: {:.3f} s/step ({:.3f}-{:.3f}), {:.1f} tokens/s, {:.1f} model GFLOP/s, "
+                   "MFU {:.1f}% (GEMM peak {:.1f} GFLOP/s), peak memory {:.0f} MiB\n",
                    options->model.name, options->batch, options->seq, options->threads,
-                   precision_name(result.precision), result.step_s,
+                   precision_name(result.precision), result.step_s, result.fastest_step_s, result.slowest_step_s,
                    result.tokens_per_s, result.model_flops_per_s / 1e9, 100 * result.mfu,
                    result.gemm_flops_per_s / 1e9, result.peak_rss_bytes / 1048576.0);
         if (result.comm_s > 0) {

@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <numeric>
 #include <optional>
 #include <vector>
 
@@ -68,7 +69,7 @@ BenchResult run_benchmark(BenchOptions options) {
     }
     grid.comm(Group::world).barrier_quietly();  // the ranks' timelines start together
     restart_trace_clock();
-    double timed_seconds = 0.0;
+    std::vector<double> timed_step_s;  // this rank's, then each step's slowest rank's
     CommunicationTime communication;
     for (int i = 0; i < options.iterations; ++i) {
         bool const traced = trace && i + 1 == options.iterations;
@@ -86,19 +87,22 @@ BenchResult run_benchmark(BenchOptions options) {
         }
         CommunicationTime const step = communication_time(calls);
         if (i < options.warmup) continue;
-        timed_seconds += seconds;
+        timed_step_s.push_back(seconds);
         communication.busy_s += step.busy_s;
         communication.waited_s += step.waited_s;
     }
     int const timed = options.iterations - options.warmup;
+    // A step lasts as long as its slowest rank (the collectives join them); summed outside the timed steps.
+    grid.comm(Group::world).all_reduce_max(timed_step_s.data(), timed_step_s.size());
     BenchResult result{};
     result.precision = options.run.model.precision;
     result.gemm_tunings = cpu::gemm_tunings();
-    result.step_s = timed_seconds / timed;
+    result.step_s = std::accumulate(timed_step_s.begin(), timed_step_s.end(), 0.0) / timed;
+    result.fastest_step_s = *std::min_element(timed_step_s.begin(), timed_step_s.end());
+    result.slowest_step_s = *std::max_element(timed_step_s.begin(), timed_step_s.end());
     result.comm_s = communication.busy_s / timed;
     result.comm_exposed_s = communication.waited_s / timed;
     result.comm_hidden_fraction = communication.hidden_fraction();
-    grid.comm(Group::world).all_reduce_max(&result.step_s, 1);  // outside the timed steps
     result.tokens_per_s = B * T / result.step_s;
     result.model_flops_per_s = gpt2_architecture(options.model).model_flops_per_token(T) * result.tokens_per_s;
     GemmRateMeasurement const gemm_rate_after = backend.measure_gemm_rate();

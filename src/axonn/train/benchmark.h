@@ -29,7 +29,9 @@ struct BenchOptions {
 
 struct BenchResult {
     DType precision;  // the GEMMs' input type the steps ran in (f32 where bf16 fell back)
-    double step_s;
+    double step_s;          // the mean timed step; each step counts its slowest rank's time
+    double fastest_step_s;  // the spread of the timed steps (a shared machine's speed drifts)
+    double slowest_step_s;
     double tokens_per_s;
     double model_flops_per_s;
     double mfu;
