@@ -180,7 +180,8 @@ def header(rows, threads_list):
                        for o in r["axonn_runs"]])
         if all(r["axonn_fell_back"] for r in mine):
             ours = f"n/a (ran {mine[0]['axonn_precision']})"
-        theirs_one = gflops([t["gemm_flops_per_s_one_thread"] for r in mine for t in r["pytorch_runs"]])
+        theirs_one = gflops([t["gemm_flops_per_s_one_thread"] for r in mine if r["threads"] == 1
+                             for t in r["pytorch_runs"]])
         most = max(threads_list)
         theirs_most = gflops([t["gemm_flops_per_s"] for r in mine if r["threads"] == most for t in r["pytorch_runs"]])
         line = f"axonn {precision} {ours} per core, PyTorch {precision} {theirs_one} on 1 thread"

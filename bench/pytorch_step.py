@@ -72,11 +72,9 @@ def bf16_autocast():
 FORWARD_CONTEXTS = {"fp32": contextlib.nullcontext, "bf16": bf16_autocast}
 
 
-def matmul_rate(dtype, threads, size=1024):
-    """The GEMM rate PyTorch reaches here in dtype on `threads` threads (size^3, best of three after one untimed):
-    shows whether its BLAS (fp32) or oneDNN (bf16) runs at full speed, which a comparison needs."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
+def matmul_rate(dtype, size=1024):
+    """The GEMM rate PyTorch reaches here in dtype on the process's threads (size^3, best of three after one
+    untimed): shows whether its BLAS (fp32) or oneDNN (bf16) runs at full speed, which a comparison needs."""
     a, b = torch.rand(size, size).to(dtype), torch.rand(size, size).to(dtype)
     a @ b
     best = float("inf")
@@ -84,7 +82,6 @@ def matmul_rate(dtype, threads, size=1024):
         start = time.perf_counter()
         a @ b
         best = min(best, time.perf_counter() - start)
-    torch.set_num_threads(previous)
     return 2.0 * size ** 3 / best
 
 
@@ -125,8 +122,11 @@ def main():
     n_params = sum(p.numel() for p in params.values()) - (cfg["padded_vocab_size"] - V) * cfg["n_embd"]
     peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # ru_maxrss is KiB on Linux
     dtype = DTYPES[args.precision]
-    gemm_one_thread = matmul_rate(dtype, 1)
-    gemm = gemm_one_thread if args.threads == 1 else matmul_rate(dtype, args.threads)
+    # torch.set_num_threads does not reach Debian's OpenBLAS (its own pool of threads, sized from OMP_NUM_THREADS
+    # when it loads), so an fp32 matmul in a two-thread process runs on two threads whatever torch is told: the
+    # one-thread rate is measured only in a one-thread process.
+    gemm = matmul_rate(dtype)
+    gemm_one_thread = gemm if args.threads == 1 else None
     flops_per_token = 6 * n_params + 6 * cfg["n_layer"] * cfg["n_embd"] * T
     tokens_per_s = B * T / step_s
     print(json.dumps({
