@@ -1,6 +1,6 @@
 // `axonn bench`: training-step throughput measured the way the AxoNN papers do it: run 10 iterations and
 // average the last 8 (the first steps touch fresh memory and are 2-8× slower). On a grid every rank times its
-// steps and the slowest rank's average is the step time (a collective over MPI_COMM_WORLD).
+// steps and each step counts its slowest rank's time (a collective over MPI_COMM_WORLD after the timed steps).
 #pragma once
 
 #include "axonn/comm/grid.h"
