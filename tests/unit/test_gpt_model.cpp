@@ -8,6 +8,7 @@
 #include "axonn/train/optimizer.h"
 #include "axonn/train/train_step.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,6 +28,15 @@ TEST(GptConfig, PresetParameterCountsMatchGpt2) {
     EXPECT_EQ(gpt_preset("gpt2-xl").parameter_count(), 1557611200);
     EXPECT_EQ(gpt_preset("gpt2-small").padded_vocab_size(), 50304);
     EXPECT_THROW(gpt_preset("gpt-9"), Error);
+}
+
+// AxoNN's benchmark shapes (its Megatron-AxoNN model table): each has about the parameters its name says; the
+// names round down to a power of two times 5B or to a round size, so a count may sit up to 5% under its name.
+TEST(GptConfig, BenchmarkPresetsHaveTheSizesTheirNamesSay) {
+    for (int const billions : {5, 10, 20, 40, 50, 60, 80, 100, 160, 175, 320, 640}) {
+        double const count = static_cast<double>(gpt_preset(fmt::format("gpt-{}b", billions)).parameter_count());
+        EXPECT_NEAR(count / (billions * 1e9), 1.0, 0.05) << billions << "B preset has " << count << " parameters";
+    }
 }
 
 TEST(GptConfig, RejectsImpossibleShapes) {

@@ -17,7 +17,7 @@ struct Preset {
 // GPT-2's published shapes, plus small ones: gpt2-micro splits on every grid of up to 8 ranks (8 heads, width
 // 64) for `axonn parity` and the MPI tests; gpt2-tiny for unit tests; gpt2-mini for the demo.
 // The gpt-* shapes are AxoNN's scaling benchmarks (Singh et al., SC'24, the weak-scaling table): GPT-2's vocabulary, sequences of 2,048.
-constexpr std::array<Preset, 17> presets = {{
+constexpr std::array<Preset, 19> presets = {{
     {"gpt2-micro", 2, 8, 64, 64},
     {"gpt2-tiny", 2, 4, 128, 256},
     {"gpt2-mini", 4, 4, 256, 256},
@@ -35,6 +35,8 @@ constexpr std::array<Preset, 17> presets = {{
     {"gpt-100b", 53, 96, 12288, 2048},
     {"gpt-160b", 84, 96, 12288, 2048},
     {"gpt-175b", 96, 96, 12288, 2048},
+    {"gpt-320b", 96, 128, 16384, 2048},
+    {"gpt-640b", 192, 128, 16384, 2048},
 }};
 
 }  // namespace

@@ -29,7 +29,7 @@ struct GptConfig {
 };
 
 // The presets: gpt2-micro (parity on every grid), gpt2-tiny (tests), gpt2-mini (the demo), gpt2-small (124M),
-// gpt2-medium, gpt2-large, gpt2-xl, and AxoNN's benchmark shapes gpt-5b ... gpt-175b.
+// gpt2-medium, gpt2-large, gpt2-xl, and AxoNN's benchmark shapes gpt-5b ... gpt-640b.
 GptConfig gpt_preset(std::string const& name);
 std::vector<std::string> gpt_preset_names();
 
