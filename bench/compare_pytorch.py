@@ -104,16 +104,10 @@ def run_pair(args, batch, seq, precision, threads):
     return ours, theirs
 
 
-def spread(values):
-    """The median of some runs' figures, and their range: (median, lowest, highest)."""
-    return statistics.median(values), min(values), max(values)
-
-
 def with_range(values, form):
-    """A median, and its range in parentheses when there was more than one run."""
-    median, low, high = spread(values)
-    text = form.format(median)
-    return text if len(values) == 1 else f"{text} ({form.format(low)}-{form.format(high)})"
+    """The median of some runs' figures, and their range in parentheses when there was more than one run."""
+    text = form.format(statistics.median(values))
+    return text if len(values) == 1 else f"{text} ({form.format(min(values))}-{form.format(max(values))})"
 
 
 def measure(args, batch, seq, precision, threads):
@@ -147,14 +141,14 @@ def measure(args, batch, seq, precision, threads):
         "model": args.model, "batch": batch, "seq": seq, "precision": precision, "threads": threads,
         "axonn_precision": ours.get("precision", "fp32"), "axonn_fell_back": fell_back,
         "flops_per_token": flops_per_token,
-        "mfu_denominator_flops_per_s": spread([o["gemm_flops_per_s"] for o in ours_runs])[0],
+        "mfu_denominator_flops_per_s": statistics.median([o["gemm_flops_per_s"] for o in ours_runs]),
         "runs": len(pairs),
-        "axonn_tokens_per_s": spread([o["tokens_per_s"] for o in ours_runs])[0],
-        "pytorch_tokens_per_s": spread([t["tokens_per_s"] for t in theirs_runs])[0],
+        "axonn_tokens_per_s": statistics.median([o["tokens_per_s"] for o in ours_runs]),
+        "pytorch_tokens_per_s": statistics.median([t["tokens_per_s"] for t in theirs_runs]),
         "axonn_runs_tokens_per_s": [o["tokens_per_s"] for o in ours_runs],
         "pytorch_runs_tokens_per_s": [t["tokens_per_s"] for t in theirs_runs],
-        "speedup": spread(speedups)[0], "runs_speedup": speedups,
-        "axonn_mfu": spread(axonn_mfus)[0], "pytorch_mfu": spread(pytorch_mfus)[0],
+        "speedup": statistics.median(speedups), "runs_speedup": speedups,
+        "axonn_mfu": statistics.median(axonn_mfus), "pytorch_mfu": statistics.median(pytorch_mfus),
         "runs_axonn_mfu": axonn_mfus, "runs_pytorch_mfu": pytorch_mfus,
         "axonn_peak_rss_bytes": peak_rss_ours, "pytorch_peak_rss_bytes": peak_rss_theirs,
         "memory_ratio": peak_rss_ours / peak_rss_theirs,
