@@ -2,6 +2,7 @@
 // goes outside the model. Google Benchmark; run `build/bench/kernel_bench` with OMP_NUM_THREADS=1 (or 2, for the
 // fp32 GEMMs' threading).
 // GEMMs report FLOP/s, the memory-bound kernels bytes/s.
+#include "axonn/core/tensor.h"
 #include "axonn/kernels/cpu/adamw.h"
 #include "axonn/kernels/cpu/attention.h"
 #include "axonn/kernels/cpu/bf16.h"
@@ -47,6 +48,26 @@ BENCHMARK(BM_LinearGemm)
     ->Args({BT, 4 * C, C})   // MLP up
     ->Args({BT, C, 4 * C})   // MLP down
     ->Args({BT, Vp, C});     // LM head
+
+// A Linear's input gradient dX[M,K] = dY[M,N] · W[N,K] at range (M, N, K, way): B is the weight as the model
+// holds it (a 64-byte aligned tensor, rows K floats apart), and way 0 runs it in place, way 1 from a copy at a
+// padded row stride (GemmVariant::padded_b, the copy counted in the time).
+void BM_InputGradientGemm(benchmark::State& state) {
+    std::int64_t const M = state.range(0), N = state.range(1), K = state.range(2);
+    GemmVariant const way = state.range(3) == 0 ? GemmVariant::whole : GemmVariant::padded_b;
+    std::vector<float> dout(M * N, 0.5f), dinp(M * K);
+    axonn::Tensor weight({N, K}, axonn::DType::f32);
+    std::fill_n(weight.data<float>(), N * K, 0.25f);
+    for (auto _ : state) {
+        gemm_way(way, false, false, M, K, N, 1.0f, dout.data(), N, weight.data<float>(), K, 0.0f, dinp.data(), K);
+    }
+    state.counters["FLOP/s"] = benchmark::Counter(2.0 * M * N * K, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_InputGradientGemm)
+    ->ArgsProduct({{BT}, {3 * C}, {C}, {0, 1}})       // qkv
+    ->ArgsProduct({{BT}, {C}, {C}, {0, 1}})           // attention projection
+    ->ArgsProduct({{BT}, {4 * C}, {C}, {0, 1}})       // MLP up
+    ->ArgsProduct({{BT}, {C}, {4 * C}, {0, 1}});      // MLP down: W[768, 3072], rows 12 KiB apart
 
 void BM_WeightGradientGemm(benchmark::State& state) { run_linear_gemm(state, true); }
 BENCHMARK(BM_WeightGradientGemm)

@@ -85,34 +85,65 @@ class Gemm : public ::testing::TestWithParam<GemmCase> {};
 // gemm_bf16 computes C = A·B or C += A·B (alpha 1, beta 0 or 1): the only products the model asks of it.
 class GemmBf16 : public ::testing::TestWithParam<GemmCase> {};
 
-TEST_P(Gemm, OneDnnMatchesDoubleReference) {
-    GemmCase const c = GetParam();
-    GemmOperands x(c, 1);
-    gemm<float>(c.transpose_a, c.transpose_b, c.M, c.N, c.K, c.alpha, x.A.data(), x.lda, x.B.data(), x.ldb, c.beta,
-                x.C.data(), x.ldc);
+// Runs `fp32_product(x)` (a float GEMM of case c on x's operands into x.C) and the double reference into x.Cd;
+// expects them within the tolerance and C's padding past N untouched.
+template <typename Product>
+void expect_matches_double_reference(GemmCase const& c, GemmOperands& x, Product&& fp32_product) {
+    fp32_product(x);
     gemm<double>(c.transpose_a, c.transpose_b, c.M, c.N, c.K, c.alpha, x.Ad.data(), x.lda, x.Bd.data(), x.ldb, c.beta,
                  x.Cd.data(), x.ldc);
     EXPECT_LT(x.relative_error(c), 1e-6);
     EXPECT_TRUE(x.padding_kept(c));
 }
 
+// gemm<float> as the model calls it, or one way of gemm_tuning.h whatever the tuner would choose.
+auto tuned_product(GemmCase const& c) {
+    return [c](GemmOperands& x) {
+        gemm<float>(c.transpose_a, c.transpose_b, c.M, c.N, c.K, c.alpha, x.A.data(), x.lda, x.B.data(), x.ldb, c.beta,
+                    x.C.data(), x.ldc);
+    };
+}
+auto product_by_way(GemmVariant way, GemmCase const& c) {
+    return [way, c](GemmOperands& x) {
+        gemm_way(way, c.transpose_a, c.transpose_b, c.M, c.N, c.K, c.alpha, x.A.data(), x.lda, x.B.data(), x.ldb,
+                 c.beta, x.C.data(), x.ldc);
+    };
+}
+
+TEST_P(Gemm, OneDnnMatchesDoubleReference) {
+    GemmOperands x(GetParam(), 1);
+    expect_matches_double_reference(GetParam(), x, tuned_product(GetParam()));
+}
+
+// Tuning's padded_b way: B's rows copied at a stride 16 floats past their length, then one call.
+TEST_P(Gemm, PaddedCopyOfBMatchesDoubleReference) {
+    GemmOperands x(GetParam(), 1);
+    expect_matches_double_reference(GetParam(), x, product_by_way(GemmVariant::padded_b, GetParam()));
+}
+
 // The activations' products (A not transposed) split their columns over the threads, each thread a block of
 // whole 16-column vectors (the last one ragged); three threads make every block boundary ragged somewhere. The
-// same tolerance, and C's padding past N keeps its sentinel.
+// same tolerance, and C's padding past N keeps its sentinel; padded_b's copy is made by the three threads too.
 class GemmOverThreads : public ::testing::TestWithParam<GemmCase> {};
 
-TEST_P(GemmOverThreads, ColumnBlocksMatchDoubleReference) {
-    GemmCase const c = GetParam();
-    GemmOperands x(c, 2);
+// Runs `test` with three OpenMP threads, then restores the count.
+template <typename Test>
+void on_three_threads(Test&& test) {
     int const threads = omp_get_max_threads();
     omp_set_num_threads(3);
-    gemm<float>(c.transpose_a, c.transpose_b, c.M, c.N, c.K, c.alpha, x.A.data(), x.lda, x.B.data(), x.ldb, c.beta,
-                x.C.data(), x.ldc);
+    test();
     omp_set_num_threads(threads);
-    gemm<double>(c.transpose_a, c.transpose_b, c.M, c.N, c.K, c.alpha, x.Ad.data(), x.lda, x.Bd.data(), x.ldb, c.beta,
-                 x.Cd.data(), x.ldc);
-    EXPECT_LT(x.relative_error(c), 1e-6);
-    EXPECT_TRUE(x.padding_kept(c));
+}
+
+TEST_P(GemmOverThreads, ColumnBlocksMatchDoubleReference) {
+    GemmOperands x(GetParam(), 2);
+    on_three_threads([&] { expect_matches_double_reference(GetParam(), x, tuned_product(GetParam())); });
+}
+
+TEST_P(GemmOverThreads, ColumnBlocksOfAPaddedCopyMatchDoubleReference) {
+    GemmOperands x(GetParam(), 2);
+    on_three_threads(
+        [&] { expect_matches_double_reference(GetParam(), x, product_by_way(GemmVariant::padded_b, GetParam())); });
 }
 
 TEST_P(GemmBf16, MatchesDoubleReferenceOnTheRoundedInputs) {
@@ -222,6 +253,64 @@ TEST(GemmTuning, ALongGemmIsTunedOnceAndStaysCorrect) {
     gemm<float>(false, true, M - 1, N, K, 1.0f, A.data(), K, Bm.data(), K, 0.0f, C.data(), N);
     EXPECT_FALSE(was_tuned({false, false, true, M - 1, N, K}));
     set_gemm_tuning(true);
+}
+
+// Which ways are timed: the whole product always; chunks where K spans two chunks; B's padded copy for fp32
+// products with A not transposed, of at least kPaddedMinWork multiply-adds, whose copy fits in kPaddedMaxBytes.
+TEST(GemmTuning, CandidatesFollowTheShape) {
+    using enum GemmVariant;
+    struct Case {
+        GemmShape shape;
+        std::vector<GemmVariant> ways;
+    };
+    Case const cases[] = {
+        {{false, false, false, 7, 9, 33}, {whole}},                      // too small to be worth a copy
+        {{false, false, false, 256, 3072, 768}, {whole, padded_b}},      // GPT-2 small's MLP projection's dX
+        {{true, false, false, 256, 3072, 768}, {whole}},                 // bf16: no padded copy
+        {{false, true, false, 768, 3072, 256}, {whole}},                 // a weight gradient (A transposed)
+        {{false, false, true, 64, 1024, 1024}, {whole, padded_b}},       // exactly kPaddedMinWork
+        {{false, false, true, 64, 1024, 1023}, {whole}},                 // one column short of it
+        {{false, false, false, 256, 768, 50304}, {whole, inner_chunks}}, // the LM head's dX: a 158 MB copy
+        {{false, false, true, 5, 6, 2 * kInnerChunk + 3}, {whole, inner_chunks}},
+        {{false, false, true, 256, 2048, 2 * kInnerChunk}, {whole, inner_chunks}},  // a copy of 128 MiB
+        {{false, false, false, 256, 1008, 2 * kInnerChunk}, {whole, inner_chunks, padded_b}},  // a copy of 64 MiB
+    };
+    for (Case const& c : cases) {
+        EXPECT_EQ(gemm_candidates(c.shape), c.ways) << c.shape.M << "x" << c.shape.N << "x" << c.shape.K;
+    }
+}
+
+// A product big enough for the padded copy is timed once (whole and padded, no chunks) and gives the right product
+// whichever way won: against double, 1e-6 norm-wise for K = 1,024 random terms per entry (measured: 2.9e-7).
+TEST(GemmTuning, ABigProductIsTimedWithAPaddedCopyAndStaysCorrect) {
+    std::int64_t const M = 64, N = 1024, K = 1024;
+    std::vector<float> A(M * K), Bm(K * N), C(M * N);
+    for (std::size_t i = 0; i < A.size(); ++i) A[i] = static_cast<float>(standard_normal({5, 1}, i));
+    for (std::size_t i = 0; i < Bm.size(); ++i) Bm[i] = static_cast<float>(standard_normal({5, 2}, i));
+    std::vector<double> Ad(A.begin(), A.end()), Bd(Bm.begin(), Bm.end()), Cd(M * N);
+    gemm<double>(false, false, M, N, K, 1.0, Ad.data(), K, Bd.data(), N, 0.0, Cd.data(), N);
+
+    set_gemm_tuning(true);
+    for (int call = 0; call < 2; ++call) {
+        gemm<float>(false, false, M, N, K, 1.0f, A.data(), K, Bm.data(), N, 0.0f, C.data(), N);
+        double difference = 0, reference = 0;
+        for (std::size_t i = 0; i < C.size(); ++i) {
+            difference += (C[i] - Cd[i]) * (C[i] - Cd[i]);
+            reference += Cd[i] * Cd[i];
+        }
+        EXPECT_LT(std::sqrt(difference / reference), 1e-6);
+    }
+    std::vector<GemmTuning> const tunings = gemm_tunings();
+    auto const tuned = std::find_if(tunings.begin(), tunings.end(), [&](GemmTuning const& t) {
+        return t.shape == GemmShape{false, false, false, M, N, K};
+    });
+    ASSERT_NE(tuned, tunings.end());
+    EXPECT_GT(tuned->whole_s, 0);
+    EXPECT_GT(tuned->padded_s, 0);
+    EXPECT_EQ(tuned->chunks_s, 0) << "K is one chunk: chunks are not a candidate";
+    EXPECT_EQ(std::count_if(tunings.begin(), tunings.end(), [&](GemmTuning const& t) { return t.shape == tuned->shape; }),
+              1)
+        << "timed more than once";
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTransposes, Gemm,

@@ -11,6 +11,14 @@
 #include <memory>
 
 namespace axonn {
+namespace {
+
+// A tuned way's FLOP/s, or null for a way that was not a candidate for its shape (never timed).
+nlohmann::json rate(double flops, double seconds) {
+    return seconds > 0 ? nlohmann::json(flops / seconds) : nlohmann::json();
+}
+
+}  // namespace
 
 void add_bench_command(CLI::App& app) {
     CLI::App* command = app.add_subcommand("bench", "Time training steps: tokens/s, model FLOP/s and MFU");
@@ -83,8 +91,9 @@ void add_bench_command(CLI::App& app) {
                                                         s.transpose_a ? 'T' : 'N', s.transpose_b ? 'T' : 'N', s.M,
                                                         s.N, s.K)},
                                    {"whole_flops_per_s", flops / tuning.whole_s},
-                                   {"chunked_flops_per_s", flops / tuning.chunks_s},
-                                   {"chosen", tuning.chosen == cpu::GemmVariant::whole ? "whole" : "chunked"}});
+                                   {"chunked_flops_per_s", rate(flops, tuning.chunks_s)},
+                                   {"padded_flops_per_s", rate(flops, tuning.padded_s)},
+                                   {"chosen", cpu::gemm_variant_name(tuning.chosen)}});
             }
             nlohmann::json full = record;
             full["gemm_tuning"] = tunings;

@@ -1,12 +1,14 @@
 #include "axonn/kernels/cpu/gemm.h"
 
 #include "axonn/core/error.h"
-#include "axonn/kernels/cpu/gemm_tuning.h"
 
 #include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 namespace axonn::cpu {
 namespace {
@@ -34,42 +36,64 @@ std::int64_t first_column(int t, int threads, std::int64_t N) {
     return std::min(N, vectors * t / threads * vector_columns);
 }
 
+// B's rows copied into this thread's scratch at a row stride kPaddedRowFloats longer than the rows (see
+// gemm_tuning.h, padded_b); returns the copy and its row stride.
+std::pair<float const*, std::int64_t> padded_copy(float const* B, std::int64_t rows, std::int64_t columns,
+                                                  std::int64_t ldb) {
+    thread_local std::vector<float> scratch;
+    std::int64_t const ld = columns + kPaddedRowFloats;
+    if (scratch.size() < static_cast<std::size_t>(rows * ld)) scratch.resize(static_cast<std::size_t>(rows * ld));
+    float* copy = scratch.data();
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < rows; ++r) {
+        std::copy_n(B + r * ldb, columns, copy + r * ld);
+    }
+    return {copy, ld};
+}
+
 }  // namespace
+
+void gemm_way(GemmVariant way, bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K,
+              float alpha, float const* A, std::int64_t lda, float const* B, std::int64_t ldb, float beta, float* C,
+              std::int64_t ldc) {
+    if (way == GemmVariant::padded_b) {
+        std::tie(B, ldb) = padded_copy(B, transpose_b ? N : K, transpose_b ? K : N, ldb);
+    }
+    int const threads = column_threads(transpose_a, N);
+    // The product over inner indices k0 ... k0+k−1, its columns split over `threads`.
+    auto part = [&](std::int64_t k0, std::int64_t k, float part_beta) {
+        float const* a = inner_slice_a(A, lda, transpose_a, k0);
+        float const* b = inner_slice_b(B, ldb, transpose_b, k0);
+        // Columns j0 ... j1−1; inside any parallel region, even a team of one, oneDNN runs on one thread.
+        auto columns = [&](std::int64_t j0, std::int64_t j1) -> int {
+            return dnnl_sgemm(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', M, j1 - j0, k, alpha, a, lda,
+                              transpose_b ? b + j0 * ldb : b + j0, ldb, part_beta, C + j0, ldc);
+        };
+        int status = dnnl_success;  // the worst of the blocks' (dnnl_success is 0, failures positive)
+        if (threads == 1) {
+            status = columns(0, N);
+        } else {
+#pragma omp parallel num_threads(threads) reduction(max : status)
+            {
+                int const t = omp_get_thread_num();
+                std::int64_t const j0 = first_column(t, threads, N), j1 = first_column(t + 1, threads, N);
+                if (j1 > j0) status = columns(j0, j1);
+            }
+        }
+        invariant(status == dnnl_success, "oneDNN sgemm failed (status {}) for M={} N={} K={}", status, M, N, k);
+    };
+    run_gemm_variant(way, K, beta, part);
+}
 
 template <>
 void gemm<float>(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
                  float const* A, std::int64_t lda, float const* B, std::int64_t ldb, float beta, float* C,
                  std::int64_t ldc) {
-    int const threads = column_threads(transpose_a, N);
-    // The product over inner indices k0 ... k0+k−1 into out (row stride ld_out), its columns split over `threads`.
-    auto part_into = [&](float* out, std::int64_t ld_out) {
-        return [=](std::int64_t k0, std::int64_t k, float part_beta) {
-            float const* a = inner_slice_a(A, lda, transpose_a, k0);
-            float const* b = inner_slice_b(B, ldb, transpose_b, k0);
-            // Columns j0 ... j1−1; inside any parallel region, even a team of one, oneDNN runs on one thread.
-            auto columns = [&](std::int64_t j0, std::int64_t j1) -> int {
-                return dnnl_sgemm(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', M, j1 - j0, k, alpha, a, lda,
-                                  transpose_b ? b + j0 * ldb : b + j0, ldb, part_beta, out + j0, ld_out);
-            };
-            int status = dnnl_success;  // the worst of the blocks' (dnnl_success is 0, failures positive)
-            if (threads == 1) {
-                status = columns(0, N);
-            } else {
-#pragma omp parallel num_threads(threads) reduction(max : status)
-                {
-                    int const t = omp_get_thread_num();
-                    std::int64_t const j0 = first_column(t, threads, N), j1 = first_column(t + 1, threads, N);
-                    if (j1 > j0) status = columns(j0, j1);
-                }
-            }
-            invariant(status == dnnl_success, "oneDNN sgemm failed (status {}) for M={} N={} K={}", status, M, N, k);
-        };
-    };
     GemmVariant const variant =
         gemm_variant({false, transpose_a, transpose_b, M, N, K}, [&](GemmVariant way, float* scratch) {
-            run_gemm_variant(way, K, 0.0f, part_into(scratch, N));
+            gemm_way(way, transpose_a, transpose_b, M, N, K, alpha, A, lda, B, ldb, 0.0f, scratch, N);
         });
-    run_gemm_variant(variant, K, beta, part_into(C, ldc));
+    gemm_way(variant, transpose_a, transpose_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 template <>

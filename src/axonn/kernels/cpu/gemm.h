@@ -5,6 +5,8 @@
 // finite-difference tests, where speed does not matter and exactness does.
 #pragma once
 
+#include "axonn/kernels/cpu/gemm_tuning.h"
+
 #include <cstdint>
 
 namespace axonn::cpu {
@@ -12,6 +14,12 @@ namespace axonn::cpu {
 template <typename T>
 void gemm(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, T const* A,
           std::int64_t lda, T const* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc);
+
+// The fp32 product computed the given way (gemm_tuning.h), untimed: gemm<float> runs the way its shape's tuning
+// chose, and the tests run each way.
+void gemm_way(GemmVariant way, bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K,
+              float alpha, float const* A, std::int64_t lda, float const* B, std::int64_t ldb, float beta, float* C,
+              std::int64_t ldc);
 
 // Name and ISA of the GEMM library, for the start-up banner.
 char const* gemm_library_name();

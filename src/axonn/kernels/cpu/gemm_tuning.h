@@ -2,13 +2,23 @@
 // depends on the shape, the library and the machine, so each shape's ways are timed once, the first time the shape
 // is met, and the winner is used from then on.
 //
-// The ways here: the whole product in one library call, or its inner dimension K cut into chunks of
-// kInnerChunk whose products are summed into C. oneDNN's blocking of a very long inner dimension is what makes the
-// LM head's input gradient (dlogits[B·T, Vp] · wte[Vp, C], K = 50,304) run 20% below the other GEMMs in bf16 on
-// the machines measured; chunks of 8,192 bring it back to their rate (docs/PERFORMANCE.md). Transposed products
-// (Cᵀ = op(B)ᵀ·op(A)ᵀ, then a transpose) were measured too and never won, so they are not candidates. Shapes whose
-// K is under two chunks have one way only and are never timed. Both ways compute the same product and differ only
-// in the order of the fp32 sums.
+// The ways here:
+// - whole: the product in one library call.
+// - inner_chunks: the inner dimension K cut into chunks of kInnerChunk whose products are summed into C. oneDNN's
+//   blocking of a very long inner dimension is what makes the LM head's input gradient (dlogits[B·T, Vp] ·
+//   wte[Vp, C], K = 50,304) run 20% below the other GEMMs in bf16 on the machines measured; chunks of 8,192 bring
+//   it back to their rate (docs/PERFORMANCE.md). A candidate where K spans two chunks.
+// - padded_b: B copied into a scratch whose rows are kPaddedRowFloats longer than the matrix's, then one call.
+//   A weight's rows (768 or 3,072 floats: a multiple of 256 bytes apart) share a few cache sets, and oneDNN's AVX2
+//   kernel for few rows (its "no-copy" kernel, taken for M up to about 260 whatever the stride) reads B in place:
+//   on a Zen 3 core the input gradient of GPT-2 small's MLP projection (dY[256, 768] · W[768, 3,072]) ran at 44
+//   GFLOP/s in place and at 92 from the padded copy, which costs about 1 ms (docs/PERFORMANCE.md). A candidate for
+//   fp32 products whose A is not transposed (the forward's and the input gradients', M a batch's rows; the weight
+//   gradients' M is a weight's rows, and they never gained) with kPaddedMinWork multiply-adds and a copy of B of
+//   at most kPaddedMaxBytes.
+// Transposed products (Cᵀ = op(B)ᵀ·op(A)ᵀ, then a transpose) were measured too and never won, so they are not
+// candidates. A shape with one candidate is never timed. The ways compute the same products; chunks sum them in
+// another order, and a padded B can lead oneDNN to another kernel (on AVX-512 it picks its kernel by stride).
 #pragma once
 
 #include <compare>
@@ -19,8 +29,15 @@
 namespace axonn::cpu {
 
 inline constexpr std::int64_t kInnerChunk = 8192;
+// 16 floats: one 64-byte line, so that consecutive rows of the copy fall in different cache sets.
+inline constexpr std::int64_t kPaddedRowFloats = 16;
+// 2^26 multiply-adds (about a millisecond on a core): smaller products are not worth a copy or a timing.
+inline constexpr std::int64_t kPaddedMinWork = std::int64_t{1} << 26;
+// The copy's scratch is kept for the rest of the run (one per thread that multiplies): at most 64 MiB.
+inline constexpr std::int64_t kPaddedMaxBytes = std::int64_t{64} << 20;
 
-enum class GemmVariant { whole, inner_chunks };
+enum class GemmVariant { whole, inner_chunks, padded_b };
+char const* gemm_variant_name(GemmVariant variant);  // "whole", "chunked", "padded"
 
 struct GemmShape {
     bool bf16;  // bf16 inputs, else fp32
@@ -31,9 +48,12 @@ struct GemmShape {
 
 struct GemmTuning {
     GemmShape shape;
-    double whole_s, chunks_s;  // the best of two timed runs each
+    double whole_s, chunks_s, padded_s;  // the best of two timed runs each; 0 for a way that is not a candidate
     GemmVariant chosen;
 };
+
+// The ways worth timing for `shape`, whole first.
+std::vector<GemmVariant> gemm_candidates(GemmShape const& shape);
 
 // Process-wide switch (on by default). Off: every product runs whole, so that two runs of a program are bitwise
 // equal whatever the timings (tuned, the choice can differ between runs where two ways are about as fast).
@@ -41,10 +61,10 @@ void set_gemm_tuning(bool on);
 // Every shape timed so far, in the order met.
 std::vector<GemmTuning> gemm_tunings();
 
-// The way to compute `shape`: whole if K is short or tuning is off; else the remembered choice, or, the first
-// time, the faster of run_into(way, scratch) timed into a scratch [M,N] output (the call's own inputs, beta 0).
-// Chunks must win by more than 3%, about the timing noise here: where the two ways are as fast, the whole product
-// stays, and runs rarely differ in their choice.
+// The way to compute `shape`: whole if it is the only candidate or tuning is off; else the remembered choice, or,
+// the first time, the fastest candidate, each run_into(way, scratch) timed into a scratch [M,N] output (the call's
+// own inputs, beta 0). Another way must beat the whole product by more than 3%, about the timing noise here: where
+// the ways are as fast, the whole product stays, and runs rarely differ in their choice.
 GemmVariant gemm_variant(GemmShape const& shape, std::function<void(GemmVariant, float*)> const& run_into);
 
 // Where inner index k0 starts in A (op(A) is [M,K]: columns of A, or rows of a transposed A) and in B (op(B) is
@@ -57,10 +77,11 @@ template <typename T> T const* inner_slice_b(T const* B, std::int64_t ldb, bool 
 }
 
 // C = op(A)·op(B) (+ beta·C) the given way: part(k0, k, beta) computes the product over inner indices
-// k0 ... k0+k−1 with that beta; chunks after the first add to C.
+// k0 ... k0+k−1 with that beta; chunks after the first add to C. padded_b runs whole here: its copy of B is the
+// caller's (gemm.cpp).
 template <typename Part>
 void run_gemm_variant(GemmVariant variant, std::int64_t K, float beta, Part&& part) {
-    if (variant == GemmVariant::whole) {
+    if (variant != GemmVariant::inner_chunks) {
         part(std::int64_t{0}, K, beta);
         return;
     }
