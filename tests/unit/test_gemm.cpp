@@ -12,6 +12,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -225,31 +226,43 @@ bool was_tuned(GemmShape const& shape) {
     return std::any_of(tunings.begin(), tunings.end(), [&](GemmTuning const& t) { return t.shape == shape; });
 }
 
-// A GEMM long enough to tune is timed once and gives the product whichever way won (fp32 against double:
-// 1e-5 norm-wise, for K = 16,387 random terms per entry); with tuning off, a new shape is never timed.
-TEST(GemmTuning, ALongGemmIsTunedOnceAndStaysCorrect) {
-    std::int64_t const M = 5, N = 6, K = 2 * kInnerChunk + 3;
-    std::vector<float> A(M * K), Bm(N * K), C(M * N);
-    for (std::size_t i = 0; i < A.size(); ++i) A[i] = static_cast<float>(standard_normal({4, 1}, i));
-    for (std::size_t i = 0; i < Bm.size(); ++i) Bm[i] = static_cast<float>(standard_normal({4, 2}, i));
+// The norm-wise relative errors against double of two calls of gemm<float>(A as is, B transposed or not) with
+// tuning on, on random operands from `seed`: the first call times the shape's ways where it has several, the
+// second runs the chosen one.
+std::array<double, 2> errors_of_two_tuned_calls(bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K,
+                                                std::uint64_t seed) {
+    std::int64_t const ldb = transpose_b ? K : N;
+    std::vector<float> A(M * K), Bm(K * N), C(M * N);
+    for (std::size_t i = 0; i < A.size(); ++i) A[i] = static_cast<float>(standard_normal({seed, 1}, i));
+    for (std::size_t i = 0; i < Bm.size(); ++i) Bm[i] = static_cast<float>(standard_normal({seed, 2}, i));
     std::vector<double> Ad(A.begin(), A.end()), Bd(Bm.begin(), Bm.end()), Cd(M * N);
-    gemm<double>(false, true, M, N, K, 1.0, Ad.data(), K, Bd.data(), K, 0.0, Cd.data(), N);
-
+    gemm<double>(false, transpose_b, M, N, K, 1.0, Ad.data(), K, Bd.data(), ldb, 0.0, Cd.data(), N);
     set_gemm_tuning(true);
-    std::size_t const before = gemm_tunings().size();
-    for (int call = 0; call < 2; ++call) {
-        gemm<float>(false, true, M, N, K, 1.0f, A.data(), K, Bm.data(), K, 0.0f, C.data(), N);
+    std::array<double, 2> errors{};
+    for (double& error : errors) {
+        gemm<float>(false, transpose_b, M, N, K, 1.0f, A.data(), K, Bm.data(), ldb, 0.0f, C.data(), N);
         double difference = 0, reference = 0;
         for (std::size_t i = 0; i < C.size(); ++i) {
             difference += (C[i] - Cd[i]) * (C[i] - Cd[i]);
             reference += Cd[i] * Cd[i];
         }
-        EXPECT_LT(std::sqrt(difference / reference), 1e-5);
+        error = std::sqrt(difference / reference);
     }
+    return errors;
+}
+
+// A GEMM long enough to tune is timed once and gives the product whichever way won (fp32 against double:
+// 1e-5 norm-wise, for K = 16,387 random terms per entry); with tuning off, a new shape is never timed.
+TEST(GemmTuning, ALongGemmIsTunedOnceAndStaysCorrect) {
+    std::int64_t const M = 5, N = 6, K = 2 * kInnerChunk + 3;
+    std::size_t const before = gemm_tunings().size();
+    for (double const error : errors_of_two_tuned_calls(true, M, N, K, 4)) EXPECT_LT(error, 1e-5);
     EXPECT_TRUE(was_tuned({false, false, true, M, N, K}));
     EXPECT_EQ(gemm_tunings().size(), before + 1) << "timed more than once";
 
     set_gemm_tuning(false);
+    std::vector<float> const A((M - 1) * K, 1.0f), Bm(N * K, 1.0f);
+    std::vector<float> C((M - 1) * N);
     gemm<float>(false, true, M - 1, N, K, 1.0f, A.data(), K, Bm.data(), K, 0.0f, C.data(), N);
     EXPECT_FALSE(was_tuned({false, false, true, M - 1, N, K}));
     set_gemm_tuning(true);
@@ -284,22 +297,7 @@ TEST(GemmTuning, CandidatesFollowTheShape) {
 // whichever way won: against double, 1e-6 norm-wise for K = 1,024 random terms per entry (measured: 2.9e-7).
 TEST(GemmTuning, ABigProductIsTimedWithAPaddedCopyAndStaysCorrect) {
     std::int64_t const M = 64, N = 1024, K = 1024;
-    std::vector<float> A(M * K), Bm(K * N), C(M * N);
-    for (std::size_t i = 0; i < A.size(); ++i) A[i] = static_cast<float>(standard_normal({5, 1}, i));
-    for (std::size_t i = 0; i < Bm.size(); ++i) Bm[i] = static_cast<float>(standard_normal({5, 2}, i));
-    std::vector<double> Ad(A.begin(), A.end()), Bd(Bm.begin(), Bm.end()), Cd(M * N);
-    gemm<double>(false, false, M, N, K, 1.0, Ad.data(), K, Bd.data(), N, 0.0, Cd.data(), N);
-
-    set_gemm_tuning(true);
-    for (int call = 0; call < 2; ++call) {
-        gemm<float>(false, false, M, N, K, 1.0f, A.data(), K, Bm.data(), N, 0.0f, C.data(), N);
-        double difference = 0, reference = 0;
-        for (std::size_t i = 0; i < C.size(); ++i) {
-            difference += (C[i] - Cd[i]) * (C[i] - Cd[i]);
-            reference += Cd[i] * Cd[i];
-        }
-        EXPECT_LT(std::sqrt(difference / reference), 1e-6);
-    }
+    for (double const error : errors_of_two_tuned_calls(false, M, N, K, 5)) EXPECT_LT(error, 1e-6);
     std::vector<GemmTuning> const tunings = gemm_tunings();
     auto const tuned = std::find_if(tunings.begin(), tunings.end(), [&](GemmTuning const& t) {
         return t.shape == GemmShape{false, false, false, M, N, K};
@@ -311,6 +309,24 @@ TEST(GemmTuning, ABigProductIsTimedWithAPaddedCopyAndStaysCorrect) {
     EXPECT_EQ(std::count_if(tunings.begin(), tunings.end(), [&](GemmTuning const& t) { return t.shape == tuned->shape; }),
               1)
         << "timed more than once";
+}
+
+// On AVX2 oneDNN chooses its sgemm kernel without looking at the strides, so the padded copy of B changes where B's
+// rows lie and nothing else: the product is bitwise the whole one (docs/PERFORMANCE.md relies on it). Checked at
+// GPT-2 small's MLP projection input gradient, the shape that picks the copy, and with B transposed. On AVX-512
+// oneDNN picks its kernel by stride, and no such promise is made.
+TEST(GemmTuning, OnAvx2ThePaddedCopyGivesBitwiseTheWholeProduct) {
+    if (__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "AVX-512: oneDNN picks its kernel by stride";
+    std::int64_t const M = 256, N = 3072, K = 768;
+    std::vector<float> A(M * K), Bm(K * N), whole(M * N), padded(M * N);
+    for (std::size_t i = 0; i < A.size(); ++i) A[i] = static_cast<float>(standard_normal({6, 1}, i));
+    for (std::size_t i = 0; i < Bm.size(); ++i) Bm[i] = static_cast<float>(standard_normal({6, 2}, i));
+    for (bool const tb : {false, true}) {
+        std::int64_t const ldb = tb ? K : N;
+        gemm_way(GemmVariant::whole, false, tb, M, N, K, 1.0f, A.data(), K, Bm.data(), ldb, 0.0f, whole.data(), N);
+        gemm_way(GemmVariant::padded_b, false, tb, M, N, K, 1.0f, A.data(), K, Bm.data(), ldb, 0.0f, padded.data(), N);
+        EXPECT_EQ(whole, padded) << "transpose_b " << tb;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTransposes, Gemm,
