@@ -306,8 +306,8 @@ TEST(GemmTuning, ABigProductIsTimedWithAPaddedCopyAndStaysCorrect) {
     EXPECT_GT(tuned->whole_s, 0);
     EXPECT_GT(tuned->padded_s, 0);
     EXPECT_EQ(tuned->chunks_s, 0) << "K is one chunk: chunks are not a candidate";
-    EXPECT_EQ(std::count_if(tunings.begin(), tunings.end(), [&](GemmTuning const& t) { return t.shape == tuned->shape; }),
-              1)
+    auto const same_shape = [&](GemmTuning const& t) { return t.shape == tuned->shape; };
+    EXPECT_EQ(std::count_if(tunings.begin(), tunings.end(), same_shape), 1)
         << "timed more than once";
 }
 

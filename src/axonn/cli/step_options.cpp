@@ -50,9 +50,9 @@ void add_step_options(CLI::App& command, StepOptions& options) {
             "ROWS")
         ->capture_default_str();
     command.add_option("--gemm-tuning", options.gemm_tuning,
-                       "on: time the ways of computing each large GEMM shape once (whole, its inner dimension in chunks, "
-                       "or its B operand copied with padded rows) and use the fastest; off: always whole, so that two "
-                       "runs are bitwise equal whatever the timings")
+                       "on: time the ways of computing each large GEMM shape once (whole, its inner dimension in "
+                       "chunks, or its B operand copied with padded rows) and use the fastest; off: always whole, so "
+                       "that two runs are bitwise equal whatever the timings")
         ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}))
         ->default_str("on");
     command.add_option("--micro-batch", options.micro_batch,

@@ -53,7 +53,8 @@ char const* gemm_variant_name(GemmVariant variant) {
 std::vector<GemmVariant> gemm_candidates(GemmShape const& shape) {
     std::vector<GemmVariant> ways{GemmVariant::whole};
     if (shape.K >= 2 * kInnerChunk) ways.push_back(GemmVariant::inner_chunks);
-    std::int64_t const b_rows = shape.transpose_b ? shape.N : shape.K, b_columns = shape.transpose_b ? shape.K : shape.N;
+    std::int64_t const b_rows = shape.transpose_b ? shape.N : shape.K;
+    std::int64_t const b_columns = shape.transpose_b ? shape.K : shape.N;
     bool const padded_fits = b_rows * (b_columns + kPaddedRowFloats) * std::int64_t{sizeof(float)} <= kPaddedMaxBytes;
     if (!shape.bf16 && !shape.transpose_a && shape.M * shape.N * shape.K >= kPaddedMinWork && padded_fits) {
         ways.push_back(GemmVariant::padded_b);

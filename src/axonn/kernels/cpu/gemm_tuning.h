@@ -12,10 +12,10 @@
 //   A weight's rows (768 or 3,072 floats: a multiple of 256 bytes apart) share a few cache sets, and oneDNN's AVX2
 //   kernel for few rows (its "no-copy" kernel, taken for M up to about 260 whatever the stride) reads B in place:
 //   on a Zen 3 core the input gradient of GPT-2 small's MLP projection (dY[256, 768] · W[768, 3,072]) ran at 44
-//   GFLOP/s in place and at 92 from the padded copy, which costs about 1 ms (docs/PERFORMANCE.md). A candidate for
-//   fp32 products whose A is not transposed (the forward's and the input gradients', M a batch's rows; the weight
-//   gradients' M is a weight's rows, and they never gained) with kPaddedMinWork multiply-adds and a copy of B of
-//   at most kPaddedMaxBytes.
+//   GFLOP/s in place and at 77 from the padded copy, the copy (about 1 ms) included (docs/PERFORMANCE.md). A
+//   candidate for fp32 products whose A is not transposed (the forward's and the input gradients', M a batch's
+//   rows; the weight gradients' M is a weight's rows, and they never gained) with kPaddedMinWork multiply-adds and
+//   a copy of B of at most kPaddedMaxBytes.
 // Transposed products (Cᵀ = op(B)ᵀ·op(A)ᵀ, then a transpose) were measured too and never won, so they are not
 // candidates. A shape with one candidate is never timed. The ways compute the same products; chunks sum them in
 // another order, and a padded B can lead oneDNN to another kernel (on AVX-512 it picks its kernel by stride).
