@@ -176,6 +176,45 @@ TEST(TimeModel, CommunicationHidesOnlyBehindItsOwnPhase) {
     EXPECT_TRUE(window_seen) << "no network speed put the backward's communication beyond its computation alone";
 }
 
+// Collectives inside a node cross the node's own links, those leaving it the network cards: two queues that run
+// side by side under the same computation. On z = 2 across nodes and x = 4 inside one, as the network slows, the
+// step waits at least for the slower queue's excess over its phase's computation, and never for more than one queue
+// of everything would leave (the same collectives on a link every rank shares, fast enough to cost the same
+// seconds); less than that where the two queues fit under the computation side by side but not one after the other.
+TEST(TimeModel, CollectivesInsideANodeAndAcrossNodesQueueApart) {
+    StepShape step;
+    step.model = gpt_preset("gpt2-medium");
+    step.grid = GridShape{.z = 2, .x = 4};
+    step.batch = 16;
+    step.seq = 1024;
+    bool window_seen = false;
+    for (double bandwidth = 100e9; bandwidth > 1e8; bandwidth /= 1.05) {
+        MachineProfile machine = toy_machine();
+        machine.nic_bandwidth = bandwidth;
+        MachineProfile one_link = machine;
+        one_link.shared_link_bandwidth = 1e15;
+        TimePrediction const apart = predict_step_time(step, machine, TimeOptions{});
+        TimePrediction const together = predict_step_time(step, one_link, TimeOptions{});
+        ASSERT_DOUBLE_EQ(apart.comm_s, together.comm_s) << bandwidth;
+        double hideable[2][2] = {};  // [forward, backward][across nodes, inside the node]
+        for (auto const& collective : predict_step_traffic(step)) {
+            if (collective.overlap == PredictedCollective::Overlap::none) continue;
+            bool const inside = collective.group == Group::x || collective.group == Group::xy_plane;
+            hideable[collective.phase == PredictedCollective::Phase::backward][inside] +=
+                collective_seconds(collective, step.grid, default_order, machine);
+        }
+        double const compute[2] = {apart.forward_compute_s, apart.backward_compute_s};
+        double slower_excess = 0;
+        for (int phase : {0, 1}) {
+            slower_excess += std::max({0.0, hideable[phase][0] - compute[phase], hideable[phase][1] - compute[phase]});
+        }
+        EXPECT_GE(apart.exposed_comm_s, slower_excess * (1 - 1e-12)) << bandwidth;
+        EXPECT_LE(apart.exposed_comm_s, together.exposed_comm_s * (1 + 1e-12)) << bandwidth;
+        if (apart.exposed_comm_s < together.exposed_comm_s * (1 - 1e-6)) window_seen = true;
+    }
+    EXPECT_TRUE(window_seen) << "no network speed let the two queues hide side by side but not in one";
+}
+
 // The LM head in chunks of rows (--logit-rows) runs as that many GEMMs of a chunk's rows each: on the toy
 // machine (half speed at a side of 128), gpt2-small's head at B·T = 2048 rows has 768 as its smallest side whole,
 // or in chunks of 1024 rows, and runs at the same speed; in chunks of 64 rows its forward, dX and dW GEMMs run at

@@ -173,6 +173,56 @@ ComputeTimes compute_times(StepShape const& step, MachineProfile const& machine,
     return times;
 }
 
+// Which links a collective crosses: a group inside a node only the node's own (NVLink, Infinity Fabric, shared
+// memory), a group that leaves it the node's network cards. On a link that every rank shares (a rate-limited
+// loopback), everything crosses that one.
+enum class Links { node, network };
+
+Links links_crossed(Placement const& where, MachineProfile const& machine) {
+    return inside_node(where, machine) && machine.shared_link_bandwidth <= 0 ? Links::node : Links::network;
+}
+
+// The collectives of one phase that queue on the same links, by overlap class and group, in seconds.
+using LinkQueue = std::map<Overlap, std::map<Group, double>>;
+
+// What a queue leaves exposed, by group: the collectives the trainer waits for at once (`waited`), and those it
+// overlaps that outlast the computation they run under (`overlapped`).
+struct QueueExposure {
+    std::map<Group, double> waited, overlapped;
+    double overlapped_s() const {
+        double total = 0;
+        for (auto const& [group, seconds] : overlapped) total += seconds;
+        return total;
+    }
+};
+
+// In its phase, each class of a queue hides behind the computation it runs under, as the trainer issues it:
+// forward all-reduce chunks under their Linear's later chunks, dX all-reduce chunks under the later chunks and the
+// dW GEMM; what those leave unused, and the rest of the phase's computation, hides the reduce-scatters, the
+// gradient sync and the weight prefetches. The statistics, the loss, the embedding, and the sync of the tensors
+// the backward finishes last stay exposed.
+QueueExposure hide_behind(PhaseCompute const& capacity, LinkQueue& queue) {
+    QueueExposure exposure;
+    double other_capacity = capacity.total() - capacity.chunk_capacity - capacity.dw_capacity;
+    auto hide = [&](Overlap kind, double own_capacity) {
+        double total = 0;
+        for (auto const& [group, seconds] : queue[kind]) total += seconds;
+        double const hidden_own = std::min(total, own_capacity);
+        other_capacity += own_capacity - hidden_own;
+        double const hidden = hidden_own + std::min(total - hidden_own, kind == Overlap::none ? 0.0 : other_capacity);
+        if (kind != Overlap::none) other_capacity -= hidden - hidden_own;
+        double const exposed_fraction = total > 0 ? (total - hidden) / total : 0;
+        auto& into = kind == Overlap::none ? exposure.waited : exposure.overlapped;
+        for (auto const& [group, seconds] : queue[kind]) into[group] += seconds * exposed_fraction;
+    };
+    hide(Overlap::later_chunks, capacity.chunk_capacity);
+    hide(Overlap::dw_gemm, capacity.dw_capacity);
+    hide(Overlap::rest_of_backward, 0);
+    hide(Overlap::previous_linear, 0);
+    hide(Overlap::none, 0);
+    return exposure;
+}
+
 }  // namespace
 
 double collective_seconds(PredictedCollective const& collective, GridShape const& grid,
@@ -218,50 +268,37 @@ TimePrediction predict_step_time(StepShape const& step, MachineProfile const& ma
     prediction.forward_compute_s = compute.forward.total();
     prediction.backward_compute_s = compute.backward.total();
 
-    // Collectives in flight together share the links they cross: their times add up, as if they queued on the
-    // node's cards, and hiding them (below) hides their sum.
-    std::map<Phase, std::map<Overlap, std::map<Group, double>>> by_class;
+    // Collectives in flight together on the same links share them: their times add up, as if they queued on the
+    // node's cards, and hiding them (below) hides their sum. Those inside a node and those leaving it queue apart.
+    std::map<Phase, std::map<Links, LinkQueue>> queues;
     for (auto const& collective : predict_step_traffic(step)) {
         double const seconds = collective_seconds(collective, step.grid, options.order, machine);
         prediction.comm_s += seconds;
         prediction.comm_by_group[collective.group] += seconds;
+        Placement const where = place(collective.group, step.grid, options.order);
         if (collective.calls > 0) {
             bool const per_rank = collective.op == "all_gather" || collective.op == "reduce_scatter";
-            std::uint64_t const slices = per_rank ? static_cast<std::uint64_t>(place(collective.group, step.grid,
-                                                                                       options.order).size)
-                                                  : 1;
+            std::uint64_t const slices = per_rank ? static_cast<std::uint64_t>(where.size) : 1;
             prediction.largest_call_bytes =
                 std::max(prediction.largest_call_bytes, collective.bytes / collective.calls / slices);
         }
-        by_class[collective.phase][step.run.overlap ? collective.overlap : Overlap::none][collective.group] += seconds;
+        Overlap const overlap = step.run.overlap ? collective.overlap : Overlap::none;
+        queues[collective.phase][links_crossed(where, machine)][overlap][collective.group] += seconds;
     }
-    // In each phase, each class hides behind the computation it runs under, as the trainer issues it: forward
-    // all-reduce chunks under their Linear's later chunks, dX all-reduce chunks under the later chunks and the dW
-    // GEMM; what those leave unused, and the rest of the phase's computation, hides the reduce-scatters, the
-    // gradient sync and the weight prefetches. The statistics, the loss, the embedding, and the sync of the tensors
-    // the backward finishes last stay exposed.
-    for (auto& [phase, classes] : by_class) {
-        PhaseCompute const& capacity = compute.phase(phase);
-        double other_capacity = capacity.total() - capacity.chunk_capacity - capacity.dw_capacity;
-        auto hide = [&](Overlap kind, double own_capacity) {
-            double total = 0;
-            for (auto const& [group, seconds] : classes[kind]) total += seconds;
-            double const hidden_own = std::min(total, own_capacity);
-            other_capacity += own_capacity - hidden_own;
-            double const hidden =
-                hidden_own + std::min(total - hidden_own, kind == Overlap::none ? 0.0 : other_capacity);
-            if (kind != Overlap::none) other_capacity -= hidden - hidden_own;
-            double const exposed_fraction = total > 0 ? (total - hidden) / total : 0;
-            for (auto const& [group, seconds] : classes[kind]) {
-                prediction.exposed_by_group[group] += seconds * exposed_fraction;
-                prediction.exposed_comm_s += seconds * exposed_fraction;
-            }
-        };
-        hide(Overlap::later_chunks, capacity.chunk_capacity);
-        hide(Overlap::dw_gemm, capacity.dw_capacity);
-        hide(Overlap::rest_of_backward, 0);
-        hide(Overlap::previous_linear, 0);
-        hide(Overlap::none, 0);
+    // The two queues of a phase run side by side under its computation: the phase waits for the one that outlasts
+    // it more, and for every collective waited for at once.
+    auto expose = [&](std::map<Group, double> const& groups) {
+        for (auto const& [group, seconds] : groups) {
+            prediction.exposed_by_group[group] += seconds;
+            prediction.exposed_comm_s += seconds;
+        }
+    };
+    for (auto& [phase, by_links] : queues) {
+        QueueExposure const node = hide_behind(compute.phase(phase), by_links[Links::node]);
+        QueueExposure const network = hide_behind(compute.phase(phase), by_links[Links::network]);
+        expose(node.waited);
+        expose(network.waited);
+        expose(node.overlapped_s() > network.overlapped_s() ? node.overlapped : network.overlapped);
     }
     prediction.time_s = prediction.gemm_s + prediction.other_compute_s + prediction.exposed_comm_s;
     return prediction;

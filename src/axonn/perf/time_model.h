@@ -1,11 +1,12 @@
 // Predicted time of one training step on a machine: compute from a GEMM-efficiency model per shape and the other
 // kernels from memory bandwidth; each collective from a placement-aware bandwidth and latency model (a group
 // inside a node gets the node's links; a group across nodes shares the node's network cards with the other
-// groups of its axis that cross at the same time, as AxoNN's model does) and its algorithm's factor (ring, or tree when that
-// is cheaper). Beyond AxoNN's model, which only sums traffic: with overlap on, each collective hides behind the
-// computation it can run under (dX all-reduce behind the dW GEMM, dW reduce-scatter behind the rest of the
-// backward, weight all-gathers prefetched a layer ahead), so the prediction is the iteration time and the
-// communication left exposed.
+// groups of its axis that cross at the same time, as AxoNN's model does) and its algorithm's factor (ring, or tree
+// when that is cheaper). Beyond AxoNN's model, which only sums traffic: with overlap on, each collective hides
+// behind the computation it can run under (dX all-reduce behind the dW GEMM, dW reduce-scatter behind the rest of
+// the backward, weight all-gathers prefetched a layer ahead), so the prediction is the iteration time and the
+// communication left exposed. Collectives on the same links queue behind one another; those inside a node and
+// those leaving it cross different links and run side by side.
 #pragma once
 
 #include "axonn/perf/machine_profile.h"
