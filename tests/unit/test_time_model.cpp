@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace axonn {
@@ -176,17 +177,25 @@ TEST(TimeModel, CommunicationHidesOnlyBehindItsOwnPhase) {
     EXPECT_TRUE(window_seen) << "no network speed put the backward's communication beyond its computation alone";
 }
 
-// Collectives inside a node cross the node's own links, those leaving it the network cards: two queues that run
-// side by side under the same computation. On z = 2 across nodes and x = 4 inside one, as the network slows, the
-// step waits at least for the slower queue's excess over its phase's computation, and never for more than one queue
-// of everything would leave (the same collectives on a link every rank shares, fast enough to cost the same
-// seconds); less than that where the two queues fit under the computation side by side but not one after the other.
-TEST(TimeModel, CollectivesInsideANodeAndAcrossNodesQueueApart) {
+// gpt2-medium on z = 2 across nodes and x = 4 inside one (the toy machine's nodes of 4).
+StepShape step_inside_and_across_nodes() {
     StepShape step;
     step.model = gpt_preset("gpt2-medium");
     step.grid = GridShape{.z = 2, .x = 4};
     step.batch = 16;
     step.seq = 1024;
+    return step;
+}
+
+// Whether a group of that step lies inside a node: x, and the x·y plane (y = 1).
+bool inside_a_node(Group group) { return group == Group::x || group == Group::xy_plane; }
+
+// Collectives inside a node cross the node's own links, those leaving it the network cards: two queues that run
+// side by side under the same computation. As the network slows, the step waits at least for the slower queue's
+// excess over its phase's computation, and never for more than one queue of everything would leave (the same
+// collectives on a link every rank shares, fast enough to cost the same seconds); at some speeds, for less.
+TEST(TimeModel, CollectivesInsideANodeAndAcrossNodesQueueApart) {
+    StepShape const step = step_inside_and_across_nodes();
     bool window_seen = false;
     for (double bandwidth = 100e9; bandwidth > 1e8; bandwidth /= 1.05) {
         MachineProfile machine = toy_machine();
@@ -199,8 +208,7 @@ TEST(TimeModel, CollectivesInsideANodeAndAcrossNodesQueueApart) {
         double hideable[2][2] = {};  // [forward, backward][across nodes, inside the node]
         for (auto const& collective : predict_step_traffic(step)) {
             if (collective.overlap == PredictedCollective::Overlap::none) continue;
-            bool const inside = collective.group == Group::x || collective.group == Group::xy_plane;
-            hideable[collective.phase == PredictedCollective::Phase::backward][inside] +=
+            hideable[collective.phase == PredictedCollective::Phase::backward][inside_a_node(collective.group)] +=
                 collective_seconds(collective, step.grid, default_order, machine);
         }
         double const compute[2] = {apart.forward_compute_s, apart.backward_compute_s};
@@ -212,7 +220,34 @@ TEST(TimeModel, CollectivesInsideANodeAndAcrossNodesQueueApart) {
         EXPECT_LE(apart.exposed_comm_s, together.exposed_comm_s * (1 + 1e-12)) << bandwidth;
         if (apart.exposed_comm_s < together.exposed_comm_s * (1 - 1e-6)) window_seen = true;
     }
-    EXPECT_TRUE(window_seen) << "no network speed let the two queues hide side by side but not in one";
+    EXPECT_TRUE(window_seen) << "at no network speed did two queues leave less exposed than one";
+}
+
+// With computation too fast to hide anything, each phase waits for every collective waited for at once, and for
+// the longer of the two queues of overlapped ones: exactly, by hand. The exposed time by group adds up to it.
+TEST(TimeModel, WithNothingToHideBehindThePhaseWaitsForTheLongerQueue) {
+    StepShape const step = step_inside_and_across_nodes();
+    MachineProfile machine = toy_machine();
+    machine.peak_flops_fp32 = machine.peak_flops_bf16 = machine.memory_bandwidth = 1e30;
+    machine.nic_bandwidth = 5e9;
+    double waited = 0, overlapped[2][2] = {};  // [forward, backward][across nodes, inside the node]
+    for (auto const& collective : predict_step_traffic(step)) {
+        double const seconds = collective_seconds(collective, step.grid, default_order, machine);
+        if (collective.overlap == PredictedCollective::Overlap::none) {
+            waited += seconds;
+        } else {
+            overlapped[collective.phase == PredictedCollective::Phase::backward][inside_a_node(collective.group)] +=
+                seconds;
+        }
+    }
+    ASSERT_GT(std::min({overlapped[0][0], overlapped[0][1], overlapped[1][0], overlapped[1][1]}), 0.0);
+    double const expected = waited + std::max(overlapped[0][0], overlapped[0][1]) +
+                            std::max(overlapped[1][0], overlapped[1][1]);
+    TimePrediction const time = predict_step_time(step, machine, TimeOptions{});
+    EXPECT_NEAR(time.exposed_comm_s, expected, 1e-9 * expected);
+    double by_group = 0;
+    for (auto const& [group, seconds] : time.exposed_by_group) by_group += seconds;
+    EXPECT_NEAR(by_group, time.exposed_comm_s, 1e-12 * time.exposed_comm_s);
 }
 
 // The LM head in chunks of rows (--logit-rows) runs as that many GEMMs of a chunk's rows each: on the toy

@@ -42,7 +42,8 @@ struct MachineProfile {
     double global_bandwidth_fraction = 0;
     // Optional (0 = none): bytes/s of one link that every rank's traffic crosses at once, such as the one
     // rate-limited loopback of scripts/slow-network. All groups of an axis communicate at the same moment, so each
-    // rank then gets this bandwidth divided by the number of ranks, whatever its group.
+    // rank then gets this bandwidth divided by the number of ranks, whatever its group, and every collective queues
+    // on that one link (time_model.cpp), where otherwise those inside a node and those leaving it queue apart.
     double shared_link_bandwidth = 0;
 };
 

@@ -185,6 +185,12 @@ Links links_crossed(Placement const& where, MachineProfile const& machine) {
 // The collectives of one phase that queue on the same links, by overlap class and group, in seconds.
 using LinkQueue = std::map<Overlap, std::map<Group, double>>;
 
+std::map<Group, double> const& queued(LinkQueue const& queue, Overlap kind) {
+    static std::map<Group, double> const none;
+    auto const found = queue.find(kind);
+    return found == queue.end() ? none : found->second;
+}
+
 // What a queue leaves exposed, by group: the collectives the trainer waits for at once (`waited`), and those it
 // overlaps that outlast the computation they run under (`overlapped`).
 struct QueueExposure {
@@ -201,19 +207,19 @@ struct QueueExposure {
 // dW GEMM; what those leave unused, and the rest of the phase's computation, hides the reduce-scatters, the
 // gradient sync and the weight prefetches. The statistics, the loss, the embedding, and the sync of the tensors
 // the backward finishes last stay exposed.
-QueueExposure hide_behind(PhaseCompute const& capacity, LinkQueue& queue) {
+QueueExposure hide_behind(PhaseCompute const& capacity, LinkQueue const& queue) {
     QueueExposure exposure;
     double other_capacity = capacity.total() - capacity.chunk_capacity - capacity.dw_capacity;
     auto hide = [&](Overlap kind, double own_capacity) {
         double total = 0;
-        for (auto const& [group, seconds] : queue[kind]) total += seconds;
+        for (auto const& [group, seconds] : queued(queue, kind)) total += seconds;
         double const hidden_own = std::min(total, own_capacity);
         other_capacity += own_capacity - hidden_own;
         double const hidden = hidden_own + std::min(total - hidden_own, kind == Overlap::none ? 0.0 : other_capacity);
         if (kind != Overlap::none) other_capacity -= hidden - hidden_own;
         double const exposed_fraction = total > 0 ? (total - hidden) / total : 0;
         auto& into = kind == Overlap::none ? exposure.waited : exposure.overlapped;
-        for (auto const& [group, seconds] : queue[kind]) into[group] += seconds * exposed_fraction;
+        for (auto const& [group, seconds] : queued(queue, kind)) into[group] += seconds * exposed_fraction;
     };
     hide(Overlap::later_chunks, capacity.chunk_capacity);
     hide(Overlap::dw_gemm, capacity.dw_capacity);
@@ -268,8 +274,8 @@ TimePrediction predict_step_time(StepShape const& step, MachineProfile const& ma
     prediction.forward_compute_s = compute.forward.total();
     prediction.backward_compute_s = compute.backward.total();
 
-    // Collectives in flight together on the same links share them: their times add up, as if they queued on the
-    // node's cards, and hiding them (below) hides their sum. Those inside a node and those leaving it queue apart.
+    // Collectives in flight together on the same links share them: their times add up, as if they queued on those
+    // links, and hiding them (below) hides their sum. Those inside a node and those leaving it queue apart.
     std::map<Phase, std::map<Links, LinkQueue>> queues;
     for (auto const& collective : predict_step_traffic(step)) {
         double const seconds = collective_seconds(collective, step.grid, options.order, machine);
@@ -286,16 +292,21 @@ TimePrediction predict_step_time(StepShape const& step, MachineProfile const& ma
         queues[collective.phase][links_crossed(where, machine)][overlap][collective.group] += seconds;
     }
     // The two queues of a phase run side by side under its computation: the phase waits for the one that outlasts
-    // it more, and for every collective waited for at once.
+    // it more, and for every collective waited for at once. By group, the other queue's overlapped collectives
+    // count as hidden: they finish while the phase waits for the slower queue.
     auto expose = [&](std::map<Group, double> const& groups) {
         for (auto const& [group, seconds] : groups) {
             prediction.exposed_by_group[group] += seconds;
             prediction.exposed_comm_s += seconds;
         }
     };
-    for (auto& [phase, by_links] : queues) {
-        QueueExposure const node = hide_behind(compute.phase(phase), by_links[Links::node]);
-        QueueExposure const network = hide_behind(compute.phase(phase), by_links[Links::network]);
+    for (auto const& [phase, by_links] : queues) {
+        auto const queue_of = [&](Links links) {
+            auto const found = by_links.find(links);
+            return found == by_links.end() ? LinkQueue{} : found->second;
+        };
+        QueueExposure const node = hide_behind(compute.phase(phase), queue_of(Links::node));
+        QueueExposure const network = hide_behind(compute.phase(phase), queue_of(Links::network));
         expose(node.waited);
         expose(network.waited);
         expose(node.overlapped_s() > network.overlapped_s() ? node.overlapped : network.overlapped);

@@ -33,6 +33,8 @@ struct TimePrediction {
     double comm_s = 0;           // every collective, as if none overlapped
     std::map<Group, double> comm_by_group;
     double exposed_comm_s = 0;   // what stays on the critical path
+    // By group: the collectives waited for at once, and the overlapped ones of the queue each phase waits for (the
+    // node's links or its cards: the other queue's finish meanwhile and count as hidden).
     std::map<Group, double> exposed_by_group;
     double time_s = 0;           // compute + exposed communication
     // The most bytes one rank puts into one call: an all-reduce's buffer, a gather's or scatter's slice per rank.
