@@ -5,6 +5,7 @@
 #include "axonn/model/gpt_parameters.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <vector>
@@ -177,6 +178,7 @@ ComputeTimes compute_times(StepShape const& step, MachineProfile const& machine,
 // memory), a group that leaves it the node's network cards. On a link that every rank shares (a rate-limited
 // loopback), everything crosses that one.
 enum class Links { node, network };
+constexpr std::size_t link_kinds = 2;
 
 Links links_crossed(Placement const& where, MachineProfile const& machine) {
     return inside_node(where, machine) && machine.shared_link_bandwidth <= 0 ? Links::node : Links::network;
@@ -276,7 +278,7 @@ TimePrediction predict_step_time(StepShape const& step, MachineProfile const& ma
 
     // Collectives in flight together on the same links share them: their times add up, as if they queued on those
     // links, and hiding them (below) hides their sum. Those inside a node and those leaving it queue apart.
-    std::map<Phase, std::map<Links, LinkQueue>> queues;
+    std::map<Phase, std::array<LinkQueue, link_kinds>> queues;  // by Links
     for (auto const& collective : predict_step_traffic(step)) {
         double const seconds = collective_seconds(collective, step.grid, options.order, machine);
         prediction.comm_s += seconds;
@@ -289,7 +291,8 @@ TimePrediction predict_step_time(StepShape const& step, MachineProfile const& ma
                 std::max(prediction.largest_call_bytes, collective.bytes / collective.calls / slices);
         }
         Overlap const overlap = step.run.overlap ? collective.overlap : Overlap::none;
-        queues[collective.phase][links_crossed(where, machine)][overlap][collective.group] += seconds;
+        auto const links = static_cast<std::size_t>(links_crossed(where, machine));
+        queues[collective.phase][links][overlap][collective.group] += seconds;
     }
     // The two queues of a phase run side by side under its computation: the phase waits for the one that outlasts
     // it more, and for every collective waited for at once. By group, the other queue's overlapped collectives
@@ -301,12 +304,9 @@ TimePrediction predict_step_time(StepShape const& step, MachineProfile const& ma
         }
     };
     for (auto const& [phase, by_links] : queues) {
-        auto const queue_of = [&](Links links) {
-            auto const found = by_links.find(links);
-            return found == by_links.end() ? LinkQueue{} : found->second;
-        };
-        QueueExposure const node = hide_behind(compute.phase(phase), queue_of(Links::node));
-        QueueExposure const network = hide_behind(compute.phase(phase), queue_of(Links::network));
+        QueueExposure const node = hide_behind(compute.phase(phase), by_links[static_cast<std::size_t>(Links::node)]);
+        QueueExposure const network =
+            hide_behind(compute.phase(phase), by_links[static_cast<std::size_t>(Links::network)]);
         expose(node.waited);
         expose(network.waited);
         expose(node.overlapped_s() > network.overlapped_s() ? node.overlapped : network.overlapped);
