@@ -78,6 +78,7 @@ TEST(MachineProfile, WrittenProfileReadsBackExactly) {
     profile.node_bandwidth = 3.4e10;
     profile.network_group_nodes = 128;
     profile.global_bandwidth_fraction = 0.5;
+    profile.overlapped_compute_slowdown = 0.19;
     fs::path const path = dir / "local.toml";
     write_machine_profile(path, profile, "measured here\nby the test");
 
@@ -102,6 +103,7 @@ TEST(MachineProfile, WrittenProfileReadsBackExactly) {
     EXPECT_EQ(read.node_bandwidth, profile.node_bandwidth);
     EXPECT_EQ(read.network_group_nodes, profile.network_group_nodes);
     EXPECT_EQ(read.global_bandwidth_fraction, profile.global_bandwidth_fraction);
+    EXPECT_EQ(read.overlapped_compute_slowdown, profile.overlapped_compute_slowdown);
 
     std::ifstream in(path);
     std::string first_line;
@@ -187,6 +189,8 @@ std::vector<BadProfile> const bad_profiles = {
      "'network_group_nodes' and 'global_bandwidth_fraction' go together"},
     {"global_fraction_above_one", good_profile + "network_group_nodes = 128\nglobal_bandwidth_fraction = 2\n",
      "key 'global_bandwidth_fraction' = 2"},
+    {"negative_slowdown", good_profile + "overlapped_compute_slowdown = -0.2\n",
+     "key 'overlapped_compute_slowdown' = -0.2"},
 };
 
 class BadProfileFile : public ::testing::TestWithParam<BadProfile> {};

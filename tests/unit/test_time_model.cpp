@@ -223,31 +223,70 @@ TEST(TimeModel, CollectivesInsideANodeAndAcrossNodesQueueApart) {
     EXPECT_TRUE(window_seen) << "at no network speed did two queues leave less exposed than one";
 }
 
+// Seconds of one step's collectives: those waited for at once, and the overlapped ones by phase and links.
+struct StepCollectiveSeconds {
+    double waited = 0;
+    double overlapped[2][2] = {};  // [forward, backward][across nodes, inside the node]
+};
+
+StepCollectiveSeconds collective_seconds_of(StepShape const& step, MachineProfile const& machine) {
+    StepCollectiveSeconds sum;
+    for (auto const& collective : predict_step_traffic(step)) {
+        double const seconds = collective_seconds(collective, step.grid, default_order, machine);
+        if (collective.overlap == PredictedCollective::Overlap::none) {
+            sum.waited += seconds;
+        } else {
+            sum.overlapped[collective.phase == PredictedCollective::Phase::backward][inside_a_node(collective.group)] +=
+                seconds;
+        }
+    }
+    return sum;
+}
+
 // With computation too fast to hide anything, each phase waits for every collective waited for at once, and for
-// the longer of the two queues of overlapped ones: exactly, by hand. The exposed time by group adds up to it.
+// the longer of the two queues of overlapped ones: exactly, by hand, and whether or not the computation slows
+// down beside them (there is none left to slow). The exposed time by group adds up to it.
 TEST(TimeModel, WithNothingToHideBehindThePhaseWaitsForTheLongerQueue) {
     StepShape const step = step_inside_and_across_nodes();
     MachineProfile machine = toy_machine();
     machine.peak_flops_fp32 = machine.peak_flops_bf16 = machine.memory_bandwidth = 1e30;
     machine.nic_bandwidth = 5e9;
-    double waited = 0, overlapped[2][2] = {};  // [forward, backward][across nodes, inside the node]
-    for (auto const& collective : predict_step_traffic(step)) {
-        double const seconds = collective_seconds(collective, step.grid, default_order, machine);
-        if (collective.overlap == PredictedCollective::Overlap::none) {
-            waited += seconds;
-        } else {
-            overlapped[collective.phase == PredictedCollective::Phase::backward][inside_a_node(collective.group)] +=
-                seconds;
-        }
-    }
+    StepCollectiveSeconds const sum = collective_seconds_of(step, machine);
+    auto const& overlapped = sum.overlapped;
     ASSERT_GT(std::min({overlapped[0][0], overlapped[0][1], overlapped[1][0], overlapped[1][1]}), 0.0);
-    double const expected = waited + std::max(overlapped[0][0], overlapped[0][1]) +
+    double const expected = sum.waited + std::max(overlapped[0][0], overlapped[0][1]) +
                             std::max(overlapped[1][0], overlapped[1][1]);
-    TimePrediction const time = predict_step_time(step, machine, TimeOptions{});
-    EXPECT_NEAR(time.exposed_comm_s, expected, 1e-9 * expected);
-    double by_group = 0;
-    for (auto const& [group, seconds] : time.exposed_by_group) by_group += seconds;
-    EXPECT_NEAR(by_group, time.exposed_comm_s, 1e-12 * time.exposed_comm_s);
+    for (double slowdown : {0.0, 0.5}) {
+        machine.overlapped_compute_slowdown = slowdown;
+        TimePrediction const time = predict_step_time(step, machine, TimeOptions{});
+        EXPECT_NEAR(time.exposed_comm_s, expected, 1e-9 * expected) << slowdown;
+        double by_group = 0;
+        for (auto const& [group, seconds] : time.exposed_by_group) by_group += seconds;
+        EXPECT_NEAR(by_group, time.exposed_comm_s, 1e-12 * time.exposed_comm_s) << slowdown;
+    }
+}
+
+// Computation that runs 1 + s times slower while collectives it overlaps are in flight: when it hides them all,
+// each phase still waits for s / (1 + s) of its longer queue's seconds (the computation held back meanwhile),
+// besides the collectives waited for at once; exactly, by hand. Without the slowdown it waits for those alone.
+TEST(TimeModel, ComputationSlowedByTheCollectivesItHidesLengthensThePhase) {
+    StepShape const step = step_inside_and_across_nodes();
+    MachineProfile machine = toy_machine();
+    machine.intra_node_bandwidth = 1e12;
+    machine.nic_bandwidth = 1e12;
+    StepCollectiveSeconds const sum = collective_seconds_of(step, machine);
+    auto const& overlapped = sum.overlapped;
+    ASSERT_GT(std::min({overlapped[0][0], overlapped[0][1], overlapped[1][0], overlapped[1][1]}), 0.0);
+    TimePrediction const steady = predict_step_time(step, machine, TimeOptions{});
+    ASSERT_NEAR(steady.exposed_comm_s, sum.waited, 1e-9 * sum.waited) << "the overlapped collectives are not hidden";
+    double const slowdown = 0.25;
+    machine.overlapped_compute_slowdown = slowdown;
+    TimePrediction const slowed = predict_step_time(step, machine, TimeOptions{});
+    double const expected = sum.waited + (std::max(overlapped[0][0], overlapped[0][1]) +
+                                          std::max(overlapped[1][0], overlapped[1][1])) * slowdown / (1 + slowdown);
+    EXPECT_NEAR(slowed.exposed_comm_s, expected, 1e-9 * expected);
+    EXPECT_DOUBLE_EQ(slowed.comm_s, steady.comm_s);
+    EXPECT_DOUBLE_EQ(slowed.gemm_s + slowed.other_compute_s, steady.gemm_s + steady.other_compute_s);
 }
 
 // The LM head in chunks of rows (--logit-rows) runs as that many GEMMs of a chunk's rows each: on the toy

@@ -83,8 +83,13 @@ constexpr NumericKey global_fraction_key = {.key = "global_bandwidth_fraction",
                                             .min = 1e-3,
                                             .max = 1,
                                             .unit = ""};
+constexpr NumericKey compute_slowdown_key = {.key = "overlapped_compute_slowdown",
+                                             .number = &MachineProfile::overlapped_compute_slowdown,
+                                             .min = 0,
+                                             .max = 10,
+                                             .unit = ""};
 constexpr NumericKey const* optional_keys[] = {&shared_link_key, &node_bandwidth_key, &network_group_key,
-                                               &global_fraction_key};
+                                               &global_fraction_key, &compute_slowdown_key};
 
 // [allreduce_bus_bandwidth_strideN]: the bus bandwidths of groups N ranks apart; 0 if `name` is no such section.
 constexpr std::string_view strided_prefix = "allreduce_bus_bandwidth_stride";

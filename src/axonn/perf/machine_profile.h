@@ -45,6 +45,10 @@ struct MachineProfile {
     // rank then gets this bandwidth divided by the number of ranks, whatever its group, and every collective queues
     // on that one link (time_model.cpp), where otherwise those inside a node and those leaving it queue apart.
     double shared_link_bandwidth = 0;
+    // Optional (0 = none): how much slower computation runs while a collective it overlaps is in flight, as a
+    // fraction (0.2: a fifth slower). On a GPU, NCCL's kernels take SMs and memory bandwidth from the GEMMs beside
+    // them; a CPU rank's progress of MPI takes cycles from its kernels.
+    double overlapped_compute_slowdown = 0;
 };
 
 // NAME is a profile in configs/machines/ (perlmutter, frontier, alps, local) or a path to a .toml file.

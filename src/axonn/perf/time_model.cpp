@@ -209,17 +209,21 @@ struct QueueExposure {
 // dW GEMM; what those leave unused, and the rest of the phase's computation, hides the reduce-scatters, the
 // gradient sync and the weight prefetches. The statistics, the loss, the embedding, and the sync of the tensors
 // the backward finishes last stay exposed.
-QueueExposure hide_behind(PhaseCompute const& capacity, LinkQueue const& queue) {
+// Computation runs `slowdown` slower while a collective is in flight beside it (MachineProfile::
+// overlapped_compute_slowdown): C seconds of it hide C·(1 + slowdown) seconds of communication, and each second
+// hidden still costs the phase slowdown / (1 + slowdown) seconds, the computation it held back.
+QueueExposure hide_behind(PhaseCompute const& capacity, LinkQueue const& queue, double slowdown) {
     QueueExposure exposure;
-    double other_capacity = capacity.total() - capacity.chunk_capacity - capacity.dw_capacity;
+    double const stretch = 1 + slowdown;
+    double other_capacity = (capacity.total() - capacity.chunk_capacity - capacity.dw_capacity) * stretch;
     auto hide = [&](Overlap kind, double own_capacity) {
         double total = 0;
         for (auto const& [group, seconds] : queued(queue, kind)) total += seconds;
-        double const hidden_own = std::min(total, own_capacity);
-        other_capacity += own_capacity - hidden_own;
+        double const hidden_own = std::min(total, own_capacity * stretch);
+        other_capacity += own_capacity * stretch - hidden_own;
         double const hidden = hidden_own + std::min(total - hidden_own, kind == Overlap::none ? 0.0 : other_capacity);
         if (kind != Overlap::none) other_capacity -= hidden - hidden_own;
-        double const exposed_fraction = total > 0 ? (total - hidden) / total : 0;
+        double const exposed_fraction = total > 0 ? (total - hidden / stretch) / total : 0;
         auto& into = kind == Overlap::none ? exposure.waited : exposure.overlapped;
         for (auto const& [group, seconds] : queued(queue, kind)) into[group] += seconds * exposed_fraction;
     };
@@ -303,10 +307,14 @@ TimePrediction predict_step_time(StepShape const& step, MachineProfile const& ma
             prediction.exposed_comm_s += seconds;
         }
     };
+    // Each queue's slowing of the computation is charged on its own, as if the other's collectives ran while it
+    // ran: the slower queue's charge is the phase's.
+    double const slowdown = machine.overlapped_compute_slowdown;
     for (auto const& [phase, by_links] : queues) {
-        QueueExposure const node = hide_behind(compute.phase(phase), by_links[static_cast<std::size_t>(Links::node)]);
+        QueueExposure const node =
+            hide_behind(compute.phase(phase), by_links[static_cast<std::size_t>(Links::node)], slowdown);
         QueueExposure const network =
-            hide_behind(compute.phase(phase), by_links[static_cast<std::size_t>(Links::network)]);
+            hide_behind(compute.phase(phase), by_links[static_cast<std::size_t>(Links::network)], slowdown);
         expose(node.waited);
         expose(network.waited);
         expose(node.overlapped_s() > network.overlapped_s() ? node.overlapped : network.overlapped);
