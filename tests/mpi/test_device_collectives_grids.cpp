@@ -80,7 +80,7 @@ struct GridRun {
         grid = std::make_unique<ProcessGrid>(MPI_COMM_WORLD, c.grid, std::array{Axis::x, Axis::y, Axis::z, Axis::data},
                                              options);
         GptOptions model_options;
-        model_options.grad_comm = c.grad_comm;
+        model_options.grad_scatter_comm = model_options.grad_sum_comm = c.grad_comm;
         model = std::make_unique<Gpt>(c.architecture, *backend, *grid, batch / (c.grid.data * c.grid.z), seq,
                                       model_options);
         model->init_weights(5);

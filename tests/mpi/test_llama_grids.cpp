@@ -47,7 +47,7 @@ TEST_P(LlamaOnGrid, TenAdamWStepsFollowSerialLosses) {
 
 TEST_P(LlamaOnGrid, Bf16GradientCommunicationStaysNearSerial) {
     ParityOptions options = llama_parity(GetParam(), 1);
-    options.run.model.grad_comm = DType::bf16;
+    options.run.model.grad_scatter_comm = options.run.model.grad_sum_comm = DType::bf16;
     ParityReport const report = run_parity(options);
     EXPECT_LT(report.logits_rel_diff, 1e-5);
     EXPECT_LT(report.loss_rel_diff.at(0), 1e-5);

@@ -64,12 +64,12 @@ std::vector<RunCase> run_cases() {
     cases[6].run.model.recompute = Recompute::layer;
     cases[6].run.micro_batch = 1;
     cases[6].seq = 64;
-    cases[7].name = "grad_comm_bf16";  // gradients reduce-scattered and summed in bf16, two passes accumulating
-    cases[7].run.model.grad_comm = DType::bf16;
+    cases[7].name = "grad_comm_bf16_scatter";  // gradients reduce-scattered in bf16 and summed in fp32, two passes
+    cases[7].run.model.grad_scatter_comm = DType::bf16;
     cases[7].run.micro_batch = 1;
     cases[8].name = "bf16_grad_comm_bf16";
     cases[8].run.model.precision = DType::bf16;
-    cases[8].run.model.grad_comm = DType::bf16;
+    cases[8].run.model.grad_scatter_comm = cases[8].run.model.grad_sum_comm = DType::bf16;
     cases[9].name = "llama";  // RMSNorm's one statistic per token, an untied head's second vocabulary block
     cases[9].llama = true;
     cases[10].name = "llama_bf16_recompute_micro_batches";
@@ -79,7 +79,7 @@ std::vector<RunCase> run_cases() {
     cases[10].run.micro_batch = 1;
     cases[11].name = "llama_grad_comm_bf16";  // the key/value replicas' Y sum in bf16 too
     cases[11].llama = true;
-    cases[11].run.model.grad_comm = DType::bf16;
+    cases[11].run.model.grad_scatter_comm = cases[11].run.model.grad_sum_comm = DType::bf16;
     cases[12].name = "logits_in_chunks";  // the LM head in chunks of 24 rows, a single pass: the loss weight first
     cases[12].run.model.logit_rows = 24;
     cases[13].name = "logits_in_chunks_of_64_tokens";  // 8 × 64 rows in 3 chunks of at most 200: 3 all-reduces each way

@@ -239,6 +239,8 @@ std::vector<BadInput> const bad_inputs = {
      "--precision: bf17 not in {fp32,bf16}", 2},
     {"bench_unknown_precision", "bench --model gpt2-micro --precision fp16", "--precision: fp16 not in {fp32,bf16}",
      2},
+    {"unknown_grad_comm", "train --data {dir}/good --tokenizer byte --grad-comm fp16",
+     "--grad-comm: fp16 not in {fp32,bf16,bf16-scatter}", 2},
     {"unknown_backend", "train --data {dir}/good --tokenizer byte --backend gpu", "--backend: gpu not in {cpu,cuda}", 2},
 #ifndef AXONN_CUDA_BUILD  // a CUDA build has the backend
     {"cuda_backend_not_built", "bench --model gpt2-micro --batch 2 --backend cuda",

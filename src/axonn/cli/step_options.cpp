@@ -33,10 +33,15 @@ void add_step_options(CLI::App& command, StepOptions& options) {
     command
         .add_option_function<std::string>(
             "--grad-comm",
-            [&options](std::string const& name) { options.model.grad_comm = name == "bf16" ? DType::bf16 : DType::f32; },
-            "the gradients' reduce-scatters over Z and all-reduces over data: fp32, or bf16 (half the bytes; the "
-            "sums are rounded to bf16 before they reach the fp32 gradients). Either --precision")
-        ->check(CLI::IsMember({"fp32", "bf16"}))
+            [&options](std::string const& name) {
+                options.model.grad_scatter_comm = name == "fp32" ? DType::f32 : DType::bf16;
+                options.model.grad_sum_comm = name == "bf16" ? DType::bf16 : DType::f32;
+            },
+            "the gradients' reduce-scatters over Z and all-reduces over data: fp32; bf16 (half the bytes; the "
+            "sums are rounded to bf16 before they reach the fp32 gradients); or bf16-scatter (the reduce-scatters "
+            "in bf16, the all-reduces in fp32: Megatron-LM's rule for bf16 training, which AxoNN's runs on it "
+            "follow). Either --precision")
+        ->check(CLI::IsMember({"fp32", "bf16", "bf16-scatter"}))
         ->default_str("fp32");
     command.add_option("--logit-rows", options.model.logit_rows,
                        "the LM head and its loss in chunks of at most this many token rows per rank: only a chunk's "

@@ -158,8 +158,8 @@ int vocab_blocks(Architecture const& a) { return a.tied_head ? 1 : 2; }
 // the backward.
 std::int64_t vocab_workspace_numel(LocalDims const& d, int z) { return z > 1 ? vocab_block(d) : 0; }
 // A vocabulary gradient's block in bf16 and the shard its reduce-scatter returns, with bf16 gradient communication.
-std::int64_t wte_grad_sent_numel(LocalDims const& d, int z, DType grad_comm) {
-    return grad_comm == DType::bf16 && z > 1 ? vocab_block(d) + vocab_block(d) / z : 0;
+std::int64_t wte_grad_sent_numel(LocalDims const& d, int z, DType scatter_comm) {
+    return scatter_comm == DType::bf16 && z > 1 ? vocab_block(d) + vocab_block(d) / z : 0;
 }
 
 // The largest output or input gradient a Linear has here: a chunk of the logits, or a layer's Linears' outputs and
@@ -201,8 +201,8 @@ std::int64_t replica_sum_numel(ShardLayout const& layout, int y) {
 }
 
 // Its bf16 copy, which the all-reduce moves with --grad-comm bf16.
-std::int64_t replica_sum_sent_numel(ShardLayout const& layout, int y, DType grad_comm) {
-    return grad_comm == DType::bf16 ? replica_sum_numel(layout, y) : 0;
+std::int64_t replica_sum_sent_numel(ShardLayout const& layout, int y, DType sum_comm) {
+    return sum_comm == DType::bf16 ? replica_sum_numel(layout, y) : 0;
 }
 
 // A ring of one layer's four Linears: a weight gradient's reduce-scatter has a layer's backward to finish in.
@@ -276,12 +276,12 @@ GptMemory decoder_memory(Architecture const& architecture, GridShape const& grid
         buffer(WeightGather::buffer_numel(grid.z, max_block, cached_weight_numel(dims, layout, architecture, options))) *
             gemm_bytes +
         buffer(GradScatter::buffer_numel(grid.z, max_block, scatter_ring)) * 4 +
-        buffer(GradScatter::staging_numel(grid.z, max_block, scatter_ring, options.grad_comm)) * 2 +
-        buffer(wte_grad_sent_numel(dims, grid.z, options.grad_comm)) * 2 +
-        buffer(GradientSync::mirror_numel(layout, grid.data, options.grad_comm)) * 2 +
+        buffer(GradScatter::staging_numel(grid.z, max_block, scatter_ring, options.grad_scatter_comm)) * 2 +
+        buffer(wte_grad_sent_numel(dims, grid.z, options.grad_scatter_comm)) * 2 +
+        buffer(GradientSync::mirror_numel(layout, grid.data, options.grad_sum_comm)) * 2 +
         buffer(bf16_staging_numel(dims, grid, options)) * gemm_bytes +
         buffer(replica_sum_numel(layout, grid.y)) * 4 +
-        buffer(replica_sum_sent_numel(layout, grid.y, options.grad_comm)) * 2 +
+        buffer(replica_sum_sent_numel(layout, grid.y, options.grad_sum_comm)) * 2 +
         bf16_operand_numel(dims, options) * 2;
     return {parameters * 4 + (mixed ? parameters * gemm_bytes : 0), parameters * 4, 2 * parameters * 4,
             (activations.total + activations.grad_total) * 4 + statistics_bytes, workspace_bytes};
@@ -339,7 +339,7 @@ Gpt::Gpt(Architecture architecture, Backend& backend, ProcessGrid& grid, int loc
         vocab_gathered_[which] = Tensor({vocab_numel}, options_.precision, memory);
         vocab_grad_block_[which] = Tensor({vocab_numel}, DType::f32, memory);
     }
-    wte_grad_sent_ = Tensor({std::max<std::int64_t>(1, wte_grad_sent_numel(dims, shape.z, options_.grad_comm))},
+    wte_grad_sent_ = Tensor({std::max<std::int64_t>(1, wte_grad_sent_numel(dims, shape.z, options_.grad_scatter_comm))},
                             DType::bf16, memory);
     activation_staging_ = Tensor({std::max<std::int64_t>(1, bf16_staging_numel(dims, shape, options_))},
                                  options_.precision, memory);
@@ -350,16 +350,16 @@ Gpt::Gpt(Architecture architecture, Backend& backend, ProcessGrid& grid, int loc
     }
     replica_sums_ = Tensor({std::max<std::int64_t>(1, replica_sum_numel(layout_, shape.y))}, DType::f32, memory);
     replica_sums_sent_ = Tensor(
-        {std::max<std::int64_t>(1, replica_sum_sent_numel(layout_, shape.y, options_.grad_comm))}, DType::bf16,
+        {std::max<std::int64_t>(1, replica_sum_sent_numel(layout_, shape.y, options_.grad_sum_comm))}, DType::bf16,
         memory);
     std::int64_t const max_block = max_linear_block(layout_, arch_);
     weights_ = std::make_unique<WeightGather>(grid.comm(Group::z_prefetch), options_.precision, max_block,
                                               options_.overlap, cached_weight_numel(dims, layout_, arch_, options_),
                                               memory);
     weight_grads_ = std::make_unique<GradScatter>(backend, grid.comm(Group::z), max_block, scatter_ring,
-                                                  options_.overlap, options_.grad_comm);
+                                                  options_.overlap, options_.grad_scatter_comm);
     sync_ = std::make_unique<GradientSync>(layout_, backend, grid.comm(Group::z), grid.comm(Group::data),
-                                           *weight_grads_, options_.overlap, options_.grad_comm);
+                                           *weight_grads_, options_.overlap, options_.grad_sum_comm);
 }
 
 Gpt::~Gpt() = default;
@@ -713,7 +713,7 @@ void Gpt::finish_vocab_gradient(int which, GradWrite write) {
     // its bytes suffice in bf16 too).
     auto* gathered = static_cast<float*>(vocab_gathered_[which].raw_data());
     float* scattered = write == GradWrite::overwrite ? grad(id) : gathered;
-    if (options_.grad_comm == DType::bf16) {
+    if (options_.grad_scatter_comm == DType::bf16) {
         auto const block_numel = static_cast<std::int64_t>(shard) * z.size();
         bfloat16* sent = wte_grad_sent_.data<bfloat16>();
         bfloat16* received = sent + block_numel;
@@ -842,7 +842,7 @@ void Gpt::sum_replicated_gradients() {
             backend_.convert(mine, DType::f32, gradient + begin, DType::f32, end - begin);
             mine += end - begin;
         }
-        if (options_.grad_comm == DType::bf16) {
+        if (options_.grad_sum_comm == DType::bf16) {
             bfloat16* sent = replica_sums_sent_.data<bfloat16>();
             backend_.convert(sent, DType::bf16, sums, DType::f32, slots * count);
             y.start_all_reduce(sent, static_cast<std::size_t>(slots * count)).wait();

@@ -54,9 +54,11 @@ struct GptOptions {
     // The GEMMs' input type, which the backend must have been made for: f32, or bf16 (mixed precision: the GEMMs
     // read a bf16 copy of the fp32 master weights, refreshed whenever those changed, and the Z all-gathers move it).
     DType precision = DType::f32;
-    // The element type of the gradients' Z reduce-scatters and data all-reduces: f32, or bf16 (half the bytes;
-    // the sums are rounded to bf16, then widened into the fp32 gradients).
-    DType grad_comm = DType::f32;
+    // The element types of the gradients' communication, f32 or bf16 (half the bytes; each sum is rounded to bf16,
+    // then widened into the fp32 gradients): the weight gradients' Z reduce-scatters (`grad_scatter_comm`), and
+    // the all-reduces over data and, for key/value rows replicated there, over Y (`grad_sum_comm`).
+    DType grad_scatter_comm = DType::f32;
+    DType grad_sum_comm = DType::f32;
     // The LM head and its loss in chunks of at most this many token rows; 0: all of a pass's rows at once. Only a
     // chunk's logits [rows, Vp/G_y] are held (they are the largest activation: a row per token, a column per word),
     // and in training each chunk's backward runs as soon as its loss is known. The losses and gradients are those

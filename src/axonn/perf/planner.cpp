@@ -42,7 +42,8 @@ void predict(PlanCandidate& candidate, PlanRequest const& request) {
         model.hardware_flops_per_step(request.batch, request.seq, recompute) / candidate.time.time_s;
     candidate.hardware_pct_peak = 100.0 * candidate.hardware_flops_per_s / (peak * request.devices);
     // The smallest element the step communicates decides how many elements the largest call may hold.
-    bool const bf16_comm = bf16 || request.run.grad_comm == DType::bf16;
+    bool const bf16_comm = bf16 || request.run.grad_scatter_comm == DType::bf16 ||
+                           request.run.grad_sum_comm == DType::bf16;
     candidate.split_collectives =
         candidate.time.largest_call_bytes / (bf16_comm ? 2u : 4u) > static_cast<std::uint64_t>(INT_MAX);
     if (static_cast<double>(candidate.memory.total()) > request.machine.memory_bytes) {

@@ -59,7 +59,8 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     // The Linears' outputs and input gradients are all-reduced and weights gathered in the GEMMs' precision;
     // the embedding, statistics and gradients move in fp32.
     std::uint64_t const a = dtype_size(step.run.precision), f32 = 4, f64 = 8;
-    std::uint64_t const gc = dtype_size(step.run.grad_comm);  // gradients' reduce-scatters and data sums
+    std::uint64_t const scatter_elem = dtype_size(step.run.grad_scatter_comm);  // the gradients' Z reduce-scatters
+    std::uint64_t const sum_elem = dtype_size(step.run.grad_sum_comm);          // their sums over data (and Y replicas)
     std::uint64_t const stats = 2 * M * f64;  // cross-entropy: two doubles per token
     std::uint64_t const norm_stats = (model.layernorm ? 2 : 1) * M * f64;  // LayerNorm two per token, RMSNorm one
     bool const recompute = step.run.recompute == Recompute::layer;
@@ -134,13 +135,14 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     head_chunked(Group::y, Cx, Overlap::dw_gemm, in_backward);  // LM head dX
     t.add(ar, Group::x, passes * (2 * L + 1), norm_stats, Overlap::none, in_backward);
     for (int id : linears) {
-        t.add("reduce_scatter", Group::z, passes * L, block_bytes(id, gc), Overlap::rest_of_backward, in_backward);
+        t.add("reduce_scatter", Group::z, passes * L, block_bytes(id, scatter_elem), Overlap::rest_of_backward,
+              in_backward);
     }
     for (int id : linears) {
         chunked(input_group(id), passes * L, layout.block_cols(id), Overlap::dw_gemm, in_backward);
     }
     // The vocabulary blocks' gradients, at the very end.
-    t.add("reduce_scatter", Group::z, passes * vocab_blocks, Vpy * Cx * gc, Overlap::none, in_backward);
+    t.add("reduce_scatter", Group::z, passes * vocab_blocks, Vpy * Cx * scatter_elem, Overlap::none, in_backward);
 
     // Gradient sync, in the last pass: one slice per tensor and layer, over Z for the tensors replicated there
     // (the Z-sharded ones were reduce-scattered; always fp32), then over data for all (in the gradients'
@@ -151,7 +153,7 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
         std::uint64_t const slice_numel = static_cast<std::uint64_t>(layout.local_numel(id)) / slices;
         for (Group group : {Group::z, Group::data}) {
             if (group == Group::z && shard.z_flattened) continue;
-            std::uint64_t const slice_bytes = slice_numel * (group == Group::z ? f32 : gc);
+            std::uint64_t const slice_bytes = slice_numel * (group == Group::z ? f32 : sum_elem);
             t.add(ar, group, slices - 1, slice_bytes, Overlap::rest_of_backward, in_backward);
             t.add(ar, group, 1, slice_bytes, Overlap::none, in_backward);
         }
@@ -162,7 +164,7 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
         ShardLayout::ReplicatedRuns const replicated = layout.replicated_runs(id);
         if (replicated.factor == 1) continue;
         auto const count = static_cast<std::uint64_t>(replicated.capacity);
-        t.add(ar, Group::y, 1, count * static_cast<std::uint64_t>(g.y / replicated.factor) * gc, Overlap::none,
+        t.add(ar, Group::y, 1, count * static_cast<std::uint64_t>(g.y / replicated.factor) * sum_elem, Overlap::none,
               in_backward);
     }
     t.add(ar, Group::tensor, 1, f64, Overlap::none, in_backward);  // the gradient norm

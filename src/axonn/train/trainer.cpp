@@ -121,6 +121,13 @@ void validate_train_options(TrainOptions const& options) {
 
 namespace {
 
+// " | gradients communicated in bf16" for the banner, as --grad-comm set it; nothing for fp32.
+std::string grad_comm_text(GptOptions const& model) {
+    if (model.grad_sum_comm == DType::bf16) return " | gradients communicated in bf16";
+    if (model.grad_scatter_comm == DType::bf16) return " | gradients reduce-scattered in bf16, summed in fp32";
+    return "";
+}
+
 std::string human_bytes(double bytes) {
     char const* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     int unit = 0;
@@ -388,7 +395,7 @@ TrainSummary run_training(TrainOptions options) {
                    options.run.model.overlap ? "on" : "off", passes, model.max_batch(),
                    options.run.model.recompute == Recompute::layer ? " | layers recomputed" : "",
                    options.run.model.cache_weights ? " | weights cached" : "",
-                   options.run.model.grad_comm == DType::bf16 ? " | gradients communicated in bf16" : "",
+                   grad_comm_text(options.run.model),
                    logit_chunks(static_cast<std::int64_t>(model.max_batch()) * T, options.run.model.logit_rows) > 1
                        ? fmt::format(" | LM head in chunks of {} rows", options.run.model.logit_rows)
                        : std::string());
