@@ -30,6 +30,10 @@ void print_summary(MachineProfile const& profile, std::filesystem::path const& o
         fmt::print("  between     {:.3f} GB/s injected per node, {:.1f} us per message step\n",
                    profile.node_bandwidth / 1e9, profile.inter_node_latency * 1e6);
     }
+    if (profile.overlapped_compute_slowdown > 0) {
+        fmt::print("  overlap     GEMMs {:.0f}% slower while an all-reduce is in flight\n",
+                   100 * profile.overlapped_compute_slowdown);
+    }
     fmt::print("wrote {}\n", out.string());
 }
 

@@ -297,6 +297,53 @@ void measure_between_nodes(MachineProfile& profile, Plan const& plan, Communicat
     profile.inter_node_latency = latency;
 }
 
+// How much slower computation runs while a collective is in flight beside it, as in a training step: every rank
+// computes at once while its progress thread (comm/progress.h) advances an all-reduce over all ranks (across nodes
+// where there are several). The same GEMMs, about a third of the all-reduce's own time, run alone and then under
+// the all-reduce; the best of three rounds each. The slowdown is the ranks' mean of (under / alone - 1), at least 0.
+// The message grows from the plan's largest until the all-reduce lasts 30 of the GEMMs (at most 64 MiB, which a
+// rank holds twice); where even then it lasts fewer than 9, the GEMMs would outlast it and nothing is measured.
+void measure_overlapped_slowdown(MachineProfile& profile, Plan const& plan, Communicator& world) {
+    constexpr std::int64_t rows = 64;
+    std::vector<float> a(rows * shape_k, 1.0f), b(shape_k * shape_n, 0.5f), c(rows * shape_n, 0.0f);
+    auto const gemm = [&] {
+        cpu::gemm<float>(false, false, rows, shape_n, shape_k, 1.0f, a.data(), shape_k, b.data(), shape_n, 0.0f,
+                         c.data(), shape_n);
+    };
+    world.barrier_quietly();
+    double gemm_s = best_seconds(gemm, plan.seconds_per_timing);
+    world.all_reduce_max(&gemm_s, 1);
+    constexpr std::size_t most_bytes = std::size_t{64} << 20;
+    std::size_t bytes = plan.message_bytes.back();
+    double all_reduce_s = seconds_per_all_reduce(world, bytes / sizeof(float), 3);
+    world.all_reduce_max(&all_reduce_s, 1);
+    while (all_reduce_s < 30 * gemm_s && bytes < most_bytes) {
+        bytes = std::min(most_bytes, bytes * 4);
+        all_reduce_s = seconds_per_all_reduce(world, bytes / sizeof(float), 3);
+        world.all_reduce_max(&all_reduce_s, 1);
+    }
+    if (all_reduce_s < 9 * gemm_s) return;  // the same on every rank: the times are the ranks' maxima
+    std::vector<float> message(bytes / sizeof(float), 0.0f);
+    int const gemms = static_cast<int>(all_reduce_s / 3 / gemm_s);
+    auto const timed_gemms = [&] {
+        Stopwatch watch;
+        for (int i = 0; i < gemms; ++i) gemm();
+        return watch.seconds();
+    };
+    double alone = 1e30, under = 1e30;
+    for (int round = 0; round < 3; ++round) {
+        world.barrier_quietly();
+        alone = std::min(alone, timed_gemms());
+        world.barrier_quietly();
+        Collective in_flight = world.start_all_reduce(message.data(), message.size());
+        under = std::min(under, timed_gemms());
+        in_flight.wait();
+    }
+    double slowdown = std::max(0.0, under / alone - 1);
+    world.all_reduce(&slowdown, 1);
+    profile.overlapped_compute_slowdown = slowdown / world.size();
+}
+
 // One rank has no partner: the bandwidth of a shared-memory transport is bound by memory copies, and the latency
 // falls back to MPI's own cost of a message to itself. The notes say so.
 void stand_in_for_all_reduce(MachineProfile& profile, Plan const& plan) {
@@ -317,7 +364,7 @@ void round_measurements(MachineProfile& profile) {
                           &profile.gemm_half_size, &profile.memory_bytes, &profile.memory_bandwidth,
                           &profile.intra_node_bandwidth, &profile.intra_node_latency,
                           &profile.shared_link_bandwidth, &profile.node_bandwidth, &profile.nic_bandwidth,
-                          &profile.inter_node_latency}) {
+                          &profile.inter_node_latency, &profile.overlapped_compute_slowdown}) {
         *value = four_digits(*value);
     }
     for (auto& [group_size, bandwidth] : profile.allreduce_bus_bandwidth) bandwidth = four_digits(bandwidth);
@@ -353,6 +400,7 @@ MachineProfile calibrate_machine(CalibrateOptions const& options) {
         profile.nic_bandwidth = profile.intra_node_bandwidth;
         profile.inter_node_latency = profile.intra_node_latency;
     }
+    if (world.size() > 1) measure_overlapped_slowdown(profile, plan, world);
     round_measurements(profile);
     return profile;
 }
@@ -372,6 +420,9 @@ std::string calibration_notes(MachineProfile const& profile, CalibrateOptions co
         return notes + "One rank: no all-reduce was measured. The bandwidths are the memory copy rate and the\n"
                        "latencies an MPI message to self; run under `mpirun -np 2` or more to measure them.";
     }
+    notes += "overlapped_compute_slowdown (written where above 0): on every rank at once, [64,768]x[768,2304]\n"
+             "SGEMMs timed alone and under a non-blocking all-reduce of all ranks (at most 64 MiB, lasting 9 such\n"
+             "GEMMs or more, else not measured); the ranks' mean of under / alone - 1.\n";
     notes += "All-reduce over the first p ranks of the first node, p = 2, 4, ... up to all of it: bus bandwidth\n"
              "2(p-1)/p * bytes / time at the largest message; intra_node_bandwidth is that of the whole node;\n"
              "intra_node_latency is half the time of a 4-byte all-reduce of two ranks (two ring steps).\n";
