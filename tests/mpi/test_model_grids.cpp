@@ -27,6 +27,7 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -166,8 +167,9 @@ TEST_P(ModelOnGrid, Bf16GradientCommunicationStaysNearSerial) {
 }
 
 // --grad-comm bf16-scatter: the Z reduce-scatters move bf16, the data all-reduces fp32. Where Z is split, the
-// Z-sharded weights' gradients show the bf16 rounding (> 1e-5, within the 1e-2 above); where only data is, every
-// gradient stays within fp32's 1e-5 of serial, as without bf16.
+// gradients of the Z-sharded weights (the vocabulary block and the four Linears) show the bf16 rounding (> 1e-5,
+// within the 1e-2 above); every other gradient, summed over Z and data in fp32, stays within fp32's 1e-5 of
+// serial, as do all of them where Z is whole.
 TEST_P(ModelOnGrid, Bf16ReduceScattersKeepTheDataSumsInFp32) {
     GridShape const grid = GetParam();
     ParityOptions options;
@@ -178,10 +180,13 @@ TEST_P(ModelOnGrid, Bf16ReduceScattersKeepTheDataSumsInFp32) {
     ParityReport const report = run_parity(options);
     EXPECT_LT(report.logits_rel_diff, 1e-5);
     EXPECT_LT(report.loss_rel_diff.at(0), 1e-5);
-    double const bound = grid.z > 1 ? 1e-2 : 1e-5;
-    EXPECT_LT(report.grad_norm_rel_diff.at(0), bound);
+    EXPECT_LT(report.grad_norm_rel_diff.at(0), grid.z > 1 ? 1e-2 : 1e-5);
     EXPECT_EQ(report.grad_rel_diff.size(), 16u);
-    for (auto const& [name, difference] : report.grad_rel_diff) EXPECT_LT(difference, bound) << "gradient of " << name;
+    std::set<std::string> const reduce_scattered = {"wte", "qkvw", "attprojw", "fcw", "fcprojw"};
+    for (auto const& [name, difference] : report.grad_rel_diff) {
+        bool const rounded = grid.z > 1 && reduce_scattered.contains(name);
+        EXPECT_LT(difference, rounded ? 1e-2 : 1e-5) << "gradient of " << name;
+    }
     if (grid.z > 1) {
         EXPECT_GT(report.grad_rel_diff.at("qkvw"), 1e-5) << "no bf16 rounding on this grid";
     }

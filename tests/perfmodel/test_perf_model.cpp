@@ -2,9 +2,10 @@
 // `mpi` test matrix (gpt2-micro, vocabulary 300, B = 8, T = 16), run as the trainer runs it by default, with
 // micro-batches of one sequence, with recomputation, with cached weights, with T = 64 (row chunks), and in bf16
 // (weights gathered and activations all-reduced in half the bytes; a bf16 weight copy and staging buffers), and
-// with the gradients communicated in bf16 (--grad-comm bf16), in fp32 and in bf16; and a micro Llama (RMSNorm's one
-// statistic per token, a second vocabulary block, key/value heads replicated over y = 4 and 8 with their
-// gradients summed over Y), in fp32 and in bf16 with recomputation and micro-batches; and with the LM head in
+// with the gradients reduce-scattered in bf16 (--grad-comm bf16-scatter, in fp32) and reduce-scattered and summed
+// in bf16 (--grad-comm bf16, in bf16); and a micro Llama (RMSNorm's one statistic per token, a second vocabulary
+// block, key/value heads replicated over y = 4 and 8 with their gradients summed over Y), in fp32, in bf16 with
+// recomputation and micro-batches, and with either --grad-comm; and with the LM head in
 // chunks of rows (--logit-rows), single pass and micro-batches:
 //   - traffic: the predicted calls and bytes of every (operation, group) equal, exactly, what the communication
 //     layer recorded during one train_step;
@@ -45,7 +46,7 @@ struct RunCase {
 };
 
 std::vector<RunCase> run_cases() {
-    std::vector<RunCase> cases(15);
+    std::vector<RunCase> cases(16);
     cases[0].name = "default";
     cases[1].name = "micro_batches";
     cases[1].run.micro_batch = 1;
@@ -90,6 +91,9 @@ std::vector<RunCase> run_cases() {
     cases[14].run.model.precision = DType::bf16;
     cases[14].run.model.logit_rows = 5;
     cases[14].run.micro_batch = 1;
+    cases[15].name = "llama_grad_comm_bf16_scatter";  // the key/value replicas' Y sum stays fp32
+    cases[15].llama = true;
+    cases[15].run.model.grad_scatter_comm = DType::bf16;
     return cases;
 }
 

@@ -289,6 +289,31 @@ TEST(TimeModel, ComputationSlowedByTheCollectivesItHidesLengthensThePhase) {
     EXPECT_DOUBLE_EQ(slowed.gemm_s + slowed.other_compute_s, steady.gemm_s + steady.other_compute_s);
 }
 
+// When the collectives across nodes outlast all of a phase's computation, even slowed, that computation runs
+// under them throughout, and the phase waits for their excess over its computation at full speed: the slowdown
+// costs nothing more. Exactly, by hand, with and without it.
+TEST(TimeModel, CommunicationThatOutlastsTheSlowedComputationLeavesItsExcessExposed) {
+    StepShape const step = step_inside_and_across_nodes();
+    MachineProfile machine = toy_machine();
+    machine.nic_bandwidth = 2e8;
+    StepCollectiveSeconds const sum = collective_seconds_of(step, machine);
+    auto const& overlapped = sum.overlapped;
+    double const slowdown = 0.25;
+    for (double const each : {0.0, slowdown}) {
+        machine.overlapped_compute_slowdown = each;
+        TimePrediction const time = predict_step_time(step, machine, TimeOptions{});
+        double const compute[2] = {time.forward_compute_s, time.backward_compute_s};
+        double expected = sum.waited;
+        for (int phase : {0, 1}) {
+            // Across nodes, more than the computation hides even slowed; inside the node, less than its excess.
+            ASSERT_GT(overlapped[phase][0], compute[phase] * (1 + slowdown)) << "phase " << phase;
+            ASSERT_LT(overlapped[phase][1], overlapped[phase][0] - compute[phase]) << "phase " << phase;
+            expected += overlapped[phase][0] - compute[phase];
+        }
+        EXPECT_NEAR(time.exposed_comm_s, expected, 1e-9 * expected) << each;
+    }
+}
+
 // The LM head in chunks of rows (--logit-rows) runs as that many GEMMs of a chunk's rows each: on the toy
 // machine (half speed at a side of 128), gpt2-small's head at B·T = 2048 rows has 768 as its smallest side whole,
 // or in chunks of 1024 rows, and runs at the same speed; in chunks of 64 rows its forward, dX and dW GEMMs run at

@@ -4,7 +4,7 @@
 // and is waited on only where its result is needed: when the gradient sync takes the shard, or when its buffer
 // comes round again in the ring (a ring of `ring` blocks holds one layer's four Linears by default).
 // Overlap off waits at once: the same calls, one at a time. Without a Z split the gradient goes straight into
-// the shard. With bf16 gradient communication (--grad-comm bf16) a block is rounded to bf16 before it is sent,
+// the shard. With bf16 reduce-scatters (--grad-comm bf16 or bf16-scatter) a block is rounded to bf16 before it is sent,
 // summed in bf16, and widened back into the fp32 shard: half the bytes, at the cost of bf16 rounding.
 #pragma once
 
