@@ -157,7 +157,7 @@ int vocab_blocks(Architecture const& a) { return a.tied_head ? 1 : 2; }
 // A vocabulary block gathered over Z (and its gradient), which stays from the lookup to the LM head and through
 // the backward.
 std::int64_t vocab_workspace_numel(LocalDims const& d, int z) { return z > 1 ? vocab_block(d) : 0; }
-// A vocabulary gradient's block in bf16 and the shard its reduce-scatter returns, with bf16 gradient communication.
+// A vocabulary gradient's block in bf16 and the shard its reduce-scatter returns, with bf16 reduce-scatters.
 std::int64_t wte_grad_sent_numel(LocalDims const& d, int z, DType scatter_comm) {
     return scatter_comm == DType::bf16 && z > 1 ? vocab_block(d) + vocab_block(d) / z : 0;
 }
