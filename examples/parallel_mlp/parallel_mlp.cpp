@@ -15,12 +15,10 @@
 #include <axonn/core/error.h>
 #include <axonn/core/rng.h>
 #include <axonn/kernels/backend.h>
-#include <axonn/parallel/grad_scatter.h>
-#include <axonn/parallel/gradient_sync.h>
 #include <axonn/parallel/linear.h>
 #include <axonn/parallel/parameter_init.h>
 #include <axonn/parallel/shard_layout.h>
-#include <axonn/parallel/weight_gather.h>
+#include <axonn/parallel/step_collectives.h>
 #include <axonn/train/optimizer.h>
 
 #include <fmt/format.h>
@@ -77,9 +75,8 @@ public:
         : grid_(grid), backend_(backend), layout_(mlp_parameters(), GridPosition::of(grid)),
           M_(B / (grid.size(Axis::data) * grid.size(Axis::z))), Dx_(D / grid.size(Axis::x)),
           Hy_(H / grid.size(Axis::y)), params_(layout_.total()), grads_(layout_.total()),
-          weights_(grid.comm(Group::z_prefetch), DType::f32, Hy_ * Dx_, overlap, 0, backend.memory()),
-          weight_grads_(backend, grid.comm(Group::z), Hy_ * Dx_, scatter_ring, overlap),
-          sync_(layout_, backend, grid.comm(Group::z), grid.comm(Group::data), weight_grads_, overlap),
+          step_(grid, backend, layout_,
+                StepCollectivesOptions{.max_block_numel = Hy_ * Dx_, .scatter_ring = scatter_ring, .overlap = overlap}),
           optimizer_(param_segments(layout_), layout_.total(), backend, AdamWConfig{}),
           residual_((L + 1) * M_ * Dx_), hidden_(L * M_ * Hy_), activated_(L * M_ * Hy_), branch_(M_ * Dx_),
           targets_(M_ * Dx_), d_residual_(M_ * Dx_), d_branch_(M_ * Dx_), d_hidden_(M_ * Hy_), d_activated_(M_ * Hy_) {
@@ -89,11 +86,11 @@ public:
     // One step on step s's batch: forward, backward, gradient sync, AdamW. Returns the batch's loss.
     float train_step(int step) {
         load_batch(step);
-        weights_.begin_pass(weight_schedule());
+        step_.weights.begin_pass(weight_schedule());
         forward();
         float const loss = loss_and_gradient();
         backward();
-        double const norm = gradient_norm(layout_, backend_, grads_.data(), grid_.comm(Group::tensor));
+        double const norm = gradient_norm(layout_, backend_, grads_.data(), grid_);
         optimizer_.step(params_, grads_, norm, learning_rate);
         return loss;
     }
@@ -108,12 +105,6 @@ private:
     float* residual(std::int64_t l) { return residual_.data() + l * M_ * Dx_; }   // a_l [M, D/G_x]
     float* hidden(std::int64_t l) { return hidden_.data() + l * M_ * Hy_; }       // fc1's output [M, H/G_y]
     float* activated(std::int64_t l) { return activated_.data() + l * M_ * Hy_; }  // its gelu
-
-    // A normal Linear's groups (inputs over X, outputs over Y), or a transposed one's.
-    LinearGroups groups(bool transposed) {
-        Communicator &x = grid_.comm(Group::x), &y = grid_.comm(Group::y);
-        return transposed ? LinearGroups{y, x} : LinearGroups{x, y};
-    }
 
     // This rank's rows (its data × z share) and residual features (its X share) of the input and target.
     void load_batch(int step) {
@@ -140,11 +131,11 @@ private:
 
     void forward() {
         for (std::int64_t l = 0; l < L; ++l) {
-            parallel_linear_forward(backend_, groups(false), overlap, hidden(l), residual(l), weights_.next(),
-                                    param(MlpParam::fc1b, l), M_, Dx_, Hy_);
+            parallel_linear_forward(backend_, linear_groups(grid_, false), overlap, hidden(l), residual(l),
+                                    step_.weights.next(), param(MlpParam::fc1b, l), M_, Dx_, Hy_);
             backend_.gelu_forward(activated(l), hidden(l), M_ * Hy_);
-            parallel_linear_forward(backend_, groups(true), overlap, branch_.data(), activated(l), weights_.next(),
-                                    param(MlpParam::fc2b, l), M_, Hy_, Dx_);
+            parallel_linear_forward(backend_, linear_groups(grid_, true), overlap, branch_.data(), activated(l),
+                                    step_.weights.next(), param(MlpParam::fc2b, l), M_, Hy_, Dx_);
             backend_.residual_forward(residual(l + 1), residual(l), branch_.data(), M_ * Dx_);
         }
     }
@@ -169,23 +160,25 @@ private:
         for (MlpParam id : {MlpParam::fc1b, MlpParam::fc2b}) {
             std::fill_n(grads_.begin() + layout_.offset(id), layout_.local_numel(id), 0.0f);
         }
-        sync_.begin(grads_.data());
+        step_.sync.begin(grads_.data());
         for (std::int64_t l = L - 1; l >= 0; --l) {
-            parallel_linear_backward(backend_, groups(true), weight_grads_, overlap, d_activated_.data(),
-                                     grad(MlpParam::fc2w, l), grad(MlpParam::fc2b, l), d_residual_.data(),
-                                     activated(l), weights_.next(), M_, Hy_, Dx_, GradWrite::overwrite);
+            parallel_linear_backward(backend_, linear_groups(grid_, true), step_.weight_grads, overlap,
+                                     d_activated_.data(), grad(MlpParam::fc2w, l), grad(MlpParam::fc2b, l),
+                                     d_residual_.data(), activated(l), step_.weights.next(), M_, Hy_, Dx_,
+                                     GradWrite::overwrite);
             std::fill(d_hidden_.begin(), d_hidden_.end(), 0.0f);
             backend_.gelu_backward(d_hidden_.data(), hidden(l), d_activated_.data(), M_ * Hy_);
-            parallel_linear_backward(backend_, groups(false), weight_grads_, overlap, d_branch_.data(),
-                                     grad(MlpParam::fc1w, l), grad(MlpParam::fc1b, l), d_hidden_.data(),
-                                     residual(l), weights_.next(), M_, Dx_, Hy_, GradWrite::overwrite);
+            parallel_linear_backward(backend_, linear_groups(grid_, false), step_.weight_grads, overlap,
+                                     d_branch_.data(), grad(MlpParam::fc1w, l), grad(MlpParam::fc1b, l),
+                                     d_hidden_.data(), residual(l), step_.weights.next(), M_, Dx_, Hy_,
+                                     GradWrite::overwrite);
             // The skip connection: a_l's gradient is a_{l+1}'s plus the branch's.
             backend_.residual_forward(d_residual_.data(), d_residual_.data(), d_branch_.data(), M_ * Dx_);
             int const layer = static_cast<int>(l);
-            sync_.final({{MlpParam::fc2w, layer}, {MlpParam::fc2b, layer}, {MlpParam::fc1w, layer},
-                         {MlpParam::fc1b, layer}});
+            step_.sync.final({{MlpParam::fc2w, layer}, {MlpParam::fc2b, layer}, {MlpParam::fc1w, layer},
+                              {MlpParam::fc1b, layer}});
         }
-        sync_.finish();
+        step_.sync.finish();
     }
 
     ProcessGrid& grid_;
@@ -194,9 +187,7 @@ private:
     std::int64_t M_, Dx_, Hy_;  // this rank's rows, residual features (over X) and hidden features (over Y)
     std::vector<float> params_;
     std::vector<float> grads_;
-    WeightGather weights_;
-    GradScatter weight_grads_;
-    GradientSync sync_;
+    StepCollectives step_;  // the weights' Z gathers, the weight gradients' Z scatters, the gradient sync
     AdamW optimizer_;
     std::vector<float> residual_, hidden_, activated_, branch_, targets_;  // branch_: fc2's output
     std::vector<float> d_residual_, d_branch_, d_hidden_, d_activated_;

@@ -59,25 +59,25 @@ TEST_F(Nccl, EveryCollectiveOfOneRank) {
     std::unique_ptr<DeviceGroup> const group = nccl_->connect(MPI_COMM_SELF);
     std::vector<float> const values = {1.5f, -2.0f, 3.25f, 0.0f, 7.0f};
     Tensor sum = upload(values, DType::f32);
-    group->all_reduce(sum.raw_data(), values.size(), DeviceElement::f32, DeviceReduction::sum)->wait();
+    group->all_reduce(sum.raw_data(), values.size(), DType::f32, Reduction::sum)->wait();
     EXPECT_EQ(download<float>(sum), values);
 
     std::vector<double> const doubles = {0.5, -4.0, 1e300};
     Tensor maximum = upload(doubles, DType::f64), minimum = upload(doubles, DType::f64);
-    group->all_reduce(maximum.raw_data(), doubles.size(), DeviceElement::f64, DeviceReduction::max)->wait();
-    group->all_reduce(minimum.raw_data(), doubles.size(), DeviceElement::f64, DeviceReduction::min)->wait();
+    group->all_reduce(maximum.raw_data(), doubles.size(), DType::f64, Reduction::max)->wait();
+    group->all_reduce(minimum.raw_data(), doubles.size(), DType::f64, Reduction::min)->wait();
     EXPECT_EQ(download<double>(maximum), doubles);
     EXPECT_EQ(download<double>(minimum), doubles);
 
     Tensor const send = upload(values, DType::f32);
     Tensor gathered({static_cast<std::int64_t>(values.size())}, DType::f32, Memory::device);
-    group->all_gather(send.raw_data(), gathered.raw_data(), values.size(), DeviceElement::f32)->wait();
+    group->all_gather(send.raw_data(), gathered.raw_data(), values.size(), DType::f32)->wait();
     EXPECT_EQ(download<float>(gathered), values);
 
     std::vector<std::uint16_t> const bf16_bits = {0x3f80, 0xc000, 0x4049};  // 1, -2, 3.140625
     Tensor const bf16_send = upload(bf16_bits, DType::bf16);
     Tensor scattered({3}, DType::bf16, Memory::device);
-    group->reduce_scatter(bf16_send.raw_data(), scattered.raw_data(), 3, DeviceElement::bf16)->wait();
+    group->reduce_scatter(bf16_send.raw_data(), scattered.raw_data(), 3, DType::bf16)->wait();
     EXPECT_EQ(download<std::uint16_t>(scattered), bf16_bits);
 }
 
@@ -91,7 +91,7 @@ TEST_F(Nccl, ACollectiveReadsWhatTheComputeStreamWroteBeforeIt) {
     backend_->synchronize();
     backend_->residual_forward(static_cast<float*>(written.raw_data()), static_cast<float const*>(a.raw_data()),
                                static_cast<float const*>(b.raw_data()), n);  // queued, not finished
-    group->all_gather(written.raw_data(), gathered.raw_data(), n, DeviceElement::f32)->wait();
+    group->all_gather(written.raw_data(), gathered.raw_data(), n, DType::f32)->wait();
     EXPECT_EQ(download<float>(gathered), std::vector<float>(n, 3.0f));
 }
 

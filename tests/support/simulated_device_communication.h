@@ -49,47 +49,27 @@ private:
         SimulatedGroup(SimulatedDeviceCommunication& owner, std::unique_ptr<Communicator> inner)
             : owner_(owner), inner_(std::move(inner)) {}
 
-        std::unique_ptr<DeviceCompletion> all_reduce(void* data, std::size_t count, DeviceElement element,
-                                                     DeviceReduction reduction) override {
+        std::unique_ptr<DeviceCompletion> all_reduce(void* data, std::size_t count, DType element,
+                                                     Reduction reduction) override {
             record(count, element);
-            if (reduction == DeviceReduction::sum) {
-                return done(element == DeviceElement::f32 ? inner_->start_all_reduce(static_cast<float*>(data), count)
-                            : element == DeviceElement::f64
-                                ? inner_->start_all_reduce(static_cast<double*>(data), count)
-                                : inner_->start_all_reduce(static_cast<bfloat16*>(data), count));
-            }
-            if (reduction == DeviceReduction::min) {
-                inner_->all_reduce_min(static_cast<double*>(data), count);
-            } else if (element == DeviceElement::f32) {
-                inner_->all_reduce_max(static_cast<float*>(data), count);
-            } else {
-                inner_->all_reduce_max(static_cast<double*>(data), count);
-            }
+            if (reduction == Reduction::sum) return done(inner_->start_all_reduce(data, element, count));
+            inner_->all_reduce(data, element, count, reduction);
             return done(Collective());
         }
         std::unique_ptr<DeviceCompletion> all_gather(void const* send, void* recv, std::size_t count_per_rank,
-                                                     DeviceElement element) override {
+                                                     DType element) override {
             record(count_per_rank * static_cast<std::size_t>(inner_->size()), element);
-            return done(element == DeviceElement::f32
-                            ? inner_->start_all_gather(static_cast<float const*>(send), static_cast<float*>(recv),
-                                                       count_per_rank)
-                            : inner_->start_all_gather(static_cast<bfloat16 const*>(send),
-                                                       static_cast<bfloat16*>(recv), count_per_rank));
+            return done(inner_->start_all_gather(send, recv, element, count_per_rank));
         }
         std::unique_ptr<DeviceCompletion> reduce_scatter(void const* send, void* recv, std::size_t count_per_rank,
-                                                         DeviceElement element) override {
+                                                         DType element) override {
             record(count_per_rank * static_cast<std::size_t>(inner_->size()), element);
-            return done(element == DeviceElement::f32
-                            ? inner_->start_reduce_scatter(static_cast<float const*>(send), static_cast<float*>(recv),
-                                                           count_per_rank)
-                            : inner_->start_reduce_scatter(static_cast<bfloat16 const*>(send),
-                                                           static_cast<bfloat16*>(recv), count_per_rank));
+            return done(inner_->start_reduce_scatter(send, recv, element, count_per_rank));
         }
 
     private:
-        void record(std::size_t elements, DeviceElement element) {
-            std::size_t const bytes = element == DeviceElement::f64 ? 8 : element == DeviceElement::f32 ? 4 : 2;
-            owner_.collective_bytes.push_back(elements * bytes);
+        void record(std::size_t elements, DType element) {
+            owner_.collective_bytes.push_back(elements * dtype_size(element));
         }
         static std::unique_ptr<DeviceCompletion> done(Collective collective) {
             return std::make_unique<Completion>(std::move(collective));

@@ -81,15 +81,6 @@ MPI_Datatype mpi_type<bfloat16>() { return MPI_UINT16_T; }
 template <>
 MPI_Datatype mpi_type<std::int64_t>() { return MPI_INT64_T; }  // moved as bits; summed by bf16_sum below
 
-template <typename T>
-DeviceElement device_element();
-template <>
-DeviceElement device_element<float>() { return DeviceElement::f32; }
-template <>
-DeviceElement device_element<double>() { return DeviceElement::f64; }
-template <>
-DeviceElement device_element<bfloat16>() { return DeviceElement::bf16; }
-
 // MPI has no bf16: a sum of bf16 vectors adds each pair in fp32 and rounds the result back to bf16.
 void bf16_sum(void* in, void* inout, int* count, MPI_Datatype*) {
     auto const* a = static_cast<bfloat16 const*>(in);
@@ -133,20 +124,35 @@ private:
     MPI_Datatype type_ = MPI_DATATYPE_NULL;
 };
 
-MPI_Op mpi_reduction(CollectiveOp op) {
-    switch (op) {
-        case CollectiveOp::all_reduce_max: return MPI_MAX;
-        case CollectiveOp::all_reduce_min: return MPI_MIN;
-        default: return MPI_SUM;
+MPI_Op mpi_reduction(Reduction reduction) {
+    switch (reduction) {
+        case Reduction::max: return MPI_MAX;
+        case Reduction::min: return MPI_MIN;
+        case Reduction::sum: break;
     }
+    return MPI_SUM;
 }
 
-DeviceReduction device_reduction(CollectiveOp op) {
-    switch (op) {
-        case CollectiveOp::all_reduce_max: return DeviceReduction::max;
-        case CollectiveOp::all_reduce_min: return DeviceReduction::min;
-        default: return DeviceReduction::sum;
+CollectiveOp all_reduce_op(Reduction reduction) {
+    switch (reduction) {
+        case Reduction::max: return CollectiveOp::all_reduce_max;
+        case Reduction::min: return CollectiveOp::all_reduce_min;
+        case Reduction::sum: break;
     }
+    return CollectiveOp::all_reduce;
+}
+
+// Calls f.template operator()<T>() with T the element type `type` names: one implementation of each collective
+// for every element type.
+template <typename F>
+decltype(auto) with_element(DType type, F&& f) {
+    switch (type) {
+        case DType::f32: return f.template operator()<float>();
+        case DType::f64: return f.template operator()<double>();
+        case DType::bf16: return f.template operator()<bfloat16>();
+        case DType::i32: break;
+    }
+    fail("collectives move f32, f64 or bf16 elements, not {}", dtype_name(type));
 }
 
 // How long a collective may take to finish while an exception unwinds past its handle: partners that issued it
@@ -297,56 +303,32 @@ Communicator::~Communicator() {
     }
 }
 
-void Communicator::all_reduce(float* data, std::size_t count) { all_reduce_with(data, count, CollectiveOp::all_reduce); }
-
-void Communicator::all_reduce(double* data, std::size_t count) {
-    all_reduce_with(data, count, CollectiveOp::all_reduce);
+void Communicator::all_reduce(void* data, DType type, std::size_t count, Reduction reduction) {
+    with_element(type, [&]<typename T>() { all_reduce_with(static_cast<T*>(data), count, reduction); });
 }
 
-void Communicator::all_reduce_max(float* data, std::size_t count) {
-    all_reduce_with(data, count, CollectiveOp::all_reduce_max);
+void Communicator::all_gather(void const* send, void* recv, DType type, std::size_t count_per_rank) {
+    start_all_gather(send, recv, type, count_per_rank).wait();
 }
 
-void Communicator::all_reduce_max(double* data, std::size_t count) {
-    all_reduce_with(data, count, CollectiveOp::all_reduce_max);
+void Communicator::reduce_scatter(void const* send, void* recv, DType type, std::size_t count_per_rank) {
+    start_reduce_scatter(send, recv, type, count_per_rank).wait();
 }
 
-void Communicator::all_reduce_min(double* data, std::size_t count) {
-    all_reduce_with(data, count, CollectiveOp::all_reduce_min);
+Collective Communicator::start_all_reduce(void* data, DType type, std::size_t count) {
+    return with_element(type, [&]<typename T>() { return start_all_reduce_with(static_cast<T*>(data), count); });
 }
 
-void Communicator::all_gather(float const* send, float* recv, std::size_t count_per_rank) {
-    start_all_gather_with(send, recv, count_per_rank).wait();
+Collective Communicator::start_all_gather(void const* send, void* recv, DType type, std::size_t count_per_rank) {
+    return with_element(type, [&]<typename T>() {
+        return start_all_gather_with(static_cast<T const*>(send), static_cast<T*>(recv), count_per_rank);
+    });
 }
 
-void Communicator::reduce_scatter(float const* send, float* recv, std::size_t count_per_rank) {
-    start_reduce_scatter_with(send, recv, count_per_rank).wait();
-}
-
-Collective Communicator::start_all_reduce(float* data, std::size_t count) { return start_all_reduce_with(data, count); }
-
-Collective Communicator::start_all_reduce(double* data, std::size_t count) {
-    return start_all_reduce_with(data, count);
-}
-
-Collective Communicator::start_all_reduce(bfloat16* data, std::size_t count) {
-    return start_all_reduce_with(data, count);
-}
-
-Collective Communicator::start_all_gather(float const* send, float* recv, std::size_t count_per_rank) {
-    return start_all_gather_with(send, recv, count_per_rank);
-}
-
-Collective Communicator::start_all_gather(bfloat16 const* send, bfloat16* recv, std::size_t count_per_rank) {
-    return start_all_gather_with(send, recv, count_per_rank);
-}
-
-Collective Communicator::start_reduce_scatter(float const* send, float* recv, std::size_t count_per_rank) {
-    return start_reduce_scatter_with(send, recv, count_per_rank);
-}
-
-Collective Communicator::start_reduce_scatter(bfloat16 const* send, bfloat16* recv, std::size_t count_per_rank) {
-    return start_reduce_scatter_with(send, recv, count_per_rank);
+Collective Communicator::start_reduce_scatter(void const* send, void* recv, DType type, std::size_t count_per_rank) {
+    return with_element(type, [&]<typename T>() {
+        return start_reduce_scatter_with(static_cast<T const*>(send), static_cast<T*>(recv), count_per_rank);
+    });
 }
 
 template <typename T>
@@ -360,7 +342,7 @@ Collective Communicator::start_all_gather_with(T const* send, T* recv, std::size
         .op = CollectiveOp::all_gather, .element_bytes = sizeof(T), .count = count_per_rank};
     if (device) {
         return start_on_device(signature, count_per_rank * size_ * sizeof(T), [&] {
-            return device_group().all_gather(send, recv, count_per_rank, device_element<T>());
+            return device_group().all_gather(send, recv, count_per_rank, dtype_of<T>());
         });
     }
     return start(signature, count_per_rank * size_ * sizeof(T), [&](std::vector<MPI_Request>& requests) {
@@ -389,7 +371,7 @@ Collective Communicator::start_reduce_scatter_with(T const* send, T* recv, std::
         .op = CollectiveOp::reduce_scatter, .element_bytes = sizeof(T), .count = count_per_rank};
     if (device) {
         return start_on_device(signature, count_per_rank * size_ * sizeof(T), [&] {
-            return device_group().reduce_scatter(send, recv, count_per_rank, device_element<T>());
+            return device_group().reduce_scatter(send, recv, count_per_rank, dtype_of<T>());
         });
     }
     return start(signature, count_per_rank * size_ * sizeof(T), [&](std::vector<MPI_Request>& requests) {
@@ -480,20 +462,20 @@ std::unique_ptr<Communicator> Communicator::split(int colour, int key, Group gro
 }
 
 template <typename T>
-void Communicator::all_reduce_with(T* data, std::size_t count, CollectiveOp op) {
+void Communicator::all_reduce_with(T* data, std::size_t count, Reduction reduction) {
     if (size_ == 1) {
         return;
     }
-    CollectiveSignature const signature{.op = op, .element_bytes = sizeof(T), .count = count};
+    CollectiveSignature const signature{.op = all_reduce_op(reduction), .element_bytes = sizeof(T), .count = count};
     if (on_device(data)) {
         start_on_device(signature, count * sizeof(T), [&] {
-            return device_group().all_reduce(data, count, device_element<T>(), device_reduction(op));
+            return device_group().all_reduce(data, count, dtype_of<T>(), reduction);
         }).wait();
         return;
     }
     issue(signature, count * sizeof(T), [&] {
         for (std::size_t offset = 0; int const piece : pieces(count, options_.max_count)) {
-            MPI_Allreduce(MPI_IN_PLACE, data + offset, piece, mpi_type<T>(), mpi_reduction(op), comm_);
+            MPI_Allreduce(MPI_IN_PLACE, data + offset, piece, mpi_type<T>(), mpi_reduction(reduction), comm_);
             offset += static_cast<std::size_t>(piece);
         }
     });
@@ -507,7 +489,7 @@ Collective Communicator::start_all_reduce_with(T* data, std::size_t count) {
     CollectiveSignature const signature{.op = CollectiveOp::all_reduce, .element_bytes = sizeof(T), .count = count};
     if (on_device(data)) {
         return start_on_device(signature, count * sizeof(T), [&] {
-            return device_group().all_reduce(data, count, device_element<T>(), DeviceReduction::sum);
+            return device_group().all_reduce(data, count, dtype_of<T>(), Reduction::sum);
         });
     }
     return start(signature, count * sizeof(T), [&](std::vector<MPI_Request>& requests) {

@@ -27,6 +27,7 @@
 #include "axonn/comm/device_collectives.h"
 #include "axonn/comm/progress.h"
 #include "axonn/core/bfloat16.h"
+#include "axonn/core/tensor.h"
 
 #include <mpi.h>
 
@@ -153,23 +154,45 @@ public:
     int rank() const { return rank_; }
     Group group() const { return group_; }
 
-    void all_reduce(float* data, std::size_t count);
-    void all_reduce(double* data, std::size_t count);  // for norms and loss sums
-    void all_reduce_max(float* data, std::size_t count);
-    void all_reduce_max(double* data, std::size_t count);
-    void all_reduce_min(double* data, std::size_t count);
+    // Every collective names the element type it moves (f32, f64 or bf16), on the host and on a device alike.
+    // `reduction` combines the ranks' elements: a sum, or the maximum or minimum (blocking all-reduces only).
+    void all_reduce(void* data, DType type, std::size_t count, Reduction reduction = Reduction::sum);
     // recv = every rank's send concatenated in this group's rank order; recv holds size() · count_per_rank.
-    void all_gather(float const* send, float* recv, std::size_t count_per_rank);
+    void all_gather(void const* send, void* recv, DType type, std::size_t count_per_rank);
     // send holds size() · count_per_rank; recv = the sum over ranks of this rank's slice.
-    void reduce_scatter(float const* send, float* recv, std::size_t count_per_rank);
+    void reduce_scatter(void const* send, void* recv, DType type, std::size_t count_per_rank);
+    [[nodiscard]] Collective start_all_reduce(void* data, DType type, std::size_t count);
+    [[nodiscard]] Collective start_all_gather(void const* send, void* recv, DType type, std::size_t count_per_rank);
+    [[nodiscard]] Collective start_reduce_scatter(void const* send, void* recv, DType type,
+                                                  std::size_t count_per_rank);
 
-    [[nodiscard]] Collective start_all_reduce(float* data, std::size_t count);
-    [[nodiscard]] Collective start_all_reduce(double* data, std::size_t count);
-    [[nodiscard]] Collective start_all_reduce(bfloat16* data, std::size_t count);
-    [[nodiscard]] Collective start_all_gather(float const* send, float* recv, std::size_t count_per_rank);
-    [[nodiscard]] Collective start_all_gather(bfloat16 const* send, bfloat16* recv, std::size_t count_per_rank);
-    [[nodiscard]] Collective start_reduce_scatter(float const* send, float* recv, std::size_t count_per_rank);
-    [[nodiscard]] Collective start_reduce_scatter(bfloat16 const* send, bfloat16* recv, std::size_t count_per_rank);
+    // The same with the element type taken from the pointers' (float, double or bfloat16).
+    template <typename T>
+    void all_reduce(T* data, std::size_t count) { all_reduce(data, dtype_of<T>(), count); }
+    template <typename T>
+    void all_reduce_max(T* data, std::size_t count) { all_reduce(data, dtype_of<T>(), count, Reduction::max); }
+    template <typename T>
+    void all_reduce_min(T* data, std::size_t count) { all_reduce(data, dtype_of<T>(), count, Reduction::min); }
+    template <typename T>
+    void all_gather(T const* send, T* recv, std::size_t count_per_rank) {
+        all_gather(send, recv, dtype_of<T>(), count_per_rank);
+    }
+    template <typename T>
+    void reduce_scatter(T const* send, T* recv, std::size_t count_per_rank) {
+        reduce_scatter(send, recv, dtype_of<T>(), count_per_rank);
+    }
+    template <typename T>
+    [[nodiscard]] Collective start_all_reduce(T* data, std::size_t count) {
+        return start_all_reduce(data, dtype_of<T>(), count);
+    }
+    template <typename T>
+    [[nodiscard]] Collective start_all_gather(T const* send, T* recv, std::size_t count_per_rank) {
+        return start_all_gather(send, recv, dtype_of<T>(), count_per_rank);
+    }
+    template <typename T>
+    [[nodiscard]] Collective start_reduce_scatter(T const* send, T* recv, std::size_t count_per_rank) {
+        return start_reduce_scatter(send, recv, dtype_of<T>(), count_per_rank);
+    }
 
     // Rank 0 receives every member's text, in rank order (the others get nothing). Not part of a step: used to
     // collect traces at the end of a run.
@@ -191,7 +214,7 @@ private:
     template <typename T>
     std::vector<T> all_to_all_with(std::vector<std::vector<T>> const& send);
     template <typename T>
-    void all_reduce_with(T* data, std::size_t count, CollectiveOp op);
+    void all_reduce_with(T* data, std::size_t count, Reduction reduction);
     template <typename T>
     Collective start_all_reduce_with(T* data, std::size_t count);
     template <typename T>

@@ -9,6 +9,8 @@
 // later therefore overlaps with the kernels queued in between, as the MPI collectives overlap with the CPU's.
 #pragma once
 
+#include "axonn/core/tensor.h"
+
 #include <mpi.h>
 
 #include <cstddef>
@@ -16,8 +18,8 @@
 
 namespace axonn {
 
-enum class DeviceElement { f32, f64, bf16 };
-enum class DeviceReduction { sum, max, min };
+// How an all-reduce combines the ranks' elements.
+enum class Reduction { sum, max, min };
 
 // One collective queued on the device.
 class DeviceCompletion {
@@ -34,12 +36,12 @@ public:
 class DeviceGroup {
 public:
     virtual ~DeviceGroup() = default;
-    virtual std::unique_ptr<DeviceCompletion> all_reduce(void* data, std::size_t count, DeviceElement element,
-                                                         DeviceReduction reduction) = 0;
+    virtual std::unique_ptr<DeviceCompletion> all_reduce(void* data, std::size_t count, DType element,
+                                                         Reduction reduction) = 0;
     virtual std::unique_ptr<DeviceCompletion> all_gather(void const* send, void* recv, std::size_t count_per_rank,
-                                                         DeviceElement element) = 0;
+                                                         DType element) = 0;
     virtual std::unique_ptr<DeviceCompletion> reduce_scatter(void const* send, void* recv,
-                                                             std::size_t count_per_rank, DeviceElement element) = 0;
+                                                             std::size_t count_per_rank, DType element) = 0;
 };
 
 // One process's device: which pointers are its memory, and its groups.

@@ -2,6 +2,7 @@
 
 #include "axonn/core/error.h"
 #include "axonn/model/generate.h"
+#include "axonn/parallel/batch_sum.h"
 
 #include <algorithm>
 #include <cmath>
@@ -138,10 +139,8 @@ std::vector<ExtractionScore> score_extraction(Gpt& model, std::span<std::vector<
     }
     // Each document's values are on the ranks of one replica only: the sums over Z and data hand them to all.
     // Every X and Y rank of a replica holds the same values, and each Z and data group has one rank per replica.
-    for (Group group : {Group::z, Group::data}) {
-        grid.comm(group).all_reduce(fields.data(), fields.size());
-        grid.comm(group).all_reduce(generated.data(), generated.size());
-    }
+    sum_over_batch(grid, fields);
+    sum_over_batch(grid, generated);
     std::vector<ExtractionScore> scores;
     for (std::size_t d = 0; d < documents.size(); ++d) {
         invariant(fields[d * result_fields + 5] == 1.0, "document {} was scored {} times", d, fields[d * result_fields + 5]);

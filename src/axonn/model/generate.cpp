@@ -2,6 +2,7 @@
 
 #include "axonn/core/error.h"
 #include "axonn/core/rng.h"
+#include "axonn/parallel/batch_sum.h"
 
 #include <algorithm>
 #include <cmath>
@@ -15,11 +16,7 @@ namespace {
 // given row of the last forward, gathered (padding ids included; they are never chosen).
 std::vector<float> gather_vocabulary(Gpt& model, int row) {
     VocabSlice const slice = model.vocab_slice();
-    Communicator& y = model.grid().comm(Group::y);
-    std::vector<float> full(static_cast<std::size_t>(slice.rows) * y.size());
-    y.all_gather(model.logits() + static_cast<std::int64_t>(row) * slice.rows, full.data(),
-                 static_cast<std::size_t>(slice.rows));
-    return full;
+    return gather_vocabulary_row(model.grid(), slice, model.logits() + static_cast<std::int64_t>(row) * slice.rows);
 }
 
 // The most likely token; ties go to the smallest id.
@@ -166,7 +163,7 @@ std::vector<std::vector<std::int32_t>> share_results(ProcessGrid& grid,
     for (std::size_t p = 0; p < mine.size(); ++p) {
         for (std::size_t i = 0; i < mine[p].size(); ++i) table[p * new_tokens + i] = mine[p][i] + 1.0;
     }
-    for (Group group : {Group::z, Group::data}) grid.comm(group).all_reduce(table.data(), table.size());
+    sum_over_batch(grid, table);
     std::vector<std::vector<std::int32_t>> all(mine.size());
     for (std::size_t p = 0; p < mine.size(); ++p) {
         for (int i = 0; i < new_tokens && table[p * new_tokens + i] > 0.0; ++i) {
@@ -190,30 +187,13 @@ void SampleOptions::validate(std::string_view new_tokens_flag) const {
 
 void argmax_tokens(Gpt& model, int B, int T, int first, std::int32_t* out) {
     VocabSlice const slice = model.vocab_slice();
-    std::size_t const count = static_cast<std::size_t>(B) * (T - first);
-    std::vector<float> best(count);
-    std::vector<double> best_id(count);
+    std::vector<float const*> rows;
     for (int b = 0; b < B; ++b) {
         for (int t = first; t < T; ++t) {
-            float const* row = model.logits() + (static_cast<std::int64_t>(b) * T + t) * slice.rows;
-            std::size_t const i = static_cast<std::size_t>(b) * (T - first) + (t - first);
-            int const local = static_cast<int>(std::max_element(row, row + slice.valid) - row);  // the first maximum
-            best[i] = slice.valid > 0 ? row[local] : -std::numeric_limits<float>::infinity();
-            best_id[i] = slice.begin + local;
+            rows.push_back(model.logits() + (static_cast<std::int64_t>(b) * T + t) * slice.rows);
         }
     }
-    std::vector<float> const mine = best;
-    Communicator& y = model.grid().comm(Group::y);
-    y.all_reduce_max(best.data(), count);
-    for (std::size_t i = 0; i < count; ++i) {
-        if (mine[i] != best[i]) best_id[i] = std::numeric_limits<double>::infinity();  // another slice holds it
-    }
-    y.all_reduce_min(best_id.data(), count);
-    for (std::size_t i = 0; i < count; ++i) {
-        // No slice held the maximum: the logits are NaN, and so are the weights.
-        require(std::isfinite(best_id[i]), "the model's logits are not finite: its weights are damaged (NaN)");
-        out[i] = static_cast<std::int32_t>(best_id[i]);
-    }
+    vocab_parallel_argmax(model.grid(), slice, rows, out);
 }
 
 std::vector<std::vector<std::int32_t>> generate(Gpt& model, std::span<std::vector<std::int32_t> const> prompts,
@@ -223,13 +203,7 @@ std::vector<std::vector<std::int32_t>> generate(Gpt& model, std::span<std::vecto
     ReplicaGenerator replica(model, prompts, options, context, on_token);
     // The ranks of a Z group gather each other's weight shards in every forward, so they step together until the
     // last of them is done; other groups need not wait.
-    Communicator& z = model.grid().comm(Group::z);
-    while (true) {
-        double busy = replica.active() ? 1.0 : 0.0;
-        z.all_reduce_max(&busy, 1);
-        if (busy == 0.0) break;
-        replica.step();
-    }
+    while (any_in_z_group(model.grid(), replica.active())) replica.step();
     return share_results(model.grid(), replica.results(), options.new_tokens);
 }
 

@@ -3,11 +3,10 @@
 #include "axonn/core/error.h"
 #include "axonn/core/trace.h"
 #include "axonn/kernels/cpu/attention.h"
-#include "axonn/parallel/layernorm.h"
+#include "axonn/parallel/batch_sum.h"
 #include "axonn/parallel/linear.h"
 #include "axonn/parallel/parameter_init.h"
-#include "axonn/parallel/rmsnorm.h"
-#include "axonn/parallel/vocab_parallel.h"
+#include "axonn/parallel/serial_gather.h"
 
 #include <algorithm>
 #include <array>
@@ -154,14 +153,6 @@ std::int64_t vocab_block(LocalDims const& d) { return static_cast<std::int64_t>(
 // The vocabulary blocks: the embedding's, and an untied LM head's.
 int vocab_blocks(Architecture const& a) { return a.tied_head ? 1 : 2; }
 
-// A vocabulary block gathered over Z (and its gradient), which stays from the lookup to the LM head and through
-// the backward.
-std::int64_t vocab_workspace_numel(LocalDims const& d, int z) { return z > 1 ? vocab_block(d) : 0; }
-// A vocabulary gradient's block in bf16 and the shard its reduce-scatter returns, with bf16 reduce-scatters.
-std::int64_t wte_grad_sent_numel(LocalDims const& d, int z, DType scatter_comm) {
-    return scatter_comm == DType::bf16 && z > 1 ? vocab_block(d) + vocab_block(d) / z : 0;
-}
-
 // The largest output or input gradient a Linear has here: a chunk of the logits, or a layer's Linears' outputs and
 // inputs.
 std::int64_t largest_linear_output(LocalDims const& d, GptOptions const& options) {
@@ -187,22 +178,6 @@ std::int64_t bf16_operand_numel(LocalDims const& d, GptOptions const& options) {
 std::int64_t cached_weight_numel(LocalDims const& d, ShardLayout const& layout, Architecture const& a,
                                  GptOptions const& options) {
     return options.cache_weights ? d.L * layer_linear_blocks(layout, a) : 0;
-}
-
-// The buffer that sums replicated rows' gradients over Y: a slot per group of replicas, each room for the rows
-// (the same size on every rank, whatever its Z chunk holds).
-std::int64_t replica_sum_numel(ShardLayout const& layout, int y) {
-    std::int64_t largest = 0;
-    for (int id = 0; id < layout.count(); ++id) {
-        ShardLayout::ReplicatedRuns const replicated = layout.replicated_runs(id);
-        largest = std::max(largest, replicated.capacity * (y / replicated.factor));
-    }
-    return largest;
-}
-
-// Its bf16 copy, which the all-reduce moves with --grad-comm bf16.
-std::int64_t replica_sum_sent_numel(ShardLayout const& layout, int y, DType sum_comm) {
-    return sum_comm == DType::bf16 ? replica_sum_numel(layout, y) : 0;
 }
 
 // A ring of one layer's four Linears: a weight gradient's reduce-scatter has a layer's backward to finish in.
@@ -272,16 +247,15 @@ GptMemory decoder_memory(Architecture const& architecture, GridShape const& grid
     // Each buffer is a tensor of at least one element.
     auto buffer = [](std::int64_t numel) { return std::max<std::int64_t>(1, numel); };
     std::int64_t const workspace_bytes =
-        vocab_blocks(architecture) * buffer(vocab_workspace_numel(dims, grid.z)) * (gemm_bytes + 4) +
+        VocabBlocks::workspace_bytes(grid.z, vocab_blocks(architecture), vocab_block(dims), options.precision,
+                                     options.grad_scatter_comm) +
         buffer(WeightGather::buffer_numel(grid.z, max_block, cached_weight_numel(dims, layout, architecture, options))) *
             gemm_bytes +
         buffer(GradScatter::buffer_numel(grid.z, max_block, scatter_ring)) * 4 +
         buffer(GradScatter::staging_numel(grid.z, max_block, scatter_ring, options.grad_scatter_comm)) * 2 +
-        buffer(wte_grad_sent_numel(dims, grid.z, options.grad_scatter_comm)) * 2 +
         buffer(GradientSync::mirror_numel(layout, grid.data, options.grad_sum_comm)) * 2 +
         buffer(bf16_staging_numel(dims, grid, options)) * gemm_bytes +
-        buffer(replica_sum_numel(layout, grid.y)) * 4 +
-        buffer(replica_sum_sent_numel(layout, grid.y, options.grad_sum_comm)) * 2 +
+        ReplicatedRowSum::workspace_bytes(layout, grid.y, options.grad_sum_comm) +
         bf16_operand_numel(dims, options) * 2;
     return {parameters * 4 + (mixed ? parameters * gemm_bytes : 0), parameters * 4, 2 * parameters * 4,
             (activations.total + activations.grad_total) * 4 + statistics_bytes, workspace_bytes};
@@ -299,9 +273,7 @@ double Gpt::global_loss_weight(std::span<Batch const> passes) {
             total += token_weight(batch, i);
         }
     }
-    grid_.comm(Group::z).all_reduce(&total, 1);
-    grid_.comm(Group::data).all_reduce(&total, 1);
-    return total;
+    return sum_over_batch(grid_, total);
 }
 
 Gpt::Gpt(GptConfig const& config, Backend& backend, ProcessGrid& grid, int local_batch, int max_seq,
@@ -334,13 +306,8 @@ Gpt::Gpt(Architecture architecture, Backend& backend, ProcessGrid& grid, int loc
     activations_ = Tensor({sizes.total}, DType::f32, memory);
     activation_grads_ = Tensor({sizes.grad_total}, DType::f32, memory);
     statistics_ = Tensor({dims.BT, 2}, DType::f64, memory);
-    std::int64_t const vocab_numel = std::max<std::int64_t>(1, vocab_workspace_numel(dims, shape.z));
-    for (int which = 0; which < vocab_blocks(arch_); ++which) {
-        vocab_gathered_[which] = Tensor({vocab_numel}, options_.precision, memory);
-        vocab_grad_block_[which] = Tensor({vocab_numel}, DType::f32, memory);
-    }
-    wte_grad_sent_ = Tensor({std::max<std::int64_t>(1, wte_grad_sent_numel(dims, shape.z, options_.grad_scatter_comm))},
-                            DType::bf16, memory);
+    vocab_ = std::make_unique<VocabBlocks>(grid, backend, vocab_blocks(arch_), vocab_block(dims), options_.precision,
+                                           options_.grad_scatter_comm, options_.overlap);
     activation_staging_ = Tensor({std::max<std::int64_t>(1, bf16_staging_numel(dims, shape, options_))},
                                  options_.precision, memory);
     if (memory != Memory::host) {
@@ -348,29 +315,23 @@ Gpt::Gpt(Architecture architecture, Backend& backend, ProcessGrid& grid, int loc
         host_losses_.resize(static_cast<std::size_t>(dims.BT));
         host_dlosses_.resize(static_cast<std::size_t>(dims.BT));
     }
-    replica_sums_ = Tensor({std::max<std::int64_t>(1, replica_sum_numel(layout_, shape.y))}, DType::f32, memory);
-    replica_sums_sent_ = Tensor(
-        {std::max<std::int64_t>(1, replica_sum_sent_numel(layout_, shape.y, options_.grad_sum_comm))}, DType::bf16,
-        memory);
-    std::int64_t const max_block = max_linear_block(layout_, arch_);
-    weights_ = std::make_unique<WeightGather>(grid.comm(Group::z_prefetch), options_.precision, max_block,
-                                              options_.overlap, cached_weight_numel(dims, layout_, arch_, options_),
-                                              memory);
-    weight_grads_ = std::make_unique<GradScatter>(backend, grid.comm(Group::z), max_block, scatter_ring,
-                                                  options_.overlap, options_.grad_scatter_comm);
-    sync_ = std::make_unique<GradientSync>(layout_, backend, grid.comm(Group::z), grid.comm(Group::data),
-                                           *weight_grads_, options_.overlap, options_.grad_sum_comm);
+    replicated_rows_ = std::make_unique<ReplicatedRowSum>(grid, backend, layout_, options_.grad_sum_comm);
+    step_ = std::make_unique<StepCollectives>(
+        grid, backend, layout_,
+        StepCollectivesOptions{.precision = options_.precision,
+                               .max_block_numel = max_linear_block(layout_, arch_),
+                               .cached_numel = cached_weight_numel(dims, layout_, arch_, options_),
+                               .scatter_ring = scatter_ring,
+                               .overlap = options_.overlap,
+                               .grad_scatter_comm = options_.grad_scatter_comm,
+                               .grad_sum_comm = options_.grad_sum_comm});
 }
 
 Gpt::~Gpt() = default;
 
 std::vector<ParamSegment> Gpt::segments() const { return param_segments(layout_); }
 
-VocabSlice Gpt::vocab_slice() const {
-    int const rows = arch_.padded_vocab / grid_.shape().y;
-    int const begin = grid_.coord(Axis::y) * rows;
-    return {begin, rows, std::clamp(arch_.vocab_size - begin, 0, rows)};
-}
+VocabSlice Gpt::vocab_slice() const { return axonn::vocab_slice(grid_, arch_.padded_vocab, arch_.vocab_size); }
 
 void Gpt::init_weights(std::uint64_t seed) {
     if (in_host_memory()) {
@@ -429,9 +390,8 @@ Batch Gpt::batch_for_kernels(Batch const& batch) {
 }
 
 LinearGroups Gpt::linear_groups(bool transposed) {
-    Communicator &x = grid_.comm(Group::x), &y = grid_.comm(Group::y);
     bfloat16* staging = options_.precision == DType::bf16 ? activation_staging_.data<bfloat16>() : nullptr;
-    return transposed ? LinearGroups{y, x, staging} : LinearGroups{x, y, staging};
+    return axonn::linear_groups(grid_, transposed, staging);
 }
 
 void const* Gpt::gemm_weight(int id, std::int64_t element) const {
@@ -463,10 +423,7 @@ void Gpt::refresh_gemm_weights() {
     gemm_weights_stale_ = false;
 }
 
-WeightView Gpt::gathered_vocab_block(int which) const {
-    if (grid_.shape().z > 1) return {vocab_gathered_[which].raw_data(), options_.precision};
-    return {gemm_weight(vocab_param(which)), options_.precision};
-}
+WeightView Gpt::gathered_vocab_block(int which) const { return vocab_->block(which, gemm_weight(vocab_param(which))); }
 
 // The weights' uses of a pass in execution order: each layer's four Linears forward; in training, then the
 // backward's, last layer first, each recomputed layer's forward uses before its backward's.
@@ -510,30 +467,14 @@ float Gpt::train_forward(Batch const& batch, Pass const& pass) {
 
 void Gpt::norm_forward(float* out, float* mean, float* rstd, float const* inp, int weight, int bias,
                        std::int64_t offset, std::int64_t N) {
-    Communicator& x = grid_.comm(Group::x);
-    double* stats = statistics_.data<double>();
-    int const C = arch_.width, Cx = C / grid_.shape().x;
-    if (arch_.layernorm) {
-        parallel_layernorm_forward(backend_, x, stats, out, mean, rstd, inp, layer_values(weight, offset),
-                                   layer_values(bias, offset), N, Cx, C);
-    } else {
-        parallel_rmsnorm_forward(backend_, x, stats, out, rstd, inp, layer_values(weight, offset), N, Cx, C,
-                                 arch_.norm_eps);
-    }
+    parallel_norm_forward(backend_, grid_, norm_spec(), statistics_.data<double>(), out, mean, rstd, inp,
+                          layer_values(weight, offset), layer_values(bias, offset), N);
 }
 
 void Gpt::norm_backward(float* dinp, float const* dout, float const* inp, float const* mean, float const* rstd,
                         int weight, int bias, std::int64_t offset, std::int64_t N) {
-    Communicator& x = grid_.comm(Group::x);
-    double* stats = statistics_.data<double>();
-    int const C = arch_.width, Cx = C / grid_.shape().x;
-    if (arch_.layernorm) {
-        parallel_layernorm_backward(backend_, x, stats, dinp, layer_grad(weight, offset), layer_grad(bias, offset),
-                                    dout, inp, layer_values(weight, offset), mean, rstd, N, Cx, C);
-    } else {
-        parallel_rmsnorm_backward(backend_, x, stats, dinp, layer_grad(weight, offset), dout, inp,
-                                  layer_values(weight, offset), rstd, N, Cx, C);
-    }
+    parallel_norm_backward(backend_, grid_, norm_spec(), statistics_.data<double>(), dinp, layer_grad(weight, offset),
+                           layer_grad(bias, offset), dout, inp, layer_values(weight, offset), mean, rstd, N);
 }
 
 float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_total, KvCache* cache) {
@@ -549,35 +490,30 @@ float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_tot
               "a forward without targets of {} rows needs all their logits: the model holds {} "
               "(GptOptions::logit_rows)", d.BT, logit_capacity());
     Backend& k = backend_;
-    Communicator &y = grid_.comm(Group::y), &z = grid_.comm(Group::z_prefetch);
     double* stats = statistics_.data<double>();
     VocabSlice const vocab = vocab_slice();
 
     // Weights change between steps: a step's first pass gathers them anew.
-    if (!training || pass_.first) weights_->invalidate();
+    if (!training || pass_.first) step_->weights.invalidate();
     refresh_gemm_weights();
     // The vocabulary blocks [Vp/G_y, C/G_x] (the embedding, and an untied LM head), gathered over Z once for the
     // lookup, the LM head and the backward; the first Linear's gather starts meanwhile.
-    std::vector<Collective> vocab_gathers;
+    std::vector<void const*> vocab_shards;
+    std::vector<std::int64_t> vocab_shard_numel;
     for (int which = 0; which < vocab_blocks(arch_); ++which) {
-        int const id = vocab_param(which);
-        auto const shard = static_cast<std::size_t>(z.size() > 1 ? layout_.local_numel(id) : 0);
-        vocab_gathers.push_back(
-            options_.precision == DType::bf16
-                ? z.start_all_gather(static_cast<bfloat16 const*>(gemm_weight(id)),
-                                     vocab_gathered_[which].data<bfloat16>(), shard)
-                : z.start_all_gather(param_values(id), vocab_gathered_[which].data<float>(), shard));
-        if (!options_.overlap) vocab_gathers.back().wait();
+        vocab_shards.push_back(gemm_weight(vocab_param(which)));
+        vocab_shard_numel.push_back(layout_.local_numel(vocab_param(which)));
     }
-    weights_->begin_pass(weight_schedule(training));
-    for (Collective& gather : vocab_gathers) gather.wait();
+    vocab_->start_gathers(vocab_shards, vocab_shard_numel);
+    step_->weights.begin_pass(weight_schedule(training));
+    vocab_->wait_gathers();
     // The positions' embeddings (GPT-2's), added once over Y: those after the cached tokens' when continuing them.
     std::int64_t const first_position = cache != nullptr ? cache->length() : 0;
     float const* wpe = arch_.params.positions >= 0 && grid_.coord(Axis::y) == 0
                            ? param_values(arch_.params.positions) + first_position * d.Cx
                            : nullptr;
     Batch const kernel_batch = batch_for_kernels(batch);
-    vocab_parallel_embedding_forward(k, y, vocab, activation(a.encoded), kernel_batch.tokens, gathered_vocab_block(0),
+    vocab_parallel_embedding_forward(k, grid_, vocab, activation(a.encoded), kernel_batch.tokens, gathered_vocab_block(0),
                                      wpe, d.B, d.T, d.Cx);
 
     bool const recompute = options_.recompute == Recompute::layer;
@@ -604,7 +540,7 @@ float Gpt::run_forward(Batch const& batch, bool training, double loss_weight_tot
         parallel_linear_forward(k, linear_groups(false), options_.overlap, activation(a.logits),
                                 activation(a.lnf) + first * d.Cx, head, nullptr, rows, d.Cx, d.Vpy);
         if (batch.targets == nullptr) return std::numeric_limits<float>::quiet_NaN();
-        vocab_parallel_cross_entropy_forward(k, y, vocab, activation(a.losses) + first, activation(a.logsumexp) + first,
+        vocab_parallel_cross_entropy_forward(k, grid_, vocab, activation(a.losses) + first, activation(a.logsumexp) + first,
                                              activation(a.row_max) + first, stats, activation(a.logits),
                                              kernel_batch.targets + first, rows);
         if (head_backward_in_forward_) {
@@ -638,8 +574,7 @@ float Gpt::weigh_losses(Batch const& batch, float const* losses, float* dlosses,
         sums[0] += weight * losses[i];
         sums[1] += weight;
     }
-    grid_.comm(Group::z).all_reduce(sums.data(), 2);
-    grid_.comm(Group::data).all_reduce(sums.data(), 2);
+    sum_over_batch(grid_, sums);
     double const total = loss_weight_total > 0.0 ? loss_weight_total : sums[1];
     share_of_loss(batch, dlosses, total);
     return total > 0.0 ? static_cast<float>(sums[0] / total) : 0.0f;
@@ -672,7 +607,7 @@ void Gpt::forward_layer(int l, int slot, Batch const& batch, KvCache* cache) {
     bool const overlap = options_.overlap;
 
     norm_forward(act.ln1, act.ln1_mean, act.ln1_rstd, act.input, p.ln1w, p.ln1b, lCx, d.BT);
-    parallel_linear_forward(k, normal, overlap, act.qkv, act.ln1, weights_->next(), layer_values(p.qkvb, lWy), d.BT,
+    parallel_linear_forward(k, normal, overlap, act.qkv, act.ln1, step_->weights.next(), layer_values(p.qkvb, lWy), d.BT,
                             d.Cx, d.Wy);
     int const past = cache != nullptr ? cache->length() : 0;
     if (!arch_.rope_inv_freq.empty()) {  // rotary positions: this rank's query heads, then its key heads
@@ -687,47 +622,27 @@ void Gpt::forward_layer(int l, int slot, Batch const& batch, KvCache* cache) {
     }
     // The projections write into the sums they feed, which the residuals then complete in place: the backward
     // never reads a projection's output, so no buffer keeps it.
-    parallel_linear_forward(k, transposed, overlap, act.residual2, act.atty, weights_->next(),
+    parallel_linear_forward(k, transposed, overlap, act.residual2, act.atty, step_->weights.next(),
                             layer_values(p.attprojb, lCx), d.BT, d.Cy, d.Cx);
     k.residual_forward(act.residual2, act.input, act.residual2, d.BT * d.Cx);
     norm_forward(act.ln2, act.ln2_mean, act.ln2_rstd, act.residual2, p.ln2w, p.ln2b, lCx, d.BT);
-    parallel_linear_forward(k, normal, overlap, act.fch, act.ln2, weights_->next(), layer_values(p.fcb, lUy), d.BT,
+    parallel_linear_forward(k, normal, overlap, act.fch, act.ln2, step_->weights.next(), layer_values(p.fcb, lUy), d.BT,
                             d.Cx, d.Uy);
     if (arch_.gelu) {
         k.gelu_forward(act.fch_gelu, act.fch, d.BT * d.Fy);
     } else {
         k.swiglu_forward(act.fch_gelu, act.fch, d.BT, d.Fy);
     }
-    parallel_linear_forward(k, transposed, overlap, act.output, act.fch_gelu, weights_->next(),
+    parallel_linear_forward(k, transposed, overlap, act.output, act.fch_gelu, step_->weights.next(),
                             layer_values(p.fcprojb, lCx), d.BT, d.Fy, d.Cx);
     k.residual_forward(act.output, act.residual2, act.output, d.BT * d.Cx);
 }
 
-void Gpt::finish_vocab_gradient(int which, GradWrite write) {
-    Communicator& z = grid_.comm(Group::z);
-    Backend& k = backend_;
-    int const id = vocab_param(which);
-    auto const shard = static_cast<std::size_t>(layout_.local_numel(id));
-    float* block = vocab_grad_block_[which].data<float>();
-    // The gathered block is no longer needed: it takes the scattered sum to add (a shard, 1/G_z of the block:
-    // its bytes suffice in bf16 too).
-    auto* gathered = static_cast<float*>(vocab_gathered_[which].raw_data());
-    float* scattered = write == GradWrite::overwrite ? grad(id) : gathered;
-    if (options_.grad_scatter_comm == DType::bf16) {
-        auto const block_numel = static_cast<std::int64_t>(shard) * z.size();
-        bfloat16* sent = wte_grad_sent_.data<bfloat16>();
-        bfloat16* received = sent + block_numel;
-        k.convert(sent, DType::bf16, block, DType::f32, block_numel);
-        z.start_reduce_scatter(sent, received, shard).wait();
-        k.convert(scattered, DType::f32, received, DType::bf16, static_cast<std::int64_t>(shard));
-    } else {
-        z.start_reduce_scatter(block, scattered, shard).wait();
-    }
-    if (write == GradWrite::accumulate) k.residual_forward(grad(id), grad(id), gathered, static_cast<std::int64_t>(shard));
-}
+float* Gpt::vocab_block_grad(int which) { return vocab_->gradient(which, grad(vocab_param(which))); }
 
-float* Gpt::vocab_block_grad(int which) {
-    return grid_.shape().z > 1 ? vocab_grad_block_[which].data<float>() : grad(vocab_param(which));
+void Gpt::start_vocab_gradient(int which, GradWrite write) {
+    int const id = vocab_param(which);
+    vocab_->start_gradient(which, grad(id), layout_.local_numel(id), write);
 }
 
 GradWrite Gpt::head_block_write() const {
@@ -767,7 +682,7 @@ void Gpt::backward() {
             if (!gemm_written(arch_, id)) backend_.zero(grad(id), layout_.local_numel(id) * sizeof(float));
         }
     }
-    if (pass_.last) sync_->begin(gradients_.data<float>());
+    if (pass_.last) step_->sync.begin(gradients_.data<float>());
     Batch const& batch = last_batch_;
     ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
     LocalDims const d(arch_, grid_.shape(), batch.B, batch.T);
@@ -781,16 +696,19 @@ void Gpt::backward() {
     // An untied embedding's block only gathers the lookup's sums: it starts from zero.
     bool const z_split = grid_.shape().z > 1;
     if (!arch_.tied_head && z_split) {
-        k.zero(vocab_block_grad(0), vocab_workspace_numel(d, grid_.shape().z) * sizeof(float));
+        k.zero(vocab_block_grad(0), vocab_block(d) * static_cast<std::int64_t>(sizeof(float)));
     }
     if (!head_backward_in_forward_) head_backward(batch, 0, d.BT, head_block_write());
+    // An untied LM head's gradient is complete: its Z reduce-scatter runs under the layers' backward. A tied
+    // one's waits for the lookup's gradient, the backward's last computation.
+    if (!arch_.tied_head) start_vocab_gradient(1, write);
     k.zero(d_residual_out, d.BT * d.Cx * static_cast<std::int64_t>(sizeof(float)));
     norm_backward(d_residual_out, d_ln, activation(a.outputs + (d.L - 1) * a.BTCx), activation(a.lnf_mean),
                   activation(a.lnf_rstd), p.lnfw, p.lnfb, 0, d.BT);
     if (pass_.last) {
         std::vector<GradSlice> final_norm = {{p.lnfw}};
         if (p.lnfb >= 0) final_norm.push_back({p.lnfb});
-        sync_->final(final_norm);
+        step_->sync.final(final_norm);
     }
 
     bool const recompute = options_.recompute == Recompute::layer;
@@ -805,56 +723,26 @@ void Gpt::backward() {
         if (!pass_.last) continue;
         std::vector<GradSlice> slices;
         for (int id : per_layer_params) slices.push_back({id, l});
-        sync_->final(slices);
+        step_->sync.final(slices);
     }
     // The lookup's gradient: the rows of this rank's vocabulary slice; GPT-2's wpe's on every Y rank (replicated).
     float* dwpe = p.positions >= 0 ? grad(p.positions) : nullptr;
     k.encoder_backward(vocab_block_grad(0), dwpe, d_residual_out, batch.tokens, d.B, d.T, d.Cx, vocab.begin,
                        vocab.rows);
-    if (z_split) {
-        for (int which = 0; which < vocab_blocks(arch_); ++which) finish_vocab_gradient(which, write);
-    }
+    // The last gradients to finish; what remains (their data sums, the norm) needs them, so they are waited on at
+    // once. The untied head's runs under the layers' backward.
+    if (!arch_.tied_head) vocab_->finish_gradient(1);
+    start_vocab_gradient(0, write);
+    vocab_->finish_gradient(0);
     if (pass_.last) {
         std::vector<GradSlice> edges = {{p.embed}};
         if (p.positions >= 0) edges.push_back({p.positions});
         if (!arch_.tied_head) edges.push_back({p.head});
-        sync_->final(edges);
-        sync_->finish();
-        sum_replicated_gradients();
+        step_->sync.final(edges);
+        step_->sync.finish();
+        replicated_rows_->sum(gradients_.data<float>());
     } else {
-        weight_grads_->complete_all();
-    }
-}
-
-void Gpt::sum_replicated_gradients() {
-    Communicator& y = grid_.comm(Group::y);
-    for (int id = 0; id < layout_.count(); ++id) {
-        ShardLayout::ReplicatedRuns const replicated = layout_.replicated_runs(id);
-        if (replicated.factor == 1) continue;
-        std::int64_t const count = replicated.capacity;
-        int const slots = y.size() / replicated.factor, slot = grid_.coord(Axis::y) / replicated.factor;
-        // Copies and zeros through the backend: the gradients may be in a device's memory.
-        float* sums = replica_sums_.data<float>();
-        backend_.zero(sums, slots * count * static_cast<std::int64_t>(sizeof(float)));
-        float* gradient = grad(id);
-        float* mine = sums + slot * count;
-        for (auto const& [begin, end] : replicated.runs) {
-            backend_.convert(mine, DType::f32, gradient + begin, DType::f32, end - begin);
-            mine += end - begin;
-        }
-        if (options_.grad_sum_comm == DType::bf16) {
-            bfloat16* sent = replica_sums_sent_.data<bfloat16>();
-            backend_.convert(sent, DType::bf16, sums, DType::f32, slots * count);
-            y.start_all_reduce(sent, static_cast<std::size_t>(slots * count)).wait();
-            backend_.convert(sums, DType::f32, sent, DType::bf16, slots * count);
-        } else {
-            y.all_reduce(sums, static_cast<std::size_t>(slots * count));
-        }
-        float const* summed = sums + slot * count;
-        for (auto const& [begin, end] : replicated.runs) {
-            backend_.convert(gradient + begin, DType::f32, summed, DType::f32, end - begin);
-            summed += end - begin;
-        }
+        step_->weight_grads.complete_all();
     }
 }
 
@@ -864,7 +752,7 @@ void Gpt::backward_layer(int l, int slot, Batch const& batch, GradWrite write) {
     Backend& k = backend_;
     DecoderParams const& p = arch_.params;
     LinearGroups const normal = linear_groups(false), transposed = linear_groups(true);
-    GradScatter& scatter = *weight_grads_;
+    GradScatter& scatter = step_->weight_grads;
     bool const overlap = options_.overlap;
     float* scratch = activation_grads_.data<float>();
     float* d_residual_out = scratch + a.d_residual_out;  // [B,T,C/Gx] gradient of the layer's output, then input
@@ -888,7 +776,7 @@ void Gpt::backward_layer(int l, int slot, Batch const& batch, GradWrite write) {
     zero(d_branch, d.BT * d.Cx);
     k.residual_backward(d_residual_in, d_branch, d_residual_out, d.BT * d.Cx);
     parallel_linear_backward(k, transposed, scatter, overlap, d_fch_gelu, grad(p.fcprojw) + per_layer(p.fcprojw),
-                             layer_grad(p.fcprojb, lCx), d_branch, act.fch_gelu, weights_->next(), d.BT, d.Fy, d.Cx,
+                             layer_grad(p.fcprojb, lCx), d_branch, act.fch_gelu, step_->weights.next(), d.BT, d.Fy, d.Cx,
                              write);
     zero(d_fch, d.BT * d.Uy);
     if (arch_.gelu) {
@@ -897,7 +785,7 @@ void Gpt::backward_layer(int l, int slot, Batch const& batch, GradWrite write) {
         k.swiglu_backward(d_fch, act.fch, d_fch_gelu, d.BT, d.Fy);
     }
     parallel_linear_backward(k, normal, scatter, overlap, d_ln, grad(p.fcw) + per_layer(p.fcw), layer_grad(p.fcb, lUy),
-                             d_fch, act.ln2, weights_->next(), d.BT, d.Cx, d.Uy, write);
+                             d_fch, act.ln2, step_->weights.next(), d.BT, d.Cx, d.Uy, write);
     norm_backward(d_residual_in, d_ln, act.residual2, act.ln2_mean, act.ln2_rstd, p.ln2w, p.ln2b, lCx, d.BT);
 
     // residual2 = residual + attproj: the same split, now from d_residual_in into d_residual_out.
@@ -905,7 +793,7 @@ void Gpt::backward_layer(int l, int slot, Batch const& batch, GradWrite write) {
     zero(d_branch, d.BT * d.Cx);
     k.residual_backward(d_residual_out, d_branch, d_residual_in, d.BT * d.Cx);
     parallel_linear_backward(k, transposed, scatter, overlap, d_atty, grad(p.attprojw) + per_layer(p.attprojw),
-                             layer_grad(p.attprojb, lCx), d_branch, act.atty, weights_->next(), d.BT, d.Cy, d.Cx,
+                             layer_grad(p.attprojb, lCx), d_branch, act.atty, step_->weights.next(), d.BT, d.Cy, d.Cx,
                              write);
     zero(d_qkv, d.BT * d.Wy);
     k.attention_backward(d_qkv, d_atty, act.qkv, act.atty, act.att_lse, d.B, d.T, d.Cy, d.NHy, d.NKVy);
@@ -914,30 +802,14 @@ void Gpt::backward_layer(int l, int slot, Batch const& batch, GradWrite write) {
         k.rope_rotate(d_qkv + d.Cy, arch_.rope_inv_freq.data(), d.B, d.T, d.NKVy, d.hs, d.Wy, 0, -1);
     }
     parallel_linear_backward(k, normal, scatter, overlap, d_ln, grad(p.qkvw) + per_layer(p.qkvw),
-                             layer_grad(p.qkvb, lWy), d_qkv, act.ln1, weights_->next(), d.BT, d.Cx, d.Wy, write);
+                             layer_grad(p.qkvb, lWy), d_qkv, act.ln1, step_->weights.next(), d.BT, d.Cx, d.Wy, write);
     norm_backward(d_residual_out, d_ln, act.input, act.ln1_mean, act.ln1_rstd, p.ln1w, p.ln1b, lCx, d.BT);
 }
 
-double Gpt::gradient_norm() {
-    return axonn::gradient_norm(layout_, backend_, gradients_.data<float>(), grid_.comm(Group::tensor));
-}
+double Gpt::gradient_norm() { return axonn::gradient_norm(layout_, backend_, gradients_.data<float>(), grid_); }
 
 Tensor Gpt::gather(int id, bool gradient) {
-    ShardSpec const& spec = layout_.spec(id);
-    Tensor full({spec.layers * spec.rows * spec.cols}, DType::f32);
-    float const* local = gradient ? grad(id) : param_values(id);
-    if (layout_.owns(id) && grid_.coord(Axis::data) == 0) {
-        for (std::int64_t i = 0; i < layout_.local_numel(id); ++i) full.data<float>()[layout_.serial_index(id, i)] = local[i];
-        // A replicated row is summed in from its first replica only.
-        ShardLayout::ReplicatedRuns const replicated = layout_.replicated_runs(id);
-        if (grid_.coord(Axis::y) % replicated.factor != 0) {
-            for (auto const& [begin, end] : replicated.runs) {
-                for (std::int64_t i = begin; i < end; ++i) full.data<float>()[layout_.serial_index(id, i)] = 0.0f;
-            }
-        }
-    }
-    grid_.comm(Group::world).all_reduce(full.data<float>(), static_cast<std::size_t>(full.numel()));
-    return full;
+    return gather_serial_tensor(layout_, grid_, id, gradient ? grad(id) : param_values(id));
 }
 
 }  // namespace axonn

@@ -20,11 +20,11 @@
 #include "axonn/model/gpt_config.h"
 #include "axonn/model/gpt_parameters.h"
 #include "axonn/model/kv_cache.h"
-#include "axonn/parallel/grad_scatter.h"
-#include "axonn/parallel/gradient_sync.h"
 #include "axonn/parallel/linear.h"
+#include "axonn/parallel/norm.h"
+#include "axonn/parallel/replicated_rows.h"
 #include "axonn/parallel/shard_layout.h"
-#include "axonn/parallel/weight_gather.h"
+#include "axonn/parallel/step_collectives.h"
 #include "axonn/parallel/vocab_parallel.h"
 
 #include <array>
@@ -226,11 +226,10 @@ private:
     // The vocabulary block [Vp/G_y, C/G_x] of the embedding (0) or of an untied LM head (1), gathered over Z.
     WeightView gathered_vocab_block(int which) const;
     int vocab_param(int which) const { return which == 0 ? arch_.params.embed : arch_.params.head; }
-    // A vocabulary block's gradient into its parameter's shard: reduce-scattered over Z when Z is split.
-    void finish_vocab_gradient(int which, GradWrite write);
-    // Replicated key/value rows (more Y ranks than key/value heads): each replica's gradient holds its own query
-    // heads' part; the sum over the Y ranks that share the head is the gradient, on every replica alike.
-    void sum_replicated_gradients();
+    // Starts a vocabulary block's gradient on its way into its parameter's shard (reduce-scattered over Z when Z
+    // is split); vocab_->finish_gradient completes it.
+    void start_vocab_gradient(int which, GradWrite write);
+    NormSpec norm_spec() const { return {arch_.layernorm, arch_.width, arch_.norm_eps}; }
     // X and Y as a normal Linear's (F, O) groups, or a transposed one's, with the bf16 staging buffer.
     LinearGroups linear_groups(bool transposed);
     // Where the GEMMs read parameter `id`, `element` elements in: the master weights, or their bf16 copy.
@@ -255,22 +254,16 @@ private:
     Tensor activations_;
     Tensor activation_grads_;
     Tensor statistics_;      // [B·T, 2] doubles: LayerNorm and cross-entropy sums between their all-reduces
-    // The embedding's block (0) and an untied LM head's (1) gathered over Z (in the GEMMs' precision), when Z is
-    // split, and their gradients, reduce-scattered over Z at the end of the backward.
-    std::array<Tensor, 2> vocab_gathered_;
-    std::array<Tensor, 2> vocab_grad_block_;
-    Tensor wte_grad_sent_;   // with bf16 gradient communication: a block in bf16, then its scattered shard
     Tensor activation_staging_;  // the Linears' all-reduces in bf16, in mixed precision
-    Tensor replica_sums_;        // one slot per group of key/value replicas, summed over Y
-    Tensor replica_sums_sent_;   // the same in bf16, with --grad-comm bf16
     // A device backend's: the batch's token ids and targets [2, B·T] in its memory, and the host's copies of the
     // losses and their weights.
     Tensor batch_ids_;
     std::vector<float> host_losses_;
     std::vector<float> host_dlosses_;
-    std::unique_ptr<WeightGather> weights_;
-    std::unique_ptr<GradScatter> weight_grads_;
-    std::unique_ptr<GradientSync> sync_;
+    // The embedding's block (0) and an untied LM head's (1), gathered over Z, and their gradients' reduce-scatters.
+    std::unique_ptr<VocabBlocks> vocab_;
+    std::unique_ptr<ReplicatedRowSum> replicated_rows_;  // key/value rows replicated over Y
+    std::unique_ptr<StepCollectives> step_;  // the Linears' Z gathers and scatters, the gradient sync
     Batch last_batch_;
     Pass pass_;
     bool backward_ready_ = false;

@@ -44,29 +44,19 @@ void GradScatter::submit(std::int64_t block_numel) {
                                          static_cast<std::int64_t>(slot_index) * (max_block_numel_ / z_.size());
     float const* block = storage_.data<float>() + block_offset;
     bool const accumulate = write_ == GradWrite::accumulate;
-    bool const in_bf16 = comm_dtype_ == DType::bf16;
     slot.shard = shard_;
     slot.received = accumulate ? storage_.data<float>() + received_offset : nullptr;
-    slot.received_bf16 = in_bf16 ? staging_.data<bfloat16>() + received_offset : nullptr;
     slot.shard_numel = shard_numel;
-    auto const count = static_cast<std::size_t>(shard_numel);
-    if (in_bf16) {
-        bfloat16* block_bf16 = staging_.data<bfloat16>() + block_offset;
-        backend_.convert(block_bf16, DType::bf16, block, DType::f32, block_numel);
-        slot.scatter = z_.start_reduce_scatter(block_bf16, slot.received_bf16, count);
-    } else {
-        slot.scatter = z_.start_reduce_scatter(block, accumulate ? slot.received : shard_, count);
-    }
+    bfloat16* staging = staging_.data<bfloat16>();
+    slot.scatter = start_rounded_reduce_scatter(backend_, z_, comm_dtype_, block, accumulate ? slot.received : shard_,
+                                                static_cast<std::size_t>(shard_numel), staging + block_offset,
+                                                staging + received_offset);
     if (!overlap_) finish(slot);
 }
 
 void GradScatter::finish(Pending& pending) {
     if (pending.shard == nullptr) return;
     pending.scatter.wait();
-    if (pending.received_bf16 != nullptr) {
-        float* widened = pending.received != nullptr ? pending.received : pending.shard;
-        backend_.convert(widened, DType::f32, pending.received_bf16, DType::bf16, pending.shard_numel);
-    }
     if (pending.received != nullptr) {
         backend_.residual_forward(pending.shard, pending.shard, pending.received, pending.shard_numel);
     }

@@ -11,6 +11,7 @@
 #include "axonn/comm/communicator.h"
 #include "axonn/core/tensor.h"
 #include "axonn/kernels/backend.h"
+#include "axonn/parallel/rounded_sum.h"
 
 #include <cstdint>
 #include <vector>
@@ -44,10 +45,9 @@ public:
 
 private:
     struct Pending {
-        Collective scatter;
+        RoundedSum scatter;
         float* shard = nullptr;       // destination
         float* received = nullptr;    // the scattered sum, when it is to be added to the shard
-        bfloat16* received_bf16 = nullptr;  // the scattered sum as it arrives, with bf16 communication
         std::int64_t shard_numel = 0;
     };
     void finish(Pending& pending);

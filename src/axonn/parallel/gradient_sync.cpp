@@ -14,7 +14,7 @@ std::int64_t GradientSync::mirror_numel(ShardLayout const& layout, int data, DTy
 GradientSync::GradientSync(ShardLayout const& layout, Backend& backend, Communicator& z, Communicator& data,
                            GradScatter& scatter, bool overlap, DType comm_dtype)
     : layout_(layout), backend_(backend), z_(z), data_(data), scatter_(scatter), overlap_(overlap),
-      bf16_sums_(mirror_numel(layout, data.size(), comm_dtype) > 0),
+      comm_dtype_(comm_dtype),
       mirror_({std::max<std::int64_t>(1, mirror_numel(layout, data.size(), comm_dtype))}, DType::bf16,
               backend.memory()) {}
 
@@ -47,34 +47,22 @@ void GradientSync::start_data_sums() {
         } else {
             in_flight.z_sum.wait();
         }
-        DataSum sum{{}, in_flight.data, nullptr, in_flight.numel};
-        if (bf16_sums_) {
-            sum.sent = mirror_.data<bfloat16>() + (in_flight.data - grads_);
-            backend_.convert(sum.sent, DType::bf16, sum.data, DType::f32, static_cast<std::int64_t>(sum.numel));
-            sum.sum = data_.start_all_reduce(sum.sent, sum.numel);
-        } else {
-            sum.sum = data_.start_all_reduce(sum.data, sum.numel);
-        }
-        data_sums_.push_back(std::move(sum));
-        if (!overlap_) complete(data_sums_.back());
+        // A bf16 copy that travels sits at the gradient's own offset in the mirror.
+        bfloat16* mirror = rounds(data_, comm_dtype_) ? mirror_.data<bfloat16>() + (in_flight.data - grads_) : nullptr;
+        data_sums_.push_back(start_rounded_all_reduce(backend_, data_, comm_dtype_, in_flight.data, in_flight.numel,
+                                                      mirror));
+        if (!overlap_) data_sums_.back().wait();
     }
     awaiting_data_.clear();
 }
 
-void GradientSync::complete(DataSum& sum) {
-    sum.sum.wait();
-    if (sum.sent == nullptr) return;
-    backend_.convert(sum.data, DType::f32, sum.sent, DType::bf16, static_cast<std::int64_t>(sum.numel));
-    sum.sent = nullptr;
-}
-
 void GradientSync::finish() {
     start_data_sums();
-    for (DataSum& sum : data_sums_) complete(sum);
+    for (RoundedSum& sum : data_sums_) sum.wait();
     data_sums_.clear();
 }
 
-double gradient_norm(ShardLayout const& layout, Backend& backend, float const* grads, Communicator& tensor) {
+double gradient_norm(ShardLayout const& layout, Backend& backend, float const* grads, ProcessGrid& grid) {
     double squares = 0.0;
     for (int id = 0; id < layout.count(); ++id) {
         if (!layout.owns(id)) continue;
@@ -86,7 +74,7 @@ double gradient_norm(ShardLayout const& layout, Backend& backend, float const* g
             squares -= (1.0 - 1.0 / replicated.factor) * backend.sum_of_squares(grad + begin, end - begin);
         }
     }
-    tensor.all_reduce(&squares, 1);
+    grid.comm(Group::tensor).all_reduce(&squares, 1);
     return std::sqrt(squares);
 }
 

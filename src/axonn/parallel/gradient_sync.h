@@ -16,10 +16,11 @@
 // vectors (biases, LayerNorm weights: few bytes) stay fp32.
 #pragma once
 
-#include "axonn/comm/communicator.h"
+#include "axonn/comm/grid.h"
 #include "axonn/core/tensor.h"
 #include "axonn/kernels/backend.h"
 #include "axonn/parallel/grad_scatter.h"
+#include "axonn/parallel/rounded_sum.h"
 #include "axonn/parallel/shard_layout.h"
 
 #include <vector>
@@ -58,14 +59,7 @@ private:
         bool z_sharded;
         Collective z_sum;
     };
-    struct DataSum {
-        Collective sum;
-        float* data;
-        bfloat16* sent;  // its bf16 copy, which the sum runs on; null in fp32
-        std::size_t numel;
-    };
     void start_data_sums();  // stage 2 for everything reported so far
-    void complete(DataSum& sum);
 
     ShardLayout const& layout_;
     Backend& backend_;
@@ -73,15 +67,16 @@ private:
     Communicator& data_;
     GradScatter& scatter_;
     bool overlap_;
-    bool bf16_sums_;  // the data sums run in bf16
+    DType comm_dtype_;  // the data sums' wire type
     Tensor mirror_;   // bf16, at the gradient buffer's offsets (one element when unused)
     float* grads_ = nullptr;
     std::vector<InFlight> awaiting_data_;
-    std::vector<DataSum> data_sums_;
+    std::vector<RoundedSum> data_sums_;
 };
 
 // Global L2 norm of the (synchronised) gradients `grads`, laid out by `layout`, each element of the serial model
-// counted once: each rank sums the squares of the tensors it owns, then the tensor-parallel block (`tensor`) sums.
-double gradient_norm(ShardLayout const& layout, Backend& backend, float const* grads, Communicator& tensor);
+// counted once: each rank sums the squares of the tensors it owns, then the tensor-parallel block (Group::tensor)
+// sums. The optimizer's clipping needs it at once: a blocking all-reduce.
+double gradient_norm(ShardLayout const& layout, Backend& backend, float const* grads, ProcessGrid& grid);
 
 }  // namespace axonn

@@ -1,5 +1,7 @@
 #include "axonn/parallel/linear.h"
 
+#include "axonn/parallel/rounded_sum.h"
+
 #include <algorithm>
 #include <vector>
 
@@ -9,33 +11,31 @@ namespace {
 
 // Runs `compute(first_row, rows)` for each chunk of M rows, starting the all-reduce over `group` of the chunk's
 // `width` columns of `out` right after it; then `meanwhile()`; then waits for them all (each at once with overlap
-// off). With a staging buffer the sums run in bf16 there, and are widened back into `out` at the end.
+// off). With a staging buffer the sums run in bf16 there (rounded_sum.h).
 template <typename Compute, typename Meanwhile>
 void chunked_all_reduce(Backend& backend, Communicator& group, bfloat16* staging, bool overlap, float* out,
                         std::int64_t M, std::int64_t width, Compute&& compute, Meanwhile&& meanwhile) {
     int const chunks = group.size() > 1 ? linear_row_chunks(M) : 1;
-    bool const in_bf16 = staging != nullptr && group.size() > 1;
-    std::vector<Collective> sums;
+    DType const wire = staging != nullptr ? DType::bf16 : DType::f32;
+    std::vector<RoundedSum> sums;
     for (int c = 0; c < chunks; ++c) {
         std::int64_t const first = M * c / chunks, rows = M * (c + 1) / chunks - first;
         compute(first, rows);
-        float* part = out + first * width;
-        auto const count = static_cast<std::size_t>(rows * width);
-        if (in_bf16) {
-            bfloat16* rounded = staging + first * width;
-            backend.convert(rounded, DType::bf16, part, DType::f32, rows * width);
-            sums.push_back(group.start_all_reduce(rounded, count));
-        } else {
-            sums.push_back(group.start_all_reduce(part, count));
-        }
+        sums.push_back(start_rounded_all_reduce(backend, group, wire, out + first * width,
+                                                static_cast<std::size_t>(rows * width),
+                                                staging != nullptr ? staging + first * width : nullptr));
         if (!overlap) sums.back().wait();
     }
     meanwhile();
-    for (Collective& sum : sums) sum.wait();
-    if (in_bf16) backend.convert(out, DType::f32, staging, DType::bf16, M * width);
+    for (RoundedSum& sum : sums) sum.wait();
 }
 
 }  // namespace
+
+LinearGroups linear_groups(ProcessGrid& grid, bool transposed, bfloat16* bf16_staging) {
+    Communicator &x = grid.comm(Group::x), &y = grid.comm(Group::y);
+    return transposed ? LinearGroups{y, x, bf16_staging} : LinearGroups{x, y, bf16_staging};
+}
 
 int linear_row_chunks(std::int64_t M) { return static_cast<int>(std::clamp<std::int64_t>(M / 256, 1, 4)); }
 

@@ -21,7 +21,7 @@
 // of the fp32 output is rounded into a staging buffer, summed there and widened back.
 #pragma once
 
-#include "axonn/comm/communicator.h"
+#include "axonn/comm/grid.h"
 #include "axonn/kernels/backend.h"
 #include "axonn/parallel/grad_scatter.h"
 
@@ -36,6 +36,9 @@ struct LinearGroups {
     // [M, widest output or input gradient] bf16, for the all-reduces in mixed precision; null in fp32
     bfloat16* bf16_staging = nullptr;
 };
+
+// A normal Linear's groups (F = X, O = Y) or a transposed one's (F = Y, O = X) on this grid.
+LinearGroups linear_groups(ProcessGrid& grid, bool transposed, bfloat16* bf16_staging = nullptr);
 
 // Into how many chunks of rows a Linear of M rows cuts its all-reduced output: enough rows per chunk (256) for the
 // GEMM to stay efficient, at most 4. The traffic model counts the all-reduces with it.

@@ -56,11 +56,7 @@ void WeightGather::issue(std::size_t use) {
     if (slot.holds == weight.shard && (caching_ || slot.use == use)) return;  // gathered, or under way
     slot.gather.wait();  // the slot's previous block is no longer in use: its GEMM has run
     auto const count = static_cast<std::size_t>(weight.block_numel / z_.size());
-    slot.gather = dtype_ == DType::bf16
-                      ? z_.start_all_gather(static_cast<bfloat16 const*>(weight.shard),
-                                            static_cast<bfloat16*>(buffer(slot)), count)
-                      : z_.start_all_gather(static_cast<float const*>(weight.shard), static_cast<float*>(buffer(slot)),
-                                            count);
+    slot.gather = z_.start_all_gather(weight.shard, buffer(slot), dtype_, count);
     slot.holds = weight.shard;
     slot.use = use;
 }

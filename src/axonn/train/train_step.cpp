@@ -1,6 +1,7 @@
 #include "axonn/train/train_step.h"
 
 #include "axonn/core/error.h"
+#include "axonn/parallel/batch_sum.h"
 
 #include <fmt/format.h>
 
@@ -83,8 +84,7 @@ StepResult train_step(Gpt& model, AdamW& optimizer, std::span<Batch const> passe
     }
     StepResult result{loss, model.gradient_norm(), false, std::nullopt};
     if (masked) {  // the rows of the global batch are split over Z and data
-        model.grid().comm(Group::z).all_reduce(sums.data(), sums.size());
-        model.grid().comm(Group::data).all_reduce(sums.data(), sums.size());
+        sum_over_batch(model.grid(), sums);
         result.masked = MaskedLosses{mean_or_nan(sums[0], sums[1]), mean_or_nan(sums[2], sums[3]),
                                      mean_or_nan(sums[0] - sums[2], sums[1] - sums[3])};
     }

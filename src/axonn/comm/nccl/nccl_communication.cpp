@@ -22,20 +22,21 @@ void check(ncclResult_t status, char const* what) {
             ncclGetErrorString(status), ncclGetLastError(nullptr));
 }
 
-ncclDataType_t nccl_type(DeviceElement element) {
+ncclDataType_t nccl_type(DType element) {
     switch (element) {
-        case DeviceElement::f32: return ncclFloat32;
-        case DeviceElement::f64: return ncclFloat64;
-        case DeviceElement::bf16: return ncclBfloat16;
+        case DType::f32: return ncclFloat32;
+        case DType::f64: return ncclFloat64;
+        case DType::bf16: return ncclBfloat16;
+        case DType::i32: break;
     }
-    fail("unknown device element type {}", static_cast<int>(element));
+    fail("NCCL collectives here move f32, f64 or bf16, not {}", dtype_name(element));
 }
 
-ncclRedOp_t nccl_op(DeviceReduction reduction) {
+ncclRedOp_t nccl_op(Reduction reduction) {
     switch (reduction) {
-        case DeviceReduction::sum: return ncclSum;
-        case DeviceReduction::max: return ncclMax;
-        case DeviceReduction::min: return ncclMin;
+        case Reduction::sum: return ncclSum;
+        case Reduction::max: return ncclMax;
+        case Reduction::min: return ncclMin;
     }
     fail("unknown device reduction {}", static_cast<int>(reduction));
 }
@@ -78,20 +79,20 @@ public:
         aborted_ = true;
     }
 
-    std::unique_ptr<DeviceCompletion> all_reduce(void* data, std::size_t count, DeviceElement element,
-                                                 DeviceReduction reduction) override {
+    std::unique_ptr<DeviceCompletion> all_reduce(void* data, std::size_t count, DType element,
+                                                 Reduction reduction) override {
         return queue("queue an all-reduce", [&] {
             return ncclAllReduce(data, data, count, nccl_type(element), nccl_op(reduction), comm_, communication_);
         });
     }
     std::unique_ptr<DeviceCompletion> all_gather(void const* send, void* recv, std::size_t count_per_rank,
-                                                 DeviceElement element) override {
+                                                 DType element) override {
         return queue("queue an all-gather", [&] {
             return ncclAllGather(send, recv, count_per_rank, nccl_type(element), comm_, communication_);
         });
     }
     std::unique_ptr<DeviceCompletion> reduce_scatter(void const* send, void* recv, std::size_t count_per_rank,
-                                                     DeviceElement element) override {
+                                                     DType element) override {
         return queue("queue a reduce-scatter", [&] {
             return ncclReduceScatter(send, recv, count_per_rank, nccl_type(element), ncclSum, comm_, communication_);
         });
