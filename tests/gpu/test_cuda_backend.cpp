@@ -16,7 +16,7 @@
 #include "axonn/core/rng.h"
 #include "axonn/kernels/backend.h"
 #include "axonn/kernels/cuda/cuda_backend.h"
-#include "axonn/kernels/cuda/cuda_check.h"
+#include "axonn/core/cuda/cuda_check.h"
 #include "axonn/kernels/cuda/gpu_choice.h"
 #include "axonn/kernels/rope_frequencies.h"
 

@@ -84,16 +84,12 @@ void add_bench_command(CLI::App& app) {
                                            {"peak_rss_bytes", result.peak_rss_bytes},
                                            {"tensor_peak_bytes", result.tensor_peak_bytes}};
             nlohmann::json tunings = nlohmann::json::array();
-            for (cpu::GemmTuning const& tuning : result.gemm_tunings) {
-                cpu::GemmShape const& s = tuning.shape;
-                double const flops = 2.0 * static_cast<double>(s.M) * static_cast<double>(s.N) * static_cast<double>(s.K);
-                tunings.push_back({{"gemm", fmt::format("{}{}{} {}x{}x{}", s.bf16 ? "bf16 " : "fp32 ",
-                                                        s.transpose_a ? 'T' : 'N', s.transpose_b ? 'T' : 'N', s.M,
-                                                        s.N, s.K)},
-                                   {"whole_flops_per_s", flops / tuning.whole_s},
-                                   {"chunked_flops_per_s", rate(flops, tuning.chunks_s)},
-                                   {"padded_flops_per_s", rate(flops, tuning.padded_s)},
-                                   {"chosen", cpu::gemm_variant_name(tuning.chosen)}});
+            for (GemmTuningReport const& tuning : result.gemm_tunings) {
+                tunings.push_back({{"gemm", tuning.gemm},
+                                   {"whole_flops_per_s", tuning.flops / tuning.whole_s},
+                                   {"chunked_flops_per_s", rate(tuning.flops, tuning.chunks_s)},
+                                   {"padded_flops_per_s", rate(tuning.flops, tuning.padded_s)},
+                                   {"chosen", tuning.chosen}});
             }
             nlohmann::json full = record;
             full["gemm_tuning"] = tunings;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace axonn {
 
@@ -44,6 +45,10 @@ public:
     virtual void synchronize() = 0;
     // Measures the GEMM rate now (a second or so): one core's on a CPU, the device's on a GPU.
     virtual GemmRateMeasurement measure_gemm_rate() = 0;
+    // Every GEMM shape timed more than one way so far, in the order met (none where the backend does not report).
+    virtual std::vector<GemmTuningReport> gemm_tunings() const = 0;
+    // The device its memory is on, for the collectives over it (DeviceContext{} for host memory).
+    virtual DeviceContext device_context() const = 0;
 
     // out[n] = in[n] converted between fp32 and bf16 (or copied when the types agree)
     virtual void convert(void* out, DType out_dtype, void const* in, DType in_dtype, std::int64_t n) = 0;

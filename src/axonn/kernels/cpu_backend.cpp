@@ -42,6 +42,18 @@ GemmRateMeasurement CpuBackend::measure_gemm_rate() {
     return {rate.flops_per_s, true, rate.isa};
 }
 
+std::vector<GemmTuningReport> CpuBackend::gemm_tunings() const {
+    std::vector<GemmTuningReport> reports;
+    for (cpu::GemmTuning const& tuning : cpu::gemm_tunings()) {
+        cpu::GemmShape const& s = tuning.shape;
+        reports.push_back({fmt::format("{} {}{} {}x{}x{}", s.bf16 ? "bf16" : "fp32", s.transpose_a ? 'T' : 'N',
+                                       s.transpose_b ? 'T' : 'N', s.M, s.N, s.K),
+                           2.0 * static_cast<double>(s.M) * static_cast<double>(s.N) * static_cast<double>(s.K),
+                           tuning.whole_s, tuning.chunks_s, tuning.padded_s, cpu::gemm_variant_name(tuning.chosen)});
+    }
+    return reports;
+}
+
 void CpuBackend::zero(void* x, std::int64_t bytes) { std::memset(x, 0, static_cast<std::size_t>(bytes)); }
 void CpuBackend::copy_to_host(void* host, void const* x, std::int64_t bytes) {
     std::memcpy(host, x, static_cast<std::size_t>(bytes));

@@ -24,6 +24,8 @@ public:
     void copy_from_host(void* x, void const* host, std::int64_t bytes) override;
     void synchronize() override {}
     GemmRateMeasurement measure_gemm_rate() override;
+    std::vector<GemmTuningReport> gemm_tunings() const override;
+    DeviceContext device_context() const override { return {}; }
     void convert(void* out, DType out_dtype, void const* in, DType in_dtype, std::int64_t n) override;
     void encoder_forward(float* out, std::int32_t const* tokens, WeightView wte, float const* wpe, int B, int T,
                          int C, int vocab_begin, int vocab_rows) override;

@@ -47,6 +47,21 @@ struct GemmRateMeasurement {
     std::string hardware;  // what ran it: the CPU's vector instructions, or the GPU's name
 };
 
+// One GEMM shape a backend timed more than one way (GEMM layout tuning), as reports show it.
+struct GemmTuningReport {
+    std::string gemm;                    // "fp32 NN 256x3072x768": the inputs' type, op(A) op(B), M x N x K
+    double flops;                        // 2·M·N·K
+    double whole_s, chunks_s, padded_s;  // each way's best time; 0 for a way that was not a candidate
+    std::string chosen;                  // "whole", "chunked" or "padded"
+};
+
+// The device a backend computes on, for the collectives over its memory: none for a host backend; for CUDA the
+// GPU's ordinal and the stream the backend queues its work on (a cudaStream_t).
+struct DeviceContext {
+    int device = -1;
+    void* stream = nullptr;
+};
+
 // A weight operand of a GEMM: the model's weights in the precision its GEMMs take (fp32, or bf16 in mixed
 // precision), read-only.
 struct WeightView {

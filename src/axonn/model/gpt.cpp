@@ -2,7 +2,7 @@
 
 #include "axonn/core/error.h"
 #include "axonn/core/trace.h"
-#include "axonn/kernels/cpu/attention.h"
+#include "axonn/kernels/attention_plan.h"
 #include "axonn/parallel/batch_sum.h"
 #include "axonn/parallel/linear.h"
 #include "axonn/parallel/parameter_init.h"
@@ -172,7 +172,7 @@ std::int64_t bf16_staging_numel(LocalDims const& d, GridShape const& grid, GptOp
 std::int64_t bf16_operand_numel(LocalDims const& d, GptOptions const& options) {
     if (options.precision != DType::bf16) return 0;
     std::int64_t const widest_input = std::max<std::int64_t>({d.Fy, d.Cx, d.Cy});
-    std::int64_t const attention_qkv = cpu::attention_in_bf16(d.T) ? d.Wy : 0;
+    std::int64_t const attention_qkv = attention_plan(options.precision, d.T).in_bf16 ? d.Wy : 0;
     return largest_linear_output(d, options) + d.BT * (std::max(widest_input, attention_qkv) + widest_input);
 }
 std::int64_t cached_weight_numel(LocalDims const& d, ShardLayout const& layout, Architecture const& a,

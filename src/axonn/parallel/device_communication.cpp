@@ -4,20 +4,18 @@
 #include "axonn/core/error.h"
 #ifdef AXONN_HAVE_CUDA
 #include "axonn/comm/nccl/nccl_communication.h"
-#include "axonn/kernels/cuda/cuda_backend.h"
 #endif
 
 namespace axonn {
 
 std::shared_ptr<DeviceCommunication> device_communication(Backend& backend) {
+    if (backend.memory() == Memory::host) return nullptr;
 #ifdef AXONN_HAVE_CUDA
-    if (auto* cuda = dynamic_cast<CudaBackend*>(&backend)) {
-        return std::make_shared<NcclCommunication>(cuda->stream(), cuda->device());
-    }
+    DeviceContext const context = backend.device_context();
+    return std::make_shared<NcclCommunication>(static_cast<cudaStream_t>(context.stream), context.device);
+#else
+    fail("backend {} keeps its tensors in device memory but has no collectives for it", backend.name());
 #endif
-    invariant(backend.memory() == Memory::host, "backend {} keeps its tensors in device memory but has no "
-              "collectives for it", backend.name());
-    return nullptr;
 }
 
 }  // namespace axonn

@@ -6,9 +6,7 @@
 #include "axonn/comm/grid.h"
 #include "axonn/core/error.h"
 #include "axonn/core/timer.h"
-#include "axonn/kernels/cpu/bf16.h"
-#include "axonn/kernels/cpu/gemm.h"
-#include "axonn/kernels/cpu/gemm_rate.h"
+#include "axonn/kernels/backend.h"
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -73,20 +71,37 @@ double best_seconds(Run&& run, double budget_seconds) {
     return best;
 }
 
-// GPT-2 small's QKV projection, [M, 768] · [768, 2304], with M the tokens a rank holds: the dimension that data
+// GPT-2 small's QKV projection, [M, 768] · [2304, 768]ᵀ, with M the tokens a rank holds: the dimension that data
 // and depth parallelism shrink.
 constexpr std::int64_t shape_k = 768;
 constexpr std::int64_t shape_n = 2304;
 
-double sgemm_rate(std::int64_t m, double budget_seconds) {
-    std::vector<float> a(m * shape_k, 1.0f), b(shape_k * shape_n, 0.5f), c(m * shape_n, 0.0f);
-    double const seconds = best_seconds(
-        [&] {
-            cpu::gemm<float>(false, false, m, shape_n, shape_k, 1.0f, a.data(), shape_k, b.data(), shape_n, 0.0f,
-                             c.data(), shape_n);
-        },
-        budget_seconds);
-    return 2.0 * m * shape_n * shape_k / seconds;
+// The CPU backend in fp32, its GEMMs always whole: calibration measures the library's GEMM, not the tuner's choice.
+std::unique_ptr<Backend> fp32_backend() {
+    std::unique_ptr<Backend> backend = make_backend("cpu", DType::f32);
+    backend->set_gemm_tuning(false);
+    return backend;
+}
+
+// A Linear's forward of `m` rows through the backend: out[m, shape_n] = inp[m, shape_k] · weight[shape_n, shape_k]ᵀ.
+class ProjectionGemm {
+public:
+    ProjectionGemm(Backend& backend, std::int64_t m)
+        : backend_(backend), m_(m), inp_(m * shape_k, 1.0f), weight_(shape_n * shape_k, 0.5f), out_(m * shape_n) {}
+    void operator()() {
+        backend_.linear_forward(out_.data(), inp_.data(), WeightView{weight_.data()}, nullptr, m_, shape_k, shape_n);
+    }
+    double flops() const { return 2.0 * static_cast<double>(m_) * shape_n * shape_k; }
+
+private:
+    Backend& backend_;
+    std::int64_t m_;
+    std::vector<float> inp_, weight_, out_;
+};
+
+double sgemm_rate(Backend& backend, std::int64_t m, double budget_seconds) {
+    ProjectionGemm gemm(backend, m);
+    return gemm.flops() / best_seconds(gemm, budget_seconds);
 }
 
 struct ShapeRate {
@@ -94,10 +109,11 @@ struct ShapeRate {
     double flops_per_s;
 };
 
-std::vector<ShapeRate> measure_shape_rates(Plan const& plan) {
+std::vector<ShapeRate> measure_shape_rates(Backend& backend, Plan const& plan) {
     std::vector<ShapeRate> rates;
     for (std::int64_t const m : plan.gemm_rows) {
-        rates.push_back({static_cast<double>(std::min({m, shape_n, shape_k})), sgemm_rate(m, plan.seconds_per_timing)});
+        rates.push_back({static_cast<double>(std::min({m, shape_n, shape_k})),
+                         sgemm_rate(backend, m, plan.seconds_per_timing)});
     }
     return rates;
 }
@@ -131,9 +147,11 @@ struct Bf16Rate {
 // bf16 inputs, fp32 output, measured as for MFU (gemm_rate.h). Where the CPU or oneDNN has no fast bf16 GEMM, a
 // training step would run in fp32, so the fp32 rate is the bf16 rate of this machine.
 Bf16Rate measure_bf16_rate(double fp32_flops) {
-    cpu::Bf16Support const support = cpu::bf16_gemm_support();
-    if (!support.available) return {fp32_flops, "no bf16 GEMM (" + support.reason + "): fp32 rate"};
-    return {measure_single_core_gemm_rate(DType::bf16).flops_per_s, "bf16 GEMM by oneDNN " + support.reason};
+    std::string fallback;
+    std::unique_ptr<Backend> const bf16 = make_backend("cpu", DType::bf16, &fallback);
+    if (!fallback.empty()) return {fp32_flops, "no bf16 GEMM (" + fallback + "): fp32 rate"};
+    GemmRateMeasurement const rate = bf16->measure_gemm_rate();
+    return {rate.flops_per_s, "bf16 GEMM on " + rate.hardware};
 }
 
 // Read plus write bytes per second of one core's memcpy (STREAM's copy convention).
@@ -147,9 +165,10 @@ double measure_copy_bandwidth(Plan const& plan) {
 
 // The numbers of one device: rank 0 measures them alone, on one core.
 void measure_compute(MachineProfile& profile, Plan const& plan, int nodes) {
-    GemmRate const fp32 = measure_single_core_gemm_rate();
+    std::unique_ptr<Backend> const backend = fp32_backend();
+    GemmRateMeasurement const fp32 = backend->measure_gemm_rate();
     OneThread const one_thread;
-    std::vector<ShapeRate> const shape_rates = measure_shape_rates(plan);
+    std::vector<ShapeRate> const shape_rates = measure_shape_rates(*backend, plan);
     // The peak is the best rate any fp32 GEMM reached: on a shared machine the few square repetitions can land
     // below the transformer shapes, which would put the efficiency above one.
     double peak = fp32.flops_per_s;
@@ -163,7 +182,7 @@ void measure_compute(MachineProfile& profile, Plan const& plan, int nodes) {
     profile.memory_bandwidth = measure_copy_bandwidth(plan);
     profile.description = fmt::format("{}: {} MPI rank{} of one core each, {} ({} hardware threads); {}",
                                       nodes == 1 ? "this machine as one node" : fmt::format("{} nodes", nodes),
-                                      profile.devices_per_node, profile.devices_per_node == 1 ? "" : "s", fp32.isa,
+                                      profile.devices_per_node, profile.devices_per_node == 1 ? "" : "s", fp32.hardware,
                                       std::thread::hardware_concurrency(), bf16.how);
 }
 
@@ -305,12 +324,8 @@ void measure_between_nodes(MachineProfile& profile, Plan const& plan, Communicat
 // rank holds twice); where even then it lasts fewer than 9, the GEMMs would outlast it and nothing is measured.
 void measure_overlapped_slowdown(MachineProfile& profile, Plan const& plan, Communicator& world) {
     OneThread const one_thread;
-    constexpr std::int64_t rows = 64;
-    std::vector<float> a(rows * shape_k, 1.0f), b(shape_k * shape_n, 0.5f), c(rows * shape_n, 0.0f);
-    auto const gemm = [&] {
-        cpu::gemm<float>(false, false, rows, shape_n, shape_k, 1.0f, a.data(), shape_k, b.data(), shape_n, 0.0f,
-                         c.data(), shape_n);
-    };
+    std::unique_ptr<Backend> const backend = fp32_backend();
+    ProjectionGemm gemm(*backend, 64);
     world.barrier_quietly();
     double gemm_s = best_seconds(gemm, plan.seconds_per_timing);
     world.all_reduce_max(&gemm_s, 1);

@@ -1,6 +1,6 @@
 #include "axonn/perf/time_model.h"
 
-#include "axonn/kernels/cpu/attention.h"
+#include "axonn/kernels/attention_plan.h"
 #include "axonn/parallel/linear.h"
 #include "axonn/model/gpt_parameters.h"
 
@@ -145,11 +145,10 @@ ComputeTimes compute_times(StepShape const& step, MachineProfile const& machine,
     // two GEMMs per (sequence, head) over the score tiles on and below the diagonal, in the precision's tiles. Its
     // backward runs five (the scores again, dP, dv, dq, dk), 2.5 times the forward where a Linear's backward is
     // twice its forward.
-    bool const bf16_attention = bf16 && cpu::attention_in_bf16(step.seq);
-    cpu::AttentionTiles const tiles = bf16_attention ? cpu::bf16_attention_tiles : cpu::AttentionTiles{};
-    double const query_tile = std::min(T, static_cast<double>(tiles.queries));
-    double const score_columns = static_cast<double>(cpu::attention_scores_computed(step.seq, tiles)) / query_tile;
-    double const attention = 2 * gemm_seconds(query_tile, score_columns, hs, L * B * heads, machine, bf16_attention);
+    AttentionPlan const plan = attention_plan(bf16 ? DType::bf16 : DType::f32, step.seq);
+    double const query_tile = plan.query_tile;
+    double const score_columns = static_cast<double>(plan.scores_computed) / query_tile;
+    double const attention = 2 * gemm_seconds(query_tile, score_columns, hs, L * B * heads, machine, plan.in_bf16);
     // One pass's memory-bound kernels, forward (bytes read and written, fp32): norms, residuals, the MLP's
     // activation (reading its Uy inputs, writing its Fy outputs); the embedding and the cross-entropy over this
     // rank's vocabulary slice. Attention's score tiles stay in cache.

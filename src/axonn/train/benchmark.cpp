@@ -96,7 +96,7 @@ BenchResult run_benchmark(BenchOptions options) {
     grid.comm(Group::world).all_reduce_max(timed_step_s.data(), timed_step_s.size());
     BenchResult result{};
     result.precision = options.run.model.precision;
-    result.gemm_tunings = cpu::gemm_tunings();
+    result.gemm_tunings = backend.gemm_tunings();
     result.step_s = std::accumulate(timed_step_s.begin(), timed_step_s.end(), 0.0) / timed;
     result.fastest_step_s = *std::min_element(timed_step_s.begin(), timed_step_s.end());
     result.slowest_step_s = *std::max_element(timed_step_s.begin(), timed_step_s.end());

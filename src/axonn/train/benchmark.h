@@ -4,7 +4,6 @@
 #pragma once
 
 #include "axonn/comm/grid.h"
-#include "axonn/kernels/cpu/gemm_tuning.h"
 #include "axonn/model/gpt_config.h"
 #include "axonn/train/train_step.h"
 
@@ -42,7 +41,7 @@ struct BenchResult {
     double comm_hidden_fraction;  // 1 − exposed / in flight
     std::int64_t peak_rss_bytes;      // of this process
     std::int64_t tensor_peak_bytes;   // the most axonn's tensors held (what the memory model predicts)
-    std::vector<cpu::GemmTuning> gemm_tunings;  // the GEMM shapes timed (kernels/cpu/gemm_tuning.h) and the choice
+    std::vector<GemmTuningReport> gemm_tunings;  // the GEMM shapes timed more than one way, and the choice
 };
 
 BenchResult run_benchmark(BenchOptions options);

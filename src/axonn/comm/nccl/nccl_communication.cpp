@@ -4,8 +4,8 @@
 #include "axonn/comm/nccl/nccl_communication.h"
 
 #include "axonn/core/error.h"
-#include "axonn/kernels/cuda/cuda_check.h"
-#include "axonn/kernels/cuda/event.h"
+#include "axonn/core/cuda/cuda_check.h"
+#include "axonn/core/cuda/event.h"
 
 #ifdef AXONN_HAVE_NCCL
 #include <nccl.h>

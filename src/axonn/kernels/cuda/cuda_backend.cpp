@@ -2,7 +2,7 @@
 
 #include "axonn/core/error.h"
 #include "axonn/core/trace.h"
-#include "axonn/kernels/cuda/cuda_check.h"
+#include "axonn/core/cuda/cuda_check.h"
 #include "axonn/kernels/cuda/gemm_rate.h"
 #include "axonn/kernels/cuda/kernels.h"
 

@@ -37,6 +37,8 @@ public:
     // Waits until everything queued has run (and reports a kernel's failure, if one failed).
     void synchronize() override;
     GemmRateMeasurement measure_gemm_rate() override;
+    std::vector<GemmTuningReport> gemm_tunings() const override { return {}; }  // cuBLASLt's choices, unreported
+    DeviceContext device_context() const override { return {device_, stream_}; }
     void convert(void* out, DType out_dtype, void const* in, DType in_dtype, std::int64_t n) override;
     void encoder_forward(float* out, std::int32_t const* tokens, WeightView wte, float const* wpe, int B, int T,
                          int C, int vocab_begin, int vocab_rows) override;

@@ -1,8 +1,8 @@
 #include "axonn/kernels/cuda/gemm.h"
 
 #include "axonn/core/error.h"
-#include "axonn/kernels/cuda/cuda_check.h"
-#include "axonn/kernels/cuda/event.h"
+#include "axonn/core/cuda/cuda_check.h"
+#include "axonn/core/cuda/event.h"
 
 #include <memory>
 #include <span>

@@ -1,7 +1,7 @@
 #include "axonn/kernels/cuda/gemm_rate.h"
 
-#include "axonn/kernels/cuda/cuda_check.h"
-#include "axonn/kernels/cuda/event.h"
+#include "axonn/core/cuda/cuda_check.h"
+#include "axonn/core/cuda/event.h"
 #include "axonn/kernels/cuda/gemm.h"
 #include "axonn/kernels/cuda/kernels.h"
 

@@ -1,7 +1,7 @@
 // What every CUDA kernel file shares: grid sizes, a block-wide sum, and the check after a launch.
 #pragma once
 
-#include "axonn/kernels/cuda/cuda_check.h"
+#include "axonn/core/cuda/cuda_check.h"
 
 #include <cuda_runtime.h>
 

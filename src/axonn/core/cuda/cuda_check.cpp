@@ -1,4 +1,4 @@
-#include "axonn/kernels/cuda/cuda_check.h"
+#include "axonn/core/cuda/cuda_check.h"
 
 #include "axonn/core/error.h"
 

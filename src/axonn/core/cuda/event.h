@@ -1,7 +1,7 @@
 // A CUDA event, owned, and the GPU time of work queued on a stream, read between two of them.
 #pragma once
 
-#include "axonn/kernels/cuda/cuda_check.h"
+#include "axonn/core/cuda/cuda_check.h"
 
 #include <cuda_runtime.h>
 
