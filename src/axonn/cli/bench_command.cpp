@@ -28,10 +28,11 @@ void add_bench_command(CLI::App& app) {
                     "MFU = (6·N + 6·L·C·T) · tokens/s ÷ (the single-core GEMM rate measured in the run's precision\n"
                     "× threads × ranks): bf16's MFU is against the bf16 GEMM rate.");
     auto options = std::make_shared<BenchOptions>();
-    auto model = std::make_shared<ModelOptions>(*command, "gpt2-small");
+    auto model = std::make_shared<ModelOptions>(*command, "gpt2-small", true);
     auto json = std::make_shared<bool>(false);
     auto vocab = std::make_shared<int>(0);
-    command->add_option("--vocab", *vocab, "vocabulary size (0: the preset's, GPT-2's 50,257)")->capture_default_str();
+    command->add_option("--vocab", *vocab, "vocabulary size (0: the preset's, such as GPT-2's 50,257)")
+        ->capture_default_str();
     command->add_option("--batch", options->batch, "sequences per batch (B)")->capture_default_str();
     command->add_option("--seq", options->seq, "tokens per sequence (T)")->capture_default_str();
     command->add_option("--iters", options->iterations, "iterations; the first two are not timed")
@@ -49,8 +50,8 @@ void add_bench_command(CLI::App& app) {
 
     command->callback([options, model, json, grid_spec, vocab] {
         as_usage_errors([&] {
-            options->model = model->resolve();
-            if (*vocab != 0) options->model.vocab_size = *vocab;
+            options->model = model->resolve_model();
+            if (*vocab != 0) options->model.set_vocab_size(*vocab);
             options->model.validate();
             options->grid = GridShape::parse(*grid_spec);
         });
@@ -59,7 +60,7 @@ void add_bench_command(CLI::App& app) {
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         if (rank != 0) return;
         if (*json) {
-            nlohmann::json const record = {{"model", options->model.name},
+            nlohmann::json const record = {{"model", options->model.name()},
                                            {"batch", options->batch},
                                            {"seq", options->seq},
                                            {"threads", options->threads},
@@ -98,7 +99,7 @@ void add_bench_command(CLI::App& app) {
         }
         fmt::print("{} B={} T={} threads={} {}: {:.3f} s/step ({:.3f}-{:.3f}), {:.1f} tokens/s, {:.1f} model GFLOP/s, "
                    "MFU {:.1f}% (GEMM peak {:.1f} GFLOP/s), peak memory {:.0f} MiB\n",
-                   options->model.name, options->batch, options->seq, options->threads,
+                   options->model.name(), options->batch, options->seq, options->threads,
                    precision_name(result.precision), result.step_s, result.fastest_step_s, result.slowest_step_s,
                    result.tokens_per_s, result.model_flops_per_s / 1e9, 100 * result.mfu,
                    result.gemm_flops_per_s / 1e9, result.peak_rss_bytes / 1048576.0);

@@ -19,7 +19,7 @@ void add_parity_command(CLI::App& app) {
                     "largest relative differences of the loss, the gradient norm, the first step's logits and each\n"
                     "gradient tensor. Example: mpirun -np 8 build/axonn parity --grid data=2,z=1,y=2,x=2 --json");
     auto options = std::make_shared<ParityOptions>();
-    auto model = std::make_shared<ModelOptions>(*command, "gpt2-micro");
+    auto model = std::make_shared<ModelOptions>(*command, "gpt2-micro", true);
     auto vocab = std::make_shared<int>(300);
     auto grid_spec = std::make_shared<std::string>("data=1,z=1,y=1,x=1");
     auto json = std::make_shared<bool>(false);
@@ -34,13 +34,14 @@ void add_parity_command(CLI::App& app) {
     command->add_option("--seed", options->seed, "seed of the weights")->capture_default_str();
     command->add_flag("--debug-collectives", options->debug_collectives, "check every collective's signature");
     add_step_options(*command, options->run);
+    add_backend_option(*command, options->run);
     add_goldfish_option(*command, options->goldfish);
     command->add_flag("--json", *json, "print one JSON object: max_rel_diff and the per-quantity values");
 
     command->callback([options, model, vocab, grid_spec, json] {
         as_usage_errors([&] {
-            options->model = model->resolve();
-            options->model.vocab_size = *vocab;
+            options->model = model->resolve_model();
+            options->model.set_vocab_size(*vocab);
             options->model.validate();
             options->grid = GridShape::parse(*grid_spec);
         });
@@ -66,7 +67,7 @@ void add_parity_command(CLI::App& app) {
             return;
         }
         fmt::print("parity of grid {} against serial, {} step(s), model {}:\n", options->grid.to_string(),
-                   options->steps, options->model.name);
+                   options->steps, options->model.name());
         fmt::print("  initial weights, gathered: max |diff| {:.3e}{}\n", report.init_max_abs_diff,
                    report.init_max_abs_diff == 0 ? " (bit-identical)" : "");
         fmt::print("  {} {:.3e}\n", report.logits_in_chunks ? "token losses (step 0; logits in chunks, not held)"

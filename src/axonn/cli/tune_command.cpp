@@ -27,7 +27,7 @@ void add_tune_command(CLI::App& app) {
         "  mpirun -np 4 axonn tune --model gpt2-tiny --tokenizer byte --batch 8 --seq 64 --top 3\n"
         "  mpirun -np 4 axonn train --model gpt2-tiny --tokenizer byte --batch 8 --seq 64 --grid auto --data ...");
     auto options = std::make_shared<TuneOptions>();
-    auto model = std::make_shared<ModelOptions>(*command, "gpt2-small");
+    auto model = std::make_shared<ModelOptions>(*command, "gpt2-small", true);
     auto tokenizer = std::make_shared<std::string>("gpt2");
     auto tokenizer_dir = std::make_shared<std::filesystem::path>();
     auto json = std::make_shared<bool>(false);
@@ -48,9 +48,9 @@ void add_tune_command(CLI::App& app) {
     command->add_flag("--json", *json, "print the grids timed as one JSON object");
     command->callback([options, model, tokenizer, tokenizer_dir, json] {
         BenchOptions& bench = options->bench;
-        as_usage_errors([&] { bench.model = model->resolve(); });
-        bench.model.vocab_size =
-            make_tokenizer(*tokenizer, tokenizer_dir->empty() ? default_gpt2_dir() : *tokenizer_dir)->vocab_size();
+        as_usage_errors([&] { bench.model = model->resolve_model(); });
+        bench.model.set_vocab_size(
+            make_tokenizer(*tokenizer, tokenizer_dir->empty() ? default_gpt2_dir() : *tokenizer_dir)->vocab_size());
         TuneResult const result = run_tune(*options);
         if (!is_leader()) return;
         if (*json) {

@@ -7,6 +7,7 @@
 #include "axonn/model/gpt.h"
 #include "axonn/model/gpt_parameters.h"
 #include "axonn/train/checkpointing.h"
+#include "axonn/train/job.h"
 #include "axonn/train/threads.h"
 #include "axonn/train/train_step.h"
 
@@ -81,11 +82,12 @@ json evaluate_memorization(MemorizationEvalOptions const& options) {
     require(!windows.empty(), "no document has the {} tokens of --prefix {} + --suffix {}: lower them", window,
             spec.prefix, spec.suffix);
 
-    ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order));
     StepOptions step_options;
-    std::unique_ptr<Backend> const backend = make_step_backend(step_options, grid.rank() == 0);
+    Job job(step_options, {options.grid, options.grid_order});
+    ProcessGrid& grid = job.grid();
+    Backend& backend = job.backend();
     int const local = options.batch / (grid.size(Axis::data) * grid.size(Axis::z));
-    Gpt model(architecture, *backend, grid, local, window - 1);
+    Gpt model(architecture, backend, grid, local, window - 1);
     load_initial_weights(source, config, model);
     std::vector<ExtractionScore> const scores = score_extraction(model, windows, spec);
 

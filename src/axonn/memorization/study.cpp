@@ -10,6 +10,7 @@
 #include "axonn/train/optimizer.h"
 #include "axonn/train/progress.h"
 #include "axonn/train/schedule.h"
+#include "axonn/train/job.h"
 #include "axonn/train/threads.h"
 #include "axonn/train/train_step.h"
 
@@ -382,12 +383,13 @@ json run_study(StudyOptions const& options) {
         }
         use_threads(options.threads);
     });
-    ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order));
     StepOptions step_options;
-    std::unique_ptr<Backend> const backend = make_step_backend(step_options, grid.rank() == 0);
+    Job job(step_options, {options.grid, options.grid_order});
+    ProcessGrid& grid = job.grid();
+    Backend& backend = job.backend();
     StudyCorpus const corpus(options.corpus, text);
     std::vector<bool> control_extracted;
-    StudyContext context{options, corpus, grid, *backend, grid.rank() == 0, nullptr};
+    StudyContext context{options, corpus, grid, backend, grid.rank() == 0, nullptr};
     Stopwatch watch;
     if (context.leader) {
         fmt::print(stderr, "memorization study on grid {}: {} canaries x buckets {} + {} held out; per size {} steps on "

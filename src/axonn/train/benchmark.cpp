@@ -5,7 +5,7 @@
 #include "axonn/core/timer.h"
 #include "axonn/core/trace.h"
 #include "axonn/model/gpt.h"
-#include "axonn/parallel/device_communication.h"
+#include "axonn/train/job.h"
 #include "axonn/train/threads.h"
 #include "axonn/train/trace_file.h"
 #include "axonn/train/train_step.h"
@@ -25,36 +25,36 @@ BenchResult run_benchmark(BenchOptions options) {
     int const B = options.batch, T = options.seq;
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
-    as_usage_errors([&] {
+    Architecture const architecture = as_usage_errors([&] {
         options.model.validate();
+        return options.model.architecture();
+    });
+    as_usage_errors([&] {
         require(options.iterations > options.warmup,
                 "--iters {} must exceed the {} warm-up iterations that are left out of the average",
                 options.iterations, options.warmup);
-        require(B > 0 && T > 0 && T <= options.model.max_seq, "--batch {} and --seq {} must be at least 1, and --seq "
-                "at most the model's context {}", B, T, options.model.max_seq);
+        require(B > 0 && T > 0 && T <= architecture.context, "--batch {} and --seq {} must be at least 1, and --seq "
+                "at most the model's context {}", B, T, architecture.context);
         use_threads(options.threads);
         parse_axis_order(options.grid_order);
-        require_valid_grid(options.model, options.grid, world, B);
+        require_valid_grid(architecture.declarations, options.grid, world, B);
         options.run.pass_batch(B / (options.grid.data * options.grid.z));
     });
     warn_if_oversubscribed(options.threads);
 
-    int world_rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    std::unique_ptr<Backend> const backend_owner = make_step_backend(options.run, world_rank == 0);
-    Backend& backend = *backend_owner;
-    ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order),
-                     CommOptions{.device = device_communication(backend)});
+    Job job(options.run, {options.grid, options.grid_order});
+    Backend& backend = job.backend();
+    ProcessGrid& grid = job.grid();
     int const local_batch = B / (options.grid.data * options.grid.z);
     std::int64_t const tensor_bytes_before = tensor_bytes_in_use();
     reset_tensor_bytes_peak();
-    Gpt model(options.model, backend, grid, options.run.pass_batch(local_batch), T, options.run.model);
+    Gpt model(architecture, backend, grid, job.pass_batch(B), T, options.run.model);
     model.init_weights(1);
     AdamW optimizer(model.segments(), model.layout().total(), backend, AdamWConfig{});
     std::vector<std::int32_t> tokens(static_cast<std::size_t>(local_batch) * T), targets(tokens.size());
     for (std::size_t i = 0; i < tokens.size(); ++i) {
-        tokens[i] = static_cast<std::int32_t>(philox4x32({5, 1}, i)[0] % options.model.vocab_size);
-        targets[i] = static_cast<std::int32_t>(philox4x32({5, 2}, i)[0] % options.model.vocab_size);
+        tokens[i] = static_cast<std::int32_t>(philox4x32({5, 1}, i)[0] % architecture.vocab_size);
+        targets[i] = static_cast<std::int32_t>(philox4x32({5, 2}, i)[0] % architecture.vocab_size);
     }
     std::vector<Batch> const passes =
         micro_batches({local_batch, T, tokens.data(), targets.data(), nullptr}, options.run.micro_batch);
@@ -104,7 +104,7 @@ BenchResult run_benchmark(BenchOptions options) {
     result.comm_exposed_s = communication.waited_s / timed;
     result.comm_hidden_fraction = communication.hidden_fraction();
     result.tokens_per_s = B * T / result.step_s;
-    result.model_flops_per_s = gpt2_architecture(options.model).model_flops_per_token(T) * result.tokens_per_s;
+    result.model_flops_per_s = architecture.model_flops_per_token(T) * result.tokens_per_s;
     GemmRateMeasurement const gemm_rate_after = backend.measure_gemm_rate();
     // A core's rate counts once per core the ranks run on; a GPU's once per rank (one GPU each).
     int const units = gemm_rate_before.per_core ? options.threads * world : world;

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "axonn/comm/grid.h"
-#include "axonn/model/gpt_config.h"
+#include "axonn/model/model_config.h"
 #include "axonn/train/train_step.h"
 
 #include <cstdint>
@@ -14,7 +14,7 @@
 namespace axonn {
 
 struct BenchOptions {
-    GptConfig model = gpt_preset("gpt2-small");
+    ModelConfig model = gpt_preset("gpt2-small");  // GPT-2 or Llama
     int batch = 4;
     int seq = 64;
     int iterations = 10;

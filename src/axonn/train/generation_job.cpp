@@ -4,6 +4,7 @@
 #include "axonn/core/timer.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/train/checkpointing.h"
+#include "axonn/train/job.h"
 #include "axonn/train/threads.h"
 #include "axonn/train/train_step.h"
 
@@ -52,13 +53,14 @@ GenerationJobResult run_generation(GenerationJobOptions const& options,
         require_valid_grid(architecture.declarations, options.grid, world, options.grid.data * options.grid.z);
     });
 
-    ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order));
     StepOptions step_options;
-    std::unique_ptr<Backend> const backend = make_step_backend(step_options, rank == 0);
+    Job job(step_options, {options.grid, options.grid_order});
+    ProcessGrid& grid = job.grid();
+    Backend& backend = job.backend();
     // One prompt per replica at a time; only the layer being run keeps its activations (nothing trains).
     GptOptions model_options;
     model_options.recompute = Recompute::layer;
-    Gpt model(architecture, *backend, grid, 1, std::min(options.prompt_chunk, architecture.context), model_options);
+    Gpt model(architecture, backend, grid, 1, std::min(options.prompt_chunk, architecture.context), model_options);
     load_initial_weights(source, model_config, model);
 
     std::vector<std::vector<std::int32_t>> prompts;

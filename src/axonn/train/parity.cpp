@@ -3,6 +3,7 @@
 #include "axonn/core/error.h"
 #include "axonn/core/rng.h"
 #include "axonn/model/gpt.h"
+#include "axonn/train/job.h"
 #include "axonn/train/train_step.h"
 
 #include <mpi.h>
@@ -106,7 +107,10 @@ ParityReport run_parity(ParityOptions options) {
     options.schedule.total_steps = options.steps;
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
-    Architecture const architecture = options.architecture ? *options.architecture : gpt2_architecture(options.model);
+    Architecture const architecture = as_usage_errors([&] {
+        options.model.validate();
+        return options.model.architecture();
+    });
     as_usage_errors([&] {
         require(options.steps > 0, "--steps must be at least 1, got {}", options.steps);
         require(options.batch > 0 && options.seq > 0 && options.seq <= architecture.context,
@@ -116,17 +120,15 @@ ParityReport run_parity(ParityOptions options) {
         require_valid_grid(architecture.declarations, options.grid, world, options.batch);
         options.run.pass_batch(options.batch / (options.grid.data * options.grid.z));
     });
-    ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order),
-                     CommOptions{options.debug_collectives});
+    Job job(options.run, {options.grid, options.grid_order, options.debug_collectives});
+    Backend& backend = job.backend();
+    ProcessGrid& grid = job.grid();
     ProcessGrid self(MPI_COMM_SELF, GridShape{});
-    std::unique_ptr<Backend> const backend_owner = make_step_backend(options.run, grid.rank() == 0);
-    Backend& backend = *backend_owner;
     int const B = options.batch, T = options.seq;
-    int const local_batch = B / (grid.size(Axis::data) * grid.size(Axis::z));
     GptOptions serial_options;  // one pass, in the parallel model's precision
     serial_options.precision = options.run.model.precision;
     Gpt serial(architecture, backend, self, B, T, serial_options);
-    Gpt parallel(architecture, backend, grid, options.run.pass_batch(local_batch), T, options.run.model);
+    Gpt parallel(architecture, backend, grid, job.pass_batch(B), T, options.run.model);
     serial.init_weights(options.seed);
     parallel.init_weights(options.seed);
     AdamW serial_optimizer(serial.segments(), serial.layout().total(), backend, options.optimizer);

@@ -7,8 +7,7 @@
 #pragma once
 
 #include "axonn/comm/grid.h"
-#include "axonn/model/architecture.h"
-#include "axonn/model/gpt_config.h"
+#include "axonn/model/model_config.h"
 #include "axonn/train/goldfish.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/schedule.h"
@@ -23,8 +22,7 @@
 namespace axonn {
 
 struct ParityOptions {
-    GptConfig model;
-    std::optional<Architecture> architecture;  // another family's model (Llama); unset: GPT-2 of `model`'s shape
+    ModelConfig model;  // GPT-2 or Llama
     GridShape grid;
     std::string grid_order = "x,y,z,data";
     int steps = 1;

@@ -7,11 +7,11 @@
 #include "axonn/core/trace.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/model/gpt.h"
-#include "axonn/parallel/device_communication.h"
 #include "axonn/perf/planner.h"
 #include "axonn/train/checkpointing.h"
 #include "axonn/train/data_loader.h"
 #include "axonn/train/grid_choice.h"
+#include "axonn/train/job.h"
 #include "axonn/train/metrics.h"
 #include "axonn/train/progress.h"
 #include "axonn/train/stop_signals.h"
@@ -331,11 +331,9 @@ TrainSummary run_training(TrainOptions options) {
     int world_rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     bool const leader = world_rank == 0;
-    std::unique_ptr<Backend> const backend_owner = make_step_backend(options.run, leader);
-    Backend& backend = *backend_owner;
-    ProcessGrid grid(MPI_COMM_WORLD, options.grid, parse_axis_order(options.grid_order),
-                     CommOptions{.debug_collectives = options.debug_collectives,
-                                 .device = device_communication(backend)});
+    Job job(options.run, {options.grid, options.grid_order, options.debug_collectives});
+    Backend& backend = job.backend();
+    ProcessGrid& grid = job.grid();
     ShardTokenizer const shard_tokenizer{tokenizer->name(), tokenizer->vocab_size()};
     DataLoader train_loader(training_path(options), B, T, shard_tokenizer);
     std::optional<DataLoader> val_loader;
@@ -363,8 +361,7 @@ TrainSummary run_training(TrainOptions options) {
                                                             : MetricsLog(options.metrics, options.overwrite, resume_step);
     std::optional<TraceFile> trace;
     if (!options.trace.empty()) trace.emplace(options.trace, grid, input_files(train_loader, val_loader));
-    Gpt model(architecture, backend, grid, options.run.pass_batch(B / (grid.size(Axis::data) * grid.size(Axis::z))), T,
-              options.run.model);
+    Gpt model(architecture, backend, grid, job.pass_batch(B), T, options.run.model);
     model.init_weights(options.seed);
     AdamW optimizer(model.segments(), model.layout().total(), backend, options.optimizer);
     int start_step = 0;

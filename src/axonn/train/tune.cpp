@@ -50,8 +50,8 @@ TuneResult run_tune(TuneOptions const& options) {
     as_usage_errors([&] {
         require(options.top >= 1 && options.top <= 64, "--top must lie in [1, 64], got {}", options.top);
         options.bench.model.validate();
-        require(options.bench.seq >= 1 && options.bench.seq <= options.bench.model.max_seq,
-                "--seq {} must lie in [1, the model's context {}]", options.bench.seq, options.bench.model.max_seq);
+        require(options.bench.seq >= 1 && options.bench.seq <= options.bench.model.context(),
+                "--seq {} must lie in [1, the model's context {}]", options.bench.seq, options.bench.model.context());
         require(options.bench.batch >= 1, "--batch must be at least 1, got {}", options.bench.batch);
         parse_axis_order(options.bench.grid_order);
     });
@@ -77,7 +77,7 @@ TuneResult run_tune(TuneOptions const& options) {
         GridFile file;
         file.grid = fastest->grid;
         file.grid_order = options.bench.grid_order;
-        file.job = {ModelConfig(options.bench.model).summary(), options.bench.batch, options.bench.seq, world};
+        file.job = {options.bench.model.summary(), options.bench.batch, options.bench.seq, world};
         file.step_s = fastest->measured_s;
         file.machine = profile.source;
         for (TunedGrid const& candidate : result.grids) {
