@@ -12,7 +12,8 @@
 // Skipped, and counted as skipped, where no CUDA GPU is visible.
 #include "axonn/kernels/backend.h"
 #include "axonn/kernels/cuda/gpu_choice.h"
-#include "axonn/model/gpt.h"
+#include "axonn/model/decoder.h"
+#include "axonn/model/gpt_parameters.h"
 #include "axonn/parallel/device_communication.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/train_step.h"
@@ -62,7 +63,7 @@ Outcome run(Architecture const& architecture, std::string const& backend_name, D
     // As `axonn train` makes it: the grid's collectives of device buffers go through NCCL (here groups of one).
     ProcessGrid serial(MPI_COMM_SELF, GridShape{}, {Axis::x, Axis::y, Axis::z, Axis::data},
                        CommOptions{.device = device_communication(*backend)});
-    Gpt model(architecture, *backend, serial, batch_rows, seq, options.model);
+    Decoder model(architecture, *backend, serial, batch_rows, seq, options.model);
     model.init_weights(3);
     std::vector<std::int32_t> tokens(batch_rows * seq), targets(tokens.size());
     int const vocab = architecture.vocab_size;

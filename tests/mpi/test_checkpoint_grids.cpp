@@ -13,7 +13,7 @@
 #include "axonn/checkpoint/checkpoint_writer.h"
 #include "axonn/core/rng.h"
 #include "axonn/kernels/cpu_backend.h"
-#include "axonn/model/gpt.h"
+#include "axonn/model/decoder.h"
 #include "axonn/model/model_config.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/train_step.h"
@@ -57,12 +57,12 @@ fs::path shared_folder() {
 struct GridRun {
     std::unique_ptr<ProcessGrid> grid;
     CpuBackend backend;
-    std::unique_ptr<Gpt> model;
+    std::unique_ptr<Decoder> model;
     std::unique_ptr<AdamW> optimizer;
 
     GridRun(ModelConfig const& config, MPI_Comm comm, GridShape const& shape)
         : grid(std::make_unique<ProcessGrid>(comm, shape)) {
-        model = std::make_unique<Gpt>(config.architecture(), backend, *grid, batch_size / (shape.data * shape.z),
+        model = std::make_unique<Decoder>(config.architecture(), backend, *grid, batch_size / shape.batch_replicas(),
                                       seq_len);
         model->init_weights(5);
         optimizer = std::make_unique<AdamW>(model->segments(), model->layout().total(), backend, AdamWConfig{});

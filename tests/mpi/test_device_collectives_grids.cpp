@@ -12,7 +12,8 @@
 //     device collective completes through its handle, so a blocking MPI all-reduce (MPI_Allreduce) becomes a
 //     non-blocking one (MPI_Iallreduce), which may add in another order; 1e-5 is the bound of grid against serial;
 //   - with bf16 gradient communication, the bf16 collectives take the device's way too (same checks).
-#include "axonn/model/gpt.h"
+#include "axonn/model/decoder.h"
+#include "axonn/model/gpt_parameters.h"
 #include "axonn/parallel/shard_layout.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/train_step.h"
@@ -62,7 +63,7 @@ struct GridRun {
     std::shared_ptr<testing::SimulatedDeviceCommunication> device;
     std::unique_ptr<CpuBackend> backend;
     std::unique_ptr<ProcessGrid> grid;
-    std::unique_ptr<Gpt> model;
+    std::unique_ptr<Decoder> model;
     std::unique_ptr<AdamW> optimizer;
 
     GridRun(DeviceCase const& c, bool on_device) {
@@ -79,9 +80,9 @@ struct GridRun {
         backend->set_gemm_tuning(false);
         grid = std::make_unique<ProcessGrid>(MPI_COMM_WORLD, c.grid, std::array{Axis::x, Axis::y, Axis::z, Axis::data},
                                              options);
-        GptOptions model_options;
+        DecoderOptions model_options;
         model_options.grad_scatter_comm = model_options.grad_sum_comm = c.grad_comm;
-        model = std::make_unique<Gpt>(c.architecture, *backend, *grid, batch / (c.grid.data * c.grid.z), seq,
+        model = std::make_unique<Decoder>(c.architecture, *backend, *grid, batch / c.grid.batch_replicas(), seq,
                                       model_options);
         model->init_weights(5);
         optimizer = std::make_unique<AdamW>(model->segments(), model->layout().total(), *backend, AdamWConfig{});

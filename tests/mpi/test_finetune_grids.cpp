@@ -7,7 +7,7 @@
 // Assertions are EXPECT_: a rank that left a test early would leave the others waiting in a collective.
 #include "axonn/core/rng.h"
 #include "axonn/kernels/cpu_backend.h"
-#include "axonn/model/gpt.h"
+#include "axonn/model/decoder.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/train_step.h"
 #include "support/micro_model.h"
@@ -45,7 +45,7 @@ StepOutcome masked_step(ProcessGrid& grid, int micro_batch, std::vector<float> c
     StepOptions options;
     options.micro_batch = micro_batch;
     GridShape const shape = grid.shape();
-    Gpt model(micro_model(), backend, grid, options.pass_batch(batch / (shape.data * shape.z)), seq, options.model);
+    Decoder model(micro_model(), backend, grid, options.pass_batch(batch / shape.batch_replicas()), seq, options.model);
     model.init_weights(7);
     AdamW optimizer(model.segments(), model.layout().total(), backend, AdamWConfig{});
     std::vector<std::int32_t> tokens(batch * seq), targets(tokens.size());

@@ -28,8 +28,8 @@ TEST_P(GenerationOnGrid, TokensMatchSerial) {
     CpuBackend backend;
     ProcessGrid self(MPI_COMM_SELF, GridShape{});
     ProcessGrid grid(MPI_COMM_WORLD, shape, parse_axis_order("x,y,z,data"));
-    Gpt serial(config, backend, self, 1, prompt_chunk);
-    Gpt parallel(config, backend, grid, 1, prompt_chunk);
+    Decoder serial(config, backend, self, 1, prompt_chunk);
+    Decoder parallel(config, backend, grid, 1, prompt_chunk);
     serial.init_weights(13);
     parallel.init_weights(13);
     std::vector<std::vector<std::int32_t>> prompts;

@@ -29,8 +29,8 @@ using Coordinates = std::array<int, 4>;  // indexed by Axis
 constexpr Order default_order = {Axis::x, Axis::y, Axis::z, Axis::data};
 constexpr Order permuted_order = {Axis::y, Axis::data, Axis::x, Axis::z};
 constexpr std::array<Axis, 4> all_axes = {Axis::data, Axis::z, Axis::y, Axis::x};
-constexpr std::array<Group, 8> all_groups = {Group::data,     Group::z,          Group::y,      Group::x,
-                                             Group::xy_plane, Group::z_prefetch, Group::tensor, Group::world};
+constexpr std::array<Group, group_count> all_groups = {Group::data,       Group::z,      Group::y,    Group::x,
+                                                       Group::z_prefetch, Group::tensor, Group::world};
 
 std::size_t index(Axis axis) { return static_cast<std::size_t>(axis); }
 
@@ -58,21 +58,6 @@ int rank_of(Coordinates const& c, GridShape const& s, Order const& o) {
     return at(0) + size(0) * (at(1) + size(1) * (at(2) + size(2) * at(3)));
 }
 
-// The axes whose coordinates vary inside a group, slowest first.
-std::vector<Axis> varying_axes(Group group) {
-    switch (group) {
-        case Group::data: return {Axis::data};
-        case Group::z: return {Axis::z};
-        case Group::z_prefetch: return {Axis::z};
-        case Group::y: return {Axis::y};
-        case Group::x: return {Axis::x};
-        case Group::xy_plane: return {Axis::y, Axis::x};
-        case Group::tensor: return {Axis::z, Axis::y, Axis::x};
-        case Group::world: return {Axis::data, Axis::z, Axis::y, Axis::x};
-    }
-    return {};
-}
-
 // The world ranks of `rank`'s group, in the group's rank order.
 std::vector<int> expected_members(Group group, int rank, GridShape const& shape, Order const& order) {
     std::vector<int> members(shape.product());
@@ -80,7 +65,7 @@ std::vector<int> expected_members(Group group, int rank, GridShape const& shape,
     if (group == Group::world) {
         return members;
     }
-    std::vector<Axis> const varying = varying_axes(group);
+    std::vector<Axis> const varying = group_axes(group);
     auto const fixed_coordinates_match = [&](int other) {
         Coordinates const mine = coordinates_of(rank, shape, order);
         Coordinates const theirs = coordinates_of(other, shape, order);
@@ -508,7 +493,6 @@ TEST(AxisOrder, ParsesFourDistinctAxesFastestFirst) {
 TEST(Names, AxesAndGroupsHaveTheirFlagNames) {
     EXPECT_EQ(axis_name(Axis::data), "data");
     EXPECT_EQ(axis_name(Axis::x), "x");
-    EXPECT_EQ(group_name(Group::xy_plane), "xy_plane");
     EXPECT_EQ(group_name(Group::z_prefetch), "z_prefetch");
     EXPECT_EQ(group_name(Group::tensor), "tensor");
     EXPECT_EQ(group_name(Group::world), "world");

@@ -14,7 +14,7 @@
 #include "axonn/io/safetensors.h"
 #include "axonn/io/tensor_file.h"
 #include "axonn/kernels/cpu_backend.h"
-#include "axonn/model/gpt.h"
+#include "axonn/model/decoder.h"
 #include "axonn/model/llama/llama_parameters.h"
 #include "axonn/train/train_step.h"
 #include "support/micro_model.h"
@@ -120,12 +120,12 @@ struct ImportedModel {
     LlamaConfig config;
     CpuBackend backend;
     ProcessGrid grid;
-    Gpt model;
+    Decoder model;
 
     ImportedModel(std::filesystem::path const& dir, GridShape const& shape)
         : config(read_hf_llama_config(dir)),
           grid(MPI_COMM_WORLD, shape, parse_axis_order("x,y,z,data")),
-          model(llama_architecture(config), backend, grid, batch / (shape.data * shape.z), seq) {
+          model(llama_architecture(config), backend, grid, batch / shape.batch_replicas(), seq) {
         HfLlamaWeights(dir, config).read_local(model.layout(), model.params());
     }
 };
@@ -136,7 +136,7 @@ TEST_P(HfLlamaOnGrid, ImportedLogitsMatchTheTwin) {
     ImportedModel imported(folder.path() / "hf", shape);
     LlamaConfig const& config = imported.config;
     ProcessGrid& grid = imported.grid;
-    Gpt& model = imported.model;
+    Decoder& model = imported.model;
     Batch const rows = replica_rows(grid, batch, seq, folder.tokens().data(), nullptr);
     model.forward(rows);
 

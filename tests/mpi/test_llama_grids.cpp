@@ -23,7 +23,7 @@ class LlamaOnGrid : public ::testing::TestWithParam<GridShape> {};
 
 ParityOptions llama_parity(GridShape const& grid, int steps) {
     ParityOptions options;
-    options.architecture = llama_architecture(micro_llama());
+    options.model = micro_llama();
     options.grid = grid;
     options.steps = steps;
     return options;

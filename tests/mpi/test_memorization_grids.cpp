@@ -29,8 +29,8 @@ TEST_P(ExtractionOnGrid, ScoresMatchSerial) {
     CpuBackend backend;
     ProcessGrid self(MPI_COMM_SELF, GridShape{});
     ProcessGrid grid(MPI_COMM_WORLD, shape, parse_axis_order("x,y,z,data"));
-    Gpt serial(config, backend, self, batch, T);
-    Gpt parallel(config, backend, grid, batch / (shape.data * shape.z), T);
+    Decoder serial(config, backend, self, batch, T);
+    Decoder parallel(config, backend, grid, batch / shape.batch_replicas(), T);
     serial.init_weights(21);
     parallel.init_weights(21);
     MarkovChain const chain(300, 16, 5);

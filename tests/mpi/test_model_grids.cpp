@@ -131,7 +131,7 @@ TEST_P(ModelOnGrid, LogitsInChunksMatchSerial) {
             options.run.model.recompute = Recompute::layer;
         }
         ParityReport const report = run_parity(options);
-        int const pass_rows = logit_rows == 5 ? 16 : 8 * 16 / (GetParam().data * GetParam().z);
+        int const pass_rows = logit_rows == 5 ? 16 : 8 * 16 / GetParam().batch_replicas();
         EXPECT_EQ(report.logits_in_chunks, pass_rows > logit_rows) << logit_rows << " rows";
         EXPECT_LT(report.logits_rel_diff, 1e-5) << logit_rows << " rows";
         EXPECT_LT(report.loss_rel_diff.at(0), 1e-5) << logit_rows << " rows";
@@ -169,7 +169,7 @@ TEST_P(ModelOnGrid, Bf16GradientCommunicationStaysNearSerial) {
     EXPECT_LT(report.grad_norm_rel_diff.at(0), 1e-2);
     EXPECT_EQ(report.grad_rel_diff.size(), 16u);
     for (auto const& [name, difference] : report.grad_rel_diff) EXPECT_LT(difference, 1e-2) << "gradient of " << name;
-    if (grid.data * grid.z > 1) {
+    if (grid.batch_replicas() > 1) {
         EXPECT_GT(report.grad_rel_diff.at("qkvw"), 1e-5) << "no bf16 rounding on this grid";
     }
 }

@@ -9,7 +9,7 @@
 // Assertions are EXPECT_: a rank that left a test early would leave the others waiting in a collective.
 #include "axonn/core/rng.h"
 #include "axonn/kernels/cpu_backend.h"
-#include "axonn/model/gpt.h"
+#include "axonn/model/decoder.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/train_step.h"
 #include "support/micro_model.h"
@@ -41,8 +41,8 @@ struct Outcome {
 Outcome train(GridShape const& shape, StepOptions const& options, int steps) {
     ProcessGrid grid(MPI_COMM_WORLD, shape);
     CpuBackend backend;
-    int const rows = batch / (shape.data * shape.z);
-    Gpt model(micro_model(), backend, grid, options.pass_batch(rows), seq, options.model);
+    int const rows = batch / shape.batch_replicas();
+    Decoder model(micro_model(), backend, grid, options.pass_batch(rows), seq, options.model);
     model.init_weights(42);
     AdamW optimizer(model.segments(), model.layout().total(), backend, AdamWConfig{});
     std::vector<std::int32_t> tokens(batch * seq), targets(tokens.size());

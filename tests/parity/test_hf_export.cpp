@@ -9,7 +9,7 @@
 #include "axonn/core/rng.h"
 #include "axonn/io/tensor_file.h"
 #include "axonn/kernels/cpu_backend.h"
-#include "axonn/model/gpt.h"
+#include "axonn/model/decoder.h"
 #include "support/parity_model.h"
 #include "support/temp_dir.h"
 
@@ -30,7 +30,7 @@ TEST(HuggingFaceExport, LogitsOfTheExportInPyTorchMatchAxonns) {
     constexpr int B = 2, T = 17;
     CpuBackend backend;
     ProcessGrid serial(MPI_COMM_SELF, GridShape{});
-    Gpt model(config, backend, serial, B, T);
+    Decoder model(config, backend, serial, B, T);
     fill_normal(model.params(), {2024, 1}, 0, 0.0f, 0.1f);
 
     save_checkpoint(serial, config, {model.param_values(), {}, {}}, 0, nullptr, {dir / "ckpt"});

@@ -10,7 +10,8 @@
 #include "axonn/core/rng.h"
 #include "axonn/io/tensor_file.h"
 #include "axonn/kernels/cpu_backend.h"
-#include "axonn/model/gpt.h"
+#include "axonn/model/decoder.h"
+#include "axonn/model/gpt_parameters.h"
 #include "axonn/model/llama/llama_parameters.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/schedule.h"
@@ -72,7 +73,7 @@ template <typename T> Tensor int_tensor(std::vector<T> const& values, Shape shap
 
 // weights.axt (every tensor by its name, in its serial shape) and batch.axt (tokens, targets, loss_mask), as the
 // references read them.
-void write_weights_and_batch(fs::path const& dir, Gpt const& model, ParityBatch const& batch) {
+void write_weights_and_batch(fs::path const& dir, Decoder const& model, ParityBatch const& batch) {
     NamedTensors weights;
     for (int id = 0; id < model.layout().count(); ++id) {
         ParamDecl const& spec = model.layout().param(id);
@@ -98,11 +99,11 @@ nlohmann::json optimizer_json() {
             {"grad_clip", optimizer.grad_clip}};
 }
 
-void write_inputs(fs::path const& dir, Gpt& model, ParityBatch const& batch) {
-    GptConfig const& config = model.config();
-    nlohmann::json json = {{"vocab_size", config.vocab_size}, {"padded_vocab_size", config.padded_vocab_size()},
-                           {"n_layer", config.n_layer},       {"n_head", config.n_head},
-                           {"n_embd", config.n_embd},         {"block_size", config.max_seq}};
+void write_inputs(fs::path const& dir, Decoder& model, ParityBatch const& batch) {
+    Architecture const& config = model.architecture();
+    nlohmann::json json = {{"vocab_size", config.vocab_size}, {"padded_vocab_size", config.padded_vocab},
+                           {"n_layer", config.layers},        {"n_head", config.heads},
+                           {"n_embd", config.width},          {"block_size", config.context}};
     json.update(optimizer_json());
     std::ofstream(dir / "config.json") << json.dump(2);
     write_weights_and_batch(dir, model, batch);
@@ -119,7 +120,7 @@ double relative_difference(float const* actual, Tensor const& expected) {
 }
 
 // Logits: the reference holds the V real columns; ours are padded to Vp.
-double real_logits_error(Gpt const& model, NamedTensors const& reference) {
+double real_logits_error(Decoder const& model, NamedTensors const& reference) {
     int const V = model.architecture().vocab_size, Vp = model.architecture().padded_vocab;
     std::vector<float> real_logits;
     for (int row = 0; row < batch_size * seq_len; ++row) {
@@ -130,7 +131,7 @@ double real_logits_error(Gpt const& model, NamedTensors const& reference) {
 
 // Ten AdamW steps on the same batch, through the trainer's own step function: each loss within 1e-5 of the twin's,
 // and the first step's gradient norm within 5e-6.
-void expect_adamw_steps_match(Gpt& model, Backend& backend, Batch const& view, NamedTensors const& reference) {
+void expect_adamw_steps_match(Decoder& model, Backend& backend, Batch const& view, NamedTensors const& reference) {
     AdamW optimizer(model.segments(), model.layout().total(), backend, parity_optimizer());
     LrSchedule const schedule = parity_schedule();
     double const* expected_losses = reference.at("losses").data<double>();
@@ -163,9 +164,9 @@ protected:
 TEST_F(PytorchParity, LogitsLossGradientsAndTenAdamWSteps) {
     CpuBackend backend;
     ProcessGrid serial(MPI_COMM_SELF, GridShape{});
-    Gpt model(parity_config(), backend, serial, batch_size, seq_len);
+    Decoder model(parity_config(), backend, serial, batch_size, seq_len);
     model.init_weights(1234);
-    ParityBatch const batch = make_batch(model.config().vocab_size);
+    ParityBatch const batch = make_batch(model.architecture().vocab_size);
     write_inputs(dir_, model, batch);
     NamedTensors const reference = run_reference();
     ASSERT_FALSE(HasFailure());
@@ -198,7 +199,7 @@ TEST_F(PytorchParity, LlamaLogitsLossGradientsAndTenAdamWSteps) {
     LlamaConfig const config = testing::parity_llama_config();
     CpuBackend backend;
     ProcessGrid serial(MPI_COMM_SELF, GridShape{});
-    Gpt model(llama_architecture(config), backend, serial, batch_size, seq_len);
+    Decoder model(llama_architecture(config), backend, serial, batch_size, seq_len);
     model.init_weights(4321);
     for (LlamaParam norm : {LlamaParam::ln1w, LlamaParam::ln2w, LlamaParam::lnfw}) {
         float* gains = model.param(norm);

@@ -12,7 +12,7 @@
 //   - memory: the predicted bytes of the model, its gradients, AdamW and all buffers are within 10% of the peak
 //     that axonn's tensors really held (the allocator's high-water mark).
 #include "axonn/kernels/backend.h"
-#include "axonn/model/gpt.h"
+#include "axonn/model/decoder.h"
 #include "axonn/model/llama/llama_parameters.h"
 #include "axonn/perf/memory_model.h"
 #include "axonn/perf/traffic_model.h"
@@ -113,11 +113,11 @@ TEST_P(PerfModelOnGrid, PredictedTrafficEqualsMeasuredAndMemoryWithinTenPercent)
         if (auto const problem = grid_problem(llama->declarations, shape, batch)) GTEST_SKIP() << *problem;
     }
     ProcessGrid grid(MPI_COMM_WORLD, shape);
-    int const local_batch = batch / (shape.data * shape.z);
+    int const local_batch = batch / shape.batch_replicas();
     std::int64_t const before = tensor_bytes_in_use();
     reset_tensor_bytes_peak();
-    Gpt model = llama ? Gpt(*llama, backend, grid, run.pass_batch(local_batch), seq, run.model)
-                      : Gpt(micro_model(), backend, grid, run.pass_batch(local_batch), seq, run.model);
+    Decoder model = llama ? Decoder(*llama, backend, grid, run.pass_batch(local_batch), seq, run.model)
+                      : Decoder(micro_model(), backend, grid, run.pass_batch(local_batch), seq, run.model);
     model.init_weights(3);
     AdamW optimizer(model.segments(), model.layout().total(), backend, AdamWConfig{});
     std::vector<std::int32_t> tokens(local_batch * seq), targets(tokens.size());

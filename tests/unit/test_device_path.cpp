@@ -4,7 +4,7 @@
 // the CPU's; with the LM head in chunks of rows too. Everything must equal the CPU backend's run bit for bit; a
 // host read of a device buffer anywhere on the way throws (Tensor::span refuses it).
 #include "axonn/core/error.h"
-#include "axonn/model/gpt.h"
+#include "axonn/model/decoder.h"
 #include "axonn/train/host_state.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/train_step.h"
@@ -28,15 +28,15 @@ using testing::ArchitectureCase;
 struct TrainingRun {
     std::unique_ptr<CpuBackend> backend;
     ProcessGrid grid{MPI_COMM_SELF, GridShape{}};
-    std::unique_ptr<Gpt> model;
+    std::unique_ptr<Decoder> model;
     std::unique_ptr<AdamW> optimizer;
 
     // passes: 2, or 1 a step; logit_rows: the LM head in chunks of rows (0: all at once).
     TrainingRun(Architecture const& architecture, bool device, int passes = 2, int logit_rows = 0) {
         backend = device ? std::make_unique<testing::SimulatedDeviceBackend>() : std::make_unique<CpuBackend>();
         backend->set_gemm_tuning(false);
-        model = std::make_unique<Gpt>(architecture, *backend, grid, rows / passes, seq,
-                                      GptOptions{.logit_rows = logit_rows});
+        model = std::make_unique<Decoder>(architecture, *backend, grid, rows / passes, seq,
+                                      DecoderOptions{.logit_rows = logit_rows});
         model->init_weights(3);
         optimizer = std::make_unique<AdamW>(model->segments(), model->layout().total(), *backend, AdamWConfig{});
     }
@@ -58,7 +58,7 @@ struct Data {
     }
 };
 
-std::vector<float> parameters_of(Gpt const& model) {
+std::vector<float> parameters_of(Decoder const& model) {
     std::vector<float> values(static_cast<std::size_t>(model.layout().total()));
     model.copy_parameters_to_host(values);
     return values;

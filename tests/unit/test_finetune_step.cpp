@@ -3,7 +3,7 @@
 // prompt targets are, and a batch with no response target is a step of loss 0 and gradient 0, not NaN.
 #include "axonn/io/prepare.h"
 #include "axonn/kernels/cpu_backend.h"
-#include "axonn/model/gpt.h"
+#include "axonn/model/decoder.h"
 #include "axonn/train/data_loader.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/train_step.h"
@@ -44,15 +44,15 @@ protected:
         config_.vocab_size = 257;
     }
 
-    std::unique_ptr<Gpt> make_model() {
-        auto model = std::make_unique<Gpt>(config_, backend_, serial_, B, T);
+    std::unique_ptr<Decoder> make_model() {
+        auto model = std::make_unique<Decoder>(config_, backend_, serial_, B, T);
         model->init_weights(11);
         return model;
     }
 
     // The gradient of one pass over `targets` with the loader's mask.
     std::vector<float> gradient(std::vector<std::int32_t> const& targets) {
-        std::unique_ptr<Gpt> const model = make_model();
+        std::unique_ptr<Decoder> const model = make_model();
         model->train_forward(Batch{B, T, tokens_.data(), targets.data(), mask_.data()});
         model->backward();
         return {model->grads().begin(), model->grads().end()};
@@ -71,8 +71,8 @@ TEST_F(FinetuneStep, TheLossIsTheMeanOverTheResponseTargets) {
     double const counted = std::accumulate(mask_.begin(), mask_.end(), 0.0);
     ASSERT_GT(counted, 0);
     ASSERT_LT(counted, B * T / 2) << "the prompts should outnumber the responses";
-    std::unique_ptr<Gpt> const owner = make_model();
-    Gpt& model = *owner;
+    std::unique_ptr<Decoder> const owner = make_model();
+    Decoder& model = *owner;
     model.forward(Batch{B, T, tokens_.data(), targets_.data(), nullptr});
     double response_sum = 0;
     for (int i = 0; i < B * T; ++i) response_sum += mask_[i] * model.token_losses()[i];
@@ -99,8 +99,8 @@ TEST_F(FinetuneStep, PromptTargetsDoNotChangeTheGradient) {
 TEST_F(FinetuneStep, ABatchWithNoResponseTargetIsAStepOfZeroLossAndGradient) {
     std::fill(mask_.begin(), mask_.end(), 0.0f);
     for (int micro_batch : {0, 1}) {  // one pass normalises itself; several share the step's total weight of 0
-        std::unique_ptr<Gpt> const owner = make_model();
-        Gpt& model = *owner;
+        std::unique_ptr<Decoder> const owner = make_model();
+        Decoder& model = *owner;
         AdamW optimizer(model.segments(), model.layout().total(), backend_, AdamWConfig{});
         std::vector<Batch> const passes =
             micro_batches(Batch{B, T, tokens_.data(), targets_.data(), mask_.data()}, micro_batch);

@@ -32,7 +32,7 @@ std::vector<std::int32_t> some_tokens(int count, int salt) {
 
 // Greedy decoding without a cache: one forward over the window per token. The window is what the cache would
 // hold: the whole sequence until it fills `context` positions, then its last context/2 tokens, growing again.
-std::vector<std::int32_t> greedy_uncached(Gpt& model, std::vector<std::int32_t> tokens, int new_tokens, int context) {
+std::vector<std::int32_t> greedy_uncached(Decoder& model, std::vector<std::int32_t> tokens, int new_tokens, int context) {
     std::size_t const prompt = tokens.size();
     std::size_t start = tokens.size() > static_cast<std::size_t>(context) ? tokens.size() - context : 0;
     for (int i = 0; i < new_tokens; ++i) {
@@ -50,7 +50,7 @@ struct Fixture {
     GptConfig config = micro_model();
     CpuBackend backend;
     ProcessGrid serial{MPI_COMM_SELF, GridShape{}};
-    Gpt model{config, backend, serial, 2, config.max_seq};
+    Decoder model{config, backend, serial, 2, config.max_seq};
     Fixture() { model.init_weights(5); }
 };
 
@@ -98,12 +98,12 @@ TEST(Generation, GreedyWithTheCacheEqualsWithout) {
     }
 }
 
-// A model built to train with its LM head in chunks (GptOptions::logit_rows, as `axonn train` builds it) holds
+// A model built to train with its LM head in chunks (DecoderOptions::logit_rows, as `axonn train` builds it) holds
 // the logits of 6 rows only: it feeds a 70-token prompt through the cache 6 tokens at a time, and continues it
 // with the tokens of the model that holds every row's.
 TEST(Generation, AModelWithLogitsInChunksFeedsItsPromptInPieces) {
     Fixture f;
-    Gpt chunked(f.config, f.backend, f.serial, 2, f.config.max_seq, GptOptions{.logit_rows = 6});
+    Decoder chunked(f.config, f.backend, f.serial, 2, f.config.max_seq, DecoderOptions{.logit_rows = 6});
     chunked.init_weights(5);
     SampleOptions greedy;
     greedy.temperature = 0;

@@ -10,7 +10,7 @@
 #include "axonn/core/error.h"
 #include "axonn/core/rng.h"
 #include "axonn/kernels/cpu_backend.h"
-#include "axonn/model/gpt.h"
+#include "axonn/model/decoder.h"
 #include "axonn/train/goldfish.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/train_step.h"
@@ -182,7 +182,7 @@ TEST(GoldfishStep, LossIsTheKeptTargetsMeanAndTheSplitAddsUp) {
     CpuBackend backend;
     ProcessGrid serial(MPI_COMM_SELF, GridShape{});
     int const B = 4, T = 16;
-    Gpt model(config, backend, serial, B, T);
+    Decoder model(config, backend, serial, B, T);
     model.init_weights(3);
     AdamW optimizer(model.segments(), model.layout().total(), backend, AdamWConfig{});
     std::vector<std::int32_t> const tokens = random_ids(B * T, 300, 8);

@@ -4,7 +4,8 @@
 #include "axonn/core/error.h"
 #include "axonn/kernels/cpu/bf16.h"
 #include "axonn/kernels/cpu_backend.h"
-#include "axonn/model/gpt.h"
+#include "axonn/model/decoder.h"
+#include "axonn/model/gpt_parameters.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/train_step.h"
 
@@ -45,7 +46,7 @@ TEST(GptConfig, RejectsImpossibleShapes) {
     EXPECT_THROW(config.validate(), Error);
     CpuBackend backend;
     ProcessGrid serial(MPI_COMM_SELF, GridShape{});
-    EXPECT_THROW(Gpt(gpt_preset("gpt2-tiny"), backend, serial, 2, 257), Error);  // longer than the context
+    EXPECT_THROW(Decoder(gpt_preset("gpt2-tiny"), backend, serial, 2, 257), Error);  // longer than the context
 }
 
 TEST(GptConfig, RefusesSizesBeyondSixtyFourBits) {
@@ -61,12 +62,12 @@ TEST(GptConfig, RefusesSizesBeyondSixtyFourBits) {
     EXPECT_NO_THROW(gpt_memory(gpt_preset("gpt2-small"), GridShape{}, 8, 1024));
 }
 
-TEST(Gpt, InitialisationFollowsGpt2) {
+TEST(Decoder, InitialisationFollowsGpt2) {
     GptConfig config = gpt_preset("gpt2-tiny");
     config.vocab_size = 1000;  // padded to 1024
     CpuBackend backend;
     ProcessGrid serial(MPI_COMM_SELF, GridShape{});
-    Gpt model(config, backend, serial, 1, 8);
+    Decoder model(config, backend, serial, 1, 8);
     model.init_weights(7);
     auto std_of = [&](Param id) {
         float const* x = model.param(id);
@@ -84,12 +85,12 @@ TEST(Gpt, InitialisationFollowsGpt2) {
     EXPECT_TRUE(std::all_of(padding, padding + 24 * config.n_embd, [](float x) { return x == 0.0f; }));
 }
 
-TEST(Gpt, OverwritingBackwardEqualsZeroGradPlusAccumulatingBackward) {
+TEST(Decoder, OverwritingBackwardEqualsZeroGradPlusAccumulatingBackward) {
     GptConfig config = gpt_preset("gpt2-tiny");
     config.vocab_size = 100;
     CpuBackend backend;
     ProcessGrid serial(MPI_COMM_SELF, GridShape{});
-    Gpt model(config, backend, serial, 2, 8);
+    Decoder model(config, backend, serial, 2, 8);
     model.init_weights(5);
     std::vector<std::int32_t> tokens(16), targets(16);
     for (int i = 0; i < 16; ++i) tokens[i] = (i * 7) % 100, targets[i] = (i * 3) % 100;
@@ -104,12 +105,12 @@ TEST(Gpt, OverwritingBackwardEqualsZeroGradPlusAccumulatingBackward) {
     EXPECT_TRUE(std::equal(expected.begin(), expected.end(), model.grads().begin()));
 }
 
-TEST(Gpt, LearnsAFixedBatchAndKeepsPaddingAtZero) {
+TEST(Decoder, LearnsAFixedBatchAndKeepsPaddingAtZero) {
     GptConfig config = gpt_preset("gpt2-tiny");
     config.vocab_size = 100;
     CpuBackend backend;
     ProcessGrid serial(MPI_COMM_SELF, GridShape{});
-    Gpt model(config, backend, serial, 2, 16);
+    Decoder model(config, backend, serial, 2, 16);
     model.init_weights(3);
     AdamW optimizer(model.segments(), model.layout().total(), backend, AdamWConfig{});
     std::vector<std::int32_t> tokens(32), targets(32);
@@ -149,7 +150,7 @@ TEST_F(Bf16Model, LogitsAndGradientsFollowFp32) {
     };
     auto run = [&](DType precision) {
         CpuBackend backend(precision);
-        Gpt model(config, backend, serial, 2, 16, GptOptions{.precision = precision});
+        Decoder model(config, backend, serial, 2, 16, DecoderOptions{.precision = precision});
         model.init_weights(3);
         Outcome outcome;
         outcome.loss = model.train_forward(batch);
@@ -171,8 +172,8 @@ TEST_F(Bf16Model, LogitsAndGradientsFollowFp32) {
 // for bit) those of a model given the same fp32 weights whose copy is converted afresh.
 TEST_F(Bf16Model, CopyWrittenByTheUpdateEqualsAFreshConversion) {
     CpuBackend backend(DType::bf16);
-    GptOptions const options{.precision = DType::bf16};
-    Gpt trained(config, backend, serial, 2, 16, options), copied(config, backend, serial, 2, 16, options);
+    DecoderOptions const options{.precision = DType::bf16};
+    Decoder trained(config, backend, serial, 2, 16, options), copied(config, backend, serial, 2, 16, options);
     trained.init_weights(3);
     copied.init_weights(4);
     AdamW optimizer(trained.segments(), trained.layout().total(), backend, AdamWConfig{});

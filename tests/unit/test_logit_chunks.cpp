@@ -1,4 +1,4 @@
-// The LM head and its loss in chunks of rows (GptOptions::logit_rows), serially, against the same model with all
+// The LM head and its loss in chunks of rows (DecoderOptions::logit_rows), serially, against the same model with all
 // rows at once. Each row's logits, loss and dlogits do not depend on the chunking; only the head's weight gradient,
 // a sum over the rows, is added up chunk by chunk, in another order. So, per case of the table below:
 //   - the pass's loss and every token's loss: within 1e-6 relative (measured: the loss equal, the token losses
@@ -10,7 +10,7 @@
 #include "axonn/core/error.h"
 #include "axonn/kernels/cpu/bf16.h"
 #include "axonn/kernels/cpu_backend.h"
-#include "axonn/model/gpt.h"
+#include "axonn/model/decoder.h"
 #include "axonn/model/llama/llama_parameters.h"
 #include "support/micro_model.h"
 #include "support/relative_difference.h"
@@ -70,10 +70,10 @@ protected:
         ChunkCase const& c = GetParam();
         CpuBackend backend(c.precision);
         int const rows_per_pass = B / c.passes;
-        GptOptions const options{.recompute = c.recompute, .precision = c.precision, .logit_rows = logit_rows};
-        Gpt model = c.llama
-                        ? Gpt(llama_architecture(testing::micro_llama()), backend, serial_, rows_per_pass, T, options)
-                        : Gpt(testing::micro_model(), backend, serial_, rows_per_pass, T, options);
+        DecoderOptions const options{.recompute = c.recompute, .precision = c.precision, .logit_rows = logit_rows};
+        Decoder model = c.llama
+                        ? Decoder(llama_architecture(testing::micro_llama()), backend, serial_, rows_per_pass, T, options)
+                        : Decoder(testing::micro_model(), backend, serial_, rows_per_pass, T, options);
         model.init_weights(11);
         std::vector<Batch> passes;
         for (int p = 0; p < c.passes; ++p) {
@@ -134,7 +134,7 @@ TEST(LogitChunks, CountIsTheFewestChunksOfAtMostTheRows) {
 TEST(LogitChunks, AChunkedModelHoldsNoLogitsAndRefusesAForwardWithoutTargets) {
     CpuBackend backend;
     ProcessGrid serial(MPI_COMM_SELF, GridShape{});
-    Gpt model(testing::micro_model(), backend, serial, B, T, GptOptions{.logit_rows = 8});
+    Decoder model(testing::micro_model(), backend, serial, B, T, DecoderOptions{.logit_rows = 8});
     model.init_weights(3);
     EXPECT_EQ(model.logit_capacity(), 8);
     std::vector<std::int32_t> tokens(B * T, 7), targets(B * T, 9);
@@ -151,12 +151,12 @@ TEST(LogitChunks, AChunkedModelHoldsNoLogitsAndRefusesAForwardWithoutTargets) {
 TEST(LogitChunks, MemoryModelCountsOneChunkOfLogits) {
     GptConfig const config = testing::micro_model();
     std::int64_t const Vp = config.padded_vocab_size();
-    GptMemory const whole = gpt_memory(config, GridShape{}, B, T);
-    GptMemory const chunked = gpt_memory(config, GridShape{}, B, T, GptOptions{.logit_rows = 5});
+    DecoderMemory const whole = gpt_memory(config, GridShape{}, B, T);
+    DecoderMemory const chunked = gpt_memory(config, GridShape{}, B, T, DecoderOptions{.logit_rows = 5});
     EXPECT_EQ(whole.activation_bytes - chunked.activation_bytes, (B * T - 5) * Vp * 4);
     EXPECT_EQ(whole.total() - chunked.total(), (B * T - 5) * Vp * 4);
     // More rows than the pass has: all of them, as without chunks.
-    EXPECT_EQ(gpt_memory(config, GridShape{}, B, T, GptOptions{.logit_rows = 1000}).total(), whole.total());
+    EXPECT_EQ(gpt_memory(config, GridShape{}, B, T, DecoderOptions{.logit_rows = 1000}).total(), whole.total());
 }
 
 }  // namespace

@@ -115,7 +115,7 @@ TEST(Extraction, ScoresAnUntrainedModelAtTheControlLevelAndItsOwnContinuationAsE
     config.max_seq = 32;
     CpuBackend backend;
     ProcessGrid serial(MPI_COMM_SELF, GridShape{});
-    Gpt model(config, backend, serial, 4, 32);
+    Decoder model(config, backend, serial, 4, 32);
     model.init_weights(11);
     MarkovChain const chain(256, 16, 3);
     std::vector<std::vector<std::int32_t>> documents(6, std::vector<std::int32_t>(24));

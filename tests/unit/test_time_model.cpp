@@ -187,8 +187,8 @@ StepShape step_inside_and_across_nodes() {
     return step;
 }
 
-// Whether a group of that step lies inside a node: x, and the x·y plane (y = 1).
-bool inside_a_node(Group group) { return group == Group::x || group == Group::xy_plane; }
+// Whether a group of that step lies inside a node: x.
+bool inside_a_node(Group group) { return group == Group::x; }
 
 // Collectives inside a node cross the node's own links, those leaving it the network cards: two queues that run
 // side by side under the same computation. As the network slows, the step waits at least for the slower queue's

@@ -28,7 +28,7 @@ void add_bench_command(CLI::App& app) {
                     "MFU = (6·N + 6·L·C·T) · tokens/s ÷ (the single-core GEMM rate measured in the run's precision\n"
                     "× threads × ranks): bf16's MFU is against the bf16 GEMM rate.");
     auto options = std::make_shared<BenchOptions>();
-    auto model = std::make_shared<ModelOptions>(*command, "gpt2-small", true);
+    auto model = std::make_shared<ModelOptions>(*command, "gpt2-small");
     auto json = std::make_shared<bool>(false);
     auto vocab = std::make_shared<int>(0);
     command->add_option("--vocab", *vocab, "vocabulary size (0: the preset's, such as GPT-2's 50,257)")

@@ -8,11 +8,10 @@
 
 namespace axonn {
 
-ModelOptions::ModelOptions(CLI::App& command, std::string default_preset, bool takes_llama)
+ModelOptions::ModelOptions(CLI::App& command, std::string default_preset)
     : preset_(std::move(default_preset)), llama_presets_(llama_preset_names()) {
-    std::string const presets = takes_llama ? fmt::format("GPT-2: {}; Llama: {}", fmt::join(gpt_preset_names(), ", "),
-                                                          fmt::join(llama_presets_, ", "))
-                                            : fmt::format("{}", fmt::join(gpt_preset_names(), ", "));
+    std::string const presets =
+        fmt::format("GPT-2: {}; Llama: {}", fmt::join(gpt_preset_names(), ", "), fmt::join(llama_presets_, ", "));
     command.add_option("--model", preset_, fmt::format("model preset: {}", presets))->capture_default_str();
     n_layer_option_ = command.add_option("--n-layer", n_layer_, "override the preset's number of layers");
     n_head_option_ = command.add_option("--n-head", n_head_, "override the preset's number of attention heads");
@@ -20,9 +19,7 @@ ModelOptions::ModelOptions(CLI::App& command, std::string default_preset, bool t
     context_option_ = command.add_option("--context", context_, "override the preset's context length");
 }
 
-GptConfig ModelOptions::resolve() const {
-    require(!names_llama(), "--model {} is a Llama model, which `axonn train` and `axonn plan` take: this command "
-            "runs the GPT-2 presets ({})", preset_, fmt::join(gpt_preset_names(), ", "));
+GptConfig ModelOptions::resolve_gpt() const {
     GptConfig config = gpt_preset(preset_);
     if (n_layer_option_->count()) config.n_layer = n_layer_;
     if (n_head_option_->count()) config.n_head = n_head_;
@@ -48,7 +45,7 @@ LlamaConfig ModelOptions::resolve_llama() const {
 
 ModelConfig ModelOptions::resolve_model() const {
     if (names_llama()) return resolve_llama();
-    return resolve();
+    return resolve_gpt();
 }
 
 }  // namespace axonn

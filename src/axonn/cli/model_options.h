@@ -1,5 +1,5 @@
-// Options that choose a model, shared by `train`, `bench`, `parity` and `plan`: a preset, then any dimension
-// overridden. Llama's presets (llama-tiny, llama3.1-8b, ...) are for the commands that take them (`train`, `plan`).
+// Options that choose a model, shared by every command that builds one from a preset (`train`, `bench`, `parity`,
+// `tune`, `plan`): a preset of either family, then any dimension overridden.
 #pragma once
 
 #include "axonn/model/gpt_config.h"
@@ -15,18 +15,16 @@ namespace axonn {
 
 class ModelOptions {
 public:
-    // `takes_llama`: the command runs Llama presets too, and --help lists them.
-    ModelOptions(CLI::App& command, std::string default_preset, bool takes_llama = false);
-    // The preset with every dimension the user gave replacing its own.
-    GptConfig resolve() const;
-    // Whether --model names a Llama preset, and that preset with the dimensions given.
-    bool names_llama() const;
-    LlamaConfig resolve_llama() const;
-    // The preset of either family, with the dimensions given.
+    ModelOptions(CLI::App& command, std::string default_preset);
+    // The preset of either family, with every dimension the user gave replacing its own.
     ModelConfig resolve_model() const;
     std::string const& preset() const { return preset_; }
 
 private:
+    bool names_llama() const;
+    GptConfig resolve_gpt() const;
+    LlamaConfig resolve_llama() const;
+
     std::string preset_;
     std::vector<std::string> llama_presets_;
     int n_layer_ = 0, n_head_ = 0, n_embd_ = 0, context_ = 0;

@@ -19,7 +19,7 @@ void add_parity_command(CLI::App& app) {
                     "largest relative differences of the loss, the gradient norm, the first step's logits and each\n"
                     "gradient tensor. Example: mpirun -np 8 build/axonn parity --grid data=2,z=1,y=2,x=2 --json");
     auto options = std::make_shared<ParityOptions>();
-    auto model = std::make_shared<ModelOptions>(*command, "gpt2-micro", true);
+    auto model = std::make_shared<ModelOptions>(*command, "gpt2-micro");
     auto vocab = std::make_shared<int>(300);
     auto grid_spec = std::make_shared<std::string>("data=1,z=1,y=1,x=1");
     auto json = std::make_shared<bool>(false);

@@ -182,7 +182,7 @@ void add_plan_command(CLI::App& app) {
         "         axonn plan --weak-scaling gpt-20b:512,gpt-40b:1024,gpt-80b:2048 --batch 512 --machine frontier");
     auto request = std::make_shared<PlanRequest>();
     auto flags = std::make_shared<PlanFlags>();
-    auto model = std::make_shared<ModelOptions>(*command, "gpt-20b", true);
+    auto model = std::make_shared<ModelOptions>(*command, "gpt-20b");
     CLI::Option* gpus = command->add_option("--gpus", request->devices, "devices (GPUs, GCDs or CPU ranks), at most " +
                                                                             std::to_string(max_plan_devices));
     command->add_option("--machine", flags->machine, "machine profile: perlmutter, frontier, alps, local, or a .toml")

@@ -25,7 +25,7 @@ void add_train_command(CLI::App& app) {
     command->add_option("--config", "TOML file of options (unknown keys are an error)");
 
     auto options = std::make_shared<TrainOptions>();
-    auto model = std::make_shared<ModelOptions>(*command, "gpt2-tiny", true);
+    auto model = std::make_shared<ModelOptions>(*command, "gpt2-tiny");
     command->add_option("--data", options->data, "folder written by `axonn prepare` (train.bin, val.bin), a shard, "
                                                  "or a folder of shards")->required();
     command->add_option("--val-data", options->val_data, "validation shard(s); default: val.bin beside --data");

@@ -27,7 +27,7 @@ void add_tune_command(CLI::App& app) {
         "  mpirun -np 4 axonn tune --model gpt2-tiny --tokenizer byte --batch 8 --seq 64 --top 3\n"
         "  mpirun -np 4 axonn train --model gpt2-tiny --tokenizer byte --batch 8 --seq 64 --grid auto --data ...");
     auto options = std::make_shared<TuneOptions>();
-    auto model = std::make_shared<ModelOptions>(*command, "gpt2-small", true);
+    auto model = std::make_shared<ModelOptions>(*command, "gpt2-small");
     auto tokenizer = std::make_shared<std::string>("gpt2");
     auto tokenizer_dir = std::make_shared<std::filesystem::path>();
     auto json = std::make_shared<bool>(false);

@@ -84,7 +84,6 @@ std::string group_name(Group group) {
         case Group::z: return "z";
         case Group::y: return "y";
         case Group::x: return "x";
-        case Group::xy_plane: return "xy_plane";
         case Group::z_prefetch: return "z_prefetch";
         case Group::tensor: return "tensor";
         case Group::world: return "world";
@@ -93,6 +92,25 @@ std::string group_name(Group group) {
 }
 
 int GridShape::size(Axis axis) const { return size_of(*this, axis); }
+
+int GridShape::size(Group group) const {
+    int members = 1;
+    for (Axis axis : group_axes(group)) members *= size(axis);
+    return members;
+}
+
+std::vector<Axis> group_axes(Group group) {
+    switch (group) {
+        case Group::data: return {Axis::data};
+        case Group::z:
+        case Group::z_prefetch: return {Axis::z};
+        case Group::y: return {Axis::y};
+        case Group::x: return {Axis::x};
+        case Group::tensor: return {Axis::z, Axis::y, Axis::x};
+        case Group::world: return {Axis::data, Axis::z, Axis::y, Axis::x};
+    }
+    return {};
+}
 
 int GridShape::product() const {
     std::int64_t const product = std::int64_t{data} * z * y * x;
@@ -183,14 +201,13 @@ ProcessGrid::ProcessGrid(MPI_Comm world, GridShape shape, std::array<Axis, 4> or
             "the grid {} has {} ranks but the job has {} processes: fix --grid so that data·z·y·x = {}",
             shape_.to_string(), shape_.product(), world_size_, world_size_);
     // Every rank creates the communicators in this same order: each creation is a collective over `world`.
-    add(Group::data, split(world, {Axis::data}), options);
-    MPI_Comm const z = split(world, {Axis::z});
+    add(Group::data, split(world, group_axes(Group::data)), options);
+    MPI_Comm const z = split(world, group_axes(Group::z));
     add(Group::z, z, options);
     add(Group::z_prefetch, duplicate(z), options);
-    add(Group::y, split(world, {Axis::y}), options);
-    add(Group::x, split(world, {Axis::x}), options);
-    add(Group::xy_plane, split(world, {Axis::y, Axis::x}), options);
-    add(Group::tensor, split(world, {Axis::z, Axis::y, Axis::x}), options);
+    add(Group::y, split(world, group_axes(Group::y)), options);
+    add(Group::x, split(world, group_axes(Group::x)), options);
+    add(Group::tensor, split(world, group_axes(Group::tensor)), options);
     // A copy, not `world` itself: the grid frees what it holds, and its traffic must not match the caller's.
     add(Group::world, duplicate(world), options);
 }

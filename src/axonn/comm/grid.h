@@ -17,10 +17,17 @@ namespace axonn {
 enum class Axis { data, z, y, x };
 std::string axis_name(Axis axis);  // "data", "z", "y", "x"
 
+enum class Group;
+
 struct GridShape {
     int data = 1, z = 1, y = 1, x = 1;
 
     int size(Axis axis) const;
+    // A group's members: the product of its axes' sizes (group_axes).
+    int size(Group group) const;
+    // The replicas of the global batch: each (data, z) position holds B / batch_replicas() of its B sequences, and
+    // the X and Y ranks of a position hold the same ones.
+    int batch_replicas() const { return data * z; }
     int product() const;
     std::string to_string() const;  // "data=2,z=1,y=2,x=2"
     // "data=2,z=1,y=2,x=2": any subset of the axes, in any order; an axis not named has size 1.
@@ -36,13 +43,16 @@ std::vector<GridShape> grid_factorisations(int world);
 
 // The members of each group are the ranks that differ only in the named axes:
 //   data, z, y, x  one axis, ordered by its coordinate
-//   xy_plane       x and y, ordered by (y, x), x fastest (vocabulary-parallel embedding and cross-entropy)
 //   z_prefetch     the members of z on a second communicator, so weight prefetches do not queue behind z's
 //                  reduce-scatters
 //   tensor         x, y and z: the tensor-parallel block of one data replica, ordered (z, y, x), x fastest
 //   world          every rank, in the order of the world communicator
-enum class Group { data, z, y, x, xy_plane, z_prefetch, tensor, world };
+enum class Group { data, z, y, x, z_prefetch, tensor, world };
+inline constexpr int group_count = 7;
 std::string group_name(Group group);
+// The axes whose coordinates vary among a group's members, slowest first: the one table of what each group is,
+// which the grid's communicators and the models of traffic and time all read.
+std::vector<Axis> group_axes(Group group);
 
 class ProcessGrid {
 public:
@@ -60,6 +70,7 @@ public:
     int world_size() const { return world_size_; }
     int coord(Axis axis) const;
     int size(Axis axis) const { return shape_.size(axis); }
+    int size(Group group) const { return shape_.size(group); }
     // Which share of the global batch this rank holds: its (data, z) position, data slower, from 0 to
     // data · z − 1. The share's rows start at batch_replica() · (B / (data · z)).
     int batch_replica() const { return coord(Axis::data) * size(Axis::z) + coord(Axis::z); }
@@ -80,7 +91,7 @@ private:
     int world_size_ = 1;
     TrafficLog traffic_;       // declared before the communicators, which record into it until they are freed
     ProgressEngine progress_;  // likewise: it progresses their non-blocking collectives
-    std::array<std::unique_ptr<Communicator>, 8> comms_;
+    std::array<std::unique_ptr<Communicator>, group_count> comms_;
 };
 
 // Parses a --grid-order value, fastest axis first, such as "x,y,z,data": it must name all four axes once.

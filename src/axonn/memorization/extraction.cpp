@@ -29,7 +29,7 @@ struct RowPlan {
 constexpr int result_fields = 6;  // loss, kept_correct, kept_total, dropped_correct, dropped_total, reported
 
 // One teacher-forced pass over the chunk's windows: inputs window[0, W−1), targets window[1, W).
-void teacher_forced(Gpt& model, RowPlan const& plan, int chunk, std::span<std::vector<std::int32_t> const> documents,
+void teacher_forced(Decoder& model, RowPlan const& plan, int chunk, std::span<std::vector<std::int32_t> const> documents,
                     ExtractionSpec const& spec, std::vector<double>& fields) {
     int const W = spec.prefix + spec.suffix, T = W - 1, B = plan.rows;
     std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
@@ -66,7 +66,7 @@ void teacher_forced(Gpt& model, RowPlan const& plan, int chunk, std::span<std::v
 }
 
 // Greedy decoding of the chunk's suffixes from their prefixes: one forward per new token over the growing rows.
-void greedy_suffixes(Gpt& model, RowPlan const& plan, int chunk, std::span<std::vector<std::int32_t> const> documents,
+void greedy_suffixes(Decoder& model, RowPlan const& plan, int chunk, std::span<std::vector<std::int32_t> const> documents,
                      ExtractionSpec const& spec, std::vector<double>& generated) {
     int const B = plan.rows;
     std::vector<std::vector<std::int32_t>> rows(static_cast<std::size_t>(B));
@@ -117,7 +117,7 @@ ExtractionScore score_of(std::span<std::int32_t const> truth, std::span<double c
 
 }  // namespace
 
-std::vector<ExtractionScore> score_extraction(Gpt& model, std::span<std::vector<std::int32_t> const> documents,
+std::vector<ExtractionScore> score_extraction(Decoder& model, std::span<std::vector<std::int32_t> const> documents,
                                               ExtractionSpec const& spec) {
     int const W = spec.prefix + spec.suffix;
     require(spec.prefix >= 1 && spec.suffix >= 1, "the prefix and the suffix need 1 token or more each, got {} and {}",
@@ -129,7 +129,7 @@ std::vector<ExtractionScore> score_extraction(Gpt& model, std::span<std::vector<
                 "suffix {} it is scored on", d, documents[d].size(), spec.prefix, spec.suffix);
     }
     ProcessGrid& grid = model.grid();
-    RowPlan const plan{model.max_batch(), grid.size(Axis::data) * grid.size(Axis::z), grid.batch_replica(),
+    RowPlan const plan{model.max_batch(), grid.shape().batch_replicas(), grid.batch_replica(),
                        static_cast<int>(documents.size())};
     std::vector<double> fields(documents.size() * result_fields, 0.0);
     std::vector<double> generated(documents.size() * static_cast<std::size_t>(spec.suffix), 0.0);

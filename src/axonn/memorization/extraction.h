@@ -6,7 +6,7 @@
 // replicas, each row's logits are split over Y, and every rank ends with every score.
 #pragma once
 
-#include "axonn/model/gpt.h"
+#include "axonn/model/decoder.h"
 #include "axonn/train/goldfish.h"
 
 #include <cstdint>
@@ -42,7 +42,7 @@ ExtractionSummary summarize_extraction(std::span<ExtractionScore const> scores);
 
 // Scores each document, which must hold at least prefix + suffix tokens (the window the model reads is their
 // first prefix + suffix − 1, at most its context). Collective over the model's grid.
-std::vector<ExtractionScore> score_extraction(Gpt& model, std::span<std::vector<std::int32_t> const> documents,
+std::vector<ExtractionScore> score_extraction(Decoder& model, std::span<std::vector<std::int32_t> const> documents,
                                               ExtractionSpec const& spec);
 
 // The F1 of the longest common subsequence of two token sequences (ROUGE-L), 0 when either is empty.

@@ -4,7 +4,7 @@
 
 #include "axonn/core/error.h"
 #include "axonn/io/tokenizer.h"
-#include "axonn/model/gpt.h"
+#include "axonn/model/decoder.h"
 #include "axonn/model/gpt_parameters.h"
 #include "axonn/train/checkpointing.h"
 #include "axonn/train/job.h"
@@ -86,8 +86,8 @@ json evaluate_memorization(MemorizationEvalOptions const& options) {
     Job job(step_options, {options.grid, options.grid_order});
     ProcessGrid& grid = job.grid();
     Backend& backend = job.backend();
-    int const local = options.batch / (grid.size(Axis::data) * grid.size(Axis::z));
-    Gpt model(architecture, backend, grid, local, window - 1);
+    int const local = options.batch / grid.shape().batch_replicas();
+    Decoder model(architecture, backend, grid, local, window - 1);
     load_initial_weights(source, config, model);
     std::vector<ExtractionScore> const scores = score_extraction(model, windows, spec);
 

@@ -5,7 +5,7 @@
 #include "axonn/core/timer.h"
 #include "axonn/memorization/extraction.h"
 #include "axonn/memorization/study_report.h"
-#include "axonn/model/gpt.h"
+#include "axonn/model/decoder.h"
 #include "axonn/model/gpt_parameters.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/progress.h"
@@ -73,7 +73,7 @@ void fill_batch(int rows, int seq, Sequence&& sequence, std::vector<std::int32_t
 
 // A model on the job's grid with its optimizer.
 struct TrainedModel {
-    std::unique_ptr<Gpt> model;
+    std::unique_ptr<Decoder> model;
     std::unique_ptr<AdamW> optimizer;
 };
 
@@ -81,9 +81,9 @@ struct TrainedModel {
 TrainedModel new_model(StudyContext const& context, StudyModelSize const& size, std::span<float const> start = {}) {
     StudyOptions const& options = context.options;
     GptConfig const config = study_config(size, options, context.corpus.text().vocab());
-    int const local = options.batch / (context.grid.size(Axis::data) * context.grid.size(Axis::z));
+    int const local = options.batch / context.grid.shape().batch_replicas();
     TrainedModel trained;
-    trained.model = std::make_unique<Gpt>(config, context.backend, context.grid, local, options.seq);
+    trained.model = std::make_unique<Decoder>(config, context.backend, context.grid, local, options.seq);
     trained.model->init_weights(options.corpus.seed);
     if (!start.empty()) std::copy(start.begin(), start.end(), trained.model->params().begin());
     AdamWConfig adamw;
@@ -129,7 +129,7 @@ MaskedLosses train(StudyContext const& context, TrainedModel& trained, int steps
 }
 
 // The mean loss over the same 16 validation sequences for every run (the runs' differences are paired).
-double validation_loss(StudyContext const& context, Gpt& model) {
+double validation_loss(StudyContext const& context, Decoder& model) {
     StudyOptions const& options = context.options;
     int const B = options.batch, T = options.seq, batches = std::max(1, 16 / B);
     std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
@@ -155,13 +155,13 @@ GoldfishOptions scoring_mask(StudyOptions const& options, GoldfishOptions const&
 
 json number_or_null(double value) { return std::isfinite(value) ? json(value) : json(); }
 
-json bucket_record(RunSpec const& run, GptConfig const& config, int repetitions,
+json bucket_record(RunSpec const& run, Architecture const& model, int repetitions,
                    std::vector<ExtractionScore> const& scores, std::vector<double> const& heldout_losses) {
     ExtractionSummary const summary = summarize_extraction(scores);
     std::vector<double> losses;
     for (ExtractionScore const& s : scores) losses.push_back(s.loss);
     return {{"model", run.size.name},
-            {"parameters", config.parameter_count()},
+            {"parameters", model.parameter_count()},
             {"loss", run.loss},
             {"experiment", run.experiment},
             {"repetitions", repetitions},
@@ -198,7 +198,7 @@ json measure(StudyContext const& context, RunSpec const& run, TrainedModel& trai
     double const val_loss = validation_loss(context, *trained.model);
     json records = json::array();
     auto const add = [&](int repetitions, std::vector<ExtractionScore> const& bucket) {
-        json record = bucket_record(run, trained.model->config(), repetitions, bucket, heldout_losses);
+        json record = bucket_record(run, trained.model->architecture(), repetitions, bucket, heldout_losses);
         record["val_loss"] = val_loss;
         record["mia_auc_all_members"] = number_or_null(membership_auc(member_losses, heldout_losses));
         record["train_loss_all"] = train_losses.all_targets;
@@ -306,7 +306,7 @@ json finetune_size(StudyContext const& context, StudyModelSize const& size, Trai
                        epochs_to_half.is_null() ? std::string("never") : epochs_to_half.dump() + " epochs");
         }
         records.push_back({{"model", size.name},
-                           {"parameters", control.model->config().parameter_count()},
+                           {"parameters", control.model->architecture().parameter_count()},
                            {"loss", goldfish ? "goldfish" : "standard"},
                            {"canaries", canaries.size()},
                            {"learning_rate", options.lr},

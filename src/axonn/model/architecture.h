@@ -15,9 +15,12 @@ namespace axonn {
 // Indices into the declarations; -1 where the family has no such tensor.
 struct DecoderParams {
     int embed = -1, positions = -1, head = -1;  // head == embed when the LM head is tied
-    int ln1w = -1, ln1b = -1, qkvw = -1, qkvb = -1, attprojw = -1, attprojb = -1;
-    int ln2w = -1, ln2b = -1, fcw = -1, fcb = -1, fcprojw = -1, fcprojb = -1;
-    int lnfw = -1, lnfb = -1;
+    // Each layer: a norm before attention, the [q | k | v] projection, attention's output projection; a norm
+    // before the MLP, its first Linear (GPT-2's fc, Llama's gate and up in one) and its second (the projection
+    // back). A weight has the slot's name, its bias the name with _bias.
+    int attn_norm = -1, attn_norm_bias = -1, qkv = -1, qkv_bias = -1, attn_out = -1, attn_out_bias = -1;
+    int mlp_norm = -1, mlp_norm_bias = -1, mlp_in = -1, mlp_in_bias = -1, mlp_out = -1, mlp_out_bias = -1;
+    int final_norm = -1, final_norm_bias = -1;
 };
 
 struct Architecture {
@@ -42,7 +45,7 @@ struct Architecture {
     // The rows of the MLP's first Linear: F, or gate and up's 2F.
     int mlp_rows() const { return gelu ? mlp_width : 2 * mlp_width; }
     // A layer's Linear weights in the order the forward uses them.
-    std::vector<int> layer_linears() const { return {params.qkvw, params.attprojw, params.fcw, params.fcprojw}; }
+    std::vector<int> layer_linears() const { return {params.qkv, params.attn_out, params.mlp_in, params.mlp_out}; }
     // Trainable parameters, the vocabulary's padding rows excluded.
     std::int64_t parameter_count() const;
     // Model FLOPs per token of one training step: 6·N + 6·L·C·T (llm.c's and PaLM's accounting).

@@ -14,7 +14,7 @@ namespace {
 
 // The next token's logits over the whole vocabulary, on every rank of the replica: the Y ranks' slices of the
 // given row of the last forward, gathered (padding ids included; they are never chosen).
-std::vector<float> gather_vocabulary(Gpt& model, int row) {
+std::vector<float> gather_vocabulary(Decoder& model, int row) {
     VocabSlice const slice = model.vocab_slice();
     return gather_vocabulary_row(model.grid(), slice, model.logits() + static_cast<std::int64_t>(row) * slice.rows);
 }
@@ -57,7 +57,7 @@ std::int32_t draw(std::span<float const> logits, SampleOptions const& options, d
 
 // The next token after `row` of the last forward: the most likely (temperature 0) or a draw keyed by the
 // prompt and the token's index, the same on every rank and every grid.
-std::int32_t next_token(Gpt& model, int row, SampleOptions const& options, int prompt, int index) {
+std::int32_t next_token(Decoder& model, int row, SampleOptions const& options, int prompt, int index) {
     std::vector<float> const gathered = gather_vocabulary(model, row);
     std::span<float const> const logits(gathered.data(), static_cast<std::size_t>(model.architecture().vocab_size));
     require(std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); }),
@@ -80,10 +80,10 @@ struct Continuation {
 // What this rank's replica runs: prompts replica, replica + replicas, ... in turn.
 class ReplicaGenerator {
 public:
-    ReplicaGenerator(Gpt& model, std::span<std::vector<std::int32_t> const> prompts, SampleOptions const& options,
+    ReplicaGenerator(Decoder& model, std::span<std::vector<std::int32_t> const> prompts, SampleOptions const& options,
                      int context, TokenListener const& on_token)
         : model_(model), prompts_(prompts), options_(options), on_token_(on_token),
-          replicas_(model.grid().size(Axis::data) * model.grid().size(Axis::z)),
+          replicas_(model.grid().shape().batch_replicas()),
           cache_(model.architecture(), model.grid().shape(), 1, context),
           idle_(model.architecture(), model.grid().shape(), 1, 1),
           results_(prompts.size()) {
@@ -143,7 +143,7 @@ private:
         current_.pending.assign(current_.tokens.end() - static_cast<std::ptrdiff_t>(count), current_.tokens.end());
     }
 
-    Gpt& model_;
+    Decoder& model_;
     std::span<std::vector<std::int32_t> const> prompts_;
     SampleOptions const& options_;
     TokenListener const& on_token_;
@@ -185,7 +185,7 @@ void SampleOptions::validate(std::string_view new_tokens_flag) const {
     require(top_p > 0 && top_p <= 1, "--top-p must lie in (0, 1], got {} (1 samples among all tokens)", top_p);
 }
 
-void argmax_tokens(Gpt& model, int B, int T, int first, std::int32_t* out) {
+void argmax_tokens(Decoder& model, int B, int T, int first, std::int32_t* out) {
     VocabSlice const slice = model.vocab_slice();
     std::vector<float const*> rows;
     for (int b = 0; b < B; ++b) {
@@ -196,7 +196,7 @@ void argmax_tokens(Gpt& model, int B, int T, int first, std::int32_t* out) {
     vocab_parallel_argmax(model.grid(), slice, rows, out);
 }
 
-std::vector<std::vector<std::int32_t>> generate(Gpt& model, std::span<std::vector<std::int32_t> const> prompts,
+std::vector<std::vector<std::int32_t>> generate(Decoder& model, std::span<std::vector<std::int32_t> const> prompts,
                                                 SampleOptions const& options, int context,
                                                 TokenListener const& on_token) {
     if (options.new_tokens == 0) return std::vector<std::vector<std::int32_t>>(prompts.size());

@@ -2,7 +2,7 @@
 // of one token, and the next token chosen from the logits of all Y ranks' vocabulary slices.
 #pragma once
 
-#include "axonn/model/gpt.h"
+#include "axonn/model/decoder.h"
 
 #include <cstdint>
 #include <functional>
@@ -30,7 +30,7 @@ struct SampleOptions {
 // of T tokens: out[b·(T−first) + t − first]. Each Y rank holds a slice of the vocabulary, so the maxima are agreed
 // over Y (a collective); ties go to the smallest id, as a serial argmax gives them. Every rank of the rows'
 // data × z replica gets the same tokens.
-void argmax_tokens(Gpt& model, int B, int T, int first, std::int32_t* out);
+void argmax_tokens(Decoder& model, int B, int T, int first, std::int32_t* out);
 
 // Hears each new token of a prompt that this rank's replica continues: (prompt index, token).
 using TokenListener = std::function<void(int, std::int32_t)>;
@@ -42,7 +42,7 @@ using TokenListener = std::function<void(int, std::int32_t)>;
 // outgrows it, the cache restarts from its last context/2 tokens. Each token's draw depends on the seed, the
 // prompt's index and the token's index only, so every grid gives the serial run's tokens.
 // Collective over the world; every rank passes the same prompts and options.
-std::vector<std::vector<std::int32_t>> generate(Gpt& model, std::span<std::vector<std::int32_t> const> prompts,
+std::vector<std::vector<std::int32_t>> generate(Decoder& model, std::span<std::vector<std::int32_t> const> prompts,
                                                 SampleOptions const& options, int context,
                                                 TokenListener const& on_token = {});
 

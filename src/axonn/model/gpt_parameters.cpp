@@ -48,10 +48,13 @@ Architecture gpt2_architecture(GptConfig const& config) {
     a.context = config.max_seq;
     auto const at = [](Param id) { return static_cast<int>(id); };
     a.params = {.embed = at(Param::wte), .positions = at(Param::wpe), .head = at(Param::wte),
-                .ln1w = at(Param::ln1w), .ln1b = at(Param::ln1b), .qkvw = at(Param::qkvw), .qkvb = at(Param::qkvb),
-                .attprojw = at(Param::attprojw), .attprojb = at(Param::attprojb), .ln2w = at(Param::ln2w),
-                .ln2b = at(Param::ln2b), .fcw = at(Param::fcw), .fcb = at(Param::fcb), .fcprojw = at(Param::fcprojw),
-                .fcprojb = at(Param::fcprojb), .lnfw = at(Param::lnfw), .lnfb = at(Param::lnfb)};
+                .attn_norm = at(Param::ln1w), .attn_norm_bias = at(Param::ln1b),
+                .qkv = at(Param::qkvw), .qkv_bias = at(Param::qkvb),
+                .attn_out = at(Param::attprojw), .attn_out_bias = at(Param::attprojb),
+                .mlp_norm = at(Param::ln2w), .mlp_norm_bias = at(Param::ln2b),
+                .mlp_in = at(Param::fcw), .mlp_in_bias = at(Param::fcb),
+                .mlp_out = at(Param::fcprojw), .mlp_out_bias = at(Param::fcprojb),
+                .final_norm = at(Param::lnfw), .final_norm_bias = at(Param::lnfb)};
     a.declarations = gpt_parameters(config);
     return a;
 }

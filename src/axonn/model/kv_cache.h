@@ -1,5 +1,5 @@
 // The keys and values of the tokens a model has already seen, kept for generation: each new token then costs one
-// row of attention per head instead of a forward over the whole context (Gpt::forward_cached).
+// row of attention per head instead of a forward over the whole context (Decoder::forward_cached).
 //
 // Sharded as the activations are: a rank holds its own rows of the batch and its own key/value heads (NKV/G_y, those
 // its attention reads); the X ranks of a Y column hold the same values, as they hold the same attention input.

@@ -237,8 +237,8 @@ std::optional<std::string> grid_problem(std::span<ParamDecl const> params, GridS
     for (ParamDecl const& param : params) {
         if (auto problem = split_problem(param, grid)) return problem;
     }
-    if (batch % (grid.data * grid.z) != 0) {
-        return fmt::format("data x z = {} does not divide the batch of {} sequences", grid.data * grid.z, batch);
+    if (batch % grid.batch_replicas() != 0) {
+        return fmt::format("data x z = {} does not divide the batch of {} sequences", grid.batch_replicas(), batch);
     }
     return std::nullopt;
 }

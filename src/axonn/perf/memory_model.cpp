@@ -1,11 +1,11 @@
 #include "axonn/perf/memory_model.h"
 
-#include "axonn/model/gpt.h"
+#include "axonn/model/decoder.h"
 
 namespace axonn {
 
 MemoryPrediction predict_memory(StepShape const& step) {
-    GptMemory const allocated = decoder_memory(step.decoder(), step.grid, step.local_batch(), step.seq, step.run);
+    DecoderMemory const allocated = decoder_memory(step.decoder(), step.grid, step.local_batch(), step.seq, step.run);
     MemoryPrediction prediction{};
     prediction.weights = allocated.parameter_bytes;
     prediction.gradients = allocated.gradient_bytes;

@@ -12,7 +12,7 @@ namespace axonn {
 namespace {
 
 std::optional<std::string> batch_problem(PlanRequest const& request, GridShape const& grid) {
-    int const replicas = grid.data * grid.z;
+    int const replicas = grid.batch_replicas();
     if (request.micro_batch > 0 && (request.batch / replicas) % request.micro_batch != 0) {
         return fmt::format("the micro-batch {} does not divide the {} sequences of a data x z replica",
                            request.micro_batch, request.batch / replicas);

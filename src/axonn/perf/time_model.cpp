@@ -16,20 +16,6 @@ namespace {
 using Overlap = PredictedCollective::Overlap;
 using Phase = PredictedCollective::Phase;
 
-std::vector<Axis> group_axes(Group group) {
-    switch (group) {
-        case Group::data: return {Axis::data};
-        case Group::z:
-        case Group::z_prefetch: return {Axis::z};
-        case Group::y: return {Axis::y};
-        case Group::x: return {Axis::x};
-        case Group::xy_plane: return {Axis::x, Axis::y};
-        case Group::tensor: return {Axis::x, Axis::y, Axis::z};
-        case Group::world: return {Axis::x, Axis::y, Axis::z, Axis::data};
-    }
-    return {};
-}
-
 // Rank distance between neighbours of the group (the product of the sizes of the axes laid out faster than its
 // fastest axis), and the span of ranks it covers.
 struct Placement {
@@ -138,7 +124,7 @@ ComputeTimes compute_times(StepShape const& step, MachineProfile const& machine,
         linears += gemm_seconds(M, static_cast<double>(layout.block_rows(id)), static_cast<double>(layout.block_cols(id)),
                                 L, machine, bf16);
     }
-    // The LM head, in chunks of rows (GptOptions::logit_rows): its dW GEMM's inner dimension is a chunk's rows.
+    // The LM head, in chunks of rows (DecoderOptions::logit_rows): its dW GEMM's inner dimension is a chunk's rows.
     auto const head_chunks = static_cast<double>(logit_chunks(static_cast<std::int64_t>(M), step.run.logit_rows));
     double const head = gemm_seconds(M / head_chunks, Vpy, Cx, head_chunks, machine, bf16);
     // Fused attention, in the precision the backend runs it in (fp32 for short sequences even in mixed precision):

@@ -21,26 +21,12 @@ public:
     // `calls` collectives of `bytes` in all.
     void add_total(char const* op, Group group, std::uint64_t calls, std::uint64_t bytes, Overlap overlap,
                    Phase phase) {
-        if (group_size(group) == 1 || calls == 0) return;
+        if (grid_.size(group) == 1 || calls == 0) return;
         traffic_.push_back({op, group, calls, bytes, overlap, phase});
     }
     std::vector<PredictedCollective> take() { return std::move(traffic_); }
 
 private:
-    int group_size(Group group) const {
-        switch (group) {
-            case Group::data: return grid_.data;
-            case Group::z:
-            case Group::z_prefetch: return grid_.z;
-            case Group::y: return grid_.y;
-            case Group::x: return grid_.x;
-            case Group::xy_plane: return grid_.x * grid_.y;
-            case Group::tensor: return grid_.x * grid_.y * grid_.z;
-            case Group::world: return grid_.product();
-        }
-        return 1;
-    }
-
     GridShape grid_;
     std::vector<PredictedCollective> traffic_;
 };
@@ -77,7 +63,7 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     auto chunked = [&](Group group, std::uint64_t linears, std::uint64_t width, Overlap overlap, Phase phase) {
         t.add_total(ar, group, linears * chunks, linears * M * width * a, overlap, phase);
     };
-    // The LM head runs on chunks of the rows (GptOptions::logit_rows), each a Linear of its own rows.
+    // The LM head runs on chunks of the rows (DecoderOptions::logit_rows), each a Linear of its own rows.
     auto const logit_chunks_n =
         static_cast<std::uint64_t>(logit_chunks(static_cast<std::int64_t>(M), step.run.logit_rows));
     std::uint64_t head_row_chunks = 0;  // the row chunks of all of them
@@ -141,8 +127,12 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     for (int id : linears) {
         chunked(input_group(id), passes * L, layout.block_cols(id), Overlap::dw_gemm, in_backward);
     }
-    // The vocabulary blocks' gradients, at the very end.
-    t.add("reduce_scatter", Group::z, passes * vocab_blocks, Vpy * Cx * scatter_elem, Overlap::none, in_backward);
+    // The vocabulary blocks' gradients: an untied LM head's as soon as its backward is done, under the layers'
+    // backward; the embedding's (with a tied head, the head's too) at the very end.
+    std::uint64_t const vocab_block_bytes = Vpy * Cx * scatter_elem;
+    t.add("reduce_scatter", Group::z, passes * (vocab_blocks - 1), vocab_block_bytes, Overlap::rest_of_backward,
+          in_backward);
+    t.add("reduce_scatter", Group::z, passes, vocab_block_bytes, Overlap::none, in_backward);
 
     // Gradient sync, in the last pass: one slice per tensor and layer, over Z for the tensors replicated there
     // (the Z-sharded ones were reduce-scattered; always fp32), then over data for all (in the gradients'

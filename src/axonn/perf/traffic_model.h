@@ -7,7 +7,8 @@
 #pragma once
 
 #include "axonn/comm/grid.h"
-#include "axonn/model/gpt.h"
+#include "axonn/model/decoder.h"
+#include "axonn/model/gpt_parameters.h"
 
 #include <cstdint>
 #include <optional>
@@ -23,9 +24,9 @@ struct StepShape {
     int batch = 8;        // global batch, sequences
     int seq = 64;
     int micro_batch = 0;  // sequences per data × z replica and forward pass; 0 = batch / (data · z), no accumulation
-    GptOptions run;       // overlap, recomputation, weight caching, precision, as the trainer runs
+    DecoderOptions run;       // overlap, recomputation, weight caching, precision, as the trainer runs
 
-    int replica_batch() const { return batch / (grid.data * grid.z); }
+    int replica_batch() const { return batch / grid.batch_replicas(); }
     int micro_batches() const { return micro_batch > 0 ? replica_batch() / micro_batch : 1; }
     int local_batch() const { return micro_batch > 0 ? micro_batch : replica_batch(); }
     Architecture decoder() const { return architecture ? *architecture : gpt2_architecture(model); }

@@ -4,7 +4,7 @@
 #include "axonn/core/rng.h"
 #include "axonn/core/timer.h"
 #include "axonn/core/trace.h"
-#include "axonn/model/gpt.h"
+#include "axonn/model/decoder.h"
 #include "axonn/train/job.h"
 #include "axonn/train/threads.h"
 #include "axonn/train/trace_file.h"
@@ -38,17 +38,17 @@ BenchResult run_benchmark(BenchOptions options) {
         use_threads(options.threads);
         parse_axis_order(options.grid_order);
         require_valid_grid(architecture.declarations, options.grid, world, B);
-        options.run.pass_batch(B / (options.grid.data * options.grid.z));
+        options.run.pass_batch(B / options.grid.batch_replicas());
     });
     warn_if_oversubscribed(options.threads);
 
     Job job(options.run, {options.grid, options.grid_order});
     Backend& backend = job.backend();
     ProcessGrid& grid = job.grid();
-    int const local_batch = B / (options.grid.data * options.grid.z);
+    int const local_batch = B / options.grid.batch_replicas();
     std::int64_t const tensor_bytes_before = tensor_bytes_in_use();
     reset_tensor_bytes_peak();
-    Gpt model(architecture, backend, grid, job.pass_batch(B), T, options.run.model);
+    Decoder model(architecture, backend, grid, job.pass_batch(B), T, options.run.model);
     model.init_weights(1);
     AdamW optimizer(model.segments(), model.layout().total(), backend, AdamWConfig{});
     std::vector<std::int32_t> tokens(static_cast<std::size_t>(local_batch) * T), targets(tokens.size());

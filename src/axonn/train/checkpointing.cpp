@@ -114,7 +114,7 @@ std::optional<CheckpointReader> open_resume_checkpoint(TrainOptions const& optio
     return checkpoint;
 }
 
-int restore_checkpoint(CheckpointReader& checkpoint, Gpt& model, AdamW& optimizer, DataLoader& loader) {
+int restore_checkpoint(CheckpointReader& checkpoint, Decoder& model, AdamW& optimizer, DataLoader& loader) {
     checkpoint.verify(model.grid().comm(Group::world));
     json const& run = checkpoint.index().run;
     auto const step = run_value(run, {"step"}, checkpoint.index().step, checkpoint.index().step, checkpoint);
@@ -151,7 +151,7 @@ ModelConfig init_source_config(fs::path const& resolved) {
     return CheckpointReader(resolved).index().model;
 }
 
-void load_initial_weights(fs::path const& resolved, ModelConfig const& source, Gpt& model) {
+void load_initial_weights(fs::path const& resolved, ModelConfig const& source, Decoder& model) {
     if (is_hf_model_folder(resolved)) {
         HostState::write(model, nullptr, [&](LocalBuffers const& out) {
             read_hf_weights(resolved, source, model.layout(), out.params);
@@ -163,7 +163,7 @@ void load_initial_weights(fs::path const& resolved, ModelConfig const& source, G
     HostState::write(model, nullptr, [&](LocalBuffers const& out) { checkpoint.read_local(model.layout(), out); });
 }
 
-fs::path save_training_checkpoint(TrainOptions const& options, Gpt& model, AdamW& optimizer, DataLoader const& loader,
+fs::path save_training_checkpoint(TrainOptions const& options, Decoder& model, AdamW& optimizer, DataLoader const& loader,
                                   int step) {
     HostState const state = HostState::read(model, &optimizer);
     CheckpointTarget const target{options.ckpt_dir, options.keep, options.ckpt_file_mib << 20};

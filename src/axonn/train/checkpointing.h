@@ -7,7 +7,7 @@
 #pragma once
 
 #include "axonn/checkpoint/checkpoint_reader.h"
-#include "axonn/model/gpt.h"
+#include "axonn/model/decoder.h"
 #include "axonn/train/data_loader.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/trainer.h"
@@ -27,7 +27,7 @@ std::optional<CheckpointReader> open_resume_checkpoint(TrainOptions const& optio
 
 // Restores weights, moments, the optimizer's step count and the data position; returns the step to go on from.
 // Collective (the files are verified by all ranks together).
-int restore_checkpoint(CheckpointReader& checkpoint, Gpt& model, AdamW& optimizer, DataLoader& loader);
+int restore_checkpoint(CheckpointReader& checkpoint, Decoder& model, AdamW& optimizer, DataLoader& loader);
 
 // The settings of the checkpoint's run that this run changes ("--steps 200 (was 100)"): a resumed run that
 // changes any is no longer the interrupted one, and is told so.
@@ -42,10 +42,10 @@ std::filesystem::path resolve_init_source(std::filesystem::path const& source, s
 // The model a resolved --init-from source holds.
 ModelConfig init_source_config(std::filesystem::path const& resolved);
 // Loads the weights of `source` (its init_source_config) into this rank's shards. Collective.
-void load_initial_weights(std::filesystem::path const& resolved, ModelConfig const& source, Gpt& model);
+void load_initial_weights(std::filesystem::path const& resolved, ModelConfig const& source, Decoder& model);
 
 // Saves the run at `step` (the number of steps done) into --ckpt-dir; returns the checkpoint's folder. Collective.
-std::filesystem::path save_training_checkpoint(TrainOptions const& options, Gpt& model, AdamW& optimizer,
+std::filesystem::path save_training_checkpoint(TrainOptions const& options, Decoder& model, AdamW& optimizer,
                                                DataLoader const& loader, int step);
 
 }  // namespace axonn

@@ -50,7 +50,7 @@ GenerationJobResult run_generation(GenerationJobOptions const& options,
             "the {} tokenizer has {}: pass the --tokenizer it was trained with", options.model_dir.string(),
             architecture.vocab_size, tokenizer->name(), tokenizer->vocab_size());
     as_usage_errors([&] {
-        require_valid_grid(architecture.declarations, options.grid, world, options.grid.data * options.grid.z);
+        require_valid_grid(architecture.declarations, options.grid, world, options.grid.batch_replicas());
     });
 
     StepOptions step_options;
@@ -58,9 +58,9 @@ GenerationJobResult run_generation(GenerationJobOptions const& options,
     ProcessGrid& grid = job.grid();
     Backend& backend = job.backend();
     // One prompt per replica at a time; only the layer being run keeps its activations (nothing trains).
-    GptOptions model_options;
+    DecoderOptions model_options;
     model_options.recompute = Recompute::layer;
-    Gpt model(architecture, backend, grid, 1, std::min(options.prompt_chunk, architecture.context), model_options);
+    Decoder model(architecture, backend, grid, 1, std::min(options.prompt_chunk, architecture.context), model_options);
     load_initial_weights(source, model_config, model);
 
     std::vector<std::vector<std::int32_t>> prompts;

@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <array>
+
 namespace axonn {
 namespace {
 
@@ -90,6 +92,53 @@ PlanRequest job_plan_request(ModelConfig const& model, int ranks, int batch, int
     request.run = run.model;
     request.time.order = parse_axis_order(grid_order);
     return request;
+}
+
+namespace {
+
+// The planner's best grid for this job on `machine`, announced; none if no grid fits.
+std::optional<GridShape> plan_best_grid(PlanRequest const& request, std::string const& profile_source) {
+    std::vector<PlanCandidate> const plan = plan_grids(request);
+    if (plan.empty() || plan.front().excluded) return std::nullopt;
+    GridShape const& best = plan.front().grid;
+    std::string const runner_up = plan.size() > 1 && !plan[1].excluded
+                                      ? fmt::format("; next best {} at {:.4f} s", plan[1].grid.to_string(),
+                                                    plan[1].time.time_s)
+                                      : "";
+    fmt::print("grid auto: {} — predicted {:.4f} s per step ({:.4f} s of it exposed communication){}; machine "
+               "profile {}\n",
+               best.to_string(), plan.front().time.time_s, plan.front().time.exposed_comm_s, runner_up,
+               profile_source);
+    return best;
+}
+
+}  // namespace
+
+GridShape choose_grid(ModelConfig const& model, int batch, int seq, StepOptions const& run, std::string& grid_order,
+                      int world) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (std::optional<GridFile> const tuned = tuned_grid_for({model.summary(), batch, seq, world})) {
+        grid_order = tuned->grid_order;
+        if (rank == 0) {
+            fmt::print("grid auto: {} (order {}), measured fastest by `axonn tune` at {:.4f} s per step; {}\n",
+                       tuned->grid.to_string(), tuned->grid_order, tuned->step_s, tuned_grid_path().string());
+        }
+        return tuned->grid;
+    }
+    LocalProfile const profile = local_machine_profile();
+    std::array<int, 4> chosen = {0, 0, 0, 0};
+    if (rank == 0) {
+        PlanRequest const request = job_plan_request(model, world, batch, seq, run, grid_order, profile.machine);
+        if (auto const best = plan_best_grid(request, profile.source)) chosen = {best->data, best->z, best->y, best->x};
+    }
+    MPI_Bcast(chosen.data(), static_cast<int>(chosen.size()), MPI_INT, 0, MPI_COMM_WORLD);
+    if (chosen[0] == 0) {
+        throw UsageError(fmt::format("--grid auto found no grid of {} ranks for this model and batch: run `axonn plan "
+                                     "--machine local --gpus {} --batch {} --seq {} --explain` to see why", world,
+                                     world, batch, seq));
+    }
+    return {chosen[0], chosen[1], chosen[2], chosen[3]};
 }
 
 bool names_grid_file(std::string const& spec) { return spec != "auto" && spec.find('=') == std::string::npos; }

@@ -36,6 +36,13 @@ LocalProfile local_machine_profile();
 PlanRequest job_plan_request(ModelConfig const& model, int ranks, int batch, int seq, StepOptions const& run,
                              std::string const& grid_order, MachineProfile const& machine);
 
+// --grid auto: the grid `axonn tune` measured fastest for this very job, if its grid file says so (grid_order
+// becomes the file's); else rank 0 plans on the local machine profile (configs/machines/local.toml, or a quick
+// calibration now when there is none) and every rank gets its choice, so that all ranks agree, also when no grid
+// fits (a usage error). Collective over MPI_COMM_WORLD.
+GridShape choose_grid(ModelConfig const& model, int batch, int seq, StepOptions const& run, std::string& grid_order,
+                      int world);
+
 // The job a grid was chosen for.
 struct GridJob {
     std::string model;  // ModelConfig::summary()

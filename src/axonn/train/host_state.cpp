@@ -1,7 +1,7 @@
 #include "axonn/train/host_state.h"
 
 namespace axonn {
-HostState HostState::read(Gpt& model, AdamW* optimizer) {
+HostState HostState::read(Decoder& model, AdamW* optimizer) {
     HostState state;
     if (model.in_host_memory()) {
         state.view_.params = model.param_values();
@@ -20,7 +20,7 @@ HostState HostState::read(Gpt& model, AdamW* optimizer) {
     return state;
 }
 
-void HostState::write(Gpt& model, AdamW* optimizer, std::function<void(LocalBuffers const&)> const& fill) {
+void HostState::write(Decoder& model, AdamW* optimizer, std::function<void(LocalBuffers const&)> const& fill) {
     if (model.in_host_memory()) {
         fill({model.params(), optimizer ? optimizer->exp_avg() : std::span<float>(),
               optimizer ? optimizer->exp_avg_sq() : std::span<float>()});

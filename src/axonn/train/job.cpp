@@ -21,6 +21,6 @@ Job::Job(StepOptions& run, JobGrid const& grid)
                                           CommOptions{.debug_collectives = grid.debug_collectives,
                                                       .device = device_communication(*backend_)})) {}
 
-int Job::pass_batch(int B) const { return run_.pass_batch(B / (grid_->size(Axis::data) * grid_->size(Axis::z))); }
+int Job::pass_batch(int B) const { return run_.pass_batch(B / grid_->shape().batch_replicas()); }
 
 }  // namespace axonn

@@ -3,7 +3,7 @@
 // fp32 with one warning where the CPU has no bf16 GEMM), then the process grid with that backend's device
 // collectives (NCCL for CUDA, none for the CPU). A command then builds its models of any family on them:
 //   Job job(options.run, {options.grid, options.grid_order});
-//   Gpt model(config.architecture(), job.backend(), job.grid(), job.pass_batch(B), T, options.run.model);
+//   Decoder model(config.architecture(), job.backend(), job.grid(), job.pass_batch(B), T, options.run.model);
 #pragma once
 
 #include "axonn/comm/grid.h"

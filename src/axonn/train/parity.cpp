@@ -2,7 +2,7 @@
 
 #include "axonn/core/error.h"
 #include "axonn/core/rng.h"
-#include "axonn/model/gpt.h"
+#include "axonn/model/decoder.h"
 #include "axonn/train/job.h"
 #include "axonn/train/train_step.h"
 
@@ -36,7 +36,7 @@ void make_batch(int step, int vocab, std::vector<std::int32_t>& tokens, std::vec
 
 // This rank's logits slice of its first pass, whose token rows start at `first_row` of the serial batch, against the
 // same rows and vocabulary columns of the serial logits.
-double logits_difference(Gpt& parallel, Gpt& serial, int T, std::int64_t first_row) {
+double logits_difference(Decoder& parallel, Decoder& serial, int T, std::int64_t first_row) {
     ProcessGrid& grid = parallel.grid();
     int const Vp = serial.architecture().padded_vocab;
     VocabSlice const slice = parallel.vocab_slice();
@@ -55,14 +55,14 @@ double logits_difference(Gpt& parallel, Gpt& serial, int T, std::int64_t first_r
 
 // Where the grid's LM head ran in chunks and kept no logits: this rank's tokens' losses against the same rows of
 // the serial losses.
-double token_loss_difference(Gpt& parallel, Gpt& serial, int T, std::int64_t first_row) {
+double token_loss_difference(Decoder& parallel, Decoder& serial, int T, std::int64_t first_row) {
     std::int64_t const rows = static_cast<std::int64_t>(parallel.max_batch()) * T;
     auto difference = static_cast<float>(relative(parallel.token_losses(), serial.token_losses() + first_row, rows));
     parallel.grid().comm(Group::world).all_reduce_max(&difference, 1);
     return difference;
 }
 
-double initial_weight_difference(Gpt& parallel, Gpt& serial) {
+double initial_weight_difference(Decoder& parallel, Decoder& serial) {
     double worst = 0;
     for (int id = 0; id < serial.layout().count(); ++id) {
         Tensor const gathered = parallel.gather(id, false);
@@ -81,7 +81,7 @@ bool rows_mask_matches(ProcessGrid& grid, GoldfishOptions const& goldfish, std::
                        std::vector<float> const& serial_mask, int T, int step) {
     if (goldfish.strategy == GoldfishStrategy::random) return true;
     int const B = static_cast<int>(targets.size()) / T;
-    int const rows = B / (grid.size(Axis::data) * grid.size(Axis::z));
+    int const rows = B / grid.shape().batch_replicas();
     std::size_t const first = static_cast<std::size_t>(grid.batch_replica()) * rows * T;
     std::size_t const count = static_cast<std::size_t>(rows) * T;
     std::vector<float> mine(count);
@@ -118,17 +118,17 @@ ParityReport run_parity(ParityOptions options) {
                 options.seq, architecture.context);
         parse_axis_order(options.grid_order);
         require_valid_grid(architecture.declarations, options.grid, world, options.batch);
-        options.run.pass_batch(options.batch / (options.grid.data * options.grid.z));
+        options.run.pass_batch(options.batch / options.grid.batch_replicas());
     });
     Job job(options.run, {options.grid, options.grid_order, options.debug_collectives});
     Backend& backend = job.backend();
     ProcessGrid& grid = job.grid();
     ProcessGrid self(MPI_COMM_SELF, GridShape{});
     int const B = options.batch, T = options.seq;
-    GptOptions serial_options;  // one pass, in the parallel model's precision
+    DecoderOptions serial_options;  // one pass, in the parallel model's precision
     serial_options.precision = options.run.model.precision;
-    Gpt serial(architecture, backend, self, B, T, serial_options);
-    Gpt parallel(architecture, backend, grid, job.pass_batch(B), T, options.run.model);
+    Decoder serial(architecture, backend, self, B, T, serial_options);
+    Decoder parallel(architecture, backend, grid, job.pass_batch(B), T, options.run.model);
     serial.init_weights(options.seed);
     parallel.init_weights(options.seed);
     AdamW serial_optimizer(serial.segments(), serial.layout().total(), backend, options.optimizer);

@@ -20,7 +20,7 @@ int StepOptions::pass_batch(int replica_batch) const {
 
 Batch replica_rows(ProcessGrid const& grid, int B, int T, std::int32_t const* tokens, std::int32_t const* targets,
                    float const* loss_mask) {
-    int const rows = B / (grid.size(Axis::data) * grid.size(Axis::z));
+    int const rows = B / grid.shape().batch_replicas();
     std::int64_t const first = static_cast<std::int64_t>(grid.batch_replica()) * rows * T;
     return {rows, T, tokens + first, targets ? targets + first : nullptr, loss_mask ? loss_mask + first : nullptr};
 }
@@ -56,7 +56,7 @@ std::unique_ptr<Backend> make_step_backend(StepOptions& options, bool announce) 
 namespace {
 
 // Σ loss and count over every target of a pass, and over its kept targets (mask weight): added into sums[4].
-void add_masked_sums(Gpt const& model, Batch const& pass, std::array<double, 4>& sums) {
+void add_masked_sums(Decoder const& model, Batch const& pass, std::array<double, 4>& sums) {
     float const* losses = model.token_losses();
     for (std::int64_t i = 0; i < static_cast<std::int64_t>(pass.B) * pass.T; ++i) {
         if (pass.targets[i] < 0) continue;
@@ -71,7 +71,7 @@ double mean_or_nan(double sum, double count) { return count > 0 ? sum / count : 
 
 }  // namespace
 
-StepResult train_step(Gpt& model, AdamW& optimizer, std::span<Batch const> passes, float learning_rate) {
+StepResult train_step(Decoder& model, AdamW& optimizer, std::span<Batch const> passes, float learning_rate) {
     // One pass normalises its loss itself; several share the step's total loss weight.
     double const total = passes.size() > 1 ? model.global_loss_weight(passes) : 0.0;
     bool const masked = passes.front().loss_mask != nullptr;
@@ -89,14 +89,14 @@ StepResult train_step(Gpt& model, AdamW& optimizer, std::span<Batch const> passe
                                      mean_or_nan(sums[0] - sums[2], sums[1] - sums[3])};
     }
     if (!std::isfinite(loss) || !std::isfinite(result.grad_norm)) return result;
-    Gpt::UpdateTarget const target = model.update_target();
+    Decoder::UpdateTarget const target = model.update_target();
     optimizer.step(target.params, target.grads, result.grad_norm, learning_rate, target.gemm_copy);
     model.backend().synchronize();  // a device backend's step ends when its update has run
     result.updated = true;
     return result;
 }
 
-float eval_step(Gpt& model, std::span<Batch const> passes) {
+float eval_step(Decoder& model, std::span<Batch const> passes) {
     double const total = passes.size() > 1 ? model.global_loss_weight(passes) : 0.0;
     float loss = 0.0f;
     for (Batch const& pass : passes) loss += model.forward(pass, total);

@@ -4,7 +4,7 @@
 // weight, so the caller can stop on weights that are still finite.
 #pragma once
 
-#include "axonn/model/gpt.h"
+#include "axonn/model/decoder.h"
 #include "axonn/train/optimizer.h"
 
 #include <memory>
@@ -18,12 +18,12 @@ namespace axonn {
 struct StepOptions {
     // The LM head in chunks of 1,024 token rows by default: enough rows for its GEMMs to run at speed, and at
     // most 1,024 rows of logits held (gpt2-small's are 196 MiB in fp32; Llama 3's vocabulary's 501 MiB).
-    GptOptions model{.logit_rows = 1024};
+    DecoderOptions model{.logit_rows = 1024};
     int micro_batch = 0;  // sequences per pass on each data × z replica; 0: the replica's whole share in one pass
     bool gemm_tuning = true;  // time the ways of computing a GEMM shape once and use the fastest (Backend)
     std::string backend = "cpu";  // make_backend's name: "cpu", or "cuda" in a build with the CUDA backend
 
-    // The sequences a rank's Gpt holds per pass, out of its share of the global batch; throws axonn::Error when
+    // The sequences a rank's Decoder holds per pass, out of its share of the global batch; throws axonn::Error when
     // the micro-batch does not divide that share.
     int pass_batch(int replica_batch) const;
 };
@@ -55,10 +55,10 @@ std::vector<Batch> micro_batches(Batch const& rows, int micro_batch);
 // and the options fall back to fp32, and `announce` (rank 0) prints a one-line warning that says why.
 std::unique_ptr<Backend> make_step_backend(StepOptions& options, bool announce);
 
-StepResult train_step(Gpt& model, AdamW& optimizer, std::span<Batch const> passes, float learning_rate);
+StepResult train_step(Decoder& model, AdamW& optimizer, std::span<Batch const> passes, float learning_rate);
 // The loss of the global batch the passes make up, without a backward (validation).
-float eval_step(Gpt& model, std::span<Batch const> passes);
-inline StepResult train_step(Gpt& model, AdamW& optimizer, Batch const& batch, float learning_rate) {
+float eval_step(Decoder& model, std::span<Batch const> passes);
+inline StepResult train_step(Decoder& model, AdamW& optimizer, Batch const& batch, float learning_rate) {
     return train_step(model, optimizer, std::span<Batch const>(&batch, 1), learning_rate);
 }
 

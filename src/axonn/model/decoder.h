@@ -1,25 +1,29 @@
-// GPT-2 with an explicit forward and backward over preallocated buffers: no autograd tape. One implementation
-// serves every process grid: each rank holds its shards of the weights (parallel/shard_layout.h) and its rows
-// of the batch, and the layers talk over the grid's groups (parallel/linear.h, layernorm.h, vocab_parallel.h).
-// On the grid 1×1×1×1 every group has one member, no collective runs, and this is the serial model.
-// The forward walks the layers computing named activations; the backward walks the same list in reverse.
+// The decoder every model family runs (GPT-2, Llama: architecture.h), with an explicit forward and backward over
+// preallocated buffers: no autograd tape. One implementation serves every process grid: each rank holds its shards
+// of the weights (parallel/shard_layout.h) and its rows of the batch, and the layers are the parallel layers of
+// parallel/ (linear.h, norm.h, vocab_parallel.h), which alone talk over the grid's groups: no collective is issued
+// here. On the grid 1×1×1×1 every group has one member, no collective runs, and this is the serial model.
+// The forward walks the layers computing named activations; the backward walks the same list in reverse, each
+// layer's backward the mirror image of its forward (decoder_forward.cpp, decoder_backward.cpp).
 //
-// Communication overlaps computation (GptOptions::overlap): the Z all-gathers of the weights are issued one
+// Communication overlaps computation (DecoderOptions::overlap): the Z all-gathers of the weights are issued one
 // Linear ahead (weight_gather.h), each Linear's input-gradient all-reduce runs under its weight-gradient GEMM and
-// its weight-gradient reduce-scatter under the rest of the backward (linear.h, grad_scatter.h), and the gradient
-// sync over Z and data starts layer by layer during the last backward of a step (gradient_sync.h). Off, the same
-// collectives are waited on as they are issued: the results are bitwise the same. A step may run in several
-// passes (micro-batches) whose gradients accumulate, and may keep only each layer's input and recompute the rest
-// in the backward (GptOptions::recompute): bitwise the same results again, for less memory.
+// its weight-gradient reduce-scatter under the rest of the backward (linear.h, grad_scatter.h), an untied LM
+// head's reduce-scatter under the layers' backward (vocab_parallel.h), and the gradient sync over Z and data
+// starts layer by layer during the last backward of a step (gradient_sync.h). Off, the same collectives are waited
+// on as they are issued: the results are bitwise the same. A step may run in several passes (micro-batches) whose
+// gradients accumulate, and may keep only each layer's input and recompute the rest in the backward
+// (DecoderOptions::recompute): bitwise the same results again, for less memory.
 #pragma once
 
 #include "axonn/comm/grid.h"
 #include "axonn/core/tensor.h"
 #include "axonn/kernels/backend.h"
 #include "axonn/model/architecture.h"
-#include "axonn/model/gpt_config.h"
-#include "axonn/model/gpt_parameters.h"
+#include "axonn/model/decoder_memory.h"
+#include "axonn/model/decoder_options.h"
 #include "axonn/model/kv_cache.h"
+#include "axonn/model/model_config.h"
 #include "axonn/parallel/linear.h"
 #include "axonn/parallel/norm.h"
 #include "axonn/parallel/replicated_rows.h"
@@ -35,84 +39,21 @@
 
 namespace axonn {
 
-// One batch of B sequences of T tokens: this process's rows. targets and loss_mask are null for inference.
-struct Batch {
-    int B = 0;
-    int T = 0;
-    std::int32_t const* tokens = nullptr;   // [B,T]
-    std::int32_t const* targets = nullptr;  // [B,T], -1 = ignore
-    float const* loss_mask = nullptr;       // [B,T] weight of each token's loss; null = all 1
-};
+namespace decoder_layout {
+struct LocalDims;
+}
 
-// How a model runs on its grid.
-enum class Recompute { none, layer };
-
-struct GptOptions {
-    bool overlap = true;                    // hide collectives behind computation
-    Recompute recompute = Recompute::none;  // layer: keep each layer's input, recompute the layer in the backward
-    bool cache_weights = false;             // keep the Z-gathered weights for a whole step (AxoNN's caching)
-    // The GEMMs' input type, which the backend must have been made for: f32, or bf16 (mixed precision: the GEMMs
-    // read a bf16 copy of the fp32 master weights, refreshed whenever those changed, and the Z all-gathers move it).
-    DType precision = DType::f32;
-    // The element types of the gradients' communication, f32 or bf16 (half the bytes; each sum is rounded to bf16,
-    // then widened into the fp32 gradients): the weight gradients' Z reduce-scatters (`grad_scatter_comm`), and
-    // the all-reduces over data and, for key/value rows replicated there, over Y (`grad_sum_comm`).
-    DType grad_scatter_comm = DType::f32;
-    DType grad_sum_comm = DType::f32;
-    // The LM head and its loss in chunks of at most this many token rows; 0: all of a pass's rows at once. Only a
-    // chunk's logits [rows, Vp/G_y] are held (they are the largest activation: a row per token, a column per word),
-    // and in training each chunk's backward runs as soon as its loss is known. The losses and gradients are those
-    // of the whole batch, summed in another order. A forward without targets needs all its rows' logits at once.
-    int logit_rows = 0;
-};
-
-// Into how many chunks of rows the LM head cuts a pass of `rows` token rows: the fewest of at most `logit_rows`
-// rows each (1 when logit_rows is 0). Chunk c holds rows [rows·c/n, rows·(c+1)/n).
-std::int64_t logit_chunks(std::int64_t rows, int logit_rows);
-
-// One forward-backward pass of a training step. A step of k micro-batches is k passes: the first overwrites the
-// gradients and the others add to them; the last completes the gradient sync over the grid. The loss of every
-// pass is normalised by the loss weight of the whole step, so that the k passes give the gradient of the global
-// batch's mean loss.
-struct Pass {
-    double loss_weight_total = 0;  // Σ of the loss weights of the step's tokens on all ranks; 0: this pass's own
-    bool first = true;
-    bool last = true;
-};
-
-// Bytes one process allocates for a model and its AdamW, for the start-up banner and the memory model.
-struct GptMemory {
-    std::int64_t parameter_bytes;   // the fp32 master weights, and their bf16 copy in mixed precision
-    std::int64_t gradient_bytes;
-    std::int64_t optimizer_bytes;   // AdamW's two moments
-    std::int64_t activation_bytes;  // kept for the backward, plus the backward's scratch and the statistics
-    std::int64_t workspace_bytes;   // weight blocks gathered over Z and their gradient buffers (0 without a Z split),
-                                    // and the backend's bf16 copies of GEMM operands in mixed precision
-    std::int64_t total() const {
-        return parameter_bytes + gradient_bytes + optimizer_bytes + activation_bytes + workspace_bytes;
-    }
-};
-
-// What a model of this architecture on this grid position with this many local sequences allocates, computed
-// without allocating; gpt_memory for GPT-2.
-GptMemory decoder_memory(Architecture const& architecture, GridShape const& grid, int local_batch, int seq,
-                         GptOptions const& options = {});
-GptMemory gpt_memory(GptConfig const& config, GridShape const& grid, int local_batch, int seq,
-                     GptOptions const& options = {});
-
-
-class Gpt {
+class Decoder {
 public:
-    // local_batch: sequences per pass on this process (the global batch / (G_data · G_z · micro-batches)).
-    Gpt(GptConfig const& config, Backend& backend, ProcessGrid& grid, int local_batch, int max_seq,
-        GptOptions const& options = {});
-    // Another family's decoder (model/llama/llama_parameters.h: llama_architecture).
-    Gpt(Architecture architecture, Backend& backend, ProcessGrid& grid, int local_batch, int max_seq,
-        GptOptions const& options = {});
-    ~Gpt();
+    // A model of any family, as its Architecture says. local_batch: sequences per pass on this process (the global
+    // batch / (G_data · G_z · micro-batches)).
+    Decoder(Architecture architecture, Backend& backend, ProcessGrid& grid, int local_batch, int max_seq,
+            DecoderOptions const& options = {});
+    // The same for a model as a run names it (a GPT-2 shape or a Llama config), validated first.
+    Decoder(ModelConfig const& model, Backend& backend, ProcessGrid& grid, int local_batch, int max_seq,
+            DecoderOptions const& options = {});
+    ~Decoder();
 
-    // GPT-2's config; for another family, its shape in GPT-2's terms (layers, heads, width, vocabulary, context).
-    GptConfig const& config() const { return config_; }
     Architecture const& architecture() const { return arch_; }
     ShardLayout const& layout() const { return layout_; }
     ProcessGrid& grid() { return grid_; }
@@ -121,8 +62,8 @@ public:
     bool in_host_memory() const { return backend_.memory() == Memory::host; }
     int max_batch() const { return max_batch_; }
     int max_seq() const { return max_seq_; }
-    GptOptions const& options() const { return options_; }
-    GptMemory memory() const { return decoder_memory(arch_, grid_.shape(), max_batch_, max_seq_, options_); }
+    DecoderOptions const& options() const { return options_; }
+    DecoderMemory memory() const { return decoder_memory(arch_, grid_.shape(), max_batch_, max_seq_, options_); }
     std::vector<ParamSegment> segments() const;
 
     // The declared initialisation from the counter-based RNG: element e of tensor p is a function of (seed, p, e)
@@ -178,7 +119,7 @@ public:
     double gradient_norm();
 
     // [B, T, Vp/G_y] logits of the last forward (this rank's vocabulary slice); backward overwrites them. In the
-    // backend's memory. Only while holds_logits(): a forward in chunks (GptOptions::logit_rows) keeps none.
+    // backend's memory. Only while holds_logits(): a forward in chunks (DecoderOptions::logit_rows) keeps none.
     float const* logits() const;
     bool holds_logits() const { return logits_held_; }
     // The most token rows whose logits the model holds at once: a forward of more rows goes in chunks.
@@ -189,10 +130,10 @@ public:
     VocabSlice vocab_slice() const;
 
     // The whole serial tensor of a parameter or its gradient, on every rank (a collective over the world).
-    Tensor gather(int id, bool gradient);
-    Tensor gather(Param id, bool gradient) { return gather(static_cast<int>(id), gradient); }
+    Tensor gather(ParamIndex auto id, bool gradient) { return gather_tensor(static_cast<int>(id), gradient); }
 
 private:
+    Tensor gather_tensor(int id, bool gradient);
     float* activation(std::int64_t offset) { return activations_.data<float>() + offset; }
     // The batch as the kernels read it: itself on a host backend; else its token ids and targets copied into the
     // backend's memory (the loss mask, read only by the host, stays where it is).
@@ -207,7 +148,7 @@ private:
     // rank (a collective). Returns that total.
     double weigh_tokens_first(Batch const& batch, double loss_weight_total);
     // The LM head's backward for rows [first, first + rows) of the pass, whose logits the logits buffer holds
-    // from its start: dlogits in place, the lnf gradient's rows, and the head's weight gradient written or added.
+    // from its start: dlogits in place, the final_norm gradient's rows, and the head's weight gradient written or added.
     void head_backward(Batch const& batch, std::int64_t first, std::int64_t rows, GradWrite write);
     // Where a vocabulary block's gradient gathers (its block when Z is split, else its shard), and how the LM
     // head's first GEMM writes there this pass.
@@ -218,6 +159,16 @@ private:
     std::vector<WeightUse> weight_schedule(bool training) const;
     void forward_layer(int l, int slot, Batch const& batch, KvCache* cache = nullptr);
     void backward_layer(int l, int slot, Batch const& batch, GradWrite write);
+    // Rotary positions on qkv[B,T,Wy]'s query and key heads, token t at first_position + t; direction -1 rotates
+    // a gradient back. Nothing for a family with learned positions.
+    void rotate_positions(float* qkv, decoder_layout::LocalDims const& d, int first_position, int direction);
+    // The MLP's activation: out[B·T,Fy] = gelu(inp) or silu(gate)·up of inp[B·T,Uy]; and its backward, written.
+    void mlp_activation_forward(float* out, float const* inp, decoder_layout::LocalDims const& d);
+    void mlp_activation_backward(float* dinp, float const* inp, float const* dout,
+                                 decoder_layout::LocalDims const& d);
+    // A residual add's gradient d_sum[B·T,C/Gx] into both of its inputs' (both written).
+    void split_residual_gradient(float* d_skip, float* d_branch, float const* d_sum,
+                                 decoder_layout::LocalDims const& d);
     // LayerNorm or RMSNorm over X, as the family has it: out[B·T,C/Gx] with its mean (LayerNorm) and rstd[B·T].
     void norm_forward(float* out, float* mean, float* rstd, float const* inp, int weight, int bias, std::int64_t offset,
                       std::int64_t N);
@@ -239,13 +190,12 @@ private:
     float* layer_grad(int id, std::int64_t layer_offset);
     void refresh_gemm_weights();
 
-    GptConfig config_;
     Architecture arch_;
     Backend& backend_;
     ProcessGrid& grid_;
     int max_batch_;
     int max_seq_;
-    GptOptions options_;
+    DecoderOptions options_;
     ShardLayout layout_;
     Tensor parameters_;
     Tensor gemm_weights_;  // bf16 copy of parameters_ in mixed precision; empty in fp32

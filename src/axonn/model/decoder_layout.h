@@ -1,0 +1,192 @@
+// How a decoder lays out its activations and workspaces on one rank: this rank's share of the model's dimensions,
+// the offsets of every activation buffer, and the sizes of the buffers the parallel layers need. The decoder
+// (decoder.h) allocates by these numbers and its memory model (decoder_memory.h) counts them, so the two agree.
+#pragma once
+
+#include "axonn/comm/grid.h"
+#include "axonn/core/error.h"
+#include "axonn/kernels/attention_plan.h"
+#include "axonn/model/architecture.h"
+#include "axonn/model/decoder_options.h"
+#include "axonn/parallel/shard_layout.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+namespace axonn::decoder_layout {
+
+// This process's share of the model's dimensions.
+struct LocalDims {
+    int B, T, C, Cx, Cy, NHy, NKVy, hs, Wy, Uy, Fy, L, Vpy;
+    std::int64_t BT;
+
+    LocalDims(Architecture const& a, GridShape const& grid, int B_, int T_)
+        : B(B_), T(T_), C(a.width), Cx(a.width / grid.x), Cy(a.width / grid.y), NHy(a.heads / grid.y),
+          NKVy(std::max(1, a.kv_heads / grid.y)), hs(a.head_size()), Wy((NHy + 2 * NKVy) * hs), Uy(a.mlp_rows() / grid.y),
+          Fy(a.mlp_width / grid.y), L(a.layers), Vpy(a.padded_vocab / grid.y), BT(static_cast<std::int64_t>(B_) * T_) {}
+};
+
+// Where layer l's slice of a stacked per-layer vector begins: a norm's or an output Linear's bias (C/G_x per
+// layer), the [q | k | v] bias (Wy), the MLP's first bias (Uy).
+struct LayerOffsets {
+    std::int64_t Cx, Wy, Uy;
+    LayerOffsets(int l, LocalDims const& d) : Cx(std::int64_t{l} * d.Cx), Wy(std::int64_t{l} * d.Wy), Uy(std::int64_t{l} * d.Uy) {}
+};
+
+// Every buffer size below is computed in 64 bits; a model, batch and sequence whose activations would not fit
+// are refused before anything is computed.
+inline void require_sizes_fit(LocalDims const& d) {
+    long double const per_layer = static_cast<long double>(d.BT) *
+                                  (16.0L * d.Cx + 2.0L * d.Wy + d.Cy + 3.0L * d.Uy + 2.0L * d.Fy + 8.0L + d.NHy);
+    long double const elements = d.L * per_layer + static_cast<long double>(d.BT) * (d.Vpy + 4.0L * d.Cx + 8.0L);
+    require(elements < 0x1p62L, "{} sequences of {} tokens of this model need about {:.3g} activation values per "
+            "rank, beyond what any machine holds: lower --batch or --seq, or use more ranks", d.B, d.T,
+            static_cast<double>(elements));
+}
+
+// How many copies of a layer's inner activations are kept: one per layer, or (recomputing) one for the layer
+// being recomputed. A layer's output is always kept: it is the next layer's input.
+inline int activation_slots(LocalDims const& d, Recompute recompute) { return recompute == Recompute::layer ? 1 : d.L; }
+
+// The token rows whose logits are held at once: a chunk's (DecoderOptions::logit_rows), or every row's.
+inline std::int64_t logit_rows_held(LocalDims const& d, DecoderOptions const& options) {
+    return options.logit_rows > 0 ? std::min<std::int64_t>(d.BT, options.logit_rows) : d.BT;
+}
+
+// Offsets (in floats) of every activation buffer, for batches of up to maxB × maxT local rows. Per-layer buffers
+// are stacked: slot s's copy starts at offset + s · stride. The backward's scratch lives in a second buffer.
+// Widths: Wy a token's [q | k | v] of this rank's heads, Uy the MLP's first Linear's rows here (F/G_y, or gate and
+// up's 2F/G_y), Fy the MLP's hidden width here.
+struct ActivationLayout {
+    std::int64_t BTCx, BTWy, BTCy, BTUy, BTFy, BT, BNHyT;  // per-layer strides
+    std::int64_t encoded, outputs, attn_norm, attn_norm_mean, attn_norm_rstd, qkv, attn, attn_lse, attn_residual, mlp_norm, mlp_norm_mean, mlp_norm_rstd, mlp_hidden,
+        mlp_act, final_norm, final_norm_mean, final_norm_rstd, logits, losses, logsumexp, row_max, dlosses, total;
+    // backward scratch, reused by every layer
+    std::int64_t d_output, d_attn_residual, d_branch, d_norm, d_mlp_act, d_mlp_hidden, d_attn, d_qkv, grad_total;
+
+    ActivationLayout(LocalDims const& d, DecoderOptions const& options) {
+        BT = d.BT;
+        BTCx = BT * d.Cx;
+        BTCy = BT * d.Cy;
+        BTWy = BT * d.Wy;
+        BTUy = BT * d.Uy;
+        BTFy = BT * d.Fy;
+        BNHyT = BT * d.NHy;
+        std::int64_t const L = d.L, S = activation_slots(d, options.recompute);
+        std::int64_t next = 0;
+        auto take = [&next](std::int64_t size) { return std::exchange(next, next + size); };
+        encoded = take(BTCx);
+        outputs = take(L * BTCx);  // layer l's output, attn_residual + the MLP's projection: layer l + 1's input
+        attn_norm = take(S * BTCx);
+        attn_norm_mean = take(S * BT);
+        attn_norm_rstd = take(S * BT);
+        qkv = take(S * BTWy);
+        attn = take(S * BTCy);
+        attn_lse = take(S * BNHyT);
+        attn_residual = take(S * BTCx);  // the layer's input + attention's projection
+        mlp_norm = take(S * BTCx);
+        mlp_norm_mean = take(S * BT);
+        mlp_norm_rstd = take(S * BT);
+        mlp_hidden = take(S * BTUy);
+        mlp_act = take(S * BTFy);
+        final_norm = take(BTCx);
+        final_norm_mean = take(BT);
+        final_norm_rstd = take(BT);
+        logits = take(logit_rows_held(d, options) * d.Vpy);  // one chunk's
+        losses = take(BT);
+        logsumexp = take(BT);
+        row_max = take(BT);
+        dlosses = take(BT);
+        total = next;
+
+        next = 0;
+        d_output = take(BTCx);
+        d_attn_residual = take(BTCx);
+        d_branch = take(BTCx);
+        d_norm = take(BTCx);
+        d_mlp_act = take(BTFy);
+        d_mlp_hidden = take(BTUy);
+        d_attn = take(BTCy);
+        d_qkv = take(BTWy);
+        grad_total = next;
+    }
+};
+
+// One layer's activations: its input (the previous layer's output, or the embedding), the slot of its inner
+// buffers, and its output.
+struct LayerActivations {
+    float* input;      // [B,T,C/Gx]
+    float* attn_norm;        // [B,T,C/Gx]
+    float* attn_norm_mean;   // [B,T] (LayerNorm only)
+    float* attn_norm_rstd;   // [B,T]
+    float* qkv;        // [B,T,Wy]: this rank's heads' [q | k | v], rotated (Llama)
+    float* attn;       // [B,T,C/Gy]
+    float* attn_lse;    // [B,NH/Gy,T]: each attention row's log-sum-exp
+    float* attn_residual;  // [B,T,C/Gx]: input + attention's projection, which the projection writes first
+    float* mlp_norm;        // [B,T,C/Gx]
+    float* mlp_norm_mean;   // [B,T] (LayerNorm only)
+    float* mlp_norm_rstd;   // [B,T]
+    float* mlp_hidden;        // [B,T,Uy]: the MLP's first Linear's output
+    float* mlp_act;   // [B,T,Fy]: its activation (gelu, or silu(gate)·up)
+    float* output;     // [B,T,C/Gx]: attn_residual + the MLP's projection, which the projection writes first
+
+    LayerActivations(float* base, ActivationLayout const& a, int l, int slot)
+        : input(base + (l == 0 ? a.encoded : a.outputs + (l - 1) * a.BTCx)), attn_norm(base + a.attn_norm + slot * a.BTCx),
+          attn_norm_mean(base + a.attn_norm_mean + slot * a.BT), attn_norm_rstd(base + a.attn_norm_rstd + slot * a.BT),
+          qkv(base + a.qkv + slot * a.BTWy), attn(base + a.attn + slot * a.BTCy),
+          attn_lse(base + a.attn_lse + slot * a.BNHyT), attn_residual(base + a.attn_residual + slot * a.BTCx),
+          mlp_norm(base + a.mlp_norm + slot * a.BTCx), mlp_norm_mean(base + a.mlp_norm_mean + slot * a.BT),
+          mlp_norm_rstd(base + a.mlp_norm_rstd + slot * a.BT), mlp_hidden(base + a.mlp_hidden + slot * a.BTUy),
+          mlp_act(base + a.mlp_act + slot * a.BTFy), output(base + a.outputs + l * a.BTCx) {}
+};
+
+// A Linear's [rows/G_rows, cols/G_cols] block before the Z split: what its Z all-gather returns.
+inline std::int64_t linear_block(ShardLayout const& layout, int id) { return layout.block_rows(id) * layout.block_cols(id); }
+// The largest Linear block a Z all-gather or reduce-scatter carries, and all four of a layer.
+inline std::int64_t max_linear_block(ShardLayout const& layout, Architecture const& a) {
+    std::int64_t largest = 0;
+    for (int id : a.layer_linears()) largest = std::max(largest, linear_block(layout, id));
+    return largest;
+}
+
+inline std::int64_t layer_linear_blocks(ShardLayout const& layout, Architecture const& a) {
+    std::int64_t total = 0;
+    for (int id : a.layer_linears()) total += linear_block(layout, id);
+    return total;
+}
+inline std::int64_t vocab_block(LocalDims const& d) { return static_cast<std::int64_t>(d.Vpy) * d.Cx; }
+// The vocabulary blocks: the embedding's, and an untied LM head's.
+inline int vocab_blocks(Architecture const& a) { return a.tied_head ? 1 : 2; }
+
+// The largest output or input gradient a Linear has here: a chunk of the logits, or a layer's Linears' outputs and
+// inputs.
+inline std::int64_t largest_linear_output(LocalDims const& d, DecoderOptions const& options) {
+    return std::max(logit_rows_held(d, options) * d.Vpy, d.BT * std::max<std::int64_t>({d.Wy, d.Uy, d.Fy, d.Cx}));
+}
+
+// The staging buffer of the Linears' all-reduces in mixed precision (parallel/linear.h): the largest output or
+// input gradient a tensor-parallel group sums; none without a split of X or Y.
+inline std::int64_t bf16_staging_numel(LocalDims const& d, GridShape const& grid, DecoderOptions const& options) {
+    if (options.precision != DType::bf16 || (grid.x == 1 && grid.y == 1)) return 0;
+    return largest_linear_output(d, options);
+}
+
+// The backend's bf16 copies of fp32 activation operands, in mixed precision: a backward's dout, held for its two
+// GEMMs (the LM head's dlogits the largest); a forward's inp or attention's qkv (when attention runs in bf16); the
+// weight gradient's inp or attention's dout.
+inline std::int64_t bf16_operand_numel(LocalDims const& d, DecoderOptions const& options) {
+    if (options.precision != DType::bf16) return 0;
+    std::int64_t const widest_input = std::max<std::int64_t>({d.Fy, d.Cx, d.Cy});
+    std::int64_t const attention_qkv = attention_plan(options.precision, d.T).in_bf16 ? d.Wy : 0;
+    return largest_linear_output(d, options) + d.BT * (std::max(widest_input, attention_qkv) + widest_input);
+}
+inline std::int64_t cached_weight_numel(LocalDims const& d, ShardLayout const& layout, Architecture const& a,
+                                 DecoderOptions const& options) {
+    return options.cache_weights ? d.L * layer_linear_blocks(layout, a) : 0;
+}
+
+// A ring of one layer's four Linears: a weight gradient's reduce-scatter has a layer's backward to finish in.
+constexpr int scatter_ring = 4;
+
+}  // namespace axonn::decoder_layout

@@ -1,0 +1,65 @@
+#include "axonn/train/checkpoint_policy.h"
+
+#include "axonn/checkpoint/checkpoint_dir.h"
+#include "axonn/core/timer.h"
+#include "axonn/train/checkpointing.h"
+
+#include <fmt/format.h>
+
+#include <csignal>
+
+namespace axonn {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The resumed checkpoint's step, if it lies in --ckpt-dir; else -1.
+int saved_step(TrainOptions const& options, std::optional<CheckpointReader> const& resumed, int start_step) {
+    std::error_code error;
+    bool const here = resumed && fs::equivalent(resumed->folder(),
+                                                options.ckpt_dir / checkpoint_folder_name(start_step), error);
+    return here ? start_step : -1;
+}
+
+}  // namespace
+
+CheckpointPolicy::CheckpointPolicy(TrainOptions const& options, Decoder& model, AdamW& optimizer,
+                                   DataLoader const& loader, std::optional<CheckpointReader> const& resumed,
+                                   int start_step, bool leader)
+    : options_(options), model_(model), optimizer_(optimizer), loader_(loader), leader_(leader),
+      last_saved_(saved_step(options, resumed, start_step)) {
+    // A run that keeps checkpoints saves one and stops cleanly when the scheduler signals.
+    if (!options.ckpt_dir.empty()) stop_signals_.emplace();
+}
+
+void CheckpointPolicy::stop_if_signalled(ProcessGrid& grid, int step) {
+    if (!stop_signals_) return;
+    int const signal = stop_signals_->received(grid.comm(Group::world));
+    if (signal == 0) return;
+    fs::path const folder = last_saved_ == step ? options_.ckpt_dir / checkpoint_folder_name(step) : save(step);
+    throw StoppedBySignal(fmt::format("stopped by {} after {} steps; checkpoint {}; continue with --resume latest",
+                                      signal == SIGTERM ? "SIGTERM" : "SIGUSR1", step, folder.string()));
+}
+
+void CheckpointPolicy::after_step(int done) {
+    if (!options_.ckpt_dir.empty() && options_.ckpt_every > 0 && done % options_.ckpt_every == 0 &&
+        done < options_.steps) {
+        save(done);
+    }
+}
+
+void CheckpointPolicy::at_end() {
+    if (!options_.ckpt_dir.empty() && last_saved_ != options_.steps) save(options_.steps);
+}
+
+fs::path CheckpointPolicy::save(int step) {
+    Stopwatch watch;
+    fs::path const folder = save_training_checkpoint(options_, model_, optimizer_, loader_, step);
+    last_saved_ = step;
+    if (leader_) {
+        fmt::print(stderr, "\ncheckpoint of step {} saved to {} ({:.2f} s)\n", step, folder.string(), watch.seconds());
+    }
+    return folder;
+}
+
+}  // namespace axonn

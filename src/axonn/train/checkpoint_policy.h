@@ -1,0 +1,46 @@
+// When a training run saves: every --ckpt-every steps, at the end, and when the cluster's scheduler signals (then
+// it stops: stop_signals.h). Only a run with a --ckpt-dir saves or catches the signals. It never saves one step
+// twice: a run resumed from a checkpoint in --ckpt-dir, or stopped right after a save, reuses that folder.
+#pragma once
+
+#include "axonn/checkpoint/checkpoint_reader.h"
+#include "axonn/comm/grid.h"
+#include "axonn/model/decoder.h"
+#include "axonn/train/data_loader.h"
+#include "axonn/train/optimizer.h"
+#include "axonn/train/stop_signals.h"
+#include "axonn/train/trainer.h"
+
+#include <filesystem>
+#include <optional>
+
+namespace axonn {
+
+class CheckpointPolicy {
+public:
+    // resumed: the checkpoint the run resumed from at start_step, if any.
+    CheckpointPolicy(TrainOptions const& options, Decoder& model, AdamW& optimizer, DataLoader const& loader,
+                     std::optional<CheckpointReader> const& resumed, int start_step, bool leader);
+
+    // Before step `step`: when any rank has received a stop signal, saves the run at `step` (unless that step is
+    // saved already) and throws StoppedBySignal. Collective over the world.
+    void stop_if_signalled(ProcessGrid& grid, int step);
+    // After the update that completed `done` steps: saves when --ckpt-every says so (never the last step's: the
+    // end saves it).
+    void after_step(int done);
+    // At the end of the run: saves its last step, unless saved.
+    void at_end();
+
+private:
+    std::filesystem::path save(int step);
+
+    TrainOptions const& options_;
+    Decoder& model_;
+    AdamW& optimizer_;
+    DataLoader const& loader_;
+    bool leader_;
+    std::optional<StopSignals> stop_signals_;
+    int last_saved_;  // the step of the newest checkpoint in --ckpt-dir; -1 before any
+};
+
+}  // namespace axonn
