@@ -59,7 +59,7 @@ TEST_F(BenchJob, ParityOfALlamaOnAnEightRankGridMatchesSerial) {
     EXPECT_EQ(report["grid"], "data=1,z=2,y=2,x=2");
     EXPECT_EQ(report["init_max_abs_diff"].get<double>(), 0.0);
     EXPECT_LT(report["max_rel_diff"].get<double>(), 1e-5);  // one step: test_llama_grids' tolerance
-    EXPECT_EQ(report["grad_rel_diff"].size(), 9u);  // every tensor of a Llama
+    EXPECT_EQ(report["grad_rel_diff"].size(), 9u);          // every tensor of a Llama
     for (auto const& [name, difference] : report["grad_rel_diff"].items()) {
         EXPECT_LT(difference.get<double>(), 1e-5) << "gradient of " << name;
     }

@@ -63,7 +63,7 @@ struct GridRun {
     GridRun(ModelConfig const& config, MPI_Comm comm, GridShape const& shape)
         : grid(std::make_unique<ProcessGrid>(comm, shape)) {
         model = std::make_unique<Decoder>(config.architecture(), backend, *grid, batch_size / shape.batch_replicas(),
-                                      seq_len);
+                                          seq_len);
         model->init_weights(5);
         optimizer = std::make_unique<AdamW>(model->segments(), model->layout().total(), backend, AdamWConfig{});
     }

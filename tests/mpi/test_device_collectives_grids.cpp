@@ -83,7 +83,7 @@ struct GridRun {
         DecoderOptions model_options;
         model_options.grad_scatter_comm = model_options.grad_sum_comm = c.grad_comm;
         model = std::make_unique<Decoder>(c.architecture, *backend, *grid, batch / c.grid.batch_replicas(), seq,
-                                      model_options);
+                                          model_options);
         model->init_weights(5);
         optimizer = std::make_unique<AdamW>(model->segments(), model->layout().total(), *backend, AdamWConfig{});
     }

@@ -117,7 +117,7 @@ TEST_P(PerfModelOnGrid, PredictedTrafficEqualsMeasuredAndMemoryWithinTenPercent)
     std::int64_t const before = tensor_bytes_in_use();
     reset_tensor_bytes_peak();
     Decoder model = llama ? Decoder(*llama, backend, grid, run.pass_batch(local_batch), seq, run.model)
-                      : Decoder(micro_model(), backend, grid, run.pass_batch(local_batch), seq, run.model);
+                          : Decoder(micro_model(), backend, grid, run.pass_batch(local_batch), seq, run.model);
     model.init_weights(3);
     AdamW optimizer(model.segments(), model.layout().total(), backend, AdamWConfig{});
     std::vector<std::int32_t> tokens(local_batch * seq), targets(tokens.size());

@@ -36,7 +36,7 @@ struct TrainingRun {
         backend = device ? std::make_unique<testing::SimulatedDeviceBackend>() : std::make_unique<CpuBackend>();
         backend->set_gemm_tuning(false);
         model = std::make_unique<Decoder>(architecture, *backend, grid, rows / passes, seq,
-                                      DecoderOptions{.logit_rows = logit_rows});
+                                          DecoderOptions{.logit_rows = logit_rows});
         model->init_weights(3);
         optimizer = std::make_unique<AdamW>(model->segments(), model->layout().total(), *backend, AdamWConfig{});
     }

@@ -32,7 +32,8 @@ std::vector<std::int32_t> some_tokens(int count, int salt) {
 
 // Greedy decoding without a cache: one forward over the window per token. The window is what the cache would
 // hold: the whole sequence until it fills `context` positions, then its last context/2 tokens, growing again.
-std::vector<std::int32_t> greedy_uncached(Decoder& model, std::vector<std::int32_t> tokens, int new_tokens, int context) {
+std::vector<std::int32_t> greedy_uncached(Decoder& model, std::vector<std::int32_t> tokens, int new_tokens,
+                                          int context) {
     std::size_t const prompt = tokens.size();
     std::size_t start = tokens.size() > static_cast<std::size_t>(context) ? tokens.size() - context : 0;
     for (int i = 0; i < new_tokens; ++i) {

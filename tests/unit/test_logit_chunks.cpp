@@ -71,9 +71,9 @@ protected:
         CpuBackend backend(c.precision);
         int const rows_per_pass = B / c.passes;
         DecoderOptions const options{.recompute = c.recompute, .precision = c.precision, .logit_rows = logit_rows};
-        Decoder model = c.llama
-                        ? Decoder(llama_architecture(testing::micro_llama()), backend, serial_, rows_per_pass, T, options)
-                        : Decoder(testing::micro_model(), backend, serial_, rows_per_pass, T, options);
+        Decoder model =
+            c.llama ? Decoder(llama_architecture(testing::micro_llama()), backend, serial_, rows_per_pass, T, options)
+                    : Decoder(testing::micro_model(), backend, serial_, rows_per_pass, T, options);
         model.init_weights(11);
         std::vector<Batch> passes;
         for (int p = 0; p < c.passes; ++p) {

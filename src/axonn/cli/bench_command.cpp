@@ -97,12 +97,13 @@ void add_bench_command(CLI::App& app) {
             fmt::print("{}\n", full.dump());
             return;
         }
-        fmt::print("{} B={} T={} threads={} {}: {:.3f} s/step ({:.3f}-{:.3f}), {:.1f} tokens/s, {:.1f} model GFLOP/s, "
-                   "MFU {:.1f}% (GEMM peak {:.1f} GFLOP/s), peak memory {:.0f} MiB\n",
-                   options->model.name(), options->batch, options->seq, options->threads,
-                   precision_name(result.precision), result.step_s, result.fastest_step_s, result.slowest_step_s,
-                   result.tokens_per_s, result.model_flops_per_s / 1e9, 100 * result.mfu,
-                   result.gemm_flops_per_s / 1e9, result.peak_rss_bytes / 1048576.0);
+        fmt::print(
+            "{} B={} T={} threads={} {}: {:.3f} s/step ({:.3f}-{:.3f}), {:.1f} tokens/s, {:.1f} model GFLOP/s, "
+            "MFU {:.1f}% (GEMM peak {:.1f} GFLOP/s), peak memory {:.0f} MiB\n",
+            options->model.name(), options->batch, options->seq, options->threads, precision_name(result.precision),
+            result.step_s, result.fastest_step_s, result.slowest_step_s, result.tokens_per_s,
+            result.model_flops_per_s / 1e9, 100 * result.mfu, result.gemm_flops_per_s / 1e9,
+            result.peak_rss_bytes / 1048576.0);
         if (result.comm_s > 0) {
             fmt::print("communication per step (rank 0): {:.3f} s, {:.3f} s of it exposed ({:.0f}% hidden)\n",
                        result.comm_s, result.comm_exposed_s, 100 * result.comm_hidden_fraction);

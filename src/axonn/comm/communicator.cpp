@@ -126,18 +126,24 @@ private:
 
 MPI_Op mpi_reduction(Reduction reduction) {
     switch (reduction) {
-        case Reduction::max: return MPI_MAX;
-        case Reduction::min: return MPI_MIN;
-        case Reduction::sum: break;
+        case Reduction::max:
+            return MPI_MAX;
+        case Reduction::min:
+            return MPI_MIN;
+        case Reduction::sum:
+            break;
     }
     return MPI_SUM;
 }
 
 CollectiveOp all_reduce_op(Reduction reduction) {
     switch (reduction) {
-        case Reduction::max: return CollectiveOp::all_reduce_max;
-        case Reduction::min: return CollectiveOp::all_reduce_min;
-        case Reduction::sum: break;
+        case Reduction::max:
+            return CollectiveOp::all_reduce_max;
+        case Reduction::min:
+            return CollectiveOp::all_reduce_min;
+        case Reduction::sum:
+            break;
     }
     return CollectiveOp::all_reduce;
 }
@@ -147,10 +153,14 @@ CollectiveOp all_reduce_op(Reduction reduction) {
 template <typename F>
 decltype(auto) with_element(DType type, F&& f) {
     switch (type) {
-        case DType::f32: return f.template operator()<float>();
-        case DType::f64: return f.template operator()<double>();
-        case DType::bf16: return f.template operator()<bfloat16>();
-        case DType::i32: break;
+        case DType::f32:
+            return f.template operator()<float>();
+        case DType::f64:
+            return f.template operator()<double>();
+        case DType::bf16:
+            return f.template operator()<bfloat16>();
+        case DType::i32:
+            break;
     }
     fail("collectives move f32, f64 or bf16 elements, not {}", dtype_name(type));
 }
@@ -341,9 +351,8 @@ Collective Communicator::start_all_gather_with(T const* send, T* recv, std::size
     CollectiveSignature const signature{
         .op = CollectiveOp::all_gather, .element_bytes = sizeof(T), .count = count_per_rank};
     if (device) {
-        return start_on_device(signature, count_per_rank * size_ * sizeof(T), [&] {
-            return device_group().all_gather(send, recv, count_per_rank, dtype_of<T>());
-        });
+        return start_on_device(signature, count_per_rank * size_ * sizeof(T),
+                               [&] { return device_group().all_gather(send, recv, count_per_rank, dtype_of<T>()); });
     }
     return start(signature, count_per_rank * size_ * sizeof(T), [&](std::vector<MPI_Request>& requests) {
         std::vector<int> const counts = pieces(count_per_rank, options_.max_count);
@@ -488,9 +497,8 @@ Collective Communicator::start_all_reduce_with(T* data, std::size_t count) {
     }
     CollectiveSignature const signature{.op = CollectiveOp::all_reduce, .element_bytes = sizeof(T), .count = count};
     if (on_device(data)) {
-        return start_on_device(signature, count * sizeof(T), [&] {
-            return device_group().all_reduce(data, count, dtype_of<T>(), Reduction::sum);
-        });
+        return start_on_device(signature, count * sizeof(T),
+                               [&] { return device_group().all_reduce(data, count, dtype_of<T>(), Reduction::sum); });
     }
     return start(signature, count * sizeof(T), [&](std::vector<MPI_Request>& requests) {
         for (std::size_t offset = 0; int const piece : pieces(count, options_.max_count)) {

@@ -163,16 +163,21 @@ public:
     void reduce_scatter(void const* send, void* recv, DType type, std::size_t count_per_rank);
     [[nodiscard]] Collective start_all_reduce(void* data, DType type, std::size_t count);
     [[nodiscard]] Collective start_all_gather(void const* send, void* recv, DType type, std::size_t count_per_rank);
-    [[nodiscard]] Collective start_reduce_scatter(void const* send, void* recv, DType type,
-                                                  std::size_t count_per_rank);
+    [[nodiscard]] Collective start_reduce_scatter(void const* send, void* recv, DType type, std::size_t count_per_rank);
 
     // The same with the element type taken from the pointers' (float, double or bfloat16).
     template <typename T>
-    void all_reduce(T* data, std::size_t count) { all_reduce(data, dtype_of<T>(), count); }
+    void all_reduce(T* data, std::size_t count) {
+        all_reduce(data, dtype_of<T>(), count);
+    }
     template <typename T>
-    void all_reduce_max(T* data, std::size_t count) { all_reduce(data, dtype_of<T>(), count, Reduction::max); }
+    void all_reduce_max(T* data, std::size_t count) {
+        all_reduce(data, dtype_of<T>(), count, Reduction::max);
+    }
     template <typename T>
-    void all_reduce_min(T* data, std::size_t count) { all_reduce(data, dtype_of<T>(), count, Reduction::min); }
+    void all_reduce_min(T* data, std::size_t count) {
+        all_reduce(data, dtype_of<T>(), count, Reduction::min);
+    }
     template <typename T>
     void all_gather(T const* send, T* recv, std::size_t count_per_rank) {
         all_gather(send, recv, dtype_of<T>(), count_per_rank);

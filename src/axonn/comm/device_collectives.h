@@ -40,8 +40,8 @@ public:
                                                          Reduction reduction) = 0;
     virtual std::unique_ptr<DeviceCompletion> all_gather(void const* send, void* recv, std::size_t count_per_rank,
                                                          DType element) = 0;
-    virtual std::unique_ptr<DeviceCompletion> reduce_scatter(void const* send, void* recv,
-                                                             std::size_t count_per_rank, DType element) = 0;
+    virtual std::unique_ptr<DeviceCompletion> reduce_scatter(void const* send, void* recv, std::size_t count_per_rank,
+                                                             DType element) = 0;
 };
 
 // One process's device: which pointers are its memory, and its groups.

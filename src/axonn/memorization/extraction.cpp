@@ -29,8 +29,9 @@ struct RowPlan {
 constexpr int result_fields = 6;  // loss, kept_correct, kept_total, dropped_correct, dropped_total, reported
 
 // One teacher-forced pass over the chunk's windows: inputs window[0, W−1), targets window[1, W).
-void teacher_forced(Decoder& model, RowPlan const& plan, int chunk, std::span<std::vector<std::int32_t> const> documents,
-                    ExtractionSpec const& spec, std::vector<double>& fields) {
+void teacher_forced(Decoder& model, RowPlan const& plan, int chunk,
+                    std::span<std::vector<std::int32_t> const> documents, ExtractionSpec const& spec,
+                    std::vector<double>& fields) {
     int const W = spec.prefix + spec.suffix, T = W - 1, B = plan.rows;
     std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
     for (int b = 0; b < B; ++b) {
@@ -66,8 +67,9 @@ void teacher_forced(Decoder& model, RowPlan const& plan, int chunk, std::span<st
 }
 
 // Greedy decoding of the chunk's suffixes from their prefixes: one forward per new token over the growing rows.
-void greedy_suffixes(Decoder& model, RowPlan const& plan, int chunk, std::span<std::vector<std::int32_t> const> documents,
-                     ExtractionSpec const& spec, std::vector<double>& generated) {
+void greedy_suffixes(Decoder& model, RowPlan const& plan, int chunk,
+                     std::span<std::vector<std::int32_t> const> documents, ExtractionSpec const& spec,
+                     std::vector<double>& generated) {
     int const B = plan.rows;
     std::vector<std::vector<std::int32_t>> rows(static_cast<std::size_t>(B));
     for (int b = 0; b < B; ++b) {

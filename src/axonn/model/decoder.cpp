@@ -13,20 +13,24 @@ namespace axonn {
 using namespace decoder_layout;
 
 Decoder::Decoder(ModelConfig const& model, Backend& backend, ProcessGrid& grid, int local_batch, int max_seq,
-         DecoderOptions const& options)
+                 DecoderOptions const& options)
     : Decoder((model.validate(), model.architecture()), backend, grid, local_batch, max_seq, options) {}
 
 Decoder::Decoder(Architecture architecture, Backend& backend, ProcessGrid& grid, int local_batch, int max_seq,
-         DecoderOptions const& options)
-    : arch_(std::move(architecture)), backend_(backend), grid_(grid),
-      max_batch_(local_batch), max_seq_(max_seq), options_(options),
+                 DecoderOptions const& options)
+    : arch_(std::move(architecture)),
+      backend_(backend),
+      grid_(grid),
+      max_batch_(local_batch),
+      max_seq_(max_seq),
+      options_(options),
       layout_(arch_.declarations, GridPosition::of(grid)) {
     invariant(backend.gemm_dtype() == options.precision, "a model in {} needs a backend made for it, not {}",
               dtype_name(options.precision), dtype_name(backend.gemm_dtype()));
     require(local_batch > 0, "batch size must be positive, got {}", local_batch);
     require(max_seq > 0, "sequence length must be positive, got {}", max_seq);
-    require(max_seq <= arch_.context, "sequence length {} is longer than the model's context {}: lower --seq",
-            max_seq, arch_.context);
+    require(max_seq <= arch_.context, "sequence length {} is longer than the model's context {}: lower --seq", max_seq,
+            arch_.context);
     GridShape const& shape = grid.shape();
     require_valid_grid(arch_.declarations, shape, grid.world_size(), local_batch * shape.batch_replicas());
     LocalDims const dims(arch_, shape, local_batch, max_seq);
@@ -42,8 +46,8 @@ Decoder::Decoder(Architecture architecture, Backend& backend, ProcessGrid& grid,
     statistics_ = Tensor({dims.BT, 2}, DType::f64, memory);
     vocab_ = std::make_unique<VocabBlocks>(grid, backend, vocab_blocks(arch_), vocab_block(dims), options_.precision,
                                            options_.grad_scatter_comm, options_.overlap);
-    activation_staging_ = Tensor({std::max<std::int64_t>(1, bf16_staging_numel(dims, shape, options_))},
-                                 options_.precision, memory);
+    activation_staging_ =
+        Tensor({std::max<std::int64_t>(1, bf16_staging_numel(dims, shape, options_))}, options_.precision, memory);
     if (memory != Memory::host) {
         batch_ids_ = Tensor({2, dims.BT}, DType::i32, memory);
         host_losses_.resize(static_cast<std::size_t>(dims.BT));
@@ -115,7 +119,8 @@ float const* Decoder::token_losses() const {
 
 Batch Decoder::batch_for_kernels(Batch const& batch) {
     if (in_host_memory()) return batch;
-    std::int64_t const bytes = static_cast<std::int64_t>(batch.B) * batch.T * static_cast<std::int64_t>(sizeof(std::int32_t));
+    std::int64_t const bytes =
+        static_cast<std::int64_t>(batch.B) * batch.T * static_cast<std::int64_t>(sizeof(std::int32_t));
     std::int32_t* tokens = batch_ids_.data<std::int32_t>();
     std::int32_t* targets = tokens + batch_ids_.shape()[1];
     backend_.copy_from_host(tokens, batch.tokens, bytes);
@@ -157,7 +162,9 @@ void Decoder::refresh_gemm_weights() {
     gemm_weights_stale_ = false;
 }
 
-WeightView Decoder::gathered_vocab_block(int which) const { return vocab_->block(which, gemm_weight(vocab_param(which))); }
+WeightView Decoder::gathered_vocab_block(int which) const {
+    return vocab_->block(which, gemm_weight(vocab_param(which)));
+}
 
 // The weights' uses of a pass in execution order: each layer's four Linears forward; in training, then the
 // backward's, last layer first, each recomputed layer's forward uses before its backward's.

@@ -72,7 +72,10 @@ public:
 
     // The fp32 master weights, writable: taking them marks the GEMMs' bf16 copy out of date (mixed precision),
     // and the next forward refreshes it.
-    std::span<float> params() { gemm_weights_stale_ = true; return parameters_.span<float>(); }
+    std::span<float> params() {
+        gemm_weights_stale_ = true;
+        return parameters_.span<float>();
+    }
     float* param(ParamIndex auto id) {
         gemm_weights_stale_ = true;
         return parameters_.data<float>() + layout_.offset(id);
@@ -164,8 +167,7 @@ private:
     void rotate_positions(float* qkv, decoder_layout::LocalDims const& d, int first_position, int direction);
     // The MLP's activation: out[B·T,Fy] = gelu(inp) or silu(gate)·up of inp[B·T,Uy]; and its backward, written.
     void mlp_activation_forward(float* out, float const* inp, decoder_layout::LocalDims const& d);
-    void mlp_activation_backward(float* dinp, float const* inp, float const* dout,
-                                 decoder_layout::LocalDims const& d);
+    void mlp_activation_backward(float* dinp, float const* inp, float const* dout, decoder_layout::LocalDims const& d);
     // A residual add's gradient d_sum[B·T,C/Gx] into both of its inputs' (both written).
     void split_residual_gradient(float* d_skip, float* d_branch, float const* d_sum,
                                  decoder_layout::LocalDims const& d);
@@ -203,7 +205,7 @@ private:
     Tensor gradients_;
     Tensor activations_;
     Tensor activation_grads_;
-    Tensor statistics_;      // [B·T, 2] doubles: LayerNorm and cross-entropy sums between their all-reduces
+    Tensor statistics_;          // [B·T, 2] doubles: LayerNorm and cross-entropy sums between their all-reduces
     Tensor activation_staging_;  // the Linears' all-reduces in bf16, in mixed precision
     // A device backend's: the batch's token ids and targets [2, B·T] in its memory, and the host's copies of the
     // losses and their weights.
@@ -213,11 +215,11 @@ private:
     // The embedding's block (0) and an untied LM head's (1), gathered over Z, and their gradients' reduce-scatters.
     std::unique_ptr<VocabBlocks> vocab_;
     std::unique_ptr<ReplicatedRowSum> replicated_rows_;  // key/value rows replicated over Y
-    std::unique_ptr<StepCollectives> step_;  // the Linears' Z gathers and scatters, the gradient sync
+    std::unique_ptr<StepCollectives> step_;              // the Linears' Z gathers and scatters, the gradient sync
     Batch last_batch_;
     Pass pass_;
     bool backward_ready_ = false;
-    bool logits_held_ = true;         // the last forward computed every row's logits at once
+    bool logits_held_ = true;                // the last forward computed every row's logits at once
     bool head_backward_in_forward_ = false;  // the last training forward ran the LM head's backward chunk by chunk
 };
 

@@ -27,8 +27,8 @@ bool gemm_written(Architecture const& a, int id) {
 std::vector<int> layer_params(Architecture const& a) {
     DecoderParams const& p = a.params;
     std::vector<int> ids;
-    for (int id : {p.mlp_out, p.mlp_out_bias, p.mlp_norm, p.mlp_norm_bias, p.mlp_in, p.mlp_in_bias, p.attn_out, p.attn_out_bias, p.attn_norm, p.attn_norm_bias, p.qkv,
-                   p.qkv_bias}) {
+    for (int id : {p.mlp_out, p.mlp_out_bias, p.mlp_norm, p.mlp_norm_bias, p.mlp_in, p.mlp_in_bias, p.attn_out,
+                   p.attn_out_bias, p.attn_norm, p.attn_norm_bias, p.qkv, p.qkv_bias}) {
         if (id >= 0) ids.push_back(id);
     }
     return ids;
@@ -37,7 +37,7 @@ std::vector<int> layer_params(Architecture const& a) {
 }  // namespace
 
 void Decoder::norm_backward(float* dinp, float const* dout, float const* inp, float const* mean, float const* rstd,
-                        int weight, int bias, std::int64_t offset, std::int64_t N) {
+                            int weight, int bias, std::int64_t offset, std::int64_t N) {
     parallel_norm_backward(backend_, grid_, norm_spec(), statistics_.data<double>(), dinp, layer_grad(weight, offset),
                            layer_grad(bias, offset), dout, inp, layer_values(weight, offset), mean, rstd, N);
 }
@@ -61,8 +61,8 @@ void Decoder::head_backward(Batch const& batch, std::int64_t first, std::int64_t
     LocalDims const d(arch_, grid_.shape(), batch.B, batch.T);
     Backend& k = backend_;
     VocabSlice const vocab = vocab_slice();
-    float* d_norm = activation_grads_.data<float>() + a.d_norm + first * d.Cx;  // [rows, C/Gx] the final_norm gradient's rows
-    float const* final_norm = activation(a.final_norm) + first * d.Cx;                     // [rows, C/Gx]
+    float* d_norm = activation_grads_.data<float>() + a.d_norm + first * d.Cx;  // [rows, C/Gx] final_norm's gradient
+    float const* final_norm = activation(a.final_norm) + first * d.Cx;         // [rows, C/Gx]
     int const head_block = vocab_blocks(arch_) - 1;
     // The logits buffer becomes dlogits in place: the logits are not needed again. The LM head's input gradient
     // is all-reduced over Y while its weight gradient is computed (OAR); its weight gradient waits in its block
@@ -70,10 +70,11 @@ void Decoder::head_backward(Batch const& batch, std::int64_t first, std::int64_t
     float* dlogits = activation(a.logits);  // [rows, Vp/Gy]
     k.cross_entropy_backward(dlogits, dlogits, activation(a.logsumexp) + first, batch.targets + first,
                              activation(a.dlosses) + first, rows, vocab.valid, vocab.rows, vocab.begin);
-    parallel_input_gradient(k, linear_groups(false), options_.overlap, d_norm, dlogits, gathered_vocab_block(head_block),
-                            rows, d.Cx, d.Vpy, [&](GemmInput gemm_dlogits) {
-        k.linear_backward_weight(vocab_block_grad(head_block), nullptr, gemm_dlogits, final_norm, rows, d.Cx, d.Vpy, write);
-    });
+    parallel_input_gradient(k, linear_groups(false), options_.overlap, d_norm, dlogits,
+                            gathered_vocab_block(head_block), rows, d.Cx, d.Vpy, [&](GemmInput gemm_dlogits) {
+                                k.linear_backward_weight(vocab_block_grad(head_block), nullptr, gemm_dlogits,
+                                                         final_norm, rows, d.Cx, d.Vpy, write);
+                            });
 }
 
 void Decoder::backward() {
@@ -95,7 +96,7 @@ void Decoder::backward() {
     VocabSlice const vocab = vocab_slice();
     float* scratch = activation_grads_.data<float>();
     float* d_output = scratch + a.d_output;  // [B,T,C/Gx] gradient of the current layer's output
-    float* d_norm = scratch + a.d_norm;                      // [B,T,C/Gx] final_norm
+    float* d_norm = scratch + a.d_norm;      // [B,T,C/Gx] final_norm
 
     // An untied embedding's block only gathers the lookup's sums: it starts from zero.
     bool const z_split = grid_.shape().z > 1;
@@ -131,8 +132,7 @@ void Decoder::backward() {
     }
     // The lookup's gradient: the rows of this rank's vocabulary slice; GPT-2's wpe's on every Y rank (replicated).
     float* dwpe = p.positions >= 0 ? grad(p.positions) : nullptr;
-    k.encoder_backward(vocab_block_grad(0), dwpe, d_output, batch.tokens, d.B, d.T, d.Cx, vocab.begin,
-                       vocab.rows);
+    k.encoder_backward(vocab_block_grad(0), dwpe, d_output, batch.tokens, d.B, d.T, d.Cx, vocab.begin, vocab.rows);
     // The last gradients to finish; what remains (their data sums, the norm) needs them, so they are waited on at
     // once. The untied head's runs under the layers' backward.
     if (!arch_.tied_head) vocab_->finish_gradient(1);
@@ -162,14 +162,14 @@ void Decoder::backward_layer(int l, int slot, Batch const& batch, GradWrite writ
     GradScatter& scatter = step_->weight_grads;
     bool const overlap = options_.overlap;
     float* scratch = activation_grads_.data<float>();
-    float* d_output = scratch + a.d_output;  // [B,T,C/Gx] the layer's output's gradient, then its input's
+    float* d_output = scratch + a.d_output;                // [B,T,C/Gx] the layer's output's gradient, then its input's
     float* d_attn_residual = scratch + a.d_attn_residual;  // [B,T,C/Gx]
-    float* d_branch = scratch + a.d_branch;             // [B,T,C/Gx] an output Linear's output gradient
-    float* d_norm = scratch + a.d_norm;                 // [B,T,C/Gx] mlp_norm's, then attn_norm's
-    float* d_mlp_act = scratch + a.d_mlp_act;           // [B,T,Fy]
-    float* d_mlp_hidden = scratch + a.d_mlp_hidden;     // [B,T,Uy]
-    float* d_attn = scratch + a.d_attn;                 // [B,T,C/Gy]
-    float* d_qkv = scratch + a.d_qkv;                   // [B,T,Wy]
+    float* d_branch = scratch + a.d_branch;                // [B,T,C/Gx] an output Linear's output gradient
+    float* d_norm = scratch + a.d_norm;                    // [B,T,C/Gx] mlp_norm's, then attn_norm's
+    float* d_mlp_act = scratch + a.d_mlp_act;              // [B,T,Fy]
+    float* d_mlp_hidden = scratch + a.d_mlp_hidden;        // [B,T,Uy]
+    float* d_attn = scratch + a.d_attn;                    // [B,T,C/Gy]
+    float* d_qkv = scratch + a.d_qkv;                      // [B,T,Wy]
     LayerActivations const act(activations_.data<float>(), a, l, slot);
     LayerOffsets const at(l, d);
     auto weight_grad = [&](int id) { return grad(id) + l * (layout_.local_numel(id) / d.L); };
@@ -181,16 +181,16 @@ void Decoder::backward_layer(int l, int slot, Batch const& batch, GradWrite writ
                              d.Fy, d.Cx, write);
     mlp_activation_backward(d_mlp_hidden, act.mlp_hidden, d_mlp_act, d);
     parallel_linear_backward(k, normal, scatter, overlap, d_norm, weight_grad(p.mlp_in),
-                             layer_grad(p.mlp_in_bias, at.Uy), d_mlp_hidden, act.mlp_norm, step_->weights.next(),
-                             d.BT, d.Cx, d.Uy, write);
+                             layer_grad(p.mlp_in_bias, at.Uy), d_mlp_hidden, act.mlp_norm, step_->weights.next(), d.BT,
+                             d.Cx, d.Uy, write);
     norm_backward(d_attn_residual, d_norm, act.attn_residual, act.mlp_norm_mean, act.mlp_norm_rstd, p.mlp_norm,
                   p.mlp_norm_bias, at.Cx, d.BT);
 
     // attention branch, from attn_residual = input + attn_out(attention(rope(qkv(attn_norm(input)))))
     split_residual_gradient(d_output, d_branch, d_attn_residual, d);
     parallel_linear_backward(k, transposed, scatter, overlap, d_attn, weight_grad(p.attn_out),
-                             layer_grad(p.attn_out_bias, at.Cx), d_branch, act.attn, step_->weights.next(), d.BT,
-                             d.Cy, d.Cx, write);
+                             layer_grad(p.attn_out_bias, at.Cx), d_branch, act.attn, step_->weights.next(), d.BT, d.Cy,
+                             d.Cx, write);
     k.zero(d_qkv, d.BT * d.Wy * static_cast<std::int64_t>(sizeof(float)));
     k.attention_backward(d_qkv, d_attn, act.qkv, act.attn, act.attn_lse, d.B, d.T, d.Cy, d.NHy, d.NKVy);
     rotate_positions(d_qkv, d, 0, -1);  // the rotation's gradient: the rotation back

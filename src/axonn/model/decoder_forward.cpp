@@ -47,7 +47,9 @@ double Decoder::global_loss_weight(std::span<Batch const> passes) {
     return sum_over_batch(grid_, total);
 }
 
-float Decoder::forward(Batch const& batch, double loss_weight_total) { return run_forward(batch, false, loss_weight_total); }
+float Decoder::forward(Batch const& batch, double loss_weight_total) {
+    return run_forward(batch, false, loss_weight_total);
+}
 
 void Decoder::forward_cached(Batch const& batch, KvCache& cache) {
     invariant(batch.B == cache.batch() && cache.length() + batch.T <= cache.capacity(),
@@ -64,7 +66,7 @@ float Decoder::train_forward(Batch const& batch, Pass const& pass) {
 }
 
 void Decoder::norm_forward(float* out, float* mean, float* rstd, float const* inp, int weight, int bias,
-                       std::int64_t offset, std::int64_t N) {
+                           std::int64_t offset, std::int64_t N) {
     parallel_norm_forward(backend_, grid_, norm_spec(), statistics_.data<double>(), out, mean, rstd, inp,
                           layer_values(weight, offset), layer_values(bias, offset), N);
 }
@@ -73,14 +75,15 @@ float Decoder::run_forward(Batch const& batch, bool training, double loss_weight
     TraceSpan const span("forward", TraceTrack::steps);
     invariant(batch.B > 0 && batch.B <= max_batch_, "batch of {} sequences, the model was built for at most {}",
               batch.B, max_batch_);
-    invariant(batch.T > 0 && batch.T <= max_seq_, "sequence of {} tokens, the model was built for at most {}",
-              batch.T, max_seq_);
+    invariant(batch.T > 0 && batch.T <= max_seq_, "sequence of {} tokens, the model was built for at most {}", batch.T,
+              max_seq_);
     ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
     LocalDims const d(arch_, grid_.shape(), batch.B, batch.T);
     std::int64_t const chunks = logit_chunks(d.BT, options_.logit_rows);
     invariant(chunks == 1 || batch.targets != nullptr,
               "a forward without targets of {} rows needs all their logits: the model holds {} "
-              "(DecoderOptions::logit_rows)", d.BT, logit_capacity());
+              "(DecoderOptions::logit_rows)",
+              d.BT, logit_capacity());
     Backend& k = backend_;
     double* stats = statistics_.data<double>();
     VocabSlice const vocab = vocab_slice();
@@ -105,8 +108,8 @@ float Decoder::run_forward(Batch const& batch, bool training, double loss_weight
                            ? param_values(arch_.params.positions) + first_position * d.Cx
                            : nullptr;
     Batch const kernel_batch = batch_for_kernels(batch);
-    vocab_parallel_embedding_forward(k, grid_, vocab, activation(a.encoded), kernel_batch.tokens, gathered_vocab_block(0),
-                                     wpe, d.B, d.T, d.Cx);
+    vocab_parallel_embedding_forward(k, grid_, vocab, activation(a.encoded), kernel_batch.tokens,
+                                     gathered_vocab_block(0), wpe, d.B, d.T, d.Cx);
 
     bool const recompute = options_.recompute == Recompute::layer;
     for (int l = 0; l < d.L; ++l) {
@@ -115,8 +118,8 @@ float Decoder::run_forward(Batch const& batch, bool training, double loss_weight
     }
 
     float const* residual = activation(a.outputs + (d.L - 1) * a.BTCx);
-    norm_forward(activation(a.final_norm), activation(a.final_norm_mean), activation(a.final_norm_rstd), residual, arch_.params.final_norm,
-                 arch_.params.final_norm_bias, 0, d.BT);
+    norm_forward(activation(a.final_norm), activation(a.final_norm_mean), activation(a.final_norm_rstd), residual,
+                 arch_.params.final_norm, arch_.params.final_norm_bias, 0, d.BT);
     last_batch_ = kernel_batch;
     backward_ready_ = training;
     logits_held_ = chunks == 1;
@@ -132,9 +135,9 @@ float Decoder::run_forward(Batch const& batch, bool training, double loss_weight
         parallel_linear_forward(k, linear_groups(false), options_.overlap, activation(a.logits),
                                 activation(a.final_norm) + first * d.Cx, head, nullptr, rows, d.Cx, d.Vpy);
         if (batch.targets == nullptr) return std::numeric_limits<float>::quiet_NaN();
-        vocab_parallel_cross_entropy_forward(k, grid_, vocab, activation(a.losses) + first, activation(a.logsumexp) + first,
-                                             activation(a.row_max) + first, stats, activation(a.logits),
-                                             kernel_batch.targets + first, rows);
+        vocab_parallel_cross_entropy_forward(k, grid_, vocab, activation(a.losses) + first,
+                                             activation(a.logsumexp) + first, activation(a.row_max) + first, stats,
+                                             activation(a.logits), kernel_batch.targets + first, rows);
         if (head_backward_in_forward_) {
             head_backward(kernel_batch, first, rows, c == 0 ? head_block_write() : GradWrite::accumulate);
         }
@@ -203,8 +206,8 @@ void Decoder::forward_layer(int l, int slot, Batch const& batch, KvCache* cache)
     int const past = cache != nullptr ? cache->length() : 0;
 
     // attention branch: attn_residual = input + attn_out(attention(rope(qkv(attn_norm(input)))))
-    norm_forward(act.attn_norm, act.attn_norm_mean, act.attn_norm_rstd, act.input, p.attn_norm, p.attn_norm_bias,
-                 at.Cx, d.BT);
+    norm_forward(act.attn_norm, act.attn_norm_mean, act.attn_norm_rstd, act.input, p.attn_norm, p.attn_norm_bias, at.Cx,
+                 d.BT);
     parallel_linear_forward(k, normal, overlap, act.qkv, act.attn_norm, step_->weights.next(),
                             layer_values(p.qkv_bias, at.Wy), d.BT, d.Cx, d.Wy);
     rotate_positions(act.qkv, d, past, +1);
@@ -219,8 +222,8 @@ void Decoder::forward_layer(int l, int slot, Batch const& batch, KvCache* cache)
     k.residual_forward(act.attn_residual, act.input, act.attn_residual, d.BT * d.Cx);
 
     // MLP branch: output = attn_residual + mlp_out(activation(mlp_in(mlp_norm(attn_residual))))
-    norm_forward(act.mlp_norm, act.mlp_norm_mean, act.mlp_norm_rstd, act.attn_residual, p.mlp_norm,
-                 p.mlp_norm_bias, at.Cx, d.BT);
+    norm_forward(act.mlp_norm, act.mlp_norm_mean, act.mlp_norm_rstd, act.attn_residual, p.mlp_norm, p.mlp_norm_bias,
+                 at.Cx, d.BT);
     parallel_linear_forward(k, normal, overlap, act.mlp_hidden, act.mlp_norm, step_->weights.next(),
                             layer_values(p.mlp_in_bias, at.Uy), d.BT, d.Cx, d.Uy);
     mlp_activation_forward(act.mlp_act, act.mlp_hidden, d);

@@ -22,27 +22,40 @@ struct LocalDims {
     std::int64_t BT;
 
     LocalDims(Architecture const& a, GridShape const& grid, int B_, int T_)
-        : B(B_), T(T_), C(a.width), Cx(a.width / grid.x), Cy(a.width / grid.y), NHy(a.heads / grid.y),
-          NKVy(std::max(1, a.kv_heads / grid.y)), hs(a.head_size()), Wy((NHy + 2 * NKVy) * hs), Uy(a.mlp_rows() / grid.y),
-          Fy(a.mlp_width / grid.y), L(a.layers), Vpy(a.padded_vocab / grid.y), BT(static_cast<std::int64_t>(B_) * T_) {}
+        : B(B_),
+          T(T_),
+          C(a.width),
+          Cx(a.width / grid.x),
+          Cy(a.width / grid.y),
+          NHy(a.heads / grid.y),
+          NKVy(std::max(1, a.kv_heads / grid.y)),
+          hs(a.head_size()),
+          Wy((NHy + 2 * NKVy) * hs),
+          Uy(a.mlp_rows() / grid.y),
+          Fy(a.mlp_width / grid.y),
+          L(a.layers),
+          Vpy(a.padded_vocab / grid.y),
+          BT(static_cast<std::int64_t>(B_) * T_) {}
 };
 
 // Where layer l's slice of a stacked per-layer vector begins: a norm's or an output Linear's bias (C/G_x per
 // layer), the [q | k | v] bias (Wy), the MLP's first bias (Uy).
 struct LayerOffsets {
     std::int64_t Cx, Wy, Uy;
-    LayerOffsets(int l, LocalDims const& d) : Cx(std::int64_t{l} * d.Cx), Wy(std::int64_t{l} * d.Wy), Uy(std::int64_t{l} * d.Uy) {}
+    LayerOffsets(int l, LocalDims const& d)
+        : Cx(std::int64_t{l} * d.Cx), Wy(std::int64_t{l} * d.Wy), Uy(std::int64_t{l} * d.Uy) {}
 };
 
 // Every buffer size below is computed in 64 bits; a model, batch and sequence whose activations would not fit
 // are refused before anything is computed.
 inline void require_sizes_fit(LocalDims const& d) {
-    long double const per_layer = static_cast<long double>(d.BT) *
-                                  (16.0L * d.Cx + 2.0L * d.Wy + d.Cy + 3.0L * d.Uy + 2.0L * d.Fy + 8.0L + d.NHy);
+    long double const per_layer =
+        static_cast<long double>(d.BT) * (16.0L * d.Cx + 2.0L * d.Wy + d.Cy + 3.0L * d.Uy + 2.0L * d.Fy + 8.0L + d.NHy);
     long double const elements = d.L * per_layer + static_cast<long double>(d.BT) * (d.Vpy + 4.0L * d.Cx + 8.0L);
-    require(elements < 0x1p62L, "{} sequences of {} tokens of this model need about {:.3g} activation values per "
-            "rank, beyond what any machine holds: lower --batch or --seq, or use more ranks", d.B, d.T,
-            static_cast<double>(elements));
+    require(elements < 0x1p62L,
+            "{} sequences of {} tokens of this model need about {:.3g} activation values per "
+            "rank, beyond what any machine holds: lower --batch or --seq, or use more ranks",
+            d.B, d.T, static_cast<double>(elements));
 }
 
 // How many copies of a layer's inner activations are kept: one per layer, or (recomputing) one for the layer
@@ -60,8 +73,9 @@ inline std::int64_t logit_rows_held(LocalDims const& d, DecoderOptions const& op
 // up's 2F/G_y), Fy the MLP's hidden width here.
 struct ActivationLayout {
     std::int64_t BTCx, BTWy, BTCy, BTUy, BTFy, BT, BNHyT;  // per-layer strides
-    std::int64_t encoded, outputs, attn_norm, attn_norm_mean, attn_norm_rstd, qkv, attn, attn_lse, attn_residual, mlp_norm, mlp_norm_mean, mlp_norm_rstd, mlp_hidden,
-        mlp_act, final_norm, final_norm_mean, final_norm_rstd, logits, losses, logsumexp, row_max, dlosses, total;
+    std::int64_t encoded, outputs, attn_norm, attn_norm_mean, attn_norm_rstd, qkv, attn, attn_lse, attn_residual,
+        mlp_norm, mlp_norm_mean, mlp_norm_rstd, mlp_hidden, mlp_act, final_norm, final_norm_mean, final_norm_rstd,
+        logits, losses, logsumexp, row_max, dlosses, total;
     // backward scratch, reused by every layer
     std::int64_t d_output, d_attn_residual, d_branch, d_norm, d_mlp_act, d_mlp_hidden, d_attn, d_qkv, grad_total;
 
@@ -116,33 +130,42 @@ struct ActivationLayout {
 // One layer's activations: its input (the previous layer's output, or the embedding), the slot of its inner
 // buffers, and its output.
 struct LayerActivations {
-    float* input;      // [B,T,C/Gx]
-    float* attn_norm;        // [B,T,C/Gx]
-    float* attn_norm_mean;   // [B,T] (LayerNorm only)
-    float* attn_norm_rstd;   // [B,T]
-    float* qkv;        // [B,T,Wy]: this rank's heads' [q | k | v], rotated (Llama)
-    float* attn;       // [B,T,C/Gy]
-    float* attn_lse;    // [B,NH/Gy,T]: each attention row's log-sum-exp
-    float* attn_residual;  // [B,T,C/Gx]: input + attention's projection, which the projection writes first
+    float* input;           // [B,T,C/Gx]
+    float* attn_norm;       // [B,T,C/Gx]
+    float* attn_norm_mean;  // [B,T] (LayerNorm only)
+    float* attn_norm_rstd;  // [B,T]
+    float* qkv;             // [B,T,Wy]: this rank's heads' [q | k | v], rotated (Llama)
+    float* attn;            // [B,T,C/Gy]
+    float* attn_lse;        // [B,NH/Gy,T]: each attention row's log-sum-exp
+    float* attn_residual;   // [B,T,C/Gx]: input + attention's projection, which the projection writes first
     float* mlp_norm;        // [B,T,C/Gx]
     float* mlp_norm_mean;   // [B,T] (LayerNorm only)
     float* mlp_norm_rstd;   // [B,T]
-    float* mlp_hidden;        // [B,T,Uy]: the MLP's first Linear's output
-    float* mlp_act;   // [B,T,Fy]: its activation (gelu, or silu(gate)·up)
-    float* output;     // [B,T,C/Gx]: attn_residual + the MLP's projection, which the projection writes first
+    float* mlp_hidden;      // [B,T,Uy]: the MLP's first Linear's output
+    float* mlp_act;         // [B,T,Fy]: its activation (gelu, or silu(gate)·up)
+    float* output;          // [B,T,C/Gx]: attn_residual + the MLP's projection, which the projection writes first
 
     LayerActivations(float* base, ActivationLayout const& a, int l, int slot)
-        : input(base + (l == 0 ? a.encoded : a.outputs + (l - 1) * a.BTCx)), attn_norm(base + a.attn_norm + slot * a.BTCx),
-          attn_norm_mean(base + a.attn_norm_mean + slot * a.BT), attn_norm_rstd(base + a.attn_norm_rstd + slot * a.BT),
-          qkv(base + a.qkv + slot * a.BTWy), attn(base + a.attn + slot * a.BTCy),
-          attn_lse(base + a.attn_lse + slot * a.BNHyT), attn_residual(base + a.attn_residual + slot * a.BTCx),
-          mlp_norm(base + a.mlp_norm + slot * a.BTCx), mlp_norm_mean(base + a.mlp_norm_mean + slot * a.BT),
-          mlp_norm_rstd(base + a.mlp_norm_rstd + slot * a.BT), mlp_hidden(base + a.mlp_hidden + slot * a.BTUy),
-          mlp_act(base + a.mlp_act + slot * a.BTFy), output(base + a.outputs + l * a.BTCx) {}
+        : input(base + (l == 0 ? a.encoded : a.outputs + (l - 1) * a.BTCx)),
+          attn_norm(base + a.attn_norm + slot * a.BTCx),
+          attn_norm_mean(base + a.attn_norm_mean + slot * a.BT),
+          attn_norm_rstd(base + a.attn_norm_rstd + slot * a.BT),
+          qkv(base + a.qkv + slot * a.BTWy),
+          attn(base + a.attn + slot * a.BTCy),
+          attn_lse(base + a.attn_lse + slot * a.BNHyT),
+          attn_residual(base + a.attn_residual + slot * a.BTCx),
+          mlp_norm(base + a.mlp_norm + slot * a.BTCx),
+          mlp_norm_mean(base + a.mlp_norm_mean + slot * a.BT),
+          mlp_norm_rstd(base + a.mlp_norm_rstd + slot * a.BT),
+          mlp_hidden(base + a.mlp_hidden + slot * a.BTUy),
+          mlp_act(base + a.mlp_act + slot * a.BTFy),
+          output(base + a.outputs + l * a.BTCx) {}
 };
 
 // A Linear's [rows/G_rows, cols/G_cols] block before the Z split: what its Z all-gather returns.
-inline std::int64_t linear_block(ShardLayout const& layout, int id) { return layout.block_rows(id) * layout.block_cols(id); }
+inline std::int64_t linear_block(ShardLayout const& layout, int id) {
+    return layout.block_rows(id) * layout.block_cols(id);
+}
 // The largest Linear block a Z all-gather or reduce-scatter carries, and all four of a layer.
 inline std::int64_t max_linear_block(ShardLayout const& layout, Architecture const& a) {
     std::int64_t largest = 0;
@@ -182,7 +205,7 @@ inline std::int64_t bf16_operand_numel(LocalDims const& d, DecoderOptions const&
     return largest_linear_output(d, options) + d.BT * (std::max(widest_input, attention_qkv) + widest_input);
 }
 inline std::int64_t cached_weight_numel(LocalDims const& d, ShardLayout const& layout, Architecture const& a,
-                                 DecoderOptions const& options) {
+                                        DecoderOptions const& options) {
     return options.cache_weights ? d.L * layer_linear_blocks(layout, a) : 0;
 }
 

@@ -15,7 +15,7 @@ namespace axonn {
 using namespace decoder_layout;
 
 DecoderMemory decoder_memory(Architecture const& architecture, GridShape const& grid, int local_batch, int seq,
-                         DecoderOptions const& options) {
+                             DecoderOptions const& options) {
     ShardLayout const layout(architecture.declarations, GridPosition{grid});
     std::int64_t const parameters = layout.total();
     std::int64_t const gemm_bytes = dtype_size(options.precision);  // per element of a GEMM's weight or operand
@@ -30,7 +30,8 @@ DecoderMemory decoder_memory(Architecture const& architecture, GridShape const& 
     std::int64_t const workspace_bytes =
         VocabBlocks::workspace_bytes(grid.z, vocab_blocks(architecture), vocab_block(dims), options.precision,
                                      options.grad_scatter_comm) +
-        buffer(WeightGather::buffer_numel(grid.z, max_block, cached_weight_numel(dims, layout, architecture, options))) *
+        buffer(
+            WeightGather::buffer_numel(grid.z, max_block, cached_weight_numel(dims, layout, architecture, options))) *
             gemm_bytes +
         buffer(GradScatter::buffer_numel(grid.z, max_block, scatter_ring)) * 4 +
         buffer(GradScatter::staging_numel(grid.z, max_block, scatter_ring, options.grad_scatter_comm)) * 2 +
@@ -43,7 +44,7 @@ DecoderMemory decoder_memory(Architecture const& architecture, GridShape const& 
 }
 
 DecoderMemory gpt_memory(GptConfig const& config, GridShape const& grid, int local_batch, int seq,
-                     DecoderOptions const& options) {
+                         DecoderOptions const& options) {
     return decoder_memory(gpt2_architecture(config), grid, local_batch, seq, options);
 }
 

@@ -13,7 +13,7 @@ namespace axonn {
 
 // Bytes one process allocates for a model and its AdamW, for the start-up banner and the memory model.
 struct DecoderMemory {
-    std::int64_t parameter_bytes;   // the fp32 master weights, and their bf16 copy in mixed precision
+    std::int64_t parameter_bytes;  // the fp32 master weights, and their bf16 copy in mixed precision
     std::int64_t gradient_bytes;
     std::int64_t optimizer_bytes;   // AdamW's two moments
     std::int64_t activation_bytes;  // kept for the backward, plus the backward's scratch and the statistics
@@ -27,8 +27,8 @@ struct DecoderMemory {
 // What a model of this architecture on this grid position with this many local sequences allocates, computed
 // without allocating; gpt_memory for GPT-2.
 DecoderMemory decoder_memory(Architecture const& architecture, GridShape const& grid, int local_batch, int seq,
-                         DecoderOptions const& options = {});
+                             DecoderOptions const& options = {});
 DecoderMemory gpt_memory(GptConfig const& config, GridShape const& grid, int local_batch, int seq,
-                     DecoderOptions const& options = {});
+                         DecoderOptions const& options = {});
 
 }  // namespace axonn

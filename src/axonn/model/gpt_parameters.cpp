@@ -47,14 +47,23 @@ Architecture gpt2_architecture(GptConfig const& config) {
     a.padded_vocab = config.padded_vocab_size();
     a.context = config.max_seq;
     auto const at = [](Param id) { return static_cast<int>(id); };
-    a.params = {.embed = at(Param::wte), .positions = at(Param::wpe), .head = at(Param::wte),
-                .attn_norm = at(Param::ln1w), .attn_norm_bias = at(Param::ln1b),
-                .qkv = at(Param::qkvw), .qkv_bias = at(Param::qkvb),
-                .attn_out = at(Param::attprojw), .attn_out_bias = at(Param::attprojb),
-                .mlp_norm = at(Param::ln2w), .mlp_norm_bias = at(Param::ln2b),
-                .mlp_in = at(Param::fcw), .mlp_in_bias = at(Param::fcb),
-                .mlp_out = at(Param::fcprojw), .mlp_out_bias = at(Param::fcprojb),
-                .final_norm = at(Param::lnfw), .final_norm_bias = at(Param::lnfb)};
+    a.params = {.embed = at(Param::wte),
+                .positions = at(Param::wpe),
+                .head = at(Param::wte),
+                .attn_norm = at(Param::ln1w),
+                .attn_norm_bias = at(Param::ln1b),
+                .qkv = at(Param::qkvw),
+                .qkv_bias = at(Param::qkvb),
+                .attn_out = at(Param::attprojw),
+                .attn_out_bias = at(Param::attprojb),
+                .mlp_norm = at(Param::ln2w),
+                .mlp_norm_bias = at(Param::ln2b),
+                .mlp_in = at(Param::fcw),
+                .mlp_in_bias = at(Param::fcb),
+                .mlp_out = at(Param::fcprojw),
+                .mlp_out_bias = at(Param::fcprojb),
+                .final_norm = at(Param::lnfw),
+                .final_norm_bias = at(Param::lnfb)};
     a.declarations = gpt_parameters(config);
     return a;
 }

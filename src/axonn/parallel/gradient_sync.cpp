@@ -13,7 +13,12 @@ std::int64_t GradientSync::mirror_numel(ShardLayout const& layout, int data, DTy
 
 GradientSync::GradientSync(ShardLayout const& layout, Backend& backend, Communicator& z, Communicator& data,
                            GradScatter& scatter, bool overlap, DType comm_dtype)
-    : layout_(layout), backend_(backend), z_(z), data_(data), scatter_(scatter), overlap_(overlap),
+    : layout_(layout),
+      backend_(backend),
+      z_(z),
+      data_(data),
+      scatter_(scatter),
+      overlap_(overlap),
       comm_dtype_(comm_dtype),
       mirror_({std::max<std::int64_t>(1, mirror_numel(layout, data.size(), comm_dtype))}, DType::bf16,
               backend.memory()) {}
@@ -49,8 +54,8 @@ void GradientSync::start_data_sums() {
         }
         // A bf16 copy that travels sits at the gradient's own offset in the mirror.
         bfloat16* mirror = rounds(data_, comm_dtype_) ? mirror_.data<bfloat16>() + (in_flight.data - grads_) : nullptr;
-        data_sums_.push_back(start_rounded_all_reduce(backend_, data_, comm_dtype_, in_flight.data, in_flight.numel,
-                                                      mirror));
+        data_sums_.push_back(
+            start_rounded_all_reduce(backend_, data_, comm_dtype_, in_flight.data, in_flight.numel, mirror));
         if (!overlap_) data_sums_.back().wait();
     }
     awaiting_data_.clear();

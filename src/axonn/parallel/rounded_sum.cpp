@@ -5,8 +5,11 @@
 namespace axonn {
 
 RoundedSum::RoundedSum(RoundedSum&& other) noexcept
-    : collective_(std::move(other.collective_)), backend_(std::exchange(other.backend_, nullptr)),
-      widened_(other.widened_), received_(other.received_), numel_(other.numel_) {}
+    : collective_(std::move(other.collective_)),
+      backend_(std::exchange(other.backend_, nullptr)),
+      widened_(other.widened_),
+      received_(other.received_),
+      numel_(other.numel_) {}
 
 RoundedSum& RoundedSum::operator=(RoundedSum&& other) noexcept {
     collective_ = std::move(other.collective_);
@@ -28,8 +31,8 @@ bool rounds(Communicator const& group, DType wire) {
     return wire == DType::bf16 && group.size() > 1;
 }
 
-RoundedSum start_rounded_all_reduce(Backend& backend, Communicator& group, DType wire, float* data,
-                                    std::size_t count, bfloat16* staging) {
+RoundedSum start_rounded_all_reduce(Backend& backend, Communicator& group, DType wire, float* data, std::size_t count,
+                                    bfloat16* staging) {
     if (!rounds(group, wire)) return {group.start_all_reduce(data, count), nullptr, nullptr, nullptr, 0};
     auto const numel = static_cast<std::int64_t>(count);
     backend.convert(staging, DType::bf16, data, DType::f32, numel);

@@ -25,10 +25,13 @@ public:
 
 private:
     friend RoundedSum start_rounded_all_reduce(Backend&, Communicator&, DType, float*, std::size_t, bfloat16*);
-    friend RoundedSum start_rounded_reduce_scatter(Backend&, Communicator&, DType, float const*, float*,
-                                                   std::size_t, bfloat16*, bfloat16*);
+    friend RoundedSum start_rounded_reduce_scatter(Backend&, Communicator&, DType, float const*, float*, std::size_t,
+                                                   bfloat16*, bfloat16*);
     RoundedSum(Collective collective, Backend* backend, float* widened, bfloat16 const* received, std::int64_t numel)
-        : collective_(std::move(collective)), backend_(backend), widened_(widened), received_(received),
+        : collective_(std::move(collective)),
+          backend_(backend),
+          widened_(widened),
+          received_(received),
           numel_(numel) {}
 
     Collective collective_;
@@ -53,7 +56,7 @@ void rounded_all_reduce(Backend& backend, Communicator& group, DType wire, float
 // recv[count] = Σ over `group` of every rank's slice of send[size · count] that this rank's position names, moved
 // as `wire`; with bf16, sent[size · count] holds the rounded send and received[count] what arrives.
 [[nodiscard]] RoundedSum start_rounded_reduce_scatter(Backend& backend, Communicator& group, DType wire,
-                                                      float const* send, float* recv, std::size_t count,
-                                                      bfloat16* sent, bfloat16* received);
+                                                      float const* send, float* recv, std::size_t count, bfloat16* sent,
+                                                      bfloat16* received);
 
 }  // namespace axonn

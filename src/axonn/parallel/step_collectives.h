@@ -15,10 +15,10 @@
 namespace axonn {
 
 struct StepCollectivesOptions {
-    DType precision = DType::f32;       // the gathered weights' type: the GEMMs'
-    std::int64_t max_block_numel = 0;   // the largest Linear block gathered or reduce-scattered
-    std::int64_t cached_numel = 0;      // with weight caching, every block's elements (0: no caching)
-    int scatter_ring = 4;               // reduce-scatters in flight before the first is waited on
+    DType precision = DType::f32;      // the gathered weights' type: the GEMMs'
+    std::int64_t max_block_numel = 0;  // the largest Linear block gathered or reduce-scattered
+    std::int64_t cached_numel = 0;     // with weight caching, every block's elements (0: no caching)
+    int scatter_ring = 4;              // reduce-scatters in flight before the first is waited on
     bool overlap = true;
     DType grad_scatter_comm = DType::f32;  // the reduce-scatters' wire type
     DType grad_sum_comm = DType::f32;      // the data all-reduces' wire type

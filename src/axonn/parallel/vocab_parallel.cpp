@@ -26,8 +26,8 @@ VocabSlice vocab_slice(ProcessGrid const& grid, int padded_vocab, int vocab_size
 }
 
 void vocab_parallel_embedding_forward(Backend& backend, ProcessGrid& grid, VocabSlice const& slice, float* out,
-                                      std::int32_t const* tokens, WeightView wte_block, float const* wpe, int B,
-                                      int T, int C_local) {
+                                      std::int32_t const* tokens, WeightView wte_block, float const* wpe, int B, int T,
+                                      int C_local) {
     backend.encoder_forward(out, tokens, wte_block, wpe, B, T, C_local, slice.begin, slice.rows);
     grid.comm(Group::y).all_reduce(out, static_cast<std::size_t>(B) * T * C_local);
 }
@@ -77,7 +77,11 @@ void vocab_parallel_argmax(ProcessGrid& grid, VocabSlice const& slice, std::span
 
 VocabBlocks::VocabBlocks(ProcessGrid& grid, Backend& backend, int blocks, std::int64_t block_numel, DType precision,
                          DType scatter_comm, bool overlap)
-    : grid_(grid), backend_(backend), precision_(precision), scatter_comm_(scatter_comm), overlap_(overlap),
+    : grid_(grid),
+      backend_(backend),
+      precision_(precision),
+      scatter_comm_(scatter_comm),
+      overlap_(overlap),
       z_split_(grid.size(Axis::z) > 1),
       scatter_staging_({at_least_one(scatter_staging_numel(grid.size(Axis::z), block_numel, scatter_comm))},
                        DType::bf16, backend.memory()) {
@@ -127,10 +131,9 @@ void VocabBlocks::start_gradient(int which, float* shard_gradient, std::int64_t 
     bool const add = write == GradWrite::accumulate;
     bfloat16* sent = scatter_staging_.data<bfloat16>();
     Scatter& scatter = scatters_[which];
-    scatter.sum = start_rounded_reduce_scatter(backend_, grid_.comm(Group::z), scatter_comm_,
-                                               gradients_[which].data<float>(), add ? gathered : shard_gradient,
-                                               static_cast<std::size_t>(shard_numel), sent,
-                                               sent + shard_numel * grid_.size(Axis::z));
+    scatter.sum = start_rounded_reduce_scatter(
+        backend_, grid_.comm(Group::z), scatter_comm_, gradients_[which].data<float>(), add ? gathered : shard_gradient,
+        static_cast<std::size_t>(shard_numel), sent, sent + shard_numel * grid_.size(Axis::z));
     scatter.shard_gradient = add ? shard_gradient : nullptr;
     scatter.shard_numel = shard_numel;
 }

@@ -31,8 +31,8 @@ VocabSlice vocab_slice(ProcessGrid const& grid, int padded_vocab, int vocab_size
 
 // out[B,T,C/G_x] = embedding of each token + position (wpe is passed by one Y rank only, else null)
 void vocab_parallel_embedding_forward(Backend& backend, ProcessGrid& grid, VocabSlice const& slice, float* out,
-                                      std::int32_t const* tokens, WeightView wte_block, float const* wpe, int B,
-                                      int T, int C_local);
+                                      std::int32_t const* tokens, WeightView wte_block, float const* wpe, int B, int T,
+                                      int C_local);
 
 // losses[N], logsumexp[N] of this process's tokens from logits[N, slice.rows]; row_max[N] and sums[N,2] scratch
 void vocab_parallel_cross_entropy_forward(Backend& backend, ProcessGrid& grid, VocabSlice const& slice, float* losses,

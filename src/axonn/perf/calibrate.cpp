@@ -112,8 +112,8 @@ struct ShapeRate {
 std::vector<ShapeRate> measure_shape_rates(Backend& backend, Plan const& plan) {
     std::vector<ShapeRate> rates;
     for (std::int64_t const m : plan.gemm_rows) {
-        rates.push_back({static_cast<double>(std::min({m, shape_n, shape_k})),
-                         sgemm_rate(backend, m, plan.seconds_per_timing)});
+        rates.push_back(
+            {static_cast<double>(std::min({m, shape_n, shape_k})), sgemm_rate(backend, m, plan.seconds_per_timing)});
     }
     return rates;
 }

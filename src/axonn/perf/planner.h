@@ -21,7 +21,7 @@ struct PlanRequest {
     int batch = 1;        // global, sequences
     int seq = 1024;
     int micro_batch = 0;  // per replica and pass; 0 = the whole replica batch at once
-    DecoderOptions run;       // overlap, recomputation, weight caching, precision: as the trainer will run
+    DecoderOptions run;   // overlap, recomputation, weight caching, precision: as the trainer will run
     MachineProfile machine;
     TimeOptions time;
 

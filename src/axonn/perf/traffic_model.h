@@ -24,7 +24,7 @@ struct StepShape {
     int batch = 8;        // global batch, sequences
     int seq = 64;
     int micro_batch = 0;  // sequences per data × z replica and forward pass; 0 = batch / (data · z), no accumulation
-    DecoderOptions run;       // overlap, recomputation, weight caching, precision, as the trainer runs
+    DecoderOptions run;   // overlap, recomputation, weight caching, precision, as the trainer runs
 
     int replica_batch() const { return batch / grid.batch_replicas(); }
     int micro_batches() const { return micro_batch > 0 ? replica_batch() / micro_batch : 1; }

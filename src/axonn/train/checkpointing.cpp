@@ -163,8 +163,8 @@ void load_initial_weights(fs::path const& resolved, ModelConfig const& source, D
     HostState::write(model, nullptr, [&](LocalBuffers const& out) { checkpoint.read_local(model.layout(), out); });
 }
 
-fs::path save_training_checkpoint(TrainOptions const& options, Decoder& model, AdamW& optimizer, DataLoader const& loader,
-                                  int step) {
+fs::path save_training_checkpoint(TrainOptions const& options, Decoder& model, AdamW& optimizer,
+                                  DataLoader const& loader, int step) {
     HostState const state = HostState::read(model, &optimizer);
     CheckpointTarget const target{options.ckpt_dir, options.keep, options.ckpt_file_mib << 20};
     return save_checkpoint(model.grid(), options.model, state.tensors(), step,

@@ -49,9 +49,8 @@ GenerationJobResult run_generation(GenerationJobOptions const& options,
     require(architecture.vocab_size == tokenizer->vocab_size(), "the model in {} has a vocabulary of {} tokens, but "
             "the {} tokenizer has {}: pass the --tokenizer it was trained with", options.model_dir.string(),
             architecture.vocab_size, tokenizer->name(), tokenizer->vocab_size());
-    as_usage_errors([&] {
-        require_valid_grid(architecture.declarations, options.grid, world, options.grid.batch_replicas());
-    });
+    as_usage_errors(
+        [&] { require_valid_grid(architecture.declarations, options.grid, world, options.grid.batch_replicas()); });
 
     StepOptions step_options;
     Job job(step_options, {options.grid, options.grid_order});

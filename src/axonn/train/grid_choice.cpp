@@ -101,14 +101,14 @@ std::optional<GridShape> plan_best_grid(PlanRequest const& request, std::string 
     std::vector<PlanCandidate> const plan = plan_grids(request);
     if (plan.empty() || plan.front().excluded) return std::nullopt;
     GridShape const& best = plan.front().grid;
-    std::string const runner_up = plan.size() > 1 && !plan[1].excluded
-                                      ? fmt::format("; next best {} at {:.4f} s", plan[1].grid.to_string(),
-                                                    plan[1].time.time_s)
-                                      : "";
-    fmt::print("grid auto: {} — predicted {:.4f} s per step ({:.4f} s of it exposed communication){}; machine "
-               "profile {}\n",
-               best.to_string(), plan.front().time.time_s, plan.front().time.exposed_comm_s, runner_up,
-               profile_source);
+    std::string const runner_up =
+        plan.size() > 1 && !plan[1].excluded
+            ? fmt::format("; next best {} at {:.4f} s", plan[1].grid.to_string(), plan[1].time.time_s)
+            : "";
+    fmt::print(
+        "grid auto: {} — predicted {:.4f} s per step ({:.4f} s of it exposed communication){}; machine "
+        "profile {}\n",
+        best.to_string(), plan.front().time.time_s, plan.front().time.exposed_comm_s, runner_up, profile_source);
     return best;
 }
 
@@ -134,9 +134,10 @@ GridShape choose_grid(ModelConfig const& model, int batch, int seq, StepOptions 
     }
     MPI_Bcast(chosen.data(), static_cast<int>(chosen.size()), MPI_INT, 0, MPI_COMM_WORLD);
     if (chosen[0] == 0) {
-        throw UsageError(fmt::format("--grid auto found no grid of {} ranks for this model and batch: run `axonn plan "
-                                     "--machine local --gpus {} --batch {} --seq {} --explain` to see why", world,
-                                     world, batch, seq));
+        throw UsageError(
+            fmt::format("--grid auto found no grid of {} ranks for this model and batch: run `axonn plan "
+                        "--machine local --gpus {} --batch {} --seq {} --explain` to see why",
+                        world, world, batch, seq));
     }
     return {chosen[0], chosen[1], chosen[2], chosen[3]};
 }

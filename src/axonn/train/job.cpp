@@ -16,10 +16,11 @@ bool world_leader() {
 }  // namespace
 
 Job::Job(StepOptions& run, JobGrid const& grid)
-    : run_(run), backend_(make_step_backend(run, world_leader())),
-      grid_(std::make_unique<ProcessGrid>(MPI_COMM_WORLD, grid.shape, parse_axis_order(grid.order),
-                                          CommOptions{.debug_collectives = grid.debug_collectives,
-                                                      .device = device_communication(*backend_)})) {}
+    : run_(run),
+      backend_(make_step_backend(run, world_leader())),
+      grid_(std::make_unique<ProcessGrid>(
+          MPI_COMM_WORLD, grid.shape, parse_axis_order(grid.order),
+          CommOptions{.debug_collectives = grid.debug_collectives, .device = device_communication(*backend_)})) {}
 
 int Job::pass_batch(int B) const { return run_.pass_batch(B / grid_->shape().batch_replicas()); }
 

@@ -16,9 +16,9 @@
 namespace axonn {
 
 struct JobGrid {
-    GridShape shape;                        // data × z × y × x; its product is the number of MPI ranks
-    std::string order = "x,y,z,data";       // fastest-varying axis first
-    bool debug_collectives = false;         // check every collective's signature (CommOptions)
+    GridShape shape;                   // data × z × y × x; its product is the number of MPI ranks
+    std::string order = "x,y,z,data";  // fastest-varying axis first
+    bool debug_collectives = false;    // check every collective's signature (CommOptions)
 };
 
 class Job {

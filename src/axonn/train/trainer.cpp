@@ -82,12 +82,15 @@ int world_size() {
 // --init-from's model replaces --model: its vocabulary must be the tokenizer's, its context hold --seq.
 ModelConfig init_source_model(TrainOptions const& options, Tokenizer const& tokenizer) {
     ModelConfig const source = init_source_config(options.init_from);
-    require(source.vocab_size() == tokenizer.vocab_size(), "--init-from {} has a vocabulary of {} tokens, but the {} "
-            "tokenizer has {}: pass the --tokenizer the model was trained with", options.init_from.string(),
-            source.vocab_size(), tokenizer.name(), tokenizer.vocab_size());
+    require(source.vocab_size() == tokenizer.vocab_size(),
+            "--init-from {} has a vocabulary of {} tokens, but the {} "
+            "tokenizer has {}: pass the --tokenizer the model was trained with",
+            options.init_from.string(), source.vocab_size(), tokenizer.name(), tokenizer.vocab_size());
     as_usage_errors([&] {
-        require(options.seq <= source.context(), "--seq {} is longer than the context of {} tokens of --init-from {}: "
-                "lower --seq", options.seq, source.context(), options.init_from.string());
+        require(options.seq <= source.context(),
+                "--seq {} is longer than the context of {} tokens of --init-from {}: "
+                "lower --seq",
+                options.seq, source.context(), options.init_from.string());
     });
     return source;
 }
@@ -177,8 +180,10 @@ std::unique_ptr<TraceFile> open_trace(TrainOptions const& options, ProcessGrid& 
 
 TrainingRun::TrainingRun(TrainOptions& options_, std::unique_ptr<Tokenizer> tokenizer_,
                          std::optional<CheckpointReader> resumed_)
-    : options(options_), tokenizer(std::move(tokenizer_)),
-      resumed(std::move(resumed_)), leader(is_world_leader()),
+    : options(options_),
+      tokenizer(std::move(tokenizer_)),
+      resumed(std::move(resumed_)),
+      leader(is_world_leader()),
       job(options_.run, {options_.grid, options_.grid_order, options_.debug_collectives}),
       data(options_, ShardTokenizer{tokenizer->name(), tokenizer->vocab_size()}),
       ckpt_lock(lock_checkpoint_folder(options_, leader)),
@@ -203,8 +208,8 @@ void TrainingRun::print_banner() {
     GemmRateMeasurement const gemm_rate = job.backend().measure_gemm_rate();
     peak_flops = gemm_rate.flops_per_s * (gemm_rate.per_core ? options.threads : 1) * job.grid().world_size();
     if (!leader) return;
-    print_training_banner(options, {model, job.grid(), job.backend(), gemm_rate, data, *tokenizer, resumed,
-                                    start_step, restore_seconds});
+    print_training_banner(
+        options, {model, job.grid(), job.backend(), gemm_rate, data, *tokenizer, resumed, start_step, restore_seconds});
 }
 
 // The mean loss over the validation batches' targets. With a loss mask (fine-tuning records), the mean over the
@@ -249,8 +254,10 @@ std::optional<float> validate_if_due(TrainingRun& run, int step, LoopState& loop
     TrainOptions const& options = run.options;
     if (!run.data.val || (step % options.eval_every != 0 && step != options.steps)) return std::nullopt;
     float const val_loss = evaluate(run);
-    require(std::isfinite(val_loss), "the validation loss became {} at step {}: the model diverged; lower --lr, "
-            "raise --warmup, or keep --grad-clip on", val_loss, step);
+    require(std::isfinite(val_loss),
+            "the validation loss became {} at step {}: the model diverged; lower --lr, "
+            "raise --warmup, or keep --grad-clip on",
+            val_loss, step);
     if (step == 0) loop.summary.first_val_loss = val_loss;
     loop.summary.last_val_loss = val_loss;
     return val_loss;
@@ -269,9 +276,8 @@ float const* next_training_batch(TrainingRun& run, int step) {
 }
 
 // The metrics record of a step: its loss, speed and communication (and the Goldfish split losses).
-nlohmann::json step_record(TrainingRun const& run, LoopState const& loop, int step, StepResult const& result,
-                           float lr, double seconds, CommunicationTime const& communication,
-                           std::optional<float> val_loss) {
+nlohmann::json step_record(TrainingRun const& run, LoopState const& loop, int step, StepResult const& result, float lr,
+                           double seconds, CommunicationTime const& communication, std::optional<float> val_loss) {
     double const model_flops_per_s = loop.flops_per_step / seconds;
     nlohmann::json record = {{"step", step},
                              {"loss", result.loss},

@@ -45,19 +45,21 @@ void check_data_split(DataLoader const& train, DataLoader const& val) {
                               training.path().parent_path() == validation.path().parent_path();
             require(!pair || training.dataset_id() == validation.dataset_id(),
                     "{} and {} come from different runs of `axonn prepare` (one was stopped between them?): run "
-                    "prepare again", training.path().string(), validation.path().string());
+                    "prepare again",
+                    training.path().string(), validation.path().string());
         }
     }
 }
 
 // Validation batches beyond one pass over the validation data only repeat it.
 void check_evaluation_size(TrainOptions const& options, DataLoader const& val) {
-    std::int64_t const available = std::max<std::int64_t>(
-        1, (val.total_tokens() - 1) / (static_cast<std::int64_t>(options.batch) * options.seq));
+    std::int64_t const available =
+        std::max<std::int64_t>(1, (val.total_tokens() - 1) / (static_cast<std::int64_t>(options.batch) * options.seq));
     if (options.eval_batches <= available) return;
-    throw UsageError(fmt::format("--eval-batches {} is more than the validation data holds: it has {} batches of {} x "
-                                 "{} tokens; use at most {}", options.eval_batches, available, options.batch,
-                                 options.seq, available));
+    throw UsageError(
+        fmt::format("--eval-batches {} is more than the validation data holds: it has {} batches of {} x "
+                    "{} tokens; use at most {}",
+                    options.eval_batches, available, options.batch, options.seq, available));
 }
 
 std::optional<DataLoader> open_validation(TrainOptions const& options, ShardTokenizer const& tokenizer,
@@ -75,7 +77,8 @@ std::optional<DataLoader> open_validation(TrainOptions const& options, ShardToke
 
 TrainingData::TrainingData(TrainOptions const& options, ShardTokenizer const& tokenizer)
     : train(training_path(options), options.batch, options.seq, tokenizer),
-      val(open_validation(options, tokenizer, train)), batch(options, train.has_loss_mask()),
+      val(open_validation(options, tokenizer, train)),
+      batch(options, train.has_loss_mask()),
       loss_mask(options.goldfish.enabled() || train.has_loss_mask() ? batch.tokens.size() : 0) {
     if (val) val_batch.emplace(options, val->has_loss_mask());
 }

@@ -31,24 +31,24 @@ void print_model(TrainOptions const& options, Decoder const& model) {
     DecoderMemory const memory = model.memory();
     fmt::print("axonn train | model {}\n", options.model.summary());
     fmt::print("  parameters {:.2f} M | memory per rank {} (weights {}, grads {}, AdamW {}, activations {})\n",
-               options.model.parameter_count() / 1e6, human_bytes(memory.total()),
-               human_bytes(memory.parameter_bytes), human_bytes(memory.gradient_bytes),
-               human_bytes(memory.optimizer_bytes), human_bytes(memory.activation_bytes));
+               options.model.parameter_count() / 1e6, human_bytes(memory.total()), human_bytes(memory.parameter_bytes),
+               human_bytes(memory.gradient_bytes), human_bytes(memory.optimizer_bytes),
+               human_bytes(memory.activation_bytes));
 }
 
 void print_grid(TrainOptions const& options, Decoder const& model, ProcessGrid& grid) {
     DecoderOptions const& run = options.run.model;
     int const passes = options.batch / grid.shape().batch_replicas() / model.max_batch();
     std::int64_t const pass_rows = static_cast<std::int64_t>(model.max_batch()) * options.seq;
-    fmt::print("  grid {}{} over {} rank(s) (order {}) | threads {} per rank | overlap {} | {} pass(es) of {} "
-               "sequence(s) per step{}{}{}{}\n",
-               grid.shape().to_string(), options.grid_source.empty() ? "" : " (" + options.grid_source + ")",
-               grid.world_size(), options.grid_order, options.threads, run.overlap ? "on" : "off", passes,
-               model.max_batch(), run.recompute == Recompute::layer ? " | layers recomputed" : "",
-               run.cache_weights ? " | weights cached" : "", grad_comm_text(run),
-               logit_chunks(pass_rows, run.logit_rows) > 1
-                   ? fmt::format(" | LM head in chunks of {} rows", run.logit_rows)
-                   : std::string());
+    fmt::print(
+        "  grid {}{} over {} rank(s) (order {}) | threads {} per rank | overlap {} | {} pass(es) of {} "
+        "sequence(s) per step{}{}{}{}\n",
+        grid.shape().to_string(), options.grid_source.empty() ? "" : " (" + options.grid_source + ")",
+        grid.world_size(), options.grid_order, options.threads, run.overlap ? "on" : "off", passes, model.max_batch(),
+        run.recompute == Recompute::layer ? " | layers recomputed" : "", run.cache_weights ? " | weights cached" : "",
+        grad_comm_text(run),
+        logit_chunks(pass_rows, run.logit_rows) > 1 ? fmt::format(" | LM head in chunks of {} rows", run.logit_rows)
+                                                    : std::string());
 }
 
 void print_backend(TrainOptions const& options, Backend const& backend, GemmRateMeasurement const& rate) {
@@ -68,8 +68,10 @@ void print_data(TrainOptions const& options, TrainingData const& data, Tokenizer
     }
     if (!data.val) fmt::print("  no validation data (pass --val-data or prepare a folder with val.bin)\n");
     if (options.goldfish.enabled()) {
-        fmt::print("  Goldfish loss {}: about 1/{} of the training targets leave the loss; validation has no "
-                   "Goldfish mask\n", options.goldfish.describe(), options.goldfish.k);
+        fmt::print(
+            "  Goldfish loss {}: about 1/{} of the training targets leave the loss; validation has no "
+            "Goldfish mask\n",
+            options.goldfish.describe(), options.goldfish.k);
     }
 }
 
@@ -80,8 +82,10 @@ void print_start(TrainOptions const& options, BannerFacts const& facts) {
                    facts.start_step, facts.restore_seconds);
         std::vector<std::string> const changed = settings_changed_since(*facts.resumed, options);
         if (!changed.empty()) {
-            fmt::print(stderr, "axonn: warning: resuming with settings the checkpoint's run did not have: {}; the "
-                       "run goes on, but not as the interrupted one would have\n", fmt::join(changed, ", "));
+            fmt::print(stderr,
+                       "axonn: warning: resuming with settings the checkpoint's run did not have: {}; the "
+                       "run goes on, but not as the interrupted one would have\n",
+                       fmt::join(changed, ", "));
         }
     } else if (!options.resume.empty()) {
         fmt::print("  --resume latest: no complete checkpoint in {} yet, so a new run\n", options.ckpt_dir.string());
@@ -131,9 +135,9 @@ std::string AxisTraffic::summary(ProcessGrid& grid) const {
         std::uint64_t bytes = 0;
         for (Group group : axis_groups(axis)) bytes += grid.traffic().bytes(group);
         if (bytes == 0) continue;
-        text += fmt::format("\n  {:<4} {:>10}, in flight {:.3f} s, waited {:.3f} s ({:.0f}% hidden)",
-                            group_name(axis), human_bytes(static_cast<double>(bytes)), spent.busy_s,
-                            spent.waited_s, 100.0 * spent.hidden_fraction());
+        text += fmt::format("\n  {:<4} {:>10}, in flight {:.3f} s, waited {:.3f} s ({:.0f}% hidden)", group_name(axis),
+                            human_bytes(static_cast<double>(bytes)), spent.busy_s, spent.waited_s,
+                            100.0 * spent.hidden_fraction());
     }
     return text;
 }

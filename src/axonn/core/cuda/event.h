@@ -11,8 +11,7 @@ class Event {
 public:
     // timing: whether cudaEventElapsedTime may read it (an event that only orders streams is cheaper without).
     explicit Event(bool timing = false) {
-        check(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming),
-              "create an event");
+        check(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming), "create an event");
     }
     ~Event() { cudaEventDestroy(event_); }  // its resources are released once the streams are past it
     Event(Event const&) = delete;

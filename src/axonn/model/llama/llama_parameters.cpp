@@ -47,9 +47,15 @@ Architecture llama_architecture(LlamaConfig const& config) {
     a.tied_head = false;
     a.rope_inv_freq = rope_inverse_frequencies(config.head_size(), config.rope_theta, config.rope_scaling);
     auto const at = [](LlamaParam id) { return static_cast<int>(id); };
-    a.params = {.embed = at(LlamaParam::embed), .head = at(LlamaParam::lm_head), .attn_norm = at(LlamaParam::ln1w),
-                .qkv = at(LlamaParam::qkvw), .attn_out = at(LlamaParam::attprojw), .mlp_norm = at(LlamaParam::ln2w),
-                .mlp_in = at(LlamaParam::gateupw), .mlp_out = at(LlamaParam::downw), .final_norm = at(LlamaParam::lnfw)};
+    a.params = {.embed = at(LlamaParam::embed),
+                .head = at(LlamaParam::lm_head),
+                .attn_norm = at(LlamaParam::ln1w),
+                .qkv = at(LlamaParam::qkvw),
+                .attn_out = at(LlamaParam::attprojw),
+                .mlp_norm = at(LlamaParam::ln2w),
+                .mlp_in = at(LlamaParam::gateupw),
+                .mlp_out = at(LlamaParam::downw),
+                .final_norm = at(LlamaParam::lnfw)};
     a.declarations = llama_parameters(config);
     return a;
 }
