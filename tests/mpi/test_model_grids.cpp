@@ -14,6 +14,7 @@
 #include "axonn/core/error.h"
 #include "axonn/core/rng.h"
 #include "axonn/kernels/cpu/bf16.h"
+#include "axonn/kernels/cpu/gemm.h"
 #include "axonn/kernels/cpu/linear.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/parallel/linear.h"

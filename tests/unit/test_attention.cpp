@@ -9,6 +9,7 @@
 // measured up to 8.8e-3 with these peaked rows), and further than 1e-5, or they did not round at all.
 #include "axonn/kernels/cpu/attention.h"
 #include "axonn/kernels/cpu/bf16.h"
+#include "axonn/kernels/cpu/gemm.h"
 #include "axonn/kernels/cpu_backend.h"
 
 #include "axonn/core/rng.h"

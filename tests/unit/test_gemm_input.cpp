@@ -3,6 +3,7 @@
 // and the held copy must survive the kernels that round operands of their own in between (attention, the dW
 // GEMM's inp). In fp32 nothing is copied: gemm_input hands back its argument.
 #include "axonn/kernels/cpu/bf16.h"
+#include "axonn/kernels/cpu/gemm.h"
 #include "axonn/kernels/cpu_backend.h"
 
 #include "axonn/core/rng.h"

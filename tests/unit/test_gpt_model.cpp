@@ -3,6 +3,7 @@
 // precision (bf16 GEMMs) against fp32.
 #include "axonn/core/error.h"
 #include "axonn/kernels/cpu/bf16.h"
+#include "axonn/kernels/cpu/gemm.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/decoder.h"
 #include "axonn/model/gpt_parameters.h"

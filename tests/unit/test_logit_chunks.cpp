@@ -9,6 +9,7 @@
 // memory model counts one chunk of logits. (Grids: tests/mpi/test_model_grids.cpp; traffic: the perfmodel tests.)
 #include "axonn/core/error.h"
 #include "axonn/kernels/cpu/bf16.h"
+#include "axonn/kernels/cpu/gemm.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/decoder.h"
 #include "axonn/model/llama/llama_parameters.h"

@@ -34,7 +34,6 @@ void add_parity_command(CLI::App& app) {
     command->add_option("--seed", options->seed, "seed of the weights")->capture_default_str();
     command->add_flag("--debug-collectives", options->debug_collectives, "check every collective's signature");
     add_step_options(*command, options->run);
-    add_backend_option(*command, options->run);
     add_goldfish_option(*command, options->goldfish);
     command->add_flag("--json", *json, "print one JSON object: max_rel_diff and the per-quantity values");
 

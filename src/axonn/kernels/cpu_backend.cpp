@@ -1,7 +1,6 @@
 #include "axonn/kernels/cpu_backend.h"
 
 #include "axonn/core/error.h"
-#include "axonn/core/trace.h"
 #include "axonn/kernels/cpu/adamw.h"
 #include "axonn/kernels/cpu/attention.h"
 #include "axonn/kernels/cpu/attention_cache.h"
@@ -63,7 +62,6 @@ void CpuBackend::copy_from_host(void* x, void const* host, std::int64_t bytes) {
 }
 
 void CpuBackend::convert(void* out, DType out_dtype, void const* in, DType in_dtype, std::int64_t n) {
-    TraceSpan const span("convert", TraceTrack::kernels);
     if (out_dtype == in_dtype) {
         std::memcpy(out, in, static_cast<std::size_t>(n) * dtype_size(in_dtype));
     } else if (out_dtype == DType::bf16 && in_dtype == DType::f32) {
@@ -88,13 +86,11 @@ bfloat16 const* CpuBackend::bf16_operand(Scratch slot, GemmInput x, std::int64_t
 
 GemmInput CpuBackend::gemm_input(float const* x, std::int64_t n) {
     if (gemm_dtype_ != DType::bf16) return GemmInput::unrounded(x);
-    TraceSpan const span("gemm_input", TraceTrack::kernels);
     return {x, bf16_operand(held_input, x, n)};
 }
 
 void CpuBackend::encoder_forward(float* out, std::int32_t const* tokens, WeightView wte, float const* wpe, int B,
                                  int T, int C, int vocab_begin, int vocab_rows) {
-    TraceSpan const span("encoder_forward", TraceTrack::kernels);
     if (wte.dtype == DType::bf16) {
         cpu::encoder_forward(out, tokens, wte.bf16(), wpe, B, T, C, vocab_begin, vocab_rows);
     } else {
@@ -103,66 +99,53 @@ void CpuBackend::encoder_forward(float* out, std::int32_t const* tokens, WeightV
 }
 void CpuBackend::encoder_backward(float* dwte, float* dwpe, float const* dout, std::int32_t const* tokens, int B,
                                   int T, int C, int vocab_begin, int vocab_rows) {
-    TraceSpan const span("encoder_backward", TraceTrack::kernels);
     cpu::encoder_backward(dwte, dwpe, dout, tokens, B, T, C, vocab_begin, vocab_rows);
 }
 void CpuBackend::rmsnorm_statistics(double* stats, float const* inp, std::int64_t N, int C) {
-    TraceSpan const span("rmsnorm_statistics", TraceTrack::kernels);
     cpu::rmsnorm_statistics(stats, inp, N, C);
 }
 void CpuBackend::rmsnorm_forward(float* out, float* rstd, float const* inp, float const* weight, double const* stats,
                                  std::int64_t N, int C, int C_total, double eps) {
-    TraceSpan const span("rmsnorm_forward", TraceTrack::kernels);
     cpu::rmsnorm_forward(out, rstd, inp, weight, stats, N, C, C_total, eps);
 }
 void CpuBackend::rmsnorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
                                              float const* rstd, std::int64_t N, int C) {
-    TraceSpan const span("rmsnorm_backward_statistics", TraceTrack::kernels);
     cpu::rmsnorm_backward_statistics(stats, dout, inp, weight, rstd, N, C);
 }
 void CpuBackend::rmsnorm_backward(float* dinp, float* dweight, float const* dout, float const* inp,
                                   float const* weight, float const* rstd, double const* stats, std::int64_t N, int C,
                                   int C_total) {
-    TraceSpan const span("rmsnorm_backward", TraceTrack::kernels);
     cpu::rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, stats, N, C, C_total);
 }
 void CpuBackend::swiglu_forward(float* out, float const* inp, std::int64_t N, int F) {
-    TraceSpan const span("swiglu_forward", TraceTrack::kernels);
     cpu::swiglu_forward(out, inp, N, F);
 }
 void CpuBackend::swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) {
-    TraceSpan const span("swiglu_backward", TraceTrack::kernels);
     cpu::swiglu_backward(dinp, inp, dout, N, F);
 }
 void CpuBackend::rope_rotate(float* x, double const* inv_freq, int B, int T, int heads, int head_size,
                              std::int64_t stride, int first_position, int direction) {
-    TraceSpan const span("rope_rotate", TraceTrack::kernels);
     cpu::rope_rotate(x, inv_freq, B, T, heads, head_size, stride, first_position, direction);
 }
 void CpuBackend::layernorm_statistics(double* stats, float const* inp, std::int64_t N, int C) {
-    TraceSpan const span("layernorm_statistics", TraceTrack::kernels);
     cpu::layernorm_statistics(stats, inp, N, C);
 }
 void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, float const* inp, float const* weight,
                                    float const* bias, double const* stats, std::int64_t N, int C, int C_total) {
-    TraceSpan const span("layernorm_forward", TraceTrack::kernels);
     cpu::layernorm_forward(out, mean, rstd, inp, weight, bias, stats, N, C, C_total);
 }
 void CpuBackend::layernorm_backward_statistics(double* stats, float const* dout, float const* inp,
                                                float const* weight, float const* mean, float const* rstd,
                                                std::int64_t N, int C) {
-    TraceSpan const span("layernorm_backward_statistics", TraceTrack::kernels);
     cpu::layernorm_backward_statistics(stats, dout, inp, weight, mean, rstd, N, C);
 }
 void CpuBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, float const* dout, float const* inp,
                                     float const* weight, float const* mean, float const* rstd, double const* stats,
                                     std::int64_t N, int C, int C_total) {
-    TraceSpan const span("layernorm_backward", TraceTrack::kernels);
     cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, stats, N, C, C_total);
 }
 void CpuBackend::linear_forward(float* out, float const* inp, WeightView weight, float const* bias, std::int64_t M,
                                 std::int64_t K, std::int64_t N) {
-    TraceSpan const span("linear_forward", TraceTrack::kernels);
     invariant(weight.dtype == gemm_dtype_, "a {} GEMM got {} weights", dtype_name(gemm_dtype_), dtype_name(weight.dtype));
     if (gemm_dtype_ == DType::bf16) {
         cpu::linear_forward(out, bf16_operand(first_operand, inp, M * K), weight.bf16(), bias, M, K, N);
@@ -172,7 +155,6 @@ void CpuBackend::linear_forward(float* out, float const* inp, WeightView weight,
 }
 void CpuBackend::linear_backward_input(float* dinp, GemmInput dout, WeightView weight, std::int64_t M,
                                        std::int64_t K, std::int64_t N) {
-    TraceSpan const span("linear_backward_input", TraceTrack::kernels);
     invariant(weight.dtype == gemm_dtype_, "a {} GEMM got {} weights", dtype_name(gemm_dtype_), dtype_name(weight.dtype));
     if (gemm_dtype_ == DType::bf16) {
         cpu::linear_backward_input(dinp, bf16_operand(first_operand, dout, M * N), weight.bf16(), M, K, N);
@@ -182,7 +164,6 @@ void CpuBackend::linear_backward_input(float* dinp, GemmInput dout, WeightView w
 }
 void CpuBackend::linear_backward_weight(float* dweight, float* dbias, GemmInput dout, float const* inp,
                                         std::int64_t M, std::int64_t K, std::int64_t N, GradWrite dweight_write) {
-    TraceSpan const span("linear_backward_weight", TraceTrack::kernels);
     if (gemm_dtype_ == DType::bf16) {
         cpu::linear_backward_weight(dweight, dbias, bf16_operand(first_operand, dout, M * N), dout.values,
                                     bf16_operand(second_operand, inp, M * K), M, K, N, dweight_write);
@@ -196,7 +177,6 @@ std::int64_t qkv_width(int C, int NH, int NKV) { return C + 2 * static_cast<std:
 }  // namespace
 
 void CpuBackend::attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH, int NKV) {
-    TraceSpan const span("attention_forward", TraceTrack::kernels);
     if (gemm_dtype_ == DType::bf16 && cpu::attention_in_bf16(T)) {
         std::int64_t const BT = static_cast<std::int64_t>(B) * T;
         cpu::attention_forward_bf16(out, lse, bf16_operand(first_operand, qkv, BT * qkv_width(C, NH, NKV)), B, T, C,
@@ -207,7 +187,6 @@ void CpuBackend::attention_forward(float* out, float* lse, float const* qkv, int
 }
 void CpuBackend::attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out,
                                     float const* lse, int B, int T, int C, int NH, int NKV) {
-    TraceSpan const span("attention_backward", TraceTrack::kernels);
     if (gemm_dtype_ == DType::bf16 && cpu::attention_in_bf16(T)) {
         std::int64_t const BT = static_cast<std::int64_t>(B) * T;
         bfloat16 const* qkv_bf16 = bf16_operand(first_operand, qkv, BT * qkv_width(C, NH, NKV));
@@ -219,7 +198,6 @@ void CpuBackend::attention_backward(float* dqkv, float const* dout, float const*
 }
 void CpuBackend::attention_cached(float* out, float* lse, float* k_cache, float* v_cache, float const* qkv, int B,
                                   int n, int past, int capacity, int C, int NH, int NKV) {
-    TraceSpan const span("attention_cached", TraceTrack::kernels);
     cpu::kv_cache_append(k_cache, v_cache, qkv, B, n, past, capacity, C, NH, NKV);
     // A prompt's first tokens see no cache: the fused kernel computes them as a training forward does.
     if (past == 0) {
@@ -229,46 +207,40 @@ void CpuBackend::attention_cached(float* out, float* lse, float* k_cache, float*
     }
 }
 void CpuBackend::gelu_forward(float* out, float const* inp, std::int64_t n) {
-    TraceSpan const span("gelu_forward", TraceTrack::kernels); cpu::gelu_forward(out, inp, n); }
+    cpu::gelu_forward(out, inp, n);
+}
 void CpuBackend::gelu_backward(float* dinp, float const* inp, float const* dout, std::int64_t n) {
-    TraceSpan const span("gelu_backward", TraceTrack::kernels);
     cpu::gelu_backward(dinp, inp, dout, n);
 }
 void CpuBackend::residual_forward(float* out, float const* a, float const* b, std::int64_t n) {
-    TraceSpan const span("residual_forward", TraceTrack::kernels);
     cpu::residual_forward(out, a, b, n);
 }
 void CpuBackend::residual_backward(float* da, float* db, float const* dout, std::int64_t n) {
-    TraceSpan const span("residual_backward", TraceTrack::kernels);
     cpu::residual_backward(da, db, dout, n);
 }
 void CpuBackend::cross_entropy_max(float* row_max, float const* logits, std::int64_t N, int valid, int Vp_local) {
-    TraceSpan const span("cross_entropy_max", TraceTrack::kernels);
     cpu::cross_entropy_max(row_max, logits, N, valid, Vp_local);
 }
 void CpuBackend::cross_entropy_sums(double* sums, float const* logits, float const* row_max,
                                     std::int32_t const* targets, std::int64_t N, int valid, int Vp_local,
                                     int vocab_begin) {
-    TraceSpan const span("cross_entropy_sums", TraceTrack::kernels);
     cpu::cross_entropy_sums(sums, logits, row_max, targets, N, valid, Vp_local, vocab_begin);
 }
 void CpuBackend::cross_entropy_losses(float* losses, float* logsumexp, float const* row_max, double const* sums,
                                       std::int32_t const* targets, std::int64_t N) {
-    TraceSpan const span("cross_entropy_losses", TraceTrack::kernels);
     cpu::cross_entropy_losses(losses, logsumexp, row_max, sums, targets, N);
 }
 void CpuBackend::cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp,
                                         std::int32_t const* targets, float const* dlosses, std::int64_t N, int valid,
                                         int Vp_local, int vocab_begin) {
-    TraceSpan const span("cross_entropy_backward", TraceTrack::kernels);
     cpu::cross_entropy_backward(dlogits, logits, logsumexp, targets, dlosses, N, valid, Vp_local, vocab_begin);
 }
 void CpuBackend::adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n,
                               AdamWStep const& step, bfloat16* param_bf16) {
-    TraceSpan const span("adamw_update", TraceTrack::kernels);
     cpu::adamw_update(param, grad, m, v, n, step, param_bf16);
 }
 double CpuBackend::sum_of_squares(float const* x, std::int64_t n) {
-    TraceSpan const span("sum_of_squares", TraceTrack::kernels); return cpu::sum_of_squares(x, n); }
+    return cpu::sum_of_squares(x, n);
+}
 
 }  // namespace axonn

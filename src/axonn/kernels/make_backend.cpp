@@ -1,7 +1,10 @@
-// The one place that turns a backend's name and precision into a Backend: train, bench and parity all call it.
+// The one place that turns a backend's name and precision into a Backend (every command's job calls it), wrapped
+// in the tracing of its operations.
 #include "axonn/core/error.h"
 #include "axonn/kernels/cpu/bf16.h"
+#include "axonn/kernels/cpu/gemm.h"
 #include "axonn/kernels/cpu_backend.h"
+#include "axonn/kernels/tracing_backend.h"
 #ifdef AXONN_HAVE_CUDA
 #include "axonn/kernels/cuda/cuda_backend.h"
 #include "axonn/kernels/cuda/gpu_choice.h"
@@ -20,7 +23,9 @@ std::unique_ptr<Backend> make_backend(std::string const& name, DType precision, 
             dtype_name(precision));
     if (fallback) fallback->clear();
 #ifdef AXONN_HAVE_CUDA
-    if (name == "cuda") return std::make_unique<CudaBackend>(precision, cuda::local_device());
+    if (name == "cuda") {
+        return std::make_unique<TracingBackend>(std::make_unique<CudaBackend>(precision, cuda::local_device()));
+    }
 #endif
     if (precision == DType::bf16) {
         cpu::Bf16Support const support = cpu::bf16_gemm_support();
@@ -29,7 +34,7 @@ std::unique_ptr<Backend> make_backend(std::string const& name, DType precision, 
             precision = DType::f32;
         }
     }
-    return std::make_unique<CpuBackend>(precision);
+    return std::make_unique<TracingBackend>(std::make_unique<CpuBackend>(precision));
 }
 
 }  // namespace axonn

@@ -14,7 +14,7 @@ using namespace decoder_layout;
 
 Decoder::Decoder(ModelConfig const& model, Backend& backend, ProcessGrid& grid, int local_batch, int max_seq,
                  DecoderOptions const& options)
-    : Decoder((model.validate(), model.architecture()), backend, grid, local_batch, max_seq, options) {}
+    : Decoder(model.validated_architecture(), backend, grid, local_batch, max_seq, options) {}
 
 Decoder::Decoder(Architecture architecture, Backend& backend, ProcessGrid& grid, int local_batch, int max_seq,
                  DecoderOptions const& options)

@@ -42,6 +42,11 @@ Architecture ModelConfig::architecture() const {
     return gpt() ? gpt2_architecture(*gpt()) : llama_architecture(*llama());
 }
 
+Architecture ModelConfig::validated_architecture() const {
+    validate();
+    return architecture();
+}
+
 std::string ModelConfig::summary() const {
     Architecture const a = architecture();
     std::string const heads =

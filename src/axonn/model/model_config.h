@@ -36,6 +36,8 @@ public:
     // Throws axonn::Error naming the first impossible value and how to fix it.
     void validate() const;
     Architecture architecture() const;
+    // validate(), then architecture(): what a command builds its decoder from.
+    Architecture validated_architecture() const;
     // One line for logs: "llama-tiny (llama): 2 layers, width 64, 8 heads (2 key/value), MLP 176, context 128,
     // vocabulary 256 (padded 256)".
     std::string summary() const;

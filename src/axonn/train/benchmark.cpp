@@ -25,10 +25,7 @@ BenchResult run_benchmark(BenchOptions options) {
     int const B = options.batch, T = options.seq;
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
-    Architecture const architecture = as_usage_errors([&] {
-        options.model.validate();
-        return options.model.architecture();
-    });
+    Architecture const architecture = as_usage_errors([&] { return options.model.validated_architecture(); });
     as_usage_errors([&] {
         require(options.iterations > options.warmup,
                 "--iters {} must exceed the {} warm-up iterations that are left out of the average",

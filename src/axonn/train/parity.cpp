@@ -107,10 +107,7 @@ ParityReport run_parity(ParityOptions options) {
     options.schedule.total_steps = options.steps;
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
-    Architecture const architecture = as_usage_errors([&] {
-        options.model.validate();
-        return options.model.architecture();
-    });
+    Architecture const architecture = as_usage_errors([&] { return options.model.validated_architecture(); });
     as_usage_errors([&] {
         require(options.steps > 0, "--steps must be at least 1, got {}", options.steps);
         require(options.batch > 0 && options.seq > 0 && options.seq <= architecture.context,

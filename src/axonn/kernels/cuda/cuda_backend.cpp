@@ -1,7 +1,6 @@
 #include "axonn/kernels/cuda/cuda_backend.h"
 
 #include "axonn/core/error.h"
-#include "axonn/core/trace.h"
 #include "axonn/core/cuda/cuda_check.h"
 #include "axonn/kernels/cuda/gemm_rate.h"
 #include "axonn/kernels/cuda/kernels.h"
@@ -94,7 +93,6 @@ void CudaBackend::copy_from_host(void* x, void const* host, std::int64_t bytes) 
 }
 
 void CudaBackend::convert(void* out, DType out_dtype, void const* in, DType in_dtype, std::int64_t n) {
-    TraceSpan const span("convert", TraceTrack::kernels);
     if (out_dtype == in_dtype) {
         cuda::check(cudaMemcpyAsync(out, in, static_cast<std::size_t>(n) * dtype_size(in_dtype),
                                     cudaMemcpyDeviceToDevice, stream_),
@@ -133,7 +131,6 @@ void CudaBackend::check_weight(WeightView weight) const {
 
 void CudaBackend::encoder_forward(float* out, std::int32_t const* tokens, WeightView wte, float const* wpe, int B,
                                   int T, int C, int vocab_begin, int vocab_rows) {
-    TraceSpan const span("encoder_forward", TraceTrack::kernels);
     if (wte.dtype == DType::bf16) {
         cuda::encoder_forward(out, tokens, as_device_bf16(wte.data), wpe, B, T, C, vocab_begin, vocab_rows, stream_);
     } else {
@@ -142,55 +139,45 @@ void CudaBackend::encoder_forward(float* out, std::int32_t const* tokens, Weight
 }
 void CudaBackend::encoder_backward(float* dwte, float* dwpe, float const* dout, std::int32_t const* tokens, int B,
                                    int T, int C, int vocab_begin, int vocab_rows) {
-    TraceSpan const span("encoder_backward", TraceTrack::kernels);
     cuda::encoder_backward(dwte, dwpe, dout, tokens, B, T, C, vocab_begin, vocab_rows, stream_);
 }
 
 void CudaBackend::layernorm_statistics(double* stats, float const* inp, std::int64_t N, int C) {
-    TraceSpan const span("layernorm_statistics", TraceTrack::kernels);
     cuda::layernorm_statistics(stats, inp, N, C, stream_);
 }
 void CudaBackend::layernorm_forward(float* out, float* mean, float* rstd, float const* inp, float const* weight,
                                     float const* bias, double const* stats, std::int64_t N, int C, int C_total) {
-    TraceSpan const span("layernorm_forward", TraceTrack::kernels);
     cuda::layernorm_forward(out, mean, rstd, inp, weight, bias, stats, N, C, C_total, stream_);
 }
 void CudaBackend::layernorm_backward_statistics(double* stats, float const* dout, float const* inp,
                                                 float const* weight, float const* mean, float const* rstd,
                                                 std::int64_t N, int C) {
-    TraceSpan const span("layernorm_backward_statistics", TraceTrack::kernels);
     cuda::layernorm_backward_statistics(stats, dout, inp, weight, mean, rstd, N, C, stream_);
 }
 void CudaBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, float const* dout, float const* inp,
                                      float const* weight, float const* mean, float const* rstd, double const* stats,
                                      std::int64_t N, int C, int C_total) {
-    TraceSpan const span("layernorm_backward", TraceTrack::kernels);
     cuda::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, stats, N, C, C_total, stream_);
 }
 void CudaBackend::rmsnorm_statistics(double* stats, float const* inp, std::int64_t N, int C) {
-    TraceSpan const span("rmsnorm_statistics", TraceTrack::kernels);
     cuda::rmsnorm_statistics(stats, inp, N, C, stream_);
 }
 void CudaBackend::rmsnorm_forward(float* out, float* rstd, float const* inp, float const* weight, double const* stats,
                                   std::int64_t N, int C, int C_total, double eps) {
-    TraceSpan const span("rmsnorm_forward", TraceTrack::kernels);
     cuda::rmsnorm_forward(out, rstd, inp, weight, stats, N, C, C_total, eps, stream_);
 }
 void CudaBackend::rmsnorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
                                               float const* rstd, std::int64_t N, int C) {
-    TraceSpan const span("rmsnorm_backward_statistics", TraceTrack::kernels);
     cuda::rmsnorm_backward_statistics(stats, dout, inp, weight, rstd, N, C, stream_);
 }
 void CudaBackend::rmsnorm_backward(float* dinp, float* dweight, float const* dout, float const* inp,
                                    float const* weight, float const* rstd, double const* stats, std::int64_t N, int C,
                                    int C_total) {
-    TraceSpan const span("rmsnorm_backward", TraceTrack::kernels);
     cuda::rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, stats, N, C, C_total, stream_);
 }
 
 void CudaBackend::linear_forward(float* out, float const* inp, WeightView weight, float const* bias, std::int64_t M,
                                  std::int64_t K, std::int64_t N) {
-    TraceSpan const span("linear_forward", TraceTrack::kernels);
     check_weight(weight);
     bool const bf16 = gemm_dtype_ == DType::bf16;
     gemm_->run(false, true, M, N, K, gemm_operand(first_operand, inp, M * K), K, weight.data, K, 0.0f, out, N, bf16,
@@ -199,7 +186,6 @@ void CudaBackend::linear_forward(float* out, float const* inp, WeightView weight
 }
 void CudaBackend::linear_backward_input(float* dinp, GemmInput dout, WeightView weight, std::int64_t M,
                                         std::int64_t K, std::int64_t N) {
-    TraceSpan const span("linear_backward_input", TraceTrack::kernels);
     check_weight(weight);
     bool const bf16 = gemm_dtype_ == DType::bf16;
     gemm_->run(false, false, M, K, N, gemm_operand(first_operand, dout, M * N), N, weight.data, K, 0.0f, dinp, K, bf16,
@@ -207,7 +193,6 @@ void CudaBackend::linear_backward_input(float* dinp, GemmInput dout, WeightView 
 }
 void CudaBackend::linear_backward_weight(float* dweight, float* dbias, GemmInput dout, float const* inp,
                                          std::int64_t M, std::int64_t K, std::int64_t N, GradWrite dweight_write) {
-    TraceSpan const span("linear_backward_weight", TraceTrack::kernels);
     bool const bf16 = gemm_dtype_ == DType::bf16;
     float const beta = dweight_write == GradWrite::accumulate ? 1.0f : 0.0f;
     gemm_->run(true, false, N, K, M, gemm_operand(first_operand, dout, M * N), N,
@@ -220,7 +205,6 @@ bool CudaBackend::on_tensor_cores(int C, int NH) const {
 }
 
 void CudaBackend::attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH, int NKV) {
-    TraceSpan const span("attention_forward", TraceTrack::kernels);
     if (on_tensor_cores(C, NH)) {
         cuda::attention_forward_tensor_cores(out, lse, qkv, B, T, C, NH, NKV, stream_);
     } else {
@@ -229,7 +213,6 @@ void CudaBackend::attention_forward(float* out, float* lse, float const* qkv, in
 }
 void CudaBackend::attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out,
                                      float const* lse, int B, int T, int C, int NH, int NKV) {
-    TraceSpan const span("attention_backward", TraceTrack::kernels);
     grow_to(row_dot_, static_cast<std::int64_t>(B) * NH * T, DType::f32, Memory::device);
     if (on_tensor_cores(C, NH)) {
         cuda::attention_backward_tensor_cores(dqkv, dout, qkv, out, lse, row_dot_.data<float>(), B, T, C, NH, NKV,
@@ -240,7 +223,6 @@ void CudaBackend::attention_backward(float* dqkv, float const* dout, float const
 }
 void CudaBackend::attention_cached(float* out, float* lse, float* k_cache, float* v_cache, float const* qkv, int B,
                                    int n, int past, int capacity, int C, int NH, int NKV) {
-    TraceSpan const span("attention_cached", TraceTrack::kernels);
     cuda::kv_cache_append(k_cache, v_cache, qkv, B, n, past, capacity, C, NH, NKV, stream_);
     // A prompt's first tokens see no cache: the fused kernel computes them as a training forward does.
     if (past == 0) {
@@ -251,24 +233,19 @@ void CudaBackend::attention_cached(float* out, float* lse, float* k_cache, float
 }
 
 void CudaBackend::gelu_forward(float* out, float const* inp, std::int64_t n) {
-    TraceSpan const span("gelu_forward", TraceTrack::kernels);
     cuda::gelu_forward(out, inp, n, stream_);
 }
 void CudaBackend::gelu_backward(float* dinp, float const* inp, float const* dout, std::int64_t n) {
-    TraceSpan const span("gelu_backward", TraceTrack::kernels);
     cuda::gelu_backward(dinp, inp, dout, n, stream_);
 }
 void CudaBackend::swiglu_forward(float* out, float const* inp, std::int64_t N, int F) {
-    TraceSpan const span("swiglu_forward", TraceTrack::kernels);
     cuda::swiglu_forward(out, inp, N, F, stream_);
 }
 void CudaBackend::swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) {
-    TraceSpan const span("swiglu_backward", TraceTrack::kernels);
     cuda::swiglu_backward(dinp, inp, dout, N, F, stream_);
 }
 void CudaBackend::rope_rotate(float* x, double const* inv_freq, int B, int T, int heads, int head_size,
                               std::int64_t stride, int first_position, int direction) {
-    TraceSpan const span("rope_rotate", TraceTrack::kernels);
     // A model's frequencies never change: copied once (and again only if another set comes), synchronously, so
     // that the caller's array may go as soon as this returns.
     std::span<double const> const frequencies(inv_freq, static_cast<std::size_t>(head_size / 2));
@@ -284,40 +261,33 @@ void CudaBackend::rope_rotate(float* x, double const* inv_freq, int B, int T, in
     cuda::rope_rotate(x, inv_freq_.data<double>(), B, T, heads, head_size, stride, first_position, direction, stream_);
 }
 void CudaBackend::residual_forward(float* out, float const* a, float const* b, std::int64_t n) {
-    TraceSpan const span("residual_forward", TraceTrack::kernels);
     cuda::residual_forward(out, a, b, n, stream_);
 }
 void CudaBackend::residual_backward(float* da, float* db, float const* dout, std::int64_t n) {
-    TraceSpan const span("residual_backward", TraceTrack::kernels);
     cuda::residual_backward(da, db, dout, n, stream_);
 }
 
 void CudaBackend::cross_entropy_max(float* row_max, float const* logits, std::int64_t N, int valid, int Vp_local) {
-    TraceSpan const span("cross_entropy_max", TraceTrack::kernels);
     cuda::cross_entropy_max(row_max, logits, N, valid, Vp_local, stream_);
 }
 void CudaBackend::cross_entropy_sums(double* sums, float const* logits, float const* row_max,
                                      std::int32_t const* targets, std::int64_t N, int valid, int Vp_local,
                                      int vocab_begin) {
-    TraceSpan const span("cross_entropy_sums", TraceTrack::kernels);
     cuda::cross_entropy_sums(sums, logits, row_max, targets, N, valid, Vp_local, vocab_begin, stream_);
 }
 void CudaBackend::cross_entropy_losses(float* losses, float* logsumexp, float const* row_max, double const* sums,
                                        std::int32_t const* targets, std::int64_t N) {
-    TraceSpan const span("cross_entropy_losses", TraceTrack::kernels);
     cuda::cross_entropy_losses(losses, logsumexp, row_max, sums, targets, N, stream_);
 }
 void CudaBackend::cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp,
                                          std::int32_t const* targets, float const* dlosses, std::int64_t N, int valid,
                                          int Vp_local, int vocab_begin) {
-    TraceSpan const span("cross_entropy_backward", TraceTrack::kernels);
     cuda::cross_entropy_backward(dlogits, logits, logsumexp, targets, dlosses, N, valid, Vp_local, vocab_begin,
                                  stream_);
 }
 
 void CudaBackend::adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n,
                                AdamWStep const& step, bfloat16* param_bf16) {
-    TraceSpan const span("adamw_update", TraceTrack::kernels);
     AdamWFactors const factors = adamw_factors(step);
     cuda::AdamWConstants const constants{step.beta1,         step.beta2,        step.eps,
                                          step.grad_scale,    factors.decay_factor, factors.step_size,
@@ -326,7 +296,6 @@ void CudaBackend::adamw_update(float* param, float const* grad, float* m, float*
 }
 
 double CudaBackend::sum_of_squares(float const* x, std::int64_t n) {
-    TraceSpan const span("sum_of_squares", TraceTrack::kernels);
     cuda::sum_of_squares_partials(norm_partials_.data<double>(), x, n, stream_);
     std::vector<double> partials(cuda::sum_of_squares_blocks);
     cuda::check(cudaMemcpyAsync(partials.data(), norm_partials_.raw_data(), partials.size() * sizeof(double),

@@ -1,0 +1,85 @@
+// Tracing that wraps any backend once: every compute operation of the wrapped backend runs inside a span of the
+// kernels' track of the trace (core/trace.h, recorded only while --trace asks), named after the operation. The
+// backends themselves carry no tracing; make_backend wraps each one it makes.
+#pragma once
+
+#include "axonn/kernels/backend.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace axonn {
+
+class TracingBackend final : public Backend {
+public:
+    explicit TracingBackend(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
+
+    std::string name() const override;
+    DType gemm_dtype() const override;
+    void set_gemm_tuning(bool on) override;
+    Memory memory() const override;
+    void zero(void* x, std::int64_t bytes) override;
+    void copy_to_host(void* host, void const* x, std::int64_t bytes) override;
+    void copy_from_host(void* x, void const* host, std::int64_t bytes) override;
+    void synchronize() override;
+    GemmRateMeasurement measure_gemm_rate() override;
+    std::vector<GemmTuningReport> gemm_tunings() const override;
+    DeviceContext device_context() const override;
+    void convert(void* out, DType out_dtype, void const* in, DType in_dtype, std::int64_t n) override;
+    void encoder_forward(float* out, std::int32_t const* tokens, WeightView wte, float const* wpe, int B, int T, int C,
+                         int vocab_begin, int vocab_rows) override;
+    void encoder_backward(float* dwte, float* dwpe, float const* dout, std::int32_t const* tokens, int B, int T, int C,
+                          int vocab_begin, int vocab_rows) override;
+    void layernorm_statistics(double* stats, float const* inp, std::int64_t N, int C) override;
+    void layernorm_forward(float* out, float* mean, float* rstd, float const* inp, float const* weight,
+                           float const* bias, double const* stats, std::int64_t N, int C, int C_total) override;
+    void layernorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
+                                       float const* mean, float const* rstd, std::int64_t N, int C) override;
+    void layernorm_backward(float* dinp, float* dweight, float* dbias, float const* dout, float const* inp,
+                            float const* weight, float const* mean, float const* rstd, double const* stats,
+                            std::int64_t N, int C, int C_total) override;
+    void rmsnorm_statistics(double* stats, float const* inp, std::int64_t N, int C) override;
+    void rmsnorm_forward(float* out, float* rstd, float const* inp, float const* weight, double const* stats,
+                         std::int64_t N, int C, int C_total, double eps) override;
+    void rmsnorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
+                                     float const* rstd, std::int64_t N, int C) override;
+    void rmsnorm_backward(float* dinp, float* dweight, float const* dout, float const* inp, float const* weight,
+                          float const* rstd, double const* stats, std::int64_t N, int C, int C_total) override;
+    void linear_forward(float* out, float const* inp, WeightView weight, float const* bias, std::int64_t M,
+                        std::int64_t K, std::int64_t N) override;
+    GemmInput gemm_input(float const* x, std::int64_t n) override;
+    void linear_backward_input(float* dinp, GemmInput dout, WeightView weight, std::int64_t M, std::int64_t K,
+                               std::int64_t N) override;
+    void linear_backward_weight(float* dweight, float* dbias, GemmInput dout, float const* inp, std::int64_t M,
+                                std::int64_t K, std::int64_t N, GradWrite dweight_write) override;
+    void attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH, int NKV) override;
+    void attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out, float const* lse, int B,
+                            int T, int C, int NH, int NKV) override;
+    void attention_cached(float* out, float* lse, float* k_cache, float* v_cache, float const* qkv, int B, int n,
+                          int past, int capacity, int C, int NH, int NKV) override;
+    void gelu_forward(float* out, float const* inp, std::int64_t n) override;
+    void gelu_backward(float* dinp, float const* inp, float const* dout, std::int64_t n) override;
+    void swiglu_forward(float* out, float const* inp, std::int64_t N, int F) override;
+    void swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) override;
+    void rope_rotate(float* x, double const* inv_freq, int B, int T, int heads, int head_size, std::int64_t stride,
+                     int first_position, int direction) override;
+    void residual_forward(float* out, float const* a, float const* b, std::int64_t n) override;
+    void residual_backward(float* da, float* db, float const* dout, std::int64_t n) override;
+    void cross_entropy_max(float* row_max, float const* logits, std::int64_t N, int valid, int Vp_local) override;
+    void cross_entropy_sums(double* sums, float const* logits, float const* row_max, std::int32_t const* targets,
+                            std::int64_t N, int valid, int Vp_local, int vocab_begin) override;
+    void cross_entropy_losses(float* losses, float* logsumexp, float const* row_max, double const* sums,
+                              std::int32_t const* targets, std::int64_t N) override;
+    void cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp,
+                                std::int32_t const* targets, float const* dlosses, std::int64_t N, int valid,
+                                int Vp_local, int vocab_begin) override;
+    void adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n, AdamWStep const& step,
+                      bfloat16* param_bf16 = nullptr) override;
+    double sum_of_squares(float const* x, std::int64_t n) override;
+
+private:
+    std::unique_ptr<Backend> inner_;
+};
+
+}  // namespace axonn
