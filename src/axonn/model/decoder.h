@@ -159,7 +159,18 @@ private:
     GradWrite head_block_write() const;
     // With a cache: a forward_cached().
     float run_forward(Batch const& batch, bool training, double loss_weight_total, KvCache* cache = nullptr);
+    // A pass's weights made ready: the bf16 copy refreshed, the vocabulary blocks gathered over Z, the Linears'
+    // gathers scheduled (and the first one started).
+    void begin_pass_weights(bool training);
+    // The embedding of the batch's tokens (in the kernels' memory) at positions from first_position on.
+    void embed(Batch const& kernel_batch, int first_position);
+    // The LM head and its loss over the final norm's rows, in chunks; returns the pass's loss (NaN without targets).
+    float head_forward(Batch const& batch, Batch const& kernel_batch, double loss_weight_total);
     std::vector<WeightUse> weight_schedule(bool training) const;
+    // The backward's ends: the LM head's and the final norm's (the head's reduce-scatter started when untied), and
+    // the embedding's, which completes the vocabulary gradients and, in a step's last pass, the gradient sync.
+    void head_and_final_norm_backward(GradWrite write);
+    void embedding_backward(GradWrite write);
     void forward_layer(int l, int slot, Batch const& batch, KvCache* cache = nullptr);
     void backward_layer(int l, int slot, Batch const& batch, GradWrite write);
     // Rotary positions on qkv[B,T,Wy]'s query and key heads, token t at first_position + t; direction -1 rotates

@@ -77,6 +77,7 @@ void Decoder::head_backward(Batch const& batch, std::int64_t first, std::int64_t
                             });
 }
 
+// head_forward's, forward_layer's and embed's steps in reverse (decoder_forward.cpp).
 void Decoder::backward() {
     TraceSpan const span("backward", TraceTrack::steps);
     invariant(backward_ready_, "backward() needs a train_forward() first");
@@ -89,33 +90,8 @@ void Decoder::backward() {
     }
     if (pass_.last) step_->sync.begin(gradients_.data<float>());
     Batch const& batch = last_batch_;
-    ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
     LocalDims const d(arch_, grid_.shape(), batch.B, batch.T);
-    Backend& k = backend_;
-    DecoderParams const& p = arch_.params;
-    VocabSlice const vocab = vocab_slice();
-    float* scratch = activation_grads_.data<float>();
-    float* d_output = scratch + a.d_output;  // [B,T,C/Gx] gradient of the current layer's output
-    float* d_norm = scratch + a.d_norm;      // [B,T,C/Gx] final_norm
-
-    // An untied embedding's block only gathers the lookup's sums: it starts from zero.
-    bool const z_split = grid_.shape().z > 1;
-    if (!arch_.tied_head && z_split) {
-        k.zero(vocab_block_grad(0), vocab_block(d) * static_cast<std::int64_t>(sizeof(float)));
-    }
-    if (!head_backward_in_forward_) head_backward(batch, 0, d.BT, head_block_write());
-    // An untied LM head's gradient is complete: its Z reduce-scatter runs under the layers' backward. A tied
-    // one's waits for the lookup's gradient, the backward's last computation.
-    if (!arch_.tied_head) start_vocab_gradient(1, write);
-    k.zero(d_output, d.BT * d.Cx * static_cast<std::int64_t>(sizeof(float)));
-    norm_backward(d_output, d_norm, activation(a.outputs + (d.L - 1) * a.BTCx), activation(a.final_norm_mean),
-                  activation(a.final_norm_rstd), p.final_norm, p.final_norm_bias, 0, d.BT);
-    if (pass_.last) {
-        std::vector<GradSlice> final_norm_slices = {{p.final_norm}};
-        if (p.final_norm_bias >= 0) final_norm_slices.push_back({p.final_norm_bias});
-        step_->sync.final(final_norm_slices);
-    }
-
+    head_and_final_norm_backward(write);
     bool const recompute = options_.recompute == Recompute::layer;
     std::vector<int> const per_layer_params = layer_params(arch_);
     for (int l = d.L - 1; l >= 0; --l) {
@@ -130,24 +106,60 @@ void Decoder::backward() {
         for (int id : per_layer_params) slices.push_back({id, l});
         step_->sync.final(slices);
     }
+    embedding_backward(write);
+}
+
+void Decoder::head_and_final_norm_backward(GradWrite write) {
+    Batch const& batch = last_batch_;
+    ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
+    LocalDims const d(arch_, grid_.shape(), batch.B, batch.T);
+    DecoderParams const& p = arch_.params;
+    float* scratch = activation_grads_.data<float>();
+    float* d_output = scratch + a.d_output;  // [B,T,C/Gx] gradient of the last layer's output
+    float* d_norm = scratch + a.d_norm;      // [B,T,C/Gx] final_norm's
+    // An untied embedding's block only gathers the lookup's sums: it starts from zero.
+    if (!arch_.tied_head && grid_.shape().z > 1) {
+        backend_.zero(vocab_block_grad(0), vocab_block(d) * static_cast<std::int64_t>(sizeof(float)));
+    }
+    if (!head_backward_in_forward_) head_backward(batch, 0, d.BT, head_block_write());
+    // An untied LM head's gradient is complete: its Z reduce-scatter runs under the layers' backward. A tied
+    // one's waits for the lookup's gradient, the backward's last computation.
+    if (!arch_.tied_head) start_vocab_gradient(1, write);
+    backend_.zero(d_output, d.BT * d.Cx * static_cast<std::int64_t>(sizeof(float)));
+    norm_backward(d_output, d_norm, activation(a.outputs + (d.L - 1) * a.BTCx), activation(a.final_norm_mean),
+                  activation(a.final_norm_rstd), p.final_norm, p.final_norm_bias, 0, d.BT);
+    if (!pass_.last) return;
+    std::vector<GradSlice> final_norm_slices = {{p.final_norm}};
+    if (p.final_norm_bias >= 0) final_norm_slices.push_back({p.final_norm_bias});
+    step_->sync.final(final_norm_slices);
+}
+
+void Decoder::embedding_backward(GradWrite write) {
+    Batch const& batch = last_batch_;
+    ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
+    LocalDims const d(arch_, grid_.shape(), batch.B, batch.T);
+    DecoderParams const& p = arch_.params;
+    VocabSlice const vocab = vocab_slice();
+    float const* d_input = activation_grads_.data<float>() + a.d_output;  // [B,T,C/Gx] the first layer's input's
     // The lookup's gradient: the rows of this rank's vocabulary slice; GPT-2's wpe's on every Y rank (replicated).
     float* dwpe = p.positions >= 0 ? grad(p.positions) : nullptr;
-    k.encoder_backward(vocab_block_grad(0), dwpe, d_output, batch.tokens, d.B, d.T, d.Cx, vocab.begin, vocab.rows);
+    backend_.encoder_backward(vocab_block_grad(0), dwpe, d_input, batch.tokens, d.B, d.T, d.Cx, vocab.begin,
+                              vocab.rows);
     // The last gradients to finish; what remains (their data sums, the norm) needs them, so they are waited on at
-    // once. The untied head's runs under the layers' backward.
+    // once. The untied head's ran under the layers' backward.
     if (!arch_.tied_head) vocab_->finish_gradient(1);
     start_vocab_gradient(0, write);
     vocab_->finish_gradient(0);
-    if (pass_.last) {
-        std::vector<GradSlice> edges = {{p.embed}};
-        if (p.positions >= 0) edges.push_back({p.positions});
-        if (!arch_.tied_head) edges.push_back({p.head});
-        step_->sync.final(edges);
-        step_->sync.finish();
-        replicated_rows_->sum(gradients_.data<float>());
-    } else {
+    if (!pass_.last) {
         step_->weight_grads.complete_all();
+        return;
     }
+    std::vector<GradSlice> edges = {{p.embed}};
+    if (p.positions >= 0) edges.push_back({p.positions});
+    if (!arch_.tied_head) edges.push_back({p.head});
+    step_->sync.final(edges);
+    step_->sync.finish();
+    replicated_rows_->sum(gradients_.data<float>());
 }
 
 // forward_layer's steps in reverse (decoder_forward.cpp): the MLP branch's backward, then attention's. Each

@@ -84,10 +84,25 @@ float Decoder::run_forward(Batch const& batch, bool training, double loss_weight
               "a forward without targets of {} rows needs all their logits: the model holds {} "
               "(DecoderOptions::logit_rows)",
               d.BT, logit_capacity());
-    Backend& k = backend_;
-    double* stats = statistics_.data<double>();
-    VocabSlice const vocab = vocab_slice();
+    begin_pass_weights(training);
+    Batch const kernel_batch = batch_for_kernels(batch);
+    embed(kernel_batch, cache != nullptr ? cache->length() : 0);
+    bool const recompute = options_.recompute == Recompute::layer;
+    for (int l = 0; l < d.L; ++l) {
+        TraceSpan const layer(TraceTrack::steps, [&] { return fmt::format("layer {}", l); });
+        forward_layer(l, recompute ? 0 : l, batch, cache);
+    }
+    float const* residual = activation(a.outputs + (d.L - 1) * a.BTCx);
+    norm_forward(activation(a.final_norm), activation(a.final_norm_mean), activation(a.final_norm_rstd), residual,
+                 arch_.params.final_norm, arch_.params.final_norm_bias, 0, d.BT);
+    last_batch_ = kernel_batch;
+    backward_ready_ = training;
+    logits_held_ = chunks == 1;
+    head_backward_in_forward_ = chunks > 1 && training;
+    return head_forward(batch, kernel_batch, loss_weight_total);
+}
 
+void Decoder::begin_pass_weights(bool training) {
     // Weights change between steps: a step's first pass gathers them anew.
     if (!training || pass_.first) step_->weights.invalidate();
     refresh_gemm_weights();
@@ -102,28 +117,24 @@ float Decoder::run_forward(Batch const& batch, bool training, double loss_weight
     vocab_->start_gathers(vocab_shards, vocab_shard_numel);
     step_->weights.begin_pass(weight_schedule(training));
     vocab_->wait_gathers();
+}
+
+void Decoder::embed(Batch const& kernel_batch, int first_position) {
+    ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
+    LocalDims const d(arch_, grid_.shape(), kernel_batch.B, kernel_batch.T);
     // The positions' embeddings (GPT-2's), added once over Y: those after the cached tokens' when continuing them.
-    std::int64_t const first_position = cache != nullptr ? cache->length() : 0;
     float const* wpe = arch_.params.positions >= 0 && grid_.coord(Axis::y) == 0
-                           ? param_values(arch_.params.positions) + first_position * d.Cx
+                           ? param_values(arch_.params.positions) + std::int64_t{first_position} * d.Cx
                            : nullptr;
-    Batch const kernel_batch = batch_for_kernels(batch);
-    vocab_parallel_embedding_forward(k, grid_, vocab, activation(a.encoded), kernel_batch.tokens,
+    vocab_parallel_embedding_forward(backend_, grid_, vocab_slice(), activation(a.encoded), kernel_batch.tokens,
                                      gathered_vocab_block(0), wpe, d.B, d.T, d.Cx);
+}
 
-    bool const recompute = options_.recompute == Recompute::layer;
-    for (int l = 0; l < d.L; ++l) {
-        TraceSpan const layer(TraceTrack::steps, [&] { return fmt::format("layer {}", l); });
-        forward_layer(l, recompute ? 0 : l, batch, cache);
-    }
-
-    float const* residual = activation(a.outputs + (d.L - 1) * a.BTCx);
-    norm_forward(activation(a.final_norm), activation(a.final_norm_mean), activation(a.final_norm_rstd), residual,
-                 arch_.params.final_norm, arch_.params.final_norm_bias, 0, d.BT);
-    last_batch_ = kernel_batch;
-    backward_ready_ = training;
-    logits_held_ = chunks == 1;
-    head_backward_in_forward_ = chunks > 1 && training;
+float Decoder::head_forward(Batch const& batch, Batch const& kernel_batch, double loss_weight_total) {
+    ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
+    LocalDims const d(arch_, grid_.shape(), batch.B, batch.T);
+    std::int64_t const chunks = logit_chunks(d.BT, options_.logit_rows);
+    VocabSlice const vocab = vocab_slice();
     // The LM head: logits[rows, Vp/Gy] = AllReduce_X(final_norm[rows] · head_blkᵀ), the head's block (GPT-2's is the
     // token embedding's) already gathered, so the GEMM runs on it directly; then each row's cross-entropy over
     // the vocabulary split over Y. In chunks of rows, a training pass runs each chunk's backward at once, so that
@@ -132,12 +143,13 @@ float Decoder::run_forward(Batch const& batch, bool training, double loss_weight
     WeightView const head = gathered_vocab_block(vocab_blocks(arch_) - 1);
     for (std::int64_t c = 0; c < chunks; ++c) {
         std::int64_t const first = d.BT * c / chunks, rows = d.BT * (c + 1) / chunks - first;
-        parallel_linear_forward(k, linear_groups(false), options_.overlap, activation(a.logits),
+        parallel_linear_forward(backend_, linear_groups(false), options_.overlap, activation(a.logits),
                                 activation(a.final_norm) + first * d.Cx, head, nullptr, rows, d.Cx, d.Vpy);
         if (batch.targets == nullptr) return std::numeric_limits<float>::quiet_NaN();
-        vocab_parallel_cross_entropy_forward(k, grid_, vocab, activation(a.losses) + first,
-                                             activation(a.logsumexp) + first, activation(a.row_max) + first, stats,
-                                             activation(a.logits), kernel_batch.targets + first, rows);
+        vocab_parallel_cross_entropy_forward(backend_, grid_, vocab, activation(a.losses) + first,
+                                             activation(a.logsumexp) + first, activation(a.row_max) + first,
+                                             statistics_.data<double>(), activation(a.logits),
+                                             kernel_batch.targets + first, rows);
         if (head_backward_in_forward_) {
             head_backward(kernel_batch, first, rows, c == 0 ? head_block_write() : GradWrite::accumulate);
         }
