@@ -72,26 +72,14 @@ float target(int step, std::int64_t r, std::int64_t c) {
 class ParallelMlp {
 public:
     ParallelMlp(ProcessGrid& grid, Backend& backend)
-        : grid_(grid),
-          backend_(backend),
-          layout_(mlp_parameters(), GridPosition::of(grid)),
-          M_(B / (grid.size(Axis::data) * grid.size(Axis::z))),
-          Dx_(D / grid.size(Axis::x)),
-          Hy_(H / grid.size(Axis::y)),
-          params_(layout_.total()),
-          grads_(layout_.total()),
+        : grid_(grid), backend_(backend), layout_(mlp_parameters(), GridPosition::of(grid)),
+          M_(B / (grid.size(Axis::data) * grid.size(Axis::z))), Dx_(D / grid.size(Axis::x)),
+          Hy_(H / grid.size(Axis::y)), params_(layout_.total()), grads_(layout_.total()),
           step_(grid, backend, layout_,
                 StepCollectivesOptions{.max_block_numel = Hy_ * Dx_, .scatter_ring = scatter_ring, .overlap = overlap}),
-          optimizer_(param_segments(layout_), layout_.total(), backend, AdamWConfig{}),
-          residual_((L + 1) * M_ * Dx_),
-          hidden_(L * M_ * Hy_),
-          activated_(L * M_ * Hy_),
-          branch_(M_ * Dx_),
-          targets_(M_ * Dx_),
-          d_residual_(M_ * Dx_),
-          d_branch_(M_ * Dx_),
-          d_hidden_(M_ * Hy_),
-          d_activated_(M_ * Hy_) {
+          optimizer_(param_segments(layout_), layout_.total(), backend, AdamWConfig{}), residual_((L + 1) * M_ * Dx_),
+          hidden_(L * M_ * Hy_), activated_(L * M_ * Hy_), branch_(M_ * Dx_), targets_(M_ * Dx_), d_residual_(M_ * Dx_),
+          d_branch_(M_ * Dx_), d_hidden_(M_ * Hy_), d_activated_(M_ * Hy_) {
         init_parameters(layout_, params_, weight_seed);
     }
 

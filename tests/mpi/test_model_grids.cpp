@@ -13,7 +13,6 @@
 // Assertions are EXPECT_: a rank that left a test early would leave the others waiting in a collective.
 #include "axonn/core/error.h"
 #include "axonn/core/rng.h"
-#include "axonn/kernels/cpu/bf16.h"
 #include "axonn/kernels/cpu/gemm.h"
 #include "axonn/kernels/cpu/linear.h"
 #include "axonn/kernels/cpu_backend.h"

@@ -2,7 +2,6 @@
 // combination, with row strides wider than the matrices (as attention uses them), against the double-precision
 // loop nest. The bf16 reference multiplies the same bf16-rounded inputs, so both GEMMs differ from it by their
 // fp32 accumulation alone. Tolerance: 1e-6 relative, norm-wise (fp32 with K ≤ 65).
-#include "axonn/kernels/cpu/bf16.h"
 #include "axonn/kernels/cpu/gemm.h"
 #include "axonn/kernels/cpu/gemm_tuning.h"
 

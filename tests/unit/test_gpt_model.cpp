@@ -2,7 +2,6 @@
 // GPT-2's initialisation statistics, padding rows kept at zero, a tiny model learning a fixed batch, and mixed
 // precision (bf16 GEMMs) against fp32.
 #include "axonn/core/error.h"
-#include "axonn/kernels/cpu/bf16.h"
 #include "axonn/kernels/cpu/gemm.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/decoder.h"

@@ -8,7 +8,6 @@
 // and a chunked model keeps no logits, refuses a forward without targets of more rows than it holds, and the
 // memory model counts one chunk of logits. (Grids: tests/mpi/test_model_grids.cpp; traffic: the perfmodel tests.)
 #include "axonn/core/error.h"
-#include "axonn/kernels/cpu/bf16.h"
 #include "axonn/kernels/cpu/gemm.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/decoder.h"

@@ -74,8 +74,9 @@ void add_parity_command(CLI::App& app) {
         fmt::print("  loss, worst step  {:.3e}\n", *std::max_element(report.loss_rel_diff.begin(), report.loss_rel_diff.end()));
         fmt::print("  grad norm, worst  {:.3e}\n",
                    *std::max_element(report.grad_norm_rel_diff.begin(), report.grad_norm_rel_diff.end()));
-        for (auto const& [name, difference] : report.grad_rel_diff)
+        for (auto const& [name, difference] : report.grad_rel_diff) {
             fmt::print("  grad {:<9} {:.3e}\n", name, difference);
+        }
         if (options->goldfish.enabled()) {
             fmt::print("  Goldfish {}: masks of every rank's own rows {} the serial mask; all/kept/dropped "
                        "losses, worst step {:.3e}\n", options->goldfish.describe(),

@@ -126,24 +126,18 @@ private:
 
 MPI_Op mpi_reduction(Reduction reduction) {
     switch (reduction) {
-        case Reduction::max:
-            return MPI_MAX;
-        case Reduction::min:
-            return MPI_MIN;
-        case Reduction::sum:
-            break;
+        case Reduction::max: return MPI_MAX;
+        case Reduction::min: return MPI_MIN;
+        case Reduction::sum: break;
     }
     return MPI_SUM;
 }
 
 CollectiveOp all_reduce_op(Reduction reduction) {
     switch (reduction) {
-        case Reduction::max:
-            return CollectiveOp::all_reduce_max;
-        case Reduction::min:
-            return CollectiveOp::all_reduce_min;
-        case Reduction::sum:
-            break;
+        case Reduction::max: return CollectiveOp::all_reduce_max;
+        case Reduction::min: return CollectiveOp::all_reduce_min;
+        case Reduction::sum: break;
     }
     return CollectiveOp::all_reduce;
 }
@@ -153,14 +147,10 @@ CollectiveOp all_reduce_op(Reduction reduction) {
 template <typename F>
 decltype(auto) with_element(DType type, F&& f) {
     switch (type) {
-        case DType::f32:
-            return f.template operator()<float>();
-        case DType::f64:
-            return f.template operator()<double>();
-        case DType::bf16:
-            return f.template operator()<bfloat16>();
-        case DType::i32:
-            break;
+        case DType::f32: return f.template operator()<float>();
+        case DType::f64: return f.template operator()<double>();
+        case DType::bf16: return f.template operator()<bfloat16>();
+        case DType::i32: break;
     }
     fail("collectives move f32, f64 or bf16 elements, not {}", dtype_name(type));
 }

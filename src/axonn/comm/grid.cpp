@@ -83,8 +83,7 @@ std::string group_name(Group group) {
         case Group::data: return "data";
         case Group::z: return "z";
         case Group::y: return "y";
-        case Group::x:
-            return "x";
+        case Group::x: return "x";
         case Group::z_prefetch: return "z_prefetch";
         case Group::tensor: return "tensor";
         case Group::world: return "world";
@@ -102,19 +101,13 @@ int GridShape::size(Group group) const {
 
 std::vector<Axis> group_axes(Group group) {
     switch (group) {
-        case Group::data:
-            return {Axis::data};
+        case Group::data: return {Axis::data};
         case Group::z:
-        case Group::z_prefetch:
-            return {Axis::z};
-        case Group::y:
-            return {Axis::y};
-        case Group::x:
-            return {Axis::x};
-        case Group::tensor:
-            return {Axis::z, Axis::y, Axis::x};
-        case Group::world:
-            return {Axis::data, Axis::z, Axis::y, Axis::x};
+        case Group::z_prefetch: return {Axis::z};
+        case Group::y: return {Axis::y};
+        case Group::x: return {Axis::x};
+        case Group::tensor: return {Axis::z, Axis::y, Axis::x};
+        case Group::world: return {Axis::data, Axis::z, Axis::y, Axis::x};
     }
     return {};
 }

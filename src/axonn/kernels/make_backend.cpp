@@ -1,7 +1,6 @@
 // The one place that turns a backend's name and precision into a Backend (every command's job calls it), wrapped
 // in the tracing of its operations.
 #include "axonn/core/error.h"
-#include "axonn/kernels/cpu/bf16.h"
 #include "axonn/kernels/cpu/gemm.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/kernels/tracing_backend.h"

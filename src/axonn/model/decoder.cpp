@@ -18,13 +18,8 @@ Decoder::Decoder(ModelConfig const& model, Backend& backend, ProcessGrid& grid, 
 
 Decoder::Decoder(Architecture architecture, Backend& backend, ProcessGrid& grid, int local_batch, int max_seq,
                  DecoderOptions const& options)
-    : arch_(std::move(architecture)),
-      backend_(backend),
-      grid_(grid),
-      max_batch_(local_batch),
-      max_seq_(max_seq),
-      options_(options),
-      layout_(arch_.declarations, GridPosition::of(grid)) {
+    : arch_(std::move(architecture)), backend_(backend), grid_(grid), max_batch_(local_batch), max_seq_(max_seq),
+      options_(options), layout_(arch_.declarations, GridPosition::of(grid)) {
     invariant(backend.gemm_dtype() == options.precision, "a model in {} needs a backend made for it, not {}",
               dtype_name(options.precision), dtype_name(backend.gemm_dtype()));
     require(local_batch > 0, "batch size must be positive, got {}", local_batch);

@@ -22,19 +22,9 @@ struct LocalDims {
     std::int64_t BT;
 
     LocalDims(Architecture const& a, GridShape const& grid, int B_, int T_)
-        : B(B_),
-          T(T_),
-          C(a.width),
-          Cx(a.width / grid.x),
-          Cy(a.width / grid.y),
-          NHy(a.heads / grid.y),
-          NKVy(std::max(1, a.kv_heads / grid.y)),
-          hs(a.head_size()),
-          Wy((NHy + 2 * NKVy) * hs),
-          Uy(a.mlp_rows() / grid.y),
-          Fy(a.mlp_width / grid.y),
-          L(a.layers),
-          Vpy(a.padded_vocab / grid.y),
+        : B(B_), T(T_), C(a.width), Cx(a.width / grid.x), Cy(a.width / grid.y), NHy(a.heads / grid.y),
+          NKVy(std::max(1, a.kv_heads / grid.y)), hs(a.head_size()), Wy((NHy + 2 * NKVy) * hs),
+          Uy(a.mlp_rows() / grid.y), Fy(a.mlp_width / grid.y), L(a.layers), Vpy(a.padded_vocab / grid.y),
           BT(static_cast<std::int64_t>(B_) * T_) {}
 };
 
@@ -147,18 +137,12 @@ struct LayerActivations {
 
     LayerActivations(float* base, ActivationLayout const& a, int l, int slot)
         : input(base + (l == 0 ? a.encoded : a.outputs + (l - 1) * a.BTCx)),
-          attn_norm(base + a.attn_norm + slot * a.BTCx),
-          attn_norm_mean(base + a.attn_norm_mean + slot * a.BT),
-          attn_norm_rstd(base + a.attn_norm_rstd + slot * a.BT),
-          qkv(base + a.qkv + slot * a.BTWy),
-          attn(base + a.attn + slot * a.BTCy),
-          attn_lse(base + a.attn_lse + slot * a.BNHyT),
-          attn_residual(base + a.attn_residual + slot * a.BTCx),
-          mlp_norm(base + a.mlp_norm + slot * a.BTCx),
-          mlp_norm_mean(base + a.mlp_norm_mean + slot * a.BT),
-          mlp_norm_rstd(base + a.mlp_norm_rstd + slot * a.BT),
-          mlp_hidden(base + a.mlp_hidden + slot * a.BTUy),
-          mlp_act(base + a.mlp_act + slot * a.BTFy),
+          attn_norm(base + a.attn_norm + slot * a.BTCx), attn_norm_mean(base + a.attn_norm_mean + slot * a.BT),
+          attn_norm_rstd(base + a.attn_norm_rstd + slot * a.BT), qkv(base + a.qkv + slot * a.BTWy),
+          attn(base + a.attn + slot * a.BTCy), attn_lse(base + a.attn_lse + slot * a.BNHyT),
+          attn_residual(base + a.attn_residual + slot * a.BTCx), mlp_norm(base + a.mlp_norm + slot * a.BTCx),
+          mlp_norm_mean(base + a.mlp_norm_mean + slot * a.BT), mlp_norm_rstd(base + a.mlp_norm_rstd + slot * a.BT),
+          mlp_hidden(base + a.mlp_hidden + slot * a.BTUy), mlp_act(base + a.mlp_act + slot * a.BTFy),
           output(base + a.outputs + l * a.BTCx) {}
 };
 

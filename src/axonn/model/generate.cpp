@@ -82,14 +82,10 @@ class ReplicaGenerator {
 public:
     ReplicaGenerator(Decoder& model, std::span<std::vector<std::int32_t> const> prompts, SampleOptions const& options,
                      int context, TokenListener const& on_token)
-        : model_(model),
-          prompts_(prompts),
-          options_(options),
-          on_token_(on_token),
+        : model_(model), prompts_(prompts), options_(options), on_token_(on_token),
           replicas_(model.grid().shape().batch_replicas()),
           cache_(model.architecture(), model.grid().shape(), 1, context),
-          idle_(model.architecture(), model.grid().shape(), 1, 1),
-          results_(prompts.size()) {
+          idle_(model.architecture(), model.grid().shape(), 1, 1), results_(prompts.size()) {
         start(model.grid().batch_replica());
     }
 

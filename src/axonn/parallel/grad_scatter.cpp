@@ -47,10 +47,12 @@ void GradScatter::submit(std::int64_t block_numel) {
     slot.shard = shard_;
     slot.received = accumulate ? storage_.data<float>() + received_offset : nullptr;
     slot.shard_numel = shard_numel;
-    bfloat16* staging = staging_.data<bfloat16>();
+    // Where the sums round, the bf16 copies that travel sit at the same offsets in the staging copy.
+    bfloat16* staging = rounds(z_, comm_dtype_) ? staging_.data<bfloat16>() : nullptr;
     slot.scatter = start_rounded_reduce_scatter(backend_, z_, comm_dtype_, block, accumulate ? slot.received : shard_,
-                                                static_cast<std::size_t>(shard_numel), staging + block_offset,
-                                                staging + received_offset);
+                                                static_cast<std::size_t>(shard_numel),
+                                                staging ? staging + block_offset : nullptr,
+                                                staging ? staging + received_offset : nullptr);
     if (!overlap_) finish(slot);
 }
 

@@ -13,12 +13,7 @@ std::int64_t GradientSync::mirror_numel(ShardLayout const& layout, int data, DTy
 
 GradientSync::GradientSync(ShardLayout const& layout, Backend& backend, Communicator& z, Communicator& data,
                            GradScatter& scatter, bool overlap, DType comm_dtype)
-    : layout_(layout),
-      backend_(backend),
-      z_(z),
-      data_(data),
-      scatter_(scatter),
-      overlap_(overlap),
+    : layout_(layout), backend_(backend), z_(z), data_(data), scatter_(scatter), overlap_(overlap),
       comm_dtype_(comm_dtype),
       mirror_({std::max<std::int64_t>(1, mirror_numel(layout, data.size(), comm_dtype))}, DType::bf16,
               backend.memory()) {}

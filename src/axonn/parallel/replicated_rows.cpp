@@ -27,10 +27,7 @@ std::int64_t at_least_one(std::int64_t numel) { return std::max<std::int64_t>(1,
 }  // namespace
 
 ReplicatedRowSum::ReplicatedRowSum(ProcessGrid& grid, Backend& backend, ShardLayout const& layout, DType sum_comm)
-    : grid_(grid),
-      backend_(backend),
-      layout_(layout),
-      sum_comm_(sum_comm),
+    : grid_(grid), backend_(backend), layout_(layout), sum_comm_(sum_comm),
       sums_({at_least_one(sum_numel(layout, grid.size(Axis::y)))}, DType::f32, backend.memory()),
       staging_({at_least_one(staging_numel(layout, grid.size(Axis::y), sum_comm))}, DType::bf16, backend.memory()) {}
 

@@ -5,11 +5,8 @@
 namespace axonn {
 
 RoundedSum::RoundedSum(RoundedSum&& other) noexcept
-    : collective_(std::move(other.collective_)),
-      backend_(std::exchange(other.backend_, nullptr)),
-      widened_(other.widened_),
-      received_(other.received_),
-      numel_(other.numel_) {}
+    : collective_(std::move(other.collective_)), backend_(std::exchange(other.backend_, nullptr)),
+      widened_(other.widened_), received_(other.received_), numel_(other.numel_) {}
 
 RoundedSum& RoundedSum::operator=(RoundedSum&& other) noexcept {
     collective_ = std::move(other.collective_);

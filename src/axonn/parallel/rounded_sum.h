@@ -28,10 +28,7 @@ private:
     friend RoundedSum start_rounded_reduce_scatter(Backend&, Communicator&, DType, float const*, float*, std::size_t,
                                                    bfloat16*, bfloat16*);
     RoundedSum(Collective collective, Backend* backend, float* widened, bfloat16 const* received, std::int64_t numel)
-        : collective_(std::move(collective)),
-          backend_(backend),
-          widened_(widened),
-          received_(received),
+        : collective_(std::move(collective)), backend_(backend), widened_(widened), received_(received),
           numel_(numel) {}
 
     Collective collective_;

@@ -77,11 +77,7 @@ void vocab_parallel_argmax(ProcessGrid& grid, VocabSlice const& slice, std::span
 
 VocabBlocks::VocabBlocks(ProcessGrid& grid, Backend& backend, int blocks, std::int64_t block_numel, DType precision,
                          DType scatter_comm, bool overlap)
-    : grid_(grid),
-      backend_(backend),
-      precision_(precision),
-      scatter_comm_(scatter_comm),
-      overlap_(overlap),
+    : grid_(grid), backend_(backend), precision_(precision), scatter_comm_(scatter_comm), overlap_(overlap),
       z_split_(grid.size(Axis::z) > 1),
       scatter_staging_({at_least_one(scatter_staging_numel(grid.size(Axis::z), block_numel, scatter_comm))},
                        DType::bf16, backend.memory()) {
@@ -129,11 +125,13 @@ void VocabBlocks::start_gradient(int which, float* shard_gradient, std::int64_t 
     // bytes suffice in bf16 too).
     auto* gathered = static_cast<float*>(gathered_[which].raw_data());
     bool const add = write == GradWrite::accumulate;
-    bfloat16* sent = scatter_staging_.data<bfloat16>();
+    Communicator& z = grid_.comm(Group::z);
+    // Where the sum rounds, the staging copy holds the block in bf16, then the shard that arrives.
+    bfloat16* sent = rounds(z, scatter_comm_) ? scatter_staging_.data<bfloat16>() : nullptr;
     Scatter& scatter = scatters_[which];
-    scatter.sum = start_rounded_reduce_scatter(
-        backend_, grid_.comm(Group::z), scatter_comm_, gradients_[which].data<float>(), add ? gathered : shard_gradient,
-        static_cast<std::size_t>(shard_numel), sent, sent + shard_numel * grid_.size(Axis::z));
+    scatter.sum = start_rounded_reduce_scatter(backend_, z, scatter_comm_, gradients_[which].data<float>(),
+                                               add ? gathered : shard_gradient, static_cast<std::size_t>(shard_numel),
+                                               sent, sent ? sent + shard_numel * z.size() : nullptr);
     scatter.shard_gradient = add ? shard_gradient : nullptr;
     scatter.shard_numel = shard_numel;
 }

@@ -26,11 +26,7 @@ int saved_step(TrainOptions const& options, std::optional<CheckpointReader> cons
 CheckpointPolicy::CheckpointPolicy(TrainOptions const& options, Decoder& model, AdamW& optimizer,
                                    DataLoader const& loader, std::optional<CheckpointReader> const& resumed,
                                    int start_step, bool leader)
-    : options_(options),
-      model_(model),
-      optimizer_(optimizer),
-      loader_(loader),
-      leader_(leader),
+    : options_(options), model_(model), optimizer_(optimizer), loader_(loader), leader_(leader),
       last_saved_(saved_step(options, resumed, start_step)) {
     // A run that keeps checkpoints saves one and stops cleanly when the scheduler signals.
     if (!options.ckpt_dir.empty()) stop_signals_.emplace();

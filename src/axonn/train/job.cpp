@@ -16,8 +16,7 @@ bool world_leader() {
 }  // namespace
 
 Job::Job(StepOptions& run, JobGrid const& grid)
-    : run_(run),
-      backend_(make_step_backend(run, world_leader())),
+    : run_(run), backend_(make_step_backend(run, world_leader())),
       grid_(std::make_unique<ProcessGrid>(
           MPI_COMM_WORLD, grid.shape, parse_axis_order(grid.order),
           CommOptions{.debug_collectives = grid.debug_collectives, .device = device_communication(*backend_)})) {}

@@ -133,6 +133,8 @@ struct TrainingRun {
     // The weights the run starts from: the RNG's, then a resumed checkpoint's (everything, bit for bit) or
     // --init-from's.
     void load_start();
+    // The GEMM rate in the run's precision, measured now: MFU's denominator.
+    void measure_gemm_rate();
     void print_banner();
 
     TrainOptions const& options;
@@ -148,6 +150,7 @@ struct TrainingRun {
     AdamW optimizer;
     int start_step = 0;
     double restore_seconds = 0;
+    GemmRateMeasurement gemm_rate{};
     double peak_flops = 0;  // the MFU denominator: the measured GEMM rate of every core or GPU of the run
 };
 
@@ -180,10 +183,7 @@ std::unique_ptr<TraceFile> open_trace(TrainOptions const& options, ProcessGrid& 
 
 TrainingRun::TrainingRun(TrainOptions& options_, std::unique_ptr<Tokenizer> tokenizer_,
                          std::optional<CheckpointReader> resumed_)
-    : options(options_),
-      tokenizer(std::move(tokenizer_)),
-      resumed(std::move(resumed_)),
-      leader(is_world_leader()),
+    : options(options_), tokenizer(std::move(tokenizer_)), resumed(std::move(resumed_)), leader(is_world_leader()),
       job(options_.run, {options_.grid, options_.grid_order, options_.debug_collectives}),
       data(options_, ShardTokenizer{tokenizer->name(), tokenizer->vocab_size()}),
       ckpt_lock(lock_checkpoint_folder(options_, leader)),
@@ -204,9 +204,12 @@ void TrainingRun::load_start() {
     }
 }
 
-void TrainingRun::print_banner() {
-    GemmRateMeasurement const gemm_rate = job.backend().measure_gemm_rate();
+void TrainingRun::measure_gemm_rate() {
+    gemm_rate = job.backend().measure_gemm_rate();
     peak_flops = gemm_rate.flops_per_s * (gemm_rate.per_core ? options.threads : 1) * job.grid().world_size();
+}
+
+void TrainingRun::print_banner() {
     if (!leader) return;
     print_training_banner(
         options, {model, job.grid(), job.backend(), gemm_rate, data, *tokenizer, resumed, start_step, restore_seconds});
@@ -418,6 +421,7 @@ TrainSummary run_training(TrainOptions options) {
     settle_grid(options);
     TrainingRun run(options, std::move(tokenizer), std::move(resumed));
     run.load_start();
+    run.measure_gemm_rate();
     run.print_banner();
     return train(run);
 }

@@ -77,8 +77,7 @@ std::optional<DataLoader> open_validation(TrainOptions const& options, ShardToke
 
 TrainingData::TrainingData(TrainOptions const& options, ShardTokenizer const& tokenizer)
     : train(training_path(options), options.batch, options.seq, tokenizer),
-      val(open_validation(options, tokenizer, train)),
-      batch(options, train.has_loss_mask()),
+      val(open_validation(options, tokenizer, train)), batch(options, train.has_loss_mask()),
       loss_mask(options.goldfish.enabled() || train.has_loss_mask() ? batch.tokens.size() : 0) {
     if (val) val_batch.emplace(options, val->has_loss_mask());
 }

@@ -21,8 +21,7 @@ struct BatchBuffers {
     std::vector<float> loss_mask;
 
     BatchBuffers(TrainOptions const& options, bool masked)
-        : tokens(static_cast<std::size_t>(options.batch) * options.seq),
-          targets(tokens.size()),
+        : tokens(static_cast<std::size_t>(options.batch) * options.seq), targets(tokens.size()),
           loss_mask(masked ? tokens.size() : 0) {}
     float* mask() { return loss_mask.empty() ? nullptr : loss_mask.data(); }
 };

@@ -24,26 +24,19 @@ void check(ncclResult_t status, char const* what) {
 
 ncclDataType_t nccl_type(DType element) {
     switch (element) {
-        case DType::f32:
-            return ncclFloat32;
-        case DType::f64:
-            return ncclFloat64;
-        case DType::bf16:
-            return ncclBfloat16;
-        case DType::i32:
-            break;
+        case DType::f32: return ncclFloat32;
+        case DType::f64: return ncclFloat64;
+        case DType::bf16: return ncclBfloat16;
+        case DType::i32: break;
     }
     fail("NCCL collectives here move f32, f64 or bf16, not {}", dtype_name(element));
 }
 
 ncclRedOp_t nccl_op(Reduction reduction) {
     switch (reduction) {
-        case Reduction::sum:
-            return ncclSum;
-        case Reduction::max:
-            return ncclMax;
-        case Reduction::min:
-            return ncclMin;
+        case Reduction::sum: return ncclSum;
+        case Reduction::max: return ncclMax;
+        case Reduction::min: return ncclMin;
     }
     fail("unknown device reduction {}", static_cast<int>(reduction));
 }

@@ -1,6 +1,5 @@
 #include "axonn/kernels/cpu/attention.h"
 
-#include "axonn/kernels/cpu/bf16.h"
 #include "axonn/kernels/cpu/gemm.h"
 #include "axonn/kernels/cpu/tile_gemm.h"
 #include "axonn/kernels/cpu/vector_math.h"

@@ -1,6 +1,5 @@
 #include "axonn/kernels/cpu/linear.h"
 
-#include "axonn/kernels/cpu/bf16.h"
 #include "axonn/kernels/cpu/gemm.h"
 
 namespace axonn::cpu {
