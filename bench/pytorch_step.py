@@ -29,7 +29,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
 import gpt2_reference as ref  # noqa: E402
 
-# axonn's GPT-2 presets (src/axonn/model/gpt_config.cpp): layers, heads, width, context; GPT-2's vocabulary,
+# axonn's GPT-2 presets (src/axonn/families/gpt2/gpt2_config.cpp): layers, heads, width, context; GPT-2's vocabulary,
 # padded to a multiple of 64 as axonn pads it.
 MODELS = {
     name: dict(n_layer=L, n_head=NH, n_embd=C, vocab_size=50257, padded_vocab_size=50304, block_size=maxT)

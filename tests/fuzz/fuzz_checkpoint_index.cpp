@@ -1,5 +1,5 @@
 // Fuzzes axonn::parse_checkpoint_index (src/axonn/checkpoint/checkpoint_index.cpp), the check of a checkpoint's
-// index.json, and through it GptConfig::validate() (src/axonn/model/gpt_config.cpp).
+// index.json, and through it GptConfig::validate() (src/axonn/families/gpt2/gpt2_config.cpp).
 //
 // Input: the text of an index.json.
 //

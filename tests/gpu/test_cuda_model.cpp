@@ -10,10 +10,10 @@
 // compounded by the backward).
 //
 // Skipped, and counted as skipped, where no CUDA GPU is visible.
+#include "axonn/families/gpt2/gpt2_parameters.h"
 #include "axonn/kernels/backend.h"
 #include "axonn/kernels/cuda/gpu_choice.h"
 #include "axonn/model/decoder.h"
-#include "axonn/model/gpt_parameters.h"
 #include "axonn/parallel/device_communication.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/train_step.h"
@@ -38,7 +38,7 @@ Architecture tiny_gpt2_wide_heads() {
     GptConfig config = gpt_preset("gpt2-tiny");
     config.vocab_size = 100;
     config.n_head = 2;
-    return gpt2_architecture(config);
+    return decoder_architecture(config);
 }
 
 struct Outcome {

@@ -12,8 +12,8 @@
 //     device collective completes through its handle, so a blocking MPI all-reduce (MPI_Allreduce) becomes a
 //     non-blocking one (MPI_Iallreduce), which may add in another order; 1e-5 is the bound of grid against serial;
 //   - with bf16 gradient communication, the bf16 collectives take the device's way too (same checks).
+#include "axonn/families/gpt2/gpt2_parameters.h"
 #include "axonn/model/decoder.h"
-#include "axonn/model/gpt_parameters.h"
 #include "axonn/parallel/shard_layout.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/train_step.h"
@@ -45,13 +45,13 @@ void PrintTo(DeviceCase const& c, std::ostream* out) { *out << c.family << " on 
 
 std::vector<DeviceCase> every_case() {
     std::vector<DeviceCase> cases;
-    for (auto const& [family, architecture] : {std::pair{std::string("gpt2"), gpt2_architecture(testing::micro_model())},
-                                               std::pair{std::string("llama"), llama_architecture(testing::micro_llama())}}) {
+    for (auto const& [family, architecture] : {std::pair{std::string("gpt2"), decoder_architecture(testing::micro_model())},
+                                               std::pair{std::string("llama"), decoder_architecture(testing::micro_llama())}}) {
         for (GridShape const& grid : valid_grids(architecture.declarations, testing::world_size(), batch)) {
             cases.push_back({family, architecture, grid, DType::f32});
         }
     }
-    Architecture const gpt2 = gpt2_architecture(testing::micro_model());
+    Architecture const gpt2 = decoder_architecture(testing::micro_model());
     cases.push_back({"gpt2_bf16_grad_comm", gpt2, valid_grids(gpt2.declarations, testing::world_size(), batch).back(),
                      DType::bf16});
     return cases;

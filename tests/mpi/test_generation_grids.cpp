@@ -6,9 +6,9 @@
 // taken in chunks of 16. Greedy and sampled (temperature 0.9, top-k 50, top-p 0.9) decoding must give exactly
 // the serial tokens: the logits differ by summation order only, and with untrained weights no two of a
 // position's likely tokens are close enough to swap.
+#include "axonn/families/gpt2/gpt2_parameters.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/generate.h"
-#include "axonn/model/gpt_parameters.h"
 #include "support/micro_model.h"
 
 #include <gtest/gtest.h>

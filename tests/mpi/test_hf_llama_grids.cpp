@@ -1,21 +1,22 @@
 // A Hugging Face Llama folder, written by the PyTorch twin (tests/reference/llama_reference.py --write-hf: random
 // weights under transformers' names, q/k/v and gate/up as separate tensors, in F32 and in BF16), imported onto
-// every grid (each rank reading only its rows, replicas of key/value heads included: checkpoint/hf_llama.h) under
+// every grid (each rank reading only its rows, replicas of key/value heads included: families/llama/hf_llama.h) under
 // mpirun at np 1, 2, 4 and 8: each rank's slice of the logits equals the twin's float64 logits within 1e-5 relative
 // (norm-wise; the fp32 forward's rounding, as the parity test's). The imported model is then saved from that grid
-// as an axonn checkpoint and exported (checkpoint/hf_llama.h, in the folder's own dtype): the export holds every one
+// as an axonn checkpoint and exported (families/llama/hf_llama.h, in the folder's own dtype): the export holds every one
 // of the twin's tensors, of the same name, dtype and shape, byte for byte (import, save and export only copy, and
 // bf16 → fp32 → bf16 is exact).
 #include "axonn/checkpoint/checkpoint_reader.h"
 #include "axonn/checkpoint/checkpoint_writer.h"
-#include "axonn/checkpoint/hf_llama.h"
-#include "axonn/checkpoint/hf_llama_config.h"
+#include "axonn/checkpoint/hf_export.h"
 #include "axonn/core/file_io.h"
+#include "axonn/families/llama/hf_llama.h"
+#include "axonn/families/llama/hf_llama_config.h"
+#include "axonn/families/llama/llama_parameters.h"
 #include "axonn/io/safetensors.h"
 #include "axonn/io/tensor_file.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/decoder.h"
-#include "axonn/model/llama/llama_parameters.h"
 #include "axonn/train/train_step.h"
 #include "support/micro_model.h"
 #include "support/temp_dir.h"
@@ -125,7 +126,7 @@ struct ImportedModel {
     ImportedModel(std::filesystem::path const& dir, GridShape const& shape)
         : config(read_hf_llama_config(dir)),
           grid(MPI_COMM_WORLD, shape, parse_axis_order("x,y,z,data")),
-          model(llama_architecture(config), backend, grid, batch / shape.batch_replicas(), seq) {
+          model(decoder_architecture(config), backend, grid, batch / shape.batch_replicas(), seq) {
         HfLlamaWeights(dir, config).read_local(model.layout(), model.params());
     }
 };
@@ -189,7 +190,7 @@ TEST_P(HfLlamaOnGrid, ExportOfItsCheckpointHoldsTheTwinsTensorsBitForBit) {
     if (imported.grid.rank() != 0) return;
     CheckpointReader checkpoint(saved);
     std::filesystem::path const exported_to = folder.path() / "export" / case_name;
-    export_hf_llama(checkpoint, exported_to, bf16 ? DType::bf16 : DType::f32);
+    export_hf(checkpoint, exported_to, bf16 ? DType::bf16 : DType::f32);
     auto const original = safetensors_contents(folder.path() / "hf" / "model.safetensors");
     auto const exported = safetensors_contents(exported_to / "model.safetensors");
     EXPECT_EQ(exported.size(), original.size());

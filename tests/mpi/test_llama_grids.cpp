@@ -8,7 +8,7 @@
 //   - with --grad-comm bf16, every gradient within 1e-2 (the bound of test_model_grids.cpp: bf16 rounding at each
 //     partial sum), and on a grid whose key/value replicas are summed over Y (y > 2), qkvw's gradient shows that
 //     rounding (above 1e-5): the replicas' sum moves bf16 too.
-#include "axonn/model/llama/llama_parameters.h"
+#include "axonn/families/llama/llama_parameters.h"
 #include "axonn/train/parity.h"
 #include "support/micro_model.h"
 

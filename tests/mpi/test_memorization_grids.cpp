@@ -4,10 +4,10 @@
 // over Y). The greedy suffixes are
 // the same tokens, and the teacher-forced losses within 1e-5 relative (the logits differ by summation order only;
 // with untrained weights no two of a position's largest logits are close enough to swap).
+#include "axonn/families/gpt2/gpt2_parameters.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/memorization/extraction.h"
 #include "axonn/memorization/markov_corpus.h"
-#include "axonn/model/gpt_parameters.h"
 #include "support/micro_model.h"
 
 #include <gtest/gtest.h>

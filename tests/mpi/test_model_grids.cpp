@@ -13,11 +13,11 @@
 // Assertions are EXPECT_: a rank that left a test early would leave the others waiting in a collective.
 #include "axonn/core/error.h"
 #include "axonn/core/rng.h"
+#include "axonn/families/gpt2/gpt2_parameters.h"
 #include "axonn/kernels/cpu/gemm.h"
 #include "axonn/kernels/cpu/linear.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/parallel/linear.h"
-#include "axonn/model/gpt_parameters.h"
 #include "axonn/parallel/weight_gather.h"
 #include "axonn/train/parity.h"
 #include "support/micro_model.h"

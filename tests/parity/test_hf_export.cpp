@@ -5,8 +5,9 @@
 // 1e-5 relative (norm-wise over the real vocabulary's columns); fp32 rounding alone measures 2.4e-7.
 #include "axonn/checkpoint/checkpoint_reader.h"
 #include "axonn/checkpoint/checkpoint_writer.h"
-#include "axonn/checkpoint/hf_gpt2.h"
+#include "axonn/checkpoint/hf_export.h"
 #include "axonn/core/rng.h"
+#include "axonn/families/gpt2/hf_gpt2.h"
 #include "axonn/io/tensor_file.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/decoder.h"
@@ -35,7 +36,7 @@ TEST(HuggingFaceExport, LogitsOfTheExportInPyTorchMatchAxonns) {
 
     save_checkpoint(serial, config, {model.param_values(), {}, {}}, 0, nullptr, {dir / "ckpt"});
     CheckpointReader checkpoint(dir / "ckpt" / "step_00000000");
-    export_hf_gpt2(checkpoint, dir / "hf");
+    export_hf(checkpoint, dir / "hf");
 
     std::vector<std::int32_t> tokens(B * T);
     for (std::size_t i = 0; i < tokens.size(); ++i) {

@@ -8,11 +8,11 @@
 // ≈3e-7, ≤8e-7 and ≤1e-7, so the bounds below are tightened to leave ~7× headroom and no more:
 //   logits (norm-wise) and loss: 2e-6 relative; every gradient tensor: 5e-6; each of the 10 losses: 1e-5.
 #include "axonn/core/rng.h"
+#include "axonn/families/gpt2/gpt2_parameters.h"
+#include "axonn/families/llama/llama_parameters.h"
 #include "axonn/io/tensor_file.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/decoder.h"
-#include "axonn/model/gpt_parameters.h"
-#include "axonn/model/llama/llama_parameters.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/schedule.h"
 #include "axonn/train/train_step.h"
@@ -191,7 +191,7 @@ TEST_F(PytorchParity, LogitsLossGradientsAndTenAdamWSteps) {
     expect_adamw_steps_match(model, backend, view, reference);
 }
 
-// Llama (model/llama/) against its float64 twin written from Hugging Face's modeling_llama: RMSNorm, rotary
+// Llama (families/llama/) against its float64 twin written from Hugging Face's modeling_llama: RMSNorm, rotary
 // embeddings with Llama 3's scaling, grouped-query attention, SwiGLU and the untied LM head, on the same batch.
 // Norm gains are drawn around 1 rather than left at 1, so that their gradients and use are checked too; then ten
 // AdamW steps on the same batch. Tolerances as GPT-2's above (the same kernels' fp32 rounding).
@@ -199,7 +199,7 @@ TEST_F(PytorchParity, LlamaLogitsLossGradientsAndTenAdamWSteps) {
     LlamaConfig const config = testing::parity_llama_config();
     CpuBackend backend;
     ProcessGrid serial(MPI_COMM_SELF, GridShape{});
-    Decoder model(llama_architecture(config), backend, serial, batch_size, seq_len);
+    Decoder model(decoder_architecture(config), backend, serial, batch_size, seq_len);
     model.init_weights(4321);
     for (LlamaParam norm : {LlamaParam::ln1w, LlamaParam::ln2w, LlamaParam::lnfw}) {
         float* gains = model.param(norm);

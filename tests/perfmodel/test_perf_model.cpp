@@ -11,9 +11,9 @@
 //     layer recorded during one train_step;
 //   - memory: the predicted bytes of the model, its gradients, AdamW and all buffers are within 10% of the peak
 //     that axonn's tensors really held (the allocator's high-water mark).
+#include "axonn/families/llama/llama_parameters.h"
 #include "axonn/kernels/backend.h"
 #include "axonn/model/decoder.h"
-#include "axonn/model/llama/llama_parameters.h"
 #include "axonn/perf/memory_model.h"
 #include "axonn/perf/traffic_model.h"
 #include "axonn/train/optimizer.h"
@@ -108,7 +108,7 @@ TEST_P(PerfModelOnGrid, PredictedTrafficEqualsMeasuredAndMemoryWithinTenPercent)
     if (!fallback.empty()) GTEST_SKIP() << "no bf16 GEMM here: " << fallback;
     Backend& backend = *backend_owner;
     std::optional<Architecture> const llama =
-        run_case.llama ? std::optional(llama_architecture(testing::micro_llama())) : std::nullopt;
+        run_case.llama ? std::optional(decoder_architecture(testing::micro_llama())) : std::nullopt;
     if (llama) {
         if (auto const problem = grid_problem(llama->declarations, shape, batch)) GTEST_SKIP() << *problem;
     }

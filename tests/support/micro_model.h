@@ -3,8 +3,8 @@
 #pragma once
 
 #include "axonn/comm/grid.h"
-#include "axonn/model/gpt_config.h"
-#include "axonn/model/llama/llama_config.h"
+#include "axonn/families/gpt2/gpt2_config.h"
+#include "axonn/families/llama/llama_config.h"
 
 #include <gtest/gtest.h>
 #include <mpi.h>

@@ -2,8 +2,8 @@
 // of 24, 2 layers, context 24), so that no power of two hides a layout mistake.
 #pragma once
 
-#include "axonn/model/gpt_config.h"
-#include "axonn/model/llama/llama_config.h"
+#include "axonn/families/gpt2/gpt2_config.h"
+#include "axonn/families/llama/llama_config.h"
 
 namespace axonn::testing {
 

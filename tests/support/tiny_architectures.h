@@ -1,11 +1,11 @@
 // The small models that tests run in either family, named for parameterised suites.
 #pragma once
 
+#include "axonn/families/gpt2/gpt2_config.h"
+#include "axonn/families/gpt2/gpt2_parameters.h"
+#include "axonn/families/llama/llama_config.h"
+#include "axonn/families/llama/llama_parameters.h"
 #include "axonn/model/architecture.h"
-#include "axonn/model/gpt_config.h"
-#include "axonn/model/gpt_parameters.h"
-#include "axonn/model/llama/llama_config.h"
-#include "axonn/model/llama/llama_parameters.h"
 
 #include <ostream>
 #include <string>
@@ -22,9 +22,9 @@ struct ArchitectureCase {
 inline Architecture tiny_gpt2() {
     GptConfig config = gpt_preset("gpt2-tiny");
     config.vocab_size = 100;
-    return gpt2_architecture(config);
+    return decoder_architecture(config);
 }
 
-inline Architecture tiny_llama() { return llama_architecture(llama_preset("llama-tiny")); }
+inline Architecture tiny_llama() { return decoder_architecture(llama_preset("llama-tiny")); }
 
 }  // namespace axonn::testing

@@ -7,10 +7,11 @@
 #include "axonn/checkpoint/checkpoint_dir.h"
 #include "axonn/checkpoint/checkpoint_reader.h"
 #include "axonn/checkpoint/checkpoint_writer.h"
-#include "axonn/checkpoint/hf_gpt2.h"
-#include "axonn/checkpoint/hf_safetensors.h"
+#include "axonn/checkpoint/hf_export.h"
 #include "axonn/core/error.h"
 #include "axonn/core/rng.h"
+#include "axonn/families/gpt2/hf_gpt2.h"
+#include "axonn/io/hf_safetensors.h"
 #include "axonn/io/safetensors.h"
 #include "axonn/io/token_shard.h"
 #include "axonn/train/checkpointing.h"
@@ -403,7 +404,7 @@ TEST(HuggingFace, ImportThenExportGivesTheSameTensors) {
     SerialState state(7);
     fs::path const saved = save_checkpoint(state.grid, byte_micro(), {state.params, {}, {}}, 0, nullptr, {dir / "a"});
     CheckpointReader original(saved);
-    export_hf_gpt2(original, dir / "hf");
+    export_hf(original, dir / "hf");
 
     GptConfig const config = read_hf_gpt2_config(dir / "hf");
     EXPECT_TRUE(model_differences(config, byte_micro()).empty()) << model_differences(config, byte_micro());
@@ -418,7 +419,7 @@ TEST(HuggingFace, ImportThenExportGivesTheSameTensors) {
     }
     fs::path const again = save_checkpoint(state.grid, config, {imported, {}, {}}, 0, nullptr, {dir / "b"});
     CheckpointReader reimported(again);
-    export_hf_gpt2(reimported, dir / "hf2");
+    export_hf(reimported, dir / "hf2");
     EXPECT_TRUE(read_bytes(dir / "hf" / "model.safetensors") == read_bytes(dir / "hf2" / "model.safetensors"));
     EXPECT_EQ(read_bytes(dir / "hf" / "config.json"), read_bytes(dir / "hf2" / "config.json"));
 }
@@ -458,7 +459,7 @@ TEST(HuggingFace, EachRankReadsItsShardsOfOneFileOrOfShards) {
     SerialState state(7);
     fs::path const saved = save_checkpoint(state.grid, byte_micro(), {state.params, {}, {}}, 0, nullptr, {dir / "a"});
     CheckpointReader checkpoint(saved);
-    export_hf_gpt2(checkpoint, dir / "hf");
+    export_hf(checkpoint, dir / "hf");
     shard_hf_folder(dir / "hf", dir / "sharded");
     GptConfig const config = read_hf_gpt2_config(dir / "sharded");
     GridShape const shape{.z = 2, .y = 2, .x = 2};
@@ -493,7 +494,7 @@ TEST(HuggingFace, HostileWeightIndexIsRefused) {
     SerialState state(7);
     CheckpointReader checkpoint(
         save_checkpoint(state.grid, byte_micro(), {state.params, {}, {}}, 0, nullptr, {dir / "ckpt"}));
-    export_hf_gpt2(checkpoint, dir / "hf");
+    export_hf(checkpoint, dir / "hf");
     json const good = shard_hf_folder(dir / "hf", dir / "sharded");
     struct HostileIndex {
         char const* name;
@@ -539,7 +540,7 @@ TEST(HuggingFace, ModelsAxonnCannotReproduceAreRefused) {
     SerialState state(7);
     CheckpointReader checkpoint(
         save_checkpoint(state.grid, byte_micro(), {state.params, {}, {}}, 0, nullptr, {dir / "ckpt"}));
-    export_hf_gpt2(checkpoint, dir / "good");
+    export_hf(checkpoint, dir / "good");
     std::vector<HostileModel> const cases = {
         {"llama", [](json& c) { c["model_type"] = "llama"; }, "describes model_type \"llama\""},
         {"bert", [](json& c) { c["model_type"] = "bert"; }, "axonn reads GPT-2 (gpt2) and Llama (llama) models"},

@@ -1,6 +1,7 @@
 // Training on fine-tuning records (prepare --format jsonl) counts only the response targets: a step's loss is the
 // mean of the per-token losses over the targets the loader's mask keeps, its gradient does not depend on what the
 // prompt targets are, and a batch with no response target is a step of loss 0 and gradient 0, not NaN.
+#include "axonn/families/gpt2/gpt2_config.h"
 #include "axonn/io/prepare.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/decoder.h"

@@ -9,6 +9,7 @@
 //   - the sampling options: top-k 1 and a tiny top-p are greedy at any temperature, the draws follow the seed,
 //     a stop token ends a continuation and is kept, and no new tokens means none.
 #include "axonn/core/error.h"
+#include "axonn/families/gpt2/gpt2_config.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/generate.h"
 #include "support/micro_model.h"

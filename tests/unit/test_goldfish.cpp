@@ -9,6 +9,7 @@
 // The same masks and losses on every grid are checked in tests/mpi/test_model_grids.cpp.
 #include "axonn/core/error.h"
 #include "axonn/core/rng.h"
+#include "axonn/families/gpt2/gpt2_config.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/decoder.h"
 #include "axonn/train/goldfish.h"

@@ -2,10 +2,10 @@
 // GPT-2's initialisation statistics, padding rows kept at zero, a tiny model learning a fixed batch, and mixed
 // precision (bf16 GEMMs) against fp32.
 #include "axonn/core/error.h"
+#include "axonn/families/gpt2/gpt2_parameters.h"
 #include "axonn/kernels/cpu/gemm.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/decoder.h"
-#include "axonn/model/gpt_parameters.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/train_step.h"
 
@@ -58,8 +58,8 @@ TEST(GptConfig, RefusesSizesBeyondSixtyFourBits) {
     EXPECT_NO_THROW(config.validate());
     // ...but the L·B·T·32C activation values of 2^20 such sequences would overflow the sizes: refused, not
     // wrapped around.
-    EXPECT_THROW(gpt_memory(config, GridShape{}, 1 << 20, 1 << 17), Error);
-    EXPECT_NO_THROW(gpt_memory(gpt_preset("gpt2-small"), GridShape{}, 8, 1024));
+    EXPECT_THROW(decoder_memory(decoder_architecture(config), GridShape{}, 1 << 20, 1 << 17), Error);
+    EXPECT_NO_THROW(decoder_memory(decoder_architecture(gpt_preset("gpt2-small")), GridShape{}, 8, 1024));
 }
 
 TEST(Decoder, InitialisationFollowsGpt2) {

@@ -1,4 +1,4 @@
-// Hugging Face Llama weights (checkpoint/hf_llama.h) from a folder axonn exported itself: a micro Llama's random
+// Hugging Face Llama weights (families/llama/hf_llama.h) from a folder axonn exported itself: a micro Llama's random
 // weights (vocabulary 300 padded to 320) saved serially as a checkpoint and exported in F32.
 //   - The export reads back as the checkpoint's weights, bit for bit, the vocabulary's padding rows as zeros (they
 //     are not stored), and its config.json as the same model.
@@ -7,12 +7,13 @@
 //     read; and `axonn import` ends with that line and status 1.
 #include "axonn/checkpoint/checkpoint_reader.h"
 #include "axonn/checkpoint/checkpoint_writer.h"
-#include "axonn/checkpoint/hf_llama.h"
-#include "axonn/checkpoint/hf_llama_config.h"
+#include "axonn/checkpoint/hf_export.h"
 #include "axonn/core/file_io.h"
 #include "axonn/core/rng.h"
+#include "axonn/families/llama/hf_llama.h"
+#include "axonn/families/llama/hf_llama_config.h"
+#include "axonn/families/llama/llama_parameters.h"
 #include "axonn/io/safetensors.h"
-#include "axonn/model/llama/llama_parameters.h"
 #include "support/error_of.h"
 #include "support/micro_model.h"
 #include "support/temp_dir.h"
@@ -63,7 +64,7 @@ protected:
     void SetUp() override {
         fill_normal(params_, {77, 1}, 0, 0.0f, 0.05f);
         CheckpointReader checkpoint(save_checkpoint(grid_, config_, {params_, {}, {}}, 0, nullptr, {dir() / "ckpt"}));
-        export_hf_llama(checkpoint, dir() / "good", DType::f32);
+        export_hf(checkpoint, dir() / "good", DType::f32);
     }
     fs::path const& dir() const { return temp_dir_.path(); }
 
@@ -77,7 +78,7 @@ protected:
 TEST_F(HfLlama, AnExportReadsBackAsItsCheckpoint) {
     LlamaConfig const read = read_hf_llama_config(dir() / "good");
     EXPECT_EQ(read.parameter_count(), config_.parameter_count());
-    EXPECT_EQ(llama_architecture(read).rope_inv_freq, llama_architecture(config_).rope_inv_freq);
+    EXPECT_EQ(decoder_architecture(read).rope_inv_freq, decoder_architecture(config_).rope_inv_freq);
     std::vector<float> loaded(params_.size(), -1.0f);
     HfLlamaWeights(dir() / "good", read).read_local(layout_, loaded);
     std::vector<float> expected = params_;

@@ -1,6 +1,6 @@
 // Hugging Face's Llama config.json: Llama 3.1 8B's published file reads as the llama3.1-8b preset, field for field;
 // every config axonn cannot reproduce, or does not know, is refused with one line naming the field.
-#include "axonn/checkpoint/hf_llama_config.h"
+#include "axonn/families/llama/hf_llama_config.h"
 
 #include "support/error_of.h"
 

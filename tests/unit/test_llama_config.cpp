@@ -4,8 +4,8 @@
 // the valid grids follow the declarations: Y must divide the 8 key/value heads of Llama 3.1 8B, so y = 16 is
 // refused naming them while y = 8 fits.
 #include "axonn/core/error.h"
-#include "axonn/model/llama/llama_config.h"
-#include "axonn/model/llama/llama_parameters.h"
+#include "axonn/families/llama/llama_config.h"
+#include "axonn/families/llama/llama_parameters.h"
 
 #include "support/error_of.h"
 

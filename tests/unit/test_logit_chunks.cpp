@@ -8,10 +8,11 @@
 // and a chunked model keeps no logits, refuses a forward without targets of more rows than it holds, and the
 // memory model counts one chunk of logits. (Grids: tests/mpi/test_model_grids.cpp; traffic: the perfmodel tests.)
 #include "axonn/core/error.h"
+#include "axonn/families/gpt2/gpt2_config.h"
+#include "axonn/families/llama/llama_parameters.h"
 #include "axonn/kernels/cpu/gemm.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/decoder.h"
-#include "axonn/model/llama/llama_parameters.h"
 #include "support/micro_model.h"
 #include "support/relative_difference.h"
 
@@ -72,7 +73,7 @@ protected:
         int const rows_per_pass = B / c.passes;
         DecoderOptions const options{.recompute = c.recompute, .precision = c.precision, .logit_rows = logit_rows};
         Decoder model =
-            c.llama ? Decoder(llama_architecture(testing::micro_llama()), backend, serial_, rows_per_pass, T, options)
+            c.llama ? Decoder(decoder_architecture(testing::micro_llama()), backend, serial_, rows_per_pass, T, options)
                     : Decoder(testing::micro_model(), backend, serial_, rows_per_pass, T, options);
         model.init_weights(11);
         std::vector<Batch> passes;
@@ -151,12 +152,12 @@ TEST(LogitChunks, AChunkedModelHoldsNoLogitsAndRefusesAForwardWithoutTargets) {
 TEST(LogitChunks, MemoryModelCountsOneChunkOfLogits) {
     GptConfig const config = testing::micro_model();
     std::int64_t const Vp = config.padded_vocab_size();
-    DecoderMemory const whole = gpt_memory(config, GridShape{}, B, T);
-    DecoderMemory const chunked = gpt_memory(config, GridShape{}, B, T, DecoderOptions{.logit_rows = 5});
+    DecoderMemory const whole = decoder_memory(decoder_architecture(config), GridShape{}, B, T);
+    DecoderMemory const chunked = decoder_memory(decoder_architecture(config), GridShape{}, B, T, DecoderOptions{.logit_rows = 5});
     EXPECT_EQ(whole.activation_bytes - chunked.activation_bytes, (B * T - 5) * Vp * 4);
     EXPECT_EQ(whole.total() - chunked.total(), (B * T - 5) * Vp * 4);
     // More rows than the pass has: all of them, as without chunks.
-    EXPECT_EQ(gpt_memory(config, GridShape{}, B, T, DecoderOptions{.logit_rows = 1000}).total(), whole.total());
+    EXPECT_EQ(decoder_memory(decoder_architecture(config), GridShape{}, B, T, DecoderOptions{.logit_rows = 1000}).total(), whole.total());
 }
 
 }  // namespace

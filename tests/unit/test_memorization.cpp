@@ -12,10 +12,11 @@
 //   - the smoke study (--quick): standard exact match at 32 repetitions above Goldfish's, held-out losses within
 //     0.1 nats (the protocol's smoke criteria), and its output files.
 #include "axonn/core/error.h"
+#include "axonn/families/gpt2/gpt2_config.h"
 #include "axonn/kernels/cpu_backend.h"
+#include "axonn/memorization/eval_documents.h"
 #include "axonn/memorization/extraction.h"
 #include "axonn/memorization/markov_corpus.h"
-#include "axonn/memorization/eval_documents.h"
 #include "axonn/memorization/real_text.h"
 #include "axonn/memorization/study.h"
 #include "axonn/memorization/study_corpus.h"

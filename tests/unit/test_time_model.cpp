@@ -1,6 +1,7 @@
 // The time model's pieces against numbers worked out by hand, and the planner's choices on a made-up machine
 // whose numbers make the right answer obvious.
 #include "axonn/core/error.h"
+#include "axonn/families/gpt2/gpt2_config.h"
 #include "axonn/perf/planner.h"
 #include "axonn/perf/weak_scaling.h"
 
@@ -368,7 +369,7 @@ TEST(Planner, HardwareFlopsFollowMegatronsFormula) {
     config.n_embd = 64;
     config.n_head = 4;
     config.vocab_size = 320;
-    Architecture const model = gpt2_architecture(config);
+    Architecture const model = decoder_architecture(config);
     EXPECT_DOUBLE_EQ(model.hardware_flops_per_step(4, 32, false), 97517568.0);
     EXPECT_DOUBLE_EQ(model.hardware_flops_per_step(4, 32, true), 124780544.0);
     EXPECT_DOUBLE_EQ(model.hardware_flops_per_step(4, 32, true) - model.hardware_flops_per_step(4, 32, false),
@@ -408,7 +409,7 @@ TEST(Planner, ReportsModelAndHardwareFlops) {
     request.machine = toy_machine();
     PlanCandidate const best = plan_grids(request).front();
     ASSERT_FALSE(best.excluded.has_value()) << *best.excluded;
-    double const hardware = gpt2_architecture(request.model).hardware_flops_per_step(64, 2048, true);
+    double const hardware = decoder_architecture(request.model).hardware_flops_per_step(64, 2048, true);
     EXPECT_DOUBLE_EQ(best.hardware_flops_per_s, hardware / best.time.time_s);
     EXPECT_DOUBLE_EQ(best.hardware_pct_peak / best.pct_peak, best.hardware_flops_per_s / best.flops_per_s);
     EXPECT_GT(best.hardware_flops_per_s, best.flops_per_s);  // the recomputed forward counts

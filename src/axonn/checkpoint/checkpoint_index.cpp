@@ -1,8 +1,9 @@
 #include "axonn/checkpoint/checkpoint_index.h"
 
-#include "axonn/checkpoint/hf_llama_config.h"
 #include "axonn/core/error.h"
 #include "axonn/core/json_depth.h"
+#include "axonn/core/json_fields.h"
+#include "axonn/families/registry.h"
 
 #include <fmt/format.h>
 
@@ -15,27 +16,6 @@ using nlohmann::json;
 
 constexpr char const* format_name = "axonn-checkpoint";
 
-json const& field(json const& object, char const* key, std::string_view where) {
-    require(object.is_object() && object.contains(key), "{} has no \"{}\"", where, key);
-    return object[key];
-}
-
-std::int64_t integer(json const& object, char const* key, std::string_view where, std::int64_t low,
-                     std::int64_t high) {
-    json const& value = field(object, key, where);
-    require(value.is_number_integer(), "{}: \"{}\" is not an integer", where, key);
-    // An unsigned value above INT64_MAX reads as negative here, and is refused with the rest.
-    auto const number = value.get<std::int64_t>();
-    require(number >= low && number <= high, "{}: \"{}\" = {} lies outside [{}, {}]", where, key, number, low, high);
-    return number;
-}
-
-std::string text(json const& object, char const* key, std::string_view where) {
-    json const& value = field(object, key, where);
-    require(value.is_string(), "{}: \"{}\" is not a string", where, key);
-    return value.get<std::string>();
-}
-
 // A file name the index may point at: a plain name inside the checkpoint directory.
 void check_file_name(std::string const& name) {
     bool const plain = !name.empty() && name.size() <= 255 && name.find('/') == std::string::npos &&
@@ -47,30 +27,14 @@ void check_file_name(std::string const& name) {
 constexpr std::int64_t max_numel = std::int64_t{1} << 48;
 constexpr int max_dimension = std::numeric_limits<int>::max();
 
-GptConfig parse_gpt2_model(json const& model) {
-    GptConfig config;
-    config.name = text(model, "name", "model");
-    config.vocab_size = static_cast<int>(integer(model, "vocab_size", "model", 1, max_dimension));
-    config.n_layer = static_cast<int>(integer(model, "n_layer", "model", 1, max_dimension));
-    config.n_head = static_cast<int>(integer(model, "n_head", "model", 1, max_dimension));
-    config.n_embd = static_cast<int>(integer(model, "n_embd", "model", 1, max_dimension));
-    config.max_seq = static_cast<int>(integer(model, "max_seq", "model", 1, max_dimension));
-    return config;
-}
-
-LlamaConfig parse_llama_model(json const& model) {
-    LlamaConfig config = parse_hf_llama_config(field(model, "config", "model").dump(), "the index's model config");
-    config.name = text(model, "name", "model");
-    return config;
-}
-
-// A model without "family" is GPT-2 (the indexes written before Llama).
+// A model without "family" is GPT-2's (the indexes written before Llama): the first family registered.
 ModelConfig parse_model(json const& model) {
-    std::string const family = model.is_object() && model.contains("family") ? text(model, "family", "model") : "gpt2";
-    require(family == "gpt2" || family == "llama", "model: unknown family '{}' (axonn knows gpt2 and llama)", family);
-    ModelConfig const config = family == "llama" ? ModelConfig(parse_llama_model(model)) : parse_gpt2_model(model);
+    ModelFamily const& family = model.is_object() && model.contains("family")
+                                    ? model_family(json_text(model, "family", "model"))
+                                    : *model_families().front();
+    ModelConfig const config = family.from_index_json(model);
     config.validate();
-    require(integer(model, "padded_vocab_size", "model", 1, max_dimension) == config.padded_vocab_size(),
+    require(json_integer(model, "padded_vocab_size", "model", 1, max_dimension) == config.padded_vocab_size(),
             "model: padded_vocab_size is not vocab_size rounded up to a multiple of 64");
     return config;
 }
@@ -78,8 +42,8 @@ ModelConfig parse_model(json const& model) {
 StoredTensor parse_tensor(std::string const& name, json const& description,
                           std::map<std::string, StoredFile> const& files) {
     std::string const where = fmt::format("tensor '{}'", name);
-    require(text(description, "dtype", where) == "F32", "{} is not F32", where);
-    json const& shape = field(description, "shape", where);
+    require(json_text(description, "dtype", where) == "F32", "{} is not F32", where);
+    json const& shape = json_field(description, "shape", where);
     require(shape.is_array() && shape.size() <= 8, "{}: shape must be an array of at most 8 sizes", where);
     StoredTensor tensor;
     std::int64_t numel = 1;
@@ -91,12 +55,12 @@ StoredTensor parse_tensor(std::string const& name, json const& description,
         require(!__builtin_mul_overflow(numel, tensor.shape.back(), &numel) && numel <= max_numel,
                 "{} has an absurd shape {}", where, shape.dump());
     }
-    json const& parts = field(description, "parts", where);
+    json const& parts = json_field(description, "parts", where);
     require(parts.is_array(), "{}: parts is not an array", where);
     std::int64_t next = 0;
     for (json const& part : parts) {
-        TensorPart stored{text(part, "file", where), text(part, "name", where),
-                          integer(part, "begin", where, 0, max_numel), integer(part, "count", where, 0, max_numel)};
+        TensorPart stored{json_text(part, "file", where), json_text(part, "name", where),
+                          json_integer(part, "begin", where, 0, max_numel), json_integer(part, "count", where, 0, max_numel)};
         check_file_name(stored.file);
         require(files.contains(stored.file), "{}: its file {} is not in the index's file list", where, stored.file);
         require(stored.begin == next, "{}: its parts do not tile it (a part starts at {}, expected {})", where,
@@ -106,18 +70,6 @@ StoredTensor parse_tensor(std::string const& name, json const& description,
     }
     require(next == numel, "{}: its parts hold {} of its {} elements", where, next, numel);
     return tensor;
-}
-
-json model_json(ModelConfig const& model) {
-    if (LlamaConfig const* llama = model.llama()) {
-        return {{"family", "llama"}, {"name", llama->name}, {"padded_vocab_size", llama->padded_vocab_size()},
-                {"config", hf_llama_config_json(*llama, "float32")}};
-    }
-    GptConfig const& config = *model.gpt();
-    return {{"name", config.name},       {"vocab_size", config.vocab_size},
-            {"padded_vocab_size", config.padded_vocab_size()}, {"n_layer", config.n_layer},
-            {"n_head", config.n_head},   {"n_embd", config.n_embd},
-            {"max_seq", config.max_seq}};
 }
 
 // An index is 5 levels deep (6 with a Llama config), its run state 3; deeper JSON is refused before it is parsed
@@ -133,25 +85,25 @@ CheckpointIndex parse_index_document(std::string_view source) {
             "it has format version {}, and this axonn reads version {}",
             document.contains("version") ? document["version"].dump() : "(none)", checkpoint_format_version);
     CheckpointIndex index;
-    index.step = integer(document, "step", "the index", 0, std::numeric_limits<int>::max());
-    index.model = parse_model(field(document, "model", "the index"));
-    json const& grid = field(document, "grid", "the index");
+    index.step = json_integer(document, "step", "the index", 0, std::numeric_limits<int>::max());
+    index.model = parse_model(json_field(document, "model", "the index"));
+    json const& grid = json_field(document, "grid", "the index");
     constexpr int max_axis = 1 << 20;
-    index.grid = {static_cast<int>(integer(grid, "data", "grid", 1, max_axis)),
-                  static_cast<int>(integer(grid, "z", "grid", 1, max_axis)),
-                  static_cast<int>(integer(grid, "y", "grid", 1, max_axis)),
-                  static_cast<int>(integer(grid, "x", "grid", 1, max_axis))};
-    index.run = field(document, "run", "the index");
+    index.grid = {static_cast<int>(json_integer(grid, "data", "grid", 1, max_axis)),
+                  static_cast<int>(json_integer(grid, "z", "grid", 1, max_axis)),
+                  static_cast<int>(json_integer(grid, "y", "grid", 1, max_axis)),
+                  static_cast<int>(json_integer(grid, "x", "grid", 1, max_axis))};
+    index.run = json_field(document, "run", "the index");
     require(index.run.is_object() || index.run.is_null(), "the index's \"run\" is neither an object nor null");
-    json const& files = field(document, "files", "the index");
+    json const& files = json_field(document, "files", "the index");
     require(files.is_object(), "the index's \"files\" is not an object");
     for (auto const& [name, file] : files.items()) {
         check_file_name(name);
-        auto const bytes = integer(file, "bytes", name, 0, std::numeric_limits<std::int64_t>::max());
-        auto const crc = integer(file, "crc32", name, 0, std::numeric_limits<std::uint32_t>::max());
+        auto const bytes = json_integer(file, "bytes", name, 0, std::numeric_limits<std::int64_t>::max());
+        auto const crc = json_integer(file, "crc32", name, 0, std::numeric_limits<std::uint32_t>::max());
         index.files[name] = {static_cast<std::uint64_t>(bytes), static_cast<std::uint32_t>(crc)};
     }
-    json const& tensors = field(document, "tensors", "the index");
+    json const& tensors = json_field(document, "tensors", "the index");
     require(tensors.is_object(), "the index's \"tensors\" is not an object");
     for (auto const& [name, description] : tensors.items()) {
         index.tensors[name] = parse_tensor(name, description, index.files);
@@ -187,7 +139,7 @@ std::string checkpoint_index_json(CheckpointIndex const& index) {
     json const document = {{"format", format_name},
                            {"version", checkpoint_format_version},
                            {"step", index.step},
-                           {"model", model_json(index.model)},
+                           {"model", family_of(index.model).index_json(index.model)},
                            {"grid", {{"data", index.grid.data}, {"z", index.grid.z}, {"y", index.grid.y},
                                      {"x", index.grid.x}}},
                            {"run", index.run},

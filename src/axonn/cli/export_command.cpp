@@ -1,34 +1,59 @@
-// `axonn export --format hf CKPT OUT`: a checkpoint's weights as a Hugging Face folder, GPT-2 or Llama as the
-// checkpoint's model is.
+// `axonn export --format hf CKPT OUT`: a checkpoint's weights as a Hugging Face folder of the checkpoint's model's
+// family.
 #include "axonn/checkpoint/checkpoint_dir.h"
 #include "axonn/checkpoint/checkpoint_reader.h"
-#include "axonn/checkpoint/hf_gpt2.h"
-#include "axonn/checkpoint/hf_llama.h"
+#include "axonn/checkpoint/hf_export.h"
 #include "axonn/cli/commands.h"
 #include "axonn/comm/grid.h"
 #include "axonn/core/error.h"
+#include "axonn/families/registry.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <mpi.h>
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace axonn {
+namespace {
+
+// "GPT2LMHeadModel.from_pretrained(OUT) or LlamaForCausalLM.from_pretrained(OUT) loads it", and which families
+// --dtype bf16 serves, from the registry.
+std::string export_footer() {
+    std::vector<std::string> loaders, bf16_families;
+    for (ModelFamily const* family : model_families()) {
+        loaders.push_back(fmt::format("{}.from_pretrained(OUT)", family->hf_class));
+        if (family->exports_bf16) bf16_families.emplace_back(family->label);
+    }
+    return fmt::format("OUT receives config.json and model.safetensors with transformers' names and layout:\n"
+                       "{} loads it,\nas the checkpoint's model is. {} weights are written in --dtype (bf16 rounds "
+                       "to nearest\neven, which gives back the very bits of weights imported from bf16). Example:\n"
+                       "  axonn export --format hf runs/ckpt runs/hf-model",
+                       fmt::join(loaders, " or "), fmt::join(bf16_families, " and "));
+}
+
+std::string dtype_help() {
+    std::vector<std::string> bf16_families, f32_families;
+    for (ModelFamily const* family : model_families()) {
+        (family->exports_bf16 ? bf16_families : f32_families).emplace_back(family->label);
+    }
+    return fmt::format("the weights' type for a {}: f32 or bf16 ({} is always f32)", fmt::join(bf16_families, " or "),
+                       fmt::join(f32_families, " or "));
+}
+
+}  // namespace
 
 void add_export_command(CLI::App& app) {
     CLI::App* command = app.add_subcommand("export", "Write a checkpoint's weights in Hugging Face's format");
-    command->footer("OUT receives config.json and model.safetensors with transformers' names and layout:\n"
-                    "GPT2LMHeadModel.from_pretrained(OUT) or LlamaForCausalLM.from_pretrained(OUT) loads it,\n"
-                    "as the checkpoint's model is. Llama weights are written in --dtype (bf16 rounds to nearest\n"
-                    "even, which gives back the very bits of weights imported from bf16). Example:\n"
-                    "  axonn export --format hf runs/ckpt runs/hf-model");
+    command->footer(export_footer());
     auto format = std::make_shared<std::string>("hf");
     auto dtype = std::make_shared<std::string>("f32");
     auto checkpoint = std::make_shared<std::string>();
     auto out = std::make_shared<std::string>();
     command->add_option("--format", *format, "output format: hf (Hugging Face)")->capture_default_str();
-    command->add_option("--dtype", *dtype, "the weights' type for a Llama: f32 or bf16 (GPT-2 is always f32)")
+    command->add_option("--dtype", *dtype, dtype_help())
         ->check(CLI::IsMember({"f32", "bf16"}))
         ->capture_default_str();
     command->add_option("CKPT", *checkpoint, "a checkpoint folder, or a --ckpt-dir (its newest)")->required();
@@ -37,16 +62,13 @@ void add_export_command(CLI::App& app) {
         require_one_process("export");
         if (*format != "hf") throw UsageError(fmt::format("unknown --format {}: export writes hf", *format));
         CheckpointReader reader(resolve_checkpoint(*checkpoint, {}, "CKPT"));
-        if (!reader.index().model.is_llama() && *dtype != "f32") {
-            throw UsageError(fmt::format("--dtype {}: a GPT-2 checkpoint is exported in f32 only", *dtype));
+        ModelFamily const& family = family_of(reader.index().model);
+        if (!family.exports_bf16 && *dtype != "f32") {
+            throw UsageError(fmt::format("--dtype {}: a {} checkpoint is exported in f32 only", *dtype, family.label));
         }
         ProcessGrid self(MPI_COMM_SELF, GridShape{});
         reader.verify(self.comm(Group::world));
-        if (reader.index().model.is_llama()) {
-            export_hf_llama(reader, *out, *dtype == "bf16" ? DType::bf16 : DType::f32);
-        } else {
-            export_hf_gpt2(reader, *out);
-        }
+        export_hf(reader, *out, *dtype == "bf16" ? DType::bf16 : DType::f32);
         fmt::print("exported {} (step {}, {}) to {}\n", reader.folder().string(), reader.index().step,
                    reader.index().model.family(), *out);
     });

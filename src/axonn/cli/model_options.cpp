@@ -1,51 +1,47 @@
 #include "axonn/cli/model_options.h"
 
 #include "axonn/core/error.h"
+#include "axonn/families/registry.h"
 
 #include <fmt/ranges.h>
 
-#include <algorithm>
+#include <optional>
+#include <vector>
 
 namespace axonn {
 
-ModelOptions::ModelOptions(CLI::App& command, std::string default_preset)
-    : preset_(std::move(default_preset)), llama_presets_(llama_preset_names()) {
-    std::string const presets =
-        fmt::format("GPT-2: {}; Llama: {}", fmt::join(gpt_preset_names(), ", "), fmt::join(llama_presets_, ", "));
-    command.add_option("--model", preset_, fmt::format("model preset: {}", presets))->capture_default_str();
+namespace {
+
+// "GPT-2: gpt2-micro, ...; Llama: llama-tiny, ..."
+std::string presets_by_family() {
+    std::vector<std::string> families;
+    for (ModelFamily const* family : model_families()) {
+        families.push_back(fmt::format("{}: {}", family->label, fmt::join(family->preset_names(), ", ")));
+    }
+    return fmt::format("{}", fmt::join(families, "; "));
+}
+
+}  // namespace
+
+ModelOptions::ModelOptions(CLI::App& command, std::string default_preset) : preset_(std::move(default_preset)) {
+    command.add_option("--model", preset_, fmt::format("model preset: {}", presets_by_family()))
+        ->capture_default_str();
     n_layer_option_ = command.add_option("--n-layer", n_layer_, "override the preset's number of layers");
     n_head_option_ = command.add_option("--n-head", n_head_, "override the preset's number of attention heads");
     n_embd_option_ = command.add_option("--n-embd", n_embd_, "override the preset's width (channels)");
     context_option_ = command.add_option("--context", context_, "override the preset's context length");
 }
 
-GptConfig ModelOptions::resolve_gpt() const {
-    GptConfig config = gpt_preset(preset_);
-    if (n_layer_option_->count()) config.n_layer = n_layer_;
-    if (n_head_option_->count()) config.n_head = n_head_;
-    if (n_embd_option_->count()) config.n_embd = n_embd_;
-    if (context_option_->count()) config.max_seq = context_;
-    config.validate();
-    return config;
-}
-
-bool ModelOptions::names_llama() const {
-    return std::find(llama_presets_.begin(), llama_presets_.end(), preset_) != llama_presets_.end();
-}
-
-LlamaConfig ModelOptions::resolve_llama() const {
-    LlamaConfig config = llama_preset(preset_);
-    if (n_layer_option_->count()) config.num_hidden_layers = n_layer_;
-    if (n_head_option_->count()) config.num_attention_heads = n_head_;
-    if (n_embd_option_->count()) config.hidden_size = n_embd_;
-    if (context_option_->count()) config.max_position_embeddings = context_;
-    config.validate();
-    return config;
-}
-
 ModelConfig ModelOptions::resolve_model() const {
-    if (names_llama()) return resolve_llama();
-    return resolve_gpt();
+    auto const given = [](CLI::Option const* option, int value) {
+        return option->count() ? std::optional(value) : std::nullopt;
+    };
+    ModelConfig const config = model_preset(preset_).with_overrides({given(n_layer_option_, n_layer_),
+                                                                    given(n_head_option_, n_head_),
+                                                                    given(n_embd_option_, n_embd_),
+                                                                    given(context_option_, context_)});
+    config.validate();
+    return config;
 }
 
 }  // namespace axonn

@@ -2,8 +2,6 @@
 // `tune`, `plan`): a preset of either family, then any dimension overridden.
 #pragma once
 
-#include "axonn/model/gpt_config.h"
-#include "axonn/model/llama/llama_config.h"
 #include "axonn/model/model_config.h"
 
 #include <CLI/CLI.hpp>
@@ -21,12 +19,7 @@ public:
     std::string const& preset() const { return preset_; }
 
 private:
-    bool names_llama() const;
-    GptConfig resolve_gpt() const;
-    LlamaConfig resolve_llama() const;
-
     std::string preset_;
-    std::vector<std::string> llama_presets_;
     int n_layer_ = 0, n_head_ = 0, n_embd_ = 0, context_ = 0;
     CLI::Option *n_layer_option_, *n_head_option_, *n_embd_option_, *context_option_;
 };

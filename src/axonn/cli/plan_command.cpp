@@ -2,8 +2,9 @@
 #include "axonn/cli/model_options.h"
 #include "axonn/cli/step_options.h"
 #include "axonn/core/error.h"
+#include "axonn/families/gpt2/gpt2_config.h"
+#include "axonn/families/registry.h"
 #include "axonn/io/line_plot.h"
-#include "axonn/model/gpt_parameters.h"
 #include "axonn/perf/planner.h"
 #include "axonn/perf/weak_scaling.h"
 
@@ -266,7 +267,7 @@ void add_plan_command(CLI::App& app) {
             fmt::print("{}\n", list.dump());
             return;
         }
-        Architecture const planned = request->architecture ? *request->architecture : gpt2_architecture(request->model);
+        Architecture const planned = request->architecture ? *request->architecture : decoder_architecture(request->model);
         fmt::print("{} ({:.1f} B parameters) on {} x {} ({}), batch {} x {} tokens{}:\n", model->preset(),
                    planned.parameter_count() / 1e9, request->devices, request->machine.name,
                    request->machine.description, request->batch, request->seq,

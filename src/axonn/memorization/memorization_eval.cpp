@@ -5,7 +5,6 @@
 #include "axonn/core/error.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/model/decoder.h"
-#include "axonn/model/gpt_parameters.h"
 #include "axonn/train/checkpointing.h"
 #include "axonn/train/job.h"
 #include "axonn/train/threads.h"

@@ -1,9 +1,8 @@
 #include "axonn/model/decoder_memory.h"
 
 #include "axonn/model/decoder_layout.h"
-#include "axonn/model/gpt_parameters.h"
-#include "axonn/parallel/gradient_sync.h"
 #include "axonn/parallel/grad_scatter.h"
+#include "axonn/parallel/gradient_sync.h"
 #include "axonn/parallel/replicated_rows.h"
 #include "axonn/parallel/vocab_parallel.h"
 #include "axonn/parallel/weight_gather.h"
@@ -41,11 +40,6 @@ DecoderMemory decoder_memory(Architecture const& architecture, GridShape const& 
         bf16_operand_numel(dims, options) * 2;
     return {parameters * 4 + (mixed ? parameters * gemm_bytes : 0), parameters * 4, 2 * parameters * 4,
             (activations.total + activations.grad_total) * 4 + statistics_bytes, workspace_bytes};
-}
-
-DecoderMemory gpt_memory(GptConfig const& config, GridShape const& grid, int local_batch, int seq,
-                         DecoderOptions const& options) {
-    return decoder_memory(gpt2_architecture(config), grid, local_batch, seq, options);
 }
 
 }  // namespace axonn

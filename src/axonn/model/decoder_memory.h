@@ -5,7 +5,6 @@
 #include "axonn/comm/grid.h"
 #include "axonn/model/architecture.h"
 #include "axonn/model/decoder_options.h"
-#include "axonn/model/gpt_config.h"
 
 #include <cstdint>
 
@@ -25,10 +24,8 @@ struct DecoderMemory {
 };
 
 // What a model of this architecture on this grid position with this many local sequences allocates, computed
-// without allocating; gpt_memory for GPT-2.
+// without allocating.
 DecoderMemory decoder_memory(Architecture const& architecture, GridShape const& grid, int local_batch, int seq,
                              DecoderOptions const& options = {});
-DecoderMemory gpt_memory(GptConfig const& config, GridShape const& grid, int local_batch, int seq,
-                         DecoderOptions const& options = {});
 
 }  // namespace axonn

@@ -1,41 +1,67 @@
-// A model as a run names it: a GPT-2 shape (GptConfig) or a Llama config (LlamaConfig). What the trainer,
-// checkpoints and generation carry from the command line to the files and back; the decoder itself runs the
-// Architecture it gives.
+// A model as a run names it: one family's own config (GPT-2's GptConfig, Llama's LlamaConfig, each in its folder
+// under families/), behind one type that the trainer, checkpoints and generation carry from the command line to the
+// files and back without knowing which family it is. The decoder itself runs the Architecture it gives.
 #pragma once
 
 #include "axonn/model/architecture.h"
-#include "axonn/model/gpt_config.h"
-#include "axonn/model/llama/llama_config.h"
 
+#include <concepts>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
-#include <variant>
+#include <string_view>
 
 namespace axonn {
 
+// The dimensions `--n-layer`, `--n-head`, `--n-embd` and `--context` replace in a preset: a family maps each to its
+// own field.
+struct ShapeOverrides {
+    std::optional<int> layers, heads, width, context;
+};
+
+// What every family's config provides: its family's name, a name and a vocabulary the tokenizer may change, its
+// padded vocabulary, context, parameter count, checks, shape overrides, and the Architecture the decoder runs
+// (decoder_architecture, declared beside the config).
+template <typename T>
+concept FamilyConfig = std::copyable<T> && requires(T config, T const& fixed, ShapeOverrides const& overrides) {
+    { T::family } -> std::convertible_to<std::string_view>;
+    { fixed.name } -> std::convertible_to<std::string>;
+    { fixed.vocab_size } -> std::convertible_to<int>;
+    { fixed.padded_vocab_size() } -> std::same_as<int>;
+    { fixed.context() } -> std::same_as<int>;
+    { fixed.parameter_count() } -> std::same_as<std::int64_t>;
+    fixed.validate();
+    config.override_shape(overrides);
+    { decoder_architecture(fixed) } -> std::same_as<Architecture>;
+};
+
 class ModelConfig {
 public:
-    ModelConfig() = default;  // GptConfig's defaults (GPT-2 small's shape)
-    ModelConfig(GptConfig gpt) : shape_(std::move(gpt)) {}        // NOLINT: a GPT-2 shape is a model
-    ModelConfig(LlamaConfig llama) : shape_(std::move(llama)) {}  // NOLINT: so is a Llama config
+    ModelConfig() = default;  // no model yet: assign one before asking anything of it
+    template <FamilyConfig Config>
+    ModelConfig(Config config) : config_(std::make_shared<Held<Config> const>(std::move(config))) {}  // NOLINT
 
-    // "gpt2" or "llama".
-    std::string family() const { return is_llama() ? "llama" : "gpt2"; }
-    bool is_llama() const { return std::holds_alternative<LlamaConfig>(shape_); }
-    // The family's own config; nullptr for the other family.
-    GptConfig const* gpt() const { return std::get_if<GptConfig>(&shape_); }
-    LlamaConfig const* llama() const { return std::get_if<LlamaConfig>(&shape_); }
+    // The family's name: "gpt2", "llama".
+    std::string family() const { return std::string(held().family()); }
+    // The family's own config; nullptr when the model is of another family.
+    template <FamilyConfig Config> Config const* as() const {
+        auto const* held = dynamic_cast<Held<Config> const*>(config_.get());
+        return held ? &held->config : nullptr;
+    }
 
-    std::string const& name() const;
-    int vocab_size() const;
-    int padded_vocab_size() const;
-    int context() const;
+    std::string const& name() const { return held().name(); }
+    int vocab_size() const { return held().vocab_size(); }
+    int padded_vocab_size() const { return held().padded_vocab_size(); }
+    int context() const { return held().context(); }
     // The tokenizer decides the vocabulary.
-    void set_vocab_size(int vocab_size);
-    std::int64_t parameter_count() const;
+    void set_vocab_size(int vocab_size) { config_ = held().with_vocab_size(vocab_size); }
+    // The model with each given dimension replaced (not yet validated).
+    ModelConfig with_overrides(ShapeOverrides const& overrides) const { return held().with_overrides(overrides); }
+    std::int64_t parameter_count() const { return held().parameter_count(); }
     // Throws axonn::Error naming the first impossible value and how to fix it.
-    void validate() const;
-    Architecture architecture() const;
+    void validate() const { held().validate(); }
+    Architecture architecture() const { return held().architecture(); }
     // validate(), then architecture(): what a command builds its decoder from.
     Architecture validated_architecture() const;
     // One line for logs: "llama-tiny (llama): 2 layers, width 64, 8 heads (2 key/value), MLP 176, context 128,
@@ -43,12 +69,50 @@ public:
     std::string summary() const;
 
 private:
-    std::variant<GptConfig, LlamaConfig> shape_;
-};
+    // The one interface the families' configs are seen through (type erasure: ModelConfig stays a value).
+    class AnyConfig {
+    public:
+        virtual ~AnyConfig() = default;
+        virtual std::string_view family() const = 0;
+        virtual std::string const& name() const = 0;
+        virtual int vocab_size() const = 0;
+        virtual int padded_vocab_size() const = 0;
+        virtual int context() const = 0;
+        virtual std::int64_t parameter_count() const = 0;
+        virtual void validate() const = 0;
+        virtual Architecture architecture() const = 0;
+        virtual std::shared_ptr<AnyConfig const> with_vocab_size(int vocab_size) const = 0;
+        virtual ModelConfig with_overrides(ShapeOverrides const& overrides) const = 0;
+    };
+    template <FamilyConfig Config> class Held final : public AnyConfig {
+    public:
+        explicit Held(Config held) : config(std::move(held)) {}
+        std::string_view family() const override { return Config::family; }
+        std::string const& name() const override { return config.name; }
+        int vocab_size() const override { return config.vocab_size; }
+        int padded_vocab_size() const override { return config.padded_vocab_size(); }
+        int context() const override { return config.context(); }
+        std::int64_t parameter_count() const override { return config.parameter_count(); }
+        void validate() const override { config.validate(); }
+        Architecture architecture() const override { return decoder_architecture(config); }
+        std::shared_ptr<AnyConfig const> with_vocab_size(int vocab_size) const override {
+            Config changed = config;
+            changed.vocab_size = vocab_size;
+            return std::make_shared<Held const>(std::move(changed));
+        }
+        ModelConfig with_overrides(ShapeOverrides const& overrides) const override {
+            Config changed = config;
+            changed.override_shape(overrides);
+            return changed;
+        }
 
-// The preset of either family by its name (gpt2-small, gpt-20b, llama-tiny, llama3.1-8b, ...); an unknown name is
-// an axonn::Error that lists them all.
-ModelConfig model_preset(std::string const& name);
+        Config config;
+    };
+
+    AnyConfig const& held() const;
+
+    std::shared_ptr<AnyConfig const> config_;  // immutable, so copies share it
+};
 
 // How a stored model differs from the expected one, as "layers 4 (here 2), ..."; empty when they are the same.
 std::string model_differences(ModelConfig const& stored, ModelConfig const& expected);

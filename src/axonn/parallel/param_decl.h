@@ -1,7 +1,7 @@
 // A model's parameters as the parallel layers see them: each tensor declared once with its role in AxoNN's
 // layout, from which its shards (shard_layout.h), gradient groups, norm, initialisation (parameter_init.h),
 // checkpoint slices and the traffic and memory models all follow. A model declares its list once
-// (model/gpt_parameters.h for GPT-2); nothing here knows which model it is.
+// (families/gpt2/gpt2_parameters.h for GPT-2); nothing here knows which model it is.
 #pragma once
 
 #include "axonn/core/tensor.h"

@@ -26,7 +26,7 @@
 
 namespace axonn {
 
-// A parameter's index in its model's declaration list: a plain int, or the model's own enum (model/gpt_parameters.h).
+// A parameter's index in its model's declaration list: a plain int, or the model's own enum (families/gpt2/gpt2_parameters.h).
 template <typename T>
 concept ParamIndex = std::is_integral_v<T> || std::is_enum_v<T>;
 

@@ -1,7 +1,7 @@
 #include "axonn/perf/planner.h"
 
 #include "axonn/core/error.h"
-#include "axonn/model/gpt_parameters.h"
+#include "axonn/families/gpt2/gpt2_parameters.h"
 
 #include <fmt/format.h>
 
@@ -56,7 +56,7 @@ void predict(PlanCandidate& candidate, PlanRequest const& request) {
 }  // namespace
 
 void PlanRequest::set_model(ModelConfig const& config) {
-    if (GptConfig const* gpt = config.gpt()) {
+    if (GptConfig const* gpt = config.as<GptConfig>()) {
         model = *gpt;
         architecture.reset();
     } else {

@@ -4,6 +4,7 @@
 // and leaves the choice to trial runs; this one ranks by predicted iteration time with overlap and memory.
 #pragma once
 
+#include "axonn/families/gpt2/gpt2_config.h"
 #include "axonn/model/model_config.h"
 #include "axonn/perf/memory_model.h"
 #include "axonn/perf/time_model.h"

@@ -2,7 +2,6 @@
 
 #include "axonn/kernels/attention_plan.h"
 #include "axonn/parallel/linear.h"
-#include "axonn/model/gpt_parameters.h"
 
 #include <algorithm>
 #include <array>

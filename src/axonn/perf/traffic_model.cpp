@@ -1,7 +1,6 @@
 #include "axonn/perf/traffic_model.h"
 
 #include "axonn/parallel/linear.h"
-#include "axonn/model/gpt_parameters.h"
 
 namespace axonn {
 namespace {

@@ -7,8 +7,8 @@
 #pragma once
 
 #include "axonn/comm/grid.h"
+#include "axonn/families/gpt2/gpt2_parameters.h"
 #include "axonn/model/decoder.h"
-#include "axonn/model/gpt_parameters.h"
 
 #include <cstdint>
 #include <optional>
@@ -29,7 +29,7 @@ struct StepShape {
     int replica_batch() const { return batch / grid.batch_replicas(); }
     int micro_batches() const { return micro_batch > 0 ? replica_batch() / micro_batch : 1; }
     int local_batch() const { return micro_batch > 0 ? micro_batch : replica_batch(); }
-    Architecture decoder() const { return architecture ? *architecture : gpt2_architecture(model); }
+    Architecture decoder() const { return architecture ? *architecture : decoder_architecture(model); }
 };
 
 // One collective kind of one step: what the comm layer's TrafficLog would hold for it.

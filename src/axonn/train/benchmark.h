@@ -4,6 +4,7 @@
 #pragma once
 
 #include "axonn/comm/grid.h"
+#include "axonn/families/registry.h"
 #include "axonn/model/model_config.h"
 #include "axonn/train/train_step.h"
 
@@ -14,7 +15,7 @@
 namespace axonn {
 
 struct BenchOptions {
-    ModelConfig model = gpt_preset("gpt2-small");  // GPT-2 or Llama
+    ModelConfig model = model_preset("gpt2-small");  // GPT-2 or Llama
     int batch = 4;
     int seq = 64;
     int iterations = 10;

@@ -2,10 +2,9 @@
 
 #include "axonn/checkpoint/checkpoint_dir.h"
 #include "axonn/checkpoint/checkpoint_writer.h"
-#include "axonn/checkpoint/hf_gpt2.h"
-#include "axonn/checkpoint/hf_model.h"
 #include "axonn/comm/rank_zero.h"
 #include "axonn/core/error.h"
+#include "axonn/families/hf_model.h"
 #include "axonn/train/host_state.h"
 
 #include <fmt/format.h>

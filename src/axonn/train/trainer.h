@@ -4,8 +4,9 @@
 #pragma once
 
 #include "axonn/comm/grid.h"
-#include "axonn/model/model_config.h"
+#include "axonn/families/registry.h"
 #include "axonn/model/generate.h"
+#include "axonn/model/model_config.h"
 #include "axonn/train/goldfish.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/schedule.h"
@@ -18,7 +19,7 @@
 namespace axonn {
 
 struct TrainOptions {
-    ModelConfig model = gpt_preset("gpt2-tiny");  // GPT-2 or Llama
+    ModelConfig model = model_preset("gpt2-tiny");  // GPT-2 or Llama
     std::string tokenizer = "gpt2";       // decides the vocabulary and decodes the sample
     std::filesystem::path tokenizer_dir;  // GPT-2's encoder.json + vocab.bpe
     std::filesystem::path data;           // train.bin (+ val.bin) folder, a shard, or a folder of shards

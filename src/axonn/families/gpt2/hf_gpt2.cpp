@@ -1,4 +1,4 @@
-#include "axonn/checkpoint/hf_gpt2.h"
+#include "axonn/families/gpt2/hf_gpt2.h"
 
 #include "axonn/core/bfloat16.h"
 #include "axonn/core/error.h"
@@ -84,11 +84,6 @@ int positive(json const& config, char const* key, fs::path const& path) {
 
 }  // namespace
 
-bool is_hf_model_folder(fs::path const& dir) {
-    std::error_code error;
-    return fs::is_regular_file(dir / config_file, error) && has_hf_weights(dir);
-}
-
 GptConfig read_hf_gpt2_config(fs::path const& dir) {
     fs::path const path = dir / config_file;
     std::string const text = read_input_file(path, "Hugging Face config", "pass a Hugging Face model folder",
@@ -101,8 +96,8 @@ GptConfig read_hf_gpt2_config(fs::path const& dir) {
     json const config = json::parse(text, nullptr, false);
     require(!config.is_discarded() && config.is_object(), "{} is not a JSON object", path.string());
     require(config.contains("model_type") && config["model_type"] == "gpt2",
-            "{} describes model_type {}: axonn reads GPT-2 (gpt2) and Llama (llama) models", path.string(),
-            config.contains("model_type") ? config["model_type"].dump() : "(none)");
+            "{} describes model_type {}: axonn reads {} models", path.string(),
+            config.contains("model_type") ? config["model_type"].dump() : "(none)", hf_model_types());
     GptConfig model;
     model.name = dir.filename().string();
     model.vocab_size = positive(config, "vocab_size", path);
@@ -222,13 +217,12 @@ void HfGpt2Weights::read_local(ShardLayout const& layout, std::span<float> param
     }
 }
 
-void export_hf_gpt2(CheckpointReader& checkpoint, fs::path const& out) {
-    GptConfig const& config = *checkpoint.index().model.gpt();
+void export_hf_gpt2(GptConfig const& config, ReadTensor const& read_tensor, fs::path const& out) {
     auto const specs = gpt_parameters(config);
     std::vector<SafetensorsEntry> entries;
     std::vector<Tensor> data;
     for (HfTensor const& tensor : hf_tensors) {
-        Tensor const whole = checkpoint.read_tensor(specs[static_cast<int>(tensor.id)].name);
+        Tensor const whole = read_tensor(specs[static_cast<int>(tensor.id)].name);
         Shape const stored = hf_shape(tensor, config);
         std::int64_t const per_layer = shape_numel(stored);
         for (int l = 0; l < (tensor.per_layer ? config.n_layer : 1); ++l) {

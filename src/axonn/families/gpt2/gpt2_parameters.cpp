@@ -1,4 +1,4 @@
-#include "axonn/model/gpt_parameters.h"
+#include "axonn/families/gpt2/gpt2_parameters.h"
 
 #include <cmath>
 
@@ -36,7 +36,7 @@ std::vector<ParamDecl> gpt_parameters(GptConfig const& config) {
     };
 }
 
-Architecture gpt2_architecture(GptConfig const& config) {
+Architecture decoder_architecture(GptConfig const& config) {
     Architecture a;
     a.family = "gpt2";
     a.layers = config.n_layer;

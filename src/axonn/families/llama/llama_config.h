@@ -5,16 +5,20 @@
 #pragma once
 
 #include "axonn/kernels/rope_frequencies.h"
+#include "axonn/model/architecture.h"
+#include "axonn/model/model_config.h"
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace axonn {
 
 // The defaults are Llama 3.1 8B's config.json.
 struct LlamaConfig {
+    static constexpr std::string_view family = "llama";
     std::string name = "custom";
     int vocab_size = 128256;               // V
     int hidden_size = 4096;                // C
@@ -29,12 +33,20 @@ struct LlamaConfig {
 
     int padded_vocab_size() const { return (vocab_size + 63) / 64 * 64; }
     int head_size() const { return hidden_size / num_attention_heads; }
+    int context() const { return max_position_embeddings; }
 
     // Trainable parameters, the embedding's and the LM head's padding rows excluded (Hugging Face's count).
     std::int64_t parameter_count() const;
     // Throws axonn::Error naming the first impossible value and how to fix it.
     void validate() const;
+    // --n-layer, --n-head, --n-embd and --context: num_hidden_layers, num_attention_heads, hidden_size and
+    // max_position_embeddings.
+    void override_shape(ShapeOverrides const& overrides);
 };
+
+// Llama as the decoder runs it: RMSNorm, SwiGLU, rotary positions, grouped-query attention, no biases, an untied
+// LM head (defined with the parameter table, llama_parameters.cpp).
+Architecture decoder_architecture(LlamaConfig const& config);
 
 // The presets: llama-tiny (tests: 2 layers of width 64, 8 query and 2 key/value heads, a 256-word vocabulary),
 // and Llama 3.1's 8B, 70B and 405B (llama3.1-8b, llama3.1-70b, llama3.1-405b).

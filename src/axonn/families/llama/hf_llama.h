@@ -15,19 +15,16 @@
 //   lm_head      lm_head.weight                                               [V, C]     (axonn: [Vp, C])
 #pragma once
 
-#include "axonn/checkpoint/checkpoint_reader.h"
-#include "axonn/checkpoint/hf_safetensors.h"
 #include "axonn/core/tensor.h"
-#include "axonn/model/llama/llama_config.h"
+#include "axonn/families/llama/llama_config.h"
+#include "axonn/families/registry.h"
+#include "axonn/io/hf_safetensors.h"
 #include "axonn/parallel/shard_layout.h"
 
 #include <filesystem>
 #include <span>
 
 namespace axonn {
-
-// Whether `dir` holds a Hugging Face Llama: a config.json whose model_type is "llama", and its weights.
-bool is_hf_llama_folder(std::filesystem::path const& dir);
 
 class HfLlamaWeights {
 public:
@@ -45,6 +42,7 @@ private:
 // Writes config.json and model.safetensors into `out` (created if missing) from a Llama checkpoint's weights, in
 // `dtype` (f32, or bf16 rounded to nearest even: exact for weights that were bf16 when imported). Holds one axonn
 // tensor in memory at a time.
-void export_hf_llama(CheckpointReader& checkpoint, std::filesystem::path const& out, DType dtype);
+void export_hf_llama(LlamaConfig const& config, ReadTensor const& read_tensor, std::filesystem::path const& out,
+                     DType dtype);
 
 }  // namespace axonn

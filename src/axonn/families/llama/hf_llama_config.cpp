@@ -1,4 +1,4 @@
-#include "axonn/checkpoint/hf_llama_config.h"
+#include "axonn/families/llama/hf_llama_config.h"
 
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"

@@ -3,13 +3,18 @@
 // V vocabulary, Vp vocabulary padded to a multiple of 64 (aligned GEMM rows), maxT context length.
 #pragma once
 
+#include "axonn/model/architecture.h"
+#include "axonn/model/model_config.h"
+
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace axonn {
 
 struct GptConfig {
+    static constexpr std::string_view family = "gpt2";
     std::string name = "custom";
     int vocab_size = 50257;  // V
     int n_layer = 12;        // L
@@ -20,13 +25,20 @@ struct GptConfig {
     // Vp: the vocabulary rounded up to a multiple of 64. The padded logits are masked out of the loss.
     int padded_vocab_size() const { return (vocab_size + 63) / 64 * 64; }
     int head_size() const { return n_embd / n_head; }
+    int context() const { return max_seq; }
 
     // Trainable parameters, excluding the padding rows of the embedding (the count MFU uses).
     std::int64_t parameter_count() const;
 
     // Throws axonn::Error naming the first impossible value and how to fix it.
     void validate() const;
+    // --n-layer, --n-head, --n-embd and --context: n_layer, n_head, n_embd and max_seq.
+    void override_shape(ShapeOverrides const& overrides);
 };
+
+// GPT-2 as the decoder runs it: LayerNorm, GELU, learned positions, biases, the LM head tied to the embedding
+// (defined with the parameter table, gpt2_parameters.cpp).
+Architecture decoder_architecture(GptConfig const& config);
 
 // The presets: gpt2-micro (parity on every grid), gpt2-tiny (tests), gpt2-mini (the demo), gpt2-small (124M),
 // gpt2-medium, gpt2-large, gpt2-xl, and AxoNN's benchmark shapes gpt-5b ... gpt-640b.

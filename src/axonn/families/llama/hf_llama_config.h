@@ -4,7 +4,7 @@
 // model is never imported as something else.
 #pragma once
 
-#include "axonn/model/llama/llama_config.h"
+#include "axonn/families/llama/llama_config.h"
 
 #include <nlohmann/json.hpp>
 

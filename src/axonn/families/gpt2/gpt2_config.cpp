@@ -1,4 +1,4 @@
-#include "axonn/model/gpt_config.h"
+#include "axonn/families/gpt2/gpt2_config.h"
 
 #include "axonn/core/error.h"
 
@@ -66,6 +66,13 @@ void GptConfig::validate() const {
     require(n_embd % n_head == 0, "{} heads do not divide the width {}: choose a head count that divides it",
             n_head, n_embd);
     require(max_seq > 0 && max_seq <= max_context, "--context must lie in 1..{}, got {}", max_context, max_seq);
+}
+
+void GptConfig::override_shape(ShapeOverrides const& overrides) {
+    n_layer = overrides.layers.value_or(n_layer);
+    n_head = overrides.heads.value_or(n_head);
+    n_embd = overrides.width.value_or(n_embd);
+    max_seq = overrides.context.value_or(max_seq);
 }
 
 GptConfig gpt_preset(std::string const& name) {

@@ -16,13 +16,13 @@
 //   lnfw, lnfb   ln_f.weight, .bias                         [C]
 #pragma once
 
-#include "axonn/checkpoint/checkpoint_reader.h"
-#include "axonn/checkpoint/hf_safetensors.h"
 #include "axonn/core/file_io.h"
 #include "axonn/core/tensor.h"
+#include "axonn/families/gpt2/gpt2_config.h"
+#include "axonn/families/gpt2/gpt2_parameters.h"
+#include "axonn/families/registry.h"
+#include "axonn/io/hf_safetensors.h"
 #include "axonn/io/safetensors.h"
-#include "axonn/model/gpt_config.h"
-#include "axonn/model/gpt_parameters.h"
 #include "axonn/parallel/shard_layout.h"
 
 #include <filesystem>
@@ -30,9 +30,6 @@
 #include <string>
 
 namespace axonn {
-
-// Whether `dir` looks like a Hugging Face model folder (config.json and model.safetensors, or its index, in it).
-bool is_hf_model_folder(std::filesystem::path const& dir);
 
 // The model a Hugging Face GPT-2 config.json describes. A config that axonn's GPT-2 cannot reproduce (another
 // architecture or activation, an untied head, another LayerNorm epsilon, ...) is an axonn::Error naming the key.
@@ -59,6 +56,6 @@ private:
 };
 
 // Writes config.json and model.safetensors into `out` (created if missing) from a checkpoint's weights.
-void export_hf_gpt2(CheckpointReader& checkpoint, std::filesystem::path const& out);
+void export_hf_gpt2(GptConfig const& config, ReadTensor const& read_tensor, std::filesystem::path const& out);
 
 }  // namespace axonn

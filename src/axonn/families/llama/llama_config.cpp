@@ -1,4 +1,4 @@
-#include "axonn/model/llama/llama_config.h"
+#include "axonn/families/llama/llama_config.h"
 
 #include "axonn/core/error.h"
 
@@ -62,6 +62,13 @@ void LlamaConfig::validate() const {
                 "original_max_position_embeddings, got {}, {}, {}, {}", s.factor, s.low_freq_factor,
                 s.high_freq_factor, s.original_max_position);
     }
+}
+
+void LlamaConfig::override_shape(ShapeOverrides const& overrides) {
+    num_hidden_layers = overrides.layers.value_or(num_hidden_layers);
+    num_attention_heads = overrides.heads.value_or(num_attention_heads);
+    hidden_size = overrides.width.value_or(hidden_size);
+    max_position_embeddings = overrides.context.value_or(max_position_embeddings);
 }
 
 LlamaConfig llama_preset(std::string const& name) {

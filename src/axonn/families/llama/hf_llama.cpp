@@ -1,10 +1,10 @@
-#include "axonn/checkpoint/hf_llama.h"
+#include "axonn/families/llama/hf_llama.h"
 
-#include "axonn/checkpoint/hf_llama_config.h"
 #include "axonn/core/bfloat16.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
-#include "axonn/model/llama/llama_parameters.h"
+#include "axonn/families/llama/hf_llama_config.h"
+#include "axonn/families/llama/llama_parameters.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -68,18 +68,6 @@ StoredRow stored_row(LlamaParam id, LlamaConfig const& config, std::int64_t laye
 
 }  // namespace
 
-bool is_hf_llama_folder(fs::path const& dir) {
-    std::error_code error;
-    if (!fs::is_regular_file(dir / "config.json", error) || !has_hf_weights(dir)) return false;
-    try {
-        nlohmann::json const config = nlohmann::json::parse(
-            read_input_file(dir / "config.json", "Hugging Face config", "", std::uint64_t{1} << 20), nullptr, false);
-        return config.is_object() && config.value("model_type", std::string()) == "llama";
-    } catch (Error const&) {
-        return false;  // read_hf_llama_config names the problem when the folder is opened as one
-    }
-}
-
 HfLlamaWeights::HfLlamaWeights(fs::path const& dir, LlamaConfig const& config)
     : dir_(dir), config_(config), files_(dir) {
     for (int id = 0; id < llama_param_count; ++id) {
@@ -127,10 +115,9 @@ void HfLlamaWeights::read_local(ShardLayout const& layout, std::span<float> para
     }
 }
 
-void export_hf_llama(CheckpointReader& checkpoint, fs::path const& out, DType dtype) {
+void export_hf_llama(LlamaConfig const& config, ReadTensor const& read_tensor, fs::path const& out, DType dtype) {
     require(dtype == DType::f32 || dtype == DType::bf16, "export writes F32 or BF16 weights, not {}",
             safetensors_dtype_name(dtype));
-    LlamaConfig const& config = *checkpoint.index().model.llama();
     std::vector<ParamDecl> const decls = llama_parameters(config);
     // Every stored tensor in the order its data is written: by axonn tensor, layer, then part.
     std::vector<SafetensorsEntry> entries;
@@ -150,7 +137,7 @@ void export_hf_llama(CheckpointReader& checkpoint, fs::path const& out, DType dt
     std::vector<bfloat16> rounded;
     for (int id = 0; id < llama_param_count; ++id) {
         auto const param = static_cast<LlamaParam>(id);
-        Tensor const whole = checkpoint.read_tensor(decls[id].name);  // [layers, rows, cols], padding rows included
+        Tensor const whole = read_tensor(decls[id].name);  // [layers, rows, cols], padding rows included
         std::int64_t const per_layer_numel = decls[id].rows * decls[id].cols;
         for (std::int64_t l = 0; l < (per_layer(param) ? config.num_hidden_layers : 1); ++l) {
             float const* from = whole.data<float>() + l * per_layer_numel;

@@ -1,5 +1,5 @@
 // The table of Llama's parameter tensors: their names, shapes, roles in the parallel layout, initialisation and
-// weight-decay class, declared once (as model/gpt_parameters.h does for GPT-2). Per-layer tensors are stacked with a
+// weight-decay class, declared once (as families/gpt2/gpt2_parameters.h does for GPT-2). Per-layer tensors are stacked with a
 // leading L.
 //   qkvw's rows are [q (NH heads) | k (NKV heads) | v (NKV heads)] of hs rows each: three row parts, so a Y rank
 //   holds the rows of its query heads and of their key/value heads; with more Y ranks than key/value heads, each
@@ -9,8 +9,8 @@
 //   needs no communication.
 #pragma once
 
+#include "axonn/families/llama/llama_config.h"
 #include "axonn/model/architecture.h"
-#include "axonn/model/llama/llama_config.h"
 #include "axonn/parallel/param_decl.h"
 #include "axonn/parallel/shard_layout.h"
 
@@ -37,9 +37,6 @@ inline constexpr int llama_param_count = 9;
 // The 9 tensors of a model with this config, in LlamaParam order.
 std::vector<ParamDecl> llama_parameters(LlamaConfig const& config);
 
-// Llama as the decoder (model/gpt.h) runs it: RMSNorm, SwiGLU, rotary positions, grouped-query attention, no
-// biases, an untied LM head.
-Architecture llama_architecture(LlamaConfig const& config);
 
 // grid_problem and valid_grids (parallel/shard_layout.h) for Llama with this config.
 std::optional<std::string> grid_problem(LlamaConfig const& config, GridShape const& grid, int batch);

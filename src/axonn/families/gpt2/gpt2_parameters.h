@@ -4,8 +4,8 @@
 // parallel/shard_layout.h's concern.
 #pragma once
 
+#include "axonn/families/gpt2/gpt2_config.h"
 #include "axonn/model/architecture.h"
-#include "axonn/model/gpt_config.h"
 #include "axonn/parallel/param_decl.h"
 #include "axonn/parallel/shard_layout.h"
 
@@ -39,8 +39,6 @@ inline constexpr int param_count = 16;
 // The 16 tensors of a model with this config, in Param order.
 std::vector<ParamDecl> gpt_parameters(GptConfig const& config);
 
-// GPT-2 as the decoder runs it: LayerNorm, GELU, learned positions, biases, the LM head tied to the embedding.
-Architecture gpt2_architecture(GptConfig const& config);
 
 // The layout of those tensors at this grid position.
 ShardLayout gpt_layout(GptConfig const& config, GridPosition const& position);

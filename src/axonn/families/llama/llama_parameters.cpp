@@ -1,4 +1,4 @@
-#include "axonn/model/llama/llama_parameters.h"
+#include "axonn/families/llama/llama_parameters.h"
 
 namespace axonn {
 
@@ -29,7 +29,7 @@ std::vector<ParamDecl> llama_parameters(LlamaConfig const& config) {
     };
 }
 
-Architecture llama_architecture(LlamaConfig const& config) {
+Architecture decoder_architecture(LlamaConfig const& config) {
     config.validate();
     Architecture a;
     a.family = "llama";

@@ -1,4 +1,4 @@
-#include "axonn/checkpoint/hf_safetensors.h"
+#include "axonn/io/hf_safetensors.h"
 
 #include "axonn/core/bfloat16.h"
 #include "axonn/core/error.h"

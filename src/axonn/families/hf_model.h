@@ -1,5 +1,5 @@
-// A Hugging Face model folder of either family axonn reads (GPT-2 or Llama, told apart by config.json's
-// model_type): its model and its weights onto any grid.
+// A Hugging Face model folder of any family axonn knows (told apart by config.json's model_type): its model and
+// its weights onto any grid.
 #pragma once
 
 #include "axonn/model/model_config.h"
@@ -9,6 +9,9 @@
 #include <span>
 
 namespace axonn {
+
+// Whether `dir` looks like a Hugging Face model folder (config.json and model.safetensors, or its index, in it).
+bool is_hf_model_folder(std::filesystem::path const& dir);
 
 // The model dir/config.json describes, named after the folder. Errors name the field that axonn cannot reproduce.
 ModelConfig read_hf_model_config(std::filesystem::path const& dir);
