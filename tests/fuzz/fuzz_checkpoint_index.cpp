@@ -1,5 +1,6 @@
 // Fuzzes axonn::parse_checkpoint_index (src/axonn/checkpoint/checkpoint_index.cpp), the check of a checkpoint's
-// index.json, and through it GptConfig::validate() (src/axonn/families/gpt2/gpt2_config.cpp).
+// index.json, and through it each family's reading of its model (src/axonn/families/: GPT-2's fields, Llama's
+// Hugging Face config.json) and validate().
 //
 // Input: the text of an index.json.
 //
@@ -26,9 +27,8 @@ void check(bool condition, char const* what) {
 }
 
 bool same(axonn::CheckpointIndex const& a, axonn::CheckpointIndex const& b) {
-    auto const same_model = a.model.name == b.model.name && a.model.vocab_size == b.model.vocab_size &&
-                            a.model.n_layer == b.model.n_layer && a.model.n_head == b.model.n_head &&
-                            a.model.n_embd == b.model.n_embd && a.model.max_seq == b.model.max_seq;
+    auto const same_model = a.model.family() == b.model.family() && a.model.name() == b.model.name() &&
+                            axonn::model_differences(a.model, b.model).empty();
     if (!same_model || a.step != b.step || !(a.grid == b.grid) || a.run != b.run) return false;
     if (a.files.size() != b.files.size() || a.tensors.size() != b.tensors.size()) return false;
     for (auto const& [name, file] : a.files) {

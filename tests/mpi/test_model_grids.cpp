@@ -15,7 +15,6 @@
 #include "axonn/core/rng.h"
 #include "axonn/families/gpt2/gpt2_parameters.h"
 #include "axonn/kernels/cpu/gemm.h"
-#include "axonn/kernels/cpu/linear.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/parallel/linear.h"
 #include "axonn/parallel/weight_gather.h"

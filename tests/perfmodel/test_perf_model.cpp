@@ -128,7 +128,8 @@ TEST_P(PerfModelOnGrid, PredictedTrafficEqualsMeasuredAndMemoryWithinTenPercent)
                1e-3f);
     std::map<std::pair<std::string, Group>, std::pair<std::uint64_t, std::uint64_t>> measured, predicted;
     for (auto const& entry : grid.traffic().entries()) measured[{entry.op, entry.group}] = {entry.calls, entry.bytes};
-    StepShape const step{.model = micro_model(), .architecture = llama, .grid = shape, .batch = batch, .seq = seq,
+    ModelConfig const model_config = run_case.llama ? ModelConfig(testing::micro_llama()) : ModelConfig(micro_model());
+    StepShape const step{.model = model_config, .grid = shape, .batch = batch, .seq = seq,
                          .micro_batch = run.micro_batch, .run = run.model};
     for (auto const& entry : predict_step_traffic(step)) {
         auto& [calls, bytes] = predicted[{entry.op, entry.group}];

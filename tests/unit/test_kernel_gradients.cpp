@@ -17,13 +17,13 @@
 #include "axonn/kernels/cpu/cross_entropy.h"
 #include "axonn/kernels/cpu/encoder.h"
 #include "axonn/kernels/cpu/gelu.h"
+#include "axonn/kernels/cpu/gemm.h"
 #include "axonn/kernels/cpu/layernorm.h"
-#include "axonn/kernels/cpu/linear.h"
 #include "axonn/kernels/cpu/residual.h"
 #include "axonn/kernels/cpu/rmsnorm.h"
 #include "axonn/kernels/cpu/rope.h"
-#include "axonn/kernels/rope_frequencies.h"
 #include "axonn/kernels/cpu/swiglu.h"
+#include "axonn/kernels/rope_frequencies.h"
 
 #include "axonn/core/rng.h"
 

@@ -381,7 +381,7 @@ TEST(Planner, HardwareFlopsFollowMegatronsFormula) {
 // activation's, far below the limit.
 TEST(Planner, MarksTheGridsWhoseCollectivesExceedOneMpiCall) {
     PlanRequest request;
-    request.model = {.name = "wide", .vocab_size = 320, .n_layer = 1, .n_head = 64, .n_embd = 49152, .max_seq = 128};
+    request.model = GptConfig{.name = "wide", .vocab_size = 320, .n_layer = 1, .n_head = 64, .n_embd = 49152, .max_seq = 128};
     request.devices = 2;
     request.batch = 2;
     request.seq = 128;
@@ -409,7 +409,7 @@ TEST(Planner, ReportsModelAndHardwareFlops) {
     request.machine = toy_machine();
     PlanCandidate const best = plan_grids(request).front();
     ASSERT_FALSE(best.excluded.has_value()) << *best.excluded;
-    double const hardware = decoder_architecture(request.model).hardware_flops_per_step(64, 2048, true);
+    double const hardware = request.model.architecture().hardware_flops_per_step(64, 2048, true);
     EXPECT_DOUBLE_EQ(best.hardware_flops_per_s, hardware / best.time.time_s);
     EXPECT_DOUBLE_EQ(best.hardware_pct_peak / best.pct_peak, best.hardware_flops_per_s / best.flops_per_s);
     EXPECT_GT(best.hardware_flops_per_s, best.flops_per_s);  // the recomputed forward counts

@@ -3,6 +3,7 @@
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
 #include "axonn/perf/calibrate.h"
+#include "axonn/train/grid_choice.h"
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -83,7 +84,7 @@ void add_calibrate_command(CLI::App& app) {
             throw UsageError(fmt::format("--out {}: the folder {} {}: create it or choose another path",
                                          path.string(), folder.string(), *problem));
         }
-        MachineProfile const profile = calibrate_machine(*options);
+        MachineProfile const profile = measure_machine_profile(*options);
         int rank = 0;
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         if (rank != 0) return;

@@ -1,5 +1,6 @@
 // `axonn generate`: continue prompts with a trained model on any grid (train/generation_job.h).
 #include "axonn/cli/commands.h"
+#include "axonn/cli/model_options.h"
 #include "axonn/cli/sampling_options.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
@@ -57,7 +58,7 @@ void print_rate(GenerationJobResult const& result) {
 void add_generate_command(CLI::App& app) {
     CLI::App* command = app.add_subcommand("generate", "Continue text prompts with a trained model, on any grid");
     command->footer(
-        "The model is an axonn checkpoint (or a --ckpt-dir: its newest) or a Hugging Face GPT-2 or Llama folder.\n"
+        "The model is " + model_source_help() + ".\n"
         "Each prompt is taken in once, then every new token costs one forward of one token over a cache of the\n"
         "keys and values (sharded over the grid as the activations are; the model is never gathered onto one\n"
         "rank). Prompts are shared out over the data x z replicas. Tokens are drawn with --temperature, --top-k\n"
@@ -75,8 +76,7 @@ void add_generate_command(CLI::App& app) {
     auto greedy = std::make_shared<bool>(false);
     auto json = std::make_shared<bool>(false);
     auto template_name = std::make_shared<std::string>("plain");
-    command->add_option("--model-dir", options->model_dir,
-                        "an axonn checkpoint (or a --ckpt-dir: its newest) or a Hugging Face GPT-2 or Llama folder")
+    command->add_option("--model-dir", options->model_dir, model_source_help())
         ->required();
     CLI::Option* text = command->add_option("--prompt", *prompt, "the text to continue");
     command->add_option("--prompt-file", *prompt_file, "a text file of prompts, one per line (blank lines skipped)")

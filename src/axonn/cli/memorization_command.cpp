@@ -2,6 +2,7 @@
 // metrics for any trained model (src/axonn/memorization/).
 #include "axonn/cli/commands.h"
 #include "axonn/cli/goldfish_option.h"
+#include "axonn/cli/model_options.h"
 #include "axonn/core/error.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/memorization/memorization_eval.h"
@@ -58,8 +59,7 @@ void add_eval(CLI::App& parent) {
     auto options = std::make_shared<MemorizationEvalOptions>();
     auto grid_spec = std::make_shared<std::string>("data=1,z=1,y=1,x=1");
     auto json = std::make_shared<bool>(false);
-    command->add_option("--model-dir", options->model_dir,
-                        "an axonn checkpoint (or a --ckpt-dir: its newest) or a Hugging Face GPT-2 or Llama folder")
+    command->add_option("--model-dir", options->model_dir, model_source_help())
         ->required();
     command->add_option("--documents", options->documents, "JSON lines of the documents trained on")->required();
     command->add_option("--heldout", options->heldout, "JSON lines of documents never trained on (membership AUC)");

@@ -44,4 +44,9 @@ ModelConfig ModelOptions::resolve_model() const {
     return config;
 }
 
+std::string model_source_help() {
+    return fmt::format("an axonn checkpoint (or a --ckpt-dir: its newest) or a Hugging Face {} folder",
+                       family_labels());
+}
+
 }  // namespace axonn

@@ -2,7 +2,6 @@
 #include "axonn/cli/model_options.h"
 #include "axonn/cli/step_options.h"
 #include "axonn/core/error.h"
-#include "axonn/families/gpt2/gpt2_config.h"
 #include "axonn/families/registry.h"
 #include "axonn/io/line_plot.h"
 #include "axonn/perf/planner.h"
@@ -105,7 +104,7 @@ std::vector<WeakScalingPoint> weak_scaling_points(std::string const& series, Pla
         point.label = entry.substr(0, colon);
         point.request = base;
         ModelConfig const model = model_preset(point.label);
-        point.request.set_model(model);
+        point.request.model = model;
         point.request.devices = devices;
         std::int64_t const scaled =
             points.empty() || fixed_batch
@@ -247,7 +246,7 @@ void add_plan_command(CLI::App& app) {
         std::filesystem::path const machine = as_usage_errors([&] {
             require(gpus->count() > 0, "--gpus is required (or --weak-scaling MODEL:DEVICES,...)");
             ModelConfig const resolved = model->resolve_model();
-            request->set_model(resolved);
+            request->model = resolved;
             request->seq = flags->seq > 0 ? flags->seq : resolved.context();
             require(flags->seq >= 0, "--seq must not be negative, got {} (0: the model's context)", flags->seq);
             require(flags->top >= 1, "--top must be at least 1, got {}", flags->top);
@@ -267,7 +266,7 @@ void add_plan_command(CLI::App& app) {
             fmt::print("{}\n", list.dump());
             return;
         }
-        Architecture const planned = request->architecture ? *request->architecture : decoder_architecture(request->model);
+        Architecture const planned = request->model.architecture();
         fmt::print("{} ({:.1f} B parameters) on {} x {} ({}), batch {} x {} tokens{}:\n", model->preset(),
                    planned.parameter_count() / 1e9, request->devices, request->machine.name,
                    request->machine.description, request->batch, request->seq,

@@ -4,6 +4,7 @@
 #include "axonn/cli/sampling_options.h"
 #include "axonn/cli/step_options.h"
 #include "axonn/core/error.h"
+#include "axonn/families/registry.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/train/grid_choice.h"
 #include "axonn/train/trainer.h"
@@ -16,7 +17,8 @@
 namespace axonn {
 
 void add_train_command(CLI::App& app) {
-    CLI::App* command = app.add_subcommand("train", "Train a GPT-2 or Llama model on prepared token shards");
+    CLI::App* command =
+        app.add_subcommand("train", fmt::format("Train a {} model on prepared token shards", family_labels()));
     command->footer(
         "Every option can also be set in a TOML file given with --config, by its long name without the dashes\n"
         "(for example `steps = 200` or `n-embd = 256`); options on the command line override the file.\n"
@@ -90,9 +92,9 @@ void add_train_command(CLI::App& app) {
                         "checkpoint folder, or a folder of them; on any grid")
         ->expected(0, 1)->default_str("latest");
     command->add_option("--init-from", options->init_from,
-                        "start from these weights with a fresh optimizer: an axonn checkpoint (or folder of them) or "
-                        "a Hugging Face GPT-2 or Llama folder (config.json + model.safetensors); the model comes "
-                        "from it");
+                        fmt::format("start from these weights with a fresh optimizer: an axonn checkpoint (or folder "
+                                    "of them) or a Hugging Face {} folder (config.json + model.safetensors); the "
+                                    "model comes from it", family_labels()));
 
     CLI::Option* goldfish = add_goldfish_option(*command, options->goldfish);
     goldfish->description(goldfish->get_description() + "; --metrics then also logs loss_all, loss_kept and "

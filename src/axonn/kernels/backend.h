@@ -91,7 +91,7 @@ public:
     // dinp[M,K] = dout[M,N] · weight[N,K] (written)
     virtual void linear_backward_input(float* dinp, GemmInput dout, WeightView weight, std::int64_t M,
                                        std::int64_t K, std::int64_t N) = 0;
-    // dweight[N,K] (+)= dout[M,N]ᵀ · inp[M,K] as dweight_write says; dbias[N] += Σ rows (kernels/cpu/linear.h)
+    // dweight[N,K] (+)= dout[M,N]ᵀ · inp[M,K] as dweight_write says; dbias[N] += Σ rows (kernels/cpu/gemm.h)
     virtual void linear_backward_weight(float* dweight, float* dbias, GemmInput dout, float const* inp,
                                         std::int64_t M, std::int64_t K, std::int64_t N, GradWrite dweight_write) = 0;
 

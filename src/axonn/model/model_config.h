@@ -11,30 +11,37 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace axonn {
 
-// The dimensions `--n-layer`, `--n-head`, `--n-embd` and `--context` replace in a preset: a family maps each to its
-// own field.
+// The dimensions `--n-layer`, `--n-head`, `--n-embd` and `--context` replace in a preset.
 struct ShapeOverrides {
     std::optional<int> layers, heads, width, context;
 };
 
-// What every family's config provides: its family's name, a name and a vocabulary the tokenizer may change, its
-// padded vocabulary, context, parameter count, checks, shape overrides, and the Architecture the decoder runs
-// (decoder_architecture, declared beside the config).
-template <typename T>
-concept FamilyConfig = std::copyable<T> && requires(T config, T const& fixed, ShapeOverrides const& overrides) {
-    { T::family } -> std::convertible_to<std::string_view>;
-    { fixed.name } -> std::convertible_to<std::string>;
-    { fixed.vocab_size } -> std::convertible_to<int>;
-    { fixed.padded_vocab_size() } -> std::same_as<int>;
-    { fixed.context() } -> std::same_as<int>;
-    { fixed.parameter_count() } -> std::same_as<std::int64_t>;
-    fixed.validate();
-    config.override_shape(overrides);
-    { decoder_architecture(fixed) } -> std::same_as<Architecture>;
+// Which of a family's config fields hold those four dimensions (GPT-2's n_layer, Llama's num_hidden_layers, ...).
+template <typename Config> struct ShapeFields {
+    int Config::*layers;
+    int Config::*heads;
+    int Config::*width;
+    int Config::*context;
 };
+
+// What every family's config provides: its family's name, a name and a vocabulary the tokenizer may change, its
+// padded vocabulary, parameter count and checks, and, declared beside it, its shape fields and the Architecture the
+// decoder runs.
+template <typename T>
+concept FamilyConfig = requires(T const& config) {
+    { T::family } -> std::convertible_to<std::string_view>;  // first: ModelConfig itself fails here, not in a loop
+    { config.name } -> std::convertible_to<std::string>;
+    { config.vocab_size } -> std::convertible_to<int>;
+    { config.padded_vocab_size() } -> std::same_as<int>;
+    { config.parameter_count() } -> std::same_as<std::int64_t>;
+    config.validate();
+    { shape_fields(config) } -> std::same_as<ShapeFields<T>>;
+    { decoder_architecture(config) } -> std::same_as<Architecture>;
+} && std::copyable<T>;
 
 class ModelConfig {
 public:
@@ -91,7 +98,7 @@ private:
         std::string const& name() const override { return config.name; }
         int vocab_size() const override { return config.vocab_size; }
         int padded_vocab_size() const override { return config.padded_vocab_size(); }
-        int context() const override { return config.context(); }
+        int context() const override { return config.*shape_fields(config).context; }
         std::int64_t parameter_count() const override { return config.parameter_count(); }
         void validate() const override { config.validate(); }
         Architecture architecture() const override { return decoder_architecture(config); }
@@ -102,7 +109,11 @@ private:
         }
         ModelConfig with_overrides(ShapeOverrides const& overrides) const override {
             Config changed = config;
-            changed.override_shape(overrides);
+            ShapeFields<Config> const fields = shape_fields(config);
+            for (auto [field, value] : {std::pair{fields.layers, overrides.layers}, {fields.heads, overrides.heads},
+                                        {fields.width, overrides.width}, {fields.context, overrides.context}}) {
+                if (value) changed.*field = *value;
+            }
             return changed;
         }
 

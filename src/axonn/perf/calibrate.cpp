@@ -76,13 +76,6 @@ double best_seconds(Run&& run, double budget_seconds) {
 constexpr std::int64_t shape_k = 768;
 constexpr std::int64_t shape_n = 2304;
 
-// The CPU backend in fp32, its GEMMs always whole: calibration measures the library's GEMM, not the tuner's choice.
-std::unique_ptr<Backend> fp32_backend() {
-    std::unique_ptr<Backend> backend = make_backend("cpu", DType::f32);
-    backend->set_gemm_tuning(false);
-    return backend;
-}
-
 // A Linear's forward of `m` rows through the backend: out[m, shape_n] = inp[m, shape_k] · weight[shape_n, shape_k]ᵀ.
 class ProjectionGemm {
 public:
@@ -164,11 +157,10 @@ double measure_copy_bandwidth(Plan const& plan) {
 }
 
 // The numbers of one device: rank 0 measures them alone, on one core.
-void measure_compute(MachineProfile& profile, Plan const& plan, int nodes) {
-    std::unique_ptr<Backend> const backend = fp32_backend();
-    GemmRateMeasurement const fp32 = backend->measure_gemm_rate();
+void measure_compute(MachineProfile& profile, Plan const& plan, int nodes, Backend& backend) {
+    GemmRateMeasurement const fp32 = backend.measure_gemm_rate();
     OneThread const one_thread;
-    std::vector<ShapeRate> const shape_rates = measure_shape_rates(*backend, plan);
+    std::vector<ShapeRate> const shape_rates = measure_shape_rates(backend, plan);
     // The peak is the best rate any fp32 GEMM reached: on a shared machine the few square repetitions can land
     // below the transformer shapes, which would put the efficiency above one.
     double peak = fp32.flops_per_s;
@@ -322,10 +314,9 @@ void measure_between_nodes(MachineProfile& profile, Plan const& plan, Communicat
 // the all-reduce; the best of three rounds each. The slowdown is the ranks' mean of (under / alone - 1), at least 0.
 // The message grows from the plan's largest until the all-reduce lasts 30 of the GEMMs (at most 64 MiB, which a
 // rank holds twice); where even then it lasts fewer than 9, the GEMMs would outlast it and nothing is measured.
-void measure_overlapped_slowdown(MachineProfile& profile, Plan const& plan, Communicator& world) {
+void measure_overlapped_slowdown(MachineProfile& profile, Plan const& plan, Communicator& world, Backend& backend) {
     OneThread const one_thread;
-    std::unique_ptr<Backend> const backend = fp32_backend();
-    ProjectionGemm gemm(*backend, 64);
+    ProjectionGemm gemm(backend, 64);
     world.barrier_quietly();
     double gemm_s = best_seconds(gemm, plan.seconds_per_timing);
     world.all_reduce_max(&gemm_s, 1);
@@ -389,18 +380,17 @@ void round_measurements(MachineProfile& profile) {
 
 }  // namespace
 
-MachineProfile calibrate_machine(CalibrateOptions const& options) {
+MachineProfile calibrate_machine(CalibrateOptions const& options, Backend& backend, ProcessGrid& everyone) {
+    invariant(backend.memory() == Memory::host && backend.gemm_dtype() == DType::f32,
+              "calibrate measures a host backend's fp32 GEMM");
     Plan const plan = make_plan(options.quick);
-    int world_size = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-    ProcessGrid everyone(MPI_COMM_WORLD, GridShape{.data = world_size});
     Communicator& world = everyone.comm(Group::world);
     NodePlace const place = node_place(world);
     MachineProfile profile;
     profile.name = options.name;
     profile.devices_per_node = place.ranks_per_node;
     profile.memory_bytes = memory_per_device(world.size());
-    if (world.rank() == 0) measure_compute(profile, plan, place.nodes);
+    if (world.rank() == 0) measure_compute(profile, plan, place.nodes, backend);
     world.barrier_quietly();
     if (profile.devices_per_node > 1) {
         measure_all_reduce(profile, plan, world, place);
@@ -417,7 +407,7 @@ MachineProfile calibrate_machine(CalibrateOptions const& options) {
         profile.nic_bandwidth = profile.intra_node_bandwidth;
         profile.inter_node_latency = profile.intra_node_latency;
     }
-    if (world.size() > 1) measure_overlapped_slowdown(profile, plan, world);
+    if (world.size() > 1) measure_overlapped_slowdown(profile, plan, world, backend);
     round_measurements(profile);
     return profile;
 }

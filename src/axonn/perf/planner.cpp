@@ -1,7 +1,7 @@
 #include "axonn/perf/planner.h"
 
 #include "axonn/core/error.h"
-#include "axonn/families/gpt2/gpt2_parameters.h"
+#include "axonn/parallel/shard_layout.h"
 
 #include <fmt/format.h>
 
@@ -22,8 +22,8 @@ std::optional<std::string> batch_problem(PlanRequest const& request, GridShape c
 
 // The predicted memory, time and efficiency of a grid the model and batch allow, or why it cannot run.
 void predict(PlanCandidate& candidate, PlanRequest const& request) {
-    StepShape const step{request.model, request.architecture, candidate.grid, request.batch, request.seq,
-                         request.micro_batch, request.run};
+    StepShape const step{request.model, candidate.grid, request.batch, request.seq, request.micro_batch,
+                         request.run};
     try {
         candidate.memory = predict_memory(step);
     } catch (Error const& too_large) {  // sizes beyond 64 bits
@@ -55,22 +55,13 @@ void predict(PlanCandidate& candidate, PlanRequest const& request) {
 
 }  // namespace
 
-void PlanRequest::set_model(ModelConfig const& config) {
-    if (GptConfig const* gpt = config.as<GptConfig>()) {
-        model = *gpt;
-        architecture.reset();
-    } else {
-        architecture = config.architecture();
-    }
-}
-
 void validate_plan_request(PlanRequest const& request) {
-    if (!request.architecture) request.model.validate();  // an architecture is valid by construction
+    request.model.validate();
     require(request.devices > 0, "--gpus must be at least 1, got {}", request.devices);
     require(request.devices <= max_plan_devices, "--gpus {} is more than the {} devices the planner covers: plan a "
             "part of the machine", request.devices, max_plan_devices);
     require(request.batch > 0, "--batch must be at least 1, got {}", request.batch);
-    int const context = request.architecture ? request.architecture->context : request.model.max_seq;
+    int const context = request.model.context();
     require(request.seq > 0 && request.seq <= context, "--seq {} must lie in [1, the model's context {}]", request.seq,
             context);
     require(request.micro_batch >= 0, "--micro-batch must not be negative, got {} (0: no accumulation)",
@@ -79,13 +70,12 @@ void validate_plan_request(PlanRequest const& request) {
 
 std::vector<PlanCandidate> plan_grids(PlanRequest const& request) {
     validate_plan_request(request);
+    std::vector<ParamDecl> const declarations = request.model.architecture().declarations;
     std::vector<PlanCandidate> candidates;
     for (GridShape const& grid : grid_factorisations(request.devices)) {
         PlanCandidate candidate;
         candidate.grid = grid;
-        candidate.excluded = request.architecture
-                                 ? grid_problem(request.architecture->declarations, grid, request.batch)
-                                 : grid_problem(request.model, grid, request.batch);
+        candidate.excluded = grid_problem(declarations, grid, request.batch);
         if (!candidate.excluded) candidate.excluded = batch_problem(request, grid);
         if (!candidate.excluded) predict(candidate, request);
         candidates.push_back(std::move(candidate));

@@ -4,7 +4,6 @@
 // and leaves the choice to trial runs; this one ranks by predicted iteration time with overlap and memory.
 #pragma once
 
-#include "axonn/families/gpt2/gpt2_config.h"
 #include "axonn/model/model_config.h"
 #include "axonn/perf/memory_model.h"
 #include "axonn/perf/time_model.h"
@@ -16,8 +15,7 @@
 namespace axonn {
 
 struct PlanRequest {
-    GptConfig model;
-    std::optional<Architecture> architecture;  // another family's model (Llama); unset: GPT-2 of `model`'s shape
+    ModelConfig model;    // any family
     int devices = 1;
     int batch = 1;        // global, sequences
     int seq = 1024;
@@ -25,9 +23,6 @@ struct PlanRequest {
     DecoderOptions run;   // overlap, recomputation, weight caching, precision: as the trainer will run
     MachineProfile machine;
     TimeOptions time;
-
-    // The model of either family: a GPT-2 shape as `model`, another family's as `architecture`.
-    void set_model(ModelConfig const& config);
 };
 
 struct PlanCandidate {

@@ -1,5 +1,5 @@
 // Predicted communication of one training step (forward, backward, gradient sync, norm) on one rank, derived from
-// what this project's layers do (model/gpt.cpp, parallel/*), not from AxoNN's coded formulas (which put a
+// what this project's layers do (model/decoder*.cpp, parallel/*), not from AxoNN's coded formulas (which put a
 // width factor on the wrong side of transposed layers). Every rank of a grid issues the same
 // collectives, so one rank's prediction is every rank's. Bytes follow the communication layer's definition
 // (comm/communicator.h): an all-reduce counts its buffer, an all-gather its gathered output, a reduce-scatter
@@ -7,8 +7,8 @@
 #pragma once
 
 #include "axonn/comm/grid.h"
-#include "axonn/families/gpt2/gpt2_parameters.h"
 #include "axonn/model/decoder.h"
+#include "axonn/model/model_config.h"
 
 #include <cstdint>
 #include <optional>
@@ -18,8 +18,7 @@
 namespace axonn {
 
 struct StepShape {
-    GptConfig model;
-    std::optional<Architecture> architecture;  // another family's model (Llama); unset: GPT-2 of `model`'s shape
+    ModelConfig model;  // any family
     GridShape grid;
     int batch = 8;        // global batch, sequences
     int seq = 64;
@@ -29,7 +28,7 @@ struct StepShape {
     int replica_batch() const { return batch / grid.batch_replicas(); }
     int micro_batches() const { return micro_batch > 0 ? replica_batch() / micro_batch : 1; }
     int local_batch() const { return micro_batch > 0 ? micro_batch : replica_batch(); }
-    Architecture decoder() const { return architecture ? *architecture : decoder_architecture(model); }
+    Architecture decoder() const { return model.architecture(); }
 };
 
 // One collective kind of one step: what the comm layer's TrafficLog would hold for it.

@@ -15,7 +15,7 @@
 namespace axonn {
 
 struct BenchOptions {
-    ModelConfig model = model_preset("gpt2-small");  // GPT-2 or Llama
+    ModelConfig model = model_preset("gpt2-small");  // any family
     int batch = 4;
     int seq = 64;
     int iterations = 10;

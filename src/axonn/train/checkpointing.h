@@ -3,7 +3,7 @@
 // generator's whole state since it is counter-based, and the tokenizer), and the three
 // ways a run meets one: saving (--ckpt-dir, --ckpt-every, --keep, at the end, on a stop signal), resuming
 // (--resume: everything, bit for bit) and starting from weights alone (--init-from: an axonn checkpoint or a
-// Hugging Face GPT-2 or Llama folder, with a fresh optimizer).
+// Hugging Face folder of any family, with a fresh optimizer).
 #pragma once
 
 #include "axonn/checkpoint/checkpoint_reader.h"
@@ -36,7 +36,7 @@ std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoi
 // Refuses a --ckpt-dir holding checkpoints of steps after start_step (another run's), alike on every rank.
 void check_checkpoint_folder(std::filesystem::path const& ckpt_dir, std::int64_t start_step);
 
-// What --init-from names, as rank 0 resolves it: a Hugging Face GPT-2 or Llama folder, an axonn checkpoint, or a
+// What --init-from names, as rank 0 resolves it: a Hugging Face folder of any family, an axonn checkpoint, or a
 // folder of them (its newest); errors name `option`. Collective over MPI_COMM_WORLD.
 std::filesystem::path resolve_init_source(std::filesystem::path const& source, std::string_view option);
 // The model a resolved --init-from source holds.

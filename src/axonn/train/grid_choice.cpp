@@ -5,6 +5,7 @@
 #include "axonn/core/file_io.h"
 #include "axonn/core/json_depth.h"
 #include "axonn/perf/calibrate.h"
+#include "axonn/train/job.h"
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -65,6 +66,14 @@ GridFile parse_grid_file(std::string const& text, fs::path const& path) {
 
 }  // namespace
 
+MachineProfile measure_machine_profile(CalibrateOptions const& options) {
+    int world_size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    StepOptions run{.gemm_tuning = false};
+    Job job(run, JobGrid{.shape = GridShape{.data = world_size}});
+    return calibrate_machine(options, job.backend(), job.grid());
+}
+
 LocalProfile local_machine_profile() {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -75,7 +84,7 @@ LocalProfile local_machine_profile() {
                                   return fs::exists(local, error) ? std::string("yes") : std::string();
                               }) == "yes";
     if (!have_profile) {
-        return {calibrate_machine(CalibrateOptions{"local", true}), "measured now (no configs/machines/local.toml)"};
+        return {measure_machine_profile(CalibrateOptions{"local", true}), "measured now (no configs/machines/local.toml)"};
     }
     return {rank == 0 ? load_machine_profile(local.string()) : MachineProfile{}, local.string()};
 }
@@ -83,7 +92,7 @@ LocalProfile local_machine_profile() {
 PlanRequest job_plan_request(ModelConfig const& model, int ranks, int batch, int seq, StepOptions const& run,
                              std::string const& grid_order, MachineProfile const& machine) {
     PlanRequest request;
-    request.set_model(model);
+    request.model = model;
     request.devices = ranks;
     request.batch = batch;
     request.seq = seq;

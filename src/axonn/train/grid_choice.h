@@ -11,6 +11,7 @@
 
 #include "axonn/comm/grid.h"
 #include "axonn/model/model_config.h"
+#include "axonn/perf/calibrate.h"
 #include "axonn/perf/machine_profile.h"
 #include "axonn/perf/planner.h"
 #include "axonn/train/train_step.h"
@@ -30,6 +31,11 @@ struct LocalProfile {
     std::string source;  // the file, or "measured now (...)"
 };
 LocalProfile local_machine_profile();
+
+// `axonn calibrate`'s measurements on its job (train/job.h): the CPU backend in fp32, each GEMM run one way (the
+// library's rate, not the tuner's choice), every rank on the data axis. Collective over MPI_COMM_WORLD; the profile
+// is complete on rank 0 only.
+MachineProfile measure_machine_profile(CalibrateOptions const& options);
 
 // The planner's request for a job of this model, global batch, sequence length, step options and axis order on
 // `ranks` devices of `machine`: what `--grid auto` and `axonn tune` rank.

@@ -22,7 +22,7 @@
 namespace axonn {
 
 struct ParityOptions {
-    ModelConfig model;  // GPT-2 or Llama
+    ModelConfig model;  // any family
     GridShape grid;
     std::string grid_order = "x,y,z,data";
     int steps = 1;

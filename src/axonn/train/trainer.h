@@ -19,7 +19,7 @@
 namespace axonn {
 
 struct TrainOptions {
-    ModelConfig model = model_preset("gpt2-tiny");  // GPT-2 or Llama
+    ModelConfig model = model_preset("gpt2-tiny");  // any family
     std::string tokenizer = "gpt2";       // decides the vocabulary and decodes the sample
     std::filesystem::path tokenizer_dir;  // GPT-2's encoder.json + vocab.bpe
     std::filesystem::path data;           // train.bin (+ val.bin) folder, a shard, or a folder of shards

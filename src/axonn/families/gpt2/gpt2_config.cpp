@@ -68,13 +68,6 @@ void GptConfig::validate() const {
     require(max_seq > 0 && max_seq <= max_context, "--context must lie in 1..{}, got {}", max_context, max_seq);
 }
 
-void GptConfig::override_shape(ShapeOverrides const& overrides) {
-    n_layer = overrides.layers.value_or(n_layer);
-    n_head = overrides.heads.value_or(n_head);
-    n_embd = overrides.width.value_or(n_embd);
-    max_seq = overrides.context.value_or(max_seq);
-}
-
 GptConfig gpt_preset(std::string const& name) {
     for (auto const& preset : presets) {
         if (name == preset.name) {

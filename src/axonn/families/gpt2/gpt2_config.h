@@ -25,16 +25,18 @@ struct GptConfig {
     // Vp: the vocabulary rounded up to a multiple of 64. The padded logits are masked out of the loss.
     int padded_vocab_size() const { return (vocab_size + 63) / 64 * 64; }
     int head_size() const { return n_embd / n_head; }
-    int context() const { return max_seq; }
 
     // Trainable parameters, excluding the padding rows of the embedding (the count MFU uses).
     std::int64_t parameter_count() const;
 
     // Throws axonn::Error naming the first impossible value and how to fix it.
     void validate() const;
-    // --n-layer, --n-head, --n-embd and --context: n_layer, n_head, n_embd and max_seq.
-    void override_shape(ShapeOverrides const& overrides);
 };
+
+// --n-layer, --n-head, --n-embd and --context.
+constexpr ShapeFields<GptConfig> shape_fields(GptConfig const&) {
+    return {&GptConfig::n_layer, &GptConfig::n_head, &GptConfig::n_embd, &GptConfig::max_seq};
+}
 
 // GPT-2 as the decoder runs it: LayerNorm, GELU, learned positions, biases, the LM head tied to the embedding
 // (defined with the parameter table, gpt2_parameters.cpp).

@@ -64,13 +64,6 @@ void LlamaConfig::validate() const {
     }
 }
 
-void LlamaConfig::override_shape(ShapeOverrides const& overrides) {
-    num_hidden_layers = overrides.layers.value_or(num_hidden_layers);
-    num_attention_heads = overrides.heads.value_or(num_attention_heads);
-    hidden_size = overrides.width.value_or(hidden_size);
-    max_position_embeddings = overrides.context.value_or(max_position_embeddings);
-}
-
 LlamaConfig llama_preset(std::string const& name) {
     for (LlamaConfig const& preset : presets()) {
         if (preset.name == name) return preset;

@@ -33,16 +33,18 @@ struct LlamaConfig {
 
     int padded_vocab_size() const { return (vocab_size + 63) / 64 * 64; }
     int head_size() const { return hidden_size / num_attention_heads; }
-    int context() const { return max_position_embeddings; }
 
     // Trainable parameters, the embedding's and the LM head's padding rows excluded (Hugging Face's count).
     std::int64_t parameter_count() const;
     // Throws axonn::Error naming the first impossible value and how to fix it.
     void validate() const;
-    // --n-layer, --n-head, --n-embd and --context: num_hidden_layers, num_attention_heads, hidden_size and
-    // max_position_embeddings.
-    void override_shape(ShapeOverrides const& overrides);
 };
+
+// --n-layer, --n-head, --n-embd and --context.
+constexpr ShapeFields<LlamaConfig> shape_fields(LlamaConfig const&) {
+    return {&LlamaConfig::num_hidden_layers, &LlamaConfig::num_attention_heads, &LlamaConfig::hidden_size,
+            &LlamaConfig::max_position_embeddings};
+}
 
 // Llama as the decoder runs it: RMSNorm, SwiGLU, rotary positions, grouped-query attention, no biases, an untied
 // LM head (defined with the parameter table, llama_parameters.cpp).
