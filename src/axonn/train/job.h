@@ -1,6 +1,6 @@
-// One job, assembled the same way by every command that runs a model on the MPI ranks (train, bench, parity,
-// generate, memorization eval and study): the backend the step options name (any: a bf16 request falls back to
-// fp32 with one warning where the CPU has no bf16 GEMM), then the process grid with that backend's device
+// One job, assembled the same way by every command that runs on the MPI ranks (train, bench, parity, tune,
+// generate, memorization eval and study, calibrate): the backend the step options name (any: a bf16 request falls
+// back to fp32 with one warning where the CPU has no bf16 GEMM), then the process grid with that backend's device
 // collectives (NCCL for CUDA, none for the CPU). A command then builds its models of any family on them:
 //   Job job(options.run, {options.grid, options.grid_order});
 //   Decoder model(config.architecture(), job.backend(), job.grid(), job.pass_batch(B), T, options.run.model);
