@@ -110,10 +110,14 @@ std::vector<WeakScalingPoint> weak_scaling_points(std::string const& series, Pla
             points.empty() || fixed_batch
                 ? base.batch
                 : static_cast<std::int64_t>(base.batch) * devices / points.front().request.devices;
-        require(points.empty() || fixed_batch || scaled * points.front().request.devices ==
-                                      static_cast<std::int64_t>(base.batch) * devices,
-                "--weak-scaling: the batch {} for {} devices does not scale to a whole batch on {}: pick a batch "
-                "divisible by the first point's devices", base.batch, points.front().request.devices, devices);
+        // Inside the branch: require() evaluates its message's arguments even when the condition holds, and there
+        // is no first point to name before the first point.
+        if (!points.empty() && !fixed_batch) {
+            int const first_devices = points.front().request.devices;
+            require(scaled * first_devices == static_cast<std::int64_t>(base.batch) * devices,
+                    "--weak-scaling: the batch {} for {} devices does not scale to a whole batch on {}: pick a batch "
+                    "divisible by the first point's devices", base.batch, first_devices, devices);
+        }
         require(scaled <= (1 << 30), "--weak-scaling: the batch would grow to {} sequences on {} devices", scaled,
                 devices);
         point.request.batch = static_cast<int>(scaled);
