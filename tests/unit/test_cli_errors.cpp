@@ -108,6 +108,8 @@ std::vector<BadInput> const bad_inputs = {
      2},
     {"goldfish_unknown_strategy", "train --data {dir}/good --tokenizer byte --goldfish k=4,strategy=fancy",
      "unknown strategy 'fancy'", 2},
+    {"goldfish_window_past_the_sequence", "train --data {dir}/good --tokenizer byte --seq 16 --goldfish k=4,h=20",
+     "--goldfish h=20 is longer than --seq 16", 2},
     {"memorization_eval_missing_model", "memorization eval --model-dir {dir}/nowhere --documents {dir}/docs.jsonl",
      "nowhere", 1},
     {"memorization_eval_no_documents", "memorization eval --model-dir {dir}/model --documents {dir}/no_docs.jsonl",

@@ -55,9 +55,10 @@ TEST_P(GoldfishRate, DropsAboutOneInK) {
     std::vector<std::int32_t> const targets = random_ids(std::size_t{1} << 18, 50257, 1);
     std::vector<float> keep(targets.size());
     goldfish_mask(options, targets, T, 3, keep);
-    // Only positions t >= h-1 of a row can be dropped (hash); every position for the others.
-    double const eligible = c.strategy == GoldfishStrategy::hash ? double(T - c.h + 1) / T : 1.0;
-    double const expected = eligible / c.k;
+    // Only positions t >= h-1 of a row can be dropped (hash); every position for random. The rate the banner
+    // prints is checked against the mask's.
+    double const expected = goldfish_drop_fraction(options, T);
+    EXPECT_DOUBLE_EQ(expected, (c.strategy == GoldfishStrategy::hash ? double(T - c.h + 1) / T : 1.0) / c.k);
     double const sigma = std::sqrt(expected * (1 - expected) / static_cast<double>(targets.size()));
     EXPECT_NEAR(dropped_fraction(keep), expected, 5 * sigma);
 }
@@ -116,6 +117,21 @@ TEST(GoldfishMask, HashDependsOnTheOrderOfTheWindowAndOnNothingElse) {
     goldfish_mask(options, targets, 4096, 0, a);
     goldfish_mask(reseeded, targets, 4096, 0, b);
     EXPECT_NE(a, b);
+}
+
+TEST(GoldfishMask, AWindowLongerThanTheSequenceDropsNothingAndSaysSo) {
+    GoldfishOptions options;
+    options.k = 2;
+    options.h = 20;
+    int const T = 16;
+    std::vector<std::int32_t> const targets = random_ids(4096, 50257, 7);
+    std::vector<float> keep(targets.size());
+    goldfish_mask(options, targets, T, 0, keep);
+    EXPECT_EQ(dropped_fraction(keep), 0.0);
+    EXPECT_EQ(goldfish_drop_fraction(options, T), 0.0);
+    options.strategy = GoldfishStrategy::positional;
+    goldfish_mask(options, targets, T, 0, keep);
+    EXPECT_DOUBLE_EQ(dropped_fraction(keep), goldfish_drop_fraction(options, T));  // 0, 2, ..., 14: 8 of 16
 }
 
 TEST(GoldfishMask, StaticDropsEveryKthPositionAndRandomRedrawsEachStep) {

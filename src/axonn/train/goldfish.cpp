@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 
 namespace axonn {
@@ -90,6 +91,16 @@ bool goldfish_hash_drops(GoldfishOptions const& options, std::span<std::int32_t 
     for (std::int32_t id : window) x = splitmix64(x ^ static_cast<std::uint32_t>(id));
     double const uniform = static_cast<double>(x >> 11) * 0x1p-53;  // the top 53 bits, in [0, 1)
     return uniform < 1.0 / options.k;
+}
+
+double goldfish_drop_fraction(GoldfishOptions const& options, int T) {
+    if (!options.enabled() || T <= 0) return 0.0;
+    switch (options.strategy) {
+        case GoldfishStrategy::hash: return std::max(0, T - options.h + 1) / static_cast<double>(T) / options.k;
+        case GoldfishStrategy::positional: return ((T + options.k - 1) / options.k) / static_cast<double>(T);
+        case GoldfishStrategy::random: return 1.0 / options.k;
+    }
+    return 0.0;
 }
 
 void goldfish_mask(GoldfishOptions const& options, std::span<std::int32_t const> targets, int T, std::int64_t step,

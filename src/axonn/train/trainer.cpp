@@ -39,6 +39,11 @@ void validate_train_options(TrainOptions const& options) {
         require(options.seq <= options.model.context(),
                 "--seq {} is longer than the model's context of {} tokens: lower --seq or raise --context", options.seq,
                 options.model.context());
+        require(!options.goldfish.enabled() || options.goldfish.strategy != GoldfishStrategy::hash ||
+                    options.goldfish.h <= options.seq,
+                "--goldfish h={} is longer than --seq {}: the hash reads the h targets that end at a target, so no "
+                "target of a sequence would leave the loss; choose h of at most {}",
+                options.goldfish.h, options.seq, options.seq);
         require(options.eval_every > 0, "--eval-every must be at least 1, got {}", options.eval_every);
         require(options.eval_batches > 0, "--eval-batches must be at least 1, got {}", options.eval_batches);
         require(options.trace_steps > 0, "--trace-steps must be at least 1, got {}", options.trace_steps);

@@ -68,10 +68,9 @@ void print_data(TrainOptions const& options, TrainingData const& data, Tokenizer
     }
     if (!data.val) fmt::print("  no validation data (pass --val-data or prepare a folder with val.bin)\n");
     if (options.goldfish.enabled()) {
-        fmt::print(
-            "  Goldfish loss {}: about 1/{} of the training targets leave the loss; validation has no "
-            "Goldfish mask\n",
-            options.goldfish.describe(), options.goldfish.k);
+        fmt::print("  Goldfish loss {}: about {:.1f}% of the training targets leave the loss; validation has no "
+                   "Goldfish mask\n",
+                   options.goldfish.describe(), 100 * goldfish_drop_fraction(options.goldfish, options.seq));
     }
 }
 
