@@ -459,6 +459,21 @@ TEST_F(CommandLineErrors, Bf16WithoutNativeSupportWarnsAndTrainsInFp32) {
     EXPECT_NE(read_text(dir_ / "stdout.txt").find("cpu, fp32 GEMMs"), std::string::npos);
 }
 
+// Not an error: validation data too small for the default 8 batches. The good folder's 3,000 validation tokens
+// hold 5 batches of 4 x 128, and the default evaluates those 5 (an --eval-batches of 6 is refused).
+TEST_F(CommandLineErrors, TheDefaultEvaluationFitsASmallValidationSet) {
+    std::string const run = "train --data {dir}/good --tokenizer byte --model gpt2-micro --batch 4 "
+                            "--context 128 --seq 128 --steps 1 --sample-tokens 0 --metrics {dir}/small_val.jsonl "
+                            "--overwrite";
+    CommandResult const result = run_axonn(with_dir(run), dir_);
+    EXPECT_EQ(result.exit_status, 0) << result.stderr_text;
+    EXPECT_NE(read_text(dir_ / "small_val.jsonl").find("val_loss"), std::string::npos);
+    CommandResult const too_many = run_axonn(with_dir(run + " --eval-batches 6"), dir_);
+    EXPECT_EQ(too_many.exit_status, 2);
+    EXPECT_NE(too_many.stderr_text.find("it has 5 batches of 4 x 128 tokens; use at most 5"), std::string::npos)
+        << too_many.stderr_text;
+}
+
 // Not an error: `memorization eval` of a trained checkpoint prints one JSON object with a summary per bucket.
 TEST_F(CommandLineErrors, MemorizationEvalOfACheckpointPrintsItsScores) {
     train_model_once();

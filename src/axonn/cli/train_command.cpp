@@ -65,7 +65,9 @@ void add_train_command(CLI::App& app) {
                       "check that all ranks of a group issue the same collectives; report the rank that diverged");
     command->add_option("--eval-every", options->eval_every, "validate every N steps (and at step 0 and the end)")
         ->capture_default_str();
-    command->add_option("--eval-batches", options->eval_batches, "validation batches per evaluation")
+    command->add_option("--eval-batches", options->eval_batches,
+                        "validation batches per evaluation; 0: up to 8, as many as the validation data holds "
+                        "(more than it holds is refused)")
         ->capture_default_str();
     command->add_option("--metrics", options->metrics, "write one JSON object per step to this file (an existing "
                                                        "file is refused unless --overwrite)");

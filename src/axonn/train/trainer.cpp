@@ -45,7 +45,9 @@ void validate_train_options(TrainOptions const& options) {
                 "target of a sequence would leave the loss; choose h of at most {}",
                 options.goldfish.h, options.seq, options.seq);
         require(options.eval_every > 0, "--eval-every must be at least 1, got {}", options.eval_every);
-        require(options.eval_batches > 0, "--eval-batches must be at least 1, got {}", options.eval_batches);
+        require(options.eval_batches >= 0,
+                "--eval-batches must not be negative, got {} (0: up to 8, as many as the validation data holds)",
+                options.eval_batches);
         require(options.trace_steps > 0, "--trace-steps must be at least 1, got {}", options.trace_steps);
         require(!options.data.empty(), "no training data: pass --data PATH (a folder written by `axonn prepare`)");
         require(options.ckpt_every >= 0, "--ckpt-every must not be negative, got {} (0: only at the end)",
@@ -226,7 +228,7 @@ float evaluate(TrainingRun& run) {
     TrainOptions const& options = run.options;
     DataLoader& loader = *run.data.val;
     BatchBuffers& batch = *run.data.val_batch;
-    int const batches = options.eval_batches;
+    int const batches = run.data.eval_batches;
     loader.restore({});  // the same validation batches every time
     Progress progress("validate", batches, batches > quiet_evaluation_batches && run.leader ? stderr : nullptr);
     double sum = 0.0, weight = 0.0;

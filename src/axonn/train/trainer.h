@@ -39,7 +39,7 @@ struct TrainOptions {
     StepOptions run;                      // overlap, micro-batches, recomputation, weight caching
     GoldfishOptions goldfish;             // the Goldfish loss (off unless k is set); validation is never masked
     int eval_every = 50;                  // validation at step 0, every eval_every steps, and at the end
-    int eval_batches = 8;
+    int eval_batches = 0;  // validation batches per evaluation; 0: up to 8, as many as the validation data holds
     std::filesystem::path metrics;        // JSON lines; empty = none
     std::filesystem::path trace;          // Chrome trace of every rank's first trace_steps steps; empty = none
     int trace_steps = 5;

@@ -51,11 +51,14 @@ void check_data_split(DataLoader const& train, DataLoader const& val) {
     }
 }
 
-// Validation batches beyond one pass over the validation data only repeat it.
-void check_evaluation_size(TrainOptions const& options, DataLoader const& val) {
+// Validation batches beyond one pass over the validation data only repeat it: the default takes up to 8 of those
+// there are, and more than there are, asked for, is refused.
+int evaluation_batches(TrainOptions const& options, DataLoader const& val) {
+    constexpr int default_batches = 8;
     std::int64_t const available =
         std::max<std::int64_t>(1, (val.total_tokens() - 1) / (static_cast<std::int64_t>(options.batch) * options.seq));
-    if (options.eval_batches <= available) return;
+    if (options.eval_batches == 0) return static_cast<int>(std::min<std::int64_t>(default_batches, available));
+    if (options.eval_batches <= available) return options.eval_batches;
     throw UsageError(
         fmt::format("--eval-batches {} is more than the validation data holds: it has {} batches of {} x "
                     "{} tokens; use at most {}",
@@ -69,7 +72,6 @@ std::optional<DataLoader> open_validation(TrainOptions const& options, ShardToke
     std::optional<DataLoader> val;
     val.emplace(*path, options.batch, options.seq, tokenizer);
     check_data_split(train, *val);
-    check_evaluation_size(options, *val);
     return val;
 }
 
@@ -79,7 +81,10 @@ TrainingData::TrainingData(TrainOptions const& options, ShardTokenizer const& to
     : train(training_path(options), options.batch, options.seq, tokenizer),
       val(open_validation(options, tokenizer, train)), batch(options, train.has_loss_mask()),
       loss_mask(options.goldfish.enabled() || train.has_loss_mask() ? batch.tokens.size() : 0) {
-    if (val) val_batch.emplace(options, val->has_loss_mask());
+    if (val) {
+        eval_batches = evaluation_batches(options, *val);
+        val_batch.emplace(options, val->has_loss_mask());
+    }
 }
 
 std::vector<fs::path> TrainingData::inputs() const {

@@ -38,6 +38,7 @@ struct TrainingData {
     std::optional<DataLoader> val;
     BatchBuffers batch;
     std::optional<BatchBuffers> val_batch;
+    int eval_batches = 0;  // validation batches per evaluation: --eval-batches, or its default fitted to `val`
     // The weights of the step's targets: the Goldfish mask, the data's, or both multiplied; empty with neither.
     std::vector<float> loss_mask;
 };
