@@ -62,6 +62,15 @@ TEST(ConfigFile, ArraysGiveOptionsOfSeveralValues) {
     EXPECT_EQ(expand("prepare", "input = \"a.txt\"\n"), (Arguments{"axonn", "prepare", "--input", "a.txt"}));
 }
 
+TEST(ConfigFile, AnOptionalValueTakesTrueFalseOrTheValue) {
+    EXPECT_EQ(expand("train", "resume = true\n"), (Arguments{"axonn", "train", "--resume"}));
+    EXPECT_EQ(expand("train", "resume = false\n"), (Arguments{"axonn", "train"}));
+    EXPECT_EQ(expand("train", "resume = \"latest\"\n"), (Arguments{"axonn", "train", "--resume=latest"}));
+    EXPECT_EQ(expand("train", "resume = \"runs/ckpt/step_00000300\"\n"),
+              (Arguments{"axonn", "train", "--resume=runs/ckpt/step_00000300"}));
+    EXPECT_THROW(expand("train", "resume = 3\n"), Error);
+}
+
 TEST(ConfigFile, AValueOfTheWrongTypeIsRefusedWhereItStands) {
     EXPECT_THROW(expand("train", "steps = 2.5\n"), Error);          // an integer option
     EXPECT_THROW(expand("train", "lr = \"fast\"\n"), Error);        // a number

@@ -1,7 +1,8 @@
 // --config FILE: a TOML file of a subcommand's options, read with toml++ and turned into arguments that come
 // before the user's own (so that the command line overrides the file). Each key is an option's long name; its
 // value must have the option's type: a boolean for a flag, an integer for an integer option, a number for a
-// real one, a string for a text or a path, an array for an option that takes several values.
+// real one, a string for a text or a path, an array for an option that takes several values; an option whose value
+// may be left out takes true (given without a value), false (not given) or its value.
 #include "axonn/cli/config_file.h"
 
 #include "axonn/core/error.h"
@@ -50,7 +51,10 @@ std::string scalar_text(toml::node const& node, ValueKind kind, std::string_view
 void append_option(std::vector<std::string>& arguments, CLI::Option const& option, std::string_view name,
                    toml::node const& node, fs::path const& file) {
     std::string const flag = "--" + std::string(name);
-    if (option.get_expected_min() == 0) {  // a flag: present when true
+    // A switch, present when true; an option whose value may be left out (--resume) is one too when given a
+    // boolean, and takes a string as its value.
+    bool const pure_switch = option.get_expected_max() == 0;
+    if (option.get_expected_min() == 0 && (pure_switch || node.is_boolean())) {
         require(node.is_boolean(), "{}: '{}' is a switch and must be true or false, not {}",
                 toml_location(node, file), name, toml_type_name(node));
         if (*node.value<bool>()) arguments.push_back(flag);

@@ -92,7 +92,9 @@ void add_train_command(CLI::App& app) {
     command->add_option("--resume", options->resume,
                         "continue a run bit for bit from a checkpoint: latest (the newest in --ckpt-dir), a "
                         "checkpoint folder, or a folder of them; on any grid")
-        ->expected(0, 1)->default_str("latest");
+        ->expected(0, 1)
+        ->default_str("latest")  // the value of a bare --resume
+        ->option_text("[latest|DIR]");
     command->add_option("--init-from", options->init_from,
                         fmt::format("start from these weights with a fresh optimizer: an axonn checkpoint (or folder "
                                     "of them) or a Hugging Face {} folder (config.json + model.safetensors); the "
