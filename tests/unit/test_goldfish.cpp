@@ -120,9 +120,7 @@ TEST(GoldfishMask, HashDependsOnTheOrderOfTheWindowAndOnNothingElse) {
 }
 
 TEST(GoldfishMask, AWindowLongerThanTheSequenceDropsNothingAndSaysSo) {
-    GoldfishOptions options;
-    options.k = 2;
-    options.h = 20;
+    GoldfishOptions options{.k = 2, .h = 20};
     int const T = 16;
     std::vector<std::int32_t> const targets = random_ids(4096, 50257, 7);
     std::vector<float> keep(targets.size());
