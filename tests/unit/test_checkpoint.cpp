@@ -488,6 +488,17 @@ TEST(HuggingFace, EachRankReadsItsShardsOfOneFileOrOfShards) {
     }
 }
 
+// GPT-2's export writes F32 only: a request for BF16 is refused, not quietly written in F32.
+TEST(HuggingFace, Gpt2ExportRefusesBf16) {
+    testing::TempDir dir;
+    SerialState state(7);
+    CheckpointReader checkpoint(
+        save_checkpoint(state.grid, byte_micro(), {state.params, {}, {}}, 0, nullptr, {dir / "ckpt"}));
+    EXPECT_EQ(testing::error_of([&] { export_hf(checkpoint, dir / "hf", DType::bf16); }),
+              "a GPT-2 checkpoint is exported in f32 only");
+    EXPECT_FALSE(std::filesystem::exists(dir / "hf"));
+}
+
 // A damaged or hostile model.safetensors.index.json: one line naming the index and the problem.
 TEST(HuggingFace, HostileWeightIndexIsRefused) {
     testing::TempDir dir;

@@ -11,6 +11,7 @@
 #include "support/error_of.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <set>
 #include <string>

@@ -9,7 +9,7 @@
 #include "axonn/model/model_config.h"
 #include "axonn/parallel/shard_layout.h"
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <filesystem>
 #include <functional>

@@ -62,7 +62,9 @@ ModelFamily const& gpt2_family() {
             [](std::filesystem::path const& dir, ModelConfig const& model, ShardLayout const& layout,
                std::span<float> params) { HfGpt2Weights(dir, gpt2_of(model)).read_local(layout, params); },
         .export_hf =
-            [](ModelConfig const& model, ReadTensor const& read_tensor, std::filesystem::path const& out, DType) {
+            [](ModelConfig const& model, ReadTensor const& read_tensor, std::filesystem::path const& out,
+               DType dtype) {
+                require(dtype == DType::f32, "a GPT-2 checkpoint is exported in f32 only");
                 export_hf_gpt2(gpt2_of(model), read_tensor, out);
             },
     };
