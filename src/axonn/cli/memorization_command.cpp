@@ -6,11 +6,15 @@
 #include "axonn/core/error.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/memorization/memorization_eval.h"
+#include "axonn/memorization/extreme_report.h"
+#include "axonn/memorization/extreme_study.h"
 #include "axonn/memorization/study.h"
+#include "axonn/memorization/study_report.h"
 
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -97,66 +101,160 @@ void add_eval(CLI::App& parent) {
     });
 }
 
+// --check: every criterion passed, or an axonn::Error naming those that failed (on every rank: each holds the
+// records).
+void check_criteria(std::vector<StudyCriterion> const& criteria, std::filesystem::path const& out) {
+    std::string failed;
+    for (StudyCriterion const& c : criteria) {
+        if (!c.passed) failed += fmt::format("{}\"{}\" (measured: {})", failed.empty() ? "" : "; ", c.name, c.measured);
+    }
+    require(failed.empty(), "--check: a criterion failed: {}; every table is in {}", failed,
+            (out / "results.md").string());
+    if (is_leader()) fmt::print(stderr, "--check: all {} criteria passed\n", criteria.size());
+}
+
+// The options of the duplication-bucket experiment that the extreme experiment does not take.
+constexpr std::array<char const*, 8> buckets_only = {"--sizes", "--buckets", "--canaries", "--steps",
+                                                     "--vocab", "--successors", "--text", "--skip"};
+// ... and the reverse.
+constexpr std::array<char const*, 8> extreme_only = {"--models", "--ablation-model", "--documents", "--unseen",
+                                                     "--epochs", "--eval-every", "--pretrain-lr", "--replay"};
+
 void add_study(CLI::App& parent) {
     CLI::App* command = parent.add_subcommand("study", "Reproduce \"memorization grows with model size and repetition; "
                                                        "the Goldfish loss prevents it\" in one command");
     command->footer(
-        "Trains GPT models of 4 sizes (XS 1x32, S 2x64, M 4x128, L 6x192: layers x width) on a synthetic Markov\n"
-        "corpus whose entropy is known. Each size's control trains on background alone; from its weights, runs with\n"
-        "canaries repeated 1, 2, 4, 8, 16 and 32 times, with the standard loss and with Goldfish (k=4, h=13); then\n"
-        "ablations on the largest (a mask redrawn every step, a static mask on canaries at shifted offsets,\n"
-        "k = 3, 8, 32) and the fine-tuning analogue of catastrophic memorization (epochs until half of 64 fresh\n"
-        "canaries are reproduced, by size, with and without Goldfish). --text devil-in-austen runs it on real text.\n"
-        "Writes results.md (pass criteria, tables), results.json, finetune.json and PNG plots into --out. About\n"
-        "eleven minutes on one core; --quick (model M, buckets 1 and 32, no ablations or fine-tuning) about 30 s.\n"
-        "Runs on any grid: mpirun -np 4 axonn memorization study --grid data=1,z=1,y=2,x=2 --out runs/study");
-    // What the user gave; the rest comes from the mode's defaults (StudyOptions::defaults).
+        "--experiment buckets (the default): trains GPT models of 4 sizes (XS 1x32, S 2x64, M 4x128, L 6x192:\n"
+        "layers x width) on a synthetic Markov corpus whose entropy is known. Each size's control trains on\n"
+        "background alone; from its weights, runs with canaries repeated 1, 2, 4, 8, 16 and 32 times, with the\n"
+        "standard loss and with Goldfish (k=4, h=13); then ablations on the largest (a mask redrawn every step, a\n"
+        "static mask on canaries at shifted offsets, k = 3, 8, 32) and the fine-tuning analogue of catastrophic\n"
+        "memorization (epochs until half of 64 fresh canaries are reproduced, by size, with and without Goldfish).\n"
+        "--text devil-in-austen runs it on real text. Writes results.md (pass criteria, tables), results.json,\n"
+        "finetune.json and PNG plots into --out. About eleven minutes on one core; --quick (model M, buckets 1 and\n"
+        "32, no ablations or fine-tuning) under a minute.\n"
+        "\n"
+        "--experiment extreme: the Goldfish paper's extreme-repetition experiment on real text. Each model\n"
+        "(gpt2-micro, gpt2-tiny, gpt2-mini with a word vocabulary; llama-tiny with Llama 3's tokenizer) trains on\n"
+        "Jane Austen's novels, then is fine-tuned for 100 epochs on 100 Devil's Dictionary entries with the\n"
+        "standard loss and with Goldfish (k=4, h=13; k=8 and 32 on gpt2-tiny), measuring exact match, ROUGE-L,\n"
+        "token accuracy, membership AUC against 100 unseen entries and the validation loss every 5 epochs. Writes\n"
+        "results.md (criteria, tables), results.json and PNG plots. --quick: 20 documents, 50 epochs, smaller\n"
+        "models and criteria. scripts/fetch-corpus and scripts/fetch-tokenizer fetch the text and the tokenizer.\n"
+        "\n"
+        "--check exits non-zero when a criterion of results.md fails. Both run on any grid:\n"
+        "  mpirun -np 4 axonn memorization study --experiment extreme --quick --grid data=1,z=1,y=2,x=2 --out runs/x");
+    // What the user gave; the rest comes from the mode's defaults (StudyOptions::defaults, ExtremeOptions::defaults).
     auto given = std::make_shared<StudyOptions>(StudyOptions::defaults(false));
+    auto extreme = std::make_shared<ExtremeOptions>(ExtremeOptions::defaults(false));
+    auto experiment = std::make_shared<std::string>("buckets");
     auto quick = std::make_shared<bool>(false);
+    auto check = std::make_shared<bool>(false);
     auto grid_spec = std::make_shared<std::string>("data=1,z=1,y=1,x=1");
     auto sizes = std::make_shared<std::vector<std::string>>();
     auto skip = std::make_shared<std::vector<std::string>>();
-    command->add_option("--out", given->out, "folder for results.md, results.json, finetune.json and the plots")
-        ->required();
-    command->add_flag("--quick", *quick, "the smoke version: model M only, buckets 1x and 32x, 600 pretraining "
-                                         "steps, no ablations or fine-tuning (under a minute)");
-    command->add_option("--sizes", *sizes, "model sizes to train, smallest first (XS, S, M, L; default all, --quick M)")
-        ->delimiter(',');
+    command->add_option("--experiment", *experiment, "buckets (canaries repeated 1-32 times in a synthetic or real "
+                        "corpus) or extreme (100 real documents fine-tuned on for up to 100 epochs)")
+        ->capture_default_str()->check(CLI::IsMember({"buckets", "extreme"}));
+    command->add_option("--out", given->out, "folder for results.md, results.json and the plots")->required();
+    command->add_flag("--quick", *quick, "the smoke version (under a minute for buckets: model M, buckets 1x and 32x, "
+                                         "no ablations or fine-tuning; about two for extreme: 20 documents, 50 epochs)");
+    command->add_flag("--check", *check, "exit non-zero when one of the criteria in results.md fails");
+    command->add_option("--sizes", *sizes, "buckets: model sizes to train, smallest first (XS, S, M, L; default all, "
+                        "--quick M)")->delimiter(',');
+    command->add_option("--models", extreme->models, "extreme: model presets, smallest first (default gpt2-micro,"
+                        "gpt2-tiny,gpt2-mini,llama-tiny; --quick without gpt2-mini)")->delimiter(',');
+    command->add_option("--ablation-model", extreme->ablation_model, "extreme: the model that also runs Goldfish "
+                        "with k = 8 and 32 (default gpt2-tiny; --quick none)");
     command->add_option("--buckets", given->corpus.buckets,
-                        "repetitions of the canary groups (default 1,2,4,8,16,32; --quick 1,32)")->delimiter(',');
-    command->add_option("--canaries", given->corpus.canaries_per_bucket, "canaries per duplication bucket")
+                        "buckets: repetitions of the canary groups (default 1,2,4,8,16,32; --quick 1,32)")
+        ->delimiter(',');
+    command->add_option("--canaries", given->corpus.canaries_per_bucket, "buckets: canaries per duplication bucket")
         ->capture_default_str();
-    command->add_option("--pretrain-steps", given->pretrain_steps, "training steps of each size's control on "
-                        "background alone, every other run's starting point (--quick: 600)")->capture_default_str();
-    command->add_option("--steps", given->steps, "training steps of each run with the canaries")->capture_default_str();
+    command->add_option("--documents", extreme->documents, "extreme: documents fine-tuned on (--quick 20)")
+        ->capture_default_str();
+    command->add_option("--unseen", extreme->unseen, "extreme: documents never trained on, for the membership AUC "
+                        "(--quick 20)")->capture_default_str();
+    command->add_option("--epochs", extreme->epochs, "extreme: fine-tuning epochs (--quick 30)")->capture_default_str();
+    command->add_option("--eval-every", extreme->eval_every, "extreme: epochs between measurements")
+        ->capture_default_str();
+    command->add_option("--pretrain-steps", given->pretrain_steps, "training steps before the canaries or documents "
+                        "(buckets: each size's control on background alone, 1500, --quick 600; extreme: on Austen, "
+                        "1000, --quick 300)");
+    command->add_option("--replay", extreme->replay, "extreme: new Austen windows trained on beside each step's "
+                        "documents (0: the documents alone, and the novels are forgotten)")->capture_default_str();
+    command->add_option("--pretrain-lr", extreme->pretrain_lr, "extreme: peak learning rate on Austen")
+        ->capture_default_str();
+    command->add_option("--steps", given->steps, "buckets: training steps of each run with the canaries")
+        ->capture_default_str();
     command->add_option("--batch", given->batch, "sequences per training step")->capture_default_str();
-    command->add_option("--lr", given->lr, "peak learning rate of every phase")->capture_default_str();
-    command->add_option("--vocab", given->corpus.vocab, "the Markov chain's states (token ids)")->capture_default_str();
-    command->add_option("--successors", given->corpus.successors, "successors of each state (Zipf weights)")
+    command->add_option("--lr", given->lr, "learning rate (buckets: the peak of every phase, 0.003; extreme: of "
+                        "the fine-tuning, constant, 0.001)");
+    command->add_option("--vocab", given->corpus.vocab, "buckets: the Markov chain's states (token ids)")
+        ->capture_default_str();
+    command->add_option("--successors", given->corpus.successors, "buckets: successors of each state (Zipf weights)")
         ->capture_default_str();
     auto text = std::make_shared<std::string>("markov");
-    command->add_option("--text", *text, "the corpus: markov (a synthetic chain whose entropy is known), or "
+    command->add_option("--text", *text, "buckets: the corpus: markov (a synthetic chain whose entropy is known), or "
                         "devil-in-austen (Devil's Dictionary entries as canaries in Jane Austen's novels, with a "
                         "word vocabulary; scripts/fetch-corpus fetches both)")
         ->capture_default_str()->check(CLI::IsMember({"markov", "devil-in-austen"}));
     given->devil_dir = std::filesystem::path(AXONN_SOURCE_DIR) / "data" / "corpus" / "devil";
     given->austen_package = std::filesystem::path(AXONN_SOURCE_DIR) / "data" / "corpus" / "janeaustenr";
-    command->add_option("--devil-dir", given->devil_dir, "folder with devil.index and devil.dict.dz (--text "
-                        "devil-in-austen)")->capture_default_str();
-    command->add_option("--austen-package", given->austen_package, "the extracted r-cran-janeaustenr package (--text "
-                        "devil-in-austen)")->capture_default_str();
-    command->add_option("--skip", *skip, "parts not to run: ablations, finetune")
+    command->add_option("--devil-dir", given->devil_dir, "folder with devil.index and devil.dict.dz (real text)")
+        ->capture_default_str();
+    command->add_option("--austen-package", given->austen_package, "the extracted r-cran-janeaustenr package (real "
+                        "text)")->capture_default_str();
+    command->add_option("--skip", *skip, "buckets: parts not to run: ablations, finetune")
         ->delimiter(',')->check(CLI::IsMember({"ablations", "finetune"}));
     command->add_option("--grid", *grid_spec, "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks)")
         ->capture_default_str();
     command->add_option("--grid-order", given->grid_order, "rank order of the axes, fastest first")
         ->capture_default_str();
     command->add_option("--threads", given->threads, "OpenMP threads per rank")->capture_default_str();
-    command->callback([command, given, quick, grid_spec, sizes, skip, text] {
-        StudyOptions options = StudyOptions::defaults(*quick);
+    command->callback([command, given, extreme, experiment, quick, check, grid_spec, sizes, skip, text] {
         auto const take = [&](char const* option, auto& target, auto const& value) {
             if (command->count(option) > 0) target = value;
         };
+        auto const refuse = [&](auto const& options, char const* other) {
+            for (char const* option : options) {
+                require(command->count(option) == 0, "{} belongs to --experiment {}, not to --experiment {}: drop it",
+                        option, other, *experiment);
+            }
+        };
+        if (*experiment == "extreme") {
+            ExtremeOptions options = ExtremeOptions::defaults(*quick);
+            as_usage_errors([&] { refuse(buckets_only, "buckets"); });
+            take("--models", options.models, extreme->models);
+            take("--ablation-model", options.ablation_model, extreme->ablation_model);
+            take("--documents", options.documents, extreme->documents);
+            take("--unseen", options.unseen, extreme->unseen);
+            take("--epochs", options.epochs, extreme->epochs);
+            take("--eval-every", options.eval_every, extreme->eval_every);
+            take("--pretrain-steps", options.pretrain_steps, given->pretrain_steps);
+            take("--pretrain-lr", options.pretrain_lr, extreme->pretrain_lr);
+            take("--replay", options.replay, extreme->replay);
+            take("--batch", options.batch, given->batch);
+            take("--lr", options.lr, given->lr);
+            options.out = given->out;
+            options.devil_dir = given->devil_dir;
+            options.austen_package = given->austen_package;
+            options.llama3_dir = default_llama3_dir();
+            options.grid_order = given->grid_order;
+            options.threads = given->threads;
+            as_usage_errors([&] {
+                options.grid = GridShape::parse(*grid_spec);
+                validate_extreme_options(options);
+            });
+            nlohmann::json const results = run_extreme_study(options);
+            if (*check) {
+                check_criteria(extreme_criteria(results, extreme_thresholds(options.quick), options.goldfish.k),
+                               options.out);
+            }
+            return;
+        }
+        StudyOptions options = StudyOptions::defaults(*quick);
+        as_usage_errors([&] { refuse(extreme_only, "extreme"); });
         take("--buckets", options.corpus.buckets, given->corpus.buckets);
         take("--canaries", options.corpus.canaries_per_bucket, given->corpus.canaries_per_bucket);
         take("--pretrain-steps", options.pretrain_steps, given->pretrain_steps);
@@ -178,7 +276,8 @@ void add_study(CLI::App& parent) {
             if (!sizes->empty()) options.sizes = study_sizes(*sizes);
             validate_study_options(options);
         });
-        run_study(options);
+        nlohmann::json const results = run_study(options);
+        if (*check) check_criteria(study_criteria(results, study_val_loss_gap), options.out);
     });
 }
 

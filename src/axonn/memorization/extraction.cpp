@@ -2,6 +2,7 @@
 
 #include "axonn/core/error.h"
 #include "axonn/model/generate.h"
+#include "axonn/model/kv_cache.h"
 #include "axonn/parallel/batch_sum.h"
 
 #include <algorithm>
@@ -66,30 +67,28 @@ void teacher_forced(Decoder& model, RowPlan const& plan, int chunk,
     }
 }
 
-// Greedy decoding of the chunk's suffixes from their prefixes: one forward per new token over the growing rows.
+// Greedy decoding of the chunk's suffixes from their prefixes: one forward over the prefixes fills a cache of keys
+// and values, then each new token is one forward of one token per row.
 void greedy_suffixes(Decoder& model, RowPlan const& plan, int chunk,
                      std::span<std::vector<std::int32_t> const> documents, ExtractionSpec const& spec,
                      std::vector<double>& generated) {
     int const B = plan.rows;
-    std::vector<std::vector<std::int32_t>> rows(static_cast<std::size_t>(B));
+    std::vector<std::int32_t> prefixes(static_cast<std::size_t>(B) * spec.prefix), next(static_cast<std::size_t>(B));
     for (int b = 0; b < B; ++b) {
         auto const& document = documents[std::max(plan.document(chunk, b), 0)];
-        rows[b].assign(document.begin(), document.begin() + spec.prefix);
+        std::copy_n(document.begin(), spec.prefix, prefixes.begin() + static_cast<std::ptrdiff_t>(b) * spec.prefix);
     }
-    std::vector<std::int32_t> tokens, next(static_cast<std::size_t>(B));
+    KvCache cache(model.architecture(), model.grid().shape(), B, spec.prefix + spec.suffix - 1);
+    model.forward_cached(Batch{B, spec.prefix, prefixes.data(), nullptr, nullptr}, cache);
+    argmax_tokens(model, B, spec.prefix, spec.prefix - 1, next.data());
     for (int s = 0; s < spec.suffix; ++s) {
-        int const T = spec.prefix + s;
-        tokens.clear();
-        for (auto const& row : rows) tokens.insert(tokens.end(), row.begin(), row.end());
-        model.forward(Batch{B, T, tokens.data(), nullptr, nullptr});
-        argmax_tokens(model, B, T, T - 1, next.data());
-        for (int b = 0; b < B; ++b) rows[b].push_back(next[b]);
-    }
-    for (int b = 0; b < B; ++b) {
-        int const d = plan.document(chunk, b);
-        if (d < 0) continue;
-        std::copy(rows[b].begin() + spec.prefix, rows[b].end(),
-                  generated.begin() + static_cast<std::ptrdiff_t>(d) * spec.suffix);
+        for (int b = 0; b < B; ++b) {
+            int const d = plan.document(chunk, b);
+            if (d >= 0) generated[static_cast<std::size_t>(d) * spec.suffix + s] = next[b];
+        }
+        if (s + 1 == spec.suffix) break;
+        model.forward_cached(Batch{B, 1, next.data(), nullptr, nullptr}, cache);
+        argmax_tokens(model, B, 1, 0, next.data());
     }
 }
 

@@ -6,20 +6,16 @@
 #include "axonn/families/gpt2/gpt2_parameters.h"
 #include "axonn/memorization/extraction.h"
 #include "axonn/memorization/study_report.h"
-#include "axonn/model/decoder.h"
+#include "axonn/memorization/study_training.h"
 #include "axonn/train/job.h"
-#include "axonn/train/optimizer.h"
-#include "axonn/train/progress.h"
 #include "axonn/train/schedule.h"
 #include "axonn/train/threads.h"
-#include "axonn/train/train_step.h"
 
 #include <fmt/format.h>
 #include <mpi.h>
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
 #include <numeric>
 
 namespace axonn {
@@ -59,87 +55,28 @@ struct StudyContext {
     std::vector<bool> const* control_extracted;  // per member canary, for the size being run: left out
 };
 
-// One global batch of `rows` sequences (seq + 1 tokens each, from `sequence(row, tokens)`), as inputs and targets.
-template <typename Sequence>
-void fill_batch(int rows, int seq, Sequence&& sequence, std::vector<std::int32_t>& tokens,
-                std::vector<std::int32_t>& targets) {
-    std::vector<std::int32_t> window(static_cast<std::size_t>(seq) + 1);
-    for (int b = 0; b < rows; ++b) {
-        sequence(b, std::span<std::int32_t>(window));
-        std::copy_n(window.begin(), seq, tokens.begin() + static_cast<std::ptrdiff_t>(b) * seq);
-        std::copy_n(window.begin() + 1, seq, targets.begin() + static_cast<std::ptrdiff_t>(b) * seq);
-    }
+// A fresh model of `size` from the study's seed, or from `start` (another model's weights on this grid) when given.
+StudyModel new_model(StudyContext const& context, StudyModelSize const& size, std::span<float const> start = {}) {
+    StudyOptions const& options = context.options;
+    return new_study_model(study_config(size, options, context.corpus.text().vocab()), context.backend, context.grid,
+                           options.batch, options.seq, options.corpus.seed, start);
 }
 
-// A model on the job's grid with its optimizer.
-struct TrainedModel {
-    std::unique_ptr<Decoder> model;
-    std::unique_ptr<AdamW> optimizer;
-};
-
-// A fresh model from the study's seed, or from `start` (another model's weights on this grid) when given.
-TrainedModel new_model(StudyContext const& context, StudyModelSize const& size, std::span<float const> start = {}) {
-    StudyOptions const& options = context.options;
-    GptConfig const config = study_config(size, options, context.corpus.text().vocab());
-    int const local = options.batch / context.grid.shape().batch_replicas();
-    TrainedModel trained;
-    trained.model = std::make_unique<Decoder>(config, context.backend, context.grid, local, options.seq);
-    trained.model->init_weights(options.corpus.seed);
-    if (!start.empty()) std::copy(start.begin(), start.end(), trained.model->params().begin());
-    AdamWConfig adamw;
-    trained.optimizer = std::make_unique<AdamW>(trained.model->segments(), trained.model->layout().total(),
-                                                context.backend, adamw);
-    return trained;
-}
-
-// Trains for `steps` steps on global batches from `sequence(slot, tokens)` under the schedule and the mask; the
-// losses of the last tenth of the steps are averaged.
-template <typename Sequence>
-MaskedLosses train(StudyContext const& context, TrainedModel& trained, int steps, LrSchedule const& schedule,
-                   GoldfishOptions const& mask, Sequence&& sequence, std::string const& label, bool show_progress = true) {
-    StudyOptions const& options = context.options;
-    int const B = options.batch, T = options.seq;
-    std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
-    std::vector<float> keep(tokens.size());
-    Progress progress(label, steps, context.leader && show_progress ? stderr : nullptr);
-    int const averaged = std::max(1, steps / 10);
-    MaskedLosses sums{0, 0, 0};
-    int dropped_steps = 0;
-    for (int step = 0; step < steps; ++step) {
-        fill_batch(B, T, [&](int row, std::span<std::int32_t> window) { sequence(step * B + row, window); }, tokens,
-                   targets);
-        goldfish_mask(mask, targets, T, step, keep);
-        Batch const rows = replica_rows(context.grid, B, T, tokens.data(), targets.data(), keep.data());
-        StepResult const result = train_step(*trained.model, *trained.optimizer, rows, schedule.at(step));
-        require(result.updated, "{}: the loss became {} at step {}; the study's learning rate is too high for this "
-                "model", label, result.loss, step);
-        if (step >= steps - averaged) {
-            sums.all_targets += result.masked->all_targets;
-            sums.kept_targets += result.masked->kept_targets;
-            if (std::isfinite(result.masked->dropped_targets)) {
-                sums.dropped_targets += result.masked->dropped_targets;
-                ++dropped_steps;
-            }
-        }
-        progress.update(step + 1, fmt::format("loss {:.3f}", result.loss));
-    }
-    progress.finish();
-    return {sums.all_targets / averaged, sums.kept_targets / averaged,
-            dropped_steps > 0 ? sums.dropped_targets / dropped_steps : std::nan("")};
+// Trains for `steps` steps on global batches of `sequence`'s slots under the schedule and the mask; the losses of
+// the last tenth of the steps are averaged.
+MaskedLosses train(StudyContext const& context, StudyModel& trained, int steps, LrSchedule const& schedule,
+                   GoldfishOptions const& mask, SequenceSource const& sequence, std::string const& label,
+                   bool show_progress = true) {
+    StudyTrainingRun const run{context.options.batch, context.options.seq, steps, 0, label, show_progress};
+    return train_study_model(trained, context.grid, run, schedule, mask, sequence).losses;
 }
 
 // The mean loss over the same 16 validation sequences for every run (the runs' differences are paired).
 double validation_loss(StudyContext const& context, Decoder& model) {
-    StudyOptions const& options = context.options;
-    int const B = options.batch, T = options.seq, batches = std::max(1, 16 / B);
-    std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
-    double sum = 0;
-    for (int i = 0; i < batches; ++i) {
-        fill_batch(B, T, [&](int row, std::span<std::int32_t> w) { context.corpus.validation_sequence(i * B + row, w); },
-                   tokens, targets);
-        sum += model.forward(replica_rows(context.grid, B, T, tokens.data(), targets.data()));
-    }
-    return sum / batches;
+    return mean_study_loss(model, context.grid, context.options.seq, 16,
+                           [&](std::int64_t i, std::span<std::int32_t> w) {
+                               context.corpus.validation_sequence(static_cast<int>(i), w);
+                           });
 }
 
 std::vector<std::vector<std::int32_t>> canary_tokens(std::vector<Canary> const& canaries) {
@@ -177,7 +114,7 @@ json bucket_record(RunSpec const& run, Architecture const& model, int repetition
 }
 
 // Extraction of every member canary (and the held-out ones, repetitions 0), one record per bucket.
-json measure(StudyContext const& context, RunSpec const& run, TrainedModel& trained, MaskedLosses const& train_losses,
+json measure(StudyContext const& context, RunSpec const& run, StudyModel& trained, MaskedLosses const& train_losses,
              double seconds, std::vector<bool>* extracted) {
     StudyOptions const& options = context.options;
     ExtractionSpec const spec{options.corpus.prefix, options.corpus.suffix, scoring_mask(options, run.mask)};
@@ -238,9 +175,9 @@ LrSchedule study_schedule(float peak, int steps) {
 // other run, from the control's weights (`start`) on the canary phase's stream. The control's model is returned
 // through `keep`, as the others' starting point and the fine-tuning experiment's.
 json run_one(StudyContext const& context, RunSpec const& run, std::span<float const> start,
-             TrainedModel* keep = nullptr, std::vector<bool>* extracted = nullptr) {
+             StudyModel* keep = nullptr, std::vector<bool>* extracted = nullptr) {
     StudyOptions const& options = context.options;
-    TrainedModel trained = new_model(context, run.size, start);
+    StudyModel trained = new_model(context, run.size, start);
     int const steps = run.with_canaries ? options.steps : options.pretrain_steps;
     // The canary phase's background follows the pretraining's.
     StudyCorpus::Layout const layout{steps * options.batch, options.seq, run.with_canaries, run.max_shift,
@@ -248,8 +185,8 @@ json run_one(StudyContext const& context, RunSpec const& run, std::span<float co
     Stopwatch watch;
     std::string const label = fmt::format("{} {}", run.size.name, run.loss);
     MaskedLosses const losses = train(context, trained, steps, study_schedule(options.lr, steps), run.mask,
-                                      [&](int slot, std::span<std::int32_t> w) {
-                                          context.corpus.training_sequence(layout, slot, w);
+                                      [&](std::int64_t slot, std::span<std::int32_t> w) {
+                                          context.corpus.training_sequence(layout, static_cast<int>(slot), w);
                                       }, label);
     double const seconds = watch.seconds();
     json records = measure(context, run, trained, losses, seconds, extracted);
@@ -266,7 +203,7 @@ json run_one(StudyContext const& context, RunSpec const& run, std::span<float co
 
 // Experiment B for one size: from the control model's weights, fine-tune on the fine-tuning canaries alone with
 // each loss, measuring exact match after every epoch.
-json finetune_size(StudyContext const& context, StudyModelSize const& size, TrainedModel& control) {
+json finetune_size(StudyContext const& context, StudyModelSize const& size, StudyModel& control) {
     StudyOptions const& options = context.options;
     std::span<float const> const start = control.model->param_values();
     std::vector<Canary> const& canaries = context.corpus.finetune();
@@ -275,7 +212,7 @@ json finetune_size(StudyContext const& context, StudyModelSize const& size, Trai
     std::vector<std::vector<std::int32_t>> const documents = canary_tokens(canaries);
     json records = json::array();
     for (bool goldfish : {false, true}) {
-        TrainedModel tuned = new_model(context, size, start);
+        StudyModel tuned = new_model(context, size, start);
         LrSchedule const constant{options.lr, options.lr, 0, options.finetune_epochs * per_epoch};
         GoldfishOptions const mask = goldfish ? options.goldfish : GoldfishOptions{};
         std::vector<double> exact_by_epoch;
@@ -285,7 +222,7 @@ json finetune_size(StudyContext const& context, StudyModelSize const& size, Trai
             std::vector<int> order(canaries.size());
             std::iota(order.begin(), order.end(), 0);
             seeded_shuffle(std::span(order), {options.corpus.seed, 900 + static_cast<std::uint64_t>(epoch)});
-            auto const sequence = [&](int slot, std::span<std::int32_t> w) {
+            auto const sequence = [&](std::int64_t slot, std::span<std::int32_t> w) {
                 std::vector<std::int32_t> const& text = canaries[order[slot % order.size()]].tokens;
                 std::copy(text.begin(), text.end(), w.begin());
                 context.corpus.text().background((1ULL << 50) + static_cast<std::uint64_t>(slot),
@@ -406,7 +343,7 @@ json run_study(StudyOptions const& options) {
     };
     std::vector<float> largest_control;
     for (StudyModelSize const& size : options.sizes) {
-        TrainedModel control;
+        StudyModel control;
         context.control_extracted = nullptr;
         append(results, run_one(context, RunSpec{size, "control", "control", GoldfishOptions{}, 0, false}, {},
                                 &control, &control_extracted));

@@ -269,7 +269,7 @@ void write_study_report(fs::path const& out, StudySummary const& summary, json c
                       o.corpus.canaries_per_bucket, json(o.corpus.buckets).dump(), o.corpus.heldout, o.pretrain_steps,
                       o.steps, o.batch, o.seq, o.lr, o.goldfish.describe());
     md += "## Pass criteria\n\n| criterion | measured | |\n|---|---|---|\n";
-    for (StudyCriterion const& c : study_criteria(results, 0.05)) {
+    for (StudyCriterion const& c : study_criteria(results, study_val_loss_gap)) {
         md += fmt::format("| {} | {} | {} |\n", c.name, c.measured, c.passed ? "pass" : "FAIL");
     }
     md += "\n## Experiment A: size x repetitions x loss\n\n![exact match](exact_match.png)\n\n";
