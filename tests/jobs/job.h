@@ -95,9 +95,9 @@ protected:
                " --sample-tokens 0 " + extra;
     }
 
-    static JobResult mpirun(std::string const& contexts) {
+    static JobResult mpirun(std::string const& contexts, int timeout_seconds = 60) {
         std::filesystem::path const err = dir_ / "stderr.txt";
-        std::string const command = "timeout 60 mpirun --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS=1 " +
+        std::string const command = "timeout " + std::to_string(timeout_seconds) + " mpirun --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS=1 " +
                                     contexts + " > " + (dir_ / "stdout.txt").string() + " 2> " + err.string();
         auto const start = std::chrono::steady_clock::now();
         int const status = std::system(command.c_str());

@@ -9,8 +9,10 @@
 //   - the real-text option: dictd folders are read entry by entry (a synthetic one, and Debian's dict-devil with
 //     its 1,003 entries when scripts/fetch-corpus has fetched it), damaged ones are one-line errors, and the word
 //     vocabulary encodes known words as one token and spells the rest in bytes, losslessly;
+//   - the protocol's criteria, table-driven: results that meet them pass all seven, and each row breaks one thing
+//     and must fail exactly the criteria it names;
 //   - the smoke study (--quick): standard exact match at 32 repetitions above Goldfish's, held-out losses within
-//     0.1 nats (the protocol's smoke criteria), and its output files.
+//     0.1 nats, every criterion of the protocol passed (as --check requires), and its output files.
 #include "axonn/core/error.h"
 #include "axonn/families/gpt2/gpt2_config.h"
 #include "axonn/kernels/cpu_backend.h"
@@ -29,6 +31,7 @@
 #include <zlib.h>
 
 #include <cmath>
+#include <functional>
 #include <fstream>
 #include <map>
 
@@ -260,6 +263,68 @@ TEST(RealText, DevilInAustenGivesDistinctCanariesAndFixedWindows) {
     EXPECT_NE(testing::error_of([&] { text->canaries(many, 64); }).find("lower --canaries"), std::string::npos);
 }
 
+// Experiment A's records for one model and loss: buckets 1x and 32x, and the held-out record.
+std::vector<nlohmann::json> bucket_records(std::string const& model, std::string const& loss, double once,
+                                           double often, double val_loss) {
+    std::vector<nlohmann::json> records;
+    for (auto [repetitions, exact] : {std::pair{1, once}, std::pair{32, often}, std::pair{0, 0.0}}) {
+        records.push_back({{"model", model}, {"experiment", "size"}, {"loss", loss}, {"repetitions", repetitions},
+                           {"exact_match", exact}, {"val_loss", val_loss}});
+    }
+    return records;
+}
+
+std::vector<bool> study_verdicts(std::vector<std::vector<nlohmann::json>> const& runs) {
+    nlohmann::json all = nlohmann::json::array();
+    for (auto const& run : runs) {
+        for (nlohmann::json const& record : run) all.push_back(record);
+    }
+    std::vector<bool> passed;
+    for (StudyCriterion const& c : study_criteria(all, study_val_loss_gap)) passed.push_back(c.passed);
+    return passed;
+}
+
+// The protocol's criteria (0, 1a, 1b, 1c, 2a, 2b, 5) on two sizes that meet them, then broken one way per row:
+// each row must fail exactly the criteria it names.
+TEST(MemorizationStudy, EachBrokenResultFailsTheCriterionItBreaks) {
+    auto const passing = [] {
+        return std::vector<std::vector<nlohmann::json>>{
+            bucket_records("S", "standard", 0.0, 0.25, 3.00), bucket_records("S", "goldfish", 0.0, 0.0, 3.02),
+            bucket_records("M", "standard", 0.0, 0.875, 2.90), bucket_records("M", "goldfish", 0.0, 0.0, 2.93)};
+    };
+    EXPECT_EQ(study_verdicts(passing()), std::vector<bool>(7, true));
+    struct Row {
+        char const* what;
+        std::function<void(std::vector<std::vector<nlohmann::json>>&)> breaks;
+        std::vector<bool> expected;
+    };
+    std::vector<Row> const table = {
+        {"a bucket whose canaries were all left out", [](auto& runs) { runs[0][1]["exact_match"] = nullptr; },
+         {false, true, true, true, true, true, true}},
+        {"a canary seen once reproduced", [](auto& runs) { runs[0][0]["exact_match"] = 0.125; },
+         {true, false, true, true, true, true, true}},
+        {"the largest below half at 32x", [](auto& runs) { runs[2][1]["exact_match"] = 0.375; },
+         {true, true, false, true, true, true, true}},
+        {"the smaller model memorizes more", [](auto& runs) { runs[0][1]["exact_match"] = 1.0; },
+         {true, true, true, false, true, true, true}},
+        {"Goldfish leaks one canary in eight", [](auto& runs) { runs[3][1]["exact_match"] = 0.125; },
+         {true, true, true, true, false, true, true}},
+        {"Goldfish as memorized as the standard loss",
+         [](auto& runs) { runs[3][1]["exact_match"] = 0.875; },
+         {true, true, true, true, false, false, true}},
+        {"Goldfish's held-out loss 0.06 nats above",
+         [](auto& runs) {
+             for (nlohmann::json& r : runs[1]) r["val_loss"] = 3.06;
+         },
+         {true, true, true, true, true, true, false}},
+    };
+    for (Row const& row : table) {
+        auto runs = passing();
+        row.breaks(runs);
+        EXPECT_EQ(study_verdicts(runs), row.expected) << row.what;
+    }
+}
+
 // The protocol's smoke criteria on the --quick study (model M, buckets 1x and 32x): about 30 s.
 TEST(MemorizationStudy, QuickStudyShowsGoldfishPreventingExtraction) {
     testing::TempDir const dir;
@@ -277,6 +342,10 @@ TEST(MemorizationStudy, QuickStudyShowsGoldfishPreventingExtraction) {
     ASSERT_GE(goldfish, 0) << "no Goldfish record at 32x";
     EXPECT_GT(standard, goldfish) << "standard " << standard << ", goldfish " << goldfish;
     EXPECT_LT(std::abs(standard_val - goldfish_val), 0.1);
+    // The protocol's own criteria decide too, as `--check` would.
+    for (StudyCriterion const& c : study_criteria(results, study_val_loss_gap)) {
+        EXPECT_TRUE(c.passed) << c.name << ": " << c.measured;
+    }
     for (char const* file : {"results.json", "results.md", "finetune.json", "exact_match.png"}) {
         EXPECT_TRUE(std::filesystem::exists(options.out / file)) << file;
     }

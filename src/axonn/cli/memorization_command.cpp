@@ -189,7 +189,7 @@ void add_study(CLI::App& parent) {
         ->capture_default_str();
     command->add_option("--batch", given->batch, "sequences per training step")->capture_default_str();
     command->add_option("--lr", given->lr, "learning rate (buckets: the peak of every phase, 0.003; extreme: of "
-                        "the fine-tuning, constant, 0.001)");
+                        "the fine-tuning's peak, 0.001, with cosine decay to a tenth)");
     command->add_option("--vocab", given->corpus.vocab, "buckets: the Markov chain's states (token ids)")
         ->capture_default_str();
     command->add_option("--successors", given->corpus.successors, "buckets: successors of each state (Zipf weights)")

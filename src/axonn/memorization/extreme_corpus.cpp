@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 #include <numeric>
+#include <set>
 
 namespace axonn {
 namespace {
@@ -72,9 +73,12 @@ ExtremeTextSource read_extreme_text(std::filesystem::path const& devil_folder,
                                     std::uint64_t seed) {
     ExtremeTextSource source;
     source.austen = janeausten_text(read_janeausten(austen_package));
+    // The index names some entries twice (under two headwords): each text once, or a document trained on could
+    // also be an unseen one.
     std::vector<std::string> qualifying;
+    std::set<std::string, std::less<>> seen;
     for (std::string& entry : read_devils_dictionary(devil_folder)) {
-        if (word_count(entry) >= min_document_words) qualifying.push_back(std::move(entry));
+        if (word_count(entry) >= min_document_words && seen.insert(entry).second) qualifying.push_back(std::move(entry));
     }
     require(static_cast<int>(qualifying.size()) >= documents + unseen, "the Devil's Dictionary has {} entries of {} "
             "words or more, fewer than the {} documents and {} unseen ones asked for: lower --documents",

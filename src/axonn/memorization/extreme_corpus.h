@@ -1,7 +1,7 @@
 // The extreme-repetition experiment's text: Jane Austen's novels to pretrain on (their last 5% validate), and
 // entries of Ambrose Bierce's The Devil's Dictionary as the documents a model is then fine-tuned on for many epochs,
 // with as many entries of the same kind that it never sees (the membership attack's non-members and the chance
-// level of extraction). Only entries of at least 70 words qualify: every word is at least one token under either
+// level of extraction). Only distinct entries of at least 70 words qualify: every word is at least one token under either
 // tokenizer, so each document is at least 65 tokens long whichever tokenizes it.
 //
 // Two tokenizations of the same text:

@@ -237,13 +237,13 @@ void write_extreme_report(fs::path const& out, ExtremeSummary const& summary, js
         "Grid {}; {:.0f} s in all. Each model trained {} steps on Jane Austen's novels (batches of {} x {} tokens, "
         "AdamW, peak learning rate {} with cosine decay), then, from those weights, was fine-tuned for {} epochs on "
         "{} Devil's Dictionary entries (each a sequence of its first {} tokens; every epoch visits each once) at a "
-        "constant learning rate of {}, with the standard loss and with Goldfish ({}){}. Measured after epoch 1 and "
+        "learning rate of {} decaying to a tenth (cosine), and {} new Austen window(s) beside every {} documents, with the standard loss and with Goldfish ({}){}. Measured after epoch 1 and "
         "every {} epochs: exact match (the greedy {}-token continuation of the first {} tokens equals the text), "
         "ROUGE-L, token accuracy (teacher-forced, over the continuation), the membership AUC against {} unseen "
         "entries, and the validation loss on the novels' last 5%.\n\n",
         summary.grid, summary.seconds, o.pretrain_steps, o.batch, o.seq, o.pretrain_lr, o.epochs, o.documents, o.seq + 1,
-        o.lr, o.goldfish.describe(),
-        o.k_ablations.empty() ? std::string() : fmt::format("; on the largest model also k = {}",
+        o.lr, o.replay, o.batch, o.goldfish.describe(),
+        o.k_ablations.empty() || o.ablation_model.empty() ? std::string() : fmt::format("; on {} also k = {}", o.ablation_model,
                                                             json(o.k_ablations).dump()),
         o.eval_every, o.suffix, o.prefix, o.unseen);
     if (!summary.words.empty()) md += "GPT-2 models read the text with " + summary.words + ". ";

@@ -44,7 +44,7 @@ struct ExtremeOptions {
     float pretrain_lr = 1e-3f;  // warm-up over 5% of the steps, cosine decay to a tenth
     int epochs = 100;
     int eval_every = 5;         // epochs between measurements (the first epoch is always measured)
-    float lr = 1e-3f;           // fine-tuning, constant
+    float lr = 1e-3f;           // fine-tuning's peak: cosine decay to a tenth over every epoch
     GoldfishOptions goldfish;   // k = 4, h = 13
     std::vector<int> k_ablations = {8, 32};  // on ablation_model
     std::uint64_t seed = 1;

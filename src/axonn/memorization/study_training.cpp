@@ -49,12 +49,12 @@ StudyTraining train_study_model(StudyModel& trained, ProcessGrid& grid, StudyTra
     std::int64_t supervised = 0;
     for (int step = 0; step < run.steps; ++step) {
         fill_batch(B, T, run.first_slot + std::int64_t{step} * B, sequence, tokens, targets);
-        goldfish_mask(mask, targets, T, step, keep);
+        goldfish_mask(mask, targets, T, run.first_step + step, keep);
         supervised += std::count_if(keep.begin(), keep.end(), [](float k) { return k != 0.0f; });
         Batch const rows = replica_rows(grid, B, T, tokens.data(), targets.data(), keep.data());
-        StepResult const result = train_step(*trained.model, *trained.optimizer, rows, schedule.at(step));
+        StepResult const result = train_step(*trained.model, *trained.optimizer, rows, schedule.at(run.first_step + step));
         require(result.updated, "{}: the loss became {} at step {}; the learning rate is too high for this model: "
-                "lower --lr", run.label, result.loss, step);
+                "lower --lr", run.label, result.loss, run.first_step + step);
         if (step >= run.steps - averaged) {
             sums.all_targets += result.masked->all_targets;
             sums.kept_targets += result.masked->kept_targets;

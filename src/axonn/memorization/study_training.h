@@ -46,6 +46,7 @@ struct StudyTrainingRun {
     std::int64_t first_slot;  // step s trains on slots first_slot + s·batch ...
     std::string label;       // on the progress bar and in errors
     bool show_progress = true;
+    int first_step = 0;       // the schedule's step of this run's first step (a run continued in parts)
 };
 
 // Trains `run.steps` steps on global batches of `sequence`'s slots, under the schedule and the mask. Collective.
