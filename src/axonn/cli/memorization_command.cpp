@@ -139,7 +139,7 @@ void add_study(CLI::App& parent) {
         "Jane Austen's novels, then is fine-tuned for 100 epochs on 100 Devil's Dictionary entries with the\n"
         "standard loss and with Goldfish (k=4, h=13; k=8 and 32 on gpt2-tiny), measuring exact match, ROUGE-L,\n"
         "token accuracy, membership AUC against 100 unseen entries and the validation loss every 5 epochs. Writes\n"
-        "results.md (criteria, tables), results.json and PNG plots. --quick: 20 documents, 50 epochs, smaller\n"
+        "results.md (criteria, tables), results.json and PNG plots. --quick: 20 documents, 60 epochs, smaller\n"
         "models and criteria. scripts/fetch-corpus and scripts/fetch-tokenizer fetch the text and the tokenizer.\n"
         "\n"
         "--check exits non-zero when a criterion of results.md fails. Both run on any grid:\n"
@@ -158,7 +158,7 @@ void add_study(CLI::App& parent) {
         ->capture_default_str()->check(CLI::IsMember({"buckets", "extreme"}));
     command->add_option("--out", given->out, "folder for results.md, results.json and the plots")->required();
     command->add_flag("--quick", *quick, "the smoke version (under a minute for buckets: model M, buckets 1x and 32x, "
-                                         "no ablations or fine-tuning; about two for extreme: 20 documents, 50 epochs)");
+                                         "no ablations or fine-tuning; about 90 s for extreme: 20 documents, 60 epochs)");
     command->add_flag("--check", *check, "exit non-zero when one of the criteria in results.md fails");
     command->add_option("--sizes", *sizes, "buckets: model sizes to train, smallest first (XS, S, M, L; default all, "
                         "--quick M)")->delimiter(',');
@@ -175,7 +175,7 @@ void add_study(CLI::App& parent) {
         ->capture_default_str();
     command->add_option("--unseen", extreme->unseen, "extreme: documents never trained on, for the membership AUC "
                         "(--quick 20)")->capture_default_str();
-    command->add_option("--epochs", extreme->epochs, "extreme: fine-tuning epochs (--quick 30)")->capture_default_str();
+    command->add_option("--epochs", extreme->epochs, "extreme: fine-tuning epochs (--quick 60)")->capture_default_str();
     command->add_option("--eval-every", extreme->eval_every, "extreme: epochs between measurements")
         ->capture_default_str();
     command->add_option("--pretrain-steps", given->pretrain_steps, "training steps before the canaries or documents "
@@ -189,7 +189,7 @@ void add_study(CLI::App& parent) {
         ->capture_default_str();
     command->add_option("--batch", given->batch, "sequences per training step")->capture_default_str();
     command->add_option("--lr", given->lr, "learning rate (buckets: the peak of every phase, 0.003; extreme: of "
-                        "the fine-tuning's peak, 0.001, with cosine decay to a tenth)");
+                        "the fine-tuning's peak, 0.001 (--quick 0.002), with cosine decay to a tenth)");
     command->add_option("--vocab", given->corpus.vocab, "buckets: the Markov chain's states (token ids)")
         ->capture_default_str();
     command->add_option("--successors", given->corpus.successors, "buckets: successors of each state (Zipf weights)")
