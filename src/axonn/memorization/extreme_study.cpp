@@ -309,7 +309,7 @@ json run_extreme_study(ExtremeOptions const& options) {
                                                     evaluation_rows(options) / options.grid.batch_replicas(),
                                                     options.seq);
     }
-    if (context.leader) create_folder(options.out, "output folder (--out)");
+    if (context.leader) create_folder(options.out, "results (--out)");
     Stopwatch watch;
     if (context.leader) {
         fmt::print(stderr, "extreme-repetition experiment on grid {}: {} Devil's Dictionary entries fine-tuned on for "
