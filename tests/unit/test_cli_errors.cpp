@@ -122,6 +122,8 @@ std::vector<BadInput> const bad_inputs = {
     {"memorization_eval_goldfish_k_below_two",
      "memorization eval --model-dir {dir}/model --documents {dir}/docs.jsonl --goldfish k=1", "k=1 must be at least 2",
      2},
+    {"memorization_eval_zero_batch", "memorization eval --model-dir {dir}/model --documents {dir}/docs.jsonl --batch 0",
+     "--batch must be at least 1", 2},
     {"memorization_eval_random_mask",
      "memorization eval --model-dir {dir}/model --documents {dir}/docs.jsonl --goldfish k=4,strategy=random",
      "strategy=random draws a new mask every step", 2},
@@ -268,8 +270,10 @@ std::vector<BadInput> const bad_inputs = {
     {"negative_logit_rows", "bench --model gpt2-micro --logit-rows -3",
      "--logit-rows: must be 0 (all rows at once) or a number of token rows, got -3", 2},
     {"logit_rows_not_a_number", "train --data {dir}/good --tokenizer byte --logit-rows many", "--logit-rows = many", 2},
-    {"unknown_recompute", "train --data {dir}/good --tokenizer byte --recompute sometimes", "sometimes", 2},
-    {"unknown_overlap", "train --data {dir}/good --tokenizer byte --overlap maybe", "maybe", 2},
+    {"unknown_recompute", "train --data {dir}/good --tokenizer byte --recompute sometimes",
+     "--recompute: 'sometimes' is not a choice: use layer or none", 2},
+    {"unknown_overlap", "train --data {dir}/good --tokenizer byte --overlap maybe",
+     "--overlap: 'maybe' is not a choice: use off or on", 2},
     {"unknown_precision", "train --data {dir}/good --tokenizer byte --precision bf17",
      "--precision: bf17 not in {fp32,bf16}", 2},
     {"bench_unknown_precision", "bench --model gpt2-micro --precision fp16", "--precision: fp16 not in {fp32,bf16}", 2},
@@ -667,7 +671,7 @@ TEST_F(CommandLineErrors, GenerateFromAHuggingFaceLlamaFolder) {
 }
 
 // Not an error: `tokenize` prints a text's ids as a JSON list (Llama 3's, as Hugging Face gives them), and
-// `tokenize --decode` of that list prints the text back, byte for byte.
+// `tokenize --decode` of that list prints the text back, byte for byte; standard input (no FILE, or -) works too.
 TEST_F(CommandLineErrors, TokenizeThenDecodeGivesTheTextBack) {
     std::ofstream(dir_ / "cute.txt") << "Hello, my dog is cute";
     CommandResult const encoded = run_axonn(with_dir("tokenize --tokenizer llama3 {dir}/cute.txt"), dir_);
@@ -677,6 +681,15 @@ TEST_F(CommandLineErrors, TokenizeThenDecodeGivesTheTextBack) {
     std::ofstream(dir_ / "cute_ids.json") << ids;
     CommandResult const decoded = run_axonn(with_dir("tokenize --tokenizer llama3 --decode {dir}/cute_ids.json"), dir_);
     ASSERT_EQ(decoded.exit_status, 0) << decoded.stderr_text;
+    EXPECT_EQ(read_text(dir_ / "stdout.txt"), "Hello, my dog is cute");
+    for (char const* input : {"", "- "}) {
+        CommandResult const piped =
+            run_axonn(with_dir(std::string("tokenize --tokenizer llama3 ") + input + "< {dir}/cute.txt"), dir_);
+        ASSERT_EQ(piped.exit_status, 0) << piped.stderr_text;
+        EXPECT_EQ(read_text(dir_ / "stdout.txt"), ids) << "FILE '" << input << "'";
+    }
+    CommandResult const piped_ids = run_axonn(with_dir("tokenize --tokenizer llama3 --decode < {dir}/cute_ids.json"), dir_);
+    ASSERT_EQ(piped_ids.exit_status, 0) << piped_ids.stderr_text;
     EXPECT_EQ(read_text(dir_ / "stdout.txt"), "Hello, my dog is cute");
 }
 

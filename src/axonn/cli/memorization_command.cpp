@@ -87,6 +87,8 @@ void add_eval(CLI::App& parent) {
     command->callback([options, grid_spec, json] {
         as_usage_errors([&] {
             options->grid = GridShape::parse(*grid_spec);
+            require(options->batch >= 1, "--batch must be at least 1 (documents per forward pass), got {}",
+                    options->batch);
             require(options->spec.mask.strategy != GoldfishStrategy::random, "--goldfish strategy=random draws a new "
                     "mask every step, so no mask says which targets a model never learned: use hash or static");
         });

@@ -4,19 +4,41 @@
 #include <string>
 
 namespace axonn {
+namespace {
+
+// An option's named values, turned into the value they name (as its integer, which CLI11 then reads), with a
+// message naming the choices when the name is not one (CLI11's CheckedTransformer prints its map's internals:
+// "Check full value in {layer->1,none->0} OR {1,0} FAILED").
+template <typename Value>
+CLI::Option* with_choices(CLI::Option* option, std::map<std::string, Value> const& choices) {
+    std::string names;
+    for (auto const& [name, value] : choices) names += (names.empty() ? "" : " or ") + name;
+    return option->transform(CLI::Validator(
+        [choices, names](std::string& given) {
+            auto const found = choices.find(given);
+            if (found == choices.end()) return "'" + given + "' is not a choice: use " + names;
+            given = std::to_string(static_cast<long long>(found->second));
+            return std::string();
+        },
+        names));
+}
+
+std::map<std::string, bool> const on_off = {{"on", true}, {"off", false}};
+
+}  // namespace
 
 void add_step_options(CLI::App& command, StepOptions& options) {
-    command.add_option("--overlap", options.model.overlap,
-                       "on: hide collectives behind computation (weights gathered a layer ahead, dX all-reduces "
-                       "under the dW GEMMs, dW reduce-scatters and the gradient sync under the rest of the "
-                       "backward); off: wait for each at once (the same results, bitwise)")
-        ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}))
+    with_choices(command.add_option("--overlap", options.model.overlap,
+                                    "on: hide collectives behind computation (weights gathered a layer ahead, dX "
+                                    "all-reduces under the dW GEMMs, dW reduce-scatters and the gradient sync under "
+                                    "the rest of the backward); off: wait for each at once (the same results, bitwise)"),
+                 on_off)
         ->default_str("on");
-    command.add_option("--recompute", options.model.recompute,
-                       "none: keep every layer's activations; layer: keep each layer's input and recompute the "
-                       "layer in the backward (less memory, one more forward; the same results, bitwise)")
-        ->transform(CLI::CheckedTransformer(std::map<std::string, Recompute>{{"none", Recompute::none},
-                                                                            {"layer", Recompute::layer}}))
+    with_choices(command.add_option("--recompute", options.model.recompute,
+                                    "none: keep every layer's activations; layer: keep each layer's input and "
+                                    "recompute the layer in the backward (less memory, one more forward; the same "
+                                    "results, bitwise)"),
+                 std::map<std::string, Recompute>{{"none", Recompute::none}, {"layer", Recompute::layer}})
         ->default_str("none");
     command.add_flag("--cache-weights", options.model.cache_weights,
                      "keep the weights gathered over Z for the whole step: one all-gather per weight and step "
@@ -54,11 +76,12 @@ void add_step_options(CLI::App& command, StepOptions& options) {
             },
             "ROWS")
         ->capture_default_str();
-    command.add_option("--gemm-tuning", options.gemm_tuning,
-                       "on: time the ways of computing each large GEMM shape once (whole, its inner dimension in "
-                       "chunks, or its B operand copied with padded rows) and use the fastest; off: always whole, so "
-                       "that two runs are bitwise equal whatever the timings")
-        ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}))
+    with_choices(command.add_option("--gemm-tuning", options.gemm_tuning,
+                                    "on: time the ways of computing each large GEMM shape once (whole, its inner "
+                                    "dimension in chunks, or its B operand copied with padded rows) and use the "
+                                    "fastest; off: always whole, so that two runs are bitwise equal whatever the "
+                                    "timings"),
+                 on_off)
         ->default_str("on");
     command.add_option("--micro-batch", options.micro_batch,
                        "sequences per pass on each data x z replica; the passes' gradients accumulate into the "

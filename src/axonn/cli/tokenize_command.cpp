@@ -22,14 +22,28 @@ constexpr std::uint64_t max_input_bytes = std::uint64_t{256} << 20;
 struct TokenizeOptions {
     std::string tokenizer = "gpt2";
     std::filesystem::path gpt2_dir;
-    std::filesystem::path input;
+    std::filesystem::path input = "-";
     bool decode = false;
 };
 
 // A JSON list of integers that each fit a token id; the tokenizer then checks them against its vocabulary.
+// The file's bytes, or standard input's for "-".
+std::string read_input(std::filesystem::path const& path, std::string_view what, std::string_view hint) {
+    if (path != "-") return read_input_file(path, what, hint, max_input_bytes);
+    std::string text;
+    char buffer[1 << 16];
+    while (std::size_t const got = std::fread(buffer, 1, sizeof buffer, stdin)) {
+        text.append(buffer, got);
+        require(text.size() <= max_input_bytes, "standard input holds more than {} bytes, the most a {} may have: {}",
+                max_input_bytes, what, hint);
+    }
+    require(!std::ferror(stdin), "cannot read the {} from standard input", what);
+    return text;
+}
+
 std::vector<std::int32_t> read_ids(std::filesystem::path const& path) {
-    std::string const text = read_input_file(path, "token id list", "name a file holding a JSON list of token ids, "
-                                             "as `axonn tokenize` prints", max_input_bytes);
+    std::string const text = read_input(path, "token id list", "name a file holding a JSON list of token ids, "
+                                        "as `axonn tokenize` prints");
     nlohmann::json ids;
     try {
         require_json_depth(text, 1);
@@ -63,8 +77,7 @@ void run_tokenize(TokenizeOptions const& options) {
         write_stdout(tokenizer->decode(read_ids(options.input)));
         return;
     }
-    std::string const text = read_input_file(options.input, "text file", "name the text file to tokenize",
-                                              max_input_bytes);
+    std::string const text = read_input(options.input, "text file", "name the text file to tokenize");
     write_stdout(fmt::format("[{}]\n", fmt::join(tokenizer->encode(text), ", ")));
 }
 
@@ -82,7 +95,8 @@ void add_tokenize_command(CLI::App& app) {
                     "Examples: axonn tokenize --tokenizer llama3 notes.txt > ids.json\n"
                     "          axonn tokenize --tokenizer llama3 --decode ids.json");
     auto options = std::make_shared<TokenizeOptions>();
-    command->add_option("FILE", options->input, "the text file (with --decode: the JSON list of ids)")->required();
+    command->add_option("FILE", options->input, "the text file (with --decode: the JSON list of ids); - or none: "
+                        "standard input")->capture_default_str();
     command->add_option("--tokenizer", options->tokenizer, "gpt2, llama3, byte, or a folder holding a tokenizer.json")
         ->capture_default_str();
     command->add_option("--tokenizer-dir", options->gpt2_dir, "folder with GPT-2's encoder.json and vocab.bpe");
