@@ -320,6 +320,8 @@ std::vector<BadInput> const bad_inputs = {
     {"unknown_top_level_option", "--bogus", "unknown option '--bogus'", 2},
     {"missing_validation_data", "train --data {dir}/good --val-data {dir}/nowhere.bin --tokenizer byte",
      "--val-data {dir}/nowhere.bin does not exist", 1},
+    {"prepare_the_same_file_twice", "prepare --input {dir}/text.txt {dir}/./text.txt --out {dir}/out --tokenizer byte",
+     "input {dir}/./text.txt is the same file as input {dir}/text.txt", 1},
     {"prepare_a_folder", "prepare --input {dir}/empty --out {dir}/out --tokenizer byte", "{dir}/empty is a folder", 1},
     {"prepare_a_fifo", "prepare --input {dir}/fifo --out {dir}/out --tokenizer byte", "{dir}/fifo is a FIFO", 1},
     {"prepare_a_kernel_file", "prepare --input /proc/cpuinfo --out {dir}/out --tokenizer byte",

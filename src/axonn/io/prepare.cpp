@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <random>
 #include <system_error>
@@ -43,12 +44,17 @@ bool is_prepare_output(std::filesystem::path const& path, std::string_view conte
 
 constexpr char const* input_hint = "name the text files to tokenize";
 
-// Every input opens as a regular file, before the slow tokenizing starts.
+// Every input opens as a regular file and is named once (a file named twice would be trained on twice and, in
+// text format, would put the same text in train.bin and val.bin), before the slow tokenizing starts.
 void check_inputs(std::vector<std::filesystem::path> const& inputs) {
+    std::map<std::filesystem::path, std::filesystem::path> named;  // canonical path → as given
     for (auto const& path : inputs) {
         require(!is_kernel_file(path), "input {} is a file of the kernel (/proc or /sys), whose size reads as 0, not "
                 "a document: copy its text into a regular file first", path.string());
         open_input_file(path, "input text file", input_hint);
+        auto const [earlier, added] = named.emplace(std::filesystem::weakly_canonical(path), path);
+        require(added, "input {} is the same file as input {}: name each document once", path.string(),
+                earlier->second.string());
     }
 }
 
