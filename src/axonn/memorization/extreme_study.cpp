@@ -162,8 +162,9 @@ StudyModel pretrain(ExtremeContext const& context, ExtremeModel const& model) {
     return trained;
 }
 
-// Fine-tunes from the pretrained weights on the documents alone, every epoch visiting each once in an order drawn
-// from the epoch (the same for every loss), and measures after the first epoch, every eval_every, and the last.
+// Fine-tunes from the pretrained weights on the documents, every epoch visiting each once in an order drawn from
+// the epoch (the same for every loss), each step beside `replay` new Austen windows, and measures after the first
+// epoch, every eval_every, and the last.
 json fine_tune(ExtremeContext const& context, ExtremeModel const& model, std::span<float const> start,
                ExtremeRun const& run, json const& pretrained) {
     ExtremeOptions const& options = context.options;
@@ -270,7 +271,8 @@ void validate_extreme_options(ExtremeOptions const& options) {
             "--epochs, --eval-every and --pretrain-steps must be at least 1, got {}, {} and {}", options.epochs,
             options.eval_every, options.pretrain_steps);
     require(std::isfinite(options.lr) && options.lr > 0 && std::isfinite(options.pretrain_lr) &&
-                options.pretrain_lr > 0, "--lr must be positive, got {}", options.lr);
+                options.pretrain_lr > 0, "--lr and --pretrain-lr must be positive, got {} and {}", options.lr,
+            options.pretrain_lr);
     require(options.prefix >= 1 && options.suffix >= 1 && options.prefix + options.suffix <= options.seq + 1,
             "a prefix of {} and a suffix of {} tokens do not fit in the training window of {} tokens",
             options.prefix, options.suffix, options.seq + 1);
