@@ -19,8 +19,8 @@ int main(int argc, char** argv) {
         if (argc > 1) {
             std::string_view const text = argv[1];
             auto const [end, error] = std::from_chars(text.data(), text.data() + text.size(), n);
-            axonn::require(error == std::errc() && end == text.data() + text.size() && n > 0 && n <= 32768,
-                           "a GEMM size of '{}' is not one of 1 ... 32768", text);
+            AXONN_REQUIRE(error == std::errc() && end == text.data() + text.size() && n > 0 && n <= 32768,
+                          "a GEMM size of '{}' is not one of 1 ... 32768", text);
         }
         // The backend selects the GPU and installs the allocator of the device tensors the products use.
         axonn::CudaBackend const backend(axonn::DType::f32, axonn::cuda::local_device());

@@ -97,7 +97,6 @@ TEST_P(ModelOnGrid, GoldfishMasksAndLossesMatchSerial) {
 // gradient (measured up to 8e-3 at np 8); the initial weights are still bit-identical (bf16 copies of the same
 // fp32 weights).
 TEST_P(ModelOnGrid, Bf16OneStepMatchesSerialBf16) {
-    if (!cpu::bf16_gemm_support().available) GTEST_SKIP() << "no bf16 GEMM here: " << cpu::bf16_gemm_support().reason;
     ParityOptions options;
     options.model = micro_model();
     options.grid = GetParam();

@@ -9,7 +9,6 @@
 // measured up to 8.8e-3 with these peaked rows), and further than 1e-5, or they did not round at all.
 #include "axonn/kernels/cpu/attention.h"
 #include "axonn/kernels/cpu/bf16.h"
-#include "axonn/kernels/cpu/gemm.h"
 #include "axonn/kernels/cpu_backend.h"
 
 #include "axonn/core/rng.h"
@@ -92,7 +91,6 @@ TEST_P(FusedAttention, MatchesFullAttention) {
     EXPECT_LT(testing::relative_difference(out_float, out), 1e-5);
     EXPECT_LT(testing::relative_difference(dqkv_float, dqkv), 1e-5);
 
-    if (!bf16_gemm_support().available) GTEST_SKIP() << "no bf16 GEMM here: " << bf16_gemm_support().reason;
     auto const [out_bf16, dqkv_bf16] = fused_bf16(c, qkv, dout);
     double const out_error = testing::relative_difference(out_bf16, out);
     double const dqkv_error = testing::relative_difference(dqkv_bf16, dqkv);
@@ -127,7 +125,6 @@ TEST(FusedAttention, ComputesTheLowerTriangleInWholeTiles) {
 // (128) in the fp32 kernels, one token more in the bf16 kernels. The bf16 backend must give bitwise what the
 // kernel it chose gives.
 TEST(FusedAttention, MixedPrecisionRunsSequencesOfOneBf16TileInFp32) {
-    if (!bf16_gemm_support().available) GTEST_SKIP() << "no bf16 GEMM here: " << bf16_gemm_support().reason;
     for (int const T : {bf16_attention_tiles.queries, bf16_attention_tiles.queries + 1}) {
         AttentionCase const c{1, T, 16, 2, 2, {}};
         bool const in_bf16 = attention_in_bf16(T);

@@ -69,23 +69,24 @@ std::vector<CheckpointEntry> complete_checkpoints(fs::path const& dir) {
 
 fs::path resolve_checkpoint(std::string const& spec, fs::path const& ckpt_dir, std::string_view option) {
     if (spec == "latest") {
-        require(!ckpt_dir.empty(), "{} latest looks in --ckpt-dir: pass --ckpt-dir DIR, or {} PATH", option, option);
+        AXONN_REQUIRE(!ckpt_dir.empty(), "{} latest looks in --ckpt-dir: pass --ckpt-dir DIR, or {} PATH", option,
+                      option);
         auto const all = complete_checkpoints(ckpt_dir);
-        require(!all.empty(), "{} latest: {} holds no complete checkpoint: name one with {} PATH", option,
-                ckpt_dir.string(), option);
+        AXONN_REQUIRE(!all.empty(), "{} latest: {} holds no complete checkpoint: name one with {} PATH", option,
+                      ckpt_dir.string(), option);
         return all.back().path;
     }
     fs::path const path(spec);
     if (auto const problem = path_problem(path)) fail("checkpoint {} {}: check {}", spec, *problem, option);
     std::error_code error;
     if (fs::exists(path / checkpoint_index_file, error)) {
-        require(is_complete(path), "checkpoint {} is incomplete (its save was interrupted): {}", spec,
-                alternatives(path.parent_path()));
+        AXONN_REQUIRE(is_complete(path), "checkpoint {} is incomplete (its save was interrupted): {}", spec,
+                      alternatives(path.parent_path()));
         return path;
     }
     auto const all = complete_checkpoints(path);
-    require(!all.empty(), "{} is neither a checkpoint (no {}) nor a folder of checkpoints: check {}", spec,
-            checkpoint_index_file, option);
+    AXONN_REQUIRE(!all.empty(), "{} is neither a checkpoint (no {}) nor a folder of checkpoints: check {}", spec,
+                  checkpoint_index_file, option);
     return all.back().path;
 }
 
@@ -110,10 +111,12 @@ CheckpointDirLock::CheckpointDirLock(fs::path const& dir) {
     create_folder(dir, "checkpoint folder");
     fs::path const path = dir / ".lock";
     handle_ = FileHandle(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-    require(handle_.is_open(), "cannot create {} to lock the checkpoint folder: {}", path.string(),
-            std::strerror(errno));
-    require(::flock(handle_.get(), LOCK_EX | LOCK_NB) == 0, "--ckpt-dir {} is in use by another run (it is locked): "
-            "choose another folder, or wait for that run to end", dir.string());
+    AXONN_REQUIRE(handle_.is_open(), "cannot create {} to lock the checkpoint folder: {}", path.string(),
+                  std::strerror(errno));
+    AXONN_REQUIRE(::flock(handle_.get(), LOCK_EX | LOCK_NB) == 0,
+                  "--ckpt-dir {} is in use by another run (it is locked): "
+                  "choose another folder, or wait for that run to end",
+                  dir.string());
 }
 
 void require_no_later_checkpoints(fs::path const& dir, std::int64_t start_step) {

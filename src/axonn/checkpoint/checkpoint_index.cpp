@@ -21,7 +21,7 @@ void check_file_name(std::string const& name) {
     bool const plain = !name.empty() && name.size() <= 255 && name.find('/') == std::string::npos &&
                        name.find('\\') == std::string::npos && name.find('\0') == std::string::npos &&
                        name != "." && name != "..";
-    require(plain, "file name '{}' is not a plain name inside the checkpoint directory", name);
+    AXONN_REQUIRE(plain, "file name '{}' is not a plain name inside the checkpoint directory", name);
 }
 
 constexpr std::int64_t max_numel = std::int64_t{1} << 48;
@@ -34,41 +34,42 @@ ModelConfig parse_model(json const& model) {
                                     : *model_families().front();
     ModelConfig const config = family.from_index_json(model);
     config.validate();
-    require(json_integer(model, "padded_vocab_size", "model", 1, max_dimension) == config.padded_vocab_size(),
-            "model: padded_vocab_size is not vocab_size rounded up to a multiple of 64");
+    AXONN_REQUIRE(json_integer(model, "padded_vocab_size", "model", 1, max_dimension) == config.padded_vocab_size(),
+                  "model: padded_vocab_size is not vocab_size rounded up to a multiple of 64");
     return config;
 }
 
 StoredTensor parse_tensor(std::string const& name, json const& description,
                           std::map<std::string, StoredFile> const& files) {
     std::string const where = fmt::format("tensor '{}'", name);
-    require(json_text(description, "dtype", where) == "F32", "{} is not F32", where);
+    AXONN_REQUIRE(json_text(description, "dtype", where) == "F32", "{} is not F32", where);
     json const& shape = json_field(description, "shape", where);
-    require(shape.is_array() && shape.size() <= 8, "{}: shape must be an array of at most 8 sizes", where);
+    AXONN_REQUIRE(shape.is_array() && shape.size() <= 8, "{}: shape must be an array of at most 8 sizes", where);
     StoredTensor tensor;
     std::int64_t numel = 1;
     for (json const& extent : shape) {
-        require(extent.is_number_integer() && extent.get<std::int64_t>() >= 0 &&
-                    extent.get<std::int64_t>() <= max_numel,
-                "{} has an absurd shape {}", where, shape.dump());
+        AXONN_REQUIRE(
+            extent.is_number_integer() && extent.get<std::int64_t>() >= 0 && extent.get<std::int64_t>() <= max_numel,
+            "{} has an absurd shape {}", where, shape.dump());
         tensor.shape.push_back(extent.get<std::int64_t>());
-        require(!__builtin_mul_overflow(numel, tensor.shape.back(), &numel) && numel <= max_numel,
-                "{} has an absurd shape {}", where, shape.dump());
+        AXONN_REQUIRE(!__builtin_mul_overflow(numel, tensor.shape.back(), &numel) && numel <= max_numel,
+                      "{} has an absurd shape {}", where, shape.dump());
     }
     json const& parts = json_field(description, "parts", where);
-    require(parts.is_array(), "{}: parts is not an array", where);
+    AXONN_REQUIRE(parts.is_array(), "{}: parts is not an array", where);
     std::int64_t next = 0;
     for (json const& part : parts) {
         TensorPart stored{json_text(part, "file", where), json_text(part, "name", where),
                           json_integer(part, "begin", where, 0, max_numel), json_integer(part, "count", where, 0, max_numel)};
         check_file_name(stored.file);
-        require(files.contains(stored.file), "{}: its file {} is not in the index's file list", where, stored.file);
-        require(stored.begin == next, "{}: its parts do not tile it (a part starts at {}, expected {})", where,
-                stored.begin, next);
+        AXONN_REQUIRE(files.contains(stored.file), "{}: its file {} is not in the index's file list", where,
+                      stored.file);
+        AXONN_REQUIRE(stored.begin == next, "{}: its parts do not tile it (a part starts at {}, expected {})", where,
+                      stored.begin, next);
         next += stored.count;
         tensor.parts.push_back(std::move(stored));
     }
-    require(next == numel, "{}: its parts hold {} of its {} elements", where, next, numel);
+    AXONN_REQUIRE(next == numel, "{}: its parts hold {} of its {} elements", where, next, numel);
     return tensor;
 }
 
@@ -79,11 +80,12 @@ constexpr int max_index_depth = 16;
 CheckpointIndex parse_index_document(std::string_view source) {
     require_json_depth(source, max_index_depth);
     json const document = json::parse(source.begin(), source.end(), nullptr, false);
-    require(!document.is_discarded() && document.is_object(), "it is not a JSON object");
-    require(document.contains("format") && document["format"] == format_name, "it is not an axonn checkpoint index");
-    require(document.contains("version") && document["version"] == checkpoint_format_version,
-            "it has format version {}, and this axonn reads version {}",
-            document.contains("version") ? document["version"].dump() : "(none)", checkpoint_format_version);
+    AXONN_REQUIRE(!document.is_discarded() && document.is_object(), "it is not a JSON object");
+    AXONN_REQUIRE(document.contains("format") && document["format"] == format_name,
+                  "it is not an axonn checkpoint index");
+    AXONN_REQUIRE(document.contains("version") && document["version"] == checkpoint_format_version,
+                  "it has format version {}, and this axonn reads version {}",
+                  document.contains("version") ? document["version"].dump() : "(none)", checkpoint_format_version);
     CheckpointIndex index;
     index.step = json_integer(document, "step", "the index", 0, std::numeric_limits<int>::max());
     index.model = parse_model(json_field(document, "model", "the index"));
@@ -94,9 +96,9 @@ CheckpointIndex parse_index_document(std::string_view source) {
                   static_cast<int>(json_integer(grid, "y", "grid", 1, max_axis)),
                   static_cast<int>(json_integer(grid, "x", "grid", 1, max_axis))};
     index.run = json_field(document, "run", "the index");
-    require(index.run.is_object() || index.run.is_null(), "the index's \"run\" is neither an object nor null");
+    AXONN_REQUIRE(index.run.is_object() || index.run.is_null(), "the index's \"run\" is neither an object nor null");
     json const& files = json_field(document, "files", "the index");
-    require(files.is_object(), "the index's \"files\" is not an object");
+    AXONN_REQUIRE(files.is_object(), "the index's \"files\" is not an object");
     for (auto const& [name, file] : files.items()) {
         check_file_name(name);
         auto const bytes = json_integer(file, "bytes", name, 0, std::numeric_limits<std::int64_t>::max());
@@ -104,7 +106,7 @@ CheckpointIndex parse_index_document(std::string_view source) {
         index.files[name] = {static_cast<std::uint64_t>(bytes), static_cast<std::uint32_t>(crc)};
     }
     json const& tensors = json_field(document, "tensors", "the index");
-    require(tensors.is_object(), "the index's \"tensors\" is not an object");
+    AXONN_REQUIRE(tensors.is_object(), "the index's \"tensors\" is not an object");
     for (auto const& [name, description] : tensors.items()) {
         index.tensors[name] = parse_tensor(name, description, index.files);
     }
@@ -114,8 +116,9 @@ CheckpointIndex parse_index_document(std::string_view source) {
         for (auto const& part : tensor.parts) claimed[part.file] += static_cast<std::uint64_t>(part.count) * sizeof(float);
     }
     for (auto const& [file, bytes] : claimed) {
-        require(bytes <= index.files.at(file).bytes, "its parts in file {} need {} bytes, more than the file's {}", file,
-                bytes, index.files.at(file).bytes);
+        AXONN_REQUIRE(bytes <= index.files.at(file).bytes,
+                      "its parts in file {} need {} bytes, more than the file's {}", file, bytes,
+                      index.files.at(file).bytes);
     }
     return index;
 }

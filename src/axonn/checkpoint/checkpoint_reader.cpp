@@ -67,9 +67,9 @@ std::string describe(FileProblem problem, StoredFile const& expected) {
 
 CheckpointReader::CheckpointReader(fs::path folder) : folder_(std::move(folder)) {
     std::error_code error;
-    require(fs::is_regular_file(folder_ / checkpoint_complete_file, error),
-            "checkpoint {} is incomplete (its save was interrupted, or it is no checkpoint): {}", folder_.string(),
-            earlier_checkpoint(folder_));
+    AXONN_REQUIRE(fs::is_regular_file(folder_ / checkpoint_complete_file, error),
+                  "checkpoint {} is incomplete (its save was interrupted, or it is no checkpoint): {}",
+                  folder_.string(), earlier_checkpoint(folder_));
     std::string const text =
         read_input_file(folder_ / checkpoint_index_file, "checkpoint index", "the checkpoint is damaged",
                         max_index_bytes);
@@ -141,9 +141,9 @@ void CheckpointReader::read_range(std::string const& tensor, std::int64_t begin,
     // The last part that starts at or before `begin`, then onwards.
     auto part = std::upper_bound(parts.begin(), parts.end(), begin,
                                  [](std::int64_t value, TensorPart const& p) { return value < p.begin; });
-    invariant(part != parts.begin(), "checkpoint: no part of {} holds element {}", tensor, begin);
+    AXONN_INVARIANT(part != parts.begin(), "checkpoint: no part of {} holds element {}", tensor, begin);
     for (--part; count > 0; ++part) {
-        invariant(part != parts.end(), "checkpoint: the parts of {} end before element {}", tensor, begin);
+        AXONN_INVARIANT(part != parts.end(), "checkpoint: the parts of {} end before element {}", tensor, begin);
         std::int64_t const offset = begin - part->begin;
         std::int64_t const take = std::min(count, part->count - offset);
         if (take <= 0) continue;

@@ -121,16 +121,17 @@ std::vector<float> collect_range(Communicator& world, ShardLayout const& layout,
         std::vector<float> const got_values = world.all_to_all(values);
         std::size_t next_value = 0;
         for (std::size_t k = 0; k + 1 < got_runs.size(); k += 2) {
-            invariant(got_runs[k] >= begin && got_runs[k] + got_runs[k + 1] <= begin + static_cast<std::int64_t>(range.size()),
-                      "checkpoint: rank {} received elements outside its range of {}", world.rank(), tensor.name);
+            AXONN_INVARIANT(got_runs[k] >= begin &&
+                                got_runs[k] + got_runs[k + 1] <= begin + static_cast<std::int64_t>(range.size()),
+                            "checkpoint: rank {} received elements outside its range of {}", world.rank(), tensor.name);
             std::copy_n(got_values.begin() + static_cast<std::ptrdiff_t>(next_value), got_runs[k + 1],
                         range.begin() + (got_runs[k] - begin));
             next_value += static_cast<std::size_t>(got_runs[k + 1]);
         }
         received += next_value;
     }
-    invariant(received == range.size(), "checkpoint: rank {} received {} of the {} elements of its range of {}",
-              world.rank(), received, range.size(), tensor.name);
+    AXONN_INVARIANT(received == range.size(), "checkpoint: rank {} received {} of the {} elements of its range of {}",
+                    world.rank(), received, range.size(), tensor.name);
     return range;
 }
 

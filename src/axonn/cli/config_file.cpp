@@ -41,8 +41,8 @@ std::string scalar_text(toml::node const& node, ValueKind kind, std::string_view
     bool const fits = (kind == ValueKind::integer && node.is_integer()) ||
                       (kind == ValueKind::number && (node.is_integer() || node.is_floating_point())) ||
                       (kind == ValueKind::text && node.is_string());
-    require(fits, "{}: '{}' must be {}, not {}", toml_location(node, file), name, kind_text(kind),
-            toml_type_name(node));
+    AXONN_REQUIRE(fits, "{}: '{}' must be {}, not {}", toml_location(node, file), name, kind_text(kind),
+                  toml_type_name(node));
     if (node.is_integer()) return std::to_string(*node.value<std::int64_t>());
     if (node.is_floating_point()) return fmt::format("{}", *node.value<double>());
     return *node.value<std::string>();
@@ -55,8 +55,8 @@ void append_option(std::vector<std::string>& arguments, CLI::Option const& optio
     // boolean, and takes a string as its value.
     bool const pure_switch = option.get_expected_max() == 0;
     if (option.get_expected_min() == 0 && (pure_switch || node.is_boolean())) {
-        require(node.is_boolean(), "{}: '{}' is a switch and must be true or false, not {}",
-                toml_location(node, file), name, toml_type_name(node));
+        AXONN_REQUIRE(node.is_boolean(), "{}: '{}' is a switch and must be true or false, not {}",
+                      toml_location(node, file), name, toml_type_name(node));
         if (*node.value<bool>()) arguments.push_back(flag);
         return;
     }
@@ -64,8 +64,8 @@ void append_option(std::vector<std::string>& arguments, CLI::Option const& optio
     if (option.get_expected_max() > 1) {  // several values: an array, or one value alone
         arguments.push_back(flag);
         if (toml::array const* values = node.as_array()) {
-            require(!values->empty(), "{}: '{}' is an empty array: give it at least one value",
-                    toml_location(node, file), name);
+            AXONN_REQUIRE(!values->empty(), "{}: '{}' is an empty array: give it at least one value",
+                          toml_location(node, file), name);
             for (toml::node const& value : *values) arguments.push_back(scalar_text(value, kind, name, file));
         } else {
             arguments.push_back(scalar_text(node, kind, name, file));
@@ -81,12 +81,12 @@ std::vector<std::string> arguments_from_file(CLI::App const& command, fs::path c
     std::vector<std::string> arguments;
     for (auto const& [key, node] : table) {
         std::string_view const name = key.str();
-        require(!node.is_table(), "{}: '{}' is a section, but a config file holds `name = value` lines only",
-                toml_location(key, file), name);
+        AXONN_REQUIRE(!node.is_table(), "{}: '{}' is a section, but a config file holds `name = value` lines only",
+                      toml_location(key, file), name);
         CLI::Option const* option = command.get_option_no_throw("--" + std::string(name));
-        require(option != nullptr && name != "config" && name != "help",
-                "{}: unknown key '{}': `axonn {} --help` lists the valid names (options without their dashes)",
-                toml_location(key, file), name, command.get_name());
+        AXONN_REQUIRE(option != nullptr && name != "config" && name != "help",
+                      "{}: unknown key '{}': `axonn {} --help` lists the valid names (options without their dashes)",
+                      toml_location(key, file), name, command.get_name());
         append_option(arguments, *option, name, node, file);
     }
     return arguments;
@@ -106,7 +106,7 @@ std::vector<std::string> expand_config_files(CLI::App const& app, std::vector<st
     for (std::size_t i = 2; i < arguments.size(); ++i) {
         std::string const& argument = arguments[i];
         if (argument == "--config") {
-            require(i + 1 < arguments.size(), "--config needs a file name");
+            AXONN_REQUIRE(i + 1 < arguments.size(), "--config needs a file name");
             auto const expanded = arguments_from_file(*command, arguments[++i]);
             from_files.insert(from_files.end(), expanded.begin(), expanded.end());
         } else if (argument.rfind("--config=", 0) == 0) {

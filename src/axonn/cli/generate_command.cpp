@@ -30,7 +30,7 @@ std::vector<std::string> read_prompt_file(std::filesystem::path const& path) {
         if (!line.empty() && line.back() == '\r') line.pop_back();
         if (!line.empty()) prompts.push_back(line);
     }
-    require(!prompts.empty(), "prompt file {} holds no prompt: write one prompt per line", path.string());
+    AXONN_REQUIRE(!prompts.empty(), "prompt file {} holds no prompt: write one prompt per line", path.string());
     return prompts;
 }
 
@@ -107,8 +107,8 @@ void add_generate_command(CLI::App& app) {
     command->callback([=] {
         as_usage_errors([&] {
             options->grid = GridShape::parse(*grid_spec);
-            require(command->count("--prompt") > 0 || !prompt_file->empty(),
-                    "no prompt: pass --prompt TEXT or --prompt-file FILE");
+            AXONN_REQUIRE(command->count("--prompt") > 0 || !prompt_file->empty(),
+                          "no prompt: pass --prompt TEXT or --prompt-file FILE");
         });
         options->prompts = prompt_file->empty() ? std::vector<std::string>{*prompt} : read_prompt_file(*prompt_file);
         PromptTemplate const format = parse_prompt_template(*template_name);

@@ -87,10 +87,11 @@ void add_eval(CLI::App& parent) {
     command->callback([options, grid_spec, json] {
         as_usage_errors([&] {
             options->grid = GridShape::parse(*grid_spec);
-            require(options->batch >= 1, "--batch must be at least 1 (documents per forward pass), got {}",
-                    options->batch);
-            require(options->spec.mask.strategy != GoldfishStrategy::random, "--goldfish strategy=random draws a new "
-                    "mask every step, so no mask says which targets a model never learned: use hash or static");
+            AXONN_REQUIRE(options->batch >= 1, "--batch must be at least 1 (documents per forward pass), got {}",
+                          options->batch);
+            AXONN_REQUIRE(options->spec.mask.strategy != GoldfishStrategy::random,
+                          "--goldfish strategy=random draws a new "
+                          "mask every step, so no mask says which targets a model never learned: use hash or static");
         });
         if (options->tokenizer_dir.empty()) options->tokenizer_dir = default_gpt2_dir();
         nlohmann::json const report = evaluate_memorization(*options);
@@ -110,8 +111,8 @@ void check_criteria(std::vector<StudyCriterion> const& criteria, std::filesystem
     for (StudyCriterion const& c : criteria) {
         if (!c.passed) failed += fmt::format("{}\"{}\" (measured: {})", failed.empty() ? "" : "; ", c.name, c.measured);
     }
-    require(failed.empty(), "--check: a criterion failed: {}; every table is in {}", failed,
-            (out / "results.md").string());
+    AXONN_REQUIRE(failed.empty(), "--check: a criterion failed: {}; every table is in {}", failed,
+                  (out / "results.md").string());
     if (is_leader()) fmt::print(stderr, "--check: all {} criteria passed\n", criteria.size());
 }
 
@@ -220,8 +221,9 @@ void add_study(CLI::App& parent) {
         };
         auto const refuse = [&](auto const& options, char const* other) {
             for (char const* option : options) {
-                require(command->count(option) == 0, "{} belongs to --experiment {}, not to --experiment {}: drop it",
-                        option, other, *experiment);
+                AXONN_REQUIRE(command->count(option) == 0,
+                              "{} belongs to --experiment {}, not to --experiment {}: drop it", option, other,
+                              *experiment);
             }
         };
         if (*experiment == "extreme") {

@@ -99,7 +99,8 @@ std::vector<WeakScalingPoint> weak_scaling_points(std::string const& series, Pla
         bool const parsed = colon != std::string::npos &&
                             std::from_chars(entry.data() + colon + 1, entry.data() + entry.size(), devices).ptr ==
                                 entry.data() + entry.size();
-        require(parsed && devices > 0, "--weak-scaling entry '{}' is not MODEL:DEVICES (such as gpt-20b:512)", entry);
+        AXONN_REQUIRE(parsed && devices > 0, "--weak-scaling entry '{}' is not MODEL:DEVICES (such as gpt-20b:512)",
+                      entry);
         WeakScalingPoint point;
         point.label = entry.substr(0, colon);
         point.request = base;
@@ -110,22 +111,23 @@ std::vector<WeakScalingPoint> weak_scaling_points(std::string const& series, Pla
             points.empty() || fixed_batch
                 ? base.batch
                 : static_cast<std::int64_t>(base.batch) * devices / points.front().request.devices;
-        // Inside the branch: require() evaluates its message's arguments even when the condition holds, and there
-        // is no first point to name before the first point.
+        // From the second point on: the first point names the devices a batch scales from.
         if (!points.empty() && !fixed_batch) {
             int const first_devices = points.front().request.devices;
-            require(scaled * first_devices == static_cast<std::int64_t>(base.batch) * devices,
-                    "--weak-scaling: the batch {} for {} devices does not scale to a whole batch on {}: pick a batch "
-                    "divisible by the first point's devices", base.batch, first_devices, devices);
+            AXONN_REQUIRE(
+                scaled * first_devices == static_cast<std::int64_t>(base.batch) * devices,
+                "--weak-scaling: the batch {} for {} devices does not scale to a whole batch on {}: pick a batch "
+                "divisible by the first point's devices",
+                base.batch, first_devices, devices);
         }
-        require(scaled <= (1 << 30), "--weak-scaling: the batch would grow to {} sequences on {} devices", scaled,
-                devices);
+        AXONN_REQUIRE(scaled <= (1 << 30), "--weak-scaling: the batch would grow to {} sequences on {} devices", scaled,
+                      devices);
         point.request.batch = static_cast<int>(scaled);
         point.request.seq = seq > 0 ? seq : model.context();
         validate_plan_request(point.request);
         points.push_back(std::move(point));
     }
-    require(points.size() >= 2, "--weak-scaling needs two points at least, such as gpt-20b:512,gpt-40b:1024");
+    AXONN_REQUIRE(points.size() >= 2, "--weak-scaling needs two points at least, such as gpt-20b:512,gpt-40b:1024");
     return points;
 }
 
@@ -217,7 +219,8 @@ void add_plan_command(CLI::App& app) {
         require_one_process("plan");  // it runs no grid: several ranks would each print the same plan
         if (!flags->weak_scaling.empty()) {
             std::vector<WeakScalingPoint> points = as_usage_errors([&] {
-                require(flags->seq >= 0, "--seq must not be negative, got {} (0: the model's context)", flags->seq);
+                AXONN_REQUIRE(flags->seq >= 0, "--seq must not be negative, got {} (0: the model's context)",
+                              flags->seq);
                 request->time.order = parse_axis_order(flags->order);
                 request->run = flags->run.model;
                 request->micro_batch = flags->run.micro_batch;
@@ -248,12 +251,12 @@ void add_plan_command(CLI::App& app) {
             return;
         }
         std::filesystem::path const machine = as_usage_errors([&] {
-            require(gpus->count() > 0, "--gpus is required (or --weak-scaling MODEL:DEVICES,...)");
+            AXONN_REQUIRE(gpus->count() > 0, "--gpus is required (or --weak-scaling MODEL:DEVICES,...)");
             ModelConfig const resolved = model->resolve_model();
             request->model = resolved;
             request->seq = flags->seq > 0 ? flags->seq : resolved.context();
-            require(flags->seq >= 0, "--seq must not be negative, got {} (0: the model's context)", flags->seq);
-            require(flags->top >= 1, "--top must be at least 1, got {}", flags->top);
+            AXONN_REQUIRE(flags->seq >= 0, "--seq must not be negative, got {} (0: the model's context)", flags->seq);
+            AXONN_REQUIRE(flags->top >= 1, "--top must be at least 1, got {}", flags->top);
             request->time.order = parse_axis_order(flags->order);
             request->run = flags->run.model;
             request->micro_batch = flags->run.micro_batch;

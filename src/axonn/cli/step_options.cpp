@@ -46,10 +46,12 @@ void add_step_options(CLI::App& command, StepOptions& options) {
     command
         .add_option_function<std::string>(
             "--precision",
-            [&options](std::string const& name) { options.model.precision = name == "bf16" ? DType::bf16 : DType::f32; },
+            [&options](std::string const& name) {
+                options.model.precision = name == "bf16" ? DType::bf16 : DType::f32;
+            },
             "fp32: every GEMM in fp32; bf16: mixed precision, GEMMs on bf16 inputs with fp32 accumulation, fp32 "
             "master weights, gradients and AdamW, weights gathered and the Linears' all-reduces in bf16 (a CPU "
-            "without native bf16 falls back to fp32 with a warning)")
+            "without a native bf16 GEMM emulates it: bf16 operands, fp32 products and sums, with a note)")
         ->check(CLI::IsMember({"fp32", "bf16"}))
         ->default_str("fp32");
     command

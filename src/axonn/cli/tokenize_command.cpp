@@ -34,10 +34,11 @@ std::string read_input(std::filesystem::path const& path, std::string_view what,
     char buffer[1 << 16];
     while (std::size_t const got = std::fread(buffer, 1, sizeof buffer, stdin)) {
         text.append(buffer, got);
-        require(text.size() <= max_input_bytes, "standard input holds more than {} bytes, the most a {} may have: {}",
-                max_input_bytes, what, hint);
+        AXONN_REQUIRE(text.size() <= max_input_bytes,
+                      "standard input holds more than {} bytes, the most a {} may have: {}", max_input_bytes, what,
+                      hint);
     }
-    require(!std::ferror(stdin), "cannot read the {} from standard input", what);
+    AXONN_REQUIRE(!std::ferror(stdin), "cannot read the {} from standard input", what);
     return text;
 }
 
@@ -53,14 +54,15 @@ std::vector<std::int32_t> read_ids(std::filesystem::path const& path) {
     } catch (Error const&) {
         fail("{} is not a JSON list of token ids (it nests lists or objects)", path.string());
     }
-    require(ids.is_array(), "{} is not a JSON list of token ids (it is a JSON {})", path.string(), ids.type_name());
+    AXONN_REQUIRE(ids.is_array(), "{} is not a JSON list of token ids (it is a JSON {})", path.string(),
+                  ids.type_name());
     std::vector<std::int32_t> result;
     result.reserve(ids.size());
     for (std::size_t index = 0; index < ids.size(); ++index) {
         nlohmann::json const& id = ids[index];
         bool const fits = id.is_number_integer() && id.get<std::int64_t>() >= std::numeric_limits<std::int32_t>::min()
                           && id.get<std::int64_t>() <= std::numeric_limits<std::int32_t>::max();
-        require(fits, "{} is not a JSON list of token ids (element {} is {})", path.string(), index, id.dump());
+        AXONN_REQUIRE(fits, "{} is not a JSON list of token ids (element {} is {})", path.string(), index, id.dump());
         result.push_back(id.get<std::int32_t>());
     }
     return result;

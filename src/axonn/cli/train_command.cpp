@@ -110,9 +110,11 @@ void add_train_command(CLI::App& app) {
             options->grid_auto = *grid_spec == "auto";
             if (!options->grid_auto && !names_grid_file(*grid_spec)) options->grid = GridShape::parse(*grid_spec);
             std::error_code error;
-            require(!names_grid_file(*grid_spec) || std::filesystem::exists(*grid_spec, error),
-                    "--grid {} is neither a grid (data=D,z=Z,y=Y,x=X), auto, nor an existing grid file from `axonn "
-                    "tune`", *grid_spec);
+            AXONN_REQUIRE(
+                !names_grid_file(*grid_spec) || std::filesystem::exists(*grid_spec, error),
+                "--grid {} is neither a grid (data=D,z=Z,y=Y,x=X), auto, nor an existing grid file from `axonn "
+                "tune`",
+                *grid_spec);
         });
         if (!options->grid_auto && names_grid_file(*grid_spec)) {  // a missing or damaged file is a file error
             GridFile const file = read_grid_file(*grid_spec);

@@ -64,9 +64,9 @@ std::vector<int> pieces(std::size_t count, std::size_t max_count) {
 // For the calls that are not split (the gathers of text and the all-to-all of checkpoints, bounded by their
 // callers): checked before the call, so that every rank of the group fails at the same point.
 int mpi_count(std::size_t count) {
-    require(count <= static_cast<std::size_t>(INT_MAX),
-            "a collective of {} elements exceeds MPI's limit of {} per call: reduce the batch or shard further",
-            count, INT_MAX);
+    AXONN_REQUIRE(count <= static_cast<std::size_t>(INT_MAX),
+                  "a collective of {} elements exceeds MPI's limit of {} per call: reduce the batch or shard further",
+                  count, INT_MAX);
     return static_cast<int>(count);
 }
 
@@ -415,8 +415,8 @@ std::vector<std::string> Communicator::gather_text(std::string const& text) {
 
 template <typename T>
 std::vector<T> Communicator::all_to_all_with(std::vector<std::vector<T>> const& send) {
-    invariant(send.size() == static_cast<std::size_t>(size_), "all_to_all needs one vector per rank, got {} for {}",
-              send.size(), size_);
+    AXONN_INVARIANT(send.size() == static_cast<std::size_t>(size_),
+                    "all_to_all needs one vector per rank, got {} for {}", send.size(), size_);
     if (size_ == 1) return send.front();
     std::vector<int> send_counts(size_), send_offsets(size_), recv_counts(size_), recv_offsets(size_);
     std::vector<T> packed;
@@ -546,8 +546,10 @@ bool Communicator::on_device(void const* pointer) const { return options_.device
 
 bool Communicator::on_device(void const* send, void const* recv) const {
     bool const device = on_device(send);
-    invariant(device == on_device(recv), "a collective on group {} got one buffer in device memory and one on the "
-              "host: both must be in the same memory", group_name(group_));
+    AXONN_INVARIANT(device == on_device(recv),
+                    "a collective on group {} got one buffer in device memory and one on the "
+                    "host: both must be in the same memory",
+                    group_name(group_));
     return device;
 }
 

@@ -114,7 +114,8 @@ std::vector<Axis> group_axes(Group group) {
 
 int GridShape::product() const {
     std::int64_t const product = std::int64_t{data} * z * y * x;
-    require(product <= INT_MAX, "the grid {} has {} ranks, more than {}: fix --grid", to_string(), product, INT_MAX);
+    AXONN_REQUIRE(product <= INT_MAX, "the grid {} has {} ranks, more than {}: fix --grid", to_string(), product,
+                  INT_MAX);
     return static_cast<int>(product);
 }
 
@@ -125,18 +126,19 @@ GridShape GridShape::parse(std::string const& spec) {
     std::array<bool, 4> seen{};
     for (std::string const& part : split_on_commas(spec)) {
         std::size_t const equals = part.find('=');
-        require(equals != std::string::npos, "grid part '{}' of '{}' is not axis=size: expected the form {}", part,
-                spec, grid_form);
+        AXONN_REQUIRE(equals != std::string::npos, "grid part '{}' of '{}' is not axis=size: expected the form {}",
+                      part, spec, grid_form);
         std::string const name = part.substr(0, equals);
         std::optional<Axis> const axis = find_axis(name);
-        require(axis.has_value(), "unknown grid axis '{}' in '{}': the axes are data, z, y and x, as in {}", name,
-                spec, grid_form);
-        require(!seen[index(*axis)], "grid axis '{}' is given twice in '{}': expected the form {}", name, spec,
-                grid_form);
+        AXONN_REQUIRE(axis.has_value(), "unknown grid axis '{}' in '{}': the axes are data, z, y and x, as in {}", name,
+                      spec, grid_form);
+        AXONN_REQUIRE(!seen[index(*axis)], "grid axis '{}' is given twice in '{}': expected the form {}", name, spec,
+                      grid_form);
         seen[index(*axis)] = true;
         std::optional<int> const size = parse_positive_int(part.substr(equals + 1));
-        require(size.has_value(), "grid size '{}' of axis {} in '{}' is not a positive integer: expected the form {}",
-                part.substr(equals + 1), name, spec, grid_form);
+        AXONN_REQUIRE(size.has_value(),
+                      "grid size '{}' of axis {} in '{}' is not a positive integer: expected the form {}",
+                      part.substr(equals + 1), name, spec, grid_form);
         size_of(shape, *axis) = *size;
     }
     return shape;
@@ -145,7 +147,7 @@ GridShape GridShape::parse(std::string const& spec) {
 std::ostream& operator<<(std::ostream& out, GridShape const& shape) { return out << shape.to_string(); }
 
 std::vector<GridShape> grid_factorisations(int world) {
-    require(world >= 1, "cannot factorise a world of {} ranks: it must be at least 1", world);
+    AXONN_REQUIRE(world >= 1, "cannot factorise a world of {} ranks: it must be at least 1", world);
     std::vector<int> divisors;  // ascending; 64-bit trial division, so that no counter wraps near INT_MAX
     std::vector<int> large;
     for (std::int64_t d = 1; d * d <= world; ++d) {
@@ -175,12 +177,12 @@ std::array<Axis, 4> parse_axis_order(std::string const& spec) {
     std::string const problem = fmt::format("grid order '{}' must name each of x, y, z and data exactly once, fastest "
                                             "first, as in x,y,z,data",
                                             spec);
-    require(names.size() == 4, "{}", problem);
+    AXONN_REQUIRE(names.size() == 4, "{}", problem);
     std::array<Axis, 4> order{};
     for (std::size_t i = 0; i < names.size(); ++i) {
         std::optional<Axis> const axis = find_axis(names[i]);
-        require(axis.has_value() && std::find(order.begin(), order.begin() + i, *axis) == order.begin() + i, "{}",
-                problem);
+        AXONN_REQUIRE(axis.has_value() && std::find(order.begin(), order.begin() + i, *axis) == order.begin() + i, "{}",
+                      problem);
         order[i] = *axis;
     }
     return order;
@@ -192,14 +194,16 @@ ProcessGrid::ProcessGrid(MPI_Comm world, GridShape shape, std::array<Axis, 4> or
     MPI_Comm_rank(world, &rank_);
     MPI_Comm_size(world, &world_size_);
     for (Axis axis : all_axes) {
-        require(shape_.size(axis) >= 1, "grid axis {} has size {} in {}: every size must be at least 1, fix --grid",
-                axis_name(axis), shape_.size(axis), shape_.to_string());
-        require(std::count(order_.begin(), order_.end(), axis) == 1,
-                "the grid order must name each of x, y, z and data exactly once, fastest first, as in x,y,z,data");
+        AXONN_REQUIRE(shape_.size(axis) >= 1,
+                      "grid axis {} has size {} in {}: every size must be at least 1, fix --grid", axis_name(axis),
+                      shape_.size(axis), shape_.to_string());
+        AXONN_REQUIRE(
+            std::count(order_.begin(), order_.end(), axis) == 1,
+            "the grid order must name each of x, y, z and data exactly once, fastest first, as in x,y,z,data");
     }
-    require(shape_.product() == world_size_,
-            "the grid {} has {} ranks but the job has {} processes: fix --grid so that data·z·y·x = {}",
-            shape_.to_string(), shape_.product(), world_size_, world_size_);
+    AXONN_REQUIRE(shape_.product() == world_size_,
+                  "the grid {} has {} ranks but the job has {} processes: fix --grid so that data·z·y·x = {}",
+                  shape_.to_string(), shape_.product(), world_size_, world_size_);
     // Every rank creates the communicators in this same order: each creation is a collective over `world`.
     add(Group::data, split(world, group_axes(Group::data)), options);
     MPI_Comm const z = split(world, group_axes(Group::z));

@@ -35,21 +35,29 @@ template <typename... Args>
     throw Error(fmt::format(format, std::forward<Args>(args)...));
 }
 
-// require(condition, "message {}", value): the checked precondition used at every trust boundary.
+// AXONN_REQUIRE(condition, "message {}", value...): the checked precondition used at every trust boundary; false
+// throws Error. A macro, so that the message's arguments are evaluated only when the condition fails: they may be
+// valid only then (the first element of a vector the condition found non-empty, say).
+#define AXONN_REQUIRE(condition, ...)   \
+    do {                                \
+        if (!(condition)) {             \
+            ::axonn::fail(__VA_ARGS__); \
+        }                               \
+    } while (false)
+
 template <typename... Args>
-void require(bool condition, fmt::format_string<Args...> format, Args&&... args) {
-    if (!condition) {
-        fail(format, std::forward<Args>(args)...);
-    }
+[[noreturn]] void fail_internal(fmt::format_string<Args...> format, Args&&... args) {
+    throw InternalError(fmt::format(format, std::forward<Args>(args)...));
 }
 
-// invariant(condition, "message {}", value): what must hold whatever the input; false means a bug here.
-template <typename... Args>
-void invariant(bool condition, fmt::format_string<Args...> format, Args&&... args) {
-    if (!condition) {
-        throw InternalError(fmt::format(format, std::forward<Args>(args)...));
-    }
-}
+// AXONN_INVARIANT(condition, "message {}", value...): what must hold whatever the input; false means a bug here
+// (InternalError). Its arguments, too, are evaluated only when it fails.
+#define AXONN_INVARIANT(condition, ...)          \
+    do {                                         \
+        if (!(condition)) {                      \
+            ::axonn::fail_internal(__VA_ARGS__); \
+        }                                        \
+    } while (false)
 
 // Runs `check` and reports any Error it throws as a UsageError: for validating what the command line gave with
 // code that does not know it is checking a command line (a model shape, a schedule, a grid).

@@ -100,29 +100,29 @@ InputFile open_input_file(fs::path const& path, std::string_view what, std::stri
     int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) fail("{} {} {}{}", what, path.string(), open_problem(errno), with_hint(hint));
     InputFile file{FileHandle(fd), {}, path};
-    require(::fstat(fd, &file.info) == 0, "cannot read the status of {} {}: {}", what, path.string(),
-            std::strerror(errno));
-    require(S_ISREG(file.info.st_mode), "{} {} is {}, not a regular file{}", what, path.string(),
-            file_kind(file.info.st_mode), with_hint(hint));
+    AXONN_REQUIRE(::fstat(fd, &file.info) == 0, "cannot read the status of {} {}: {}", what, path.string(),
+                  std::strerror(errno));
+    AXONN_REQUIRE(S_ISREG(file.info.st_mode), "{} {} is {}, not a regular file{}", what, path.string(),
+                  file_kind(file.info.st_mode), with_hint(hint));
     return file;
 }
 
 std::string read_input_file(fs::path const& path, std::string_view what, std::string_view hint,
                             std::uint64_t max_bytes) {
     InputFile const file = open_input_file(path, what, hint);
-    require(static_cast<std::uint64_t>(file.info.st_size) <= max_bytes,
-            "{} {} has {} bytes, more than the {} this program reads from such a file: check the path", what,
-            path.string(), file.info.st_size, max_bytes);
+    AXONN_REQUIRE(static_cast<std::uint64_t>(file.info.st_size) <= max_bytes,
+                  "{} {} has {} bytes, more than the {} this program reads from such a file: check the path", what,
+                  path.string(), file.info.st_size, max_bytes);
     std::string contents;
     std::array<char, 65536> chunk;
     for (;;) {
         ssize_t const n = ::read(file.handle.get(), chunk.data(), chunk.size());
         if (n < 0 && errno == EINTR) continue;
-        require(n >= 0, "cannot read {} {}: {}", what, path.string(), std::strerror(errno));
+        AXONN_REQUIRE(n >= 0, "cannot read {} {}: {}", what, path.string(), std::strerror(errno));
         if (n == 0) return contents;
-        require(contents.size() + static_cast<std::size_t>(n) <= max_bytes,
-                "{} {} holds more than the {} bytes this program reads from such a file: check the path", what,
-                path.string(), max_bytes);
+        AXONN_REQUIRE(contents.size() + static_cast<std::size_t>(n) <= max_bytes,
+                      "{} {} holds more than the {} bytes this program reads from such a file: check the path", what,
+                      path.string(), max_bytes);
         contents.append(chunk.data(), static_cast<std::size_t>(n));
     }
 }
@@ -132,9 +132,9 @@ void read_exactly(InputFile const& file, std::uint64_t offset, void* out, std::s
     while (count > 0) {
         ssize_t const n = ::pread(file.handle.get(), bytes, count, static_cast<off_t>(offset));
         if (n < 0 && errno == EINTR) continue;
-        require(n >= 0, "cannot read {} {}: {}", what, file.path.string(), std::strerror(errno));
-        require(n > 0, "{} {} ended early: it is shorter than it was when opened (changed by another program?)",
-                what, file.path.string());
+        AXONN_REQUIRE(n >= 0, "cannot read {} {}: {}", what, file.path.string(), std::strerror(errno));
+        AXONN_REQUIRE(n > 0, "{} {} ended early: it is shorter than it was when opened (changed by another program?)",
+                      what, file.path.string());
         bytes += n;
         offset += static_cast<std::uint64_t>(n);
         count -= static_cast<std::size_t>(n);
@@ -147,7 +147,7 @@ void write_all(int fd, void const* data, std::size_t count, fs::path const& path
         ssize_t const n = ::write(fd, bytes, count);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) fail("cannot write {} {}: {}", what, path.string(), write_problem(errno));
-        require(n > 0, "cannot write {} {}: the device accepted no bytes", what, path.string());
+        AXONN_REQUIRE(n > 0, "cannot write {} {}: the device accepted no bytes", what, path.string());
         bytes += n;
         count -= static_cast<std::size_t>(n);
     }
@@ -176,19 +176,21 @@ AtomicFile::AtomicFile(fs::path destination, std::string what)
         }
         handle_ = FileHandle(fd);
         struct stat opened {};
-        require(::fstat(fd, &opened) == 0 && S_ISREG(opened.st_mode),
-                "cannot write {} {}: {} is {}, not a regular file", what_, destination_.string(), partial_.string(),
-                file_kind(opened.st_mode));
-        require(::flock(fd, LOCK_EX | LOCK_NB) == 0, "cannot write {} {}: another process is writing it ({} is "
-                "locked); wait for it to finish", what_, destination_.string(), partial_.string());
+        AXONN_REQUIRE(::fstat(fd, &opened) == 0 && S_ISREG(opened.st_mode),
+                      "cannot write {} {}: {} is {}, not a regular file", what_, destination_.string(),
+                      partial_.string(), file_kind(opened.st_mode));
+        AXONN_REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0,
+                      "cannot write {} {}: another process is writing it ({} is "
+                      "locked); wait for it to finish",
+                      what_, destination_.string(), partial_.string());
         // The lock is ours, but the file may have been renamed into place by its writer meanwhile: then it is no
         // longer the partial file, and a new one is opened.
         struct stat named {};
         if (::stat(partial_.c_str(), &named) == 0 && same_file(opened, named)) break;
     }
     make_blocking(handle_.get());
-    require(::ftruncate(handle_.get(), 0) == 0, "cannot write {} {}: {}", what_, destination_.string(),
-            std::strerror(errno));
+    AXONN_REQUIRE(::ftruncate(handle_.get(), 0) == 0, "cannot write {} {}: {}", what_, destination_.string(),
+                  std::strerror(errno));
 }
 
 AtomicFile::~AtomicFile() {
@@ -198,7 +200,7 @@ AtomicFile::~AtomicFile() {
 }
 
 void AtomicFile::write(void const* data, std::size_t count) {
-    invariant(!finished_, "AtomicFile::write after finish() of {}", partial_.string());
+    AXONN_INVARIANT(!finished_, "AtomicFile::write after finish() of {}", partial_.string());
     write_all(handle_.get(), data, count, destination_, what_);
 }
 
@@ -237,17 +239,17 @@ ExclusiveOutputFile::ExclusiveOutputFile(fs::path const& path, std::string what,
     if (fd < 0) fail("{} {} {}: choose another path", what_, path.string(), open_problem(errno, true));
     handle_ = FileHandle(fd);
     struct stat info {};
-    require(::fstat(fd, &info) == 0, "cannot read the status of {} {}: {}", what_, path.string(),
-            std::strerror(errno));
+    AXONN_REQUIRE(::fstat(fd, &info) == 0, "cannot read the status of {} {}: {}", what_, path.string(),
+                  std::strerror(errno));
     make_blocking(fd);
     if (S_ISCHR(info.st_mode)) return;  // /dev/null, a terminal: nothing to lock, keep or cut
-    require(S_ISREG(info.st_mode), "{} {} is {}, not a regular file: choose another path", what_, path.string(),
-            file_kind(info.st_mode));
+    AXONN_REQUIRE(S_ISREG(info.st_mode), "{} {} is {}, not a regular file: choose another path", what_, path.string(),
+                  file_kind(info.st_mode));
     regular_ = true;
     // The lock goes with the open file, so it lasts until this process exits, however it exits.
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        require(errno != EWOULDBLOCK, "{} {} is being written by another run (it is locked): choose another path",
-                what_, path.string());
+        AXONN_REQUIRE(errno != EWOULDBLOCK, "{} {} is being written by another run (it is locked): choose another path",
+                      what_, path.string());
         fail("cannot lock {} {}: {}", what_, path.string(), std::strerror(errno));
     }
     if (info.st_size == 0) return;
@@ -256,7 +258,7 @@ ExclusiveOutputFile::ExclusiveOutputFile(fs::path const& path, std::string what,
         return;
     }
     if (existing == ExistingOutput::refuse) throw Error(earlier_run_message(what_, path, info.st_size));
-    require(::ftruncate(fd, 0) == 0, "cannot empty {} {}: {}", what_, path.string(), std::strerror(errno));
+    AXONN_REQUIRE(::ftruncate(fd, 0) == 0, "cannot empty {} {}: {}", what_, path.string(), std::strerror(errno));
 }
 
 void ExclusiveOutputFile::write(std::string_view text) {
@@ -286,8 +288,10 @@ void require_not_an_input(fs::path const& output, std::string_view output_option
     std::error_code error;
     if (!fs::exists(output, error)) return;
     for (fs::path const& input : inputs) {
-        require(!fs::equivalent(output, input, error), "{} {} is also an input of this run ({}): writing it would "
-                "destroy it; choose another path", output_option, output.string(), input.string());
+        AXONN_REQUIRE(!fs::equivalent(output, input, error),
+                      "{} {} is also an input of this run ({}): writing it would "
+                      "destroy it; choose another path",
+                      output_option, output.string(), input.string());
     }
 }
 

@@ -15,7 +15,7 @@ void require_json_depth(std::string_view text, int max_depth) {
         } else if (c == '"') {
             in_string = true;
         } else if (c == '{' || c == '[') {
-            require(++depth <= max_depth, "the JSON nests deeper than {} levels", max_depth);
+            AXONN_REQUIRE(++depth <= max_depth, "the JSON nests deeper than {} levels", max_depth);
         } else if (c == '}' || c == ']') {
             --depth;
         }

@@ -7,23 +7,24 @@ namespace axonn {
 using nlohmann::json;
 
 json const& json_field(json const& object, char const* key, std::string_view where) {
-    require(object.is_object() && object.contains(key), "{} has no \"{}\"", where, key);
+    AXONN_REQUIRE(object.is_object() && object.contains(key), "{} has no \"{}\"", where, key);
     return object[key];
 }
 
 std::int64_t json_integer(json const& object, char const* key, std::string_view where, std::int64_t low,
                           std::int64_t high) {
     json const& value = json_field(object, key, where);
-    require(value.is_number_integer(), "{}: \"{}\" is not an integer", where, key);
+    AXONN_REQUIRE(value.is_number_integer(), "{}: \"{}\" is not an integer", where, key);
     // An unsigned value above INT64_MAX reads as negative here, and is refused with the rest.
     auto const number = value.get<std::int64_t>();
-    require(number >= low && number <= high, "{}: \"{}\" = {} lies outside [{}, {}]", where, key, number, low, high);
+    AXONN_REQUIRE(number >= low && number <= high, "{}: \"{}\" = {} lies outside [{}, {}]", where, key, number, low,
+                  high);
     return number;
 }
 
 std::string json_text(json const& object, char const* key, std::string_view where) {
     json const& value = json_field(object, key, where);
-    require(value.is_string(), "{}: \"{}\" is not a string", where, key);
+    AXONN_REQUIRE(value.is_string(), "{}: \"{}\" is not a string", where, key);
     return value.get<std::string>();
 }
 

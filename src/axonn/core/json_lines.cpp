@@ -20,8 +20,10 @@ std::size_t for_each_json_line(std::filesystem::path const& path, std::string_vi
         start = end + 1;
         if (content.find_first_not_of(" \t\r") == std::string_view::npos) continue;
         try {
-            require(content.size() <= format.max_line_bytes, "the line has {} bytes, more than the {} a line may "
-                    "hold: shorten it", content.size(), format.max_line_bytes);
+            AXONN_REQUIRE(content.size() <= format.max_line_bytes,
+                          "the line has {} bytes, more than the {} a line may "
+                          "hold: shorten it",
+                          content.size(), format.max_line_bytes);
             require_json_depth(content, format.max_depth);
             record(nlohmann::json::parse(content));
             ++values;

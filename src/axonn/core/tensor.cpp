@@ -34,7 +34,7 @@ std::string precision_name(DType precision) { return precision == DType::bf16 ? 
 std::int64_t shape_numel(Shape const& shape) {
     std::int64_t numel = 1;
     for (auto extent : shape) {
-        invariant(extent >= 0, "negative extent {} in shape {}", extent, shape_string(shape));
+        AXONN_INVARIANT(extent >= 0, "negative extent {} in shape {}", extent, shape_string(shape));
         numel *= extent;
     }
     return numel;
@@ -85,14 +85,14 @@ Tensor::Tensor(Shape shape, DType dtype, Memory memory)
     std::size_t const rounded = std::max<std::size_t>(alignment, (bytes() + alignment - 1) / alignment * alignment);
     void* pointer = nullptr;
     if (memory == Memory::device) {
-        invariant(device_allocator.allocate != nullptr, "a device tensor of shape {} before any device backend",
-                  shape_string(shape_));
+        AXONN_INVARIANT(device_allocator.allocate != nullptr, "a device tensor of shape {} before any device backend",
+                        shape_string(shape_));
         pointer = device_allocator.allocate(rounded);
     } else {
         pointer = std::aligned_alloc(alignment, rounded);
     }
-    require(pointer != nullptr, "out of {} memory allocating a tensor of shape {} ({} bytes)",
-            memory == Memory::device ? "device" : "host", shape_string(shape_), rounded);
+    AXONN_REQUIRE(pointer != nullptr, "out of {} memory allocating a tensor of shape {} ({} bytes)",
+                  memory == Memory::device ? "device" : "host", shape_string(shape_), rounded);
     storage_ = std::unique_ptr<void, AlignedFree>(
         pointer, AlignedFree{bytes(), memory == Memory::device ? device_allocator.release : nullptr});
     count_allocation(static_cast<std::int64_t>(bytes()));
@@ -115,11 +115,12 @@ void grow_to(Tensor& tensor, std::int64_t numel, DType dtype, Memory memory) {
 }
 
 void Tensor::check_host() const {
-    invariant(memory_ == Memory::host, "the host read a tensor of shape {} in device memory", shape_string(shape_));
+    AXONN_INVARIANT(memory_ == Memory::host, "the host read a tensor of shape {} in device memory",
+                    shape_string(shape_));
 }
 
 void Tensor::check_dtype(DType requested) const {
-    invariant(requested == dtype_, "tensor of dtype {} read as {}", dtype_name(dtype_), dtype_name(requested));
+    AXONN_INVARIANT(requested == dtype_, "tensor of dtype {} read as {}", dtype_name(dtype_), dtype_name(requested));
 }
 
 }  // namespace axonn

@@ -11,7 +11,7 @@ TraceRecorder* recording = nullptr;
 }  // namespace
 
 TraceRecorder::TraceRecorder(std::size_t max_events) : max_events_(max_events) {
-    invariant(recording == nullptr, "two trace recorders at once");
+    AXONN_INVARIANT(recording == nullptr, "two trace recorders at once");
     recording = this;
 }
 

@@ -54,7 +54,7 @@ std::string decode_tokens(std::vector<std::string> const& tokens, std::span<std:
     auto const size = static_cast<std::int32_t>(tokens.size());
     std::string text;
     for (std::int32_t id : ids) {
-        require(id >= 0 && id < size, "token id {} is outside the {} vocabulary 0..{}", id, vocabulary, size - 1);
+        AXONN_REQUIRE(id >= 0 && id < size, "token id {} is outside the {} vocabulary 0..{}", id, vocabulary, size - 1);
         text += tokens[id];
     }
     return text;

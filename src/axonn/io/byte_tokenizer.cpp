@@ -22,8 +22,8 @@ public:
         std::string text;
         text.reserve(ids.size());
         for (std::int32_t id : ids) {
-            require(id >= 0 && id <= byte_eot_id, "token id {} is outside the byte tokenizer's vocabulary 0..{}",
-                    id, byte_eot_id);
+            AXONN_REQUIRE(id >= 0 && id <= byte_eot_id, "token id {} is outside the byte tokenizer's vocabulary 0..{}",
+                          id, byte_eot_id);
             if (id == byte_eot_id) {
                 text += eot_text;
             } else {

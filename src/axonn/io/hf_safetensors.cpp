@@ -18,10 +18,10 @@ constexpr std::uint64_t max_index_bytes = std::uint64_t{64} << 20;
 
 // A shard's name as the index gives it: a plain file of the folder, never a path out of it.
 void check_shard_name(std::string const& name, fs::path const& index) {
-    require(!name.empty() && fs::path(name).filename() == name && name != "." && name != ".." &&
-                name.ends_with(".safetensors"),
-            "{} maps a tensor to \"{}\", which is not a .safetensors file of the folder: the index is damaged",
-            index.string(), name);
+    AXONN_REQUIRE(!name.empty() && fs::path(name).filename() == name && name != "." && name != ".." &&
+                      name.ends_with(".safetensors"),
+                  "{} maps a tensor to \"{}\", which is not a .safetensors file of the folder: the index is damaged",
+                  index.string(), name);
 }
 
 // tensor name -> shard file name, from model.safetensors.index.json.
@@ -34,12 +34,12 @@ std::map<std::string, std::string> read_weight_map(fs::path const& index) {
         fail("{}: {}: it is no weight index", index.string(), e.what());
     }
     json const parsed = json::parse(text, nullptr, false);
-    require(!parsed.is_discarded() && parsed.is_object() && parsed.contains("weight_map") &&
-                parsed["weight_map"].is_object() && !parsed["weight_map"].empty(),
-            "{} is not a weight index: it needs a non-empty \"weight_map\" object", index.string());
+    AXONN_REQUIRE(!parsed.is_discarded() && parsed.is_object() && parsed.contains("weight_map") &&
+                      parsed["weight_map"].is_object() && !parsed["weight_map"].empty(),
+                  "{} is not a weight index: it needs a non-empty \"weight_map\" object", index.string());
     std::map<std::string, std::string> map;
     for (auto const& [tensor, file] : parsed["weight_map"].items()) {
-        require(file.is_string(), "{} maps {} to {}, not to a file name", index.string(), tensor, file.dump());
+        AXONN_REQUIRE(file.is_string(), "{} maps {} to {}, not to a file name", index.string(), tensor, file.dump());
         check_shard_name(file.get<std::string>(), index);
         map.emplace(tensor, file.get<std::string>());
     }
@@ -73,8 +73,8 @@ HfSafetensors::HfSafetensors(fs::path const& dir) {
         auto [found, added] = shard_of_file.emplace(file, static_cast<int>(shards_.size()));
         if (added) open_shard(dir / file);
         SafetensorsEntry const* entry = shards_[found->second]->header.find(tensor);
-        require(entry != nullptr, "{} maps {} to {}, which does not hold it: the index is damaged", index.string(),
-                tensor, file);
+        AXONN_REQUIRE(entry != nullptr, "{} maps {} to {}, which does not hold it: the index is damaged",
+                      index.string(), tensor, file);
         tensors_[tensor] = {found->second, entry};
     }
 }
@@ -93,15 +93,15 @@ void HfSafetensors::read(std::string const& name, std::int64_t begin, std::int64
     Location const& location = tensors_.at(name);
     Shard const& shard = *shards_[location.shard];
     SafetensorsEntry const& entry = *location.entry;
-    invariant(begin >= 0 && count >= 0 && begin + count <= shape_numel(entry.shape),
-              "elements {}..{} of {}, which has {}", begin, begin + count, name, shape_numel(entry.shape));
+    AXONN_INVARIANT(begin >= 0 && count >= 0 && begin + count <= shape_numel(entry.shape),
+                    "elements {}..{} of {}, which has {}", begin, begin + count, name, shape_numel(entry.shape));
     auto const element = static_cast<std::uint64_t>(dtype_size(entry.dtype));
     std::uint64_t const offset = shard.header.data_start + entry.begin + static_cast<std::uint64_t>(begin) * element;
     if (entry.dtype == DType::f32) {
         read_exactly(shard.input, offset, out, static_cast<std::size_t>(count) * sizeof(float), "Hugging Face weights");
         return;
     }
-    invariant(entry.dtype == DType::bf16, "{} is {}, neither F32 nor BF16", name, dtype_name(entry.dtype));
+    AXONN_INVARIANT(entry.dtype == DType::bf16, "{} is {}, neither F32 nor BF16", name, dtype_name(entry.dtype));
     std::vector<bfloat16> raw(static_cast<std::size_t>(count));
     read_exactly(shard.input, offset, raw.data(), raw.size() * sizeof(bfloat16), "Hugging Face weights");
     for (std::size_t i = 0; i < raw.size(); ++i) out[i] = static_cast<float>(raw[i]);

@@ -758,8 +758,8 @@ void draw_legend(RgbImage& image, PlotPanel const& panel, PanelLayout const& lay
 
 void require_matching_series(PlotPanel const& panel) {
     for (PlotSeries const& series : panel.series) {
-        invariant(series.x.size() == series.y.size(), "plot series '{}' has {} x values but {} y values",
-                  series.label, series.x.size(), series.y.size());
+        AXONN_INVARIANT(series.x.size() == series.y.size(), "plot series '{}' has {} x values but {} y values",
+                        series.label, series.x.size(), series.y.size());
     }
 }
 
@@ -790,12 +790,12 @@ Rgb plot_series_colour(std::size_t index) {
 
 RgbImage render_line_plots(std::string const& title, std::vector<PlotPanel> const& panels, int panel_width,
                            int panel_height) {
-    invariant(panel_width >= min_panel_width && panel_height >= min_panel_height,
-              "a plot panel of {}x{} pixels is too small to draw: it needs at least {}x{}", panel_width, panel_height,
-              min_panel_width, min_panel_height);
+    AXONN_INVARIANT(panel_width >= min_panel_width && panel_height >= min_panel_height,
+                    "a plot panel of {}x{} pixels is too small to draw: it needs at least {}x{}", panel_width,
+                    panel_height, min_panel_width, min_panel_height);
     std::size_t const columns = std::max<std::size_t>(panels.size(), 1);
-    invariant(columns * static_cast<std::size_t>(panel_width) <= 1 << 16 && panel_height <= 1 << 16,
-              "{} plot panels of {}x{} pixels make too large an image", panels.size(), panel_width, panel_height);
+    AXONN_INVARIANT(columns * static_cast<std::size_t>(panel_width) <= 1 << 16 && panel_height <= 1 << 16,
+                    "{} plot panels of {}x{} pixels make too large an image", panels.size(), panel_width, panel_height);
     int const top = title.empty() ? 0 : title_band_height;
     RgbImage image(static_cast<int>(columns) * panel_width, top + panel_height);
     draw_text_centred(image, image.width / 2, padding, title, text_colour, title_scale);

@@ -28,7 +28,7 @@ void append_u32(std::vector<std::uint8_t>& out, std::uint32_t value) {
 
 // A chunk: length, type, data, and the CRC-32 of type and data.
 void append_chunk(std::vector<std::uint8_t>& out, std::string_view type, std::vector<std::uint8_t> const& data) {
-    invariant(type.size() == 4 && data.size() <= 0x7fffffffu, "bad PNG chunk {} of {} bytes", type, data.size());
+    AXONN_INVARIANT(type.size() == 4 && data.size() <= 0x7fffffffu, "bad PNG chunk {} of {} bytes", type, data.size());
     append_u32(out, static_cast<std::uint32_t>(data.size()));
     std::size_t const type_begin = out.size();
     out.insert(out.end(), type.begin(), type.end());
@@ -61,7 +61,8 @@ std::vector<std::uint8_t> compressed_rows(RgbImage const& image) {
     std::vector<std::uint8_t> compressed(compressed_size);
     int const status = ::compress2(compressed.data(), &compressed_size, rows.data(), static_cast<uLong>(rows.size()),
                                    Z_BEST_COMPRESSION);
-    require(status == Z_OK, "cannot compress a {}x{} PNG image: zlib error {}", image.width, image.height, status);
+    AXONN_REQUIRE(status == Z_OK, "cannot compress a {}x{} PNG image: zlib error {}", image.width, image.height,
+                  status);
     compressed.resize(compressed_size);
     return compressed;
 }
@@ -69,7 +70,7 @@ std::vector<std::uint8_t> compressed_rows(RgbImage const& image) {
 }  // namespace
 
 RgbImage::RgbImage(int image_width, int image_height, Rgb fill) : width(image_width), height(image_height) {
-    invariant(width >= 0 && height >= 0, "an image cannot be {}x{} pixels", width, height);
+    AXONN_INVARIANT(width >= 0 && height >= 0, "an image cannot be {}x{} pixels", width, height);
     pixels.resize(static_cast<std::size_t>(width) * static_cast<std::size_t>(height) * 3);
     for (std::size_t i = 0; i < pixels.size(); i += 3) {
         pixels[i] = fill.r;
@@ -79,7 +80,7 @@ RgbImage::RgbImage(int image_width, int image_height, Rgb fill) : width(image_wi
 }
 
 Rgb RgbImage::at(int x, int y) const {
-    invariant(contains(x, y), "pixel ({}, {}) is outside the {}x{} image", x, y, width, height);
+    AXONN_INVARIANT(contains(x, y), "pixel ({}, {}) is outside the {}x{} image", x, y, width, height);
     std::size_t const i = pixel_index(*this, x, y);
     return {pixels[i], pixels[i + 1], pixels[i + 2]};
 }
@@ -93,10 +94,11 @@ void RgbImage::set(int x, int y, Rgb colour) {
 }
 
 std::vector<std::uint8_t> encode_png(RgbImage const& image) {
-    invariant(image.width > 0 && image.height > 0, "a PNG image needs pixels, not {}x{}", image.width, image.height);
-    invariant(image.pixels.size() == pixel_index(image, 0, image.height),
-              "a {}x{} RGB image has {} bytes of pixels, not {}", image.width, image.height, image.pixels.size(),
-              pixel_index(image, 0, image.height));
+    AXONN_INVARIANT(image.width > 0 && image.height > 0, "a PNG image needs pixels, not {}x{}", image.width,
+                    image.height);
+    AXONN_INVARIANT(image.pixels.size() == pixel_index(image, 0, image.height),
+                    "a {}x{} RGB image has {} bytes of pixels, not {}", image.width, image.height, image.pixels.size(),
+                    pixel_index(image, 0, image.height));
     std::vector<std::uint8_t> png(png_signature.begin(), png_signature.end());
     append_chunk(png, "IHDR", header_chunk_data(image));
     append_chunk(png, "IDAT", compressed_rows(image));

@@ -49,12 +49,14 @@ constexpr char const* input_hint = "name the text files to tokenize";
 void check_inputs(std::vector<std::filesystem::path> const& inputs) {
     std::map<std::filesystem::path, std::filesystem::path> named;  // canonical path → as given
     for (auto const& path : inputs) {
-        require(!is_kernel_file(path), "input {} is a file of the kernel (/proc or /sys), whose size reads as 0, not "
-                "a document: copy its text into a regular file first", path.string());
+        AXONN_REQUIRE(!is_kernel_file(path),
+                      "input {} is a file of the kernel (/proc or /sys), whose size reads as 0, not "
+                      "a document: copy its text into a regular file first",
+                      path.string());
         open_input_file(path, "input text file", input_hint);
         auto const [earlier, added] = named.emplace(std::filesystem::weakly_canonical(path), path);
-        require(added, "input {} is the same file as input {}: name each document once", path.string(),
-                earlier->second.string());
+        AXONN_REQUIRE(added, "input {} is the same file as input {}: name each document once", path.string(),
+                      earlier->second.string());
     }
 }
 
@@ -62,7 +64,7 @@ void check_inputs(std::vector<std::filesystem::path> const& inputs) {
 std::optional<std::string> read_document(std::filesystem::path const& path, PrepareOptions const& options) {
     std::string text = read_input_file(path, "input text file", input_hint, max_document_bytes);
     if (is_prepare_output(path, text, options.out_dir)) return std::nullopt;
-    require(!text.empty(), "input text file {} is empty: remove it from the inputs", path.string());
+    AXONN_REQUIRE(!text.empty(), "input text file {} is empty: remove it from the inputs", path.string());
     if (!options.allow_binary) {
         if (auto const offset = first_non_text_byte(text)) {
             fail("input {} is not UTF-8 text (byte 0x{:02X} at offset {}): remove it from the inputs, or pass "
@@ -111,8 +113,8 @@ constexpr PhiloxKey record_split_key{0x5EED5EED, 1};
 // Which records go to validation: round(val_fraction x count) of them (at least one, and one left for
 // training), chosen by a seeded shuffle so that records sorted by topic or source do not split by it.
 std::vector<bool> validation_records(std::size_t count, double val_fraction, std::filesystem::path const& first) {
-    require(count >= 2, "{} holds {} record: a train/val split needs at least 2; add records", first.string(),
-            count);
+    AXONN_REQUIRE(count >= 2, "{} holds {} record: a train/val split needs at least 2; add records", first.string(),
+                  count);
     auto const val = std::clamp<std::size_t>(
         static_cast<std::size_t>(std::llround(static_cast<double>(count) * val_fraction)), 1, count - 1);
     std::vector<std::size_t> order(count);
@@ -158,8 +160,10 @@ Split tokenize_inputs(PrepareOptions const& options, Tokenizer const& tokenizer,
         done_bytes += text->size();
         if (progress) progress(std::min(1.0, static_cast<double>(done_bytes) / std::max(1.0, double(total_bytes))));
     }
-    require(skipped.size() < options.inputs.size(), "every input is a token shard or an output of `axonn prepare`: "
-            "name the {} files to tokenize", records ? "JSON-lines" : "text");
+    AXONN_REQUIRE(skipped.size() < options.inputs.size(),
+                  "every input is a token shard or an output of `axonn prepare`: "
+                  "name the {} files to tokenize",
+                  records ? "JSON-lines" : "text");
     if (records) split_records(record_tokens, options.val_fraction, options.inputs.front(), split);
     return split;
 }
@@ -176,18 +180,18 @@ std::uint64_t new_dataset_id() {
 
 void validate_prepare_options(PrepareOptions const& options) {
     as_usage_errors([&] {
-        require(options.format == "text" || options.format == "jsonl",
-                "unknown --format {}: use text (one document per file) or jsonl (prompt and response records)",
-                options.format);
-        require(!options.fields.prompt.empty() && !options.fields.response.empty() &&
-                    options.fields.prompt != options.fields.response,
-                "--prompt-field '{}' and --response-field '{}' must name two different fields",
-                options.fields.prompt, options.fields.response);
+        AXONN_REQUIRE(options.format == "text" || options.format == "jsonl",
+                      "unknown --format {}: use text (one document per file) or jsonl (prompt and response records)",
+                      options.format);
+        AXONN_REQUIRE(!options.fields.prompt.empty() && !options.fields.response.empty() &&
+                          options.fields.prompt != options.fields.response,
+                      "--prompt-field '{}' and --response-field '{}' must name two different fields",
+                      options.fields.prompt, options.fields.response);
         parse_prompt_template(options.prompt_template);
-        require(!options.inputs.empty(), "no input text files: name at least one");
-        require(!options.out_dir.empty(), "no output folder: name one for train.bin and val.bin");
-        require(options.val_fraction > 0.0 && options.val_fraction < 1.0,
-                "--val-fraction {} is outside (0, 1): use e.g. 0.1", options.val_fraction);
+        AXONN_REQUIRE(!options.inputs.empty(), "no input text files: name at least one");
+        AXONN_REQUIRE(!options.out_dir.empty(), "no output folder: name one for train.bin and val.bin");
+        AXONN_REQUIRE(options.val_fraction > 0.0 && options.val_fraction < 1.0,
+                      "--val-fraction {} is outside (0, 1): use e.g. 0.1", options.val_fraction);
         check_tokenizer_name(options.tokenizer);
     });
 }

@@ -24,10 +24,12 @@ constexpr std::string_view llama3_assistant_header =
 constexpr std::string_view llama3_end_of_turn = "<|eot_id|>";
 
 std::string string_field(nlohmann::json const& record, std::string const& field, std::string_view option) {
-    require(record.contains(field), "the record has no \"{}\" field: add it, or name the field that holds it with "
-            "{}", field, option);
-    require(record[field].is_string(), "the record's \"{}\" is {}, not a string: write it as a JSON string", field,
-            record[field].type_name());
+    AXONN_REQUIRE(record.contains(field),
+                  "the record has no \"{}\" field: add it, or name the field that holds it with "
+                  "{}",
+                  field, option);
+    AXONN_REQUIRE(record[field].is_string(), "the record's \"{}\" is {}, not a string: write it as a JSON string",
+                  field, record[field].type_name());
     return record[field].get<std::string>();
 }
 
@@ -52,12 +54,12 @@ std::vector<PromptRecord> parse_prompt_records(std::filesystem::path const& path
         fmt::format(R"({{"{}": "...", "{}": "..."}})", fields.prompt, fields.response);
     std::vector<PromptRecord> records;
     for_each_json_line(path, text, {max_record_depth, max_record_bytes, example}, [&](nlohmann::json const& record) {
-        require(record.is_object(), "the line is {}, not an object: write one object per line, {}",
-                record.type_name(), example);
+        AXONN_REQUIRE(record.is_object(), "the line is {}, not an object: write one object per line, {}",
+                      record.type_name(), example);
         records.push_back({string_field(record, fields.prompt, "--prompt-field"),
                            string_field(record, fields.response, "--response-field")});
     });
-    require(!records.empty(), "{} holds no record: write one JSON object per line, {}", path.string(), example);
+    AXONN_REQUIRE(!records.empty(), "{} holds no record: write one JSON object per line, {}", path.string(), example);
     return records;
 }
 
@@ -70,7 +72,7 @@ TemplatedRecord apply_template(PromptTemplate format, PromptRecord const& record
             return {concat({llama3_user_header, record.prompt, llama3_assistant_header}),
                     concat({record.response, llama3_end_of_turn})};
     }
-    invariant(false, "unknown prompt template {}", static_cast<int>(format));
+    AXONN_INVARIANT(false, "unknown prompt template {}", static_cast<int>(format));
     return {};
 }
 

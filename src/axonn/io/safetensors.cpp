@@ -33,37 +33,38 @@ DType parse_dtype(std::string const& name, std::string const& tensor) {
 constexpr int max_json_depth = 8;
 
 std::uint64_t checked_unsigned(json const& value, std::string const& what) {
-    require(value.is_number_unsigned() || (value.is_number_integer() && value.get<std::int64_t>() >= 0),
-            "{} must be a non-negative integer", what);
+    AXONN_REQUIRE(value.is_number_unsigned() || (value.is_number_integer() && value.get<std::int64_t>() >= 0),
+                  "{} must be a non-negative integer", what);
     return value.get<std::uint64_t>();
 }
 
 SafetensorsEntry parse_entry(std::string const& name, json const& description, std::uint64_t data_bytes) {
-    require(description.is_object(), "tensor '{}' is not described by an object", name);
+    AXONN_REQUIRE(description.is_object(), "tensor '{}' is not described by an object", name);
     for (char const* key : {"dtype", "shape", "data_offsets"}) {
-        require(description.contains(key), "tensor '{}' has no \"{}\"", name, key);
+        AXONN_REQUIRE(description.contains(key), "tensor '{}' has no \"{}\"", name, key);
     }
     json const& dtype = description["dtype"];
-    require(dtype.is_string(), "tensor '{}': dtype is not a string", name);
+    AXONN_REQUIRE(dtype.is_string(), "tensor '{}': dtype is not a string", name);
     SafetensorsEntry entry{name, parse_dtype(dtype.get<std::string>(), name), {}, 0, 0};
     json const& shape = description["shape"];
-    require(shape.is_array() && shape.size() <= 8, "tensor '{}': shape must be an array of at most 8 sizes", name);
+    AXONN_REQUIRE(shape.is_array() && shape.size() <= 8, "tensor '{}': shape must be an array of at most 8 sizes",
+                  name);
     std::uint64_t bytes = dtype_size(entry.dtype);
     for (json const& extent : shape) {
         std::uint64_t const size = checked_unsigned(extent, fmt::format("tensor '{}': every size of its shape", name));
-        require(size < (std::uint64_t{1} << 48) && !__builtin_mul_overflow(bytes, size, &bytes),
-                "tensor '{}' has an absurd shape {}", name, shape.dump());
+        AXONN_REQUIRE(size < (std::uint64_t{1} << 48) && !__builtin_mul_overflow(bytes, size, &bytes),
+                      "tensor '{}' has an absurd shape {}", name, shape.dump());
         entry.shape.push_back(static_cast<std::int64_t>(size));
     }
     json const& offsets = description["data_offsets"];
-    require(offsets.is_array() && offsets.size() == 2, "tensor '{}': data_offsets must be [begin, end]", name);
+    AXONN_REQUIRE(offsets.is_array() && offsets.size() == 2, "tensor '{}': data_offsets must be [begin, end]", name);
     entry.begin = checked_unsigned(offsets[0], fmt::format("tensor '{}': data_offsets", name));
     entry.end = checked_unsigned(offsets[1], fmt::format("tensor '{}': data_offsets", name));
-    require(entry.begin <= entry.end && entry.end <= data_bytes,
-            "tensor '{}' points at bytes [{}, {}) outside the {} bytes of data", name, entry.begin, entry.end,
-            data_bytes);
-    require(entry.end - entry.begin == bytes, "tensor '{}' of shape {} and dtype {} needs {} bytes but has {}", name,
-            shape.dump(), dtype.get<std::string>(), bytes, entry.end - entry.begin);
+    AXONN_REQUIRE(entry.begin <= entry.end && entry.end <= data_bytes,
+                  "tensor '{}' points at bytes [{}, {}) outside the {} bytes of data", name, entry.begin, entry.end,
+                  data_bytes);
+    AXONN_REQUIRE(entry.end - entry.begin == bytes, "tensor '{}' of shape {} and dtype {} needs {} bytes but has {}",
+                  name, shape.dump(), dtype.get<std::string>(), bytes, entry.end - entry.begin);
     return entry;
 }
 
@@ -84,14 +85,14 @@ std::string safetensors_dtype_name(DType dtype) {
 SafetensorsHeader parse_safetensors_header(std::string_view text, std::uint64_t data_bytes) {
     require_json_depth(text, max_json_depth);
     json const header = json::parse(text.begin(), text.end(), nullptr, false);
-    require(!header.is_discarded(), "the header is not valid JSON");
-    require(header.is_object(), "the header is not a JSON object");
+    AXONN_REQUIRE(!header.is_discarded(), "the header is not valid JSON");
+    AXONN_REQUIRE(header.is_object(), "the header is not a JSON object");
     SafetensorsHeader parsed;
     for (auto const& [name, description] : header.items()) {
         if (name == "__metadata__") {
-            require(description.is_object(), "__metadata__ is not an object");
+            AXONN_REQUIRE(description.is_object(), "__metadata__ is not an object");
             for (auto const& [key, value] : description.items()) {
-                require(value.is_string(), "__metadata__ entry '{}' is not a string", key);
+                AXONN_REQUIRE(value.is_string(), "__metadata__ entry '{}' is not a string", key);
                 parsed.metadata[key] = value.get<std::string>();
             }
             continue;
@@ -104,8 +105,8 @@ SafetensorsHeader parse_safetensors_header(std::string_view text, std::uint64_t 
     SafetensorsEntry const* furthest = nullptr;
     for (auto const& entry : parsed.tensors) {
         if (entry.begin == entry.end) continue;
-        require(furthest == nullptr || entry.begin >= furthest->end, "tensors '{}' and '{}' overlap in the data",
-                furthest == nullptr ? "" : furthest->name, entry.name);
+        AXONN_REQUIRE(furthest == nullptr || entry.begin >= furthest->end, "tensors '{}' and '{}' overlap in the data",
+                      furthest == nullptr ? "" : furthest->name, entry.name);
         if (furthest == nullptr || entry.end > furthest->end) furthest = &entry;
     }
     return parsed;
@@ -114,14 +115,15 @@ SafetensorsHeader parse_safetensors_header(std::string_view text, std::uint64_t 
 SafetensorsHeader read_safetensors_header(InputFile const& file, std::string_view what) {
     auto const size = static_cast<std::uint64_t>(file.info.st_size);
     std::string const name = file.path.string();
-    require(size >= 8, "{} {} is truncated ({} bytes, no header): it is damaged; use another copy", what, name, size);
+    AXONN_REQUIRE(size >= 8, "{} {} is truncated ({} bytes, no header): it is damaged; use another copy", what, name,
+                  size);
     unsigned char length_bytes[8];
     read_exactly(file, 0, length_bytes, 8, what);
     std::uint64_t length = 0;
     for (int i = 7; i >= 0; --i) length = length << 8 | length_bytes[i];
-    require(length <= safetensors_max_header_bytes && length <= size - 8,
-            "{} {} has a header of {} bytes in a file of {}: it is truncated or not a safetensors file", what, name,
-            length, size);
+    AXONN_REQUIRE(length <= safetensors_max_header_bytes && length <= size - 8,
+                  "{} {} has a header of {} bytes in a file of {}: it is truncated or not a safetensors file", what,
+                  name, length, size);
     std::string text(length, '\0');
     read_exactly(file, 8, text.data(), length, what);
     try {

@@ -26,7 +26,7 @@ public:
         return result;
     }
     void bytes(void* destination, std::uint64_t count) {
-        require(count <= size_ - position_, "tensor file {} is truncated: rewrite it", file_.path.string());
+        AXONN_REQUIRE(count <= size_ - position_, "tensor file {} is truncated: rewrite it", file_.path.string());
         read_exactly(file_, position_, destination, count, "tensor file");
         position_ += count;
     }
@@ -60,38 +60,39 @@ NamedTensors read_tensor_file(std::filesystem::path const& path) {
     Reader reader(path);
     std::array<char, 8> magic{};
     reader.bytes(magic.data(), magic.size());
-    require(magic == tensor_file_magic, "{} is not an axonn tensor file (bad magic)", path.string());
+    AXONN_REQUIRE(magic == tensor_file_magic, "{} is not an axonn tensor file (bad magic)", path.string());
     auto const version = reader.value<std::uint32_t>();
-    require(version == tensor_file_version, "tensor file {} has version {}, this build reads version {}",
-            path.string(), version, tensor_file_version);
+    AXONN_REQUIRE(version == tensor_file_version, "tensor file {} has version {}, this build reads version {}",
+                  path.string(), version, tensor_file_version);
     auto const count = reader.value<std::uint32_t>();
     NamedTensors tensors;
     for (std::uint32_t i = 0; i < count; ++i) {
         auto const name_length = reader.value<std::uint32_t>();
-        require(name_length < 4096, "tensor file {} is corrupt (name length {})", path.string(), name_length);
+        AXONN_REQUIRE(name_length < 4096, "tensor file {} is corrupt (name length {})", path.string(), name_length);
         std::string name(name_length, '\0');
         reader.bytes(name.data(), name_length);
         auto const dtype = reader.value<std::uint32_t>();
-        require(dtype <= static_cast<std::uint32_t>(DType::i32), "tensor {} in {} has unknown dtype {}", name,
-                path.string(), dtype);
+        AXONN_REQUIRE(dtype <= static_cast<std::uint32_t>(DType::i32), "tensor {} in {} has unknown dtype {}", name,
+                      path.string(), dtype);
         auto const ndim = reader.value<std::uint32_t>();
-        require(ndim <= 8, "tensor {} in {} has {} dimensions (corrupt file?)", name, path.string(), ndim);
+        AXONN_REQUIRE(ndim <= 8, "tensor {} in {} has {} dimensions (corrupt file?)", name, path.string(), ndim);
         Shape shape(ndim);
         unsigned __int128 elements = 1;  // wide enough for any product of extents that each fit the file
         for (auto& extent : shape) {
             extent = reader.value<std::int64_t>();
-            require(extent >= 0 && static_cast<std::uint64_t>(extent) <= reader.remaining(),
-                    "tensor {} in {} has a corrupt shape", name, path.string());
+            AXONN_REQUIRE(extent >= 0 && static_cast<std::uint64_t>(extent) <= reader.remaining(),
+                          "tensor {} in {} has a corrupt shape", name, path.string());
             elements *= static_cast<std::uint64_t>(extent);
-            require(elements <= reader.remaining(), "tensor {} in {} is larger than the file", name, path.string());
+            AXONN_REQUIRE(elements <= reader.remaining(), "tensor {} in {} is larger than the file", name,
+                          path.string());
         }
-        require(elements * dtype_size(static_cast<DType>(dtype)) <= reader.remaining(),
-                "tensor {} in {} is larger than the file", name, path.string());
+        AXONN_REQUIRE(elements * dtype_size(static_cast<DType>(dtype)) <= reader.remaining(),
+                      "tensor {} in {} is larger than the file", name, path.string());
         Tensor tensor(shape, static_cast<DType>(dtype));
         reader.bytes(tensor.raw_data(), tensor.bytes());
         tensors.emplace(std::move(name), std::move(tensor));
     }
-    require(reader.remaining() == 0, "tensor file {} has trailing bytes (corrupt?)", path.string());
+    AXONN_REQUIRE(reader.remaining() == 0, "tensor file {} has trailing bytes (corrupt?)", path.string());
     return tensors;
 }
 

@@ -52,29 +52,29 @@ Header make_header(std::int64_t count, int token_bits, ShardOrigin const& origin
 void check_origin(ShardOrigin const& origin) {
     ShardTokenizer const& tokenizer = origin.tokenizer;
     if (tokenizer.name.empty()) return;
-    invariant(tokenizer.name.size() <= token_shard_max_tokenizer_name &&
-                  std::all_of(tokenizer.name.begin(), tokenizer.name.end(),
-                              [](char c) { return c > ' ' && c < 127; }),
-              "tokenizer name '{}' does not fit a token shard's header", tokenizer.name);
-    invariant(tokenizer.vocab_size > 0, "tokenizer {} has {} ids", tokenizer.name, tokenizer.vocab_size);
+    AXONN_INVARIANT(
+        tokenizer.name.size() <= token_shard_max_tokenizer_name &&
+            std::all_of(tokenizer.name.begin(), tokenizer.name.end(), [](char c) { return c > ' ' && c < 127; }),
+        "tokenizer name '{}' does not fit a token shard's header", tokenizer.name);
+    AXONN_INVARIANT(tokenizer.vocab_size > 0, "tokenizer {} has {} ids", tokenizer.name, tokenizer.vocab_size);
 }
 
 void check_tokens_fit(std::span<std::int32_t const> tokens, int token_bits, std::filesystem::path const& path) {
-    require(token_bits == 16 || token_bits == 32, "token shard width must be 16 or 32 bits, not {}", token_bits);
+    AXONN_REQUIRE(token_bits == 16 || token_bits == 32, "token shard width must be 16 or 32 bits, not {}", token_bits);
     std::int64_t const limit = token_bits == 16 ? std::int64_t{1} << 16 : std::int64_t{1} << 31;
     for (std::size_t i = 0; i < tokens.size(); ++i) {
-        require(tokens[i] >= 0 && tokens[i] < limit,
-                "cannot write token shard {}: token {} at position {} does not fit {} bits (ids must be 0..{})",
-                path.string(), tokens[i], i, token_bits, limit - 1);
+        AXONN_REQUIRE(tokens[i] >= 0 && tokens[i] < limit,
+                      "cannot write token shard {}: token {} at position {} does not fit {} bits (ids must be 0..{})",
+                      path.string(), tokens[i], i, token_bits, limit - 1);
     }
 }
 
 void check_loss_mask_fits(std::span<std::int32_t const> tokens, std::span<std::uint8_t const> loss_mask) {
     if (loss_mask.empty()) return;
-    invariant(loss_mask.size() == tokens.size(), "a loss mask of {} values for {} tokens", loss_mask.size(),
-              tokens.size());
-    invariant(std::all_of(loss_mask.begin(), loss_mask.end(), [](std::uint8_t v) { return v <= 1; }),
-              "a loss mask holds values other than 0 and 1");
+    AXONN_INVARIANT(loss_mask.size() == tokens.size(), "a loss mask of {} values for {} tokens", loss_mask.size(),
+                    tokens.size());
+    AXONN_INVARIANT(std::all_of(loss_mask.begin(), loss_mask.end(), [](std::uint8_t v) { return v <= 1; }),
+                    "a loss mask holds values other than 0 and 1");
 }
 
 void write_payload(AtomicFile& file, std::span<std::int32_t const> tokens, int token_bits) {
@@ -96,9 +96,9 @@ std::optional<ShardTokenizer> recorded_tokenizer(Header const& words, std::files
     std::array<char, token_shard_max_tokenizer_name + 1> name{};
     std::memcpy(name.data(), &words[name_word], token_shard_max_tokenizer_name);
     ShardTokenizer tokenizer{name.data(), words[5]};
-    require(tokenizer.vocab_size > 0 && !tokenizer.name.empty(),
-            "token shard {} is corrupt: its header records tokenizer '{}' with {} ids; {}", path.string(),
-            tokenizer.name, tokenizer.vocab_size, remake_hint);
+    AXONN_REQUIRE(tokenizer.vocab_size > 0 && !tokenizer.name.empty(),
+                  "token shard {} is corrupt: its header records tokenizer '{}' with {} ids; {}", path.string(),
+                  tokenizer.name, tokenizer.vocab_size, remake_hint);
     return tokenizer;
 }
 
@@ -125,32 +125,36 @@ void write_token_shard(std::filesystem::path const& path, std::span<std::int32_t
 TokenShard::TokenShard(InputFile file) : file_(std::move(file)) {
     auto const bytes = static_cast<std::uint64_t>(file_.info.st_size);
     std::string const name = file_.path.string();
-    require(bytes >= token_shard_header_bytes,
-            "token shard {} is truncated: {} bytes is shorter than the {}-byte header; {}", name, bytes,
-            token_shard_header_bytes, remake_hint);
+    AXONN_REQUIRE(bytes >= token_shard_header_bytes,
+                  "token shard {} is truncated: {} bytes is shorter than the {}-byte header; {}", name, bytes,
+                  token_shard_header_bytes, remake_hint);
     Header words{};
     read_exactly(file_, 0, words.data(), sizeof(words), "token shard");
-    require(words[0] == token_shard_magic, "{} is not an axonn token shard (magic 0x{:08X}, expected 0x{:08X}): {}",
-            name, static_cast<std::uint32_t>(words[0]), token_shard_magic, remake_hint);
-    require(words[1] >= 1 && words[1] <= token_shard_version,
-            "token shard {} has unsupported version {} (this build reads 1 to {}): {}", name, words[1],
-            token_shard_version, remake_hint);
+    AXONN_REQUIRE(words[0] == token_shard_magic,
+                  "{} is not an axonn token shard (magic 0x{:08X}, expected 0x{:08X}): {}", name,
+                  static_cast<std::uint32_t>(words[0]), token_shard_magic, remake_hint);
+    AXONN_REQUIRE(words[1] >= 1 && words[1] <= token_shard_version,
+                  "token shard {} has unsupported version {} (this build reads 1 to {}): {}", name, words[1],
+                  token_shard_version, remake_hint);
     std::int32_t const flags = words[1] >= 3 ? words[flags_word] : 0;
-    require((flags & ~loss_mask_flag) == 0, "token shard {} is corrupt: its header has unknown flags 0x{:08X}; {}",
-            name, static_cast<std::uint32_t>(flags), remake_hint);
+    AXONN_REQUIRE((flags & ~loss_mask_flag) == 0,
+                  "token shard {} is corrupt: its header has unknown flags 0x{:08X}; {}", name,
+                  static_cast<std::uint32_t>(flags), remake_hint);
     has_loss_mask_ = (flags & loss_mask_flag) != 0;
     token_bits_ = words[4];
-    require(token_bits_ == 16 || token_bits_ == 32,
-            "token shard {} is corrupt: token width {} bits is neither 16 nor 32; {}", name, token_bits_, remake_hint);
+    AXONN_REQUIRE(token_bits_ == 16 || token_bits_ == 32,
+                  "token shard {} is corrupt: token width {} bits is neither 16 nor 32; {}", name, token_bits_,
+                  remake_hint);
     std::uint64_t const count = join_words(words[2], words[3]);
     // 128 bits so that a garbage count cannot overflow the expected size into a match.
     unsigned __int128 const expected_bytes =
         token_shard_header_bytes +
         static_cast<unsigned __int128>(count) * static_cast<unsigned>(token_bits_ / 8 + (has_loss_mask_ ? 1 : 0));
-    require(expected_bytes == bytes,
-            "token shard {} is truncated or corrupt: its header promises {} tokens{} ({} bytes) but the file has {} "
-            "bytes; {}",
-            name, count, has_loss_mask_ ? " and their loss mask" : "", expected_bytes, bytes, remake_hint);
+    AXONN_REQUIRE(
+        expected_bytes == bytes,
+        "token shard {} is truncated or corrupt: its header promises {} tokens{} ({} bytes) but the file has {} "
+        "bytes; {}",
+        name, count, has_loss_mask_ ? " and their loss mask" : "", expected_bytes, bytes, remake_hint);
     size_ = static_cast<std::int64_t>(count);
     tokenizer_ = recorded_tokenizer(words, file_.path);
     dataset_id_ = words[1] >= 2 ? join_words(words[6], words[7]) : 0;
@@ -167,8 +171,10 @@ void TokenShard::check_unchanged() const {
     bool const same = ::fstat(file_.handle.get(), &now) == 0 && now.st_size == file_.info.st_size &&
                       now.st_mtim.tv_sec == file_.info.st_mtim.tv_sec &&
                       now.st_mtim.tv_nsec == file_.info.st_mtim.tv_nsec;
-    require(same, "token shard {} changed while this run was reading it (its size or modification time is not what "
-            "it was when opened): restore it, or start the run again to use the new data", file_.path.string());
+    AXONN_REQUIRE(same,
+                  "token shard {} changed while this run was reading it (its size or modification time is not what "
+                  "it was when opened): restore it, or start the run again to use the new data",
+                  file_.path.string());
 }
 
 void TokenShard::read_bytes(std::uint64_t first_byte, void* out, std::size_t bytes) const {
@@ -192,9 +198,9 @@ void TokenShard::read_ids(std::int64_t offset, std::int64_t count, std::int32_t*
 }
 
 void TokenShard::check_range(std::int64_t offset, std::int64_t count, char const* what) const {
-    invariant(offset >= 0 && count >= 0 && offset <= size_ && count <= size_ - offset,
-              "cannot read the {} of tokens [{}, {}) from token shard {}: it holds {} tokens", what, offset,
-              offset + count, file_.path.string(), size_);
+    AXONN_INVARIANT(offset >= 0 && count >= 0 && offset <= size_ && count <= size_ - offset,
+                    "cannot read the {} of tokens [{}, {}) from token shard {}: it holds {} tokens", what, offset,
+                    offset + count, file_.path.string(), size_);
 }
 
 void TokenShard::read(std::int64_t offset, std::int64_t count, std::int32_t* out) const {
@@ -246,9 +252,9 @@ std::int32_t TokenShard::find_max_token() const {
         [&](std::int64_t, std::int64_t count) {
             for (std::int64_t i = 0; i < count; ++i) largest = std::max(largest, static_cast<std::uint32_t>(ids[i]));
         });
-    require(largest <= static_cast<std::uint32_t>(std::numeric_limits<std::int32_t>::max()),
-            "token shard {} is corrupt: it holds token id {}, beyond any vocabulary; {}", file_.path.string(),
-            largest, remake_hint);
+    AXONN_REQUIRE(largest <= static_cast<std::uint32_t>(std::numeric_limits<std::int32_t>::max()),
+                  "token shard {} is corrupt: it holds token id {}, beyond any vocabulary; {}", file_.path.string(),
+                  largest, remake_hint);
     return size_ == 0 ? -1 : static_cast<std::int32_t>(largest);
 }
 
@@ -263,8 +269,8 @@ std::int64_t TokenShard::count_loss_tokens() const {
         [&](std::int64_t first, std::int64_t count) {
             for (std::int64_t i = 0; i < count; ++i) {
                 std::uint8_t const value = mask[static_cast<std::size_t>(i)];
-                require(value <= 1, "token shard {} is corrupt: the loss mask of token {} is {}, not 0 or 1; {}",
-                        file_.path.string(), first + i, value, remake_hint);
+                AXONN_REQUIRE(value <= 1, "token shard {} is corrupt: the loss mask of token {} is {}, not 0 or 1; {}",
+                              file_.path.string(), first + i, value, remake_hint);
                 ones += value;
             }
         });

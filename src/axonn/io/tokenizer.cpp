@@ -22,11 +22,15 @@ std::filesystem::path folder_from_environment(char const* variable, char const* 
 void check_tokenizer_name(std::string const& kind) {
     if (is_tokenizer_name(kind)) return;
     std::error_code error;
-    require(std::filesystem::is_directory(kind, error), "unknown tokenizer '{}': use gpt2, llama3, byte or a folder "
-            "holding a tokenizer.json", kind);
-    require(std::filesystem::exists(std::filesystem::path(kind) / "tokenizer.json", error),
-            "tokenizer folder {} holds no tokenizer.json: name a folder with a Hugging Face tokenizer.json, or gpt2, "
-            "llama3 or byte", kind);
+    AXONN_REQUIRE(std::filesystem::is_directory(kind, error),
+                  "unknown tokenizer '{}': use gpt2, llama3, byte or a folder "
+                  "holding a tokenizer.json",
+                  kind);
+    AXONN_REQUIRE(
+        std::filesystem::exists(std::filesystem::path(kind) / "tokenizer.json", error),
+        "tokenizer folder {} holds no tokenizer.json: name a folder with a Hugging Face tokenizer.json, or gpt2, "
+        "llama3 or byte",
+        kind);
 }
 
 std::unique_ptr<Tokenizer> make_tokenizer(std::string const& kind, std::filesystem::path const& gpt2_dir) {

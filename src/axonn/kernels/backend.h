@@ -150,8 +150,9 @@ public:
     virtual double sum_of_squares(float const* x, std::int64_t n) = 0;
 };
 
-// The backend called `name` ("cpu"; "cuda" where built with it) for GEMMs in `precision` (f32 or bf16). A bf16
-// backend that the machine cannot run fast falls back to fp32: `fallback` then says why (else it stays empty).
-std::unique_ptr<Backend> make_backend(std::string const& name, DType precision, std::string* fallback = nullptr);
+// The backend called `name` ("cpu"; "cuda" where built with it) for GEMMs in `precision` (f32 or bf16). A CPU
+// without a native bf16 GEMM emulates one (cpu::gemm_bf16_emulated): `emulation` then says why (else it stays
+// empty).
+std::unique_ptr<Backend> make_backend(std::string const& name, DType precision, std::string* emulation = nullptr);
 
 }  // namespace axonn

@@ -24,12 +24,13 @@
 namespace axonn {
 
 CpuBackend::CpuBackend(DType gemm_dtype) : gemm_dtype_(gemm_dtype) {
-    invariant(gemm_dtype == DType::f32 || gemm_dtype == DType::bf16, "the CPU backend's GEMMs take f32 or bf16, not {}",
-              dtype_name(gemm_dtype));
+    AXONN_INVARIANT(gemm_dtype == DType::f32 || gemm_dtype == DType::bf16,
+                    "the CPU backend's GEMMs take f32 or bf16, not {}", dtype_name(gemm_dtype));
 }
 
 std::string CpuBackend::name() const {
-    return fmt::format("cpu, {} GEMMs (oneDNN: {})", precision_name(gemm_dtype_),
+    bool const emulated = gemm_dtype_ == DType::bf16 && !cpu::bf16_gemm_support().native;
+    return fmt::format("cpu, {} GEMMs{} (oneDNN: {})", precision_name(gemm_dtype_), emulated ? " emulated in fp32" : "",
                        cpu::gemm_library_name());
 }
 
@@ -68,7 +69,7 @@ void CpuBackend::convert(void* out, DType out_dtype, void const* in, DType in_dt
     } else if (out_dtype == DType::f32 && in_dtype == DType::bf16) {
         cpu::to_f32(static_cast<float*>(out), static_cast<bfloat16 const*>(in), n);
     } else {
-        invariant(false, "no conversion from {} to {}", dtype_name(in_dtype), dtype_name(out_dtype));
+        AXONN_INVARIANT(false, "no conversion from {} to {}", dtype_name(in_dtype), dtype_name(out_dtype));
     }
 }
 
@@ -145,7 +146,8 @@ void CpuBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, f
 }
 void CpuBackend::linear_forward(float* out, float const* inp, WeightView weight, float const* bias, std::int64_t M,
                                 std::int64_t K, std::int64_t N) {
-    invariant(weight.dtype == gemm_dtype_, "a {} GEMM got {} weights", dtype_name(gemm_dtype_), dtype_name(weight.dtype));
+    AXONN_INVARIANT(weight.dtype == gemm_dtype_, "a {} GEMM got {} weights", dtype_name(gemm_dtype_),
+                    dtype_name(weight.dtype));
     if (gemm_dtype_ == DType::bf16) {
         cpu::linear_forward(out, bf16_operand(first_operand, inp, M * K), weight.bf16(), bias, M, K, N);
     } else {
@@ -154,7 +156,8 @@ void CpuBackend::linear_forward(float* out, float const* inp, WeightView weight,
 }
 void CpuBackend::linear_backward_input(float* dinp, GemmInput dout, WeightView weight, std::int64_t M,
                                        std::int64_t K, std::int64_t N) {
-    invariant(weight.dtype == gemm_dtype_, "a {} GEMM got {} weights", dtype_name(gemm_dtype_), dtype_name(weight.dtype));
+    AXONN_INVARIANT(weight.dtype == gemm_dtype_, "a {} GEMM got {} weights", dtype_name(gemm_dtype_),
+                    dtype_name(weight.dtype));
     if (gemm_dtype_ == DType::bf16) {
         cpu::linear_backward_input(dinp, bf16_operand(first_operand, dout, M * N), weight.bf16(), M, K, N);
     } else {

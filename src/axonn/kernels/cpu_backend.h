@@ -12,7 +12,7 @@ namespace axonn {
 
 class CpuBackend : public Backend {
 public:
-    // gemm_dtype: f32, or bf16 where cpu::bf16_gemm_support() says the CPU runs it (make_backend checks).
+    // gemm_dtype: f32, or bf16 (native where cpu::bf16_gemm_support() says so, else emulated).
     explicit CpuBackend(DType gemm_dtype = DType::f32);
 
     std::string name() const override;

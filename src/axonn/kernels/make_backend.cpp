@@ -11,27 +11,24 @@
 
 namespace axonn {
 
-std::unique_ptr<Backend> make_backend(std::string const& name, DType precision, std::string* fallback) {
+std::unique_ptr<Backend> make_backend(std::string const& name, DType precision, std::string* emulation) {
 #ifdef AXONN_HAVE_CUDA
-    require(name == "cpu" || name == "cuda", "unknown backend '{}': this build has 'cpu' and 'cuda'", name);
+    AXONN_REQUIRE(name == "cpu" || name == "cuda", "unknown backend '{}': this build has 'cpu' and 'cuda'", name);
 #else
-    require(name == "cpu", "unknown backend '{}': this build has 'cpu' (build with -DAXONN_CUDA=ON for 'cuda')",
-            name);
+    AXONN_REQUIRE(name == "cpu", "unknown backend '{}': this build has 'cpu' (build with -DAXONN_CUDA=ON for 'cuda')",
+                  name);
 #endif
-    require(precision == DType::f32 || precision == DType::bf16, "unknown precision '{}': use fp32 or bf16",
-            dtype_name(precision));
-    if (fallback) fallback->clear();
+    AXONN_REQUIRE(precision == DType::f32 || precision == DType::bf16, "unknown precision '{}': use fp32 or bf16",
+                  dtype_name(precision));
+    if (emulation) emulation->clear();
 #ifdef AXONN_HAVE_CUDA
     if (name == "cuda") {
         return std::make_unique<TracingBackend>(std::make_unique<CudaBackend>(precision, cuda::local_device()));
     }
 #endif
-    if (precision == DType::bf16) {
+    if (precision == DType::bf16 && emulation) {
         cpu::Bf16Support const support = cpu::bf16_gemm_support();
-        if (!support.available) {
-            if (fallback) *fallback = support.reason;
-            precision = DType::f32;
-        }
+        if (!support.native) *emulation = support.reason;
     }
     return std::make_unique<TracingBackend>(std::make_unique<CpuBackend>(precision));
 }

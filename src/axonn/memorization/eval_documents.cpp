@@ -23,29 +23,31 @@ constexpr std::string_view document_example = R"({"tokens": [...]} or {"text": "
 
 EvalDocument parse_document(json const& record, Tokenizer const* tokenizer, int vocab_size,
                             std::string const& no_tokenizer) {
-    require(record.is_object() && (record.contains("tokens") || record.contains("text")),
-            "is not an object with \"tokens\" (a list of ids) or \"text\"");
+    AXONN_REQUIRE(record.is_object() && (record.contains("tokens") || record.contains("text")),
+                  "is not an object with \"tokens\" (a list of ids) or \"text\"");
     EvalDocument document;
     if (record.contains("tokens")) {
-        require(record["tokens"].is_array(), "\"tokens\" is not a list of token ids");
+        AXONN_REQUIRE(record["tokens"].is_array(), "\"tokens\" is not a list of token ids");
         for (json const& id : record["tokens"]) {
-            require(id.is_number_integer() && id.get<std::int64_t>() >= 0 && id.get<std::int64_t>() < vocab_size,
-                    "token {} is not an id of the model's vocabulary (0 to {})", id.dump(), vocab_size - 1);
+            AXONN_REQUIRE(id.is_number_integer() && id.get<std::int64_t>() >= 0 && id.get<std::int64_t>() < vocab_size,
+                          "token {} is not an id of the model's vocabulary (0 to {})", id.dump(), vocab_size - 1);
             document.tokens.push_back(id.get<std::int32_t>());
         }
     } else {
-        require(record["text"].is_string(), "\"text\" is not a string");
-        require(tokenizer != nullptr, "has \"text\" but {}", no_tokenizer);
+        AXONN_REQUIRE(record["text"].is_string(), "\"text\" is not a string");
+        AXONN_REQUIRE(tokenizer != nullptr, "has \"text\" but {}", no_tokenizer);
         document.tokens = tokenizer->encode(record["text"].get<std::string>());
         for (std::int32_t id : document.tokens) {
-            require(id < vocab_size, "its text encodes to token {}, beyond the model's vocabulary of {}: pass the "
-                    "--tokenizer the model was trained with", id, vocab_size);
+            AXONN_REQUIRE(id < vocab_size,
+                          "its text encodes to token {}, beyond the model's vocabulary of {}: pass the "
+                          "--tokenizer the model was trained with",
+                          id, vocab_size);
         }
     }
     if (record.contains("repetitions")) {
-        require(record["repetitions"].is_number_integer() && record["repetitions"].get<std::int64_t>() >= 0 &&
-                    record["repetitions"].get<std::int64_t>() <= 1'000'000'000,
-                "\"repetitions\" is not a count from 0 up");
+        AXONN_REQUIRE(record["repetitions"].is_number_integer() && record["repetitions"].get<std::int64_t>() >= 0 &&
+                          record["repetitions"].get<std::int64_t>() <= 1'000'000'000,
+                      "\"repetitions\" is not a count from 0 up");
         document.repetitions = record["repetitions"].get<int>();
     }
     return document;
@@ -62,8 +64,8 @@ std::vector<EvalDocument> read_eval_documents(fs::path const& path, Tokenizer co
                        [&](json const& record) {
                            documents.push_back(parse_document(record, tokenizer, vocab_size, no_tokenizer));
                        });
-    require(!documents.empty(), "{} holds no document: write one JSON object per line, {}", path.string(),
-            document_example);
+    AXONN_REQUIRE(!documents.empty(), "{} holds no document: write one JSON object per line, {}", path.string(),
+                  document_example);
     return documents;
 }
 

@@ -121,13 +121,17 @@ ExtractionScore score_of(std::span<std::int32_t const> truth, std::span<double c
 std::vector<ExtractionScore> score_extraction(Decoder& model, std::span<std::vector<std::int32_t> const> documents,
                                               ExtractionSpec const& spec) {
     int const W = spec.prefix + spec.suffix;
-    require(spec.prefix >= 1 && spec.suffix >= 1, "the prefix and the suffix need 1 token or more each, got {} and {}",
-            spec.prefix, spec.suffix);
-    require(W - 1 <= model.max_seq(), "a prefix of {} and a suffix of {} tokens need a context of {}, longer than the "
-            "model's {}: shorten them", spec.prefix, spec.suffix, W - 1, model.max_seq());
+    AXONN_REQUIRE(spec.prefix >= 1 && spec.suffix >= 1,
+                  "the prefix and the suffix need 1 token or more each, got {} and {}", spec.prefix, spec.suffix);
+    AXONN_REQUIRE(W - 1 <= model.max_seq(),
+                  "a prefix of {} and a suffix of {} tokens need a context of {}, longer than the "
+                  "model's {}: shorten them",
+                  spec.prefix, spec.suffix, W - 1, model.max_seq());
     for (std::size_t d = 0; d < documents.size(); ++d) {
-        require(static_cast<int>(documents[d].size()) >= W, "document {} has {} tokens, fewer than the prefix {} and "
-                "suffix {} it is scored on", d, documents[d].size(), spec.prefix, spec.suffix);
+        AXONN_REQUIRE(static_cast<int>(documents[d].size()) >= W,
+                      "document {} has {} tokens, fewer than the prefix {} and "
+                      "suffix {} it is scored on",
+                      d, documents[d].size(), spec.prefix, spec.suffix);
     }
     ProcessGrid& grid = model.grid();
     RowPlan const plan{model.max_batch(), grid.shape().batch_replicas(), grid.batch_replica(),
@@ -144,7 +148,8 @@ std::vector<ExtractionScore> score_extraction(Decoder& model, std::span<std::vec
     sum_over_batch(grid, generated);
     std::vector<ExtractionScore> scores;
     for (std::size_t d = 0; d < documents.size(); ++d) {
-        invariant(fields[d * result_fields + 5] == 1.0, "document {} was scored {} times", d, fields[d * result_fields + 5]);
+        AXONN_INVARIANT(fields[d * result_fields + 5] == 1.0, "document {} was scored {} times", d,
+                        fields[d * result_fields + 5]);
         std::span<std::int32_t const> const truth(documents[d].data() + spec.prefix, spec.suffix);
         scores.push_back(score_of(truth, std::span(generated).subspan(d * spec.suffix, spec.suffix),
                                   fields.data() + d * result_fields));

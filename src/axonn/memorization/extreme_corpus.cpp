@@ -80,9 +80,10 @@ ExtremeTextSource read_extreme_text(std::filesystem::path const& devil_folder,
     for (std::string& entry : read_devils_dictionary(devil_folder)) {
         if (word_count(entry) >= min_document_words && seen.insert(entry).second) qualifying.push_back(std::move(entry));
     }
-    require(static_cast<int>(qualifying.size()) >= documents + unseen, "the Devil's Dictionary has {} entries of {} "
-            "words or more, fewer than the {} documents and {} unseen ones asked for: lower --documents",
-            qualifying.size(), min_document_words, documents, unseen);
+    AXONN_REQUIRE(static_cast<int>(qualifying.size()) >= documents + unseen,
+                  "the Devil's Dictionary has {} entries of {} "
+                  "words or more, fewer than the {} documents and {} unseen ones asked for: lower --documents",
+                  qualifying.size(), min_document_words, documents, unseen);
     std::vector<std::size_t> order(qualifying.size());
     std::iota(order.begin(), order.end(), std::size_t{0});
     seeded_shuffle(std::span(order), {seed, document_order_stream});

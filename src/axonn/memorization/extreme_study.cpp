@@ -255,29 +255,32 @@ ExtremeOptions ExtremeOptions::defaults(bool quick) {
 }
 
 void validate_extreme_options(ExtremeOptions const& options) {
-    require(!options.models.empty(), "the experiment needs at least one model (--models)");
+    AXONN_REQUIRE(!options.models.empty(), "the experiment needs at least one model (--models)");
     for (std::string const& name : options.models) model_preset(name);  // an unknown preset names the known ones
-    require(options.ablation_model.empty() || std::find(options.models.begin(), options.models.end(),
-                                                        options.ablation_model) != options.models.end(),
-            "--ablation-model {} is not among --models: name one of them, or \"\" for no ablations",
-            options.ablation_model);
-    require(options.documents >= 1 && options.unseen >= 1, "--documents and --unseen must be at least 1, got {} and {}",
-            options.documents, options.unseen);
-    require(options.batch >= 1 && options.documents % options.batch == 0, "--batch {} does not divide the {} "
-            "documents, so an epoch would not see each once: choose a divisor of {}", options.batch,
-            options.documents, options.documents);
-    require(options.replay >= 0, "--replay must not be negative, got {}", options.replay);
-    require(options.epochs >= 1 && options.eval_every >= 1 && options.pretrain_steps >= 1,
-            "--epochs, --eval-every and --pretrain-steps must be at least 1, got {}, {} and {}", options.epochs,
-            options.eval_every, options.pretrain_steps);
-    require(std::isfinite(options.lr) && options.lr > 0 && std::isfinite(options.pretrain_lr) &&
-                options.pretrain_lr > 0, "--lr and --pretrain-lr must be positive, got {} and {}", options.lr,
-            options.pretrain_lr);
-    require(options.prefix >= 1 && options.suffix >= 1 && options.prefix + options.suffix <= options.seq + 1,
-            "a prefix of {} and a suffix of {} tokens do not fit in the training window of {} tokens",
-            options.prefix, options.suffix, options.seq + 1);
-    require(options.seq + 1 <= 65, "each document holds 65 tokens or more: a window of {} tokens is too long (the "
-            "largest is 64 + 1)", options.seq + 1);
+    AXONN_REQUIRE(options.ablation_model.empty() || std::find(options.models.begin(), options.models.end(),
+                                                              options.ablation_model) != options.models.end(),
+                  "--ablation-model {} is not among --models: name one of them, or \"\" for no ablations",
+                  options.ablation_model);
+    AXONN_REQUIRE(options.documents >= 1 && options.unseen >= 1,
+                  "--documents and --unseen must be at least 1, got {} and {}", options.documents, options.unseen);
+    AXONN_REQUIRE(options.batch >= 1 && options.documents % options.batch == 0,
+                  "--batch {} does not divide the {} "
+                  "documents, so an epoch would not see each once: choose a divisor of {}",
+                  options.batch, options.documents, options.documents);
+    AXONN_REQUIRE(options.replay >= 0, "--replay must not be negative, got {}", options.replay);
+    AXONN_REQUIRE(options.epochs >= 1 && options.eval_every >= 1 && options.pretrain_steps >= 1,
+                  "--epochs, --eval-every and --pretrain-steps must be at least 1, got {}, {} and {}", options.epochs,
+                  options.eval_every, options.pretrain_steps);
+    AXONN_REQUIRE(
+        std::isfinite(options.lr) && options.lr > 0 && std::isfinite(options.pretrain_lr) && options.pretrain_lr > 0,
+        "--lr and --pretrain-lr must be positive, got {} and {}", options.lr, options.pretrain_lr);
+    AXONN_REQUIRE(options.prefix >= 1 && options.suffix >= 1 && options.prefix + options.suffix <= options.seq + 1,
+                  "a prefix of {} and a suffix of {} tokens do not fit in the training window of {} tokens",
+                  options.prefix, options.suffix, options.seq + 1);
+    AXONN_REQUIRE(options.seq + 1 <= 65,
+                  "each document holds 65 tokens or more: a window of {} tokens is too long (the "
+                  "largest is 64 + 1)",
+                  options.seq + 1);
 }
 
 json run_extreme_study(ExtremeOptions const& options) {

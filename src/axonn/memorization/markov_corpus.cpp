@@ -10,9 +10,9 @@
 namespace axonn {
 
 MarkovChain::MarkovChain(int vocab, int successors, std::uint64_t seed) : vocab_(vocab), successors_(successors) {
-    require(vocab >= 2 && successors >= 1 && successors <= vocab,
-            "a Markov chain needs 2 or more states and between 1 and {} successors per state, got {} and {}", vocab,
-            vocab, successors);
+    AXONN_REQUIRE(vocab >= 2 && successors >= 1 && successors <= vocab,
+                  "a Markov chain needs 2 or more states and between 1 and {} successors per state, got {} and {}",
+                  vocab, vocab, successors);
     double total = 0;
     for (int i = 1; i <= successors; ++i) total += 1.0 / i;
     double running = 0;

@@ -42,10 +42,12 @@ json evaluate_memorization(MemorizationEvalOptions const& options) {
     ExtractionSpec const& spec = options.spec;
     int const window = spec.prefix + spec.suffix;
     as_usage_errors([&] {
-        require(spec.prefix >= 1 && spec.suffix >= 1, "--prefix and --suffix must be at least 1, got {} and {}",
-                spec.prefix, spec.suffix);
-        require(window - 1 <= config.context(), "--prefix {} + --suffix {} is longer than the model's context of {} "
-                "tokens (+1): shorten them", spec.prefix, spec.suffix, config.context());
+        AXONN_REQUIRE(spec.prefix >= 1 && spec.suffix >= 1, "--prefix and --suffix must be at least 1, got {} and {}",
+                      spec.prefix, spec.suffix);
+        AXONN_REQUIRE(window - 1 <= config.context(),
+                      "--prefix {} + --suffix {} is longer than the model's context of {} "
+                      "tokens (+1): shorten them",
+                      spec.prefix, spec.suffix, config.context());
         require_valid_grid(architecture.declarations, options.grid, world, options.batch);
     });
     // Only "text" records need the tokenizer: one that cannot be loaded is an error when such a record comes.
@@ -78,8 +80,8 @@ json evaluate_memorization(MemorizationEvalOptions const& options) {
     };
     add(members, false);
     add(heldout, true);
-    require(!windows.empty(), "no document has the {} tokens of --prefix {} + --suffix {}: lower them", window,
-            spec.prefix, spec.suffix);
+    AXONN_REQUIRE(!windows.empty(), "no document has the {} tokens of --prefix {} + --suffix {}: lower them", window,
+                  spec.prefix, spec.suffix);
 
     StepOptions step_options;
     Job job(step_options, {options.grid, options.grid_order});

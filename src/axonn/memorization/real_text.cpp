@@ -19,12 +19,12 @@ constexpr std::size_t max_dictionary_bytes = std::size_t{64} << 20;
 std::int64_t base64_number(std::string_view digits, std::filesystem::path const& index, int line) {
     static constexpr std::string_view alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     std::int64_t value = 0;
-    require(!digits.empty() && digits.size() <= 8, "{} line {}: '{}' is not a dictd number: {}", index.string(), line,
-            digits, fetch_hint);
+    AXONN_REQUIRE(!digits.empty() && digits.size() <= 8, "{} line {}: '{}' is not a dictd number: {}", index.string(),
+                  line, digits, fetch_hint);
     for (char c : digits) {
         std::size_t const digit = alphabet.find(c);
-        require(digit != std::string_view::npos, "{} line {}: '{}' is not a dictd number: {}", index.string(), line,
-                digits, fetch_hint);
+        AXONN_REQUIRE(digit != std::string_view::npos, "{} line {}: '{}' is not a dictd number: {}", index.string(),
+                      line, digits, fetch_hint);
         value = value * 64 + static_cast<std::int64_t>(digit);
     }
     return value;
@@ -64,18 +64,24 @@ std::vector<std::string> read_devils_dictionary(std::filesystem::path const& fol
         start = end + 1;
         if (text.empty() || text.rfind("00database", 0) == 0 || text.rfind("00-database", 0) == 0) continue;
         std::size_t const tab1 = text.find('\t'), tab2 = text.find('\t', tab1 + 1);
-        require(tab1 != std::string_view::npos && tab2 != std::string_view::npos, "{} line {} is not \"headword TAB "
-                "offset TAB length\": {}", index_path.string(), line, fetch_hint);
+        AXONN_REQUIRE(tab1 != std::string_view::npos && tab2 != std::string_view::npos,
+                      "{} line {} is not \"headword TAB "
+                      "offset TAB length\": {}",
+                      index_path.string(), line, fetch_hint);
         std::int64_t const offset = base64_number(text.substr(tab1 + 1, tab2 - tab1 - 1), index_path, line);
         std::int64_t const length = base64_number(text.substr(tab2 + 1), index_path, line);
-        require(offset + length <= static_cast<std::int64_t>(dictionary.size()), "{} line {} points past the end of "
-                "the dictionary: {}", index_path.string(), line, fetch_hint);
+        AXONN_REQUIRE(offset + length <= static_cast<std::int64_t>(dictionary.size()),
+                      "{} line {} points past the end of "
+                      "the dictionary: {}",
+                      index_path.string(), line, fetch_hint);
         copied += length;
-        require(copied <= static_cast<std::int64_t>(max_dictionary_bytes), "{}'s entries add up to more than {} "
-                "bytes: {}", index_path.string(), max_dictionary_bytes, fetch_hint);
+        AXONN_REQUIRE(copied <= static_cast<std::int64_t>(max_dictionary_bytes),
+                      "{}'s entries add up to more than {} "
+                      "bytes: {}",
+                      index_path.string(), max_dictionary_bytes, fetch_hint);
         entries.push_back(dictionary.substr(static_cast<std::size_t>(offset), static_cast<std::size_t>(length)));
     }
-    require(!entries.empty(), "{} lists no entry: {}", index_path.string(), fetch_hint);
+    AXONN_REQUIRE(!entries.empty(), "{} lists no entry: {}", index_path.string(), fetch_hint);
     return entries;
 }
 

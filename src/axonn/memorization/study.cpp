@@ -260,7 +260,7 @@ std::vector<StudyModelSize> study_sizes(std::vector<std::string> const& names) {
     std::vector<StudyModelSize> chosen;
     for (std::string const& name : names) {
         auto const found = std::find_if(all.begin(), all.end(), [&](StudyModelSize const& s) { return s.name == name; });
-        require(found != all.end(), "unknown study model size '{}': choose among XS, S, M and L", name);
+        AXONN_REQUIRE(found != all.end(), "unknown study model size '{}': choose among XS, S, M and L", name);
         chosen.push_back(*found);
     }
     return chosen;
@@ -282,28 +282,37 @@ StudyOptions StudyOptions::defaults(bool quick) {
 
 void validate_study_options(StudyOptions const& options) {
     StudyCorpusSpec const& corpus = options.corpus;
-    require(!options.sizes.empty(), "the study needs at least one model size (--sizes)");
-    require(options.batch >= 1 && options.steps >= 1 && options.pretrain_steps >= 1,
-            "--batch, --steps and --pretrain-steps must be at least 1, got {}, {} and {}", options.batch, options.steps,
-            options.pretrain_steps);
-    require(std::isfinite(options.lr) && options.lr > 0, "--lr must be positive, got {}", options.lr);
-    require(corpus.vocab >= 2 && corpus.vocab <= 4096 && corpus.successors >= 1 && corpus.successors <= corpus.vocab,
-            "--vocab must lie in 2..4096 and --successors in 1..vocab, got {} and {}", corpus.vocab, corpus.successors);
-    require(corpus.canaries_per_bucket >= 1 && !corpus.buckets.empty(),
-            "the study needs canaries: --canaries at least 1 and one bucket or more in --buckets");
+    AXONN_REQUIRE(!options.sizes.empty(), "the study needs at least one model size (--sizes)");
+    AXONN_REQUIRE(options.batch >= 1 && options.steps >= 1 && options.pretrain_steps >= 1,
+                  "--batch, --steps and --pretrain-steps must be at least 1, got {}, {} and {}", options.batch,
+                  options.steps, options.pretrain_steps);
+    AXONN_REQUIRE(std::isfinite(options.lr) && options.lr > 0, "--lr must be positive, got {}", options.lr);
+    AXONN_REQUIRE(
+        corpus.vocab >= 2 && corpus.vocab <= 4096 && corpus.successors >= 1 && corpus.successors <= corpus.vocab,
+        "--vocab must lie in 2..4096 and --successors in 1..vocab, got {} and {}", corpus.vocab, corpus.successors);
+    AXONN_REQUIRE(corpus.canaries_per_bucket >= 1 && !corpus.buckets.empty(),
+                  "the study needs canaries: --canaries at least 1 and one bucket or more in --buckets");
     std::int64_t copies = 0;
     for (int repetitions : corpus.buckets) {
-        require(repetitions >= 1 && repetitions <= 1'000'000, "--buckets: a canary group is trained on 1 to "
-                "1000000 times, got {}", repetitions);
+        AXONN_REQUIRE(repetitions >= 1 && repetitions <= 1'000'000,
+                      "--buckets: a canary group is trained on 1 to "
+                      "1000000 times, got {}",
+                      repetitions);
         copies += std::int64_t{repetitions} * corpus.canaries_per_bucket;
     }
-    require(corpus.prefix + corpus.suffix <= options.seq, "canaries of {} + {} tokens are longer than the study's "
-            "context of {} tokens", corpus.prefix, corpus.suffix, options.seq);
-    require(!options.finetune || corpus.finetune_canaries % options.batch == 0, "--batch {} does not divide the {} "
-            "fine-tuning canaries, so an epoch would not see each once: choose a divisor of {}, or --skip finetune",
-            options.batch, corpus.finetune_canaries, corpus.finetune_canaries);
-    require(copies <= std::int64_t{options.steps} * options.batch, "the canaries' {} copies do not fit in {} steps "
-            "of {} sequences: raise --steps or --batch, or lower --canaries", copies, options.steps, options.batch);
+    AXONN_REQUIRE(corpus.prefix + corpus.suffix <= options.seq,
+                  "canaries of {} + {} tokens are longer than the study's "
+                  "context of {} tokens",
+                  corpus.prefix, corpus.suffix, options.seq);
+    AXONN_REQUIRE(
+        !options.finetune || corpus.finetune_canaries % options.batch == 0,
+        "--batch {} does not divide the {} "
+        "fine-tuning canaries, so an epoch would not see each once: choose a divisor of {}, or --skip finetune",
+        options.batch, corpus.finetune_canaries, corpus.finetune_canaries);
+    AXONN_REQUIRE(copies <= std::int64_t{options.steps} * options.batch,
+                  "the canaries' {} copies do not fit in {} steps "
+                  "of {} sequences: raise --steps or --batch, or lower --canaries",
+                  copies, options.steps, options.batch);
 }
 
 json run_study(StudyOptions const& options) {

@@ -85,8 +85,10 @@ public:
         for (std::size_t e = 0; e < entries_.size(); ++e) {
             if (static_cast<int>(entries_[e].size()) >= length) long_enough.push_back(e);
         }
-        require(long_enough.size() >= streams.size(), "the Devil's Dictionary has {} entries of {} tokens or more, "
-                "fewer than the {} canaries asked for: lower --canaries", long_enough.size(), length, streams.size());
+        AXONN_REQUIRE(long_enough.size() >= streams.size(),
+                      "the Devil's Dictionary has {} entries of {} tokens or more, "
+                      "fewer than the {} canaries asked for: lower --canaries",
+                      long_enough.size(), length, streams.size());
         seeded_shuffle(std::span(long_enough), {seed_, shuffle_stream + 1});
         std::vector<std::vector<std::int32_t>> out;
         for (std::size_t i = 0; i < streams.size(); ++i) {
@@ -152,8 +154,10 @@ int StudyCorpus::member_copies() const {
 
 std::vector<int> const& StudyCorpus::canary_slots(int slots) const {
     if (cached_slots_ == slots) return cached_assignment_;
-    require(member_copies() <= slots, "the canaries' {} copies do not fit in {} training sequences: train longer or "
-            "use fewer canaries", member_copies(), slots);
+    AXONN_REQUIRE(member_copies() <= slots,
+                  "the canaries' {} copies do not fit in {} training sequences: train longer or "
+                  "use fewer canaries",
+                  member_copies(), slots);
     std::vector<int> assignment(static_cast<std::size_t>(slots), -1);
     std::size_t next = 0;
     for (std::size_t c = 0; c < members_.size(); ++c) {
@@ -177,8 +181,9 @@ void StudyCorpus::training_sequence(Layout const& layout, int slot, std::span<st
                            ? static_cast<int>(philox4x32({spec_.seed, shift_stream}, static_cast<std::uint64_t>(slot))[0] %
                                               static_cast<std::uint32_t>(layout.max_shift))
                            : 0;
-    invariant(offset + static_cast<int>(text.size()) <= static_cast<int>(tokens.size()),
-              "a canary of {} tokens at offset {} does not fit in a sequence of {}", text.size(), offset, tokens.size());
+    AXONN_INVARIANT(offset + static_cast<int>(text.size()) <= static_cast<int>(tokens.size()),
+                    "a canary of {} tokens at offset {} does not fit in a sequence of {}", text.size(), offset,
+                    tokens.size());
     text_->background(stream, tokens.first(static_cast<std::size_t>(offset)), -1);
     std::copy(text.begin(), text.end(), tokens.begin() + offset);
     std::size_t const after = static_cast<std::size_t>(offset) + text.size();

@@ -53,8 +53,10 @@ StudyTraining train_study_model(StudyModel& trained, ProcessGrid& grid, StudyTra
         supervised += std::count_if(keep.begin(), keep.end(), [](float k) { return k != 0.0f; });
         Batch const rows = replica_rows(grid, B, T, tokens.data(), targets.data(), keep.data());
         StepResult const result = train_step(*trained.model, *trained.optimizer, rows, schedule.at(run.first_step + step));
-        require(result.updated, "{}: the loss became {} at step {}; the learning rate is too high for this model: "
-                "lower --lr", run.label, result.loss, run.first_step + step);
+        AXONN_REQUIRE(result.updated,
+                      "{}: the loss became {} at step {}; the learning rate is too high for this model: "
+                      "lower --lr",
+                      run.label, result.loss, run.first_step + step);
         if (step >= run.steps - averaged) {
             sums.all_targets += result.masked->all_targets;
             sums.kept_targets += result.masked->kept_targets;

@@ -20,12 +20,12 @@ Decoder::Decoder(Architecture architecture, Backend& backend, ProcessGrid& grid,
                  DecoderOptions const& options)
     : arch_(std::move(architecture)), backend_(backend), grid_(grid), max_batch_(local_batch), max_seq_(max_seq),
       options_(options), layout_(arch_.declarations, GridPosition::of(grid)) {
-    invariant(backend.gemm_dtype() == options.precision, "a model in {} needs a backend made for it, not {}",
-              dtype_name(options.precision), dtype_name(backend.gemm_dtype()));
-    require(local_batch > 0, "batch size must be positive, got {}", local_batch);
-    require(max_seq > 0, "sequence length must be positive, got {}", max_seq);
-    require(max_seq <= arch_.context, "sequence length {} is longer than the model's context {}: lower --seq", max_seq,
-            arch_.context);
+    AXONN_INVARIANT(backend.gemm_dtype() == options.precision, "a model in {} needs a backend made for it, not {}",
+                    dtype_name(options.precision), dtype_name(backend.gemm_dtype()));
+    AXONN_REQUIRE(local_batch > 0, "batch size must be positive, got {}", local_batch);
+    AXONN_REQUIRE(max_seq > 0, "sequence length must be positive, got {}", max_seq);
+    AXONN_REQUIRE(max_seq <= arch_.context, "sequence length {} is longer than the model's context {}: lower --seq",
+                  max_seq, arch_.context);
     GridShape const& shape = grid.shape();
     require_valid_grid(arch_.declarations, shape, grid.world_size(), local_batch * shape.batch_replicas());
     LocalDims const dims(arch_, shape, local_batch, max_seq);
@@ -79,14 +79,14 @@ void Decoder::init_weights(std::uint64_t seed) {
 }
 
 void Decoder::copy_parameters_to_host(std::span<float> out) const {
-    invariant(static_cast<std::int64_t>(out.size()) == layout_.total(), "{} values for {} parameters", out.size(),
-              layout_.total());
+    AXONN_INVARIANT(static_cast<std::int64_t>(out.size()) == layout_.total(), "{} values for {} parameters", out.size(),
+                    layout_.total());
     backend_.copy_to_host(out.data(), parameters_.data<float>(), static_cast<std::int64_t>(parameters_.bytes()));
 }
 
 void Decoder::copy_parameters_from_host(std::span<float const> in) {
-    invariant(static_cast<std::int64_t>(in.size()) == layout_.total(), "{} values for {} parameters", in.size(),
-              layout_.total());
+    AXONN_INVARIANT(static_cast<std::int64_t>(in.size()) == layout_.total(), "{} values for {} parameters", in.size(),
+                    layout_.total());
     backend_.copy_from_host(parameters_.data<float>(), in.data(), static_cast<std::int64_t>(parameters_.bytes()));
     gemm_weights_stale_ = true;
 }
@@ -100,8 +100,8 @@ std::int64_t Decoder::logit_capacity() const {
 }
 
 float const* Decoder::logits() const {
-    invariant(logits_held_, "the last forward computed its logits in chunks of {} rows and holds none",
-              options_.logit_rows);
+    AXONN_INVARIANT(logits_held_, "the last forward computed its logits in chunks of {} rows and holds none",
+                    options_.logit_rows);
     ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
     return activations_.data<float>() + a.logits;
 }

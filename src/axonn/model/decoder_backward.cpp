@@ -80,7 +80,7 @@ void Decoder::head_backward(Batch const& batch, std::int64_t first, std::int64_t
 // head_forward's, forward_layer's and embed's steps in reverse (decoder_forward.cpp).
 void Decoder::backward() {
     TraceSpan const span("backward", TraceTrack::steps);
-    invariant(backward_ready_, "backward() needs a train_forward() first");
+    AXONN_INVARIANT(backward_ready_, "backward() needs a train_forward() first");
     backward_ready_ = false;
     GradWrite const write = pass_.first ? GradWrite::overwrite : GradWrite::accumulate;
     if (write == GradWrite::overwrite) {

@@ -52,15 +52,15 @@ float Decoder::forward(Batch const& batch, double loss_weight_total) {
 }
 
 void Decoder::forward_cached(Batch const& batch, KvCache& cache) {
-    invariant(batch.B == cache.batch() && cache.length() + batch.T <= cache.capacity(),
-              "{} rows of {} tokens after position {} of a cache of {} rows of {}", batch.B, batch.T, cache.length(),
-              cache.batch(), cache.capacity());
+    AXONN_INVARIANT(batch.B == cache.batch() && cache.length() + batch.T <= cache.capacity(),
+                    "{} rows of {} tokens after position {} of a cache of {} rows of {}", batch.B, batch.T,
+                    cache.length(), cache.batch(), cache.capacity());
     run_forward(Batch{batch.B, batch.T, batch.tokens, nullptr, nullptr}, false, 0.0, &cache);
     cache.advance(batch.T);
 }
 
 float Decoder::train_forward(Batch const& batch, Pass const& pass) {
-    invariant(batch.targets != nullptr, "a training pass needs targets");
+    AXONN_INVARIANT(batch.targets != nullptr, "a training pass needs targets");
     pass_ = pass;
     return run_forward(batch, true, pass.loss_weight_total);
 }
@@ -73,17 +73,17 @@ void Decoder::norm_forward(float* out, float* mean, float* rstd, float const* in
 
 float Decoder::run_forward(Batch const& batch, bool training, double loss_weight_total, KvCache* cache) {
     TraceSpan const span("forward", TraceTrack::steps);
-    invariant(batch.B > 0 && batch.B <= max_batch_, "batch of {} sequences, the model was built for at most {}",
-              batch.B, max_batch_);
-    invariant(batch.T > 0 && batch.T <= max_seq_, "sequence of {} tokens, the model was built for at most {}", batch.T,
-              max_seq_);
+    AXONN_INVARIANT(batch.B > 0 && batch.B <= max_batch_, "batch of {} sequences, the model was built for at most {}",
+                    batch.B, max_batch_);
+    AXONN_INVARIANT(batch.T > 0 && batch.T <= max_seq_, "sequence of {} tokens, the model was built for at most {}",
+                    batch.T, max_seq_);
     ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
     LocalDims const d(arch_, grid_.shape(), batch.B, batch.T);
     std::int64_t const chunks = logit_chunks(d.BT, options_.logit_rows);
-    invariant(chunks == 1 || batch.targets != nullptr,
-              "a forward without targets of {} rows needs all their logits: the model holds {} "
-              "(DecoderOptions::logit_rows)",
-              d.BT, logit_capacity());
+    AXONN_INVARIANT(chunks == 1 || batch.targets != nullptr,
+                    "a forward without targets of {} rows needs all their logits: the model holds {} "
+                    "(DecoderOptions::logit_rows)",
+                    d.BT, logit_capacity());
     begin_pass_weights(training);
     Batch const kernel_batch = batch_for_kernels(batch);
     embed(kernel_batch, cache != nullptr ? cache->length() : 0);

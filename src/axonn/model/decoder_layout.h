@@ -42,10 +42,10 @@ inline void require_sizes_fit(LocalDims const& d) {
     long double const per_layer =
         static_cast<long double>(d.BT) * (16.0L * d.Cx + 2.0L * d.Wy + d.Cy + 3.0L * d.Uy + 2.0L * d.Fy + 8.0L + d.NHy);
     long double const elements = d.L * per_layer + static_cast<long double>(d.BT) * (d.Vpy + 4.0L * d.Cx + 8.0L);
-    require(elements < 0x1p62L,
-            "{} sequences of {} tokens of this model need about {:.3g} activation values per "
-            "rank, beyond what any machine holds: lower --batch or --seq, or use more ranks",
-            d.B, d.T, static_cast<double>(elements));
+    AXONN_REQUIRE(elements < 0x1p62L,
+                  "{} sequences of {} tokens of this model need about {:.3g} activation values per "
+                  "rank, beyond what any machine holds: lower --batch or --seq, or use more ranks",
+                  d.B, d.T, static_cast<double>(elements));
 }
 
 // How many copies of a layer's inner activations are kept: one per layer, or (recomputing) one for the layer

@@ -60,8 +60,8 @@ std::int32_t draw(std::span<float const> logits, SampleOptions const& options, d
 std::int32_t next_token(Decoder& model, int row, SampleOptions const& options, int prompt, int index) {
     std::vector<float> const gathered = gather_vocabulary(model, row);
     std::span<float const> const logits(gathered.data(), static_cast<std::size_t>(model.architecture().vocab_size));
-    require(std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); }),
-            "the model's logits are not finite: its weights are damaged (NaN or infinite)");
+    AXONN_REQUIRE(std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); }),
+                  "the model's logits are not finite: its weights are damaged (NaN or infinite)");
     if (options.temperature == 0.0f) return most_likely(logits);
     auto const draw_index = static_cast<std::uint64_t>(prompt) * (SampleOptions::max_new_tokens + 1) + index;
     return draw(logits, options, uniform_open01({options.seed, 7}, draw_index));
@@ -131,7 +131,7 @@ private:
         if (prompt >= static_cast<int>(prompts_.size())) return;
         current_.prompt = prompt;
         current_.tokens = prompts_[prompt];
-        invariant(!current_.tokens.empty(), "prompt {} is empty", prompt);
+        AXONN_INVARIANT(!current_.tokens.empty(), "prompt {} is empty", prompt);
         restart(cache_.capacity());
     }
 
@@ -175,13 +175,13 @@ std::vector<std::vector<std::int32_t>> share_results(ProcessGrid& grid,
 }  // namespace
 
 void SampleOptions::validate(std::string_view new_tokens_flag) const {
-    require(new_tokens >= 0 && new_tokens <= max_new_tokens, "{} must lie in 0..{}, got {}", new_tokens_flag,
-            max_new_tokens, new_tokens);
-    require(std::isfinite(temperature) && temperature >= 0,
-            "--temperature must be finite and not negative, got {} (0 always takes the most likely token)",
-            temperature);
-    require(top_k >= 0, "--top-k must not be negative, got {} (0 samples among all tokens)", top_k);
-    require(top_p > 0 && top_p <= 1, "--top-p must lie in (0, 1], got {} (1 samples among all tokens)", top_p);
+    AXONN_REQUIRE(new_tokens >= 0 && new_tokens <= max_new_tokens, "{} must lie in 0..{}, got {}", new_tokens_flag,
+                  max_new_tokens, new_tokens);
+    AXONN_REQUIRE(std::isfinite(temperature) && temperature >= 0,
+                  "--temperature must be finite and not negative, got {} (0 always takes the most likely token)",
+                  temperature);
+    AXONN_REQUIRE(top_k >= 0, "--top-k must not be negative, got {} (0 samples among all tokens)", top_k);
+    AXONN_REQUIRE(top_p > 0 && top_p <= 1, "--top-p must lie in (0, 1], got {} (1 samples among all tokens)", top_p);
 }
 
 void argmax_tokens(Decoder& model, int B, int T, int first, std::int32_t* out) {

@@ -16,15 +16,15 @@ std::int64_t layer_numel(Architecture const& a, GridShape const& grid, int batch
 
 KvCache::KvCache(Architecture const& architecture, GridShape const& grid, int batch, int capacity)
     : batch_(batch), capacity_(capacity), layer_numel_(layer_numel(architecture, grid, batch, capacity)) {
-    invariant(batch > 0 && capacity > 0 && capacity <= architecture.context,
-              "a cache of {} rows of {} positions for a context of {}", batch, capacity, architecture.context);
+    AXONN_INVARIANT(batch > 0 && capacity > 0 && capacity <= architecture.context,
+                    "a cache of {} rows of {} positions for a context of {}", batch, capacity, architecture.context);
     keys_ = Tensor({architecture.layers * layer_numel_}, DType::f32);
     values_ = Tensor({architecture.layers * layer_numel_}, DType::f32);
 }
 
 void KvCache::advance(int tokens) {
-    invariant(tokens >= 0 && length_ + tokens <= capacity_, "{} tokens past position {} of a cache of {}", tokens,
-              length_, capacity_);
+    AXONN_INVARIANT(tokens >= 0 && length_ + tokens <= capacity_, "{} tokens past position {} of a cache of {}", tokens,
+                    length_, capacity_);
     length_ += tokens;
 }
 

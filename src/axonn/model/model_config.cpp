@@ -7,7 +7,7 @@
 namespace axonn {
 
 ModelConfig::AnyConfig const& ModelConfig::held() const {
-    require(config_ != nullptr, "no model was given: choose one with --model");
+    AXONN_REQUIRE(config_ != nullptr, "no model was given: choose one with --model");
     return *config_;
 }
 

@@ -19,7 +19,7 @@ GradientSync::GradientSync(ShardLayout const& layout, Backend& backend, Communic
               backend.memory()) {}
 
 void GradientSync::begin(float* grads) {
-    invariant(awaiting_data_.empty() && data_sums_.empty(), "a gradient sync began before the last one finished");
+    AXONN_INVARIANT(awaiting_data_.empty() && data_sums_.empty(), "a gradient sync began before the last one finished");
     grads_ = grads;
 }
 

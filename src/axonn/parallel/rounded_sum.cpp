@@ -24,7 +24,7 @@ void RoundedSum::wait() {
 }
 
 bool rounds(Communicator const& group, DType wire) {
-    invariant(wire == DType::f32 || wire == DType::bf16, "sums travel as f32 or bf16, not {}", dtype_name(wire));
+    AXONN_INVARIANT(wire == DType::f32 || wire == DType::bf16, "sums travel as f32 or bf16, not {}", dtype_name(wire));
     return wire == DType::bf16 && group.size() > 1;
 }
 

@@ -82,7 +82,7 @@ ShardSpec shard_spec(ParamDecl const& param) {
         case ShardRole::vector_over_y: return {param.layers, param.rows, param.cols, Y, none, false};
         case ShardRole::replicated: return {param.layers, param.rows, param.cols, none, none, false};
     }
-    invariant(false, "parameter {} has no shard role", param.name);
+    AXONN_INVARIANT(false, "parameter {} has no shard role", param.name);
     return {};
 }
 
@@ -139,7 +139,7 @@ std::int64_t ShardLayout::row_in_serial(int id, std::int64_t local_row) const {
         local_row -= rows_here;
         part_begin += part.units * part.unit_rows;
     }
-    invariant(false, "row {} beyond parameter {}'s local rows", local_row, params_[id].name);
+    AXONN_INVARIANT(false, "row {} beyond parameter {}'s local rows", local_row, params_[id].name);
     return 0;
 }
 

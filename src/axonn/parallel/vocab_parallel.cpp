@@ -70,7 +70,7 @@ void vocab_parallel_argmax(ProcessGrid& grid, VocabSlice const& slice, std::span
     y.all_reduce_min(best_id.data(), count);
     for (std::size_t i = 0; i < count; ++i) {
         // No slice held the maximum: the logits are NaN, and so are the weights.
-        require(std::isfinite(best_id[i]), "the model's logits are not finite: its weights are damaged (NaN)");
+        AXONN_REQUIRE(std::isfinite(best_id[i]), "the model's logits are not finite: its weights are damaged (NaN)");
         out[i] = static_cast<std::int32_t>(best_id[i]);
     }
 }
@@ -81,7 +81,7 @@ VocabBlocks::VocabBlocks(ProcessGrid& grid, Backend& backend, int blocks, std::i
       z_split_(grid.size(Axis::z) > 1),
       scatter_staging_({at_least_one(scatter_staging_numel(grid.size(Axis::z), block_numel, scatter_comm))},
                        DType::bf16, backend.memory()) {
-    invariant(blocks == 1 || blocks == 2, "a model has 1 or 2 vocabulary blocks, not {}", blocks);
+    AXONN_INVARIANT(blocks == 1 || blocks == 2, "a model has 1 or 2 vocabulary blocks, not {}", blocks);
     std::int64_t const numel = at_least_one(z_split_ ? block_numel : 0);
     for (int which = 0; which < blocks; ++which) {
         gathered_[which] = Tensor({numel}, precision, backend.memory());

@@ -15,8 +15,8 @@ WeightGather::WeightGather(Communicator& z, DType dtype, std::int64_t max_block_
                            std::int64_t cached_numel, Memory memory)
     : z_(z), dtype_(dtype), overlap_(overlap), caching_(cached_numel > 0),
       storage_({std::max<std::int64_t>(1, buffer_numel(z.size(), max_block_numel, cached_numel))}, dtype, memory) {
-    invariant(dtype == DType::f32 || dtype == DType::bf16, "weights are gathered in f32 or bf16, not {}",
-              dtype_name(dtype));
+    AXONN_INVARIANT(dtype == DType::f32 || dtype == DType::bf16, "weights are gathered in f32 or bf16, not {}",
+                    dtype_name(dtype));
     if (z.size() == 1 || caching_) return;
     ring_.resize(2);
     ring_[1].offset = max_block_numel;
@@ -42,8 +42,8 @@ WeightGather::Slot& WeightGather::slot_for(std::size_t use) {
     WeightUse const& weight = schedule_[use];
     auto [entry, added] = cache_.try_emplace(weight.shard);
     if (added) {
-        invariant(cache_used_ + weight.block_numel <= storage_.numel(), "the weight cache of {} elements is too small",
-                  storage_.numel());
+        AXONN_INVARIANT(cache_used_ + weight.block_numel <= storage_.numel(),
+                        "the weight cache of {} elements is too small", storage_.numel());
         entry->second.offset = cache_used_;
         cache_used_ += weight.block_numel;
     }
@@ -62,7 +62,7 @@ void WeightGather::issue(std::size_t use) {
 }
 
 WeightView WeightGather::next() {
-    invariant(next_use_ < schedule_.size(), "a pass used more weights than its schedule of {}", schedule_.size());
+    AXONN_INVARIANT(next_use_ < schedule_.size(), "a pass used more weights than its schedule of {}", schedule_.size());
     std::size_t const use = next_use_++;
     if (z_.size() == 1) return {schedule_[use].shard, dtype_};
     issue(use);

@@ -129,12 +129,14 @@ double checked_number(toml::node const& node, NumericKey const& numeric, std::st
                       fs::path const& path) {
     std::string const where = toml_location(node, path);
     bool const integral = numeric.count != nullptr;
-    require(node.is_integer() || (!integral && node.is_floating_point()), "{}: key '{}' is {}, not {}: write it like "
-            "{}", where, name, toml_type_name(node), integral ? "an integer" : "a number", integral ? "4" : "2.5e10");
+    AXONN_REQUIRE(node.is_integer() || (!integral && node.is_floating_point()),
+                  "{}: key '{}' is {}, not {}: write it like "
+                  "{}",
+                  where, name, toml_type_name(node), integral ? "an integer" : "a number", integral ? "4" : "2.5e10");
     double const value = node.value<double>().value_or(NAN);
-    require(std::isfinite(value) && value >= numeric.min && value <= numeric.max,
-            "{}: key '{}' = {:g} is outside the range a machine can have, {}: check the value and its unit", where,
-            name, value, range_text(numeric));
+    AXONN_REQUIRE(std::isfinite(value) && value >= numeric.min && value <= numeric.max,
+                  "{}: key '{}' = {:g} is outside the range a machine can have, {}: check the value and its unit",
+                  where, name, value, range_text(numeric));
     return value;
 }
 
@@ -148,8 +150,8 @@ void set_number(MachineProfile& profile, NumericKey const& numeric, toml::node c
 }
 
 std::string checked_text(toml::node const& node, std::string_view key, fs::path const& path) {
-    require(node.is_string(), "{}: key '{}' is {}, not a string: write it in quotes", toml_location(node, path), key,
-            toml_type_name(node));
+    AXONN_REQUIRE(node.is_string(), "{}: key '{}' is {}, not a string: write it in quotes", toml_location(node, path),
+                  key, toml_type_name(node));
     return node.value<std::string>().value_or("");
 }
 
@@ -157,17 +159,18 @@ std::string checked_text(toml::node const& node, std::string_view key, fs::path 
 void read_bus_bandwidths(std::map<int, double>& bandwidths, std::string_view section_name, toml::node const& section,
                          fs::path const& path) {
     toml::table const* table = section.as_table();
-    require(table != nullptr, "{}: '{}' is {}, not a section: write [{}] and then lines such as 4 = 2.25e11",
-            toml_location(section, path), section_name, toml_type_name(section), section_name);
+    AXONN_REQUIRE(table != nullptr, "{}: '{}' is {}, not a section: write [{}] and then lines such as 4 = 2.25e11",
+                  toml_location(section, path), section_name, toml_type_name(section), section_name);
     NumericKey const bandwidth{.key = "", .number = &MachineProfile::shared_link_bandwidth, .min = link_min,
                                .max = link_max, .unit = "bytes/s"};
     for (auto const& [key, node] : *table) {
         std::string_view const name = key.str();
         int group_size = 0;
         auto const [end, error] = std::from_chars(name.data(), name.data() + name.size(), group_size);
-        require(error == std::errc{} && end == name.data() + name.size() && group_size >= 2,
-                "{}: key '{}' of [{}] is not a group size: the keys there are integers of at least 2, such as "
-                "4 = 2.25e11", toml_location(key, path), name, section_name);
+        AXONN_REQUIRE(error == std::errc{} && end == name.data() + name.size() && group_size >= 2,
+                      "{}: key '{}' of [{}] is not a group size: the keys there are integers of at least 2, such as "
+                      "4 = 2.25e11",
+                      toml_location(key, path), name, section_name);
         bandwidths[group_size] = checked_number(node, bandwidth, fmt::format("{}.{}", section_name, name), path);
     }
 }
@@ -188,7 +191,8 @@ MachineProfile parse_profile(fs::path const& path) {
         std::string_view const name = key.str();
         if (name == "name") {
             profile.name = checked_text(node, name, path);
-            require(!profile.name.empty(), "{}: key 'name' is empty: name the machine", toml_location(node, path));
+            AXONN_REQUIRE(!profile.name.empty(), "{}: key 'name' is empty: name the machine",
+                          toml_location(node, path));
         } else if (name == "description") {
             profile.description = checked_text(node, name, path);
         } else if (name == bus_bandwidth_section) {
@@ -203,12 +207,13 @@ MachineProfile parse_profile(fs::path const& path) {
         }
     }
     for (std::string const& key : required_keys()) {
-        require(table.contains(key), "{}: missing key '{}': a profile sets {}", path.string(), key, known_keys_text());
+        AXONN_REQUIRE(table.contains(key), "{}: missing key '{}': a profile sets {}", path.string(), key,
+                      known_keys_text());
     }
-    require((profile.network_group_nodes > 0) == (profile.global_bandwidth_fraction > 0),
-            "{}: '{}' and '{}' go together: set both (a dragonfly's nodes per group, and the share of a group's "
-            "injection bandwidth its links to another group carry) or neither", path.string(), network_group_key.key,
-            global_fraction_key.key);
+    AXONN_REQUIRE((profile.network_group_nodes > 0) == (profile.global_bandwidth_fraction > 0),
+                  "{}: '{}' and '{}' go together: set both (a dragonfly's nodes per group, and the share of a group's "
+                  "injection bandwidth its links to another group carry) or neither",
+                  path.string(), network_group_key.key, global_fraction_key.key);
     return profile;
 }
 
@@ -243,11 +248,11 @@ std::string round_trip_text(double value) {
 
 // A profile that would not read back is refused before anything is written.
 void check_writable(MachineProfile const& profile, std::string const& file) {
-    require(!profile.name.empty(), "cannot write machine profile {}: it has no name", file);
+    AXONN_REQUIRE(!profile.name.empty(), "cannot write machine profile {}: it has no name", file);
     auto check = [&](NumericKey const& numeric, double value) {
-        require(std::isfinite(value) && value >= numeric.min && value <= numeric.max,
-                "cannot write machine profile {}: {} = {:g} is outside {}", file, numeric.key, value,
-                range_text(numeric));
+        AXONN_REQUIRE(std::isfinite(value) && value >= numeric.min && value <= numeric.max,
+                      "cannot write machine profile {}: {} = {:g} is outside {}", file, numeric.key, value,
+                      range_text(numeric));
     };
     for (NumericKey const& numeric : numeric_keys) check(numeric, numeric_value(profile, numeric));
     for (NumericKey const* optional : optional_keys) {
@@ -255,15 +260,18 @@ void check_writable(MachineProfile const& profile, std::string const& file) {
     }
     auto const check_section = [&](std::map<int, double> const& bandwidths, int stride) {
         for (auto const& [group_size, bandwidth] : bandwidths) {
-            require(group_size >= 2 && std::isfinite(bandwidth) && bandwidth >= link_min && bandwidth <= link_max,
-                    "cannot write machine profile {}: all-reduce bus bandwidth {:g} for a group of {} at stride {} is "
-                    "outside [{:g}, {:g}] bytes/s", file, bandwidth, group_size, stride, link_min, link_max);
+            AXONN_REQUIRE(
+                group_size >= 2 && std::isfinite(bandwidth) && bandwidth >= link_min && bandwidth <= link_max,
+                "cannot write machine profile {}: all-reduce bus bandwidth {:g} for a group of {} at stride {} is "
+                "outside [{:g}, {:g}] bytes/s",
+                file, bandwidth, group_size, stride, link_min, link_max);
         }
     };
     check_section(profile.allreduce_bus_bandwidth, 1);
     for (auto const& [stride, bandwidths] : profile.strided_bus_bandwidth) {
-        require(stride >= 2, "cannot write machine profile {}: a bus-bandwidth stride of {} (strides are at least 2)",
-                file, stride);
+        AXONN_REQUIRE(stride >= 2,
+                      "cannot write machine profile {}: a bus-bandwidth stride of {} (strides are at least 2)", file,
+                      stride);
         check_section(bandwidths, stride);
     }
 }
@@ -287,12 +295,12 @@ fs::path machine_profile_dir() {
 }
 
 fs::path machine_profile_path(std::string const& name_or_path) {
-    require(!name_or_path.empty(), "no machine profile given: {}", profile_choices());
+    AXONN_REQUIRE(!name_or_path.empty(), "no machine profile given: {}", profile_choices());
     if (name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".toml")) return name_or_path;
     fs::path const path = machine_profile_dir() / (name_or_path + ".toml");
     std::error_code error;
     if (fs::exists(path, error)) return path;
-    require(static_cast<bool>(error), "unknown machine profile '{}': {}", name_or_path, profile_choices());
+    AXONN_REQUIRE(static_cast<bool>(error), "unknown machine profile '{}': {}", name_or_path, profile_choices());
     fail("machine profile {} cannot be examined: {}", path.string(), error.message());
 }
 

@@ -57,15 +57,17 @@ void predict(PlanCandidate& candidate, PlanRequest const& request) {
 
 void validate_plan_request(PlanRequest const& request) {
     request.model.validate();
-    require(request.devices > 0, "--gpus must be at least 1, got {}", request.devices);
-    require(request.devices <= max_plan_devices, "--gpus {} is more than the {} devices the planner covers: plan a "
-            "part of the machine", request.devices, max_plan_devices);
-    require(request.batch > 0, "--batch must be at least 1, got {}", request.batch);
+    AXONN_REQUIRE(request.devices > 0, "--gpus must be at least 1, got {}", request.devices);
+    AXONN_REQUIRE(request.devices <= max_plan_devices,
+                  "--gpus {} is more than the {} devices the planner covers: plan a "
+                  "part of the machine",
+                  request.devices, max_plan_devices);
+    AXONN_REQUIRE(request.batch > 0, "--batch must be at least 1, got {}", request.batch);
     int const context = request.model.context();
-    require(request.seq > 0 && request.seq <= context, "--seq {} must lie in [1, the model's context {}]", request.seq,
-            context);
-    require(request.micro_batch >= 0, "--micro-batch must not be negative, got {} (0: no accumulation)",
-            request.micro_batch);
+    AXONN_REQUIRE(request.seq > 0 && request.seq <= context, "--seq {} must lie in [1, the model's context {}]",
+                  request.seq, context);
+    AXONN_REQUIRE(request.micro_batch >= 0, "--micro-batch must not be negative, got {} (0: no accumulation)",
+                  request.micro_batch);
 }
 
 std::vector<PlanCandidate> plan_grids(PlanRequest const& request) {

@@ -27,13 +27,13 @@ BenchResult run_benchmark(BenchOptions options) {
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     Architecture const architecture = as_usage_errors([&] { return options.model.validated_architecture(); });
     as_usage_errors([&] {
-        require(options.iterations > options.warmup,
-                "--iters {} must exceed the {} warm-up iterations that are left out of the average",
-                options.iterations, options.warmup);
-        require(B > 0 && T > 0 && T <= architecture.context,
-                "--batch {} and --seq {} must be at least 1, and --seq "
-                "at most the model's context {}",
-                B, T, architecture.context);
+        AXONN_REQUIRE(options.iterations > options.warmup,
+                      "--iters {} must exceed the {} warm-up iterations that are left out of the average",
+                      options.iterations, options.warmup);
+        AXONN_REQUIRE(B > 0 && T > 0 && T <= architecture.context,
+                      "--batch {} and --seq {} must be at least 1, and --seq "
+                      "at most the model's context {}",
+                      B, T, architecture.context);
         use_threads(options.threads);
         parse_axis_order(options.grid_order);
         require_valid_grid(architecture.declarations, options.grid, world, B);

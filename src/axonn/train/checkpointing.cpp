@@ -56,8 +56,8 @@ std::int64_t run_value(json const& run, std::initializer_list<char const*> path,
     }
     bool const valid = value != nullptr && value->is_number_integer() && value->get<std::int64_t>() >= low &&
                        value->get<std::int64_t>() <= high;
-    require(valid, "checkpoint {} is damaged: its run state has no valid {} (an integer in [{}, {}])",
-            checkpoint.folder().string(), name, low, high);
+    AXONN_REQUIRE(valid, "checkpoint {} is damaged: its run state has no valid {} (an integer in [{}, {}])",
+                  checkpoint.folder().string(), name, low, high);
     return value->get<std::int64_t>();
 }
 
@@ -103,13 +103,19 @@ std::optional<CheckpointReader> open_resume_checkpoint(TrainOptions const& optio
     if (chosen.empty()) return std::nullopt;
     CheckpointReader checkpoint(chosen);
     std::string const folder = checkpoint.folder().string();
-    require(checkpoint.has_training_state(), "checkpoint {} holds weights only, no training state to resume: start "
-            "from its weights with --init-from {}", folder, folder);
+    AXONN_REQUIRE(checkpoint.has_training_state(),
+                  "checkpoint {} holds weights only, no training state to resume: start "
+                  "from its weights with --init-from {}",
+                  folder, folder);
     std::string const differences = model_differences(checkpoint.index().model, options.model);
-    require(differences.empty(), "checkpoint {} is of another model: {}; pass the model options it was trained with, "
-            "or start a new run with --init-from", folder, differences);
-    require(checkpoint.index().step <= options.steps, "checkpoint {} is at step {}, past --steps {}: raise --steps to "
-            "train on", folder, checkpoint.index().step, options.steps);
+    AXONN_REQUIRE(differences.empty(),
+                  "checkpoint {} is of another model: {}; pass the model options it was trained with, "
+                  "or start a new run with --init-from",
+                  folder, differences);
+    AXONN_REQUIRE(checkpoint.index().step <= options.steps,
+                  "checkpoint {} is at step {}, past --steps {}: raise --steps to "
+                  "train on",
+                  folder, checkpoint.index().step, options.steps);
     return checkpoint;
 }
 

@@ -13,41 +13,44 @@ std::vector<std::filesystem::path> shard_paths(std::filesystem::path const& path
     // Every *.bin but val.bin is a shard, whatever it is: TokenShard::open says what is wrong with one that is not.
     std::vector<std::filesystem::path> paths;
     std::filesystem::directory_iterator entries(path, error);
-    require(!error, "cannot list the data folder {}: {}", path.string(), error.message());
+    AXONN_REQUIRE(!error, "cannot list the data folder {}: {}", path.string(), error.message());
     for (; entries != std::filesystem::directory_iterator(); entries.increment(error)) {
         std::filesystem::path const& entry = entries->path();
         if (entry.extension() == ".bin" && entry.filename() != validation_shard_name) paths.push_back(entry);
     }
-    require(!error, "cannot list the data folder {}: {}", path.string(), error.message());
+    AXONN_REQUIRE(!error, "cannot list the data folder {}: {}", path.string(), error.message());
     std::sort(paths.begin(), paths.end());
-    require(!paths.empty(), "folder {} holds no .bin token shards: run `axonn prepare --out {}`", path.string(),
-            path.string());
+    AXONN_REQUIRE(!paths.empty(), "folder {} holds no .bin token shards: run `axonn prepare --out {}`", path.string(),
+                  path.string());
     return paths;
 }
 
 DataLoader::DataLoader(std::filesystem::path const& path, int batch, int seq, ShardTokenizer const& tokenizer)
     : batch_(batch), seq_(seq), window_(static_cast<std::size_t>(seq) + 1), window_mask_(window_.size()) {
-    invariant(batch > 0 && seq > 0, "batch ({}) and sequence length ({}) must be positive", batch, seq);
+    AXONN_INVARIANT(batch > 0 && seq > 0, "batch ({}) and sequence length ({}) must be positive", batch, seq);
     for (auto const& shard_path : shard_paths(path)) {
         TokenShard shard = TokenShard::open(shard_path);
         if (auto const& recorded = shard.tokenizer()) {
-            require(*recorded == tokenizer,
-                    "{} was prepared with the {} tokenizer ({} ids) but this run uses {} ({} ids): pass --tokenizer "
-                    "{}, or prepare the data again with --tokenizer {}",
-                    shard_path.string(), recorded->name, recorded->vocab_size, tokenizer.name, tokenizer.vocab_size,
-                    recorded->name, tokenizer.name);
+            AXONN_REQUIRE(
+                *recorded == tokenizer,
+                "{} was prepared with the {} tokenizer ({} ids) but this run uses {} ({} ids): pass --tokenizer "
+                "{}, or prepare the data again with --tokenizer {}",
+                shard_path.string(), recorded->name, recorded->vocab_size, tokenizer.name, tokenizer.vocab_size,
+                recorded->name, tokenizer.name);
         }
-        require(shard.max_token() < tokenizer.vocab_size,
-                "{} holds token id {} but the model's vocabulary has {} entries: prepare the data with the "
-                "model's tokenizer",
-                shard_path.string(), shard.max_token(), tokenizer.vocab_size);
+        AXONN_REQUIRE(shard.max_token() < tokenizer.vocab_size,
+                      "{} holds token id {} but the model's vocabulary has {} entries: prepare the data with the "
+                      "model's tokenizer",
+                      shard_path.string(), shard.max_token(), tokenizer.vocab_size);
         shard_starts_.push_back(total_tokens_);
         total_tokens_ += shard.size();
         shards_.push_back(std::move(shard));
     }
     std::int64_t const needed = static_cast<std::int64_t>(batch) * seq + 1;
-    require(total_tokens_ >= needed, "{} holds {} tokens, fewer than one batch needs ({} = B·T + 1): lower --batch "
-            "or --seq, or prepare more text", path.string(), total_tokens_, needed);
+    AXONN_REQUIRE(total_tokens_ >= needed,
+                  "{} holds {} tokens, fewer than one batch needs ({} = B·T + 1): lower --batch "
+                  "or --seq, or prepare more text",
+                  path.string(), total_tokens_, needed);
 }
 
 bool DataLoader::has_loss_mask() const {
@@ -100,9 +103,9 @@ void DataLoader::next_batch(std::int32_t* tokens, std::int32_t* targets, float* 
 }
 
 void DataLoader::restore(DataLoaderState const& state) {
-    require(state.position >= 0 && state.position < total_tokens_ && state.epoch >= 0,
-            "data loader position {} is outside the data ({} tokens): the checkpoint belongs to other data",
-            state.position, total_tokens_);
+    AXONN_REQUIRE(state.position >= 0 && state.position < total_tokens_ && state.epoch >= 0,
+                  "data loader position {} is outside the data ({} tokens): the checkpoint belongs to other data",
+                  state.position, total_tokens_);
     state_ = state;
 }
 

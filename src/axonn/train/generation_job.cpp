@@ -21,9 +21,9 @@ std::int32_t parse_stop_token(std::string const& text, Tokenizer const& tokenize
     if (text == "eot") return tokenizer.eot_id();
     std::int32_t id = -1;
     auto const [end, error] = std::from_chars(text.data(), text.data() + text.size(), id);
-    require(error == std::errc() && end == text.data() + text.size() && id >= 0 && id < tokenizer.vocab_size(),
-            "--stop-token '{}' is neither \"eot\" nor a token id of the {} tokenizer (0..{})", text, tokenizer.name(),
-            tokenizer.vocab_size() - 1);
+    AXONN_REQUIRE(error == std::errc() && end == text.data() + text.size() && id >= 0 && id < tokenizer.vocab_size(),
+                  "--stop-token '{}' is neither \"eot\" nor a token id of the {} tokenizer (0..{})", text,
+                  tokenizer.name(), tokenizer.vocab_size() - 1);
     return id;
 }
 
@@ -40,15 +40,16 @@ GenerationJobResult run_generation(GenerationJobOptions const& options,
     as_usage_errors([&] {
         sample.validate("--max-new-tokens");
         sample.stop_token = parse_stop_token(options.stop_token, *tokenizer);
-        require(!options.prompts.empty(), "no prompt: pass --prompt TEXT or --prompt-file FILE");
-        require(options.prompt_chunk >= 1, "--prompt-chunk must be at least 1, got {}", options.prompt_chunk);
+        AXONN_REQUIRE(!options.prompts.empty(), "no prompt: pass --prompt TEXT or --prompt-file FILE");
+        AXONN_REQUIRE(options.prompt_chunk >= 1, "--prompt-chunk must be at least 1, got {}", options.prompt_chunk);
     });
     std::filesystem::path const source = resolve_init_source(options.model_dir, "--model-dir");
     ModelConfig const model_config = init_source_config(source);
     Architecture const architecture = model_config.architecture();
-    require(architecture.vocab_size == tokenizer->vocab_size(), "the model in {} has a vocabulary of {} tokens, but "
-            "the {} tokenizer has {}: pass the --tokenizer it was trained with", options.model_dir.string(),
-            architecture.vocab_size, tokenizer->name(), tokenizer->vocab_size());
+    AXONN_REQUIRE(architecture.vocab_size == tokenizer->vocab_size(),
+                  "the model in {} has a vocabulary of {} tokens, but "
+                  "the {} tokenizer has {}: pass the --tokenizer it was trained with",
+                  options.model_dir.string(), architecture.vocab_size, tokenizer->name(), tokenizer->vocab_size());
     as_usage_errors(
         [&] { require_valid_grid(architecture.declarations, options.grid, world, options.grid.batch_replicas()); });
 

@@ -105,8 +105,8 @@ double goldfish_drop_fraction(GoldfishOptions const& options, int T) {
 
 void goldfish_mask(GoldfishOptions const& options, std::span<std::int32_t const> targets, int T, std::int64_t step,
                    std::span<float> keep) {
-    invariant(T > 0 && targets.size() % static_cast<std::size_t>(T) == 0 && keep.size() == targets.size(),
-              "goldfish_mask: {} targets and {} mask values for rows of {}", targets.size(), keep.size(), T);
+    AXONN_INVARIANT(T > 0 && targets.size() % static_cast<std::size_t>(T) == 0 && keep.size() == targets.size(),
+                    "goldfish_mask: {} targets and {} mask values for rows of {}", targets.size(), keep.size(), T);
     for (std::size_t i = 0; i < targets.size(); ++i) {
         int const t = static_cast<int>(i % static_cast<std::size_t>(T));
         bool drop = false;

@@ -22,15 +22,17 @@ constexpr char const* grid_file_format = "axonn-grid";
 constexpr int grid_file_version = 1;
 
 int positive_field(json const& object, char const* key, fs::path const& path) {
-    require(object.contains(key) && object[key].is_number_integer() && object[key].get<std::int64_t>() >= 1 &&
-                object[key].get<std::int64_t>() <= (1 << 30),
-            "grid file {} has no positive integer \"{}\": write it again with `axonn tune`", path.string(), key);
+    AXONN_REQUIRE(object.contains(key) && object[key].is_number_integer() && object[key].get<std::int64_t>() >= 1 &&
+                      object[key].get<std::int64_t>() <= (1 << 30),
+                  "grid file {} has no positive integer \"{}\": write it again with `axonn tune`", path.string(), key);
     return object[key].get<int>();
 }
 
 std::string text_field(json const& object, char const* key, fs::path const& path) {
-    require(object.contains(key) && object[key].is_string(), "grid file {} has no text \"{}\": write it again with "
-            "`axonn tune`", path.string(), key);
+    AXONN_REQUIRE(object.contains(key) && object[key].is_string(),
+                  "grid file {} has no text \"{}\": write it again with "
+                  "`axonn tune`",
+                  path.string(), key);
     return object[key].get<std::string>();
 }
 
@@ -41,14 +43,18 @@ GridFile parse_grid_file(std::string const& text, fs::path const& path) {
         fail("grid file {}: {}: it is no grid file", path.string(), e.what());
     }
     json const document = json::parse(text, nullptr, false);
-    require(!document.is_discarded() && document.is_object() && document.value("format", "") == grid_file_format,
-            "{} is not a grid file (written by `axonn tune`): pass one, or a grid as data=D,z=Z,y=Y,x=X",
-            path.string());
-    require(document.value("version", 0) == grid_file_version, "grid file {} has version {}, and this axonn reads "
-            "version {}: write it again with `axonn tune`", path.string(),
-            document.contains("version") ? document["version"].dump() : "(none)", grid_file_version);
-    require(document.contains("grid") && document["grid"].is_object(), "grid file {} has no \"grid\" object: write "
-            "it again with `axonn tune`", path.string());
+    AXONN_REQUIRE(!document.is_discarded() && document.is_object() && document.value("format", "") == grid_file_format,
+                  "{} is not a grid file (written by `axonn tune`): pass one, or a grid as data=D,z=Z,y=Y,x=X",
+                  path.string());
+    AXONN_REQUIRE(document.value("version", 0) == grid_file_version,
+                  "grid file {} has version {}, and this axonn reads "
+                  "version {}: write it again with `axonn tune`",
+                  path.string(), document.contains("version") ? document["version"].dump() : "(none)",
+                  grid_file_version);
+    AXONN_REQUIRE(document.contains("grid") && document["grid"].is_object(),
+                  "grid file {} has no \"grid\" object: write "
+                  "it again with `axonn tune`",
+                  path.string());
     json const& grid = document["grid"];
     GridFile file;
     file.grid = {positive_field(grid, "data", path), positive_field(grid, "z", path), positive_field(grid, "y", path),
@@ -56,8 +62,8 @@ GridFile parse_grid_file(std::string const& text, fs::path const& path) {
     file.grid_order = text_field(document, "grid_order", path);
     file.job = {text_field(document, "model", path), positive_field(document, "batch", path),
                 positive_field(document, "seq", path), positive_field(document, "ranks", path)};
-    require(file.job.ranks == file.grid.product(), "grid file {}: its grid {} is not of its {} ranks", path.string(),
-            file.grid.to_string(), file.job.ranks);
+    AXONN_REQUIRE(file.job.ranks == file.grid.product(), "grid file {}: its grid {} is not of its {} ranks",
+                  path.string(), file.grid.to_string(), file.job.ranks);
     file.step_s = document.value("step_s", 0.0);
     file.machine = document.value("machine", "");
     file.candidates = document.value("candidates", json::array());

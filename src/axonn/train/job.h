@@ -23,7 +23,7 @@ struct JobGrid {
 
 class Job {
 public:
-    // run: the backend's name, the precision (set to f32 where bf16 falls back) and GEMM tuning. The grid's
+    // run: the backend's name, the precision and GEMM tuning. The grid's
     // shape must have been checked against the model and the world (require_valid_grid).
     Job(StepOptions& run, JobGrid const& grid);
     Job(Job const&) = delete;

@@ -7,13 +7,14 @@
 namespace axonn {
 
 void AdamWConfig::validate() const {
-    require(beta1 >= 0 && beta1 < 1, "beta1 must lie in [0, 1), got {}", beta1);
-    require(beta2 >= 0 && beta2 < 1, "beta2 must lie in [0, 1), got {}", beta2);
-    require(eps > 0 && std::isfinite(eps), "eps must be positive and finite, got {}", eps);
-    require(weight_decay >= 0 && std::isfinite(weight_decay),
-            "--weight-decay must be finite and not negative, got {} (0 turns it off; 0.1 is usual)", weight_decay);
-    require(grad_clip >= 0 && std::isfinite(grad_clip),
-            "--grad-clip must be finite and not negative, got {} (0 turns clipping off)", grad_clip);
+    AXONN_REQUIRE(beta1 >= 0 && beta1 < 1, "beta1 must lie in [0, 1), got {}", beta1);
+    AXONN_REQUIRE(beta2 >= 0 && beta2 < 1, "beta2 must lie in [0, 1), got {}", beta2);
+    AXONN_REQUIRE(eps > 0 && std::isfinite(eps), "eps must be positive and finite, got {}", eps);
+    AXONN_REQUIRE(weight_decay >= 0 && std::isfinite(weight_decay),
+                  "--weight-decay must be finite and not negative, got {} (0 turns it off; 0.1 is usual)",
+                  weight_decay);
+    AXONN_REQUIRE(grad_clip >= 0 && std::isfinite(grad_clip),
+                  "--grad-clip must be finite and not negative, got {} (0 turns clipping off)", grad_clip);
 }
 
 AdamW::AdamW(std::vector<ParamSegment> segments, std::int64_t total, Backend& backend, AdamWConfig const& config)
@@ -39,15 +40,15 @@ void AdamW::step(std::span<float> params, std::span<float const> grads, double n
 }
 
 void AdamW::copy_moments_to_host(std::span<float> exp_avg, std::span<float> exp_avg_sq) const {
-    invariant(exp_avg.size() == static_cast<std::size_t>(m_.numel()) && exp_avg_sq.size() == exp_avg.size(),
-              "moments of {} values for {}", exp_avg.size(), m_.numel());
+    AXONN_INVARIANT(exp_avg.size() == static_cast<std::size_t>(m_.numel()) && exp_avg_sq.size() == exp_avg.size(),
+                    "moments of {} values for {}", exp_avg.size(), m_.numel());
     backend_.copy_to_host(exp_avg.data(), m_.data<float>(), static_cast<std::int64_t>(m_.bytes()));
     backend_.copy_to_host(exp_avg_sq.data(), v_.data<float>(), static_cast<std::int64_t>(v_.bytes()));
 }
 
 void AdamW::copy_moments_from_host(std::span<float const> exp_avg, std::span<float const> exp_avg_sq) {
-    invariant(exp_avg.size() == static_cast<std::size_t>(m_.numel()) && exp_avg_sq.size() == exp_avg.size(),
-              "moments of {} values for {}", exp_avg.size(), m_.numel());
+    AXONN_INVARIANT(exp_avg.size() == static_cast<std::size_t>(m_.numel()) && exp_avg_sq.size() == exp_avg.size(),
+                    "moments of {} values for {}", exp_avg.size(), m_.numel());
     backend_.copy_from_host(m_.data<float>(), exp_avg.data(), static_cast<std::int64_t>(m_.bytes()));
     backend_.copy_from_host(v_.data<float>(), exp_avg_sq.data(), static_cast<std::int64_t>(v_.bytes()));
 }

@@ -109,10 +109,10 @@ ParityReport run_parity(ParityOptions options) {
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     Architecture const architecture = as_usage_errors([&] { return options.model.validated_architecture(); });
     as_usage_errors([&] {
-        require(options.steps > 0, "--steps must be at least 1, got {}", options.steps);
-        require(options.batch > 0 && options.seq > 0 && options.seq <= architecture.context,
-                "--batch {} and --seq {} must be at least 1, and --seq at most the model's context {}", options.batch,
-                options.seq, architecture.context);
+        AXONN_REQUIRE(options.steps > 0, "--steps must be at least 1, got {}", options.steps);
+        AXONN_REQUIRE(options.batch > 0 && options.seq > 0 && options.seq <= architecture.context,
+                      "--batch {} and --seq {} must be at least 1, and --seq at most the model's context {}",
+                      options.batch, options.seq, architecture.context);
         parse_axis_order(options.grid_order);
         require_valid_grid(architecture.declarations, options.grid, world, options.batch);
         options.run.pass_batch(options.batch / options.grid.batch_replicas());

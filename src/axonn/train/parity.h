@@ -49,7 +49,7 @@ struct ParityReport {
     bool logits_in_chunks = false;
     double init_max_abs_diff = 0;            // gathered initial weights against the serial ones (0: bit-identical)
     std::map<std::string, double> grad_rel_diff;  // per parameter tensor, after the last step's backward
-    DType precision = DType::f32;                 // the GEMMs' (bf16 asked for falls back to fp32 without it)
+    DType precision = DType::f32;                 // the GEMMs'
     double max_rel_diff() const;
 };
 

@@ -16,10 +16,11 @@ float LrSchedule::at(int step) const {
 }
 
 void LrSchedule::validate() const {
-    require(max_lr > 0 && std::isfinite(max_lr), "--lr must be positive and finite, got {}", max_lr);
-    require(min_lr >= 0 && min_lr <= max_lr, "--min-lr {} must lie in [0, --lr = {}]", min_lr, max_lr);
-    require(warmup_steps >= 0, "--warmup must not be negative, got {}", warmup_steps);
-    require(total_steps > 0, "the number of steps must be positive, got {}: pass --steps N with N ≥ 1", total_steps);
+    AXONN_REQUIRE(max_lr > 0 && std::isfinite(max_lr), "--lr must be positive and finite, got {}", max_lr);
+    AXONN_REQUIRE(min_lr >= 0 && min_lr <= max_lr, "--min-lr {} must lie in [0, --lr = {}]", min_lr, max_lr);
+    AXONN_REQUIRE(warmup_steps >= 0, "--warmup must not be negative, got {}", warmup_steps);
+    AXONN_REQUIRE(total_steps > 0, "the number of steps must be positive, got {}: pass --steps N with N ≥ 1",
+                  total_steps);
 }
 
 }  // namespace axonn

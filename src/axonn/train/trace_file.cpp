@@ -37,12 +37,12 @@ TraceFile::TraceFile(std::filesystem::path path, ProcessGrid& grid, std::vector<
         fail("--trace {}: the folder {} {}: choose another path", path_.string(), folder.string(), *problem);
     }
     std::error_code error;
-    require(std::filesystem::is_directory(folder, error), "--trace {}: {} is not a folder: choose another path",
-            path_.string(), folder.string());
-    require(::access(folder.c_str(), W_OK) == 0, "--trace {}: the folder {} is not writable: choose another path",
-            path_.string(), folder.string());
-    require(!std::filesystem::is_directory(path_, error), "--trace {} is a folder: name a file such as {}",
-            path_.string(), (path_ / "trace.json").string());
+    AXONN_REQUIRE(std::filesystem::is_directory(folder, error), "--trace {}: {} is not a folder: choose another path",
+                  path_.string(), folder.string());
+    AXONN_REQUIRE(::access(folder.c_str(), W_OK) == 0, "--trace {}: the folder {} is not writable: choose another path",
+                  path_.string(), folder.string());
+    AXONN_REQUIRE(!std::filesystem::is_directory(path_, error), "--trace {} is a folder: name a file such as {}",
+                  path_.string(), (path_ / "trace.json").string());
     if (grid_.rank() == 0) file_.emplace(path_, "trace file");
 }
 

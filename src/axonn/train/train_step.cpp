@@ -11,10 +11,12 @@
 namespace axonn {
 
 int StepOptions::pass_batch(int replica_batch) const {
-    require(micro_batch >= 0, "--micro-batch must not be negative, got {} (0: no micro-batches)", micro_batch);
+    AXONN_REQUIRE(micro_batch >= 0, "--micro-batch must not be negative, got {} (0: no micro-batches)", micro_batch);
     if (micro_batch == 0) return replica_batch;
-    require(replica_batch % micro_batch == 0, "--micro-batch {} does not divide the {} sequences of each data x z "
-            "replica: choose a divisor of {}", micro_batch, replica_batch, replica_batch);
+    AXONN_REQUIRE(replica_batch % micro_batch == 0,
+                  "--micro-batch {} does not divide the {} sequences of each data x z "
+                  "replica: choose a divisor of {}",
+                  micro_batch, replica_batch, replica_batch);
     return micro_batch;
 }
 
@@ -27,7 +29,7 @@ Batch replica_rows(ProcessGrid const& grid, int B, int T, std::int32_t const* to
 
 std::vector<Batch> micro_batches(Batch const& rows, int micro_batch) {
     int const size = micro_batch > 0 ? micro_batch : rows.B;
-    invariant(rows.B % size == 0, "micro-batches of {} sequences do not divide {}", size, rows.B);
+    AXONN_INVARIANT(rows.B % size == 0, "micro-batches of {} sequences do not divide {}", size, rows.B);
     std::vector<Batch> passes;
     for (int first = 0; first < rows.B; first += size) {
         std::int64_t const offset = static_cast<std::int64_t>(first) * rows.T;
@@ -38,16 +40,14 @@ std::vector<Batch> micro_batches(Batch const& rows, int micro_batch) {
 }
 
 std::unique_ptr<Backend> make_step_backend(StepOptions& options, bool announce) {
-    std::string fallback;
-    std::unique_ptr<Backend> backend = as_usage_errors([&] {
-        return make_backend(options.backend, options.model.precision, &fallback);
-    });
-    if (!fallback.empty()) {
-        if (announce) {
-            fmt::print(stderr, "axonn: warning: --precision bf16 is not available here ({}); running in fp32\n",
-                       fallback);
-        }
-        options.model.precision = DType::f32;
+    std::string emulation;
+    std::unique_ptr<Backend> backend =
+        as_usage_errors([&] { return make_backend(options.backend, options.model.precision, &emulation); });
+    if (!emulation.empty() && announce) {
+        fmt::print(stderr,
+                   "axonn: note: bf16 GEMMs are emulated here ({}): operands rounded to bf16, products and sums in "
+                   "fp32, as a native bf16 GEMM computes them, at the fp32 GEMM's speed or below\n",
+                   emulation);
     }
     backend->set_gemm_tuning(options.gemm_tuning);
     return backend;

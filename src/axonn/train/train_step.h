@@ -51,8 +51,8 @@ Batch replica_rows(ProcessGrid const& grid, int B, int T, std::int32_t const* to
 // This rank's rows of a step split into passes of `micro_batch` sequences each (0 or all of them: one pass).
 std::vector<Batch> micro_batches(Batch const& rows, int micro_batch);
 
-// The backend for these options' precision. Where bf16 was asked for and the CPU cannot run it fast, the backend
-// and the options fall back to fp32, and `announce` (rank 0) prints a one-line warning that says why.
+// The backend for these options' precision. Where bf16 was asked for and the CPU has no native bf16 GEMM, the
+// backend emulates it, and `announce` (rank 0) prints a one-line note that says so and why.
 std::unique_ptr<Backend> make_step_backend(StepOptions& options, bool announce);
 
 StepResult train_step(Decoder& model, AdamW& optimizer, std::span<Batch const> passes, float learning_rate);

@@ -33,32 +33,35 @@ namespace axonn {
 void validate_train_options(TrainOptions const& options) {
     as_usage_errors([&] {
         options.model.validate();
-        require(options.steps > 0, "--steps must be at least 1, got {}", options.steps);
-        require(options.batch > 0, "--batch must be at least 1, got {}", options.batch);
-        require(options.seq > 0, "--seq must be at least 1, got {}", options.seq);
-        require(options.seq <= options.model.context(),
-                "--seq {} is longer than the model's context of {} tokens: lower --seq or raise --context", options.seq,
-                options.model.context());
-        require(!options.goldfish.enabled() || options.goldfish.strategy != GoldfishStrategy::hash ||
-                    options.goldfish.h <= options.seq,
-                "--goldfish h={} is longer than --seq {}: the hash reads the h targets that end at a target, so no "
-                "target of a sequence would leave the loss; choose h of at most {}",
-                options.goldfish.h, options.seq, options.seq);
-        require(options.eval_every > 0, "--eval-every must be at least 1, got {}", options.eval_every);
-        require(options.eval_batches >= 0,
-                "--eval-batches must not be negative, got {} (0: up to 8, as many as the validation data holds)",
-                options.eval_batches);
-        require(options.trace_steps > 0, "--trace-steps must be at least 1, got {}", options.trace_steps);
-        require(!options.data.empty(), "no training data: pass --data PATH (a folder written by `axonn prepare`)");
-        require(options.ckpt_every >= 0, "--ckpt-every must not be negative, got {} (0: only at the end)",
-                options.ckpt_every);
-        require(options.keep >= 0, "--keep must not be negative, got {} (0 keeps every checkpoint)", options.keep);
-        require(options.ckpt_file_mib >= 1 && options.ckpt_file_mib <= (1u << 20),
-                "--ckpt-file-size must lie in [1, 1048576] MiB, got {}", options.ckpt_file_mib);
-        require(!options.ckpt_dir.empty() || (options.ckpt_every == 0 && options.keep == 0),
-                "--ckpt-every and --keep need --ckpt-dir DIR, where the checkpoints go");
-        require(options.resume.empty() || options.init_from.empty(),
-                "--resume continues a run and --init-from starts a new one from weights: pass one of them");
+        AXONN_REQUIRE(options.steps > 0, "--steps must be at least 1, got {}", options.steps);
+        AXONN_REQUIRE(options.batch > 0, "--batch must be at least 1, got {}", options.batch);
+        AXONN_REQUIRE(options.seq > 0, "--seq must be at least 1, got {}", options.seq);
+        AXONN_REQUIRE(options.seq <= options.model.context(),
+                      "--seq {} is longer than the model's context of {} tokens: lower --seq or raise --context",
+                      options.seq, options.model.context());
+        AXONN_REQUIRE(
+            !options.goldfish.enabled() || options.goldfish.strategy != GoldfishStrategy::hash ||
+                options.goldfish.h <= options.seq,
+            "--goldfish h={} is longer than --seq {}: the hash reads the h targets that end at a target, so no "
+            "target of a sequence would leave the loss; choose h of at most {}",
+            options.goldfish.h, options.seq, options.seq);
+        AXONN_REQUIRE(options.eval_every > 0, "--eval-every must be at least 1, got {}", options.eval_every);
+        AXONN_REQUIRE(options.eval_batches >= 0,
+                      "--eval-batches must not be negative, got {} (0: up to 8, as many as the validation data holds)",
+                      options.eval_batches);
+        AXONN_REQUIRE(options.trace_steps > 0, "--trace-steps must be at least 1, got {}", options.trace_steps);
+        AXONN_REQUIRE(!options.data.empty(),
+                      "no training data: pass --data PATH (a folder written by `axonn prepare`)");
+        AXONN_REQUIRE(options.ckpt_every >= 0, "--ckpt-every must not be negative, got {} (0: only at the end)",
+                      options.ckpt_every);
+        AXONN_REQUIRE(options.keep >= 0, "--keep must not be negative, got {} (0 keeps every checkpoint)",
+                      options.keep);
+        AXONN_REQUIRE(options.ckpt_file_mib >= 1 && options.ckpt_file_mib <= (1u << 20),
+                      "--ckpt-file-size must lie in [1, 1048576] MiB, got {}", options.ckpt_file_mib);
+        AXONN_REQUIRE(!options.ckpt_dir.empty() || (options.ckpt_every == 0 && options.keep == 0),
+                      "--ckpt-every and --keep need --ckpt-dir DIR, where the checkpoints go");
+        AXONN_REQUIRE(options.resume.empty() || options.init_from.empty(),
+                      "--resume continues a run and --init-from starts a new one from weights: pass one of them");
         check_tokenizer_name(options.tokenizer);
         parse_axis_order(options.grid_order);
         options.schedule.validate();
@@ -89,15 +92,15 @@ int world_size() {
 // --init-from's model replaces --model: its vocabulary must be the tokenizer's, its context hold --seq.
 ModelConfig init_source_model(TrainOptions const& options, Tokenizer const& tokenizer) {
     ModelConfig const source = init_source_config(options.init_from);
-    require(source.vocab_size() == tokenizer.vocab_size(),
-            "--init-from {} has a vocabulary of {} tokens, but the {} "
-            "tokenizer has {}: pass the --tokenizer the model was trained with",
-            options.init_from.string(), source.vocab_size(), tokenizer.name(), tokenizer.vocab_size());
+    AXONN_REQUIRE(source.vocab_size() == tokenizer.vocab_size(),
+                  "--init-from {} has a vocabulary of {} tokens, but the {} "
+                  "tokenizer has {}: pass the --tokenizer the model was trained with",
+                  options.init_from.string(), source.vocab_size(), tokenizer.name(), tokenizer.vocab_size());
     as_usage_errors([&] {
-        require(options.seq <= source.context(),
-                "--seq {} is longer than the context of {} tokens of --init-from {}: "
-                "lower --seq",
-                options.seq, source.context(), options.init_from.string());
+        AXONN_REQUIRE(options.seq <= source.context(),
+                      "--seq {} is longer than the context of {} tokens of --init-from {}: "
+                      "lower --seq",
+                      options.seq, source.context(), options.init_from.string());
     });
     return source;
 }
@@ -264,10 +267,10 @@ std::optional<float> validate_if_due(TrainingRun& run, int step, LoopState& loop
     TrainOptions const& options = run.options;
     if (!run.data.val || (step % options.eval_every != 0 && step != options.steps)) return std::nullopt;
     float const val_loss = evaluate(run);
-    require(std::isfinite(val_loss),
-            "the validation loss became {} at step {}: the model diverged; lower --lr, "
-            "raise --warmup, or keep --grad-clip on",
-            val_loss, step);
+    AXONN_REQUIRE(std::isfinite(val_loss),
+                  "the validation loss became {} at step {}: the model diverged; lower --lr, "
+                  "raise --warmup, or keep --grad-clip on",
+                  val_loss, step);
     if (step == 0) loop.summary.first_val_loss = val_loss;
     loop.summary.last_val_loss = val_loss;
     return val_loss;

@@ -37,16 +37,16 @@ void check_data_split(DataLoader const& train, DataLoader const& val) {
     for (TokenShard const& validation : val.shards()) {
         for (TokenShard const& training : train.shards()) {
             std::error_code error;
-            require(!fs::equivalent(validation.path(), training.path(), error),
-                    "{} is both training and validation data: pass --val-data a shard that is not in --data",
-                    validation.path().string());
+            AXONN_REQUIRE(!fs::equivalent(validation.path(), training.path(), error),
+                          "{} is both training and validation data: pass --val-data a shard that is not in --data",
+                          validation.path().string());
             bool const pair = training.path().filename() == "train.bin" &&
                               validation.path().filename() == validation_shard_name &&
                               training.path().parent_path() == validation.path().parent_path();
-            require(!pair || training.dataset_id() == validation.dataset_id(),
-                    "{} and {} come from different runs of `axonn prepare` (one was stopped between them?): run "
-                    "prepare again",
-                    training.path().string(), validation.path().string());
+            AXONN_REQUIRE(!pair || training.dataset_id() == validation.dataset_id(),
+                          "{} and {} come from different runs of `axonn prepare` (one was stopped between them?): run "
+                          "prepare again",
+                          training.path().string(), validation.path().string());
         }
     }
 }

@@ -48,11 +48,12 @@ TuneResult run_tune(TuneOptions const& options) {
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     as_usage_errors([&] {
-        require(options.top >= 1 && options.top <= 64, "--top must lie in [1, 64], got {}", options.top);
+        AXONN_REQUIRE(options.top >= 1 && options.top <= 64, "--top must lie in [1, 64], got {}", options.top);
         options.bench.model.validate();
-        require(options.bench.seq >= 1 && options.bench.seq <= options.bench.model.context(),
-                "--seq {} must lie in [1, the model's context {}]", options.bench.seq, options.bench.model.context());
-        require(options.bench.batch >= 1, "--batch must be at least 1, got {}", options.bench.batch);
+        AXONN_REQUIRE(options.bench.seq >= 1 && options.bench.seq <= options.bench.model.context(),
+                      "--seq {} must lie in [1, the model's context {}]", options.bench.seq,
+                      options.bench.model.context());
+        AXONN_REQUIRE(options.bench.batch >= 1, "--batch must be at least 1, got {}", options.bench.batch);
         parse_axis_order(options.bench.grid_order);
     });
     LocalProfile const profile = local_machine_profile();

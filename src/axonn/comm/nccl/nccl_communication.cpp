@@ -18,8 +18,8 @@ namespace axonn {
 namespace {
 
 void check(ncclResult_t status, char const* what) {
-    require(status == ncclSuccess, "NCCL failed to {}: {} ({}); NCCL_DEBUG=WARN says more", what,
-            ncclGetErrorString(status), ncclGetLastError(nullptr));
+    AXONN_REQUIRE(status == ncclSuccess, "NCCL failed to {}: {} ({}); NCCL_DEBUG=WARN says more", what,
+                  ncclGetErrorString(status), ncclGetLastError(nullptr));
 }
 
 ncclDataType_t nccl_type(DType element) {
@@ -170,8 +170,9 @@ std::unique_ptr<DeviceGroup> NcclCommunication::connect(MPI_Comm group) {
     if (rank == 0) bootstrap.made = ncclGetUniqueId(&bootstrap.id) == ncclSuccess ? 1 : 0;
     MPI_Bcast(&bootstrap, sizeof bootstrap, MPI_BYTE, 0, group);
     // Every rank of the group fails here alike, rather than waiting in ncclCommInitRank for rank 0.
-    require(bootstrap.made == 1, "NCCL could not make a communicator id on the group's first rank: check that "
-            "NCCL finds a network interface (NCCL_DEBUG=WARN, NCCL_SOCKET_IFNAME)");
+    AXONN_REQUIRE(bootstrap.made == 1,
+                  "NCCL could not make a communicator id on the group's first rank: check that "
+                  "NCCL finds a network interface (NCCL_DEBUG=WARN, NCCL_SOCKET_IFNAME)");
     cuda::check(cudaSetDevice(device_), "select the GPU");
     ncclComm_t comm = nullptr;
     check(ncclCommInitRank(&comm, size, bootstrap.id, rank), "create a communicator (each rank needs a GPU "

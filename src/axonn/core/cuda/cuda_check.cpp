@@ -5,17 +5,17 @@
 namespace axonn::cuda {
 
 void check(cudaError_t status, char const* what) {
-    require(status == cudaSuccess, "CUDA failed to {}: {} ({}); check the GPU with nvidia-smi", what,
-            cudaGetErrorString(status), cudaGetErrorName(status));
+    AXONN_REQUIRE(status == cudaSuccess, "CUDA failed to {}: {} ({}); check the GPU with nvidia-smi", what,
+                  cudaGetErrorString(status), cudaGetErrorName(status));
 }
 
 void check(cublasStatus_t status, char const* what) {
-    require(status == CUBLAS_STATUS_SUCCESS, "cuBLASLt failed to {}: status {}", what, static_cast<int>(status));
+    AXONN_REQUIRE(status == CUBLAS_STATUS_SUCCESS, "cuBLASLt failed to {}: status {}", what, static_cast<int>(status));
 }
 
 void check_launch(char const* kernel) {
     cudaError_t const status = cudaGetLastError();
-    require(status == cudaSuccess, "CUDA kernel {} failed to launch: {}", kernel, cudaGetErrorString(status));
+    AXONN_REQUIRE(status == cudaSuccess, "CUDA kernel {} failed to launch: {}", kernel, cudaGetErrorString(status));
 }
 
 }  // namespace axonn::cuda

@@ -57,15 +57,15 @@ constexpr int max_context = 1 << 17;  // Llama 3.1's 131,072
 constexpr int max_vocabulary = 1 << 22;
 
 void GptConfig::validate() const {
-    require(vocab_size > 0 && vocab_size <= max_vocabulary, "vocabulary size must lie in 1..{}, got {}",
-            max_vocabulary, vocab_size);
-    require(n_layer > 0 && n_layer <= max_layers, "--n-layer must lie in 1..{}, got {}", max_layers, n_layer);
-    require(n_head > 0, "the model needs at least one attention head, got {}", n_head);
-    require(n_embd > 0 && n_embd <= max_width, "--n-embd (the model's width) must lie in 1..{}, got {}", max_width,
-            n_embd);
-    require(n_embd % n_head == 0, "{} heads do not divide the width {}: choose a head count that divides it",
-            n_head, n_embd);
-    require(max_seq > 0 && max_seq <= max_context, "--context must lie in 1..{}, got {}", max_context, max_seq);
+    AXONN_REQUIRE(vocab_size > 0 && vocab_size <= max_vocabulary, "vocabulary size must lie in 1..{}, got {}",
+                  max_vocabulary, vocab_size);
+    AXONN_REQUIRE(n_layer > 0 && n_layer <= max_layers, "--n-layer must lie in 1..{}, got {}", max_layers, n_layer);
+    AXONN_REQUIRE(n_head > 0, "the model needs at least one attention head, got {}", n_head);
+    AXONN_REQUIRE(n_embd > 0 && n_embd <= max_width, "--n-embd (the model's width) must lie in 1..{}, got {}",
+                  max_width, n_embd);
+    AXONN_REQUIRE(n_embd % n_head == 0, "{} heads do not divide the width {}: choose a head count that divides it",
+                  n_head, n_embd);
+    AXONN_REQUIRE(max_seq > 0 && max_seq <= max_context, "--context must lie in 1..{}, got {}", max_context, max_seq);
 }
 
 GptConfig gpt_preset(std::string const& name) {

@@ -15,7 +15,7 @@ using nlohmann::json;
 
 GptConfig const& gpt2_of(ModelConfig const& model) {
     GptConfig const* config = model.as<GptConfig>();
-    require(config != nullptr, "{} is a {} model, not GPT-2", model.name(), model.family());
+    AXONN_REQUIRE(config != nullptr, "{} is a {} model, not GPT-2", model.name(), model.family());
     return *config;
 }
 
@@ -62,9 +62,8 @@ ModelFamily const& gpt2_family() {
             [](std::filesystem::path const& dir, ModelConfig const& model, ShardLayout const& layout,
                std::span<float> params) { HfGpt2Weights(dir, gpt2_of(model)).read_local(layout, params); },
         .export_hf =
-            [](ModelConfig const& model, ReadTensor const& read_tensor, std::filesystem::path const& out,
-               DType dtype) {
-                require(dtype == DType::f32, "a GPT-2 checkpoint is exported in f32 only");
+            [](ModelConfig const& model, ReadTensor const& read_tensor, std::filesystem::path const& out, DType dtype) {
+                AXONN_REQUIRE(dtype == DType::f32, "a GPT-2 checkpoint is exported in f32 only");
                 export_hf_gpt2(gpt2_of(model), read_tensor, out);
             },
     };

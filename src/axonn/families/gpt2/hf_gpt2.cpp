@@ -71,14 +71,14 @@ void transpose(float const* in, std::int64_t rows, std::int64_t cols, float* out
 template <typename T>
 void require_setting(json const& config, char const* key, T const& required, fs::path const& path) {
     if (!config.contains(key) || config[key].is_null()) return;
-    require(config[key] == required, "{} sets {} = {}, but axonn's GPT-2 supports only {}", path.string(), key,
-            config[key].dump(), json(required).dump());
+    AXONN_REQUIRE(config[key] == required, "{} sets {} = {}, but axonn's GPT-2 supports only {}", path.string(), key,
+                  config[key].dump(), json(required).dump());
 }
 
 int positive(json const& config, char const* key, fs::path const& path) {
-    require(config.contains(key) && config[key].is_number_integer() && config[key].get<std::int64_t>() > 0 &&
-                config[key].get<std::int64_t>() <= (1 << 30),
-            "{} has no positive integer {}: it is not a GPT-2 config", path.string(), key);
+    AXONN_REQUIRE(config.contains(key) && config[key].is_number_integer() && config[key].get<std::int64_t>() > 0 &&
+                      config[key].get<std::int64_t>() <= (1 << 30),
+                  "{} has no positive integer {}: it is not a GPT-2 config", path.string(), key);
     return config[key].get<int>();
 }
 
@@ -94,10 +94,10 @@ GptConfig read_hf_gpt2_config(fs::path const& dir) {
         fail("{}: {}: it is no Hugging Face config", path.string(), e.what());
     }
     json const config = json::parse(text, nullptr, false);
-    require(!config.is_discarded() && config.is_object(), "{} is not a JSON object", path.string());
-    require(config.contains("model_type") && config["model_type"] == "gpt2",
-            "{} describes model_type {}: axonn reads {} models", path.string(),
-            config.contains("model_type") ? config["model_type"].dump() : "(none)", hf_model_types());
+    AXONN_REQUIRE(!config.is_discarded() && config.is_object(), "{} is not a JSON object", path.string());
+    AXONN_REQUIRE(config.contains("model_type") && config["model_type"] == "gpt2",
+                  "{} describes model_type {}: axonn reads {} models", path.string(),
+                  config.contains("model_type") ? config["model_type"].dump() : "(none)", hf_model_types());
     GptConfig model;
     model.name = dir.filename().string();
     model.vocab_size = positive(config, "vocab_size", path);
@@ -115,9 +115,9 @@ GptConfig read_hf_gpt2_config(fs::path const& dir) {
     require_setting(config, "scale_attn_weights", true, path);
     require_setting(config, "scale_attn_by_inverse_layer_idx", false, path);
     if (config.contains("layer_norm_epsilon")) {
-        require(config["layer_norm_epsilon"].is_number() && config["layer_norm_epsilon"].get<double>() == 1e-5,
-                "{} sets layer_norm_epsilon = {}, but axonn's GPT-2 uses 1e-05", path.string(),
-                config["layer_norm_epsilon"].dump());
+        AXONN_REQUIRE(config["layer_norm_epsilon"].is_number() && config["layer_norm_epsilon"].get<double>() == 1e-5,
+                      "{} sets layer_norm_epsilon = {}, but axonn's GPT-2 uses 1e-05", path.string(),
+                      config["layer_norm_epsilon"].dump());
     }
     try {
         model.validate();
@@ -136,27 +136,27 @@ HfGpt2Weights::HfGpt2Weights(fs::path const& dir, GptConfig const& config)
         for (int l = 0; l < (tensor.per_layer ? config.n_layer : 1); ++l) {
             std::string const name = prefix_ + hf_name(tensor, l);
             SafetensorsEntry const* entry = files_.find(name);
-            require(entry != nullptr, "{} has no tensor {}: it is not a GPT-2 of this config's {} layers",
-                    dir_.string(), name, config.n_layer);
+            AXONN_REQUIRE(entry != nullptr, "{} has no tensor {}: it is not a GPT-2 of this config's {} layers",
+                          dir_.string(), name, config.n_layer);
             Shape const expected = hf_shape(tensor, config);
-            require(entry->shape == expected, "{}: {} has shape {}, but its config.json asks for {}",
-                    files_.where(name), name, shape_string(entry->shape), shape_string(expected));
-            require(entry->dtype == DType::f32 || entry->dtype == DType::bf16,
-                    "{}: {} is {}; axonn reads F32 or BF16 weights", files_.where(name), name,
-                    safetensors_dtype_name(entry->dtype));
+            AXONN_REQUIRE(entry->shape == expected, "{}: {} has shape {}, but its config.json asks for {}",
+                          files_.where(name), name, shape_string(entry->shape), shape_string(expected));
+            AXONN_REQUIRE(entry->dtype == DType::f32 || entry->dtype == DType::bf16,
+                          "{}: {} is {}; axonn reads F32 or BF16 weights", files_.where(name), name,
+                          safetensors_dtype_name(entry->dtype));
         }
     }
     // An untied head would be silently replaced by the embedding: refuse one that differs from it.
     if (SafetensorsEntry const* head = files_.find("lm_head.weight")) {
         Shape const embedding = hf_shape(hf_tensors[0], config);
-        require(head->shape == embedding, "{}: lm_head.weight has shape {}, not the embedding's",
-                files_.where("lm_head.weight"), shape_string(head->shape));
-        require(head->dtype == DType::f32 || head->dtype == DType::bf16,
-                "{}: lm_head.weight is {}; axonn reads F32 or BF16 weights", files_.where("lm_head.weight"),
-                safetensors_dtype_name(head->dtype));
+        AXONN_REQUIRE(head->shape == embedding, "{}: lm_head.weight has shape {}, not the embedding's",
+                      files_.where("lm_head.weight"), shape_string(head->shape));
+        AXONN_REQUIRE(head->dtype == DType::f32 || head->dtype == DType::bf16,
+                      "{}: lm_head.weight is {}; axonn reads F32 or BF16 weights", files_.where("lm_head.weight"),
+                      safetensors_dtype_name(head->dtype));
         Tensor const a = read("lm_head.weight", embedding), b = read(prefix_ + "wte.weight", embedding);
-        require(std::equal(a.span<float>().begin(), a.span<float>().end(), b.span<float>().begin()),
-                "{}: lm_head.weight differs from the embedding; axonn's GPT-2 ties them", dir_.string());
+        AXONN_REQUIRE(std::equal(a.span<float>().begin(), a.span<float>().end(), b.span<float>().begin()),
+                      "{}: lm_head.weight differs from the embedding; axonn's GPT-2 ties them", dir_.string());
     }
 }
 

@@ -76,13 +76,13 @@ HfLlamaWeights::HfLlamaWeights(fs::path const& dir, LlamaConfig const& config)
             for (StoredPart const& part : stored_parts(param, config)) {
                 std::string const name = stored_name(param, part, l);
                 SafetensorsEntry const* entry = files_.find(name);
-                require(entry != nullptr, "{} has no tensor {}: it is not a Llama of this config's {} layers",
-                        dir_.string(), name, config.num_hidden_layers);
-                require(entry->shape == part.shape, "{}: {} has shape {}, but its config.json asks for {}",
-                        files_.where(name), name, shape_string(entry->shape), shape_string(part.shape));
-                require(entry->dtype == DType::f32 || entry->dtype == DType::bf16,
-                        "{}: {} is {}; axonn reads F32 or BF16 weights", files_.where(name), name,
-                        safetensors_dtype_name(entry->dtype));
+                AXONN_REQUIRE(entry != nullptr, "{} has no tensor {}: it is not a Llama of this config's {} layers",
+                              dir_.string(), name, config.num_hidden_layers);
+                AXONN_REQUIRE(entry->shape == part.shape, "{}: {} has shape {}, but its config.json asks for {}",
+                              files_.where(name), name, shape_string(entry->shape), shape_string(part.shape));
+                AXONN_REQUIRE(entry->dtype == DType::f32 || entry->dtype == DType::bf16,
+                              "{}: {} is {}; axonn reads F32 or BF16 weights", files_.where(name), name,
+                              safetensors_dtype_name(entry->dtype));
             }
         }
     }
@@ -116,8 +116,8 @@ void HfLlamaWeights::read_local(ShardLayout const& layout, std::span<float> para
 }
 
 void export_hf_llama(LlamaConfig const& config, ReadTensor const& read_tensor, fs::path const& out, DType dtype) {
-    require(dtype == DType::f32 || dtype == DType::bf16, "export writes F32 or BF16 weights, not {}",
-            safetensors_dtype_name(dtype));
+    AXONN_REQUIRE(dtype == DType::f32 || dtype == DType::bf16, "export writes F32 or BF16 weights, not {}",
+                  safetensors_dtype_name(dtype));
     std::vector<ParamDecl> const decls = llama_parameters(config);
     // Every stored tensor in the order its data is written: by axonn tensor, layer, then part.
     std::vector<SafetensorsEntry> entries;

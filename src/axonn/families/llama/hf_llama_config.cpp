@@ -26,7 +26,7 @@ public:
     ConfigReader(json const& config, std::string source) : config_(config), source_(std::move(source)) {}
 
     int positive(char const* key) const {
-        require(config_.contains(key), "{} has no {}: it is no Llama config", source_, key);
+        AXONN_REQUIRE(config_.contains(key), "{} has no {}: it is no Llama config", source_, key);
         return positive_value(key);
     }
     int positive_or(char const* key, int fallback) const {
@@ -34,21 +34,23 @@ public:
     }
     double number_or(char const* key, double fallback) const {
         if (!config_.contains(key) || config_[key].is_null()) return fallback;
-        require(config_[key].is_number(), "{} sets {} = {}, which is not a number", source_, key, config_[key].dump());
+        AXONN_REQUIRE(config_[key].is_number(), "{} sets {} = {}, which is not a number", source_, key,
+                      config_[key].dump());
         return config_[key].get<double>();
     }
     // A field whose only value axonn reproduces is `required` (its absence means that value too).
     template <typename T> void require_value(char const* key, T const& required) const {
         if (!config_.contains(key) || config_[key].is_null()) return;
-        require(config_[key] == json(required), "{} sets {} = {}, but axonn's Llama supports only {}", source_, key,
-                config_[key].dump(), json(required).dump());
+        AXONN_REQUIRE(config_[key] == json(required), "{} sets {} = {}, but axonn's Llama supports only {}", source_,
+                      key, config_[key].dump(), json(required).dump());
     }
 
 private:
     int positive_value(char const* key) const {
         json const& value = config_[key];
-        require(value.is_number_integer() && value.get<std::int64_t>() > 0 && value.get<std::int64_t>() <= (1 << 30),
-                "{} sets {} = {}: it must be a positive integer", source_, key, value.dump());
+        AXONN_REQUIRE(
+            value.is_number_integer() && value.get<std::int64_t>() > 0 && value.get<std::int64_t>() <= (1 << 30),
+            "{} sets {} = {}: it must be a positive integer", source_, key, value.dump());
         return value.get<int>();
     }
 
@@ -61,10 +63,11 @@ private:
 std::optional<RopeScaling> read_rope_scaling(json const& config, std::string const& source) {
     if (!config.contains("rope_scaling") || config["rope_scaling"].is_null()) return std::nullopt;
     json const& scaling = config["rope_scaling"];
-    require(scaling.is_object(), "{}: rope_scaling must be an object or null", source);
+    AXONN_REQUIRE(scaling.is_object(), "{}: rope_scaling must be an object or null", source);
     std::string const kind = scaling.value("rope_type", scaling.value("type", std::string("(none)")));
-    require(kind == "llama3", "{}: rope_scaling of type {} is not supported: axonn reproduces Llama 3's (\"llama3\")",
-            source, kind);
+    AXONN_REQUIRE(kind == "llama3",
+                  "{}: rope_scaling of type {} is not supported: axonn reproduces Llama 3's (\"llama3\")", source,
+                  kind);
     ConfigReader const fields(scaling, source + " rope_scaling");
     RopeScaling const defaults;
     return RopeScaling{fields.number_or("factor", defaults.factor),
@@ -82,9 +85,9 @@ LlamaConfig parse_hf_llama_config(std::string const& text, std::string const& so
         fail("{}: {}: it is no Hugging Face config", source, e.what());
     }
     json const config = json::parse(text, nullptr, false);
-    require(!config.is_discarded() && config.is_object(), "{} is not a JSON object", source);
-    require(config.value("model_type", std::string()) == "llama", "{} describes model_type {}, not llama", source,
-            config.contains("model_type") ? config["model_type"].dump() : "(none)");
+    AXONN_REQUIRE(!config.is_discarded() && config.is_object(), "{} is not a JSON object", source);
+    AXONN_REQUIRE(config.value("model_type", std::string()) == "llama", "{} describes model_type {}, not llama", source,
+                  config.contains("model_type") ? config["model_type"].dump() : "(none)");
     // The fields that define the model, each read or checked below.
     static constexpr std::array<std::string_view, 18> known = {
         "model_type", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
@@ -93,8 +96,10 @@ LlamaConfig parse_hf_llama_config(std::string const& text, std::string const& so
     for (auto const& [key, value] : config.items()) {
         bool const understood = std::find(known.begin(), known.end(), key) != known.end() ||
                                 std::find(ignored_fields.begin(), ignored_fields.end(), key) != ignored_fields.end();
-        require(understood, "{} has a field {} that axonn does not know: it may change the model; remove it if it "
-                "does not", source, key);
+        AXONN_REQUIRE(understood,
+                      "{} has a field {} that axonn does not know: it may change the model; remove it if it "
+                      "does not",
+                      source, key);
     }
     ConfigReader const fields(config, source);
     LlamaConfig model;
@@ -111,9 +116,9 @@ LlamaConfig parse_hf_llama_config(std::string const& text, std::string const& so
     model.rope_theta = fields.number_or("rope_theta", 10000.0);
     model.rope_scaling = read_rope_scaling(config, source);
     if (config.contains("head_dim") && !config["head_dim"].is_null()) {
-        require(config["head_dim"] == json(model.hidden_size / model.num_attention_heads),
-                "{} sets head_dim = {}, but axonn's Llama needs hidden_size / num_attention_heads = {}", source,
-                config["head_dim"].dump(), model.hidden_size / model.num_attention_heads);
+        AXONN_REQUIRE(config["head_dim"] == json(model.hidden_size / model.num_attention_heads),
+                      "{} sets head_dim = {}, but axonn's Llama needs hidden_size / num_attention_heads = {}", source,
+                      config["head_dim"].dump(), model.hidden_size / model.num_attention_heads);
     }
     fields.require_value("hidden_act", std::string("silu"));
     fields.require_value("tie_word_embeddings", false);
@@ -121,9 +126,9 @@ LlamaConfig parse_hf_llama_config(std::string const& text, std::string const& so
     fields.require_value("mlp_bias", false);
     fields.require_value("pretraining_tp", 1);
     if (config.contains("attention_dropout") && !config["attention_dropout"].is_null()) {
-        require(config["attention_dropout"].is_number() && config["attention_dropout"].get<double>() == 0.0,
-                "{} sets attention_dropout = {}, but axonn's Llama has no dropout", source,
-                config["attention_dropout"].dump());
+        AXONN_REQUIRE(config["attention_dropout"].is_number() && config["attention_dropout"].get<double>() == 0.0,
+                      "{} sets attention_dropout = {}, but axonn's Llama has no dropout", source,
+                      config["attention_dropout"].dump());
     }
     try {
         model.validate();

@@ -37,7 +37,7 @@ std::int64_t LlamaConfig::parameter_count() const {
 
 void LlamaConfig::validate() const {
     auto const positive = [](int value, char const* field) {
-        require(value > 0, "{} must be positive, got {}", field, value);
+        AXONN_REQUIRE(value > 0, "{} must be positive, got {}", field, value);
     };
     positive(vocab_size, "vocab_size");
     positive(hidden_size, "hidden_size");
@@ -46,21 +46,25 @@ void LlamaConfig::validate() const {
     positive(num_attention_heads, "num_attention_heads");
     positive(num_key_value_heads, "num_key_value_heads");
     positive(max_position_embeddings, "max_position_embeddings");
-    require(hidden_size % num_attention_heads == 0 && head_size() % 2 == 0,
-            "hidden_size {} must split into num_attention_heads {} heads of an even size (rotary embeddings turn "
-            "channels in pairs)", hidden_size, num_attention_heads);
-    require(num_attention_heads % num_key_value_heads == 0,
-            "num_key_value_heads {} must divide num_attention_heads {} (each key/value head serves a group of query "
-            "heads)", num_key_value_heads, num_attention_heads);
-    require(std::isfinite(rms_norm_eps) && rms_norm_eps > 0, "rms_norm_eps must be positive, got {}", rms_norm_eps);
-    require(std::isfinite(rope_theta) && rope_theta > 1, "rope_theta must be above 1, got {}", rope_theta);
+    AXONN_REQUIRE(hidden_size % num_attention_heads == 0 && head_size() % 2 == 0,
+                  "hidden_size {} must split into num_attention_heads {} heads of an even size (rotary embeddings turn "
+                  "channels in pairs)",
+                  hidden_size, num_attention_heads);
+    AXONN_REQUIRE(
+        num_attention_heads % num_key_value_heads == 0,
+        "num_key_value_heads {} must divide num_attention_heads {} (each key/value head serves a group of query "
+        "heads)",
+        num_key_value_heads, num_attention_heads);
+    AXONN_REQUIRE(std::isfinite(rms_norm_eps) && rms_norm_eps > 0, "rms_norm_eps must be positive, got {}",
+                  rms_norm_eps);
+    AXONN_REQUIRE(std::isfinite(rope_theta) && rope_theta > 1, "rope_theta must be above 1, got {}", rope_theta);
     if (rope_scaling) {
         RopeScaling const& s = *rope_scaling;
-        require(s.factor >= 1 && s.low_freq_factor > 0 && s.high_freq_factor > s.low_freq_factor &&
-                    s.original_max_position > 0,
-                "rope_scaling needs factor ≥ 1, 0 < low_freq_factor < high_freq_factor and a positive "
-                "original_max_position_embeddings, got {}, {}, {}, {}", s.factor, s.low_freq_factor,
-                s.high_freq_factor, s.original_max_position);
+        AXONN_REQUIRE(s.factor >= 1 && s.low_freq_factor > 0 && s.high_freq_factor > s.low_freq_factor &&
+                          s.original_max_position > 0,
+                      "rope_scaling needs factor ≥ 1, 0 < low_freq_factor < high_freq_factor and a positive "
+                      "original_max_position_embeddings, got {}, {}, {}, {}",
+                      s.factor, s.low_freq_factor, s.high_freq_factor, s.original_max_position);
     }
 }
 

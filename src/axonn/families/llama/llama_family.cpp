@@ -14,7 +14,7 @@ using nlohmann::json;
 
 LlamaConfig const& llama_of(ModelConfig const& model) {
     LlamaConfig const* config = model.as<LlamaConfig>();
-    require(config != nullptr, "{} is a {} model, not Llama", model.name(), model.family());
+    AXONN_REQUIRE(config != nullptr, "{} is a {} model, not Llama", model.name(), model.family());
     return *config;
 }
 

@@ -54,6 +54,20 @@ std::pair<float const*, std::int64_t> padded_copy(float const* B, std::int64_t r
     return {copy, ld};
 }
 
+// The rows × columns block of `values` (row stride ld) widened to fp32 in `copy`, rows packed; returns the copy and
+// its row stride.
+std::pair<float const*, std::int64_t> widened(bfloat16 const* values, std::int64_t rows, std::int64_t columns,
+                                              std::int64_t ld, std::vector<float>& copy) {
+    if (copy.size() < static_cast<std::size_t>(rows * columns)) copy.resize(static_cast<std::size_t>(rows * columns));
+    float* wide = copy.data();
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < rows; ++r) {
+#pragma omp simd
+        for (std::int64_t c = 0; c < columns; ++c) wide[r * columns + c] = to_float(values[r * ld + c]);
+    }
+    return {copy.data(), columns};
+}
+
 // The bf16 GEMM: oneDNN's matmul primitive (bf16 inputs, fp32 accumulation and output).
 using dims = dnnl::memory::dims;
 using dt = dnnl::memory::data_type;
@@ -140,7 +154,7 @@ void gemm_way(GemmVariant way, bool transpose_a, bool transpose_b, std::int64_t 
                 if (j1 > j0) status = columns(j0, j1);
             }
         }
-        invariant(status == dnnl_success, "oneDNN sgemm failed (status {}) for M={} N={} K={}", status, M, N, k);
+        AXONN_INVARIANT(status == dnnl_success, "oneDNN sgemm failed (status {}) for M={} N={} K={}", status, M, N, k);
     };
     run_gemm_variant(way, K, beta, part);
 }
@@ -182,7 +196,11 @@ char const* gemm_library_name() {
 
 void gemm_bf16(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K, bfloat16 const* A,
                std::int64_t lda, bfloat16 const* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
-    invariant(beta == 0.0f || beta == 1.0f, "gemm_bf16 takes beta 0 or 1, not {}", beta);
+    AXONN_INVARIANT(beta == 0.0f || beta == 1.0f, "gemm_bf16 takes beta 0 or 1, not {}", beta);
+    if (!bf16_gemm_support().native) {
+        gemm_bf16_emulated(transpose_a, transpose_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
     // The product over inner indices k0 ... k0+k−1 into out (row stride ld_out).
     auto part_into = [&](float* out, std::int64_t ld_out) {
         return [=](std::int64_t k0, std::int64_t k, float part_beta) {
@@ -197,7 +215,19 @@ void gemm_bf16(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t 
     run_gemm_variant(variant, K, beta, part_into(C, ldc));
 }
 
-Bf16Support bf16_gemm_support() {
+void gemm_bf16_emulated(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K,
+                        bfloat16 const* A, std::int64_t lda, bfloat16 const* B, std::int64_t ldb, float beta, float* C,
+                        std::int64_t ldc) {
+    // Each calling thread has its own copies: attention calls this from inside its parallel loops.
+    thread_local std::vector<float> a_wide, b_wide;
+    auto const [a, ld_a] = widened(A, transpose_a ? K : M, transpose_a ? M : K, lda, a_wide);
+    auto const [b, ld_b] = widened(B, transpose_b ? N : K, transpose_b ? K : N, ldb, b_wide);
+    gemm<float>(transpose_a, transpose_b, M, N, K, 1.0f, a, ld_a, b, ld_b, beta, C, ldc);
+}
+
+namespace {
+
+Bf16Support probe_bf16_gemm() {
     if (!__builtin_cpu_supports("avx512bf16")) return {false, "the CPU lacks avx512_bf16"};
     try {
         dnnl::memory::desc const a({256, 256}, dt::bf16, dims{256, 1}), c({256, 256}, dt::f32, dims{256, 1});
@@ -212,6 +242,12 @@ Bf16Support bf16_gemm_support() {
     }
 }
 
+}  // namespace
+
+Bf16Support bf16_gemm_support() {
+    static Bf16Support const support = probe_bf16_gemm();
+    return support;
+}
 
 // The Linear layer.
 namespace {

@@ -29,12 +29,21 @@ void gemm_way(GemmVariant way, bool transpose_a, bool transpose_b, std::int64_t 
 char const* gemm_library_name();
 
 // C[M,N] = op(A) · op(B) + beta · C, row-major with row strides as in gemm.h; A and B bf16, C fp32, beta 0 or 1.
+// On a CPU with a native bf16 GEMM (bf16_gemm_support), oneDNN's bf16 matmul; elsewhere gemm_bf16_emulated.
 void gemm_bf16(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K, bfloat16 const* A,
                std::int64_t lda, bfloat16 const* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc);
 
-// Whether this CPU and oneDNN have a fast bf16 GEMM (not oneDNN's reference kernel), and if not, why.
+// The same product on any CPU: A and B widened to fp32 (exactly) and multiplied by the fp32 GEMM. A product of two
+// bf16 values is exact in fp32 and the sums run in fp32, which is what a native bf16 GEMM with fp32 accumulation
+// computes; only the order of the sums differs.
+void gemm_bf16_emulated(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K,
+                        bfloat16 const* A, std::int64_t lda, bfloat16 const* B, std::int64_t ldb, float beta, float* C,
+                        std::int64_t ldc);
+
+// Whether this CPU and oneDNN have a native bf16 GEMM (not oneDNN's reference kernel), and if not, why: then the
+// bf16 GEMMs are emulated.
 struct Bf16Support {
-    bool available;
+    bool native;
     std::string reason;  // "brg:avx512_core_bf16", or why not
 };
 Bf16Support bf16_gemm_support();

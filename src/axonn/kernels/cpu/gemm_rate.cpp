@@ -52,7 +52,9 @@ GemmRate measure_single_core_gemm_rate(DType precision) {
     double best = 0;
     for (std::int64_t const n : {512, 1024, 2048}) best = std::max(best, best_square_gemm_rate(precision, n));
     omp_set_num_threads(threads);
-    return {best, precision == DType::bf16 ? cpu::bf16_gemm_support().reason : cpu_isa_name()};
+    if (precision != DType::bf16) return {best, cpu_isa_name()};
+    cpu::Bf16Support const support = cpu::bf16_gemm_support();
+    return {best, support.native ? support.reason : "emulated on " + cpu_isa_name() + " fp32"};
 }
 
 }  // namespace axonn

@@ -34,7 +34,8 @@ struct HeadLayout {
 
 HeadLayout head_layout(int T, int C, int NH, int NKV) {
     int const hs = C / NH;
-    require(hs <= max_head_size, "the CUDA attention kernel takes heads of up to {} channels, not {}", max_head_size, hs);
+    AXONN_REQUIRE(hs <= max_head_size, "the CUDA attention kernel takes heads of up to {} channels, not {}",
+                  max_head_size, hs);
     return {T, C, NH, NKV, hs, C + 2 * static_cast<std::int64_t>(NKV) * hs, 1.0f / sqrtf(static_cast<float>(hs))};
 }
 

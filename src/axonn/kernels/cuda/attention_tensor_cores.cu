@@ -324,7 +324,7 @@ void attention_forward_tensor_cores(float* out, float* lse, float const* qkv, in
                                     cudaStream_t stream) {
     if (B == 0 || T == 0) return;
     int const hs = C / NH;
-    invariant(tensor_core_attention_fits(hs), "tensor-core attention for heads of {} channels", hs);
+    AXONN_INVARIANT(tensor_core_attention_fits(hs), "tensor-core attention for heads of {} channels", hs);
     if (hs == 64) {
         forward<64>(out, lse, qkv, B, T, C, NH, NKV, stream);
     } else {
@@ -337,7 +337,7 @@ void attention_backward_tensor_cores(float* dqkv, float const* dout, float const
                                      cudaStream_t stream) {
     if (B == 0 || T == 0) return;
     int const hs = C / NH;
-    invariant(tensor_core_attention_fits(hs), "tensor-core attention for heads of {} channels", hs);
+    AXONN_INVARIANT(tensor_core_attention_fits(hs), "tensor-core attention for heads of {} channels", hs);
     attention_row_dots(row_dot, dout, out, B, T, C, NH, NKV, stream);
     if (hs == 64) {
         backward<64>(dqkv, dout, qkv, lse, row_dot, B, T, C, NH, NKV, stream);

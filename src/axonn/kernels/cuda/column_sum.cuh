@@ -52,8 +52,8 @@ void add_column_sums(float* target0, float* target1, std::int64_t N, int C, Valu
     static_assert(Sums == 1 || Sums == 2, "one or two sums per column");
     if (N == 0 || C == 0) return;
     std::int64_t const chunks = (N + column_sum_rows_per_chunk - 1) / column_sum_rows_per_chunk;
-    require(chunks <= 65535, "{} rows are more than a column sum takes ({}): use a smaller batch per rank", N,
-            65535 * column_sum_rows_per_chunk);
+    AXONN_REQUIRE(chunks <= 65535, "{} rows are more than a column sum takes ({}): use a smaller batch per rank", N,
+                  65535 * column_sum_rows_per_chunk);
     float* partials = nullptr;
     // Stream-ordered: the pool keeps the memory between steps, so this is no allocation after the first.
     check(cudaMallocAsync(reinterpret_cast<void**>(&partials), static_cast<std::size_t>(chunks) * Sums * C * sizeof(float),

@@ -36,13 +36,14 @@ std::int64_t qkv_width(int C, int NH, int NKV) { return C + 2 * static_cast<std:
 }  // namespace
 
 CudaBackend::CudaBackend(DType gemm_dtype, int device) : gemm_dtype_(gemm_dtype), device_(device) {
-    invariant(gemm_dtype == DType::f32 || gemm_dtype == DType::bf16,
-              "the CUDA backend's GEMMs take f32 or bf16, not {}", dtype_name(gemm_dtype));
+    AXONN_INVARIANT(gemm_dtype == DType::f32 || gemm_dtype == DType::bf16,
+                    "the CUDA backend's GEMMs take f32 or bf16, not {}", dtype_name(gemm_dtype));
     cuda::check(cudaSetDevice(device), "select the GPU");
     cudaDeviceProp properties{};
     cuda::check(cudaGetDeviceProperties(&properties, device), "read the GPU's properties");
-    require(properties.major >= 8, "GPU {} ({}) has compute capability {}.{}: the CUDA backend needs 8.0 (Ampere) or newer",
-            device, properties.name, properties.major, properties.minor);
+    AXONN_REQUIRE(properties.major >= 8,
+                  "GPU {} ({}) has compute capability {}.{}: the CUDA backend needs 8.0 (Ampere) or newer", device,
+                  properties.name, properties.major, properties.minor);
     device_name_ = properties.name;
     cuda::check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "create the compute stream");
     gemm_ = std::make_unique<cuda::Gemm>();
@@ -102,7 +103,7 @@ void CudaBackend::convert(void* out, DType out_dtype, void const* in, DType in_d
     } else if (out_dtype == DType::f32 && in_dtype == DType::bf16) {
         cuda::to_f32(static_cast<float*>(out), as_device_bf16(in), n, stream_);
     } else {
-        invariant(false, "no conversion from {} to {}", dtype_name(in_dtype), dtype_name(out_dtype));
+        AXONN_INVARIANT(false, "no conversion from {} to {}", dtype_name(in_dtype), dtype_name(out_dtype));
     }
 }
 
@@ -125,8 +126,8 @@ GemmInput CudaBackend::gemm_input(float const* x, std::int64_t n) {
 }
 
 void CudaBackend::check_weight(WeightView weight) const {
-    invariant(weight.dtype == gemm_dtype_, "a {} GEMM got {} weights", dtype_name(gemm_dtype_),
-              dtype_name(weight.dtype));
+    AXONN_INVARIANT(weight.dtype == gemm_dtype_, "a {} GEMM got {} weights", dtype_name(gemm_dtype_),
+                    dtype_name(weight.dtype));
 }
 
 void CudaBackend::encoder_forward(float* out, std::int32_t const* tokens, WeightView wte, float const* wpe, int B,

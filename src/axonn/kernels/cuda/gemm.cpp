@@ -91,7 +91,7 @@ Gemm::Plan& Gemm::plan_for(ShapeKey const& key, void const* A, void const* B, fl
                                                                  results.data(), &found_count);
     cublasLtMatmulPreferenceDestroy(preference);
     check(status, "find a GEMM algorithm");
-    require(found_count > 0, "cuBLASLt has no algorithm for a {}×{}×{} GEMM", M, N, K);
+    AXONN_REQUIRE(found_count > 0, "cuBLASLt has no algorithm for a {}×{}×{} GEMM", M, N, K);
     plan->algorithm = results[0].algo;
 
     // With tuning on, each proposal is timed once on the call's own operands. Only for beta = 0: the product
@@ -126,7 +126,7 @@ void Gemm::run(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t 
                bool inputs_bf16, cudaStream_t stream) {
     if (M == 0 || N == 0) return;
     if (K == 0) {  // an empty sum: C = beta·C, and beta is 0 or 1 here
-        invariant(beta == 0.0f || beta == 1.0f, "a GEMM with K = 0 and beta {}", beta);
+        AXONN_INVARIANT(beta == 0.0f || beta == 1.0f, "a GEMM with K = 0 and beta {}", beta);
         if (beta == 0.0f) {
             check(cudaMemset2DAsync(C, ldc * sizeof(float), 0, N * sizeof(float), M, stream), "zero a GEMM's output");
         }

@@ -34,9 +34,9 @@ bool device_present() {
 int local_device() {
     int count = 0;
     cudaError_t const status = cudaGetDeviceCount(&count);
-    require(status == cudaSuccess && count > 0,
-            "no CUDA GPU is visible ({}): run on a GPU node, or check CUDA_VISIBLE_DEVICES",
-            status == cudaSuccess ? "none found" : cudaGetErrorString(status));
+    AXONN_REQUIRE(status == cudaSuccess && count > 0,
+                  "no CUDA GPU is visible ({}): run on a GPU node, or check CUDA_VISIBLE_DEVICES",
+                  status == cudaSuccess ? "none found" : cudaGetErrorString(status));
     return launcher_local_rank() % count;
 }
 
