@@ -194,10 +194,11 @@ private:
 };
 
 void run(int argc, char** argv) {
-    require(argc == 2 || argc == 3, "usage: parallel_mlp GRID [STEPS], e.g. mpirun -np 4 parallel_mlp y=2,x=2 30");
+    AXONN_REQUIRE(argc == 2 || argc == 3,
+                  "usage: parallel_mlp GRID [STEPS], e.g. mpirun -np 4 parallel_mlp y=2,x=2 30");
     GridShape const shape = GridShape::parse(argv[1]);
     int const steps = argc == 3 ? std::stoi(argv[2]) : 30;
-    require(steps > 0, "STEPS must be positive, got {}", steps);
+    AXONN_REQUIRE(steps > 0, "STEPS must be positive, got {}", steps);
     int world = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     require_valid_grid(mlp_parameters(), shape, world, B);
@@ -217,7 +218,7 @@ int main(int argc, char** argv) {
     int provided = 0;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     try {
-        axonn::require(provided == MPI_THREAD_MULTIPLE, "this MPI does not support MPI_THREAD_MULTIPLE");
+        AXONN_REQUIRE(provided == MPI_THREAD_MULTIPLE, "this MPI does not support MPI_THREAD_MULTIPLE");
         run(argc, argv);
     } catch (std::exception const& error) {
         fmt::print(stderr, "parallel_mlp: error: {}\n", error.what());

@@ -9,6 +9,7 @@
 //     runs on a grid of 4.
 //   - ASignalSavesAndStops: SIGUSR1 to one rank stops the job with status 75 after a checkpoint, which resumes
 //     bitwise; a run without --ckpt-dir says once that its weights will not be kept.
+//   - ASignalDuringSetUpIsNotLost: SIGTERM before the first step still saves and stops (75) with a --ckpt-dir
 //   - SignalsDuringGemmsLeaveTheHeapIntact: a burst of SIGUSR1s while a rank computes still ends in status 75
 //     and a checkpoint that resumes bitwise. oneDNN's sgemm kernels run with the stack pointer in the heap, and a
 //     handler on their thread wrote its frame there (train/stop_signals.h): without the signal thread this run
@@ -225,6 +226,53 @@ TEST_F(CheckpointJobs, ASignalSavesAndStops) {
     EXPECT_NE(note, std::string::npos) << printed;
     EXPECT_EQ(printed.find("no --ckpt-dir", note + 1), std::string::npos) << "said more than once: " << printed;
     signalled_run_resumes(options, 2, 4, 1, dir_ / "whole.jsonl");
+}
+
+// Whether process `pid` has installed a handler for SIGTERM (its SigCgt mask in /proc: bit 14 for signal 15).
+bool catches_sigterm(pid_t pid) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(status, line);) {
+        if (line.rfind("SigCgt:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) >> (SIGTERM - 1)) & 1;
+    }
+    return false;
+}
+
+// SIGTERM at the first moment the process can catch it (main's first instruction, long before its first step: the
+// data, the model and the GEMM rate are still to come). A run with a --ckpt-dir holds it, saves at its first step
+// boundary and exits 75, and --resume latest then finishes the run; a run without one ends by the signal.
+TEST_F(CheckpointJobs, ASignalDuringSetUpIsNotLost) {
+    for (bool const saves : {true, false}) {
+        SCOPED_TRACE(saves ? "with --ckpt-dir" : "without --ckpt-dir");
+        fs::path const ckpt = dir_ / (saves ? "early" : "early_unsaved");
+        fs::path const metrics = ckpt.string() + ".jsonl";
+        fs::remove_all(ckpt);
+        fs::remove(metrics);
+        std::string const command = train("--steps 3 --eval-every 100 --eval-batches 1 --metrics " +
+                                          metrics.string() + (saves ? " --ckpt-dir " + ckpt.string() : ""));
+        {
+            BackgroundJob job(mpirun_command("-np 1 " + command, ckpt));
+            std::vector<pid_t> ranks;
+            for (auto start = std::chrono::steady_clock::now(); ranks.empty() || !catches_sigterm(ranks[0]);) {
+                ranks = BackgroundJob::ranks(metrics.string());
+                ASSERT_LT(std::chrono::steady_clock::now() - start, 60s) << "the rank did not start";
+            }
+            ASSERT_TRUE(lines_of(metrics).empty()) << "signalled too late: a step is done";
+            ::kill(ranks[0], SIGTERM);
+            int const status = job.wait();
+            if (saves) {
+                EXPECT_EQ(status, 75) << file_bytes(ckpt.string() + ".err");
+            } else {
+                EXPECT_NE(status, 0);
+                EXPECT_NE(status, 75) << "a run without a --ckpt-dir has nothing to resume";
+            }
+        }
+        if (saves) {
+            ASSERT_TRUE(fs::is_directory(ckpt / "step_00000000")) << "no checkpoint of the first step";
+            testing::JobResult const resumed = mpirun("-np 1 " + command + " --resume latest");
+            ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
+            EXPECT_EQ(step_results(metrics).size(), 3u);
+        }
+    }
 }
 
 TEST_F(CheckpointJobs, SignalsDuringGemmsLeaveTheHeapIntact) {

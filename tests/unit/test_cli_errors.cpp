@@ -210,6 +210,46 @@ std::vector<BadInput> const bad_inputs = {
     {"metrics_written_by_another_run",
      "train --data {dir}/good --tokenizer byte --metrics {dir}/locked.jsonl --overwrite",
      "is being written by another run (it is locked)", 1, "flock -o {dir}/locked.jsonl"},
+    // No output replaces a file this run did not make, and no two outputs are one file (checked before any work).
+    {"trace_and_metrics_in_one_file",
+     "train --data {dir}/good --tokenizer byte --steps 1 --metrics {dir}/one.json --trace {dir}/one.json",
+     "--metrics and --trace both name {dir}/one.json: give each output its own path", 1},
+    {"trace_into_the_checkpoint_folder",
+     "train --data {dir}/good --tokenizer byte --steps 1 --ckpt-dir {dir}/ckpt_out --trace {dir}/ckpt_out/index.json",
+     "--trace {dir}/ckpt_out/index.json lies inside --ckpt-dir {dir}/ckpt_out, which this run writes", 1},
+    {"trace_of_an_earlier_run", "train --data {dir}/good --tokenizer byte --steps 1 --trace {dir}/old_metrics.jsonl",
+     "trace file {dir}/old_metrics.jsonl already exists (9 bytes, from an earlier run)", 1},
+    {"tune_over_a_token_shard",
+     "tune --model gpt2-micro --tokenizer byte --batch 8 --seq 16 --out {dir}/good/train.bin",
+     "grid file {dir}/good/train.bin already exists", 1},
+    {"tune_into_a_folder", "tune --model gpt2-micro --tokenizer byte --batch 8 --seq 16 --out {dir}/empty",
+     "--out {dir}/empty is a folder: name a file such as {dir}/empty/tuned-grid.json", 2},
+    {"plan_plot_over_a_file", "plan --weak-scaling gpt-5b:8,gpt-10b:16 --batch 8 --plot {dir}/text.txt",
+     "plot {dir}/text.txt already exists", 1},
+    {"plan_overwrite_without_a_plot", "plan --model gpt-5b --gpus 8 --batch 8 --overwrite",
+     "--overwrite requires --weak-scaling", 2},
+    {"import_over_an_earlier_import", "import --format hf {dir}/empty --out {dir}/imported_before",
+     "--out {dir}/imported_before already holds a checkpoint of step 0", 1},
+    {"export_into_the_checkpoint_folder", "export {dir}/model {dir}/model",
+     "OUT {dir}/model holds axonn checkpoints (the checkpoint step_00000001)", 1},
+    {"export_into_a_checkpoint", "export {dir}/model {dir}/model/step_00000001",
+     "holds axonn checkpoints (a checkpoint's own files)", 1},
+    {"export_over_an_earlier_export", "export {dir}/model {dir}/hf_and_checkpoints/hf_only",
+     "already holds a Hugging Face model (an earlier export?)", 1},
+    {"init_from_a_folder_of_both", "train --data {dir}/good --tokenizer byte --init-from {dir}/hf_and_checkpoints",
+     "--init-from {dir}/hf_and_checkpoints holds both a Hugging Face model and axonn checkpoints (the checkpoint "
+     "step_00000002)", 1},
+    {"generate_from_a_folder_of_both", "generate --model-dir {dir}/hf_and_checkpoints --prompt hi --tokenizer byte",
+     "--model-dir {dir}/hf_and_checkpoints holds both a Hugging Face model", 1},
+    {"init_from_another_model", "train --data {dir}/good --tokenizer byte --init-from {dir}/model --model gpt2-tiny",
+     "--init-from {dir}/model/step_00000001 is not the model that --model and the shape options ask for: heads 8 "
+     "(here 4)",
+     2},
+    {"init_from_with_other_layers",
+     "train --data {dir}/good --tokenizer byte --init-from {dir}/model --model gpt2-micro --n-layer 7",
+     "layers 2 (here 7)", 2},
+    {"new_data_without_resume", "train --data {dir}/good --tokenizer byte --new-data",
+     "--new-data goes with --resume", 2},
     {"metrics_is_the_validation_data",
      "train --data {dir}/good --tokenizer byte --metrics {dir}/good/val.bin --overwrite",
      "--metrics {dir}/good/val.bin is also an input of this run", 1},
@@ -447,6 +487,16 @@ protected:
         write_token_shard(dir_ / "gpt2_data" / "train.bin", small, 16, ShardOrigin{{"gpt2", 50257}, 5});
         fs::create_directories(dir_ / "replaced");
         fs::copy_file(dir_ / "good" / "train.bin", dir_ / "replaced" / "train.bin");
+        fs::create_directories(dir_ / "imported_before" / "step_00000000");
+        fs::create_directories(dir_ / "hf_and_checkpoints" / "step_00000002");
+        fs::create_directories(dir_ / "hf_and_checkpoints" / "hf_only");
+        for (fs::path const& folder : {dir_ / "hf_and_checkpoints", dir_ / "hf_and_checkpoints" / "hf_only"}) {
+            std::ofstream(folder / "config.json") << "{\"model_type\": \"gpt2\"}";
+            std::ofstream(folder / "model.safetensors") << "";
+        }
+        fs::create_directories(dir_ / "other_data");
+        write_token_shard(dir_ / "other_data" / "train.bin", small, 16, ShardOrigin{{"byte", 257}, 9});
+        write_token_shard(dir_ / "other_data" / "val.bin", small, 16, ShardOrigin{{"byte", 257}, 9});
         fs::create_directories(dir_ / "mixed");
         write_token_shard(dir_ / "mixed" / "train.bin", small, 16, ShardOrigin{{"byte", 257}, 6});
         write_token_shard(dir_ / "mixed" / "val.bin", small, 16, ShardOrigin{{"byte", 257}, 7});
@@ -500,6 +550,27 @@ TEST_F(CommandLineErrors, Bf16WithoutANativeGemmIsEmulatedAndSaysSoOnce) {
     double const difference = std::abs(bf16_norm - fp32_norm) / fp32_norm;
     EXPECT_GT(difference, 1e-5) << "the emulated run did not round to bf16";
     EXPECT_LT(difference, 1e-2);
+}
+
+// A checkpoint records its data: resuming it on other data is refused by name, and --new-data goes on from its
+// weights at the start of the new data (with a note); resuming on its own data is unchanged.
+TEST_F(CommandLineErrors, ResumingOnOtherDataIsRefusedUnlessAskedFor) {
+    std::string const run = "train --tokenizer byte --model gpt2-micro --sample-tokens 0 --ckpt-dir {dir}/data_ckpt ";
+    fs::remove_all(dir_ / "data_ckpt");
+    ASSERT_EQ(run_axonn(with_dir(run + "--data {dir}/good --steps 2"), dir_).exit_status, 0);
+    CommandResult const refused = run_axonn(with_dir(run + "--data {dir}/other_data --steps 3 --resume"), dir_);
+    EXPECT_EQ(refused.exit_status, 1) << refused.stderr_text;
+    EXPECT_NE(refused.stderr_text.find("was trained on other data (dataset 0000000000000000 of 3000 tokens) than "
+                                       "--data holds (dataset 0000000000000009 of 3000 tokens)"),
+              std::string::npos)
+        << refused.stderr_text;
+    CommandResult const allowed =
+        run_axonn(with_dir(run + "--data {dir}/other_data --steps 3 --resume --new-data"), dir_);
+    EXPECT_EQ(allowed.exit_status, 0) << allowed.stderr_text;
+    EXPECT_NE(read_text(dir_ / "stdout.txt").find("--new-data: the checkpoint was trained on dataset"),
+              std::string::npos);
+    CommandResult const same = run_axonn(with_dir(run + "--data {dir}/other_data --steps 4 --resume"), dir_);
+    EXPECT_EQ(same.exit_status, 0) << "its own data, recorded by the --new-data run: " << same.stderr_text;
 }
 
 // Not an error: validation data too small for the default 8 batches. The good folder's 3,000 validation tokens
@@ -634,11 +705,11 @@ TEST_F(CommandLineErrors, PlanListsLlamaGridsThatFitOnFrontier) {
 
 // Not an error: `plan --weak-scaling` of GPT presets on Frontier prints one row per point, the first at 100%
 // efficiency, with the same numbers in --json (the batch growing with the devices, or fixed with
-// --weak-scaling-batch fixed), and writes its plot as a PNG. And the planner on its largest count,
+// --weak-scaling-batch fixed), and writes its plot as a PNG (replacing its own with --overwrite). And the planner on its largest count,
 // 1,048,576 devices (every grid of 2^20 evaluated), answers within issue 13's 10 seconds.
 TEST_F(CommandLineErrors, PlanWeakScalingWritesItsTableAndPlot) {
     std::string const series = "plan --weak-scaling gpt-5b:512,gpt-10b:1024,gpt-20b:2048 --batch 512 --seq 2048 "
-                               "--machine frontier --precision bf16 --recompute layer --plot {dir}/weak.png";
+                               "--machine frontier --precision bf16 --recompute layer --plot {dir}/weak.png --overwrite";
     CommandResult const result = run_axonn(with_dir(series + " --json"), dir_);
     ASSERT_EQ(result.exit_status, 0) << result.stderr_text;
     nlohmann::json const points = nlohmann::json::parse(read_text(dir_ / "stdout.txt"));

@@ -3,8 +3,8 @@
 //   - The export reads back as the checkpoint's weights, bit for bit, the vocabulary's padding rows as zeros (they
 //     are not stored), and its config.json as the same model.
 //   - Weights that do not fit the config are refused on opening, before anything is read, with one line that names
-//     the tensor: one missing, one of another shape (the same number of elements), one of a type axonn does not
-//     read; and `axonn import` ends with that line and status 1.
+//     the tensor: one missing, one of another shape (the same number of elements), one of a layer past the
+//     config's layers, one of a type axonn does not read; and `axonn import` ends with that line and status 1.
 #include "axonn/checkpoint/checkpoint_reader.h"
 #include "axonn/checkpoint/checkpoint_writer.h"
 #include "axonn/checkpoint/hf_export.h"
@@ -114,6 +114,13 @@ TEST_F(HfLlama, WeightsThatDoNotFitTheConfigAreRefusedByName) {
         {"mis_shaped_tensor",
          [](std::vector<StoredTensor>& t) { tensor_named(t, "model.layers.0.self_attn.k_proj.weight").entry.shape = {32, 32}; },
          "model.layers.0.self_attn.k_proj.weight has shape [32, 32], but its config.json asks for [16, 64]"},
+        {"layer_beyond_the_config",  // a config.json that claims fewer layers than the weights hold
+         [](std::vector<StoredTensor>& t) {
+             StoredTensor extra = tensor_named(t, "model.layers.1.mlp.up_proj.weight");
+             extra.entry.name = "model.layers.2.mlp.up_proj.weight";
+             t.push_back(extra);
+         },
+         "model.layers.2.mlp.up_proj.weight is a weight of layer 2, but config.json says the model has 2 layers"},
         {"integer_tensor",
          [](std::vector<StoredTensor>& t) { tensor_named(t, "model.norm.weight").entry.dtype = DType::i32; },
          "model.norm.weight is I32; axonn reads F32 or BF16 weights"},

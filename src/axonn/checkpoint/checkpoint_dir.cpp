@@ -67,6 +67,19 @@ std::vector<CheckpointEntry> complete_checkpoints(fs::path const& dir) {
     return found;
 }
 
+std::optional<std::string> checkpoint_content(fs::path const& dir) {
+    std::error_code error;
+    if (fs::exists(dir / checkpoint_index_file, error) || fs::exists(dir / checkpoint_complete_file, error)) {
+        return "a checkpoint's own files";
+    }
+    if (!fs::is_directory(dir, error)) return std::nullopt;
+    for (auto const& entry : fs::directory_iterator(dir, error)) {
+        std::string const name = entry.path().filename().string();
+        if (folder_step(name) && entry.is_directory(error)) return "the checkpoint " + name;
+    }
+    return std::nullopt;
+}
+
 fs::path resolve_checkpoint(std::string const& spec, fs::path const& ckpt_dir, std::string_view option) {
     if (spec == "latest") {
         AXONN_REQUIRE(!ckpt_dir.empty(), "{} latest looks in --ckpt-dir: pass --ckpt-dir DIR, or {} PATH", option,

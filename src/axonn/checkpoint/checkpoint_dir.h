@@ -33,6 +33,11 @@ struct CheckpointEntry {
 // The complete checkpoints in `dir`, oldest first (none if the folder does not exist).
 std::vector<CheckpointEntry> complete_checkpoints(std::filesystem::path const& dir);
 
+// What of axonn's checkpoints `dir` holds, described for a message ("the checkpoint step_00000300", "the
+// checkpoint folder itself"), or nothing: a folder that also holds other output (a Hugging Face export) is
+// ambiguous to read and must not be written into.
+std::optional<std::string> checkpoint_content(std::filesystem::path const& dir);
+
 // What --resume (or `option`) names: "latest" (the newest complete checkpoint in ckpt_dir), a checkpoint folder,
 // or a --ckpt-dir folder (its newest). An incomplete or missing one is an axonn::Error that names the
 // alternatives.

@@ -6,12 +6,14 @@
 #include "axonn/cli/commands.h"
 #include "axonn/comm/grid.h"
 #include "axonn/core/error.h"
+#include "axonn/families/hf_model.h"
 #include "axonn/families/registry.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <mpi.h>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +45,18 @@ std::string dtype_help() {
                        fmt::join(f32_families, " or "));
 }
 
+// OUT must not be a checkpoint folder (generate and --init-from could not tell which to read), and an earlier
+// export there is replaced only with --overwrite.
+void require_export_folder(std::filesystem::path const& out, bool overwrite) {
+    if (auto const checkpoints = checkpoint_content(out)) {
+        fail("OUT {} holds axonn checkpoints ({}): export into a folder of its own", out.string(), *checkpoints);
+    }
+    AXONN_REQUIRE(overwrite || !is_hf_model_folder(out),
+                  "OUT {} already holds a Hugging Face model (an earlier export?): choose another folder, or pass "
+                  "--overwrite to replace it",
+                  out.string());
+}
+
 }  // namespace
 
 void add_export_command(CLI::App& app) {
@@ -52,15 +66,18 @@ void add_export_command(CLI::App& app) {
     auto dtype = std::make_shared<std::string>("f32");
     auto checkpoint = std::make_shared<std::string>();
     auto out = std::make_shared<std::string>();
+    auto overwrite = std::make_shared<bool>(false);
     command->add_option("--format", *format, "output format: hf (Hugging Face)")->capture_default_str();
     command->add_option("--dtype", *dtype, dtype_help())
         ->check(CLI::IsMember({"f32", "bf16"}))
         ->capture_default_str();
     command->add_option("CKPT", *checkpoint, "a checkpoint folder, or a --ckpt-dir (its newest)")->required();
-    command->add_option("OUT", *out, "the folder to write")->required();
-    command->callback([format, dtype, checkpoint, out] {
+    command->add_option("OUT", *out, "the folder to write (not a checkpoint folder)")->required();
+    command->add_flag("--overwrite", *overwrite, "replace an earlier export in OUT");
+    command->callback([format, dtype, checkpoint, out, overwrite] {
         require_one_process("export");
         if (*format != "hf") throw UsageError(fmt::format("unknown --format {}: export writes hf", *format));
+        require_export_folder(*out, *overwrite);
         CheckpointReader reader(resolve_checkpoint(*checkpoint, {}, "CKPT"));
         ModelFamily const& family = family_of(reader.index().model);
         if (!family.exports_bf16 && *dtype != "f32") {

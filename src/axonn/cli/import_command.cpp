@@ -1,5 +1,6 @@
 // `axonn import --format hf DIR --out CKPT_DIR`: a Hugging Face folder of any family as an axonn checkpoint
 // (weights only, step 0), for `axonn train --init-from CKPT_DIR` or `axonn generate` on any grid.
+#include "axonn/checkpoint/checkpoint_dir.h"
 #include "axonn/checkpoint/checkpoint_writer.h"
 #include "axonn/cli/commands.h"
 #include "axonn/comm/grid.h"
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -25,13 +27,20 @@ void add_import_command(CLI::App& app) {
     auto format = std::make_shared<std::string>("hf");
     auto source = std::make_shared<std::string>();
     auto out = std::make_shared<std::string>();
+    auto overwrite = std::make_shared<bool>(false);
     command->add_option("--format", *format, fmt::format("input format: hf (Hugging Face {})", family_labels()))->capture_default_str();
     command->add_option("DIR", *source, "folder with config.json and model.safetensors (or its shards)")->required();
     command->add_option("--out", *out, "checkpoint folder to write into (the checkpoint is OUT/step_00000000)")
         ->required();
-    command->callback([format, source, out] {
+    command->add_flag("--overwrite", *overwrite, "replace an earlier import's checkpoint in --out (its step 0)");
+    command->callback([format, source, out, overwrite] {
         require_one_process("import");
         if (*format != "hf") throw UsageError(fmt::format("unknown --format {}: import reads hf", *format));
+        std::filesystem::path const step_zero = std::filesystem::path(*out) / checkpoint_folder_name(0);
+        AXONN_REQUIRE(*overwrite || !std::filesystem::exists(step_zero),
+                      "--out {} already holds a checkpoint of step 0 ({}, an earlier import?): choose another folder, "
+                      "or pass --overwrite to replace it",
+                      *out, step_zero.string());
         ProcessGrid self(MPI_COMM_SELF, GridShape{});
         ModelConfig const config = read_hf_model_config(*source);
         ShardLayout const layout(config.architecture().declarations, GridPosition::of(self));

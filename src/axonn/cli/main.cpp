@@ -113,13 +113,24 @@ int run(int argc, char** argv) {
     return 0;
 }
 
+// Whether the command line runs `train`, the one command that saves and stops on SIGTERM or SIGUSR1: its first
+// word that is not an option.
+bool runs_training(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        if (argv[i][0] != '-') return std::strcmp(argv[i], "train") == 0;
+    }
+    return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     // A file that outgrows `ulimit -f` must fail its write (and be reported) rather than kill the process.
     std::signal(SIGXFSZ, SIG_IGN);
     try {
-        axonn::receive_stop_signals_on_own_thread();  // before MPI and OpenMP start threads that would compute
+        // First: before MPI and OpenMP start threads that would compute, and so that a signal during a run's
+        // set-up is held for its first step boundary, not lost.
+        axonn::receive_stop_signals_on_own_thread(runs_training(argc, argv));
     } catch (std::exception const& e) {
         axonn::write_stderr_line(fmt::format("axonn: error: {}: the system is out of threads or memory", e.what()));
         return 1;

@@ -24,12 +24,18 @@ std::string presets_by_family() {
 }  // namespace
 
 ModelOptions::ModelOptions(CLI::App& command, std::string default_preset) : preset_(std::move(default_preset)) {
-    command.add_option("--model", preset_, fmt::format("model preset: {}", presets_by_family()))
-        ->capture_default_str();
+    preset_option_ = command.add_option("--model", preset_, fmt::format("model preset: {}", presets_by_family()))
+                         ->capture_default_str();
     n_layer_option_ = command.add_option("--n-layer", n_layer_, "override the preset's number of layers");
     n_head_option_ = command.add_option("--n-head", n_head_, "override the preset's number of attention heads");
     n_embd_option_ = command.add_option("--n-embd", n_embd_, "override the preset's width (channels)");
     context_option_ = command.add_option("--context", context_, "override the preset's context length");
+}
+
+bool ModelOptions::given() const {
+    return preset_option_->count() + n_layer_option_->count() + n_head_option_->count() + n_embd_option_->count() +
+               context_option_->count() >
+           0;
 }
 
 ModelConfig ModelOptions::resolve_model() const {

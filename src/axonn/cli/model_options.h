@@ -18,11 +18,13 @@ public:
     // The preset of any family, with every dimension the user gave replacing its own.
     ModelConfig resolve_model() const;
     std::string const& preset() const { return preset_; }
+    // Whether the command line (or a config file) named a model: --model or a shape option.
+    bool given() const;
 
 private:
     std::string preset_;
     int n_layer_ = 0, n_head_ = 0, n_embd_ = 0, context_ = 0;
-    CLI::Option *n_layer_option_, *n_head_option_, *n_embd_option_, *context_option_;
+    CLI::Option *preset_option_, *n_layer_option_, *n_head_option_, *n_embd_option_, *context_option_;
 };
 
 // "an axonn checkpoint (or a --ckpt-dir: its newest) or a Hugging Face GPT-2 or Llama folder": what --model-dir

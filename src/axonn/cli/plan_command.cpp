@@ -2,6 +2,7 @@
 #include "axonn/cli/model_options.h"
 #include "axonn/cli/step_options.h"
 #include "axonn/core/error.h"
+#include "axonn/core/file_io.h"
 #include "axonn/families/registry.h"
 #include "axonn/io/line_plot.h"
 #include "axonn/perf/planner.h"
@@ -32,6 +33,7 @@ struct PlanFlags {
     std::string weak_scaling;  // MODEL:DEVICES,...; empty: one plan
     std::string weak_batch = "per-device";  // the series' batch: grows with the devices, or fixed
     std::filesystem::path plot = "weak-scaling.png";
+    bool overwrite = false;  // replace an existing --plot file
 };
 
 nlohmann::json candidate_json(PlanCandidate const& candidate) {
@@ -214,6 +216,8 @@ void add_plan_command(CLI::App& app) {
         ->needs(weak)
         ->capture_default_str();
     command->add_option("--plot", flags->plot, "with --weak-scaling: the PNG to write")->capture_default_str();
+    command->add_flag("--overwrite", flags->overwrite, "with --weak-scaling: replace an existing --plot file")
+        ->needs(weak);
 
     command->callback([request, flags, model, gpus] {
         require_one_process("plan");  // it runs no grid: several ranks would each print the same plan
@@ -221,6 +225,9 @@ void add_plan_command(CLI::App& app) {
             std::vector<WeakScalingPoint> points = as_usage_errors([&] {
                 AXONN_REQUIRE(flags->seq >= 0, "--seq must not be negative, got {} (0: the model's context)",
                               flags->seq);
+                AXONN_REQUIRE(!std::filesystem::is_directory(flags->plot),
+                              "--plot {} is a folder: name a file such as {}", flags->plot.string(),
+                              (flags->plot / "weak-scaling.png").string());
                 request->time.order = parse_axis_order(flags->order);
                 request->run = flags->run.model;
                 request->micro_batch = flags->run.micro_batch;
@@ -228,6 +235,7 @@ void add_plan_command(CLI::App& app) {
                 return weak_scaling_points(flags->weak_scaling, *request, flags->seq,
                                            flags->weak_batch == "fixed");
             });
+            require_writable_output(flags->plot, "plot", flags->overwrite);  // before the planning, not after it
             MachineProfile const machine = load_machine_profile(flags->machine);
             for (WeakScalingPoint& point : points) point.request.machine = machine;
             plan_weak_scaling(points);

@@ -7,6 +7,7 @@
 #include "axonn/families/registry.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/train/grid_choice.h"
+#include "axonn/train/stop_signals.h"
 #include "axonn/train/trainer.h"
 
 #include <fmt/format.h>
@@ -71,7 +72,7 @@ void add_train_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--metrics", options->metrics, "write one JSON object per step to this file (an existing "
                                                        "file is refused unless --overwrite)");
-    command->add_flag("--overwrite", options->overwrite, "replace an existing --metrics file");
+    command->add_flag("--overwrite", options->overwrite, "replace an existing --metrics or --trace file");
     command->add_option("--trace", options->trace, "write a Chrome trace (Perfetto, chrome://tracing) of every rank: "
                         "steps, layers, kernels, collectives per axis and the waits");
     command->add_option("--trace-steps", options->trace_steps, "steps the trace covers, from the first")
@@ -95,6 +96,9 @@ void add_train_command(CLI::App& app) {
         ->expected(0, 1)
         ->default_str("latest")  // the value of a bare --resume
         ->option_text("[latest|DIR]");
+    command->add_flag("--new-data", options->new_data,
+                      "with --resume: go on from the checkpoint's weights and optimizer on other --data, read from "
+                      "its start (without it, a checkpoint trained on other data is refused)");
     command->add_option("--init-from", options->init_from,
                         fmt::format("start from these weights with a fresh optimizer: an axonn checkpoint (or folder "
                                     "of them) or a Hugging Face {} folder (config.json + model.safetensors); the "
@@ -105,8 +109,13 @@ void add_train_command(CLI::App& app) {
                           "loss_dropped (loss is loss_kept)");
 
     command->callback([command, options, model, grid_spec] {
+        // Only a run that saves acts on a stop signal; without a --ckpt-dir one ends it, as for other commands.
+        if (options->ckpt_dir.empty()) end_process_on_stop_signals();
         as_usage_errors([&] {
+            AXONN_REQUIRE(!options->new_data || !options->resume.empty(),
+                          "--new-data goes with --resume: a new run reads its data from the start anyway");
             options->model = model->resolve_model();
+            options->model_given = model->given();
             options->grid_auto = *grid_spec == "auto";
             if (!options->grid_auto && !names_grid_file(*grid_spec)) options->grid = GridShape::parse(*grid_spec);
             std::error_code error;

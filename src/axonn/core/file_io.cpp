@@ -283,6 +283,29 @@ void require_writable_output(fs::path const& path, std::string_view what, bool o
     throw Error(earlier_run_message(what, path, info.st_size));
 }
 
+void require_distinct_outputs(std::vector<RunOutput> const& outputs) {
+    auto const resolved = [](fs::path const& path) {
+        std::error_code error;
+        fs::path const absolute = fs::weakly_canonical(fs::absolute(path), error);
+        return error ? path.lexically_normal() : absolute;
+    };
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+        for (std::size_t j = 0; j < outputs.size(); ++j) {
+            RunOutput const& a = outputs[i];
+            RunOutput const& b = outputs[j];
+            if (i == j || a.path.empty() || b.path.empty()) continue;
+            fs::path const path_a = resolved(a.path), path_b = resolved(b.path);
+            AXONN_REQUIRE(i > j || path_a != path_b, "{} and {} both name {}: give each output its own path",
+                          a.option, b.option, a.path.string());
+            if (!b.folder || path_a == path_b) continue;
+            fs::path const relative = path_a.lexically_relative(path_b);
+            bool const inside = !relative.empty() && *relative.begin() != "..";
+            AXONN_REQUIRE(!inside, "{} {} lies inside {} {}, which this run writes: choose a path outside it",
+                          a.option, a.path.string(), b.option, b.path.string());
+        }
+    }
+}
+
 void require_not_an_input(fs::path const& output, std::string_view output_option,
                           std::vector<fs::path> const& inputs) {
     std::error_code error;

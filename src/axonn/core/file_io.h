@@ -137,6 +137,18 @@ private:
 // job to check, so that the refusal is the same on all of them.
 void require_writable_output(std::filesystem::path const& path, std::string_view what, bool overwrite);
 
+// One output of a run, for require_distinct_outputs: the option that names it, its path (which may not exist yet),
+// and whether it is a folder the run writes into.
+struct RunOutput {
+    std::string_view option;
+    std::filesystem::path path;
+    bool folder = false;
+};
+
+// Refuses two outputs that are the same path, and a file output inside a folder output (the run would write one
+// over the other: a trace over a checkpoint's index, metrics over a trace). Outputs with an empty path are absent.
+void require_distinct_outputs(std::vector<RunOutput> const& outputs);
+
 // Refuses an output path that names one of the inputs (the same file, through any path): writing it would
 // destroy the input while it is being read.
 void require_not_an_input(std::filesystem::path const& output, std::string_view output_option,

@@ -6,7 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <charconv>
 #include <map>
+#include <string_view>
 
 namespace axonn {
 namespace {
@@ -82,6 +84,20 @@ HfSafetensors::HfSafetensors(fs::path const& dir) {
 SafetensorsEntry const* HfSafetensors::find(std::string const& name) const {
     auto const found = tensors_.find(name);
     return found == tensors_.end() ? nullptr : found->second.entry;
+}
+
+void HfSafetensors::require_no_layer_beyond(std::string const& layer_prefix, std::int64_t layers) const {
+    for (auto it = tensors_.lower_bound(layer_prefix); it != tensors_.end() && it->first.starts_with(layer_prefix);
+         ++it) {
+        std::string_view const rest = std::string_view(it->first).substr(layer_prefix.size());
+        std::int64_t layer = -1;
+        auto const [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), layer);
+        if (error != std::errc() || end == rest.data() + rest.size() || *end != '.') continue;
+        AXONN_REQUIRE(layer < layers,
+                      "{}: {} is a weight of layer {}, but config.json says the model has {} layers: its config does "
+                      "not describe these weights (fix its layer count)",
+                      where(it->first), it->first, layer, layers);
+    }
 }
 
 std::string HfSafetensors::where(std::string const& name) const {

@@ -32,6 +32,9 @@ public:
     void read(std::string const& name, std::int64_t begin, std::int64_t count, float* out) const;
     // Where the tensor is: its file, for errors.
     std::string where(std::string const& name) const;
+    // Refuses a folder that holds a tensor of a layer past the config's: a name `layer_prefix` N "." ... with
+    // N >= layers (a config.json that claims fewer layers than the weights hold would drop the rest unseen).
+    void require_no_layer_beyond(std::string const& layer_prefix, std::int64_t layers) const;
 
 private:
     struct Shard {

@@ -8,10 +8,12 @@
 #include "axonn/train/host_state.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <mpi.h>
 
 #include <limits>
+#include <set>
 #include <tuple>
 
 namespace axonn {
@@ -24,7 +26,26 @@ std::string goldfish_setting(GoldfishOptions const& goldfish) {
     return goldfish.enabled() ? goldfish.describe() : "off";
 }
 
-json run_state_json(TrainOptions const& options, AdamW const& optimizer, DataLoaderState const& data, int step) {
+// What identifies the training data: the dataset ids of its shards (one per `axonn prepare`; 0 for shards written
+// without one) and its length in tokens.
+json dataset_json(DataLoader const& loader) {
+    std::set<std::string> ids;
+    for (TokenShard const& shard : loader.shards()) ids.insert(fmt::format("{:016x}", shard.dataset_id()));
+    return {{"ids", std::vector<std::string>(ids.begin(), ids.end())}, {"tokens", loader.total_tokens()}};
+}
+
+std::string describe_dataset(json const& dataset) {
+    if (!dataset.is_object()) return "not recorded";
+    std::vector<std::string> ids;
+    if (dataset.contains("ids") && dataset["ids"].is_array()) {
+        for (json const& id : dataset["ids"]) ids.push_back(id.is_string() ? id.get<std::string>() : id.dump());
+    }
+    return fmt::format("dataset {} of {} tokens", fmt::join(ids, "+"),
+                       dataset.contains("tokens") ? dataset["tokens"].dump() : "?");
+}
+
+json run_state_json(TrainOptions const& options, AdamW const& optimizer, DataLoader const& loader, int step) {
+    DataLoaderState const data = loader.state();
     LrSchedule const& schedule = options.schedule;
     AdamWConfig const& adamw = options.optimizer;
     return {{"step", step},
@@ -39,7 +60,7 @@ json run_state_json(TrainOptions const& options, AdamW const& optimizer, DataLoa
             {"optimizer", {{"beta1", adamw.beta1}, {"beta2", adamw.beta2}, {"eps", adamw.eps},
                            {"weight_decay", adamw.weight_decay}, {"grad_clip", adamw.grad_clip},
                            {"steps_taken", optimizer.steps_taken()}}},
-            {"data", {{"position", data.position}, {"epoch", data.epoch}}}};
+            {"data", {{"position", data.position}, {"epoch", data.epoch}, {"dataset", dataset_json(loader)}}}};
 }
 
 // A whole number at `path` (such as {"data", "position"}) of a checkpoint's run state, within [low, high].
@@ -119,14 +140,31 @@ std::optional<CheckpointReader> open_resume_checkpoint(TrainOptions const& optio
     return checkpoint;
 }
 
-int restore_checkpoint(CheckpointReader& checkpoint, Decoder& model, AdamW& optimizer, DataLoader& loader) {
+int restore_checkpoint(CheckpointReader& checkpoint, Decoder& model, AdamW& optimizer, DataLoader& loader,
+                       bool new_data) {
     checkpoint.verify(model.grid().comm(Group::world));
     json const& run = checkpoint.index().run;
     auto const step = run_value(run, {"step"}, checkpoint.index().step, checkpoint.index().step, checkpoint);
     auto const steps_taken = run_value(run, {"optimizer", "steps_taken"}, 0, std::numeric_limits<int>::max(), checkpoint);
     DataLoaderState data;
-    data.position = run_value(run, {"data", "position"}, 0, loader.total_tokens() - 1, checkpoint);
+    data.position = run_value(run, {"data", "position"}, 0, std::numeric_limits<std::int64_t>::max(), checkpoint);
     data.epoch = run_value(run, {"data", "epoch"}, 0, std::numeric_limits<std::int64_t>::max(), checkpoint);
+    // Checkpoints from before the dataset was recorded: the same data as far as the position can tell.
+    json const saved = run["data"].value("dataset", json());
+    bool const same_data =
+        saved.is_null() ? data.position < loader.total_tokens() : saved == dataset_json(loader);
+    if (!same_data) {
+        AXONN_REQUIRE(new_data,
+                      "checkpoint {} was trained on other data ({}) than --data holds ({}): resume on the data it "
+                      "was trained on, or pass --new-data to go on from its weights and optimizer at the start of "
+                      "this data",
+                      checkpoint.folder().string(), describe_dataset(saved), describe_dataset(dataset_json(loader)));
+        data = DataLoaderState{};
+        if (model.grid().rank() == 0) {
+            fmt::print("  --new-data: the checkpoint was trained on {}; this run reads {} from its start\n",
+                       describe_dataset(saved), describe_dataset(dataset_json(loader)));
+        }
+    }
     HostState::write(model, &optimizer, [&](LocalBuffers const& out) { checkpoint.read_local(model.layout(), out); });
     optimizer.restore_steps_taken(static_cast<int>(steps_taken));
     loader.restore(data);
@@ -146,8 +184,13 @@ void check_checkpoint_folder(fs::path const& ckpt_dir, std::int64_t start_step) 
 
 fs::path resolve_init_source(fs::path const& source, std::string_view option) {
     return decided_by_rank_zero([&] {
-        return is_hf_model_folder(source) ? source.string()
-                                          : resolve_checkpoint(source.string(), {}, option).string();
+        if (!is_hf_model_folder(source)) return resolve_checkpoint(source.string(), {}, option).string();
+        if (auto const checkpoints = checkpoint_content(source)) {
+            fail("{} {} holds both a Hugging Face model and axonn checkpoints ({}): name the checkpoint folder "
+                 "itself, or move the Hugging Face files to a folder of their own",
+                 option, source.string(), *checkpoints);
+        }
+        return source.string();
     });
 }
 
@@ -173,7 +216,7 @@ fs::path save_training_checkpoint(TrainOptions const& options, Decoder& model, A
     HostState const state = HostState::read(model, &optimizer);
     CheckpointTarget const target{options.ckpt_dir, options.keep, options.ckpt_file_mib << 20};
     return save_checkpoint(model.grid(), options.model, state.tensors(), step,
-                           run_state_json(options, optimizer, loader.state(), step), target);
+                           run_state_json(options, optimizer, loader, step), target);
 }
 
 }  // namespace axonn

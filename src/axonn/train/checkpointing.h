@@ -26,8 +26,10 @@ namespace axonn {
 std::optional<CheckpointReader> open_resume_checkpoint(TrainOptions const& options);
 
 // Restores weights, moments, the optimizer's step count and the data position; returns the step to go on from.
-// Collective (the files are verified by all ranks together).
-int restore_checkpoint(CheckpointReader& checkpoint, Decoder& model, AdamW& optimizer, DataLoader& loader);
+// The checkpoint records its data (the shards' dataset ids and token count): a loader over other data is refused,
+// or, with `new_data`, read from its start. Collective (the files are verified by all ranks together).
+int restore_checkpoint(CheckpointReader& checkpoint, Decoder& model, AdamW& optimizer, DataLoader& loader,
+                       bool new_data);
 
 // The settings of the checkpoint's run that this run changes ("--steps 200 (was 100)"): a resumed run that
 // changes any is no longer the interrupted one, and is told so.

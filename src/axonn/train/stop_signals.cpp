@@ -1,6 +1,7 @@
 #include "axonn/train/stop_signals.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -12,8 +13,31 @@ namespace {
 
 // Written by the handler, read at step boundaries: the only state a signal handler may touch.
 std::atomic<int> received_signal{0};
+// Whether a received signal is held for the run to act on, or ends the process.
+std::atomic<bool> held{false};
 
-extern "C" void record_signal(int signal) { received_signal.store(signal, std::memory_order_relaxed); }
+// The signal's default action, now: the handler is reset and the signal raised again, which is delivered (and ends
+// the process) as soon as the handler that raised it returns.
+void end_by_default_action(int signal) {
+    struct sigaction action {};
+    action.sa_handler = SIG_DFL;
+    sigemptyset(&action.sa_mask);
+    sigaction(signal, &action, nullptr);
+    raise(signal);
+}
+
+extern "C" void record_signal(int signal) {
+    received_signal.store(signal, std::memory_order_relaxed);
+    if (!held.load()) end_by_default_action(signal);
+}
+
+void install_handler(int signal) {
+    struct sigaction action {};
+    action.sa_handler = record_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;  // system calls in flight (a write, a collective's poll) go on
+    sigaction(signal, &action, nullptr);
+}
 
 sigset_t stop_signal_set() {
     sigset_t set;
@@ -37,7 +61,10 @@ void require_zero(int status, char const* what) {
 
 }  // namespace
 
-void receive_stop_signals_on_own_thread() {
+void receive_stop_signals_on_own_thread(bool hold) {
+    held.store(hold);
+    install_handler(SIGTERM);
+    install_handler(SIGUSR1);
     sigset_t const set = stop_signal_set();
     require_zero(pthread_sigmask(SIG_BLOCK, &set, nullptr), "block the stop signals");
     pthread_t receiver;
@@ -45,22 +72,22 @@ void receive_stop_signals_on_own_thread() {
     require_zero(pthread_detach(receiver), "detach the signal thread");
 }
 
-StopSignals::StopSignals() {
-    received_signal.store(0);
-    struct sigaction action {};
-    action.sa_handler = record_signal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;  // system calls in flight (a write, a collective's poll) go on
-    sigaction(SIGTERM, &action, &previous_term_);
-    sigaction(SIGUSR1, &action, &previous_usr1_);
+void end_process_on_stop_signals() {
+    held.store(false);
+    if (int const signal = received_signal.load(); signal != 0) {
+        // Raised on this thread, where the stop signals are blocked: sent to the receiving thread instead.
+        kill(getpid(), signal);
+        for (;;) pause();
+    }
 }
+
+StopSignals::StopSignals() { held.store(true); }
 
 StopSignals::~StopSignals() {
     // A run that is stopping keeps recording: another signal before its exit (a scheduler that repeats itself)
     // must not turn status 75, after a saved checkpoint, into death by that signal.
     if (received_signal.load(std::memory_order_relaxed) != 0) return;
-    sigaction(SIGTERM, &previous_term_, nullptr);
-    sigaction(SIGUSR1, &previous_usr1_, nullptr);
+    held.store(false);
 }
 
 int StopSignals::received(Communicator& world) const {

@@ -11,6 +11,10 @@
 // frame lands in the heap and corrupts it (a later malloc aborts). The process therefore receives these signals on
 // a thread of their own: receive_stop_signals_on_own_thread() blocks them in the calling thread, which every thread
 // started later inherits (MPI's, OpenMP's), and starts one thread that leaves them unblocked and does nothing else.
+//
+// The handler is installed there too, first thing in main, so that a signal in the first seconds of a run (while
+// it reads its data and checkpoint and measures the GEMM rate) is not lost: a command that will act on it (`train`
+// with a --ckpt-dir) holds it until its first step boundary; any other ends as the signal's default action would.
 #pragma once
 
 #include "axonn/comm/communicator.h"
@@ -31,12 +35,17 @@ public:
     explicit StoppedBySignal(std::string const& message) : std::runtime_error(message) {}
 };
 
-// Blocks SIGTERM and SIGUSR1 in the calling thread and starts the one thread that receives them, where their
-// handler (StopSignals') runs, or their default action ends the process as before. Call it first thing in main,
-// before any other thread exists.
-void receive_stop_signals_on_own_thread();
+// Blocks SIGTERM and SIGUSR1 in the calling thread, starts the one thread that receives them, and installs their
+// handler. `hold`: a signal is recorded for the run to act on (until end_process_on_stop_signals); otherwise it
+// ends the process as its default action would. Call it first thing in main, before any other thread exists.
+void receive_stop_signals_on_own_thread(bool hold);
 
-// While alive, SIGTERM and SIGUSR1 are recorded instead of ending the process.
+// From now on a stop signal ends the process as its default action would; one already received ends it now. For a
+// command that turns out not to save on a signal (`train` without a --ckpt-dir).
+void end_process_on_stop_signals();
+
+// While alive, SIGTERM and SIGUSR1 are recorded instead of ending the process (also one received before, while
+// held since main); afterwards, unless one was received, they end it again.
 class StopSignals {
 public:
     StopSignals();
@@ -47,9 +56,6 @@ public:
     // The signal that any rank of `world` has received so far (0: none). Collective over `world`.
     int received(Communicator& world) const;
 
-private:
-    struct sigaction previous_term_ {};
-    struct sigaction previous_usr1_ {};
 };
 
 }  // namespace axonn

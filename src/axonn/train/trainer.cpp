@@ -89,13 +89,22 @@ int world_size() {
     return world;
 }
 
-// --init-from's model replaces --model: its vocabulary must be the tokenizer's, its context hold --seq.
+// --init-from's model replaces --model: its vocabulary must be the tokenizer's, its context hold --seq, and a
+// model the command line names explicitly must be it (not silently another).
 ModelConfig init_source_model(TrainOptions const& options, Tokenizer const& tokenizer) {
     ModelConfig const source = init_source_config(options.init_from);
     AXONN_REQUIRE(source.vocab_size() == tokenizer.vocab_size(),
                   "--init-from {} has a vocabulary of {} tokens, but the {} "
                   "tokenizer has {}: pass the --tokenizer the model was trained with",
                   options.init_from.string(), source.vocab_size(), tokenizer.name(), tokenizer.vocab_size());
+    if (options.model_given) {
+        std::string const differences = model_differences(source, options.model);
+        if (!differences.empty()) {
+            throw UsageError(fmt::format("--init-from {} is not the model that --model and the shape options ask for: "
+                                         "{}; drop them (the model is --init-from's), or start from another source",
+                                         options.init_from.string(), differences));
+        }
+    }
     as_usage_errors([&] {
         AXONN_REQUIRE(options.seq <= source.context(),
                       "--seq {} is longer than the context of {} tokens of --init-from {}: "
@@ -171,6 +180,12 @@ void check_outputs(TrainOptions const& options, TrainingData const& data, std::o
         require_not_an_input(options.metrics, "--metrics", data.inputs());
         require_writable_output(options.metrics, "metrics file", options.overwrite || !options.resume.empty());
     }
+    if (!options.trace.empty()) {
+        require_not_an_input(options.trace, "--trace", data.inputs());
+        require_writable_output(options.trace, "trace file", options.overwrite);
+    }
+    require_distinct_outputs({{"--metrics", options.metrics}, {"--trace", options.trace},
+                              {"--ckpt-dir", options.ckpt_dir, true}});
 }
 
 std::optional<CheckpointDirLock> lock_checkpoint_folder(TrainOptions const& options, bool leader) {
@@ -207,7 +222,7 @@ void TrainingRun::load_start() {
     model.init_weights(options.seed);
     if (resumed) {
         Stopwatch restore_watch;
-        start_step = restore_checkpoint(*resumed, model, optimizer, data.train);
+        start_step = restore_checkpoint(*resumed, model, optimizer, data.train, options.new_data);
         restore_seconds = restore_watch.seconds();
     } else if (!options.init_from.empty()) {
         load_initial_weights(options.init_from, options.model, model);  // settle_model made it the source's

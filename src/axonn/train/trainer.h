@@ -51,6 +51,8 @@ struct TrainOptions {
     int keep = 0;                         // complete checkpoints kept in ckpt_dir; 0 = all
     std::uint64_t ckpt_file_mib = 2048;   // the largest safetensors file a rank writes
     std::string resume;                   // "latest", a checkpoint folder or a folder of them; empty = a new run
+    bool new_data = false;
+    bool model_given = false;             // --model or a shape option was given (checked against --init-from's)                // resume on data other than the checkpoint's, from its start
     std::filesystem::path init_from;      // weights to start from: an axonn checkpoint or a Hugging Face folder
 };
 

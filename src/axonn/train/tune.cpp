@@ -1,6 +1,7 @@
 #include "axonn/train/tune.h"
 
 #include "axonn/core/error.h"
+#include "axonn/core/file_io.h"
 #include "axonn/model/model_config.h"
 
 #include <fmt/format.h>
@@ -47,6 +48,7 @@ TuneResult run_tune(TuneOptions const& options) {
     int world = 1, rank = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::filesystem::path const out = options.out.empty() ? tuned_grid_path() : options.out;
     as_usage_errors([&] {
         AXONN_REQUIRE(options.top >= 1 && options.top <= 64, "--top must lie in [1, 64], got {}", options.top);
         options.bench.model.validate();
@@ -55,7 +57,11 @@ TuneResult run_tune(TuneOptions const& options) {
                       options.bench.model.context());
         AXONN_REQUIRE(options.bench.batch >= 1, "--batch must be at least 1, got {}", options.bench.batch);
         parse_axis_order(options.bench.grid_order);
+        AXONN_REQUIRE(!std::filesystem::is_directory(out), "--out {} is a folder: name a file such as {}",
+                      out.string(), (out / "tuned-grid.json").string());
     });
+    // Before any grid is timed: an earlier file is refused at once, not after minutes of work.
+    require_writable_output(out, "grid file", options.overwrite);
     LocalProfile const profile = local_machine_profile();
     TuneResult result;
     result.profile_source = profile.source;
@@ -73,7 +79,7 @@ TuneResult run_tune(TuneOptions const& options) {
     auto const fastest = std::min_element(result.grids.begin(), result.grids.end(),
                                           [](auto const& a, auto const& b) { return a.measured_s < b.measured_s; });
     result.fastest = static_cast<std::size_t>(fastest - result.grids.begin());
-    result.written = options.out.empty() ? tuned_grid_path() : options.out;
+    result.written = out;
     if (rank == 0) {
         GridFile file;
         file.grid = fastest->grid;

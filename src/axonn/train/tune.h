@@ -18,6 +18,7 @@ struct TuneOptions {
     BenchOptions bench;  // the job: model, batch, sequence, threads, step options, grid order; its grid is unused
     int top = 3;         // grids timed
     std::filesystem::path out;  // the grid file; empty: tuned_grid_path()
+    bool overwrite = false;     // replace an existing file at `out`
 };
 
 struct TunedGrid {

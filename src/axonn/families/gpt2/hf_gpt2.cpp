@@ -132,6 +132,7 @@ HfGpt2Weights::HfGpt2Weights(fs::path const& dir, GptConfig const& config)
     prefix_ = files_.find("wte.weight") == nullptr && files_.find("transformer.wte.weight") != nullptr
                   ? "transformer."
                   : "";
+    files_.require_no_layer_beyond(prefix_ + "h.", config.n_layer);
     for (HfTensor const& tensor : hf_tensors) {
         for (int l = 0; l < (tensor.per_layer ? config.n_layer : 1); ++l) {
             std::string const name = prefix_ + hf_name(tensor, l);

@@ -70,6 +70,7 @@ StoredRow stored_row(LlamaParam id, LlamaConfig const& config, std::int64_t laye
 
 HfLlamaWeights::HfLlamaWeights(fs::path const& dir, LlamaConfig const& config)
     : dir_(dir), config_(config), files_(dir) {
+    files_.require_no_layer_beyond("model.layers.", config.num_hidden_layers);
     for (int id = 0; id < llama_param_count; ++id) {
         auto const param = static_cast<LlamaParam>(id);
         for (std::int64_t l = 0; l < (per_layer(param) ? config.num_hidden_layers : 1); ++l) {
