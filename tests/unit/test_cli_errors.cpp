@@ -424,6 +424,13 @@ std::vector<BadInput> const bad_inputs = {
     {"prepare_unknown_template",
      "prepare --format jsonl --input {dir}/records.jsonl --out {dir}/out --tokenizer byte --template chatml",
      "unknown --template 'chatml': use plain, alpaca or llama3", 2},
+    {"prepare_llama3_template_with_gpt2s_tokenizer",
+     "prepare --format jsonl --input {dir}/records.jsonl --out {dir}/out --tokenizer byte --template llama3",
+     "--template llama3 writes <|begin_of_text|> as one special token, but the byte tokenizer reads it as plain text",
+     2},
+    {"generate_llama3_template_with_gpt2s_tokenizer",
+     "generate --model-dir {dir}/model --tokenizer gpt2 --template llama3 --prompt hi",
+     "--template llama3 is written with Llama 3's special tokens, which the gpt2 tokenizer reads as plain text", 2},
     {"prepare_unknown_format", "prepare --format csv --input {dir}/records.jsonl --out {dir}/out --tokenizer byte",
      "unknown --format csv", 2},
     {"prepare_empty_records", "prepare --format jsonl --input {dir}/empty.jsonl --out {dir}/out --tokenizer byte",
@@ -571,6 +578,45 @@ TEST_F(CommandLineErrors, ResumingOnOtherDataIsRefusedUnlessAskedFor) {
               std::string::npos);
     CommandResult const same = run_axonn(with_dir(run + "--data {dir}/other_data --steps 4 --resume"), dir_);
     EXPECT_EQ(same.exit_status, 0) << "its own data, recorded by the --new-data run: " << same.stderr_text;
+}
+
+// Not an error: a prompt longer than the model's context (gpt2-micro: 64) is continued from its last 64 tokens,
+// and the run says so once.
+TEST_F(CommandLineErrors, APromptLongerThanTheContextIsCutWithAWarning) {
+    train_model_once();
+    CommandResult const result = run_axonn(
+        with_dir("generate --model-dir {dir}/model --tokenizer byte --max-new-tokens 3 --greedy --prompt " +
+                 std::string(100, 'a')),
+        dir_);
+    EXPECT_EQ(result.exit_status, 0) << result.stderr_text;
+    std::string const warning = "prompt 1 has 100 tokens, more than the model's context of 64: generation reads only "
+                                "its last 64";
+    std::size_t const first = result.stderr_text.find(warning);
+    EXPECT_NE(first, std::string::npos) << result.stderr_text;
+    EXPECT_EQ(result.stderr_text.find(warning, first + 1), std::string::npos) << "warned twice";
+}
+
+// Not an error: resuming from an earlier checkpoint of the run's own --ckpt-dir rolls it back. The later
+// checkpoints are kept aside under a new name (never resumed or pruned), the run says so, and it saves its own
+// later steps again; --resume latest then takes the rolled-back run's newest.
+TEST_F(CommandLineErrors, RollingBackToAnEarlierCheckpointKeepsTheLaterOnesAside) {
+    std::string const run = "train --data {dir}/good --tokenizer byte --model gpt2-micro --sample-tokens 0 --steps 4 "
+                            "--ckpt-every 2 --ckpt-dir {dir}/rollback ";
+    fs::remove_all(dir_ / "rollback");
+    ASSERT_EQ(run_axonn(with_dir(run), dir_).exit_status, 0);
+    CommandResult const rolled = run_axonn(with_dir(run + "--resume {dir}/rollback/step_00000002/"), dir_);
+    ASSERT_EQ(rolled.exit_status, 0) << rolled.stderr_text;
+    EXPECT_NE(read_text(dir_ / "stdout.txt").find("rolling back to step 2: the later checkpoints are kept aside as "
+                                                  "step_00000004.rolled-back-"),
+              std::string::npos)
+        << read_text(dir_ / "stdout.txt");
+    int aside = 0;
+    for (auto const& entry : fs::directory_iterator(dir_ / "rollback")) {
+        aside += entry.path().filename().string().starts_with("step_00000004.rolled-back-");
+    }
+    EXPECT_EQ(aside, 1);
+    EXPECT_TRUE(fs::exists(dir_ / "rollback" / "step_00000004" / "COMPLETE")) << "the rolled-back run saves again";
+    EXPECT_EQ(run_axonn(with_dir(run + "--resume latest"), dir_).exit_status, 0);
 }
 
 // Not an error: validation data too small for the default 8 batches. The good folder's 3,000 validation tokens

@@ -149,6 +149,14 @@ TEST(Generation, SamplingOptionsBehave) {
     EXPECT_TRUE(generate(f.model, prompts, options, 64).front().empty());
 }
 
+// The cache holds the longest prompt and its new tokens, not the model's whole context; at most the context.
+TEST(Generation, TheCacheHoldsPromptPlusNewTokens) {
+    std::vector<std::vector<std::int32_t>> const prompts = {{1, 2, 3}, {4}, {5, 6, 7, 8, 9}};
+    EXPECT_EQ(cache_positions(prompts, 10, 10'000'000), 15);
+    EXPECT_EQ(cache_positions(prompts, 10, 12), 12);
+    EXPECT_EQ(cache_positions(prompts, 0, 64), 5);
+}
+
 TEST(Generation, OptionsAreChecked) {
     SampleOptions options;
     EXPECT_NO_THROW(options.validate("--max-new-tokens"));

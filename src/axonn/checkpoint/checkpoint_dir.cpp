@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <charconv>
 #include <cerrno>
 #include <cstring>
@@ -130,6 +131,22 @@ CheckpointDirLock::CheckpointDirLock(fs::path const& dir) {
                   "--ckpt-dir {} is in use by another run (it is locked): "
                   "choose another folder, or wait for that run to end",
                   dir.string());
+}
+
+std::vector<fs::path> set_aside_later_checkpoints(fs::path const& dir, std::int64_t start_step) {
+    auto const stamp = std::chrono::duration_cast<std::chrono::seconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+    std::vector<fs::path> renamed;
+    for (CheckpointEntry const& entry : complete_checkpoints(dir)) {
+        if (entry.step <= start_step) continue;
+        fs::path const aside = dir / fmt::format("{}.rolled-back-{}", entry.path.filename().string(), stamp);
+        std::error_code error;
+        fs::rename(entry.path, aside, error);
+        AXONN_REQUIRE(!error, "cannot set {} aside as {}: {}", entry.path.string(), aside.string(), error.message());
+        renamed.push_back(aside);
+    }
+    return renamed;
 }
 
 void require_no_later_checkpoints(fs::path const& dir, std::int64_t start_step) {

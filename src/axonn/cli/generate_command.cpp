@@ -112,6 +112,13 @@ void add_generate_command(CLI::App& app) {
         });
         options->prompts = prompt_file->empty() ? std::vector<std::string>{*prompt} : read_prompt_file(*prompt_file);
         PromptTemplate const format = parse_prompt_template(*template_name);
+        // GPT-2's and the byte tokenizer read Llama 3's special-token strings as plain text (prepare checks the
+        // same of any tokenizer it loads).
+        if (format == PromptTemplate::llama3 && (options->tokenizer == "gpt2" || options->tokenizer == "byte")) {
+            throw UsageError(fmt::format("--template llama3 is written with Llama 3's special tokens, which the {} "
+                                         "tokenizer reads as plain text: use --tokenizer llama3, or another --template",
+                                         options->tokenizer));
+        }
         for (std::string& text : options->prompts) text = apply_template(format, {text, ""}).prompt_part;
         if (*greedy) options->sample.temperature = 0.0f;
         if (options->tokenizer_dir.empty()) options->tokenizer_dir = default_gpt2_dir();

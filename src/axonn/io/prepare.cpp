@@ -196,10 +196,25 @@ void validate_prepare_options(PrepareOptions const& options) {
     });
 }
 
+// Llama 3's chat template is written with its special-token strings: a tokenizer that does not read each as one
+// id (GPT-2's, the byte tokenizer) would train on them as plain text, a format no Llama 3 chat model reads.
+void require_template_tokens(PromptTemplate prompt_template, Tokenizer const& tokenizer) {
+    if (prompt_template != PromptTemplate::llama3) return;
+    for (char const* special : {"<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"}) {
+        AXONN_REQUIRE(tokenizer.encode(special).size() == 1,
+                      "--template llama3 writes {} as one special token, but the {} tokenizer reads it as plain text: "
+                      "use --tokenizer llama3 (or a Llama 3 tokenizer.json folder), or another --template",
+                      special, tokenizer.name());
+    }
+}
+
 PrepareReport prepare_shards(PrepareOptions const& options, std::function<void(double)> const& progress) {
     validate_prepare_options(options);
     auto const tokenizer =
         make_tokenizer(options.tokenizer, options.gpt2_dir.empty() ? default_gpt2_dir() : options.gpt2_dir);
+    if (options.format == "jsonl") {
+        as_usage_errors([&] { require_template_tokens(parse_prompt_template(options.prompt_template), *tokenizer); });
+    }
     check_inputs(options.inputs);
     create_folder(options.out_dir, "token shards");  // before the slow tokenizing, so that a bad folder fails at once
     PrepareReport report{0, 0, options.out_dir / "train.bin", options.out_dir / "val.bin", {}};

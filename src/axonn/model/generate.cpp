@@ -195,11 +195,19 @@ void argmax_tokens(Decoder& model, int B, int T, int first, std::int32_t* out) {
     vocab_parallel_argmax(model.grid(), slice, rows, out);
 }
 
+int cache_positions(std::span<std::vector<std::int32_t> const> prompts, int new_tokens, int context) {
+    std::size_t longest = 0;
+    for (auto const& prompt : prompts) longest = std::max(longest, prompt.size());
+    return static_cast<int>(std::min<std::int64_t>(context, static_cast<std::int64_t>(longest) + new_tokens));
+}
+
 std::vector<std::vector<std::int32_t>> generate(Decoder& model, std::span<std::vector<std::int32_t> const> prompts,
                                                 SampleOptions const& options, int context,
                                                 TokenListener const& on_token) {
     if (options.new_tokens == 0) return std::vector<std::vector<std::int32_t>>(prompts.size());
-    ReplicaGenerator replica(model, prompts, options, context, on_token);
+    // No restart is lost by the smaller cache: one that holds a prompt and its new tokens never fills.
+    ReplicaGenerator replica(model, prompts, options, cache_positions(prompts, options.new_tokens, context),
+                             on_token);
     // The ranks of a Z group gather each other's weight shards in every forward, so they step together until the
     // last of them is done; other groups need not wait.
     while (any_in_z_group(model.grid(), replica.active())) replica.step();

@@ -35,11 +35,15 @@ void argmax_tokens(Decoder& model, int B, int T, int first, std::int32_t* out);
 // Hears each new token of a prompt that this rank's replica continues: (prompt index, token).
 using TokenListener = std::function<void(int, std::int32_t)>;
 
+// The positions the cache of a generation needs: the longest prompt plus the new tokens, at most `context` (a
+// cache of the whole context would hold, for a model of 10^7 positions, gigabytes to continue a short prompt).
+int cache_positions(std::span<std::vector<std::int32_t> const> prompts, int new_tokens, int context);
+
 // Continues every prompt by options.new_tokens tokens (fewer where it meets the stop token), on the model's grid,
 // and returns the continuations on every rank. The prompts are shared out over the data × z replicas, one at a
 // time each: a prompt is taken in chunks of up to max_seq() tokens, then every new token is one forward of one
-// token over the cache. `context` (≤ the model's context) is how many positions the cache holds; when a prompt
-// outgrows it, the cache restarts from its last context/2 tokens. Each token's draw depends on the seed, the
+// token over the cache. `context` (≤ the model's context) is how many positions the cache may hold (it holds
+// cache_positions of them); when a prompt outgrows it, the cache restarts from its last context/2 tokens. Each token's draw depends on the seed, the
 // prompt's index and the token's index only, so every grid gives the serial run's tokens.
 // Collective over the world; every rank passes the same prompts and options.
 std::vector<std::vector<std::int32_t>> generate(Decoder& model, std::span<std::vector<std::int32_t> const> prompts,

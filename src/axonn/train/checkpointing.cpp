@@ -175,11 +175,27 @@ std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoi
     return changed_settings(checkpoint.index().run, options);
 }
 
-void check_checkpoint_folder(fs::path const& ckpt_dir, std::int64_t start_step) {
-    decided_by_rank_zero([&] {
-        require_no_later_checkpoints(ckpt_dir, start_step);
-        return std::string();
+void check_checkpoint_folder(fs::path const& ckpt_dir, std::int64_t start_step, fs::path const& resumed) {
+    std::string const note = decided_by_rank_zero([&] {
+        std::error_code error;
+        fs::path const folder = resumed.has_filename() ? resumed : resumed.parent_path();  // "DIR/step_N/" too
+        bool const own = !resumed.empty() && fs::equivalent(folder.parent_path(), ckpt_dir, error);
+        if (!own) {
+            require_no_later_checkpoints(ckpt_dir, start_step);
+            return std::string();
+        }
+        std::vector<std::string> names;
+        for (fs::path const& aside : set_aside_later_checkpoints(ckpt_dir, start_step)) {
+            names.push_back(aside.filename().string());
+        }
+        if (names.empty()) return std::string();
+        return fmt::format("  rolling back to step {}: the later checkpoints are kept aside as {} in {} (never "
+                           "resumed or pruned; delete them when they are no longer wanted)\n",
+                           start_step, fmt::join(names, ", "), ckpt_dir.string());
     });
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) fmt::print("{}", note);
 }
 
 fs::path resolve_init_source(fs::path const& source, std::string_view option) {

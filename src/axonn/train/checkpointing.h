@@ -35,8 +35,11 @@ int restore_checkpoint(CheckpointReader& checkpoint, Decoder& model, AdamW& opti
 // changes any is no longer the interrupted one, and is told so.
 std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoint, TrainOptions const& options);
 
-// Refuses a --ckpt-dir holding checkpoints of steps after start_step (another run's), alike on every rank.
-void check_checkpoint_folder(std::filesystem::path const& ckpt_dir, std::int64_t start_step);
+// Refuses a --ckpt-dir holding checkpoints of steps after start_step (another run's), alike on every rank; but a
+// run resumed from a checkpoint inside ckpt_dir (`resumed`: its own, rolled back) sets the later ones aside
+// (set_aside_later_checkpoints) and rank 0 says so. Collective over MPI_COMM_WORLD.
+void check_checkpoint_folder(std::filesystem::path const& ckpt_dir, std::int64_t start_step,
+                             std::filesystem::path const& resumed = {});
 
 // What --init-from names, as rank 0 resolves it: a Hugging Face folder of any family, an axonn checkpoint, or a
 // folder of them (its newest); errors name `option`. Collective over MPI_COMM_WORLD.

@@ -69,6 +69,12 @@ GenerationJobResult run_generation(GenerationJobOptions const& options,
         prompts.push_back(tokenizer->encode(text));
         if (prompts.back().empty()) prompts.back().push_back(tokenizer->eot_id());
         result.prompt_tokens.push_back(static_cast<int>(prompts.back().size()));
+        if (rank == 0 && result.prompt_tokens.back() > architecture.context) {
+            fmt::print(stderr,
+                       "axonn: warning: prompt {} has {} tokens, more than the model's context of {}: generation "
+                       "reads only its last {}\n",
+                       prompts.size(), result.prompt_tokens.back(), architecture.context, architecture.context);
+        }
     }
     TokenListener const stream = [&](int prompt, std::int32_t token) {
         if (on_text && rank == 0 && prompt == 0) on_text(tokenizer->decode(std::span(&token, 1)));

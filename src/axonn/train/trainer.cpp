@@ -174,8 +174,12 @@ struct TrainingRun {
 };
 
 // Checks the checkpoint folder and the metrics path, alike on every rank, before anything is written.
-void check_outputs(TrainOptions const& options, TrainingData const& data, std::optional<std::int64_t> resume_step) {
-    if (!options.ckpt_dir.empty()) check_checkpoint_folder(options.ckpt_dir, resume_step.value_or(0));
+void check_outputs(TrainOptions const& options, TrainingData const& data,
+                   std::optional<CheckpointReader> const& resumed) {
+    if (!options.ckpt_dir.empty()) {
+        check_checkpoint_folder(options.ckpt_dir, resumed ? resumed->index().step : 0,
+                                resumed ? resumed->folder() : std::filesystem::path());
+    }
     if (!options.metrics.empty()) {
         require_not_an_input(options.metrics, "--metrics", data.inputs());
         require_writable_output(options.metrics, "metrics file", options.overwrite || !options.resume.empty());
@@ -195,10 +199,10 @@ std::optional<CheckpointDirLock> lock_checkpoint_folder(TrainOptions const& opti
 }
 
 MetricsLog open_metrics(TrainOptions const& options, TrainingData const& data, bool leader,
-                        std::optional<std::int64_t> resume_step) {
-    check_outputs(options, data, resume_step);
+                        std::optional<CheckpointReader> const& resumed) {
+    check_outputs(options, data, resumed);
     if (options.metrics.empty() || !leader) return MetricsLog();
-    return MetricsLog(options.metrics, options.overwrite, resume_step);
+    return MetricsLog(options.metrics, options.overwrite, metrics_resume_step(options, resumed));
 }
 
 std::unique_ptr<TraceFile> open_trace(TrainOptions const& options, ProcessGrid& grid, TrainingData const& data) {
@@ -212,7 +216,7 @@ TrainingRun::TrainingRun(TrainOptions& options_, std::unique_ptr<Tokenizer> toke
       job(options_.run, {options_.grid, options_.grid_order, options_.debug_collectives}),
       data(options_, ShardTokenizer{tokenizer->name(), tokenizer->vocab_size()}),
       ckpt_lock(lock_checkpoint_folder(options_, leader)),
-      metrics(open_metrics(options_, data, leader, metrics_resume_step(options_, resumed))),
+      metrics(open_metrics(options_, data, leader, resumed)),
       trace(open_trace(options_, job.grid(), data)),
       model(options_.model.architecture(), job.backend(), job.grid(), job.pass_batch(options_.batch), options_.seq,
             options_.run.model),
