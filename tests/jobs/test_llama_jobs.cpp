@@ -7,7 +7,9 @@
 //   - exported to Hugging Face's layout (`axonn export`), --init-from the export equals --init-from the checkpoint
 //     bit for bit, and so does --init-from the checkpoint that `axonn import` makes of the export;
 //   - `axonn generate` continues a prompt from the checkpoint on one rank, from the export on one rank, and from
-//     the checkpoint on a grid of 4: greedy decoding gives the same tokens.
+//     the checkpoint on a grid of 4: greedy decoding gives the same tokens;
+//   - killed during the rename and the pruning of a save (and gpt2-micro alike), it resumes from the newest complete
+//     checkpoint bit for bit.
 #include "jobs/job.h"
 
 #include <nlohmann/json.hpp>
@@ -86,6 +88,52 @@ TEST_F(LlamaJob, TrainResumeExportImportAndGenerate) {
     EXPECT_EQ(outputs[0].size(), 12u);
     EXPECT_EQ(outputs[1], outputs[0]) << "from the export";
     EXPECT_EQ(outputs[2], outputs[0]) << "on a grid of 4";
+}
+
+// A kill in the two windows a timed kill almost never hits, for each family, on data=1,z=1,y=2,x=2, with a save
+// every 2 steps and --keep 1 (support/kill_at_file_operation.cpp, loaded into the ranks):
+//   - rank 0 killed right after renaming step_00000004 into place, before marking it complete: step_00000002 is the
+//     newest complete checkpoint;
+//   - rank 0 killed while pruning step_00000002 after step_00000004 is complete, its completion marker removed and
+//     its files not: step_00000004 is the newest complete checkpoint.
+// Each time the half-done folder is not taken for a checkpoint, `--resume latest` takes the newest complete one, and
+// the finished run's losses, gradient norms and final checkpoint are bitwise those of a run never killed.
+TEST_F(LlamaJob, KillsDuringTheRenameAndThePruningOfASaveLeaveTheNewestCompleteCheckpoint) {
+    std::string const options = "--grid data=1,z=1,y=2,x=2 --steps 6 --ckpt-every 2 --keep 1 --gemm-tuning off "
+                                "--eval-every 100 --eval-batches 1 ";
+    struct Kill {
+        char const* at;
+        char const* half_done;   // the folder left without its completion marker
+        char const* survivor;    // the newest complete checkpoint
+    };
+    for (auto const& [family, command] : {std::pair{"llama", train_llama(options)}, std::pair{"gpt2", train(options)}}) {
+        SCOPED_TRACE(family);
+        fs::path const reference = dir_ / (std::string(family) + "_calm");
+        JobResult const calm = mpirun("-np 4 " + command + "--ckpt-dir " + reference.string() + " --metrics " +
+                                      reference.string() + ".jsonl");
+        ASSERT_EQ(calm.exit_status, 0) << calm.stderr_text;
+        std::map<int, std::string> const expected = step_results(reference.string() + ".jsonl");
+        ASSERT_EQ(expected.size(), 6u);
+        for (Kill const& kill : {Kill{"rename:step_00000004", "step_00000004", "step_00000002"},
+                                 Kill{"remove:step_00000002/COMPLETE", "step_00000002", "step_00000004"}}) {
+            SCOPED_TRACE(kill.at);
+            fs::path const ckpt = dir_ / (std::string(family) + "_killed_" + kill.half_done);
+            std::string const run = command + "--ckpt-dir " + ckpt.string() + " --metrics " + ckpt.string() + ".jsonl";
+            JobResult const killed = mpirun(std::string("-x LD_PRELOAD=") + AXONN_KILL_AT_LIBRARY +
+                                            " -x AXONN_KILL_AT=" + kill.at + " -np 4 " + run);
+            ASSERT_NE(killed.exit_status, 0) << "the job was not killed at " << kill.at;
+            EXPECT_TRUE(fs::exists(ckpt / kill.half_done)) << "killed before " << kill.at;
+            EXPECT_FALSE(fs::exists(ckpt / kill.half_done / "COMPLETE")) << "killed after the marker";
+            EXPECT_TRUE(fs::exists(ckpt / kill.survivor / "COMPLETE"));
+            JobResult const resumed = mpirun("-np 4 " + run + " --resume latest");
+            ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
+            EXPECT_NE(file_bytes(dir_ / "stdout.txt").find("resuming from " + (ckpt / kill.survivor).string()),
+                      std::string::npos)
+                << file_bytes(dir_ / "stdout.txt");
+            EXPECT_EQ(step_results(ckpt.string() + ".jsonl"), expected);
+            expect_same_checkpoint_data(reference / "step_00000006", ckpt / "step_00000006");
+        }
+    }
 }
 
 }  // namespace

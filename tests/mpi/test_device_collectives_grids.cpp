@@ -32,7 +32,9 @@
 namespace axonn {
 namespace {
 
-constexpr int batch = 8, seq = 16, steps = 3;
+// The suites' batch (support/micro_model.h); a function, since the world size is known only once MPI runs.
+int batch() { return testing::suite_batch(); }
+constexpr int seq = 16, steps = 3;
 
 struct DeviceCase {
     std::string family;
@@ -47,12 +49,12 @@ std::vector<DeviceCase> every_case() {
     std::vector<DeviceCase> cases;
     for (auto const& [family, architecture] : {std::pair{std::string("gpt2"), decoder_architecture(testing::micro_model())},
                                                std::pair{std::string("llama"), decoder_architecture(testing::micro_llama())}}) {
-        for (GridShape const& grid : valid_grids(architecture.declarations, testing::world_size(), batch)) {
+        for (GridShape const& grid : testing::suite_grids(architecture.declarations, batch())) {
             cases.push_back({family, architecture, grid, DType::f32});
         }
     }
     Architecture const gpt2 = decoder_architecture(testing::micro_model());
-    cases.push_back({"gpt2_bf16_grad_comm", gpt2, valid_grids(gpt2.declarations, testing::world_size(), batch).back(),
+    cases.push_back({"gpt2_bf16_grad_comm", gpt2, testing::suite_grids(gpt2.declarations, batch()).back(),
                      DType::bf16});
     return cases;
 }
@@ -82,7 +84,7 @@ struct GridRun {
                                              options);
         DecoderOptions model_options;
         model_options.grad_scatter_comm = model_options.grad_sum_comm = c.grad_comm;
-        model = std::make_unique<Decoder>(c.architecture, *backend, *grid, batch / c.grid.batch_replicas(), seq,
+        model = std::make_unique<Decoder>(c.architecture, *backend, *grid, batch() / c.grid.batch_replicas(), seq,
                                           model_options);
         model->init_weights(5);
         optimizer = std::make_unique<AdamW>(model->segments(), model->layout().total(), *backend, AdamWConfig{});
@@ -95,13 +97,13 @@ class DeviceCollectivesOnGrid : public ::testing::TestWithParam<DeviceCase> {};
 
 TEST_P(DeviceCollectivesOnGrid, TrainAsMpisCollectivesDo) {
     DeviceCase const& c = GetParam();
-    std::vector<std::int32_t> tokens(batch * seq), targets(tokens.size());
+    std::vector<std::int32_t> tokens(batch() * seq), targets(tokens.size());
     for (std::size_t i = 0; i < tokens.size(); ++i) {
         tokens[i] = static_cast<std::int32_t>((i * 13) % c.architecture.vocab_size);
         targets[i] = static_cast<std::int32_t>((i * 17 + 1) % c.architecture.vocab_size);
     }
     GridRun host(c, false), device(c, true);
-    Batch const rows = replica_rows(*host.grid, batch, seq, tokens.data(), targets.data());
+    Batch const rows = replica_rows(*host.grid, batch(), seq, tokens.data(), targets.data());
     for (int step = 0; step < steps; ++step) {
         StepResult const on_host = train_step(*host.model, *host.optimizer, rows, 1e-3f);
         StepResult const on_device = train_step(*device.model, *device.optimizer, rows, 1e-3f);

@@ -1,5 +1,6 @@
-// Generation on a grid gives the serial tokens: under mpirun at np 1, 2, 4 and 8, gpt2-micro (vocabulary 300) is
-// built serially and on every grid from the same seed, and five prompts of 1 to 70 tokens are continued by 40
+// Generation on a grid gives the serial tokens: under mpirun at np 1, 2, 4 and 8 (and 3 and 6), gpt2-micro and the micro Llama
+// (vocabulary 300; its 2 key/value heads split over y = 2 and replicated over y = 4 and 8) are each built serially
+// and on every grid each splits on, from the same seed, and five prompts of 1 to 70 tokens are continued by 40
 // tokens each (generate(): prompts shared over the data × z replicas, Z ranks stepping together, the cache
 // sharded over Y, the next token chosen from the logits gathered over Y). A 70-token prompt outgrows the 64-token
 // context and one of 24 tokens does so while generating, so both restarts of the cache are crossed; prompts are
@@ -9,9 +10,18 @@
 #include "axonn/families/gpt2/gpt2_parameters.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/generate.h"
+#include "axonn/parallel/vocab_parallel.h"
 #include "support/micro_model.h"
 
 #include <gtest/gtest.h>
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace axonn {
 namespace {
@@ -19,11 +29,18 @@ namespace {
 using testing::micro_model;
 using testing::world_size;
 
-class GenerationOnGrid : public ::testing::TestWithParam<GridShape> {};
+// A model of either family on one of its grids.
+struct ModelOnGrid {
+    std::string family;
+    ModelConfig config;
+    GridShape grid;
+};
+
+class GenerationOnGrid : public ::testing::TestWithParam<ModelOnGrid> {};
 
 TEST_P(GenerationOnGrid, TokensMatchSerial) {
-    GptConfig const config = micro_model();
-    GridShape const shape = GetParam();
+    ModelConfig const& config = GetParam().config;
+    GridShape const shape = GetParam().grid;
     int const prompt_chunk = 16;
     CpuBackend backend;
     ProcessGrid self(MPI_COMM_SELF, GridShape{});
@@ -35,7 +52,7 @@ TEST_P(GenerationOnGrid, TokensMatchSerial) {
     std::vector<std::vector<std::int32_t>> prompts;
     for (int length : {1, 7, 24, 70, 3}) {
         std::vector<std::int32_t> prompt(static_cast<std::size_t>(length));
-        for (int i = 0; i < length; ++i) prompt[i] = (i * 53 + length * 7) % config.vocab_size;
+        for (int i = 0; i < length; ++i) prompt[i] = (i * 53 + length * 7) % config.vocab_size();
         prompts.push_back(prompt);
     }
     SampleOptions greedy;
@@ -47,8 +64,8 @@ TEST_P(GenerationOnGrid, TokensMatchSerial) {
     sampled.top_p = 0.9f;
     sampled.seed = 4;
     for (SampleOptions const& options : {greedy, sampled}) {
-        auto const expected = generate(serial, prompts, options, config.max_seq);
-        auto const actual = generate(parallel, prompts, options, config.max_seq);
+        auto const expected = generate(serial, prompts, options, config.context());
+        auto const actual = generate(parallel, prompts, options, config.context());
         ASSERT_EQ(actual.size(), prompts.size());
         for (std::size_t p = 0; p < prompts.size(); ++p) {
             EXPECT_EQ(actual[p].size(), 40u);
@@ -57,8 +74,42 @@ TEST_P(GenerationOnGrid, TokensMatchSerial) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryGrid, GenerationOnGrid, ::testing::ValuesIn(valid_grids(micro_model(), world_size(), world_size())),
-                         [](auto const& info) { return testing::grid_test_name(info.param); });
+// Every grid of this world size that each family splits on, with one prompt per data × z replica at most.
+std::vector<ModelOnGrid> models_on_grids() {
+    std::vector<ModelOnGrid> runs;
+    for (auto const& [family, config] : {std::pair<std::string, ModelConfig>{"gpt2", micro_model()},
+                                         std::pair<std::string, ModelConfig>{"llama", testing::micro_llama()}}) {
+        for (GridShape const& grid : testing::suite_grids(config, world_size())) {
+            runs.push_back({family, config, grid});
+        }
+    }
+    return runs;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryGrid, GenerationOnGrid, ::testing::ValuesIn(models_on_grids()),
+                         [](auto const& info) {
+                             return info.param.family + "_" + testing::grid_test_name(info.param.grid);
+                         });
+
+// Every rank of a data × z replica's X·Y plane takes the same token, the smallest of the plane's choices, whatever
+// each rank chose (a draw that rounding tipped differently on one rank): on every grid of the world.
+TEST(AgreedToken, EachPlaneTakesTheSmallestOfItsChoices) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    for (GridShape const& shape : grid_factorisations(world_size())) {
+        ProcessGrid grid(MPI_COMM_WORLD, shape);
+        std::int32_t const mine = 1000 + (rank * 7) % 13;
+        int const replica = grid.batch_replica();
+        std::vector<int> choices(2 * static_cast<std::size_t>(world_size()));
+        std::array<int, 2> const own = {replica, mine};
+        MPI_Allgather(own.data(), 2, MPI_INT, choices.data(), 2, MPI_INT, MPI_COMM_WORLD);
+        std::int32_t expected = mine;
+        for (int r = 0; r < world_size(); ++r) {
+            if (choices[2 * r] == replica) expected = std::min(expected, choices[2 * r + 1]);
+        }
+        EXPECT_EQ(agreed_token(grid, mine), expected) << shape;
+    }
+}
 
 }  // namespace
 }  // namespace axonn

@@ -36,7 +36,9 @@
 namespace axonn {
 namespace {
 
-constexpr int batch = 8, seq = 9;
+// The suites' batch (support/micro_model.h); a function, since the world size is known only once MPI runs.
+int batch() { return testing::suite_batch(); }
+constexpr int seq = 9;
 
 // Rank 0 writes the folder and the twin's logits; every rank learns where. Written once per dtype for the whole
 // suite (HfLlamaOnGrid::SetUpTestSuite): the twin's run is mostly PyTorch's start-up, seconds that each of 80 cases
@@ -77,8 +79,8 @@ private:
                               {"original_max_position_embeddings", c.rope_scaling->original_max_position}}}};
         std::filesystem::create_directories(dir / "inputs");
         std::ofstream(dir / "inputs" / "config.json") << config.dump(2);
-        Tensor tokens({batch, seq}, DType::i32);
-        for (int i = 0; i < batch * seq; ++i) tokens.data<std::int32_t>()[i] = (i * 37 + 11) % c.vocab_size;
+        Tensor tokens({batch(), seq}, DType::i32);
+        for (int i = 0; i < batch() * seq; ++i) tokens.data<std::int32_t>()[i] = (i * 37 + 11) % c.vocab_size;
         NamedTensors inputs;
         inputs.emplace("tokens", std::move(tokens));
         write_tensor_file(dir / "inputs" / "batch.axt", inputs);
@@ -93,8 +95,8 @@ private:
     std::unique_ptr<testing::TempDir> dir_;
     std::filesystem::path path_;
     std::vector<std::int32_t> tokens_ = [] {
-        std::vector<std::int32_t> tokens(batch * seq);
-        for (int i = 0; i < batch * seq; ++i) tokens[i] = (i * 37 + 11) % testing::micro_llama().vocab_size;
+        std::vector<std::int32_t> tokens(batch() * seq);
+        for (int i = 0; i < batch() * seq; ++i) tokens[i] = (i * 37 + 11) % testing::micro_llama().vocab_size;
         return tokens;
     }();
 };
@@ -126,7 +128,7 @@ struct ImportedModel {
     ImportedModel(std::filesystem::path const& dir, GridShape const& shape)
         : config(read_hf_llama_config(dir)),
           grid(MPI_COMM_WORLD, shape, parse_axis_order("x,y,z,data")),
-          model(decoder_architecture(config), backend, grid, batch / shape.batch_replicas(), seq) {
+          model(decoder_architecture(config), backend, grid, batch() / shape.batch_replicas(), seq) {
         HfLlamaWeights(dir, config).read_local(model.layout(), model.params());
     }
 };
@@ -138,7 +140,7 @@ TEST_P(HfLlamaOnGrid, ImportedLogitsMatchTheTwin) {
     LlamaConfig const& config = imported.config;
     ProcessGrid& grid = imported.grid;
     Decoder& model = imported.model;
-    Batch const rows = replica_rows(grid, batch, seq, folder.tokens().data(), nullptr);
+    Batch const rows = replica_rows(grid, batch(), seq, folder.tokens().data(), nullptr);
     model.forward(rows);
 
     NamedTensors const twin = read_tensor_file(folder.path() / "logits.axt");
@@ -206,7 +208,7 @@ TEST_P(HfLlamaOnGrid, ExportOfItsCheckpointHoldsTheTwinsTensorsBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(
     EveryGrid, HfLlamaOnGrid,
-    ::testing::Combine(::testing::ValuesIn(valid_grids(testing::micro_llama(), testing::world_size(), batch)),
+    ::testing::Combine(::testing::ValuesIn(testing::suite_grids(testing::micro_llama(), batch())),
                        ::testing::Bool()),
     [](auto const& info) {
         return testing::grid_test_name(std::get<0>(info.param)) + (std::get<1>(info.param) ? "_bf16" : "_f32");

@@ -1,4 +1,5 @@
-// Llama on every grid gives the serial answer: under mpirun at np 1, 2, 4 and 8, a small Llama (vocabulary 300
+// Llama on every grid gives the serial answer: under mpirun at np 1, 2, 4 and 8 (and 3 and 6, on the grids and
+// shapes of support/micro_model.h), a small Llama (vocabulary 300
 // padded to 320, width 64, 8 query heads sharing 2 key/value heads, an MLP of 96, 2 layers) runs serially and on
 // every grid (with y = 4 or 8, more Y ranks than key/value heads, each key/value head is replicated on y/2 ranks and
 // its replicas' gradients summed), from the same seed and batches (train/parity.h):
@@ -26,6 +27,7 @@ ParityOptions llama_parity(GridShape const& grid, int steps) {
     options.model = micro_llama();
     options.grid = grid;
     options.steps = steps;
+    options.batch = testing::suite_batch();
     return options;
 }
 
@@ -59,7 +61,7 @@ TEST_P(LlamaOnGrid, Bf16GradientCommunicationStaysNearSerial) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryGrid, LlamaOnGrid,
-                         ::testing::ValuesIn(valid_grids(micro_llama(), testing::world_size(), 8)),
+                         ::testing::ValuesIn(testing::suite_grids(micro_llama(), testing::suite_batch())),
                          [](auto const& info) { return testing::grid_test_name(info.param); });
 
 }  // namespace

@@ -25,7 +25,7 @@ class ExtractionOnGrid : public ::testing::TestWithParam<GridShape> {};
 TEST_P(ExtractionOnGrid, ScoresMatchSerial) {
     GptConfig const config = micro_model();
     GridShape const shape = GetParam();
-    int const batch = 8, T = 13;
+    int const batch = testing::suite_batch(), T = 13;
     CpuBackend backend;
     ProcessGrid self(MPI_COMM_SELF, GridShape{});
     ProcessGrid grid(MPI_COMM_WORLD, shape, parse_axis_order("x,y,z,data"));
@@ -49,7 +49,8 @@ TEST_P(ExtractionOnGrid, ScoresMatchSerial) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryGrid, ExtractionOnGrid, ::testing::ValuesIn(valid_grids(micro_model(), world_size(), 8)),
+INSTANTIATE_TEST_SUITE_P(EveryGrid, ExtractionOnGrid,
+                         ::testing::ValuesIn(testing::suite_grids(micro_model(), testing::suite_batch())),
                          [](auto const& info) { return testing::grid_test_name(info.param); });
 
 }  // namespace

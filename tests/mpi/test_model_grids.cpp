@@ -1,7 +1,8 @@
 // The claim of the 4D algorithm: every grid gives the serial answer. Under mpirun at np 1, 2, 4 and 8, for every
 // ordered factorisation of the world size into (data, z, y, x) (all 20 at np 8), gpt2-micro (8 heads, width 64,
 // vocabulary 300 padded to 320, B = 8, T = 16) runs serially and on the grid from the same seed and batches
-// (train/parity.h), and:
+// (train/parity.h); at np 3 and 6, with 6 heads of width 48 and B = 6, on data=3 and z=3, data=3 with y=2 and z=3
+// with x=2 (support/micro_model.h); and:
 //   - the gathered initial weights are bit-identical to the serial ones;
 //   - after one step, the logits (each rank's slice), the loss and every gathered gradient tensor are within
 //     1e-5 relative (norm-wise, per tensor) of the serial run; the gradient norm too;
@@ -38,9 +39,21 @@ using testing::relative_difference;
 using testing::world_size;
 
 std::vector<GridShape> model_grids() {
-    std::vector<GridShape> grids = valid_grids(micro_model(), world_size(), 8);
-    EXPECT_EQ(grids.size(), grid_factorisations(world_size()).size()) << "gpt2-micro must split on every grid";
+    std::vector<GridShape> grids = testing::suite_grids(micro_model(), testing::suite_batch());
+    if (!testing::world_of_threes()) {
+        EXPECT_EQ(grids.size(), grid_factorisations(world_size()).size()) << "gpt2-micro must split on every grid";
+    }
     return grids;
+}
+
+// The parity run of the micro model on `grid` for `steps` steps, on the suites' batch.
+ParityOptions micro_parity(GridShape const& grid, int steps) {
+    ParityOptions options;
+    options.model = micro_model();
+    options.grid = grid;
+    options.steps = steps;
+    options.batch = testing::suite_batch();
+    return options;
 }
 
 std::string grid_name(::testing::TestParamInfo<GridShape> const& info) { return testing::grid_test_name(info.param); }
@@ -48,10 +61,7 @@ std::string grid_name(::testing::TestParamInfo<GridShape> const& info) { return 
 class ModelOnGrid : public ::testing::TestWithParam<GridShape> {};
 
 TEST_P(ModelOnGrid, OneStepMatchesSerial) {
-    ParityOptions options;
-    options.model = micro_model();
-    options.grid = GetParam();
-    options.steps = 1;
+    ParityOptions options = micro_parity(GetParam(), 1);
     ParityReport const report = run_parity(options);
     EXPECT_EQ(report.init_max_abs_diff, 0.0) << "initial weights differ from serial";
     EXPECT_LT(report.logits_rel_diff, 1e-5);
@@ -62,10 +72,7 @@ TEST_P(ModelOnGrid, OneStepMatchesSerial) {
 }
 
 TEST_P(ModelOnGrid, TwentyAdamWStepsFollowSerialLosses) {
-    ParityOptions options;
-    options.model = micro_model();
-    options.grid = GetParam();
-    options.steps = 20;
+    ParityOptions options = micro_parity(GetParam(), 20);
     ParityReport const report = run_parity(options);
     ASSERT_EQ(report.loss_rel_diff.size(), 20u);
     for (std::size_t step = 0; step < 20; ++step) EXPECT_LT(report.loss_rel_diff[step], 1e-4) << "step " << step;
@@ -77,10 +84,7 @@ TEST_P(ModelOnGrid, TwentyAdamWStepsFollowSerialLosses) {
 // the serial mask (the mask depends on a row's targets only, which the trainer does not rely on: it computes the
 // mask of the whole global batch on every rank).
 TEST_P(ModelOnGrid, GoldfishMasksAndLossesMatchSerial) {
-    ParityOptions options;
-    options.model = micro_model();
-    options.grid = GetParam();
-    options.steps = 4;
+    ParityOptions options = micro_parity(GetParam(), 4);
     options.goldfish = parse_goldfish("k=4,h=4");
     ParityReport const report = run_parity(options);
     EXPECT_TRUE(report.masks_equal);
@@ -97,10 +101,7 @@ TEST_P(ModelOnGrid, GoldfishMasksAndLossesMatchSerial) {
 // gradient (measured up to 8e-3 at np 8); the initial weights are still bit-identical (bf16 copies of the same
 // fp32 weights).
 TEST_P(ModelOnGrid, Bf16OneStepMatchesSerialBf16) {
-    ParityOptions options;
-    options.model = micro_model();
-    options.grid = GetParam();
-    options.steps = 1;
+    ParityOptions options = micro_parity(GetParam(), 1);
     options.run.model.precision = DType::bf16;
     ParityReport const report = run_parity(options);
     EXPECT_EQ(report.precision, DType::bf16);
@@ -114,22 +115,19 @@ TEST_P(ModelOnGrid, Bf16OneStepMatchesSerialBf16) {
 
 // The LM head in chunks of rows (--logit-rows) on the grid, against the serial model with all rows at once: one
 // step as OneStepMatchesSerial, with the same tolerances (1e-5; the chunks only reorder the head's weight-gradient
-// sum). The token losses stand for the logits, which a chunked head does not keep. Each rank's 128 / (data · z)
+// sum). The token losses stand for the logits, which a chunked head does not keep. Each rank's B·16 / (data · z)
 // rows run in chunks of 24 (6, 3 or 2 of them; one where data · z = 8), and once more in chunks of 5 in passes of
 // one sequence with recomputation (the head's gradient written by the first chunk of the first pass, then added).
 TEST_P(ModelOnGrid, LogitsInChunksMatchSerial) {
     for (int const logit_rows : {24, 5}) {
-        ParityOptions options;
-        options.model = micro_model();
-        options.grid = GetParam();
-        options.steps = 1;
+        ParityOptions options = micro_parity(GetParam(), 1);
         options.run.model.logit_rows = logit_rows;
         if (logit_rows == 5) {
             options.run.micro_batch = 1;
             options.run.model.recompute = Recompute::layer;
         }
         ParityReport const report = run_parity(options);
-        int const pass_rows = logit_rows == 5 ? 16 : 8 * 16 / GetParam().batch_replicas();
+        int const pass_rows = logit_rows == 5 ? 16 : testing::suite_batch() * 16 / GetParam().batch_replicas();
         EXPECT_EQ(report.logits_in_chunks, pass_rows > logit_rows) << logit_rows << " rows";
         EXPECT_LT(report.logits_rel_diff, 1e-5) << logit_rows << " rows";
         EXPECT_LT(report.loss_rel_diff.at(0), 1e-5) << logit_rows << " rows";
@@ -144,10 +142,7 @@ TEST_P(ModelOnGrid, LogitsInChunksMatchSerial) {
 // One step of the micro model on `grid` against serial, its gradients reduce-scattered over Z and summed in the
 // types given. The forward is untouched: logits and loss within fp32's 1e-5 of serial, checked here.
 ParityReport one_step_with_grad_comm(GridShape const& grid, DType scatter, DType sum) {
-    ParityOptions options;
-    options.model = micro_model();
-    options.grid = grid;
-    options.steps = 1;
+    ParityOptions options = micro_parity(grid, 1);
     options.run.model.grad_scatter_comm = scatter;
     options.run.model.grad_sum_comm = sum;
     ParityReport report = run_parity(options);
@@ -212,7 +207,8 @@ TEST_P(LinearOnGrid, ForwardAndBackwardMatchSerial) {
     auto const [shape, layer] = GetParam();
     ProcessGrid grid(MPI_COMM_WORLD, shape);
     CpuBackend backend;
-    std::int64_t const M = layer.M;  // over data × z
+    // Over data × z; in a world of threes rounded up to a multiple of 3 (18 and 1026 rows).
+    std::int64_t const M = testing::world_of_threes() ? (layer.M + 2) / 3 * 3 : layer.M;
     constexpr std::int64_t K = 24, N = 40;  // over X and Y (or Y and X)
     std::vector<float> const x = deterministic(M * K, 1), w = deterministic(N * K, 2), b = deterministic(N, 3);
     std::vector<float> const dy = deterministic(M * N, 4);
@@ -289,7 +285,10 @@ TEST_P(LinearOnGrid, ForwardAndBackwardMatchSerial) {
 
 std::vector<GridShape> linear_grids() {
     std::vector<GridShape> grids;
-    for (auto const& g : grid_factorisations(world_size())) {
+    std::vector<GridShape> const candidates = testing::world_of_threes()
+                                                  ? testing::suite_grids(micro_model(), testing::suite_batch())
+                                                  : grid_factorisations(world_size());
+    for (auto const& g : candidates) {
         if (24 % g.x == 0 && 24 % g.y == 0 && 40 % g.x == 0 && 40 % g.y == 0) {
             grids.push_back(g);
         }
@@ -314,7 +313,7 @@ TEST(BadGrids, RejectedWithTheValidGridsListed) {
     GptConfig const config = micro_model();
     int const world = world_size();
     try {
-        require_valid_grid(config, GridShape{.data = world + 1}, world, 8);
+        require_valid_grid(config, GridShape{.data = world + 1}, world, testing::suite_batch());
         ADD_FAILURE() << "a grid of the wrong size was accepted";
     } catch (Error const& e) {
         std::string const message = e.what();

@@ -1,5 +1,6 @@
-// How a step runs must not change what it computes. Under mpirun at np 1, 2, 4 and 8, on every grid of gpt2-micro
-// (B = 8, T = 16, a few targets ignored), from the same seed and batches:
+// How a step runs must not change what it computes. Under mpirun at np 1, 2, 4 and 8 (and 3 and 6: the grids and
+// shapes of support/micro_model.h), on every grid of gpt2-micro and of the micro Llama (B = 8, T = 16, a few
+// targets ignored), from the same seed and batches:
 //   - overlap on and off give bitwise the same losses, gradient norms, gradients and weights after 3 AdamW steps
 //     (the same collectives, waited on at other times);
 //   - recomputing each layer in the backward gives bitwise the same as keeping its activations, and so does
@@ -19,16 +20,20 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace axonn {
 namespace {
 
+using testing::micro_llama;
 using testing::micro_model;
 using testing::relative_difference;
 using testing::world_size;
 
-constexpr int batch = 8, seq = 16;
+// The suites' batch (support/micro_model.h); a function, since the world size is known only once MPI runs.
+int batch() { return testing::suite_batch(); }
+constexpr int seq = 16;
 
 struct Outcome {
     std::vector<float> losses;
@@ -37,15 +42,23 @@ struct Outcome {
     std::vector<float> params;       // this rank's weight shards after the last step
 };
 
-// `steps` AdamW steps of gpt2-micro on `shape`, run as `options` says.
-Outcome train(GridShape const& shape, StepOptions const& options, int steps) {
+// A model of either family on one of its grids.
+struct ModelOnGrid {
+    std::string family;
+    ModelConfig model;
+    GridShape grid;
+};
+
+// `steps` AdamW steps of the model on its grid, run as `options` says.
+Outcome train(ModelOnGrid const& run, StepOptions const& options, int steps) {
+    GridShape const& shape = run.grid;
     ProcessGrid grid(MPI_COMM_WORLD, shape);
     CpuBackend backend;
-    int const rows = batch / shape.batch_replicas();
-    Decoder model(micro_model(), backend, grid, options.pass_batch(rows), seq, options.model);
+    int const rows = batch() / shape.batch_replicas();
+    Decoder model(run.model.architecture(), backend, grid, options.pass_batch(rows), seq, options.model);
     model.init_weights(42);
     AdamW optimizer(model.segments(), model.layout().total(), backend, AdamWConfig{});
-    std::vector<std::int32_t> tokens(batch * seq), targets(tokens.size());
+    std::vector<std::int32_t> tokens(batch() * seq), targets(tokens.size());
     Outcome outcome;
     for (int step = 0; step < steps; ++step) {
         for (std::size_t i = 0; i < tokens.size(); ++i) {
@@ -53,7 +66,7 @@ Outcome train(GridShape const& shape, StepOptions const& options, int steps) {
             targets[i] = i % 11 == 3 ? -1 : static_cast<std::int32_t>(philox4x32({9, 100u + step}, i)[0] % 300);
         }
         std::vector<Batch> const passes =
-            micro_batches(replica_rows(grid, batch, seq, tokens.data(), targets.data()), options.micro_batch);
+            micro_batches(replica_rows(grid, batch(), seq, tokens.data(), targets.data()), options.micro_batch);
         StepResult const result = train_step(model, optimizer, passes, 1e-3f);
         outcome.losses.push_back(result.loss);
         outcome.norms.push_back(result.grad_norm);
@@ -76,7 +89,7 @@ StepOptions with_overlap(bool on) {
     return options;
 }
 
-class StepOptionsOnGrid : public ::testing::TestWithParam<GridShape> {};
+class StepOptionsOnGrid : public ::testing::TestWithParam<ModelOnGrid> {};
 
 TEST_P(StepOptionsOnGrid, OverlapOnAndOffAreBitwiseEqual) {
     expect_bitwise_equal(train(GetParam(), with_overlap(true), 3), train(GetParam(), with_overlap(false), 3));
@@ -106,9 +119,21 @@ TEST_P(StepOptionsOnGrid, MicroBatchesGiveTheWholeBatchsLossAndGradients) {
     EXPECT_LT(relative_difference(passes.first_grads, whole.first_grads), 1e-6);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryGrid, StepOptionsOnGrid, ::testing::ValuesIn(grid_factorisations(world_size())),
-                         [](::testing::TestParamInfo<GridShape> const& info) {
-                             return testing::grid_test_name(info.param);
+// Every grid of this world size that each family splits on.
+std::vector<ModelOnGrid> models_on_grids() {
+    std::vector<ModelOnGrid> runs;
+    for (auto const& [family, model] : {std::pair<std::string, ModelConfig>{"gpt2", micro_model()},
+                                        std::pair<std::string, ModelConfig>{"llama", micro_llama()}}) {
+        for (GridShape const& grid : testing::suite_grids(model, batch())) {
+            runs.push_back({family, model, grid});
+        }
+    }
+    return runs;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryGrid, StepOptionsOnGrid, ::testing::ValuesIn(models_on_grids()),
+                         [](::testing::TestParamInfo<ModelOnGrid> const& info) {
+                             return info.param.family + "_" + testing::grid_test_name(info.param.grid);
                          });
 
 }  // namespace

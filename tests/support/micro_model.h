@@ -1,15 +1,20 @@
 // What the MPI suites share: the world size, gpt2-micro with a 300-word vocabulary, the model that splits
-// on every grid of up to 8 ranks and is small enough to run all of them in a test, and grid test names.
+// on every grid of up to 8 ranks and is small enough to run all of them in a test (and its variant for worlds of 3
+// and 6 ranks), the micro Llama, the batch and grids the suites run on, and grid test names.
 #pragma once
 
 #include "axonn/comm/grid.h"
 #include "axonn/families/gpt2/gpt2_config.h"
 #include "axonn/families/llama/llama_config.h"
+#include "axonn/model/model_config.h"
+#include "axonn/parallel/shard_layout.h"
 
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <span>
 #include <string>
+#include <vector>
 
 namespace axonn::testing {
 
@@ -19,20 +24,50 @@ inline int world_size() {
     return size;
 }
 
+// The MPI suites run at np 1, 2, 4 and 8, and at 3 and 6: a world of threes, where the models below divide by 3
+// (width 48, 6 query heads), the batch is 6, and the suites run on four grids that split over 3 (suite_grids).
+inline bool world_of_threes() { return world_size() % 3 == 0; }
+
 inline GptConfig micro_model() {
     GptConfig config = gpt_preset("gpt2-micro");
     config.vocab_size = 300;
+    if (world_of_threes()) {
+        config.n_head = 6;
+        config.n_embd = 48;
+    }
     return config;
 }
 
 // A small Llama with the same vocabulary: width 64, 8 query heads sharing 2 key/value heads (split over y = 2,
-// replicated over y = 4 and 8), an MLP of 96, 2 layers, context 64.
+// replicated over y = 4 and 8), an MLP of 96, 2 layers, context 64; in a world of threes width 48 and 6 query heads.
 inline LlamaConfig micro_llama() {
     LlamaConfig config = llama_preset("llama-tiny");
     config.vocab_size = 300;
     config.intermediate_size = 96;
     config.max_position_embeddings = 64;
+    if (world_of_threes()) {
+        config.hidden_size = 48;
+        config.num_attention_heads = 6;
+    }
     return config;
+}
+
+// The global batch of the suites' training steps: data × z must divide it.
+inline int suite_batch() { return world_of_threes() ? 6 : 8; }
+
+// The grids a suite runs a model on: every grid of the world that the model splits on for `batch`; in a world of
+// threes only data=3 and z=3 (np 3), data=3 with y=2 and z=3 with x=2 (np 6), those the model splits on.
+inline std::vector<GridShape> suite_grids(std::span<ParamDecl const> params, int batch) {
+    if (!world_of_threes()) return valid_grids(params, world_size(), batch);
+    std::vector<GridShape> grids;
+    for (GridShape const& grid : {GridShape{.data = 3}, GridShape{.z = 3}, GridShape{.data = 3, .y = 2},
+                                  GridShape{.z = 3, .x = 2}}) {
+        if (grid.product() == world_size() && !grid_problem(params, grid, batch)) grids.push_back(grid);
+    }
+    return grids;
+}
+inline std::vector<GridShape> suite_grids(ModelConfig const& model, int batch) {
+    return suite_grids(model.architecture().declarations, batch);
 }
 
 // "data2_z1_y2_x2": a GoogleTest-safe name for a grid.

@@ -388,6 +388,22 @@ TEST(Checkpoint, AResumeThatChangesTheRunsSettingsIsNamed) {
     EXPECT_EQ(changed, (std::vector<std::string>{"--steps 10 (was 5)", "--seq 64 (was 32)"}));
 }
 
+// A checkpoint with a run state but a moment missing is damaged, not weights only (which would send the user to
+// --init-from and lose the optimizer without a word).
+TEST(Checkpoint, AMissingMomentIsDamageNotWeightsOnly) {
+    testing::TempDir dir;
+    SerialState state(7);
+    fs::path const folder = state.save(dir.path(), 3);
+    json index = json::parse(read_bytes(folder / "index.json"));
+    ASSERT_EQ(index["tensors"].erase("exp_avg_sq.wpe"), 1u);
+    write_bytes(folder / "index.json", index.dump());
+    std::string const error = error_of([&] { CheckpointReader(folder).has_training_state(); });
+    EXPECT_NE(error.find("is damaged: it holds a run to resume, but not the AdamW moment exp_avg_sq.wpe of wpe"),
+              std::string::npos)
+        << error;
+    EXPECT_EQ(error.find("weights only"), std::string::npos) << error;
+}
+
 TEST(Checkpoint, WeightsAloneCannotBeResumed) {
     testing::TempDir dir;
     SerialState state(7);

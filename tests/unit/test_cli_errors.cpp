@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <set>
 #include <filesystem>
 #include <chrono>
 #include <cmath>
@@ -580,6 +581,110 @@ TEST_F(CommandLineErrors, ResumingOnOtherDataIsRefusedUnlessAskedFor) {
     EXPECT_EQ(same.exit_status, 0) << "its own data, recorded by the --new-data run: " << same.stderr_text;
 }
 
+// Each step's training loss in a metrics file, by step.
+std::map<int, double> step_losses(fs::path const& metrics) {
+    std::map<int, double> losses;
+    std::istringstream lines(read_text(metrics));
+    for (std::string line; std::getline(lines, line);) {
+        nlohmann::json const record = nlohmann::json::parse(line);
+        if (record.contains("loss")) losses[record["step"].get<int>()] = record["loss"].get<double>();
+    }
+    return losses;
+}
+
+// A resumed run appends to its own metrics file only: every record carries the run's id (from its checkpoint), and
+// a file of another run's records, or a file that is not a metrics file, is refused by line and left as it was. A
+// torn last line (a crash mid-write) does not count; a run with a --ckpt-dir relaunched with --resume latest before
+// its first checkpoint is the same run (its id comes from its --ckpt-dir and seed).
+TEST_F(CommandLineErrors, AResumedRunAppendsToItsOwnMetricsOnly) {
+    std::string const run =
+        "train --data {dir}/good --tokenizer byte --model gpt2-micro --sample-tokens 0 "
+        "--eval-every 1000 --eval-batches 1 ";
+    for (char const* stale : {"own_ckpt", "own.jsonl", "other.jsonl", "job_ckpt", "job.jsonl"}) {
+        fs::remove_all(dir_ / stale);
+    }
+    ASSERT_EQ(
+        run_axonn(with_dir(run + "--steps 2 --ckpt-dir {dir}/own_ckpt --metrics {dir}/own.jsonl"), dir_).exit_status,
+        0);
+    ASSERT_EQ(run_axonn(with_dir(run + "--steps 2 --metrics {dir}/other.jsonl"), dir_).exit_status, 0);
+    auto const run_ids = [](fs::path const& metrics) {
+        std::set<std::string> ids;
+        std::istringstream lines(read_text(metrics));
+        for (std::string line; std::getline(lines, line);) ids.insert(nlohmann::json::parse(line).value("run", ""));
+        return ids;
+    };
+    std::set<std::string> const own = run_ids(dir_ / "own.jsonl"), other = run_ids(dir_ / "other.jsonl");
+    ASSERT_EQ(own.size(), 1u);
+    ASSERT_EQ(other.size(), 1u);
+    ASSERT_NE(*own.begin(), *other.begin());
+    ASSERT_EQ(own.begin()->size(), 16u) << *own.begin();
+
+    std::string const resume = run + "--steps 3 --ckpt-dir {dir}/own_ckpt --resume ";
+    for (auto const& [metrics, problem] :
+         {std::pair{"other.jsonl",
+                    "line 1 is a record of run " + *other.begin() + ", not of this run (run " + *own.begin() + ")"},
+          std::pair{"text.txt", std::string("line 1 is not a metrics record, not of this run")}}) {
+        SCOPED_TRACE(metrics);
+        std::string const before = read_text(dir_ / metrics);
+        CommandResult const refused = run_axonn(with_dir(resume + "--metrics {dir}/" + metrics), dir_);
+        EXPECT_EQ(refused.exit_status, 1) << refused.stderr_text;
+        EXPECT_NE(refused.stderr_text.find(problem), std::string::npos) << refused.stderr_text;
+        EXPECT_NE(refused.stderr_text.find("name another --metrics path, or pass --overwrite"), std::string::npos);
+        EXPECT_EQ(read_text(dir_ / metrics), before);
+    }
+    {
+        std::ofstream torn(dir_ / "own.jsonl", std::ios::app);
+        torn << R"({"step": 7, "lo)";
+    }
+    CommandResult const resumed = run_axonn(with_dir(resume + "--metrics {dir}/own.jsonl"), dir_);
+    ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
+    EXPECT_EQ(run_ids(dir_ / "own.jsonl"), own);
+    EXPECT_EQ(step_losses(dir_ / "own.jsonl").size(), 3u);
+
+    std::string const job = run + "--steps 2 --ckpt-dir {dir}/job_ckpt --metrics {dir}/job.jsonl";
+    ASSERT_EQ(run_axonn(with_dir(job), dir_).exit_status, 0);
+    fs::remove_all(dir_ / "job_ckpt");  // as if the job's first launch had ended before its first checkpoint
+    CommandResult const relaunched = run_axonn(with_dir(job + " --resume latest"), dir_);
+    EXPECT_EQ(relaunched.exit_status, 0) << relaunched.stderr_text;
+    EXPECT_EQ(step_losses(dir_ / "job.jsonl").size(), 2u);
+}
+
+// Weights that give a loss that is not finite before the run's first update are blamed, not the learning rate: in
+// the validation at step 0, and in the first step's training loss (data without validation).
+TEST_F(CommandLineErrors, WeightsThatAreNotFiniteAtTheStartAreNamed) {
+    train_model_once();
+    fs::remove_all(dir_ / "nan_hf");
+    ASSERT_EQ(run_axonn(with_dir("export {dir}/model {dir}/nan_hf"), dir_).exit_status, 0);
+    {
+        // Every byte of the weights 0xff: a NaN in float32. The header (an 8-byte length, then JSON) stays.
+        std::fstream file(dir_ / "nan_hf" / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+        std::uint64_t header = 0;
+        file.read(reinterpret_cast<char*>(&header), sizeof header);
+        auto const data = static_cast<std::int64_t>(fs::file_size(dir_ / "nan_hf" / "model.safetensors") - 8 - header);
+        file.seekp(static_cast<std::streamoff>(8 + header));
+        file << std::string(static_cast<std::size_t>(data), '\xff');
+    }
+    fs::create_directories(dir_ / "train_only");
+    fs::copy_file(dir_ / "good" / "train.bin", dir_ / "train_only" / "train.bin", fs::copy_options::overwrite_existing);
+    for (auto const& [data, what] :
+         {std::pair{"{dir}/good", "validation loss"}, std::pair{"{dir}/train_only", "training loss"}}) {
+        SCOPED_TRACE(data);
+        CommandResult const result = run_axonn(
+            with_dir(
+                std::string("train --tokenizer byte --steps 2 --sample-tokens 0 --init-from {dir}/nan_hf --data ") +
+                data),
+            dir_);
+        EXPECT_EQ(result.exit_status, 1) << result.stderr_text;
+        // The NaN's sign bit is whatever the arithmetic left: "nan" or "-nan".
+        EXPECT_NE(result.stderr_text.find(std::string("the ") + what + " is "), std::string::npos)
+            << result.stderr_text;
+        std::string const blame = "nan at step 0, before this run's first update: the weights it starts from "
+                                  "(--init-from " + with_dir("{dir}/nan_hf") + ") give values that are not finite";
+        EXPECT_NE(result.stderr_text.find(blame), std::string::npos) << result.stderr_text;
+        EXPECT_EQ(result.stderr_text.find("lower --lr"), std::string::npos) << result.stderr_text;
+    }
+}
+
 // Not an error: a prompt longer than the model's context (gpt2-micro: 64) is continued from its last 64 tokens,
 // and the run says so once.
 TEST_F(CommandLineErrors, APromptLongerThanTheContextIsCutWithAWarning) {
@@ -684,17 +789,6 @@ TEST_F(CommandLineErrors, GenerateFromACheckpointPrintsEachContinuation) {
         dir_);
     ASSERT_EQ(from_hf.exit_status, 0) << from_hf.stderr_text;
     EXPECT_EQ(nlohmann::json::parse(read_text(dir_ / "stdout.txt")), report);
-}
-
-// Each step's training loss in a metrics file, by step.
-std::map<int, double> step_losses(fs::path const& metrics) {
-    std::map<int, double> losses;
-    std::istringstream lines(read_text(metrics));
-    for (std::string line; std::getline(lines, line);) {
-        nlohmann::json const record = nlohmann::json::parse(line);
-        if (record.contains("loss")) losses[record["step"].get<int>()] = record["loss"].get<double>();
-    }
-    return losses;
 }
 
 // Not an error: fine-tuning records prepared with their loss mask train from a checkpoint (--init-from), counting

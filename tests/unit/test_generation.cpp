@@ -1,5 +1,5 @@
 // Generation with the cache of keys and values (model/generate.h) against generation without it, serially on
-// gpt2-micro with a 300-word vocabulary (untrained weights, whose largest logits at a position are never close
+// gpt2-micro with a 300-word vocabulary (greedy decoding also on the micro Llama) (untrained weights, whose largest logits at a position are never close
 // enough for rounding to swap them, as the MPI extraction test relies on too):
 //   - the logits of a sequence fed in chunks over the cache equal those of one forward over it, within 1e-5
 //     relative (norm-wise; they differ by the summation order of attention only);
@@ -84,21 +84,39 @@ TEST(Generation, CachedLogitsEqualOneForward) {
     EXPECT_LT(testing::relative_difference(chunked, whole), 1e-5);
 }
 
-TEST(Generation, GreedyWithTheCacheEqualsWithout) {
-    Fixture f;
+// Each family: greedy decoding with the cache gives the tokens of a full forward per token, within the model's
+// context and past a context of 16, where the cache restarts.
+struct FamilyModel {
+    char const* name;
+    ModelConfig config;
+};
+
+class GreedyGeneration : public ::testing::TestWithParam<FamilyModel> {};
+
+TEST_P(GreedyGeneration, WithTheCacheEqualsWithout) {
+    ModelConfig const& config = GetParam().config;
+    CpuBackend backend;
+    ProcessGrid serial{MPI_COMM_SELF, GridShape{}};
+    Decoder model{config, backend, serial, 2, config.context()};
+    model.init_weights(5);
     SampleOptions greedy;
     greedy.temperature = 0;
     greedy.new_tokens = 90;
     std::vector<std::vector<std::int32_t>> const prompts = {some_tokens(9, 2), some_tokens(1, 3), some_tokens(70, 4)};
-    for (int context : {f.config.max_seq, 16}) {
-        std::vector<std::vector<std::int32_t>> const cached = generate(f.model, prompts, greedy, context);
+    for (int context : {config.context(), 16}) {
+        std::vector<std::vector<std::int32_t>> const cached = generate(model, prompts, greedy, context);
         ASSERT_EQ(cached.size(), prompts.size());
         for (std::size_t p = 0; p < prompts.size(); ++p) {
-            EXPECT_EQ(cached[p], greedy_uncached(f.model, prompts[p], greedy.new_tokens, context))
+            EXPECT_EQ(cached[p], greedy_uncached(model, prompts[p], greedy.new_tokens, context))
                 << "prompt " << p << ", context " << context;
         }
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(Families, GreedyGeneration,
+                         ::testing::Values(FamilyModel{"gpt2", micro_model()},
+                                           FamilyModel{"llama", testing::micro_llama()}),
+                         [](auto const& info) { return std::string(info.param.name); });
 
 // A model built to train with its LM head in chunks (DecoderOptions::logit_rows, as `axonn train` builds it) holds
 // the logits of 6 rows only: it feeds a 70-token prompt through the cache 6 tokens at a time, and continues it

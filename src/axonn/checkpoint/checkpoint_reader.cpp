@@ -4,6 +4,7 @@
 #include "axonn/core/error.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -93,7 +94,13 @@ bool CheckpointReader::has_training_state() const {
     for (ParamDecl const& spec : index_.model.architecture().declarations) {
         for (std::string const& name : {exp_avg_name(spec.name), exp_avg_sq_name(spec.name)}) {
             auto const found = index_.tensors.find(name);
-            if (found == index_.tensors.end() || found->second.shape != spec.shape) return false;
+            if (found == index_.tensors.end()) {
+                damaged(fmt::format("it holds a run to resume, but not the AdamW moment {} of {}", name, spec.name));
+            }
+            if (found->second.shape != spec.shape) {
+                damaged(fmt::format("its AdamW moment {} has shape {}, not its parameter's {}", name,
+                                    fmt::join(found->second.shape, "x"), fmt::join(spec.shape, "x")));
+            }
         }
     }
     return true;

@@ -33,7 +33,8 @@ public:
 
     CheckpointIndex const& index() const { return index_; }
     std::filesystem::path const& folder() const { return folder_; }
-    // Whether it holds what resuming needs: the trainer's state and both moments of every weight.
+    // Whether it holds a run to resume (the trainer's state) and not weights alone. A run state without both AdamW
+    // moments of every weight, in the weight's shape, is a damaged checkpoint: an axonn::Error naming the moment.
     bool has_training_state() const;
 
     // Checks every file's size and CRC-32, the files shared out over the ranks of `world`, and throws the same

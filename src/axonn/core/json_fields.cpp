@@ -28,4 +28,14 @@ std::string json_text(json const& object, char const* key, std::string_view wher
     return value.get<std::string>();
 }
 
+std::string json_text_or(json const& object, char const* key, std::string_view where, std::string const& otherwise) {
+    return object.is_object() && object.contains(key) ? json_text(object, key, where) : otherwise;
+}
+
+double json_number_or(json const& object, char const* key, std::string_view where, double otherwise) {
+    if (!object.is_object() || !object.contains(key)) return otherwise;
+    AXONN_REQUIRE(object[key].is_number(), "{}: \"{}\" is not a number", where, key);
+    return object[key].get<double>();
+}
+
 }  // namespace axonn

@@ -16,5 +16,10 @@ nlohmann::json const& json_field(nlohmann::json const& object, char const* key, 
 std::int64_t json_integer(nlohmann::json const& object, char const* key, std::string_view where, std::int64_t low,
                           std::int64_t high);
 std::string json_text(nlohmann::json const& object, char const* key, std::string_view where);
+// An optional field: `otherwise` where the key is absent, else its value, which must be text (a number). Unlike
+// nlohmann's value(), whose exception for a value of another type is no axonn::Error.
+std::string json_text_or(nlohmann::json const& object, char const* key, std::string_view where,
+                         std::string const& otherwise);
+double json_number_or(nlohmann::json const& object, char const* key, std::string_view where, double otherwise);
 
 }  // namespace axonn

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <numbers>
+#include <random>
 
 namespace axonn {
 namespace {
@@ -52,6 +53,19 @@ void fill_normal(std::span<float> values, PhiloxKey key, std::uint64_t first_ind
     for (std::size_t i = 0; i < values.size(); ++i) {
         values[i] = static_cast<float>(mean + std * standard_normal(key, first_index + i));
     }
+}
+
+std::uint64_t random_id() {
+    std::random_device entropy;
+    std::uint64_t id = 0;
+    while (id == 0) id = (static_cast<std::uint64_t>(entropy()) << 32) | entropy();
+    return id;
+}
+
+std::uint64_t stable_hash(std::string_view text) {
+    std::uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a's offset basis and prime
+    for (char const c : text) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+    return hash;
 }
 
 }  // namespace axonn

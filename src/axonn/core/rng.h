@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <utility>
 
 namespace axonn {
@@ -35,5 +36,12 @@ void seeded_shuffle(std::span<T> values, PhiloxKey key) {
 
 // values[i] = mean + std * N(0,1) drawn at index first_index + i.
 void fill_normal(std::span<float> values, PhiloxKey key, std::uint64_t first_index, float mean, float std);
+
+// 64 bits from the operating system's entropy, never 0 (which ids use for "none"): for ids that must differ from
+// run to run (a dataset's, a training run's), unlike everything above.
+std::uint64_t random_id();
+
+// FNV-1a of `text`: the same 64 bits in every build and on every machine (std::hash promises neither).
+std::uint64_t stable_hash(std::string_view text);
 
 }  // namespace axonn

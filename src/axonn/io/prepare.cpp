@@ -16,7 +16,6 @@
 #include <cstring>
 #include <map>
 #include <optional>
-#include <random>
 #include <system_error>
 
 namespace axonn {
@@ -168,14 +167,6 @@ Split tokenize_inputs(PrepareOptions const& options, Tokenizer const& tokenizer,
     return split;
 }
 
-// A random id that the two shards of one run share (never 0, which means "none").
-std::uint64_t new_dataset_id() {
-    std::random_device entropy;
-    std::uint64_t id = 0;
-    while (id == 0) id = (static_cast<std::uint64_t>(entropy()) << 32) | entropy();
-    return id;
-}
-
 }  // namespace
 
 void validate_prepare_options(PrepareOptions const& options) {
@@ -221,7 +212,8 @@ PrepareReport prepare_shards(PrepareOptions const& options, std::function<void(d
     bool const records = options.format == "jsonl";
     Split const split = tokenize_inputs(options, *tokenizer, report.skipped, progress);
     int const token_bits = tokenizer->vocab_size() <= 65536 ? 16 : 32;
-    ShardOrigin const origin{{tokenizer->name(), tokenizer->vocab_size()}, new_dataset_id()};
+    // The two shards of one run share a random id: checkpoints record it, and a resume on other data is caught.
+    ShardOrigin const origin{{tokenizer->name(), tokenizer->vocab_size()}, random_id()};
     // Text counts every token: its shards carry no mask.
     auto const mask = [records](MaskedTokens const& part) {
         return records ? std::span<std::uint8_t const>(part.loss_mask) : std::span<std::uint8_t const>();

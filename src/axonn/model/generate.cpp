@@ -3,6 +3,7 @@
 #include "axonn/core/error.h"
 #include "axonn/core/rng.h"
 #include "axonn/parallel/batch_sum.h"
+#include "axonn/parallel/vocab_parallel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -62,9 +63,9 @@ std::int32_t next_token(Decoder& model, int row, SampleOptions const& options, i
     std::span<float const> const logits(gathered.data(), static_cast<std::size_t>(model.architecture().vocab_size));
     AXONN_REQUIRE(std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); }),
                   "the model's logits are not finite: its weights are damaged (NaN or infinite)");
-    if (options.temperature == 0.0f) return most_likely(logits);
+    if (options.temperature == 0.0f) return agreed_token(model.grid(), most_likely(logits));
     auto const draw_index = static_cast<std::uint64_t>(prompt) * (SampleOptions::max_new_tokens + 1) + index;
-    return draw(logits, options, uniform_open01({options.seed, 7}, draw_index));
+    return agreed_token(model.grid(), draw(logits, options, uniform_open01({options.seed, 7}, draw_index)));
 }
 
 // One prompt being continued: every token so far, those the cache has yet to take in, and the continuation.

@@ -146,4 +146,12 @@ void VocabBlocks::finish_gradient(int which) {
     scatter.shard_gradient = nullptr;
 }
 
+std::int32_t agreed_token(ProcessGrid& grid, std::int32_t token) {
+    double chosen = token;  // exact: ids are below 2^31, and collectives move floating-point numbers
+    for (Group const group : {Group::y, Group::x}) {
+        if (grid.shape().size(group) > 1) grid.comm(group).all_reduce_min(&chosen, 1);
+    }
+    return static_cast<std::int32_t>(chosen);
+}
+
 }  // namespace axonn

@@ -43,6 +43,12 @@ void vocab_parallel_cross_entropy_forward(Backend& backend, ProcessGrid& grid, V
 // (padding ids included).
 std::vector<float> gather_vocabulary_row(ProcessGrid& grid, VocabSlice const& slice, float const* logits);
 
+// The token every rank of this rank's X·Y plane (one data × z replica) takes: the smallest of their choices. Each
+// chooses from its own copy of the gathered logits, which the X all-reduce need not make equal to the bit on every
+// rank; a draw that rounding tipped differently on two ranks would send them on different continuations, so the
+// plane agrees on one. Collective over the grid's Y and X groups.
+std::int32_t agreed_token(ProcessGrid& grid, std::int32_t token);
+
 // out[i] = the most likely word of rows[i] (each [slice.rows], this rank's slice of a token's logits) over the
 // whole vocabulary, ties to the smallest id; the same on every Y rank. Logits that are not finite are an error.
 void vocab_parallel_argmax(ProcessGrid& grid, VocabSlice const& slice, std::span<float const* const> rows,

@@ -4,6 +4,7 @@
 #include "axonn/checkpoint/checkpoint_writer.h"
 #include "axonn/comm/rank_zero.h"
 #include "axonn/core/error.h"
+#include "axonn/core/rng.h"
 #include "axonn/families/hf_model.h"
 #include "axonn/train/host_state.h"
 
@@ -49,6 +50,7 @@ json run_state_json(TrainOptions const& options, AdamW const& optimizer, DataLoa
     LrSchedule const& schedule = options.schedule;
     AdamWConfig const& adamw = options.optimizer;
     return {{"step", step},
+            {"run_id", options.run_id},
             {"seed", options.seed},
             {"tokenizer", options.tokenizer},
             {"batch", options.batch},
@@ -138,6 +140,23 @@ std::optional<CheckpointReader> open_resume_checkpoint(TrainOptions const& optio
                   "train on",
                   folder, checkpoint.index().step, options.steps);
     return checkpoint;
+}
+
+std::string run_identity(TrainOptions const& options, std::optional<CheckpointReader> const& resumed) {
+    if (resumed) {
+        json const& run = resumed->index().run;
+        json const id = run.is_object() && run.contains("run_id") ? run["run_id"] : json("");
+        AXONN_REQUIRE(id.is_string(), "checkpoint {} is damaged: its run state's run_id is {}, not a string",
+                      resumed->folder().string(), id.dump());
+        return id.get<std::string>();
+    }
+    return decided_by_rank_zero([&] {
+        if (options.ckpt_dir.empty()) return fmt::format("{:016x}", random_id());
+        std::error_code error;
+        fs::path folder = fs::weakly_canonical(options.ckpt_dir, error);
+        if (error) folder = options.ckpt_dir;
+        return fmt::format("{:016x}", stable_hash(fmt::format("{}\n{}", folder.string(), options.seed)));
+    });
 }
 
 int restore_checkpoint(CheckpointReader& checkpoint, Decoder& model, AdamW& optimizer, DataLoader& loader,

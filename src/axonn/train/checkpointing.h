@@ -25,6 +25,12 @@ namespace axonn {
 // first run of a job script that always resumes). Every rank opens it.
 std::optional<CheckpointReader> open_resume_checkpoint(TrainOptions const& options);
 
+// The run's identity, which its checkpoints and every record of its metrics file carry, so that a resumed run
+// continues its own metrics file and no other: the resumed checkpoint's (empty for a checkpoint from before runs had
+// one); for a new run with a --ckpt-dir, one made from that folder and the seed, so that a relaunch with --resume
+// latest before the first checkpoint is the same run; for a new run without, a random one. Collective.
+std::string run_identity(TrainOptions const& options, std::optional<CheckpointReader> const& resumed);
+
 // Restores weights, moments, the optimizer's step count and the data position; returns the step to go on from.
 // The checkpoint records its data (the shards' dataset ids and token count): a loader over other data is refused,
 // or, with `new_data`, read from its start. Collective (the files are verified by all ranks together).

@@ -3,7 +3,6 @@
 #include "axonn/comm/rank_zero.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
-#include "axonn/core/json_depth.h"
 #include "axonn/perf/calibrate.h"
 #include "axonn/train/job.h"
 
@@ -13,64 +12,8 @@
 #include <array>
 
 namespace axonn {
-namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
-
-constexpr char const* grid_file_format = "axonn-grid";
-constexpr int grid_file_version = 1;
-
-int positive_field(json const& object, char const* key, fs::path const& path) {
-    AXONN_REQUIRE(object.contains(key) && object[key].is_number_integer() && object[key].get<std::int64_t>() >= 1 &&
-                      object[key].get<std::int64_t>() <= (1 << 30),
-                  "grid file {} has no positive integer \"{}\": write it again with `axonn tune`", path.string(), key);
-    return object[key].get<int>();
-}
-
-std::string text_field(json const& object, char const* key, fs::path const& path) {
-    AXONN_REQUIRE(object.contains(key) && object[key].is_string(),
-                  "grid file {} has no text \"{}\": write it again with "
-                  "`axonn tune`",
-                  path.string(), key);
-    return object[key].get<std::string>();
-}
-
-GridFile parse_grid_file(std::string const& text, fs::path const& path) {
-    try {
-        require_json_depth(text, 8);
-    } catch (Error const& e) {
-        fail("grid file {}: {}: it is no grid file", path.string(), e.what());
-    }
-    json const document = json::parse(text, nullptr, false);
-    AXONN_REQUIRE(!document.is_discarded() && document.is_object() && document.value("format", "") == grid_file_format,
-                  "{} is not a grid file (written by `axonn tune`): pass one, or a grid as data=D,z=Z,y=Y,x=X",
-                  path.string());
-    AXONN_REQUIRE(document.value("version", 0) == grid_file_version,
-                  "grid file {} has version {}, and this axonn reads "
-                  "version {}: write it again with `axonn tune`",
-                  path.string(), document.contains("version") ? document["version"].dump() : "(none)",
-                  grid_file_version);
-    AXONN_REQUIRE(document.contains("grid") && document["grid"].is_object(),
-                  "grid file {} has no \"grid\" object: write "
-                  "it again with `axonn tune`",
-                  path.string());
-    json const& grid = document["grid"];
-    GridFile file;
-    file.grid = {positive_field(grid, "data", path), positive_field(grid, "z", path), positive_field(grid, "y", path),
-                 positive_field(grid, "x", path)};
-    file.grid_order = text_field(document, "grid_order", path);
-    file.job = {text_field(document, "model", path), positive_field(document, "batch", path),
-                positive_field(document, "seq", path), positive_field(document, "ranks", path)};
-    AXONN_REQUIRE(file.job.ranks == file.grid.product(), "grid file {}: its grid {} is not of its {} ranks",
-                  path.string(), file.grid.to_string(), file.job.ranks);
-    file.step_s = document.value("step_s", 0.0);
-    file.machine = document.value("machine", "");
-    file.candidates = document.value("candidates", json::array());
-    return file;
-}
-
-}  // namespace
 
 MachineProfile measure_machine_profile(CalibrateOptions const& options) {
     int world_size = 1;
@@ -157,30 +100,7 @@ GridShape choose_grid(ModelConfig const& model, int batch, int seq, StepOptions 
     return {chosen[0], chosen[1], chosen[2], chosen[3]};
 }
 
-bool names_grid_file(std::string const& spec) { return spec != "auto" && spec.find('=') == std::string::npos; }
-
 fs::path tuned_grid_path() { return machine_profile_dir() / "tuned-grid.json"; }
-
-void write_grid_file(fs::path const& path, GridFile const& file) {
-    json const document = {{"format", grid_file_format},
-                           {"version", grid_file_version},
-                           {"grid", {{"data", file.grid.data}, {"z", file.grid.z}, {"y", file.grid.y},
-                                     {"x", file.grid.x}}},
-                           {"grid_order", file.grid_order},
-                           {"model", file.job.model},
-                           {"batch", file.job.batch},
-                           {"seq", file.job.seq},
-                           {"ranks", file.job.ranks},
-                           {"step_s", file.step_s},
-                           {"machine", file.machine},
-                           {"candidates", file.candidates}};
-    if (path.has_parent_path()) create_folder(path.parent_path(), "grid file folder");
-    write_file_atomically(path, document.dump(2) + "\n", "grid file");
-}
-
-GridFile read_grid_file(fs::path const& path) {
-    return parse_grid_file(read_input_file(path, "grid file", "pass a file written by `axonn tune`", 1 << 20), path);
-}
 
 std::optional<GridFile> tuned_grid_for(GridJob const& job) {
     fs::path const path = tuned_grid_path();

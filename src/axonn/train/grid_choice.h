@@ -2,11 +2,6 @@
 // (`--grid auto`), or by measurement: `axonn tune` times the planner's best few grids and writes the fastest to a
 // grid file, which `--grid FILE` reads and `--grid auto` prefers when it was measured for the same job (the same
 // model, batch, sequence length and number of ranks).
-//
-// A grid file (JSON):
-//   {"format": "axonn-grid", "version": 1, "grid": {"data", "z", "y", "x"}, "grid_order": "x,y,z,data",
-//    "model": "<ModelConfig::summary()>", "batch": B, "seq": T, "ranks": N, "step_s": measured seconds per step,
-//    "machine": the profile that ranked the candidates, "candidates": [{"grid", "predicted_s", "measured_s"}, ...]}
 #pragma once
 
 #include "axonn/comm/grid.h"
@@ -14,6 +9,7 @@
 #include "axonn/perf/calibrate.h"
 #include "axonn/perf/machine_profile.h"
 #include "axonn/perf/planner.h"
+#include "axonn/train/grid_file.h"
 #include "axonn/train/train_step.h"
 
 #include <nlohmann/json.hpp>
@@ -49,33 +45,8 @@ PlanRequest job_plan_request(ModelConfig const& model, int ranks, int batch, int
 GridShape choose_grid(ModelConfig const& model, int batch, int seq, StepOptions const& run, std::string& grid_order,
                       int world);
 
-// The job a grid was chosen for.
-struct GridJob {
-    std::string model;  // ModelConfig::summary()
-    int batch = 0;
-    int seq = 0;
-    int ranks = 0;
-    bool operator==(GridJob const&) const = default;
-};
-
-struct GridFile {
-    GridShape grid;
-    std::string grid_order = "x,y,z,data";
-    GridJob job;
-    double step_s = 0;  // measured
-    std::string machine;
-    nlohmann::json candidates = nlohmann::json::array();
-};
-
-// Whether a --grid value names a grid file: it is neither "auto" nor a list of axis=size.
-bool names_grid_file(std::string const& spec);
-
 // Where `axonn tune` writes by default, and `--grid auto` looks: tuned-grid.json beside the machine profiles.
 std::filesystem::path tuned_grid_path();
-
-void write_grid_file(std::filesystem::path const& path, GridFile const& file);
-// Reads and checks a grid file; an unreadable or malformed one is an axonn::Error naming the file and the fix.
-GridFile read_grid_file(std::filesystem::path const& path);
 
 // --grid auto's measured choice: the tuned grid file, when it exists and was measured for `job`; decided by rank 0
 // and the same on every rank (collective over MPI_COMM_WORLD).

@@ -1,7 +1,12 @@
 #include "axonn/train/metrics.h"
 
+#include "axonn/core/error.h"
+
+#include <fmt/format.h>
+
 #include <sstream>
 #include <string>
+#include <vector>
 #include <sys/stat.h>
 
 namespace axonn {
@@ -10,34 +15,87 @@ namespace {
 // A metrics file larger than this is not rewritten on resume: an error asks for another path.
 constexpr std::uint64_t max_resumed_metrics_bytes = std::uint64_t{1} << 30;
 
-// Keeps the records of steps before `step`: rewritten whole (atomically), so a crash leaves the old file or this.
-void drop_records_from(std::filesystem::path const& path, std::int64_t step) {
+// One line of a metrics file, parsed (a line that is not JSON: a discarded value).
+struct MetricsLine {
+    std::string text;
+    nlohmann::json record;
+};
+
+// A metrics file's lines, and whether its last one lacks its newline (torn by a crash mid-write).
+struct MetricsFile {
+    std::vector<MetricsLine> lines;
+    bool torn_end = false;
+};
+
+MetricsFile read_metrics_file(std::filesystem::path const& path) {
+    MetricsFile file;
     struct stat info {};
-    if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode) || info.st_size == 0) return;
-    std::istringstream lines(read_input_file(path, "metrics file", "choose another --metrics path",
-                                             max_resumed_metrics_bytes));
-    std::string kept;
-    for (std::string line; std::getline(lines, line);) {
-        auto const record = nlohmann::json::parse(line, nullptr, false);
-        bool const earlier = record.is_object() && record.contains("step") && record["step"].is_number_integer() &&
-                             record["step"].get<std::int64_t>() < step;
-        if (earlier) kept += line + '\n';
+    if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode) || info.st_size == 0) return file;
+    std::string const text =
+        read_input_file(path, "metrics file", "choose another --metrics path", max_resumed_metrics_bytes);
+    std::istringstream stream(text);
+    for (std::string line; std::getline(stream, line);) {
+        nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
+        file.lines.push_back({line, std::move(record)});
     }
-    write_file_atomically(path, kept, "metrics file");
+    file.torn_end = !text.empty() && text.back() != '\n';
+    return file;
+}
+
+bool is_record_of(nlohmann::json const& record, std::string const& run_id) {
+    if (!record.is_object() || !record.contains("step") || !record["step"].is_number_integer()) return false;
+    nlohmann::json const run = record.value("run", nlohmann::json(""));
+    return run.is_string() && run.get<std::string>() == run_id;
+}
+
+std::string describe_line(nlohmann::json const& record) {
+    if (record.is_discarded() || !record.is_object() || !record.contains("step")) return "is not a metrics record";
+    nlohmann::json const run = record.value("run", nlohmann::json(""));
+    if (run == nlohmann::json("")) return "is a record of a run without an id";
+    return fmt::format("is a record of run {}", run.is_string() ? run.get<std::string>() : run.dump());
 }
 
 }  // namespace
 
-MetricsLog::MetricsLog(std::filesystem::path const& path, bool overwrite, std::optional<std::int64_t> resume_step) {
-    if (resume_step && !overwrite) drop_records_from(path, *resume_step);
+void require_own_metrics_file(std::filesystem::path const& path, std::string const& run_id) {
+    MetricsFile const file = read_metrics_file(path);
+    std::vector<MetricsLine> const& lines = file.lines;
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+        bool const torn = file.torn_end && i + 1 == lines.size();
+        if (torn || is_record_of(lines[i].record, run_id)) continue;
+        fail("metrics file {} line {} {}, not of this run ({}): a resumed run appends to its own metrics file "
+             "only; name another --metrics path, or pass --overwrite to replace the file",
+             path.string(), i + 1, describe_line(lines[i].record),
+             run_id.empty() ? "a run without an id" : "run " + run_id);
+    }
+}
+
+MetricsLog::MetricsLog(std::filesystem::path const& path, std::string run_id, bool overwrite,
+                       std::optional<std::int64_t> resume_step)
+    : run_id_(std::move(run_id)) {
+    if (resume_step && !overwrite) {
+        // Rewritten whole (atomically), so a crash leaves the old file or this one.
+        MetricsFile const file = read_metrics_file(path);
+        if (!file.lines.empty()) {
+            std::string kept;  // a torn last line is no record, and goes
+            for (MetricsLine const& line : file.lines) {
+                bool const earlier =
+                    is_record_of(line.record, run_id_) && line.record["step"].get<std::int64_t>() < *resume_step;
+                if (earlier) kept += line.text + '\n';
+            }
+            write_file_atomically(path, kept, "metrics file");
+        }
+    }
     out_ = ExclusiveOutputFile(path, "metrics file",
                                overwrite     ? ExistingOutput::overwrite
                                : resume_step ? ExistingOutput::append
                                              : ExistingOutput::refuse);
 }
 
-void MetricsLog::write(nlohmann::json const& record) {
-    if (out_.is_open()) out_.write(record.dump() + '\n');
+void MetricsLog::write(nlohmann::json record) {
+    if (!out_.is_open()) return;
+    if (!run_id_.empty()) record["run"] = run_id_;
+    out_.write(record.dump() + '\n');
 }
 
 }  // namespace axonn

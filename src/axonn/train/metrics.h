@@ -11,20 +11,30 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <string>
 
 namespace axonn {
+
+// A resumed run continues the metrics file of its own run and no other: an existing `path` must hold only records
+// (JSON objects with an integer "step") of run `run_id` ("" for a run from before runs had ids: records without
+// one); a torn last line, which a crash mid-write leaves, does not count. Anything else (another run's records, a
+// file that is not a metrics file) is an axonn::Error naming the line, the run and the fix.
+void require_own_metrics_file(std::filesystem::path const& path, std::string const& run_id);
 
 class MetricsLog {
 public:
     MetricsLog() = default;  // writes nothing
-    // resume_step: a resumed run continues the log of the run it resumes. The records of the steps before it stay;
-    // later ones, which the interrupted run wrote after its last checkpoint and this run computes again, go.
-    MetricsLog(std::filesystem::path const& path, bool overwrite, std::optional<std::int64_t> resume_step = {});
+    // Every record carries "run": run_id (unless empty). resume_step: a resumed run continues the log of the run it
+    // resumes, which the caller has checked with require_own_metrics_file. The records of the steps before it stay; later ones,
+    // which the interrupted run wrote after its last checkpoint and this run computes again, go.
+    MetricsLog(std::filesystem::path const& path, std::string run_id, bool overwrite,
+               std::optional<std::int64_t> resume_step = {});
 
-    void write(nlohmann::json const& record);
+    void write(nlohmann::json record);
 
 private:
     ExclusiveOutputFile out_;
+    std::string run_id_;
 };
 
 }  // namespace axonn

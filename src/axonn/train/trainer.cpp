@@ -1,6 +1,7 @@
 #include "axonn/train/trainer.h"
 
 #include "axonn/checkpoint/checkpoint_dir.h"
+#include "axonn/comm/rank_zero.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
 #include "axonn/core/timer.h"
@@ -27,6 +28,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 
 namespace axonn {
 
@@ -183,6 +185,12 @@ void check_outputs(TrainOptions const& options, TrainingData const& data,
     if (!options.metrics.empty()) {
         require_not_an_input(options.metrics, "--metrics", data.inputs());
         require_writable_output(options.metrics, "metrics file", options.overwrite || !options.resume.empty());
+        if (!options.resume.empty() && !options.overwrite) {
+            decided_by_rank_zero([&] {
+                require_own_metrics_file(options.metrics, options.run_id);
+                return std::string();
+            });
+        }
     }
     if (!options.trace.empty()) {
         require_not_an_input(options.trace, "--trace", data.inputs());
@@ -202,7 +210,7 @@ MetricsLog open_metrics(TrainOptions const& options, TrainingData const& data, b
                         std::optional<CheckpointReader> const& resumed) {
     check_outputs(options, data, resumed);
     if (options.metrics.empty() || !leader) return MetricsLog();
-    return MetricsLog(options.metrics, options.overwrite, metrics_resume_step(options, resumed));
+    return MetricsLog(options.metrics, options.run_id, options.overwrite, metrics_resume_step(options, resumed));
 }
 
 std::unique_ptr<TraceFile> open_trace(TrainOptions const& options, ProcessGrid& grid, TrainingData const& data) {
@@ -266,12 +274,29 @@ float evaluate(TrainingRun& run) {
     return weight > 0.0 ? static_cast<float>(sum / weight) : 0.0f;  // no target counts: a loss of 0, as the model's
 }
 
+// What a run's weights came from, for errors about its first step.
+std::string start_weights(TrainingRun const& run) {
+    if (run.resumed) return fmt::format("checkpoint {}", run.resumed->folder().string());
+    if (!run.options.init_from.empty()) return fmt::format("--init-from {}", run.options.init_from.string());
+    return fmt::format("the random initialization of seed {}", run.options.seed);
+}
+
+// A loss or norm that is not finite before this run's first update: no learning rate of this run has acted yet,
+// so the weights it started from are to blame.
+[[noreturn]] void fail_at_start(TrainingRun const& run, std::string_view what, float value) {
+    fail("the {} is {} at step {}, before this run's first update: the weights it starts from ({}) give values that "
+         "are not finite; check those weights, or start from others",
+         what, value, run.start_step, start_weights(run));
+}
+
 // The first loss or norm that is not finite ends the run, before it reaches the weights.
-void require_finite_step(StepResult const& result, int step, float lr) {
+void require_finite_step(TrainingRun const& run, StepResult const& result, int step, float lr) {
     if (result.updated) return;
-    fail("the training {} became {} at step {} (learning rate {:g}): the model diverged; lower --lr, raise --warmup, "
-         "or keep --grad-clip on", std::isfinite(result.loss) ? "gradient norm" : "loss",
-         std::isfinite(result.loss) ? result.grad_norm : result.loss, step, lr);
+    std::string_view const what = std::isfinite(result.loss) ? "training gradient norm" : "training loss";
+    float const value = std::isfinite(result.loss) ? result.grad_norm : result.loss;
+    if (step == run.start_step) fail_at_start(run, what, value);
+    fail("the {} became {} at step {} (learning rate {:g}): the model diverged; lower --lr, raise --warmup, "
+         "or keep --grad-clip on", what, value, step, lr);
 }
 
 // What the loop carries from step to step besides the run itself.
@@ -286,6 +311,7 @@ std::optional<float> validate_if_due(TrainingRun& run, int step, LoopState& loop
     TrainOptions const& options = run.options;
     if (!run.data.val || (step % options.eval_every != 0 && step != options.steps)) return std::nullopt;
     float const val_loss = evaluate(run);
+    if (!std::isfinite(val_loss) && step == run.start_step) fail_at_start(run, "validation loss", val_loss);
     AXONN_REQUIRE(std::isfinite(val_loss),
                   "the validation loss became {} at step {}: the model diverged; lower --lr, "
                   "raise --warmup, or keep --grad-clip on",
@@ -340,7 +366,7 @@ nlohmann::json train_one_step(TrainingRun& run, int step, std::optional<float> v
         train_step(run.model, run.optimizer, local_passes(grid, run.options, run.data.batch, loss_mask), lr);
     double const seconds = watch.seconds();
     std::vector<CollectiveRecord> const calls = grid.traffic().take_calls();
-    require_finite_step(result, step, lr);
+    require_finite_step(run, result, step, lr);
     loop.summary.last_train_loss = result.loss;
     loop.traffic.add(calls);
     if (run.trace && step < run.options.trace_steps) {
@@ -447,6 +473,7 @@ TrainSummary run_training(TrainOptions options) {
     std::unique_ptr<Tokenizer> tokenizer = make_tokenizer(options.tokenizer, options.tokenizer_dir);
     settle_model(options, *tokenizer);
     std::optional<CheckpointReader> resumed = open_resume_checkpoint(options);
+    options.run_id = run_identity(options, resumed);
     settle_grid(options);
     TrainingRun run(options, std::move(tokenizer), std::move(resumed));
     run.load_start();

@@ -51,9 +51,10 @@ struct TrainOptions {
     int keep = 0;                         // complete checkpoints kept in ckpt_dir; 0 = all
     std::uint64_t ckpt_file_mib = 2048;   // the largest safetensors file a rank writes
     std::string resume;                   // "latest", a checkpoint folder or a folder of them; empty = a new run
-    bool new_data = false;
-    bool model_given = false;             // --model or a shape option was given (checked against --init-from's)                // resume on data other than the checkpoint's, from its start
+    bool new_data = false;                // resume on data other than the checkpoint's, from its start
+    bool model_given = false;             // --model or a shape option was given (checked against --init-from's)
     std::filesystem::path init_from;      // weights to start from: an axonn checkpoint or a Hugging Face folder
+    std::string run_id;  // not an option: the run's identity (run_identity), in its checkpoints and metrics records
 };
 
 struct TrainSummary {

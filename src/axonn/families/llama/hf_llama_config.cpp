@@ -3,6 +3,7 @@
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
 #include "axonn/core/json_depth.h"
+#include "axonn/core/json_fields.h"
 
 #include <nlohmann/json.hpp>
 
@@ -64,7 +65,8 @@ std::optional<RopeScaling> read_rope_scaling(json const& config, std::string con
     if (!config.contains("rope_scaling") || config["rope_scaling"].is_null()) return std::nullopt;
     json const& scaling = config["rope_scaling"];
     AXONN_REQUIRE(scaling.is_object(), "{}: rope_scaling must be an object or null", source);
-    std::string const kind = scaling.value("rope_type", scaling.value("type", std::string("(none)")));
+    std::string const kind = json_text_or(scaling, "rope_type", source + ": rope_scaling",
+                                          json_text_or(scaling, "type", source + ": rope_scaling", "(none)"));
     AXONN_REQUIRE(kind == "llama3",
                   "{}: rope_scaling of type {} is not supported: axonn reproduces Llama 3's (\"llama3\")", source,
                   kind);
@@ -86,7 +88,8 @@ LlamaConfig parse_hf_llama_config(std::string const& text, std::string const& so
     }
     json const config = json::parse(text, nullptr, false);
     AXONN_REQUIRE(!config.is_discarded() && config.is_object(), "{} is not a JSON object", source);
-    AXONN_REQUIRE(config.value("model_type", std::string()) == "llama", "{} describes model_type {}, not llama", source,
+    AXONN_REQUIRE(config.contains("model_type") && config["model_type"] == "llama",
+                  "{} describes model_type {}, not llama", source,
                   config.contains("model_type") ? config["model_type"].dump() : "(none)");
     // The fields that define the model, each read or checked below.
     static constexpr std::array<std::string_view, 18> known = {
