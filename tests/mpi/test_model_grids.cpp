@@ -22,6 +22,7 @@
 #include "axonn/train/parity.h"
 #include "support/micro_model.h"
 #include "support/relative_difference.h"
+#include "support/suite_parity.h"
 
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -46,14 +47,8 @@ std::vector<GridShape> model_grids() {
     return grids;
 }
 
-// The parity run of the micro model on `grid` for `steps` steps, on the suites' batch.
 ParityOptions micro_parity(GridShape const& grid, int steps) {
-    ParityOptions options;
-    options.model = micro_model();
-    options.grid = grid;
-    options.steps = steps;
-    options.batch = testing::suite_batch();
-    return options;
+    return testing::suite_parity(micro_model(), grid, steps);
 }
 
 std::string grid_name(::testing::TestParamInfo<GridShape> const& info) { return testing::grid_test_name(info.param); }
