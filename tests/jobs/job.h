@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -95,9 +96,16 @@ protected:
                " --sample-tokens 0 " + extra;
     }
 
+    // A job's time limit (a hang must fail the test, not stall the suite): `seconds` times
+    // $AXONN_TEST_TIMEOUT_SCALE, which the sanitizer build (scripts/test --sanitize) sets for its slower code.
+    static int time_limit(int seconds) {
+        char const* scale = std::getenv("AXONN_TEST_TIMEOUT_SCALE");
+        return seconds * (scale != nullptr ? std::max(1, std::atoi(scale)) : 1);
+    }
+
     static JobResult mpirun(std::string const& contexts, int timeout_seconds = 60) {
         std::filesystem::path const err = dir_ / "stderr.txt";
-        std::string const command = "timeout " + std::to_string(timeout_seconds) + " mpirun --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS=1 " +
+        std::string const command = "timeout " + std::to_string(time_limit(timeout_seconds)) + " mpirun --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS=1 " +
                                     contexts + " > " + (dir_ / "stdout.txt").string() + " 2> " + err.string();
         auto const start = std::chrono::steady_clock::now();
         int const status = std::system(command.c_str());

@@ -107,7 +107,7 @@ class CheckpointJobs : public testing::JobTest {
 protected:
     static constexpr char const* grid4 = "-np 4 ";
     static std::string mpirun_command(std::string const& contexts, fs::path const& log) {
-        return "timeout 120 mpirun --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS=1 " + contexts + " > " +
+        return "timeout " + std::to_string(time_limit(120)) + " mpirun --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS=1 " + contexts + " > " +
                log.string() + ".out 2> " + log.string() + ".err";
     }
 
