@@ -47,16 +47,7 @@ TEST_P(LlamaOnGrid, TenAdamWStepsFollowSerialLosses) {
 // In mixed precision, one step against the serial bf16 run, with GPT-2's tolerance (test_model_grids.cpp,
 // Bf16OneStepMatchesSerialBf16): 2e-2 norm-wise for logits, loss and each gradient, from bit-identical weights.
 TEST_P(LlamaOnGrid, Bf16OneStepMatchesSerialBf16) {
-    ParityOptions options = llama_parity(GetParam(), 1);
-    options.run.model.precision = DType::bf16;
-    ParityReport const report = run_parity(options);
-    EXPECT_EQ(report.precision, DType::bf16);
-    EXPECT_EQ(report.init_max_abs_diff, 0.0) << "initial weights differ from serial";
-    EXPECT_LT(report.logits_rel_diff, 2e-2);
-    EXPECT_LT(report.loss_rel_diff.at(0), 2e-2);
-    EXPECT_LT(report.grad_norm_rel_diff.at(0), 2e-2);
-    EXPECT_EQ(report.grad_rel_diff.size(), 9u);
-    for (auto const& [name, difference] : report.grad_rel_diff) EXPECT_LT(difference, 2e-2) << "gradient of " << name;
+    testing::expect_bf16_step_near_serial(micro_llama(), GetParam(), 9);
 }
 
 TEST_P(LlamaOnGrid, Bf16GradientCommunicationStaysNearSerial) {

@@ -96,16 +96,7 @@ TEST_P(ModelOnGrid, GoldfishMasksAndLossesMatchSerial) {
 // gradient (measured up to 8e-3 at np 8); the initial weights are still bit-identical (bf16 copies of the same
 // fp32 weights).
 TEST_P(ModelOnGrid, Bf16OneStepMatchesSerialBf16) {
-    ParityOptions options = micro_parity(GetParam(), 1);
-    options.run.model.precision = DType::bf16;
-    ParityReport const report = run_parity(options);
-    EXPECT_EQ(report.precision, DType::bf16);
-    EXPECT_EQ(report.init_max_abs_diff, 0.0) << "initial weights differ from serial";
-    EXPECT_LT(report.logits_rel_diff, 2e-2);
-    EXPECT_LT(report.loss_rel_diff.at(0), 2e-2);
-    EXPECT_LT(report.grad_norm_rel_diff.at(0), 2e-2);
-    EXPECT_EQ(report.grad_rel_diff.size(), 16u);
-    for (auto const& [name, difference] : report.grad_rel_diff) EXPECT_LT(difference, 2e-2) << "gradient of " << name;
+    testing::expect_bf16_step_near_serial(micro_model(), GetParam(), 16);
 }
 
 // The LM head in chunks of rows (--logit-rows) on the grid, against the serial model with all rows at once: one
