@@ -1,6 +1,7 @@
 // What the job tests share: a scratch folder with a small byte-token dataset, and `axonn train` launched under
 // mpirun (several app contexts allowed, separated by ':'), timed, its stderr kept. `timeout` turns a hang into
-// a failed test. And what they read of a finished job: its metrics and its checkpoints' files.
+// a failed test; a job in the background that a test watches, signals and kills. And what they read of a finished
+// job: its metrics and its checkpoints' files.
 #pragma once
 
 #include "axonn/io/token_shard.h"
@@ -8,7 +9,10 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <algorithm>
@@ -22,7 +26,55 @@
 #include <string>
 #include <vector>
 
+extern char** environ;
+
 namespace axonn::testing {
+
+// A job running in the background, which the test can watch and kill.
+class BackgroundJob {
+public:
+    explicit BackgroundJob(std::string const& command) {
+        std::string const shell = "exec " + command;
+        char const* argv[] = {"/bin/sh", "-c", shell.c_str(), nullptr};
+        EXPECT_EQ(posix_spawn(&pid_, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
+    }
+    ~BackgroundJob() {
+        if (pid_ > 0) {
+            ::kill(pid_, SIGKILL);
+            wait();
+        }
+    }
+
+    // The pids of the job's ranks: the axonn processes whose command line holds `marker`.
+    static std::vector<pid_t> ranks(std::string const& marker) {
+        std::vector<pid_t> pids;
+        std::string const command =
+            "pgrep -f '^" + (std::filesystem::path(AXONN_BUILD_DIR) / "axonn").string() + " train .*" + marker + "'";
+        std::FILE* pipe = ::popen(command.c_str(), "r");
+        for (int pid = 0; pipe != nullptr && std::fscanf(pipe, "%d", &pid) == 1;) pids.push_back(pid);
+        if (pipe != nullptr) ::pclose(pipe);
+        return pids;
+    }
+
+    // Whether the job still runs; one that has ended is reaped here, and wait() returns its status.
+    bool running() {
+        if (pid_ <= 0) return false;
+        if (::waitpid(pid_, &status_, WNOHANG) == 0) return true;
+        pid_ = -1;
+        return false;
+    }
+
+    // The job's exit status (128 + the signal that ended it), once it has ended.
+    int wait() {
+        if (pid_ > 0) ::waitpid(pid_, &status_, 0);
+        pid_ = -1;
+        return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
+    }
+
+private:
+    pid_t pid_ = -1;
+    int status_ = 0;
+};
 
 struct JobResult {
     int exit_status;

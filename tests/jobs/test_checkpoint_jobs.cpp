@@ -31,59 +31,16 @@
 #include <random>
 #include <thread>
 
-extern char** environ;
-
 namespace axonn {
 namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using testing::BackgroundJob;
 using testing::expect_same_checkpoint_data;
 using testing::file_bytes;
 using testing::lines_of;
 using testing::step_results;
-
-// A job running in the background, which the test can watch and kill.
-class BackgroundJob {
-public:
-    explicit BackgroundJob(std::string const& command) {
-        std::string const shell = "exec " + command;
-        char const* argv[] = {"/bin/sh", "-c", shell.c_str(), nullptr};
-        EXPECT_EQ(posix_spawn(&pid_, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
-    }
-    ~BackgroundJob() {
-        if (pid_ > 0) {
-            ::kill(pid_, SIGKILL);
-            wait();
-        }
-    }
-
-    // The pids of the job's ranks: the axonn processes whose command line holds `marker`.
-    static std::vector<pid_t> ranks(std::string const& marker) {
-        std::vector<pid_t> pids;
-        std::string const command = "pgrep -f '^" + (fs::path(AXONN_BUILD_DIR) / "axonn").string() + " train .*" +
-                                    marker + "'";
-        std::FILE* pipe = ::popen(command.c_str(), "r");
-        for (int pid = 0; pipe != nullptr && std::fscanf(pipe, "%d", &pid) == 1;) pids.push_back(pid);
-        if (pipe != nullptr) ::pclose(pipe);
-        return pids;
-    }
-
-    bool running() const {
-        int status = 0;
-        return pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == 0;
-    }
-
-    int wait() {
-        int status = 0;
-        if (pid_ > 0) ::waitpid(pid_, &status, 0);
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
-
-private:
-    pid_t pid_ = -1;
-};
 
 // Which of the ranks' processes is rank 0, from the environment mpirun gave it.
 pid_t rank_zero(std::vector<pid_t> const& ranks) {

@@ -1,13 +1,16 @@
 // Fault injection for the job tests, loaded into a job's ranks with LD_PRELOAD: with AXONN_KILL_AT="OP:SUFFIX" a
 // process kills itself (SIGKILL: no handler, no clean-up) right after the first file operation OP whose path ends
-// with SUFFIX has been done. OP is "rename" (the new path) or "remove" (remove(), unlink(), unlinkat() and rmdir()).
-// So a test can stop a save between renaming its folder into place and marking it complete, or a pruning after
-// its first removal: windows of microseconds that a timed kill would almost never hit.
+// with SUFFIX has been done. OP is "rename" (the new path), "remove" (remove(), unlink(), unlinkat() and rmdir())
+// or "open" (open() and open64(): a checkpoint's file opened to be read or written). So a test can stop a save
+// between renaming its folder into place and marking it complete, or a pruning after its first removal: windows
+// of microseconds that a timed kill would almost never hit. With AXONN_STOP_AT="OP:SUFFIX" instead, the process
+// stops itself (SIGSTOP) there, once, so that a test can signal it at that moment and then let it go on (SIGCONT).
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdarg>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -20,14 +23,23 @@ Function real(char const* name) {
     return reinterpret_cast<Function>(::dlsym(RTLD_NEXT, name));
 }
 
-// Kills the process if `op` on `path` is the operation AXONN_KILL_AT names.
-void kill_if_named(std::string_view op, char const* path) {
-    char const* spec = std::getenv("AXONN_KILL_AT");
-    if (spec == nullptr || path == nullptr) return;
+// Whether `op` on `path` is the operation that `variable` names ("OP:SUFFIX").
+bool named_by(char const* variable, std::string_view op, char const* path) {
+    char const* spec = std::getenv(variable);
+    if (spec == nullptr || path == nullptr) return false;
     std::string_view const named(spec);
     std::size_t const colon = named.find(':');
-    if (colon == std::string_view::npos || named.substr(0, colon) != op) return;
-    if (std::string_view(path).ends_with(named.substr(colon + 1))) ::kill(::getpid(), SIGKILL);
+    if (colon == std::string_view::npos || named.substr(0, colon) != op) return false;
+    return std::string_view(path).ends_with(named.substr(colon + 1));
+}
+
+void fault_if_named(std::string_view op, char const* path) {
+    if (named_by("AXONN_KILL_AT", op, path)) ::kill(::getpid(), SIGKILL);
+    static bool stopped = false;
+    if (!stopped && named_by("AXONN_STOP_AT", op, path)) {
+        stopped = true;
+        ::kill(::getpid(), SIGSTOP);
+    }
 }
 
 }  // namespace
@@ -36,31 +48,52 @@ extern "C" {
 
 int rename(char const* from, char const* to) {
     int const result = real<int (*)(char const*, char const*)>("rename")(from, to);
-    kill_if_named("rename", to);
+    fault_if_named("rename", to);
     return result;
 }
 
 int remove(char const* path) {
     int const result = real<int (*)(char const*)>("remove")(path);
-    kill_if_named("remove", path);
+    fault_if_named("remove", path);
     return result;
 }
 
 int unlink(char const* path) {
     int const result = real<int (*)(char const*)>("unlink")(path);
-    kill_if_named("remove", path);
+    fault_if_named("remove", path);
     return result;
 }
 
 int unlinkat(int folder, char const* path, int flags) {
     int const result = real<int (*)(int, char const*, int)>("unlinkat")(folder, path, flags);
-    kill_if_named("remove", path);
+    fault_if_named("remove", path);
+    return result;
+}
+
+// open() and open64() are one function on 64-bit Linux; a caller compiled with _FILE_OFFSET_BITS=64 calls open64.
+int open(char const* path, int flags, ...) {
+    va_list arguments;
+    va_start(arguments, flags);
+    mode_t const mode = (flags & (O_CREAT | O_TMPFILE)) != 0 ? va_arg(arguments, mode_t) : 0;
+    va_end(arguments);
+    int const result = real<int (*)(char const*, int, ...)>("open")(path, flags, mode);
+    fault_if_named("open", path);
+    return result;
+}
+
+int open64(char const* path, int flags, ...) {
+    va_list arguments;
+    va_start(arguments, flags);
+    mode_t const mode = (flags & (O_CREAT | O_TMPFILE)) != 0 ? va_arg(arguments, mode_t) : 0;
+    va_end(arguments);
+    int const result = real<int (*)(char const*, int, ...)>("open64")(path, flags, mode);
+    fault_if_named("open", path);
     return result;
 }
 
 int rmdir(char const* path) {
     int const result = real<int (*)(char const*)>("rmdir")(path);
-    kill_if_named("remove", path);
+    fault_if_named("remove", path);
     return result;
 }
 

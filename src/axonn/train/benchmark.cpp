@@ -39,7 +39,7 @@ BenchResult run_benchmark(BenchOptions options) {
         require_valid_grid(architecture.declarations, options.grid, world, B);
         options.run.pass_batch(B / options.grid.batch_replicas());
     });
-    warn_if_oversubscribed(options.threads);
+    warn_if_oversubscribed(options.threads, node_placement());
 
     Job job(options.run, {options.grid, options.grid_order});
     Backend& backend = job.backend();

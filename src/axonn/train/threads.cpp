@@ -3,7 +3,6 @@
 #include "axonn/core/error.h"
 
 #include <fmt/format.h>
-#include <mpi.h>
 #include <omp.h>
 #include <unistd.h>
 
@@ -24,23 +23,16 @@ void use_threads(int threads) {
     omp_set_num_threads(threads);
 }
 
-void warn_if_oversubscribed(int threads) {
-    // Every rank calls it as often as the others, so every rank returns here alike (it is collective).
+void warn_if_oversubscribed(int threads, NodePlacement const& placement) {
     static int warned_for = 0;
     if (std::exchange(warned_for, threads) == threads) return;
-    MPI_Comm node = MPI_COMM_NULL;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    int node_ranks = 1, node_rank = 0;
-    MPI_Comm_size(node, &node_ranks);
-    MPI_Comm_rank(node, &node_rank);
-    MPI_Comm_free(&node);
     int const cpus = cpu_count();
-    if (node_rank != 0 || static_cast<long>(node_ranks) * threads <= cpus) return;
+    if (placement.node_rank != 0 || static_cast<long>(placement.node_ranks) * threads <= cpus) return;
     char host[256] = "this machine";
     ::gethostname(host, sizeof host - 1);
     std::fputs(fmt::format("axonn: warning: {} rank(s) x {} thread(s) on {} oversubscribe its {} CPUs, so steps "
                            "will be slow: lower --threads or the ranks per node\n",
-                           node_ranks, threads, host, cpus)
+                           placement.node_ranks, threads, host, cpus)
                    .c_str(),
                stderr);
 }

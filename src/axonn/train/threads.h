@@ -2,6 +2,8 @@
 // and tens of thousands hang or crash the OpenMP runtime.
 #pragma once
 
+#include "axonn/comm/node_placement.h"
+
 namespace axonn {
 
 int cpu_count();  // the machine's online CPUs
@@ -10,9 +12,9 @@ int cpu_count();  // the machine's online CPUs
 // axonn::UsageError.
 void use_threads(int threads);
 
-// Collective over MPI_COMM_WORLD: when the ranks on one machine run more threads in all than it has CPUs, its
-// first rank prints a one-line warning (the run goes on, slowly: threads then wait for each other's CPUs), once per
-// process and thread count: `axonn tune`, which times several grids, says it once.
-void warn_if_oversubscribed(int threads);
+// When the ranks on one machine (`placement`) run more threads in all than it has CPUs, its first rank prints a
+// one-line warning (the run goes on, slowly: threads then wait for each other's CPUs), once per process and thread
+// count: `axonn tune`, which times several grids, says it once.
+void warn_if_oversubscribed(int threads, NodePlacement const& placement);
 
 }  // namespace axonn

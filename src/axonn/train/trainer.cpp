@@ -136,7 +136,13 @@ void settle_grid(TrainOptions& options) {
         require_valid_grid(options.model.architecture().declarations, options.grid, world, options.batch);
         options.run.pass_batch(options.batch / options.grid.batch_replicas());
     });
-    warn_if_oversubscribed(options.threads);
+}
+
+// Where the ranks run (collective); the first rank of a machine that runs more threads than it has CPUs warns.
+NodePlacement placed_on_nodes(int threads) {
+    NodePlacement const placement = node_placement();
+    warn_if_oversubscribed(threads, placement);
+    return placement;
 }
 
 // A resumed run continues its metrics file; so does the first run of a job that always passes --resume.
@@ -162,6 +168,7 @@ struct TrainingRun {
     std::unique_ptr<Tokenizer> tokenizer;
     std::optional<CheckpointReader> resumed;
     bool leader;
+    NodePlacement placement;
     Job job;
     TrainingData data;
     std::optional<CheckpointDirLock> ckpt_lock;
@@ -220,7 +227,11 @@ std::unique_ptr<TraceFile> open_trace(TrainOptions const& options, ProcessGrid& 
 
 TrainingRun::TrainingRun(TrainOptions& options_, std::unique_ptr<Tokenizer> tokenizer_,
                          std::optional<CheckpointReader> resumed_)
-    : options(options_), tokenizer(std::move(tokenizer_)), resumed(std::move(resumed_)), leader(is_world_leader()),
+    : options(options_),
+      tokenizer(std::move(tokenizer_)),
+      resumed(std::move(resumed_)),
+      leader(is_world_leader()),
+      placement(placed_on_nodes(options_.threads)),
       job(options_.run, {options_.grid, options_.grid_order, options_.debug_collectives}),
       data(options_, ShardTokenizer{tokenizer->name(), tokenizer->vocab_size()}),
       ckpt_lock(lock_checkpoint_folder(options_, leader)),
@@ -248,8 +259,8 @@ void TrainingRun::measure_gemm_rate() {
 
 void TrainingRun::print_banner() {
     if (!leader) return;
-    print_training_banner(
-        options, {model, job.grid(), job.backend(), gemm_rate, data, *tokenizer, resumed, start_step, restore_seconds});
+    print_training_banner(options, {model, job.grid(), placement, job.backend(), gemm_rate, data, *tokenizer, resumed,
+                                    start_step, restore_seconds});
 }
 
 // The mean loss over the validation batches' targets. With a loss mask (fine-tuning records), the mean over the
@@ -462,6 +473,9 @@ TrainSummary train(TrainingRun& run) {
     }
     progress.finish();
     checkpoints.at_end();
+    // A signal during the closing validation or the final save: the run is saved; the closing sample, which may
+    // take longer than the scheduler waits, is left to the resumed run.
+    checkpoints.stop_if_signalled(grid, options.steps);
     finish_run(run, loop);
     return loop.summary;
 }

@@ -36,7 +36,7 @@ void print_model(TrainOptions const& options, Decoder const& model) {
                human_bytes(memory.activation_bytes));
 }
 
-void print_grid(TrainOptions const& options, Decoder const& model, ProcessGrid& grid) {
+void print_grid(TrainOptions const& options, Decoder const& model, ProcessGrid& grid, NodePlacement const& placement) {
     DecoderOptions const& run = options.run.model;
     int const passes = options.batch / grid.shape().batch_replicas() / model.max_batch();
     std::int64_t const pass_rows = static_cast<std::int64_t>(model.max_batch()) * options.seq;
@@ -49,6 +49,7 @@ void print_grid(TrainOptions const& options, Decoder const& model, ProcessGrid& 
         grad_comm_text(run),
         logit_chunks(pass_rows, run.logit_rows) > 1 ? fmt::format(" | LM head in chunks of {} rows", run.logit_rows)
                                                     : std::string());
+    fmt::print("  placement {}\n", placement_summary(placement));
 }
 
 void print_backend(TrainOptions const& options, Backend const& backend, GemmRateMeasurement const& rate) {
@@ -112,7 +113,7 @@ std::vector<Group> axis_groups(Group axis) {
 
 void print_training_banner(TrainOptions const& options, BannerFacts const& facts) {
     print_model(options, facts.model);
-    print_grid(options, facts.model, facts.grid);
+    print_grid(options, facts.model, facts.grid, facts.placement);
     print_backend(options, facts.backend, facts.gemm_rate);
     print_data(options, facts.data, facts.tokenizer);
     print_start(options, facts);

@@ -5,6 +5,7 @@
 
 #include "axonn/checkpoint/checkpoint_reader.h"
 #include "axonn/comm/grid.h"
+#include "axonn/comm/node_placement.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/kernels/backend.h"
 #include "axonn/model/decoder.h"
@@ -22,6 +23,7 @@ namespace axonn {
 struct BannerFacts {
     Decoder const& model;
     ProcessGrid& grid;
+    NodePlacement const& placement;
     Backend const& backend;
     GemmRateMeasurement gemm_rate;
     TrainingData const& data;

@@ -1,0 +1,57 @@
+#include "axonn/comm/node_placement.h"
+
+#include "axonn/core/error.h"
+#include "axonn/core/launcher.h"
+
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <array>
+#include <optional>
+
+namespace axonn {
+
+NodePlacement node_placement() {
+    NodePlacement placement;
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &placement.node_ranks);
+    MPI_Comm_rank(node, &placement.node_rank);
+    MPI_Comm_free(&node);
+
+    std::optional<LauncherLocalRank> launcher;
+    try {
+        launcher = launcher_local_rank();
+    } catch (Error const&) {  // not a rank: counted as wrong below, never thrown on some ranks only
+    }
+    if (launcher) placement.launcher_variable = launcher->variable;
+    // Summed over the world: node leaders (one per node), ranks whose launcher disagrees; the most ranks per node.
+    std::array<int, 2> counts = {placement.node_rank == 0 ? 1 : 0,
+                                 launcher && launcher->rank == placement.node_rank ? 0 : 1};
+    MPI_Allreduce(MPI_IN_PLACE, counts.data(), 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    placement.nodes = counts[0];
+    placement.disagreeing_ranks = counts[1];
+    placement.most_ranks_per_node = placement.node_ranks;
+    MPI_Allreduce(MPI_IN_PLACE, &placement.most_ranks_per_node, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return placement;
+}
+
+std::string placement_summary(NodePlacement const& placement) {
+    std::string text = fmt::format("{} node(s) x {} rank(s)", placement.nodes, placement.most_ranks_per_node);
+    if (placement.launcher_variable.empty()) {
+        if (placement.nodes * placement.most_ranks_per_node > 1) {
+            text += ", no launcher's node-local rank (a GPU run would put every rank on its node's first GPU)";
+        }
+        return text;
+    }
+    text += ", node-local ranks from " + placement.launcher_variable;
+    if (placement.disagreeing_ranks > 0) {
+        text += fmt::format(
+            " (wrong on {} rank(s): a GPU run would share GPUs; launch with mpirun or srun, "
+            "not with a variable of your own)",
+            placement.disagreeing_ranks);
+    }
+    return text;
+}
+
+}  // namespace axonn
