@@ -2,6 +2,8 @@
 //   - KilledRunsResumeBitwise: a 4-rank run on data=1,z=2,y=1,x=2 is killed with SIGKILL (one rank, chosen at
 //     random) at random points, and once in the middle of a save; resumed from its last complete checkpoint, its
 //     losses, gradient norms and final checkpoint are bitwise those of the run that was never interrupted.
+//   - AnAsyncSaveKilledMidwayResumesBitwise: --ckpt-async saves equal the synchronous ones byte for byte; a rank
+//     killed while its thread writes one leaves the previous checkpoint, which resumes bitwise.
 //   - ACheckpointFromEightRanksResumesOnOtherGrids: saved on data=1,z=2,y=2,x=2, resumed serially and on
 //     data=2,z=1,y=1,x=4; each step's loss within 1e-4 relative of the unmoved run's (the tolerance of every
 //     grid against serial over 20 steps, test_model_grids.cpp).
@@ -146,6 +148,42 @@ TEST_F(CheckpointJobs, KilledRunsResumeBitwise) {
         EXPECT_EQ(step_results(metrics), expected);
         expect_same_checkpoint_data(reference / "step_00000014", ckpt / "step_00000014");
     }
+}
+
+// --ckpt-async: the background saves are byte for byte the synchronous ones, and a rank killed while its thread
+// writes a save (at the open of its file of step 4) leaves step 2 the newest complete checkpoint, from which
+// --resume latest finishes the run bitwise.
+TEST_F(CheckpointJobs, AnAsyncSaveKilledMidwayResumesBitwise) {
+    std::string const options = "--grid data=1,z=2,y=1,x=2 --steps 8 --ckpt-every 2 --eval-every 100 --eval-batches 1 ";
+    fs::path const sync = dir_ / "sync", async = dir_ / "async";
+    testing::JobResult const saved_sync = mpirun(
+        std::string(grid4) + train(options + "--ckpt-dir " + sync.string() + " --metrics " + sync.string() + ".jsonl"));
+    ASSERT_EQ(saved_sync.exit_status, 0) << saved_sync.stderr_text;
+    std::string const async_command =
+        train(options + "--ckpt-async --ckpt-dir " + async.string() + " --metrics " + async.string() + ".jsonl");
+    testing::JobResult const saved_async = mpirun(std::string(grid4) + async_command);
+    ASSERT_EQ(saved_async.exit_status, 0) << saved_async.stderr_text;
+    EXPECT_EQ(step_results(async.string() + ".jsonl"), step_results(sync.string() + ".jsonl"));
+    for (char const* step : {"step_00000002", "step_00000004", "step_00000006", "step_00000008"}) {
+        SCOPED_TRACE(step);
+        expect_same_checkpoint_data(sync / step, async / step);
+        EXPECT_TRUE(fs::exists(async / step / "COMPLETE"));
+    }
+
+    fs::remove_all(async);
+    fs::remove(async.string() + ".jsonl");
+    testing::JobResult const killed = mpirun(
+        std::string("-x LD_PRELOAD=") + AXONN_KILL_AT_LIBRARY +
+        " -x AXONN_KILL_AT=open:step_00000004.partial/rank00001-000.safetensors.partial " + grid4 + async_command);
+    EXPECT_NE(killed.exit_status, 0) << "the kill did not happen";
+    EXPECT_TRUE(fs::exists(async / "step_00000002" / "COMPLETE"));
+    EXPECT_FALSE(fs::exists(async / "step_00000004")) << "the killed save was completed";
+    testing::JobResult const resumed = mpirun(std::string(grid4) + async_command + " --resume latest");
+    ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
+    EXPECT_NE(file_bytes(dir_ / "stdout.txt").find("resuming from " + (async / "step_00000002").string()),
+              std::string::npos);
+    EXPECT_EQ(step_results(async.string() + ".jsonl"), step_results(sync.string() + ".jsonl"));
+    expect_same_checkpoint_data(sync / "step_00000008", async / "step_00000008");
 }
 
 TEST_F(CheckpointJobs, ACheckpointFromEightRanksResumesOnOtherGrids) {

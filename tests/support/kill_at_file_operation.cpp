@@ -42,6 +42,15 @@ void fault_if_named(std::string_view op, char const* path) {
     }
 }
 
+// open() and open64() (one function on 64-bit Linux; a caller compiled with _FILE_OFFSET_BITS=64 calls open64):
+// the real `name`, with the mode that only a file being created has.
+int open_then_fault(char const* name, char const* path, int flags, va_list arguments) {
+    mode_t const mode = (flags & (O_CREAT | O_TMPFILE)) != 0 ? va_arg(arguments, mode_t) : 0;
+    int const result = real<int (*)(char const*, int, ...)>(name)(path, flags, mode);
+    fault_if_named("open", path);
+    return result;
+}
+
 }  // namespace
 
 extern "C" {
@@ -70,24 +79,19 @@ int unlinkat(int folder, char const* path, int flags) {
     return result;
 }
 
-// open() and open64() are one function on 64-bit Linux; a caller compiled with _FILE_OFFSET_BITS=64 calls open64.
 int open(char const* path, int flags, ...) {
     va_list arguments;
     va_start(arguments, flags);
-    mode_t const mode = (flags & (O_CREAT | O_TMPFILE)) != 0 ? va_arg(arguments, mode_t) : 0;
+    int const result = open_then_fault("open", path, flags, arguments);
     va_end(arguments);
-    int const result = real<int (*)(char const*, int, ...)>("open")(path, flags, mode);
-    fault_if_named("open", path);
     return result;
 }
 
 int open64(char const* path, int flags, ...) {
     va_list arguments;
     va_start(arguments, flags);
-    mode_t const mode = (flags & (O_CREAT | O_TMPFILE)) != 0 ? va_arg(arguments, mode_t) : 0;
+    int const result = open_then_fault("open64", path, flags, arguments);
     va_end(arguments);
-    int const result = real<int (*)(char const*, int, ...)>("open64")(path, flags, mode);
-    fault_if_named("open", path);
     return result;
 }
 

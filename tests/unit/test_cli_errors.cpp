@@ -371,6 +371,8 @@ std::vector<BadInput> const bad_inputs = {
      "/proc/cpuinfo is a file of the kernel", 1},
     {"ckpt_every_without_a_folder", "train --data {dir}/good --tokenizer byte --ckpt-every 5",
      "--ckpt-every and --keep need --ckpt-dir DIR", 2},
+    {"ckpt_async_without_ckpt_every", "train --data {dir}/good --tokenizer byte --ckpt-dir {dir}/async --ckpt-async",
+     "--ckpt-async writes the --ckpt-every checkpoints in the background: pass --ckpt-every N", 2},
     {"negative_keep", "train --data {dir}/good --tokenizer byte --ckpt-dir {dir}/ck --keep -1",
      "--keep must not be negative, got -1", 2},
     {"resume_and_init_from", "train --data {dir}/good --tokenizer byte --resume {dir}/a --init-from {dir}/b",

@@ -88,6 +88,10 @@ void add_train_command(CLI::App& app) {
                         "end)")->capture_default_str();
     command->add_option("--keep", options->keep, "keep the newest K complete checkpoints (0: all)")
         ->capture_default_str();
+    command->add_flag("--ckpt-async", options->ckpt_async,
+                      "write the --ckpt-every checkpoints in the background while training goes on: the state is "
+                      "copied into memory at the step (one more copy of this rank's share of the weights and AdamW "
+                      "state) and the files written by a thread; the final and a signal's save still wait");
     command->add_option("--ckpt-file-size", options->ckpt_file_mib, "largest checkpoint file a rank writes, MiB")
         ->capture_default_str();
     command->add_option("--resume", options->resume,

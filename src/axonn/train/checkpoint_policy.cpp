@@ -32,24 +32,58 @@ CheckpointPolicy::CheckpointPolicy(TrainOptions const& options, Decoder& model, 
     if (!options.ckpt_dir.empty()) stop_signals_.emplace();
 }
 
-void CheckpointPolicy::stop_if_signalled(ProcessGrid& grid, int step) {
+void CheckpointPolicy::before_step(int step) {
+    if (in_flight_ && in_flight_->finished()) complete_background_save();
+    stop_if_signalled(step);
+}
+
+void CheckpointPolicy::stop_if_signalled(int step) {
     if (!stop_signals_) return;
-    int const signal = stop_signals_->received(grid.comm(Group::world));
+    int const signal = stop_signals_->received(model_.grid().comm(Group::world));
     if (signal == 0) return;
+    complete_background_save();
     fs::path const folder = last_saved_ == step ? options_.ckpt_dir / checkpoint_folder_name(step) : save(step);
     throw StoppedBySignal(fmt::format("stopped by {} after {} steps; checkpoint {}; continue with --resume latest",
                                       signal == SIGTERM ? "SIGTERM" : "SIGUSR1", step, folder.string()));
 }
 
 void CheckpointPolicy::after_step(int done) {
-    if (!options_.ckpt_dir.empty() && options_.ckpt_every > 0 && done % options_.ckpt_every == 0 &&
-        done < options_.steps) {
+    if (options_.ckpt_dir.empty() || options_.ckpt_every <= 0 || done % options_.ckpt_every != 0 ||
+        done >= options_.steps) {
+        return;
+    }
+    if (options_.ckpt_async) {
+        start_background_save(done);
+    } else {
         save(done);
     }
 }
 
 void CheckpointPolicy::at_end() {
+    complete_background_save();
     if (!options_.ckpt_dir.empty() && last_saved_ != options_.steps) save(options_.steps);
+}
+
+void CheckpointPolicy::start_background_save(int step) {
+    complete_background_save();  // at most one in flight
+    Stopwatch watch;
+    in_flight_.emplace(prepare_training_checkpoint(options_, model_, optimizer_, loader_, step));
+    if (leader_) {
+        fmt::print(stderr, "\ncheckpoint of step {}: state copied in {:.2f} s, written in the background\n", step,
+                   watch.seconds());
+    }
+}
+
+void CheckpointPolicy::complete_background_save() {
+    if (!in_flight_) return;
+    Stopwatch watch;
+    fs::path const folder = in_flight_->wait();
+    last_saved_ = static_cast<int>(in_flight_->step());
+    in_flight_.reset();
+    if (leader_) {
+        fmt::print(stderr, "\ncheckpoint of step {} saved to {} (the run waited {:.2f} s for it)\n", last_saved_,
+                   folder.string(), watch.seconds());
+    }
 }
 
 fs::path CheckpointPolicy::save(int step) {

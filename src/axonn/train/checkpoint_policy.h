@@ -1,11 +1,15 @@
 // When a training run saves: every --ckpt-every steps, at the end, and when the cluster's scheduler signals (then
 // it stops: stop_signals.h). Only a run with a --ckpt-dir saves or catches the signals. It never saves one step
 // twice: a run resumed from a checkpoint in --ckpt-dir, or stopped right after a save, reuses that folder.
+// With --ckpt-async the --ckpt-every saves are written in the background (background_save.h); at most one is in
+// flight (the next waits for it).
+// The final save and a save on a signal wait for the one in flight, and are written before the run exits.
 #pragma once
 
 #include "axonn/checkpoint/checkpoint_reader.h"
 #include "axonn/comm/grid.h"
 #include "axonn/model/decoder.h"
+#include "axonn/train/background_save.h"
 #include "axonn/train/data_loader.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/stop_signals.h"
@@ -22,9 +26,12 @@ public:
     CheckpointPolicy(TrainOptions const& options, Decoder& model, AdamW& optimizer, DataLoader const& loader,
                      std::optional<CheckpointReader> const& resumed, int start_step, bool leader);
 
-    // Before step `step`: when any rank has received a stop signal, saves the run at `step` (unless that step is
-    // saved already) and throws StoppedBySignal. Collective over the world.
-    void stop_if_signalled(ProcessGrid& grid, int step);
+    // Before step `step`: notes a background save that has been written, then stops if signalled. Collective
+    // over the world.
+    void before_step(int step);
+    // When any rank has received a stop signal, saves the run at `step` (unless that step is saved already) and
+    // throws StoppedBySignal. Collective over the world.
+    void stop_if_signalled(int step);
     // After the update that completed `done` steps: saves when --ckpt-every says so (never the last step's: the
     // end saves it).
     void after_step(int done);
@@ -33,6 +40,9 @@ public:
 
 private:
     std::filesystem::path save(int step);
+    void start_background_save(int step);
+    // Waits for the background save in flight, if any, and completes it.
+    void complete_background_save();
 
     TrainOptions const& options_;
     Decoder& model_;
@@ -40,6 +50,7 @@ private:
     DataLoader const& loader_;
     bool leader_;
     std::optional<StopSignals> stop_signals_;
+    std::optional<BackgroundSave> in_flight_;
     int last_saved_;  // the step of the newest checkpoint in --ckpt-dir; -1 before any
 };
 

@@ -246,12 +246,26 @@ void load_initial_weights(fs::path const& resolved, ModelConfig const& source, D
     HostState::write(model, nullptr, [&](LocalBuffers const& out) { checkpoint.read_local(model.layout(), out); });
 }
 
+namespace {
+
+CheckpointTarget checkpoint_target(TrainOptions const& options) {
+    return {options.ckpt_dir, options.keep, options.ckpt_file_mib << 20};
+}
+
+}  // namespace
+
 fs::path save_training_checkpoint(TrainOptions const& options, Decoder& model, AdamW& optimizer,
                                   DataLoader const& loader, int step) {
     HostState const state = HostState::read(model, &optimizer);
-    CheckpointTarget const target{options.ckpt_dir, options.keep, options.ckpt_file_mib << 20};
     return save_checkpoint(model.grid(), options.model, state.tensors(), step,
-                           run_state_json(options, optimizer, loader, step), target);
+                           run_state_json(options, optimizer, loader, step), checkpoint_target(options));
+}
+
+std::unique_ptr<PreparedSave> prepare_training_checkpoint(TrainOptions const& options, Decoder& model, AdamW& optimizer,
+                                                          DataLoader const& loader, int step) {
+    HostState const state = HostState::read(model, &optimizer);
+    return std::make_unique<PreparedSave>(model.grid(), options.model, state.tensors(), step,
+                                          run_state_json(options, optimizer, loader, step), checkpoint_target(options));
 }
 
 }  // namespace axonn

@@ -7,12 +7,14 @@
 #pragma once
 
 #include "axonn/checkpoint/checkpoint_reader.h"
+#include "axonn/checkpoint/checkpoint_writer.h"
 #include "axonn/model/decoder.h"
 #include "axonn/train/data_loader.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/trainer.h"
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -58,5 +60,9 @@ void load_initial_weights(std::filesystem::path const& resolved, ModelConfig con
 // Saves the run at `step` (the number of steps done) into --ckpt-dir; returns the checkpoint's folder. Collective.
 std::filesystem::path save_training_checkpoint(TrainOptions const& options, Decoder& model, AdamW& optimizer,
                                                DataLoader const& loader, int step);
+// The same save, with the run's state at `step` copied into host memory for writing while training goes on
+// (checkpoint_writer.h: PreparedSave). Collective.
+std::unique_ptr<PreparedSave> prepare_training_checkpoint(TrainOptions const& options, Decoder& model, AdamW& optimizer,
+                                                          DataLoader const& loader, int step);
 
 }  // namespace axonn

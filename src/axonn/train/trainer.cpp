@@ -62,6 +62,9 @@ void validate_train_options(TrainOptions const& options) {
                       "--ckpt-file-size must lie in [1, 1048576] MiB, got {}", options.ckpt_file_mib);
         AXONN_REQUIRE(!options.ckpt_dir.empty() || (options.ckpt_every == 0 && options.keep == 0),
                       "--ckpt-every and --keep need --ckpt-dir DIR, where the checkpoints go");
+        AXONN_REQUIRE(!options.ckpt_async || options.ckpt_every > 0,
+                      "--ckpt-async writes the --ckpt-every checkpoints in the background: pass --ckpt-every N (and "
+                      "--ckpt-dir DIR), or leave --ckpt-async out");
         AXONN_REQUIRE(options.resume.empty() || options.init_from.empty(),
                       "--resume continues a run and --init-from starts a new one from weights: pass one of them");
         check_tokenizer_name(options.tokenizer);
@@ -460,7 +463,7 @@ TrainSummary train(TrainingRun& run) {
     CheckpointPolicy checkpoints(options, run.model, run.optimizer, run.data.train, run.resumed, run.start_step,
                                  run.leader);
     for (int step = run.start_step; step <= options.steps; ++step) {
-        checkpoints.stop_if_signalled(grid, step);
+        checkpoints.before_step(step);
         TraceSpan const step_span(TraceTrack::steps, [&] { return fmt::format("step {}", step); });
         std::optional<float> const val_loss = validate_if_due(run, step, loop);
         if (step == options.steps) {
@@ -475,7 +478,7 @@ TrainSummary train(TrainingRun& run) {
     checkpoints.at_end();
     // A signal during the closing validation or the final save: the run is saved; the closing sample, which may
     // take longer than the scheduler waits, is left to the resumed run.
-    checkpoints.stop_if_signalled(grid, options.steps);
+    checkpoints.stop_if_signalled(options.steps);
     finish_run(run, loop);
     return loop.summary;
 }

@@ -100,7 +100,9 @@ void print_checkpoints(TrainOptions const& options) {
         return;
     }
     fmt::print("  checkpoints in {}{}, at the end{}\n", options.ckpt_dir.string(),
-               options.ckpt_every > 0 ? fmt::format(" every {} steps", options.ckpt_every) : "",
+               options.ckpt_every > 0 ? fmt::format(" every {} steps{}", options.ckpt_every,
+                                                    options.ckpt_async ? " (written in the background)" : "")
+                                      : "",
                " and on SIGTERM or SIGUSR1");
 }
 
