@@ -418,6 +418,7 @@ fs::path PreparedSave::write() {
     host_ = HostBuffer(range_elements(tensors_, exchange.rank(), exchange.size()));
     std::vector<std::span<float>> const ranges = collect_ranges(exchange, layout_, position_, tensors_, host_.floats());
     local_copy_ = HostBuffer();  // exchanged: only the ranges are still needed
+    for (CheckpointTensor& tensor : tensors_) tensor.local = {};
     json const record = write_rank_files(
         exchange.rank(), exchange.size(), tensors_, [&](std::size_t t) { return ranges[t]; }, partial_,
         target_.max_file_bytes);

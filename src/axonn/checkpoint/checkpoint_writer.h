@@ -4,9 +4,8 @@
 // elements [N·r/W, N·(r+1)/W) of each tensor of N elements. A rank's shard of a weight is scattered over that
 // layout (ShardLayout maps each local element to its serial index), so the ranks first exchange runs of
 // consecutive serial indices (ShardLayout::serial_run) with an all-to-all, a bounded number of elements at a time
-// and many tensors per round (a collective per tensor cost a synchronous save of gpt2-medium on 4 ranks sharing 2
-// cores most of its 35 s), and then each streams its ranges into its own safetensors files, none larger than
-// max_file_bytes. Rank 0 writes the index with every file's size and CRC-32, renames the folder into
+// and many tensors per round (not a round of collectives per tensor: each costs milliseconds where ranks share
+// cores), and then each streams its ranges into its own safetensors files, none larger than max_file_bytes. Rank 0 writes the index with every file's size and CRC-32, renames the folder into
 // place and marks it complete (checkpoint_dir.h).
 #pragma once
 
@@ -64,7 +63,7 @@ private:
     GridPosition position_;
     ShardLayout layout_;
     HostBuffer local_copy_;                  // this rank's shards as they were at the step
-    std::vector<CheckpointTensor> tensors_;  // names, shapes, and views of local_copy_
+    std::vector<CheckpointTensor> tensors_;  // names, shapes, and views of local_copy_ until it is exchanged
     std::filesystem::path partial_;
     TrafficLog exchange_traffic_;
     std::unique_ptr<Communicator> exchange_;

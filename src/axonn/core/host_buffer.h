@@ -1,7 +1,7 @@
 // Host memory for large copies made at once, such as a checkpoint's ranges: aligned to 2 MiB and advised to the
 // kernel as huge pages (madvise MADV_HUGEPAGE; a no-op where transparent huge pages are off), so that the first
 // touch of each 2 MiB faults once instead of 512 times. On a virtual machine a fault is a trap to the hypervisor:
-// copying gpt2-small's checkpoint state (1.5 GB) into fresh 4 KiB pages took most of a save there.
+// a profile of a checkpoint save there had those traps, and the zeroing of fresh memory, near its top.
 #pragma once
 
 #include <cstddef>
