@@ -1,10 +1,13 @@
 // `axonn bench` under mpirun: the mean step, and the fastest and slowest timed steps beside it (each step counted
 // at its slowest rank's time), agree with one another and with tokens/s, in JSON and in the text line. Every
 // family runs through the same job: `bench` and `parity` on a Llama over an 8-rank grid report what they report
-// for GPT-2.
+// for GPT-2. The breakdown of a step is the trace's spans summed: each kind of kernel, the waits, the rest.
 #include "jobs/job.h"
 
 #include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <map>
 
 namespace axonn::testing {
 namespace {
@@ -26,6 +29,52 @@ TEST_F(BenchJob, ReportsTheSpreadOfItsTimedSteps) {
     JobResult const as_text = mpirun("-np 2 " + bench);
     ASSERT_EQ(as_text.exit_status, 0) << as_text.stderr_text;
     EXPECT_NE(file_bytes(dir_ / "stdout.txt").find(" s/step ("), std::string::npos) << file_bytes(dir_ / "stdout.txt");
+}
+
+// The breakdown in bench's JSON is rank 0's kernel spans in its trace summed by category over the timed steps,
+// and the waits for collectives: per step, to the trace's rounding (its times are microseconds in doubles).
+TEST_F(BenchJob, ItsBreakdownIsTheSpansOfItsTrace) {
+    std::filesystem::path const trace = dir_ / "trace.json";
+    int const iterations = 5, warmup = 2, timed = iterations - warmup;
+    JobResult const run =
+        mpirun("-np 2 " + axonn() + " bench --model gpt2-micro --batch 4 --seq 16 --iters " +
+               std::to_string(iterations) + " --grid data=1,z=1,y=2,x=1 --json --trace " + trace.string());
+    ASSERT_EQ(run.exit_status, 0) << run.stderr_text;
+    nlohmann::json const breakdown = nlohmann::json::parse(file_bytes(dir_ / "stdout.txt"))["breakdown"];
+    EXPECT_EQ(breakdown["steps"], timed);
+
+    std::ifstream in(trace);
+    nlohmann::json const file = nlohmann::json::parse(in);
+    std::map<std::string, double> category_s, kernel_s;
+    int step_spans = 0;
+    for (nlohmann::json const& event : file["traceEvents"]) {
+        if (event["ph"] != "X" || event["pid"] != 0) continue;
+        std::string const category = event["cat"], name = event["name"];
+        double const seconds = event["dur"].get<double>() * 1e-6;
+        if (category == "step" && name.starts_with("step ")) ++step_spans;
+        if (category == "step" || category == "collective") continue;
+        category_s[category] += seconds;
+        if (category != "wait") kernel_s[name] += seconds;
+    }
+    EXPECT_EQ(step_spans, timed);       // the trace holds the timed steps, the breakdown's
+    double constexpr tolerance = 1e-7;  // seconds per step: the trace's doubles of microseconds, summed
+    std::map<std::string, std::string> const fields = {{"gemm", "gemm_s"},           {"attention", "attention_s"},
+                                                       {"norm", "norm_s"},           {"elementwise", "elementwise_s"},
+                                                       {"optimizer", "optimizer_s"}, {"wait", "comm_exposed_s"}};
+    for (auto const& [category, field] : fields) {
+        EXPECT_NEAR(breakdown[field].get<double>(), category_s[category] / timed, tolerance) << field;
+    }
+    for (auto const& [category, seconds] : category_s) EXPECT_TRUE(fields.contains(category)) << category;
+    EXPECT_GT(breakdown["gemm_s"].get<double>(), 0.0);
+    EXPECT_GT(breakdown["comm_exposed_s"].get<double>(), 0.0);  // a y=2 grid waits on its all-reduces
+    EXPECT_EQ(breakdown["kernel_s"].size(), kernel_s.size());
+    for (auto const& [name, seconds] : kernel_s) {
+        EXPECT_NEAR(breakdown["kernel_s"][name].get<double>(), seconds / timed, tolerance) << name;
+    }
+    double parts = 0;
+    for (auto const& [category, field] : fields) parts += breakdown[field].get<double>();
+    EXPECT_GE(breakdown["rest_s"].get<double>(), 0.0);
+    EXPECT_NEAR(parts + breakdown["rest_s"].get<double>(), breakdown["step_s"].get<double>(), 1e-12);
 }
 
 // The keys of a command's JSON record.

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include <memory>
+#include <string>
+#include <utility>
 
 namespace axonn {
 namespace {
@@ -18,15 +20,49 @@ nlohmann::json rate(double flops, double seconds) {
     return seconds > 0 ? nlohmann::json(flops / seconds) : nlohmann::json();
 }
 
+nlohmann::json breakdown_json(StepBreakdown const& b) {
+    return {{"steps", b.steps},
+            {"step_s", b.step_s},
+            {"gemm_s", b.gemm_s},
+            {"attention_s", b.attention_s},
+            {"norm_s", b.norm_s},
+            {"elementwise_s", b.elementwise_s},
+            {"optimizer_s", b.optimizer_s},
+            {"comm_exposed_s", b.comm_exposed_s},
+            {"rest_s", b.rest_s},
+            {"kernel_s", b.kernel_s}};
+}
+
+// "GEMMs 0.512 s (81%), attention ...": each part of a step with its share.
+std::string breakdown_text(StepBreakdown const& b) {
+    std::string text;
+    for (auto const& [name, seconds] : {std::pair{"GEMMs", b.gemm_s},
+                                        {"attention", b.attention_s},
+                                        {"norms", b.norm_s},
+                                        {"element-wise", b.elementwise_s},
+                                        {"optimizer", b.optimizer_s},
+                                        {"exposed communication", b.comm_exposed_s},
+                                        {"the rest", b.rest_s}}) {
+        text += fmt::format("{}{} {:.4f} s ({:.1f}%)", text.empty() ? "" : ", ", name, seconds,
+                            b.step_s > 0 ? 100 * seconds / b.step_s : 0.0);
+    }
+    return text;
+}
+
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
     CLI::App* command = app.add_subcommand("bench", "Time training steps: tokens/s, model FLOP/s and MFU");
-    command->footer("Runs --iters steps on random tokens and averages all but the first two (AxoNN's method); a\n"
-                    "step lasts as long as its slowest rank, and the fastest and slowest timed steps are printed\n"
-                    "beside the mean (--json: fastest_step_s, slowest_step_s) to show how much the machine drifts.\n"
-                    "MFU = (6·N + 6·L·C·T) · tokens/s ÷ (the single-core GEMM rate measured in the run's precision\n"
-                    "× threads × ranks): bf16's MFU is against the bf16 GEMM rate.");
+    command->footer(
+        "Runs --iters steps on random tokens and averages all but the first two (AxoNN's method); a\n"
+        "step lasts as long as its slowest rank, and the fastest and slowest timed steps are printed\n"
+        "beside the mean (--json: fastest_step_s, slowest_step_s) to show how much the machine drifts.\n"
+        "MFU = (6·N + 6·L·C·T) · tokens/s ÷ (the single-core GEMM rate measured in the run's precision\n"
+        "× threads × ranks): bf16's MFU is against the bf16 GEMM rate.\n"
+        "Each timed step's kernels are timed (the trace's spans), and rank 0's step is broken down into\n"
+        "GEMMs, attention, norms, element-wise kernels (activations, residuals, the embedding, the\n"
+        "cross-entropy, conversions), the optimizer (AdamW, the gradient norm), exposed communication\n"
+        "and the rest (--json: breakdown, with each kernel's time in breakdown.kernel_s).");
     auto options = std::make_shared<BenchOptions>();
     auto model = std::make_shared<ModelOptions>(*command, "gpt2-small");
     auto json = std::make_shared<bool>(false);
@@ -45,7 +81,7 @@ void add_bench_command(CLI::App& app) {
         ->capture_default_str();
     add_step_options(*command, options->run);
     add_backend_option(*command, options->run);
-    command->add_option("--trace", options->trace, "write a Chrome trace of every rank's last iteration");
+    command->add_option("--trace", options->trace, "write a Chrome trace of every rank's timed iterations");
     command->add_flag("--json", *json, "print one JSON object instead of text");
 
     command->callback([options, model, json, grid_spec, vocab] {
@@ -94,6 +130,7 @@ void add_bench_command(CLI::App& app) {
             }
             nlohmann::json full = record;
             full["gemm_tuning"] = tunings;
+            full["breakdown"] = breakdown_json(result.breakdown);
             fmt::print("{}\n", full.dump());
             return;
         }
@@ -104,6 +141,7 @@ void add_bench_command(CLI::App& app) {
             result.step_s, result.fastest_step_s, result.slowest_step_s, result.tokens_per_s,
             result.model_flops_per_s / 1e9, 100 * result.mfu, result.gemm_flops_per_s / 1e9,
             result.peak_rss_bytes / 1048576.0);
+        fmt::print("per step (rank 0, {} timed steps): {}\n", result.breakdown.steps, breakdown_text(result.breakdown));
         if (result.comm_s > 0) {
             fmt::print("communication per step (rank 0): {:.3f} s, {:.3f} s of it exposed ({:.0f}% hidden)\n",
                        result.comm_s, result.comm_exposed_s, 100 * result.comm_hidden_fraction);

@@ -27,7 +27,7 @@ void TraceRecorder::add(TraceEvent event) {
     events_.push_back(std::move(event));
 }
 
-TraceSpan::TraceSpan(char const* name, TraceTrack track) : track_(track) {
+TraceSpan::TraceSpan(char const* name, TraceTrack track, char const* category) : track_(track), category_(category) {
     if (TraceRecorder::active() != nullptr) begin(name);
 }
 
@@ -40,7 +40,7 @@ TraceSpan::~TraceSpan() {
     if (begin_s_ < 0) return;
     if (TraceRecorder* recorder = TraceRecorder::active()) {
         try {
-            recorder->add({std::move(name_), track_, begin_s_, trace_seconds()});
+            recorder->add({std::move(name_), track_, begin_s_, trace_seconds(), category_});
         } catch (...) {
             // Out of memory for the trace: the run goes on without this span.
         }

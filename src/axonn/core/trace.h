@@ -19,6 +19,7 @@ struct TraceEvent {
     TraceTrack track;
     double begin_s;  // trace clock (core/timer.h)
     double end_s;
+    char const* category = nullptr;  // a kernel's kind (kernels/tracing_backend.h), a string literal; or none
 };
 
 class TraceRecorder {
@@ -45,7 +46,8 @@ private:
 // Records [construction, destruction) as an event, if a recorder is active. The name is built only then.
 class TraceSpan {
 public:
-    TraceSpan(char const* name, TraceTrack track);
+    // category: a string literal that outlives the recorder, or null.
+    TraceSpan(char const* name, TraceTrack track, char const* category = nullptr);
     template <typename Name>
     TraceSpan(TraceTrack track, Name&& make_name) : track_(track) {
         if (TraceRecorder::active() != nullptr) begin(make_name());
@@ -58,6 +60,7 @@ private:
     void begin(std::string name);
 
     TraceTrack track_;
+    char const* category_ = nullptr;
     std::string name_;
     double begin_s_ = -1;
 };

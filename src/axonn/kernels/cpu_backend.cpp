@@ -1,6 +1,7 @@
 #include "axonn/kernels/cpu_backend.h"
 
 #include "axonn/core/error.h"
+#include "axonn/core/float_environment.h"
 #include "axonn/kernels/cpu/adamw.h"
 #include "axonn/kernels/cpu/attention.h"
 #include "axonn/kernels/cpu/attention_cache.h"
@@ -26,6 +27,8 @@ namespace axonn {
 CpuBackend::CpuBackend(DType gemm_dtype) : gemm_dtype_(gemm_dtype) {
     AXONN_INVARIANT(gemm_dtype == DType::f32 || gemm_dtype == DType::bf16,
                     "the CPU backend's GEMMs take f32 or bf16, not {}", dtype_name(gemm_dtype));
+    // Its kernels run on this thread and OpenMP's: none of them computes on denormal numbers.
+    flush_denormals();
 }
 
 std::string CpuBackend::name() const {

@@ -1,6 +1,7 @@
 // Tracing that wraps any backend once: every compute operation of the wrapped backend runs inside a span of the
-// kernels' track of the trace (core/trace.h, recorded only while --trace asks), named after the operation. The
-// backends themselves carry no tracing; make_backend wraps each one it makes.
+// kernels' track of the trace (core/trace.h, recorded only while --trace or `axonn bench` asks), named after the
+// operation and labelled with its kind (below), the categories of a step's breakdown (train/step_breakdown.h).
+// The backends themselves carry no tracing; make_backend wraps each one it makes.
 #pragma once
 
 #include "axonn/kernels/backend.h"
@@ -10,6 +11,16 @@
 #include <vector>
 
 namespace axonn {
+
+// The kinds of kernel, each span's category in the trace.
+namespace kernel_kind {
+inline constexpr char const gemm[] = "gemm";                // the Linears' GEMMs (forward, input and weight gradients)
+inline constexpr char const attention[] = "attention";      // attention's forward and backward (their GEMMs within)
+inline constexpr char const norm[] = "norm";                // LayerNorm and RMSNorm, their statistics included
+inline constexpr char const elementwise[] = "elementwise";  // GELU, SwiGLU, RoPE, residuals, the embedding, the
+                                                            // cross-entropy, conversions and zeroing
+inline constexpr char const optimizer[] = "optimizer";      // AdamW and the gradient norm's sums of squares
+}  // namespace kernel_kind
 
 class TracingBackend final : public Backend {
 public:

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <numeric>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace axonn {
@@ -70,9 +71,15 @@ BenchResult run_benchmark(BenchOptions options) {
     restart_trace_clock();
     std::vector<double> timed_step_s;  // this rank's, then each step's slowest rank's
     CommunicationTime communication;
+    StepBreakdownSum breakdown;
     for (int i = 0; i < options.iterations; ++i) {
-        bool const traced = trace && i + 1 == options.iterations;
-        if (traced) trace->start_recording();
+        bool const timed = i >= options.warmup;
+        // A timed step's spans: the trace file records them (it holds the timed steps), or a recorder of the
+        // step's own.
+        std::optional<TraceRecorder> step_spans;
+        if (timed && trace) trace->start_recording();
+        if (timed && !trace) step_spans.emplace(TraceFile::max_events_per_rank);
+        std::size_t const first_event = trace ? trace->events().size() : 0;
         Stopwatch watch;
         {
             TraceSpan const step_span(TraceTrack::steps, [&] { return fmt::format("step {}", i); });
@@ -80,12 +87,17 @@ BenchResult run_benchmark(BenchOptions options) {
         }
         double const seconds = watch.seconds();
         std::vector<CollectiveRecord> const calls = grid.traffic().take_calls();
-        if (traced) {
+        CommunicationTime const step = communication_time(calls);
+        if (!timed) continue;
+        if (trace) {
             trace->stop_recording();
             trace->add_calls(calls);
         }
-        CommunicationTime const step = communication_time(calls);
-        if (i < options.warmup) continue;
+        std::vector<TraceEvent> const& events = trace ? trace->events() : step_spans->events();
+        // A step whose spans did not all fit is left out of the breakdown, not counted short.
+        if (!(trace ? trace->truncated() : step_spans->truncated())) {
+            breakdown.add_step(std::span(events).subspan(first_event), step.waited_s, seconds);
+        }
         timed_step_s.push_back(seconds);
         communication.busy_s += step.busy_s;
         communication.waited_s += step.waited_s;
@@ -113,6 +125,7 @@ BenchResult run_benchmark(BenchOptions options) {
     getrusage(RUSAGE_SELF, &usage);
     result.peak_rss_bytes = static_cast<std::int64_t>(usage.ru_maxrss) * 1024;
     result.tensor_peak_bytes = tensor_bytes_peak() - tensor_bytes_before;
+    result.breakdown = breakdown.mean();
     if (trace) trace->write();
     return result;
 }

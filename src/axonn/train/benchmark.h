@@ -1,11 +1,14 @@
 // `axonn bench`: training-step throughput measured the way the AxoNN papers do it: run 10 iterations and
 // average the last 8 (the first steps touch fresh memory and are 2-8× slower). On a grid every rank times its
 // steps and each step counts its slowest rank's time (a collective over MPI_COMM_WORLD after the timed steps).
+// Every timed step records its kernels' spans, from which rank 0's breakdown of a step is summed
+// (train/step_breakdown.h); --trace writes those same spans.
 #pragma once
 
 #include "axonn/comm/grid.h"
 #include "axonn/families/registry.h"
 #include "axonn/model/model_config.h"
+#include "axonn/train/step_breakdown.h"
 #include "axonn/train/train_step.h"
 
 #include <cstdint>
@@ -24,7 +27,7 @@ struct BenchOptions {
     GridShape grid;  // data × z × y × x over the MPI ranks; batch is the global batch
     std::string grid_order = "x,y,z,data";
     StepOptions run;
-    std::filesystem::path trace;  // a Chrome trace of every rank's last iteration; empty = none
+    std::filesystem::path trace;  // a Chrome trace of every rank's timed iterations; empty = none
 };
 
 struct BenchResult {
@@ -43,6 +46,7 @@ struct BenchResult {
     std::int64_t peak_rss_bytes;      // of this process
     std::int64_t tensor_peak_bytes;   // the most axonn's tensors held (what the memory model predicts)
     std::vector<GemmTuningReport> gemm_tunings;  // the GEMM shapes timed more than one way, and the choice
+    StepBreakdown breakdown;  // rank 0's timed steps: where their time went (from their traced spans)
 };
 
 BenchResult run_benchmark(BenchOptions options);

@@ -62,8 +62,8 @@ std::string TraceFile::rank_events_json() const {
     events.push_back(name_of("thread_name", pid, kernels_tid, "kernels and waits"));
     for (TraceEvent const& event : recorder_.events()) {
         bool const steps = event.track == TraceTrack::steps;
-        events.push_back(span(event.name, steps ? "step" : "kernel", pid, steps ? steps_tid : kernels_tid,
-                              event.begin_s, event.end_s));
+        char const* category = steps ? "step" : event.category != nullptr ? event.category : "kernel";
+        events.push_back(span(event.name, category, pid, steps ? steps_tid : kernels_tid, event.begin_s, event.end_s));
     }
     // Collectives: each group's calls on lanes, a call going on the first lane free at its issue.
     std::vector<CollectiveRecord> calls = calls_;

@@ -27,9 +27,12 @@ public:
 
     // The collectives of a traced step.
     void add_calls(std::vector<CollectiveRecord> const& calls);
-    // Recording starts with the object; these pause and resume it (bench records its last step only).
+    // Recording starts with the object; these pause and resume it (bench records its timed steps only).
     void stop_recording() { recorder_.pause(true); }
     void start_recording() { recorder_.pause(false); }
+    // The spans recorded so far, and whether some were dropped (max_events_per_rank).
+    std::vector<TraceEvent> const& events() const { return recorder_.events(); }
+    bool truncated() const { return recorder_.truncated(); }
     // Collective: rank 0 writes the file of every rank's events.
     void write();
 
