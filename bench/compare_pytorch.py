@@ -23,7 +23,7 @@ PyTorch runs at its best, as its CPU tuning guide asks: OPENBLAS_CORETYPE and OP
 these machines set to hold OpenBLAS to older kernels, are removed from its environment alone; and it runs on
 jemalloc told to keep freed memory (glibc hands PyTorch's large freed tensors back to the kernel, and on these
 virtual machines touching fresh pages again costs more than the step's GEMMs: 29 instead of 166 tokens/s at
-B = 4, T = 64). Run it on a quiet machine: the two vCPUs here may share one core's vector units.
+B = 4, T = 64); and bench/pytorch_step.py flushes denormals (torch.set_flush_denormal(True)), as axonn does. Run it on a quiet machine: the two vCPUs here may share one core's vector units.
 """
 
 import argparse

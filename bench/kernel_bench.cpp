@@ -112,12 +112,48 @@ void BM_LayerNormForward(benchmark::State& state) {
 }
 BENCHMARK(BM_LayerNormForward);
 
-void BM_GeluForward(benchmark::State& state) {
-    std::vector<float> inp(BT * 4 * C, 0.3f), out(BT * 4 * C);
-    for (auto _ : state) gelu_forward(out.data(), inp.data(), BT * 4 * C);
-    state.SetBytesProcessed(state.iterations() * 2 * BT * 4 * C * 4);
+// The MLP's activation at gpt2-small's width, with its Linear's bias: Arg(1) the fused pass (bias_gelu_forward),
+// Arg(0) the sequence it replaced (the bias added after the GEMM, as linear_forward's own loop does, then GELU).
+void BM_BiasGeluForward(benchmark::State& state) {
+    bool const fused = state.range(0) == 1;
+    constexpr std::int64_t F = 4 * C;
+    std::vector<float> pre(BT * F, 0.3f), out(BT * F), bias(F, 0.01f);
+    for (auto _ : state) {
+        if (fused) {
+            bias_gelu_forward(out.data(), pre.data(), bias.data(), BT, F);
+        } else {
+            for (std::int64_t m = 0; m < BT; ++m) {
+                for (std::int64_t f = 0; f < F; ++f) pre[m * F + f] += bias[f];
+            }
+            bias_gelu_forward(out.data(), pre.data(), static_cast<float const*>(nullptr), BT, F);
+        }
+        benchmark::DoNotOptimize(out.data());
+    }
 }
-BENCHMARK(BM_GeluForward);
+BENCHMARK(BM_BiasGeluForward)->Arg(0)->Arg(1);
+
+// Its backward: Arg(1) the fused pass (dpre written, dbias summed from it), Arg(0) the passes it replaced: dpre
+// zeroed, GELU's gradient into it (written here; the old kernel added to the zeros, one more read), then the bias
+// gradient summed from dpre by the Linear's backward.
+void BM_GeluBiasBackward(benchmark::State& state) {
+    bool const fused = state.range(0) == 1;
+    constexpr std::int64_t F = 4 * C;
+    std::vector<float> pre(BT * F, 0.3f), dout(BT * F, 0.01f), dpre(BT * F), dbias(F);
+    for (auto _ : state) {
+        if (fused) {
+            gelu_bias_backward(dpre.data(), dbias.data(), pre.data(), dout.data(), BT, F);
+        } else {
+            std::fill(dpre.begin(), dpre.end(), 0.0f);
+            benchmark::ClobberMemory();
+            gelu_bias_backward(dpre.data(), static_cast<float*>(nullptr), pre.data(), dout.data(), BT, F);
+            for (std::int64_t m = 0; m < BT; ++m) {
+                for (std::int64_t f = 0; f < F; ++f) dbias[f] += dpre[m * F + f];
+            }
+        }
+        benchmark::DoNotOptimize(dpre.data());
+    }
+}
+BENCHMARK(BM_GeluBiasBackward)->Arg(0)->Arg(1);
 
 // Fused attention's forward and backward for one sequence length (the argument) at GPT-2 small's heads, with
 // B·T = 1024 tokens. FLOP/s counts the seven GEMMs over the score tiles it computes (forward 2, backward 5).

@@ -99,6 +99,9 @@ def main():
     if not 1 <= args.seq <= cfg["block_size"] or args.batch < 1 or args.iters <= WARMUP_ITERS or args.threads < 1:
         parser.error(f"need 1 <= seq <= {cfg['block_size']}, batch >= 1, threads >= 1, iters > {WARMUP_ITERS}")
     torch.set_num_threads(args.threads)
+    # Denormals flushed on every thread, as axonn flushes its own: a step whose gradients turn denormal would
+    # otherwise slow down many times over on CPUs that handle them in microcode.
+    torch.set_flush_denormal(True)
 
     generator = torch.Generator().manual_seed(1234)
     params = init_params(cfg, generator)

@@ -131,9 +131,10 @@ private:
 
     void forward() {
         for (std::int64_t l = 0; l < L; ++l) {
+            // fc1's bias joins GELU's pass, after the Linear's all-reduce.
             parallel_linear_forward(backend_, linear_groups(grid_, false), overlap, hidden(l), residual(l),
-                                    step_.weights.next(), param(MlpParam::fc1b, l), M_, Dx_, Hy_);
-            backend_.gelu_forward(activated(l), hidden(l), M_ * Hy_);
+                                    step_.weights.next(), nullptr, M_, Dx_, Hy_);
+            backend_.bias_gelu_forward(activated(l), hidden(l), param(MlpParam::fc1b, l), M_, Hy_);
             parallel_linear_forward(backend_, linear_groups(grid_, true), overlap, branch_.data(), activated(l),
                                     step_.weights.next(), param(MlpParam::fc2b, l), M_, Hy_, Dx_);
             backend_.residual_forward(residual(l + 1), residual(l), branch_.data(), M_ * Dx_);
@@ -166,10 +167,11 @@ private:
                                      d_activated_.data(), grad(MlpParam::fc2w, l), grad(MlpParam::fc2b, l),
                                      d_residual_.data(), activated(l), step_.weights.next(), M_, Hy_, Dx_,
                                      GradWrite::overwrite);
-            std::fill(d_hidden_.begin(), d_hidden_.end(), 0.0f);
-            backend_.gelu_backward(d_hidden_.data(), hidden(l), d_activated_.data(), M_ * Hy_);
+            // GELU's pass writes its input gradient and sums fc1's bias gradient.
+            backend_.gelu_bias_backward(d_hidden_.data(), grad(MlpParam::fc1b, l), hidden(l), d_activated_.data(), M_,
+                                        Hy_);
             parallel_linear_backward(backend_, linear_groups(grid_, false), step_.weight_grads, overlap,
-                                     d_branch_.data(), grad(MlpParam::fc1w, l), grad(MlpParam::fc1b, l),
+                                     d_branch_.data(), grad(MlpParam::fc1w, l), nullptr,
                                      d_hidden_.data(), residual(l), step_.weights.next(), M_, Dx_, Hy_,
                                      GradWrite::overwrite);
             // The skip connection: a_l's gradient is a_{l+1}'s plus the branch's.

@@ -174,6 +174,18 @@ std::vector<GpuCase> gpu_cases() {
                              k.layernorm_backward(p.f("dinp"), p.f("dweight"), p.f("dbias"), p.f("dout"), p.f("inp"),
                                                   p.f("weight"), p.f("mean"), p.f("rstd"), p.d("dstats"), N, C, C_total);
                          }});
+        // The residual add fused with either norm's statistics: the sum over one of the inputs, as the decoder
+        // writes it.
+        for (bool const layernorm : {true, false}) {
+            std::int64_t const stats = layernorm ? 2 * N : N;
+            cases.push_back({layernorm ? "residual_layernorm_statistics" : "residual_rmsnorm_statistics",
+                             {floats("a", N * C, 2.0), floats("sum", N * C, 2.0), doubles("stats", stats)},
+                             {"sum", "stats"},
+                             [layernorm](Backend& k, Pointers const& p, std::vector<double>&) {
+                                 k.residual_norm_statistics(p.f("sum"), p.f("a"), p.f("sum"), p.d("stats"), N, C,
+                                                            layernorm);
+                             }});
+        }
         cases.push_back({"rmsnorm",
                          {floats("inp", N * C, 2.0), floats("weight", C), doubles("stats", N), floats("out", N * C),
                           floats("rstd", N), floats("dout", N * C), doubles("dstats", N), floats("dinp", N * C),
@@ -191,18 +203,10 @@ std::vector<GpuCase> gpu_cases() {
     }
     {
         constexpr std::int64_t n = 4099;  // not a multiple of any block
-        cases.push_back({"gelu", {floats("inp", n, 4.0), floats("out", n), floats("dout", n), floats("dinp", n)},
-                         {"out", "dinp"},
-                         [](Backend& k, Pointers const& p, std::vector<double>&) {
-                             k.gelu_forward(p.f("out"), p.f("inp"), n);
-                             k.gelu_backward(p.f("dinp"), p.f("inp"), p.f("dout"), n);
-                         }});
-        cases.push_back({"residual", {floats("a", n), floats("b", n), floats("out", n), floats("dout", n),
-                                      floats("da", n), floats("db", n)},
-                         {"out", "da", "db"},
+        cases.push_back({"residual", {floats("a", n), floats("b", n), floats("out", n)},
+                         {"out"},
                          [](Backend& k, Pointers const& p, std::vector<double>&) {
                              k.residual_forward(p.f("out"), p.f("a"), p.f("b"), n);
-                             k.residual_backward(p.f("da"), p.f("db"), p.f("dout"), n);
                          }});
         cases.push_back({"sum_of_squares", {floats("x", n)}, {},
                          [](Backend& k, Pointers const& p, std::vector<double>& scalars) {
@@ -219,6 +223,21 @@ std::vector<GpuCase> gpu_cases() {
                              k.swiglu_forward(p.f("out"), p.f("inp"), N, F);
                              k.swiglu_backward(p.f("dinp"), p.f("inp"), p.f("dout"), N, F);
                          }});
+        // A Linear's bias and GELU in one pass each way: more rows than a column sum's chunk (64), and without a
+        // bias too. pre is rewritten in place (compared), dpre written, dbias added to.
+        constexpr std::int64_t rows = 150;
+        for (bool const with_bias : {true, false}) {
+            cases.push_back({with_bias ? "bias_gelu" : "gelu_without_bias",
+                             {floats("pre", rows * F, 4.0), floats("bias", F), floats("out", rows * F),
+                              floats("dout", rows * F), floats("dpre", rows * F), floats("dbias", F)},
+                             {"pre", "out", "dpre", "dbias"},
+                             [with_bias](Backend& k, Pointers const& p, std::vector<double>&) {
+                                 float* const bias = with_bias ? p.f("bias") : nullptr;
+                                 float* const dbias = with_bias ? p.f("dbias") : nullptr;
+                                 k.bias_gelu_forward(p.f("out"), p.f("pre"), bias, rows, F);
+                                 k.gelu_bias_backward(p.f("dpre"), dbias, p.f("pre"), p.f("dout"), rows, F);
+                             }});
+        }
     }
     {
         // Query and key heads of 64 channels in rows of stride 400, Llama 3's scaled frequencies, from position 5;

@@ -198,6 +198,8 @@ std::vector<KernelCase> kernel_cases() {
                      [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
                          swiglu_backward<double>(at(d, "dinp"), at(in, "inp"), dout.data(), N_rows, 5);
                      }});
+    // SwiGLU's backward writes dinp (the decoder's buffer holds nothing else).
+    cases.back().overwritten = {"inp"};
     // Rotary embeddings of 2 heads of 4 channels at the start of rows of 11 (the other 3 pass through), from
     // position 3 (a continuation), with Llama 3's rescaled frequencies. The kernel works in place: the case
     // copies its input first, and the backward rotates a copy of dout back and adds it.
@@ -215,16 +217,28 @@ std::vector<KernelCase> kernel_cases() {
                          rope_rotate<double>(back.data(), inv_freq.data(), B, T_, 2, 4, 11, 3, -1);
                          for (std::size_t i = 0; i < back.size(); ++i) d.at("dx")[i] += back[i];
                      }});
-    cases.push_back({"gelu", {{"inp", 37, 4.0}}, 37, {}, AXONN_FORWARD(gelu_forward<T>(out.data(), at(in, "inp"), 37)),
-                     AXONN_BACKEND_FORWARD(k.gelu_forward(out.data(), at(in, "inp"), 37)),
+    // A Linear's bias and GELU: the forward adds the bias to its input in place (the case works on a copy), the
+    // backward writes the input's gradient and adds the bias's.
+    cases.push_back({"bias_gelu", {{"pre", N_rows * 37, 4.0}, {"bias", 37, 1.0}}, N_rows * 37, {"pre"},
+                     AXONN_FORWARD(std::vector<T> pre = in.at("pre");
+                                   bias_gelu_forward<T>(out.data(), pre.data(), at(in, "bias"), N_rows, 37)),
+                     AXONN_BACKEND_FORWARD(std::vector<float> pre = in.at("pre");
+                                           k.bias_gelu_forward(out.data(), pre.data(), at(in, "bias"), N_rows, 37)),
                      [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
-                         gelu_backward<double>(at(d, "dinp"), at(in, "inp"), dout.data(), 37);
+                         std::vector<double> pre = in.at("pre"), out(pre.size());
+                         bias_gelu_forward<double>(out.data(), pre.data(), at(in, "bias"), N_rows, 37);
+                         gelu_bias_backward<double>(at(d, "dpre"), at(d, "dbias"), pre.data(), dout.data(), N_rows,
+                                                    37);
                      }});
+    // The residual's backward is no kernel: both inputs' gradient is dout (model/decoder_backward.cpp).
     cases.push_back({"residual", {{"a", 19, 1.0}, {"b", 19, 1.0}}, 19, {},
                      AXONN_FORWARD(residual_forward<T>(out.data(), at(in, "a"), at(in, "b"), 19)),
                      AXONN_BACKEND_FORWARD(k.residual_forward(out.data(), at(in, "a"), at(in, "b"), 19)),
                      [](Buffers<double>&, std::vector<double> const& dout, Buffers<double>& d) {
-                         residual_backward<double>(at(d, "da"), at(d, "db"), dout.data(), 19);
+                         for (std::size_t i = 0; i < dout.size(); ++i) {
+                             d.at("da")[i] += dout[i];
+                             d.at("db")[i] += dout[i];
+                         }
                      }});
     // Fused attention in its default tiles (one tile here) and in tiles of 2 queries × 3 keys, so that the five
     // positions cross tile boundaries, skip the tiles above the diagonal and rescale the online softmax; and

@@ -112,11 +112,13 @@ public:
     virtual void attention_cached(float* out, float* lse, float* k_cache, float* v_cache, float const* qkv, int B,
                                   int n, int past, int capacity, int C, int NH, int NKV) = 0;
 
-    // out[n] = gelu(inp[n])
-    virtual void gelu_forward(float* out, float const* inp, std::int64_t n) = 0;
-    virtual void gelu_backward(float* dinp, float const* inp, float const* dout, std::int64_t n) = 0;
+    // A Linear's bias and GELU in one pass (kernels/cpu/gelu.h): pre[N,F] += bias[F] (bias may be null), out[N,F] =
+    // gelu(pre); backward: dpre[N,F] = gelu'(pre) · dout (written), dbias[F] += Σ_n dpre (may be null)
+    virtual void bias_gelu_forward(float* out, float* pre, float const* bias, std::int64_t N, int F) = 0;
+    virtual void gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const* dout, std::int64_t N,
+                                    int F) = 0;
 
-    // out[N,F] = silu(gate) · up      inp[N,2F] = [gate | up] per row (kernels/cpu/swiglu.h)
+    // out[N,F] = silu(gate) · up      inp[N,2F] = [gate | up] per row (kernels/cpu/swiglu.h); dinp written
     virtual void swiglu_forward(float* out, float const* inp, std::int64_t N, int F) = 0;
     virtual void swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) = 0;
 
@@ -126,9 +128,12 @@ public:
     virtual void rope_rotate(float* x, double const* inv_freq, int B, int T, int heads, int head_size,
                              std::int64_t stride, int first_position, int direction) = 0;
 
-    // out[n] = a[n] + b[n]; out may be a or b
+    // out[n] = a[n] + b[n]; out may be a or b (its backward needs no kernel: both inputs' gradient is the sum's)
     virtual void residual_forward(float* out, float const* a, float const* b, std::int64_t n) = 0;
-    virtual void residual_backward(float* da, float* db, float const* dout, std::int64_t n) = 0;
+    // The residual add and the next norm's statistics in one pass (kernels/cpu/residual.h): sum[N,C] = a + b (sum
+    // may be a or b), stats of sum as layernorm_statistics ([N,2]) or rmsnorm_statistics ([N]) write them
+    virtual void residual_norm_statistics(float* sum, float const* a, float const* b, double* stats, std::int64_t N,
+                                          int C, bool layernorm) = 0;
 
     // Cross-entropy in phases around all-reduces of the row maxima and sums (kernels/cpu/cross_entropy.h):
     // row_max[N], sums[N,2] doubles, losses[N], logsumexp[N], logits[N,Vp_local], targets[N]; dlogits may alias

@@ -211,17 +211,19 @@ void CpuBackend::attention_cached(float* out, float* lse, float* k_cache, float*
         cpu::attention_over_cache(out, qkv, k_cache, v_cache, B, n, past, capacity, C, NH, NKV);
     }
 }
-void CpuBackend::gelu_forward(float* out, float const* inp, std::int64_t n) {
-    cpu::gelu_forward(out, inp, n);
+void CpuBackend::bias_gelu_forward(float* out, float* pre, float const* bias, std::int64_t N, int F) {
+    cpu::bias_gelu_forward(out, pre, bias, N, F);
 }
-void CpuBackend::gelu_backward(float* dinp, float const* inp, float const* dout, std::int64_t n) {
-    cpu::gelu_backward(dinp, inp, dout, n);
+void CpuBackend::gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const* dout, std::int64_t N,
+                                    int F) {
+    cpu::gelu_bias_backward(dpre, dbias, pre, dout, N, F);
 }
 void CpuBackend::residual_forward(float* out, float const* a, float const* b, std::int64_t n) {
     cpu::residual_forward(out, a, b, n);
 }
-void CpuBackend::residual_backward(float* da, float* db, float const* dout, std::int64_t n) {
-    cpu::residual_backward(da, db, dout, n);
+void CpuBackend::residual_norm_statistics(float* sum, float const* a, float const* b, double* stats, std::int64_t N,
+                                          int C, bool layernorm) {
+    cpu::residual_norm_statistics(sum, a, b, stats, N, C, layernorm);
 }
 void CpuBackend::cross_entropy_max(float* row_max, float const* logits, std::int64_t N, int valid, int Vp_local) {
     cpu::cross_entropy_max(row_max, logits, N, valid, Vp_local);

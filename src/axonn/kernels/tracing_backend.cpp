@@ -150,12 +150,15 @@ void TracingBackend::attention_cached(float* out, float* lse, float* k_cache, fl
     });
 }
 
-void TracingBackend::gelu_forward(float* out, float const* inp, std::int64_t n) {
-    return traced(kernel_kind::elementwise, "gelu_forward", [&] { return inner_->gelu_forward(out, inp, n); });
+void TracingBackend::bias_gelu_forward(float* out, float* pre, float const* bias, std::int64_t N, int F) {
+    return traced(kernel_kind::elementwise, "bias_gelu_forward",
+                  [&] { return inner_->bias_gelu_forward(out, pre, bias, N, F); });
 }
 
-void TracingBackend::gelu_backward(float* dinp, float const* inp, float const* dout, std::int64_t n) {
-    return traced(kernel_kind::elementwise, "gelu_backward", [&] { return inner_->gelu_backward(dinp, inp, dout, n); });
+void TracingBackend::gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const* dout,
+                                        std::int64_t N, int F) {
+    return traced(kernel_kind::elementwise, "gelu_bias_backward",
+                  [&] { return inner_->gelu_bias_backward(dpre, dbias, pre, dout, N, F); });
 }
 
 void TracingBackend::swiglu_forward(float* out, float const* inp, std::int64_t N, int F) {
@@ -178,9 +181,10 @@ void TracingBackend::residual_forward(float* out, float const* a, float const* b
     return traced(kernel_kind::elementwise, "residual_forward", [&] { return inner_->residual_forward(out, a, b, n); });
 }
 
-void TracingBackend::residual_backward(float* da, float* db, float const* dout, std::int64_t n) {
-    return traced(kernel_kind::elementwise, "residual_backward",
-                  [&] { return inner_->residual_backward(da, db, dout, n); });
+void TracingBackend::residual_norm_statistics(float* sum, float const* a, float const* b, double* stats,
+                                              std::int64_t N, int C, bool layernorm) {
+    return traced(kernel_kind::norm, "residual_norm_statistics",
+                  [&] { return inner_->residual_norm_statistics(sum, a, b, stats, N, C, layernorm); });
 }
 
 void TracingBackend::cross_entropy_max(float* row_max, float const* logits, std::int64_t N, int valid, int Vp_local) {

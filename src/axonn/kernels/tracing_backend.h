@@ -69,14 +69,16 @@ public:
                             int T, int C, int NH, int NKV) override;
     void attention_cached(float* out, float* lse, float* k_cache, float* v_cache, float const* qkv, int B, int n,
                           int past, int capacity, int C, int NH, int NKV) override;
-    void gelu_forward(float* out, float const* inp, std::int64_t n) override;
-    void gelu_backward(float* dinp, float const* inp, float const* dout, std::int64_t n) override;
+    void bias_gelu_forward(float* out, float* pre, float const* bias, std::int64_t N, int F) override;
+    void gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const* dout, std::int64_t N,
+                            int F) override;
     void swiglu_forward(float* out, float const* inp, std::int64_t N, int F) override;
     void swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) override;
     void rope_rotate(float* x, double const* inv_freq, int B, int T, int heads, int head_size, std::int64_t stride,
                      int first_position, int direction) override;
     void residual_forward(float* out, float const* a, float const* b, std::int64_t n) override;
-    void residual_backward(float* da, float* db, float const* dout, std::int64_t n) override;
+    void residual_norm_statistics(float* sum, float const* a, float const* b, double* stats, std::int64_t N, int C,
+                                  bool layernorm) override;
     void cross_entropy_max(float* row_max, float const* logits, std::int64_t N, int valid, int Vp_local) override;
     void cross_entropy_sums(double* sums, float const* logits, float const* row_max, std::int32_t const* targets,
                             std::int64_t N, int valid, int Vp_local, int vocab_begin) override;

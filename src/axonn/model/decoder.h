@@ -176,15 +176,18 @@ private:
     // Rotary positions on qkv[B,T,Wy]'s query and key heads, token t at first_position + t; direction -1 rotates
     // a gradient back. Nothing for a family with learned positions.
     void rotate_positions(float* qkv, decoder_layout::LocalDims const& d, int first_position, int direction);
-    // The MLP's activation: out[B·T,Fy] = gelu(inp) or silu(gate)·up of inp[B·T,Uy]; and its backward, written.
-    void mlp_activation_forward(float* out, float const* inp, decoder_layout::LocalDims const& d);
-    void mlp_activation_backward(float* dinp, float const* inp, float const* dout, decoder_layout::LocalDims const& d);
-    // A residual add's gradient d_sum[B·T,C/Gx] into both of its inputs' (both written).
-    void split_residual_gradient(float* d_skip, float* d_branch, float const* d_sum,
+    // The MLP's activation: out[B·T,Fy] = gelu(inp + bias) or silu(gate)·up of inp[B·T,Uy], GELU adding its
+    // Linear's bias[Fy] to inp in place (null: none; SwiGLU's Linear adds its own); and its backward, dinp
+    // written and, for GELU, dbias[Fy] summed (null: none).
+    void mlp_activation_forward(float* out, float* inp, float const* bias, decoder_layout::LocalDims const& d);
+    void mlp_activation_backward(float* dinp, float* dbias, float const* inp, float const* dout,
                                  decoder_layout::LocalDims const& d);
     // LayerNorm or RMSNorm over X, as the family has it: out[B·T,C/Gx] with its mean (LayerNorm) and rstd[B·T].
     void norm_forward(float* out, float* mean, float* rstd, float const* inp, int weight, int bias, std::int64_t offset,
                       std::int64_t N);
+    // A residual add, then the norm of its sum (parallel_residual_norm_forward), as norm_forward.
+    void residual_norm_forward(ResidualAdd const& residual, float* out, float* mean, float* rstd, int weight, int bias,
+                               std::int64_t offset, std::int64_t N);
     void norm_backward(float* dinp, float const* dout, float const* inp, float const* mean, float const* rstd,
                        int weight, int bias, std::int64_t offset, std::int64_t N);
     // The vocabulary block [Vp/G_y, C/G_x] of the embedding (0) or of an untied LM head (1), gathered over Z.

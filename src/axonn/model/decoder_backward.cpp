@@ -163,8 +163,9 @@ void Decoder::embedding_backward(GradWrite write) {
 }
 
 // forward_layer's steps in reverse (decoder_forward.cpp): the MLP branch's backward, then attention's. Each
-// residual add hands its output's gradient to both of its inputs: the branch's (d_branch) and the skip's, which
-// collects the norm's input gradient too.
+// residual add hands its output's gradient to both of its inputs, so no kernel copies it: the branch's output
+// Linear reads it in d_output, then the branch's norm adds its input gradient to it there, which makes d_output
+// the skip input's whole gradient (the next branch's sum's, then the layer input's).
 void Decoder::backward_layer(int l, int slot, Batch const& batch, GradWrite write) {
     ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
     LocalDims const d(arch_, grid_.shape(), batch.B, batch.T);
@@ -174,10 +175,8 @@ void Decoder::backward_layer(int l, int slot, Batch const& batch, GradWrite writ
     GradScatter& scatter = step_->weight_grads;
     bool const overlap = options_.overlap;
     float* scratch = activation_grads_.data<float>();
-    float* d_output = scratch + a.d_output;                // [B,T,C/Gx] the layer's output's gradient, then its input's
-    float* d_attn_residual = scratch + a.d_attn_residual;  // [B,T,C/Gx]
-    float* d_branch = scratch + a.d_branch;                // [B,T,C/Gx] an output Linear's output gradient
-    float* d_norm = scratch + a.d_norm;                    // [B,T,C/Gx] mlp_norm's, then attn_norm's
+    float* d_output = scratch + a.d_output;  // [B,T,C/Gx] the output's gradient, attn_residual's, then the input's
+    float* d_norm = scratch + a.d_norm;      // [B,T,C/Gx] mlp_norm's, then attn_norm's
     float* d_mlp_act = scratch + a.d_mlp_act;              // [B,T,Fy]
     float* d_mlp_hidden = scratch + a.d_mlp_hidden;        // [B,T,Uy]
     float* d_attn = scratch + a.d_attn;                    // [B,T,C/Gy]
@@ -187,21 +186,21 @@ void Decoder::backward_layer(int l, int slot, Batch const& batch, GradWrite writ
     auto weight_grad = [&](int id) { return grad(id) + l * (layout_.local_numel(id) / d.L); };
 
     // MLP branch, from output = attn_residual + mlp_out(activation(mlp_in(mlp_norm(attn_residual))))
-    split_residual_gradient(d_attn_residual, d_branch, d_output, d);
     parallel_linear_backward(k, transposed, scatter, overlap, d_mlp_act, weight_grad(p.mlp_out),
-                             layer_grad(p.mlp_out_bias, at.Cx), d_branch, act.mlp_act, step_->weights.next(), d.BT,
+                             layer_grad(p.mlp_out_bias, at.Cx), d_output, act.mlp_act, step_->weights.next(), d.BT,
                              d.Fy, d.Cx, write);
-    mlp_activation_backward(d_mlp_hidden, act.mlp_hidden, d_mlp_act, d);
+    // GELU's pass sums its Linear's bias gradient (the forward added the bias there).
+    float* mlp_in_dbias = layer_grad(p.mlp_in_bias, at.Uy);
+    mlp_activation_backward(d_mlp_hidden, arch_.gelu ? mlp_in_dbias : nullptr, act.mlp_hidden, d_mlp_act, d);
     parallel_linear_backward(k, normal, scatter, overlap, d_norm, weight_grad(p.mlp_in),
-                             layer_grad(p.mlp_in_bias, at.Uy), d_mlp_hidden, act.mlp_norm, step_->weights.next(), d.BT,
-                             d.Cx, d.Uy, write);
-    norm_backward(d_attn_residual, d_norm, act.attn_residual, act.mlp_norm_mean, act.mlp_norm_rstd, p.mlp_norm,
+                             arch_.gelu ? nullptr : mlp_in_dbias, d_mlp_hidden, act.mlp_norm, step_->weights.next(),
+                             d.BT, d.Cx, d.Uy, write);
+    norm_backward(d_output, d_norm, act.attn_residual, act.mlp_norm_mean, act.mlp_norm_rstd, p.mlp_norm,
                   p.mlp_norm_bias, at.Cx, d.BT);
 
     // attention branch, from attn_residual = input + attn_out(attention(rope(qkv(attn_norm(input)))))
-    split_residual_gradient(d_output, d_branch, d_attn_residual, d);
     parallel_linear_backward(k, transposed, scatter, overlap, d_attn, weight_grad(p.attn_out),
-                             layer_grad(p.attn_out_bias, at.Cx), d_branch, act.attn, step_->weights.next(), d.BT, d.Cy,
+                             layer_grad(p.attn_out_bias, at.Cx), d_output, act.attn, step_->weights.next(), d.BT, d.Cy,
                              d.Cx, write);
     k.zero(d_qkv, d.BT * d.Wy * static_cast<std::int64_t>(sizeof(float)));
     k.attention_backward(d_qkv, d_attn, act.qkv, act.attn, act.attn_lse, d.B, d.T, d.Cy, d.NHy, d.NKVy);
@@ -212,18 +211,12 @@ void Decoder::backward_layer(int l, int slot, Batch const& batch, GradWrite writ
                   at.Cx, d.BT);
 }
 
-void Decoder::split_residual_gradient(float* d_skip, float* d_branch, float const* d_sum, LocalDims const& d) {
-    auto const bytes = d.BT * d.Cx * static_cast<std::int64_t>(sizeof(float));
-    backend_.zero(d_skip, bytes);
-    backend_.zero(d_branch, bytes);
-    backend_.residual_backward(d_skip, d_branch, d_sum, d.BT * d.Cx);
-}
-
-void Decoder::mlp_activation_backward(float* dinp, float const* inp, float const* dout, LocalDims const& d) {
-    backend_.zero(dinp, d.BT * d.Uy * static_cast<std::int64_t>(sizeof(float)));
+void Decoder::mlp_activation_backward(float* dinp, float* dbias, float const* inp, float const* dout,
+                                      LocalDims const& d) {
     if (arch_.gelu) {
-        backend_.gelu_backward(dinp, inp, dout, d.BT * d.Fy);
+        backend_.gelu_bias_backward(dinp, dbias, inp, dout, d.BT, d.Fy);
     } else {
+        AXONN_INVARIANT(dbias == nullptr, "SwiGLU's bias gradient is its Linear's");
         backend_.swiglu_backward(dinp, inp, dout, d.BT, d.Fy);
     }
 }

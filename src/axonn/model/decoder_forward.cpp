@@ -71,6 +71,12 @@ void Decoder::norm_forward(float* out, float* mean, float* rstd, float const* in
                           layer_values(weight, offset), layer_values(bias, offset), N);
 }
 
+void Decoder::residual_norm_forward(ResidualAdd const& residual, float* out, float* mean, float* rstd, int weight,
+                                    int bias, std::int64_t offset, std::int64_t N) {
+    parallel_residual_norm_forward(backend_, grid_, norm_spec(), statistics_.data<double>(), residual, out, mean, rstd,
+                                   layer_values(weight, offset), layer_values(bias, offset), N);
+}
+
 float Decoder::run_forward(Batch const& batch, bool training, double loss_weight_total, KvCache* cache) {
     TraceSpan const span("forward", TraceTrack::steps);
     AXONN_INVARIANT(batch.B > 0 && batch.B <= max_batch_, "batch of {} sequences, the model was built for at most {}",
@@ -231,14 +237,16 @@ void Decoder::forward_layer(int l, int slot, Batch const& batch, KvCache* cache)
     }
     parallel_linear_forward(k, transposed, overlap, act.attn_residual, act.attn, step_->weights.next(),
                             layer_values(p.attn_out_bias, at.Cx), d.BT, d.Cy, d.Cx);
-    k.residual_forward(act.attn_residual, act.input, act.attn_residual, d.BT * d.Cx);
 
-    // MLP branch: output = attn_residual + mlp_out(activation(mlp_in(mlp_norm(attn_residual))))
-    norm_forward(act.mlp_norm, act.mlp_norm_mean, act.mlp_norm_rstd, act.attn_residual, p.mlp_norm, p.mlp_norm_bias,
-                 at.Cx, d.BT);
+    // MLP branch: output = attn_residual + mlp_out(activation(mlp_in(mlp_norm(attn_residual)))); attention's
+    // residual add and mlp_norm's statistics in one pass.
+    residual_norm_forward({act.attn_residual, act.input, act.attn_residual}, act.mlp_norm, act.mlp_norm_mean,
+                          act.mlp_norm_rstd, p.mlp_norm, p.mlp_norm_bias, at.Cx, d.BT);
+    // GELU's Linear leaves its bias to the activation's pass (bias_gelu_forward), after the all-reduce.
+    float const* mlp_in_bias = layer_values(p.mlp_in_bias, at.Uy);
     parallel_linear_forward(k, normal, overlap, act.mlp_hidden, act.mlp_norm, step_->weights.next(),
-                            layer_values(p.mlp_in_bias, at.Uy), d.BT, d.Cx, d.Uy);
-    mlp_activation_forward(act.mlp_act, act.mlp_hidden, d);
+                            arch_.gelu ? nullptr : mlp_in_bias, d.BT, d.Cx, d.Uy);
+    mlp_activation_forward(act.mlp_act, act.mlp_hidden, arch_.gelu ? mlp_in_bias : nullptr, d);
     parallel_linear_forward(k, transposed, overlap, act.output, act.mlp_act, step_->weights.next(),
                             layer_values(p.mlp_out_bias, at.Cx), d.BT, d.Fy, d.Cx);
     k.residual_forward(act.output, act.attn_residual, act.output, d.BT * d.Cx);
@@ -252,10 +260,11 @@ void Decoder::rotate_positions(float* qkv, LocalDims const& d, int first_positio
                          direction);
 }
 
-void Decoder::mlp_activation_forward(float* out, float const* inp, LocalDims const& d) {
+void Decoder::mlp_activation_forward(float* out, float* inp, float const* bias, LocalDims const& d) {
     if (arch_.gelu) {
-        backend_.gelu_forward(out, inp, d.BT * d.Fy);
+        backend_.bias_gelu_forward(out, inp, bias, d.BT, d.Fy);
     } else {
+        AXONN_INVARIANT(bias == nullptr, "SwiGLU's bias is added by its Linear");
         backend_.swiglu_forward(out, inp, d.BT, d.Fy);
     }
 }

@@ -67,7 +67,7 @@ struct ActivationLayout {
         mlp_norm, mlp_norm_mean, mlp_norm_rstd, mlp_hidden, mlp_act, final_norm, final_norm_mean, final_norm_rstd,
         logits, losses, logsumexp, row_max, dlosses, total;
     // backward scratch, reused by every layer
-    std::int64_t d_output, d_attn_residual, d_branch, d_norm, d_mlp_act, d_mlp_hidden, d_attn, d_qkv, grad_total;
+    std::int64_t d_output, d_norm, d_mlp_act, d_mlp_hidden, d_attn, d_qkv, grad_total;
 
     ActivationLayout(LocalDims const& d, DecoderOptions const& options) {
         BT = d.BT;
@@ -105,9 +105,7 @@ struct ActivationLayout {
         total = next;
 
         next = 0;
-        d_output = take(BTCx);
-        d_attn_residual = take(BTCx);
-        d_branch = take(BTCx);
+        d_output = take(BTCx);  // a residual sum's gradient, read in place by both of its inputs' backward
         d_norm = take(BTCx);
         d_mlp_act = take(BTFy);
         d_mlp_hidden = take(BTUy);

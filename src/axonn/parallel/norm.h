@@ -22,6 +22,19 @@ void parallel_norm_forward(Backend& backend, ProcessGrid& grid, NormSpec const& 
                            float* mean, float* rstd, float const* inp, float const* weight, float const* bias,
                            std::int64_t N);
 
+// A residual add whose sum the norm reads at once: sum[N, C/G_x] = a + b (sum may be a or b).
+struct ResidualAdd {
+    float* sum;
+    float const* a;
+    float const* b;
+};
+
+// The residual add, then the norm of its sum as parallel_norm_forward computes it: the add and the statistics
+// in one pass over the rows (Backend::residual_norm_statistics).
+void parallel_residual_norm_forward(Backend& backend, ProcessGrid& grid, NormSpec const& spec, double* stats,
+                                    ResidualAdd const& residual, float* out, float* mean, float* rstd,
+                                    float const* weight, float const* bias, std::int64_t N);
+
 // dinp[N, C/G_x] += ..., dweight[C/G_x] += ..., dbias[C/G_x] += ... (LayerNorm only); stats: scratch [N, 2]
 void parallel_norm_backward(Backend& backend, ProcessGrid& grid, NormSpec const& spec, double* stats, float* dinp,
                             float* dweight, float* dbias, float const* dout, float const* inp, float const* weight,

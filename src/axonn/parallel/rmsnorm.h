@@ -13,6 +13,11 @@ namespace axonn {
 void parallel_rmsnorm_forward(Backend& backend, Communicator& x, double* stats, float* out, float* rstd,
                               float const* inp, float const* weight, std::int64_t N, int C_local, int C_total,
                               double eps);
+// Its phases after the statistics, once stats[N] holds this rank's sums (from rmsnorm_statistics, or from a
+// residual add fused with them): the all-reduce over X and the normalisation.
+void complete_parallel_rmsnorm_forward(Backend& backend, Communicator& x, double* stats, float* out, float* rstd,
+                                       float const* inp, float const* weight, std::int64_t N, int C_local,
+                                       int C_total, double eps);
 
 // dinp[N,C_local] += ..., dweight[C_local] += ...; stats: scratch [N]
 void parallel_rmsnorm_backward(Backend& backend, Communicator& x, double* stats, float* dinp, float* dweight,

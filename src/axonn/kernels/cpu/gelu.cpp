@@ -2,39 +2,89 @@
 
 #include "axonn/kernels/cpu/vector_math.h"
 
+#include <omp.h>
+
+#include <algorithm>
+
 namespace axonn::cpu {
 namespace {
 
 template <typename T> constexpr T gelu_scale = static_cast<T>(0.7978845608028654);  // sqrt(2/π)
 template <typename T> constexpr T gelu_cubic = static_cast<T>(0.044715);
 
+template <typename T> T gelu(T u) {
+    T const inner = gelu_scale<T> * (u + gelu_cubic<T> * u * u * u);
+    return T(0.5) * u * (T(1) + tanh_approx(inner));
+}
+
+template <typename T> T gelu_derivative(T u) {
+    T const inner = gelu_scale<T> * (u + gelu_cubic<T> * u * u * u);
+    T const tanh_inner = tanh_approx(inner);
+    T const sech2 = T(1) - tanh_inner * tanh_inner;
+    T const dinner = gelu_scale<T> * (T(1) + T(3) * gelu_cubic<T> * u * u);
+    return T(0.5) * (T(1) + tanh_inner) + T(0.5) * u * sech2 * dinner;
+}
+
+template <typename T, bool with_bias> void bias_gelu_rows(T* out, T* pre, T const* bias, std::int64_t N, int F) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t n = 0; n < N; ++n) {
+        T* u = pre + n * F;
+        T* y = out + n * F;
+#pragma omp simd
+        for (int f = 0; f < F; ++f) {
+            T const value = with_bias ? u[f] + bias[f] : u[f];
+            if constexpr (with_bias) u[f] = value;
+            y[f] = gelu(value);
+        }
+    }
+}
+
+// Columns [first, last) of every row, rows in order, so that each dbias[f] adds its rows in order whatever the
+// threads.
+template <typename T, bool with_bias>
+void gelu_bias_backward_columns(T* dpre, T* dbias, T const* pre, T const* dout, std::int64_t N, int F, int first,
+                                int last) {
+    for (std::int64_t n = 0; n < N; ++n) {
+        std::int64_t const row = n * F;
+#pragma omp simd
+        for (int f = first; f < last; ++f) {
+            T const g = gelu_derivative(pre[row + f]) * dout[row + f];
+            dpre[row + f] = g;
+            if constexpr (with_bias) dbias[f] += g;
+        }
+    }
+}
+
 }  // namespace
 
-template <typename T> void gelu_forward(T* out, T const* inp, std::int64_t n) {
-#pragma omp parallel for simd schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) {
-        T const u = inp[i];
-        T const inner = gelu_scale<T> * (u + gelu_cubic<T> * u * u * u);
-        out[i] = T(0.5) * u * (T(1) + tanh_approx(inner));
+template <typename T> void bias_gelu_forward(T* out, T* pre, T const* bias, std::int64_t N, int F) {
+    if (bias != nullptr) {
+        bias_gelu_rows<T, true>(out, pre, bias, N, F);
+    } else {
+        bias_gelu_rows<T, false>(out, pre, nullptr, N, F);
     }
 }
 
-template <typename T> void gelu_backward(T* dinp, T const* inp, T const* dout, std::int64_t n) {
-#pragma omp parallel for simd schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) {
-        T const u = inp[i];
-        T const inner = gelu_scale<T> * (u + gelu_cubic<T> * u * u * u);
-        T const tanh_inner = tanh_approx(inner);
-        T const sech2 = T(1) - tanh_inner * tanh_inner;
-        T const dinner = gelu_scale<T> * (T(1) + T(3) * gelu_cubic<T> * u * u);
-        T const grad = T(0.5) * (T(1) + tanh_inner) + T(0.5) * u * sech2 * dinner;
-        dinp[i] += grad * dout[i];
+template <typename T> void gelu_bias_backward(T* dpre, T* dbias, T const* pre, T const* dout, std::int64_t N, int F) {
+    // Each thread takes a strip of whole vectors of columns over every row: one thread streams whole rows.
+    constexpr int vector = 16;
+    int const threads = omp_get_max_threads();
+    int const strip = (F + threads * vector - 1) / (threads * vector) * vector;  // F / threads, whole vectors
+#pragma omp parallel for schedule(static)
+    for (int t = 0; t < threads; ++t) {
+        int const first = std::min(F, t * strip), last = std::min(F, first + strip);
+        if (first >= last) continue;
+        if (dbias != nullptr) {
+            gelu_bias_backward_columns<T, true>(dpre, dbias, pre, dout, N, F, first, last);
+        } else {
+            gelu_bias_backward_columns<T, false>(dpre, nullptr, pre, dout, N, F, first, last);
+        }
     }
 }
 
-template void gelu_forward<float>(float*, float const*, std::int64_t);
-template void gelu_forward<double>(double*, double const*, std::int64_t);
-template void gelu_backward<float>(float*, float const*, float const*, std::int64_t);
-template void gelu_backward<double>(double*, double const*, double const*, std::int64_t);
+template void bias_gelu_forward<float>(float*, float*, float const*, std::int64_t, int);
+template void bias_gelu_forward<double>(double*, double*, double const*, std::int64_t, int);
+template void gelu_bias_backward<float>(float*, float*, float const*, float const*, std::int64_t, int);
+template void gelu_bias_backward<double>(double*, double*, double const*, double const*, std::int64_t, int);
 
 }  // namespace axonn::cpu

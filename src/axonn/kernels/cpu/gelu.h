@@ -1,14 +1,18 @@
-// GELU, tanh approximation (GPT-2's): gelu(u) = 0.5 · u · (1 + tanh(sqrt(2/π) · (u + 0.044715 · u³))).
+// GELU, tanh approximation (GPT-2's): gelu(u) = 0.5 · u · (1 + tanh(sqrt(2/π) · (u + 0.044715 · u³))), fused
+// with the bias of the Linear that feeds it: the Linear's GEMM writes its product without the bias, and one pass
+// adds the bias, keeps the sum (the backward's input) and applies GELU; the backward's pass writes the input
+// gradient and sums the bias gradient from the same values. Each replaces two sweeps over [N, F] with one.
 #pragma once
 
 #include <cstdint>
 
 namespace axonn::cpu {
 
-// out[n] = gelu(inp[n])
-template <typename T> void gelu_forward(T* out, T const* inp, std::int64_t n);
+// pre[N,F] += bias[F] (when bias is not null); out[N,F] = gelu(pre)
+template <typename T> void bias_gelu_forward(T* out, T* pre, T const* bias, std::int64_t N, int F);
 
-// dinp[n] += gelu'(inp[n]) · dout[n]
-template <typename T> void gelu_backward(T* dinp, T const* inp, T const* dout, std::int64_t n);
+// dpre[N,F] = gelu'(pre) · dout (written, not added); dbias[F] += Σ_n dpre[n,:] in row order (when not null)
+// pre[N,F], dout[N,F]
+template <typename T> void gelu_bias_backward(T* dpre, T* dbias, T const* pre, T const* dout, std::int64_t N, int F);
 
 }  // namespace axonn::cpu

@@ -7,17 +7,7 @@ namespace axonn::cpu {
 
 template <typename T> void layernorm_statistics(double* stats, T const* inp, std::int64_t N, int C) {
 #pragma omp parallel for schedule(static)
-    for (std::int64_t n = 0; n < N; ++n) {
-        T const* x = inp + n * C;
-        double sum = 0, squares = 0;
-#pragma omp simd reduction(+ : sum, squares)
-        for (int c = 0; c < C; ++c) {
-            sum += x[c];
-            squares += static_cast<double>(x[c]) * x[c];
-        }
-        stats[2 * n] = sum;
-        stats[2 * n + 1] = squares;
-    }
+    for (std::int64_t n = 0; n < N; ++n) layernorm_row_statistics(stats + 2 * n, inp + n * C, C);
 }
 
 template <typename T>

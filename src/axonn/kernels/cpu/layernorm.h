@@ -14,6 +14,19 @@ inline constexpr double layernorm_eps = 1e-5;
 // stats[N,2] = {Σ x, Σ x²} over this process's channels      inp[N,C]
 template <typename T> void layernorm_statistics(double* stats, T const* inp, std::int64_t N, int C);
 
+// One row's {Σ x, Σ x²} into stats[2], the loop every LayerNorm statistics pass runs (the fused residual's too,
+// residual.h), so that they sum in the same order.      x[C]
+template <typename T> inline void layernorm_row_statistics(double* stats, T const* x, int C) {
+    double sum = 0, squares = 0;
+#pragma omp simd reduction(+ : sum, squares)
+    for (int c = 0; c < C; ++c) {
+        sum += x[c];
+        squares += static_cast<double>(x[c]) * x[c];
+    }
+    stats[0] = sum;
+    stats[1] = squares;
+}
+
 // out[N,C] = (inp − mean) · rstd · weight + bias, mean and rstd from stats[N,2] summed over C_total channels;
 // saves mean[N] and rstd[N] for the backward.      inp[N,C], weight[C], bias[C]
 template <typename T>

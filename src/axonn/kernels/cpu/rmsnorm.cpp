@@ -6,13 +6,7 @@ namespace axonn::cpu {
 
 template <typename T> void rmsnorm_statistics(double* stats, T const* inp, std::int64_t N, int C) {
 #pragma omp parallel for schedule(static)
-    for (std::int64_t n = 0; n < N; ++n) {
-        T const* x = inp + n * C;
-        double squares = 0;
-#pragma omp simd reduction(+ : squares)
-        for (int c = 0; c < C; ++c) squares += static_cast<double>(x[c]) * x[c];
-        stats[n] = squares;
-    }
+    for (std::int64_t n = 0; n < N; ++n) stats[n] = rmsnorm_row_statistics(inp + n * C, C);
 }
 
 template <typename T>

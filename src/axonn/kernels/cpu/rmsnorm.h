@@ -11,6 +11,14 @@ namespace axonn::cpu {
 // stats[N] = Σ x² over this process's channels      inp[N,C]
 template <typename T> void rmsnorm_statistics(double* stats, T const* inp, std::int64_t N, int C);
 
+// One row's Σ x², the loop every RMSNorm statistics pass runs (the fused residual's too, residual.h).      x[C]
+template <typename T> inline double rmsnorm_row_statistics(T const* x, int C) {
+    double squares = 0;
+#pragma omp simd reduction(+ : squares)
+    for (int c = 0; c < C; ++c) squares += static_cast<double>(x[c]) * x[c];
+    return squares;
+}
+
 // out[N,C] = inp · rstd · weight, rstd from stats[N] summed over C_total channels; saves rstd[N] for the backward.
 // inp[N,C], weight[C]
 template <typename T>

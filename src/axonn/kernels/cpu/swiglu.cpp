@@ -32,8 +32,8 @@ template <typename T> void swiglu_backward(T* dinp, T const* inp, T const* dout,
         for (int f = 0; f < F; ++f) {
             T const s = sigmoid(gate[f]);
             T const silu = gate[f] * s;
-            dgate[f] += dy[f] * up[f] * (s + silu * (T(1) - s));  // silu' = s + g · s · (1 − s)
-            dup[f] += dy[f] * silu;
+            dgate[f] = dy[f] * up[f] * (s + silu * (T(1) - s));  // silu' = s + g · s · (1 − s)
+            dup[f] = dy[f] * silu;
         }
     }
 }

@@ -233,11 +233,12 @@ void CudaBackend::attention_cached(float* out, float* lse, float* k_cache, float
     }
 }
 
-void CudaBackend::gelu_forward(float* out, float const* inp, std::int64_t n) {
-    cuda::gelu_forward(out, inp, n, stream_);
+void CudaBackend::bias_gelu_forward(float* out, float* pre, float const* bias, std::int64_t N, int F) {
+    cuda::bias_gelu_forward(out, pre, bias, N, F, stream_);
 }
-void CudaBackend::gelu_backward(float* dinp, float const* inp, float const* dout, std::int64_t n) {
-    cuda::gelu_backward(dinp, inp, dout, n, stream_);
+void CudaBackend::gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const* dout, std::int64_t N,
+                                     int F) {
+    cuda::gelu_bias_backward(dpre, dbias, pre, dout, N, F, stream_);
 }
 void CudaBackend::swiglu_forward(float* out, float const* inp, std::int64_t N, int F) {
     cuda::swiglu_forward(out, inp, N, F, stream_);
@@ -264,8 +265,9 @@ void CudaBackend::rope_rotate(float* x, double const* inv_freq, int B, int T, in
 void CudaBackend::residual_forward(float* out, float const* a, float const* b, std::int64_t n) {
     cuda::residual_forward(out, a, b, n, stream_);
 }
-void CudaBackend::residual_backward(float* da, float* db, float const* dout, std::int64_t n) {
-    cuda::residual_backward(da, db, dout, n, stream_);
+void CudaBackend::residual_norm_statistics(float* sum, float const* a, float const* b, double* stats, std::int64_t N,
+                                           int C, bool layernorm) {
+    cuda::residual_norm_statistics(sum, a, b, stats, N, C, layernorm, stream_);
 }
 
 void CudaBackend::cross_entropy_max(float* row_max, float const* logits, std::int64_t N, int valid, int Vp_local) {

@@ -29,21 +29,38 @@ __global__ void to_f32_kernel(float* out, __nv_bfloat16 const* in, std::int64_t 
     AXONN_GRID_STRIDE(i, n) out[i] = __bfloat162float(in[i]);
 }
 
-__global__ void gelu_forward_kernel(float* out, float const* inp, std::int64_t n) {
-    AXONN_GRID_STRIDE(i, n) {
-        float const u = inp[i];
+__global__ void bias_gelu_forward_kernel(float* out, float* pre, float const* bias, std::int64_t N, int F) {
+    AXONN_GRID_STRIDE(i, N * F) {
+        float u = pre[i];
+        if (bias != nullptr) {
+            u += bias[i % F];
+            pre[i] = u;
+        }
         out[i] = 0.5f * u * (1.0f + tanhf(gelu_scale * (u + gelu_cubic * u * u * u)));
     }
 }
-__global__ void gelu_backward_kernel(float* dinp, float const* inp, float const* dout, std::int64_t n) {
-    AXONN_GRID_STRIDE(i, n) {
-        float const u = inp[i];
-        float const tanh_inner = tanhf(gelu_scale * (u + gelu_cubic * u * u * u));
-        float const sech2 = 1.0f - tanh_inner * tanh_inner;
-        float const dinner = gelu_scale * (1.0f + 3.0f * gelu_cubic * u * u);
-        dinp[i] += (0.5f * (1.0f + tanh_inner) + 0.5f * u * sech2 * dinner) * dout[i];
-    }
+__device__ float gelu_derivative(float u) {
+    float const tanh_inner = tanhf(gelu_scale * (u + gelu_cubic * u * u * u));
+    float const sech2 = 1.0f - tanh_inner * tanh_inner;
+    float const dinner = gelu_scale * (1.0f + 3.0f * gelu_cubic * u * u);
+    return 0.5f * (1.0f + tanh_inner) + 0.5f * u * sech2 * dinner;
 }
+__global__ void gelu_backward_kernel(float* dpre, float const* pre, float const* dout, std::int64_t n) {
+    AXONN_GRID_STRIDE(i, n) dpre[i] = gelu_derivative(pre[i]) * dout[i];
+}
+// GELU's input gradient, written as the bias gradient's column sums read it: each (n, f) once.
+struct GeluBiasGradientTerms {
+    float* dpre;
+    float const* pre;
+    float const* dout;
+    int F;
+    __device__ void operator()(std::int64_t n, int f, float* terms) const {
+        std::int64_t const i = n * F + f;
+        float const g = gelu_derivative(pre[i]) * dout[i];
+        dpre[i] = g;
+        terms[0] = g;
+    }
+};
 
 __device__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
@@ -60,19 +77,13 @@ __global__ void swiglu_backward_kernel(float* dinp, float const* inp, float cons
         std::int64_t const row = i / F, f = i % F;
         float const gate = inp[row * 2 * F + f], up = inp[row * 2 * F + F + f];
         float const s = sigmoid(gate), silu = gate * s;
-        dinp[row * 2 * F + f] += dout[i] * up * (s + silu * (1.0f - s));
-        dinp[row * 2 * F + F + f] += dout[i] * silu;
+        dinp[row * 2 * F + f] = dout[i] * up * (s + silu * (1.0f - s));
+        dinp[row * 2 * F + F + f] = dout[i] * silu;
     }
 }
 
 __global__ void residual_forward_kernel(float* out, float const* a, float const* b, std::int64_t n) {
     AXONN_GRID_STRIDE(i, n) out[i] = a[i] + b[i];
-}
-__global__ void residual_backward_kernel(float* da, float* db, float const* dout, std::int64_t n) {
-    AXONN_GRID_STRIDE(i, n) {
-        da[i] += dout[i];
-        db[i] += dout[i];
-    }
 }
 
 __global__ void add_bias_kernel(float* out, float const* bias, std::int64_t M, std::int64_t N) {
@@ -99,13 +110,19 @@ void to_f32(float* out, __nv_bfloat16 const* in, std::int64_t n, cudaStream_t st
     to_f32_kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(out, in, n);
     check_launch("to_f32");
 }
-void gelu_forward(float* out, float const* inp, std::int64_t n, cudaStream_t stream) {
-    gelu_forward_kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(out, inp, n);
-    check_launch("gelu_forward");
+void bias_gelu_forward(float* out, float* pre, float const* bias, std::int64_t N, int F, cudaStream_t stream) {
+    bias_gelu_forward_kernel<<<blocks_for(N * F), threads_per_block, 0, stream>>>(out, pre, bias, N, F);
+    check_launch("bias_gelu_forward");
 }
-void gelu_backward(float* dinp, float const* inp, float const* dout, std::int64_t n, cudaStream_t stream) {
-    gelu_backward_kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(dinp, inp, dout, n);
-    check_launch("gelu_backward");
+void gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const* dout, std::int64_t N, int F,
+                        cudaStream_t stream) {
+    if (dbias != nullptr) {
+        add_column_sums<1>(dbias, nullptr, N, F, GeluBiasGradientTerms{dpre, pre, dout, F}, "gelu_bias_backward",
+                           stream);
+        return;
+    }
+    gelu_backward_kernel<<<blocks_for(N * F), threads_per_block, 0, stream>>>(dpre, pre, dout, N * F);
+    check_launch("gelu_bias_backward");
 }
 void swiglu_forward(float* out, float const* inp, std::int64_t N, int F, cudaStream_t stream) {
     swiglu_forward_kernel<<<blocks_for(N * F), threads_per_block, 0, stream>>>(out, inp, N, F);
@@ -118,10 +135,6 @@ void swiglu_backward(float* dinp, float const* inp, float const* dout, std::int6
 void residual_forward(float* out, float const* a, float const* b, std::int64_t n, cudaStream_t stream) {
     residual_forward_kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(out, a, b, n);
     check_launch("residual_forward");
-}
-void residual_backward(float* da, float* db, float const* dout, std::int64_t n, cudaStream_t stream) {
-    residual_backward_kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(da, db, dout, n);
-    check_launch("residual_backward");
 }
 void add_bias(float* out, float const* bias, std::int64_t M, std::int64_t N, cudaStream_t stream) {
     if (bias == nullptr) return;

@@ -31,6 +31,9 @@ void encoder_backward(float* dwte, float* dwpe, float const* dout, std::int32_t 
 
 // LayerNorm and RMSNorm in phases around an all-reduce of their per-row statistics (doubles).
 void layernorm_statistics(double* stats, float const* inp, std::int64_t N, int C, cudaStream_t stream);
+// sum[N,C] = a + b and its rows' LayerNorm ([N,2]) or RMSNorm ([N]) statistics, in one pass
+void residual_norm_statistics(float* sum, float const* a, float const* b, double* stats, std::int64_t N, int C,
+                              bool layernorm, cudaStream_t stream);
 void layernorm_forward(float* out, float* mean, float* rstd, float const* inp, float const* weight, float const* bias,
                        double const* stats, std::int64_t N, int C, int C_total, cudaStream_t stream);
 void layernorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
@@ -52,12 +55,14 @@ void add_bias(float* out, float const* bias, std::int64_t M, std::int64_t N, cud
 void accumulate_bias_gradient(float* dbias, float const* dout, std::int64_t M, std::int64_t N, cudaStream_t stream);
 
 // Element-wise operations.
-void gelu_forward(float* out, float const* inp, std::int64_t n, cudaStream_t stream);
-void gelu_backward(float* dinp, float const* inp, float const* dout, std::int64_t n, cudaStream_t stream);
+// pre[N,F] += bias[F] (bias may be null), out = gelu(pre), one pass; dpre = gelu'(pre) · dout (written) with
+// dbias[F] += Σ_n dpre (may be null) summed as the same pass computes it (column_sum.cuh).
+void bias_gelu_forward(float* out, float* pre, float const* bias, std::int64_t N, int F, cudaStream_t stream);
+void gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const* dout, std::int64_t N, int F,
+                        cudaStream_t stream);
 void swiglu_forward(float* out, float const* inp, std::int64_t N, int F, cudaStream_t stream);
 void swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F, cudaStream_t stream);
 void residual_forward(float* out, float const* a, float const* b, std::int64_t n, cudaStream_t stream);
-void residual_backward(float* da, float* db, float const* dout, std::int64_t n, cudaStream_t stream);
 
 // Rotary embeddings in place; inv_freq_device[head_size/2] (a copy on the GPU of the model's frequencies).
 void rope_rotate(float* x, double const* inv_freq_device, int B, int T, int heads, int head_size,

@@ -101,6 +101,30 @@ __global__ void rmsnorm_statistics_kernel(double* stats, float const* inp, int C
     if (threadIdx.x == 0) stats[blockIdx.x] = squares;
 }
 
+// sum = a + b, then the row's statistics as the two kernels above sum them: stats[N,2] = {Σ x, Σ x²} for
+// LayerNorm, stats[N] = Σ x² for RMSNorm (the block's choice is uniform, so every thread takes part in its sums).
+__global__ void residual_norm_statistics_kernel(float* sum, float const* a, float const* b, double* stats, int C,
+                                                bool layernorm) {
+    std::int64_t const row = blockIdx.x * static_cast<std::int64_t>(C);
+    double total = 0, squares = 0;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        float const x = a[row + c] + b[row + c];
+        sum[row + c] = x;
+        total += x;
+        squares += static_cast<double>(x) * x;
+    }
+    squares = block_sum(squares);
+    if (!layernorm) {
+        if (threadIdx.x == 0) stats[blockIdx.x] = squares;
+        return;
+    }
+    total = block_sum(total);
+    if (threadIdx.x == 0) {
+        stats[2 * blockIdx.x] = total;
+        stats[2 * blockIdx.x + 1] = squares;
+    }
+}
+
 __global__ void rmsnorm_forward_kernel(float* out, float* rstd, float const* inp, float const* weight,
                                        double const* stats, int C, int C_total, double eps) {
     std::int64_t const n = blockIdx.x;
@@ -137,6 +161,12 @@ unsigned rows(std::int64_t N) { return static_cast<unsigned>(N); }
 
 }  // namespace
 
+void residual_norm_statistics(float* sum, float const* a, float const* b, double* stats, std::int64_t N, int C,
+                              bool layernorm, cudaStream_t stream) {
+    if (N == 0) return;
+    residual_norm_statistics_kernel<<<rows(N), threads_per_block, 0, stream>>>(sum, a, b, stats, C, layernorm);
+    check_launch("residual_norm_statistics");
+}
 void layernorm_statistics(double* stats, float const* inp, std::int64_t N, int C, cudaStream_t stream) {
     if (N == 0) return;
     layernorm_statistics_kernel<<<rows(N), threads_per_block, 0, stream>>>(stats, inp, C);
