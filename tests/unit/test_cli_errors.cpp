@@ -408,6 +408,14 @@ std::vector<BadInput> const bad_inputs = {
      "{dir}/text.txt is not a JSON list of token ids (not valid JSON", 1},
     {"tokenize_decode_of_an_object", "tokenize --tokenizer byte --decode {dir}/object_ids.json",
      "{dir}/object_ids.json is not a JSON list of token ids (it is a JSON object)", 1},
+    // Numbers beyond a double's range: nlohmann's out_of_range, which slipped past the parse_error handlers (found
+    // by fuzz_llama3_tokenizer).
+    {"tokenize_decode_of_a_huge_number", "tokenize --tokenizer byte --decode {dir}/huge_ids.json",
+     "{dir}/huge_ids.json is not a JSON list of token ids (it holds a number too large for a double)", 1},
+    {"tokenize_with_a_huge_number_in_tokenizer_json", "tokenize --tokenizer {dir}/huge_number {dir}/text.txt",
+     "tokenizer file {dir}/huge_number/tokenizer.json is corrupt (it holds a number too large for a double)", 1},
+    {"tokenize_with_a_huge_number_in_encoder_json", "tokenize --tokenizer-dir {dir}/huge_encoder {dir}/text.txt",
+     "GPT-2 tokenizer file {dir}/huge_encoder/encoder.json is corrupt (it holds a number too large for a double)", 1},
     {"tokenize_decode_of_a_word", "tokenize --tokenizer byte --decode {dir}/word_ids.json",
      "is not a JSON list of token ids (element 1 is \"two\")", 1},
     {"tokenize_unknown_tokenizer", "tokenize --tokenizer klingon {dir}/text.txt", "unknown tokenizer 'klingon'", 2},
@@ -464,6 +472,12 @@ protected:
         std::ofstream(dir_ / "wide_ids.json") << "[104, 300]";
         std::ofstream(dir_ / "object_ids.json") << "{\"ids\": 3}";
         std::ofstream(dir_ / "word_ids.json") << "[1, \"two\"]";
+        std::ofstream(dir_ / "huge_ids.json") << "[1, 2E414]";
+        fs::create_directories(dir_ / "huge_number");
+        std::ofstream(dir_ / "huge_number" / "tokenizer.json") << "{\"model\": {\"type\": \"BPE\", \"x\": 2E414}}";
+        fs::create_directories(dir_ / "huge_encoder");
+        std::ofstream(dir_ / "huge_encoder" / "encoder.json") << "{\"a\": 2E414}";
+        std::ofstream(dir_ / "huge_encoder" / "vocab.bpe") << "#version: 0.2\n";
         fs::create_directories(dir_ / "wordpiece");
         std::ofstream(dir_ / "wordpiece" / "tokenizer.json") << "{\"model\": {\"type\": \"WordPiece\"}}";
         std::ofstream(dir_ / "docs.jsonl") << "{\"tokens\": [1, 2, 3, 4, 5, 6, 7, 8]}\n";

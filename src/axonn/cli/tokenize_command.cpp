@@ -51,6 +51,8 @@ std::vector<std::int32_t> read_ids(std::filesystem::path const& path) {
         ids = nlohmann::json::parse(text);
     } catch (nlohmann::json::parse_error const& error) {
         fail("{} is not a JSON list of token ids (not valid JSON near byte {})", path.string(), error.byte);
+    } catch (nlohmann::json::out_of_range const&) {
+        fail("{} is not a JSON list of token ids (it holds a number too large for a double)", path.string());
     } catch (Error const&) {
         fail("{} is not a JSON list of token ids (it nests lists or objects)", path.string());
     }

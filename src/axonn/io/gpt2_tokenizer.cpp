@@ -44,6 +44,8 @@ std::vector<std::string> read_encoder(std::filesystem::path const& path, ByteSpe
         json = nlohmann::json::parse(read_tokenizer_file(path));
     } catch (nlohmann::json::parse_error const& error) {
         fail_corrupt(path, "not valid JSON near byte {}", error.byte);
+    } catch (nlohmann::json::out_of_range const&) {
+        fail_corrupt(path, "it holds a number too large for a double");
     }
     if (!json.is_object() || json.empty()) fail_corrupt(path, "expected a non-empty JSON object");
     std::vector<std::string> tokens(json.size());

@@ -70,6 +70,8 @@ json parse_tokenizer_file(std::filesystem::path const& path) {
         return json::parse(text);
     } catch (json::parse_error const& error) {
         fail_corrupt(path, "not valid JSON near byte {}", error.byte);
+    } catch (json::out_of_range const&) {
+        fail_corrupt(path, "it holds a number too large for a double");
     } catch (Error const& error) {
         fail_corrupt(path, "{}", error.what());
     }
