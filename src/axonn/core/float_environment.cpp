@@ -18,9 +18,7 @@ void set_on_this_thread(bool flush) {
     _mm_setcsr(flush ? control | flush_bits : control & ~flush_bits);
 }
 
-bool set_here() {
-    return (_mm_getcsr() & flush_bits) == flush_bits;
-}
+bool set_here() { return (_mm_getcsr() & flush_bits) == flush_bits; }
 #elif defined(__aarch64__)
 // FPCR's FZ (bit 24) flushes denormal inputs and results of single and double precision alike.
 constexpr unsigned long flush_bits = 1ul << 24;
@@ -37,14 +35,10 @@ void set_on_this_thread(bool flush) {
     asm volatile("msr fpcr, %0" : : "r"(wanted));
 }
 
-bool set_here() {
-    return (read_fpcr() & flush_bits) == flush_bits;
-}
+bool set_here() { return (read_fpcr() & flush_bits) == flush_bits; }
 #else
 void set_on_this_thread(bool) {}
-bool set_here() {
-    return false;
-}
+bool set_here() { return false; }
 #endif
 
 }  // namespace
@@ -55,8 +49,6 @@ void flush_denormals(bool flush) {
     set_on_this_thread(flush);
 }
 
-bool denormals_flushed_on_this_thread() {
-    return set_here();
-}
+bool denormals_flushed_on_this_thread() { return set_here(); }
 
 }  // namespace axonn

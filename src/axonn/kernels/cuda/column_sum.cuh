@@ -1,7 +1,8 @@
 // Sums down the columns of a [N, C] array of values computed on the fly (a bias's or a norm's weight gradient),
 // deterministically and in parallel: first each block sums a fixed chunk of rows for its columns, then one thread
 // per column adds its chunks in order. The same bits on every run, and about N/rows_per_chunk times more
-// parallelism than one thread walking all N rows of a column.
+// parallelism than one thread walking all N rows of a column. Each (n, c) is computed exactly once, so a value
+// may also be stored as it is computed (GELU's input gradient, whose column sums are its bias's gradient).
 #pragma once
 
 #include "axonn/core/error.h"
