@@ -44,8 +44,9 @@ std::vector<RunCurve> curves_of(json const& results) {
     std::vector<RunCurve> curves;
     for (json const& r : results) {
         int const k = r["k"].is_number() ? r["k"].get<int>() : 0;
+        // get<std::string>(): GCC 13 in C++20 mode finds no operator== for std::string against nlohmann::json.
         auto found = std::find_if(curves.begin(), curves.end(), [&](RunCurve const& c) {
-            return c.model == r["model"] && c.loss == r["loss"] && c.k == k;
+            return c.model == r["model"].get<std::string>() && c.loss == r["loss"].get<std::string>() && c.k == k;
         });
         if (found == curves.end()) {
             curves.push_back({r["model"], r["parameters"], r["tokenizer"], r["loss"], k, {}});
