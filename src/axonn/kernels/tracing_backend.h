@@ -1,7 +1,8 @@
 // Tracing that wraps any backend once: every compute operation of the wrapped backend runs inside a span of the
 // kernels' track of the trace (core/trace.h, recorded only while --trace or `axonn bench` asks), named after the
 // operation and labelled with its kind (below), the categories of a step's breakdown (train/step_breakdown.h).
-// The backends themselves carry no tracing; make_backend wraps each one it makes.
+// The backends themselves carry no tracing; make_backend wraps each one it makes. On a device backend a span waits
+// for the device at both ends, so that it times the kernels rather than their queueing.
 #pragma once
 
 #include "axonn/kernels/backend.h"
@@ -92,6 +93,9 @@ public:
     double sum_of_squares(float const* x, std::int64_t n) override;
 
 private:
+    template <typename Operation>
+    decltype(auto) traced(char const* kind, char const* name, Operation&& operation);
+
     std::unique_ptr<Backend> inner_;
 };
 

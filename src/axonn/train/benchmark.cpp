@@ -72,13 +72,18 @@ BenchResult run_benchmark(BenchOptions options) {
     std::vector<double> timed_step_s;  // this rank's, then each step's slowest rank's
     CommunicationTime communication;
     StepBreakdownSum breakdown;
-    for (int i = 0; i < options.iterations; ++i) {
-        bool const timed = i >= options.warmup;
-        // A timed step's spans: the trace file records them (it holds the timed steps), or a recorder of the
+    // A device's recorded spans wait for each kernel (kernels/tracing_backend.h), which slows its steps: there the
+    // timed steps run unrecorded, and as many steps after them are recorded for the breakdown (and --trace).
+    int const timed = options.iterations - options.warmup;
+    bool const apart = backend.memory() == Memory::device;
+    for (int i = 0; i < options.iterations + (apart ? timed : 0); ++i) {
+        bool const timed_step = i >= options.warmup && i < options.iterations;
+        bool const recorded = apart ? i >= options.iterations : timed_step;
+        // A recorded step's spans: the trace file records them (it holds the recorded steps), or a recorder of the
         // step's own.
         std::optional<TraceRecorder> step_spans;
-        if (timed && trace) trace->start_recording();
-        if (timed && !trace) step_spans.emplace(TraceFile::max_events_per_rank);
+        if (recorded && trace) trace->start_recording();
+        if (recorded && !trace) step_spans.emplace(TraceFile::max_events_per_rank);
         std::size_t const first_event = trace ? trace->events().size() : 0;
         Stopwatch watch;
         {
@@ -88,21 +93,22 @@ BenchResult run_benchmark(BenchOptions options) {
         double const seconds = watch.seconds();
         std::vector<CollectiveRecord> const calls = grid.traffic().take_calls();
         CommunicationTime const step = communication_time(calls);
-        if (!timed) continue;
-        if (trace) {
-            trace->stop_recording();
-            trace->add_calls(calls);
+        if (recorded) {
+            if (trace) {
+                trace->stop_recording();
+                trace->add_calls(calls);
+            }
+            std::vector<TraceEvent> const& events = trace ? trace->events() : step_spans->events();
+            // A step whose spans did not all fit is left out of the breakdown, not counted short.
+            if (!(trace ? trace->truncated() : step_spans->truncated())) {
+                breakdown.add_step(std::span(events).subspan(first_event), step.waited_s, seconds);
+            }
         }
-        std::vector<TraceEvent> const& events = trace ? trace->events() : step_spans->events();
-        // A step whose spans did not all fit is left out of the breakdown, not counted short.
-        if (!(trace ? trace->truncated() : step_spans->truncated())) {
-            breakdown.add_step(std::span(events).subspan(first_event), step.waited_s, seconds);
-        }
+        if (!timed_step) continue;
         timed_step_s.push_back(seconds);
         communication.busy_s += step.busy_s;
         communication.waited_s += step.waited_s;
     }
-    int const timed = options.iterations - options.warmup;
     // A step lasts as long as its slowest rank (the collectives join them); summed outside the timed steps.
     grid.comm(Group::world).all_reduce_max(timed_step_s.data(), timed_step_s.size());
     BenchResult result{};
@@ -126,6 +132,7 @@ BenchResult run_benchmark(BenchOptions options) {
     result.peak_rss_bytes = static_cast<std::int64_t>(usage.ru_maxrss) * 1024;
     result.tensor_peak_bytes = tensor_bytes_peak() - tensor_bytes_before;
     result.breakdown = breakdown.mean();
+    result.breakdown_steps_apart = apart;
     if (trace) trace->write();
     return result;
 }

@@ -2,7 +2,8 @@
 // average the last 8 (the first steps touch fresh memory and are 2-8× slower). On a grid every rank times its
 // steps and each step counts its slowest rank's time (a collective over MPI_COMM_WORLD after the timed steps).
 // Every timed step records its kernels' spans, from which rank 0's breakdown of a step is summed
-// (train/step_breakdown.h); --trace writes those same spans.
+// (train/step_breakdown.h); --trace writes those same spans. On a GPU, where a recorded span waits for its kernels,
+// the timed steps run unrecorded and as many steps after them are recorded for the breakdown.
 #pragma once
 
 #include "axonn/comm/grid.h"
@@ -46,7 +47,8 @@ struct BenchResult {
     std::int64_t peak_rss_bytes;      // of this process
     std::int64_t tensor_peak_bytes;   // the most axonn's tensors held (what the memory model predicts)
     std::vector<GemmTuningReport> gemm_tunings;  // the GEMM shapes timed more than one way, and the choice
-    StepBreakdown breakdown;  // rank 0's timed steps: where their time went (from their traced spans)
+    StepBreakdown breakdown;  // rank 0's recorded steps: where their time went (from their traced spans)
+    bool breakdown_steps_apart;  // the recorded steps ran after the timed ones (a device backend's)
 };
 
 BenchResult run_benchmark(BenchOptions options);
