@@ -17,7 +17,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // index.json is small; a larger one is not an index.
-constexpr std::uint64_t max_index_bytes = std::uint64_t{1} << 28;
+constexpr std::uint64_t max_checkpoint_index_bytes = std::uint64_t{1} << 28;
 
 // "(the previous complete checkpoint is DIR/step_00000200)", or a hint that there is none.
 std::string earlier_checkpoint(fs::path const& folder) {
@@ -73,7 +73,7 @@ CheckpointReader::CheckpointReader(fs::path folder) : folder_(std::move(folder))
                   folder_.string(), earlier_checkpoint(folder_));
     std::string const text =
         read_input_file(folder_ / checkpoint_index_file, "checkpoint index", "the checkpoint is damaged",
-                        max_index_bytes);
+                        max_checkpoint_index_bytes);
     try {
         index_ = parse_checkpoint_index(text);
     } catch (Error const& e) {

@@ -16,7 +16,7 @@ namespace {
 // How long a failing rank waits for the others to fail too. Ranks that check the same thing fail within
 // milliseconds of each other, even oversubscribed; a rank that is still training after this will not fail.
 constexpr auto agreement_window = std::chrono::seconds(3);
-constexpr auto poll_interval = std::chrono::milliseconds(1);
+constexpr auto failure_poll_interval = std::chrono::milliseconds(1);
 
 // FNV-1a: the same text gives the same number on every rank, whatever the platform.
 std::uint64_t fingerprint(std::string_view message, int status) {
@@ -76,7 +76,7 @@ bool JobErrors::all_ranks_failed() noexcept {
         MPI_Test(&request, &done, MPI_STATUS_IGNORE);
         if (done) return true;
         if (std::chrono::steady_clock::now() > deadline) return false;  // the request dies with the job
-        std::this_thread::sleep_for(poll_interval);
+        std::this_thread::sleep_for(failure_poll_interval);
     }
 }
 

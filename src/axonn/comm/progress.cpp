@@ -8,7 +8,7 @@
 namespace axonn {
 namespace {
 
-constexpr auto poll_interval = std::chrono::microseconds(100);
+constexpr auto progress_poll_interval = std::chrono::microseconds(100);
 
 bool mpi_is_multithreaded() {
     int provided = MPI_THREAD_SINGLE;
@@ -58,7 +58,7 @@ bool ProgressEngine::wait_for(std::shared_ptr<InFlight> const& in_flight, double
     auto const limit = std::chrono::duration<double>(seconds);
     if (!threaded_) {
         Stopwatch watch;
-        for (int done = 0; !done; std::this_thread::sleep_for(poll_interval)) {
+        for (int done = 0; !done; std::this_thread::sleep_for(progress_poll_interval)) {
             MPI_Testall(static_cast<int>(in_flight->requests.size()), in_flight->requests.data(), &done,
                         MPI_STATUSES_IGNORE);
             if (!done && watch.seconds() > seconds) return false;
@@ -96,7 +96,7 @@ void ProgressEngine::run() {
         }
         test_pending();
         lock.unlock();
-        std::this_thread::sleep_for(poll_interval);
+        std::this_thread::sleep_for(progress_poll_interval);
         lock.lock();
     }
 }

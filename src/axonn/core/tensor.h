@@ -36,6 +36,8 @@ std::int64_t tensor_bytes_peak();
 void reset_tensor_bytes_peak();
 
 std::int64_t shape_numel(Shape const& shape);
+// The elements of a scratch buffer that may be needed for none: every tensor made holds at least one.
+inline std::int64_t buffer_numel(std::int64_t numel) { return numel > 1 ? numel : 1; }
 std::string shape_string(Shape const& shape);
 
 // Where a tensor's storage is: the host's memory, or a device's (a GPU's), which the host cannot read directly.

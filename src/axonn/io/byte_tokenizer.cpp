@@ -7,7 +7,6 @@ namespace axonn {
 namespace {
 
 constexpr std::int32_t byte_eot_id = 256;
-constexpr std::string_view eot_text = "<|endoftext|>";
 
 class ByteTokenizer final : public Tokenizer {
 public:
@@ -25,7 +24,7 @@ public:
             AXONN_REQUIRE(id >= 0 && id <= byte_eot_id, "token id {} is outside the byte tokenizer's vocabulary 0..{}",
                           id, byte_eot_id);
             if (id == byte_eot_id) {
-                text += eot_text;
+                text += gpt2_end_of_text;
             } else {
                 text += static_cast<char>(id);
             }

@@ -21,7 +21,6 @@
 namespace axonn {
 namespace {
 
-constexpr std::string_view eot_text = "<|endoftext|>";
 
 // ---- Reading the files ----------------------------------------------------------------------------------------------
 
@@ -31,7 +30,7 @@ std::string read_tokenizer_file(std::filesystem::path const& path) {
 }
 
 template <typename... Args>
-[[noreturn]] void fail_corrupt(std::filesystem::path const& path, fmt::format_string<Args...> detail,
+[[noreturn]] void fail_corrupt_gpt2_file(std::filesystem::path const& path, fmt::format_string<Args...> detail,
                                Args&&... args) {
     fail("GPT-2 tokenizer file {} is corrupt ({}): run scripts/fetch-tokenizer to fetch it again", path.string(),
          fmt::format(detail, std::forward<Args>(args)...));
@@ -43,21 +42,21 @@ std::vector<std::string> read_encoder(std::filesystem::path const& path, ByteSpe
     try {
         json = nlohmann::json::parse(read_tokenizer_file(path));
     } catch (nlohmann::json::parse_error const& error) {
-        fail_corrupt(path, "not valid JSON near byte {}", error.byte);
+        fail_corrupt_gpt2_file(path, "not valid JSON near byte {}", error.byte);
     } catch (nlohmann::json::out_of_range const&) {
-        fail_corrupt(path, "it holds a number too large for a double");
+        fail_corrupt_gpt2_file(path, "it holds a number too large for a double");
     }
-    if (!json.is_object() || json.empty()) fail_corrupt(path, "expected a non-empty JSON object");
+    if (!json.is_object() || json.empty()) fail_corrupt_gpt2_file(path, "expected a non-empty JSON object");
     std::vector<std::string> tokens(json.size());
     std::vector<bool> seen(json.size(), false);
     for (auto const& [spelled, id] : json.items()) {
-        if (!id.is_number_integer()) fail_corrupt(path, "the id of {} is not an integer", spelled);
+        if (!id.is_number_integer()) fail_corrupt_gpt2_file(path, "the id of {} is not an integer", spelled);
         auto const index = id.get<std::int64_t>();
         if (index < 0 || index >= static_cast<std::int64_t>(tokens.size()) || seen[index]) {
-            fail_corrupt(path, "id {} of {} is out of range or repeated", index, spelled);
+            fail_corrupt_gpt2_file(path, "id {} of {} is out of range or repeated", index, spelled);
         }
         auto raw = spelling.bytes(spelled);
-        if (!raw) fail_corrupt(path, "token {} is not spelled in GPT-2's byte alphabet", spelled);
+        if (!raw) fail_corrupt_gpt2_file(path, "token {} is not spelled in GPT-2's byte alphabet", spelled);
         tokens[index] = std::move(*raw);
         seen[index] = true;
     }
@@ -70,20 +69,20 @@ void read_merges(std::filesystem::path const& path, ByteSpelling const& spelling
     std::istringstream lines(read_tokenizer_file(path));
     std::string line;
     if (!std::getline(lines, line) || !line.starts_with("#version")) {
-        fail_corrupt(path, "the first line is not \"#version: ...\"");
+        fail_corrupt_gpt2_file(path, "the first line is not \"#version: ...\"");
     }
     for (int line_number = 2; std::getline(lines, line); ++line_number) {
         if (line.empty()) continue;
         std::istringstream fields(line);
         std::string left_spelled, right_spelled, extra;
         if (!(fields >> left_spelled >> right_spelled) || (fields >> extra)) {
-            fail_corrupt(path, "line {} is not two tokens", line_number);
+            fail_corrupt_gpt2_file(path, "line {} is not two tokens", line_number);
         }
         auto const left = spelling.bytes(left_spelled);
         auto const right = spelling.bytes(right_spelled);
-        if (!left || !right) fail_corrupt(path, "line {} is not spelled in GPT-2's byte alphabet", line_number);
+        if (!left || !right) fail_corrupt_gpt2_file(path, "line {} is not spelled in GPT-2's byte alphabet", line_number);
         if (!merger.add_merge(*left, *right, vocabulary)) {
-            fail_corrupt(path, "line {} merges tokens that encoder.json lacks", line_number);
+            fail_corrupt_gpt2_file(path, "line {} merges tokens that encoder.json lacks", line_number);
         }
     }
 }
@@ -91,7 +90,7 @@ void read_merges(std::filesystem::path const& path, ByteSpelling const& spelling
 // ---- Pre-tokenisation -----------------------------------------------------------------------------------------------
 
 // The end of the piece that starts at `begin`: the pattern's alternatives tried in order.
-std::size_t piece_end(std::string_view text, std::size_t begin) {
+std::size_t gpt2_piece_end(std::string_view text, std::size_t begin) {
     // Contractions are case-sensitive in GPT-2: "SHE'S" ends with ', S.
     if (std::size_t const end = contraction_end(text, begin, LetterCase::exact)) return end;
     // ` ?\p{L}+`, ` ?\p{N}+`, ` ?[^\s\p{L}\p{N}]+`: an optional leading space, then a run of one class.
@@ -114,10 +113,10 @@ public:
             vocabulary.emplace(tokens_[id], static_cast<std::int32_t>(id));
         }
         if (auto const byte = BytePairMerger::missing_byte(vocabulary)) {
-            fail_corrupt(encoder_path, "no token for byte {}", *byte);
+            fail_corrupt_gpt2_file(encoder_path, "no token for byte {}", *byte);
         }
-        eot_id_ = find_token(vocabulary, std::string(eot_text));
-        if (eot_id_ < 0) fail_corrupt(encoder_path, "no {} token", eot_text);
+        eot_id_ = find_token(vocabulary, std::string(gpt2_end_of_text));
+        if (eot_id_ < 0) fail_corrupt_gpt2_file(encoder_path, "no {} token", gpt2_end_of_text);
         merger_ = BytePairMerger(vocabulary);
         read_merges(directory / "vocab.bpe", spelling, vocabulary, merger_);
     }
@@ -126,7 +125,7 @@ public:
         std::vector<std::int32_t> ids;
         ids.reserve(text.size() / 4);  // GPT-2 averages about four bytes of English per token
         PieceCache cache;
-        append_piece_ids(text, piece_end, [this](std::string_view piece) { return merger_.merge(piece); }, cache,
+        append_piece_ids(text, gpt2_piece_end, [this](std::string_view piece) { return merger_.merge(piece); }, cache,
                          ids);
         return ids;
     }

@@ -16,7 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr std::uint64_t max_index_bytes = std::uint64_t{64} << 20;
+constexpr std::uint64_t max_safetensors_header_bytes = std::uint64_t{64} << 20;
 
 // A shard's name as the index gives it: a plain file of the folder, never a path out of it.
 void check_shard_name(std::string const& name, fs::path const& index) {
@@ -29,7 +29,7 @@ void check_shard_name(std::string const& name, fs::path const& index) {
 // tensor name -> shard file name, from model.safetensors.index.json.
 std::map<std::string, std::string> read_weight_map(fs::path const& index) {
     std::string const text = read_input_file(index, "Hugging Face weight index", "pass a Hugging Face model folder",
-                                             max_index_bytes);
+                                             max_safetensors_header_bytes);
     try {
         require_json_depth(text, 8);  // {"metadata": {...}, "weight_map": {...}}
     } catch (Error const& e) {

@@ -28,7 +28,7 @@ std::filesystem::path data_folder(std::filesystem::path const& package_root) {
 // The package's files are a few megabytes and its index inflates to a few kilobytes; nothing of it, read or
 // inflated, comes near these.
 constexpr std::size_t max_package_bytes = std::size_t{256} << 20;
-constexpr std::size_t max_index_bytes = std::size_t{16} << 20;
+constexpr std::size_t max_package_index_bytes = std::size_t{16} << 20;
 
 std::string read_package_file(std::filesystem::path const& path, std::filesystem::path const& package_root) {
     return read_input_file(path, "Jane Austen package file",
@@ -39,7 +39,7 @@ std::string read_package_file(std::filesystem::path const& path, std::filesystem
 }
 
 template <typename... Args>
-[[noreturn]] void fail_corrupt(std::filesystem::path const& file, fmt::format_string<Args...> detail,
+[[noreturn]] void fail_corrupt_package_file(std::filesystem::path const& file, fmt::format_string<Args...> detail,
                                Args&&... args) {
     fail("{} is corrupt ({}): extract r-cran-janeaustenr again", file.string(),
          fmt::format(detail, std::forward<Args>(args)...));
@@ -48,9 +48,9 @@ template <typename... Args>
 // ---- Decompression --------------------------------------------------------------------------------------------------
 
 // Inflates one stream: to exactly expected_bytes when the record says how many, else (the index) to at most
-// max_index_bytes.
+// max_package_index_bytes.
 std::string inflate_stream(std::string_view compressed, std::size_t expected_bytes, std::filesystem::path const& file) {
-    return inflate_bounded(compressed, expected_bytes, expected_bytes > 0 ? max_package_bytes : max_index_bytes, file,
+    return inflate_bounded(compressed, expected_bytes, expected_bytes > 0 ? max_package_bytes : max_package_index_bytes, file,
                            "extract r-cran-janeaustenr again");
 }
 
@@ -81,7 +81,7 @@ struct RObject {
 RObject const& named_element(RObject const& object, std::string_view name, std::filesystem::path const& file) {
     auto const found = std::find(object.names.begin(), object.names.end(), name);
     if (object.type != sexp::list || found == object.names.end() || object.names.size() != object.elements.size()) {
-        fail_corrupt(file, "no element named {}", name);
+        fail_corrupt_package_file(file, "no element named {}", name);
     }
     return object.elements[found - object.names.begin()];
 }
@@ -105,9 +105,9 @@ private:
     // "X\n", the format version (2 or 3), the writer's and the oldest reader's R versions, and in version 3 the
     // native encoding's name.
     void read_header() {
-        if (read_bytes(2) != "X\n") fail_corrupt(file_, "not an R XDR serialization");
+        if (read_bytes(2) != "X\n") fail_corrupt_package_file(file_, "not an R XDR serialization");
         std::int32_t const version = read_int();
-        if (version != 2 && version != 3) fail_corrupt(file_, "R serialization version {}", version);
+        if (version != 2 && version != 3) fail_corrupt_package_file(file_, "R serialization version {}", version);
         read_int();
         read_int();
         if (version == 3) read_bytes(checked_length(read_int(), 1));
@@ -121,7 +121,7 @@ private:
     }
 
     std::string_view read_bytes(std::size_t count) {
-        if (count > bytes_.size() - position_) fail_corrupt(file_, "an R object runs past the end of its data");
+        if (count > bytes_.size() - position_) fail_corrupt_package_file(file_, "an R object runs past the end of its data");
         std::string_view const bytes = bytes_.substr(position_, count);
         position_ += count;
         return bytes;
@@ -131,7 +131,7 @@ private:
     // corrupt length fails cleanly instead of allocating gigabytes.
     std::size_t checked_length(std::int64_t length, std::size_t element_bytes) {
         if (length < 0 || static_cast<std::uint64_t>(length) > (bytes_.size() - position_) / element_bytes) {
-            fail_corrupt(file_, "an R vector length of {} exceeds the data", length);
+            fail_corrupt_package_file(file_, "an R vector length of {} exceeds the data", length);
         }
         return static_cast<std::size_t>(length);
     }
@@ -150,7 +150,7 @@ private:
     public:
         explicit Nesting(RReader& reader) : reader_(reader) {
             if (++reader_.depth_ > max_depth) {
-                fail_corrupt(reader_.file_, "R objects nested more than {} deep", max_depth);
+                fail_corrupt_package_file(reader_.file_, "R objects nested more than {} deep", max_depth);
             }
         }
         ~Nesting() { --reader_.depth_; }
@@ -194,7 +194,7 @@ private:
             for (auto& element : object.elements) element = read_item(read_int());
             break;
         default:
-            fail_corrupt(file_, "unexpected R object type {}", type);
+            fail_corrupt_package_file(file_, "unexpected R object type {}", type);
         }
         if (flags & has_attributes) object.names = names_attribute(read_item(read_int()));
         return object;
@@ -205,7 +205,7 @@ private:
         std::int64_t index = static_cast<std::uint32_t>(flags) >> 8;
         if (index == 0) index = read_int();
         if (index < 1 || index > static_cast<std::int64_t>(references_.size())) {
-            fail_corrupt(file_, "R reference {} points nowhere", index);
+            fail_corrupt_package_file(file_, "R reference {} points nowhere", index);
         }
         return references_[index - 1];
     }
@@ -218,7 +218,7 @@ private:
     }
 
     std::optional<std::string> read_string_element() {
-        if ((read_int() & 0xFF) != sexp::character) fail_corrupt(file_, "a character vector holds a non-string");
+        if ((read_int() & 0xFF) != sexp::character) fail_corrupt_package_file(file_, "a character vector holds a non-string");
         return read_character();
     }
 
@@ -232,7 +232,7 @@ private:
             list.names.push_back(tag.strings.empty() ? std::string() : tag.strings.front().value_or(""));
             list.elements.push_back(read_item(read_int()));
         }
-        if ((flags & 0xFF) != sexp::nil) fail_corrupt(file_, "an R pairlist does not end in NULL");
+        if ((flags & 0xFF) != sexp::nil) fail_corrupt_package_file(file_, "an R pairlist does not end in NULL");
         return list;
     }
 
@@ -269,14 +269,14 @@ DatabaseIndex read_index(std::filesystem::path const& rdx, std::filesystem::path
     RObject const index = RReader(inflate_stream(read_package_file(rdx, package_root), 0, rdx), rdx).read();
     RObject const& variables = named_element(index, "variables", rdx);
     RObject const& compressed = named_element(index, "compressed", rdx);
-    if (compressed.integers.size() != 1) fail_corrupt(rdx, "the compression flag is not one number");
+    if (compressed.integers.size() != 1) fail_corrupt_package_file(rdx, "the compression flag is not one number");
     if (variables.type != sexp::list || variables.names.size() != variables.elements.size()) {
-        fail_corrupt(rdx, "the variables are not a named list");
+        fail_corrupt_package_file(rdx, "the variables are not a named list");
     }
     DatabaseIndex database{{}, compressed.integers.front()};
     for (std::size_t i = 0; i < variables.elements.size(); ++i) {
         auto const& range = variables.elements[i].integers;
-        if (range.size() != 2) fail_corrupt(rdx, "{} has no (offset, length) pair", variables.names[i]);
+        if (range.size() != 2) fail_corrupt_package_file(rdx, "{} has no (offset, length) pair", variables.names[i]);
         database.records.push_back({variables.names[i], range[0], range[1]});
     }
     return database;
@@ -285,14 +285,14 @@ DatabaseIndex read_index(std::filesystem::path const& rdx, std::filesystem::path
 std::string_view record_bytes(std::string const& database, Record const& record, std::filesystem::path const& rdb) {
     auto const size = static_cast<std::int64_t>(database.size());
     if (record.offset < 0 || record.length < 0 || record.offset > size || record.length > size - record.offset) {
-        fail_corrupt(rdb, "{} lies outside the file", record.name);
+        fail_corrupt_package_file(rdb, "{} lies outside the file", record.name);
     }
     return std::string_view(database).substr(record.offset, record.length);
 }
 
 std::string decompress_record(std::string_view record, int compression, std::filesystem::path const& rdb) {
     if (compression == 0) return std::string(record);
-    if (record.size() < 5) fail_corrupt(rdb, "a record of {} bytes is too short", record.size());
+    if (record.size() < 5) fail_corrupt_package_file(rdb, "a record of {} bytes is too short", record.size());
     std::size_t expected = 0;
     for (char byte : record.substr(0, 4)) expected = (expected << 8) | static_cast<unsigned char>(byte);
     std::string_view payload = record.substr(4);
@@ -304,10 +304,10 @@ std::string decompress_record(std::string_view record, int compression, std::fil
     case '0': serialized = std::string(payload); break;
     case '2': fail("{} is bzip2-compressed, which axonn does not read: use a zlib-compressed build", rdb.string());
     case 'X': fail("{} is xz-compressed, which axonn does not read: use a zlib-compressed build", rdb.string());
-    default: fail_corrupt(rdb, "unknown compression type byte 0x{:02X}", static_cast<unsigned char>(type));
+    default: fail_corrupt_package_file(rdb, "unknown compression type byte 0x{:02X}", static_cast<unsigned char>(type));
     }
     if (serialized.size() != expected) {
-        fail_corrupt(rdb, "a record inflates to {} bytes, not {}", serialized.size(), expected);
+        fail_corrupt_package_file(rdb, "a record inflates to {} bytes, not {}", serialized.size(), expected);
     }
     return serialized;
 }
@@ -348,7 +348,7 @@ std::vector<Book> read_janeausten(std::filesystem::path const& package_root) {
     for (Record const& record : index.records) {
         std::string_view const bytes = record_bytes(database, record, rdb);
         RObject const lines = RReader(decompress_record(bytes, index.compression, rdb), rdb).read();
-        if (lines.type != sexp::string) fail_corrupt(rdb, "{} is not a character vector", record.name);
+        if (lines.type != sexp::string) fail_corrupt_package_file(rdb, "{} is not a character vector", record.name);
         books.push_back({book_title(record.name), join_lines(lines.strings)});
     }
     return books;

@@ -47,7 +47,7 @@ constexpr std::int64_t id_limit = std::int64_t{1} << 24;
 // ---- Reading tokenizer.json -----------------------------------------------------------------------------------------
 
 template <typename... Args>
-[[noreturn]] void fail_corrupt(std::filesystem::path const& path, fmt::format_string<Args...> detail,
+[[noreturn]] void fail_corrupt_tokenizer_json(std::filesystem::path const& path, fmt::format_string<Args...> detail,
                                Args&&... args) {
     fail("tokenizer file {} is corrupt ({}): fetch it again (scripts/fetch-tokenizer fetches Llama 3's)",
          path.string(), fmt::format(detail, std::forward<Args>(args)...));
@@ -69,11 +69,11 @@ json parse_tokenizer_file(std::filesystem::path const& path) {
         require_json_depth(text, max_json_depth);
         return json::parse(text);
     } catch (json::parse_error const& error) {
-        fail_corrupt(path, "not valid JSON near byte {}", error.byte);
+        fail_corrupt_tokenizer_json(path, "not valid JSON near byte {}", error.byte);
     } catch (json::out_of_range const&) {
-        fail_corrupt(path, "it holds a number too large for a double");
+        fail_corrupt_tokenizer_json(path, "it holds a number too large for a double");
     } catch (Error const& error) {
-        fail_corrupt(path, "{}", error.what());
+        fail_corrupt_tokenizer_json(path, "{}", error.what());
     }
 }
 
@@ -81,7 +81,7 @@ json parse_tokenizer_file(std::filesystem::path const& path) {
 json const& member(std::filesystem::path const& path, json const& object, std::string_view key,
                    bool (json::*is_kind)() const noexcept, std::string_view kind) {
     auto const found = object.find(key);
-    if (found == object.end() || !((*found).*is_kind)()) fail_corrupt(path, "\"{}\" is not {}", key, kind);
+    if (found == object.end() || !((*found).*is_kind)()) fail_corrupt_tokenizer_json(path, "\"{}\" is not {}", key, kind);
     return *found;
 }
 
@@ -142,7 +142,7 @@ void require_plain_bpe(std::filesystem::path const& path, json const& model) {
 }
 
 void require_supported(std::filesystem::path const& path, json const& root) {
-    if (!root.is_object()) fail_corrupt(path, "expected a JSON object");
+    if (!root.is_object()) fail_corrupt_tokenizer_json(path, "expected a JSON object");
     require_plain_bpe(path, member(path, root, "model", &json::is_object, "an object"));
     if (!is_null_or_absent(root, "normalizer")) {
         fail_unsupported(path, "it has a normalizer, {}", type_of(root["normalizer"]));
@@ -165,7 +165,7 @@ std::pair<std::string, std::string> merge_pair(std::filesystem::path const& path
     } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
         return {merge[0].get<std::string>(), merge[1].get<std::string>()};
     }
-    fail_corrupt(path, "merge {} is not two tokens", index);
+    fail_corrupt_tokenizer_json(path, "merge {} is not two tokens", index);
 }
 
 struct AddedToken {
@@ -179,11 +179,11 @@ std::vector<AddedToken> read_added_tokens(std::filesystem::path const& path, jso
     std::vector<AddedToken> added;
     if (is_null_or_absent(root, "added_tokens")) return added;
     for (json const& entry : member(path, root, "added_tokens", &json::is_array, "a list")) {
-        if (!entry.is_object()) fail_corrupt(path, "an added token is not an object");
+        if (!entry.is_object()) fail_corrupt_tokenizer_json(path, "an added token is not an object");
         json const& id = member(path, entry, "id", &json::is_number_integer, "an integer");
         json const& content = member(path, entry, "content", &json::is_string, "a string");
         if (content.empty() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() >= id_limit) {
-            fail_corrupt(path, "added token {} has no text or an id out of range", content.dump());
+            fail_corrupt_tokenizer_json(path, "added token {} has no text or an id out of range", content.dump());
         }
         for (std::string_view const key : {"lstrip", "rstrip", "single_word"}) {
             if (flag(entry, key)) fail_unsupported(path, "added token {} sets {}", content.dump(), key);
@@ -198,7 +198,7 @@ std::vector<AddedToken> read_added_tokens(std::filesystem::path const& path, jso
 bool is_line_break(char c) { return c == '\r' || c == '\n'; }
 
 // The end of the piece that starts at `begin`: Llama 3's alternatives tried in order.
-std::size_t piece_end(std::string_view text, std::size_t begin) {
+std::size_t llama3_piece_end(std::string_view text, std::size_t begin) {
     if (std::size_t const end = contraction_end(text, begin, LetterCase::ignored)) return end;
     CodePoint const first = decode_at(text, begin);
     CharClass const kind = classify(first.value);
@@ -253,12 +253,12 @@ public:
                 ++position;
                 continue;
             }
-            append_piece_ids(text.substr(begin, position - begin), piece_end, encode_piece, cache, ids);
+            append_piece_ids(text.substr(begin, position - begin), llama3_piece_end, encode_piece, cache, ids);
             ids.push_back(added->id);
             position += added->text.size();
             begin = position;
         }
-        append_piece_ids(text.substr(begin), piece_end, encode_piece, cache, ids);
+        append_piece_ids(text.substr(begin), llama3_piece_end, encode_piece, cache, ids);
         return ids;
     }
 
@@ -276,7 +276,7 @@ private:
         ByteSpelling const spelling;
         for (auto const& [spelled, id] : vocab.items()) {
             if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() >= id_limit) {
-                fail_corrupt(path, "the id of vocabulary token {} is not an integer in range", spelled);
+                fail_corrupt_tokenizer_json(path, "the id of vocabulary token {} is not an integer in range", spelled);
             }
             auto raw = spelling.bytes(spelled);
             if (!raw) fail_unsupported(path, "vocabulary token {} is not spelled in bytes, as byte-level BPE's are",
@@ -284,7 +284,7 @@ private:
             vocabulary_.emplace(std::move(*raw), id.get<std::int32_t>());
         }
         if (auto const byte = BytePairMerger::missing_byte(vocabulary_)) {
-            fail_corrupt(path, "no vocabulary token for byte {}", *byte);
+            fail_corrupt_tokenizer_json(path, "no vocabulary token for byte {}", *byte);
         }
         merger_ = BytePairMerger(vocabulary_);
     }
@@ -296,7 +296,7 @@ private:
             auto const left = spelling.bytes(left_spelled);
             auto const right = spelling.bytes(right_spelled);
             if (!left || !right || !merger_.add_merge(*left, *right, vocabulary_)) {
-                fail_corrupt(path, "merge {} joins tokens that the vocabulary lacks", index);
+                fail_corrupt_tokenizer_json(path, "merge {} joins tokens that the vocabulary lacks", index);
             }
         }
     }
@@ -309,7 +309,7 @@ private:
         tokens_.resize(static_cast<std::size_t>(largest) + 1);
         std::vector<bool> known(tokens_.size(), false);
         for (auto const& [raw, id] : vocabulary_) {
-            if (known[id]) fail_corrupt(path, "id {} names two vocabulary tokens", id);
+            if (known[id]) fail_corrupt_tokenizer_json(path, "id {} names two vocabulary tokens", id);
             tokens_[id] = raw;
             known[id] = true;
         }
@@ -319,7 +319,7 @@ private:
             if (token.text == end_of_text) eot_id_ = token.id;
         }
         auto const unknown = std::find(known.begin(), known.end(), false);
-        if (unknown != known.end()) fail_corrupt(path, "id {} has no token", unknown - known.begin());
+        if (unknown != known.end()) fail_corrupt_tokenizer_json(path, "id {} has no token", unknown - known.begin());
         if (eot_id_ < 0) fail_unsupported(path, "it has no {} token to end documents with", end_of_text);
         // Longest first, so that the first match at a place is the longest there.
         std::sort(added.begin(), added.end(),

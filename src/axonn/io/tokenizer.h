@@ -23,6 +23,9 @@
 
 namespace axonn {
 
+// GPT-2's end-of-text token as text, which the byte tokenizer spells the same way.
+inline constexpr std::string_view gpt2_end_of_text = "<|endoftext|>";
+
 class Tokenizer {
 public:
     virtual ~Tokenizer() = default;

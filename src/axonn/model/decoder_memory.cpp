@@ -24,18 +24,16 @@ DecoderMemory decoder_memory(Architecture const& architecture, GridShape const& 
     ActivationLayout const activations(dims, options);
     std::int64_t const statistics_bytes = dims.BT * 2 * 8;
     std::int64_t const max_block = max_linear_block(layout, architecture);
-    // Each buffer is a tensor of at least one element.
-    auto buffer = [](std::int64_t numel) { return std::max<std::int64_t>(1, numel); };
     std::int64_t const workspace_bytes =
         VocabBlocks::workspace_bytes(grid.z, vocab_blocks(architecture), vocab_block(dims), options.precision,
                                      options.grad_scatter_comm) +
-        buffer(
+        buffer_numel(
             WeightGather::buffer_numel(grid.z, max_block, cached_weight_numel(dims, layout, architecture, options))) *
             gemm_bytes +
-        buffer(GradScatter::buffer_numel(grid.z, max_block, scatter_ring)) * 4 +
-        buffer(GradScatter::staging_numel(grid.z, max_block, scatter_ring, options.grad_scatter_comm)) * 2 +
-        buffer(GradientSync::mirror_numel(layout, grid.data, options.grad_sum_comm)) * 2 +
-        buffer(bf16_staging_numel(dims, grid, options)) * gemm_bytes +
+        buffer_numel(GradScatter::buffer_numel(grid.z, max_block, scatter_ring)) * 4 +
+        buffer_numel(GradScatter::staging_numel(grid.z, max_block, scatter_ring, options.grad_scatter_comm)) * 2 +
+        buffer_numel(GradientSync::mirror_numel(layout, grid.data, options.grad_sum_comm)) * 2 +
+        buffer_numel(bf16_staging_numel(dims, grid, options)) * gemm_bytes +
         ReplicatedRowSum::workspace_bytes(layout, grid.y, options.grad_sum_comm) +
         bf16_operand_numel(dims, options) * 2;
     return {parameters * 4 + (mixed ? parameters * gemm_bytes : 0), parameters * 4, 2 * parameters * 4,

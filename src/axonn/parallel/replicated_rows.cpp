@@ -22,18 +22,16 @@ std::int64_t staging_numel(ShardLayout const& layout, int y, DType sum_comm) {
     return sum_comm == DType::bf16 ? sum_numel(layout, y) : 0;
 }
 
-std::int64_t at_least_one(std::int64_t numel) { return std::max<std::int64_t>(1, numel); }
-
 }  // namespace
 
 ReplicatedRowSum::ReplicatedRowSum(ProcessGrid& grid, Backend& backend, ShardLayout const& layout, DType sum_comm)
     : grid_(grid), backend_(backend), layout_(layout), sum_comm_(sum_comm),
-      sums_({at_least_one(sum_numel(layout, grid.size(Axis::y)))}, DType::f32, backend.memory()),
-      staging_({at_least_one(staging_numel(layout, grid.size(Axis::y), sum_comm))}, DType::bf16, backend.memory()) {}
+      sums_({buffer_numel(sum_numel(layout, grid.size(Axis::y)))}, DType::f32, backend.memory()),
+      staging_({buffer_numel(staging_numel(layout, grid.size(Axis::y), sum_comm))}, DType::bf16, backend.memory()) {}
 
 std::int64_t ReplicatedRowSum::workspace_bytes(ShardLayout const& layout, int y, DType sum_comm) {
-    return at_least_one(sum_numel(layout, y)) * static_cast<std::int64_t>(sizeof(float)) +
-           at_least_one(staging_numel(layout, y, sum_comm)) * static_cast<std::int64_t>(sizeof(bfloat16));
+    return buffer_numel(sum_numel(layout, y)) * static_cast<std::int64_t>(sizeof(float)) +
+           buffer_numel(staging_numel(layout, y, sum_comm)) * static_cast<std::int64_t>(sizeof(bfloat16));
 }
 
 void ReplicatedRowSum::sum(float* grads) {

@@ -9,9 +9,6 @@
 namespace axonn {
 namespace {
 
-// A buffer's elements: at least one, so that every buffer is a tensor.
-std::int64_t at_least_one(std::int64_t numel) { return std::max<std::int64_t>(1, numel); }
-
 // A block's gradient in bf16 and the shard its reduce-scatter returns, with bf16 reduce-scatters over a Z split.
 std::int64_t scatter_staging_numel(int z, std::int64_t block_numel, DType scatter_comm) {
     return scatter_comm == DType::bf16 && z > 1 ? block_numel + block_numel / z : 0;
@@ -79,10 +76,10 @@ VocabBlocks::VocabBlocks(ProcessGrid& grid, Backend& backend, int blocks, std::i
                          DType scatter_comm, bool overlap)
     : grid_(grid), backend_(backend), precision_(precision), scatter_comm_(scatter_comm), overlap_(overlap),
       z_split_(grid.size(Axis::z) > 1),
-      scatter_staging_({at_least_one(scatter_staging_numel(grid.size(Axis::z), block_numel, scatter_comm))},
+      scatter_staging_({buffer_numel(scatter_staging_numel(grid.size(Axis::z), block_numel, scatter_comm))},
                        DType::bf16, backend.memory()) {
     AXONN_INVARIANT(blocks == 1 || blocks == 2, "a model has 1 or 2 vocabulary blocks, not {}", blocks);
-    std::int64_t const numel = at_least_one(z_split_ ? block_numel : 0);
+    std::int64_t const numel = buffer_numel(z_split_ ? block_numel : 0);
     for (int which = 0; which < blocks; ++which) {
         gathered_[which] = Tensor({numel}, precision, backend.memory());
         gradients_[which] = Tensor({numel}, DType::f32, backend.memory());
@@ -91,9 +88,9 @@ VocabBlocks::VocabBlocks(ProcessGrid& grid, Backend& backend, int blocks, std::i
 
 std::int64_t VocabBlocks::workspace_bytes(int z, int blocks, std::int64_t block_numel, DType precision,
                                           DType scatter_comm) {
-    std::int64_t const numel = at_least_one(z > 1 ? block_numel : 0);
+    std::int64_t const numel = buffer_numel(z > 1 ? block_numel : 0);
     return blocks * numel * static_cast<std::int64_t>(dtype_size(precision) + sizeof(float)) +
-           at_least_one(scatter_staging_numel(z, block_numel, scatter_comm)) *
+           buffer_numel(scatter_staging_numel(z, block_numel, scatter_comm)) *
                static_cast<std::int64_t>(sizeof(bfloat16));
 }
 
