@@ -62,9 +62,10 @@ void add_bench_command(CLI::App& app) {
         "Each timed step's kernels are timed (the trace's spans), and rank 0's step is broken down into\n"
         "GEMMs, attention, norms, element-wise kernels (activations, residuals, the embedding, the\n"
         "cross-entropy, conversions), the optimizer (AdamW, the gradient norm), exposed communication\n"
-        "and the rest (--json: breakdown, with each kernel's time in breakdown.kernel_s). On a GPU a\n"
-        "timed kernel is waited for at both ends, which slows the step: there the timed steps run\n"
-        "untimed by kernel, and as many steps after them are broken down (breakdown.step_s is theirs).");
+        "and the rest (--json: breakdown, with each kernel's time in breakdown.kernel_s). On a GPU each\n"
+        "kernel timed is waited for at both ends, which slows the step, so the timed steps are not\n"
+        "broken down there: as many steps after them are (breakdown.step_s is theirs, and\n"
+        "breakdown.after_the_timed_steps says so).");
     auto options = std::make_shared<BenchOptions>();
     auto model = std::make_shared<ModelOptions>(*command, "gpt2-small");
     auto json = std::make_shared<bool>(false);
