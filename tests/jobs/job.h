@@ -5,6 +5,7 @@
 #pragma once
 
 #include "axonn/io/token_shard.h"
+#include "support/files.h"
 #include "support/temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -98,11 +99,6 @@ inline std::map<int, std::string> step_results(std::filesystem::path const& path
         results[record["step"].get<int>()] = record["loss"].dump() + " " + record["grad_norm"].dump();
     }
     return results;
-}
-
-inline std::string file_bytes(std::filesystem::path const& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 // Every safetensors file of two checkpoints, compared byte for byte.

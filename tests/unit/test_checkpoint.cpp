@@ -17,6 +17,7 @@
 #include "axonn/train/checkpointing.h"
 #include "support/error_of.h"
 #include "support/temp_dir.h"
+#include "support/files.h"
 
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -32,6 +33,9 @@
 namespace axonn {
 namespace {
 
+using testing::file_bytes;
+using testing::write_file;
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 using testing::error_of;
@@ -41,15 +45,6 @@ GptConfig byte_micro() {
     GptConfig config = gpt_preset("gpt2-micro");
     config.vocab_size = 257;
     return config;
-}
-
-std::string read_bytes(fs::path const& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_bytes(fs::path const& path, std::string const& bytes) {
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
 TEST(Safetensors, AHeaderReadsBackAsWritten) {
@@ -217,12 +212,12 @@ TEST(Checkpoint, SavingAStepAgainReplacesIt) {
 fs::path first_file(fs::path const& folder) { return folder / "rank00000-000.safetensors"; }
 
 void record_in_index(fs::path const& folder, fs::path const& file) {
-    std::string const bytes = read_bytes(file);
-    json index = json::parse(read_bytes(folder / "index.json"));
+    std::string const bytes = file_bytes(file);
+    json index = json::parse(file_bytes(folder / "index.json"));
     index["files"][file.filename().string()] = {
         {"bytes", bytes.size()},
         {"crc32", crc32_z(crc32_z(0, nullptr, 0), reinterpret_cast<unsigned char const*>(bytes.data()), bytes.size())}};
-    write_bytes(folder / "index.json", index.dump());
+    write_file(folder / "index.json", index.dump());
 }
 
 struct DamagedCheckpoint {
@@ -236,27 +231,27 @@ std::vector<DamagedCheckpoint> const damaged_checkpoints = {
      "is not the"},
     {"flipped_bit",
      [](fs::path const& f) {
-         std::string bytes = read_bytes(first_file(f));
+         std::string bytes = file_bytes(first_file(f));
          bytes[bytes.size() - 5] ^= 0x10;
-         write_bytes(first_file(f), bytes);
+         write_file(first_file(f), bytes);
      },
      "does not match its CRC-32"},
     {"missing_shard", [](fs::path const& f) { fs::remove(first_file(f)); }, "is missing"},
     {"offsets_outside_the_file",
      [](fs::path const& f) {
          // The first tensor's end, every digit made a 9: far past the data, and the header keeps its length.
-         std::string bytes = read_bytes(first_file(f));
+         std::string bytes = file_bytes(first_file(f));
          std::size_t at = bytes.find("\"data_offsets\":[0,") + 18;
          for (; std::isdigit(static_cast<unsigned char>(bytes[at])); ++at) bytes[at] = '9';
-         write_bytes(first_file(f), bytes);
+         write_file(first_file(f), bytes);
          record_in_index(f, first_file(f));
      },
      "outside the"},
     {"absurd_shape",
      [](fs::path const& f) {
-         json index = json::parse(read_bytes(f / "index.json"));
+         json index = json::parse(file_bytes(f / "index.json"));
          index["tensors"]["wte"]["shape"] = {std::int64_t{1} << 40, std::int64_t{1} << 40};
-         write_bytes(f / "index.json", index.dump());
+         write_file(f / "index.json", index.dump());
      },
      "absurd shape"},
     {"truncated_index",
@@ -264,31 +259,31 @@ std::vector<DamagedCheckpoint> const damaged_checkpoints = {
      "its index.json is unusable"},
     {"index_pointing_outside_the_folder",
      [](fs::path const& f) {
-         std::string text = read_bytes(f / "index.json");
+         std::string text = file_bytes(f / "index.json");
          for (std::size_t at; (at = text.find("rank00000-000")) != std::string::npos;) text.replace(at, 13, "../../passwd");
-         write_bytes(f / "index.json", text);
+         write_file(f / "index.json", text);
      },
      "not a plain name"},
     {"interrupted_save", [](fs::path const& f) { fs::remove(f / "COMPLETE"); }, "is incomplete"},
     {"parts_larger_than_their_file",
      [](fs::path const& f) {
-         json index = json::parse(read_bytes(f / "index.json"));
+         json index = json::parse(file_bytes(f / "index.json"));
          index["files"]["rank00000-000.safetensors"]["bytes"] = 100;
-         write_bytes(f / "index.json", index.dump());
+         write_file(f / "index.json", index.dump());
      },
      "more than the file's 100"},
     {"model_of_an_unknown_family",
      [](fs::path const& f) {
-         json index = json::parse(read_bytes(f / "index.json"));
+         json index = json::parse(file_bytes(f / "index.json"));
          index["model"]["family"] = "mamba";
-         write_bytes(f / "index.json", index.dump());
+         write_file(f / "index.json", index.dump());
      },
      "unknown family 'mamba'"},
     {"llama_model_without_its_config",
      [](fs::path const& f) {
-         json index = json::parse(read_bytes(f / "index.json"));
+         json index = json::parse(file_bytes(f / "index.json"));
          index["model"]["family"] = "llama";
-         write_bytes(f / "index.json", index.dump());
+         write_file(f / "index.json", index.dump());
      },
      "model has no \"config\""},
 };
@@ -316,13 +311,13 @@ TEST_P(DamagedCheckpoints, AreRefusedAndThePreviousOneStillLoads) {
                               "--sample-tokens 0 --resume ";
     fs::path const err = dir / "stderr.txt";
     int status = std::system((train + damaged.string() + " > /dev/null 2> " + err.string()).c_str());
-    std::string const printed = read_bytes(err);
+    std::string const printed = file_bytes(err);
     EXPECT_EQ(WEXITSTATUS(status), 1) << printed;
     EXPECT_EQ(printed.rfind("axonn: error: checkpoint ", 0), 0u) << printed;
     EXPECT_EQ(printed.find('\n'), printed.size() - 1) << "not one line: " << printed;
     EXPECT_TRUE(earlier.loads_as_saved(previous));
     status = std::system((train + previous.string() + " > /dev/null 2> " + err.string()).c_str());
-    EXPECT_EQ(WEXITSTATUS(status), 0) << read_bytes(err);
+    EXPECT_EQ(WEXITSTATUS(status), 0) << file_bytes(err);
 }
 
 INSTANTIATE_TEST_SUITE_P(Hostile, DamagedCheckpoints, ::testing::ValuesIn(damaged_checkpoints),
@@ -394,9 +389,9 @@ TEST(Checkpoint, AMissingMomentIsDamageNotWeightsOnly) {
     testing::TempDir dir;
     SerialState state(7);
     fs::path const folder = state.save(dir.path(), 3);
-    json index = json::parse(read_bytes(folder / "index.json"));
+    json index = json::parse(file_bytes(folder / "index.json"));
     ASSERT_EQ(index["tensors"].erase("exp_avg_sq.wpe"), 1u);
-    write_bytes(folder / "index.json", index.dump());
+    write_file(folder / "index.json", index.dump());
     std::string const error = error_of([&] { CheckpointReader(folder).has_training_state(); });
     EXPECT_NE(error.find("is damaged: it holds a run to resume, but not the AdamW moment exp_avg_sq.wpe of wpe"),
               std::string::npos)
@@ -436,8 +431,8 @@ TEST(HuggingFace, ImportThenExportGivesTheSameTensors) {
     fs::path const again = save_checkpoint(state.grid, config, {imported, {}, {}}, 0, nullptr, {dir / "b"});
     CheckpointReader reimported(again);
     export_hf(reimported, dir / "hf2");
-    EXPECT_TRUE(read_bytes(dir / "hf" / "model.safetensors") == read_bytes(dir / "hf2" / "model.safetensors"));
-    EXPECT_EQ(read_bytes(dir / "hf" / "config.json"), read_bytes(dir / "hf2" / "config.json"));
+    EXPECT_TRUE(file_bytes(dir / "hf" / "model.safetensors") == file_bytes(dir / "hf2" / "model.safetensors"));
+    EXPECT_EQ(file_bytes(dir / "hf" / "config.json"), file_bytes(dir / "hf2" / "config.json"));
 }
 
 // A copy of a Hugging Face folder with its tensors shared out over two shards and a model.safetensors.index.json,
@@ -459,10 +454,10 @@ json shard_hf_folder(fs::path const& from, fs::path const& to) {
         index["weight_map"][entry.name] = fmt::format("model-0000{}-of-00002.safetensors", t % 2 + 1);
     }
     for (int shard = 0; shard < 2; ++shard) {
-        write_bytes(to / fmt::format("model-0000{}-of-00002.safetensors", shard + 1),
+        write_file(to / fmt::format("model-0000{}-of-00002.safetensors", shard + 1),
                     safetensors_header_bytes(entries[shard]) + data[shard]);
     }
-    write_bytes(to / "model.safetensors.index.json", index.dump());
+    write_file(to / "model.safetensors.index.json", index.dump());
     return index;
 }
 
@@ -549,7 +544,7 @@ TEST(HuggingFace, HostileWeightIndexIsRefused) {
     for (HostileIndex const& hostile : cases) {
         fs::path const folder = dir / hostile.name;
         fs::copy(dir / "sharded", folder);
-        write_bytes(folder / "model.safetensors.index.json", hostile.index());
+        write_file(folder / "model.safetensors.index.json", hostile.index());
         std::string const error = error_of([&] { HfSafetensors{folder}; });
         EXPECT_NE(error.find(hostile.expected), std::string::npos) << hostile.name << ": " << error;
         EXPECT_EQ(error.find('\n'), std::string::npos) << hostile.name << ": " << error;
@@ -584,9 +579,9 @@ TEST(HuggingFace, ModelsAxonnCannotReproduceAreRefused) {
         fs::path const folder = dir / hostile.name;
         fs::create_directories(folder);
         fs::copy_file(dir / "good" / "model.safetensors", folder / "model.safetensors");
-        json config = json::parse(read_bytes(dir / "good" / "config.json"));
+        json config = json::parse(file_bytes(dir / "good" / "config.json"));
         hostile.edit_config(config);
-        write_bytes(folder / "config.json", config.dump());
+        write_file(folder / "config.json", config.dump());
         std::string const error = error_of([&] { HfGpt2Weights(folder, read_hf_gpt2_config(folder)); });
         EXPECT_NE(error.find(hostile.expected), std::string::npos) << hostile.name << ": " << error;
     }

@@ -4,6 +4,7 @@
 #include "axonn/io/token_shard.h"
 #include "axonn/perf/machine_profile.h"
 #include "support/temp_dir.h"
+#include "support/files.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -28,6 +29,9 @@
 namespace axonn {
 namespace {
 
+using testing::file_bytes;
+using testing::write_file;
+
 namespace fs = std::filesystem;
 
 struct CommandResult {
@@ -46,25 +50,15 @@ CommandResult run_axonn(std::string const& arguments, fs::path const& dir, std::
     std::string const command = launcher + " timeout 60 " + binary().string() + " " + arguments + " > " +
                                 (dir / "stdout.txt").string() + " 2> " + err.string();
     int const status = std::system(command.c_str());
-    std::ifstream in(err);
-    std::stringstream text;
-    text << in.rdbuf();
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), text.str()};
-}
-
-std::string read_text(fs::path const& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), file_bytes(err)};
 }
 
 void replace_in_file(fs::path const& path, std::string const& from, std::string const& to) {
-    std::string text = read_text(path);
+    std::string text = file_bytes(path);
     std::size_t const at = text.find(from);
     ASSERT_NE(at, std::string::npos) << from << " not in " << path;
     text.replace(at, from.size(), to);
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+    write_file(path, text);
 }
 
 struct BadInput {
@@ -500,7 +494,7 @@ protected:
         std::ofstream(dir_ / "yes_flag.toml") << "debug-collectives = \"yes\"\n";
         std::ofstream(dir_ / "typed.toml") << "steps = \"ten\"\n";
         std::ofstream(dir_ / "section.toml") << "[train]\nsteps = 3\n";
-        std::ofstream(dir_ / "slow.toml") << read_text(machine_profile_dir() / "perlmutter.toml") << "";
+        std::ofstream(dir_ / "slow.toml") << file_bytes(machine_profile_dir() / "perlmutter.toml") << "";
         replace_in_file(dir_ / "slow.toml", "nic_bandwidth = 2.5e10", "nic_bandwidth = 1e-300");
         fs::create_symlink(dir_ / "loop", dir_ / "loop");
         ::mkfifo((dir_ / "fifo").c_str(), 0600);
@@ -556,7 +550,7 @@ TEST_F(CommandLineErrors, Bf16WithoutANativeGemmIsEmulatedAndSaysSoOnce) {
                                precision + " --metrics " + metrics),
                       dir_, environment);
         EXPECT_EQ(result.exit_status, 0) << result.stderr_text;
-        std::istringstream lines(read_text(with_dir(metrics)));
+        std::istringstream lines(file_bytes(with_dir(metrics)));
         double grad_norm = std::nan("");
         for (std::string line; std::getline(lines, line);) {
             nlohmann::json const record = nlohmann::json::parse(line);
@@ -569,7 +563,7 @@ TEST_F(CommandLineErrors, Bf16WithoutANativeGemmIsEmulatedAndSaysSoOnce) {
     std::size_t const first = bf16_stderr.find(note);
     EXPECT_NE(first, std::string::npos) << bf16_stderr;
     EXPECT_EQ(bf16_stderr.find(note, first + 1), std::string::npos) << "noted twice";
-    EXPECT_NE(read_text(dir_ / "stdout.txt").find("cpu, bf16 GEMMs emulated in fp32"), std::string::npos);
+    EXPECT_NE(file_bytes(dir_ / "stdout.txt").find("cpu, bf16 GEMMs emulated in fp32"), std::string::npos);
     double const fp32_norm = first_grad_norm("fp32", "DNNL_MAX_CPU_ISA=AVX2").first;
     double const difference = std::abs(bf16_norm - fp32_norm) / fp32_norm;
     EXPECT_GT(difference, 1e-5) << "the emulated run did not round to bf16";
@@ -591,7 +585,7 @@ TEST_F(CommandLineErrors, ResumingOnOtherDataIsRefusedUnlessAskedFor) {
     CommandResult const allowed =
         run_axonn(with_dir(run + "--data {dir}/other_data --steps 3 --resume --new-data"), dir_);
     EXPECT_EQ(allowed.exit_status, 0) << allowed.stderr_text;
-    EXPECT_NE(read_text(dir_ / "stdout.txt").find("--new-data: the checkpoint was trained on dataset"),
+    EXPECT_NE(file_bytes(dir_ / "stdout.txt").find("--new-data: the checkpoint was trained on dataset"),
               std::string::npos);
     CommandResult const same = run_axonn(with_dir(run + "--data {dir}/other_data --steps 4 --resume"), dir_);
     EXPECT_EQ(same.exit_status, 0) << "its own data, recorded by the --new-data run: " << same.stderr_text;
@@ -600,7 +594,7 @@ TEST_F(CommandLineErrors, ResumingOnOtherDataIsRefusedUnlessAskedFor) {
 // Each step's training loss in a metrics file, by step.
 std::map<int, double> step_losses(fs::path const& metrics) {
     std::map<int, double> losses;
-    std::istringstream lines(read_text(metrics));
+    std::istringstream lines(file_bytes(metrics));
     for (std::string line; std::getline(lines, line);) {
         nlohmann::json const record = nlohmann::json::parse(line);
         if (record.contains("loss")) losses[record["step"].get<int>()] = record["loss"].get<double>();
@@ -625,7 +619,7 @@ TEST_F(CommandLineErrors, AResumedRunAppendsToItsOwnMetricsOnly) {
     ASSERT_EQ(run_axonn(with_dir(run + "--steps 2 --metrics {dir}/other.jsonl"), dir_).exit_status, 0);
     auto const run_ids = [](fs::path const& metrics) {
         std::set<std::string> ids;
-        std::istringstream lines(read_text(metrics));
+        std::istringstream lines(file_bytes(metrics));
         for (std::string line; std::getline(lines, line);) ids.insert(nlohmann::json::parse(line).value("run", ""));
         return ids;
     };
@@ -641,12 +635,12 @@ TEST_F(CommandLineErrors, AResumedRunAppendsToItsOwnMetricsOnly) {
                     "line 1 is a record of run " + *other.begin() + ", not of this run (run " + *own.begin() + ")"},
           std::pair{"text.txt", std::string("line 1 is not a metrics record, not of this run")}}) {
         SCOPED_TRACE(metrics);
-        std::string const before = read_text(dir_ / metrics);
+        std::string const before = file_bytes(dir_ / metrics);
         CommandResult const refused = run_axonn(with_dir(resume + "--metrics {dir}/" + metrics), dir_);
         EXPECT_EQ(refused.exit_status, 1) << refused.stderr_text;
         EXPECT_NE(refused.stderr_text.find(problem), std::string::npos) << refused.stderr_text;
         EXPECT_NE(refused.stderr_text.find("name another --metrics path, or pass --overwrite"), std::string::npos);
-        EXPECT_EQ(read_text(dir_ / metrics), before);
+        EXPECT_EQ(file_bytes(dir_ / metrics), before);
     }
     {
         std::ofstream torn(dir_ / "own.jsonl", std::ios::app);
@@ -727,10 +721,10 @@ TEST_F(CommandLineErrors, RollingBackToAnEarlierCheckpointKeepsTheLaterOnesAside
     ASSERT_EQ(run_axonn(with_dir(run), dir_).exit_status, 0);
     CommandResult const rolled = run_axonn(with_dir(run + "--resume {dir}/rollback/step_00000002/"), dir_);
     ASSERT_EQ(rolled.exit_status, 0) << rolled.stderr_text;
-    EXPECT_NE(read_text(dir_ / "stdout.txt").find("rolling back to step 2: the later checkpoints are kept aside as "
+    EXPECT_NE(file_bytes(dir_ / "stdout.txt").find("rolling back to step 2: the later checkpoints are kept aside as "
                                                   "step_00000004.rolled-back-"),
               std::string::npos)
-        << read_text(dir_ / "stdout.txt");
+        << file_bytes(dir_ / "stdout.txt");
     int aside = 0;
     for (auto const& entry : fs::directory_iterator(dir_ / "rollback")) {
         aside += entry.path().filename().string().starts_with("step_00000004.rolled-back-");
@@ -748,7 +742,7 @@ TEST_F(CommandLineErrors, TheDefaultEvaluationFitsASmallValidationSet) {
                             "--overwrite";
     CommandResult const result = run_axonn(with_dir(run), dir_);
     EXPECT_EQ(result.exit_status, 0) << result.stderr_text;
-    EXPECT_NE(read_text(dir_ / "small_val.jsonl").find("val_loss"), std::string::npos);
+    EXPECT_NE(file_bytes(dir_ / "small_val.jsonl").find("val_loss"), std::string::npos);
     CommandResult const too_many = run_axonn(with_dir(run + " --eval-batches 6"), dir_);
     EXPECT_EQ(too_many.exit_status, 2);
     EXPECT_NE(too_many.stderr_text.find("it has 5 batches of 4 x 128 tokens; use at most 5"), std::string::npos)
@@ -765,7 +759,7 @@ TEST_F(CommandLineErrors, MemorizationEvalOfACheckpointPrintsItsScores) {
                  "{dir}/docs.jsonl --tokenizer byte --prefix 4 --suffix 4 --goldfish k=2,h=1 --json"),
         dir_);
     ASSERT_EQ(result.exit_status, 0) << result.stderr_text;
-    nlohmann::json const report = nlohmann::json::parse(read_text(dir_ / "stdout.txt"));
+    nlohmann::json const report = nlohmann::json::parse(file_bytes(dir_ / "stdout.txt"));
     EXPECT_EQ(report["skipped_short"], 1);
     EXPECT_EQ(report["members"]["documents"], 1);
     ASSERT_EQ(report["buckets"].size(), 2u);  // the held-out bucket sorts first
@@ -788,7 +782,7 @@ TEST_F(CommandLineErrors, GenerateFromACheckpointPrintsEachContinuation) {
         dir_);
     ASSERT_EQ(result.exit_status, 0) << result.stderr_text;
     EXPECT_NE(result.stderr_text.find("generated 10 tokens for 2 prompt(s)"), std::string::npos) << result.stderr_text;
-    nlohmann::json const report = nlohmann::json::parse(read_text(dir_ / "stdout.txt"));
+    nlohmann::json const report = nlohmann::json::parse(file_bytes(dir_ / "stdout.txt"));
     ASSERT_EQ(report.size(), 2u);
     EXPECT_EQ(report[0]["prompt"], "It is");
     EXPECT_EQ(report[1]["prompt"], "She said");
@@ -804,7 +798,7 @@ TEST_F(CommandLineErrors, GenerateFromACheckpointPrintsEachContinuation) {
                  "--max-new-tokens 5 --greedy --json"),
         dir_);
     ASSERT_EQ(from_hf.exit_status, 0) << from_hf.stderr_text;
-    EXPECT_EQ(nlohmann::json::parse(read_text(dir_ / "stdout.txt")), report);
+    EXPECT_EQ(nlohmann::json::parse(file_bytes(dir_ / "stdout.txt")), report);
 }
 
 // Not an error: fine-tuning records prepared with their loss mask train from a checkpoint (--init-from), counting
@@ -816,14 +810,14 @@ TEST_F(CommandLineErrors, FinetuningOnRecordsFromACheckpointCountsTheResponses) 
                  "--tokenizer byte"),
         dir_);
     ASSERT_EQ(prepared.exit_status, 0) << prepared.stderr_text;
-    EXPECT_NE(read_text(dir_ / "stdout.txt").find("(54 records, "), std::string::npos)
-        << read_text(dir_ / "stdout.txt");
+    EXPECT_NE(file_bytes(dir_ / "stdout.txt").find("(54 records, "), std::string::npos)
+        << file_bytes(dir_ / "stdout.txt");
     CommandResult const trained = run_axonn(
         with_dir("train --data {dir}/records --init-from {dir}/model --tokenizer byte --steps 2 --batch 2 --seq 32 "
                  "--eval-batches 1 --sample-tokens 0"),
         dir_);
     ASSERT_EQ(trained.exit_status, 0) << trained.stderr_text;
-    std::string const out = read_text(dir_ / "stdout.txt");
+    std::string const out = file_bytes(dir_ / "stdout.txt");
     EXPECT_NE(out.find("training tokens count as targets (responses, not prompts); validation is masked alike"),
               std::string::npos) << out;
     EXPECT_NE(out.find("weights from"), std::string::npos) << out;
@@ -850,7 +844,7 @@ TEST_F(CommandLineErrors, PlanListsLlamaGridsThatFitOnFrontier) {
     CommandResult const result = run_axonn("plan --model llama3.1-405b --gpus 4096 --machine frontier --batch 1024 "
                                            "--seq 8192 --recompute layer --precision bf16 --json", dir_);
     ASSERT_EQ(result.exit_status, 0) << result.stderr_text;
-    nlohmann::json const grids = nlohmann::json::parse(read_text(dir_ / "stdout.txt"));
+    nlohmann::json const grids = nlohmann::json::parse(file_bytes(dir_ / "stdout.txt"));
     ASSERT_FALSE(grids.empty());
     for (nlohmann::json const& grid : grids) {
         EXPECT_FALSE(grid.contains("excluded"));
@@ -868,17 +862,17 @@ TEST_F(CommandLineErrors, PlanWeakScalingWritesItsTableAndPlot) {
                                "--machine frontier --precision bf16 --recompute layer --plot {dir}/weak.png --overwrite";
     CommandResult const result = run_axonn(with_dir(series + " --json"), dir_);
     ASSERT_EQ(result.exit_status, 0) << result.stderr_text;
-    nlohmann::json const points = nlohmann::json::parse(read_text(dir_ / "stdout.txt"));
+    nlohmann::json const points = nlohmann::json::parse(file_bytes(dir_ / "stdout.txt"));
     ASSERT_EQ(points.size(), 3u);
     EXPECT_EQ(points[0]["efficiency"], 1.0);
     EXPECT_EQ(points[2]["devices"], 2048);
     EXPECT_EQ(points[2]["batch"], 2048);
-    EXPECT_EQ(read_text(dir_ / "weak.png").substr(0, 8), std::string("\x89PNG\r\n\x1a\n"));
+    EXPECT_EQ(file_bytes(dir_ / "weak.png").substr(0, 8), std::string("\x89PNG\r\n\x1a\n"));
     ASSERT_EQ(run_axonn(with_dir(series), dir_).exit_status, 0);
-    EXPECT_NE(read_text(dir_ / "stdout.txt").find("efficiency"), std::string::npos);
+    EXPECT_NE(file_bytes(dir_ / "stdout.txt").find("efficiency"), std::string::npos);
     // A fixed batch: every point trains --batch sequences.
     ASSERT_EQ(run_axonn(with_dir(series + " --json --weak-scaling-batch fixed"), dir_).exit_status, 0);
-    nlohmann::json const fixed = nlohmann::json::parse(read_text(dir_ / "stdout.txt"));
+    nlohmann::json const fixed = nlohmann::json::parse(file_bytes(dir_ / "stdout.txt"));
     ASSERT_EQ(fixed.size(), 3u);
     for (auto const& point : fixed) EXPECT_EQ(point["batch"], 512) << point.dump();
     EXPECT_EQ(fixed[2]["devices"], 2048);
@@ -912,7 +906,7 @@ TEST_F(CommandLineErrors, GenerateFromAHuggingFaceLlamaFolder) {
         with_dir("generate --model-dir {dir}/llama_hf --tokenizer byte --prompt abc --max-new-tokens 6 --greedy --json"),
         dir_);
     ASSERT_EQ(result.exit_status, 0) << result.stderr_text;
-    nlohmann::json const report = nlohmann::json::parse(read_text(dir_ / "stdout.txt"));
+    nlohmann::json const report = nlohmann::json::parse(file_bytes(dir_ / "stdout.txt"));
     ASSERT_EQ(report.size(), 1u);
     EXPECT_EQ(report[0]["prompt_tokens"], 3);
     EXPECT_EQ(report[0]["tokens"].size(), 6u);
@@ -924,21 +918,21 @@ TEST_F(CommandLineErrors, TokenizeThenDecodeGivesTheTextBack) {
     std::ofstream(dir_ / "cute.txt") << "Hello, my dog is cute";
     CommandResult const encoded = run_axonn(with_dir("tokenize --tokenizer llama3 {dir}/cute.txt"), dir_);
     ASSERT_EQ(encoded.exit_status, 0) << encoded.stderr_text;
-    std::string const ids = read_text(dir_ / "stdout.txt");
+    std::string const ids = file_bytes(dir_ / "stdout.txt");
     EXPECT_EQ(nlohmann::json::parse(ids), nlohmann::json({9906, 11, 856, 5679, 374, 19369})) << ids;
     std::ofstream(dir_ / "cute_ids.json") << ids;
     CommandResult const decoded = run_axonn(with_dir("tokenize --tokenizer llama3 --decode {dir}/cute_ids.json"), dir_);
     ASSERT_EQ(decoded.exit_status, 0) << decoded.stderr_text;
-    EXPECT_EQ(read_text(dir_ / "stdout.txt"), "Hello, my dog is cute");
+    EXPECT_EQ(file_bytes(dir_ / "stdout.txt"), "Hello, my dog is cute");
     for (char const* input : {"", "- "}) {
         CommandResult const piped =
             run_axonn(with_dir(std::string("tokenize --tokenizer llama3 ") + input + "< {dir}/cute.txt"), dir_);
         ASSERT_EQ(piped.exit_status, 0) << piped.stderr_text;
-        EXPECT_EQ(read_text(dir_ / "stdout.txt"), ids) << "FILE '" << input << "'";
+        EXPECT_EQ(file_bytes(dir_ / "stdout.txt"), ids) << "FILE '" << input << "'";
     }
     CommandResult const piped_ids = run_axonn(with_dir("tokenize --tokenizer llama3 --decode < {dir}/cute_ids.json"), dir_);
     ASSERT_EQ(piped_ids.exit_status, 0) << piped_ids.stderr_text;
-    EXPECT_EQ(read_text(dir_ / "stdout.txt"), "Hello, my dog is cute");
+    EXPECT_EQ(file_bytes(dir_ / "stdout.txt"), "Hello, my dog is cute");
 }
 
 TEST_P(CommandLineErrors, OneLineErrorAndNonZeroExit) {
@@ -980,7 +974,7 @@ TEST_F(CommandLineErrors, AResultThatCannotBeWrittenIsAFailure) {
         int const status = std::system(command.c_str());
         ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
         EXPECT_EQ(WEXITSTATUS(status), 1) << format;
-        std::string const error = read_text(dir_ / "stderr.txt");
+        std::string const error = file_bytes(dir_ / "stderr.txt");
         EXPECT_NE(error.find("cannot write the output: No space left on device"), std::string::npos) << error;
         EXPECT_EQ(std::count(error.begin(), error.end(), '\n'), 1) << error;
     }
@@ -993,7 +987,7 @@ TEST_F(CommandLineErrors, MetricsOnAFillingDiskKeepWholeLines) {
                                            "--eval-every 1000 --metrics " + metrics.string(),
                                            dir_, "ulimit -f 8; PMIX_MCA_gds=hash");
     EXPECT_EQ(result.exit_status, 1) << result.stderr_text;
-    std::string const lines = read_text(metrics);
+    std::string const lines = file_bytes(metrics);
     ASSERT_FALSE(lines.empty());
     EXPECT_EQ(lines.back(), '\n') << "a torn last line: " << lines.substr(lines.rfind('\n') + 1);
     EXPECT_LT(std::count(lines.begin(), lines.end(), '\n'), 40);
@@ -1004,13 +998,13 @@ TEST_F(CommandLineErrors, PrepareOnAFullDiskKeepsThePreviousPair) {
     fs::path const out = dir_ / "pair";
     std::string const prepare = "prepare --tokenizer byte --out " + out.string() + " --input ";
     ASSERT_EQ(run_axonn(prepare + (dir_ / "text.txt").string(), dir_).exit_status, 0);
-    std::string const train_before = read_text(out / "train.bin"), val_before = read_text(out / "val.bin");
+    std::string const train_before = file_bytes(out / "train.bin"), val_before = file_bytes(out / "val.bin");
     std::ofstream(dir_ / "long.txt") << std::string(200000, 'x');  // 400 KB of 16-bit tokens: past the limit
     CommandResult const result = run_axonn(prepare + (dir_ / "long.txt").string(), dir_, "ulimit -f 64; PMIX_MCA_gds=hash");
     EXPECT_EQ(result.exit_status, 1) << result.stderr_text;
     EXPECT_NE(result.stderr_text.find("size limit"), std::string::npos) << result.stderr_text;
-    EXPECT_EQ(read_text(out / "train.bin"), train_before);
-    EXPECT_EQ(read_text(out / "val.bin"), val_before);
+    EXPECT_EQ(file_bytes(out / "train.bin"), train_before);
+    EXPECT_EQ(file_bytes(out / "val.bin"), val_before);
     EXPECT_FALSE(fs::exists(out / "train.bin.partial"));
     EXPECT_FALSE(fs::exists(out / "val.bin.partial"));
 }

@@ -4,6 +4,7 @@
 #include "axonn/core/file_io.h"
 #include "support/error_of.h"
 #include "support/temp_dir.h"
+#include "support/files.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -16,16 +17,12 @@
 namespace axonn {
 namespace {
 
+using testing::file_bytes;
+
 namespace fs = std::filesystem;
 using testing::error_of;
 using testing::TempDir;
 
-std::string read_text(fs::path const& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
 
 TEST(FileIo, InputsThatAreNotRegularFilesAreNamedAsWhatTheyAre) {
     TempDir dir;
@@ -56,13 +53,13 @@ TEST(FileIo, AnAtomicFileAppearsOnlyWhenCommitted) {
     {
         AtomicFile file(path, "test file");
         file.write("new contents");
-        EXPECT_EQ(read_text(path), "old");  // until commit, the old file stays
+        EXPECT_EQ(file_bytes(path), "old");  // until commit, the old file stays
         EXPECT_TRUE(fs::exists(dir / "out.txt.partial"));
     }  // abandoned: a failure between writing and committing
-    EXPECT_EQ(read_text(path), "old");
+    EXPECT_EQ(file_bytes(path), "old");
     EXPECT_FALSE(fs::exists(dir / "out.txt.partial"));
     write_file_atomically(path, "new", "test file");
-    EXPECT_EQ(read_text(path), "new");
+    EXPECT_EQ(file_bytes(path), "new");
 }
 
 TEST(FileIo, TwoWritersOfOneFileCollideWithAnErrorNotATornFile) {
@@ -73,16 +70,16 @@ TEST(FileIo, TwoWritersOfOneFileCollideWithAnErrorNotATornFile) {
     EXPECT_NE(error_of([&] { AtomicFile second(path, "token shard"); }).find("another process is writing it"),
               std::string::npos);
     first.commit();
-    EXPECT_EQ(read_text(path), "first");
+    EXPECT_EQ(file_bytes(path), "first");
     write_file_atomically(path, "second", "token shard");  // once the first is done, the next writer may go
-    EXPECT_EQ(read_text(path), "second");
+    EXPECT_EQ(file_bytes(path), "second");
 }
 
 TEST(FileIo, APartialFileLeftByAKilledWriterIsWrittenOver) {
     TempDir dir;
     std::ofstream(dir / "out.txt.partial") << "stale bytes from a killed run";
     write_file_atomically(dir / "out.txt", "fresh", "test file");
-    EXPECT_EQ(read_text(dir / "out.txt"), "fresh");
+    EXPECT_EQ(file_bytes(dir / "out.txt"), "fresh");
     EXPECT_FALSE(fs::exists(dir / "out.txt.partial"));
 }
 
@@ -103,12 +100,12 @@ TEST(FileIo, AnOutputFileBelongsToOneRunAndKeepsAnEarlierRunsData) {
                   "another run"), std::string::npos);
         first.write("line 2\n");
     }
-    EXPECT_EQ(read_text(path), "line 1\nline 2\n");
+    EXPECT_EQ(file_bytes(path), "line 1\nline 2\n");
     EXPECT_NE(error_of([&] { ExclusiveOutputFile(path, "metrics file", ExistingOutput::refuse); }).find("already exists (14 bytes"),
               std::string::npos);
-    EXPECT_EQ(read_text(path), "line 1\nline 2\n");  // refused, not emptied
+    EXPECT_EQ(file_bytes(path), "line 1\nline 2\n");  // refused, not emptied
     ExclusiveOutputFile(path, "metrics file", ExistingOutput::overwrite).write("again\n");
-    EXPECT_EQ(read_text(path), "again\n");
+    EXPECT_EQ(file_bytes(path), "again\n");
 }
 
 TEST(FileIo, NoOutputMayBeAnInput) {

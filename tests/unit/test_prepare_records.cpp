@@ -8,6 +8,7 @@
 #include "axonn/io/tokenizer.h"
 
 #include "support/temp_dir.h"
+#include "support/files.h"
 
 #include <gtest/gtest.h>
 
@@ -20,14 +21,12 @@
 namespace axonn {
 namespace {
 
+using testing::write_file;
+
 using axonn::testing::TempDir;
 
 constexpr std::int32_t byte_eot = 256;
 
-std::filesystem::path write_text(std::filesystem::path const& path, std::string const& text) {
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
-    return path;
-}
 
 // A shard read back as records: the tokens and mask up to and including each end-of-text.
 struct ShardRecord {
@@ -66,7 +65,7 @@ ShardRecord byte_record(std::string const& prompt_part, std::string const& respo
 
 PrepareOptions jsonl_options(TempDir const& dir, std::string const& records) {
     PrepareOptions options;
-    options.inputs = {write_text(dir / "records.jsonl", records)};
+    options.inputs = {write_file(dir / "records.jsonl", records)};
     options.out_dir = dir / "shards";
     options.tokenizer = "byte";
     options.format = "jsonl";

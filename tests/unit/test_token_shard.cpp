@@ -4,6 +4,7 @@
 #include "axonn/io/token_shard.h"
 
 #include "support/temp_dir.h"
+#include "support/files.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -21,17 +22,13 @@
 namespace axonn {
 namespace {
 
+using testing::file_bytes;
+using testing::write_file;
+
 using axonn::testing::TempDir;
 
 // A fresh folder per test, removed afterwards.
-std::string read_bytes(std::filesystem::path const& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
-void write_bytes(std::filesystem::path const& path, std::string const& bytes) {
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
 
 void set_header_word(std::string& bytes, int index, std::int32_t value) {
     std::memcpy(bytes.data() + index * sizeof(std::int32_t), &value, sizeof(value));
@@ -176,9 +173,9 @@ TEST_P(BrokenShardTest, ThrowsOneLineNamingTheFile) {
     std::filesystem::path const path = dir / "broken.bin";
     std::vector<std::int32_t> const tokens = {10, 20, 30, 40};
     write_token_shard(path, tokens, 16);
-    std::string bytes = read_bytes(path);
+    std::string bytes = file_bytes(path);
     GetParam().damage(bytes);
-    write_bytes(path, bytes);
+    write_file(path, bytes);
     try {
         TokenShard::open(path);
         FAIL() << "opening a shard with " << GetParam().name << " did not throw";
@@ -241,11 +238,11 @@ TEST(TokenShard, RecordsItsTokenizerAndDataset) {
 std::filesystem::path old_shard(TempDir const& dir, int version) {
     std::filesystem::path const path = dir / "old.bin";
     write_token_shard(path, std::vector<std::int32_t>{5, 6, 7, 8}, 16, ShardOrigin{{"gpt2", 50257}, 99});
-    std::string bytes = read_bytes(path);
+    std::string bytes = file_bytes(path);
     set_header_word(bytes, 1, version);
     for (int word = 5; version == 1 && word < 16; ++word) set_header_word(bytes, word, 0);
     set_header_word(bytes, 16, 1);
-    write_bytes(path, bytes);
+    write_file(path, bytes);
     return path;
 }
 
