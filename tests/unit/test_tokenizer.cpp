@@ -3,6 +3,7 @@
 #include "axonn/core/error.h"
 #include "axonn/io/tokenizer.h"
 
+#include "support/files.h"
 #include "support/temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -20,6 +21,7 @@ namespace axonn {
 namespace {
 
 using axonn::testing::TempDir;
+using axonn::testing::write_file;
 
 using Ids = std::vector<std::int32_t>;
 
@@ -165,10 +167,6 @@ void expect_fetch_error(std::filesystem::path const& directory, std::filesystem:
         EXPECT_NE(message.find("scripts/fetch-tokenizer"), std::string::npos) << message;
         EXPECT_EQ(message.find('\n'), std::string::npos) << message;
     }
-}
-
-void write_file(std::filesystem::path const& path, std::string const& contents) {
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << contents;
 }
 
 TEST(MakeTokenizer, MissingGpt2FolderSaysHowToFetchIt) {
