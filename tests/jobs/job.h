@@ -101,6 +101,15 @@ inline std::map<int, std::string> step_results(std::filesystem::path const& path
     return results;
 }
 
+// ASAN_OPTIONS for a job whose ranks preload a library (support/kill_at_file_operation.cpp): AddressSanitizer
+// (scripts/test --sanitize) refuses to start unless its runtime comes first in the library list, which LD_PRELOAD
+// puts second, and then no rank of the job runs at all; the check goes, the rest stays.
+inline std::string asan_options_with_preload() {
+    char const* options = std::getenv("ASAN_OPTIONS");
+    return (options != nullptr && *options != '\0' ? std::string(options) + ":" : std::string()) +
+           "verify_asan_link_order=0";
+}
+
 // Every safetensors file of two checkpoints, compared byte for byte.
 inline void expect_same_checkpoint_data(std::filesystem::path const& a, std::filesystem::path const& b) {
     std::size_t files = 0;

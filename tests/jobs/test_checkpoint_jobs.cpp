@@ -174,9 +174,10 @@ TEST_F(CheckpointJobs, AnAsyncSaveKilledMidwayResumesBitwise) {
     fs::remove(async.string() + ".jsonl");
     testing::JobResult const killed = mpirun(
         std::string("-x LD_PRELOAD=") + AXONN_KILL_AT_LIBRARY +
-        " -x AXONN_KILL_AT=open:step_00000004.partial/rank00001-000.safetensors.partial " + grid4 + async_command);
+        " -x AXONN_KILL_AT=open:step_00000004.partial/rank00001-000.safetensors.partial -x ASAN_OPTIONS=" +
+        testing::asan_options_with_preload() + " " + grid4 + async_command);
     EXPECT_NE(killed.exit_status, 0) << "the kill did not happen";
-    EXPECT_TRUE(fs::exists(async / "step_00000002" / "COMPLETE"));
+    EXPECT_TRUE(fs::exists(async / "step_00000002" / "COMPLETE")) << killed.stderr_text;
     EXPECT_FALSE(fs::exists(async / "step_00000004")) << "the killed save was completed";
     testing::JobResult const resumed = mpirun(std::string(grid4) + async_command + " --resume latest");
     ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;

@@ -93,14 +93,6 @@ TEST_F(LlamaJob, TrainResumeExportImportAndGenerate) {
     EXPECT_EQ(outputs[2], outputs[0]) << "on a grid of 4";
 }
 
-// ASAN_OPTIONS for a job whose ranks preload a library: AddressSanitizer (scripts/test --sanitize) refuses to start
-// unless its runtime comes first in the library list, which LD_PRELOAD puts second; the check goes, the rest stays.
-std::string asan_options_with_preload() {
-    char const* options = std::getenv("ASAN_OPTIONS");
-    return (options != nullptr && *options != '\0' ? std::string(options) + ":" : std::string()) +
-           "verify_asan_link_order=0";
-}
-
 // A kill in the two windows a timed kill almost never hits, for each family, on data=1,z=1,y=2,x=2, with a save
 // every 2 steps and --keep 1 (support/kill_at_file_operation.cpp, loaded into the ranks):
 //   - rank 0 killed right after renaming step_00000004 into place, before marking it complete: step_00000002 is the
