@@ -80,7 +80,9 @@ void read_merges(std::filesystem::path const& path, ByteSpelling const& spelling
         }
         auto const left = spelling.bytes(left_spelled);
         auto const right = spelling.bytes(right_spelled);
-        if (!left || !right) fail_corrupt_gpt2_file(path, "line {} is not spelled in GPT-2's byte alphabet", line_number);
+        if (!left || !right) {
+            fail_corrupt_gpt2_file(path, "line {} is not spelled in GPT-2's byte alphabet", line_number);
+        }
         if (!merger.add_merge(*left, *right, vocabulary)) {
             fail_corrupt_gpt2_file(path, "line {} merges tokens that encoder.json lacks", line_number);
         }

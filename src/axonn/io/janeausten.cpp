@@ -50,8 +50,8 @@ template <typename... Args>
 // Inflates one stream: to exactly expected_bytes when the record says how many, else (the index) to at most
 // max_package_index_bytes.
 std::string inflate_stream(std::string_view compressed, std::size_t expected_bytes, std::filesystem::path const& file) {
-    return inflate_bounded(compressed, expected_bytes, expected_bytes > 0 ? max_package_bytes : max_package_index_bytes, file,
-                           "extract r-cran-janeaustenr again");
+    std::size_t const limit = expected_bytes > 0 ? max_package_bytes : max_package_index_bytes;
+    return inflate_bounded(compressed, expected_bytes, limit, file, "extract r-cran-janeaustenr again");
 }
 
 // ---- R's XDR serialization ------------------------------------------------------------------------------------------
@@ -121,7 +121,9 @@ private:
     }
 
     std::string_view read_bytes(std::size_t count) {
-        if (count > bytes_.size() - position_) fail_corrupt_package_file(file_, "an R object runs past the end of its data");
+        if (count > bytes_.size() - position_) {
+            fail_corrupt_package_file(file_, "an R object runs past the end of its data");
+        }
         std::string_view const bytes = bytes_.substr(position_, count);
         position_ += count;
         return bytes;
@@ -218,7 +220,9 @@ private:
     }
 
     std::optional<std::string> read_string_element() {
-        if ((read_int() & 0xFF) != sexp::character) fail_corrupt_package_file(file_, "a character vector holds a non-string");
+        if ((read_int() & 0xFF) != sexp::character) {
+            fail_corrupt_package_file(file_, "a character vector holds a non-string");
+        }
         return read_character();
     }
 

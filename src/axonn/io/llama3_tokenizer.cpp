@@ -81,7 +81,9 @@ json parse_tokenizer_file(std::filesystem::path const& path) {
 json const& member(std::filesystem::path const& path, json const& object, std::string_view key,
                    bool (json::*is_kind)() const noexcept, std::string_view kind) {
     auto const found = object.find(key);
-    if (found == object.end() || !((*found).*is_kind)()) fail_corrupt_tokenizer_json(path, "\"{}\" is not {}", key, kind);
+    if (found == object.end() || !((*found).*is_kind)()) {
+        fail_corrupt_tokenizer_json(path, "\"{}\" is not {}", key, kind);
+    }
     return *found;
 }
 
