@@ -42,7 +42,7 @@ Decoder::Decoder(Architecture architecture, Backend& backend, ProcessGrid& grid,
     vocab_ = std::make_unique<VocabBlocks>(grid, backend, vocab_blocks(arch_), vocab_block(dims), options_.precision,
                                            options_.grad_scatter_comm, options_.overlap);
     activation_staging_ =
-        Tensor({std::max<std::int64_t>(1, bf16_staging_numel(dims, shape, options_))}, options_.precision, memory);
+        Tensor({buffer_numel(bf16_staging_numel(dims, shape, options_))}, options_.precision, memory);
     if (memory != Memory::host) {
         batch_ids_ = Tensor({2, dims.BT}, DType::i32, memory);
         host_losses_.resize(static_cast<std::size_t>(dims.BT));

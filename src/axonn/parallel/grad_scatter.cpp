@@ -1,7 +1,5 @@
 #include "axonn/parallel/grad_scatter.h"
 
-#include <algorithm>
-
 namespace axonn {
 
 std::int64_t GradScatter::buffer_numel(int z, std::int64_t max_block_numel, int ring) {
@@ -16,9 +14,9 @@ std::int64_t GradScatter::staging_numel(int z, std::int64_t max_block_numel, int
 GradScatter::GradScatter(Backend& backend, Communicator& z, std::int64_t max_block_numel, int ring, bool overlap,
                          DType comm_dtype)
     : backend_(backend), z_(z), overlap_(overlap), comm_dtype_(comm_dtype), max_block_numel_(max_block_numel),
-      storage_({std::max<std::int64_t>(1, buffer_numel(z.size(), max_block_numel, ring))}, DType::f32,
+      storage_({axonn::buffer_numel(buffer_numel(z.size(), max_block_numel, ring))}, DType::f32,
                backend.memory()),
-      staging_({std::max<std::int64_t>(1, staging_numel(z.size(), max_block_numel, ring, comm_dtype))},
+      staging_({axonn::buffer_numel(staging_numel(z.size(), max_block_numel, ring, comm_dtype))},
                DType::bf16, backend.memory()),
       ring_(z.size() == 1 ? 0 : static_cast<std::size_t>(ring)) {}
 

@@ -2,7 +2,6 @@
 
 #include "axonn/core/error.h"
 
-#include <algorithm>
 #include <cmath>
 
 namespace axonn {
@@ -15,7 +14,7 @@ GradientSync::GradientSync(ShardLayout const& layout, Backend& backend, Communic
                            GradScatter& scatter, bool overlap, DType comm_dtype)
     : layout_(layout), backend_(backend), z_(z), data_(data), scatter_(scatter), overlap_(overlap),
       comm_dtype_(comm_dtype),
-      mirror_({std::max<std::int64_t>(1, mirror_numel(layout, data.size(), comm_dtype))}, DType::bf16,
+      mirror_({axonn::buffer_numel(mirror_numel(layout, data.size(), comm_dtype))}, DType::bf16,
               backend.memory()) {}
 
 void GradientSync::begin(float* grads) {

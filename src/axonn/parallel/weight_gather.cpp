@@ -2,8 +2,6 @@
 
 #include "axonn/core/error.h"
 
-#include <algorithm>
-
 namespace axonn {
 
 std::int64_t WeightGather::buffer_numel(int z, std::int64_t max_block_numel, std::int64_t cached_numel) {
@@ -14,7 +12,7 @@ std::int64_t WeightGather::buffer_numel(int z, std::int64_t max_block_numel, std
 WeightGather::WeightGather(Communicator& z, DType dtype, std::int64_t max_block_numel, bool overlap,
                            std::int64_t cached_numel, Memory memory)
     : z_(z), dtype_(dtype), overlap_(overlap), caching_(cached_numel > 0),
-      storage_({std::max<std::int64_t>(1, buffer_numel(z.size(), max_block_numel, cached_numel))}, dtype, memory) {
+      storage_({axonn::buffer_numel(buffer_numel(z.size(), max_block_numel, cached_numel))}, dtype, memory) {
     AXONN_INVARIANT(dtype == DType::f32 || dtype == DType::bf16, "weights are gathered in f32 or bf16, not {}",
                     dtype_name(dtype));
     if (z.size() == 1 || caching_) return;
