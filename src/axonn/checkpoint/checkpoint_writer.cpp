@@ -368,7 +368,7 @@ fs::path save_checkpoint(ProcessGrid& grid, ModelConfig const& config, LocalTens
                          json const& run, CheckpointTarget const& target) {
     Communicator& world = grid.comm(Group::world);
     GridPosition const position = GridPosition::of(grid);
-    ShardLayout const layout(config.architecture().declarations, position);
+    ShardLayout const layout(with_vocab_split(config.architecture().declarations, local.vocab_split), position);
     std::vector<CheckpointTensor> const tensors = checkpoint_tensors(layout, local);
     fs::path const partial = start_partial_folder(world, target, step);
     GroupedRanges ranges(world, layout, position, tensors);
@@ -391,7 +391,7 @@ LocalTensors copy_local(LocalTensors const& local, HostBuffer& into) {
         return std::span<float const>(to);
     };
     std::span<float const> const params = copy(local.params), exp_avg = copy(local.exp_avg);
-    return {params, exp_avg, copy(local.exp_avg_sq)};
+    return {params, exp_avg, copy(local.exp_avg_sq), local.vocab_split};
 }
 
 }  // namespace
@@ -403,7 +403,7 @@ PreparedSave::PreparedSave(ProcessGrid& grid, ModelConfig const& config, LocalTe
       run_(std::move(run)),
       target_(std::move(target)),
       position_(GridPosition::of(grid)),
-      layout_(config.architecture().declarations, position_) {
+      layout_(with_vocab_split(config.architecture().declarations, local.vocab_split), position_) {
     Communicator& world = grid.comm(Group::world);
     tensors_ = checkpoint_tensors(layout_, copy_local(local, local_copy_));
     partial_ = start_partial_folder(world, target_, step);

@@ -128,6 +128,11 @@ public:
     virtual void rope_rotate(float* x, double const* inv_freq, int B, int T, int heads, int head_size,
                              std::int64_t stride, int first_position, int direction) = 0;
 
+    // A matrix's column blocks one after another, and back (kernels/cpu/column_blocks.h):
+    // out[parts, rows, block] = in[rows, parts·block]; join_columns the inverse. out and in do not overlap.
+    virtual void split_columns(float* out, float const* in, std::int64_t rows, int parts, int block) = 0;
+    virtual void join_columns(float* out, float const* in, std::int64_t rows, int parts, int block) = 0;
+
     // out[n] = a[n] + b[n]; out may be a or b (its backward needs no kernel: both inputs' gradient is the sum's)
     virtual void residual_forward(float* out, float const* a, float const* b, std::int64_t n) = 0;
     // The residual add and the next norm's statistics in one pass (kernels/cpu/residual.h): sum[N,C] = a + b (sum

@@ -6,6 +6,7 @@
 #include "axonn/kernels/cpu/attention.h"
 #include "axonn/kernels/cpu/attention_cache.h"
 #include "axonn/kernels/cpu/bf16.h"
+#include "axonn/kernels/cpu/column_blocks.h"
 #include "axonn/kernels/cpu/cross_entropy.h"
 #include "axonn/kernels/cpu/encoder.h"
 #include "axonn/kernels/cpu/gelu.h"
@@ -217,6 +218,12 @@ void CpuBackend::bias_gelu_forward(float* out, float* pre, float const* bias, st
 void CpuBackend::gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const* dout, std::int64_t N,
                                     int F) {
     cpu::gelu_bias_backward(dpre, dbias, pre, dout, N, F);
+}
+void CpuBackend::split_columns(float* out, float const* in, std::int64_t rows, int parts, int block) {
+    cpu::split_columns(out, in, rows, parts, block);
+}
+void CpuBackend::join_columns(float* out, float const* in, std::int64_t rows, int parts, int block) {
+    cpu::join_columns(out, in, rows, parts, block);
 }
 void CpuBackend::residual_forward(float* out, float const* a, float const* b, std::int64_t n) {
     cpu::residual_forward(out, a, b, n);

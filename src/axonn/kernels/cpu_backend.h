@@ -65,6 +65,8 @@ public:
     void bias_gelu_forward(float* out, float* pre, float const* bias, std::int64_t N, int F) override;
     void gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const* dout, std::int64_t N,
                             int F) override;
+    void split_columns(float* out, float const* in, std::int64_t rows, int parts, int block) override;
+    void join_columns(float* out, float const* in, std::int64_t rows, int parts, int block) override;
     void residual_forward(float* out, float const* a, float const* b, std::int64_t n) override;
     void residual_norm_statistics(float* sum, float const* a, float const* b, double* stats, std::int64_t N, int C,
                                   bool layernorm) override;

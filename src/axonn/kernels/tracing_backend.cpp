@@ -196,6 +196,16 @@ void TracingBackend::rope_rotate(float* x, double const* inv_freq, int B, int T,
     });
 }
 
+void TracingBackend::split_columns(float* out, float const* in, std::int64_t rows, int parts, int block) {
+    return traced(kernel_kind::elementwise, "split_columns",
+                  [&] { return inner_->split_columns(out, in, rows, parts, block); });
+}
+
+void TracingBackend::join_columns(float* out, float const* in, std::int64_t rows, int parts, int block) {
+    return traced(kernel_kind::elementwise, "join_columns",
+                  [&] { return inner_->join_columns(out, in, rows, parts, block); });
+}
+
 void TracingBackend::residual_forward(float* out, float const* a, float const* b, std::int64_t n) {
     return traced(kernel_kind::elementwise, "residual_forward", [&] { return inner_->residual_forward(out, a, b, n); });
 }

@@ -25,4 +25,11 @@ double Architecture::hardware_flops_per_step(int batch, int seq, bool recompute)
     return tokens * (layer_passes * layers * (layer_gemms + attention) + 3 * 2 * C * padded_vocab);
 }
 
+Architecture Architecture::with_vocab_split(VocabSplit split) const {
+    Architecture laid_out = *this;
+    laid_out.vocab_split = split;
+    laid_out.declarations = axonn::with_vocab_split(declarations, split);
+    return laid_out;
+}
+
 }  // namespace axonn

@@ -40,6 +40,9 @@ struct Architecture {
     std::vector<double> rope_inv_freq;  // rotary positions' frequencies; empty: learned positions
     DecoderParams params;
     std::vector<ParamDecl> declarations;
+    // How the embedding and the LM head split their vocabulary: the families declare AxoNN's (y); a run lays
+    // it out as it chooses (with_vocab_split).
+    VocabSplit vocab_split = VocabSplit::y;
 
     int head_size() const { return width / heads; }
     // The rows of the MLP's first Linear: F, or gate and up's 2F.
@@ -55,6 +58,8 @@ struct Architecture {
     // full s×s scores, and the LM head's 3 times. For GPT-2 it is their 72·B·s·l·h²·(1 + s/6h + V/12lh), and
     // 96·B·s·l·h²·(1 + s/6h + V/16lh) recomputing (V the padded vocabulary the GEMMs compute).
     double hardware_flops_per_step(int batch, int seq, bool recompute) const;
+    // The same model with its vocabulary laid out by `split`.
+    Architecture with_vocab_split(VocabSplit split) const;
 };
 
 }  // namespace axonn

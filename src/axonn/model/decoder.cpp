@@ -18,7 +18,7 @@ Decoder::Decoder(ModelConfig const& model, Backend& backend, ProcessGrid& grid, 
 
 Decoder::Decoder(Architecture architecture, Backend& backend, ProcessGrid& grid, int local_batch, int max_seq,
                  DecoderOptions const& options)
-    : arch_(std::move(architecture)), backend_(backend), grid_(grid), max_batch_(local_batch), max_seq_(max_seq),
+    : arch_(architecture.with_vocab_split(options.vocab_split)), backend_(backend), grid_(grid), max_batch_(local_batch), max_seq_(max_seq),
       options_(options), layout_(arch_.declarations, GridPosition::of(grid)) {
     AXONN_INVARIANT(backend.gemm_dtype() == options.precision, "a model in {} needs a backend made for it, not {}",
                     dtype_name(options.precision), dtype_name(backend.gemm_dtype()));
@@ -64,7 +64,9 @@ Decoder::~Decoder() = default;
 
 std::vector<ParamSegment> Decoder::segments() const { return param_segments(layout_); }
 
-VocabSlice Decoder::vocab_slice() const { return axonn::vocab_slice(grid_, arch_.padded_vocab, arch_.vocab_size); }
+VocabSlice Decoder::vocab_slice() const {
+    return axonn::vocab_slice(grid_, arch_.vocab_split, arch_.padded_vocab, arch_.vocab_size, arch_.width);
+}
 
 void Decoder::init_weights(std::uint64_t seed) {
     if (in_host_memory()) {

@@ -121,7 +121,7 @@ public:
     // Global L2 norm of the (synchronised) gradients, each element of the serial model counted once.
     double gradient_norm();
 
-    // [B, T, Vp/G_y] logits of the last forward (this rank's vocabulary slice); backward overwrites them. In the
+    // [B, T, vocab_slice().rows] logits of the last forward (this rank's vocabulary slice); backward overwrites them. In the
     // backend's memory. Only while holds_logits(): a forward in chunks (DecoderOptions::logit_rows) keeps none.
     float const* logits() const;
     bool holds_logits() const { return logits_held_; }
@@ -164,6 +164,8 @@ private:
     void begin_pass_weights(bool training);
     // The embedding of the batch's tokens (in the kernels' memory) at positions from first_position on.
     void embed(Batch const& kernel_batch, int first_position);
+    // Where the embedding's forward and backward stage a pass's whole hidden states with the vocabulary over X·Y.
+    VocabScratch vocab_scratch();
     // The LM head and its loss over the final norm's rows, in chunks; returns the pass's loss (NaN without targets).
     float head_forward(Batch const& batch, Batch const& kernel_batch, double loss_weight_total);
     std::vector<WeightUse> weight_schedule(bool training) const;
@@ -190,7 +192,7 @@ private:
                                std::int64_t offset, std::int64_t N);
     void norm_backward(float* dinp, float const* dout, float const* inp, float const* mean, float const* rstd,
                        int weight, int bias, std::int64_t offset, std::int64_t N);
-    // The vocabulary block [Vp/G_y, C/G_x] of the embedding (0) or of an untied LM head (1), gathered over Z.
+    // The vocabulary block [Vr, Vh] of the embedding (0) or of an untied LM head (1), gathered over Z.
     WeightView gathered_vocab_block(int which) const;
     int vocab_param(int which) const { return which == 0 ? arch_.params.embed : arch_.params.head; }
     // Starts a vocabulary block's gradient on its way into its parameter's shard (reduce-scattered over Z when Z

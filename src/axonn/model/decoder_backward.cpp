@@ -50,7 +50,7 @@ void Decoder::start_vocab_gradient(int which, GradWrite write) {
 }
 
 GradWrite Decoder::head_block_write() const {
-    // Each vocabulary block's gradient [Vp/Gy, C/Gx] (GPT-2's one for the LM head and the lookup) waits in its
+    // Each vocabulary block's gradient [Vr, Vh] (GPT-2's one for the LM head and the lookup) waits in its
     // block to be reduce-scattered over Z at the end; without a Z split it is the shard itself.
     return grid_.shape().z > 1 || pass_.first ? GradWrite::overwrite : GradWrite::accumulate;
 }
@@ -61,20 +61,23 @@ void Decoder::head_backward(Batch const& batch, std::int64_t first, std::int64_t
     LocalDims const d(arch_, grid_.shape(), batch.B, batch.T);
     Backend& k = backend_;
     VocabSlice const vocab = vocab_slice();
-    float* d_norm = activation_grads_.data<float>() + a.d_norm + first * d.Cx;  // [rows, C/Gx] final_norm's gradient
-    float const* final_norm = activation(a.final_norm) + first * d.Cx;         // [rows, C/Gx]
+    float* scratch = activation_grads_.data<float>();
+    float* d_norm = scratch + a.d_norm + first * d.Cx;  // [rows, C/Gx] final_norm's gradient
+    // [rows, Vh] the head's input: final_norm's rows, or (vocabulary over X·Y) their gathered whole, which the
+    // input gradient's X blocks overwrite once the weight gradient has read them.
+    float* head_input = d.vocab_over_x() ? activation(a.head_input) + first * d.C : activation(a.final_norm) + first * d.Cx;
     int const head_block = vocab_blocks(arch_) - 1;
-    // The logits buffer becomes dlogits in place: the logits are not needed again. The LM head's input gradient
-    // is all-reduced over Y while its weight gradient is computed (OAR); its weight gradient waits in its block
-    // (for the lookup's, when tied), and is reduce-scattered at the end.
-    float* dlogits = activation(a.logits);  // [rows, Vp/Gy]
+    // The logits buffer becomes dlogits in place: the logits are not needed again. The head's weight gradient
+    // waits in its block (for the lookup's, when tied), and is reduce-scattered at the end.
+    float* dlogits = activation(a.logits);  // [rows, Vr]
     k.cross_entropy_backward(dlogits, dlogits, activation(a.logsumexp) + first, batch.targets + first,
                              activation(a.dlosses) + first, rows, vocab.valid, vocab.rows, vocab.begin);
-    parallel_input_gradient(k, linear_groups(false), options_.overlap, d_norm, dlogits,
-                            gathered_vocab_block(head_block), rows, d.Cx, d.Vpy, [&](GemmInput gemm_dlogits) {
-                                k.linear_backward_weight(vocab_block_grad(head_block), nullptr, gemm_dlogits,
-                                                         final_norm, rows, d.Cx, d.Vpy, write);
-                            });
+    vocab_parallel_head_input_gradient(k, linear_groups(false), options_.overlap, vocab, d_norm,
+                                       scratch + a.d_head_input + first * d.C, head_input, dlogits,
+                                       gathered_vocab_block(head_block), rows, [&](GemmInput gemm_dlogits) {
+                                           k.linear_backward_weight(vocab_block_grad(head_block), nullptr,
+                                                                    gemm_dlogits, head_input, rows, d.Vh, d.Vr, write);
+                                       });
 }
 
 // head_forward's, forward_layer's and embed's steps in reverse (decoder_forward.cpp).
@@ -139,12 +142,12 @@ void Decoder::embedding_backward(GradWrite write) {
     ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
     LocalDims const d(arch_, grid_.shape(), batch.B, batch.T);
     DecoderParams const& p = arch_.params;
-    VocabSlice const vocab = vocab_slice();
     float const* d_input = activation_grads_.data<float>() + a.d_output;  // [B,T,C/Gx] the first layer's input's
-    // The lookup's gradient: the rows of this rank's vocabulary slice; GPT-2's wpe's on every Y rank (replicated).
+    // The lookup's gradient: the rows of this rank's vocabulary slice; GPT-2's wpe's on every rank (replicated
+    // over Y).
     float* dwpe = p.positions >= 0 ? grad(p.positions) : nullptr;
-    backend_.encoder_backward(vocab_block_grad(0), dwpe, d_input, batch.tokens, d.B, d.T, d.Cx, vocab.begin,
-                              vocab.rows);
+    vocab_parallel_embedding_backward(backend_, grid_, vocab_slice(), vocab_block_grad(0), dwpe, d_input,
+                                      vocab_scratch(), batch.tokens, d.B, d.T);
     // The last gradients to finish; what remains (their data sums, the norm) needs them, so they are waited on at
     // once. The untied head's ran under the layers' backward.
     if (!arch_.tied_head) vocab_->finish_gradient(1);

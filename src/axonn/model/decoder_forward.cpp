@@ -112,7 +112,7 @@ void Decoder::begin_pass_weights(bool training) {
     // Weights change between steps: a step's first pass gathers them anew.
     if (!training || pass_.first) step_->weights.invalidate();
     refresh_gemm_weights();
-    // The vocabulary blocks [Vp/G_y, C/G_x] (the embedding, and an untied LM head), gathered over Z once for the
+    // The vocabulary blocks [Vr, Vh] (the embedding, and an untied LM head), gathered over Z once for the
     // lookup, the LM head and the backward; the first Linear's gather starts meanwhile.
     std::vector<void const*> vocab_shards;
     std::vector<std::int64_t> vocab_shard_numel;
@@ -128,12 +128,18 @@ void Decoder::begin_pass_weights(bool training) {
 void Decoder::embed(Batch const& kernel_batch, int first_position) {
     ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
     LocalDims const d(arch_, grid_.shape(), kernel_batch.B, kernel_batch.T);
-    // The positions' embeddings (GPT-2's), added once over Y: those after the cached tokens' when continuing them.
-    float const* wpe = arch_.params.positions >= 0 && grid_.coord(Axis::y) == 0
+    // The positions' embeddings (GPT-2's): those after the cached tokens' when continuing them.
+    float const* wpe = arch_.params.positions >= 0
                            ? param_values(arch_.params.positions) + std::int64_t{first_position} * d.Cx
                            : nullptr;
-    vocab_parallel_embedding_forward(backend_, grid_, vocab_slice(), activation(a.encoded), kernel_batch.tokens,
-                                     gathered_vocab_block(0), wpe, d.B, d.T, d.Cx);
+    vocab_parallel_embedding_forward(backend_, grid_, vocab_slice(), activation(a.encoded), vocab_scratch(),
+                                     kernel_batch.tokens, gathered_vocab_block(0), wpe, d.B, d.T);
+}
+
+VocabScratch Decoder::vocab_scratch() {
+    // Free outside the LM head: the head's gathered input, and its input gradient's buffer.
+    ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
+    return {activation(a.head_input), activation_grads_.data<float>() + a.d_head_input};
 }
 
 float Decoder::head_forward(Batch const& batch, Batch const& kernel_batch, double loss_weight_total) {
@@ -141,16 +147,18 @@ float Decoder::head_forward(Batch const& batch, Batch const& kernel_batch, doubl
     LocalDims const d(arch_, grid_.shape(), batch.B, batch.T);
     std::int64_t const chunks = logit_chunks(d.BT, options_.logit_rows);
     VocabSlice const vocab = vocab_slice();
-    // The LM head: logits[rows, Vp/Gy] = AllReduce_X(final_norm[rows] · head_blkᵀ), the head's block (GPT-2's is the
-    // token embedding's) already gathered, so the GEMM runs on it directly; then each row's cross-entropy over
-    // the vocabulary split over Y. In chunks of rows, a training pass runs each chunk's backward at once, so that
-    // every token's share of the loss is needed first.
+    // The LM head: logits[rows, Vr] from final_norm[rows] and the head's block (GPT-2's is the token embedding's),
+    // already gathered, so the GEMM runs on it directly (vocab_parallel.h); then each row's cross-entropy over the
+    // vocabulary's ranks. In chunks of rows, a training pass runs each chunk's backward at once, so that every
+    // token's share of the loss is needed first.
     double const total = head_backward_in_forward_ ? weigh_tokens_first(batch, loss_weight_total) : loss_weight_total;
     WeightView const head = gathered_vocab_block(vocab_blocks(arch_) - 1);
+    float const* head_input = vocab_parallel_head_input(backend_, grid_, vocab, activation(a.head_input),
+                                                        vocab_scratch().blocks, activation(a.final_norm), d.BT);
     for (std::int64_t c = 0; c < chunks; ++c) {
         std::int64_t const first = d.BT * c / chunks, rows = d.BT * (c + 1) / chunks - first;
-        parallel_linear_forward(backend_, linear_groups(false), options_.overlap, activation(a.logits),
-                                activation(a.final_norm) + first * d.Cx, head, nullptr, rows, d.Cx, d.Vpy);
+        vocab_parallel_logits(backend_, linear_groups(false), options_.overlap, vocab, activation(a.logits),
+                              head_input + first * d.Vh, head, rows);
         if (batch.targets == nullptr) return std::numeric_limits<float>::quiet_NaN();
         vocab_parallel_cross_entropy_forward(backend_, grid_, vocab, activation(a.losses) + first,
                                              activation(a.logsumexp) + first, activation(a.row_max) + first,

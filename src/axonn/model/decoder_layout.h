@@ -17,15 +17,20 @@
 namespace axonn::decoder_layout {
 
 // This process's share of the model's dimensions.
+// The vocabulary's: Vr rows of Vh columns, the LM head's input width (vocab_parallel.h): [Vp/G_y, C/G_x] split
+// over Y, [Vp/(G_x·G_y), C] over the X·Y plane.
 struct LocalDims {
-    int B, T, C, Cx, Cy, NHy, NKVy, hs, Wy, Uy, Fy, L, Vpy;
+    int B, T, C, Cx, Cy, NHy, NKVy, hs, Wy, Uy, Fy, L, Vr, Vh;
     std::int64_t BT;
 
     LocalDims(Architecture const& a, GridShape const& grid, int B_, int T_)
         : B(B_), T(T_), C(a.width), Cx(a.width / grid.x), Cy(a.width / grid.y), NHy(a.heads / grid.y),
           NKVy(std::max(1, a.kv_heads / grid.y)), hs(a.head_size()), Wy((NHy + 2 * NKVy) * hs),
-          Uy(a.mlp_rows() / grid.y), Fy(a.mlp_width / grid.y), L(a.layers), Vpy(a.padded_vocab / grid.y),
-          BT(static_cast<std::int64_t>(B_) * T_) {}
+          Uy(a.mlp_rows() / grid.y), Fy(a.mlp_width / grid.y), L(a.layers),
+          Vr(a.padded_vocab / (a.vocab_split == VocabSplit::xy ? grid.y * grid.x : grid.y)),
+          Vh(a.vocab_split == VocabSplit::xy ? a.width : Cx), BT(static_cast<std::int64_t>(B_) * T_) {}
+    // Whether the vocabulary's rows split over the X·Y plane with a token's whole hidden state on every X rank.
+    bool vocab_over_x() const { return Vh == C && Cx < C; }
 };
 
 // Where layer l's slice of a stacked per-layer vector begins: a norm's or an output Linear's bias (C/G_x per
@@ -41,7 +46,8 @@ struct LayerOffsets {
 inline void require_sizes_fit(LocalDims const& d) {
     long double const per_layer =
         static_cast<long double>(d.BT) * (16.0L * d.Cx + 2.0L * d.Wy + d.Cy + 3.0L * d.Uy + 2.0L * d.Fy + 8.0L + d.NHy);
-    long double const elements = d.L * per_layer + static_cast<long double>(d.BT) * (d.Vpy + 4.0L * d.Cx + 8.0L);
+    long double const elements =
+        d.L * per_layer + static_cast<long double>(d.BT) * (d.Vr + 4.0L * d.Cx + 2.0L * d.Vh + 8.0L);
     AXONN_REQUIRE(elements < 0x1p62L,
                   "{} sequences of {} tokens of this model need about {:.3g} activation values per "
                   "rank, beyond what any machine holds: lower --batch or --seq, or use more ranks",
@@ -65,9 +71,9 @@ struct ActivationLayout {
     std::int64_t BTCx, BTWy, BTCy, BTUy, BTFy, BT, BNHyT;  // per-layer strides
     std::int64_t encoded, outputs, attn_norm, attn_norm_mean, attn_norm_rstd, qkv, attn, attn_lse, attn_residual,
         mlp_norm, mlp_norm_mean, mlp_norm_rstd, mlp_hidden, mlp_act, final_norm, final_norm_mean, final_norm_rstd,
-        logits, losses, logsumexp, row_max, dlosses, total;
+        head_input, logits, losses, logsumexp, row_max, dlosses, total;
     // backward scratch, reused by every layer
-    std::int64_t d_output, d_norm, d_mlp_act, d_mlp_hidden, d_attn, d_qkv, grad_total;
+    std::int64_t d_output, d_norm, d_mlp_act, d_mlp_hidden, d_attn, d_qkv, d_head_input, grad_total;
 
     ActivationLayout(LocalDims const& d, DecoderOptions const& options) {
         BT = d.BT;
@@ -97,7 +103,9 @@ struct ActivationLayout {
         final_norm = take(BTCx);
         final_norm_mean = take(BT);
         final_norm_rstd = take(BT);
-        logits = take(logit_rows_held(d, options) * d.Vpy);  // one chunk's
+        // With the vocabulary over the X·Y plane: final_norm gathered over X, [B,T,C], for the LM head's GEMMs.
+        head_input = take(d.vocab_over_x() ? BT * d.C : 0);
+        logits = take(logit_rows_held(d, options) * d.Vr);  // one chunk's
         losses = take(BT);
         logsumexp = take(BT);
         row_max = take(BT);
@@ -111,6 +119,9 @@ struct ActivationLayout {
         d_mlp_hidden = take(BTUy);
         d_attn = take(BTCy);
         d_qkv = take(BTWy);
+        // With the vocabulary over the X·Y plane, [B,T,C]: the LM head's input gradient before its reduce-scatter
+        // over X; the lookup's sums before theirs (forward), and its gathered output gradient (backward).
+        d_head_input = take(d.vocab_over_x() ? BT * d.C : 0);
         grad_total = next;
     }
 };
@@ -160,14 +171,14 @@ inline std::int64_t layer_linear_blocks(ShardLayout const& layout, Architecture 
     for (int id : a.layer_linears()) total += linear_block(layout, id);
     return total;
 }
-inline std::int64_t vocab_block(LocalDims const& d) { return static_cast<std::int64_t>(d.Vpy) * d.Cx; }
+inline std::int64_t vocab_block(LocalDims const& d) { return static_cast<std::int64_t>(d.Vr) * d.Vh; }
 // The vocabulary blocks: the embedding's, and an untied LM head's.
 inline int vocab_blocks(Architecture const& a) { return a.tied_head ? 1 : 2; }
 
 // The largest output or input gradient a Linear has here: a chunk of the logits, or a layer's Linears' outputs and
 // inputs.
 inline std::int64_t largest_linear_output(LocalDims const& d, DecoderOptions const& options) {
-    return std::max(logit_rows_held(d, options) * d.Vpy, d.BT * std::max<std::int64_t>({d.Wy, d.Uy, d.Fy, d.Cx}));
+    return std::max(logit_rows_held(d, options) * d.Vr, d.BT * std::max<std::int64_t>({d.Wy, d.Uy, d.Fy, d.Cx}));
 }
 
 // The staging buffer of the Linears' all-reduces in mixed precision (parallel/linear.h): the largest output or

@@ -13,8 +13,9 @@ namespace axonn {
 
 using namespace decoder_layout;
 
-DecoderMemory decoder_memory(Architecture const& architecture, GridShape const& grid, int local_batch, int seq,
+DecoderMemory decoder_memory(Architecture const& model, GridShape const& grid, int local_batch, int seq,
                              DecoderOptions const& options) {
+    Architecture const architecture = model.with_vocab_split(options.vocab_split);
     ShardLayout const layout(architecture.declarations, GridPosition{grid});
     std::int64_t const parameters = layout.total();
     std::int64_t const gemm_bytes = dtype_size(options.precision);  // per element of a GEMM's weight or operand

@@ -13,7 +13,7 @@
 namespace axonn {
 namespace {
 
-// The next token's logits over the whole vocabulary, on every rank of the replica: the Y ranks' slices of the
+// The next token's logits over the whole vocabulary, on every rank of the replica: the vocabulary ranks' slices of the
 // given row of the last forward, gathered (padding ids included; they are never chosen).
 std::vector<float> gather_vocabulary(Decoder& model, int row) {
     VocabSlice const slice = model.vocab_slice();

@@ -17,12 +17,27 @@ namespace axonn {
 //   normal_linear      [out, in] of a normal Linear  Y           X              yes
 //   transposed_linear  [out, in] of a transposed one X           Y              yes
 //   vocabulary_block   [Vp, C] embedding / LM head   Y           X              yes
+//   vocabulary_rows    [Vp, C] embedding / LM head   Y, then X   -              yes
+//                      (the vocabulary over the X·Y plane: row slice y·G_x + x, every column)
 //   vector_over_x      [R, K] of vectors on the      -           X              no: replicated over Y and Z
 //                      residual stream (R = 1: norm gains, a transposed Linear's bias; R = maxT: positions)
 //   vector_over_y      [N, 1]: a normal Linear's     Y           -              no: replicated over X and Z
 //                      bias, split like its rows
 //   replicated         whole on every rank           -           -              no
-enum class ShardRole { normal_linear, transposed_linear, vocabulary_block, vector_over_x, vector_over_y, replicated };
+enum class ShardRole {
+    normal_linear,
+    transposed_linear,
+    vocabulary_block,
+    vocabulary_rows,
+    vector_over_x,
+    vector_over_y,
+    replicated
+};
+
+// How the embedding and the LM head split their vocabulary (parallel/vocab_parallel.h): by rows over Y with the
+// columns over X (AxoNN's layout: vocabulary_block), or by rows over the whole X·Y plane with every column on each
+// rank (vocabulary_rows), which moves a token's hidden state over X instead of its logits.
+enum class VocabSplit { xy, y };
 
 enum class ParamInit { normal, ones, zeros };
 
@@ -51,5 +66,10 @@ struct ParamDecl {
     bool decay = false;      // AdamW's weight decay applies
     std::int64_t real_rows = -1;  // rows from here on are padding: zero, never trained in effect (-1: none)
 };
+
+std::string vocab_split_name(VocabSplit split);  // "xy", "y"
+VocabSplit parse_vocab_split(std::string const& name);  // throws axonn::UsageError naming the choices
+// The declarations with every vocabulary tensor in the role of `split`.
+std::vector<ParamDecl> with_vocab_split(std::vector<ParamDecl> params, VocabSplit split);
 
 }  // namespace axonn

@@ -11,6 +11,16 @@ namespace {
 
 int axis_size(GridShape const& shape, std::optional<Axis> axis) { return axis ? shape.size(*axis) : 1; }
 
+// How many slices a parameter's rows split in, and which one a rank holds: over the row axis, then the minor one.
+int row_slices(GridShape const& shape, ShardSpec const& spec) {
+    return axis_size(shape, spec.row_axis) * axis_size(shape, spec.row_minor_axis);
+}
+int row_slice(GridPosition const& position, ShardSpec const& spec) {
+    int const major = spec.row_axis ? position.coord(*spec.row_axis) : 0;
+    int const minor = spec.row_minor_axis ? position.coord(*spec.row_minor_axis) : 0;
+    return major * axis_size(position.shape, spec.row_minor_axis) + minor;
+}
+
 char axis_letter(Axis axis) {
     switch (axis) {
         case Axis::data: return 'd';
@@ -47,11 +57,13 @@ std::int64_t block_rows_here(ParamDecl const& param, int G) {
 std::optional<std::string> split_problem(ParamDecl const& param, GridShape const& grid) {
     ShardSpec const spec = shard_spec(param);
     if (spec.row_axis) {
-        int const parts = axis_size(grid, spec.row_axis);
+        int const parts = row_slices(grid, spec);
+        std::string axes(1, axis_letter(*spec.row_axis));
+        if (spec.row_minor_axis) axes += fmt::format("·{}", axis_letter(*spec.row_minor_axis));
         for (RowPart const& part : row_parts(param)) {
             if (part.units % parts != 0 && !replicated(part, parts)) {
-                return fmt::format("{} = {} does not divide the {} {} of {}", axis_letter(*spec.row_axis), parts,
-                                   part.units, part.unit_name, param.name);
+                return fmt::format("{} = {} does not divide the {} {} of {}", axes, parts, part.units, part.unit_name,
+                                   param.name);
             }
         }
     }
@@ -60,7 +72,7 @@ std::optional<std::string> split_problem(ParamDecl const& param, GridShape const
         return fmt::format("{} = {} does not divide the {} columns of {}", axis_letter(*spec.col_axis), col_parts,
                            spec.cols, param.name);
     }
-    std::int64_t const block_rows = block_rows_here(param, axis_size(grid, spec.row_axis)),
+    std::int64_t const block_rows = block_rows_here(param, row_slices(grid, spec)),
                        block_cols = spec.cols / col_parts;
     if (spec.z_flattened && block_rows * block_cols % grid.z != 0) {
         return fmt::format("z = {} does not divide the {} x {} block of {}", grid.z, block_rows, block_cols,
@@ -77,6 +89,7 @@ ShardSpec shard_spec(ParamDecl const& param) {
     switch (param.role) {
         case ShardRole::normal_linear:
         case ShardRole::vocabulary_block: return {param.layers, param.rows, param.cols, Y, X, true};
+        case ShardRole::vocabulary_rows: return {param.layers, param.rows, param.cols, Y, none, true, X};
         case ShardRole::transposed_linear: return {param.layers, param.rows, param.cols, X, Y, true};
         case ShardRole::vector_over_x: return {param.layers, param.rows, param.cols, none, X, false};
         case ShardRole::vector_over_y: return {param.layers, param.rows, param.cols, Y, none, false};
@@ -116,7 +129,7 @@ ShardLayout::ShardLayout(std::vector<ParamDecl> params, GridPosition const& posi
 }
 
 std::int64_t ShardLayout::block_rows_of(int id) const {
-    return block_rows_here(params_[id], axis_size(position_.shape, specs_[id].row_axis));
+    return block_rows_here(params_[id], row_slices(position_.shape, specs_[id]));
 }
 std::int64_t ShardLayout::block_cols_of(int id) const {
     return specs_[id].cols / axis_size(position_.shape, specs_[id].col_axis);
@@ -129,8 +142,8 @@ std::int64_t ShardLayout::local_numel_of(int id) const {
 
 std::int64_t ShardLayout::row_in_serial(int id, std::int64_t local_row) const {
     ShardSpec const& spec = specs_[id];
-    int const parts = axis_size(position_.shape, spec.row_axis);
-    int const coord = spec.row_axis ? position_.coord(*spec.row_axis) : 0;
+    int const parts = row_slices(position_.shape, spec);
+    int const coord = row_slice(position_, spec);
     // Local rows are this rank's slice (or replica) of each part in turn.
     std::int64_t part_begin = 0;
     for (RowPart const& part : row_parts(params_[id])) {
@@ -176,7 +189,7 @@ ShardLayout::ReplicatedRuns ShardLayout::replicated_runs_of(int id) const {
     ShardSpec const& s = specs_[id];
     ReplicatedRuns result;
     if (!s.row_axis) return result;
-    int const G = axis_size(position_.shape, s.row_axis);
+    int const G = row_slices(position_.shape, s);
     std::int64_t const cols_here = block_cols_of(id);
     // The replicated rows of a layer's block, as ranges of its flattened elements.
     std::vector<std::pair<std::int64_t, std::int64_t>> replica_ranges;
@@ -217,7 +230,8 @@ ShardLayout::ReplicatedRuns ShardLayout::replicated_runs_of(int id) const {
 bool ShardLayout::owns_of(int id) const {
     ShardSpec const& s = specs_[id];
     auto const replicated = [&s](Axis axis) {
-        return s.row_axis != axis && s.col_axis != axis && !(axis == Axis::z && s.z_flattened);
+        return s.row_axis != axis && s.row_minor_axis != axis && s.col_axis != axis &&
+               !(axis == Axis::z && s.z_flattened);
     };
     for (Axis axis : {Axis::z, Axis::y, Axis::x}) {
         if (replicated(axis) && position_.coord(axis) != 0) return false;

@@ -38,6 +38,8 @@ struct ShardSpec {
     std::optional<Axis> row_axis;
     std::optional<Axis> col_axis;
     bool z_flattened;
+    // Rows split over row_axis, then each slice again over this axis (vocabulary_rows: Y, then X)
+    std::optional<Axis> row_minor_axis = std::nullopt;
 };
 ShardSpec shard_spec(ParamDecl const& param);
 

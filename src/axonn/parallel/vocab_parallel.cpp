@@ -14,36 +14,129 @@ std::int64_t scatter_staging_numel(int z, std::int64_t block_numel, DType scatte
     return scatter_comm == DType::bf16 && z > 1 ? block_numel + block_numel / z : 0;
 }
 
+// Runs `reduce(group)` over the vocabulary's ranks: Y, then X when the rows split over X too.
+template <typename Reduce> void over_vocabulary(ProcessGrid& grid, VocabSlice const& slice, Reduce&& reduce) {
+    reduce(grid.comm(Group::y));
+    if (slice.over_x) reduce(grid.comm(Group::x));
+}
+
 }  // namespace
 
-VocabSlice vocab_slice(ProcessGrid const& grid, int padded_vocab, int vocab_size) {
-    int const rows = padded_vocab / grid.size(Axis::y);
-    int const begin = grid.coord(Axis::y) * rows;
-    return {begin, rows, std::clamp(vocab_size - begin, 0, rows)};
+VocabSlice vocab_slice(ProcessGrid const& grid, VocabSplit split, int padded_vocab, int vocab_size, int width) {
+    int const x = grid.size(Axis::x);
+    bool const over_x = split == VocabSplit::xy && x > 1;
+    int const slices = grid.size(Axis::y) * (over_x ? x : 1);
+    int const slice = grid.coord(Axis::y) * (over_x ? x : 1) + (over_x ? grid.coord(Axis::x) : 0);
+    int const rows = padded_vocab / slices;
+    int const begin = slice * rows;
+    return {begin, rows, std::clamp(vocab_size - begin, 0, rows), over_x ? width : width / x, over_x};
 }
 
 void vocab_parallel_embedding_forward(Backend& backend, ProcessGrid& grid, VocabSlice const& slice, float* out,
-                                      std::int32_t const* tokens, WeightView wte_block, float const* wpe, int B, int T,
-                                      int C_local) {
-    backend.encoder_forward(out, tokens, wte_block, wpe, B, T, C_local, slice.begin, slice.rows);
-    grid.comm(Group::y).all_reduce(out, static_cast<std::size_t>(B) * T * C_local);
+                                      VocabScratch scratch, std::int32_t const* tokens, WeightView wte_block,
+                                      float const* wpe, int B, int T) {
+    Communicator &x = grid.comm(Group::x), &y = grid.comm(Group::y);
+    std::int64_t const M = std::int64_t{B} * T, C = slice.width, C_local = slice.over_x ? C / x.size() : C;
+    if (!slice.over_x) {
+        // The positions are added once over Y, by its first rank.
+        backend.encoder_forward(out, tokens, wte_block, y.rank() == 0 ? wpe : nullptr, B, T, static_cast<int>(C),
+                                slice.begin, slice.rows);
+        y.all_reduce(out, static_cast<std::size_t>(M * C_local));
+        return;
+    }
+    float* whole = scratch.whole;    // [M, C]: the rows held here, zero for the others
+    float* blocks = scratch.blocks;  // [G_x, M, C/G_x]
+    backend.encoder_forward(whole, tokens, wte_block, nullptr, B, T, static_cast<int>(C), slice.begin, slice.rows);
+    backend.split_columns(blocks, whole, M, x.size(), static_cast<int>(C_local));
+    x.reduce_scatter(blocks, out, static_cast<std::size_t>(M * C_local));
+    y.all_reduce(out, static_cast<std::size_t>(M * C_local));
+    if (wpe == nullptr) return;
+    // Each of the plane's ranks holds the same sums now: each adds its positions' columns.
+    for (int b = 0; b < B; ++b) backend.residual_forward(out + b * T * C_local, out + b * T * C_local, wpe, T * C_local);
+}
+
+void vocab_parallel_embedding_backward(Backend& backend, ProcessGrid& grid, VocabSlice const& slice, float* dwte_block,
+                                       float* dwpe, float const* dout, VocabScratch scratch,
+                                       std::int32_t const* tokens, int B, int T) {
+    auto const C = static_cast<int>(slice.width);
+    if (!slice.over_x) {
+        backend.encoder_backward(dwte_block, dwpe, dout, tokens, B, T, C, slice.begin, slice.rows);
+        return;
+    }
+    Communicator& x = grid.comm(Group::x);
+    std::int64_t const M = std::int64_t{B} * T;
+    int const C_local = C / x.size();
+    float* blocks = scratch.blocks;  // [G_x, M, C/G_x]
+    float* whole = scratch.whole;    // [M, C]
+    x.all_gather(dout, blocks, static_cast<std::size_t>(M * C_local));
+    backend.join_columns(whole, blocks, M, x.size(), C_local);
+    backend.encoder_backward(dwte_block, nullptr, whole, tokens, B, T, C, slice.begin, slice.rows);
+    // The positions' gradient from this rank's own columns (no vocabulary rows: only dwpe accumulates).
+    if (dwpe != nullptr) backend.encoder_backward(dwte_block, dwpe, dout, tokens, B, T, C_local, slice.begin, 0);
+}
+
+float const* vocab_parallel_head_input(Backend& backend, ProcessGrid& grid, VocabSlice const& slice, float* head_input,
+                                       float* scratch, float const* final_norm, std::int64_t M) {
+    if (!slice.over_x) return final_norm;
+    Communicator& x = grid.comm(Group::x);
+    int const C_local = slice.width / x.size();
+    x.all_gather(final_norm, scratch, static_cast<std::size_t>(M * C_local));
+    backend.join_columns(head_input, scratch, M, x.size(), C_local);
+    return head_input;
+}
+
+void vocab_parallel_logits(Backend& backend, LinearGroups const& groups, bool overlap, VocabSlice const& slice,
+                           float* logits, float const* head_input, WeightView head_block, std::int64_t M) {
+    if (slice.over_x) {
+        backend.linear_forward(logits, head_input, head_block, nullptr, M, slice.width, slice.rows);
+        return;
+    }
+    parallel_linear_forward(backend, groups, overlap, logits, head_input, head_block, nullptr, M, slice.width,
+                            slice.rows);
+}
+
+void vocab_parallel_head_input_gradient(Backend& backend, LinearGroups const& groups, bool overlap,
+                                        VocabSlice const& slice, float* d_final_norm, float* d_head_input,
+                                        float* scratch, float const* dlogits, WeightView head_block, std::int64_t M,
+                                        std::function<void(GemmInput dlogits)> const& weight_gradient) {
+    if (!slice.over_x) {
+        parallel_input_gradient(backend, groups, overlap, d_final_norm, dlogits, head_block, M, slice.width,
+                                slice.rows, weight_gradient);
+        return;
+    }
+    // The X group is the Linear's input-feature group, Y its output group (a normal Linear's).
+    Communicator &x = groups.in_features, &y = groups.out_features;
+    int const C_local = slice.width / x.size();
+    GemmInput const gemm_dlogits = backend.gemm_input(dlogits, M * slice.rows);
+    weight_gradient(gemm_dlogits);
+    backend.linear_backward_input(d_head_input, gemm_dlogits, head_block, M, slice.width, slice.rows);
+    backend.split_columns(scratch, d_head_input, M, x.size(), C_local);
+    x.reduce_scatter(scratch, d_final_norm, static_cast<std::size_t>(M * C_local));
+    y.all_reduce(d_final_norm, static_cast<std::size_t>(M * C_local));
 }
 
 void vocab_parallel_cross_entropy_forward(Backend& backend, ProcessGrid& grid, VocabSlice const& slice, float* losses,
                                           float* logsumexp, float* row_max, double* sums, float const* logits,
                                           std::int32_t const* targets, std::int64_t N) {
-    Communicator& y = grid.comm(Group::y);
     backend.cross_entropy_max(row_max, logits, N, slice.valid, slice.rows);
-    y.all_reduce_max(row_max, static_cast<std::size_t>(N));
+    over_vocabulary(grid, slice, [&](Communicator& group) { group.all_reduce_max(row_max, static_cast<std::size_t>(N)); });
     backend.cross_entropy_sums(sums, logits, row_max, targets, N, slice.valid, slice.rows, slice.begin);
-    y.all_reduce(sums, static_cast<std::size_t>(2 * N));
+    over_vocabulary(grid, slice, [&](Communicator& group) { group.all_reduce(sums, static_cast<std::size_t>(2 * N)); });
     backend.cross_entropy_losses(losses, logsumexp, row_max, sums, targets, N);
 }
 
 std::vector<float> gather_vocabulary_row(ProcessGrid& grid, VocabSlice const& slice, float const* logits) {
+    // The X ranks' slices of one Y rank are consecutive: gathered over X first, their runs then over Y.
+    std::vector<float> run(logits, logits + slice.rows);
+    if (slice.over_x) {
+        Communicator& x = grid.comm(Group::x);
+        std::vector<float> gathered(run.size() * x.size());
+        x.all_gather(run.data(), gathered.data(), run.size());
+        run = std::move(gathered);
+    }
     Communicator& y = grid.comm(Group::y);
-    std::vector<float> full(static_cast<std::size_t>(slice.rows) * y.size());
-    y.all_gather(logits, full.data(), static_cast<std::size_t>(slice.rows));
+    std::vector<float> full(run.size() * y.size());
+    y.all_gather(run.data(), full.data(), run.size());
     return full;
 }
 
@@ -59,12 +152,11 @@ void vocab_parallel_argmax(ProcessGrid& grid, VocabSlice const& slice, std::span
         best_id[i] = slice.begin + local;
     }
     std::vector<float> const mine = best;
-    Communicator& y = grid.comm(Group::y);
-    y.all_reduce_max(best.data(), count);
+    over_vocabulary(grid, slice, [&](Communicator& group) { group.all_reduce_max(best.data(), count); });
     for (std::size_t i = 0; i < count; ++i) {
         if (mine[i] != best[i]) best_id[i] = std::numeric_limits<double>::infinity();  // another slice holds it
     }
-    y.all_reduce_min(best_id.data(), count);
+    over_vocabulary(grid, slice, [&](Communicator& group) { group.all_reduce_min(best_id.data(), count); });
     for (std::size_t i = 0; i < count; ++i) {
         // No slice held the maximum: the logits are NaN, and so are the weights.
         AXONN_REQUIRE(std::isfinite(best_id[i]), "the model's logits are not finite: its weights are damaged (NaN)");

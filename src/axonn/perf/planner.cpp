@@ -72,7 +72,8 @@ void validate_plan_request(PlanRequest const& request) {
 
 std::vector<PlanCandidate> plan_grids(PlanRequest const& request) {
     validate_plan_request(request);
-    std::vector<ParamDecl> const declarations = request.model.architecture().declarations;
+    std::vector<ParamDecl> const declarations =
+        request.model.architecture().with_vocab_split(request.run.vocab_split).declarations;
     std::vector<PlanCandidate> candidates;
     for (GridShape const& grid : grid_factorisations(request.devices)) {
         PlanCandidate candidate;

@@ -1,6 +1,7 @@
 #include "axonn/perf/time_model.h"
 
 #include "axonn/kernels/attention_plan.h"
+#include "axonn/model/decoder_layout.h"
 #include "axonn/parallel/linear.h"
 
 #include <algorithm>
@@ -110,7 +111,8 @@ ComputeTimes compute_times(StepShape const& step, MachineProfile const& machine,
     GridShape const& g = step.grid;
     Architecture const model = step.decoder();
     double const L = model.layers, C = model.width, T = step.seq;
-    double const Cx = C / g.x, Vpy = static_cast<double>(model.padded_vocab) / g.y;
+    decoder_layout::LocalDims const dims(model, g, step.local_batch(), step.seq);
+    double const Cx = C / g.x, Vr = dims.Vr, Vh = dims.Vh;
     double const Uy = static_cast<double>(model.mlp_rows()) / g.y;  // the MLP's first Linear's outputs here
     double const heads = static_cast<double>(model.heads) / g.y, hs = model.head_size(), B = step.local_batch();
     double const M = B * T, passes = step.micro_batches();
@@ -125,7 +127,7 @@ ComputeTimes compute_times(StepShape const& step, MachineProfile const& machine,
     }
     // The LM head, in chunks of rows (DecoderOptions::logit_rows): its dW GEMM's inner dimension is a chunk's rows.
     auto const head_chunks = static_cast<double>(logit_chunks(static_cast<std::int64_t>(M), step.run.logit_rows));
-    double const head = gemm_seconds(M / head_chunks, Vpy, Cx, head_chunks, machine, bf16);
+    double const head = gemm_seconds(M / head_chunks, Vr, Vh, head_chunks, machine, bf16);
     // Fused attention, in the precision the backend runs it in (fp32 for short sequences even in mixed precision):
     // two GEMMs per (sequence, head) over the score tiles on and below the diagonal, in the precision's tiles. Its
     // backward runs five (the scores again, dP, dv, dq, dk), 2.5 times the forward where a Linear's backward is
@@ -136,11 +138,13 @@ ComputeTimes compute_times(StepShape const& step, MachineProfile const& machine,
     double const attention = 2 * gemm_seconds(query_tile, score_columns, hs, L * B * heads, machine, plan.in_bf16);
     // One pass's memory-bound kernels, forward (bytes read and written, fp32): norms, residuals, the MLP's
     // activation (reading its Uy inputs, writing its Fy outputs); the embedding and the cross-entropy over this
-    // rank's vocabulary slice. Attention's score tiles stay in cache.
+    // rank's vocabulary slice, with the vocabulary over X·Y the hidden states [M, C] moved between X column
+    // blocks and rows (read and written) twice a pass. Attention's score tiles stay in cache.
     double const Fy = static_cast<double>(model.mlp_width) / g.y;
     double const layer_elementwise =
         4.0 * L * (2 * 2 * M * Cx + 2 * 3 * M * Cx + M * (Uy + Fy)) / machine.memory_bandwidth;
-    double const edge_elementwise = 4.0 * (2 * M * Cx + 3 * M * Vpy) / machine.memory_bandwidth;
+    double const relayouts = dims.vocab_over_x() ? 2 * 2 * M * C : 0;
+    double const edge_elementwise = 4.0 * (2 * M * Cx + 3 * M * Vr + relayouts) / machine.memory_bandwidth;
     // A Linear's backward does twice its forward's GEMM work (dX and dW) and about twice its memory traffic. The
     // backward phase holds the recomputed forward (forwards - 1 of them).
     double const recomputed = forwards - 1;

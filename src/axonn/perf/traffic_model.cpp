@@ -1,5 +1,6 @@
 #include "axonn/perf/traffic_model.h"
 
+#include "axonn/model/decoder_layout.h"
 #include "axonn/parallel/linear.h"
 
 namespace axonn {
@@ -36,7 +37,10 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     GridShape const& g = step.grid;
     Architecture const model = step.decoder();
     std::uint64_t const L = model.layers, C = model.width;
-    std::uint64_t const Cx = C / g.x, Vpy = model.padded_vocab / g.y;
+    decoder_layout::LocalDims const dims(model, g, step.local_batch(), step.seq);
+    // The vocabulary's block [Vr, Vh] (vocab_parallel.h); over the X·Y plane, X moves hidden states, not logits.
+    std::uint64_t const Cx = C / g.x, Vr = dims.Vr, Vh = dims.Vh;
+    bool const vocab_over_x = dims.vocab_over_x();
     // The vocabulary blocks gathered and reduce-scattered over Z: the embedding, and an untied LM head.
     std::uint64_t const vocab_blocks = model.tied_head ? 1 : 2;
     std::uint64_t const M = static_cast<std::uint64_t>(step.local_batch()) * step.seq;  // rows per pass
@@ -77,9 +81,12 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     // Forward (and recomputed forward), per pass.
     auto const in_forward = Phase::forward, in_backward = Phase::backward;
     // The vocabulary blocks, needed at once.
-    t.add("all_gather", Group::z_prefetch, passes * vocab_blocks, Vpy * Cx * a, Overlap::none, in_forward);
-    // The embedding: the residual stream starts in fp32.
+    t.add("all_gather", Group::z_prefetch, passes * vocab_blocks, Vr * Vh * a, Overlap::none, in_forward);
+    // The embedding: the residual stream starts in fp32. Over the X·Y plane the lookup's X column blocks are
+    // reduce-scattered first, and the LM head's input gathered over X; both move every row's C numbers.
+    t.add("reduce_scatter", Group::x, vocab_over_x ? passes : 0, M * C * f32, Overlap::none, in_forward);
     t.add(ar, Group::y, passes, M * Cx * f32, Overlap::none, in_forward);
+    t.add("all_gather", Group::x, vocab_over_x ? passes : 0, M * C * f32, Overlap::none, in_forward);
     // The norms' statistics, in the forward and in the recomputed forwards.
     t.add(ar, Group::x, passes * (2 * L + 1), norm_stats, Overlap::none, in_forward);
     t.add(ar, Group::x, passes * 2 * L * (forwards - 1), norm_stats, Overlap::none, in_backward);
@@ -102,10 +109,13 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
         chunked(output_group(id), passes * (forwards - 1) * L, layout.block_rows(id), Overlap::later_chunks,
                 in_backward);
     }
-    head_chunked(Group::x, Vpy, Overlap::later_chunks, in_forward);  // logits
-    t.add_total("all_reduce_max", Group::y, passes * logit_chunks_n, passes * M * f32, Overlap::none, in_forward);
-    // Σ exp and the target logit.
-    t.add_total(ar, Group::y, passes * logit_chunks_n, passes * stats, Overlap::none, in_forward);
+    if (!vocab_over_x) head_chunked(Group::x, Vr, Overlap::later_chunks, in_forward);  // logits
+    // The cross-entropy's maxima, and Σ exp and the target logit, over the vocabulary's ranks.
+    for (Group const group : {Group::y, Group::x}) {
+        if (group == Group::x && !vocab_over_x) continue;
+        t.add_total("all_reduce_max", group, passes * logit_chunks_n, passes * M * f32, Overlap::none, in_forward);
+        t.add_total(ar, group, passes * logit_chunks_n, passes * stats, Overlap::none, in_forward);
+    }
     t.add(ar, Group::z, passes, 2 * f64, Overlap::none, in_forward);  // loss and weight sums
     t.add(ar, Group::data, passes, 2 * f64, Overlap::none, in_forward);
     // The step's total loss weight, once: for several passes, and for a pass whose head runs its backward chunk
@@ -117,7 +127,16 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
 
     // Backward, per pass: each Linear all-reduces dX over its output group under the dW GEMM, and reduce-scatters
     // dW over Z under the rest of the backward.
-    head_chunked(Group::y, Cx, Overlap::dw_gemm, in_backward);  // LM head dX
+    // The LM head's dX: a normal Linear's, or over the X·Y plane its X column blocks reduce-scattered after the dW
+    // GEMM, then summed over Y, chunk by chunk; the lookup's gradient needs the output gradient gathered over X.
+    if (vocab_over_x) {
+        t.add_total("reduce_scatter", Group::x, passes * logit_chunks_n, passes * M * C * f32, Overlap::none,
+                    in_backward);
+        t.add_total(ar, Group::y, passes * logit_chunks_n, passes * M * Cx * f32, Overlap::none, in_backward);
+        t.add("all_gather", Group::x, passes, M * C * f32, Overlap::none, in_backward);
+    } else {
+        head_chunked(Group::y, Cx, Overlap::dw_gemm, in_backward);
+    }
     t.add(ar, Group::x, passes * (2 * L + 1), norm_stats, Overlap::none, in_backward);
     for (int id : linears) {
         t.add("reduce_scatter", Group::z, passes * L, block_bytes(id, scatter_elem), Overlap::rest_of_backward,
@@ -128,7 +147,7 @@ std::vector<PredictedCollective> predict_step_traffic(StepShape const& step) {
     }
     // The vocabulary blocks' gradients: an untied LM head's as soon as its backward is done, under the layers'
     // backward; the embedding's (with a tied head, the head's too) at the very end.
-    std::uint64_t const vocab_block_bytes = Vpy * Cx * scatter_elem;
+    std::uint64_t const vocab_block_bytes = Vr * Vh * scatter_elem;
     t.add("reduce_scatter", Group::z, passes * (vocab_blocks - 1), vocab_block_bytes, Overlap::rest_of_backward,
           in_backward);
     t.add("reduce_scatter", Group::z, passes, vocab_block_bytes, Overlap::none, in_backward);

@@ -26,7 +26,8 @@ BenchResult run_benchmark(BenchOptions options) {
     int const B = options.batch, T = options.seq;
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
-    Architecture const architecture = as_usage_errors([&] { return options.model.validated_architecture(); });
+    Architecture const architecture = as_usage_errors(
+        [&] { return options.model.validated_architecture().with_vocab_split(options.run.model.vocab_split); });
     as_usage_errors([&] {
         AXONN_REQUIRE(options.iterations > options.warmup,
                       "--iters {} must exceed the {} warm-up iterations that are left out of the average",

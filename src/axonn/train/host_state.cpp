@@ -3,9 +3,10 @@
 namespace axonn {
 HostState HostState::read(Decoder& model, AdamW* optimizer) {
     HostState state;
+    VocabSplit const split = model.architecture().vocab_split;
     if (model.in_host_memory()) {
-        state.view_.params = model.param_values();
-        if (optimizer != nullptr) state.view_ = {state.view_.params, optimizer->exp_avg(), optimizer->exp_avg_sq()};
+        state.view_ = {model.param_values(), {}, {}, split};
+        if (optimizer != nullptr) state.view_ = {state.view_.params, optimizer->exp_avg(), optimizer->exp_avg_sq(), split};
         return state;
     }
     auto const total = static_cast<std::size_t>(model.layout().total());
@@ -16,7 +17,7 @@ HostState HostState::read(Decoder& model, AdamW* optimizer) {
         state.exp_avg_sq_.resize(total);
         optimizer->copy_moments_to_host(state.exp_avg_, state.exp_avg_sq_);
     }
-    state.view_ = {state.params_, state.exp_avg_, state.exp_avg_sq_};
+    state.view_ = {state.params_, state.exp_avg_, state.exp_avg_sq_, split};
     return state;
 }
 

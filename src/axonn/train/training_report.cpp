@@ -42,11 +42,11 @@ void print_grid(TrainOptions const& options, Decoder const& model, ProcessGrid& 
     std::int64_t const pass_rows = static_cast<std::int64_t>(model.max_batch()) * options.seq;
     fmt::print(
         "  grid {}{} over {} rank(s) (order {}) | threads {} per rank | overlap {} | {} pass(es) of {} "
-        "sequence(s) per step{}{}{}{}\n",
+        "sequence(s) per step | vocabulary over {}{}{}{}{}\n",
         grid.shape().to_string(), options.grid_source.empty() ? "" : " (" + options.grid_source + ")",
         grid.world_size(), options.grid_order, options.threads, run.overlap ? "on" : "off", passes, model.max_batch(),
-        run.recompute == Recompute::layer ? " | layers recomputed" : "", run.cache_weights ? " | weights cached" : "",
-        grad_comm_text(run),
+        vocab_split_name(run.vocab_split), run.recompute == Recompute::layer ? " | layers recomputed" : "",
+        run.cache_weights ? " | weights cached" : "", grad_comm_text(run),
         logit_chunks(pass_rows, run.logit_rows) > 1 ? fmt::format(" | LM head in chunks of {} rows", run.logit_rows)
                                                     : std::string());
     fmt::print("  placement {}\n", placement_summary(placement));

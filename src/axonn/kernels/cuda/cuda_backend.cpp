@@ -262,6 +262,12 @@ void CudaBackend::rope_rotate(float* x, double const* inv_freq, int B, int T, in
     }
     cuda::rope_rotate(x, inv_freq_.data<double>(), B, T, heads, head_size, stride, first_position, direction, stream_);
 }
+void CudaBackend::split_columns(float* out, float const* in, std::int64_t rows, int parts, int block) {
+    cuda::move_column_blocks(out, in, rows, parts, block, true, stream_);
+}
+void CudaBackend::join_columns(float* out, float const* in, std::int64_t rows, int parts, int block) {
+    cuda::move_column_blocks(out, in, rows, parts, block, false, stream_);
+}
 void CudaBackend::residual_forward(float* out, float const* a, float const* b, std::int64_t n) {
     cuda::residual_forward(out, a, b, n, stream_);
 }

@@ -78,6 +78,8 @@ public:
     void swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) override;
     void rope_rotate(float* x, double const* inv_freq, int B, int T, int heads, int head_size, std::int64_t stride,
                      int first_position, int direction) override;
+    void split_columns(float* out, float const* in, std::int64_t rows, int parts, int block) override;
+    void join_columns(float* out, float const* in, std::int64_t rows, int parts, int block) override;
     void residual_forward(float* out, float const* a, float const* b, std::int64_t n) override;
     void residual_norm_statistics(float* sum, float const* a, float const* b, double* stats, std::int64_t N, int C,
                                   bool layernorm) override;

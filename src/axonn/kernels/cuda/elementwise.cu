@@ -86,6 +86,20 @@ __global__ void residual_forward_kernel(float* out, float const* a, float const*
     AXONN_GRID_STRIDE(i, n) out[i] = a[i] + b[i];
 }
 
+// Element i of the blocked layout [parts, rows, block] and its place in the row-major [rows, parts·block].
+__global__ void move_column_blocks_kernel(float* out, float const* in, std::int64_t rows, int parts, int block,
+                                          bool split) {
+    AXONN_GRID_STRIDE(i, rows * parts * block) {
+        std::int64_t const p = i / (rows * block), r = i / block % rows, c = i % block;
+        std::int64_t const whole = (r * parts + p) * block + c;
+        if (split) {
+            out[i] = in[whole];
+        } else {
+            out[whole] = in[i];
+        }
+    }
+}
+
 __global__ void add_bias_kernel(float* out, float const* bias, std::int64_t M, std::int64_t N) {
     AXONN_GRID_STRIDE(i, M * N) out[i] += bias[i % N];
 }
@@ -135,6 +149,13 @@ void swiglu_backward(float* dinp, float const* inp, float const* dout, std::int6
 void residual_forward(float* out, float const* a, float const* b, std::int64_t n, cudaStream_t stream) {
     residual_forward_kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(out, a, b, n);
     check_launch("residual_forward");
+}
+void move_column_blocks(float* out, float const* in, std::int64_t rows, int parts, int block, bool split,
+                        cudaStream_t stream) {
+    std::int64_t const n = rows * parts * block;
+    if (n == 0) return;
+    move_column_blocks_kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(out, in, rows, parts, block, split);
+    check_launch("move_column_blocks");
 }
 void add_bias(float* out, float const* bias, std::int64_t M, std::int64_t N, cudaStream_t stream) {
     if (bias == nullptr) return;

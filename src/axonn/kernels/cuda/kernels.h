@@ -63,6 +63,9 @@ void gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const
 void swiglu_forward(float* out, float const* inp, std::int64_t N, int F, cudaStream_t stream);
 void swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F, cudaStream_t stream);
 void residual_forward(float* out, float const* a, float const* b, std::int64_t n, cudaStream_t stream);
+// A matrix's column blocks one after another (split: out[parts, rows, block] = in[rows, parts·block]), or back.
+void move_column_blocks(float* out, float const* in, std::int64_t rows, int parts, int block, bool split,
+                        cudaStream_t stream);
 
 // Rotary embeddings in place; inv_freq_device[head_size/2] (a copy on the GPU of the model's frequencies).
 void rope_rotate(float* x, double const* inv_freq_device, int B, int T, int heads, int head_size,
