@@ -6,7 +6,8 @@
 // in bf16 (--grad-comm bf16, in bf16); and a micro Llama (RMSNorm's one statistic per token, a second vocabulary
 // block, key/value heads replicated over y = 4 and 8 with their gradients summed over Y), in fp32, in bf16 with
 // recomputation and micro-batches, and with either --grad-comm; and with the LM head in
-// chunks of rows (--logit-rows), single pass and micro-batches:
+// chunks of rows (--logit-rows), single pass and micro-batches; all with the vocabulary over the X·Y plane (the
+// default), and some with AxoNN's split over Y (--vocab-split y):
 //   - traffic: the predicted calls and bytes of every (operation, group) equal, exactly, what the communication
 //     layer recorded during one train_step;
 //   - memory: the predicted bytes of the model, its gradients, AdamW and all buffers are within 10% of the peak
@@ -46,7 +47,7 @@ struct RunCase {
 };
 
 std::vector<RunCase> run_cases() {
-    std::vector<RunCase> cases(16);
+    std::vector<RunCase> cases(19);
     cases[0].name = "default";
     cases[1].name = "micro_batches";
     cases[1].run.micro_batch = 1;
@@ -94,6 +95,16 @@ std::vector<RunCase> run_cases() {
     cases[15].name = "llama_grad_comm_bf16_scatter";  // the key/value replicas' Y sum stays fp32
     cases[15].llama = true;
     cases[15].run.model.grad_scatter_comm = DType::bf16;
+    cases[16].name = "vocab_split_y";  // the logits all-reduced over X
+    cases[16].run.model.vocab_split = VocabSplit::y;
+    cases[17].name = "vocab_split_y_bf16_logits_in_chunks";
+    cases[17].run.model.vocab_split = VocabSplit::y;
+    cases[17].run.model.precision = DType::bf16;
+    cases[17].run.model.logit_rows = 24;
+    cases[18].name = "llama_vocab_split_y_micro_batches";  // two vocabulary blocks
+    cases[18].llama = true;
+    cases[18].run.model.vocab_split = VocabSplit::y;
+    cases[18].run.micro_batch = 1;
     return cases;
 }
 
@@ -108,7 +119,8 @@ TEST_P(PerfModelOnGrid, PredictedTrafficEqualsMeasuredAndMemoryWithinTenPercent)
     std::optional<Architecture> const llama =
         run_case.llama ? std::optional(decoder_architecture(testing::micro_llama())) : std::nullopt;
     if (llama) {
-        if (auto const problem = grid_problem(llama->declarations, shape, batch)) GTEST_SKIP() << *problem;
+        std::vector<ParamDecl> const declarations = llama->with_vocab_split(run.model.vocab_split).declarations;
+        if (auto const problem = grid_problem(declarations, shape, batch)) GTEST_SKIP() << *problem;
     }
     ProcessGrid grid(MPI_COMM_WORLD, shape);
     int const local_batch = batch / shape.batch_replicas();
