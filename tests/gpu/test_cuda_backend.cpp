@@ -208,6 +208,13 @@ std::vector<GpuCase> gpu_cases() {
                          [](Backend& k, Pointers const& p, std::vector<double>&) {
                              k.residual_forward(p.f("out"), p.f("a"), p.f("b"), n);
                          }});
+        // 7 rows of 3 column blocks of 5: split, then joined back into another buffer.
+        cases.push_back({"column_blocks", {floats("whole", 7 * 15), floats("blocks", 7 * 15), floats("joined", 7 * 15)},
+                         {"blocks", "joined"},
+                         [](Backend& k, Pointers const& p, std::vector<double>&) {
+                             k.split_columns(p.f("blocks"), p.f("whole"), 7, 3, 5);
+                             k.join_columns(p.f("joined"), p.f("blocks"), 7, 3, 5);
+                         }});
         cases.push_back({"sum_of_squares", {floats("x", n)}, {},
                          [](Backend& k, Pointers const& p, std::vector<double>& scalars) {
                              scalars.push_back(k.sum_of_squares(p.f("x"), n));

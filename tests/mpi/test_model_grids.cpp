@@ -10,6 +10,8 @@
 //   - with the Goldfish loss, the masks are equal and the losses follow serial's (GoldfishMasksAndLossesMatchSerial);
 //   - in mixed precision (bf16 GEMMs, weights gathered and the Linears' all-reduces in bf16), one step against
 //     the serial bf16 run: see Bf16OneStepMatchesSerialBf16 for its tolerance.
+// All with the vocabulary split over the X·Y plane (the default); with AxoNN's split over Y (--vocab-split y), one
+// step in fp32 and one in bf16 with the same tolerances.
 // A single Linear layer is checked on the same grids, transposed and not, with and without bias.
 // Assertions are EXPECT_: a rank that left a test early would leave the others waiting in a collective.
 #include "axonn/core/error.h"
@@ -56,14 +58,13 @@ std::string grid_name(::testing::TestParamInfo<GridShape> const& info) { return 
 class ModelOnGrid : public ::testing::TestWithParam<GridShape> {};
 
 TEST_P(ModelOnGrid, OneStepMatchesSerial) {
-    ParityOptions options = micro_parity(GetParam(), 1);
-    ParityReport const report = run_parity(options);
-    EXPECT_EQ(report.init_max_abs_diff, 0.0) << "initial weights differ from serial";
-    EXPECT_LT(report.logits_rel_diff, 1e-5);
-    EXPECT_LT(report.loss_rel_diff.at(0), 1e-5);
-    EXPECT_LT(report.grad_norm_rel_diff.at(0), 1e-5);
-    EXPECT_EQ(report.grad_rel_diff.size(), 16u);
-    for (auto const& [name, difference] : report.grad_rel_diff) EXPECT_LT(difference, 1e-5) << "gradient of " << name;
+    testing::expect_step_near_serial(micro_parity(GetParam(), 1), 16, testing::fp32_step_tolerance);
+}
+
+// Every check above runs with the vocabulary over the X·Y plane (the default); AxoNN's split over Y is checked
+// with one step in fp32 and one in bf16.
+TEST_P(ModelOnGrid, AxonnVocabularySplitMatchesSerial) {
+    testing::expect_axonn_vocab_split_near_serial(micro_model(), GetParam(), 16);
 }
 
 TEST_P(ModelOnGrid, TwentyAdamWStepsFollowSerialLosses) {

@@ -20,20 +20,40 @@ inline ParityOptions suite_parity(ModelConfig const& model, GridShape const& gri
     return options;
 }
 
-// One bf16 step on a grid against the serial bf16 run (both families' Bf16OneStepMatchesSerialBf16): bit-identical
-// initial weights (bf16 copies of the same fp32 weights), and logits, loss, gradient norm and each of the
-// `tensors` gradients within 2e-2 norm-wise (the grid rounds each all-reduced partial sum to bf16).
+// One step on a grid against the serial run in the same precision: bit-identical initial weights, and logits,
+// loss, gradient norm and each of the `tensors` gradients within `tolerance` norm-wise.
+inline void expect_step_near_serial(ParityOptions const& options, std::size_t tensors, double tolerance) {
+    ParityReport const report = run_parity(options);
+    EXPECT_EQ(report.precision, options.run.model.precision);
+    EXPECT_EQ(report.init_max_abs_diff, 0.0) << "initial weights differ from serial";
+    EXPECT_LT(report.logits_rel_diff, tolerance);
+    EXPECT_LT(report.loss_rel_diff.at(0), tolerance);
+    EXPECT_LT(report.grad_norm_rel_diff.at(0), tolerance);
+    EXPECT_EQ(report.grad_rel_diff.size(), tensors);
+    for (auto const& [name, difference] : report.grad_rel_diff) EXPECT_LT(difference, tolerance) << "gradient of " << name;
+}
+
+// The tolerance of one fp32 step: 1e-5 (the grid sums in another order).
+inline constexpr double fp32_step_tolerance = 1e-5;
+// One bf16 step (both families' Bf16OneStepMatchesSerialBf16): 2e-2, as the grid rounds each all-reduced partial
+// sum to bf16; the initial weights are still bit-identical (bf16 copies of the same fp32 weights).
+inline constexpr double bf16_step_tolerance = 2e-2;
+
 inline void expect_bf16_step_near_serial(ModelConfig const& model, GridShape const& grid, std::size_t tensors) {
     ParityOptions options = suite_parity(model, grid, 1);
     options.run.model.precision = DType::bf16;
-    ParityReport const report = run_parity(options);
-    EXPECT_EQ(report.precision, DType::bf16);
-    EXPECT_EQ(report.init_max_abs_diff, 0.0) << "initial weights differ from serial";
-    EXPECT_LT(report.logits_rel_diff, 2e-2);
-    EXPECT_LT(report.loss_rel_diff.at(0), 2e-2);
-    EXPECT_LT(report.grad_norm_rel_diff.at(0), 2e-2);
-    EXPECT_EQ(report.grad_rel_diff.size(), tensors);
-    for (auto const& [name, difference] : report.grad_rel_diff) EXPECT_LT(difference, 2e-2) << "gradient of " << name;
+    expect_step_near_serial(options, tensors, bf16_step_tolerance);
+}
+
+// AxoNN's vocabulary split (--vocab-split y) where the default splits over X·Y: one fp32 and one bf16 step, each
+// with its precision's tolerance.
+inline void expect_axonn_vocab_split_near_serial(ModelConfig const& model, GridShape const& grid, std::size_t tensors) {
+    for (DType const precision : {DType::f32, DType::bf16}) {
+        ParityOptions options = suite_parity(model, grid, 1);
+        options.run.model.vocab_split = VocabSplit::y;
+        options.run.model.precision = precision;
+        expect_step_near_serial(options, tensors, precision == DType::bf16 ? bf16_step_tolerance : fp32_step_tolerance);
+    }
 }
 
 }  // namespace axonn::testing
