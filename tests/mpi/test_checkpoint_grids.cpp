@@ -4,7 +4,10 @@
 // at most 4 KiB, so each rank writes many); every grid of that world size (at np 8, a quarter of them: pairs
 // (i, j) with i + j divisible by 4, so that each grid loads from five and saves for five), and the serial model on
 // each rank, load it and take a third step, as does the run that never moved; at np 6 and 8, a job of the first
-// four ranks too (y=2, x=2). At np 3 and 6 the grids and shapes are those of support/micro_model.h. Checked:
+// four ranks too (y=2, x=2). At np 3 and 6 the grids and shapes are those of support/micro_model.h. The runs lay
+// their vocabulary out in turn over X·Y and over Y (--vocab-split): every other grid saves with Y's layout, and an
+// even-numbered grid loads with the layout the saving run did not use, so checkpoints cross between the two
+// (they hold the serial layout). Checked:
 //   - the loaded weights and both AdamW moments, gathered tensor by tensor, equal the saved run's bit for bit
 //     (loading is a copy, not arithmetic);
 //   - the third step's loss is within 1e-5 relative of the unmoved run's: the tolerance of every grid against
@@ -68,10 +71,10 @@ struct GridRun {
     std::unique_ptr<Decoder> model;
     std::unique_ptr<AdamW> optimizer;
 
-    GridRun(ModelConfig const& config, MPI_Comm comm, GridShape const& shape)
+    GridRun(ModelConfig const& config, MPI_Comm comm, GridShape const& shape, VocabSplit split = VocabSplit::xy)
         : grid(std::make_unique<ProcessGrid>(comm, shape)) {
         model = std::make_unique<Decoder>(config.architecture(), backend, *grid, batch_size() / shape.batch_replicas(),
-                                          seq_len);
+                                          seq_len, DecoderOptions{.vocab_split = split});
         model->init_weights(5);
         optimizer = std::make_unique<AdamW>(model->segments(), model->layout().total(), backend, AdamWConfig{});
     }
@@ -171,13 +174,14 @@ TEST_P(CheckpointGrids, EveryGridLoadsWhatEveryGridSaved) {
     auto const paired = [&](std::size_t i, std::size_t j) { return grids.size() <= 10 || (i + j) % 4 == 0; };
     for (std::size_t i = 0; i < grids.size(); ++i) {
         GridShape const& saved_on = grids[i];
-        GridRun original(model, MPI_COMM_WORLD, saved_on);
+        VocabSplit const saved_split = i % 2 == 0 ? VocabSplit::xy : VocabSplit::y;
+        GridRun original(model, MPI_COMM_WORLD, saved_on, saved_split);
         original.step(0);
         original.step(1);
         fs::path const dir = root / grid_text(saved_on);
         fs::path const folder = save_checkpoint(*original.grid, model,
                                                 {original.model->param_values(), original.optimizer->exp_avg(),
-                                                 original.optimizer->exp_avg_sq()},
+                                                 original.optimizer->exp_avg_sq(), saved_split},
                                                 2, nlohmann::json::object(), {dir, 0, 4096});
         std::vector<std::pair<std::string, Tensor>> const saved = original.gathered_state();
         float const unmoved = original.step(2);
@@ -185,7 +189,8 @@ TEST_P(CheckpointGrids, EveryGridLoadsWhatEveryGridSaved) {
         for (std::size_t j = 0; j < grids.size(); ++j) {
             if (!paired(i, j)) continue;
             GridShape const& loaded_on = grids[j];
-            GridRun moved(model, MPI_COMM_WORLD, loaded_on);
+            VocabSplit const other_split = saved_split == VocabSplit::xy ? VocabSplit::y : VocabSplit::xy;
+            GridRun moved(model, MPI_COMM_WORLD, loaded_on, j % 2 == 0 ? other_split : saved_split);
             moved.load(folder);
             EXPECT_EQ(differing_tensors(moved.gathered_state(), saved), "")
                 << "saved on " << grid_text(saved_on) << ", loaded on " << grid_text(loaded_on);

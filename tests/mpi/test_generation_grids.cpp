@@ -2,7 +2,8 @@
 // (vocabulary 300; its 2 key/value heads split over y = 2 and replicated over y = 4 and 8) are each built serially
 // and on every grid each splits on, from the same seed, and five prompts of 1 to 70 tokens are continued by 40
 // tokens each (generate(): prompts shared over the data × z replicas, Z ranks stepping together, the cache
-// sharded over Y, the next token chosen from the logits gathered over Y). A 70-token prompt outgrows the 64-token
+// sharded over Y, the next token chosen from the logits gathered over the vocabulary's ranks), with the vocabulary
+// over the X·Y plane (the default) and over Y (--vocab-split y). A 70-token prompt outgrows the 64-token
 // context and one of 24 tokens does so while generating, so both restarts of the cache are crossed; prompts are
 // taken in chunks of 16. Greedy and sampled (temperature 0.9, top-k 50, top-p 0.9) decoding must give exactly
 // the serial tokens: the logits differ by summation order only, and with untrained weights no two of a
@@ -46,9 +47,7 @@ TEST_P(GenerationOnGrid, TokensMatchSerial) {
     ProcessGrid self(MPI_COMM_SELF, GridShape{});
     ProcessGrid grid(MPI_COMM_WORLD, shape, parse_axis_order("x,y,z,data"));
     Decoder serial(config, backend, self, 1, prompt_chunk);
-    Decoder parallel(config, backend, grid, 1, prompt_chunk);
     serial.init_weights(13);
-    parallel.init_weights(13);
     std::vector<std::vector<std::int32_t>> prompts;
     for (int length : {1, 7, 24, 70, 3}) {
         std::vector<std::int32_t> prompt(static_cast<std::size_t>(length));
@@ -63,13 +62,18 @@ TEST_P(GenerationOnGrid, TokensMatchSerial) {
     sampled.top_k = 50;
     sampled.top_p = 0.9f;
     sampled.seed = 4;
-    for (SampleOptions const& options : {greedy, sampled}) {
-        auto const expected = generate(serial, prompts, options, config.context());
-        auto const actual = generate(parallel, prompts, options, config.context());
-        ASSERT_EQ(actual.size(), prompts.size());
-        for (std::size_t p = 0; p < prompts.size(); ++p) {
-            EXPECT_EQ(actual[p].size(), 40u);
-            EXPECT_EQ(actual[p], expected[p]) << "prompt " << p << ", temperature " << options.temperature;
+    for (VocabSplit const split : {VocabSplit::xy, VocabSplit::y}) {
+        Decoder parallel(config, backend, grid, 1, prompt_chunk, DecoderOptions{.vocab_split = split});
+        parallel.init_weights(13);
+        for (SampleOptions const& options : {greedy, sampled}) {
+            auto const expected = generate(serial, prompts, options, config.context());
+            auto const actual = generate(parallel, prompts, options, config.context());
+            ASSERT_EQ(actual.size(), prompts.size());
+            for (std::size_t p = 0; p < prompts.size(); ++p) {
+                EXPECT_EQ(actual[p].size(), 40u);
+                EXPECT_EQ(actual[p], expected[p]) << "prompt " << p << ", temperature " << options.temperature
+                                                  << ", vocabulary over " << vocab_split_name(split);
+            }
         }
     }
 }

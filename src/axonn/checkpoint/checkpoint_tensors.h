@@ -13,12 +13,12 @@
 namespace axonn {
 
 // This rank's shards, in its ShardLayout's flat order: the model's declarations with its vocabulary laid out as
-// `vocab_split` says (on a grid with x = 1 both layouts are one).
+// `vocab_split` says, by default as a Decoder's default options lay it out (on a grid with x = 1 both are one).
 struct LocalTensors {
     std::span<float const> params;
     std::span<float const> exp_avg;     // AdamW's moments; empty for weights alone
     std::span<float const> exp_avg_sq;
-    VocabSplit vocab_split = VocabSplit::y;
+    VocabSplit vocab_split = VocabSplit::xy;
 };
 
 struct CheckpointTensor {
