@@ -30,7 +30,9 @@ inline void expect_step_near_serial(ParityOptions const& options, std::size_t te
     EXPECT_LT(report.loss_rel_diff.at(0), tolerance);
     EXPECT_LT(report.grad_norm_rel_diff.at(0), tolerance);
     EXPECT_EQ(report.grad_rel_diff.size(), tensors);
-    for (auto const& [name, difference] : report.grad_rel_diff) EXPECT_LT(difference, tolerance) << "gradient of " << name;
+    for (auto const& [name, difference] : report.grad_rel_diff) {
+        EXPECT_LT(difference, tolerance) << "gradient of " << name;
+    }
 }
 
 // The tolerance of one fp32 step: 1e-5 (the grid sums in another order).

@@ -121,7 +121,8 @@ public:
     // Global L2 norm of the (synchronised) gradients, each element of the serial model counted once.
     double gradient_norm();
 
-    // [B, T, vocab_slice().rows] logits of the last forward (this rank's vocabulary slice); backward overwrites them. In the
+    // [B, T, vocab_slice().rows] logits of the last forward (this rank's vocabulary slice); backward overwrites
+    // them. In the
     // backend's memory. Only while holds_logits(): a forward in chunks (DecoderOptions::logit_rows) keeps none.
     float const* logits() const;
     bool holds_logits() const { return logits_held_; }

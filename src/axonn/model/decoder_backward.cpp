@@ -65,7 +65,8 @@ void Decoder::head_backward(Batch const& batch, std::int64_t first, std::int64_t
     float* d_norm = scratch + a.d_norm + first * d.Cx;  // [rows, C/Gx] final_norm's gradient
     // [rows, Vh] the head's input: final_norm's rows, or (vocabulary over X·Y) their gathered whole, which the
     // input gradient's X blocks overwrite once the weight gradient has read them.
-    float* head_input = d.vocab_over_x() ? activation(a.head_input) + first * d.C : activation(a.final_norm) + first * d.Cx;
+    float* head_input =
+        d.vocab_over_x() ? activation(a.head_input) + first * d.C : activation(a.final_norm) + first * d.Cx;
     int const head_block = vocab_blocks(arch_) - 1;
     // The logits buffer becomes dlogits in place: the logits are not needed again. The head's weight gradient
     // waits in its block (for the lookup's, when tied), and is reduce-scattered at the end.

@@ -52,7 +52,9 @@ void vocab_parallel_embedding_forward(Backend& backend, ProcessGrid& grid, Vocab
     y.all_reduce(out, static_cast<std::size_t>(M * C_local));
     if (wpe == nullptr) return;
     // Each of the plane's ranks holds the same sums now: each adds its positions' columns.
-    for (int b = 0; b < B; ++b) backend.residual_forward(out + b * T * C_local, out + b * T * C_local, wpe, T * C_local);
+    for (int b = 0; b < B; ++b) {
+        backend.residual_forward(out + b * T * C_local, out + b * T * C_local, wpe, T * C_local);
+    }
 }
 
 void vocab_parallel_embedding_backward(Backend& backend, ProcessGrid& grid, VocabSlice const& slice, float* dwte_block,
@@ -119,7 +121,8 @@ void vocab_parallel_cross_entropy_forward(Backend& backend, ProcessGrid& grid, V
                                           float* logsumexp, float* row_max, double* sums, float const* logits,
                                           std::int32_t const* targets, std::int64_t N) {
     backend.cross_entropy_max(row_max, logits, N, slice.valid, slice.rows);
-    over_vocabulary(grid, slice, [&](Communicator& group) { group.all_reduce_max(row_max, static_cast<std::size_t>(N)); });
+    over_vocabulary(grid, slice,
+                    [&](Communicator& group) { group.all_reduce_max(row_max, static_cast<std::size_t>(N)); });
     backend.cross_entropy_sums(sums, logits, row_max, targets, N, slice.valid, slice.rows, slice.begin);
     over_vocabulary(grid, slice, [&](Communicator& group) { group.all_reduce(sums, static_cast<std::size_t>(2 * N)); });
     backend.cross_entropy_losses(losses, logsumexp, row_max, sums, targets, N);

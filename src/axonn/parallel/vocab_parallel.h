@@ -98,7 +98,8 @@ std::vector<float> gather_vocabulary_row(ProcessGrid& grid, VocabSlice const& sl
 std::int32_t agreed_token(ProcessGrid& grid, std::int32_t token);
 
 // out[i] = the most likely word of rows[i] (each [slice.rows], this rank's slice of a token's logits) over the
-// whole vocabulary, ties to the smallest id; the same on every rank of the vocabulary's plane. Logits that are not finite are an error.
+// whole vocabulary, ties to the smallest id; the same on every rank of the vocabulary's plane. Logits
+// that are not finite are an error.
 void vocab_parallel_argmax(ProcessGrid& grid, VocabSlice const& slice, std::span<float const* const> rows,
                            std::int32_t* out);
 
@@ -107,7 +108,8 @@ void vocab_parallel_argmax(ProcessGrid& grid, VocabSlice const& slice, std::span
 // Z into the shards once the backward has finished with them. Without a Z split the shards are the blocks.
 class VocabBlocks {
 public:
-    // blocks: 1 (a tied LM head) or 2; block_numel: slice.rows · slice.width; scatter_comm: the reduce-scatters' wire type.
+    // blocks: 1 (a tied LM head) or 2; block_numel: slice.rows · slice.width;
+    // scatter_comm: the reduce-scatters' wire type.
     VocabBlocks(ProcessGrid& grid, Backend& backend, int blocks, std::int64_t block_numel, DType precision,
                 DType scatter_comm, bool overlap);
 

@@ -6,7 +6,9 @@ HostState HostState::read(Decoder& model, AdamW* optimizer) {
     VocabSplit const split = model.architecture().vocab_split;
     if (model.in_host_memory()) {
         state.view_ = {model.param_values(), {}, {}, split};
-        if (optimizer != nullptr) state.view_ = {state.view_.params, optimizer->exp_avg(), optimizer->exp_avg_sq(), split};
+        if (optimizer != nullptr) {
+            state.view_ = {state.view_.params, optimizer->exp_avg(), optimizer->exp_avg_sq(), split};
+        }
         return state;
     }
     auto const total = static_cast<std::size_t>(model.layout().total());
