@@ -36,7 +36,8 @@ struct DecoderOptions {
     // The LM head and its loss in chunks of at most this many token rows; 0: all of a pass's rows at once. Only a
     // chunk's logits [rows, this rank's vocabulary rows] are held (they are the largest activation: a row per
     // token, a column per word), and in training each chunk's backward runs as soon as its loss is known. The
-    // losses and gradients are those of the whole batch, summed in another order. A forward without targets needs all its rows' logits at once.
+    // losses and gradients are those of the whole batch, summed in another order. A forward without targets needs
+    // all its rows' logits at once.
     int logit_rows = 0;
     // The embedding's and the LM head's layout (param_decl.h): by default over the X·Y plane, whose X traffic is a
     // token's hidden state rather than its logits.
