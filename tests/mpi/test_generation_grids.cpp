@@ -62,7 +62,9 @@ TEST_P(GenerationOnGrid, TokensMatchSerial) {
     sampled.top_k = 50;
     sampled.top_p = 0.9f;
     sampled.seed = 4;
+    // With x = 1 the two layouts are one.
     for (VocabSplit const split : {VocabSplit::xy, VocabSplit::y}) {
+        if (split == VocabSplit::y && shape.x == 1) continue;
         Decoder parallel(config, backend, grid, 1, prompt_chunk, DecoderOptions{.vocab_split = split});
         parallel.init_weights(13);
         for (SampleOptions const& options : {greedy, sampled}) {

@@ -34,8 +34,12 @@ TEST_P(LlamaOnGrid, OneStepMatchesSerial) {
     testing::expect_step_near_serial(llama_parity(GetParam(), 1), 9, testing::fp32_step_tolerance);
 }
 
-// AxoNN's vocabulary split over Y (the rest run over X·Y, the default), its untied head's block too.
-TEST_P(LlamaOnGrid, AxonnVocabularySplitMatchesSerial) {
+// AxoNN's vocabulary split over Y (the rest run over X·Y, the default), its untied head's block too, on the grids
+// with x > 1 (elsewhere the two layouts are one).
+class LlamaAxonnVocabularyOnGrid : public ::testing::TestWithParam<GridShape> {};
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(LlamaAxonnVocabularyOnGrid);  // no grid of 1 or 3 ranks splits X
+
+TEST_P(LlamaAxonnVocabularyOnGrid, OneStepMatchesSerial) {
     testing::expect_axonn_vocab_split_near_serial(micro_llama(), GetParam(), 9);
 }
 
@@ -69,4 +73,9 @@ INSTANTIATE_TEST_SUITE_P(EveryGrid, LlamaOnGrid,
                          [](auto const& info) { return testing::grid_test_name(info.param); });
 
 }  // namespace
+INSTANTIATE_TEST_SUITE_P(
+    GridsSplittingX, LlamaAxonnVocabularyOnGrid,
+    ::testing::ValuesIn(testing::grids_splitting_x(testing::suite_grids(micro_llama(), testing::suite_batch()))),
+    [](auto const& info) { return testing::grid_test_name(info.param); });
+
 }  // namespace axonn

@@ -66,6 +66,15 @@ inline std::vector<GridShape> suite_grids(std::span<ParamDecl const> params, int
     }
     return grids;
 }
+
+// Those of `grids` that split X: where the vocabulary's two layouts (--vocab-split) differ.
+inline std::vector<GridShape> grids_splitting_x(std::vector<GridShape> const& grids) {
+    std::vector<GridShape> splitting;
+    for (GridShape const& grid : grids) {
+        if (grid.x > 1) splitting.push_back(grid);
+    }
+    return splitting;
+}
 inline std::vector<GridShape> suite_grids(ModelConfig const& model, int batch) {
     return suite_grids(model.architecture().declarations, batch);
 }
