@@ -187,8 +187,9 @@ TEST_P(HfLlamaOnGrid, ExportOfItsCheckpointHoldsTheTwinsTensorsBitForBit) {
     LlamaConfig const& config = imported.config;
     // The folder is shared by every grid's case: each writes under its own name.
     std::string const case_name = testing::grid_test_name(shape);
-    std::filesystem::path const saved = save_checkpoint(imported.grid, config, {imported.model.param_values(), {}, {}},
-                                                        0, nullptr, {folder.path() / "ckpt" / case_name, 0, 4096});
+    LocalTensors const weights{imported.model.param_values(), {}, {}, imported.model.architecture().vocab_split};
+    std::filesystem::path const saved =
+        save_checkpoint(imported.grid, config, weights, 0, nullptr, {folder.path() / "ckpt" / case_name, 0, 4096});
     if (imported.grid.rank() != 0) return;
     CheckpointReader checkpoint(saved);
     std::filesystem::path const exported_to = folder.path() / "export" / case_name;

@@ -10,8 +10,8 @@
 //   - with --grad-comm bf16, every gradient within 1e-2 (the bound of test_model_grids.cpp: bf16 rounding at each
 //     partial sum), and on a grid whose key/value replicas are summed over Y (y > 2), qkvw's gradient shows that
 //     rounding (above 1e-5): the replicas' sum moves bf16 too;
-//   - all with the vocabulary over the X·Y plane (the default), and with AxoNN's split over Y one fp32 and one
-//     bf16 step, each within its precision's bound.
+//   - all with the default vocabulary layout (whichever moves fewer bytes over X), and with each layout named one
+//     fp32 and one bf16 step, each within its precision's bound, where X is split.
 #include "axonn/families/llama/llama_parameters.h"
 #include "axonn/train/parity.h"
 #include "support/micro_model.h"
@@ -34,13 +34,13 @@ TEST_P(LlamaOnGrid, OneStepMatchesSerial) {
     testing::expect_step_near_serial(llama_parity(GetParam(), 1), 9, testing::fp32_step_tolerance);
 }
 
-// AxoNN's vocabulary split over Y (the rest run over X·Y, the default), its untied head's block too, on the grids
-// with x > 1 (elsewhere the two layouts are one).
-class LlamaAxonnVocabularyOnGrid : public ::testing::TestWithParam<GridShape> {};
-GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(LlamaAxonnVocabularyOnGrid);  // no grid of 1 or 3 ranks splits X
+// Each vocabulary layout named (the rest run with the default, whichever moves fewer bytes), its untied head's
+// block too, on the grids with x > 1 (elsewhere the two layouts are one).
+class LlamaVocabularyLayoutOnGrid : public ::testing::TestWithParam<GridShape> {};
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(LlamaVocabularyLayoutOnGrid);  // no grid of 1 or 3 ranks splits X
 
-TEST_P(LlamaAxonnVocabularyOnGrid, OneStepMatchesSerial) {
-    testing::expect_axonn_vocab_split_near_serial(micro_llama(), GetParam(), 9);
+TEST_P(LlamaVocabularyLayoutOnGrid, EachOneStepMatchesSerial) {
+    testing::expect_both_vocab_splits_near_serial(micro_llama(), GetParam(), 9);
 }
 
 TEST_P(LlamaOnGrid, TenAdamWStepsFollowSerialLosses) {
@@ -74,7 +74,7 @@ INSTANTIATE_TEST_SUITE_P(EveryGrid, LlamaOnGrid,
 
 }  // namespace
 INSTANTIATE_TEST_SUITE_P(
-    GridsSplittingX, LlamaAxonnVocabularyOnGrid,
+    GridsSplittingX, LlamaVocabularyLayoutOnGrid,
     ::testing::ValuesIn(testing::grids_splitting_x(testing::suite_grids(micro_llama(), testing::suite_batch()))),
     [](auto const& info) { return testing::grid_test_name(info.param); });
 

@@ -10,8 +10,9 @@
 //   - with the Goldfish loss, the masks are equal and the losses follow serial's (GoldfishMasksAndLossesMatchSerial);
 //   - in mixed precision (bf16 GEMMs, weights gathered and the Linears' all-reduces in bf16), one step against
 //     the serial bf16 run: see Bf16OneStepMatchesSerialBf16 for its tolerance.
-// All with the vocabulary split over the X·Y plane (the default); with AxoNN's split over Y (--vocab-split y), one
-// step in fp32 and one in bf16 with the same tolerances.
+// All with the default vocabulary layout (--vocab-split auto: the one that moves fewer bytes over X, the X·Y
+// plane's or AxoNN's split over Y); with each layout named, one step in fp32 and one in bf16 with the same
+// tolerances, where X is split.
 // A single Linear layer is checked on the same grids, transposed and not, with and without bias.
 // Assertions are EXPECT_: a rank that left a test early would leave the others waiting in a collective.
 #include "axonn/core/error.h"
@@ -61,13 +62,14 @@ TEST_P(ModelOnGrid, OneStepMatchesSerial) {
     testing::expect_step_near_serial(micro_parity(GetParam(), 1), 16, testing::fp32_step_tolerance);
 }
 
-// Every check above runs with the vocabulary over the X·Y plane (the default); AxoNN's split over Y is checked
-// with one step in fp32 and one in bf16, on the grids with x > 1 (elsewhere the two layouts are one).
-class AxonnVocabularyOnGrid : public ::testing::TestWithParam<GridShape> {};
-GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(AxonnVocabularyOnGrid);  // no grid of 1 or 3 ranks splits X
+// Every check above runs with the default vocabulary layout (the one that moves fewer bytes over X on the grid);
+// each layout named is checked with one step in fp32 and one in bf16, on the grids with x > 1 (elsewhere the two
+// layouts are one).
+class VocabularyLayoutOnGrid : public ::testing::TestWithParam<GridShape> {};
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(VocabularyLayoutOnGrid);  // no grid of 1 or 3 ranks splits X
 
-TEST_P(AxonnVocabularyOnGrid, OneStepMatchesSerial) {
-    testing::expect_axonn_vocab_split_near_serial(micro_model(), GetParam(), 16);
+TEST_P(VocabularyLayoutOnGrid, EachOneStepMatchesSerial) {
+    testing::expect_both_vocab_splits_near_serial(micro_model(), GetParam(), 16);
 }
 
 TEST_P(ModelOnGrid, TwentyAdamWStepsFollowSerialLosses) {
@@ -177,7 +179,7 @@ TEST_P(ModelOnGrid, Bf16ReduceScattersKeepTheDataSumsInFp32) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryGrid, ModelOnGrid, ::testing::ValuesIn(model_grids()), grid_name);
-INSTANTIATE_TEST_SUITE_P(GridsSplittingX, AxonnVocabularyOnGrid,
+INSTANTIATE_TEST_SUITE_P(GridsSplittingX, VocabularyLayoutOnGrid,
                          ::testing::ValuesIn(testing::grids_splitting_x(model_grids())), grid_name);
 
 // One Linear layer [N, K] alone: the grid's forward, dX, dW and db against the serial kernel on the whole batch.

@@ -7,7 +7,8 @@
 // block, key/value heads replicated over y = 4 and 8 with their gradients summed over Y), in fp32, in bf16 with
 // recomputation and micro-batches, and with either --grad-comm; and with the LM head in
 // chunks of rows (--logit-rows), single pass and micro-batches; all with the vocabulary over the X·Y plane (the
-// default), and some with AxoNN's split over Y (--vocab-split y) on the grids that split X:
+// default: the layout that moves fewer bytes over X, which is AxoNN's split over Y on some of the grids and in bf16),
+// and on the grids that split X some with each layout named (--vocab-split y, xy):
 //   - traffic: the predicted calls and bytes of every (operation, group) equal, exactly, what the communication
 //     layer recorded during one train_step;
 //   - memory: the predicted bytes of the model, its gradients, AdamW and all buffers are within 10% of the peak
@@ -47,7 +48,7 @@ struct RunCase {
 };
 
 std::vector<RunCase> run_cases() {
-    std::vector<RunCase> cases(19);
+    std::vector<RunCase> cases(20);
     cases[0].name = "default";
     cases[1].name = "micro_batches";
     cases[1].run.micro_batch = 1;
@@ -105,6 +106,9 @@ std::vector<RunCase> run_cases() {
     cases[18].llama = true;
     cases[18].run.model.vocab_split = VocabSplit::y;
     cases[18].run.micro_batch = 1;
+    cases[19].name = "vocab_split_xy_bf16";  // where the automatic split would take y's layout too
+    cases[19].run.model.vocab_split = VocabSplit::xy;
+    cases[19].run.model.precision = DType::bf16;
     return cases;
 }
 
@@ -119,7 +123,8 @@ TEST_P(PerfModelOnGrid, PredictedTrafficEqualsMeasuredAndMemoryWithinTenPercent)
     std::optional<Architecture> const llama =
         run_case.llama ? std::optional(decoder_architecture(testing::micro_llama())) : std::nullopt;
     if (llama) {
-        std::vector<ParamDecl> const declarations = llama->with_vocab_split(run.model.vocab_split).declarations;
+        std::vector<ParamDecl> const declarations =
+            llama->with_vocab_split(run.model.vocab_split, shape, run.model.precision).declarations;
         if (auto const problem = grid_problem(declarations, shape, batch)) GTEST_SKIP() << *problem;
     }
     ProcessGrid grid(MPI_COMM_WORLD, shape);
@@ -161,13 +166,13 @@ TEST_P(PerfModelOnGrid, PredictedTrafficEqualsMeasuredAndMemoryWithinTenPercent)
     EXPECT_NEAR(predicted_peak, measured_peak, 0.1 * measured_peak);
 }
 
-// Every case on every grid of the world, but AxoNN's vocabulary split only where X is split: elsewhere the two
-// layouts are one.
+// Every case on every grid of the world, but those naming a vocabulary layout only where X is split: elsewhere the
+// two layouts are one.
 std::vector<std::tuple<GridShape, RunCase>> grid_cases() {
     std::vector<std::tuple<GridShape, RunCase>> cases;
     for (GridShape const& grid : grid_factorisations(world_size())) {
         for (RunCase const& run : run_cases()) {
-            if (run.run.model.vocab_split == VocabSplit::y && grid.x == 1) continue;
+            if (run.run.model.vocab_split != VocabSplit::automatic && grid.x == 1) continue;
             cases.emplace_back(grid, run);
         }
     }

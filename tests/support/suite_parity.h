@@ -47,14 +47,17 @@ inline void expect_bf16_step_near_serial(ModelConfig const& model, GridShape con
     expect_step_near_serial(options, tensors, bf16_step_tolerance);
 }
 
-// AxoNN's vocabulary split (--vocab-split y) where the default splits over X·Y: one fp32 and one bf16 step, each
-// with its precision's tolerance.
-inline void expect_axonn_vocab_split_near_serial(ModelConfig const& model, GridShape const& grid, std::size_t tensors) {
-    for (DType const precision : {DType::f32, DType::bf16}) {
-        ParityOptions options = suite_parity(model, grid, 1);
-        options.run.model.vocab_split = VocabSplit::y;
-        options.run.model.precision = precision;
-        expect_step_near_serial(options, tensors, precision == DType::bf16 ? bf16_step_tolerance : fp32_step_tolerance);
+// Each vocabulary layout named (--vocab-split xy and y), where the default takes whichever moves fewer bytes: one
+// fp32 and one bf16 step each, with its precision's tolerance.
+inline void expect_both_vocab_splits_near_serial(ModelConfig const& model, GridShape const& grid, std::size_t tensors) {
+    for (VocabSplit const split : {VocabSplit::xy, VocabSplit::y}) {
+        for (DType const precision : {DType::f32, DType::bf16}) {
+            ParityOptions options = suite_parity(model, grid, 1);
+            options.run.model.vocab_split = split;
+            options.run.model.precision = precision;
+            double const tolerance = precision == DType::bf16 ? bf16_step_tolerance : fp32_step_tolerance;
+            expect_step_near_serial(options, tensors, tolerance);
+        }
     }
 }
 

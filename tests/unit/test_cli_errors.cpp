@@ -310,7 +310,7 @@ std::vector<BadInput> const bad_inputs = {
     {"unknown_recompute", "train --data {dir}/good --tokenizer byte --recompute sometimes",
      "--recompute: 'sometimes' is not a choice: use layer or none", 2},
     {"unknown_vocab_split", "plan --model gpt2-small --gpus 8 --batch 8 --vocab-split x",
-     "--vocab-split: 'x' is not a choice: use xy or y", 2},
+     "--vocab-split: 'x' is not a choice: use auto or xy or y", 2},
     {"unknown_overlap", "train --data {dir}/good --tokenizer byte --overlap maybe",
      "--overlap: 'maybe' is not a choice: use off or on", 2},
     {"unknown_precision", "train --data {dir}/good --tokenizer byte --precision bf17",

@@ -5,12 +5,14 @@
 //   - over every grid of 8 ranks, in both layouts, the ranks of one data replica hold every element of the
 //     embedding exactly once (its owners), and the layouts differ only where x > 1;
 //   - a grid whose x·y does not divide the padded vocabulary is refused naming both axes;
+//   - the automatic layout is the one that moves fewer bytes over X (a table of models and grids);
 // and the column-block kernels that move a token's hidden state between X's slices and its whole row:
 // split_columns lays a matrix's column blocks out one after another, join_columns undoes it, both exactly.
 #include "axonn/core/error.h"
 #include "axonn/families/llama/llama_config.h"
 #include "axonn/families/llama/llama_parameters.h"
 #include "axonn/kernels/cpu/column_blocks.h"
+#include "axonn/parallel/vocab_parallel.h"
 
 #include <gtest/gtest.h>
 
@@ -75,6 +77,29 @@ TEST(VocabLayout, APlaneThatDoesNotDivideTheVocabularyIsRefused) {
     auto const problem = grid_problem(tiny(VocabSplit::xy), GridShape{.y = 2, .x = 3}, 1);
     ASSERT_TRUE(problem.has_value());
     EXPECT_NE(problem->find("y·x = 6 does not divide"), std::string::npos) << *problem;
+}
+
+// --vocab-split auto: the layout that moves fewer bytes over X. Over the X·Y plane X moves 4 · C fp32 numbers a
+// token (16 C bytes); over Y the logits' all-reduce moves 2 · Vp/G_y numbers of the GEMMs' type.
+TEST(VocabLayout, TheAutomaticSplitMovesFewerBytesOverX) {
+    struct Case {
+        int width, padded_vocab;
+        GridShape grid;
+        int gemm_bytes;
+        VocabSplit expected;
+    };
+    for (Case const& c : std::vector<Case>{
+             {256, 50304, {.y = 2, .x = 2}, 4, VocabSplit::xy},      // the demo: 4,096 bytes against 100,608
+             {4096, 128256, {.y = 8, .x = 2}, 2, VocabSplit::y},     // Llama 3.1 8B in bf16: 65,536 against 64,128
+             {4096, 128256, {.y = 4, .x = 2}, 2, VocabSplit::xy},    // 65,536 against 128,256
+             {64, 320, {.y = 4, .x = 2}, 4, VocabSplit::y},          // 1,024 against 640
+             {64, 320, {.y = 8, .x = 1}, 4, VocabSplit::xy},         // X not split: the two are one
+         }) {
+        EXPECT_EQ(resolved_vocab_split(VocabSplit::automatic, c.width, c.padded_vocab, c.grid, c.gemm_bytes),
+                  c.expected)
+            << c.grid << " width " << c.width;
+        EXPECT_EQ(resolved_vocab_split(VocabSplit::y, c.width, c.padded_vocab, c.grid, c.gemm_bytes), VocabSplit::y);
+    }
 }
 
 TEST(ColumnBlocks, SplitLaysBlocksOutInTurnAndJoinUndoesIt) {

@@ -121,7 +121,7 @@ void add_bench_command(CLI::App& app) {
                                            {"micro_batch", options->run.micro_batch},
                                            {"recompute", options->run.model.recompute == Recompute::layer},
                                            {"logit_rows", options->run.model.logit_rows},
-                                           {"vocab_split", vocab_split_name(options->run.model.vocab_split)},
+                                           {"vocab_split", vocab_split_name(result.vocab_split)},
                                            {"peak_rss_bytes", result.peak_rss_bytes},
                                            {"tensor_peak_bytes", result.tensor_peak_bytes}};
             nlohmann::json tunings = nlohmann::json::array();

@@ -80,12 +80,14 @@ void add_step_options(CLI::App& command, StepOptions& options) {
         ->capture_default_str();
     with_choices(command.add_option("--vocab-split", options.model.vocab_split,
                                     "how the embedding and the LM head split the vocabulary: xy: rows over the "
-                                    "X x Y plane, every column, so X moves each token's hidden state (C numbers) "
-                                    "instead of its logits; y: AxoNN's, rows over Y and columns over X, whose LM "
-                                    "head all-reduces its logits (Vp/y numbers a token) over X. Checkpoints load "
-                                    "either way; the same as each other when x = 1"),
-                 std::map<std::string, VocabSplit>{{"xy", VocabSplit::xy}, {"y", VocabSplit::y}})
-        ->default_str("xy");
+                                    "X x Y plane, every column, so X moves each token's hidden state (4 x C fp32 "
+                                    "numbers a step) instead of its logits; y: AxoNN's, rows over Y and columns over "
+                                    "X, whose LM head all-reduces its logits (Vp/y numbers a token) over X; auto: "
+                                    "the one that moves fewer bytes over X on the grid. Checkpoints load either "
+                                    "way; the two are one when x = 1"),
+                 std::map<std::string, VocabSplit>{
+                     {"auto", VocabSplit::automatic}, {"xy", VocabSplit::xy}, {"y", VocabSplit::y}})
+        ->default_str("auto");
     with_choices(command.add_option("--gemm-tuning", options.gemm_tuning,
                                     "on: time the ways of computing each large GEMM shape once (whole, its inner "
                                     "dimension in chunks, or its B operand copied with padded rows) and use the "

@@ -1,5 +1,7 @@
 #include "axonn/model/architecture.h"
 
+#include "axonn/parallel/vocab_parallel.h"
+
 namespace axonn {
 
 std::int64_t Architecture::parameter_count() const {
@@ -25,10 +27,11 @@ double Architecture::hardware_flops_per_step(int batch, int seq, bool recompute)
     return tokens * (layer_passes * layers * (layer_gemms + attention) + 3 * 2 * C * padded_vocab);
 }
 
-Architecture Architecture::with_vocab_split(VocabSplit split) const {
+Architecture Architecture::with_vocab_split(VocabSplit split, GridShape const& grid, DType precision) const {
     Architecture laid_out = *this;
-    laid_out.vocab_split = split;
-    laid_out.declarations = axonn::with_vocab_split(declarations, split);
+    laid_out.vocab_split =
+        resolved_vocab_split(split, width, padded_vocab, grid, static_cast<int>(dtype_size(precision)));
+    laid_out.declarations = axonn::with_vocab_split(declarations, laid_out.vocab_split);
     return laid_out;
 }
 

@@ -4,6 +4,7 @@
 // biases, an untied head) are two settings of it; every other part of the model code is shared.
 #pragma once
 
+#include "axonn/comm/grid.h"
 #include "axonn/parallel/param_decl.h"
 
 #include <cstdint>
@@ -58,8 +59,9 @@ struct Architecture {
     // full s×s scores, and the LM head's 3 times. For GPT-2 it is their 72·B·s·l·h²·(1 + s/6h + V/12lh), and
     // 96·B·s·l·h²·(1 + s/6h + V/16lh) recomputing (V the padded vocabulary the GEMMs compute).
     double hardware_flops_per_step(int batch, int seq, bool recompute) const;
-    // The same model with its vocabulary laid out by `split`.
-    Architecture with_vocab_split(VocabSplit split) const;
+    // The same model with its vocabulary laid out by `split` for a run on `grid` whose GEMMs take `precision`
+    // (which decide the automatic split: resolved_vocab_split, parallel/vocab_parallel.h).
+    Architecture with_vocab_split(VocabSplit split, GridShape const& grid, DType precision) const;
 };
 
 }  // namespace axonn

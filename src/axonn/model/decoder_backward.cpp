@@ -73,9 +73,10 @@ void Decoder::head_backward(Batch const& batch, std::int64_t first, std::int64_t
     float* dlogits = activation(a.logits);  // [rows, Vr]
     k.cross_entropy_backward(dlogits, dlogits, activation(a.logsumexp) + first, batch.targets + first,
                              activation(a.dlosses) + first, rows, vocab.valid, vocab.rows, vocab.begin);
-    vocab_parallel_head_input_gradient(k, linear_groups(false), options_.overlap, vocab, d_norm,
-                                       scratch + a.d_head_input + first * d.C, head_input, dlogits,
-                                       gathered_vocab_block(head_block), rows, [&](GemmInput gemm_dlogits) {
+    float* d_head_input = d.vocab_over_x() ? scratch + a.d_head_input + first * d.C : nullptr;  // [rows, C]
+    vocab_parallel_head_input_gradient(k, linear_groups(false), options_.overlap, vocab, d_norm, d_head_input,
+                                       head_input, dlogits, gathered_vocab_block(head_block), rows,
+                                       [&](GemmInput gemm_dlogits) {
                                            k.linear_backward_weight(vocab_block_grad(head_block), nullptr,
                                                                     gemm_dlogits, head_input, rows, d.Vh, d.Vr, write);
                                        });

@@ -15,7 +15,7 @@ using namespace decoder_layout;
 
 DecoderMemory decoder_memory(Architecture const& model, GridShape const& grid, int local_batch, int seq,
                              DecoderOptions const& options) {
-    Architecture const architecture = model.with_vocab_split(options.vocab_split);
+    Architecture const architecture = model.with_vocab_split(options.vocab_split, grid, options.precision);
     ShardLayout const layout(architecture.declarations, GridPosition{grid});
     std::int64_t const parameters = layout.total();
     std::int64_t const gemm_bytes = dtype_size(options.precision);  // per element of a GEMM's weight or operand

@@ -39,9 +39,9 @@ struct DecoderOptions {
     // losses and gradients are those of the whole batch, summed in another order. A forward without targets needs
     // all its rows' logits at once.
     int logit_rows = 0;
-    // The embedding's and the LM head's layout (param_decl.h): by default over the X·Y plane, whose X traffic is a
-    // token's hidden state rather than its logits.
-    VocabSplit vocab_split = VocabSplit::xy;
+    // The embedding's and the LM head's layout (param_decl.h): by default the one that moves fewer bytes over X on
+    // the grid, nearly always the X·Y plane's, whose X traffic is a token's hidden state rather than its logits.
+    VocabSplit vocab_split = VocabSplit::automatic;
 };
 
 // Into how many chunks of rows the LM head cuts a pass of `rows` token rows: the fewest of at most `logit_rows`

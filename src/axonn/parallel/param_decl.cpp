@@ -2,21 +2,19 @@
 
 #include "axonn/core/error.h"
 
-#include <fmt/format.h>
-
 namespace axonn {
 
-std::string vocab_split_name(VocabSplit split) { return split == VocabSplit::xy ? "xy" : "y"; }
-
-VocabSplit parse_vocab_split(std::string const& name) {
-    if (name == "xy") return VocabSplit::xy;
-    if (name == "y") return VocabSplit::y;
-    throw UsageError(fmt::format("unknown vocabulary split '{}': use xy (rows over the X·Y plane) or y (rows over Y, "
-                                 "columns over X)",
-                                 name));
+std::string vocab_split_name(VocabSplit split) {
+    switch (split) {
+        case VocabSplit::xy: return "xy";
+        case VocabSplit::y: return "y";
+        case VocabSplit::automatic: return "auto";
+    }
+    return "?";
 }
 
 std::vector<ParamDecl> with_vocab_split(std::vector<ParamDecl> params, VocabSplit split) {
+    AXONN_INVARIANT(split != VocabSplit::automatic, "the automatic vocabulary split must be resolved for a grid first");
     for (ParamDecl& param : params) {
         if (param.role == ShardRole::vocabulary_block || param.role == ShardRole::vocabulary_rows) {
             param.role = split == VocabSplit::xy ? ShardRole::vocabulary_rows : ShardRole::vocabulary_block;

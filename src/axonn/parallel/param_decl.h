@@ -36,8 +36,9 @@ enum class ShardRole {
 
 // How the embedding and the LM head split their vocabulary (parallel/vocab_parallel.h): by rows over Y with the
 // columns over X (AxoNN's layout: vocabulary_block), or by rows over the whole X·Y plane with every column on each
-// rank (vocabulary_rows), which moves a token's hidden state over X instead of its logits.
-enum class VocabSplit { xy, y };
+// rank (vocabulary_rows), which moves a token's hidden state over X instead of its logits; or, for a run, the one
+// of the two that moves fewer bytes over X on its grid (automatic: resolved_vocab_split, parallel/vocab_parallel.h).
+enum class VocabSplit { xy, y, automatic };
 
 enum class ParamInit { normal, ones, zeros };
 
@@ -67,9 +68,8 @@ struct ParamDecl {
     std::int64_t real_rows = -1;  // rows from here on are padding: zero, never trained in effect (-1: none)
 };
 
-std::string vocab_split_name(VocabSplit split);  // "xy", "y"
-VocabSplit parse_vocab_split(std::string const& name);  // throws axonn::UsageError naming the choices
-// The declarations with every vocabulary tensor in the role of `split`.
+std::string vocab_split_name(VocabSplit split);  // "xy", "y", "auto"
+// The declarations with every vocabulary tensor in the role of `split` (xy or y).
 std::vector<ParamDecl> with_vocab_split(std::vector<ParamDecl> params, VocabSplit split);
 
 }  // namespace axonn

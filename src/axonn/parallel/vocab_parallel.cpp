@@ -22,6 +22,14 @@ template <typename Reduce> void over_vocabulary(ProcessGrid& grid, VocabSlice co
 
 }  // namespace
 
+VocabSplit resolved_vocab_split(VocabSplit split, int width, int padded_vocab, GridShape const& grid, int gemm_bytes) {
+    if (split != VocabSplit::automatic) return split;
+    if (grid.x == 1) return VocabSplit::xy;
+    std::int64_t const hidden_bytes = 4 * std::int64_t{4} * width;                          // per token, over X
+    std::int64_t const logit_bytes = 2 * std::int64_t{gemm_bytes} * (padded_vocab / grid.y);  // per token, over X
+    return hidden_bytes < logit_bytes ? VocabSplit::xy : VocabSplit::y;
+}
+
 VocabSlice vocab_slice(ProcessGrid const& grid, VocabSplit split, int padded_vocab, int vocab_size, int width) {
     int const x = grid.size(Axis::x);
     bool const over_x = split == VocabSplit::xy && x > 1;

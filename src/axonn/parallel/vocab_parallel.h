@@ -35,6 +35,12 @@
 
 namespace axonn {
 
+// The layout `split` names; `automatic` resolved for a model `width` wide with `padded_vocab` rows on `grid`, whose
+// GEMMs take operands of `gemm_bytes`: the one that moves fewer bytes over X in a step. The y layout all-reduces
+// M·Vp/G_y logits in the GEMMs' type once (a ring moves each twice), the xy layout gathers or reduce-scatters M·C
+// fp32 numbers four times: xy when 8·C < gemm_bytes·Vp/G_y, and where X is not split (the two are one).
+VocabSplit resolved_vocab_split(VocabSplit split, int width, int padded_vocab, GridShape const& grid, int gemm_bytes);
+
 struct VocabSlice {
     int begin;  // global id of this rank's first row
     int rows;   // Vp / G_y, or Vp / (G_x·G_y) over the X·Y plane

@@ -72,12 +72,13 @@ void validate_plan_request(PlanRequest const& request) {
 
 std::vector<PlanCandidate> plan_grids(PlanRequest const& request) {
     validate_plan_request(request);
-    std::vector<ParamDecl> const declarations =
-        request.model.architecture().with_vocab_split(request.run.vocab_split).declarations;
+    Architecture const model = request.model.architecture();
     std::vector<PlanCandidate> candidates;
     for (GridShape const& grid : grid_factorisations(request.devices)) {
         PlanCandidate candidate;
         candidate.grid = grid;
+        std::vector<ParamDecl> const declarations =
+            model.with_vocab_split(request.run.vocab_split, grid, request.run.precision).declarations;
         candidate.excluded = grid_problem(declarations, grid, request.batch);
         if (!candidate.excluded) candidate.excluded = batch_problem(request, grid);
         if (!candidate.excluded) predict(candidate, request);

@@ -29,7 +29,7 @@ struct StepShape {
     int micro_batches() const { return micro_batch > 0 ? replica_batch() / micro_batch : 1; }
     int local_batch() const { return micro_batch > 0 ? micro_batch : replica_batch(); }
     // The model as the decoder lays it out for this run (its vocabulary split).
-    Architecture decoder() const { return model.architecture().with_vocab_split(run.vocab_split); }
+    Architecture decoder() const { return model.architecture().with_vocab_split(run.vocab_split, grid, run.precision); }
 };
 
 // One collective kind of one step: what the comm layer's TrafficLog would hold for it.

@@ -26,8 +26,10 @@ BenchResult run_benchmark(BenchOptions options) {
     int const B = options.batch, T = options.seq;
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
-    Architecture const architecture = as_usage_errors(
-        [&] { return options.model.validated_architecture().with_vocab_split(options.run.model.vocab_split); });
+    Architecture const architecture = as_usage_errors([&] {
+        return options.model.validated_architecture().with_vocab_split(options.run.model.vocab_split, options.grid,
+                                                                        options.run.model.precision);
+    });
     as_usage_errors([&] {
         AXONN_REQUIRE(options.iterations > options.warmup,
                       "--iters {} must exceed the {} warm-up iterations that are left out of the average",
@@ -114,6 +116,7 @@ BenchResult run_benchmark(BenchOptions options) {
     grid.comm(Group::world).all_reduce_max(timed_step_s.data(), timed_step_s.size());
     BenchResult result{};
     result.precision = options.run.model.precision;
+    result.vocab_split = model.architecture().vocab_split;
     result.gemm_tunings = backend.gemm_tunings();
     result.step_s = std::accumulate(timed_step_s.begin(), timed_step_s.end(), 0.0) / timed;
     result.fastest_step_s = *std::min_element(timed_step_s.begin(), timed_step_s.end());

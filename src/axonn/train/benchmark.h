@@ -33,6 +33,7 @@ struct BenchOptions {
 
 struct BenchResult {
     DType precision;  // the GEMMs' input type the steps ran in (f32 where bf16 fell back)
+    VocabSplit vocab_split;  // the vocabulary's layout the steps ran with (--vocab-split auto resolved)
     double step_s;          // the mean timed step; each step counts its slowest rank's time
     double fastest_step_s;  // the spread of the timed steps (a shared machine's speed drifts)
     double slowest_step_s;

@@ -107,8 +107,10 @@ ParityReport run_parity(ParityOptions options) {
     options.schedule.total_steps = options.steps;
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
-    Architecture const architecture = as_usage_errors(
-        [&] { return options.model.validated_architecture().with_vocab_split(options.run.model.vocab_split); });
+    Architecture const architecture = as_usage_errors([&] {
+        return options.model.validated_architecture().with_vocab_split(options.run.model.vocab_split, options.grid,
+                                                                        options.run.model.precision);
+    });
     as_usage_errors([&] {
         AXONN_REQUIRE(options.steps > 0, "--steps must be at least 1, got {}", options.steps);
         AXONN_REQUIRE(options.batch > 0 && options.seq > 0 && options.seq <= architecture.context,

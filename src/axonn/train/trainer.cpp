@@ -136,8 +136,10 @@ void settle_grid(TrainOptions& options) {
         options.grid = choose_grid(options.model, options.batch, options.seq, options.run, options.grid_order, world);
     }
     as_usage_errors([&] {
-        require_valid_grid(options.model.architecture().with_vocab_split(options.run.model.vocab_split).declarations,
-                           options.grid, world, options.batch);
+        DecoderOptions const& run = options.run.model;
+        require_valid_grid(
+            options.model.architecture().with_vocab_split(run.vocab_split, options.grid, run.precision).declarations,
+            options.grid, world, options.batch);
         options.run.pass_batch(options.batch / options.grid.batch_replicas());
     });
 }
