@@ -45,8 +45,9 @@ void print_grid(TrainOptions const& options, Decoder const& model, ProcessGrid& 
         "sequence(s) per step | vocabulary over {}{}{}{}{}\n",
         grid.shape().to_string(), options.grid_source.empty() ? "" : " (" + options.grid_source + ")",
         grid.world_size(), options.grid_order, options.threads, run.overlap ? "on" : "off", passes, model.max_batch(),
-        vocab_split_name(model.architecture().vocab_split), run.recompute == Recompute::layer ? " | layers recomputed" : "",
-        run.cache_weights ? " | weights cached" : "", grad_comm_text(run),
+        vocab_split_name(model.architecture().vocab_split),
+        run.recompute == Recompute::layer ? " | layers recomputed" : "", run.cache_weights ? " | weights cached" : "",
+        grad_comm_text(run),
         logit_chunks(pass_rows, run.logit_rows) > 1 ? fmt::format(" | LM head in chunks of {} rows", run.logit_rows)
                                                     : std::string());
     fmt::print("  placement {}\n", placement_summary(placement));
