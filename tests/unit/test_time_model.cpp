@@ -398,6 +398,28 @@ TEST(Planner, MarksTheGridsWhoseCollectivesExceedOneMpiCall) {
     EXPECT_FALSE(x.split_collectives);
 }
 
+// Each grid is planned with the vocabulary layout it would run with: --vocab-split auto takes the one that moves
+// fewer bytes over X (resolved_vocab_split): the X·Y plane's rows for a narrow model with GPT-2's vocabulary on
+// y = 2, x = 4, and on y = 8 (X not split, where the two are one); a layout named is planned as named.
+TEST(Planner, EachGridIsPlannedWithItsVocabularyLayout) {
+    PlanRequest request;
+    request.model =
+        GptConfig{.name = "narrow", .vocab_size = 50257, .n_layer = 1, .n_head = 4, .n_embd = 256, .max_seq = 128};
+    request.devices = 8;
+    request.batch = 8;
+    request.seq = 128;
+    request.machine = toy_machine();
+    auto const split_on = [](std::vector<PlanCandidate> const& candidates, GridShape const& grid) {
+        return std::find_if(candidates.begin(), candidates.end(), [&](auto const& c) { return c.grid == grid; })
+            ->vocab_split;
+    };
+    std::vector<PlanCandidate> const automatic = plan_grids(request);
+    EXPECT_EQ(split_on(automatic, GridShape{.y = 2, .x = 4}), VocabSplit::xy);  // 4,096 bytes against 100,608
+    EXPECT_EQ(split_on(automatic, GridShape{.y = 8}), VocabSplit::xy);
+    request.run.vocab_split = VocabSplit::y;
+    EXPECT_EQ(split_on(plan_grids(request), GridShape{.y = 2, .x = 4}), VocabSplit::y);
+}
+
 // The plan reports both conventions, each against the same peak and time.
 TEST(Planner, ReportsModelAndHardwareFlops) {
     PlanRequest request;

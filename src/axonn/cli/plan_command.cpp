@@ -58,14 +58,15 @@ nlohmann::json candidate_json(PlanCandidate const& candidate) {
                              {"hardware_flops_per_s", candidate.hardware_flops_per_s},
                              {"hardware_pct_peak", candidate.hardware_pct_peak},
                              {"largest_call_bytes", candidate.time.largest_call_bytes},
-                             {"split_collectives", candidate.split_collectives}};
+                             {"split_collectives", candidate.split_collectives},
+                             {"vocab_split", vocab_split_name(candidate.vocab_split)}};
     if (candidate.excluded) record["excluded"] = *candidate.excluded;
     return record;
 }
 
 void print_table(std::vector<PlanCandidate> const& candidates, int top) {
-    fmt::print("{:<4} {:<24} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>10} {:>7} {:>11} {:>7}\n", "rank", "grid",
-               "time (s)", "exposed", "data", "z", "y", "x", "mem (GiB)", "% peak", "PFLOP/s", "hw %");
+    fmt::print("{:<4} {:<24} {:>5} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>10} {:>7} {:>11} {:>7}\n", "rank", "grid",
+               "vocab", "time (s)", "exposed", "data", "z", "y", "x", "mem (GiB)", "% peak", "PFLOP/s", "hw %");
     int shown = 0;
     for (auto const& c : candidates) {
         if (c.excluded || shown == top) break;
@@ -73,9 +74,10 @@ void print_table(std::vector<PlanCandidate> const& candidates, int top) {
             auto const it = c.time.exposed_by_group.find(g);
             return it == c.time.exposed_by_group.end() ? 0.0 : it->second;
         };
-        fmt::print("{:<4} {:<24} {:>10.3f} {:>10.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>10.1f} {:>7.1f} {:>11.2f} "
-                   "{:>7.1f}\n",
-                   ++shown, c.grid.to_string() + (c.split_collectives ? "*" : ""), c.time.time_s, c.time.exposed_comm_s, exposed(Group::data),
+        fmt::print("{:<4} {:<24} {:>5} {:>10.3f} {:>10.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>10.1f} {:>7.1f} "
+                   "{:>11.2f} {:>7.1f}\n",
+                   ++shown, c.grid.to_string() + (c.split_collectives ? "*" : ""), vocab_split_name(c.vocab_split),
+                   c.time.time_s, c.time.exposed_comm_s, exposed(Group::data),
                    exposed(Group::z), exposed(Group::y), exposed(Group::x), c.memory.total() / 1073741824.0,
                    c.pct_peak, c.flops_per_s / 1e15, c.hardware_pct_peak);
     }
@@ -181,7 +183,7 @@ void add_plan_command(CLI::App& app) {
         "divide the model or do not fit in memory are excluded (--explain says why). \"% peak\" and PFLOP/s count\n"
         "model FLOPs (6N + 6LCT per token); \"hw %\" counts hardware FLOPs as Megatron-LM and AxoNN do, the\n"
         "recomputed forward included: 96Bslh^2(1 + s/6h + V/16lh) with --recompute layer, 72Bslh^2(1 + s/6h +\n"
-        "V/12lh) without. --json carries both.\n"
+        "V/12lh) without. --json carries both. \"vocab\" is the vocabulary's layout on the grid (--vocab-split).\n"
         "Llama 3.1's presets (llama3.1-8b, llama3.1-70b, llama3.1-405b) plan too. --weak-scaling plans a series of\n"
         "models on growing device counts instead, each on its best grid, and plots its efficiency per device.\n"
         "Example: axonn plan --model gpt-20b --gpus 1024 --machine perlmutter --batch 512 --seq 2048\n"

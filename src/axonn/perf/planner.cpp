@@ -77,9 +77,9 @@ std::vector<PlanCandidate> plan_grids(PlanRequest const& request) {
     for (GridShape const& grid : grid_factorisations(request.devices)) {
         PlanCandidate candidate;
         candidate.grid = grid;
-        std::vector<ParamDecl> const declarations =
-            model.with_vocab_split(request.run.vocab_split, grid, request.run.precision).declarations;
-        candidate.excluded = grid_problem(declarations, grid, request.batch);
+        Architecture const laid_out = model.with_vocab_split(request.run.vocab_split, grid, request.run.precision);
+        candidate.vocab_split = laid_out.vocab_split;
+        candidate.excluded = grid_problem(laid_out.declarations, grid, request.batch);
         if (!candidate.excluded) candidate.excluded = batch_problem(request, grid);
         if (!candidate.excluded) predict(candidate, request);
         candidates.push_back(std::move(candidate));

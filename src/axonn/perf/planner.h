@@ -27,6 +27,7 @@ struct PlanRequest {
 
 struct PlanCandidate {
     GridShape grid;
+    VocabSplit vocab_split = VocabSplit::xy;  // the vocabulary's layout on this grid (--vocab-split auto resolved)
     TimePrediction time;
     MemoryPrediction memory;
     double flops_per_s = 0;  // model FLOPs (6·N + 6·L·C·T per token) of the whole job per second
