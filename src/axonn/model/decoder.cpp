@@ -19,9 +19,7 @@ Decoder::Decoder(ModelConfig const& model, Backend& backend, ProcessGrid& grid, 
 Decoder::Decoder(Architecture architecture, Backend& backend, ProcessGrid& grid, int local_batch, int max_seq,
                  DecoderOptions const& options)
     : arch_(architecture.with_vocab_split(options.vocab_split, grid.shape(), options.precision)), backend_(backend),
-      grid_(grid),
-      max_batch_(local_batch), max_seq_(max_seq),
-      options_(options), layout_(arch_.declarations, GridPosition::of(grid)) {
+      grid_(grid), max_batch_(local_batch), max_seq_(max_seq), options_(options), layout_(arch_.declarations, GridPosition::of(grid)) {
     AXONN_INVARIANT(backend.gemm_dtype() == options.precision, "a model in {} needs a backend made for it, not {}",
                     dtype_name(options.precision), dtype_name(backend.gemm_dtype()));
     AXONN_REQUIRE(local_batch > 0, "batch size must be positive, got {}", local_batch);

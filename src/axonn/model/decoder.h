@@ -122,8 +122,7 @@ public:
     double gradient_norm();
 
     // [B, T, vocab_slice().rows] logits of the last forward (this rank's vocabulary slice); backward overwrites
-    // them. In the
-    // backend's memory. Only while holds_logits(): a forward in chunks (DecoderOptions::logit_rows) keeps none.
+    // them. In the backend's memory. Only while holds_logits(): a forward in chunks (DecoderOptions::logit_rows) keeps none.
     float const* logits() const;
     bool holds_logits() const { return logits_held_; }
     // The most token rows whose logits the model holds at once: a forward of more rows goes in chunks.
