@@ -6,14 +6,20 @@
 //   gelu_bias       GELU's input gradient, then the Linear's weight gradient summing the bias gradient from it,
 //                   against GELU's pass summing the bias gradient itself;
 //   residual_norm   the residual add, then LayerNorm's (or RMSNorm's) statistics of the sum, against both in one
-//                   pass, the sum written over one of its inputs as the decoder does.
+//                   pass, the sum written over one of its inputs as the decoder does;
+//   gelu_in_place   GELU's input gradient written over its output gradient, as the decoder does, against two
+//                   buffers;
+//   *_to_bf16       a kernel whose output only GEMMs read (LayerNorm, RMSNorm, bias + GELU, SwiGLU) writing fp32
+//                   that is then rounded to bf16 (what a bf16 GEMM did with it), against the kernel writing bf16.
 // Shapes are odd (F = 77 is not a multiple of 16) and the bias gradient starts from nonzero values, as it does
 // in a step's later passes.
+#include "axonn/kernels/cpu/bf16.h"
 #include "axonn/kernels/cpu/gelu.h"
 #include "axonn/kernels/cpu/gemm.h"
 #include "axonn/kernels/cpu/layernorm.h"
 #include "axonn/kernels/cpu/residual.h"
 #include "axonn/kernels/cpu/rmsnorm.h"
+#include "axonn/kernels/cpu/swiglu.h"
 
 #include "axonn/core/rng.h"
 
@@ -52,6 +58,8 @@ using Results = std::vector<std::pair<std::string, std::vector<float>>>;
 struct FusionCase {
     std::string name;
     std::function<Results(Operands const&)> unfused, fused;
+
+    friend void PrintTo(FusionCase const& fusion, std::ostream* out) { *out << fusion.name; }
 };
 
 // stats as doubles' bits, in floats' clothing: two floats per double, compared bit for bit as the rest.
@@ -84,8 +92,72 @@ FusionCase residual_norm_case(bool layernorm) {
             }};
 }
 
-std::vector<FusionCase> fusion_cases() {
+// bf16 values widened to fp32, exactly, to be compared bit for bit as the rest.
+std::vector<float> widened(std::vector<bfloat16> const& rounded) {
+    std::vector<float> values(rounded.size());
+    to_f32(values.data(), rounded.data(), static_cast<std::int64_t>(rounded.size()));
+    return values;
+}
+
+// A kernel `write(out, x)` of `n` outputs whose output only GEMMs read: fp32 rounded to bf16 afterwards against
+// bf16 written by the kernel itself.
+template <typename Write> FusionCase rounded_output_case(std::string name, std::int64_t n, Write write) {
+    return {std::move(name),
+            [=](Operands const& x) {
+                std::vector<float> out(n);
+                write(out.data(), x);
+                std::vector<bfloat16> rounded(n);
+                to_bf16(rounded.data(), out.data(), n);
+                return Results{{"out", widened(rounded)}};
+            },
+            [=](Operands const& x) {
+                std::vector<bfloat16> rounded(n);
+                write(rounded.data(), x);
+                return Results{{"out", widened(rounded)}};
+            }};
+}
+
+// Each row's statistics over F channels, as the norms' first phase leaves them: (Σx, Σx²) or Σx².
+std::vector<double> row_statistics(std::vector<float> const& inp, bool layernorm) {
+    std::vector<double> stats(M * (layernorm ? 2 : 1));
+    if (layernorm) {
+        layernorm_statistics<float>(stats.data(), inp.data(), M, F);
+    } else {
+        rmsnorm_statistics<float>(stats.data(), inp.data(), M, F);
+    }
+    return stats;
+}
+
+std::vector<FusionCase> rounded_output_cases() {
     return {
+        rounded_output_case("layernorm_to_bf16", M * F,
+                            [](auto* out, Operands const& x) {
+                                std::vector<double> const stats = row_statistics(x.pre, true);
+                                std::vector<float> mean(M), rstd(M);
+                                layernorm_forward<float>(out, mean.data(), rstd.data(), x.pre.data(), x.dout.data(),
+                                                         x.dout.data() + F, stats.data(), M, F, F);
+                            }),
+        rounded_output_case("rmsnorm_to_bf16", M * F,
+                            [](auto* out, Operands const& x) {
+                                std::vector<double> const stats = row_statistics(x.pre, false);
+                                std::vector<float> rstd(M);
+                                rmsnorm_forward<float>(out, rstd.data(), x.pre.data(), x.dout.data(), stats.data(), M,
+                                                       F, F, 1e-5);
+                            }),
+        rounded_output_case("bias_gelu_to_bf16", M * F,
+                            [](auto* out, Operands const& x) {
+                                std::vector<float> pre = x.pre;
+                                bias_gelu_forward<float>(out, pre.data(), x.bias.data(), M, F);
+                            }),
+        // SwiGLU halves the width: [gate | up] rows of 2 · 38 channels from pre's.
+        rounded_output_case("swiglu_to_bf16", M * (F / 2),
+                            [](auto* out, Operands const& x) { swiglu_forward<float>(out, x.pre.data(), M, F / 2); }),
+    };
+}
+
+std::vector<FusionCase> fusion_cases() {
+    std::vector<FusionCase> cases = rounded_output_cases();
+    std::vector<FusionCase> const passes = {
         residual_norm_case(true),
         residual_norm_case(false),
         {"bias_gelu",
@@ -117,6 +189,19 @@ std::vector<FusionCase> fusion_cases() {
              return Results{{"dpre", dpre}, {"dweight", dweight}, {"dbias", dbias}};
          }},
     };
+    cases.insert(cases.end(), passes.begin(), passes.end());
+    cases.push_back({"gelu_in_place",
+                     [](Operands const& x) {
+                         std::vector<float> dpre(M * F), dbias = x.dbias_before;
+                         gelu_bias_backward<float>(dpre.data(), dbias.data(), x.pre.data(), x.dout.data(), M, F);
+                         return Results{{"dpre", dpre}, {"dbias", dbias}};
+                     },
+                     [](Operands const& x) {
+                         std::vector<float> gradient = x.dout, dbias = x.dbias_before;
+                         gelu_bias_backward<float>(gradient.data(), dbias.data(), x.pre.data(), gradient.data(), M, F);
+                         return Results{{"dpre", gradient}, {"dbias", dbias}};
+                     }});
+    return cases;
 }
 
 class FusedKernels : public ::testing::TestWithParam<std::tuple<FusionCase, int>> {};

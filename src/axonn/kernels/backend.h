@@ -8,7 +8,9 @@
 //
 // Precision: a backend made for bf16 (make_backend) runs its Linear GEMMs and attention's tile GEMMs on bf16
 // inputs with fp32 accumulation, converting fp32 activation operands as it goes, and takes bf16 weights;
-// statistics (LayerNorm, softmax, cross-entropy) and everything else stay fp32.
+// statistics (LayerNorm, softmax, cross-entropy) and everything else stay fp32. The norms and the MLP's
+// activations, whose outputs only GEMMs read, can write them in bf16 alone (OperandOut): what the GEMMs would
+// round them to, in half the memory.
 #pragma once
 
 #include "axonn/kernels/types.h"
@@ -61,9 +63,10 @@ public:
                                   int C, int vocab_begin, int vocab_rows) = 0;
 
     // LayerNorm in two phases around an all-reduce of the statistics (kernels/cpu/layernorm.h):
-    // stats[N,2] doubles, out[N,C], mean[N], rstd[N], inp[N,C], weight[C], bias[C]; C of C_total channels here
+    // stats[N,2] doubles, out[N,C] (fp32 or bf16), mean[N], rstd[N], inp[N,C], weight[C], bias[C]; C of C_total
+    // channels here
     virtual void layernorm_statistics(double* stats, float const* inp, std::int64_t N, int C) = 0;
-    virtual void layernorm_forward(float* out, float* mean, float* rstd, float const* inp, float const* weight,
+    virtual void layernorm_forward(OperandOut out, float* mean, float* rstd, float const* inp, float const* weight,
                                    float const* bias, double const* stats, std::int64_t N, int C, int C_total) = 0;
     virtual void layernorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
                                                float const* mean, float const* rstd, std::int64_t N, int C) = 0;
@@ -72,18 +75,18 @@ public:
                                     std::int64_t N, int C, int C_total) = 0;
 
     // RMSNorm in two phases around an all-reduce of the statistics (kernels/cpu/rmsnorm.h), Llama's:
-    // stats[N] doubles, out[N,C], rstd[N], inp[N,C], weight[C]; C of C_total channels here
+    // stats[N] doubles, out[N,C] (fp32 or bf16), rstd[N], inp[N,C], weight[C]; C of C_total channels here
     virtual void rmsnorm_statistics(double* stats, float const* inp, std::int64_t N, int C) = 0;
-    virtual void rmsnorm_forward(float* out, float* rstd, float const* inp, float const* weight, double const* stats,
-                                 std::int64_t N, int C, int C_total, double eps) = 0;
+    virtual void rmsnorm_forward(OperandOut out, float* rstd, float const* inp, float const* weight,
+                                 double const* stats, std::int64_t N, int C, int C_total, double eps) = 0;
     virtual void rmsnorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
                                              float const* rstd, std::int64_t N, int C) = 0;
     virtual void rmsnorm_backward(float* dinp, float* dweight, float const* dout, float const* inp,
                                   float const* weight, float const* rstd, double const* stats, std::int64_t N, int C,
                                   int C_total) = 0;
 
-    // out[M,N] = inp[M,K] · weight[N,K]ᵀ + bias[N]
-    virtual void linear_forward(float* out, float const* inp, WeightView weight, float const* bias, std::int64_t M,
+    // out[M,N] = inp[M,K] · weight[N,K]ᵀ + bias[N]; inp fp32, or held only in bf16 for bf16 GEMMs
+    virtual void linear_forward(float* out, GemmInput inp, WeightView weight, float const* bias, std::int64_t M,
                                 std::int64_t K, std::int64_t N) = 0;
     // x[n] prepared once for the GEMMs that read it next (a Linear's dout, for dX and dW): with bf16 GEMMs a
     // rounded copy, which the backend keeps until its next gemm_input; with fp32 GEMMs x itself.
@@ -92,7 +95,7 @@ public:
     virtual void linear_backward_input(float* dinp, GemmInput dout, WeightView weight, std::int64_t M,
                                        std::int64_t K, std::int64_t N) = 0;
     // dweight[N,K] (+)= dout[M,N]ᵀ · inp[M,K] as dweight_write says; dbias[N] += Σ rows (kernels/cpu/gemm.h)
-    virtual void linear_backward_weight(float* dweight, float* dbias, GemmInput dout, float const* inp,
+    virtual void linear_backward_weight(float* dweight, float* dbias, GemmInput dout, GemmInput inp,
                                         std::int64_t M, std::int64_t K, std::int64_t N, GradWrite dweight_write) = 0;
 
     // Fused causal attention, never storing T×T (kernels/cpu/attention.h), with NH query heads of C/NH channels
@@ -113,13 +116,15 @@ public:
                                   int n, int past, int capacity, int C, int NH, int NKV) = 0;
 
     // A Linear's bias and GELU in one pass (kernels/cpu/gelu.h): pre[N,F] += bias[F] (bias may be null), out[N,F] =
-    // gelu(pre); backward: dpre[N,F] = gelu'(pre) · dout (written), dbias[F] += Σ_n dpre (may be null)
-    virtual void bias_gelu_forward(float* out, float* pre, float const* bias, std::int64_t N, int F) = 0;
+    // gelu(pre) (fp32 or bf16); backward: dpre[N,F] = gelu'(pre) · dout (written; dpre may be dout), dbias[F] +=
+    // Σ_n dpre (may be null)
+    virtual void bias_gelu_forward(OperandOut out, float* pre, float const* bias, std::int64_t N, int F) = 0;
     virtual void gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const* dout, std::int64_t N,
                                     int F) = 0;
 
-    // out[N,F] = silu(gate) · up      inp[N,2F] = [gate | up] per row (kernels/cpu/swiglu.h); dinp written
-    virtual void swiglu_forward(float* out, float const* inp, std::int64_t N, int F) = 0;
+    // out[N,F] = silu(gate) · up (fp32 or bf16)      inp[N,2F] = [gate | up] per row (kernels/cpu/swiglu.h);
+    // dinp written
+    virtual void swiglu_forward(OperandOut out, float const* inp, std::int64_t N, int F) = 0;
     virtual void swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) = 0;
 
     // Rotary position embeddings in place (kernels/cpu/rope.h): each of `heads` heads of head_size channels at the

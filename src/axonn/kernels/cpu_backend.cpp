@@ -88,6 +88,11 @@ bfloat16 const* CpuBackend::bf16_operand(Scratch slot, GemmInput x, std::int64_t
     return x.rounded != nullptr ? x.rounded : bf16_operand(slot, x.values, n);
 }
 
+float const* CpuBackend::fp32_operand(GemmInput x) {
+    AXONN_INVARIANT(x.values != nullptr, "an fp32 GEMM got an operand held only in bf16");
+    return x.values;
+}
+
 GemmInput CpuBackend::gemm_input(float const* x, std::int64_t n) {
     if (gemm_dtype_ != DType::bf16) return GemmInput::unrounded(x);
     return {x, bf16_operand(held_input, x, n)};
@@ -108,9 +113,13 @@ void CpuBackend::encoder_backward(float* dwte, float* dwpe, float const* dout, s
 void CpuBackend::rmsnorm_statistics(double* stats, float const* inp, std::int64_t N, int C) {
     cpu::rmsnorm_statistics(stats, inp, N, C);
 }
-void CpuBackend::rmsnorm_forward(float* out, float* rstd, float const* inp, float const* weight, double const* stats,
-                                 std::int64_t N, int C, int C_total, double eps) {
-    cpu::rmsnorm_forward(out, rstd, inp, weight, stats, N, C, C_total, eps);
+void CpuBackend::rmsnorm_forward(OperandOut out, float* rstd, float const* inp, float const* weight,
+                                 double const* stats, std::int64_t N, int C, int C_total, double eps) {
+    if (out.rounded != nullptr) {
+        cpu::rmsnorm_forward(out.rounded, rstd, inp, weight, stats, N, C, C_total, eps);
+    } else {
+        cpu::rmsnorm_forward(out.values, rstd, inp, weight, stats, N, C, C_total, eps);
+    }
 }
 void CpuBackend::rmsnorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
                                              float const* rstd, std::int64_t N, int C) {
@@ -121,8 +130,12 @@ void CpuBackend::rmsnorm_backward(float* dinp, float* dweight, float const* dout
                                   int C_total) {
     cpu::rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, stats, N, C, C_total);
 }
-void CpuBackend::swiglu_forward(float* out, float const* inp, std::int64_t N, int F) {
-    cpu::swiglu_forward(out, inp, N, F);
+void CpuBackend::swiglu_forward(OperandOut out, float const* inp, std::int64_t N, int F) {
+    if (out.rounded != nullptr) {
+        cpu::swiglu_forward(out.rounded, inp, N, F);
+    } else {
+        cpu::swiglu_forward(out.values, inp, N, F);
+    }
 }
 void CpuBackend::swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) {
     cpu::swiglu_backward(dinp, inp, dout, N, F);
@@ -134,9 +147,13 @@ void CpuBackend::rope_rotate(float* x, double const* inv_freq, int B, int T, int
 void CpuBackend::layernorm_statistics(double* stats, float const* inp, std::int64_t N, int C) {
     cpu::layernorm_statistics(stats, inp, N, C);
 }
-void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, float const* inp, float const* weight,
+void CpuBackend::layernorm_forward(OperandOut out, float* mean, float* rstd, float const* inp, float const* weight,
                                    float const* bias, double const* stats, std::int64_t N, int C, int C_total) {
-    cpu::layernorm_forward(out, mean, rstd, inp, weight, bias, stats, N, C, C_total);
+    if (out.rounded != nullptr) {
+        cpu::layernorm_forward(out.rounded, mean, rstd, inp, weight, bias, stats, N, C, C_total);
+    } else {
+        cpu::layernorm_forward(out.values, mean, rstd, inp, weight, bias, stats, N, C, C_total);
+    }
 }
 void CpuBackend::layernorm_backward_statistics(double* stats, float const* dout, float const* inp,
                                                float const* weight, float const* mean, float const* rstd,
@@ -148,14 +165,14 @@ void CpuBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, f
                                     std::int64_t N, int C, int C_total) {
     cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, stats, N, C, C_total);
 }
-void CpuBackend::linear_forward(float* out, float const* inp, WeightView weight, float const* bias, std::int64_t M,
+void CpuBackend::linear_forward(float* out, GemmInput inp, WeightView weight, float const* bias, std::int64_t M,
                                 std::int64_t K, std::int64_t N) {
     AXONN_INVARIANT(weight.dtype == gemm_dtype_, "a {} GEMM got {} weights", dtype_name(gemm_dtype_),
                     dtype_name(weight.dtype));
     if (gemm_dtype_ == DType::bf16) {
         cpu::linear_forward(out, bf16_operand(first_operand, inp, M * K), weight.bf16(), bias, M, K, N);
     } else {
-        cpu::linear_forward(out, inp, weight.f32(), bias, M, K, N);
+        cpu::linear_forward(out, fp32_operand(inp), weight.f32(), bias, M, K, N);
     }
 }
 void CpuBackend::linear_backward_input(float* dinp, GemmInput dout, WeightView weight, std::int64_t M,
@@ -168,13 +185,13 @@ void CpuBackend::linear_backward_input(float* dinp, GemmInput dout, WeightView w
         cpu::linear_backward_input(dinp, dout.values, weight.f32(), M, K, N);
     }
 }
-void CpuBackend::linear_backward_weight(float* dweight, float* dbias, GemmInput dout, float const* inp,
+void CpuBackend::linear_backward_weight(float* dweight, float* dbias, GemmInput dout, GemmInput inp,
                                         std::int64_t M, std::int64_t K, std::int64_t N, GradWrite dweight_write) {
     if (gemm_dtype_ == DType::bf16) {
         cpu::linear_backward_weight(dweight, dbias, bf16_operand(first_operand, dout, M * N), dout.values,
                                     bf16_operand(second_operand, inp, M * K), M, K, N, dweight_write);
     } else {
-        cpu::linear_backward_weight(dweight, dbias, dout.values, inp, M, K, N, dweight_write);
+        cpu::linear_backward_weight(dweight, dbias, dout.values, fp32_operand(inp), M, K, N, dweight_write);
     }
 }
 namespace {
@@ -212,8 +229,12 @@ void CpuBackend::attention_cached(float* out, float* lse, float* k_cache, float*
         cpu::attention_over_cache(out, qkv, k_cache, v_cache, B, n, past, capacity, C, NH, NKV);
     }
 }
-void CpuBackend::bias_gelu_forward(float* out, float* pre, float const* bias, std::int64_t N, int F) {
-    cpu::bias_gelu_forward(out, pre, bias, N, F);
+void CpuBackend::bias_gelu_forward(OperandOut out, float* pre, float const* bias, std::int64_t N, int F) {
+    if (out.rounded != nullptr) {
+        cpu::bias_gelu_forward(out.rounded, pre, bias, N, F);
+    } else {
+        cpu::bias_gelu_forward(out.values, pre, bias, N, F);
+    }
 }
 void CpuBackend::gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const* dout, std::int64_t N,
                                     int F) {

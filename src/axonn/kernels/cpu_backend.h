@@ -33,36 +33,36 @@ public:
                           int vocab_begin, int vocab_rows) override;
     void layernorm_statistics(double* stats, float const* inp, std::int64_t N, int C) override;
     void rmsnorm_statistics(double* stats, float const* inp, std::int64_t N, int C) override;
-    void rmsnorm_forward(float* out, float* rstd, float const* inp, float const* weight, double const* stats,
+    void rmsnorm_forward(OperandOut out, float* rstd, float const* inp, float const* weight, double const* stats,
                          std::int64_t N, int C, int C_total, double eps) override;
     void rmsnorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
                                      float const* rstd, std::int64_t N, int C) override;
     void rmsnorm_backward(float* dinp, float* dweight, float const* dout, float const* inp, float const* weight,
                           float const* rstd, double const* stats, std::int64_t N, int C, int C_total) override;
-    void swiglu_forward(float* out, float const* inp, std::int64_t N, int F) override;
+    void swiglu_forward(OperandOut out, float const* inp, std::int64_t N, int F) override;
     void swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) override;
     void rope_rotate(float* x, double const* inv_freq, int B, int T, int heads, int head_size, std::int64_t stride,
                      int first_position, int direction) override;
-    void layernorm_forward(float* out, float* mean, float* rstd, float const* inp, float const* weight,
+    void layernorm_forward(OperandOut out, float* mean, float* rstd, float const* inp, float const* weight,
                            float const* bias, double const* stats, std::int64_t N, int C, int C_total) override;
     void layernorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
                                        float const* mean, float const* rstd, std::int64_t N, int C) override;
     void layernorm_backward(float* dinp, float* dweight, float* dbias, float const* dout, float const* inp,
                             float const* weight, float const* mean, float const* rstd, double const* stats,
                             std::int64_t N, int C, int C_total) override;
-    void linear_forward(float* out, float const* inp, WeightView weight, float const* bias, std::int64_t M,
+    void linear_forward(float* out, GemmInput inp, WeightView weight, float const* bias, std::int64_t M,
                         std::int64_t K, std::int64_t N) override;
     GemmInput gemm_input(float const* x, std::int64_t n) override;
     void linear_backward_input(float* dinp, GemmInput dout, WeightView weight, std::int64_t M, std::int64_t K,
                                std::int64_t N) override;
-    void linear_backward_weight(float* dweight, float* dbias, GemmInput dout, float const* inp, std::int64_t M,
+    void linear_backward_weight(float* dweight, float* dbias, GemmInput dout, GemmInput inp, std::int64_t M,
                                 std::int64_t K, std::int64_t N, GradWrite dweight_write) override;
     void attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH, int NKV) override;
     void attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out, float const* lse,
                             int B, int T, int C, int NH, int NKV) override;
     void attention_cached(float* out, float* lse, float* k_cache, float* v_cache, float const* qkv, int B, int n,
                           int past, int capacity, int C, int NH, int NKV) override;
-    void bias_gelu_forward(float* out, float* pre, float const* bias, std::int64_t N, int F) override;
+    void bias_gelu_forward(OperandOut out, float* pre, float const* bias, std::int64_t N, int F) override;
     void gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const* dout, std::int64_t N,
                             int F) override;
     void split_columns(float* out, float const* in, std::int64_t rows, int parts, int block) override;
@@ -90,6 +90,8 @@ private:
     bfloat16 const* bf16_operand(Scratch slot, float const* values, std::int64_t n);
     // x[n] in bf16: its gemm_input copy, or rounded into `slot`
     bfloat16 const* bf16_operand(Scratch slot, GemmInput x, std::int64_t n);
+    // x's fp32 values, which an fp32 GEMM needs: an operand held only in bf16 is a caller's mistake
+    static float const* fp32_operand(GemmInput x);
 
     DType gemm_dtype_;
     Tensor scratch_[scratch_count];

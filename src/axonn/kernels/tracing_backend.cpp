@@ -83,7 +83,7 @@ void TracingBackend::layernorm_statistics(double* stats, float const* inp, std::
                   [&] { return inner_->layernorm_statistics(stats, inp, N, C); });
 }
 
-void TracingBackend::layernorm_forward(float* out, float* mean, float* rstd, float const* inp, float const* weight,
+void TracingBackend::layernorm_forward(OperandOut out, float* mean, float* rstd, float const* inp, float const* weight,
                                        float const* bias, double const* stats, std::int64_t N, int C, int C_total) {
     return traced(kernel_kind::norm, "layernorm_forward",
                   [&] { return inner_->layernorm_forward(out, mean, rstd, inp, weight, bias, stats, N, C, C_total); });
@@ -109,7 +109,7 @@ void TracingBackend::rmsnorm_statistics(double* stats, float const* inp, std::in
                   [&] { return inner_->rmsnorm_statistics(stats, inp, N, C); });
 }
 
-void TracingBackend::rmsnorm_forward(float* out, float* rstd, float const* inp, float const* weight,
+void TracingBackend::rmsnorm_forward(OperandOut out, float* rstd, float const* inp, float const* weight,
                                      double const* stats, std::int64_t N, int C, int C_total, double eps) {
     return traced(kernel_kind::norm, "rmsnorm_forward",
                   [&] { return inner_->rmsnorm_forward(out, rstd, inp, weight, stats, N, C, C_total, eps); });
@@ -129,7 +129,7 @@ void TracingBackend::rmsnorm_backward(float* dinp, float* dweight, float const* 
     });
 }
 
-void TracingBackend::linear_forward(float* out, float const* inp, WeightView weight, float const* bias, std::int64_t M,
+void TracingBackend::linear_forward(float* out, GemmInput inp, WeightView weight, float const* bias, std::int64_t M,
                                     std::int64_t K, std::int64_t N) {
     return traced(kernel_kind::gemm, "linear_forward",
                   [&] { return inner_->linear_forward(out, inp, weight, bias, M, K, N); });
@@ -145,7 +145,7 @@ void TracingBackend::linear_backward_input(float* dinp, GemmInput dout, WeightVi
                   [&] { return inner_->linear_backward_input(dinp, dout, weight, M, K, N); });
 }
 
-void TracingBackend::linear_backward_weight(float* dweight, float* dbias, GemmInput dout, float const* inp,
+void TracingBackend::linear_backward_weight(float* dweight, float* dbias, GemmInput dout, GemmInput inp,
                                             std::int64_t M, std::int64_t K, std::int64_t N, GradWrite dweight_write) {
     return traced(kernel_kind::gemm, "linear_backward_weight",
                   [&] { return inner_->linear_backward_weight(dweight, dbias, dout, inp, M, K, N, dweight_write); });
@@ -169,7 +169,7 @@ void TracingBackend::attention_cached(float* out, float* lse, float* k_cache, fl
     });
 }
 
-void TracingBackend::bias_gelu_forward(float* out, float* pre, float const* bias, std::int64_t N, int F) {
+void TracingBackend::bias_gelu_forward(OperandOut out, float* pre, float const* bias, std::int64_t N, int F) {
     return traced(kernel_kind::elementwise, "bias_gelu_forward",
                   [&] { return inner_->bias_gelu_forward(out, pre, bias, N, F); });
 }
@@ -180,7 +180,7 @@ void TracingBackend::gelu_bias_backward(float* dpre, float* dbias, float const* 
                   [&] { return inner_->gelu_bias_backward(dpre, dbias, pre, dout, N, F); });
 }
 
-void TracingBackend::swiglu_forward(float* out, float const* inp, std::int64_t N, int F) {
+void TracingBackend::swiglu_forward(OperandOut out, float const* inp, std::int64_t N, int F) {
     return traced(kernel_kind::elementwise, "swiglu_forward", [&] { return inner_->swiglu_forward(out, inp, N, F); });
 }
 

@@ -74,16 +74,33 @@ struct WeightView {
 
 // An fp32 activation as GEMMs read it: `values`, and for bf16 GEMMs `rounded`, a bf16 copy that Backend::gemm_input
 // made once for every GEMM that reads it (a Linear's dout feeds both dX and dW). Without a copy (null), a bf16
-// GEMM rounds `values` where it runs.
+// GEMM rounds `values` where it runs. An activation held only in bf16 (OperandOut) has no `values`: only bf16
+// GEMMs read it. An fp32 buffer converts to a GemmInput of its values.
 struct GemmInput {
     float const* values = nullptr;
     bfloat16 const* rounded = nullptr;
 
+    GemmInput() = default;
+    GemmInput(float const* values_, bfloat16 const* rounded_ = nullptr)  // NOLINT(google-explicit-constructor)
+        : values(values_), rounded(rounded_) {}
     static GemmInput unrounded(float const* values) { return {values, nullptr}; }
     // Rows first ... of an input of `width` columns.
     GemmInput rows_from(std::int64_t first, std::int64_t width) const {
-        return {values + first * width, rounded == nullptr ? nullptr : rounded + first * width};
+        return {values == nullptr ? nullptr : values + first * width,
+                rounded == nullptr ? nullptr : rounded + first * width};
     }
+};
+
+// Where a kernel writes an activation that only GEMMs read (a norm's output, the MLP's activation): fp32 `values`,
+// or in mixed precision only `rounded`, its bf16 rounding, which is what a bf16 GEMM would round the fp32 values
+// to: the same GEMMs, bitwise, for half the memory. Exactly one is set; a buffer of either type converts to one.
+struct OperandOut {
+    float* values = nullptr;
+    bfloat16* rounded = nullptr;
+
+    OperandOut(float* values_) : values(values_) {}        // NOLINT(google-explicit-constructor)
+    OperandOut(bfloat16* rounded_) : rounded(rounded_) {}  // NOLINT(google-explicit-constructor)
+    GemmInput as_input() const { return {values, rounded}; }
 };
 
 }  // namespace axonn

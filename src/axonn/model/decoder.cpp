@@ -38,6 +38,7 @@ Decoder::Decoder(Architecture architecture, Backend& backend, ProcessGrid& grid,
     gradients_ = Tensor({layout_.total()}, DType::f32, memory);
     activations_ = Tensor({sizes.total}, DType::f32, memory);
     activation_grads_ = Tensor({sizes.grad_total}, DType::f32, memory);
+    bf16_activations_ = Tensor({buffer_numel(sizes.bf16_total)}, DType::bf16, memory);
     statistics_ = Tensor({dims.BT, 2}, DType::f64, memory);
     vocab_ = std::make_unique<VocabBlocks>(grid, backend, vocab_blocks(arch_), vocab_block(dims), options_.precision,
                                            options_.grad_scatter_comm, options_.overlap);

@@ -181,15 +181,15 @@ private:
     // The MLP's activation: out[B·T,Fy] = gelu(inp + bias) or silu(gate)·up of inp[B·T,Uy], GELU adding its
     // Linear's bias[Fy] to inp in place (null: none; SwiGLU's Linear adds its own); and its backward, dinp
     // written and, for GELU, dbias[Fy] summed (null: none).
-    void mlp_activation_forward(float* out, float* inp, float const* bias, decoder_layout::LocalDims const& d);
+    void mlp_activation_forward(OperandOut out, float* inp, float const* bias, decoder_layout::LocalDims const& d);
     void mlp_activation_backward(float* dinp, float* dbias, float const* inp, float const* dout,
                                  decoder_layout::LocalDims const& d);
     // LayerNorm or RMSNorm over X, as the family has it: out[B·T,C/Gx] with its mean (LayerNorm) and rstd[B·T].
-    void norm_forward(float* out, float* mean, float* rstd, float const* inp, int weight, int bias, std::int64_t offset,
-                      std::int64_t N);
+    void norm_forward(OperandOut out, float* mean, float* rstd, float const* inp, int weight, int bias,
+                      std::int64_t offset, std::int64_t N);
     // A residual add, then the norm of its sum (parallel_residual_norm_forward), as norm_forward.
-    void residual_norm_forward(ResidualAdd const& residual, float* out, float* mean, float* rstd, int weight, int bias,
-                               std::int64_t offset, std::int64_t N);
+    void residual_norm_forward(ResidualAdd const& residual, OperandOut out, float* mean, float* rstd, int weight,
+                               int bias, std::int64_t offset, std::int64_t N);
     void norm_backward(float* dinp, float const* dout, float const* inp, float const* mean, float const* rstd,
                        int weight, int bias, std::int64_t offset, std::int64_t N);
     // The vocabulary block [Vr, Vh] of the embedding (0) or of an untied LM head (1), gathered over Z.
@@ -221,6 +221,7 @@ private:
     Tensor gradients_;
     Tensor activations_;
     Tensor activation_grads_;
+    Tensor bf16_activations_;  // the activations only GEMMs read, in mixed precision (ActivationLayout)
     Tensor statistics_;          // [B·T, 2] doubles: LayerNorm and cross-entropy sums between their all-reduces
     Tensor activation_staging_;  // the Linears' all-reduces in bf16, in mixed precision
     // A device backend's: the batch's token ids and targets [2, B·T] in its memory, and the host's copies of the

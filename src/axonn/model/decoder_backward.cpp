@@ -186,20 +186,20 @@ void Decoder::backward_layer(int l, int slot, Batch const& batch, GradWrite writ
     float* d_mlp_hidden = scratch + a.d_mlp_hidden;        // [B,T,Uy]
     float* d_attn = scratch + a.d_attn;                    // [B,T,C/Gy]
     float* d_qkv = scratch + a.d_qkv;                      // [B,T,Wy]
-    LayerActivations const act(activations_.data<float>(), a, l, slot);
+    LayerActivations const act(activations_.data<float>(), bf16_activations_.data<bfloat16>(), a, l, slot);
     LayerOffsets const at(l, d);
     auto weight_grad = [&](int id) { return grad(id) + l * (layout_.local_numel(id) / d.L); };
 
     // MLP branch, from output = attn_residual + mlp_out(activation(mlp_in(mlp_norm(attn_residual))))
     parallel_linear_backward(k, transposed, scatter, overlap, d_mlp_act, weight_grad(p.mlp_out),
-                             layer_grad(p.mlp_out_bias, at.Cx), d_output, act.mlp_act, step_->weights.next(), d.BT,
-                             d.Fy, d.Cx, write);
+                             layer_grad(p.mlp_out_bias, at.Cx), d_output, act.mlp_act.as_input(),
+                             step_->weights.next(), d.BT, d.Fy, d.Cx, write);
     // GELU's pass sums its Linear's bias gradient (the forward added the bias there).
     float* mlp_in_dbias = layer_grad(p.mlp_in_bias, at.Uy);
     mlp_activation_backward(d_mlp_hidden, arch_.gelu ? mlp_in_dbias : nullptr, act.mlp_hidden, d_mlp_act, d);
     parallel_linear_backward(k, normal, scatter, overlap, d_norm, weight_grad(p.mlp_in),
-                             arch_.gelu ? nullptr : mlp_in_dbias, d_mlp_hidden, act.mlp_norm, step_->weights.next(),
-                             d.BT, d.Cx, d.Uy, write);
+                             arch_.gelu ? nullptr : mlp_in_dbias, d_mlp_hidden, act.mlp_norm.as_input(),
+                             step_->weights.next(), d.BT, d.Cx, d.Uy, write);
     norm_backward(d_output, d_norm, act.attn_residual, act.mlp_norm_mean, act.mlp_norm_rstd, p.mlp_norm,
                   p.mlp_norm_bias, at.Cx, d.BT);
 
@@ -211,7 +211,7 @@ void Decoder::backward_layer(int l, int slot, Batch const& batch, GradWrite writ
     k.attention_backward(d_qkv, d_attn, act.qkv, act.attn, act.attn_lse, d.B, d.T, d.Cy, d.NHy, d.NKVy);
     rotate_positions(d_qkv, d, 0, -1);  // the rotation's gradient: the rotation back
     parallel_linear_backward(k, normal, scatter, overlap, d_norm, weight_grad(p.qkv), layer_grad(p.qkv_bias, at.Wy),
-                             d_qkv, act.attn_norm, step_->weights.next(), d.BT, d.Cx, d.Wy, write);
+                             d_qkv, act.attn_norm.as_input(), step_->weights.next(), d.BT, d.Cx, d.Wy, write);
     norm_backward(d_output, d_norm, act.input, act.attn_norm_mean, act.attn_norm_rstd, p.attn_norm, p.attn_norm_bias,
                   at.Cx, d.BT);
 }

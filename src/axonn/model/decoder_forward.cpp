@@ -65,13 +65,13 @@ float Decoder::train_forward(Batch const& batch, Pass const& pass) {
     return run_forward(batch, true, pass.loss_weight_total);
 }
 
-void Decoder::norm_forward(float* out, float* mean, float* rstd, float const* inp, int weight, int bias,
+void Decoder::norm_forward(OperandOut out, float* mean, float* rstd, float const* inp, int weight, int bias,
                            std::int64_t offset, std::int64_t N) {
     parallel_norm_forward(backend_, grid_, norm_spec(), statistics_.data<double>(), out, mean, rstd, inp,
                           layer_values(weight, offset), layer_values(bias, offset), N);
 }
 
-void Decoder::residual_norm_forward(ResidualAdd const& residual, float* out, float* mean, float* rstd, int weight,
+void Decoder::residual_norm_forward(ResidualAdd const& residual, OperandOut out, float* mean, float* rstd, int weight,
                                     int bias, std::int64_t offset, std::int64_t N) {
     parallel_residual_norm_forward(backend_, grid_, norm_spec(), statistics_.data<double>(), residual, out, mean, rstd,
                                    layer_values(weight, offset), layer_values(bias, offset), N);
@@ -226,7 +226,7 @@ void Decoder::forward_layer(int l, int slot, Batch const& batch, KvCache* cache)
     Backend& k = backend_;
     DecoderParams const& p = arch_.params;
     LinearGroups const normal = linear_groups(false), transposed = linear_groups(true);
-    LayerActivations const act(activations_.data<float>(), a, l, slot);
+    LayerActivations const act(activations_.data<float>(), bf16_activations_.data<bfloat16>(), a, l, slot);
     LayerOffsets const at(l, d);
     bool const overlap = options_.overlap;
     int const past = cache != nullptr ? cache->length() : 0;
@@ -234,7 +234,7 @@ void Decoder::forward_layer(int l, int slot, Batch const& batch, KvCache* cache)
     // attention branch: attn_residual = input + attn_out(attention(rope(qkv(attn_norm(input)))))
     norm_forward(act.attn_norm, act.attn_norm_mean, act.attn_norm_rstd, act.input, p.attn_norm, p.attn_norm_bias, at.Cx,
                  d.BT);
-    parallel_linear_forward(k, normal, overlap, act.qkv, act.attn_norm, step_->weights.next(),
+    parallel_linear_forward(k, normal, overlap, act.qkv, act.attn_norm.as_input(), step_->weights.next(),
                             layer_values(p.qkv_bias, at.Wy), d.BT, d.Cx, d.Wy);
     rotate_positions(act.qkv, d, past, +1);
     if (cache != nullptr) {
@@ -252,10 +252,10 @@ void Decoder::forward_layer(int l, int slot, Batch const& batch, KvCache* cache)
                           act.mlp_norm_rstd, p.mlp_norm, p.mlp_norm_bias, at.Cx, d.BT);
     // GELU's Linear leaves its bias to the activation's pass (bias_gelu_forward), after the all-reduce.
     float const* mlp_in_bias = layer_values(p.mlp_in_bias, at.Uy);
-    parallel_linear_forward(k, normal, overlap, act.mlp_hidden, act.mlp_norm, step_->weights.next(),
+    parallel_linear_forward(k, normal, overlap, act.mlp_hidden, act.mlp_norm.as_input(), step_->weights.next(),
                             arch_.gelu ? nullptr : mlp_in_bias, d.BT, d.Cx, d.Uy);
     mlp_activation_forward(act.mlp_act, act.mlp_hidden, arch_.gelu ? mlp_in_bias : nullptr, d);
-    parallel_linear_forward(k, transposed, overlap, act.output, act.mlp_act, step_->weights.next(),
+    parallel_linear_forward(k, transposed, overlap, act.output, act.mlp_act.as_input(), step_->weights.next(),
                             layer_values(p.mlp_out_bias, at.Cx), d.BT, d.Fy, d.Cx);
     k.residual_forward(act.output, act.attn_residual, act.output, d.BT * d.Cx);
 }
@@ -268,7 +268,7 @@ void Decoder::rotate_positions(float* qkv, LocalDims const& d, int first_positio
                          direction);
 }
 
-void Decoder::mlp_activation_forward(float* out, float* inp, float const* bias, LocalDims const& d) {
+void Decoder::mlp_activation_forward(OperandOut out, float* inp, float const* bias, LocalDims const& d) {
     if (arch_.gelu) {
         backend_.bias_gelu_forward(out, inp, bias, d.BT, d.Fy);
     } else {

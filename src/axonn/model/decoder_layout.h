@@ -22,13 +22,14 @@ namespace axonn::decoder_layout {
 struct LocalDims {
     int B, T, C, Cx, Cy, NHy, NKVy, hs, Wy, Uy, Fy, L, Vr, Vh;
     std::int64_t BT;
+    bool gelu;  // GELU's input gradient can overwrite its output gradient (SwiGLU's is twice as wide)
 
     LocalDims(Architecture const& a, GridShape const& grid, int B_, int T_)
         : B(B_), T(T_), C(a.width), Cx(a.width / grid.x), Cy(a.width / grid.y), NHy(a.heads / grid.y),
           NKVy(std::max(1, a.kv_heads / grid.y)), hs(a.head_size()), Wy((NHy + 2 * NKVy) * hs),
           Uy(a.mlp_rows() / grid.y), Fy(a.mlp_width / grid.y), L(a.layers),
           Vr(a.padded_vocab / (a.vocab_split == VocabSplit::xy ? grid.y * grid.x : grid.y)),
-          Vh(a.vocab_split == VocabSplit::xy ? a.width : Cx), BT(static_cast<std::int64_t>(B_) * T_) {}
+          Vh(a.vocab_split == VocabSplit::xy ? a.width : Cx), BT(static_cast<std::int64_t>(B_) * T_), gelu(a.gelu) {}
     // Whether the vocabulary's rows split over the X·Y plane with a token's whole hidden state on every X rank.
     bool vocab_over_x() const { return Vh == C && Cx < C; }
 };
@@ -65,15 +66,20 @@ inline std::int64_t logit_rows_held(LocalDims const& d, DecoderOptions const& op
 
 // Offsets (in floats) of every activation buffer, for batches of up to maxB × maxT local rows. Per-layer buffers
 // are stacked: slot s's copy starts at offset + s · stride. The backward's scratch lives in a second buffer.
+// In mixed precision the activations that only GEMMs read, the norms' outputs and the MLP's activation, live in a
+// third, of bf16 (offsets in bf16 elements): the GEMMs would round them to bf16 anyway, so holding only their
+// rounding computes the same for half their memory.
 // Widths: Wy a token's [q | k | v] of this rank's heads, Uy the MLP's first Linear's rows here (F/G_y, or gate and
 // up's 2F/G_y), Fy the MLP's hidden width here.
 struct ActivationLayout {
     std::int64_t BTCx, BTWy, BTCy, BTUy, BTFy, BT, BNHyT;  // per-layer strides
+    bool operands_in_bf16;  // attn_norm, mlp_norm and mlp_act are offsets into the bf16 buffer
     std::int64_t encoded, outputs, attn_norm, attn_norm_mean, attn_norm_rstd, qkv, attn, attn_lse, attn_residual,
         mlp_norm, mlp_norm_mean, mlp_norm_rstd, mlp_hidden, mlp_act, final_norm, final_norm_mean, final_norm_rstd,
         head_input, logits, losses, logsumexp, row_max, dlosses, total;
     // backward scratch, reused by every layer
     std::int64_t d_output, d_norm, d_mlp_act, d_mlp_hidden, d_attn, d_qkv, d_head_input, grad_total;
+    std::int64_t bf16_total;  // the bf16 buffer's elements (0 in fp32)
 
     ActivationLayout(LocalDims const& d, DecoderOptions const& options) {
         BT = d.BT;
@@ -84,22 +90,26 @@ struct ActivationLayout {
         BTFy = BT * d.Fy;
         BNHyT = BT * d.NHy;
         std::int64_t const L = d.L, S = activation_slots(d, options.recompute);
-        std::int64_t next = 0;
+        std::int64_t next = 0, next_bf16 = 0;
         auto take = [&next](std::int64_t size) { return std::exchange(next, next + size); };
+        operands_in_bf16 = options.precision == DType::bf16;
+        auto take_operand = [&](std::int64_t size) {
+            return operands_in_bf16 ? std::exchange(next_bf16, next_bf16 + size) : take(size);
+        };
         encoded = take(BTCx);
         outputs = take(L * BTCx);  // layer l's output, attn_residual + the MLP's projection: layer l + 1's input
-        attn_norm = take(S * BTCx);
+        attn_norm = take_operand(S * BTCx);
         attn_norm_mean = take(S * BT);
         attn_norm_rstd = take(S * BT);
         qkv = take(S * BTWy);
         attn = take(S * BTCy);
         attn_lse = take(S * BNHyT);
         attn_residual = take(S * BTCx);  // the layer's input + attention's projection
-        mlp_norm = take(S * BTCx);
+        mlp_norm = take_operand(S * BTCx);
         mlp_norm_mean = take(S * BT);
         mlp_norm_rstd = take(S * BT);
         mlp_hidden = take(S * BTUy);
-        mlp_act = take(S * BTFy);
+        mlp_act = take_operand(S * BTFy);
         final_norm = take(BTCx);
         final_norm_mean = take(BT);
         final_norm_rstd = take(BT);
@@ -111,12 +121,13 @@ struct ActivationLayout {
         row_max = take(BT);
         dlosses = take(BT);
         total = next;
+        bf16_total = next_bf16;
 
         next = 0;
         d_output = take(BTCx);  // a residual sum's gradient, read in place by both of its inputs' backward
         d_norm = take(BTCx);
         d_mlp_act = take(BTFy);
-        d_mlp_hidden = take(BTUy);
+        d_mlp_hidden = d.gelu ? d_mlp_act : take(BTUy);  // GELU's gradient, written element by element over its input
         d_attn = take(BTCy);
         d_qkv = take(BTWy);
         // With the vocabulary over the X·Y plane, [B,T,C]: the LM head's input gradient before its reduce-scatter
@@ -127,32 +138,39 @@ struct ActivationLayout {
 };
 
 // One layer's activations: its input (the previous layer's output, or the embedding), the slot of its inner
-// buffers, and its output.
+// buffers, and its output. Those only GEMMs read are fp32, or bf16 in mixed precision (ActivationLayout).
 struct LayerActivations {
     float* input;           // [B,T,C/Gx]
-    float* attn_norm;       // [B,T,C/Gx]
+    OperandOut attn_norm;   // [B,T,C/Gx]
     float* attn_norm_mean;  // [B,T] (LayerNorm only)
     float* attn_norm_rstd;  // [B,T]
     float* qkv;             // [B,T,Wy]: this rank's heads' [q | k | v], rotated (Llama)
     float* attn;            // [B,T,C/Gy]
     float* attn_lse;        // [B,NH/Gy,T]: each attention row's log-sum-exp
     float* attn_residual;   // [B,T,C/Gx]: input + attention's projection, which the projection writes first
-    float* mlp_norm;        // [B,T,C/Gx]
+    OperandOut mlp_norm;    // [B,T,C/Gx]
     float* mlp_norm_mean;   // [B,T] (LayerNorm only)
     float* mlp_norm_rstd;   // [B,T]
     float* mlp_hidden;      // [B,T,Uy]: the MLP's first Linear's output
-    float* mlp_act;         // [B,T,Fy]: its activation (gelu, or silu(gate)·up)
+    OperandOut mlp_act;     // [B,T,Fy]: its activation (gelu, or silu(gate)·up)
     float* output;          // [B,T,C/Gx]: attn_residual + the MLP's projection, which the projection writes first
 
-    LayerActivations(float* base, ActivationLayout const& a, int l, int slot)
+    LayerActivations(float* base, bfloat16* bf16_base, ActivationLayout const& a, int l, int slot)
         : input(base + (l == 0 ? a.encoded : a.outputs + (l - 1) * a.BTCx)),
-          attn_norm(base + a.attn_norm + slot * a.BTCx), attn_norm_mean(base + a.attn_norm_mean + slot * a.BT),
+          attn_norm(operand(base, bf16_base, a, a.attn_norm + slot * a.BTCx)),
+          attn_norm_mean(base + a.attn_norm_mean + slot * a.BT),
           attn_norm_rstd(base + a.attn_norm_rstd + slot * a.BT), qkv(base + a.qkv + slot * a.BTWy),
           attn(base + a.attn + slot * a.BTCy), attn_lse(base + a.attn_lse + slot * a.BNHyT),
-          attn_residual(base + a.attn_residual + slot * a.BTCx), mlp_norm(base + a.mlp_norm + slot * a.BTCx),
+          attn_residual(base + a.attn_residual + slot * a.BTCx),
+          mlp_norm(operand(base, bf16_base, a, a.mlp_norm + slot * a.BTCx)),
           mlp_norm_mean(base + a.mlp_norm_mean + slot * a.BT), mlp_norm_rstd(base + a.mlp_norm_rstd + slot * a.BT),
-          mlp_hidden(base + a.mlp_hidden + slot * a.BTUy), mlp_act(base + a.mlp_act + slot * a.BTFy),
-          output(base + a.outputs + l * a.BTCx) {}
+          mlp_hidden(base + a.mlp_hidden + slot * a.BTUy),
+          mlp_act(operand(base, bf16_base, a, a.mlp_act + slot * a.BTFy)), output(base + a.outputs + l * a.BTCx) {}
+
+private:
+    static OperandOut operand(float* base, bfloat16* bf16_base, ActivationLayout const& a, std::int64_t offset) {
+        return a.operands_in_bf16 ? OperandOut(bf16_base + offset) : OperandOut(base + offset);
+    }
 };
 
 // A Linear's [rows/G_rows, cols/G_cols] block before the Z split: what its Z all-gather returns.
@@ -190,10 +208,11 @@ inline std::int64_t bf16_staging_numel(LocalDims const& d, GridShape const& grid
 
 // The backend's bf16 copies of fp32 activation operands, in mixed precision: a backward's dout, held for its two
 // GEMMs (the LM head's dlogits the largest); a forward's inp or attention's qkv (when attention runs in bf16); the
-// weight gradient's inp or attention's dout.
+// weight gradient's inp or attention's dout. The inputs it rounds are attention's output and the LM head's (the
+// norms' outputs and the MLP's activation are held in bf16 already).
 inline std::int64_t bf16_operand_numel(LocalDims const& d, DecoderOptions const& options) {
     if (options.precision != DType::bf16) return 0;
-    std::int64_t const widest_input = std::max<std::int64_t>({d.Fy, d.Cx, d.Cy});
+    std::int64_t const widest_input = std::max<std::int64_t>(d.Cy, d.Vh);
     std::int64_t const attention_qkv = attention_plan(options.precision, d.T).in_bf16 ? d.Wy : 0;
     return largest_linear_output(d, options) + d.BT * (std::max(widest_input, attention_qkv) + widest_input);
 }

@@ -38,7 +38,9 @@ DecoderMemory decoder_memory(Architecture const& model, GridShape const& grid, i
         ReplicatedRowSum::workspace_bytes(layout, grid.y, options.grad_sum_comm) +
         bf16_operand_numel(dims, options) * 2;
     return {parameters * 4 + (mixed ? parameters * gemm_bytes : 0), parameters * 4, 2 * parameters * 4,
-            (activations.total + activations.grad_total) * 4 + statistics_bytes, workspace_bytes};
+            (activations.total + activations.grad_total) * 4 + buffer_numel(activations.bf16_total) * 2 +
+                statistics_bytes,
+            workspace_bytes};
 }
 
 }  // namespace axonn

@@ -2,16 +2,16 @@
 
 namespace axonn {
 
-void parallel_layernorm_forward(Backend& backend, Communicator& x, double* stats, float* out, float* mean, float* rstd,
-                                float const* inp, float const* weight, float const* bias, std::int64_t N,
+void parallel_layernorm_forward(Backend& backend, Communicator& x, double* stats, OperandOut out, float* mean,
+                                float* rstd, float const* inp, float const* weight, float const* bias, std::int64_t N,
                                 int C_local, int C_total) {
     backend.layernorm_statistics(stats, inp, N, C_local);
     complete_parallel_layernorm_forward(backend, x, stats, out, mean, rstd, inp, weight, bias, N, C_local, C_total);
 }
 
-void complete_parallel_layernorm_forward(Backend& backend, Communicator& x, double* stats, float* out, float* mean,
-                                         float* rstd, float const* inp, float const* weight, float const* bias,
-                                         std::int64_t N, int C_local, int C_total) {
+void complete_parallel_layernorm_forward(Backend& backend, Communicator& x, double* stats, OperandOut out,
+                                         float* mean, float* rstd, float const* inp, float const* weight,
+                                         float const* bias, std::int64_t N, int C_local, int C_total) {
     x.all_reduce(stats, static_cast<std::size_t>(2 * N));
     backend.layernorm_forward(out, mean, rstd, inp, weight, bias, stats, N, C_local, C_total);
 }

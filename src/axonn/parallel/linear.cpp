@@ -39,7 +39,7 @@ LinearGroups linear_groups(ProcessGrid& grid, bool transposed, bfloat16* bf16_st
 
 int linear_row_chunks(std::int64_t M) { return static_cast<int>(std::clamp<std::int64_t>(M / 256, 1, 4)); }
 
-void parallel_linear_forward(Backend& backend, LinearGroups const& groups, bool overlap, float* out, float const* inp,
+void parallel_linear_forward(Backend& backend, LinearGroups const& groups, bool overlap, float* out, GemmInput inp,
                              WeightView weight_block, float const* bias, std::int64_t M, std::int64_t K_local,
                              std::int64_t N_local) {
     // The partial sums over F are added by the all-reduce; the bias must be added once, by F's first rank.
@@ -47,7 +47,7 @@ void parallel_linear_forward(Backend& backend, LinearGroups const& groups, bool 
     chunked_all_reduce(
         backend, groups.in_features, groups.bf16_staging, overlap, out, M, N_local,
         [&](std::int64_t first, std::int64_t rows) {
-            backend.linear_forward(out + first * N_local, inp + first * K_local, weight_block, bias_here, rows,
+            backend.linear_forward(out + first * N_local, inp.rows_from(first, K_local), weight_block, bias_here, rows,
                                    K_local, N_local);
         },
         [] {});
@@ -71,7 +71,7 @@ void parallel_input_gradient(Backend& backend, LinearGroups const& groups, bool 
 }
 
 void parallel_linear_backward(Backend& backend, LinearGroups const& groups, GradScatter& scatter, bool overlap,
-                              float* dinp, float* dweight_shard, float* dbias, float const* dout, float const* inp,
+                              float* dinp, float* dweight_shard, float* dbias, float const* dout, GemmInput inp,
                               WeightView weight_block, std::int64_t M, std::int64_t K_local, std::int64_t N_local,
                               GradWrite write) {
     parallel_input_gradient(backend, groups, overlap, dinp, dout, weight_block, M, K_local, N_local,

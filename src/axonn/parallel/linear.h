@@ -44,8 +44,9 @@ LinearGroups linear_groups(ProcessGrid& grid, bool transposed, bfloat16* bf16_st
 // GEMM to stay efficient, at most 4. The traffic model counts the all-reduces with it.
 int linear_row_chunks(std::int64_t M);
 
-// out[M, N_local] = AllReduce_F(inp[M, K_local] · weight_block[N_local, K_local]ᵀ) + bias[N_local] (bias may be null)
-void parallel_linear_forward(Backend& backend, LinearGroups const& groups, bool overlap, float* out, float const* inp,
+// out[M, N_local] = AllReduce_F(inp[M, K_local] · weight_block[N_local, K_local]ᵀ) + bias[N_local] (bias may be
+// null); inp fp32, or (mixed precision) held only in bf16
+void parallel_linear_forward(Backend& backend, LinearGroups const& groups, bool overlap, float* out, GemmInput inp,
                              WeightView weight_block, float const* bias, std::int64_t M, std::int64_t K_local,
                              std::int64_t N_local);
 
@@ -59,9 +60,9 @@ void parallel_input_gradient(Backend& backend, LinearGroups const& groups, bool 
 
 // dinp[M, K_local] is written (all-reduced over O); the weight gradient goes through `scatter` into
 // dweight_shard, written or accumulated as `write` says; dbias[N_local] accumulates (may be null).
-// dout[M, N_local], inp[M, K_local], weight_block[N_local, K_local]
+// dout[M, N_local], inp[M, K_local] (as the forward read it), weight_block[N_local, K_local]
 void parallel_linear_backward(Backend& backend, LinearGroups const& groups, GradScatter& scatter, bool overlap,
-                              float* dinp, float* dweight_shard, float* dbias, float const* dout, float const* inp,
+                              float* dinp, float* dweight_shard, float* dbias, float const* dout, GemmInput inp,
                               WeightView weight_block, std::int64_t M, std::int64_t K_local, std::int64_t N_local,
                               GradWrite write);
 

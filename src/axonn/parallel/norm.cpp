@@ -5,7 +5,7 @@
 
 namespace axonn {
 
-void parallel_norm_forward(Backend& backend, ProcessGrid& grid, NormSpec const& spec, double* stats, float* out,
+void parallel_norm_forward(Backend& backend, ProcessGrid& grid, NormSpec const& spec, double* stats, OperandOut out,
                            float* mean, float* rstd, float const* inp, float const* weight, float const* bias,
                            std::int64_t N) {
     Communicator& x = grid.comm(Group::x);
@@ -18,7 +18,7 @@ void parallel_norm_forward(Backend& backend, ProcessGrid& grid, NormSpec const& 
 }
 
 void parallel_residual_norm_forward(Backend& backend, ProcessGrid& grid, NormSpec const& spec, double* stats,
-                                    ResidualAdd const& residual, float* out, float* mean, float* rstd,
+                                    ResidualAdd const& residual, OperandOut out, float* mean, float* rstd,
                                     float const* weight, float const* bias, std::int64_t N) {
     Communicator& x = grid.comm(Group::x);
     int const local_width = spec.width / x.size();

@@ -16,9 +16,9 @@ struct NormSpec {
     double eps = 1e-5;      // RMSNorm's
 };
 
-// out[N, C/G_x], mean[N] (LayerNorm only), rstd[N] from inp[N, C/G_x], weight[C/G_x], bias[C/G_x] (null for
-// RMSNorm); stats: scratch [N, 2]
-void parallel_norm_forward(Backend& backend, ProcessGrid& grid, NormSpec const& spec, double* stats, float* out,
+// out[N, C/G_x] (fp32, or bf16 for GEMMs alone), mean[N] (LayerNorm only), rstd[N] from inp[N, C/G_x],
+// weight[C/G_x], bias[C/G_x] (null for RMSNorm); stats: scratch [N, 2]
+void parallel_norm_forward(Backend& backend, ProcessGrid& grid, NormSpec const& spec, double* stats, OperandOut out,
                            float* mean, float* rstd, float const* inp, float const* weight, float const* bias,
                            std::int64_t N);
 
@@ -32,7 +32,7 @@ struct ResidualAdd {
 // The residual add, then the norm of its sum as parallel_norm_forward computes it: the add and the statistics
 // in one pass over the rows (Backend::residual_norm_statistics).
 void parallel_residual_norm_forward(Backend& backend, ProcessGrid& grid, NormSpec const& spec, double* stats,
-                                    ResidualAdd const& residual, float* out, float* mean, float* rstd,
+                                    ResidualAdd const& residual, OperandOut out, float* mean, float* rstd,
                                     float const* weight, float const* bias, std::int64_t N);
 
 // dinp[N, C/G_x] += ..., dweight[C/G_x] += ..., dbias[C/G_x] += ... (LayerNorm only); stats: scratch [N, 2]

@@ -2,14 +2,14 @@
 
 namespace axonn {
 
-void parallel_rmsnorm_forward(Backend& backend, Communicator& x, double* stats, float* out, float* rstd,
+void parallel_rmsnorm_forward(Backend& backend, Communicator& x, double* stats, OperandOut out, float* rstd,
                               float const* inp, float const* weight, std::int64_t N, int C_local, int C_total,
                               double eps) {
     backend.rmsnorm_statistics(stats, inp, N, C_local);
     complete_parallel_rmsnorm_forward(backend, x, stats, out, rstd, inp, weight, N, C_local, C_total, eps);
 }
 
-void complete_parallel_rmsnorm_forward(Backend& backend, Communicator& x, double* stats, float* out, float* rstd,
+void complete_parallel_rmsnorm_forward(Backend& backend, Communicator& x, double* stats, OperandOut out, float* rstd,
                                        float const* inp, float const* weight, std::int64_t N, int C_local,
                                        int C_total, double eps) {
     x.all_reduce(stats, static_cast<std::size_t>(N));

@@ -10,12 +10,12 @@
 namespace axonn {
 
 // out[N,C_local], rstd[N] from inp[N,C_local], weight[C_local]; stats: scratch [N]
-void parallel_rmsnorm_forward(Backend& backend, Communicator& x, double* stats, float* out, float* rstd,
+void parallel_rmsnorm_forward(Backend& backend, Communicator& x, double* stats, OperandOut out, float* rstd,
                               float const* inp, float const* weight, std::int64_t N, int C_local, int C_total,
                               double eps);
 // Its phases after the statistics, once stats[N] holds this rank's sums (from rmsnorm_statistics, or from a
 // residual add fused with them): the all-reduce over X and the normalisation.
-void complete_parallel_rmsnorm_forward(Backend& backend, Communicator& x, double* stats, float* out, float* rstd,
+void complete_parallel_rmsnorm_forward(Backend& backend, Communicator& x, double* stats, OperandOut out, float* rstd,
                                        float const* inp, float const* weight, std::int64_t N, int C_local,
                                        int C_total, double eps);
 

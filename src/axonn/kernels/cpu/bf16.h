@@ -4,6 +4,7 @@
 #include "axonn/core/bfloat16.h"
 
 #include <cstdint>
+#include <type_traits>
 
 namespace axonn::cpu {
 
@@ -11,5 +12,15 @@ namespace axonn::cpu {
 void to_bf16(bfloat16* out, float const* in, std::int64_t n);
 // out[n] = float(in[n])                                                                       in[n] bf16
 void to_f32(float* out, bfloat16 const* in, std::int64_t n);
+
+// A kernel's result as an output of type Out holds it: itself, or rounded to bf16 as to_bf16 rounds, so that a
+// kernel writing bf16 gives exactly what writing fp32 and converting gives.
+template <typename Out, typename T> Out stored_as(T value) {
+    if constexpr (std::is_same_v<Out, bfloat16>) {
+        return to_bfloat16(static_cast<float>(value));
+    } else {
+        return static_cast<Out>(value);
+    }
+}
 
 }  // namespace axonn::cpu

@@ -1,5 +1,6 @@
 #include "axonn/kernels/cpu/gelu.h"
 
+#include "axonn/kernels/cpu/bf16.h"
 #include "axonn/kernels/cpu/vector_math.h"
 
 #include <omp.h>
@@ -25,16 +26,17 @@ template <typename T> T gelu_derivative(T u) {
     return T(0.5) * (T(1) + tanh_inner) + T(0.5) * u * sech2 * dinner;
 }
 
-template <typename T, bool with_bias> void bias_gelu_rows(T* out, T* pre, T const* bias, std::int64_t N, int F) {
+template <typename T, typename Out, bool with_bias>
+void bias_gelu_rows(Out* out, T* pre, T const* bias, std::int64_t N, int F) {
 #pragma omp parallel for schedule(static)
     for (std::int64_t n = 0; n < N; ++n) {
         T* u = pre + n * F;
-        T* y = out + n * F;
+        Out* y = out + n * F;
 #pragma omp simd
         for (int f = 0; f < F; ++f) {
             T const value = with_bias ? u[f] + bias[f] : u[f];
             if constexpr (with_bias) u[f] = value;
-            y[f] = gelu(value);
+            y[f] = stored_as<Out>(gelu(value));
         }
     }
 }
@@ -57,11 +59,12 @@ void gelu_bias_backward_columns(T* dpre, T* dbias, T const* pre, T const* dout, 
 
 }  // namespace
 
-template <typename T> void bias_gelu_forward(T* out, T* pre, T const* bias, std::int64_t N, int F) {
+template <typename T, typename Out>
+void bias_gelu_forward(Out* out, T* pre, T const* bias, std::int64_t N, int F) {
     if (bias != nullptr) {
-        bias_gelu_rows<T, true>(out, pre, bias, N, F);
+        bias_gelu_rows<T, Out, true>(out, pre, bias, N, F);
     } else {
-        bias_gelu_rows<T, false>(out, pre, nullptr, N, F);
+        bias_gelu_rows<T, Out, false>(out, pre, nullptr, N, F);
     }
 }
 
@@ -82,8 +85,9 @@ template <typename T> void gelu_bias_backward(T* dpre, T* dbias, T const* pre, T
     }
 }
 
-template void bias_gelu_forward<float>(float*, float*, float const*, std::int64_t, int);
-template void bias_gelu_forward<double>(double*, double*, double const*, std::int64_t, int);
+template void bias_gelu_forward<float, float>(float*, float*, float const*, std::int64_t, int);
+template void bias_gelu_forward<float, bfloat16>(bfloat16*, float*, float const*, std::int64_t, int);
+template void bias_gelu_forward<double, double>(double*, double*, double const*, std::int64_t, int);
 template void gelu_bias_backward<float>(float*, float*, float const*, float const*, std::int64_t, int);
 template void gelu_bias_backward<double>(double*, double*, double const*, double const*, std::int64_t, int);
 

@@ -1,5 +1,7 @@
 #include "axonn/kernels/cpu/layernorm.h"
 
+#include "axonn/kernels/cpu/bf16.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -10,8 +12,8 @@ template <typename T> void layernorm_statistics(double* stats, T const* inp, std
     for (std::int64_t n = 0; n < N; ++n) layernorm_row_statistics(stats + 2 * n, inp + n * C, C);
 }
 
-template <typename T>
-void layernorm_forward(T* out, T* mean, T* rstd, T const* inp, T const* weight, T const* bias, double const* stats,
+template <typename T, typename Out>
+void layernorm_forward(Out* out, T* mean, T* rstd, T const* inp, T const* weight, T const* bias, double const* stats,
                        std::int64_t N, int C, int C_total) {
 #pragma omp parallel for schedule(static)
     for (std::int64_t n = 0; n < N; ++n) {
@@ -20,9 +22,9 @@ void layernorm_forward(T* out, T* mean, T* rstd, T const* inp, T const* weight, 
         T const s = static_cast<T>(1.0 / std::sqrt(variance + layernorm_eps));
         T const mt = static_cast<T>(m);
         T const* x = inp + n * C;
-        T* y = out + n * C;
+        Out* y = out + n * C;
 #pragma omp simd
-        for (int c = 0; c < C; ++c) y[c] = (x[c] - mt) * s * weight[c] + bias[c];
+        for (int c = 0; c < C; ++c) y[c] = stored_as<Out>((x[c] - mt) * s * weight[c] + bias[c]);
         mean[n] = mt;
         rstd[n] = s;
     }
@@ -73,10 +75,12 @@ void layernorm_backward(T* dinp, T* dweight, T* dbias, T const* dout, T const* i
 
 template void layernorm_statistics<float>(double*, float const*, std::int64_t, int);
 template void layernorm_statistics<double>(double*, double const*, std::int64_t, int);
-template void layernorm_forward<float>(float*, float*, float*, float const*, float const*, float const*, double const*,
-                                       std::int64_t, int, int);
-template void layernorm_forward<double>(double*, double*, double*, double const*, double const*, double const*,
-                                        double const*, std::int64_t, int, int);
+template void layernorm_forward<float, float>(float*, float*, float*, float const*, float const*, float const*,
+                                              double const*, std::int64_t, int, int);
+template void layernorm_forward<float, bfloat16>(bfloat16*, float*, float*, float const*, float const*, float const*,
+                                                 double const*, std::int64_t, int, int);
+template void layernorm_forward<double, double>(double*, double*, double*, double const*, double const*,
+                                                double const*, double const*, std::int64_t, int, int);
 template void layernorm_backward_statistics<float>(double*, float const*, float const*, float const*, float const*,
                                                    float const*, std::int64_t, int);
 template void layernorm_backward_statistics<double>(double*, double const*, double const*, double const*,

@@ -28,9 +28,9 @@ template <typename T> inline void layernorm_row_statistics(double* stats, T cons
 }
 
 // out[N,C] = (inp − mean) · rstd · weight + bias, mean and rstd from stats[N,2] summed over C_total channels;
-// saves mean[N] and rstd[N] for the backward.      inp[N,C], weight[C], bias[C]
-template <typename T>
-void layernorm_forward(T* out, T* mean, T* rstd, T const* inp, T const* weight, T const* bias, double const* stats,
+// saves mean[N] and rstd[N] for the backward.      out[N,C] T or bf16, inp[N,C], weight[C], bias[C]
+template <typename T, typename Out>
+void layernorm_forward(Out* out, T* mean, T* rstd, T const* inp, T const* weight, T const* bias, double const* stats,
                        std::int64_t N, int C, int C_total);
 
 // stats[N,2] = {Σ dnorm, Σ dnorm · norm} over this process's channels, dnorm = dout · weight

@@ -1,5 +1,7 @@
 #include "axonn/kernels/cpu/rmsnorm.h"
 
+#include "axonn/kernels/cpu/bf16.h"
+
 #include <cmath>
 
 namespace axonn::cpu {
@@ -9,16 +11,16 @@ template <typename T> void rmsnorm_statistics(double* stats, T const* inp, std::
     for (std::int64_t n = 0; n < N; ++n) stats[n] = rmsnorm_row_statistics(inp + n * C, C);
 }
 
-template <typename T>
-void rmsnorm_forward(T* out, T* rstd, T const* inp, T const* weight, double const* stats, std::int64_t N, int C,
+template <typename T, typename Out>
+void rmsnorm_forward(Out* out, T* rstd, T const* inp, T const* weight, double const* stats, std::int64_t N, int C,
                      int C_total, double eps) {
 #pragma omp parallel for schedule(static)
     for (std::int64_t n = 0; n < N; ++n) {
         T const s = static_cast<T>(1.0 / std::sqrt(stats[n] / C_total + eps));
         T const* x = inp + n * C;
-        T* y = out + n * C;
+        Out* y = out + n * C;
 #pragma omp simd
-        for (int c = 0; c < C; ++c) y[c] = x[c] * s * weight[c];
+        for (int c = 0; c < C; ++c) y[c] = stored_as<Out>(x[c] * s * weight[c]);
         rstd[n] = s;
     }
 }
@@ -58,10 +60,12 @@ void rmsnorm_backward(T* dinp, T* dweight, T const* dout, T const* inp, T const*
 
 template void rmsnorm_statistics<float>(double*, float const*, std::int64_t, int);
 template void rmsnorm_statistics<double>(double*, double const*, std::int64_t, int);
-template void rmsnorm_forward<float>(float*, float*, float const*, float const*, double const*, std::int64_t, int, int,
-                                     double);
-template void rmsnorm_forward<double>(double*, double*, double const*, double const*, double const*, std::int64_t, int,
-                                      int, double);
+template void rmsnorm_forward<float, float>(float*, float*, float const*, float const*, double const*, std::int64_t,
+                                            int, int, double);
+template void rmsnorm_forward<float, bfloat16>(bfloat16*, float*, float const*, float const*, double const*,
+                                               std::int64_t, int, int, double);
+template void rmsnorm_forward<double, double>(double*, double*, double const*, double const*, double const*,
+                                              std::int64_t, int, int, double);
 template void rmsnorm_backward_statistics<float>(double*, float const*, float const*, float const*, float const*,
                                                  std::int64_t, int);
 template void rmsnorm_backward_statistics<double>(double*, double const*, double const*, double const*,

@@ -20,9 +20,9 @@ template <typename T> inline double rmsnorm_row_statistics(T const* x, int C) {
 }
 
 // out[N,C] = inp · rstd · weight, rstd from stats[N] summed over C_total channels; saves rstd[N] for the backward.
-// inp[N,C], weight[C]
-template <typename T>
-void rmsnorm_forward(T* out, T* rstd, T const* inp, T const* weight, double const* stats, std::int64_t N, int C,
+// out[N,C] T or bf16, inp[N,C], weight[C]
+template <typename T, typename Out>
+void rmsnorm_forward(Out* out, T* rstd, T const* inp, T const* weight, double const* stats, std::int64_t N, int C,
                      int C_total, double eps);
 
 // stats[N] = Σ dnorm · norm over this process's channels, dnorm = dout · weight, norm = inp · rstd

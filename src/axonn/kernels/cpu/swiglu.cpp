@@ -1,5 +1,6 @@
 #include "axonn/kernels/cpu/swiglu.h"
 
+#include "axonn/kernels/cpu/bf16.h"
 #include "axonn/kernels/cpu/vector_math.h"
 
 namespace axonn::cpu {
@@ -9,14 +10,14 @@ template <typename T> T sigmoid(T x) { return T(1) / (T(1) + exp_approx(-x)); }
 
 }  // namespace
 
-template <typename T> void swiglu_forward(T* out, T const* inp, std::int64_t N, int F) {
+template <typename T, typename Out> void swiglu_forward(Out* out, T const* inp, std::int64_t N, int F) {
 #pragma omp parallel for schedule(static)
     for (std::int64_t n = 0; n < N; ++n) {
         T const* gate = inp + n * 2 * F;
         T const* up = gate + F;
-        T* y = out + n * F;
+        Out* y = out + n * F;
 #pragma omp simd
-        for (int f = 0; f < F; ++f) y[f] = gate[f] * sigmoid(gate[f]) * up[f];
+        for (int f = 0; f < F; ++f) y[f] = stored_as<Out>(gate[f] * sigmoid(gate[f]) * up[f]);
     }
 }
 
@@ -38,8 +39,9 @@ template <typename T> void swiglu_backward(T* dinp, T const* inp, T const* dout,
     }
 }
 
-template void swiglu_forward<float>(float*, float const*, std::int64_t, int);
-template void swiglu_forward<double>(double*, double const*, std::int64_t, int);
+template void swiglu_forward<float, float>(float*, float const*, std::int64_t, int);
+template void swiglu_forward<float, bfloat16>(bfloat16*, float const*, std::int64_t, int);
+template void swiglu_forward<double, double>(double*, double const*, std::int64_t, int);
 template void swiglu_backward<float>(float*, float const*, float const*, std::int64_t, int);
 template void swiglu_backward<double>(double*, double const*, double const*, std::int64_t, int);
 

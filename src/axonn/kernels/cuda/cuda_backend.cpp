@@ -117,6 +117,7 @@ void const* CudaBackend::gemm_operand(Scratch slot, float const* values, std::in
 
 void const* CudaBackend::gemm_operand(Scratch slot, GemmInput x, std::int64_t n) {
     if (gemm_dtype_ == DType::bf16 && x.rounded != nullptr) return x.rounded;
+    AXONN_INVARIANT(x.values != nullptr, "an fp32 GEMM got an operand held only in bf16");
     return gemm_operand(slot, x.values, n);
 }
 
@@ -146,9 +147,14 @@ void CudaBackend::encoder_backward(float* dwte, float* dwpe, float const* dout, 
 void CudaBackend::layernorm_statistics(double* stats, float const* inp, std::int64_t N, int C) {
     cuda::layernorm_statistics(stats, inp, N, C, stream_);
 }
-void CudaBackend::layernorm_forward(float* out, float* mean, float* rstd, float const* inp, float const* weight,
+void CudaBackend::layernorm_forward(OperandOut out, float* mean, float* rstd, float const* inp, float const* weight,
                                     float const* bias, double const* stats, std::int64_t N, int C, int C_total) {
-    cuda::layernorm_forward(out, mean, rstd, inp, weight, bias, stats, N, C, C_total, stream_);
+    if (out.rounded != nullptr) {
+        cuda::layernorm_forward(as_device_bf16(out.rounded), mean, rstd, inp, weight, bias, stats, N, C, C_total,
+                                stream_);
+    } else {
+        cuda::layernorm_forward(out.values, mean, rstd, inp, weight, bias, stats, N, C, C_total, stream_);
+    }
 }
 void CudaBackend::layernorm_backward_statistics(double* stats, float const* dout, float const* inp,
                                                 float const* weight, float const* mean, float const* rstd,
@@ -163,9 +169,13 @@ void CudaBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, 
 void CudaBackend::rmsnorm_statistics(double* stats, float const* inp, std::int64_t N, int C) {
     cuda::rmsnorm_statistics(stats, inp, N, C, stream_);
 }
-void CudaBackend::rmsnorm_forward(float* out, float* rstd, float const* inp, float const* weight, double const* stats,
-                                  std::int64_t N, int C, int C_total, double eps) {
-    cuda::rmsnorm_forward(out, rstd, inp, weight, stats, N, C, C_total, eps, stream_);
+void CudaBackend::rmsnorm_forward(OperandOut out, float* rstd, float const* inp, float const* weight,
+                                  double const* stats, std::int64_t N, int C, int C_total, double eps) {
+    if (out.rounded != nullptr) {
+        cuda::rmsnorm_forward(as_device_bf16(out.rounded), rstd, inp, weight, stats, N, C, C_total, eps, stream_);
+    } else {
+        cuda::rmsnorm_forward(out.values, rstd, inp, weight, stats, N, C, C_total, eps, stream_);
+    }
 }
 void CudaBackend::rmsnorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
                                               float const* rstd, std::int64_t N, int C) {
@@ -177,7 +187,7 @@ void CudaBackend::rmsnorm_backward(float* dinp, float* dweight, float const* dou
     cuda::rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, stats, N, C, C_total, stream_);
 }
 
-void CudaBackend::linear_forward(float* out, float const* inp, WeightView weight, float const* bias, std::int64_t M,
+void CudaBackend::linear_forward(float* out, GemmInput inp, WeightView weight, float const* bias, std::int64_t M,
                                  std::int64_t K, std::int64_t N) {
     check_weight(weight);
     bool const bf16 = gemm_dtype_ == DType::bf16;
@@ -192,7 +202,7 @@ void CudaBackend::linear_backward_input(float* dinp, GemmInput dout, WeightView 
     gemm_->run(false, false, M, K, N, gemm_operand(first_operand, dout, M * N), N, weight.data, K, 0.0f, dinp, K, bf16,
                stream_);
 }
-void CudaBackend::linear_backward_weight(float* dweight, float* dbias, GemmInput dout, float const* inp,
+void CudaBackend::linear_backward_weight(float* dweight, float* dbias, GemmInput dout, GemmInput inp,
                                          std::int64_t M, std::int64_t K, std::int64_t N, GradWrite dweight_write) {
     bool const bf16 = gemm_dtype_ == DType::bf16;
     float const beta = dweight_write == GradWrite::accumulate ? 1.0f : 0.0f;
@@ -233,15 +243,23 @@ void CudaBackend::attention_cached(float* out, float* lse, float* k_cache, float
     }
 }
 
-void CudaBackend::bias_gelu_forward(float* out, float* pre, float const* bias, std::int64_t N, int F) {
-    cuda::bias_gelu_forward(out, pre, bias, N, F, stream_);
+void CudaBackend::bias_gelu_forward(OperandOut out, float* pre, float const* bias, std::int64_t N, int F) {
+    if (out.rounded != nullptr) {
+        cuda::bias_gelu_forward(as_device_bf16(out.rounded), pre, bias, N, F, stream_);
+    } else {
+        cuda::bias_gelu_forward(out.values, pre, bias, N, F, stream_);
+    }
 }
 void CudaBackend::gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const* dout, std::int64_t N,
                                      int F) {
     cuda::gelu_bias_backward(dpre, dbias, pre, dout, N, F, stream_);
 }
-void CudaBackend::swiglu_forward(float* out, float const* inp, std::int64_t N, int F) {
-    cuda::swiglu_forward(out, inp, N, F, stream_);
+void CudaBackend::swiglu_forward(OperandOut out, float const* inp, std::int64_t N, int F) {
+    if (out.rounded != nullptr) {
+        cuda::swiglu_forward(as_device_bf16(out.rounded), inp, N, F, stream_);
+    } else {
+        cuda::swiglu_forward(out.values, inp, N, F, stream_);
+    }
 }
 void CudaBackend::swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) {
     cuda::swiglu_backward(dinp, inp, dout, N, F, stream_);

@@ -29,14 +29,15 @@ __global__ void to_f32_kernel(float* out, __nv_bfloat16 const* in, std::int64_t 
     AXONN_GRID_STRIDE(i, n) out[i] = __bfloat162float(in[i]);
 }
 
-__global__ void bias_gelu_forward_kernel(float* out, float* pre, float const* bias, std::int64_t N, int F) {
+template <typename Out>
+__global__ void bias_gelu_forward_kernel(Out* out, float* pre, float const* bias, std::int64_t N, int F) {
     AXONN_GRID_STRIDE(i, N * F) {
         float u = pre[i];
         if (bias != nullptr) {
             u += bias[i % F];
             pre[i] = u;
         }
-        out[i] = 0.5f * u * (1.0f + tanhf(gelu_scale * (u + gelu_cubic * u * u * u)));
+        store(out, i, 0.5f * u * (1.0f + tanhf(gelu_scale * (u + gelu_cubic * u * u * u))));
     }
 }
 __device__ float gelu_derivative(float u) {
@@ -65,11 +66,12 @@ struct GeluBiasGradientTerms {
 __device__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 // inp[N,2F] = [gate | up] per row
-__global__ void swiglu_forward_kernel(float* out, float const* inp, std::int64_t N, int F) {
+template <typename Out>
+__global__ void swiglu_forward_kernel(Out* out, float const* inp, std::int64_t N, int F) {
     AXONN_GRID_STRIDE(i, N * F) {
         std::int64_t const row = i / F, f = i % F;
         float const gate = inp[row * 2 * F + f], up = inp[row * 2 * F + F + f];
-        out[i] = gate * sigmoid(gate) * up;
+        store(out, i, gate * sigmoid(gate) * up);
     }
 }
 __global__ void swiglu_backward_kernel(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) {
@@ -124,10 +126,13 @@ void to_f32(float* out, __nv_bfloat16 const* in, std::int64_t n, cudaStream_t st
     to_f32_kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(out, in, n);
     check_launch("to_f32");
 }
-void bias_gelu_forward(float* out, float* pre, float const* bias, std::int64_t N, int F, cudaStream_t stream) {
+template <typename Out>
+void bias_gelu_forward(Out* out, float* pre, float const* bias, std::int64_t N, int F, cudaStream_t stream) {
     bias_gelu_forward_kernel<<<blocks_for(N * F), threads_per_block, 0, stream>>>(out, pre, bias, N, F);
     check_launch("bias_gelu_forward");
 }
+template void bias_gelu_forward(float*, float*, float const*, std::int64_t, int, cudaStream_t);
+template void bias_gelu_forward(__nv_bfloat16*, float*, float const*, std::int64_t, int, cudaStream_t);
 void gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const* dout, std::int64_t N, int F,
                         cudaStream_t stream) {
     if (dbias != nullptr) {
@@ -138,10 +143,12 @@ void gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const
     gelu_backward_kernel<<<blocks_for(N * F), threads_per_block, 0, stream>>>(dpre, pre, dout, N * F);
     check_launch("gelu_bias_backward");
 }
-void swiglu_forward(float* out, float const* inp, std::int64_t N, int F, cudaStream_t stream) {
+template <typename Out> void swiglu_forward(Out* out, float const* inp, std::int64_t N, int F, cudaStream_t stream) {
     swiglu_forward_kernel<<<blocks_for(N * F), threads_per_block, 0, stream>>>(out, inp, N, F);
     check_launch("swiglu_forward");
 }
+template void swiglu_forward(float*, float const*, std::int64_t, int, cudaStream_t);
+template void swiglu_forward(__nv_bfloat16*, float const*, std::int64_t, int, cudaStream_t);
 void swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F, cudaStream_t stream) {
     swiglu_backward_kernel<<<blocks_for(N * F), threads_per_block, 0, stream>>>(dinp, inp, dout, N, F);
     check_launch("swiglu_backward");

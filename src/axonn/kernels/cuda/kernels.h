@@ -34,7 +34,9 @@ void layernorm_statistics(double* stats, float const* inp, std::int64_t N, int C
 // sum[N,C] = a + b and its rows' LayerNorm ([N,2]) or RMSNorm ([N]) statistics, in one pass
 void residual_norm_statistics(float* sum, float const* a, float const* b, double* stats, std::int64_t N, int C,
                               bool layernorm, cudaStream_t stream);
-void layernorm_forward(float* out, float* mean, float* rstd, float const* inp, float const* weight, float const* bias,
+// out fp32 or bf16 (Out: float or __nv_bfloat16) in the forwards below
+template <typename Out>
+void layernorm_forward(Out* out, float* mean, float* rstd, float const* inp, float const* weight, float const* bias,
                        double const* stats, std::int64_t N, int C, int C_total, cudaStream_t stream);
 void layernorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
                                    float const* mean, float const* rstd, std::int64_t N, int C, cudaStream_t stream);
@@ -42,7 +44,8 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, float const* 
                         float const* weight, float const* mean, float const* rstd, double const* stats,
                         std::int64_t N, int C, int C_total, cudaStream_t stream);
 void rmsnorm_statistics(double* stats, float const* inp, std::int64_t N, int C, cudaStream_t stream);
-void rmsnorm_forward(float* out, float* rstd, float const* inp, float const* weight, double const* stats,
+template <typename Out>
+void rmsnorm_forward(Out* out, float* rstd, float const* inp, float const* weight, double const* stats,
                      std::int64_t N, int C, int C_total, double eps, cudaStream_t stream);
 void rmsnorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
                                  float const* rstd, std::int64_t N, int C, cudaStream_t stream);
@@ -57,10 +60,11 @@ void accumulate_bias_gradient(float* dbias, float const* dout, std::int64_t M, s
 // Element-wise operations.
 // pre[N,F] += bias[F] (bias may be null), out = gelu(pre), one pass; dpre = gelu'(pre) · dout (written) with
 // dbias[F] += Σ_n dpre (may be null) summed as the same pass computes it (column_sum.cuh).
-void bias_gelu_forward(float* out, float* pre, float const* bias, std::int64_t N, int F, cudaStream_t stream);
+template <typename Out>
+void bias_gelu_forward(Out* out, float* pre, float const* bias, std::int64_t N, int F, cudaStream_t stream);
 void gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const* dout, std::int64_t N, int F,
                         cudaStream_t stream);
-void swiglu_forward(float* out, float const* inp, std::int64_t N, int F, cudaStream_t stream);
+template <typename Out> void swiglu_forward(Out* out, float const* inp, std::int64_t N, int F, cudaStream_t stream);
 void swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F, cudaStream_t stream);
 void residual_forward(float* out, float const* a, float const* b, std::int64_t n, cudaStream_t stream);
 // A matrix's column blocks one after another (split: out[parts, rows, block] = in[rows, parts·block]), or back.

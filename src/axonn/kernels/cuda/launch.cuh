@@ -3,6 +3,7 @@
 
 #include "axonn/core/cuda/cuda_check.h"
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -17,6 +18,11 @@ inline unsigned blocks_for(std::int64_t n) {
     std::int64_t const blocks = (n + threads_per_block - 1) / threads_per_block;
     return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 * 8 ? 65535 * 8 : blocks));
 }
+
+// A kernel's fp32 result as its output holds it: itself, or rounded to bf16 as to_bf16 rounds (to nearest, ties to
+// even), so that writing bf16 gives exactly what writing fp32 and converting gives.
+__device__ inline void store(float* out, std::int64_t i, float value) { out[i] = value; }
+__device__ inline void store(__nv_bfloat16* out, std::int64_t i, float value) { out[i] = __float2bfloat16_rn(value); }
 
 // Each thread's items of [0, n), striding over the whole grid.
 #define AXONN_GRID_STRIDE(i, n)                                                                              \

@@ -26,14 +26,17 @@ __global__ void layernorm_statistics_kernel(double* stats, float const* inp, int
     }
 }
 
-__global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, float const* inp, float const* weight,
+template <typename Out>
+__global__ void layernorm_forward_kernel(Out* out, float* mean, float* rstd, float const* inp, float const* weight,
                                          float const* bias, double const* stats, int C, int C_total) {
     std::int64_t const n = blockIdx.x;
     double const m = stats[2 * n] / C_total;
     double const variance = max(0.0, stats[2 * n + 1] / C_total - m * m);
     float const s = static_cast<float>(1.0 / sqrt(variance + layernorm_eps));
     float const mf = static_cast<float>(m);
-    for (int c = threadIdx.x; c < C; c += blockDim.x) out[n * C + c] = (inp[n * C + c] - mf) * s * weight[c] + bias[c];
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        store(out, n * C + c, (inp[n * C + c] - mf) * s * weight[c] + bias[c]);
+    }
     if (threadIdx.x == 0) {
         mean[n] = mf;
         rstd[n] = s;
@@ -125,11 +128,12 @@ __global__ void residual_norm_statistics_kernel(float* sum, float const* a, floa
     }
 }
 
-__global__ void rmsnorm_forward_kernel(float* out, float* rstd, float const* inp, float const* weight,
+template <typename Out>
+__global__ void rmsnorm_forward_kernel(Out* out, float* rstd, float const* inp, float const* weight,
                                        double const* stats, int C, int C_total, double eps) {
     std::int64_t const n = blockIdx.x;
     float const s = static_cast<float>(1.0 / sqrt(stats[n] / C_total + eps));
-    for (int c = threadIdx.x; c < C; c += blockDim.x) out[n * C + c] = inp[n * C + c] * s * weight[c];
+    for (int c = threadIdx.x; c < C; c += blockDim.x) store(out, n * C + c, inp[n * C + c] * s * weight[c]);
     if (threadIdx.x == 0) rstd[n] = s;
 }
 
@@ -172,13 +176,18 @@ void layernorm_statistics(double* stats, float const* inp, std::int64_t N, int C
     layernorm_statistics_kernel<<<rows(N), threads_per_block, 0, stream>>>(stats, inp, C);
     check_launch("layernorm_statistics");
 }
-void layernorm_forward(float* out, float* mean, float* rstd, float const* inp, float const* weight, float const* bias,
+template <typename Out>
+void layernorm_forward(Out* out, float* mean, float* rstd, float const* inp, float const* weight, float const* bias,
                        double const* stats, std::int64_t N, int C, int C_total, cudaStream_t stream) {
     if (N == 0) return;
     layernorm_forward_kernel<<<rows(N), threads_per_block, 0, stream>>>(out, mean, rstd, inp, weight, bias, stats, C,
                                                                        C_total);
     check_launch("layernorm_forward");
 }
+template void layernorm_forward(float*, float*, float*, float const*, float const*, float const*, double const*,
+                                std::int64_t, int, int, cudaStream_t);
+template void layernorm_forward(__nv_bfloat16*, float*, float*, float const*, float const*, float const*,
+                                double const*, std::int64_t, int, int, cudaStream_t);
 void layernorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
                                    float const* mean, float const* rstd, std::int64_t N, int C, cudaStream_t stream) {
     if (N == 0) return;
@@ -200,12 +209,17 @@ void rmsnorm_statistics(double* stats, float const* inp, std::int64_t N, int C, 
     rmsnorm_statistics_kernel<<<rows(N), threads_per_block, 0, stream>>>(stats, inp, C);
     check_launch("rmsnorm_statistics");
 }
-void rmsnorm_forward(float* out, float* rstd, float const* inp, float const* weight, double const* stats,
+template <typename Out>
+void rmsnorm_forward(Out* out, float* rstd, float const* inp, float const* weight, double const* stats,
                      std::int64_t N, int C, int C_total, double eps, cudaStream_t stream) {
     if (N == 0) return;
     rmsnorm_forward_kernel<<<rows(N), threads_per_block, 0, stream>>>(out, rstd, inp, weight, stats, C, C_total, eps);
     check_launch("rmsnorm_forward");
 }
+template void rmsnorm_forward(float*, float*, float const*, float const*, double const*, std::int64_t, int, int,
+                              double, cudaStream_t);
+template void rmsnorm_forward(__nv_bfloat16*, float*, float const*, float const*, double const*, std::int64_t, int,
+                              int, double, cudaStream_t);
 void rmsnorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
                                  float const* rstd, std::int64_t N, int C, cudaStream_t stream) {
     if (N == 0) return;
