@@ -324,6 +324,25 @@ std::vector<GpuCase> gpu_cases() {
                          true});
     }
     {
+        // In bf16, qkv held only in bf16 (as the decoder keeps it where attention runs in bf16: 200 tokens are
+        // more than one of the CPU's bf16 query tiles), forward and backward.
+        constexpr int B = 1, T = 200, C = 128, NH = 2, NKV = 1;
+        constexpr std::int64_t W = C + 2 * NKV * (C / NH), BT = B * T;
+        cases.push_back({"attention_qkv_held_in_bf16",
+                         {floats("qkv", BT * W, 2.0), halves("qkv16", BT * W), floats("out", BT * C),
+                          floats("lse", B * NH * T), floats("dout", BT * C), floats("dqkv", BT * W)},
+                         {"out", "lse", "dqkv"},
+                         [](Backend& k, Pointers const& p, std::vector<double>&) {
+                             if (k.gemm_dtype() != DType::bf16) return;  // only bf16 attention reads a bf16-only qkv
+                             k.convert(p.raw("qkv16"), DType::bf16, p.f("qkv"), DType::f32, BT * W);
+                             GemmInput const qkv(nullptr, static_cast<bfloat16 const*>(p.raw("qkv16")));
+                             k.attention_forward(p.f("out"), p.f("lse"), qkv, B, T, C, NH, NKV);
+                             k.attention_backward(p.f("dqkv"), p.f("dout"), qkv, p.f("out"), p.f("lse"), B, T, C, NH,
+                                                  NKV);
+                         },
+                         true});
+    }
+    {
         // Generation: a prompt of 6 tokens into an empty cache, then 3 more tokens over it.
         constexpr int B = 2, C = 256, NH = 4, NKV = 2, capacity = 16, prompt = 6, more = 3;
         constexpr std::int64_t W = C + 2 * NKV * (C / NH);

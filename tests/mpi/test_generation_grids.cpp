@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,16 +40,29 @@ struct ModelOnGrid {
 
 class GenerationOnGrid : public ::testing::TestWithParam<ModelOnGrid> {};
 
+using Tokens = std::vector<std::vector<std::int32_t>>;
+constexpr int prompt_chunk = 16;
+
+// The serial model's tokens for a family and a decoding (greedy or sampled), generated once per process: every
+// grid's test compares with the same, and each rank would otherwise repeat the serial run for every grid.
+Tokens const& serial_tokens(std::string const& family, ModelConfig const& config, Tokens const& prompts,
+                            SampleOptions const& options) {
+    static std::map<std::pair<std::string, bool>, Tokens> runs;
+    auto const key = std::pair(family, options.temperature > 0);
+    if (auto const found = runs.find(key); found != runs.end()) return found->second;
+    CpuBackend backend;
+    ProcessGrid self(MPI_COMM_SELF, GridShape{});
+    Decoder serial(config, backend, self, 1, prompt_chunk);
+    serial.init_weights(13);
+    return runs[key] = generate(serial, prompts, options, config.context());
+}
+
 TEST_P(GenerationOnGrid, TokensMatchSerial) {
     ModelConfig const& config = GetParam().config;
     GridShape const shape = GetParam().grid;
-    int const prompt_chunk = 16;
     CpuBackend backend;
-    ProcessGrid self(MPI_COMM_SELF, GridShape{});
     ProcessGrid grid(MPI_COMM_WORLD, shape, parse_axis_order("x,y,z,data"));
-    Decoder serial(config, backend, self, 1, prompt_chunk);
-    serial.init_weights(13);
-    std::vector<std::vector<std::int32_t>> prompts;
+    Tokens prompts;
     for (int length : {1, 7, 24, 70, 3}) {
         std::vector<std::int32_t> prompt(static_cast<std::size_t>(length));
         for (int i = 0; i < length; ++i) prompt[i] = (i * 53 + length * 7) % config.vocab_size();
@@ -68,7 +82,7 @@ TEST_P(GenerationOnGrid, TokensMatchSerial) {
         Decoder parallel(config, backend, grid, 1, prompt_chunk, DecoderOptions{.vocab_split = split});
         parallel.init_weights(13);
         for (SampleOptions const& options : {greedy, sampled}) {
-            auto const expected = generate(serial, prompts, options, config.context());
+            Tokens const& expected = serial_tokens(GetParam().family, config, prompts, options);
             auto const actual = generate(parallel, prompts, options, config.context());
             ASSERT_EQ(actual.size(), prompts.size());
             for (std::size_t p = 0; p < prompts.size(); ++p) {

@@ -100,11 +100,12 @@ public:
 
     // Fused causal attention, never storing T×T (kernels/cpu/attention.h), with NH query heads of C/NH channels
     // and NKV key/value heads (grouped-query attention when NKV < NH; W = C + 2·NKV·C/NH):
-    // out[B,T,C], lse[B,NH,T] (each query row's log-sum-exp, for the backward), qkv[B,T,W] = [q | k | v]
-    virtual void attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH,
+    // out[B,T,C], lse[B,NH,T] (each query row's log-sum-exp, for the backward), qkv[B,T,W] = [q | k | v]; qkv may
+    // be held only in bf16 where mixed precision runs attention's tile GEMMs in bf16 (attention_plan: in_bf16)
+    virtual void attention_forward(float* out, float* lse, GemmInput qkv, int B, int T, int C, int NH,
                                    int NKV) = 0;
     // dqkv[B,T,W] +=, dout[B,T,C], qkv[B,T,W], out[B,T,C] and lse[B,NH,T] from the forward
-    virtual void attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out,
+    virtual void attention_backward(float* dqkv, float const* dout, GemmInput qkv, float const* out,
                                     float const* lse, int B, int T, int C, int NH, int NKV) = 0;
 
     // Attention of n new tokens per row over the keys and values of every earlier one, for generation

@@ -89,7 +89,7 @@ bfloat16 const* CpuBackend::bf16_operand(Scratch slot, GemmInput x, std::int64_t
 }
 
 float const* CpuBackend::fp32_operand(GemmInput x) {
-    AXONN_INVARIANT(x.values != nullptr, "an fp32 GEMM got an operand held only in bf16");
+    AXONN_INVARIANT(x.values != nullptr, "an fp32 kernel got an operand held only in bf16");
     return x.values;
 }
 
@@ -199,16 +199,16 @@ namespace {
 std::int64_t qkv_width(int C, int NH, int NKV) { return C + 2 * static_cast<std::int64_t>(NKV) * (C / NH); }
 }  // namespace
 
-void CpuBackend::attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH, int NKV) {
+void CpuBackend::attention_forward(float* out, float* lse, GemmInput qkv, int B, int T, int C, int NH, int NKV) {
     if (gemm_dtype_ == DType::bf16 && cpu::attention_in_bf16(T)) {
         std::int64_t const BT = static_cast<std::int64_t>(B) * T;
         cpu::attention_forward_bf16(out, lse, bf16_operand(first_operand, qkv, BT * qkv_width(C, NH, NKV)), B, T, C,
                                     NH, NKV);
     } else {
-        cpu::attention_forward(out, lse, qkv, B, T, C, NH, NKV);
+        cpu::attention_forward(out, lse, fp32_operand(qkv), B, T, C, NH, NKV);
     }
 }
-void CpuBackend::attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out,
+void CpuBackend::attention_backward(float* dqkv, float const* dout, GemmInput qkv, float const* out,
                                     float const* lse, int B, int T, int C, int NH, int NKV) {
     if (gemm_dtype_ == DType::bf16 && cpu::attention_in_bf16(T)) {
         std::int64_t const BT = static_cast<std::int64_t>(B) * T;
@@ -216,7 +216,7 @@ void CpuBackend::attention_backward(float* dqkv, float const* dout, float const*
         cpu::attention_backward_bf16(dqkv, bf16_operand(second_operand, dout, BT * C), qkv_bf16, out, lse, B, T, C,
                                      NH, NKV);
     } else {
-        cpu::attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, NKV);
+        cpu::attention_backward(dqkv, dout, fp32_operand(qkv), out, lse, B, T, C, NH, NKV);
     }
 }
 void CpuBackend::attention_cached(float* out, float* lse, float* k_cache, float* v_cache, float const* qkv, int B,
@@ -224,7 +224,7 @@ void CpuBackend::attention_cached(float* out, float* lse, float* k_cache, float*
     cpu::kv_cache_append(k_cache, v_cache, qkv, B, n, past, capacity, C, NH, NKV);
     // A prompt's first tokens see no cache: the fused kernel computes them as a training forward does.
     if (past == 0) {
-        attention_forward(out, lse, qkv, B, n, C, NH, NKV);
+        attention_forward(out, lse, GemmInput(qkv), B, n, C, NH, NKV);
     } else {
         cpu::attention_over_cache(out, qkv, k_cache, v_cache, B, n, past, capacity, C, NH, NKV);
     }

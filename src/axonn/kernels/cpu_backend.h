@@ -57,8 +57,8 @@ public:
                                std::int64_t N) override;
     void linear_backward_weight(float* dweight, float* dbias, GemmInput dout, GemmInput inp, std::int64_t M,
                                 std::int64_t K, std::int64_t N, GradWrite dweight_write) override;
-    void attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH, int NKV) override;
-    void attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out, float const* lse,
+    void attention_forward(float* out, float* lse, GemmInput qkv, int B, int T, int C, int NH, int NKV) override;
+    void attention_backward(float* dqkv, float const* dout, GemmInput qkv, float const* out, float const* lse,
                             int B, int T, int C, int NH, int NKV) override;
     void attention_cached(float* out, float* lse, float* k_cache, float* v_cache, float const* qkv, int B, int n,
                           int past, int capacity, int C, int NH, int NKV) override;

@@ -151,12 +151,12 @@ void TracingBackend::linear_backward_weight(float* dweight, float* dbias, GemmIn
                   [&] { return inner_->linear_backward_weight(dweight, dbias, dout, inp, M, K, N, dweight_write); });
 }
 
-void TracingBackend::attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH, int NKV) {
+void TracingBackend::attention_forward(float* out, float* lse, GemmInput qkv, int B, int T, int C, int NH, int NKV) {
     return traced(kernel_kind::attention, "attention_forward",
                   [&] { return inner_->attention_forward(out, lse, qkv, B, T, C, NH, NKV); });
 }
 
-void TracingBackend::attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out,
+void TracingBackend::attention_backward(float* dqkv, float const* dout, GemmInput qkv, float const* out,
                                         float const* lse, int B, int T, int C, int NH, int NKV) {
     return traced(kernel_kind::attention, "attention_backward",
                   [&] { return inner_->attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, NKV); });

@@ -186,7 +186,7 @@ void Decoder::backward_layer(int l, int slot, Batch const& batch, GradWrite writ
     float* d_mlp_hidden = scratch + a.d_mlp_hidden;        // [B,T,Uy]
     float* d_attn = scratch + a.d_attn;                    // [B,T,C/Gy]
     float* d_qkv = scratch + a.d_qkv;                      // [B,T,Wy]
-    LayerActivations const act(activations_.data<float>(), bf16_activations_.data<bfloat16>(), a, l, slot);
+    LayerActivations const act(activations_.data<float>(), bf16_activations_.data<bfloat16>(), a, l, slot, d.T);
     LayerOffsets const at(l, d);
     auto weight_grad = [&](int id) { return grad(id) + l * (layout_.local_numel(id) / d.L); };
 
@@ -208,7 +208,8 @@ void Decoder::backward_layer(int l, int slot, Batch const& batch, GradWrite writ
                              layer_grad(p.attn_out_bias, at.Cx), d_output, act.attn, step_->weights.next(), d.BT, d.Cy,
                              d.Cx, write);
     k.zero(d_qkv, d.BT * d.Wy * static_cast<std::int64_t>(sizeof(float)));
-    k.attention_backward(d_qkv, d_attn, act.qkv, act.attn, act.attn_lse, d.B, d.T, d.Cy, d.NHy, d.NKVy);
+    k.attention_backward(d_qkv, d_attn, act.attention_input(), act.attn, act.attn_lse, d.B, d.T, d.Cy, d.NHy,
+                         d.NKVy);
     rotate_positions(d_qkv, d, 0, -1);  // the rotation's gradient: the rotation back
     parallel_linear_backward(k, normal, scatter, overlap, d_norm, weight_grad(p.qkv), layer_grad(p.qkv_bias, at.Wy),
                              d_qkv, act.attn_norm.as_input(), step_->weights.next(), d.BT, d.Cx, d.Wy, write);

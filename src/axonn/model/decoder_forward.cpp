@@ -226,7 +226,7 @@ void Decoder::forward_layer(int l, int slot, Batch const& batch, KvCache* cache)
     Backend& k = backend_;
     DecoderParams const& p = arch_.params;
     LinearGroups const normal = linear_groups(false), transposed = linear_groups(true);
-    LayerActivations const act(activations_.data<float>(), bf16_activations_.data<bfloat16>(), a, l, slot);
+    LayerActivations const act(activations_.data<float>(), bf16_activations_.data<bfloat16>(), a, l, slot, d.T);
     LayerOffsets const at(l, d);
     bool const overlap = options_.overlap;
     int const past = cache != nullptr ? cache->length() : 0;
@@ -241,7 +241,8 @@ void Decoder::forward_layer(int l, int slot, Batch const& batch, KvCache* cache)
         k.attention_cached(act.attn, act.attn_lse, cache->keys(l), cache->values(l), act.qkv, d.B, d.T, past,
                            cache->capacity(), d.Cy, d.NHy, d.NKVy);
     } else {
-        k.attention_forward(act.attn, act.attn_lse, act.qkv, d.B, d.T, d.Cy, d.NHy, d.NKVy);
+        if (act.qkv_rounded != nullptr) k.convert(act.qkv_rounded, DType::bf16, act.qkv, DType::f32, d.BT * d.Wy);
+        k.attention_forward(act.attn, act.attn_lse, act.attention_input(), d.B, d.T, d.Cy, d.NHy, d.NKVy);
     }
     parallel_linear_forward(k, transposed, overlap, act.attn_residual, act.attn, step_->weights.next(),
                             layer_values(p.attn_out_bias, at.Cx), d.BT, d.Cy, d.Cx);

@@ -68,12 +68,15 @@ inline std::int64_t logit_rows_held(LocalDims const& d, DecoderOptions const& op
 // are stacked: slot s's copy starts at offset + s · stride. The backward's scratch lives in a second buffer.
 // In mixed precision the activations that only GEMMs read, the norms' outputs and the MLP's activation, live in a
 // third, of bf16 (offsets in bf16 elements): the GEMMs would round them to bf16 anyway, so holding only their
-// rounding computes the same for half their memory.
+// rounding computes the same for half their memory. So does [q | k | v] where attention runs its tile GEMMs in
+// bf16 (attention_plan): the Linear writes it to one fp32 staging buffer, and each layer keeps its rounding.
 // Widths: Wy a token's [q | k | v] of this rank's heads, Uy the MLP's first Linear's rows here (F/G_y, or gate and
 // up's 2F/G_y), Fy the MLP's hidden width here.
 struct ActivationLayout {
     std::int64_t BTCx, BTWy, BTCy, BTUy, BTFy, BT, BNHyT;  // per-layer strides
     bool operands_in_bf16;  // attn_norm, mlp_norm and mlp_act are offsets into the bf16 buffer
+    bool qkv_in_bf16;       // qkv is the staging buffer; qkv_kept, each slot's [q | k | v], is in the bf16 buffer
+    std::int64_t qkv_kept, qkv_kept_stride;
     std::int64_t encoded, outputs, attn_norm, attn_norm_mean, attn_norm_rstd, qkv, attn, attn_lse, attn_residual,
         mlp_norm, mlp_norm_mean, mlp_norm_rstd, mlp_hidden, mlp_act, final_norm, final_norm_mean, final_norm_rstd,
         head_input, logits, losses, logsumexp, row_max, dlosses, total;
@@ -96,12 +99,19 @@ struct ActivationLayout {
         auto take_operand = [&](std::int64_t size) {
             return operands_in_bf16 ? std::exchange(next_bf16, next_bf16 + size) : take(size);
         };
+        // First in the bf16 buffer, at an even offset and stride: a shorter batch whose attention runs in fp32 (one
+        // bf16 query tile or less) keeps its fp32 [q | k | v] in a slot's bytes.
+        AttentionPlan const attention = attention_plan(options.precision, d.T);
+        qkv_in_bf16 = operands_in_bf16 && attention.in_bf16;
+        std::int64_t const fp32_rows = static_cast<std::int64_t>(d.B) * std::min(d.T, attention.query_tile);
+        qkv_kept_stride = qkv_in_bf16 ? (std::max(BTWy, 2 * fp32_rows * d.Wy) + 1) / 2 * 2 : 0;
+        qkv_kept = take_operand(qkv_in_bf16 ? S * qkv_kept_stride : 0);
         encoded = take(BTCx);
         outputs = take(L * BTCx);  // layer l's output, attn_residual + the MLP's projection: layer l + 1's input
         attn_norm = take_operand(S * BTCx);
         attn_norm_mean = take(S * BT);
         attn_norm_rstd = take(S * BT);
-        qkv = take(S * BTWy);
+        qkv = take(qkv_in_bf16 ? BTWy : S * BTWy);
         attn = take(S * BTCy);
         attn_lse = take(S * BNHyT);
         attn_residual = take(S * BTCx);  // the layer's input + attention's projection
@@ -135,6 +145,9 @@ struct ActivationLayout {
         d_head_input = take(d.vocab_over_x() ? BT * d.C : 0);
         grad_total = next;
     }
+
+    // Whether a batch of T tokens keeps each layer's [q | k | v] in bf16 alone: its attention runs in bf16.
+    bool keeps_qkv_rounded(int T) const { return qkv_in_bf16 && attention_plan(DType::bf16, T).in_bf16; }
 };
 
 // One layer's activations: its input (the previous layer's output, or the embedding), the slot of its inner
@@ -144,7 +157,8 @@ struct LayerActivations {
     OperandOut attn_norm;   // [B,T,C/Gx]
     float* attn_norm_mean;  // [B,T] (LayerNorm only)
     float* attn_norm_rstd;  // [B,T]
-    float* qkv;             // [B,T,Wy]: this rank's heads' [q | k | v], rotated (Llama)
+    float* qkv;             // [B,T,Wy]: this rank's heads' [q | k | v], rotated (Llama), as the Linear writes it
+    bfloat16* qkv_rounded;  // [B,T,Wy]: its rounding, kept for the backward in its place; null: qkv is kept
     float* attn;            // [B,T,C/Gy]
     float* attn_lse;        // [B,NH/Gy,T]: each attention row's log-sum-exp
     float* attn_residual;   // [B,T,C/Gx]: input + attention's projection, which the projection writes first
@@ -155,11 +169,13 @@ struct LayerActivations {
     OperandOut mlp_act;     // [B,T,Fy]: its activation (gelu, or silu(gate)·up)
     float* output;          // [B,T,C/Gx]: attn_residual + the MLP's projection, which the projection writes first
 
-    LayerActivations(float* base, bfloat16* bf16_base, ActivationLayout const& a, int l, int slot)
+    // A batch of T tokens' activations.
+    LayerActivations(float* base, bfloat16* bf16_base, ActivationLayout const& a, int l, int slot, int T)
         : input(base + (l == 0 ? a.encoded : a.outputs + (l - 1) * a.BTCx)),
           attn_norm(operand(base, bf16_base, a, a.attn_norm + slot * a.BTCx)),
           attn_norm_mean(base + a.attn_norm_mean + slot * a.BT),
-          attn_norm_rstd(base + a.attn_norm_rstd + slot * a.BT), qkv(base + a.qkv + slot * a.BTWy),
+          attn_norm_rstd(base + a.attn_norm_rstd + slot * a.BT), qkv(qkv_buffer(base, bf16_base, a, slot, T)),
+          qkv_rounded(a.keeps_qkv_rounded(T) ? bf16_base + a.qkv_kept + slot * a.qkv_kept_stride : nullptr),
           attn(base + a.attn + slot * a.BTCy), attn_lse(base + a.attn_lse + slot * a.BNHyT),
           attn_residual(base + a.attn_residual + slot * a.BTCx),
           mlp_norm(operand(base, bf16_base, a, a.mlp_norm + slot * a.BTCx)),
@@ -167,9 +183,22 @@ struct LayerActivations {
           mlp_hidden(base + a.mlp_hidden + slot * a.BTUy),
           mlp_act(operand(base, bf16_base, a, a.mlp_act + slot * a.BTFy)), output(base + a.outputs + l * a.BTCx) {}
 
+    // [q | k | v] as attention reads it, forward and backward.
+    GemmInput attention_input() const {
+        return qkv_rounded != nullptr ? GemmInput(nullptr, qkv_rounded) : GemmInput(qkv);
+    }
+
 private:
     static OperandOut operand(float* base, bfloat16* bf16_base, ActivationLayout const& a, std::int64_t offset) {
         return a.operands_in_bf16 ? OperandOut(bf16_base + offset) : OperandOut(base + offset);
+    }
+    // Where the Linear writes [q | k | v]: the slot's; the staging buffer when the slot keeps its rounding; or,
+    // for a batch whose attention runs in fp32 in a model that keeps qkv rounded, the slot's bytes (which hold its
+    // fp32 values: ActivationLayout sizes them so).
+    static float* qkv_buffer(float* base, bfloat16* bf16_base, ActivationLayout const& a, int slot, int T) {
+        if (!a.qkv_in_bf16) return base + a.qkv + slot * a.BTWy;
+        if (a.keeps_qkv_rounded(T)) return base + a.qkv;
+        return reinterpret_cast<float*>(bf16_base + a.qkv_kept + slot * a.qkv_kept_stride);
     }
 };
 
@@ -207,14 +236,14 @@ inline std::int64_t bf16_staging_numel(LocalDims const& d, GridShape const& grid
 }
 
 // The backend's bf16 copies of fp32 activation operands, in mixed precision: a backward's dout, held for its two
-// GEMMs (the LM head's dlogits the largest); a forward's inp or attention's qkv (when attention runs in bf16); the
-// weight gradient's inp or attention's dout. The inputs it rounds are attention's output and the LM head's (the
-// norms' outputs and the MLP's activation are held in bf16 already).
+// GEMMs (the LM head's dlogits the largest); a forward's inp; the weight gradient's inp or attention's dout. The
+// inputs it rounds are attention's output and the LM head's: the norms' outputs, the MLP's activation and, where
+// attention runs in bf16, its [q | k | v] are held in bf16 already (generation's prompt chunks round their
+// [q | k | v] in the backend, beyond this count).
 inline std::int64_t bf16_operand_numel(LocalDims const& d, DecoderOptions const& options) {
     if (options.precision != DType::bf16) return 0;
     std::int64_t const widest_input = std::max<std::int64_t>(d.Cy, d.Vh);
-    std::int64_t const attention_qkv = attention_plan(options.precision, d.T).in_bf16 ? d.Wy : 0;
-    return largest_linear_output(d, options) + d.BT * (std::max(widest_input, attention_qkv) + widest_input);
+    return largest_linear_output(d, options) + 2 * d.BT * widest_input;
 }
 inline std::int64_t cached_weight_numel(LocalDims const& d, ShardLayout const& layout, Architecture const& a,
                                         DecoderOptions const& options) {

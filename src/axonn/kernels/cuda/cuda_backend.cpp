@@ -215,15 +215,26 @@ bool CudaBackend::on_tensor_cores(int C, int NH) const {
     return gemm_dtype_ == DType::bf16 && cuda::tensor_core_attention_fits(C / NH);
 }
 
-void CudaBackend::attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH, int NKV) {
+float const* CudaBackend::attention_qkv(GemmInput qkv, std::int64_t n) {
+    if (qkv.values != nullptr) return qkv.values;
+    // Held only in bf16: widened, exactly, so that the kernels' own rounding of it gives it back.
+    grow_to(widened_qkv_, n, DType::f32, Memory::device);
+    cuda::to_f32(widened_qkv_.data<float>(), as_device_bf16(qkv.rounded), n, stream_);
+    return widened_qkv_.data<float>();
+}
+
+void CudaBackend::attention_forward(float* out, float* lse, GemmInput qkv_input, int B, int T, int C, int NH,
+                                    int NKV) {
+    float const* qkv = attention_qkv(qkv_input, static_cast<std::int64_t>(B) * T * (C + 2 * NKV * (C / NH)));
     if (on_tensor_cores(C, NH)) {
         cuda::attention_forward_tensor_cores(out, lse, qkv, B, T, C, NH, NKV, stream_);
     } else {
         cuda::attention_forward(out, lse, qkv, B, T, C, NH, NKV, stream_);
     }
 }
-void CudaBackend::attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out,
+void CudaBackend::attention_backward(float* dqkv, float const* dout, GemmInput qkv_input, float const* out,
                                      float const* lse, int B, int T, int C, int NH, int NKV) {
+    float const* qkv = attention_qkv(qkv_input, static_cast<std::int64_t>(B) * T * (C + 2 * NKV * (C / NH)));
     grow_to(row_dot_, static_cast<std::int64_t>(B) * NH * T, DType::f32, Memory::device);
     if (on_tensor_cores(C, NH)) {
         cuda::attention_backward_tensor_cores(dqkv, dout, qkv, out, lse, row_dot_.data<float>(), B, T, C, NH, NKV,
@@ -237,7 +248,7 @@ void CudaBackend::attention_cached(float* out, float* lse, float* k_cache, float
     cuda::kv_cache_append(k_cache, v_cache, qkv, B, n, past, capacity, C, NH, NKV, stream_);
     // A prompt's first tokens see no cache: the fused kernel computes them as a training forward does.
     if (past == 0) {
-        attention_forward(out, lse, qkv, B, n, C, NH, NKV);
+        attention_forward(out, lse, GemmInput(qkv), B, n, C, NH, NKV);
     } else {
         cuda::attention_over_cache(out, qkv, k_cache, v_cache, B, n, past, capacity, C, NH, NKV, stream_);
     }

@@ -66,8 +66,8 @@ public:
                                std::int64_t N) override;
     void linear_backward_weight(float* dweight, float* dbias, GemmInput dout, GemmInput inp, std::int64_t M,
                                 std::int64_t K, std::int64_t N, GradWrite dweight_write) override;
-    void attention_forward(float* out, float* lse, float const* qkv, int B, int T, int C, int NH, int NKV) override;
-    void attention_backward(float* dqkv, float const* dout, float const* qkv, float const* out, float const* lse,
+    void attention_forward(float* out, float* lse, GemmInput qkv, int B, int T, int C, int NH, int NKV) override;
+    void attention_backward(float* dqkv, float const* dout, GemmInput qkv, float const* out, float const* lse,
                             int B, int T, int C, int NH, int NKV) override;
     void attention_cached(float* out, float* lse, float* k_cache, float* v_cache, float const* qkv, int B, int n,
                           int past, int capacity, int C, int NH, int NKV) override;
@@ -106,6 +106,8 @@ private:
     void check_weight(WeightView weight) const;
     // Whether attention of heads of C/NH channels runs on the tensor cores (bf16, heads of 64 or 128).
     bool on_tensor_cores(int C, int NH) const;
+    // Attention's qkv[n] in fp32, as its kernels read it (they round it themselves on the tensor cores).
+    float const* attention_qkv(GemmInput qkv, std::int64_t n);
 
     DType gemm_dtype_;
     int device_;
@@ -115,6 +117,7 @@ private:
     // Scratch in GPU memory, device tensors (made once the backend has installed the device allocator).
     Tensor scratch_[scratch_count];
     Tensor row_dot_;                     // attention's backward: [B,NH,T]
+    Tensor widened_qkv_;                 // attention's qkv held only in bf16, widened
     Tensor inv_freq_;                    // rope's frequencies, copied from the host
     std::vector<double> inv_freq_host_;  // what inv_freq_ holds
     Tensor norm_partials_;               // sum_of_squares' per-block sums
