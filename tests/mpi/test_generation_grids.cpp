@@ -1,13 +1,14 @@
-// Generation on a grid gives the serial tokens: under mpirun at np 1, 2, 4 and 8 (and 3 and 6), gpt2-micro and the micro Llama
-// (vocabulary 300; its 2 key/value heads split over y = 2 and replicated over y = 4 and 8) are each built serially
-// and on every grid each splits on, from the same seed, and five prompts of 1 to 70 tokens are continued by 20
-// tokens each (generate(): prompts shared over the data × z replicas, Z ranks stepping together, the cache
-// sharded over Y, the next token chosen from the logits gathered over the vocabulary's ranks), with the vocabulary
-// over the X·Y plane (the default) and over Y (--vocab-split y). A 70-token prompt outgrows the 64-token
-// context and one of 50 tokens does so while generating, so both restarts of the cache are crossed; prompts are
-// taken in chunks of 16. The serial tokens are generated once per process and family. Greedy and sampled (temperature 0.9, top-k 50, top-p 0.9) decoding must give exactly
-// the serial tokens: the logits differ by summation order only, and with untrained weights no two of a
-// position's likely tokens are close enough to swap.
+// Generation on a grid gives the serial tokens: under mpirun at np 1, 2, 4 and 8 (and 3 and 6), gpt2-micro and the
+// micro Llama (vocabulary 300; its 2 key/value heads split over y = 2 and replicated over y = 4 and 8) are each
+// built serially and on every grid each splits on, from the same seed, and five prompts of 1 to 70 tokens are
+// continued by 20 tokens each (generate(): prompts shared over the data × z replicas, Z ranks stepping together,
+// the cache sharded over Y, the next token chosen from the logits gathered over the vocabulary's ranks), with the
+// vocabulary over the X·Y plane (the default) and over Y (--vocab-split y). A 70-token prompt outgrows the
+// 64-token context and one of 50 tokens does so while generating, so both restarts of the cache are crossed;
+// prompts are taken in chunks of 16. The serial tokens are generated once per process and family. Greedy and
+// sampled (temperature 0.9, top-k 50, top-p 0.9) decoding must give exactly the serial tokens: the logits differ
+// by summation order only, and with untrained weights no two of a position's likely tokens are close enough to
+// swap.
 #include "axonn/families/gpt2/gpt2_parameters.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/generate.h"
