@@ -1,6 +1,8 @@
-// GoogleTest main of every suite: it starts MPI (alone, or under mpirun). Rank 0 prints GoogleTest's usual
+// GoogleTest main of every suite: it starts MPI (alone, or under mpirun) as the `axonn` command does. Rank 0 prints GoogleTest's usual
 // report; every other rank prints only its own failures, tagged with its rank, so that the output stays readable
 // at np 8. The exit status is non-zero when any rank failed, so that mpirun, and with it ctest, fails.
+#include "axonn/comm/mpi_session.h"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -33,8 +35,7 @@ private:
 }  // namespace
 
 int main(int argc, char** argv) {
-    int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    axonn::MpiSession const mpi(argc, argv);
     // After MPI_Init: the parameterised suites ask for the world size when GoogleTest registers them here.
     testing::InitGoogleTest(&argc, argv);
     int rank = 0;
@@ -50,6 +51,5 @@ int main(int argc, char** argv) {
     if (rank == 0 && any_failed && !failed) {
         fmt::print(stderr, "another rank failed: see its [rank N] lines above\n");
     }
-    MPI_Finalize();
     return any_failed;
 }

@@ -6,6 +6,7 @@
 #include "axonn/cli/commands.h"
 #include "axonn/cli/config_file.h"
 #include "axonn/comm/job_errors.h"
+#include "axonn/comm/mpi_session.h"
 #include "axonn/core/error.h"
 #include "axonn/train/stop_signals.h"
 
@@ -23,19 +24,6 @@
 #include <system_error>
 
 namespace {
-
-// MPI is initialised for every command, so that the same binary runs alone or under mpirun/srun, with
-// MPI_THREAD_MULTIPLE for the thread that progresses non-blocking collectives (comm/progress.h).
-class MpiSession {
-public:
-    MpiSession(int& argc, char**& argv) {
-        int provided = 0;
-        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    }
-    ~MpiSession() { MPI_Finalize(); }
-    MpiSession(MpiSession const&) = delete;
-    MpiSession& operator=(MpiSession const&) = delete;
-};
 
 std::vector<std::string> command_names(CLI::App const& app) {
     std::vector<std::string> names;
@@ -135,7 +123,7 @@ int main(int argc, char** argv) {
         axonn::write_stderr_line(fmt::format("axonn: error: {}: the system is out of threads or memory", e.what()));
         return 1;
     }
-    MpiSession mpi(argc, argv);
+    axonn::MpiSession const mpi(argc, argv);
     axonn::JobErrors errors;
     try {
         return run(argc, argv);
