@@ -1,6 +1,6 @@
-// GoogleTest main of every suite: it starts MPI (alone, or under mpirun) as the `axonn` command does. Rank 0 prints GoogleTest's usual
-// report; every other rank prints only its own failures, tagged with its rank, so that the output stays readable
-// at np 8. The exit status is non-zero when any rank failed, so that mpirun, and with it ctest, fails.
+// GoogleTest main of every suite: it starts MPI (alone, or under mpirun) as the `axonn` command does. Rank 0
+// prints GoogleTest's usual report; every other rank prints only its own failures, tagged with its rank, so that
+// the output stays readable at np 8. The exit status is non-zero when any rank failed, so that mpirun, and with it ctest, fails.
 #include "axonn/comm/mpi_session.h"
 
 #include <fmt/format.h>
