@@ -9,6 +9,7 @@
 #include "axonn/model/architecture.h"
 #include "axonn/model/decoder_options.h"
 #include "axonn/parallel/shard_layout.h"
+#include "axonn/parallel/vocab_parallel.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -17,7 +18,7 @@
 namespace axonn::decoder_layout {
 
 // This process's share of the model's dimensions.
-// The vocabulary's: Vr rows of Vh columns, the LM head's input width (vocab_parallel.h): [Vp/G_y, C/G_x] split
+// The vocabulary's: Vr rows of Vh columns, the LM head's input width (vocab_block_shape): [Vp/G_y, C/G_x] split
 // over Y, [Vp/(G_x·G_y), C] over the X·Y plane.
 struct LocalDims {
     int B, T, C, Cx, Cy, NHy, NKVy, hs, Wy, Uy, Fy, L, Vr, Vh;
@@ -25,13 +26,16 @@ struct LocalDims {
     bool gelu;  // GELU's input gradient can overwrite its output gradient (SwiGLU's is twice as wide)
 
     LocalDims(Architecture const& a, GridShape const& grid, int B_, int T_)
-        : B(B_), T(T_), C(a.width), Cx(a.width / grid.x), Cy(a.width / grid.y), NHy(a.heads / grid.y),
-          NKVy(std::max(1, a.kv_heads / grid.y)), hs(a.head_size()), Wy((NHy + 2 * NKVy) * hs),
-          Uy(a.mlp_rows() / grid.y), Fy(a.mlp_width / grid.y), L(a.layers),
-          Vr(a.padded_vocab / (a.vocab_split == VocabSplit::xy ? grid.y * grid.x : grid.y)),
-          Vh(a.vocab_split == VocabSplit::xy ? a.width : Cx), BT(static_cast<std::int64_t>(B_) * T_), gelu(a.gelu) {}
+        : LocalDims(a, grid, B_, T_, vocab_block_shape(grid, a.vocab_split, a.padded_vocab, a.width)) {}
     // Whether the vocabulary's rows split over the X·Y plane with a token's whole hidden state on every X rank.
     bool vocab_over_x() const { return Vh == C && Cx < C; }
+
+private:
+    LocalDims(Architecture const& a, GridShape const& grid, int B_, int T_, VocabBlockShape vocab)
+        : B(B_), T(T_), C(a.width), Cx(a.width / grid.x), Cy(a.width / grid.y), NHy(a.heads / grid.y),
+          NKVy(std::max(1, a.kv_heads / grid.y)), hs(a.head_size()), Wy((NHy + 2 * NKVy) * hs),
+          Uy(a.mlp_rows() / grid.y), Fy(a.mlp_width / grid.y), L(a.layers), Vr(vocab.rows), Vh(vocab.width),
+          BT(static_cast<std::int64_t>(B_) * T_), gelu(a.gelu) {}
 };
 
 // Where layer l's slice of a stacked per-layer vector begins: a norm's or an output Linear's bias (C/G_x per

@@ -30,14 +30,17 @@ VocabSplit resolved_vocab_split(VocabSplit split, int width, int padded_vocab, G
     return hidden_bytes < logit_bytes ? VocabSplit::xy : VocabSplit::y;
 }
 
+VocabBlockShape vocab_block_shape(GridShape const& grid, VocabSplit split, int padded_vocab, int width) {
+    bool const over_x = split == VocabSplit::xy && grid.x > 1;
+    return {padded_vocab / (grid.y * (over_x ? grid.x : 1)), over_x ? width : width / grid.x, over_x};
+}
+
 VocabSlice vocab_slice(ProcessGrid const& grid, VocabSplit split, int padded_vocab, int vocab_size, int width) {
-    int const x = grid.size(Axis::x);
-    bool const over_x = split == VocabSplit::xy && x > 1;
-    int const slices = grid.size(Axis::y) * (over_x ? x : 1);
-    int const slice = grid.coord(Axis::y) * (over_x ? x : 1) + (over_x ? grid.coord(Axis::x) : 0);
-    int const rows = padded_vocab / slices;
-    int const begin = slice * rows;
-    return {begin, rows, std::clamp(vocab_size - begin, 0, rows), over_x ? width : width / x, over_x};
+    VocabBlockShape const block = vocab_block_shape(grid.shape(), split, padded_vocab, width);
+    int const x = block.over_x ? grid.size(Axis::x) : 1;
+    int const slice = grid.coord(Axis::y) * x + (block.over_x ? grid.coord(Axis::x) : 0);
+    int const begin = slice * block.rows;
+    return {begin, block.rows, std::clamp(vocab_size - begin, 0, block.rows), block.width, block.over_x};
 }
 
 void vocab_parallel_embedding_forward(Backend& backend, ProcessGrid& grid, VocabSlice const& slice, float* out,

@@ -51,6 +51,15 @@ struct VocabSlice {
     bool over_x;
 };
 
+// The shape of every rank's vocabulary block on a grid: `rows` of `padded_vocab` and `width` columns of a model
+// that wide, as VocabSlice has them; the decoder's memory layout sizes its buffers by it.
+struct VocabBlockShape {
+    int rows;
+    int width;
+    bool over_x;
+};
+VocabBlockShape vocab_block_shape(GridShape const& grid, VocabSplit split, int padded_vocab, int width);
+
 // This rank's slice of a vocabulary of `vocab_size` words padded to `padded_vocab` rows, for a model `width` wide.
 VocabSlice vocab_slice(ProcessGrid const& grid, VocabSplit split, int padded_vocab, int vocab_size, int width);
 
