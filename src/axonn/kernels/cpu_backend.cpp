@@ -115,11 +115,7 @@ void CpuBackend::rmsnorm_statistics(double* stats, float const* inp, std::int64_
 }
 void CpuBackend::rmsnorm_forward(OperandOut out, float* rstd, float const* inp, float const* weight,
                                  double const* stats, std::int64_t N, int C, int C_total, double eps) {
-    if (out.rounded != nullptr) {
-        cpu::rmsnorm_forward(out.rounded, rstd, inp, weight, stats, N, C, C_total, eps);
-    } else {
-        cpu::rmsnorm_forward(out.values, rstd, inp, weight, stats, N, C, C_total, eps);
-    }
+    out.visit([&](auto* y) { cpu::rmsnorm_forward(y, rstd, inp, weight, stats, N, C, C_total, eps); });
 }
 void CpuBackend::rmsnorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
                                              float const* rstd, std::int64_t N, int C) {
@@ -131,11 +127,7 @@ void CpuBackend::rmsnorm_backward(float* dinp, float* dweight, float const* dout
     cpu::rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, stats, N, C, C_total);
 }
 void CpuBackend::swiglu_forward(OperandOut out, float const* inp, std::int64_t N, int F) {
-    if (out.rounded != nullptr) {
-        cpu::swiglu_forward(out.rounded, inp, N, F);
-    } else {
-        cpu::swiglu_forward(out.values, inp, N, F);
-    }
+    out.visit([&](auto* y) { cpu::swiglu_forward(y, inp, N, F); });
 }
 void CpuBackend::swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) {
     cpu::swiglu_backward(dinp, inp, dout, N, F);
@@ -149,11 +141,7 @@ void CpuBackend::layernorm_statistics(double* stats, float const* inp, std::int6
 }
 void CpuBackend::layernorm_forward(OperandOut out, float* mean, float* rstd, float const* inp, float const* weight,
                                    float const* bias, double const* stats, std::int64_t N, int C, int C_total) {
-    if (out.rounded != nullptr) {
-        cpu::layernorm_forward(out.rounded, mean, rstd, inp, weight, bias, stats, N, C, C_total);
-    } else {
-        cpu::layernorm_forward(out.values, mean, rstd, inp, weight, bias, stats, N, C, C_total);
-    }
+    out.visit([&](auto* y) { cpu::layernorm_forward(y, mean, rstd, inp, weight, bias, stats, N, C, C_total); });
 }
 void CpuBackend::layernorm_backward_statistics(double* stats, float const* dout, float const* inp,
                                                float const* weight, float const* mean, float const* rstd,
@@ -194,11 +182,6 @@ void CpuBackend::linear_backward_weight(float* dweight, float* dbias, GemmInput 
         cpu::linear_backward_weight(dweight, dbias, dout.values, fp32_operand(inp), M, K, N, dweight_write);
     }
 }
-namespace {
-// The width of a token's [q | k | v]: C query channels, and NKV heads of C/NH channels each for keys and values.
-std::int64_t qkv_width(int C, int NH, int NKV) { return C + 2 * static_cast<std::int64_t>(NKV) * (C / NH); }
-}  // namespace
-
 void CpuBackend::attention_forward(float* out, float* lse, GemmInput qkv, int B, int T, int C, int NH, int NKV) {
     if (gemm_dtype_ == DType::bf16 && cpu::attention_in_bf16(T)) {
         std::int64_t const BT = static_cast<std::int64_t>(B) * T;
@@ -230,11 +213,7 @@ void CpuBackend::attention_cached(float* out, float* lse, float* k_cache, float*
     }
 }
 void CpuBackend::bias_gelu_forward(OperandOut out, float* pre, float const* bias, std::int64_t N, int F) {
-    if (out.rounded != nullptr) {
-        cpu::bias_gelu_forward(out.rounded, pre, bias, N, F);
-    } else {
-        cpu::bias_gelu_forward(out.values, pre, bias, N, F);
-    }
+    out.visit([&](auto* y) { cpu::bias_gelu_forward(y, pre, bias, N, F); });
 }
 void CpuBackend::gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const* dout, std::int64_t N,
                                     int F) {

@@ -72,6 +72,9 @@ struct WeightView {
     bfloat16 const* bf16() const { return static_cast<bfloat16 const*>(data); }
 };
 
+// The width of a token's [q | k | v]: C query channels, and NKV key and value heads of C/NH channels each.
+inline std::int64_t qkv_width(int C, int NH, int NKV) { return C + 2 * static_cast<std::int64_t>(NKV) * (C / NH); }
+
 // An fp32 activation as GEMMs read it: `values`, and for bf16 GEMMs `rounded`, a bf16 copy that Backend::gemm_input
 // made once for every GEMM that reads it (a Linear's dout feeds both dX and dW). Without a copy (null), a bf16
 // GEMM rounds `values` where it runs. An activation held only in bf16 (OperandOut) has no `values`: only bf16
@@ -101,6 +104,14 @@ struct OperandOut {
     OperandOut(float* values_) : values(values_) {}        // NOLINT(google-explicit-constructor)
     OperandOut(bfloat16* rounded_) : rounded(rounded_) {}  // NOLINT(google-explicit-constructor)
     GemmInput as_input() const { return {values, rounded}; }
+    // write(pointer) with the buffer that is set, float* or bfloat16*: for kernels of either output type.
+    template <typename Write> void visit(Write&& write) const {
+        if (rounded != nullptr) {
+            write(rounded);
+        } else {
+            write(values);
+        }
+    }
 };
 
 }  // namespace axonn

@@ -31,7 +31,9 @@ void release_device(void* pointer) { cudaFree(pointer); }
 
 __nv_bfloat16* as_device_bf16(void* p) { return static_cast<__nv_bfloat16*>(p); }
 __nv_bfloat16 const* as_device_bf16(void const* p) { return static_cast<__nv_bfloat16 const*>(p); }
-std::int64_t qkv_width(int C, int NH, int NKV) { return C + 2 * static_cast<std::int64_t>(NKV) * (C / NH); }
+// A kernel's output as the CUDA kernels take it.
+float* device_output(float* p) { return p; }
+__nv_bfloat16* device_output(bfloat16* p) { return as_device_bf16(p); }
 
 }  // namespace
 
@@ -149,12 +151,9 @@ void CudaBackend::layernorm_statistics(double* stats, float const* inp, std::int
 }
 void CudaBackend::layernorm_forward(OperandOut out, float* mean, float* rstd, float const* inp, float const* weight,
                                     float const* bias, double const* stats, std::int64_t N, int C, int C_total) {
-    if (out.rounded != nullptr) {
-        cuda::layernorm_forward(as_device_bf16(out.rounded), mean, rstd, inp, weight, bias, stats, N, C, C_total,
-                                stream_);
-    } else {
-        cuda::layernorm_forward(out.values, mean, rstd, inp, weight, bias, stats, N, C, C_total, stream_);
-    }
+    out.visit([&](auto* y) {
+        cuda::layernorm_forward(device_output(y), mean, rstd, inp, weight, bias, stats, N, C, C_total, stream_);
+    });
 }
 void CudaBackend::layernorm_backward_statistics(double* stats, float const* dout, float const* inp,
                                                 float const* weight, float const* mean, float const* rstd,
@@ -171,11 +170,7 @@ void CudaBackend::rmsnorm_statistics(double* stats, float const* inp, std::int64
 }
 void CudaBackend::rmsnorm_forward(OperandOut out, float* rstd, float const* inp, float const* weight,
                                   double const* stats, std::int64_t N, int C, int C_total, double eps) {
-    if (out.rounded != nullptr) {
-        cuda::rmsnorm_forward(as_device_bf16(out.rounded), rstd, inp, weight, stats, N, C, C_total, eps, stream_);
-    } else {
-        cuda::rmsnorm_forward(out.values, rstd, inp, weight, stats, N, C, C_total, eps, stream_);
-    }
+    out.visit([&](auto* y) { cuda::rmsnorm_forward(device_output(y), rstd, inp, weight, stats, N, C, C_total, eps, stream_); });
 }
 void CudaBackend::rmsnorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
                                               float const* rstd, std::int64_t N, int C) {
@@ -225,7 +220,7 @@ float const* CudaBackend::attention_qkv(GemmInput qkv, std::int64_t n) {
 
 void CudaBackend::attention_forward(float* out, float* lse, GemmInput qkv_input, int B, int T, int C, int NH,
                                     int NKV) {
-    float const* qkv = attention_qkv(qkv_input, static_cast<std::int64_t>(B) * T * (C + 2 * NKV * (C / NH)));
+    float const* qkv = attention_qkv(qkv_input, static_cast<std::int64_t>(B) * T * qkv_width(C, NH, NKV));
     if (on_tensor_cores(C, NH)) {
         cuda::attention_forward_tensor_cores(out, lse, qkv, B, T, C, NH, NKV, stream_);
     } else {
@@ -234,7 +229,7 @@ void CudaBackend::attention_forward(float* out, float* lse, GemmInput qkv_input,
 }
 void CudaBackend::attention_backward(float* dqkv, float const* dout, GemmInput qkv_input, float const* out,
                                      float const* lse, int B, int T, int C, int NH, int NKV) {
-    float const* qkv = attention_qkv(qkv_input, static_cast<std::int64_t>(B) * T * (C + 2 * NKV * (C / NH)));
+    float const* qkv = attention_qkv(qkv_input, static_cast<std::int64_t>(B) * T * qkv_width(C, NH, NKV));
     grow_to(row_dot_, static_cast<std::int64_t>(B) * NH * T, DType::f32, Memory::device);
     if (on_tensor_cores(C, NH)) {
         cuda::attention_backward_tensor_cores(dqkv, dout, qkv, out, lse, row_dot_.data<float>(), B, T, C, NH, NKV,
@@ -255,22 +250,14 @@ void CudaBackend::attention_cached(float* out, float* lse, float* k_cache, float
 }
 
 void CudaBackend::bias_gelu_forward(OperandOut out, float* pre, float const* bias, std::int64_t N, int F) {
-    if (out.rounded != nullptr) {
-        cuda::bias_gelu_forward(as_device_bf16(out.rounded), pre, bias, N, F, stream_);
-    } else {
-        cuda::bias_gelu_forward(out.values, pre, bias, N, F, stream_);
-    }
+    out.visit([&](auto* y) { cuda::bias_gelu_forward(device_output(y), pre, bias, N, F, stream_); });
 }
 void CudaBackend::gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const* dout, std::int64_t N,
                                      int F) {
     cuda::gelu_bias_backward(dpre, dbias, pre, dout, N, F, stream_);
 }
 void CudaBackend::swiglu_forward(OperandOut out, float const* inp, std::int64_t N, int F) {
-    if (out.rounded != nullptr) {
-        cuda::swiglu_forward(as_device_bf16(out.rounded), inp, N, F, stream_);
-    } else {
-        cuda::swiglu_forward(out.values, inp, N, F, stream_);
-    }
+    out.visit([&](auto* y) { cuda::swiglu_forward(device_output(y), inp, N, F, stream_); });
 }
 void CudaBackend::swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) {
     cuda::swiglu_backward(dinp, inp, dout, N, F, stream_);
