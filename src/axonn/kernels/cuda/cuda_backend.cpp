@@ -170,7 +170,9 @@ void CudaBackend::rmsnorm_statistics(double* stats, float const* inp, std::int64
 }
 void CudaBackend::rmsnorm_forward(OperandOut out, float* rstd, float const* inp, float const* weight,
                                   double const* stats, std::int64_t N, int C, int C_total, double eps) {
-    out.visit([&](auto* y) { cuda::rmsnorm_forward(device_output(y), rstd, inp, weight, stats, N, C, C_total, eps, stream_); });
+    out.visit([&](auto* y) {
+        cuda::rmsnorm_forward(device_output(y), rstd, inp, weight, stats, N, C, C_total, eps, stream_);
+    });
 }
 void CudaBackend::rmsnorm_backward_statistics(double* stats, float const* dout, float const* inp, float const* weight,
                                               float const* rstd, std::int64_t N, int C) {
