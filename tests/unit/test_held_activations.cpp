@@ -2,7 +2,9 @@
 // outputs, the MLP's activation and, where attention runs its tile GEMMs in bf16 (sequences longer than one bf16
 // query tile, 128 tokens), each layer's [q | k | v]. A bf16 kernel rounds an fp32 operand to nearest even as it
 // goes in; the held rounding is that same rounding, so everything must be bit for bit what rounding in the kernel
-// gives:
+// gives. The MLP's pre-activation is held rounded too (its backward reads the rounding, widened): the recomputed,
+// short-batch and near-fp32 cases below cover it, with GPT-2's MLP biases drawn large (the forward adds them
+// there), so that a rounding of anything but what GELU read would leave fp32's gradients far behind.
 //   - the backend: a Linear's forward and weight gradient, and attention forward and backward, on an input held
 //     only in bf16 against the same input in fp32;
 //   - the model (GPT-2 and Llama, 256 tokens, so that [q | k | v] is held in bf16 too): recomputing each layer in
@@ -14,6 +16,7 @@
 // The kernels writing bf16 are tested against writing fp32 and rounding in test_fused_kernels.cpp, and the whole
 // step against the builds before this layout by the bitwise runs recorded in docs/PERFORMANCE.md.
 #include "axonn/families/gpt2/gpt2_config.h"
+#include "axonn/families/gpt2/gpt2_parameters.h"
 #include "axonn/families/llama/llama_config.h"
 #include "axonn/kernels/cpu/bf16.h"
 #include "axonn/kernels/cpu_backend.h"
@@ -25,6 +28,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -112,6 +116,12 @@ Step step(bool llama, int max_seq, int T, Recompute recompute, DType precision =
     Decoder model(small_model(llama), backend, serial, 2, max_seq,
                   DecoderOptions{.recompute = recompute, .precision = precision});
     model.init_weights(21);
+    if (!llama) {
+        GptConfig const config = gpt_preset("gpt2-tiny");
+        std::int64_t const biases = std::int64_t{config.n_layer} * 4 * config.n_embd;  // fcb [L, 4C]
+        std::vector<float> const drawn = normal_values(biases, 9);
+        std::copy(drawn.begin(), drawn.end(), model.param(Param::fcb));
+    }
     std::vector<std::int32_t> tokens(2 * T), targets(2 * T);
     for (int i = 0; i < 2 * T; ++i) tokens[i] = (i * 29) % 300, targets[i] = (i * 31 + 7) % 300;
     Step result{model.train_forward(Batch{2, T, tokens.data(), targets.data(), nullptr}, Pass{}), {}};

@@ -41,6 +41,7 @@ namespace axonn {
 
 namespace decoder_layout {
 struct LocalDims;
+struct KeptActivation;
 }
 
 class Decoder {
@@ -122,7 +123,8 @@ public:
     double gradient_norm();
 
     // [B, T, vocab_slice().rows] logits of the last forward (this rank's vocabulary slice); backward overwrites
-    // them. In the backend's memory. Only while holds_logits(): a forward in chunks (DecoderOptions::logit_rows) keeps none.
+    // them. In the backend's memory. Only while holds_logits(): a forward in chunks (DecoderOptions::logit_rows)
+    // keeps none.
     float const* logits() const;
     bool holds_logits() const { return logits_held_; }
     // The most token rows whose logits the model holds at once: a forward of more rows goes in chunks.
@@ -151,7 +153,8 @@ private:
     // rank (a collective). Returns that total.
     double weigh_tokens_first(Batch const& batch, double loss_weight_total);
     // The LM head's backward for rows [first, first + rows) of the pass, whose logits the logits buffer holds
-    // from its start: dlogits in place, the final_norm gradient's rows, and the head's weight gradient written or added.
+    // from its start: dlogits in place, the final_norm gradient's rows, and the head's weight gradient written or
+    // added.
     void head_backward(Batch const& batch, std::int64_t first, std::int64_t rows, GradWrite write);
     // Where a vocabulary block's gradient gathers (its block when Z is split, else its shard), and how the LM
     // head's first GEMM writes there this pass.
@@ -178,6 +181,10 @@ private:
     // Rotary positions on qkv[B,T,Wy]'s query and key heads, token t at first_position + t; direction -1 rotates
     // a gradient back. Nothing for a family with learned positions.
     void rotate_positions(float* qkv, decoder_layout::LocalDims const& d, int first_position, int direction);
+    // A kept activation's n values rounded into its slot (the forward), or widened back from it (the backward,
+    // which returns where); nothing where the values themselves are kept (decoder_layout.h).
+    void keep_rounded(decoder_layout::KeptActivation const& activation, std::int64_t n);
+    float* widened(decoder_layout::KeptActivation const& activation, std::int64_t n);
     // The MLP's activation: out[B·T,Fy] = gelu(inp + bias) or silu(gate)·up of inp[B·T,Uy], GELU adding its
     // Linear's bias[Fy] to inp in place (null: none; SwiGLU's Linear adds its own); and its backward, dinp
     // written and, for GELU, dbias[Fy] summed (null: none).

@@ -196,7 +196,8 @@ void Decoder::backward_layer(int l, int slot, Batch const& batch, GradWrite writ
                              step_->weights.next(), d.BT, d.Fy, d.Cx, write);
     // GELU's pass sums its Linear's bias gradient (the forward added the bias there).
     float* mlp_in_dbias = layer_grad(p.mlp_in_bias, at.Uy);
-    mlp_activation_backward(d_mlp_hidden, arch_.gelu ? mlp_in_dbias : nullptr, act.mlp_hidden, d_mlp_act, d);
+    mlp_activation_backward(d_mlp_hidden, arch_.gelu ? mlp_in_dbias : nullptr, widened(act.mlp_hidden, d.BT * d.Uy),
+                            d_mlp_act, d);
     parallel_linear_backward(k, normal, scatter, overlap, d_norm, weight_grad(p.mlp_in),
                              arch_.gelu ? nullptr : mlp_in_dbias, d_mlp_hidden, act.mlp_norm.as_input(),
                              step_->weights.next(), d.BT, d.Cx, d.Uy, write);
@@ -205,16 +206,23 @@ void Decoder::backward_layer(int l, int slot, Batch const& batch, GradWrite writ
 
     // attention branch, from attn_residual = input + attn_out(attention(rope(qkv(attn_norm(input)))))
     parallel_linear_backward(k, transposed, scatter, overlap, d_attn, weight_grad(p.attn_out),
-                             layer_grad(p.attn_out_bias, at.Cx), d_output, act.attn, step_->weights.next(), d.BT, d.Cy,
-                             d.Cx, write);
+                             layer_grad(p.attn_out_bias, at.Cx), d_output, act.attn.as_input(), step_->weights.next(),
+                             d.BT, d.Cy, d.Cx, write);
     k.zero(d_qkv, d.BT * d.Wy * static_cast<std::int64_t>(sizeof(float)));
-    k.attention_backward(d_qkv, d_attn, act.attention_input(), act.attn, act.attn_lse, d.B, d.T, d.Cy, d.NHy,
-                         d.NKVy);
+    k.attention_backward(d_qkv, d_attn, act.qkv.as_input(), widened(act.attn, d.BT * d.Cy), act.attn_lse, d.B, d.T,
+                         d.Cy, d.NHy, d.NKVy);
     rotate_positions(d_qkv, d, 0, -1);  // the rotation's gradient: the rotation back
     parallel_linear_backward(k, normal, scatter, overlap, d_norm, weight_grad(p.qkv), layer_grad(p.qkv_bias, at.Wy),
                              d_qkv, act.attn_norm.as_input(), step_->weights.next(), d.BT, d.Cx, d.Wy, write);
     norm_backward(d_output, d_norm, act.input, act.attn_norm_mean, act.attn_norm_rstd, p.attn_norm, p.attn_norm_bias,
                   at.Cx, d.BT);
+}
+
+float* Decoder::widened(KeptActivation const& activation, std::int64_t n) {
+    if (activation.rounded != nullptr) {
+        backend_.convert(activation.values, DType::f32, activation.rounded, DType::bf16, n);
+    }
+    return activation.values;
 }
 
 void Decoder::mlp_activation_backward(float* dinp, float* dbias, float const* inp, float const* dout,

@@ -234,17 +234,18 @@ void Decoder::forward_layer(int l, int slot, Batch const& batch, KvCache* cache)
     // attention branch: attn_residual = input + attn_out(attention(rope(qkv(attn_norm(input)))))
     norm_forward(act.attn_norm, act.attn_norm_mean, act.attn_norm_rstd, act.input, p.attn_norm, p.attn_norm_bias, at.Cx,
                  d.BT);
-    parallel_linear_forward(k, normal, overlap, act.qkv, act.attn_norm.as_input(), step_->weights.next(),
+    parallel_linear_forward(k, normal, overlap, act.qkv.values, act.attn_norm.as_input(), step_->weights.next(),
                             layer_values(p.qkv_bias, at.Wy), d.BT, d.Cx, d.Wy);
-    rotate_positions(act.qkv, d, past, +1);
+    rotate_positions(act.qkv.values, d, past, +1);
     if (cache != nullptr) {
-        k.attention_cached(act.attn, act.attn_lse, cache->keys(l), cache->values(l), act.qkv, d.B, d.T, past,
-                           cache->capacity(), d.Cy, d.NHy, d.NKVy);
+        k.attention_cached(act.attn.values, act.attn_lse, cache->keys(l), cache->values(l), act.qkv.values, d.B,
+                           d.T, past, cache->capacity(), d.Cy, d.NHy, d.NKVy);
     } else {
-        if (act.qkv_rounded != nullptr) k.convert(act.qkv_rounded, DType::bf16, act.qkv, DType::f32, d.BT * d.Wy);
-        k.attention_forward(act.attn, act.attn_lse, act.attention_input(), d.B, d.T, d.Cy, d.NHy, d.NKVy);
+        keep_rounded(act.qkv, d.BT * d.Wy);
+        k.attention_forward(act.attn.values, act.attn_lse, act.qkv.as_input(), d.B, d.T, d.Cy, d.NHy, d.NKVy);
     }
-    parallel_linear_forward(k, transposed, overlap, act.attn_residual, act.attn, step_->weights.next(),
+    keep_rounded(act.attn, d.BT * d.Cy);
+    parallel_linear_forward(k, transposed, overlap, act.attn_residual, act.attn.as_input(), step_->weights.next(),
                             layer_values(p.attn_out_bias, at.Cx), d.BT, d.Cy, d.Cx);
 
     // MLP branch: output = attn_residual + mlp_out(activation(mlp_in(mlp_norm(attn_residual)))); attention's
@@ -253,9 +254,10 @@ void Decoder::forward_layer(int l, int slot, Batch const& batch, KvCache* cache)
                           act.mlp_norm_rstd, p.mlp_norm, p.mlp_norm_bias, at.Cx, d.BT);
     // GELU's Linear leaves its bias to the activation's pass (bias_gelu_forward), after the all-reduce.
     float const* mlp_in_bias = layer_values(p.mlp_in_bias, at.Uy);
-    parallel_linear_forward(k, normal, overlap, act.mlp_hidden, act.mlp_norm.as_input(), step_->weights.next(),
-                            arch_.gelu ? nullptr : mlp_in_bias, d.BT, d.Cx, d.Uy);
-    mlp_activation_forward(act.mlp_act, act.mlp_hidden, arch_.gelu ? mlp_in_bias : nullptr, d);
+    parallel_linear_forward(k, normal, overlap, act.mlp_hidden.values, act.mlp_norm.as_input(),
+                            step_->weights.next(), arch_.gelu ? nullptr : mlp_in_bias, d.BT, d.Cx, d.Uy);
+    mlp_activation_forward(act.mlp_act, act.mlp_hidden.values, arch_.gelu ? mlp_in_bias : nullptr, d);
+    keep_rounded(act.mlp_hidden, d.BT * d.Uy);
     parallel_linear_forward(k, transposed, overlap, act.output, act.mlp_act.as_input(), step_->weights.next(),
                             layer_values(p.mlp_out_bias, at.Cx), d.BT, d.Fy, d.Cx);
     k.residual_forward(act.output, act.attn_residual, act.output, d.BT * d.Cx);
@@ -267,6 +269,12 @@ void Decoder::rotate_positions(float* qkv, LocalDims const& d, int first_positio
     backend_.rope_rotate(qkv, arch_.rope_inv_freq.data(), d.B, d.T, d.NHy, d.hs, d.Wy, first_position, direction);
     backend_.rope_rotate(qkv + d.Cy, arch_.rope_inv_freq.data(), d.B, d.T, d.NKVy, d.hs, d.Wy, first_position,
                          direction);
+}
+
+void Decoder::keep_rounded(KeptActivation const& activation, std::int64_t n) {
+    if (activation.rounded != nullptr) {
+        backend_.convert(activation.rounded, DType::bf16, activation.values, DType::f32, n);
+    }
 }
 
 void Decoder::mlp_activation_forward(OperandOut out, float* inp, float const* bias, LocalDims const& d) {

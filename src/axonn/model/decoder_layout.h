@@ -6,6 +6,7 @@
 #include "axonn/comm/grid.h"
 #include "axonn/core/error.h"
 #include "axonn/kernels/attention_plan.h"
+#include "axonn/kernels/types.h"
 #include "axonn/model/architecture.h"
 #include "axonn/model/decoder_options.h"
 #include "axonn/parallel/shard_layout.h"
@@ -74,6 +75,9 @@ inline std::int64_t logit_rows_held(LocalDims const& d, DecoderOptions const& op
 // third, of bf16 (offsets in bf16 elements): the GEMMs would round them to bf16 anyway, so holding only their
 // rounding computes the same for half their memory. So does [q | k | v] where attention runs its tile GEMMs in
 // bf16 (attention_plan): the Linear writes it to one fp32 staging buffer, and each layer keeps its rounding.
+// Attention's output and the MLP's pre-activation are kept rounded too, though their backward is not only GEMMs:
+// the forward's kernels read their fp32 values in the staging buffer, and the backward reads the rounding widened
+// there (PyTorch's autocast, whose Linears and attention output bf16, keeps the same).
 // Widths: Wy a token's [q | k | v] of this rank's heads, Uy the MLP's first Linear's rows here (F/G_y, or gate and
 // up's 2F/G_y), Fy the MLP's hidden width here.
 struct ActivationLayout {
@@ -81,6 +85,9 @@ struct ActivationLayout {
     bool operands_in_bf16;  // attn_norm, mlp_norm and mlp_act are offsets into the bf16 buffer
     bool qkv_in_bf16;       // qkv is the staging buffer; qkv_kept, each slot's [q | k | v], is in the bf16 buffer
     std::int64_t qkv_kept, qkv_kept_stride;
+    // In mixed precision: [B,T,max(Wy,Cy,Uy)], where the kernels write what a layer keeps rounded (qkv_kept,
+    // attn and mlp_hidden, in the bf16 buffer then), and where the backward widens attn and mlp_hidden.
+    std::int64_t staging;
     std::int64_t encoded, outputs, attn_norm, attn_norm_mean, attn_norm_rstd, qkv, attn, attn_lse, attn_residual,
         mlp_norm, mlp_norm_mean, mlp_norm_rstd, mlp_hidden, mlp_act, final_norm, final_norm_mean, final_norm_rstd,
         head_input, logits, losses, logsumexp, row_max, dlosses, total;
@@ -110,19 +117,20 @@ struct ActivationLayout {
         std::int64_t const fp32_rows = static_cast<std::int64_t>(d.B) * std::min(d.T, attention.query_tile);
         qkv_kept_stride = qkv_in_bf16 ? (std::max(BTWy, 2 * fp32_rows * d.Wy) + 1) / 2 * 2 : 0;
         qkv_kept = take_operand(qkv_in_bf16 ? S * qkv_kept_stride : 0);
+        staging = take(operands_in_bf16 ? std::max({qkv_in_bf16 ? BTWy : 0, BTCy, BTUy}) : 0);
         encoded = take(BTCx);
         outputs = take(L * BTCx);  // layer l's output, attn_residual + the MLP's projection: layer l + 1's input
         attn_norm = take_operand(S * BTCx);
         attn_norm_mean = take(S * BT);
         attn_norm_rstd = take(S * BT);
-        qkv = take(qkv_in_bf16 ? BTWy : S * BTWy);
-        attn = take(S * BTCy);
+        qkv = qkv_in_bf16 ? staging : take(S * BTWy);
+        attn = take_operand(S * BTCy);
         attn_lse = take(S * BNHyT);
         attn_residual = take(S * BTCx);  // the layer's input + attention's projection
         mlp_norm = take_operand(S * BTCx);
         mlp_norm_mean = take(S * BT);
         mlp_norm_rstd = take(S * BT);
-        mlp_hidden = take(S * BTUy);
+        mlp_hidden = take_operand(S * BTUy);
         mlp_act = take_operand(S * BTFy);
         final_norm = take(BTCx);
         final_norm_mean = take(BT);
@@ -154,22 +162,32 @@ struct ActivationLayout {
     bool keeps_qkv_rounded(int T) const { return qkv_in_bf16 && attention_plan(DType::bf16, T).in_bf16; }
 };
 
+// An activation a kernel writes in fp32 that a layer keeps for the backward: in place, or (mixed precision) as its
+// bf16 rounding alone, the fp32 values written to the staging buffer first (ActivationLayout).
+struct KeptActivation {
+    float* values;      // where it is written, and read in fp32
+    bfloat16* rounded;  // its rounding, kept in the layer's slot; null: the values are kept
+
+    // As a GEMM reads it: the kept rounding is what a bf16 GEMM would round the values to.
+    GemmInput as_input() const { return rounded != nullptr ? GemmInput(nullptr, rounded) : GemmInput(values); }
+};
+
 // One layer's activations: its input (the previous layer's output, or the embedding), the slot of its inner
-// buffers, and its output. Those only GEMMs read are fp32, or bf16 in mixed precision (ActivationLayout).
+// buffers, and its output. Those only GEMMs read, [q | k | v], attention's output and the MLP's pre-activation
+// are fp32, or bf16 in mixed precision (ActivationLayout).
 struct LayerActivations {
     float* input;           // [B,T,C/Gx]
     OperandOut attn_norm;   // [B,T,C/Gx]
     float* attn_norm_mean;  // [B,T] (LayerNorm only)
     float* attn_norm_rstd;  // [B,T]
-    float* qkv;             // [B,T,Wy]: this rank's heads' [q | k | v], rotated (Llama), as the Linear writes it
-    bfloat16* qkv_rounded;  // [B,T,Wy]: its rounding, kept for the backward in its place; null: qkv is kept
-    float* attn;            // [B,T,C/Gy]
+    KeptActivation qkv;     // [B,T,Wy]: this rank's heads' [q | k | v], rotated (Llama)
+    KeptActivation attn;    // [B,T,C/Gy]
     float* attn_lse;        // [B,NH/Gy,T]: each attention row's log-sum-exp
     float* attn_residual;   // [B,T,C/Gx]: input + attention's projection, which the projection writes first
     OperandOut mlp_norm;    // [B,T,C/Gx]
     float* mlp_norm_mean;   // [B,T] (LayerNorm only)
     float* mlp_norm_rstd;   // [B,T]
-    float* mlp_hidden;      // [B,T,Uy]: the MLP's first Linear's output
+    KeptActivation mlp_hidden;  // [B,T,Uy]: the MLP's first Linear's output, GELU's with its bias added
     OperandOut mlp_act;     // [B,T,Fy]: its activation (gelu, or silu(gate)·up)
     float* output;          // [B,T,C/Gx]: attn_residual + the MLP's projection, which the projection writes first
 
@@ -178,30 +196,30 @@ struct LayerActivations {
         : input(base + (l == 0 ? a.encoded : a.outputs + (l - 1) * a.BTCx)),
           attn_norm(operand(base, bf16_base, a, a.attn_norm + slot * a.BTCx)),
           attn_norm_mean(base + a.attn_norm_mean + slot * a.BT),
-          attn_norm_rstd(base + a.attn_norm_rstd + slot * a.BT), qkv(qkv_buffer(base, bf16_base, a, slot, T)),
-          qkv_rounded(a.keeps_qkv_rounded(T) ? bf16_base + a.qkv_kept + slot * a.qkv_kept_stride : nullptr),
-          attn(base + a.attn + slot * a.BTCy), attn_lse(base + a.attn_lse + slot * a.BNHyT),
+          attn_norm_rstd(base + a.attn_norm_rstd + slot * a.BT),
+          qkv{qkv_buffer(base, bf16_base, a, slot, T),
+              a.keeps_qkv_rounded(T) ? bf16_base + a.qkv_kept + slot * a.qkv_kept_stride : nullptr},
+          attn(kept(base, bf16_base, a, a.attn + slot * a.BTCy)), attn_lse(base + a.attn_lse + slot * a.BNHyT),
           attn_residual(base + a.attn_residual + slot * a.BTCx),
           mlp_norm(operand(base, bf16_base, a, a.mlp_norm + slot * a.BTCx)),
           mlp_norm_mean(base + a.mlp_norm_mean + slot * a.BT), mlp_norm_rstd(base + a.mlp_norm_rstd + slot * a.BT),
-          mlp_hidden(base + a.mlp_hidden + slot * a.BTUy),
+          mlp_hidden(kept(base, bf16_base, a, a.mlp_hidden + slot * a.BTUy)),
           mlp_act(operand(base, bf16_base, a, a.mlp_act + slot * a.BTFy)), output(base + a.outputs + l * a.BTCx) {}
-
-    // [q | k | v] as attention reads it, forward and backward.
-    GemmInput attention_input() const {
-        return qkv_rounded != nullptr ? GemmInput(nullptr, qkv_rounded) : GemmInput(qkv);
-    }
 
 private:
     static OperandOut operand(float* base, bfloat16* bf16_base, ActivationLayout const& a, std::int64_t offset) {
         return a.operands_in_bf16 ? OperandOut(bf16_base + offset) : OperandOut(base + offset);
+    }
+    static KeptActivation kept(float* base, bfloat16* bf16_base, ActivationLayout const& a, std::int64_t offset) {
+        return a.operands_in_bf16 ? KeptActivation{base + a.staging, bf16_base + offset}
+                                  : KeptActivation{base + offset, nullptr};
     }
     // Where the Linear writes [q | k | v]: the slot's; the staging buffer when the slot keeps its rounding; or,
     // for a batch whose attention runs in fp32 in a model that keeps qkv rounded, the slot's bytes (which hold its
     // fp32 values: ActivationLayout sizes them so).
     static float* qkv_buffer(float* base, bfloat16* bf16_base, ActivationLayout const& a, int slot, int T) {
         if (!a.qkv_in_bf16) return base + a.qkv + slot * a.BTWy;
-        if (a.keeps_qkv_rounded(T)) return base + a.qkv;
+        if (a.keeps_qkv_rounded(T)) return base + a.staging;
         return reinterpret_cast<float*>(bf16_base + a.qkv_kept + slot * a.qkv_kept_stride);
     }
 };
