@@ -17,7 +17,7 @@ struct Preset {
 // GPT-2's published shapes, plus small ones: gpt2-micro splits on every grid of up to 8 ranks (8 heads, width
 // 64) for `axonn parity` and the MPI tests; gpt2-tiny for unit tests; gpt2-mini for the demo.
 // The gpt-* shapes are AxoNN's scaling benchmarks (Singh et al., SC'24, the weak-scaling table): GPT-2's vocabulary, sequences of 2,048.
-constexpr std::array<Preset, 19> presets = {{
+constexpr std::array<Preset, 19> gpt2_presets = {{
     {"gpt2-micro", 2, 8, 64, 64},
     {"gpt2-tiny", 2, 4, 128, 256},
     {"gpt2-mini", 4, 4, 256, 256},
@@ -69,7 +69,7 @@ void GptConfig::validate() const {
 }
 
 GptConfig gpt_preset(std::string const& name) {
-    for (auto const& preset : presets) {
+    for (auto const& preset : gpt2_presets) {
         if (name == preset.name) {
             GptConfig config;
             config.name = preset.name;
@@ -85,7 +85,7 @@ GptConfig gpt_preset(std::string const& name) {
 
 std::vector<std::string> gpt_preset_names() {
     std::vector<std::string> names;
-    for (auto const& preset : presets) names.emplace_back(preset.name);
+    for (auto const& preset : gpt2_presets) names.emplace_back(preset.name);
     return names;
 }
 

@@ -21,7 +21,7 @@ GptConfig const& gpt2_of(ModelConfig const& model) {
 
 // {"name", "vocab_size", "padded_vocab_size", "n_layer", "n_head", "n_embd", "max_seq"}: no "family", as the
 // indexes written before Llama.
-json index_json(ModelConfig const& model) {
+json gpt2_index_json(ModelConfig const& model) {
     GptConfig const& config = gpt2_of(model);
     return {{"name", config.name},       {"vocab_size", config.vocab_size},
             {"padded_vocab_size", config.padded_vocab_size()}, {"n_layer", config.n_layer},
@@ -29,7 +29,7 @@ json index_json(ModelConfig const& model) {
             {"max_seq", config.max_seq}};
 }
 
-ModelConfig from_index_json(json const& model) {
+ModelConfig gpt2_from_index_json(json const& model) {
     constexpr int max_dimension = std::numeric_limits<int>::max();
     auto const dimension = [&](char const* key) {
         return static_cast<int>(json_integer(model, key, "model", 1, max_dimension));
@@ -55,8 +55,8 @@ ModelFamily const& gpt2_family() {
         .exports_bf16 = false,
         .preset_names = gpt_preset_names,
         .preset = [](std::string const& name) -> ModelConfig { return gpt_preset(name); },
-        .index_json = index_json,
-        .from_index_json = from_index_json,
+        .index_json = gpt2_index_json,
+        .from_index_json = gpt2_from_index_json,
         .read_hf_config = [](std::filesystem::path const& dir) -> ModelConfig { return read_hf_gpt2_config(dir); },
         .read_hf_weights =
             [](std::filesystem::path const& dir, ModelConfig const& model, ShardLayout const& layout,

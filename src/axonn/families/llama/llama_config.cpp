@@ -11,7 +11,7 @@ namespace {
 
 // Llama 3.1's shapes as its config.json files give them: rope_theta 500000, Llama 3 scaling (factor 8, low 1,
 // high 4, original context 8192), rms_norm_eps 1e-5, a context of 131072.
-std::vector<LlamaConfig> const& presets() {
+std::vector<LlamaConfig> const& llama_presets() {
     static std::vector<LlamaConfig> const table = {
         {.name = "llama-tiny", .vocab_size = 256, .hidden_size = 64, .intermediate_size = 176,
          .num_hidden_layers = 2, .num_attention_heads = 8, .num_key_value_heads = 2, .max_position_embeddings = 128,
@@ -69,7 +69,7 @@ void LlamaConfig::validate() const {
 }
 
 LlamaConfig llama_preset(std::string const& name) {
-    for (LlamaConfig const& preset : presets()) {
+    for (LlamaConfig const& preset : llama_presets()) {
         if (preset.name == name) return preset;
     }
     fail("unknown Llama model '{}': use one of {}", name, fmt::join(llama_preset_names(), ", "));
@@ -77,7 +77,7 @@ LlamaConfig llama_preset(std::string const& name) {
 
 std::vector<std::string> llama_preset_names() {
     std::vector<std::string> names;
-    for (LlamaConfig const& preset : presets()) names.push_back(preset.name);
+    for (LlamaConfig const& preset : llama_presets()) names.push_back(preset.name);
     return names;
 }
 

@@ -19,13 +19,13 @@ LlamaConfig const& llama_of(ModelConfig const& model) {
 }
 
 // {"family": "llama", "name", "padded_vocab_size", "config": {Hugging Face's config.json}}
-json index_json(ModelConfig const& model) {
+json llama_index_json(ModelConfig const& model) {
     LlamaConfig const& config = llama_of(model);
     return {{"family", LlamaConfig::family}, {"name", config.name}, {"padded_vocab_size", config.padded_vocab_size()},
             {"config", hf_llama_config_json(config, "float32")}};
 }
 
-ModelConfig from_index_json(json const& model) {
+ModelConfig llama_from_index_json(json const& model) {
     LlamaConfig config =
         parse_hf_llama_config(json_field(model, "config", "model").dump(), "the index's model config");
     config.name = json_text(model, "name", "model");
@@ -43,8 +43,8 @@ ModelFamily const& llama_family() {
         .exports_bf16 = true,
         .preset_names = llama_preset_names,
         .preset = [](std::string const& name) -> ModelConfig { return llama_preset(name); },
-        .index_json = index_json,
-        .from_index_json = from_index_json,
+        .index_json = llama_index_json,
+        .from_index_json = llama_from_index_json,
         .read_hf_config = [](std::filesystem::path const& dir) -> ModelConfig { return read_hf_llama_config(dir); },
         .read_hf_weights =
             [](std::filesystem::path const& dir, ModelConfig const& model, ShardLayout const& layout,
