@@ -34,7 +34,20 @@ int flushing_threads(int threads) {
     return flushing;
 }
 
-TEST(DenormalFlushing, EveryThreadOfAnyTeamFlushesOnceABackendIsMade) {
+// Each test sets OpenMP's team size and the flags for its own checks, and gives both back: the process's other
+// suites (the whole binary in one process) run on the threads they started with, flushing as a backend left them.
+class DenormalFlushing : public ::testing::Test {
+protected:
+    void TearDown() override {
+        omp_set_num_threads(threads_);
+        flush_denormals(true);
+    }
+
+private:
+    int threads_ = omp_get_max_threads();
+};
+
+TEST_F(DenormalFlushing, EveryThreadOfAnyTeamFlushesOnceABackendIsMade) {
     flush_denormals(false);  // as a process starts: gradual underflow everywhere
     omp_set_num_threads(2);
     ASSERT_EQ(flushing_threads(2), 0);
@@ -46,7 +59,7 @@ TEST(DenormalFlushing, EveryThreadOfAnyTeamFlushesOnceABackendIsMade) {
     }
 }
 
-TEST(DenormalFlushing, AGemmOnDenormalOperandsIsZeroOnEveryThread) {
+TEST_F(DenormalFlushing, AGemmOnDenormalOperandsIsZeroOnEveryThread) {
     CpuBackend backend;
     omp_set_num_threads(3);
     constexpr std::int64_t M = 64, K = 48, N = 40;
@@ -56,10 +69,12 @@ TEST(DenormalFlushing, AGemmOnDenormalOperandsIsZeroOnEveryThread) {
     EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](float v) { return v == 0.0f; }));
 }
 
-TEST(DenormalFlushing, ClearingTheFlagsBringsDenormalsBack) {
+// The team of 3 is set first: flush_denormals reaches the team a parallel region gets now, and the threads of a
+// larger team an earlier test ran stay as they were (core/float_environment.h).
+TEST_F(DenormalFlushing, ClearingTheFlagsBringsDenormalsBack) {
+    omp_set_num_threads(3);
     CpuBackend const backend;
     flush_denormals(false);
-    omp_set_num_threads(3);
     EXPECT_EQ(flushing_threads(3), 0);
     volatile float tiny = denormal, one = 1.0f;
     EXPECT_EQ(tiny * one, denormal);
