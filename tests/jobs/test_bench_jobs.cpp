@@ -10,7 +10,8 @@
 #include <map>
 
 namespace axonn::testing {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_bench_jobs {
 
 class BenchJob : public JobTest {};
 
@@ -115,5 +116,5 @@ TEST_F(BenchJob, ParityOfALlamaOnAnEightRankGridMatchesSerial) {
     }
 }
 
-}  // namespace
+}  // namespace test_bench_jobs
 }  // namespace axonn::testing

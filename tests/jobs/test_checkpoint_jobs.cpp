@@ -34,7 +34,8 @@
 #include <thread>
 
 namespace axonn {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_checkpoint_jobs {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -308,5 +309,5 @@ TEST_F(CheckpointJobs, HuggingFaceWeightsStartARunOnAnyGrid) {
     }
 }
 
-}  // namespace
+}  // namespace test_checkpoint_jobs
 }  // namespace axonn

@@ -9,7 +9,8 @@
 #include <fstream>
 
 namespace axonn::testing {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_generation_jobs {
 
 class GenerationJob : public JobTest {};
 
@@ -37,5 +38,5 @@ TEST_F(GenerationJob, FourRanksContinueAsOne) {
     }
 }
 
-}  // namespace
+}  // namespace test_generation_jobs
 }  // namespace axonn::testing

@@ -11,7 +11,8 @@
 #include <vector>
 
 namespace axonn {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_job_errors {
 
 namespace fs = std::filesystem;
 using testing::JobResult;
@@ -102,5 +103,5 @@ TEST_F(JobErrors, GridAutoWithNoValidGridFailsOnEveryRankAlike) {
     EXPECT_EQ(error.rfind("axonn: error: --grid auto found no grid of 3 ranks", 0), 0u) << error;
 }
 
-}  // namespace
+}  // namespace test_job_errors
 }  // namespace axonn

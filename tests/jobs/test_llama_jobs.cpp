@@ -19,7 +19,8 @@
 
 
 namespace axonn::testing {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_llama_jobs {
 
 namespace fs = std::filesystem;
 
@@ -140,5 +141,5 @@ TEST_F(LlamaJob, KillsDuringTheRenameAndThePruningOfASaveLeaveTheNewestCompleteC
     }
 }
 
-}  // namespace
+}  // namespace test_llama_jobs
 }  // namespace axonn::testing

@@ -15,7 +15,8 @@
 #include <fstream>
 
 namespace axonn::testing {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_memorization_jobs {
 
 class MemorizationJob : public JobTest {};
 
@@ -92,5 +93,5 @@ TEST_F(MemorizationJob, CheckExitsNonZeroNamingTheCriterionThatFails) {
         << buckets.stderr_text;
 }
 
-}  // namespace
+}  // namespace test_memorization_jobs
 }  // namespace axonn::testing

@@ -19,7 +19,8 @@
 #include <thread>
 
 namespace axonn::testing {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_simulated_nodes {
 
 namespace fs = std::filesystem;
 
@@ -117,5 +118,5 @@ TEST_F(SimulatedNodes, ALostNodeRestartsTheRunOnTheNodesLeft) {
     }
 }
 
-}  // namespace
+}  // namespace test_simulated_nodes
 }  // namespace axonn::testing

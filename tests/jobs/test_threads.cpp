@@ -6,7 +6,8 @@
 #include <string>
 
 namespace axonn {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_threads {
 
 using testing::JobResult;
 
@@ -37,5 +38,5 @@ TEST_F(Threads, AJobWithinTheCpusDoesNotWarn) {
     EXPECT_EQ(warnings(result), 0) << result.stderr_text;
 }
 
-}  // namespace
+}  // namespace test_threads
 }  // namespace axonn

@@ -15,7 +15,8 @@
 #include <vector>
 
 namespace axonn {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_trace {
 
 struct Span {
     std::string name, category;
@@ -105,5 +106,5 @@ TEST_F(Trace, ARunsTimelineOfEveryRankNestsAndShowsCollectivesUnderKernels) {
     EXPECT_EQ(records, 3);
 }
 
-}  // namespace
+}  // namespace test_trace
 }  // namespace axonn

@@ -8,7 +8,8 @@
 #include <nlohmann/json.hpp>
 
 namespace axonn::testing {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_tune_jobs {
 
 namespace fs = std::filesystem;
 
@@ -59,5 +60,5 @@ TEST_F(TuneJob, TimesTheTopGridsAndTrainTakesTheFastest) {
     EXPECT_EQ(planned.find("measured fastest by `axonn tune`"), std::string::npos) << planned;
 }
 
-}  // namespace
+}  // namespace test_tune_jobs
 }  // namespace axonn::testing

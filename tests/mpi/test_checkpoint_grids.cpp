@@ -38,7 +38,8 @@
 #include <vector>
 
 namespace axonn {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_checkpoint_grids {
 
 namespace fs = std::filesystem;
 using testing::micro_llama;
@@ -215,5 +216,5 @@ INSTANTIATE_TEST_SUITE_P(Families, CheckpointGrids,
                          ::testing::Values(Family{"gpt2", micro_model()}, Family{"llama", micro_llama()}),
                          [](auto const& info) { return std::string(info.param.name); });
 
-}  // namespace
+}  // namespace test_checkpoint_grids
 }  // namespace axonn

@@ -30,7 +30,8 @@
 #include <vector>
 
 namespace axonn {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_device_collectives_grids {
 
 // The suites' batch (support/micro_model.h); a function, since the world size is known only once MPI runs.
 int batch() { return testing::suite_batch(); }
@@ -140,5 +141,5 @@ TEST_P(DeviceCollectivesOnGrid, TrainAsMpisCollectivesDo) {
 INSTANTIATE_TEST_SUITE_P(EveryGrid, DeviceCollectivesOnGrid, ::testing::ValuesIn(every_case()),
                          [](auto const& info) { return info.param.family + "_" + testing::grid_test_name(info.param.grid); });
 
-}  // namespace
+}  // namespace test_device_collectives_grids
 }  // namespace axonn

@@ -19,7 +19,8 @@
 #include <vector>
 
 namespace axonn {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_finetune_grids {
 
 using testing::micro_model;
 using testing::world_size;
@@ -93,5 +94,5 @@ INSTANTIATE_TEST_SUITE_P(EveryGrid, FinetuneOnGrid, ::testing::ValuesIn(testing:
                              return testing::grid_test_name(info.param);
                          });
 
-}  // namespace
+}  // namespace test_finetune_grids
 }  // namespace axonn

@@ -27,7 +27,8 @@
 #include <vector>
 
 namespace axonn {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_generation_grids {
 
 using testing::micro_model;
 using testing::world_size;
@@ -132,5 +133,5 @@ TEST(AgreedToken, EachPlaneTakesTheSmallestOfItsChoices) {
     }
 }
 
-}  // namespace
+}  // namespace test_generation_grids
 }  // namespace axonn

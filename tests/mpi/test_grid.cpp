@@ -21,7 +21,8 @@
 #include <vector>
 
 namespace axonn {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_grid {
 
 using Order = std::array<Axis, 4>;
 using Coordinates = std::array<int, 4>;  // indexed by Axis
@@ -498,5 +499,5 @@ TEST(Names, AxesAndGroupsHaveTheirFlagNames) {
     EXPECT_EQ(group_name(Group::world), "world");
 }
 
-}  // namespace
+}  // namespace test_grid
 }  // namespace axonn

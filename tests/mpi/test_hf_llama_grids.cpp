@@ -34,7 +34,8 @@
 #include <tuple>
 
 namespace axonn {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_hf_llama_grids {
 
 // The suites' batch (support/micro_model.h); a function, since the world size is known only once MPI runs.
 int batch() { return testing::suite_batch(); }
@@ -215,5 +216,5 @@ INSTANTIATE_TEST_SUITE_P(
         return testing::grid_test_name(std::get<0>(info.param)) + (std::get<1>(info.param) ? "_bf16" : "_f32");
     });
 
-}  // namespace
+}  // namespace test_hf_llama_grids
 }  // namespace axonn

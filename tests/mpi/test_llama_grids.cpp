@@ -20,7 +20,8 @@
 #include <gtest/gtest.h>
 
 namespace axonn {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_llama_grids {
 
 using testing::micro_llama;
 
@@ -72,10 +73,11 @@ INSTANTIATE_TEST_SUITE_P(EveryGrid, LlamaOnGrid,
                          ::testing::ValuesIn(testing::suite_grids(micro_llama(), testing::suite_batch())),
                          [](auto const& info) { return testing::grid_test_name(info.param); });
 
-}  // namespace
 INSTANTIATE_TEST_SUITE_P(
     GridsSplittingX, LlamaVocabularyLayoutOnGrid,
     ::testing::ValuesIn(testing::grids_splitting_x(testing::suite_grids(micro_llama(), testing::suite_batch()))),
     [](auto const& info) { return testing::grid_test_name(info.param); });
+
+}  // namespace test_llama_grids
 
 }  // namespace axonn

@@ -15,7 +15,8 @@
 #include <cmath>
 
 namespace axonn {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_memorization_grids {
 
 using testing::micro_model;
 using testing::world_size;
@@ -53,5 +54,5 @@ INSTANTIATE_TEST_SUITE_P(EveryGrid, ExtractionOnGrid,
                          ::testing::ValuesIn(testing::suite_grids(micro_model(), testing::suite_batch())),
                          [](auto const& info) { return testing::grid_test_name(info.param); });
 
-}  // namespace
+}  // namespace test_memorization_grids
 }  // namespace axonn

@@ -36,7 +36,8 @@
 #include <vector>
 
 namespace axonn {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_model_grids {
 
 using testing::micro_model;
 using testing::relative_difference;
@@ -322,5 +323,5 @@ TEST(BadGrids, RejectedWithTheValidGridsListed) {
     EXPECT_THROW(GridShape::parse("data=2,w=4"), Error);
 }
 
-}  // namespace
+}  // namespace test_model_grids
 }  // namespace axonn

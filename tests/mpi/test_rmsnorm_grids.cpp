@@ -14,7 +14,8 @@
 #include <vector>
 
 namespace axonn {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_rmsnorm_grids {
 
 TEST(RmsNormOverX, SlicesMatchTheWholeRow) {
     int const G = testing::world_size(), N = 7, C = 24, Cl = C / G;
@@ -56,5 +57,5 @@ TEST(RmsNormOverX, SlicesMatchTheWholeRow) {
     EXPECT_LT(testing::relative_difference(dweight_l, slice(dweight, 1)), 1e-6);
 }
 
-}  // namespace
+}  // namespace test_rmsnorm_grids
 }  // namespace axonn

@@ -24,7 +24,8 @@
 #include <vector>
 
 namespace axonn {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_step_options {
 
 using testing::micro_llama;
 using testing::micro_model;
@@ -136,5 +137,5 @@ INSTANTIATE_TEST_SUITE_P(EveryGrid, StepOptionsOnGrid, ::testing::ValuesIn(model
                              return info.param.family + "_" + testing::grid_test_name(info.param.grid);
                          });
 
-}  // namespace
+}  // namespace test_step_options
 }  // namespace axonn

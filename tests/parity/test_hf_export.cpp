@@ -21,7 +21,8 @@
 #include <cstdlib>
 
 namespace axonn {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_hf_export {
 
 namespace fs = std::filesystem;
 
@@ -70,5 +71,5 @@ TEST(HuggingFaceExport, LogitsOfTheExportInPyTorchMatchAxonns) {
     EXPECT_LT(relative, 1e-5);
 }
 
-}  // namespace
+}  // namespace test_hf_export
 }  // namespace axonn

@@ -21,7 +21,8 @@
 #include <fstream>
 
 namespace axonn {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_llama_kernels_parity {
 
 constexpr int B = 2, T = 9, C = 32, NH = 4, NKV = 2, hs = C / NH, W = C + 2 * NKV * hs, F = 12, first_position = 5;
 constexpr double eps = 1e-5, theta = 10000.0;
@@ -114,5 +115,5 @@ TEST(LlamaKernelsParity, MatchHuggingFacesDefinitions) {
     EXPECT_LT(relative_difference(dgateup, reference.at("grad.gateup")), 1e-12);
 }
 
-}  // namespace
+}  // namespace test_llama_kernels_parity
 }  // namespace axonn

@@ -28,7 +28,8 @@
 #include <fstream>
 
 namespace axonn {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_pytorch_parity {
 
 namespace fs = std::filesystem;
 
@@ -241,5 +242,5 @@ TEST_F(PytorchParity, LlamaLogitsLossGradientsAndTenAdamWSteps) {
     expect_adamw_steps_match(model, backend, view, reference);
 }
 
-}  // namespace
+}  // namespace test_pytorch_parity
 }  // namespace axonn

@@ -33,7 +33,8 @@
 #include <utility>
 
 namespace axonn {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_perf_model {
 
 using testing::micro_model;
 using testing::world_size;
@@ -185,5 +186,5 @@ INSTANTIATE_TEST_SUITE_P(EveryGrid, PerfModelOnGrid, ::testing::ValuesIn(grid_ca
                                     std::get<1>(info.param).name;
                          });
 
-}  // namespace
+}  // namespace test_perf_model
 }  // namespace axonn
