@@ -39,7 +39,9 @@ TEST(Rope, Llama3ScalingKeepsSlowsAndInterpolates) {
             EXPECT_LT(scaled[i], raw[i]) << i;
             ++between;
         }
-        if (i > 0) EXPECT_LT(scaled[i], scaled[i - 1]) << i;
+        if (i > 0) {
+            EXPECT_LT(scaled[i], scaled[i - 1]) << i;
+        }
     }
     EXPECT_GT(kept, 0);
     EXPECT_GT(slowed, 0);
