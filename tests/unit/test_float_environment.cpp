@@ -35,16 +35,17 @@ int flushing_threads(int threads) {
 }
 
 // Each test sets OpenMP's team size and the flags for its own checks, and gives both back: the process's other
-// suites (the whole binary in one process) run on the threads they started with, flushing as a backend left them.
+// suites (the whole binary in one process) run on the threads they started with, flushing or not as before.
 class DenormalFlushing : public ::testing::Test {
 protected:
     void TearDown() override {
         omp_set_num_threads(threads_);
-        flush_denormals(true);
+        flush_denormals(flushing_);
     }
 
 private:
     int threads_ = omp_get_max_threads();
+    bool flushing_ = denormals_flushed_on_this_thread();
 };
 
 TEST_F(DenormalFlushing, EveryThreadOfAnyTeamFlushesOnceABackendIsMade) {

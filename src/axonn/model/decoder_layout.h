@@ -82,7 +82,7 @@ inline std::int64_t logit_rows_held(LocalDims const& d, DecoderOptions const& op
 // up's 2F/G_y), Fy the MLP's hidden width here.
 struct ActivationLayout {
     std::int64_t BTCx, BTWy, BTCy, BTUy, BTFy, BT, BNHyT;  // per-layer strides
-    bool operands_in_bf16;  // attn_norm, mlp_norm and mlp_act are offsets into the bf16 buffer
+    bool operands_in_bf16;  // attn_norm, attn, mlp_norm, mlp_hidden and mlp_act are offsets into the bf16 buffer
     bool qkv_in_bf16;       // qkv is the staging buffer; qkv_kept, each slot's [q | k | v], is in the bf16 buffer
     std::int64_t qkv_kept, qkv_kept_stride;
     // In mixed precision: [B,T,max(Wy,Cy,Uy)], where the kernels write what a layer keeps rounded (qkv_kept,
