@@ -5,13 +5,16 @@
 //   - over every grid of 8 ranks, in both layouts, the ranks of one data replica hold every element of the
 //     embedding exactly once (its owners), and the layouts differ only where x > 1;
 //   - a grid whose x·y does not divide the padded vocabulary is refused naming both axes;
-//   - the automatic layout is the one that moves fewer bytes over X (a table of models and grids);
+//   - the automatic layout is the one that moves fewer bytes over X (a table of models and grids), unless only
+//     Y's fits the grid;
 // and the column-block kernels that move a token's hidden state between X's slices and its whole row:
 // split_columns lays a matrix's column blocks out one after another, join_columns undoes it, both exactly.
 #include "axonn/core/error.h"
+#include "axonn/families/gpt2/gpt2_config.h"
 #include "axonn/families/llama/llama_config.h"
 #include "axonn/families/llama/llama_parameters.h"
 #include "axonn/kernels/cpu/column_blocks.h"
+#include "axonn/model/model_config.h"
 #include "axonn/parallel/vocab_parallel.h"
 
 #include <gtest/gtest.h>
@@ -100,6 +103,31 @@ TEST(VocabLayout, TheAutomaticSplitMovesFewerBytesOverX) {
             << c.grid << " width " << c.width;
         EXPECT_EQ(resolved_vocab_split(VocabSplit::y, c.width, c.padded_vocab, c.grid, c.gemm_bytes), VocabSplit::y);
     }
+}
+
+// Width 48 and 300 words padded to 320: x = 3 divides the width but not the 320 rows, so X·Y's layout (which
+// moves fewer bytes here) cannot split them; the automatic split runs the grid with Y's instead of refusing it.
+TEST(VocabLayout, TheAutomaticSplitTakesYsLayoutWhereOnlyItFitsTheGrid) {
+    GptConfig gpt = gpt_preset("gpt2-micro");
+    gpt.vocab_size = 300;
+    gpt.n_head = 6;
+    gpt.n_embd = 48;
+    Architecture const model = ModelConfig(gpt).validated_architecture();
+    ASSERT_EQ(model.padded_vocab, 320);
+    GridShape const x3{.x = 3};
+    ASSERT_EQ(resolved_vocab_split(VocabSplit::automatic, 48, 320, x3, 4), VocabSplit::xy);
+    Architecture const automatic = model.with_vocab_split(VocabSplit::automatic, x3, DType::f32);
+    EXPECT_EQ(automatic.vocab_split, VocabSplit::y);
+    EXPECT_FALSE(grid_problem(automatic.declarations, x3, 1).has_value());
+    // Asked for by name, X·Y's layout stays, and the grid is refused naming why.
+    Architecture const named = model.with_vocab_split(VocabSplit::xy, x3, DType::f32);
+    EXPECT_EQ(named.vocab_split, VocabSplit::xy);
+    auto const problem = grid_problem(named.declarations, x3, 1);
+    ASSERT_TRUE(problem.has_value());
+    EXPECT_NE(problem->find("y·x = 3 does not divide"), std::string::npos) << *problem;
+    // Where X·Y's layout fits (x = 2), the automatic split keeps it.
+    EXPECT_EQ(model.with_vocab_split(VocabSplit::automatic, GridShape{.x = 2}, DType::f32).vocab_split,
+              VocabSplit::xy);
 }
 
 TEST(ColumnBlocks, SplitLaysBlocksOutInTurnAndJoinUndoesIt) {

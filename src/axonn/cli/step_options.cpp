@@ -83,7 +83,8 @@ void add_step_options(CLI::App& command, StepOptions& options) {
                                     "X x Y plane, every column, so X moves each token's hidden state (4 x C fp32 "
                                     "numbers a step) instead of its logits; y: AxoNN's, rows over Y and columns over "
                                     "X, whose LM head all-reduces its logits (Vp/y numbers a token) over X; auto: "
-                                    "the one that moves fewer bytes over X on the grid. Checkpoints load either "
+                                    "the one that moves fewer bytes over X on the grid, or the other where only "
+                                    "it fits the grid. Checkpoints load either "
                                     "way; the two are one when x = 1"),
                  std::map<std::string, VocabSplit>{
                      {"auto", VocabSplit::automatic}, {"xy", VocabSplit::xy}, {"y", VocabSplit::y}})

@@ -13,6 +13,7 @@
 #include "axonn/parallel/shard_layout.h"
 #include "axonn/train/job.h"
 #include "axonn/train/threads.h"
+#include "axonn/model/decoder.h"
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -300,9 +301,9 @@ json run_extreme_study(ExtremeOptions const& options) {
     }
     as_usage_errors([&] {
         for (ExtremeModel const& model : models) {
-            require_valid_grid(model.config.architecture().declarations, options.grid, world, options.batch);
-            require_valid_grid(model.config.architecture().declarations, options.grid, world,
-                               options.batch + options.replay);
+            Architecture const architecture = model.config.architecture();
+            require_grid_fits(architecture, DecoderOptions{}, options.grid, world, options.batch);
+            require_grid_fits(architecture, DecoderOptions{}, options.grid, world, options.batch + options.replay);
         }
         use_threads(options.threads);
     });

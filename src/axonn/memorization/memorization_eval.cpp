@@ -48,7 +48,7 @@ json evaluate_memorization(MemorizationEvalOptions const& options) {
                       "--prefix {} + --suffix {} is longer than the model's context of {} "
                       "tokens (+1): shorten them",
                       spec.prefix, spec.suffix, config.context());
-        require_valid_grid(architecture.declarations, options.grid, world, options.batch);
+        require_grid_fits(architecture, DecoderOptions{}, options.grid, world, options.batch);
     });
     // Only "text" records need the tokenizer: one that cannot be loaded is an error when such a record comes.
     std::unique_ptr<Tokenizer> tokenizer;

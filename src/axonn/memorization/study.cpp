@@ -10,6 +10,7 @@
 #include "axonn/train/job.h"
 #include "axonn/train/schedule.h"
 #include "axonn/train/threads.h"
+#include "axonn/model/decoder.h"
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -325,7 +326,8 @@ json run_study(StudyOptions const& options) {
                                                          options.corpus.seed);
     as_usage_errors([&] {
         for (StudyModelSize const& size : options.sizes) {
-            require_valid_grid(study_config(size, options, text->vocab()), options.grid, world, options.batch);
+            require_grid_fits(ModelConfig(study_config(size, options, text->vocab())).architecture(), DecoderOptions{},
+                              options.grid, world, options.batch);
         }
         use_threads(options.threads);
     });

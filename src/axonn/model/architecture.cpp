@@ -1,6 +1,9 @@
 #include "axonn/model/architecture.h"
 
+#include "axonn/parallel/shard_layout.h"
 #include "axonn/parallel/vocab_parallel.h"
+
+#include <utility>
 
 namespace axonn {
 
@@ -32,6 +35,17 @@ Architecture Architecture::with_vocab_split(VocabSplit split, GridShape const& g
     laid_out.vocab_split =
         resolved_vocab_split(split, width, padded_vocab, grid, static_cast<int>(dtype_size(precision)));
     laid_out.declarations = axonn::with_vocab_split(declarations, laid_out.vocab_split);
+    // The automatic split takes Y's layout where X·Y's rows do not divide over the grid and Y's do (a grid of
+    // x = 3 on a vocabulary padded to a power of two): any grid either layout fits runs.
+    bool const xy_misfits = laid_out.vocab_split == VocabSplit::xy &&
+                            grid_problem(laid_out.declarations, grid, grid.batch_replicas()).has_value();
+    if (split == VocabSplit::automatic && xy_misfits) {
+        std::vector<ParamDecl> y_layout = axonn::with_vocab_split(declarations, VocabSplit::y);
+        if (!grid_problem(y_layout, grid, grid.batch_replicas())) {
+            laid_out.vocab_split = VocabSplit::y;
+            laid_out.declarations = std::move(y_layout);
+        }
+    }
     return laid_out;
 }
 

@@ -60,7 +60,8 @@ struct Architecture {
     // 96·B·s·l·h²·(1 + s/6h + V/16lh) recomputing (V the padded vocabulary the GEMMs compute).
     double hardware_flops_per_step(int batch, int seq, bool recompute) const;
     // The same model with its vocabulary laid out by `split` for a run on `grid` whose GEMMs take `precision`
-    // (which decide the automatic split: resolved_vocab_split, parallel/vocab_parallel.h).
+    // (which decide the automatic split: resolved_vocab_split, parallel/vocab_parallel.h; where the layout it
+    // prefers does not fit the grid and the other does, the other).
     Architecture with_vocab_split(VocabSplit split, GridShape const& grid, DType precision) const;
 };
 

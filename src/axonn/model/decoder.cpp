@@ -12,6 +12,12 @@ namespace axonn {
 
 using namespace decoder_layout;
 
+void require_grid_fits(Architecture const& architecture, DecoderOptions const& options, GridShape const& grid,
+                       int world, int batch) {
+    require_valid_grid(architecture.with_vocab_split(options.vocab_split, grid, options.precision).declarations, grid,
+                       world, batch);
+}
+
 Decoder::Decoder(ModelConfig const& model, Backend& backend, ProcessGrid& grid, int local_batch, int max_seq,
                  DecoderOptions const& options)
     : Decoder(model.validated_architecture(), backend, grid, local_batch, max_seq, options) {}

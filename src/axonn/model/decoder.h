@@ -247,4 +247,10 @@ private:
     bool head_backward_in_forward_ = false;  // the last training forward ran the LM head's backward chunk by chunk
 };
 
+// Refuses, naming the grids that fit, a grid this model does not split on when laid out as `options` lay it out
+// (the vocabulary's split resolved for the grid, as a Decoder does), for a global batch of `batch` sequences on
+// `world` ranks: the check a job makes before its work starts.
+void require_grid_fits(Architecture const& architecture, DecoderOptions const& options, GridShape const& grid,
+                       int world, int batch);
+
 }  // namespace axonn

@@ -50,16 +50,17 @@ GenerationJobResult run_generation(GenerationJobOptions const& options,
                   "the model in {} has a vocabulary of {} tokens, but "
                   "the {} tokenizer has {}: pass the --tokenizer it was trained with",
                   options.model_dir.string(), architecture.vocab_size, tokenizer->name(), tokenizer->vocab_size());
-    as_usage_errors(
-        [&] { require_valid_grid(architecture.declarations, options.grid, world, options.grid.batch_replicas()); });
+    // One prompt per replica at a time; only the layer being run keeps its activations (nothing trains).
+    DecoderOptions model_options;
+    model_options.recompute = Recompute::layer;
+    as_usage_errors([&] {
+        require_grid_fits(architecture, model_options, options.grid, world, options.grid.batch_replicas());
+    });
 
     StepOptions step_options;
     Job job(step_options, {options.grid, options.grid_order});
     ProcessGrid& grid = job.grid();
     Backend& backend = job.backend();
-    // One prompt per replica at a time; only the layer being run keeps its activations (nothing trains).
-    DecoderOptions model_options;
-    model_options.recompute = Recompute::layer;
     Decoder model(architecture, backend, grid, 1, std::min(options.prompt_chunk, architecture.context), model_options);
     load_initial_weights(source, model_config, model);
 

@@ -136,10 +136,7 @@ void settle_grid(TrainOptions& options) {
         options.grid = choose_grid(options.model, options.batch, options.seq, options.run, options.grid_order, world);
     }
     as_usage_errors([&] {
-        DecoderOptions const& run = options.run.model;
-        require_valid_grid(
-            options.model.architecture().with_vocab_split(run.vocab_split, options.grid, run.precision).declarations,
-            options.grid, world, options.batch);
+        require_grid_fits(options.model.architecture(), options.run.model, options.grid, world, options.batch);
         options.run.pass_batch(options.batch / options.grid.batch_replicas());
     });
 }
