@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <regex>
 #include <string>
@@ -41,6 +42,15 @@ inline bool stopped(pid_t pid) {
     std::string const stat = file_bytes("/proc/" + std::to_string(pid) + "/stat");
     std::size_t const end = stat.rfind(')');
     return end != std::string::npos && end + 2 < stat.size() && stat[end + 2] == 'T';
+}
+
+// Whether `signal` waits, pending, for the process `pid` (a stopped process receives it when it continues).
+inline bool signal_pending(pid_t pid, int signal) {
+    std::string const status = file_bytes("/proc/" + std::to_string(pid) + "/status");
+    std::size_t const field = status.find("ShdPnd:");
+    if (field == std::string::npos) return false;
+    std::uint64_t const pending = std::stoull(status.substr(field + 7), nullptr, 16);
+    return (pending >> (signal - 1) & 1u) != 0;
 }
 
 inline void expect_printed(fs::path const& output, std::string const& text) {

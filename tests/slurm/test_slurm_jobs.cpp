@@ -6,7 +6,8 @@
 //     any has reached main), while a resumed run reads its checkpoint, in the middle of a save, in the middle of a
 //     save written in the background (--ckpt-async), between two steps, and during the closing validation: each
 //     ends in status 75 with the newest checkpoint complete (the one it resumed from, when nothing was trained),
-//     and `--resume latest` then finishes the run bitwise.
+//     and `--resume latest` then finishes the run bitwise. Between steps and in the validation the ranks are held
+//     (SIGSTOP) until the signal waits in each: the run is short, and scancel's signal takes a while to arrive.
 // A save or a read is caught in the act by support/kill_at_file_operation.cpp (AXONN_STOP_AT): a rank stops itself
 // at its first open of a checkpoint file (to read it, or to write it: NAME.safetensors.partial), the test signals
 // the job and lets the rank go on.
@@ -31,6 +32,7 @@ using testing::expect_same_checkpoint_data;
 using testing::file_bytes;
 using testing::grid4;
 using testing::JobResult;
+using testing::signal_pending;
 using testing::SlurmJobs;
 using testing::step_results;
 using testing::stopped;
@@ -127,6 +129,7 @@ TEST_F(SlurmJobs, ASignalAtAnyMomentEndsInACheckpoint) {
                     while (static_cast<int>(step_results(metrics).size()) < records && job.running()) {
                         std::this_thread::sleep_for(200us);
                     }
+                    for (pid_t pid : ranks) ::kill(pid, SIGSTOP);
                     break;
                 }
             }
@@ -134,6 +137,17 @@ TEST_F(SlurmJobs, ASignalAtAnyMomentEndsInACheckpoint) {
                 EXPECT_TRUE(any_stopped()) << "no rank reached a checkpoint file";
             }
             std::system(("scancel --signal=" + std::string(signalled.signal) + " --name=" + name).c_str());
+            if (!caught_at_open && signalled.moment != Moment::tasks_started) {
+                int const number = std::string(signalled.signal) == "TERM" ? SIGTERM : SIGUSR1;
+                auto const all_pending = [&] {
+                    return std::all_of(ranks.begin(), ranks.end(),
+                                       [&](pid_t pid) { return signal_pending(pid, number); });
+                };
+                for (auto start = std::chrono::steady_clock::now(); !all_pending() && job.running();) {
+                    ASSERT_LT(std::chrono::steady_clock::now() - start, 60s) << "scancel's signal never arrived";
+                    std::this_thread::sleep_for(1ms);
+                }
+            }
             // Let every rank go on, also one that stops at its own first open only after the signal.
             while (job.running()) {
                 for (pid_t pid : ranks) ::kill(pid, SIGCONT);

@@ -50,8 +50,13 @@ void ProgressEngine::wait(InFlight& in_flight) {
         return;
     }
     std::unique_lock lock(mutex_);
-    if (!in_flight.complete) test_pending();  // a request that is done already returns without waiting for a poll
-    completed_.wait(lock, [&] { return in_flight.complete; });
+    while (!in_flight.complete) {
+        test_pending();
+        if (in_flight.complete) break;
+        lock.unlock();
+        std::this_thread::yield();
+        lock.lock();
+    }
 }
 
 bool ProgressEngine::wait_for(std::shared_ptr<InFlight> const& in_flight, double seconds) {

@@ -3,8 +3,12 @@
 // to do. A helper thread therefore owns every pending request: it tests them all every 100 µs until each
 // completes, and sleeps while none is pending. Measured against MPI_Test polls between kernels (bench/
 // progress_strategies.cpp, docs/PERFORMANCE.md): the thread hides the whole collective even behind one long
-// kernel, and costs nothing measurable once the request is done. It needs MPI_THREAD_MULTIPLE; where MPI does not
-// provide it, wait() falls back to MPI_Wait and collectives progress only there.
+// kernel, and costs nothing measurable once the request is done. A thread that waits drives the progress itself
+// (it tests, yields its core, tests again, as MPI_Wait does), rather than sleeping until the helper's next poll:
+// that sleep added up to a poll interval and two thread wake-ups to every blocking gather and scatter (on 8 ranks
+// oversubscribed on 2 cores the mpi suite took 202 s, 170 s with the waits polling). It needs
+// MPI_THREAD_MULTIPLE; where MPI does not provide it, wait() falls back to MPI_Wait and collectives progress only
+// there.
 #pragma once
 
 #include <mpi.h>
