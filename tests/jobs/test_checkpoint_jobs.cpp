@@ -100,6 +100,9 @@ protected:
     }
 };
 
+// Its jobs are one rank of one thread: ctest runs it beside other tests (tests/CMakeLists.txt, "OneRankJob").
+using CheckpointOneRankJob = CheckpointJobs;
+
 TEST_F(CheckpointJobs, KilledRunsResumeBitwise) {
     std::string const options = "--grid data=1,z=2,y=1,x=2 --steps 14 --ckpt-every 2 --eval-every 5 --eval-batches 2 ";
     fs::path const reference = dir_ / "reference";
@@ -237,7 +240,7 @@ bool catches_sigterm(pid_t pid) {
 // SIGTERM at the first moment the process can catch it (main's first instruction, long before its first step: the
 // data, the model and the GEMM rate are still to come). A run with a --ckpt-dir holds it, saves at its first step
 // boundary and exits 75, and --resume latest then finishes the run; a run without one ends by the signal.
-TEST_F(CheckpointJobs, ASignalDuringSetUpIsNotLost) {
+TEST_F(CheckpointOneRankJob, ASignalDuringSetUpIsNotLost) {
     for (bool const saves : {true, false}) {
         SCOPED_TRACE(saves ? "with --ckpt-dir" : "without --ckpt-dir");
         fs::path const ckpt = dir_ / (saves ? "early" : "early_unsaved");
@@ -272,7 +275,7 @@ TEST_F(CheckpointJobs, ASignalDuringSetUpIsNotLost) {
     }
 }
 
-TEST_F(CheckpointJobs, SignalsDuringGemmsLeaveTheHeapIntact) {
+TEST_F(CheckpointOneRankJob, SignalsDuringGemmsLeaveTheHeapIntact) {
     std::string const options = "--steps 30 --eval-every 100 --eval-batches 1 ";
     testing::JobResult const full = mpirun("-np 1 " + train(options + "--metrics " + (dir_ / "calm.jsonl").string()));
     ASSERT_EQ(full.exit_status, 0) << full.stderr_text;

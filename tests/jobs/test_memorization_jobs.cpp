@@ -19,6 +19,8 @@ namespace axonn::testing {
 namespace test_memorization_jobs {
 
 class MemorizationJob : public JobTest {};
+// Its jobs are one rank of one thread: ctest runs it beside other tests (tests/CMakeLists.txt, "OneRankJob").
+using MemorizationOneRankJob = MemorizationJob;
 
 nlohmann::json results_of(std::filesystem::path const& out) {
     std::ifstream in(out / "results.json");
@@ -70,7 +72,7 @@ TEST_F(MemorizationJob, ExtremeExperimentOnAGridMatchesTheSerialRun) {
     }
 }
 
-TEST_F(MemorizationJob, ExtremeQuickPassesItsCriteria) {
+TEST_F(MemorizationOneRankJob, ExtremeQuickPassesItsCriteria) {
     JobResult const run = mpirun("-np 1 " + axonn() + extreme + "--check --out " + (dir_ / "extreme-quick").string(),
                                  600);
     ASSERT_EQ(run.exit_status, 0) << run.stderr_text;
@@ -80,7 +82,7 @@ TEST_F(MemorizationJob, ExtremeQuickPassesItsCriteria) {
     }
 }
 
-TEST_F(MemorizationJob, CheckExitsNonZeroNamingTheCriterionThatFails) {
+TEST_F(MemorizationOneRankJob, CheckExitsNonZeroNamingTheCriterionThatFails) {
     JobResult const extreme_run = mpirun("-np 1 " + axonn() + extreme + "--models gpt2-micro --epochs 2 "
                                          "--pretrain-steps 10 --check --out " + (dir_ / "extreme-short").string());
     EXPECT_NE(extreme_run.exit_status, 0);
