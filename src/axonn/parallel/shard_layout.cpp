@@ -115,7 +115,15 @@ GridPosition GridPosition::of(ProcessGrid const& grid) {
 
 ShardLayout::ShardLayout(std::vector<ParamDecl> params, GridPosition const& position)
     : params_(std::move(params)), position_(position), offsets_(params_.size(), 0) {
-    for (ParamDecl const& param : params_) specs_.push_back(shard_spec(param));
+    // The row parts and block sizes, once: serial_index runs per element or per row in initialisation, gathers and
+    // checkpoints, and must not rebuild them each time.
+    for (ParamDecl const& param : params_) {
+        ShardSpec const spec = shard_spec(param);
+        specs_.push_back(spec);
+        parts_.push_back(row_parts(param));
+        block_rows_.push_back(block_rows_here(param, row_slices(position_.shape, spec)));
+        block_cols_.push_back(spec.cols / axis_size(position_.shape, spec.col_axis));
+    }
     // Z-sharded weights first, so that the tensors replicated over Z form one range for one all-reduce.
     for (bool z_flattened : {true, false}) {
         if (!z_flattened) replicated_begin_ = total_;
@@ -128,12 +136,8 @@ ShardLayout::ShardLayout(std::vector<ParamDecl> params, GridPosition const& posi
     }
 }
 
-std::int64_t ShardLayout::block_rows_of(int id) const {
-    return block_rows_here(params_[id], row_slices(position_.shape, specs_[id]));
-}
-std::int64_t ShardLayout::block_cols_of(int id) const {
-    return specs_[id].cols / axis_size(position_.shape, specs_[id].col_axis);
-}
+std::int64_t ShardLayout::block_rows_of(int id) const { return block_rows_[id]; }
+std::int64_t ShardLayout::block_cols_of(int id) const { return block_cols_[id]; }
 
 std::int64_t ShardLayout::local_numel_of(int id) const {
     std::int64_t const block = block_rows_of(id) * block_cols_of(id);
@@ -146,7 +150,7 @@ std::int64_t ShardLayout::row_in_serial(int id, std::int64_t local_row) const {
     int const coord = row_slice(position_, spec);
     // Local rows are this rank's slice (or replica) of each part in turn.
     std::int64_t part_begin = 0;
-    for (RowPart const& part : row_parts(params_[id])) {
+    for (RowPart const& part : parts_[id]) {
         std::int64_t const rows_here = part_rows_here(part, parts);
         if (local_row < rows_here) return part_begin + part_first_row(part, parts, coord) + local_row;
         local_row -= rows_here;
@@ -194,7 +198,7 @@ ShardLayout::ReplicatedRuns ShardLayout::replicated_runs_of(int id) const {
     // The replicated rows of a layer's block, as ranges of its flattened elements.
     std::vector<std::pair<std::int64_t, std::int64_t>> replica_ranges;
     std::int64_t row = 0;
-    for (RowPart const& part : row_parts(params_[id])) {
+    for (RowPart const& part : parts_[id]) {
         std::int64_t const rows_here = part_rows_here(part, G);
         if (replicated(part, G)) {
             result.factor = G / static_cast<int>(part.units);

@@ -102,6 +102,8 @@ private:
 
     std::vector<ParamDecl> params_;
     std::vector<ShardSpec> specs_;
+    std::vector<std::vector<RowPart>> parts_;  // each parameter's row parts (one part of single rows if undeclared)
+    std::vector<std::int64_t> block_rows_, block_cols_;
     GridPosition position_;
     std::vector<std::int64_t> offsets_;
     std::vector<int> storage_order_;
