@@ -21,6 +21,7 @@
 #include "axonn/train/training_report.h"
 
 #include <mpi.h>
+#include <nlohmann/json.hpp>
 
 #include <fmt/format.h>
 
@@ -255,8 +256,19 @@ void TrainingRun::load_start() {
     }
 }
 
+// Rank 0 measures and every rank takes its rate: about a second of GEMMs (three sizes, four times each) that every
+// rank would otherwise run at once, at every start of a run, and that ranks sharing cores would slow each other in.
+// MFU then divides by one core's (or GPU's) rate times the job's cores, as before.
 void TrainingRun::measure_gemm_rate() {
-    gemm_rate = job.backend().measure_gemm_rate();
+    nlohmann::json const shared = nlohmann::json::parse(decided_by_rank_zero([this] {
+        GemmRateMeasurement const measured = job.backend().measure_gemm_rate();
+        return nlohmann::json{{"flops_per_s", measured.flops_per_s},
+                              {"per_core", measured.per_core},
+                              {"hardware", measured.hardware}}
+            .dump();
+    }));
+    gemm_rate = {shared.at("flops_per_s").get<double>(), shared.at("per_core").get<bool>(),
+                 shared.at("hardware").get<std::string>()};
     peak_flops = gemm_rate.flops_per_s * (gemm_rate.per_core ? options.threads : 1) * job.grid().world_size();
 }
 
