@@ -13,7 +13,7 @@ public:
     // srun are not affected, and a value the user set (OMPI_MCA_ess_singleton_isolated) is kept.
     // Such a process also takes Open MPI's ob1 point-to-point layer (OMPI_MCA_pml, unless the user set it) without
     // trying the cm layer first: it has no peers to reach over a fabric, and loading cm's Omni-Path library (PSM2)
-    // waits about 0.2 s for hardware, most machines having none: `axonn plan --help` alone 0.26 s → 0.05 s.
+    // waits about 0.2 s for hardware, most machines having none: `axonn plan --help` alone 0.26 s → 0.06 s.
     MpiSession(int& argc, char**& argv);
     ~MpiSession();
     MpiSession(MpiSession const&) = delete;
