@@ -256,8 +256,9 @@ void TrainingRun::load_start() {
     }
 }
 
-// Rank 0 measures and every rank takes its rate: about a second of GEMMs (three sizes, four times each) that every
-// rank would otherwise run at once, at every start of a run, and that ranks sharing cores would slow each other in.
+// Rank 0 measures and every rank takes its rate: about half a second of GEMMs on a CPU core (three sizes, four times
+// each) that every rank would otherwise run at once, at every start of a run, and that ranks sharing cores would
+// slow each other in.
 // MFU then divides by one core's (or GPU's) rate times the job's cores, as before.
 void TrainingRun::measure_gemm_rate() {
     nlohmann::json const shared = nlohmann::json::parse(decided_by_rank_zero([this] {
