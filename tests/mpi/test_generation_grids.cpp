@@ -5,10 +5,10 @@
 // the cache sharded over Y, the next token chosen from the logits gathered over the vocabulary's ranks), with the
 // vocabulary over the X·Y plane (the default) and over Y (--vocab-split y). A 70-token prompt outgrows the
 // 64-token context and one of 50 tokens does so while generating, so both restarts of the cache are crossed;
-// prompts are taken in chunks of 16. The serial tokens are generated once per process and family. Greedy and
-// sampled (temperature 0.9, top-k 50, top-p 0.9) decoding must give exactly the serial tokens: the logits differ
-// by summation order only, and with untrained weights no two of a position's likely tokens are close enough to
-// swap.
+// prompts are taken in chunks of 16. The serial tokens are generated once per process, family and decoding.
+// Greedy, sampled (temperature 0.9, top-k 50, top-p 0.9) and nucleus (temperature 1, top-p 0.9 of the whole
+// vocabulary) decoding must give exactly the serial tokens: the logits differ by summation order only, and with
+// untrained weights no two of a position's likely tokens are close enough to swap.
 #include "axonn/families/gpt2/gpt2_parameters.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/generate.h"
@@ -45,18 +45,42 @@ class GenerationOnGrid : public ::testing::TestWithParam<ModelOnGrid> {};
 using Tokens = std::vector<std::vector<std::int32_t>>;
 constexpr int prompt_chunk = 16;
 
-// The serial model's tokens for a family and a decoding (greedy or sampled), generated once per process: every
-// grid's test compares with the same, and each rank would otherwise repeat the serial run for every grid.
+// A way of choosing tokens, named for the test's messages.
+struct Decoding {
+    std::string name;
+    SampleOptions options;
+};
+
+// Greedy; sampled among the top 50 then the top 0.9 of their probability; and sampled among the whole
+// vocabulary's top 0.9 (nucleus), where an untrained model's many nearly equal probabilities meet the cut.
+std::vector<Decoding> decodings() {
+    SampleOptions greedy;
+    greedy.new_tokens = 20;
+    greedy.temperature = 0;
+    SampleOptions sampled = greedy;
+    sampled.temperature = 0.9f;
+    sampled.top_k = 50;
+    sampled.top_p = 0.9f;
+    sampled.seed = 4;
+    SampleOptions nucleus = sampled;
+    nucleus.temperature = 1;
+    nucleus.top_k = 0;
+    nucleus.seed = 5;
+    return {{"greedy", greedy}, {"top-k 50, top-p 0.9", sampled}, {"top-p 0.9 of all tokens", nucleus}};
+}
+
+// The serial model's tokens for a family and a decoding, generated once per process: every grid's test compares
+// with the same, and each rank would otherwise repeat the serial run for every grid.
 Tokens const& serial_tokens(std::string const& family, ModelConfig const& config, Tokens const& prompts,
-                            SampleOptions const& options) {
-    static std::map<std::pair<std::string, bool>, Tokens> runs;
-    auto const key = std::pair(family, options.temperature > 0);
+                            Decoding const& decoding) {
+    static std::map<std::pair<std::string, std::string>, Tokens> runs;
+    auto const key = std::pair(family, decoding.name);
     if (auto const found = runs.find(key); found != runs.end()) return found->second;
     CpuBackend backend;
     ProcessGrid self(MPI_COMM_SELF, GridShape{});
     Decoder serial(config, backend, self, 1, prompt_chunk);
     serial.init_weights(13);
-    return runs[key] = generate(serial, prompts, options, config.context());
+    return runs[key] = generate(serial, prompts, decoding.options, config.context());
 }
 
 TEST_P(GenerationOnGrid, TokensMatchSerial) {
@@ -70,27 +94,19 @@ TEST_P(GenerationOnGrid, TokensMatchSerial) {
         for (int i = 0; i < length; ++i) prompt[i] = (i * 53 + length * 7) % config.vocab_size();
         prompts.push_back(prompt);
     }
-    SampleOptions greedy;
-    greedy.new_tokens = 20;
-    greedy.temperature = 0;
-    SampleOptions sampled = greedy;
-    sampled.temperature = 0.9f;
-    sampled.top_k = 50;
-    sampled.top_p = 0.9f;
-    sampled.seed = 4;
     // With x = 1 the two layouts are one.
     for (VocabSplit const split : {VocabSplit::xy, VocabSplit::y}) {
         if (split == VocabSplit::y && shape.x == 1) continue;
         Decoder parallel(config, backend, grid, 1, prompt_chunk, DecoderOptions{.vocab_split = split});
         parallel.init_weights(13);
-        for (SampleOptions const& options : {greedy, sampled}) {
-            Tokens const& expected = serial_tokens(GetParam().family, config, prompts, options);
-            auto const actual = generate(parallel, prompts, options, config.context());
+        for (Decoding const& decoding : decodings()) {
+            Tokens const& expected = serial_tokens(GetParam().family, config, prompts, decoding);
+            auto const actual = generate(parallel, prompts, decoding.options, config.context());
             ASSERT_EQ(actual.size(), prompts.size());
             for (std::size_t p = 0; p < prompts.size(); ++p) {
                 EXPECT_EQ(actual[p].size(), 20u);
-                EXPECT_EQ(actual[p], expected[p]) << "prompt " << p << ", temperature " << options.temperature
-                                                  << ", vocabulary over " << vocab_split_name(split);
+                EXPECT_EQ(actual[p], expected[p]) << "prompt " << p << ", " << decoding.name << ", vocabulary over "
+                                                  << vocab_split_name(split);
             }
         }
     }

@@ -18,6 +18,7 @@
 #include <numeric>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace axonn {
@@ -430,6 +431,18 @@ TEST(ProcessGridErrors, ASizeBelowOneOrAnOrderThatRepeatsAnAxisThrows) {
     EXPECT_THROW(ProcessGrid(MPI_COMM_WORLD, GridShape{.data = -world_size(), .x = -1}), Error);
     EXPECT_THROW(ProcessGrid(MPI_COMM_WORLD, GridShape{.data = world_size()}, {Axis::x, Axis::x, Axis::z, Axis::data}),
                  Error);
+}
+
+// The helper thread that progresses overlapped collectives runs only where the node has a CPU for each of its
+// ranks (comm/progress.h): the suite's ranks share this machine, so at np 8 on 2 CPUs there is none, and at np 1 there
+// is one wherever MPI provides MPI_THREAD_MULTIPLE.
+TEST(ProgressHelper, RunsOnlyWhereTheNodeHasACpuForEachOfItsRanks) {
+    ProcessGrid grid(MPI_COMM_WORLD, GridShape{.data = world_size()});
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&provided);
+    bool const cpu_per_rank = static_cast<unsigned>(world_size()) <= std::thread::hardware_concurrency();
+    EXPECT_EQ(grid.progress().threaded(), cpu_per_rank && provided == MPI_THREAD_MULTIPLE)
+        << world_size() << " ranks, " << std::thread::hardware_concurrency() << " CPUs";
 }
 
 TEST(GridShapeParse, AcceptsAnySubsetOfTheAxesInAnyOrder) {

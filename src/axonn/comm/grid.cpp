@@ -1,6 +1,8 @@
 // ProcessGrid: the rank → coordinate map, the group communicators, and the parsers of --grid and --grid-order.
 #include "axonn/comm/grid.h"
 
+#include "axonn/comm/node_placement.h"
+
 #include "axonn/core/error.h"
 
 #include <fmt/format.h>
@@ -190,7 +192,7 @@ std::array<Axis, 4> parse_axis_order(std::string const& spec) {
 
 ProcessGrid::ProcessGrid(MPI_Comm world, GridShape shape, std::array<Axis, 4> order_fastest_first,
                          CommOptions options)
-    : shape_(shape), order_(order_fastest_first) {
+    : shape_(shape), order_(order_fastest_first), progress_(node_has_a_cpu_per_rank(world)) {
     MPI_Comm_rank(world, &rank_);
     MPI_Comm_size(world, &world_size_);
     for (Axis axis : all_axes) {

@@ -6,10 +6,24 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
 #include <optional>
 
 namespace axonn {
+
+int cpu_count() { return static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN))); }
+
+bool node_has_a_cpu_per_rank(MPI_Comm world) {
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int node_ranks = 1;
+    MPI_Comm_size(node, &node_ranks);
+    MPI_Comm_free(&node);
+    return node_ranks <= cpu_count();
+}
 
 NodePlacement node_placement() {
     NodePlacement placement;

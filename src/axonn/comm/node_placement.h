@@ -4,6 +4,8 @@
 // started inside an srun step) would put two ranks on one GPU; the banner says so.
 #pragma once
 
+#include <mpi.h>
+
 #include <string>
 
 namespace axonn {
@@ -19,6 +21,11 @@ struct NodePlacement {
 
 // Collective over MPI_COMM_WORLD.
 NodePlacement node_placement();
+
+int cpu_count();  // this machine's online CPUs
+
+// Whether the ranks of `world` on this rank's node number no more than its CPUs. Collective over `world`.
+bool node_has_a_cpu_per_rank(MPI_Comm world);
 
 // One line: "2 node(s) x 4 rank(s), node-local ranks from SLURM_LOCALID", and what disagrees.
 std::string placement_summary(NodePlacement const& placement);

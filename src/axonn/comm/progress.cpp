@@ -18,7 +18,7 @@ bool mpi_is_multithreaded() {
 
 }  // namespace
 
-ProgressEngine::ProgressEngine() : threaded_(mpi_is_multithreaded()) {}
+ProgressEngine::ProgressEngine(bool helper_thread) : threaded_(helper_thread && mpi_is_multithreaded()) {}
 
 ProgressEngine::~ProgressEngine() {
     {
@@ -49,14 +49,15 @@ void ProgressEngine::wait(InFlight& in_flight) {
         in_flight.completed_s = trace_seconds();
         return;
     }
-    std::unique_lock lock(mutex_);
-    while (!in_flight.complete) {
-        test_pending();
-        if (in_flight.complete) break;
-        lock.unlock();
-        std::this_thread::yield();
-        lock.lock();
-    }
+    // The helper waits for the mutex meanwhile: one thread drives MPI's progress, and the helper's polls do not
+    // take the waiting rank's core from the ranks it waits for.
+    std::lock_guard const lock(mutex_);
+    if (in_flight.complete) return;
+    MPI_Waitall(static_cast<int>(in_flight.requests.size()), in_flight.requests.data(), MPI_STATUSES_IGNORE);
+    in_flight.complete = true;
+    in_flight.completed_s = trace_seconds();
+    std::erase_if(pending_, [&](auto const& pending) { return pending.get() == &in_flight; });
+    completed_.notify_all();
 }
 
 bool ProgressEngine::wait_for(std::shared_ptr<InFlight> const& in_flight, double seconds) {

@@ -4,12 +4,12 @@
 // completes, and sleeps while none is pending. Measured against MPI_Test polls between kernels (bench/
 // progress_strategies.cpp, docs/PERFORMANCE.md): the thread hides the whole collective even behind one long
 // kernel, and costs nothing measurable once the request is done. A thread that waits drives the progress itself
-// (it tests, yields its core, tests again, as MPI_Wait does), rather than sleeping until the helper's next poll:
-// that sleep added up to a poll interval and two thread wake-ups to every blocking gather and scatter (8 ranks
-// oversubscribed on 2 cores, the mpi suite's generation and step-option tests: 78.9 s, 53.6 s with the waits
-// polling; docs/PERFORMANCE.md). It needs
-// MPI_THREAD_MULTIPLE; where MPI does not provide it, wait() falls back to MPI_Wait and collectives progress only
-// there.
+// in MPI_Waitall, holding the engine's mutex so that the helper sleeps meanwhile, rather than sleeping until the
+// helper's next poll (that added a poll interval and two thread wake-ups to every blocking gather and scatter).
+// The helper runs only where each rank of the node has a CPU of its own: where ranks outnumber CPUs (tests, a
+// laptop) there is no idle CPU for it, and its polls only took turns from the ranks being waited for (8 ranks on
+// 2 CPUs, the mpi suite's generation tests: 39 s with the helper, 15 s without; docs/PERFORMANCE.md). It needs
+// MPI_THREAD_MULTIPLE; where MPI does not provide it, collectives progress only in waits as well.
 #pragma once
 
 #include <mpi.h>
@@ -31,7 +31,8 @@ struct InFlight {
 
 class ProgressEngine {
 public:
-    ProgressEngine();
+    // Without `helper_thread` (or without MPI_THREAD_MULTIPLE), collectives progress only in waits.
+    explicit ProgressEngine(bool helper_thread);
     ~ProgressEngine();
     ProgressEngine(ProgressEngine const&) = delete;
     ProgressEngine& operator=(ProgressEngine const&) = delete;
@@ -40,6 +41,7 @@ public:
     std::shared_ptr<InFlight> track(std::vector<MPI_Request> requests);
     // Blocks until the request completes.
     void wait(InFlight& in_flight);
+    bool threaded() const { return threaded_; }  // whether a helper thread progresses the requests
     // Waits at most `seconds`; whether it completed. A request left incomplete is no longer tested.
     bool wait_for(std::shared_ptr<InFlight> const& in_flight, double seconds);
 

@@ -8,12 +8,9 @@
 
 #include <cstdio>
 
-#include <algorithm>
 #include <utility>
 
 namespace axonn {
-
-int cpu_count() { return static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN))); }
 
 void use_threads(int threads) {
     int const cpus = cpu_count();

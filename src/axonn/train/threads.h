@@ -6,8 +6,6 @@
 
 namespace axonn {
 
-int cpu_count();  // the machine's online CPUs
-
 // Checks `threads` (a --threads value: 1 to cpu_count()) and makes it OpenMP's thread count; a bad value is an
 // axonn::UsageError.
 void use_threads(int threads);

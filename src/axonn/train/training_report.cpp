@@ -27,6 +27,12 @@ std::string grad_comm_text(DecoderOptions const& model) {
     return "";
 }
 
+// "on", and whether a helper thread progresses the overlapped collectives (comm/progress.h).
+std::string overlap_text(DecoderOptions const& model, ProcessGrid& grid) {
+    if (!model.overlap) return "off";
+    return grid.progress().threaded() ? "on" : "on, progressed in waits (more ranks than CPUs on a node)";
+}
+
 void print_model(TrainOptions const& options, Decoder const& model) {
     DecoderMemory const memory = model.memory();
     fmt::print("axonn train | model {}\n", options.model.summary());
@@ -44,7 +50,7 @@ void print_grid(TrainOptions const& options, Decoder const& model, ProcessGrid& 
         "  grid {}{} over {} rank(s) (order {}) | threads {} per rank | overlap {} | {} pass(es) of {} "
         "sequence(s) per step | vocabulary over {}{}{}{}{}\n",
         grid.shape().to_string(), options.grid_source.empty() ? "" : " (" + options.grid_source + ")",
-        grid.world_size(), options.grid_order, options.threads, run.overlap ? "on" : "off", passes, model.max_batch(),
+        grid.world_size(), options.grid_order, options.threads, overlap_text(run, grid), passes, model.max_batch(),
         vocab_split_name(model.architecture().vocab_split),
         run.recompute == Recompute::layer ? " | layers recomputed" : "", run.cache_weights ? " | weights cached" : "",
         grad_comm_text(run),
