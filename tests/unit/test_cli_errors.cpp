@@ -371,6 +371,12 @@ std::vector<BadInput> const bad_inputs = {
      "--ckpt-async writes the --ckpt-every checkpoints in the background: pass --ckpt-every N", 2},
     {"negative_keep", "train --data {dir}/good --tokenizer byte --ckpt-dir {dir}/ck --keep -1",
      "--keep must not be negative, got -1", 2},
+    {"negative_gemm_rate", "train --data {dir}/good --tokenizer byte --gemm-rate -5",
+     "--gemm-rate must be a positive number of GFLOP/s, got -5", 2},
+    {"gemm_rate_nan", "train --data {dir}/good --tokenizer byte --gemm-rate nan",
+     "--gemm-rate must be a positive number of GFLOP/s, got nan", 2},
+    {"gemm_rate_not_a_number", "train --data {dir}/good --tokenizer byte --gemm-rate fast",
+     "Could not convert: --gemm-rate = fast", 2},
     {"resume_and_init_from", "train --data {dir}/good --tokenizer byte --resume {dir}/a --init-from {dir}/b",
      "pass one of them", 2},
     {"resume_a_missing_checkpoint", "train --data {dir}/good --tokenizer byte --resume {dir}/nowhere",
@@ -570,6 +576,27 @@ TEST_F(CommandLineErrors, Bf16WithoutANativeGemmIsEmulatedAndSaysSoOnce) {
     double const difference = std::abs(bf16_norm - fp32_norm) / fp32_norm;
     EXPECT_GT(difference, 1e-5) << "the emulated run did not round to bf16";
     EXPECT_LT(difference, 1e-2);
+}
+
+// A given GEMM rate (here through --gemm-rate's environment variable) replaces the one measured at start: the
+// banner names it, and each step's MFU is its model FLOP/s over that rate (one thread, one rank), to 1e-12.
+TEST_F(CommandLineErrors, AGivenGemmRateIsTheMfuDenominator) {
+    CommandResult const result = run_axonn(with_dir("train --data {dir}/good --tokenizer byte --model gpt2-micro "
+                                                    "--steps 2 --sample-tokens 0 --overwrite --metrics {dir}/rate.jsonl"),
+                                           dir_, "AXONN_GEMM_RATE=123.4");
+    ASSERT_EQ(result.exit_status, 0) << result.stderr_text;
+    std::string const banner = file_bytes(dir_ / "stdout.txt");
+    EXPECT_NE(banner.find("| --gemm-rate: single-core fp32 GEMM 123.4 GFLOP/s"), std::string::npos) << banner;
+    std::istringstream lines(file_bytes(with_dir("{dir}/rate.jsonl")));
+    int steps = 0;
+    for (std::string line; std::getline(lines, line);) {
+        nlohmann::json const record = nlohmann::json::parse(line);
+        if (!record.contains("mfu")) continue;
+        double const expected = record["model_flops_per_s"].get<double>() / 123.4e9;
+        EXPECT_NEAR(record["mfu"].get<double>(), expected, 1e-12 * expected) << line;
+        ++steps;
+    }
+    EXPECT_EQ(steps, 2);
 }
 
 // A checkpoint records its data: resuming it on other data is refused by name, and --new-data goes on from its

@@ -7,7 +7,9 @@
 #include <mpi.h>
 
 #include <array>
+#include <chrono>
 #include <string>
+#include <thread>
 
 namespace axonn {
 
@@ -28,7 +30,14 @@ std::string decided_by_rank_zero(Decide&& decide) {
         }
     }
     std::array<int, 2> header = {failed, static_cast<int>(text.size())};
-    MPI_Bcast(header.data(), 2, MPI_INT, 0, MPI_COMM_WORLD);
+    // The other ranks wait asleep, testing each millisecond: a decision may take long (a GEMM rate, a checkpoint's
+    // listing), and ranks spinning in MPI_Bcast meanwhile would take turns on the CPUs rank 0 needs where ranks
+    // share them.
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Ibcast(header.data(), 2, MPI_INT, 0, MPI_COMM_WORLD, &request);
+    for (int done = 0; MPI_Test(&request, &done, MPI_STATUS_IGNORE), !done;) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     text.resize(static_cast<std::size_t>(header[1]));
     MPI_Bcast(text.data(), header[1], MPI_CHAR, 0, MPI_COMM_WORLD);
     if (header[0] != 0) throw Error(text);

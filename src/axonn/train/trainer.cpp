@@ -73,6 +73,9 @@ void validate_train_options(TrainOptions const& options) {
         options.schedule.validate();
         options.optimizer.validate();
         options.sample.validate("--sample-tokens");
+        AXONN_REQUIRE(options.gemm_rate_gflops >= 0 && std::isfinite(options.gemm_rate_gflops),
+                      "--gemm-rate must be a positive number of GFLOP/s, got {} (or leave it out to measure the rate)",
+                      options.gemm_rate_gflops);
         use_threads(options.threads);
     });
 }
@@ -164,7 +167,7 @@ struct TrainingRun {
     // The weights the run starts from: the RNG's, then a resumed checkpoint's (everything, bit for bit) or
     // --init-from's.
     void load_start();
-    // The GEMM rate in the run's precision, measured now: MFU's denominator.
+    // The GEMM rate in the run's precision, measured now (or --gemm-rate's): MFU's denominator.
     void measure_gemm_rate();
     void print_banner();
 
@@ -261,15 +264,20 @@ void TrainingRun::load_start() {
 // slow each other in.
 // MFU then divides by one core's (or GPU's) rate times the job's cores, as before.
 void TrainingRun::measure_gemm_rate() {
-    nlohmann::json const shared = nlohmann::json::parse(decided_by_rank_zero([this] {
-        GemmRateMeasurement const measured = job.backend().measure_gemm_rate();
-        return nlohmann::json{{"flops_per_s", measured.flops_per_s},
-                              {"per_core", measured.per_core},
-                              {"hardware", measured.hardware}}
-            .dump();
-    }));
-    gemm_rate = {shared.at("flops_per_s").get<double>(), shared.at("per_core").get<bool>(),
-                 shared.at("hardware").get<std::string>()};
+    if (options.gemm_rate_gflops > 0) {
+        bool const per_core = job.backend().device_context().device < 0;
+        gemm_rate = {options.gemm_rate_gflops * 1e9, per_core, "given by --gemm-rate"};
+    } else {
+        nlohmann::json const shared = nlohmann::json::parse(decided_by_rank_zero([this] {
+            GemmRateMeasurement const measured = job.backend().measure_gemm_rate();
+            return nlohmann::json{{"flops_per_s", measured.flops_per_s},
+                                  {"per_core", measured.per_core},
+                                  {"hardware", measured.hardware}}
+                .dump();
+        }));
+        gemm_rate = {shared.at("flops_per_s").get<double>(), shared.at("per_core").get<bool>(),
+                     shared.at("hardware").get<std::string>()};
+    }
     peak_flops = gemm_rate.flops_per_s * (gemm_rate.per_core ? options.threads : 1) * job.grid().world_size();
 }
 

@@ -31,6 +31,7 @@ struct TrainOptions {
     AdamWConfig optimizer;
     std::uint64_t seed = 1337;
     int threads = 1;
+    double gemm_rate_gflops = 0;          // MFU's denominator per core (or GPU) if given; 0: measured at start
     GridShape grid;                       // data × z × y × x; its product must be the number of MPI ranks
     bool grid_auto = false;               // the grid `axonn tune` measured for this job, else the planner's choice
     std::string grid_source;              // where the grid came from, for the banner (a grid file); empty: --grid

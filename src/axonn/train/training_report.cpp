@@ -60,8 +60,9 @@ void print_grid(TrainOptions const& options, Decoder const& model, ProcessGrid& 
 }
 
 void print_backend(TrainOptions const& options, Backend const& backend, GemmRateMeasurement const& rate) {
-    fmt::print("  backend {} on {} | measured {} {} GEMM {:.1f} GFLOP/s (MFU denominator: this x {}ranks)\n",
-               backend.name(), rate.hardware, rate.per_core ? "single-core" : "device",
+    std::string const source = options.gemm_rate_gflops > 0 ? "| --gemm-rate:" : "on " + rate.hardware + " | measured";
+    fmt::print("  backend {} {} {} {} GEMM {:.1f} GFLOP/s (MFU denominator: this x {}ranks)\n",
+               backend.name(), source, rate.per_core ? "single-core" : "device",
                precision_name(options.run.model.precision), rate.flops_per_s / 1e9, rate.per_core ? "threads x " : "");
 }
 
