@@ -1,6 +1,10 @@
 #include "axonn/kernels/cpu/adamw.h"
 
+#include <omp.h>
+
 #include <cmath>
+#include <numeric>
+#include <vector>
 
 namespace axonn::cpu {
 
@@ -41,10 +45,22 @@ void adamw_update(float* param, float const* grad, float* m, float* v, std::int6
 }
 
 double sum_of_squares(float const* x, std::int64_t n) {
-    double sum = 0.0;
-#pragma omp parallel for simd reduction(+ : sum) schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
-    return sum;
+    // Each thread sums a fixed share and the shares are added in thread order. An OpenMP reduction adds them in
+    // the order the threads finish: with 3 threads or more the same gradients gave norms that differed in the
+    // last bit from call to call (often where threads outnumber cores), and clipping passed it on to the weights.
+    std::vector<double> shares(static_cast<std::size_t>(omp_get_max_threads()), 0.0);
+#pragma omp parallel num_threads(static_cast<int>(shares.size()))
+    {
+        auto const thread = static_cast<std::int64_t>(omp_get_thread_num());
+        auto const team = static_cast<std::int64_t>(omp_get_num_threads());
+        double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+        for (std::int64_t i = n * thread / team; i < n * (thread + 1) / team; ++i) {
+            sum += static_cast<double>(x[i]) * x[i];
+        }
+        shares[static_cast<std::size_t>(thread)] = sum;
+    }
+    return std::accumulate(shares.begin(), shares.end(), 0.0);
 }
 
 }  // namespace axonn::cpu
