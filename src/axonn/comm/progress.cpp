@@ -43,14 +43,8 @@ std::shared_ptr<InFlight> ProgressEngine::track(std::vector<MPI_Request> request
 }
 
 void ProgressEngine::wait(InFlight& in_flight) {
-    if (!threaded_) {
-        MPI_Waitall(static_cast<int>(in_flight.requests.size()), in_flight.requests.data(), MPI_STATUSES_IGNORE);
-        in_flight.complete = true;
-        in_flight.completed_s = trace_seconds();
-        return;
-    }
-    // The helper waits for the mutex meanwhile: one thread drives MPI's progress, and the helper's polls do not
-    // take the waiting rank's core from the ranks it waits for.
+    // A helper waits for the mutex meanwhile: one thread drives MPI's progress, and the helper's polls do not take
+    // the waiting rank's core from the ranks it waits for. (Without a helper, nothing is pending and no one waits.)
     std::lock_guard const lock(mutex_);
     if (in_flight.complete) return;
     MPI_Waitall(static_cast<int>(in_flight.requests.size()), in_flight.requests.data(), MPI_STATUSES_IGNORE);
