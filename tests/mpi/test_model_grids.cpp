@@ -308,7 +308,7 @@ TEST(BadGrids, RejectedWithTheValidGridsListed) {
     GptConfig const config = micro_model();
     int const world = world_size();
     try {
-        require_valid_grid(config, GridShape{.data = world + 1}, world, testing::suite_batch());
+        require_valid_grid(gpt_parameters(config), GridShape{.data = world + 1}, world, testing::suite_batch());
         ADD_FAILURE() << "a grid of the wrong size was accepted";
     } catch (Error const& e) {
         std::string const message = e.what();
@@ -318,7 +318,7 @@ TEST(BadGrids, RejectedWithTheValidGridsListed) {
     GptConfig four_heads = config;
     four_heads.n_head = 4;  // y = 8 no longer divides the heads
     if (world == 8) {
-        EXPECT_THROW(require_valid_grid(four_heads, GridShape{.y = 8}, 8, 8), Error);
+        EXPECT_THROW(require_valid_grid(gpt_parameters(four_heads), GridShape{.y = 8}, 8, 8), Error);
     }
     EXPECT_THROW(GridShape::parse("data=2,w=4"), Error);
 }

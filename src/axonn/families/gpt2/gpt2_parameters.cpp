@@ -80,8 +80,4 @@ std::vector<GridShape> valid_grids(GptConfig const& config, int world, int batch
     return valid_grids(gpt_parameters(config), world, batch);
 }
 
-void require_valid_grid(GptConfig const& config, GridShape const& grid, int world, int batch) {
-    require_valid_grid(gpt_parameters(config), grid, world, batch);
-}
-
 }  // namespace axonn

@@ -43,9 +43,8 @@ std::vector<ParamDecl> gpt_parameters(GptConfig const& config);
 // The layout of those tensors at this grid position.
 ShardLayout gpt_layout(GptConfig const& config, GridPosition const& position);
 
-// grid_problem, valid_grids and require_valid_grid (parallel/shard_layout.h) for GPT-2 with this config.
+// grid_problem and valid_grids (parallel/shard_layout.h) for GPT-2 with this config.
 std::optional<std::string> grid_problem(GptConfig const& config, GridShape const& grid, int batch);
 std::vector<GridShape> valid_grids(GptConfig const& config, int world, int batch);
-void require_valid_grid(GptConfig const& config, GridShape const& grid, int world, int batch);
 
 }  // namespace axonn
