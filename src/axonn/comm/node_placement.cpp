@@ -11,27 +11,34 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <tuple>
+#include <utility>
 
 namespace axonn {
 
-int cpu_count() { return static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN))); }
+namespace {
 
-bool node_has_a_cpu_per_rank(MPI_Comm world) {
+// This rank's place among the ranks of `world` that share its node (MPI's shared-memory group), and their number.
+// Collective over `world`.
+std::pair<int, int> rank_and_size_on_node(MPI_Comm world) {
     MPI_Comm node = MPI_COMM_NULL;
     MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    int node_ranks = 1;
-    MPI_Comm_size(node, &node_ranks);
+    std::pair<int, int> place;
+    MPI_Comm_rank(node, &place.first);
+    MPI_Comm_size(node, &place.second);
     MPI_Comm_free(&node);
-    return node_ranks <= cpu_count();
+    return place;
 }
+
+}  // namespace
+
+int cpu_count() { return static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN))); }
+
+bool node_has_a_cpu_per_rank(MPI_Comm world) { return rank_and_size_on_node(world).second <= cpu_count(); }
 
 NodePlacement node_placement() {
     NodePlacement placement;
-    MPI_Comm node = MPI_COMM_NULL;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    MPI_Comm_size(node, &placement.node_ranks);
-    MPI_Comm_rank(node, &placement.node_rank);
-    MPI_Comm_free(&node);
+    std::tie(placement.node_rank, placement.node_ranks) = rank_and_size_on_node(MPI_COMM_WORLD);
 
     std::optional<LauncherLocalRank> launcher;
     try {

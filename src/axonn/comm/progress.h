@@ -8,7 +8,7 @@
 // helper's next poll (that added a poll interval and two thread wake-ups to every blocking gather and scatter).
 // The helper runs only where each rank of the node has a CPU of its own: where ranks outnumber CPUs (tests, a
 // laptop) there is no idle CPU for it, and its polls only took turns from the ranks being waited for (8 ranks on
-// 2 CPUs, the mpi suite's generation tests: 39 s with the helper, 15 s without; docs/PERFORMANCE.md). It needs
+// 2 CPUs, the mpi suite's generation tests: 46.2 s with it, 21.7 s without; docs/PERFORMANCE.md). It needs
 // MPI_THREAD_MULTIPLE; where MPI does not provide it, collectives progress only in waits as well.
 #pragma once
 

@@ -266,7 +266,7 @@ void TrainingRun::load_start() {
 void TrainingRun::measure_gemm_rate() {
     if (options.gemm_rate_gflops > 0) {
         bool const per_core = job.backend().device_context().device < 0;
-        gemm_rate = {options.gemm_rate_gflops * 1e9, per_core, "given by --gemm-rate"};
+        gemm_rate = {options.gemm_rate_gflops * 1e9, per_core, {}};  // no hardware measured: the banner names the flag
     } else {
         nlohmann::json const shared = nlohmann::json::parse(decided_by_rank_zero([this] {
             GemmRateMeasurement const measured = job.backend().measure_gemm_rate();
