@@ -1,9 +1,10 @@
 // Any grid to any grid, for each family: under mpirun at np 1, 2, 4 and 8, gpt2-micro and the micro Llama (whose
 // 2 key/value heads are replicated on y = 4 and 8, and each replicated row must be saved once), B = 8, T = 16,
 // train 2 AdamW steps on each grid of the world size (all 20 at np 8 for GPT-2) and save a checkpoint (in files of
-// at most 4 KiB, so each rank writes many); every grid of that world size (at np 8, a quarter of them: pairs
-// (i, j) with i + j divisible by 4, so that each grid loads from five and saves for five), and the serial model on
-// each rank, load it and take a third step, as does the run that never moved; at np 6 and 8, a job of the first
+// at most 16 KiB, so each rank writes many: up to 93 of GPT-2's, about 12 on an 8-rank grid without data
+// replicas); every grid of that world size (at np 8, a quarter of them: pairs (i, j) with i + j divisible by 4, so
+// that each grid loads from five and saves for five), and the serial model on each rank, load it and take a third
+// step, as does the run that never moved; at np 6 and 8, a job of the first
 // four ranks too (y=2, x=2). At np 3 and 6 the grids and shapes are those of support/micro_model.h. The runs lay
 // their vocabulary out in turn over X·Y and over Y (--vocab-split): every other grid saves with Y's layout, and an
 // even-numbered grid loads with the layout the saving run did not use, so checkpoints cross between the two
@@ -183,7 +184,7 @@ TEST_P(CheckpointGrids, EveryGridLoadsWhatEveryGridSaved) {
         fs::path const folder = save_checkpoint(*original.grid, model,
                                                 {original.model->param_values(), original.optimizer->exp_avg(),
                                                  original.optimizer->exp_avg_sq(), saved_split},
-                                                2, nlohmann::json::object(), {dir, 0, 4096});
+                                                2, nlohmann::json::object(), {dir, 0, 16384});
         std::vector<std::pair<std::string, Tensor>> const saved = original.gathered_state();
         float const unmoved = original.step(2);
 

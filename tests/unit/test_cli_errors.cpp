@@ -642,10 +642,10 @@ TEST_F(CommandLineErrors, AResumedRunAppendsToItsOwnMetricsOnly) {
     for (char const* stale : {"own_ckpt", "own.jsonl", "other.jsonl", "job_ckpt", "job.jsonl"}) {
         fs::remove_all(dir_ / stale);
     }
-    ASSERT_EQ(
-        run_axonn(with_dir(run + "--steps 2 --ckpt-dir {dir}/own_ckpt --metrics {dir}/own.jsonl"), dir_).exit_status,
-        0);
-    ASSERT_EQ(run_axonn(with_dir(run + "--steps 2 --metrics {dir}/other.jsonl"), dir_).exit_status, 0);
+    for (char const* outputs : {"--ckpt-dir {dir}/own_ckpt --metrics {dir}/own.jsonl", "--metrics {dir}/other.jsonl"}) {
+        CommandResult const first = run_axonn(with_dir(run + "--steps 2 " + outputs), dir_);
+        ASSERT_EQ(first.exit_status, 0) << first.stderr_text;
+    }
     auto const run_ids = [](fs::path const& metrics) {
         std::set<std::string> ids;
         std::istringstream lines(file_bytes(metrics));
@@ -681,7 +681,8 @@ TEST_F(CommandLineErrors, AResumedRunAppendsToItsOwnMetricsOnly) {
     EXPECT_EQ(step_losses(dir_ / "own.jsonl").size(), 3u);
 
     std::string const job = run + "--steps 2 --ckpt-dir {dir}/job_ckpt --metrics {dir}/job.jsonl";
-    ASSERT_EQ(run_axonn(with_dir(job), dir_).exit_status, 0);
+    CommandResult const first_launch = run_axonn(with_dir(job), dir_);
+    ASSERT_EQ(first_launch.exit_status, 0) << first_launch.stderr_text;
     fs::remove_all(dir_ / "job_ckpt");  // as if the job's first launch had ended before its first checkpoint
     CommandResult const relaunched = run_axonn(with_dir(job + " --resume latest"), dir_);
     EXPECT_EQ(relaunched.exit_status, 0) << relaunched.stderr_text;
