@@ -1,15 +1,21 @@
 // MpiSession (comm/mpi_session.h): `axonn` started without a launcher asks Open MPI for its ob1 point-to-point
 // layer and never loads the cm layer (whose Omni-Path library waits about 0.2 s for hardware), unless the user
 // chose the layers: then cm is considered as Open MPI would. Open MPI's own log of its component choice
-// (OMPI_MCA_pml_base_verbose) shows which layers a process loaded.
+// (OMPI_MCA_pml_base_verbose) shows which layers a process loaded. Every such process keeps Open MPI's session
+// files in a folder of its own, which it removes at the end.
 #include "support/files.h"
 #include "support/temp_dir.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace axonn {
 // Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
@@ -38,6 +44,47 @@ TEST(MpiSession, TheUsersChoiceOfLayersIsKept) {
     // Every layer but UCX, as Debian's own default excludes it: cm is then loaded and tried.
     std::string const log = point_to_point_log("OMPI_MCA_pml=^ucx");
     EXPECT_NE(log.find("found loaded component cm"), std::string::npos) << log;
+}
+
+// The folders in `dir` that hold a session of Open MPI (an `ompi.*` folder inside).
+std::vector<std::filesystem::path> session_folders(std::filesystem::path const& dir) {
+    std::vector<std::filesystem::path> folders;
+    for (auto const& entry : std::filesystem::directory_iterator(dir)) {
+        if (!entry.is_directory()) continue;
+        for (auto const& inner : std::filesystem::directory_iterator(entry.path())) {
+            if (inner.path().filename().string().starts_with("ompi.")) folders.push_back(entry.path());
+        }
+    }
+    return folders;
+}
+
+// Open MPI gives every process that starts alone the same job id: with one session folder for all, two starting or
+// ending at once raced on it and one failed to start now and then. Two `axonn tokenize` reading standard input stay
+// alive side by side, with TMPDIR at an empty folder: each holds a session in a folder of its own there (where one
+// shared folder, ompi.HOST.UID, was), and the folder is empty again once both have ended.
+TEST(MpiSession, EveryProcessAloneHasASessionFolderOfItsOwn) {
+    using namespace std::chrono_literals;
+    testing::TempDir const dir;
+    std::string const command = "env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMI_RANK -u PMI_FD TMPDIR=" +
+                                dir.path().string() + " " + AXONN_BUILD_DIR + "/axonn tokenize --tokenizer byte > " +
+                                "/dev/null";
+    FILE* const first = ::popen(command.c_str(), "w");
+    FILE* const second = ::popen(command.c_str(), "w");
+    ASSERT_NE(first, nullptr);
+    ASSERT_NE(second, nullptr);
+    std::vector<std::filesystem::path> folders;
+    for (auto const start = std::chrono::steady_clock::now(); std::chrono::steady_clock::now() - start < 30s;) {
+        folders = session_folders(dir.path());
+        if (folders.size() == 2) break;
+        std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_EQ(folders.size(), 2u) << "session folders in " << dir.path();
+    for (FILE* const input : {first, second}) {
+        std::fputs("hi", input);
+        int const status = ::pclose(input);  // standard input ends: the command prints the ids and exits
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << command;
+    }
+    EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << dir.path() << " keeps a session folder";
 }
 
 }  // namespace test_mpi_session

@@ -3,6 +3,8 @@
 // same binary runs alone or under mpirun or srun.
 #pragma once
 
+#include <filesystem>
+
 namespace axonn {
 
 class MpiSession {
@@ -14,10 +16,18 @@ public:
     // Such a process also takes Open MPI's ob1 point-to-point layer (OMPI_MCA_pml, unless the user set it) without
     // trying the cm layer first: it has no peers to reach over a fabric, and loading cm's Omni-Path library (PSM2)
     // waits about 0.2 s for hardware, most machines having none: `axonn plan --help` alone 0.26 s → 0.06 s.
+    // Such a process also keeps Open MPI's session files in a folder of its own (OMPI_MCA_orte_tmpdir_base, unless
+    // the user set it), removed at the end: Open MPI gives every process that starts alone the same job id, so they
+    // all shared one session folder (/tmp/ompi.HOST.UID/jf.0/1), and two starting or ending at once raced on it,
+    // one failing to start ("A call to mkdir was unable to create the desired directory ... File exists": 2 of 240
+    // `axonn --help` run four at a time on 2 cores).
     MpiSession(int& argc, char**& argv);
     ~MpiSession();
     MpiSession(MpiSession const&) = delete;
     MpiSession& operator=(MpiSession const&) = delete;
+
+private:
+    std::filesystem::path own_session_base_;  // empty where Open MPI chooses the session folder
 };
 
 }  // namespace axonn
