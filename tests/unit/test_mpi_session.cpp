@@ -21,14 +21,18 @@ namespace axonn {
 // Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
 namespace test_mpi_session {
 
+// The start of a command line that runs a command as a user's shell would, without the variables of a launcher
+// (this suite itself may run under mpirun).
+std::string const without_a_launcher = "env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMI_RANK -u PMI_FD ";
+
 // What Open MPI logs of its point-to-point layers when `axonn plan --help` runs alone with `environment` set.
 // This suite's own process set OMPI_MCA_pml for itself (the same session): it and any launcher's variables are
 // removed, so that the command starts as a user's shell would start it.
 std::string point_to_point_log(std::string const& environment) {
     testing::TempDir dir;
     std::filesystem::path const log = dir / "stderr.txt";
-    std::string const command = "env -u OMPI_MCA_pml -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMI_RANK -u PMI_FD " +
-                                environment + " OMPI_MCA_pml_base_verbose=10 " + AXONN_BUILD_DIR +
+    std::string const command = without_a_launcher + "-u OMPI_MCA_pml " + environment +
+                                " OMPI_MCA_pml_base_verbose=10 " + AXONN_BUILD_DIR +
                                 "/axonn plan --help > /dev/null 2> " + log.string();
     EXPECT_EQ(std::system(command.c_str()), 0) << command;
     return testing::file_bytes(log);
@@ -65,9 +69,8 @@ std::vector<std::filesystem::path> session_folders(std::filesystem::path const& 
 TEST(MpiSession, EveryProcessAloneHasASessionFolderOfItsOwn) {
     using namespace std::chrono_literals;
     testing::TempDir const dir;
-    std::string const command = "env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMI_RANK -u PMI_FD TMPDIR=" +
-                                dir.path().string() + " " + AXONN_BUILD_DIR + "/axonn tokenize --tokenizer byte > " +
-                                "/dev/null";
+    std::string const command = without_a_launcher + "-u OMPI_MCA_orte_tmpdir_base TMPDIR=" + dir.path().string() +
+                                " " + AXONN_BUILD_DIR + "/axonn tokenize --tokenizer byte > /dev/null";
     FILE* const first = ::popen(command.c_str(), "w");
     FILE* const second = ::popen(command.c_str(), "w");
     ASSERT_NE(first, nullptr);

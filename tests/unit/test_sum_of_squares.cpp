@@ -12,7 +12,8 @@
 #include <vector>
 
 namespace axonn::cpu {
-namespace {
+// Named, not anonymous: the suite compiles in batches of files (tests/CMakeLists.txt), one namespace apart.
+namespace test_sum_of_squares {
 
 TEST(SumOfSquares, IsTheSameOnEveryCallWithAnyNumberOfThreads) {
     std::vector<float> x(100'003);
@@ -34,5 +35,5 @@ TEST(SumOfSquares, IsTheSameOnEveryCallWithAnyNumberOfThreads) {
     omp_set_num_threads(threads);
 }
 
-}  // namespace
+}  // namespace test_sum_of_squares
 }  // namespace axonn::cpu

@@ -1,7 +1,6 @@
 #include "axonn/comm/mpi_session.h"
 
 #include <mpi.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <string>
@@ -28,7 +27,7 @@ fs::path new_session_base() {
     std::error_code error;
     fs::path const temporary = fs::temp_directory_path(error);
     if (error) return {};
-    std::string name = (temporary / "axonn-mpi-XXXXXX").string();
+    std::string name = (temporary / "axonn-mpi-XXXXXX").string();  // mkdtemp puts a unique name in place of the Xs
     if (::mkdtemp(name.data()) == nullptr) return {};
     return name;
 }
