@@ -135,6 +135,7 @@ inline void fresh_ckpt_dir(std::filesystem::path const& checkpoint, std::filesys
 class JobTest : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
+        set_job_environment();
         temp_dir_ = std::make_unique<TempDir>(::testing::UnitTest::GetInstance()->current_test_suite()->name());
         dir_ = temp_dir_->path();
         std::filesystem::create_directories(dir_ / "data");
@@ -144,6 +145,17 @@ protected:
         write_token_shard(dir_ / "data" / "val.bin", tokens, 16);
     }
     static void TearDownTestSuite() { temp_dir_.reset(); }
+
+    // The environment of every job the suite launches, AXONN_TEST_JOB_ENVIRONMENT's "NAME=VALUE" words
+    // (tests/CMakeLists.txt), set here: ctest gives a discovered test the first variable of a list only.
+    static void set_job_environment() {
+        std::istringstream words(AXONN_TEST_JOB_ENVIRONMENT);
+        for (std::string word; words >> word;) {
+            std::size_t const equals = word.find('=');
+            ASSERT_NE(equals, std::string::npos) << "AXONN_TEST_JOB_ENVIRONMENT holds " << word;
+            ::setenv(word.substr(0, equals).c_str(), word.substr(equals + 1).c_str(), 1);
+        }
+    }
 
     static std::string axonn() { return (std::filesystem::path(AXONN_BUILD_DIR) / "axonn").string(); }
 
