@@ -1,5 +1,6 @@
 // Ranks × threads never oversubscribe a machine's CPUs silently: a job that asks for more threads in all than the
-// machine has CPUs trains, and warns once; one that fits prints no such warning.
+// machine has CPUs trains, and warns once; so does a rank that mpirun bound to fewer CPUs than its threads (its
+// default for 2 ranks or fewer); a job that fits prints neither warning.
 #include "axonn/train/threads.h"
 #include "jobs/job.h"
 
@@ -13,13 +14,14 @@ using testing::JobResult;
 
 class Threads : public testing::JobTest {
 protected:
-    static int warnings(JobResult const& result) {
+    static int warnings(JobResult const& result, std::string const& warning = "oversubscribe its") {
         int count = 0;
-        for (std::size_t at = 0; (at = result.stderr_text.find("oversubscribe its", at)) != std::string::npos; ++at) {
+        for (std::size_t at = 0; (at = result.stderr_text.find(warning, at)) != std::string::npos; ++at) {
             ++count;
         }
         return count;
     }
+    static constexpr char const* bound_warning = "on a rank bound to";
 };
 
 TEST_F(Threads, OversubscribedRanksTimesThreadsWarnOnce) {
@@ -36,6 +38,21 @@ TEST_F(Threads, AJobWithinTheCpusDoesNotWarn) {
     JobResult const result = mpirun("-np 1 " + train("--steps 2 --threads 1"));
     EXPECT_EQ(result.exit_status, 0) << result.stderr_text;
     EXPECT_EQ(warnings(result), 0) << result.stderr_text;
+    EXPECT_EQ(warnings(result, bound_warning), 0) << result.stderr_text;
+}
+
+TEST_F(Threads, ARankBoundToFewerCpusThanItsThreadsWarnsOnce) {
+    if (cpu_count() < 2) GTEST_SKIP() << "needs 2 CPUs: one rank bound to one core, running 2 threads";
+    JobResult const bound = mpirun("--bind-to core -np 1 " + train("--steps 2 --threads 2"));
+    EXPECT_EQ(bound.exit_status, 0) << bound.stderr_text;
+    EXPECT_EQ(warnings(bound, bound_warning), 1) << bound.stderr_text;
+    EXPECT_NE(bound.stderr_text.find("--threads 2 on a rank bound to 1 CPU(s)"), std::string::npos)
+        << bound.stderr_text;
+    EXPECT_NE(bound.stderr_text.find("mpirun --bind-to none"), std::string::npos) << bound.stderr_text;
+    // Unbound, the same job may use every CPU: no warning.
+    JobResult const unbound = mpirun("--bind-to none -np 1 " + train("--steps 2 --threads 2"));
+    EXPECT_EQ(unbound.exit_status, 0) << unbound.stderr_text;
+    EXPECT_EQ(warnings(unbound, bound_warning), 0) << unbound.stderr_text;
 }
 
 }  // namespace test_threads

@@ -10,9 +10,10 @@ namespace axonn {
 // axonn::UsageError.
 void use_threads(int threads);
 
-// When the ranks on one machine (`placement`) run more threads in all than it has CPUs, its first rank prints a
-// one-line warning (the run goes on, slowly: threads then wait for each other's CPUs), once per process and thread
-// count: `axonn tune`, which times several grids, says it once.
+// When the ranks on one machine (`placement`) run more threads in all than it has CPUs, or its first rank is bound
+// to fewer CPUs than it runs threads (mpirun's binding), that rank prints a one-line warning for each (the run goes
+// on, slowly: threads then wait for each other's CPUs), once per process and thread count: `axonn tune`, which
+// times several grids, says it once.
 void warn_if_oversubscribed(int threads, NodePlacement const& placement);
 
 }  // namespace axonn
