@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Bad input to the cluster scripts (label unit): each case must end with status 2 and one line on stderr that
-# names the problem, before anything is started. Table: expected message fragment | command.
+# Bad input to the cluster, fuzzing and build scripts (label unit): each case must end with status 2 and one line
+# on stderr that names the problem, before anything is started. Table: expected message fragment | command.
 #   tests/scripts/bad_script_input.sh REPOSITORY
 set -uo pipefail
 repo=${1:?usage: bad_script_input.sh REPOSITORY}
@@ -31,4 +31,13 @@ check "unknown action 'begin'" "$slurm" begin
 check "--cpus must be a count from 1 to 1024" "$slurm" status --cpus 0
 check "unknown argument '--port'" "$slurm" status --port 1
 check "too long for munge's socket" "$slurm" status --dir "/tmp/$(printf 'x%.0s' {1..90})"
+fuzz=$repo/scripts/fuzz
+check "no command" "$fuzz"
+check "unknown command 'fuzz'" "$fuzz" fuzz
+check "run needs SECONDS" "$fuzz" run
+check "run needs SECONDS" "$fuzz" run 0
+check "--jobs must be a count" "$fuzz" build --jobs x
+check "unknown argument '--seconds'" "$fuzz" run 5 --seconds 5
+check "the only argument is --jobs N" "$repo/scripts/cuda-build" --jobs 0
+check "--fuzz takes at most SECONDS" "$repo/scripts/test" --fuzz 1x
 exit "$failed"
