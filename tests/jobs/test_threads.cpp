@@ -41,6 +41,25 @@ TEST_F(Threads, AJobWithinTheCpusDoesNotWarn) {
     EXPECT_EQ(warnings(result, bound_warning), 0) << result.stderr_text;
 }
 
+// The suite's own launches: every variable of the tests' job environment (tests/CMakeLists.txt) reaches the ranks,
+// and one rank is not bound to one core (mpirun's default for 2 ranks or fewer), so two one-rank tests side by side
+// do not share a core.
+TEST_F(Threads, JobsGetTheWholeTestEnvironmentAndNoBinding) {
+    JobResult const result = mpirun("-np 1 sh -c 'env; grep Cpus_allowed_list /proc/self/status'");
+    ASSERT_EQ(result.exit_status, 0) << result.stderr_text;
+    std::string const printed = testing::file_bytes(dir_ / "stdout.txt");
+    for (char const* variable : {"OMPI_MCA_pml=ob1\n", "OMPI_MCA_hwloc_base_binding_policy=none\n",
+                                 "AXONN_GEMM_RATE=100\n"}) {
+        EXPECT_NE(printed.find(variable), std::string::npos) << variable << " missing from:\n" << printed;
+    }
+    // The rank may run where the test itself may.
+    std::string const status = testing::file_bytes("/proc/self/status");
+    std::size_t const line = status.find("Cpus_allowed_list:");
+    ASSERT_NE(line, std::string::npos) << status;
+    std::string const allowed = status.substr(line, status.find('\n', line) + 1 - line);
+    EXPECT_NE(printed.find(allowed), std::string::npos) << "this process: " << allowed << "the rank:\n" << printed;
+}
+
 TEST_F(Threads, ARankBoundToFewerCpusThanItsThreadsWarnsOnce) {
     if (cpu_count() < 2) GTEST_SKIP() << "needs 2 CPUs: one rank bound to one core, running 2 threads";
     JobResult const bound = mpirun("--bind-to core -np 1 " + train("--steps 2 --threads 2"));
