@@ -599,6 +599,34 @@ TEST_F(CommandLineErrors, AGivenGemmRateIsTheMfuDenominator) {
     EXPECT_EQ(steps, 2);
 }
 
+// Without a given rate (ctest gives every test one, tests/CMakeLists.txt; unset here), rank 0 measures one core's
+// fp32 GEMM rate at start: the banner prints it, and each step's MFU is its model FLOP/s over that rate. The banner
+// rounds the rate to 0.1 GFLOP/s, hence the tolerance: half of that over the printed rate.
+TEST_F(CommandLineErrors, AStartWithoutAGivenRateMeasuresItForTheMfu) {
+    CommandResult const result = run_axonn(with_dir("train --data {dir}/good --tokenizer byte --model gpt2-micro "
+                                                    "--steps 2 --sample-tokens 0 --overwrite --metrics "
+                                                    "{dir}/measured.jsonl"),
+                                           dir_, "env -u AXONN_GEMM_RATE");
+    ASSERT_EQ(result.exit_status, 0) << result.stderr_text;
+    std::string const banner = file_bytes(dir_ / "stdout.txt");
+    std::string const printed = "| measured single-core fp32 GEMM ";
+    std::size_t const at = banner.find(printed);
+    ASSERT_NE(at, std::string::npos) << banner;
+    double const rate = std::stod(banner.substr(at + printed.size()));
+    EXPECT_NE(banner.find(" GFLOP/s (MFU denominator", at), std::string::npos) << banner;
+    ASSERT_TRUE(std::isfinite(rate) && rate >= 1.0) << "a measured rate of " << rate << " GFLOP/s";
+    std::istringstream lines(file_bytes(with_dir("{dir}/measured.jsonl")));
+    int steps = 0;
+    for (std::string line; std::getline(lines, line);) {
+        nlohmann::json const record = nlohmann::json::parse(line);
+        if (!record.contains("mfu")) continue;
+        double const expected = record["model_flops_per_s"].get<double>() / (rate * 1e9);
+        EXPECT_NEAR(record["mfu"].get<double>(), expected, 0.05 / rate * expected) << line;
+        ++steps;
+    }
+    EXPECT_EQ(steps, 2);
+}
+
 // A checkpoint records its data: resuming it on other data is refused by name, and --new-data goes on from its
 // weights at the start of the new data (with a note); resuming on its own data is unchanged.
 TEST_F(CommandLineErrors, ResumingOnOtherDataIsRefusedUnlessAskedFor) {
