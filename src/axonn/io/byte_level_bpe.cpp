@@ -44,7 +44,7 @@ std::optional<std::string> ByteSpelling::bytes(std::string_view spelled) const {
     return raw;
 }
 
-std::int32_t find_token(Vocabulary const& vocabulary, std::string const& raw) {
+std::int32_t find_token(Vocabulary const& vocabulary, std::string_view raw) {
     auto const found = vocabulary.find(raw);
     return found == vocabulary.end() ? -1 : found->second;
 }
@@ -73,10 +73,12 @@ BytePairMerger::BytePairMerger(Vocabulary const& vocabulary) {
     }
 }
 
-bool BytePairMerger::add_merge(std::string const& left, std::string const& right, Vocabulary const& vocabulary) {
+bool BytePairMerger::add_merge(std::string_view left, std::string_view right, Vocabulary const& vocabulary) {
     std::int32_t const left_id = find_token(vocabulary, left);
     std::int32_t const right_id = find_token(vocabulary, right);
-    std::int32_t const result_id = find_token(vocabulary, left + right);
+    std::string joined(left);
+    joined += right;
+    std::int32_t const result_id = find_token(vocabulary, joined);
     if (left_id < 0 || right_id < 0 || result_id < 0) return false;
     merges_.try_emplace(pair_key(left_id, right_id), Merge{static_cast<std::int32_t>(merges_.size()), result_id});
     return true;

@@ -117,7 +117,7 @@ public:
         if (auto const byte = BytePairMerger::missing_byte(vocabulary)) {
             fail_corrupt_gpt2_file(encoder_path, "no token for byte {}", *byte);
         }
-        eot_id_ = find_token(vocabulary, std::string(gpt2_end_of_text));
+        eot_id_ = find_token(vocabulary, gpt2_end_of_text);
         if (eot_id_ < 0) fail_corrupt_gpt2_file(encoder_path, "no {} token", gpt2_end_of_text);
         merger_ = BytePairMerger(vocabulary);
         read_merges(directory / "vocab.bpe", spelling, vocabulary, merger_);

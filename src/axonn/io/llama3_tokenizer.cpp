@@ -156,16 +156,17 @@ void require_supported(std::filesystem::path const& path, json const& root) {
 }
 
 // One merge, "left right" or ["left", "right"], as spelled in the file.
-std::pair<std::string, std::string> merge_pair(std::filesystem::path const& path, json const& merge,
-                                               std::size_t index) {
+// Views into `merge`'s strings.
+std::pair<std::string_view, std::string_view> merge_pair(std::filesystem::path const& path, json const& merge,
+                                                         std::size_t index) {
     if (merge.is_string()) {
-        std::string const& text = merge.get_ref<std::string const&>();
+        std::string_view const text = merge.get_ref<std::string const&>();
         std::size_t const space = text.find(' ');
         if (space != std::string::npos && text.find(' ', space + 1) == std::string::npos) {
             return {text.substr(0, space), text.substr(space + 1)};
         }
     } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
-        return {merge[0].get<std::string>(), merge[1].get<std::string>()};
+        return {merge[0].get_ref<std::string const&>(), merge[1].get_ref<std::string const&>()};
     }
     fail_corrupt_tokenizer_json(path, "merge {} is not two tokens", index);
 }
@@ -276,6 +277,7 @@ private:
     // model.vocab: {"<spelled token>": id, ...}, spelled as in GPT-2's files.
     void read_vocabulary(std::filesystem::path const& path, json const& vocab) {
         ByteSpelling const spelling;
+        vocabulary_.reserve(vocab.size());
         for (auto const& [spelled, id] : vocab.items()) {
             if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() >= id_limit) {
                 fail_corrupt_tokenizer_json(path, "the id of vocabulary token {} is not an integer in range", spelled);
@@ -293,6 +295,7 @@ private:
 
     void read_merges(std::filesystem::path const& path, json const& merges) {
         ByteSpelling const spelling;
+        merger_.reserve_merges(merges.size());
         for (std::size_t index = 0; index < merges.size(); ++index) {
             auto const [left_spelled, right_spelled] = merge_pair(path, merges[index], index);
             auto const left = spelling.bytes(left_spelled);
@@ -341,7 +344,7 @@ private:
 
     std::vector<std::int32_t> piece_ids(std::string_view piece) const {
         if (ignore_merges_) {
-            std::int32_t const whole = find_token(vocabulary_, std::string(piece));
+            std::int32_t const whole = find_token(vocabulary_, piece);
             if (whole >= 0) return {whole};
         }
         return merger_.merge(piece);
