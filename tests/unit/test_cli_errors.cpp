@@ -223,6 +223,8 @@ std::vector<BadInput> const bad_inputs = {
      "plot {dir}/text.txt already exists", 1},
     {"plan_overwrite_without_a_plot", "plan --model gpt-5b --gpus 8 --batch 8 --overwrite",
      "--overwrite requires --weak-scaling", 2},
+    {"plan_plot_without_weak_scaling", "plan --model gpt-5b --gpus 8 --batch 8 --plot {dir}/plan.png",
+     "--plot requires --weak-scaling", 2},
     {"import_over_an_earlier_import", "import --format hf {dir}/empty --out {dir}/imported_before",
      "--out {dir}/imported_before already holds a checkpoint of step 0", 1},
     {"export_into_the_checkpoint_folder", "export {dir}/model {dir}/model",

@@ -217,7 +217,9 @@ void add_plan_command(CLI::App& app) {
         ->check(CLI::IsMember({"per-device", "fixed"}))
         ->needs(weak)
         ->capture_default_str();
-    command->add_option("--plot", flags->plot, "with --weak-scaling: the PNG to write")->capture_default_str();
+    command->add_option("--plot", flags->plot, "with --weak-scaling: the PNG to write")
+        ->needs(weak)
+        ->capture_default_str();
     command->add_flag("--overwrite", flags->overwrite, "with --weak-scaling: replace an existing --plot file")
         ->needs(weak);
 
