@@ -72,6 +72,10 @@ void append_option(std::vector<std::string>& arguments, CLI::Option const& optio
         }
         return;
     }
+    // An option whose value may be left out took a boolean above: anything else must be its value.
+    AXONN_REQUIRE(option.get_expected_min() != 0 || kind != ValueKind::text || node.is_string(),
+                  "{}: '{}' must be true, false or a string, not {}", toml_location(node, file), name,
+                  toml_type_name(node));
     // --name=value: a value that starts with '-' stays a value.
     arguments.push_back(flag + "=" + scalar_text(node, kind, name, file));
 }
