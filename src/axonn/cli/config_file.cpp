@@ -72,8 +72,8 @@ void append_option(std::vector<std::string>& arguments, CLI::Option const& optio
         }
         return;
     }
-    // An option whose value may be left out took a boolean above: anything else must be its value.
-    AXONN_REQUIRE(option.get_expected_min() != 0 || kind != ValueKind::text || node.is_string(),
+    bool const value_may_be_left_out = option.get_expected_min() == 0;  // it took a boolean above
+    AXONN_REQUIRE(!value_may_be_left_out || kind != ValueKind::text || node.is_string(),
                   "{}: '{}' must be true, false or a string, not {}", toml_location(node, file), name,
                   toml_type_name(node));
     // --name=value: a value that starts with '-' stays a value.
