@@ -171,6 +171,15 @@ std::vector<BadInput> const bad_inputs = {
     {"memorization_study_canaries_do_not_fit", "memorization study --out {dir}/study --canaries 100 --steps 10",
      "do not fit in 10 steps", 2},
     {"memorization_study_without_out", "memorization study --quick", "--out is required", 2},
+    // The study's --out is checked before any work (it refused a file in its path only after training, and
+    // replaced an earlier study's results without a word).
+    {"memorization_study_out_under_a_file", "memorization study --quick --out {dir}/text.txt/study",
+     "cannot create the folder {dir}/text.txt/study for the results (--out): a part of that path is a file", 1},
+    {"memorization_study_over_an_earlier_study", "memorization study --quick --out {dir}/old_study",
+     "the folder {dir}/old_study for the results (--out) already holds results.md (from an earlier run?): choose a "
+     "new or empty folder, or pass --overwrite", 1},
+    {"memorization_extreme_over_an_earlier_study",
+     "memorization study --experiment extreme --quick --out {dir}/old_study", "already holds results.md", 1},
     {"memorization_extreme_with_a_buckets_option", "memorization study --experiment extreme --out {dir}/x --buckets 1,2",
      "--buckets belongs to --experiment buckets, not to --experiment extreme", 2},
     {"memorization_buckets_with_an_extreme_option", "memorization study --out {dir}/x --epochs 3",
@@ -498,6 +507,8 @@ protected:
         std::ofstream(dir_ / "no_response.jsonl") << "{\"prompt\": \"a\", \"answer\": \"b\"}\n";
         std::ofstream(dir_ / "empty.jsonl") << "";
         std::ofstream(dir_ / "old_metrics.jsonl") << "{\"step\"}\n";
+        fs::create_directories(dir_ / "old_study");
+        std::ofstream(dir_ / "old_study" / "results.md") << "# Memorization study\n";
         std::ofstream(dir_ / "binary.dat", std::ios::binary) << std::string("abc\0def", 7);
         std::ofstream(dir_ / "syntax.toml") << "steps = 3\nlr = = 2\n";
         std::ofstream(dir_ / "duplicate.toml") << "steps = 3\nsteps = 4\n";

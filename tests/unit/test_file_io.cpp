@@ -38,6 +38,38 @@ TEST(FileIo, InputsThatAreNotRegularFilesAreNamedAsWhatTheyAre) {
               std::string::npos);
 }
 
+// A results folder is accepted when it is new or empty (or with overwrite), refused when it holds anything or when
+// a part of its path is a file; the message names what it holds.
+TEST(FileIo, AnOutputFolderMustBeNewOrEmpty) {
+    TempDir dir("output_folder");
+    fs::create_directories(dir / "empty");
+    fs::create_directories(dir / "used");
+    std::ofstream(dir / "used" / "results.md") << "# an earlier study\n";
+    std::ofstream(dir / "file") << "text";
+    struct Case {
+        fs::path folder;
+        bool overwrite;
+        std::string expected;  // a piece of the error, or "" for none
+    };
+    Case const cases[] = {
+        {dir / "new" / "deeper", false, ""},
+        {dir / "empty", false, ""},
+        {dir / "used", true, ""},
+        {dir / "used", false, "the folder " + (dir / "used").string() + " for the results already holds results.md"},
+        {dir / "file", true, "a part of that path is a file, not a folder"},
+        {dir / "file" / "under", false, "cannot create the folder " + (dir / "file" / "under").string()},
+    };
+    for (Case const& c : cases) {
+        auto const check = [&] { require_new_output_folder(c.folder, "results", c.overwrite); };
+        if (c.expected.empty()) {
+            EXPECT_NO_THROW(check()) << c.folder;
+        } else {
+            std::string const error = error_of(check);
+            EXPECT_NE(error.find(c.expected), std::string::npos) << c.folder << ": " << error;
+        }
+    }
+}
+
 TEST(FileIo, ReadsWholeFilesUpToALimit) {
     TempDir dir;
     std::ofstream(dir / "text") << "0123456789";

@@ -4,6 +4,7 @@
 #include "axonn/cli/goldfish_option.h"
 #include "axonn/cli/model_options.h"
 #include "axonn/core/error.h"
+#include "axonn/core/file_io.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/memorization/memorization_eval.h"
 #include "axonn/memorization/extreme_report.h"
@@ -153,6 +154,7 @@ void add_study(CLI::App& parent) {
     auto experiment = std::make_shared<std::string>("buckets");
     auto quick = std::make_shared<bool>(false);
     auto check = std::make_shared<bool>(false);
+    auto overwrite = std::make_shared<bool>(false);
     auto grid_spec = std::make_shared<std::string>("data=1,z=1,y=1,x=1");
     auto sizes = std::make_shared<std::vector<std::string>>();
     auto skip = std::make_shared<std::vector<std::string>>();
@@ -163,6 +165,8 @@ void add_study(CLI::App& parent) {
     command->add_flag("--quick", *quick, "the smoke version (under a minute for buckets: model M, buckets 1x and 32x, "
                                          "no ablations or fine-tuning; about 90 s for extreme: 20 documents, 60 epochs)");
     command->add_flag("--check", *check, "exit non-zero when one of the criteria in results.md fails");
+    command->add_flag("--overwrite", *overwrite, "write into an --out folder that is not empty (an earlier study's), "
+                      "replacing its results");
     command->add_option("--sizes", *sizes, "buckets: model sizes to train, smallest first (XS, S, M, L; default all, "
                         "--quick M)")->delimiter(',');
     command->add_option("--models", extreme->models, "extreme: model presets, smallest first (default gpt2-micro,"
@@ -215,7 +219,9 @@ void add_study(CLI::App& parent) {
     command->add_option("--grid-order", given->grid_order, "rank order of the axes, fastest first")
         ->capture_default_str();
     command->add_option("--threads", given->threads, "OpenMP threads per rank")->capture_default_str();
-    command->callback([command, given, extreme, experiment, quick, check, grid_spec, sizes, skip, text] {
+    command->callback([command, given, extreme, experiment, quick, check, overwrite, grid_spec, sizes, skip, text] {
+        // Before any work: the results would otherwise be refused, or would replace others, minutes from now.
+        require_new_output_folder(given->out, "results (--out)", *overwrite);
         auto const take = [&](char const* option, auto& target, auto const& value) {
             if (command->count(option) > 0) target = value;
         };

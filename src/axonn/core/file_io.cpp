@@ -164,6 +164,26 @@ void create_folder(fs::path const& folder, std::string_view what) {
     fail("cannot create the folder {} for the {}: {}", folder.string(), what, problem);
 }
 
+void require_new_output_folder(fs::path const& folder, std::string_view what, bool overwrite) {
+    // The nearest part of the path that exists must be a folder, where create_folder would make the rest.
+    for (fs::path part = folder; !part.empty(); part = part.parent_path()) {
+        struct stat info {};
+        if (::stat(part.c_str(), &info) == 0) {
+            AXONN_REQUIRE(S_ISDIR(info.st_mode), "cannot create the folder {} for the {}: a part of that path is a "
+                          "file, not a folder", folder.string(), what);
+            break;
+        }
+        if (part == part.parent_path()) break;  // the root
+    }
+    std::error_code error;
+    if (overwrite || !fs::is_directory(folder, error)) return;
+    auto entries = fs::directory_iterator(folder, error);
+    if (error || entries == fs::directory_iterator()) return;
+    fail("the folder {} for the {} already holds {} (from an earlier run?): choose a new or empty folder, or pass "
+         "--overwrite to replace what this run writes there",
+         folder.string(), what, entries->path().filename().string());
+}
+
 AtomicFile::AtomicFile(fs::path destination, std::string what)
     : destination_(std::move(destination)), partial_(destination_.string() + ".partial"), what_(std::move(what)) {
     // Opened without O_TRUNC: the file may be another process's until the lock below says it is not.

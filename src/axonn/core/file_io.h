@@ -78,6 +78,11 @@ void sync_folder(std::filesystem::path const& folder);
 // Creates `folder` and its parents; a path component that is a file, or no permission, is an axonn::Error.
 void create_folder(std::filesystem::path const& folder, std::string_view what);
 
+// What a run that writes its results into `folder` checks before any work, on every rank alike: that the folder
+// can be made (no part of its path is a file) and that it is new or empty, unless `overwrite` (an earlier run's
+// results would be replaced).
+void require_new_output_folder(std::filesystem::path const& folder, std::string_view what, bool overwrite);
+
 // A file written beside its destination (as "<destination>.partial") and renamed into place by commit(), after
 // its data reached the disk. Destroyed without commit(), it removes the partial file. The partial file is locked
 // while it is written: a second process writing the same destination is an error, not a torn file; a partial
