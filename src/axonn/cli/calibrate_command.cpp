@@ -75,8 +75,10 @@ void add_calibrate_command(CLI::App& app) {
     command->add_option("--out", *out, "the profile to write, such as configs/machines/local.toml")->required();
     command->add_option("--name", options->name, "the profile's name")->capture_default_str();
     command->add_flag("--quick", options->quick, "fewer shapes, message sizes and repetitions: under 10 s");
+    auto overwrite = std::make_shared<bool>(false);
+    command->add_flag("--overwrite", *overwrite, "replace an existing --out file (an earlier calibration's)");
 
-    command->callback([options, out] {
+    command->callback([options, out, overwrite] {
         std::filesystem::path const path = *out;
         std::filesystem::path const folder = path.parent_path();
         // Checked before the measurements, which take a while, rather than when the file is written.
@@ -84,6 +86,11 @@ void add_calibrate_command(CLI::App& app) {
             throw UsageError(fmt::format("--out {}: the folder {} {}: create it or choose another path",
                                          path.string(), folder.string(), *problem));
         }
+        as_usage_errors([&] {
+            AXONN_REQUIRE(!std::filesystem::is_directory(path), "--out {} is a folder: name a file such as {}",
+                          path.string(), (path / "local.toml").string());
+        });
+        require_writable_output(path, "machine profile", *overwrite);
         MachineProfile const profile = measure_machine_profile(*options);
         int rank = 0;
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
