@@ -374,6 +374,8 @@ std::vector<BadInput> const bad_inputs = {
     {"unknown_top_level_option", "--bogus", "unknown option '--bogus'", 2},
     {"missing_validation_data", "train --data {dir}/good --val-data {dir}/nowhere.bin --tokenizer byte",
      "--val-data {dir}/nowhere.bin does not exist", 1},
+    {"prepare_over_an_earlier_pair", "prepare --input {dir}/text.txt --out {dir}/good --tokenizer byte",
+     "token shard {dir}/good/train.bin already exists", 1},
     {"prepare_the_same_file_twice", "prepare --input {dir}/text.txt {dir}/./text.txt --out {dir}/out --tokenizer byte",
      "input {dir}/./text.txt is the same file as input {dir}/text.txt", 1},
     {"prepare_a_folder", "prepare --input {dir}/empty --out {dir}/out --tokenizer byte", "{dir}/empty is a folder", 1},
@@ -1075,7 +1077,8 @@ TEST_F(CommandLineErrors, PrepareOnAFullDiskKeepsThePreviousPair) {
     ASSERT_EQ(run_axonn(prepare + (dir_ / "text.txt").string(), dir_).exit_status, 0);
     std::string const train_before = file_bytes(out / "train.bin"), val_before = file_bytes(out / "val.bin");
     std::ofstream(dir_ / "long.txt") << std::string(200000, 'x');  // 400 KB of 16-bit tokens: past the limit
-    CommandResult const result = run_axonn(prepare + (dir_ / "long.txt").string(), dir_, "ulimit -f 64; PMIX_MCA_gds=hash");
+    CommandResult const result =
+        run_axonn(prepare + (dir_ / "long.txt").string() + " --overwrite", dir_, "ulimit -f 64; PMIX_MCA_gds=hash");
     EXPECT_EQ(result.exit_status, 1) << result.stderr_text;
     EXPECT_NE(result.stderr_text.find("size limit"), std::string::npos) << result.stderr_text;
     EXPECT_EQ(file_bytes(out / "train.bin"), train_before);

@@ -5,6 +5,7 @@
 #include "axonn/io/token_shard.h"
 #include "axonn/io/tokenizer.h"
 
+#include "support/error_of.h"
 #include "support/temp_dir.h"
 #include "support/files.h"
 
@@ -21,6 +22,8 @@
 namespace axonn {
 namespace {
 
+using testing::error_of;
+using testing::file_bytes;
 using testing::write_file;
 
 using axonn::testing::TempDir;
@@ -140,8 +143,26 @@ TEST(Prepare, TheTwoShardsRecordTheirTokenizerAndOneDataset) {
     EXPECT_EQ(val.tokenizer(), (ShardTokenizer{"byte", 257}));
     EXPECT_NE(train.dataset_id(), 0u);
     EXPECT_EQ(train.dataset_id(), val.dataset_id());
+    options.overwrite = true;
     prepare_shards(options);  // another run makes another dataset
     EXPECT_NE(TokenShard::open(first.train_path).dataset_id(), train.dataset_id());
+}
+
+// An earlier run's pair in the output folder is refused, both shards untouched, unless overwrite is given.
+TEST(Prepare, AnEarlierPairIsReplacedOnlyWhenAsked) {
+    TempDir dir;
+    PrepareOptions options = byte_options(dir, {write_file(dir / "one.txt", first_document)});
+    PrepareReport const first = prepare_shards(options);
+    std::string const train_before = file_bytes(first.train_path), val_before = file_bytes(first.val_path);
+    std::string const error = error_of([&] { prepare_shards(options); });
+    EXPECT_NE(error.find("token shard " + first.train_path.string() + " already exists"), std::string::npos)
+        << error;
+    EXPECT_NE(error.find("pass --overwrite"), std::string::npos) << error;
+    EXPECT_EQ(file_bytes(first.train_path), train_before);
+    EXPECT_EQ(file_bytes(first.val_path), val_before);
+    options.overwrite = true;
+    prepare_shards(options);
+    EXPECT_NE(file_bytes(first.train_path), train_before) << "a new dataset id";
 }
 
 // `axonn prepare --input dir/* --out dir` names the folder's earlier train.bin and val.bin: they are skipped,
@@ -155,6 +176,7 @@ TEST(Prepare, SkipsItsOwnOutputsAmongTheInputs) {
     prepare_shards(options);
     Ids const train_before = read_shard(dir / "train.bin");
     options.inputs = {dir / "one.txt", dir / "train.bin", dir / "val.bin"};
+    options.overwrite = true;
     PrepareReport const again = prepare_shards(options);
     EXPECT_EQ(again.skipped, (std::vector<std::filesystem::path>{dir / "train.bin", dir / "val.bin"}));
     EXPECT_EQ(read_shard(dir / "train.bin"), train_before);

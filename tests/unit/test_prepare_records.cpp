@@ -110,6 +110,7 @@ TEST(PrepareRecords, TheSplitIsTheSameEveryRunAndTakesTheValidationFraction) {
     PrepareReport const first = prepare_shards(options);
     std::vector<ShardRecord> const val = read_records(first.val_path);
     EXPECT_EQ(val.size(), 4u);
+    options.overwrite = true;
     prepare_shards(options);
     EXPECT_EQ(read_records(first.val_path), val);
 }

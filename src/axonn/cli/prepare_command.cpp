@@ -16,8 +16,9 @@ void add_prepare_command(CLI::App& app) {
                     "With --format jsonl, each input line is a record {\"prompt\": ..., \"response\": ...}; a seeded\n"
                     "--val-fraction of the records goes to val.bin, and only the responses' tokens (and the end-of-\n"
                     "text after each) count in the loss when training on them (docs/FINETUNING.md).\n"
-                    "train.bin and val.bin are both written and flushed to disk before either replaces an older one,\n"
-                    "and share a dataset id that training checks. Inputs that are token shards (as `--input dir/*`\n"
+                    "An earlier run's train.bin and val.bin in --out are replaced only with --overwrite, and then both\n"
+                    "new ones are written and flushed to disk before either replaces its older one; the two share a\n"
+                    "dataset id that training checks. Inputs that are token shards (as `--input dir/*`\n"
                     "may name the output folder's own files) are skipped.\n"
                     "Example: axonn prepare --input data/austen/*.txt --out data/austen --tokenizer gpt2\n"
                     "Example: axonn prepare --format jsonl --template alpaca --input qa.jsonl --out data/qa");
@@ -26,6 +27,7 @@ void add_prepare_command(CLI::App& app) {
         ->required()
         ->expected(1, -1);
     command->add_option("--out", options->out_dir, "output folder (created if missing)")->required();
+    command->add_flag("--overwrite", options->overwrite, "replace the train.bin and val.bin of an earlier run in --out");
     command->add_option("--tokenizer", options->tokenizer,
                         "gpt2, llama3 (byte-level BPE), byte, or a folder holding a tokenizer.json")
         ->capture_default_str();

@@ -22,6 +22,7 @@ struct PrepareOptions {
     std::string format = "text";                // "text" or "jsonl" (prompt and response records, prompt_records.h)
     RecordFields fields;                        // jsonl: where a record holds its prompt and its response
     std::string prompt_template = "plain";      // jsonl: "plain", "alpaca" or "llama3"
+    bool overwrite = false;                     // replace the train.bin and val.bin of an earlier run in out_dir
 };
 
 struct PrepareReport {
