@@ -646,6 +646,30 @@ TEST_F(CommandLineErrors, AStartWithoutAGivenRateMeasuresItForTheMfu) {
     EXPECT_EQ(steps, 2);
 }
 
+// `corpus janeausten` into a folder that already holds the novels leaves files of the same text as they are, and
+// refuses, before writing any, to replace a file of a novel's name that holds other text unless --overwrite.
+TEST_F(CommandLineErrors, CorpusReplacesANovelsFileOfOtherTextOnlyWhenAsked) {
+    std::string const corpus = "corpus janeausten --package " + testing::corpus_root().string() + " --out " +
+                               (dir_ / "novels").string();
+    fs::remove_all(dir_ / "novels");
+    ASSERT_EQ(run_axonn(corpus, dir_).exit_status, 0);
+    std::string const emma = file_bytes(dir_ / "novels" / "emma.txt");
+    CommandResult const again = run_axonn(corpus, dir_);
+    EXPECT_EQ(again.exit_status, 0) << again.stderr_text;
+    write_file(dir_ / "novels" / "emma.txt", "my own notes\n");
+    write_file(dir_ / "novels" / "persuasion.txt", "");  // an empty file holds nothing to lose
+    CommandResult const refused = run_axonn(corpus, dir_);
+    EXPECT_EQ(refused.exit_status, 1);
+    EXPECT_NE(refused.stderr_text.find("novel " + (dir_ / "novels" / "emma.txt").string() + " already exists (13 "
+                                       "bytes, from an earlier run): choose another path, or pass --overwrite"),
+              std::string::npos)
+        << refused.stderr_text;
+    EXPECT_EQ(file_bytes(dir_ / "novels" / "emma.txt"), "my own notes\n");
+    EXPECT_EQ(file_bytes(dir_ / "novels" / "persuasion.txt"), "") << "written before the refusal";
+    ASSERT_EQ(run_axonn(corpus + " --overwrite", dir_).exit_status, 0);
+    EXPECT_EQ(file_bytes(dir_ / "novels" / "emma.txt"), emma);
+}
+
 // A checkpoint records its data: resuming it on other data is refused by name, and --new-data goes on from its
 // weights at the start of the new data (with a note); resuming on its own data is unchanged.
 TEST_F(CommandLineErrors, ResumingOnOtherDataIsRefusedUnlessAskedFor) {

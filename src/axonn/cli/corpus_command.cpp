@@ -4,7 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
+#include <iterator>
 #include <memory>
+#include <string>
 
 namespace axonn {
 
@@ -15,6 +18,19 @@ std::string file_stem(std::string const& title) {
     std::string stem;
     for (char c : title) stem += c == ' ' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return stem;
+}
+
+std::filesystem::path novel_path(std::filesystem::path const& folder, Book const& book) {
+    return folder / (file_stem(book.title) + ".txt");
+}
+
+// Whether `path` is a file that holds something other than `text` (a file of the same text is left as it is).
+bool holds_other_text(std::filesystem::path const& path, std::string const& text) {
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(path, error) || std::filesystem::file_size(path, error) == 0) return false;
+    std::ifstream in(path, std::ios::binary);
+    std::string const held((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return held != text;
 }
 
 }  // namespace
@@ -30,13 +46,20 @@ void add_corpus_command(CLI::App& app) {
     auto out = std::make_shared<std::filesystem::path>();
     austen->add_option("--package", *package, "folder the .deb was extracted into")->required();
     austen->add_option("--out", *out, "folder for the novels, one .txt file each")->required();
+    auto overwrite = std::make_shared<bool>(false);
+    austen->add_flag("--overwrite", *overwrite, "replace files in --out of the novels' names that hold other text");
 
-    austen->callback([package, out] {
+    austen->callback([package, out, overwrite] {
         require_one_process("corpus");
         std::vector<Book> const books = read_janeausten(*package);
+        // Before any is written: a file of a novel's name with other text in it is replaced only when asked.
+        for (auto const& book : books) {
+            std::filesystem::path const path = novel_path(*out, book);
+            if (holds_other_text(path, book.text + '\n')) require_writable_output(path, "novel", *overwrite);
+        }
         create_folder(*out, "novels");
         for (auto const& book : books) {
-            std::filesystem::path const path = *out / (file_stem(book.title) + ".txt");
+            std::filesystem::path const path = novel_path(*out, book);
             write_file_atomically(path, book.text + '\n', "novel");
             fmt::print("{} ({} bytes)\n", path.string(), book.text.size() + 1);
         }
