@@ -43,7 +43,7 @@ def bench(grid, ranks, model, batch, rate, overlap, trace=None):
     command = [os.path.join(ROOT, "scripts", "slow-network"), "--rate", rate, "--", *mpirun, "-np", str(ranks),
                AXONN, "bench", *model, "--batch", str(batch), "--grid", grid, "--overlap", overlap, "--json"]
     if trace:
-        command += ["--trace", trace]
+        command += ["--trace", trace, "--overwrite"]  # this script's own trace of an earlier run, replaced
     output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     return json.loads(output.strip().splitlines()[-1])
 

@@ -85,6 +85,7 @@ void add_bench_command(CLI::App& app) {
     add_step_options(*command, options->run);
     add_backend_option(*command, options->run);
     command->add_option("--trace", options->trace, "write a Chrome trace of every rank's timed iterations");
+    command->add_flag("--overwrite", options->overwrite, "replace an existing --trace file")->needs("--trace");
     command->add_flag("--json", *json, "print one JSON object instead of text");
 
     command->callback([options, model, json, grid_spec, vocab] {

@@ -1,6 +1,7 @@
 #include "axonn/train/benchmark.h"
 
 #include "axonn/core/error.h"
+#include "axonn/core/file_io.h"
 #include "axonn/core/rng.h"
 #include "axonn/core/timer.h"
 #include "axonn/core/trace.h"
@@ -43,6 +44,8 @@ BenchResult run_benchmark(BenchOptions options) {
         require_valid_grid(architecture.declarations, options.grid, world, B);
         options.run.pass_batch(B / options.grid.batch_replicas());
     });
+    // Before any step: an earlier file is refused at once, on every rank alike.
+    if (!options.trace.empty()) require_writable_output(options.trace, "trace file", options.overwrite);
     warn_if_oversubscribed(options.threads, node_placement());
 
     Job job(options.run, {options.grid, options.grid_order});

@@ -29,6 +29,7 @@ struct BenchOptions {
     std::string grid_order = "x,y,z,data";
     StepOptions run;
     std::filesystem::path trace;  // a Chrome trace of every rank's timed iterations; empty = none
+    bool overwrite = false;       // replace an existing trace file
 };
 
 struct BenchResult {
