@@ -86,10 +86,7 @@ void add_calibrate_command(CLI::App& app) {
             throw UsageError(fmt::format("--out {}: the folder {} {}: create it or choose another path",
                                          path.string(), folder.string(), *problem));
         }
-        as_usage_errors([&] {
-            AXONN_REQUIRE(!std::filesystem::is_directory(path), "--out {} is a folder: name a file such as {}",
-                          path.string(), (path / "local.toml").string());
-        });
+        as_usage_errors([&] { require_not_a_folder(path, "--out", "local.toml"); });
         require_writable_output(path, "machine profile", *overwrite);
         MachineProfile const profile = measure_machine_profile(*options);
         int rank = 0;

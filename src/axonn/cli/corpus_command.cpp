@@ -4,8 +4,7 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
-#include <iterator>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -25,12 +24,13 @@ std::filesystem::path novel_path(std::filesystem::path const& folder, Book const
 }
 
 // Whether `path` is a file that holds something other than `text` (a file of the same text is left as it is).
+// Only a file of the same size is read.
 bool holds_other_text(std::filesystem::path const& path, std::string const& text) {
     std::error_code error;
-    if (!std::filesystem::is_regular_file(path, error) || std::filesystem::file_size(path, error) == 0) return false;
-    std::ifstream in(path, std::ios::binary);
-    std::string const held((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return held != text;
+    if (!std::filesystem::is_regular_file(path, error)) return false;
+    std::uintmax_t const size = std::filesystem::file_size(path, error);
+    if (error || size == 0) return false;
+    return size != text.size() || read_input_file(path, "novel", "", text.size()) != text;
 }
 
 }  // namespace

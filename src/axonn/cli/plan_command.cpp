@@ -229,9 +229,7 @@ void add_plan_command(CLI::App& app) {
             std::vector<WeakScalingPoint> points = as_usage_errors([&] {
                 AXONN_REQUIRE(flags->seq >= 0, "--seq must not be negative, got {} (0: the model's context)",
                               flags->seq);
-                AXONN_REQUIRE(!std::filesystem::is_directory(flags->plot),
-                              "--plot {} is a folder: name a file such as {}", flags->plot.string(),
-                              (flags->plot / "weak-scaling.png").string());
+                require_not_a_folder(flags->plot, "--plot", "weak-scaling.png");
                 request->time.order = parse_axis_order(flags->order);
                 request->run = flags->run.model;
                 request->micro_batch = flags->run.micro_batch;

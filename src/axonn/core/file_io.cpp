@@ -297,6 +297,12 @@ void ExclusiveOutputFile::write(std::string_view text) {
     size_ += text.size();
 }
 
+void require_not_a_folder(fs::path const& path, std::string_view option, std::string_view example) {
+    std::error_code error;
+    AXONN_REQUIRE(!fs::is_directory(path, error), "{} {} is a folder: name a file such as {}", option, path.string(),
+                  (path / example).string());
+}
+
 void require_writable_output(fs::path const& path, std::string_view what, bool overwrite) {
     struct stat info {};
     if (overwrite || ::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode) || info.st_size == 0) return;

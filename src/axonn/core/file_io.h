@@ -138,6 +138,9 @@ private:
     std::uint64_t size_ = 0;  // after the last write that succeeded
 };
 
+// Refuses an output file's path that is a folder, naming `option` and a file in it such as `example` would be.
+void require_not_a_folder(std::filesystem::path const& path, std::string_view option, std::string_view example);
+
 // What ExclusiveOutputFile would refuse about an existing file, checked without opening it: for every rank of a
 // job to check, so that the refusal is the same on all of them.
 void require_writable_output(std::filesystem::path const& path, std::string_view what, bool overwrite);

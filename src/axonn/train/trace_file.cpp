@@ -41,8 +41,7 @@ TraceFile::TraceFile(std::filesystem::path path, ProcessGrid& grid, std::vector<
                   path_.string(), folder.string());
     AXONN_REQUIRE(::access(folder.c_str(), W_OK) == 0, "--trace {}: the folder {} is not writable: choose another path",
                   path_.string(), folder.string());
-    AXONN_REQUIRE(!std::filesystem::is_directory(path_, error), "--trace {} is a folder: name a file such as {}",
-                  path_.string(), (path_ / "trace.json").string());
+    require_not_a_folder(path_, "--trace", "trace.json");
     if (grid_.rank() == 0) file_.emplace(path_, "trace file");
 }
 

@@ -57,8 +57,7 @@ TuneResult run_tune(TuneOptions const& options) {
                       options.bench.model.context());
         AXONN_REQUIRE(options.bench.batch >= 1, "--batch must be at least 1, got {}", options.bench.batch);
         parse_axis_order(options.bench.grid_order);
-        AXONN_REQUIRE(!std::filesystem::is_directory(out), "--out {} is a folder: name a file such as {}",
-                      out.string(), (out / "tuned-grid.json").string());
+        require_not_a_folder(out, "--out", "tuned-grid.json");
     });
     // Before any grid is timed: an earlier file is refused at once, not after minutes of work.
     require_writable_output(out, "grid file", options.overwrite);
