@@ -344,15 +344,14 @@ std::vector<BadInput> const bad_inputs = {
     {"cuda_backend_not_built", "bench --model gpt2-micro --batch 2 --backend cuda",
      "unknown backend 'cuda': this build has 'cpu' (build with -DAXONN_CUDA=ON for 'cuda')", 2},
 #endif
-    {"trace_into_a_folder", "train --data {dir}/good --tokenizer byte --steps 1 --trace {dir}/empty",
-     "--trace {dir}/empty is a folder: name a file such as {dir}/empty/trace.json", 1},
     {"plan_plot_into_a_folder", "plan --weak-scaling gpt-5b:8,gpt-10b:16 --batch 8 --plot {dir}/empty",
      "--plot {dir}/empty is a folder: name a file such as {dir}/empty/weak-scaling.png", 2},
     {"trace_under_a_file", "train --data {dir}/good --tokenizer byte --trace {dir}/text.txt/trace.json",
      "--trace {dir}/text.txt/trace.json: {dir}/text.txt is not a folder", 1},
     {"trace_in_a_missing_folder", "train --data {dir}/good --tokenizer byte --trace {dir}/nowhere/trace.json",
      "the folder {dir}/nowhere does not exist", 1},
-    {"trace_is_a_folder", "train --data {dir}/good --tokenizer byte --trace {dir}/empty", "{dir}/empty is a folder", 1},
+    {"trace_is_a_folder", "train --data {dir}/good --tokenizer byte --trace {dir}/empty",
+     "--trace {dir}/empty is a folder: name a file such as {dir}/empty/trace.json", 1},
     {"trace_is_the_data", "train --data {dir}/good --tokenizer byte --trace {dir}/good/train.bin",
      "--trace {dir}/good/train.bin is also an input", 1},
     // No silent wrong answer.
