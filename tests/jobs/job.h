@@ -110,6 +110,18 @@ inline std::string asan_options_with_preload() {
            "verify_asan_link_order=0";
 }
 
+// mpirun's options for a job one of whose ranks is killed on purpose. The others, left waiting on a peer that is
+// gone, cannot end on the SIGTERM mpirun then sends them (their handler only asks for a save at the next step),
+// so by default mpirun waits a second (odls_base_sigkill_timeout) before its SIGKILL: 2 s of each such job here.
+inline constexpr char const* a_rank_killed = "--mca odls_base_sigkill_timeout 0 ";
+
+// mpirun's options for a job whose ranks kill themselves at file operation `at` (support/kill_at_file_operation.cpp,
+// preloaded), such as "rename:step_00000004".
+inline std::string killed_at_file_operation(std::string const& at) {
+    return std::string(a_rank_killed) + "-x LD_PRELOAD=" + AXONN_KILL_AT_LIBRARY + " -x AXONN_KILL_AT=" + at +
+           " -x ASAN_OPTIONS=" + asan_options_with_preload() + " ";
+}
+
 // Every safetensors file of two checkpoints, compared byte for byte.
 inline void expect_same_checkpoint_data(std::filesystem::path const& a, std::filesystem::path const& b) {
     std::size_t files = 0;

@@ -124,7 +124,7 @@ TEST_F(CheckpointJobs, KilledRunsResumeBitwise) {
         fs::path const metrics = ckpt.string() + ".jsonl";
         std::string const command = train(options + "--ckpt-dir " + ckpt.string() + " --metrics " + metrics.string());
         {
-            BackgroundJob job(mpirun_command(grid4 + command, ckpt));
+            BackgroundJob job(mpirun_command(testing::a_rank_killed + (grid4 + command), ckpt));
             std::vector<pid_t> ranks;
             for (auto start = std::chrono::steady_clock::now(); ranks.size() < 4;) {
                 ranks = BackgroundJob::ranks(ckpt.string());
@@ -177,9 +177,8 @@ TEST_F(CheckpointJobs, AnAsyncSaveKilledMidwayResumesBitwise) {
     fs::remove_all(async);
     fs::remove(async.string() + ".jsonl");
     testing::JobResult const killed = mpirun(
-        std::string("-x LD_PRELOAD=") + AXONN_KILL_AT_LIBRARY +
-        " -x AXONN_KILL_AT=open:step_00000004.partial/rank00001-000.safetensors.partial -x ASAN_OPTIONS=" +
-        testing::asan_options_with_preload() + " " + grid4 + async_command);
+        testing::killed_at_file_operation("open:step_00000004.partial/rank00001-000.safetensors.partial") + grid4 +
+        async_command);
     EXPECT_NE(killed.exit_status, 0) << "the kill did not happen";
     EXPECT_TRUE(fs::exists(async / "step_00000002" / "COMPLETE")) << killed.stderr_text;
     EXPECT_FALSE(fs::exists(async / "step_00000004")) << "the killed save was completed";

@@ -123,9 +123,7 @@ TEST_F(LlamaJob, KillsDuringTheRenameAndThePruningOfASaveLeaveTheNewestCompleteC
             SCOPED_TRACE(kill.at);
             fs::path const ckpt = dir_ / (std::string(family) + "_killed_" + kill.half_done);
             std::string const run = command + "--ckpt-dir " + ckpt.string() + " --metrics " + ckpt.string() + ".jsonl";
-            JobResult const killed = mpirun(std::string("-x LD_PRELOAD=") + AXONN_KILL_AT_LIBRARY +
-                                            " -x AXONN_KILL_AT=" + kill.at + " -x ASAN_OPTIONS=" +
-                                            asan_options_with_preload() + " -np 4 " + run);
+            JobResult const killed = mpirun(killed_at_file_operation(kill.at) + "-np 4 " + run);
             ASSERT_NE(killed.exit_status, 0) << "the job was not killed at " << kill.at;
             EXPECT_TRUE(fs::exists(ckpt / kill.half_done)) << "killed before " << kill.at;
             EXPECT_FALSE(fs::exists(ckpt / kill.half_done / "COMPLETE")) << "killed after the marker";

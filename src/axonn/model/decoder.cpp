@@ -196,8 +196,8 @@ std::vector<WeightUse> Decoder::weight_schedule(bool training) const {
 
 double Decoder::gradient_norm() { return axonn::gradient_norm(layout_, backend_, gradients_.data<float>(), grid_); }
 
-Tensor Decoder::gather_tensor(int id, bool gradient) {
-    return gather_serial_tensor(layout_, grid_, id, gradient ? grad(id) : param_values(id));
+std::vector<Tensor> Decoder::gather_serial(bool gradient) {
+    return gather_serial_tensors(layout_, grid_, gradient ? gradients_.data<float>() : parameters_.data<float>());
 }
 
 }  // namespace axonn

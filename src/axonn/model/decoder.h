@@ -134,11 +134,11 @@ public:
     float const* token_losses() const;
     VocabSlice vocab_slice() const;
 
-    // The whole serial tensor of a parameter or its gradient, on every rank (a collective over the world).
-    Tensor gather(ParamIndex auto id, bool gradient) { return gather_tensor(static_cast<int>(id), gradient); }
+    // Every parameter's (or gradient's) whole serial tensor, indexed by id, on every rank: one collective over the
+    // world for them all (parallel/serial_gather.h).
+    std::vector<Tensor> gather_serial(bool gradient);
 
 private:
-    Tensor gather_tensor(int id, bool gradient);
     float* activation(std::int64_t offset) { return activations_.data<float>() + offset; }
     // The batch as the kernels read it: itself on a host backend; else its token ids and targets copied into the
     // backend's memory (the loss mask, read only by the host, stays where it is).

@@ -23,20 +23,38 @@ void place_in_serial(ShardLayout const& layout, int id, std::int64_t begin, std:
 
 }  // namespace
 
-Tensor gather_serial_tensor(ShardLayout const& layout, ProcessGrid& grid, int id, float const* local) {
-    ShardSpec const& spec = layout.spec(id);
-    Tensor full({spec.layers * spec.rows * spec.cols}, DType::f32);
-    if (layout.owns(id) && grid.coord(Axis::data) == 0) {
-        float* serial = full.data<float>();
-        place_in_serial(layout, id, 0, layout.local_numel(id), local, serial);
-        // A replicated row is summed in from its first replica only.
-        ShardLayout::ReplicatedRuns const replicated = layout.replicated_runs(id);
-        if (grid.coord(Axis::y) % replicated.factor != 0) {
-            for (auto const& [begin, end] : replicated.runs) place_in_serial(layout, id, begin, end, nullptr, serial);
+std::vector<Tensor> gather_serial_tensors(ShardLayout const& layout, ProcessGrid& grid, float const* local) {
+    // Each tensor's place in one buffer of all of them, in id order: tensor `id` at [starts[id], starts[id + 1]).
+    auto const count = static_cast<std::size_t>(layout.count());
+    std::vector<std::int64_t> starts(count + 1, 0);
+    for (std::size_t id = 0; id < count; ++id) {
+        ShardSpec const& spec = layout.spec(static_cast<int>(id));
+        starts[id + 1] = starts[id] + spec.layers * spec.rows * spec.cols;
+    }
+    Tensor all({starts.back()}, DType::f32);
+    if (grid.coord(Axis::data) == 0) {
+        for (int id = 0; id < layout.count(); ++id) {
+            if (!layout.owns(id)) continue;
+            float* serial = all.data<float>() + starts[static_cast<std::size_t>(id)];
+            place_in_serial(layout, id, 0, layout.local_numel(id), local + layout.offset(id), serial);
+            // A replicated row is summed in from its first replica only.
+            ShardLayout::ReplicatedRuns const replicated = layout.replicated_runs(id);
+            if (grid.coord(Axis::y) % replicated.factor != 0) {
+                for (auto const& [begin, end] : replicated.runs) {
+                    place_in_serial(layout, id, begin, end, nullptr, serial);
+                }
+            }
         }
     }
-    grid.comm(Group::world).all_reduce(full.data<float>(), static_cast<std::size_t>(full.numel()));
-    return full;
+    grid.comm(Group::world).all_reduce(all.data<float>(), static_cast<std::size_t>(all.numel()));
+    std::vector<Tensor> tensors;
+    tensors.reserve(count);
+    for (std::size_t id = 0; id < count; ++id) {
+        float const* from = all.data<float>() + starts[id];
+        Tensor& tensor = tensors.emplace_back(Shape{starts[id + 1] - starts[id]}, DType::f32);
+        std::copy(from, from + tensor.numel(), tensor.data<float>());
+    }
+    return tensors;
 }
 
 }  // namespace axonn

@@ -64,8 +64,9 @@ double token_loss_difference(Decoder& parallel, Decoder& serial, int T, std::int
 
 double initial_weight_difference(Decoder& parallel, Decoder& serial) {
     double worst = 0;
+    std::vector<Tensor> const weights = parallel.gather_serial(false);
     for (int id = 0; id < serial.layout().count(); ++id) {
-        Tensor const gathered = parallel.gather(id, false);
+        Tensor const& gathered = weights[static_cast<std::size_t>(id)];
         float const* reference = serial.param_values(id);
         for (std::int64_t i = 0; i < gathered.numel(); ++i) {
             worst = std::max(worst, static_cast<double>(std::abs(gathered.data<float>()[i] - reference[i])));
@@ -172,8 +173,9 @@ ParityReport run_parity(ParityOptions options) {
         }
     }
     // The last step's gradients (train_step leaves them in place after the update).
+    std::vector<Tensor> const gradients = parallel.gather_serial(true);
     for (int id = 0; id < serial.layout().count(); ++id) {
-        Tensor const gathered = parallel.gather(id, true);
+        Tensor const& gathered = gradients[static_cast<std::size_t>(id)];
         report.grad_rel_diff[serial.layout().param(id).name] =
             relative(gathered.data<float>(), serial.grad(id), gathered.numel());
     }
