@@ -2,7 +2,8 @@
 // a quick calibration of this machine): on 4 ranks it times the planner's best 3 grids of gpt2-micro (B = 8,
 // T = 16), writes the measured fastest to tuned-grid.json beside the profiles, and then:
 //   - `axonn train --grid FILE` runs that grid and order, and says where the grid came from;
-//   - `axonn train --grid auto` takes it for the same job, and plans afresh for another batch.
+//   - `axonn train --grid auto` takes it for the same job, and plans afresh for another batch (with a profile put
+//     in the folder first, Perlmutter's: any will do, and a second quick calibration would take 10 s here).
 #include "jobs/job.h"
 
 #include <nlohmann/json.hpp>
@@ -52,6 +53,7 @@ TEST_F(TuneJob, TimesTheTopGridsAndTrainTakesTheFastest) {
     EXPECT_NE(file_bytes(dir_ / "stdout.txt").find("grid auto: " + fastest_grid), std::string::npos);
     EXPECT_NE(file_bytes(dir_ / "stdout.txt").find("measured fastest by `axonn tune`"), std::string::npos);
 
+    fs::copy_file(fs::path(AXONN_SOURCE_DIR) / "configs" / "machines" / "perlmutter.toml", profiles / "local.toml");
     JobResult const other_batch = mpirun(environment + train("--batch 4 --seq 16 --steps 2 --eval-every 100 "
                                                              "--eval-batches 1 --grid auto"));
     ASSERT_EQ(other_batch.exit_status, 0) << other_batch.stderr_text;
