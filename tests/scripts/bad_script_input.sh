@@ -38,6 +38,7 @@ check "run needs SECONDS" "$fuzz" run
 check "run needs SECONDS" "$fuzz" run 0
 check "--jobs must be a count" "$fuzz" build --jobs x
 check "unknown argument '--seconds'" "$fuzz" run 5 --seconds 5
+check "--quick is for build" "$fuzz" run 5 --quick
 check "the only argument is --jobs N" "$repo/scripts/cuda-build" --jobs 0
 check "--fuzz takes at most SECONDS" "$repo/scripts/test" --fuzz 1x
 exit "$failed"
