@@ -3,7 +3,12 @@
 // a sum over the rows, is added up chunk by chunk, in another order. So, per case of the table below:
 //   - the pass's loss and every token's loss: within 1e-6 relative (measured: the loss equal, the token losses
 //     within 5e-8: the logits' GEMM rounds a little differently for fewer rows);
-//   - every gradient tensor: within 1e-5 relative, norm-wise (measured: within 5e-7);
+//   - every gradient tensor: within 1e-5 relative, norm-wise (measured: within 5e-7), and in bf16 within 1e-3:
+//     on an Intel Xeon with AMX, oneDNN's bf16 kernels sum a product's inner terms in an order that depends on its
+//     rows, so the logits of 5 rows and of 32 differ in their last fp32 bits and tip a few of dlogits' bf16
+//     roundings (2^-8 of an element each), which later roundings pass on (measured 1.9e-4 there, and within 5e-7
+//     with oneDNN held to avx512_core_bf16 on the same CPU: ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16); the last chunk's
+//     backward skipped moved them by 0.26 to 0.55;
 //   - a validation forward (targets, no backward): the same losses;
 // and a chunked model keeps no logits, refuses a forward without targets of more rows than it holds, and the
 // memory model counts one chunk of logits. (Grids: tests/mpi/test_model_grids.cpp; traffic: the perfmodel tests.)
@@ -112,7 +117,8 @@ TEST_P(LogitChunks, LossesAndGradientsEqualAllRowsAtOnce) {
         auto const end = begin + static_cast<std::ptrdiff_t>(layout_->local_numel(id));
         std::vector<float> const mine(chunked.grads.begin() + begin, chunked.grads.begin() + end);
         std::vector<float> const expected(whole.grads.begin() + begin, whole.grads.begin() + end);
-        EXPECT_LT(relative_difference(mine, expected), 1e-5) << "gradient of " << layout_->param(id).name;
+        double const tolerance = GetParam().precision == DType::bf16 ? 1e-3 : 1e-5;
+        EXPECT_LT(relative_difference(mine, expected), tolerance) << "gradient of " << layout_->param(id).name;
     }
 }
 
