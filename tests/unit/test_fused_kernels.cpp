@@ -9,11 +9,13 @@
 //                   pass, the sum written over one of its inputs as the decoder does;
 //   gelu_in_place   GELU's input gradient written over its output gradient, as the decoder does, against two
 //                   buffers;
-//   *_to_bf16       a kernel whose output only GEMMs read (LayerNorm, RMSNorm, bias + GELU, SwiGLU) writing fp32
-//                   that is then rounded to bf16 (what a bf16 GEMM did with it), against the kernel writing bf16.
+//   *_to_bf16       a kernel whose output only GEMMs read (LayerNorm, RMSNorm, bias + GELU, SwiGLU, the
+//                   cross-entropy's gradient of the logits) writing fp32 that is then rounded to bf16 (what a bf16
+//                   GEMM did with it), against the kernel writing bf16.
 // Shapes are odd (F = 77 is not a multiple of 16) and the bias gradient starts from nonzero values, as it does
 // in a step's later passes.
 #include "axonn/kernels/cpu/bf16.h"
+#include "axonn/kernels/cpu/cross_entropy.h"
 #include "axonn/kernels/cpu/gelu.h"
 #include "axonn/kernels/cpu/gemm.h"
 #include "axonn/kernels/cpu/layernorm.h"
@@ -128,6 +130,27 @@ std::vector<double> row_statistics(std::vector<float> const& inp, bool layernorm
     return stats;
 }
 
+// The cross-entropy's gradient over a vocabulary slice of V columns from id 5, the last 100 padding: rows whose
+// target is in the slice (in its first, second and third block of 1,024 columns, which the bf16 kernel computes
+// one at a time), outside it, and ignored; each row's weight from dout.
+FusionCase cross_entropy_gradient_case() {
+    constexpr std::int64_t rows = 7;
+    constexpr int V = 2500;
+    return rounded_output_case("cross_entropy_backward_to_bf16", rows * V, [](auto* out, Operands const& x) {
+        constexpr int valid = V - 100, begin = 5;
+        std::vector<float> const logits = random_values(rows * V, 7, 4.0f);
+        std::vector<std::int32_t> const targets = {begin + 3, begin + 1500, ignore_index, begin + 2399, 2, begin + 2450,
+                                                   begin + 1023};
+        std::vector<float> row_max(rows), losses(rows), logsumexp(rows);
+        std::vector<double> sums(2 * rows);
+        cross_entropy_max<float>(row_max.data(), logits.data(), rows, valid, V);
+        cross_entropy_sums<float>(sums.data(), logits.data(), row_max.data(), targets.data(), rows, valid, V, begin);
+        cross_entropy_losses<float>(losses.data(), logsumexp.data(), row_max.data(), sums.data(), targets.data(), rows);
+        cross_entropy_backward(out, logits.data(), logsumexp.data(), targets.data(), x.dout.data(), rows, valid, V,
+                               begin);
+    });
+}
+
 std::vector<FusionCase> rounded_output_cases() {
     return {
         rounded_output_case("layernorm_to_bf16", M * F,
@@ -152,6 +175,7 @@ std::vector<FusionCase> rounded_output_cases() {
         // SwiGLU halves the width: [gate | up] rows of 2 · 38 channels from pre's.
         rounded_output_case("swiglu_to_bf16", M * (F / 2),
                             [](auto* out, Operands const& x) { swiglu_forward<float>(out, x.pre.data(), M, F / 2); }),
+        cross_entropy_gradient_case(),
     };
 }
 

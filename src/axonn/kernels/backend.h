@@ -155,9 +155,13 @@ public:
                                     int vocab_begin) = 0;
     virtual void cross_entropy_losses(float* losses, float* logsumexp, float const* row_max, double const* sums,
                                       std::int32_t const* targets, std::int64_t N) = 0;
-    virtual void cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp,
-                                        std::int32_t const* targets, float const* dlosses, std::int64_t N, int valid,
-                                        int Vp_local, int vocab_begin) = 0;
+    // dlogits[N,Vp_local] = (softmax − onehot) · dlosses, returned as the operand of the LM head's GEMMs, which read
+    // nothing else (gemm_input's): with fp32 GEMMs written into dlogits; with bf16 GEMMs only its bf16 rounding,
+    // into the operand the backend holds until its next gemm_input, bitwise what gemm_input would round the fp32
+    // values to (dlogits is then left as it was): the fp32 gradient never reaches memory.
+    virtual GemmInput cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp,
+                                             std::int32_t const* targets, float const* dlosses, std::int64_t N,
+                                             int valid, int Vp_local, int vocab_begin) = 0;
 
     // One AdamW step over a flat parameter range, and the squared norm used for clipping. param_bf16[n], when not
     // null, receives bf16(param) as updated: the GEMMs' copy refreshed in the same pass (mixed precision).

@@ -244,10 +244,18 @@ void CpuBackend::cross_entropy_losses(float* losses, float* logsumexp, float con
                                       std::int32_t const* targets, std::int64_t N) {
     cpu::cross_entropy_losses(losses, logsumexp, row_max, sums, targets, N);
 }
-void CpuBackend::cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp,
-                                        std::int32_t const* targets, float const* dlosses, std::int64_t N, int valid,
-                                        int Vp_local, int vocab_begin) {
-    cpu::cross_entropy_backward(dlogits, logits, logsumexp, targets, dlosses, N, valid, Vp_local, vocab_begin);
+GemmInput CpuBackend::cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp,
+                                             std::int32_t const* targets, float const* dlosses, std::int64_t N,
+                                             int valid, int Vp_local, int vocab_begin) {
+    if (gemm_dtype_ != DType::bf16) {
+        cpu::cross_entropy_backward(dlogits, logits, logsumexp, targets, dlosses, N, valid, Vp_local, vocab_begin);
+        return GemmInput::unrounded(dlogits);
+    }
+    Tensor& rounded = scratch_[held_input];
+    grow_to(rounded, N * Vp_local, DType::bf16);
+    cpu::cross_entropy_backward(rounded.data<bfloat16>(), logits, logsumexp, targets, dlosses, N, valid, Vp_local,
+                                vocab_begin);
+    return {nullptr, rounded.data<bfloat16>()};
 }
 void CpuBackend::adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n,
                               AdamWStep const& step, bfloat16* param_bf16) {

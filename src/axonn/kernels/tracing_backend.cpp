@@ -235,9 +235,9 @@ void TracingBackend::cross_entropy_losses(float* losses, float* logsumexp, float
                   [&] { return inner_->cross_entropy_losses(losses, logsumexp, row_max, sums, targets, N); });
 }
 
-void TracingBackend::cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp,
-                                            std::int32_t const* targets, float const* dlosses, std::int64_t N,
-                                            int valid, int Vp_local, int vocab_begin) {
+GemmInput TracingBackend::cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp,
+                                                 std::int32_t const* targets, float const* dlosses, std::int64_t N,
+                                                 int valid, int Vp_local, int vocab_begin) {
     return traced(kernel_kind::elementwise, "cross_entropy_backward", [&] {
         return inner_->cross_entropy_backward(dlogits, logits, logsumexp, targets, dlosses, N, valid, Vp_local,
                                               vocab_begin);

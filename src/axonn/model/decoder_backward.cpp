@@ -68,11 +68,13 @@ void Decoder::head_backward(Batch const& batch, std::int64_t first, std::int64_t
     float* head_input =
         d.vocab_over_x() ? activation(a.head_input) + first * d.C : activation(a.final_norm) + first * d.Cx;
     int const head_block = vocab_blocks(arch_) - 1;
-    // The logits buffer becomes dlogits in place: the logits are not needed again. The head's weight gradient
-    // waits in its block (for the lookup's, when tied), and is reduce-scattered at the end.
-    float* dlogits = activation(a.logits);  // [rows, Vr]
-    k.cross_entropy_backward(dlogits, dlogits, activation(a.logsumexp) + first, batch.targets + first,
-                             activation(a.dlosses) + first, rows, vocab.valid, vocab.rows, vocab.begin);
+    // The logits buffer becomes dlogits in place (the logits are not needed again), or in mixed precision dlogits
+    // goes straight to its bf16 rounding, which the GEMMs read. The head's weight gradient waits in its block (for
+    // the lookup's, when tied), and is reduce-scattered at the end.
+    float* logits = activation(a.logits);  // [rows, Vr]
+    GemmInput const dlogits =
+        k.cross_entropy_backward(logits, logits, activation(a.logsumexp) + first, batch.targets + first,
+                                 activation(a.dlosses) + first, rows, vocab.valid, vocab.rows, vocab.begin);
     float* d_head_input = d.vocab_over_x() ? scratch + a.d_head_input + first * d.C : nullptr;  // [rows, C]
     vocab_parallel_head_input_gradient(k, linear_groups(false), options_.overlap, vocab, d_norm, d_head_input,
                                        head_input, dlogits, gathered_vocab_block(head_block), rows,

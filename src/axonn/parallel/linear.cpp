@@ -54,9 +54,8 @@ void parallel_linear_forward(Backend& backend, LinearGroups const& groups, bool 
 }
 
 void parallel_input_gradient(Backend& backend, LinearGroups const& groups, bool overlap, float* dinp,
-                             float const* dout, WeightView weight_block, std::int64_t M, std::int64_t K_local,
+                             GemmInput gemm_dout, WeightView weight_block, std::int64_t M, std::int64_t K_local,
                              std::int64_t N_local, std::function<void(GemmInput dout)> const& weight_gradient) {
-    GemmInput const gemm_dout = backend.gemm_input(dout, M * N_local);
     auto input_gradient = [&](std::int64_t first, std::int64_t rows) {
         backend.linear_backward_input(dinp + first * K_local, gemm_dout.rows_from(first, N_local), weight_block, rows,
                                       K_local, N_local);
@@ -74,7 +73,8 @@ void parallel_linear_backward(Backend& backend, LinearGroups const& groups, Grad
                               float* dinp, float* dweight_shard, float* dbias, float const* dout, GemmInput inp,
                               WeightView weight_block, std::int64_t M, std::int64_t K_local, std::int64_t N_local,
                               GradWrite write) {
-    parallel_input_gradient(backend, groups, overlap, dinp, dout, weight_block, M, K_local, N_local,
+    parallel_input_gradient(backend, groups, overlap, dinp, backend.gemm_input(dout, M * N_local), weight_block, M,
+                            K_local, N_local,
                             [&](GemmInput gemm_dout) {
         GradTarget const target = scatter.target(dweight_shard, write);
         backend.linear_backward_weight(target.block, dbias, gemm_dout, inp, M, K_local, N_local, target.write);

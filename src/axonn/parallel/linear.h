@@ -52,10 +52,11 @@ void parallel_linear_forward(Backend& backend, LinearGroups const& groups, bool 
 
 // dinp[M, K_local] = AllReduce_O(dout[M, N_local] · weight_block[N_local, K_local]) (O: groups.out_features), in
 // chunks whose all-reduces run under the later chunks and under `weight_gradient(dout)`, which computes the layer's
-// weight gradient meanwhile (first, when O has one member) from the same GEMM input: dout is rounded once for
-// both in mixed precision. For a weight whose gradient is not reduce-scattered at once (the LM head's).
+// weight gradient meanwhile (first, when O has one member) from the same GEMM input (Backend::gemm_input: in
+// mixed precision dout rounded once for both). For a weight whose gradient is not reduce-scattered at once (the
+// LM head's).
 void parallel_input_gradient(Backend& backend, LinearGroups const& groups, bool overlap, float* dinp,
-                             float const* dout, WeightView weight_block, std::int64_t M, std::int64_t K_local,
+                             GemmInput dout, WeightView weight_block, std::int64_t M, std::int64_t K_local,
                              std::int64_t N_local, std::function<void(GemmInput dout)> const& weight_gradient);
 
 // dinp[M, K_local] is written (all-reduced over O); the weight gradient goes through `scatter` into

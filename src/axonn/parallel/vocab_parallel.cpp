@@ -110,7 +110,7 @@ void vocab_parallel_logits(Backend& backend, LinearGroups const& groups, bool ov
 
 void vocab_parallel_head_input_gradient(Backend& backend, LinearGroups const& groups, bool overlap,
                                         VocabSlice const& slice, float* d_final_norm, float* d_head_input,
-                                        float* scratch, float const* dlogits, WeightView head_block, std::int64_t M,
+                                        float* scratch, GemmInput dlogits, WeightView head_block, std::int64_t M,
                                         std::function<void(GemmInput dlogits)> const& weight_gradient) {
     if (!slice.over_x) {
         parallel_input_gradient(backend, groups, overlap, d_final_norm, dlogits, head_block, M, slice.width,
@@ -120,9 +120,8 @@ void vocab_parallel_head_input_gradient(Backend& backend, LinearGroups const& gr
     // The X group is the Linear's input-feature group, Y its output group (a normal Linear's).
     Communicator &x = groups.in_features, &y = groups.out_features;
     int const C_local = slice.width / x.size();
-    GemmInput const gemm_dlogits = backend.gemm_input(dlogits, M * slice.rows);
-    weight_gradient(gemm_dlogits);
-    backend.linear_backward_input(d_head_input, gemm_dlogits, head_block, M, slice.width, slice.rows);
+    weight_gradient(dlogits);
+    backend.linear_backward_input(d_head_input, dlogits, head_block, M, slice.width, slice.rows);
     backend.split_columns(scratch, d_head_input, M, x.size(), C_local);
     x.reduce_scatter(scratch, d_final_norm, static_cast<std::size_t>(M * C_local));
     y.all_reduce(d_final_norm, static_cast<std::size_t>(M * C_local));

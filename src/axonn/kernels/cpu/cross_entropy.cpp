@@ -1,8 +1,10 @@
 #include "axonn/kernels/cpu/cross_entropy.h"
 
+#include "axonn/core/bfloat16.h"
 #include "axonn/kernels/cpu/vector_math.h"
 
 #include <cmath>
+#include <algorithm>
 #include <limits>
 
 namespace axonn::cpu {
@@ -42,21 +44,55 @@ void cross_entropy_losses(T* losses, T* logsumexp, T const* row_max, double cons
     }
 }
 
+namespace {
+
+// drow[Vp_local] = (softmax − onehot(target)) · dloss for one row of logits (0 in padded columns); dloss is 0 for
+// an ignored row, and local_target outside 0 ... valid−1 when another slice holds the target.
+template <typename T>
+void backward_row(T* drow, T const* row, T lse, T dloss, std::int64_t local_target, int valid, int Vp_local) {
+#pragma omp simd
+    for (int j = 0; j < valid; ++j) drow[j] = exp_approx(row[j] - lse) * dloss;
+    for (int j = valid; j < Vp_local; ++j) drow[j] = 0;
+    if (local_target >= 0 && local_target < valid) drow[local_target] -= dloss;
+}
+
+// The target's column in this slice, or −1 where the row is ignored (its dloss is then 0).
+std::int64_t local_target_of(std::int32_t target, int vocab_begin) {
+    return target == ignore_index ? -1 : static_cast<std::int64_t>(target) - vocab_begin;
+}
+
+}  // namespace
+
 template <typename T>
 void cross_entropy_backward(T* dlogits, T const* logits, T const* logsumexp, std::int32_t const* targets,
                             T const* dlosses, std::int64_t N, int valid, int Vp_local, int vocab_begin) {
 #pragma omp parallel for schedule(static)
     for (std::int64_t n = 0; n < N; ++n) {
-        T const* row = logits + n * Vp_local;
-        T* drow = dlogits + n * Vp_local;
-        bool const ignored = targets[n] == ignore_index;
-        T const dloss = ignored ? T(0) : dlosses[n];
-        T const lse = logsumexp[n];
+        T const dloss = targets[n] == ignore_index ? T(0) : dlosses[n];
+        backward_row(dlogits + n * Vp_local, logits + n * Vp_local, logsumexp[n], dloss,
+                     local_target_of(targets[n], vocab_begin), valid, Vp_local);
+    }
+}
+
+void cross_entropy_backward(bfloat16* dlogits, float const* logits, float const* logsumexp,
+                            std::int32_t const* targets, float const* dlosses, std::int64_t N, int valid,
+                            int Vp_local, int vocab_begin) {
+    // Columns computed in fp32 at a time, in a buffer that stays in L1 (4 KiB), then rounded: a multiple of the
+    // vector width, so that the blocks' vector loops cover the columns as the whole row's fp32 loop does.
+    constexpr int block = 1024;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t n = 0; n < N; ++n) {
+        float const dloss = targets[n] == ignore_index ? 0.0f : dlosses[n];
+        std::int64_t const local_target = local_target_of(targets[n], vocab_begin);
+        for (int j0 = 0; j0 < Vp_local; j0 += block) {
+            int const width = std::min(block, Vp_local - j0);
+            alignas(64) float values[block];
+            backward_row(values, logits + n * Vp_local + j0, logsumexp[n], dloss, local_target - j0,
+                         std::clamp(valid - j0, 0, width), width);
+            bfloat16* drow = dlogits + n * Vp_local + j0;
 #pragma omp simd
-        for (int j = 0; j < valid; ++j) drow[j] = exp_approx(row[j] - lse) * dloss;
-        for (int j = valid; j < Vp_local; ++j) drow[j] = 0;
-        std::int64_t const local_target = static_cast<std::int64_t>(targets[n]) - vocab_begin;
-        if (!ignored && local_target >= 0 && local_target < valid) drow[local_target] -= dloss;
+            for (int j = 0; j < width; ++j) drow[j] = to_bfloat16(values[j]);
+        }
     }
 }
 

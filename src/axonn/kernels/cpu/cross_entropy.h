@@ -9,6 +9,10 @@
 
 #include <cstdint>
 
+namespace axonn {
+struct bfloat16;  // core/bfloat16.h, not included: the CUDA kernels (C++17) include this header for ignore_index
+}
+
 namespace axonn::cpu {
 
 inline constexpr std::int32_t ignore_index = -1;
@@ -31,5 +35,11 @@ void cross_entropy_losses(T* losses, T* logsumexp, T const* row_max, double cons
 template <typename T>
 void cross_entropy_backward(T* dlogits, T const* logits, T const* logsumexp, std::int32_t const* targets,
                             T const* dlosses, std::int64_t N, int valid, int Vp_local, int vocab_begin);
+// The same written as its bf16 rounding (for bf16 GEMMs, which read nothing else), bitwise what writing fp32 and
+// rounding with to_bf16 gives, without the fp32 [N,Vp_local] ever reaching memory: each row is computed in blocks
+// of columns that stay in cache, then rounded.
+void cross_entropy_backward(bfloat16* dlogits, float const* logits, float const* logsumexp,
+                            std::int32_t const* targets, float const* dlosses, std::int64_t N, int valid,
+                            int Vp_local, int vocab_begin);
 
 }  // namespace axonn::cpu

@@ -46,7 +46,8 @@ __global__ void cross_entropy_losses_kernel(float* losses, float* logsumexp, flo
 }
 
 // Writes every column; dlogits may be logits (each element is read, then written, by one thread).
-__global__ void cross_entropy_backward_kernel(float* dlogits, float const* logits, float const* logsumexp,
+template <typename Out>
+__global__ void cross_entropy_backward_kernel(Out* dlogits, float const* logits, float const* logsumexp,
                                               std::int32_t const* targets, float const* dlosses, std::int64_t N,
                                               int valid, int Vp_local, int vocab_begin) {
     AXONN_GRID_STRIDE(i, N * Vp_local) {
@@ -56,7 +57,7 @@ __global__ void cross_entropy_backward_kernel(float* dlogits, float const* logit
         float const dloss = ignored ? 0.0f : dlosses[n];
         float d = j < valid ? expf(logits[i] - logsumexp[n]) * dloss : 0.0f;
         if (!ignored && static_cast<std::int64_t>(targets[n]) - vocab_begin == j && j < valid) d -= dloss;
-        dlogits[i] = d;
+        store(dlogits, i, d);
     }
 }
 
@@ -83,7 +84,8 @@ void cross_entropy_losses(float* losses, float* logsumexp, float const* row_max,
                                                                                 targets, N);
     check_launch("cross_entropy_losses");
 }
-void cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp, std::int32_t const* targets,
+template <typename Out>
+void cross_entropy_backward(Out* dlogits, float const* logits, float const* logsumexp, std::int32_t const* targets,
                             float const* dlosses, std::int64_t N, int valid, int Vp_local, int vocab_begin,
                             cudaStream_t stream) {
     if (N == 0) return;
@@ -91,5 +93,9 @@ void cross_entropy_backward(float* dlogits, float const* logits, float const* lo
         dlogits, logits, logsumexp, targets, dlosses, N, valid, Vp_local, vocab_begin);
     check_launch("cross_entropy_backward");
 }
+template void cross_entropy_backward(float*, float const*, float const*, std::int32_t const*, float const*,
+                                     std::int64_t, int, int, int, cudaStream_t);
+template void cross_entropy_backward(__nv_bfloat16*, float const*, float const*, std::int32_t const*, float const*,
+                                     std::int64_t, int, int, int, cudaStream_t);
 
 }  // namespace axonn::cuda

@@ -306,11 +306,19 @@ void CudaBackend::cross_entropy_losses(float* losses, float* logsumexp, float co
                                        std::int32_t const* targets, std::int64_t N) {
     cuda::cross_entropy_losses(losses, logsumexp, row_max, sums, targets, N, stream_);
 }
-void CudaBackend::cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp,
-                                         std::int32_t const* targets, float const* dlosses, std::int64_t N, int valid,
-                                         int Vp_local, int vocab_begin) {
-    cuda::cross_entropy_backward(dlogits, logits, logsumexp, targets, dlosses, N, valid, Vp_local, vocab_begin,
-                                 stream_);
+GemmInput CudaBackend::cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp,
+                                              std::int32_t const* targets, float const* dlosses, std::int64_t N,
+                                              int valid, int Vp_local, int vocab_begin) {
+    if (gemm_dtype_ != DType::bf16) {
+        cuda::cross_entropy_backward(dlogits, logits, logsumexp, targets, dlosses, N, valid, Vp_local, vocab_begin,
+                                     stream_);
+        return GemmInput::unrounded(dlogits);
+    }
+    Tensor& rounded = scratch_[held_input];
+    grow_to(rounded, N * Vp_local, DType::bf16, Memory::device);
+    cuda::cross_entropy_backward(as_device_bf16(rounded.raw_data()), logits, logsumexp, targets, dlosses, N, valid,
+                                 Vp_local, vocab_begin, stream_);
+    return {nullptr, static_cast<bfloat16 const*>(rounded.raw_data())};
 }
 
 void CudaBackend::adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n,

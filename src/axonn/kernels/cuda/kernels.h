@@ -106,7 +106,9 @@ void cross_entropy_sums(double* sums, float const* logits, float const* row_max,
                         std::int64_t N, int valid, int Vp_local, int vocab_begin, cudaStream_t stream);
 void cross_entropy_losses(float* losses, float* logsumexp, float const* row_max, double const* sums,
                           std::int32_t const* targets, std::int64_t N, cudaStream_t stream);
-void cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp, std::int32_t const* targets,
+// dlogits fp32 (may be logits) or bf16 (Out: float or __nv_bfloat16), rounded as to_bf16 rounds
+template <typename Out>
+void cross_entropy_backward(Out* dlogits, float const* logits, float const* logsumexp, std::int32_t const* targets,
                             float const* dlosses, std::int64_t N, int valid, int Vp_local, int vocab_begin,
                             cudaStream_t stream);
 
