@@ -57,8 +57,8 @@ struct GpuCase {
     // Runs the case; a number an operation returns (sum_of_squares) goes into `scalars`.
     std::function<void(Backend&, Pointers const&, std::vector<double>& scalars)> run;
     // In bf16 this case's results differ by bf16 roundings: the GPU computes in fp32 where the CPU rounds to bf16
-    // (attention's tile GEMMs), or both round values that differ in their last bits (the cross-entropy's gradient,
-    // which bf16 GEMMs read as its rounding alone): in bf16 it is held to the rounding tolerance.
+    // (attention's tile GEMMs), or both round values that differ in their last bits (the cross-entropy's and GELU's
+    // input gradients, which bf16 GEMMs read as their roundings alone): in bf16 it is held to the rounding tolerance.
     bool bf16_rounding_differs = false;
     // It writes bf16 outputs from fp32 values the two backends compute alike but for the last bits, so a value
     // near a rounding boundary may round apart (2⁻⁸ of it): held to the rounding tolerance in either precision.
@@ -67,6 +67,12 @@ struct GpuCase {
     friend void PrintTo(GpuCase const& gpu_case, std::ostream* out) { *out << gpu_case.name; }
 };
 constexpr double fp32_tolerance = 1e-5;
+
+// An operand a backward returns for its Linear's GEMMs (Backend::gemm_input's), in `out` as fp32 to compare: with
+// bf16 GEMMs its rounding alone, widened; with fp32 GEMMs the values are in `out` already.
+void widen_operand_into(Backend& k, float* out, GemmInput operand, std::int64_t n) {
+    if (operand.rounded != nullptr) k.convert(out, DType::f32, operand.rounded, DType::bf16, n);
+}
 constexpr double bf16_rounding_tolerance = 1e-2;
 
 // A GEMM's weight as the backend takes it: the fp32 buffer, or its bf16 copy made by the backend's convert into
@@ -235,27 +241,42 @@ std::vector<GpuCase> gpu_cases() {
                              k.swiglu_backward(p.f("dinp"), p.f("inp"), p.f("dout"), N, F);
                          }});
         // A Linear's bias and GELU in one pass each way: more rows than a column sum's chunk (64), and without a
-        // bias too. pre is rewritten in place (compared), dpre written, dbias added to.
+        // bias too. pre is rewritten in place (compared), dpre written, dbias added to. In bf16 the backward reads
+        // pre as mixed precision keeps it, its bf16 rounding alone, and returns dpre as its rounding.
         constexpr std::int64_t rows = 150;
         for (bool const with_bias : {true, false}) {
             cases.push_back({with_bias ? "bias_gelu" : "gelu_without_bias",
                              {floats("pre", rows * F, 4.0), floats("bias", F), floats("out", rows * F),
-                              floats("dout", rows * F), floats("dpre", rows * F), floats("dbias", F)},
+                              floats("dout", rows * F), floats("dpre", rows * F), floats("dbias", F),
+                              halves("pre16", rows * F)},
                              {"pre", "out", "dpre", "dbias"},
                              [with_bias](Backend& k, Pointers const& p, std::vector<double>&) {
                                  float* const bias = with_bias ? p.f("bias") : nullptr;
                                  float* const dbias = with_bias ? p.f("dbias") : nullptr;
                                  k.bias_gelu_forward(p.f("out"), p.f("pre"), bias, rows, F);
-                                 k.gelu_bias_backward(p.f("dpre"), dbias, p.f("pre"), p.f("dout"), rows, F);
-                             }});
+                                 HeldInput pre(p.f("pre"));
+                                 if (k.gemm_dtype() == DType::bf16) {
+                                     auto* const pre16 = static_cast<bfloat16*>(p.raw("pre16"));
+                                     k.convert(pre16, DType::bf16, p.f("pre"), DType::f32, rows * F);
+                                     pre = HeldInput(pre16);
+                                 }
+                                 widen_operand_into(k, p.f("dpre"),
+                                                    k.gelu_bias_backward(p.f("dpre"), dbias, pre, p.f("dout"), rows, F),
+                                                    rows * F);
+                             },
+                             true});
         }
         // The input gradient written over the output gradient, as the decoder does.
         cases.push_back({"gelu_backward_in_place",
                          {floats("pre", rows * F, 4.0), floats("gradient", rows * F), floats("dbias", F)},
                          {"gradient", "dbias"},
                          [](Backend& k, Pointers const& p, std::vector<double>&) {
-                             k.gelu_bias_backward(p.f("gradient"), p.f("dbias"), p.f("pre"), p.f("gradient"), rows, F);
-                         }});
+                             widen_operand_into(k, p.f("gradient"),
+                                                k.gelu_bias_backward(p.f("gradient"), p.f("dbias"), p.f("pre"),
+                                                                     p.f("gradient"), rows, F),
+                                                rows * F);
+                         },
+                         true});
     }
     {
         // The kernels whose outputs only GEMMs read, writing bf16 as mixed precision holds those activations; in
@@ -378,20 +399,18 @@ std::vector<GpuCase> gpu_cases() {
                                                   Vp_local, begin);
                              k.cross_entropy_losses(p.f("losses"), p.f("lse"), p.f("row_max"), p.d("sums"),
                                                     p.i("targets"), N);
-                             auto const widen_into = [&](float* out, GemmInput dlogits) {
-                                 if (dlogits.rounded == nullptr) return;
-                                 k.convert(out, DType::f32, dlogits.rounded, DType::bf16, N * Vp_local);
-                             };
-                             widen_into(p.f("dlogits"),
-                                        k.cross_entropy_backward(p.f("dlogits"), p.f("logits"), p.f("lse"),
-                                                                 p.i("targets"), p.f("dlosses"), N, valid, Vp_local,
-                                                                 begin));
+                             widen_operand_into(k, p.f("dlogits"),
+                                                k.cross_entropy_backward(p.f("dlogits"), p.f("logits"), p.f("lse"),
+                                                                         p.i("targets"), p.f("dlosses"), N, valid,
+                                                                         Vp_local, begin),
+                                                N * Vp_local);
                              // dlogits may be the logits' own buffer, as the model calls it
                              k.convert(p.f("in_place"), DType::f32, p.f("logits"), DType::f32, N * Vp_local);
-                             widen_into(p.f("in_place"),
-                                        k.cross_entropy_backward(p.f("in_place"), p.f("in_place"), p.f("lse"),
-                                                                 p.i("targets"), p.f("dlosses"), N, valid, Vp_local,
-                                                                 begin));
+                             widen_operand_into(k, p.f("in_place"),
+                                                k.cross_entropy_backward(p.f("in_place"), p.f("in_place"), p.f("lse"),
+                                                                         p.i("targets"), p.f("dlosses"), N, valid,
+                                                                         Vp_local, begin),
+                                                N * Vp_local);
                          },
                          true});
     }

@@ -245,7 +245,8 @@ TEST_P(LinearOnGrid, ForwardAndBackwardMatchSerial) {
         parallel_linear_forward(backend, groups, overlap, y_run.data(), x_local.data(), weights.next(),
                                 layer.bias ? b_local.data() : nullptr, Ml, Kl, Nl);
         parallel_linear_backward(backend, groups, weight_grads, overlap, dx_run.data(), dw_run.data(),
-                                 layer.bias ? db_run.data() : nullptr, dy_local.data(), x_local.data(), weights.next(),
+                                 layer.bias ? db_run.data() : nullptr, backend.gemm_input(dy_local.data(), Ml * Nl),
+                                 x_local.data(), weights.next(),
                                  Ml, Kl, Nl, GradWrite::overwrite);
         weight_grads.complete_all();
         if (overlap) {

@@ -9,6 +9,9 @@
 //                   pass, the sum written over one of its inputs as the decoder does;
 //   gelu_in_place   GELU's input gradient written over its output gradient, as the decoder does, against two
 //                   buffers;
+//   gelu_bias_held_bf16  GELU's backward reading the pre-activation kept as its bf16 rounding and writing the input
+//                   gradient as its rounding (mixed precision: the Linear's GEMMs read nothing else), against the
+//                   rounding widened, the fp32 pass, and its output rounded;
 //   *_to_bf16       a kernel whose output only GEMMs read (LayerNorm, RMSNorm, bias + GELU, SwiGLU, the
 //                   cross-entropy's gradient of the logits) writing fp32 that is then rounded to bf16 (what a bf16
 //                   GEMM did with it), against the kernel writing bf16.
@@ -99,6 +102,12 @@ std::vector<float> widened(std::vector<bfloat16> const& rounded) {
     std::vector<float> values(rounded.size());
     to_f32(values.data(), rounded.data(), static_cast<std::int64_t>(rounded.size()));
     return values;
+}
+
+std::vector<bfloat16> rounded(std::vector<float> const& values) {
+    std::vector<bfloat16> rounding(values.size());
+    to_bf16(rounding.data(), values.data(), static_cast<std::int64_t>(values.size()));
+    return rounding;
 }
 
 // A kernel `write(out, x)` of `n` outputs whose output only GEMMs read: fp32 rounded to bf16 afterwards against
@@ -224,6 +233,21 @@ std::vector<FusionCase> fusion_cases() {
                          std::vector<float> gradient = x.dout, dbias = x.dbias_before;
                          gelu_bias_backward<float>(gradient.data(), dbias.data(), x.pre.data(), gradient.data(), M, F);
                          return Results{{"dpre", gradient}, {"dbias", dbias}};
+                     }});
+    cases.push_back({"gelu_bias_held_bf16",
+                     [](Operands const& x) {
+                         std::vector<bfloat16> const pre = rounded(x.pre);
+                         std::vector<float> const pre_widened = widened(pre);
+                         std::vector<float> dpre(M * F), dbias = x.dbias_before;
+                         gelu_bias_backward<float>(dpre.data(), dbias.data(), pre_widened.data(), x.dout.data(), M, F);
+                         return Results{{"dpre", widened(rounded(dpre))}, {"dbias", dbias}};
+                     },
+                     [](Operands const& x) {
+                         std::vector<bfloat16> const pre = rounded(x.pre);
+                         std::vector<bfloat16> dpre(M * F);
+                         std::vector<float> dbias = x.dbias_before;
+                         gelu_bias_backward<float>(dpre.data(), dbias.data(), pre.data(), x.dout.data(), M, F);
+                         return Results{{"dpre", widened(dpre)}, {"dbias", dbias}};
                      }});
     return cases;
 }

@@ -93,6 +93,12 @@ float const* CpuBackend::fp32_operand(GemmInput x) {
     return x.values;
 }
 
+OperandOut CpuBackend::held_operand_out(float* values, std::int64_t n) {
+    if (gemm_dtype_ != DType::bf16) return values;
+    grow_to(scratch_[held_input], n, DType::bf16);
+    return scratch_[held_input].data<bfloat16>();
+}
+
 GemmInput CpuBackend::gemm_input(float const* x, std::int64_t n) {
     if (gemm_dtype_ != DType::bf16) return GemmInput::unrounded(x);
     return {x, bf16_operand(held_input, x, n)};
@@ -215,9 +221,11 @@ void CpuBackend::attention_cached(float* out, float* lse, float* k_cache, float*
 void CpuBackend::bias_gelu_forward(OperandOut out, float* pre, float const* bias, std::int64_t N, int F) {
     out.visit([&](auto* y) { cpu::bias_gelu_forward(y, pre, bias, N, F); });
 }
-void CpuBackend::gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const* dout, std::int64_t N,
-                                    int F) {
-    cpu::gelu_bias_backward(dpre, dbias, pre, dout, N, F);
+GemmInput CpuBackend::gelu_bias_backward(float* dpre, float* dbias, HeldInput pre, float const* dout, std::int64_t N,
+                                         int F) {
+    OperandOut const out = held_operand_out(dpre, N * F);
+    out.visit([&](auto* y) { pre.visit([&](auto const* u) { cpu::gelu_bias_backward(y, dbias, u, dout, N, F); }); });
+    return out.as_input();
 }
 void CpuBackend::split_columns(float* out, float const* in, std::int64_t rows, int parts, int block) {
     cpu::split_columns(out, in, rows, parts, block);
@@ -247,15 +255,11 @@ void CpuBackend::cross_entropy_losses(float* losses, float* logsumexp, float con
 GemmInput CpuBackend::cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp,
                                              std::int32_t const* targets, float const* dlosses, std::int64_t N,
                                              int valid, int Vp_local, int vocab_begin) {
-    if (gemm_dtype_ != DType::bf16) {
-        cpu::cross_entropy_backward(dlogits, logits, logsumexp, targets, dlosses, N, valid, Vp_local, vocab_begin);
-        return GemmInput::unrounded(dlogits);
-    }
-    Tensor& rounded = scratch_[held_input];
-    grow_to(rounded, N * Vp_local, DType::bf16);
-    cpu::cross_entropy_backward(rounded.data<bfloat16>(), logits, logsumexp, targets, dlosses, N, valid, Vp_local,
-                                vocab_begin);
-    return {nullptr, rounded.data<bfloat16>()};
+    OperandOut const out = held_operand_out(dlogits, N * Vp_local);
+    out.visit([&](auto* y) {
+        cpu::cross_entropy_backward(y, logits, logsumexp, targets, dlosses, N, valid, Vp_local, vocab_begin);
+    });
+    return out.as_input();
 }
 void CpuBackend::adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n,
                               AdamWStep const& step, bfloat16* param_bf16) {

@@ -63,8 +63,8 @@ public:
     void attention_cached(float* out, float* lse, float* k_cache, float* v_cache, float const* qkv, int B, int n,
                           int past, int capacity, int C, int NH, int NKV) override;
     void bias_gelu_forward(OperandOut out, float* pre, float const* bias, std::int64_t N, int F) override;
-    void gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const* dout, std::int64_t N,
-                            int F) override;
+    GemmInput gelu_bias_backward(float* dpre, float* dbias, HeldInput pre, float const* dout, std::int64_t N,
+                                 int F) override;
     void split_columns(float* out, float const* in, std::int64_t rows, int parts, int block) override;
     void join_columns(float* out, float const* in, std::int64_t rows, int parts, int block) override;
     void residual_forward(float* out, float const* a, float const* b, std::int64_t n) override;
@@ -92,6 +92,9 @@ private:
     bfloat16 const* bf16_operand(Scratch slot, GemmInput x, std::int64_t n);
     // x's fp32 values, which an fp32 GEMM needs: an operand held only in bf16 is a caller's mistake
     static float const* fp32_operand(GemmInput x);
+    // Where a kernel writes the n values that only the next GEMMs read (gemm_input's operand): `values` with fp32
+    // GEMMs, the held_input scratch with bf16 GEMMs.
+    OperandOut held_operand_out(float* values, std::int64_t n);
 
     DType gemm_dtype_;
     Tensor scratch_[scratch_count];

@@ -174,8 +174,8 @@ void TracingBackend::bias_gelu_forward(OperandOut out, float* pre, float const* 
                   [&] { return inner_->bias_gelu_forward(out, pre, bias, N, F); });
 }
 
-void TracingBackend::gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const* dout,
-                                        std::int64_t N, int F) {
+GemmInput TracingBackend::gelu_bias_backward(float* dpre, float* dbias, HeldInput pre, float const* dout,
+                                             std::int64_t N, int F) {
     return traced(kernel_kind::elementwise, "gelu_bias_backward",
                   [&] { return inner_->gelu_bias_backward(dpre, dbias, pre, dout, N, F); });
 }

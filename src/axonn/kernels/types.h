@@ -114,4 +114,23 @@ struct OperandOut {
     }
 };
 
+// An activation a kernel reads as it is held: fp32 `values`, or in mixed precision only `rounded`, its bf16 rounding
+// (an activation kept as its rounding, which GEMMs and this kernel read). Exactly one is set; the kernel widens a
+// rounding as it reads it, exactly, so both give what the fp32 kernel computes on the rounding's values.
+struct HeldInput {
+    float const* values = nullptr;
+    bfloat16 const* rounded = nullptr;
+
+    HeldInput(float const* values_) : values(values_) {}        // NOLINT(google-explicit-constructor)
+    HeldInput(bfloat16 const* rounded_) : rounded(rounded_) {}  // NOLINT(google-explicit-constructor)
+    // read(pointer) with the buffer that is set, float const* or bfloat16 const*.
+    template <typename Read> void visit(Read&& read) const {
+        if (rounded != nullptr) {
+            read(rounded);
+        } else {
+            read(values);
+        }
+    }
+};
+
 }  // namespace axonn

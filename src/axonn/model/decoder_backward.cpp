@@ -194,28 +194,29 @@ void Decoder::backward_layer(int l, int slot, Batch const& batch, GradWrite writ
 
     // MLP branch, from output = attn_residual + mlp_out(activation(mlp_in(mlp_norm(attn_residual))))
     parallel_linear_backward(k, transposed, scatter, overlap, d_mlp_act, weight_grad(p.mlp_out),
-                             layer_grad(p.mlp_out_bias, at.Cx), d_output, act.mlp_act.as_input(),
-                             step_->weights.next(), d.BT, d.Fy, d.Cx, write);
+                             layer_grad(p.mlp_out_bias, at.Cx), k.gemm_input(d_output, d.BT * d.Cx),
+                             act.mlp_act.as_input(), step_->weights.next(), d.BT, d.Fy, d.Cx, write);
     // GELU's pass sums its Linear's bias gradient (the forward added the bias there).
     float* mlp_in_dbias = layer_grad(p.mlp_in_bias, at.Uy);
-    mlp_activation_backward(d_mlp_hidden, arch_.gelu ? mlp_in_dbias : nullptr, widened(act.mlp_hidden, d.BT * d.Uy),
-                            d_mlp_act, d);
+    GemmInput const d_hidden =
+        mlp_activation_backward(d_mlp_hidden, arch_.gelu ? mlp_in_dbias : nullptr, act.mlp_hidden, d_mlp_act, d);
     parallel_linear_backward(k, normal, scatter, overlap, d_norm, weight_grad(p.mlp_in),
-                             arch_.gelu ? nullptr : mlp_in_dbias, d_mlp_hidden, act.mlp_norm.as_input(),
+                             arch_.gelu ? nullptr : mlp_in_dbias, d_hidden, act.mlp_norm.as_input(),
                              step_->weights.next(), d.BT, d.Cx, d.Uy, write);
     norm_backward(d_output, d_norm, act.attn_residual, act.mlp_norm_mean, act.mlp_norm_rstd, p.mlp_norm,
                   p.mlp_norm_bias, at.Cx, d.BT);
 
     // attention branch, from attn_residual = input + attn_out(attention(rope(qkv(attn_norm(input)))))
     parallel_linear_backward(k, transposed, scatter, overlap, d_attn, weight_grad(p.attn_out),
-                             layer_grad(p.attn_out_bias, at.Cx), d_output, act.attn.as_input(), step_->weights.next(),
-                             d.BT, d.Cy, d.Cx, write);
+                             layer_grad(p.attn_out_bias, at.Cx), k.gemm_input(d_output, d.BT * d.Cx),
+                             act.attn.as_input(), step_->weights.next(), d.BT, d.Cy, d.Cx, write);
     k.zero(d_qkv, d.BT * d.Wy * static_cast<std::int64_t>(sizeof(float)));
     k.attention_backward(d_qkv, d_attn, act.qkv.as_input(), widened(act.attn, d.BT * d.Cy), act.attn_lse, d.B, d.T,
                          d.Cy, d.NHy, d.NKVy);
     rotate_positions(d_qkv, d, 0, -1);  // the rotation's gradient: the rotation back
     parallel_linear_backward(k, normal, scatter, overlap, d_norm, weight_grad(p.qkv), layer_grad(p.qkv_bias, at.Wy),
-                             d_qkv, act.attn_norm.as_input(), step_->weights.next(), d.BT, d.Cx, d.Wy, write);
+                             k.gemm_input(d_qkv, d.BT * d.Wy), act.attn_norm.as_input(), step_->weights.next(), d.BT,
+                             d.Cx, d.Wy, write);
     norm_backward(d_output, d_norm, act.input, act.attn_norm_mean, act.attn_norm_rstd, p.attn_norm, p.attn_norm_bias,
                   at.Cx, d.BT);
 }
@@ -227,14 +228,12 @@ float* Decoder::widened(KeptActivation const& activation, std::int64_t n) {
     return activation.values;
 }
 
-void Decoder::mlp_activation_backward(float* dinp, float* dbias, float const* inp, float const* dout,
-                                      LocalDims const& d) {
-    if (arch_.gelu) {
-        backend_.gelu_bias_backward(dinp, dbias, inp, dout, d.BT, d.Fy);
-    } else {
-        AXONN_INVARIANT(dbias == nullptr, "SwiGLU's bias gradient is its Linear's");
-        backend_.swiglu_backward(dinp, inp, dout, d.BT, d.Fy);
-    }
+GemmInput Decoder::mlp_activation_backward(float* dinp, float* dbias, KeptActivation const& inp, float const* dout,
+                                           LocalDims const& d) {
+    if (arch_.gelu) return backend_.gelu_bias_backward(dinp, dbias, inp.held(), dout, d.BT, d.Fy);
+    AXONN_INVARIANT(dbias == nullptr, "SwiGLU's bias gradient is its Linear's");
+    backend_.swiglu_backward(dinp, widened(inp, d.BT * d.Uy), dout, d.BT, d.Fy);
+    return backend_.gemm_input(dinp, d.BT * d.Uy);
 }
 
 }  // namespace axonn

@@ -170,6 +170,8 @@ struct KeptActivation {
 
     // As a GEMM reads it: the kept rounding is what a bf16 GEMM would round the values to.
     GemmInput as_input() const { return rounded != nullptr ? GemmInput(nullptr, rounded) : GemmInput(values); }
+    // As a kernel that widens a rounding as it reads reads it (GELU's backward).
+    HeldInput held() const { return rounded != nullptr ? HeldInput(rounded) : HeldInput(values); }
 };
 
 // One layer's activations: its input (the previous layer's output, or the embedding), the slot of its inner

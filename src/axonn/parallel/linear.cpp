@@ -70,11 +70,10 @@ void parallel_input_gradient(Backend& backend, LinearGroups const& groups, bool 
 }
 
 void parallel_linear_backward(Backend& backend, LinearGroups const& groups, GradScatter& scatter, bool overlap,
-                              float* dinp, float* dweight_shard, float* dbias, float const* dout, GemmInput inp,
+                              float* dinp, float* dweight_shard, float* dbias, GemmInput dout, GemmInput inp,
                               WeightView weight_block, std::int64_t M, std::int64_t K_local, std::int64_t N_local,
                               GradWrite write) {
-    parallel_input_gradient(backend, groups, overlap, dinp, backend.gemm_input(dout, M * N_local), weight_block, M,
-                            K_local, N_local,
+    parallel_input_gradient(backend, groups, overlap, dinp, dout, weight_block, M, K_local, N_local,
                             [&](GemmInput gemm_dout) {
         GradTarget const target = scatter.target(dweight_shard, write);
         backend.linear_backward_weight(target.block, dbias, gemm_dout, inp, M, K_local, N_local, target.write);

@@ -60,10 +60,11 @@ void parallel_input_gradient(Backend& backend, LinearGroups const& groups, bool 
                              std::int64_t N_local, std::function<void(GemmInput dout)> const& weight_gradient);
 
 // dinp[M, K_local] is written (all-reduced over O); the weight gradient goes through `scatter` into
-// dweight_shard, written or accumulated as `write` says; dbias[N_local] accumulates (may be null).
-// dout[M, N_local], inp[M, K_local] (as the forward read it), weight_block[N_local, K_local]
+// dweight_shard, written or accumulated as `write` says; dbias[N_local] accumulates (may be null; it needs dout's
+// fp32 values). dout[M, N_local] as the GEMMs read it (Backend::gemm_input), inp[M, K_local] (as the forward read
+// it), weight_block[N_local, K_local]
 void parallel_linear_backward(Backend& backend, LinearGroups const& groups, GradScatter& scatter, bool overlap,
-                              float* dinp, float* dweight_shard, float* dbias, float const* dout, GemmInput inp,
+                              float* dinp, float* dweight_shard, float* dbias, GemmInput dout, GemmInput inp,
                               WeightView weight_block, std::int64_t M, std::int64_t K_local, std::int64_t N_local,
                               GradWrite write);
 

@@ -23,4 +23,13 @@ template <typename Out, typename T> Out stored_as(T value) {
     }
 }
 
+// An input element as a kernel computes with it: bf16 widened (exactly) to T, others as they are.
+template <typename T, typename In> T loaded(In value) {
+    if constexpr (std::is_same_v<In, bfloat16>) {
+        return static_cast<T>(to_float(value));
+    } else {
+        return static_cast<T>(value);
+    }
+}
+
 }  // namespace axonn::cpu

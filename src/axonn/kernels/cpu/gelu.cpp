@@ -43,15 +43,15 @@ void bias_gelu_rows(Out* out, T* pre, T const* bias, std::int64_t N, int F) {
 
 // Columns [first, last) of every row, rows in order, so that each dbias[f] adds its rows in order whatever the
 // threads.
-template <typename T, bool with_bias>
-void gelu_bias_backward_columns(T* dpre, T* dbias, T const* pre, T const* dout, std::int64_t N, int F, int first,
+template <typename T, typename Out, typename In, bool with_bias>
+void gelu_bias_backward_columns(Out* dpre, T* dbias, In const* pre, T const* dout, std::int64_t N, int F, int first,
                                 int last) {
     for (std::int64_t n = 0; n < N; ++n) {
         std::int64_t const row = n * F;
 #pragma omp simd
         for (int f = first; f < last; ++f) {
-            T const g = gelu_derivative(pre[row + f]) * dout[row + f];
-            dpre[row + f] = g;
+            T const g = gelu_derivative(loaded<T>(pre[row + f])) * dout[row + f];
+            dpre[row + f] = stored_as<Out>(g);
             if constexpr (with_bias) dbias[f] += g;
         }
     }
@@ -68,7 +68,8 @@ void bias_gelu_forward(Out* out, T* pre, T const* bias, std::int64_t N, int F) {
     }
 }
 
-template <typename T> void gelu_bias_backward(T* dpre, T* dbias, T const* pre, T const* dout, std::int64_t N, int F) {
+template <typename T, typename Out, typename In>
+void gelu_bias_backward(Out* dpre, T* dbias, In const* pre, T const* dout, std::int64_t N, int F) {
     // Each thread takes a strip of whole vectors of columns over every row: one thread streams whole rows.
     constexpr int vector = 16;
     int const threads = omp_get_max_threads();
@@ -78,9 +79,9 @@ template <typename T> void gelu_bias_backward(T* dpre, T* dbias, T const* pre, T
         int const first = std::min(F, t * strip), last = std::min(F, first + strip);
         if (first >= last) continue;
         if (dbias != nullptr) {
-            gelu_bias_backward_columns<T, true>(dpre, dbias, pre, dout, N, F, first, last);
+            gelu_bias_backward_columns<T, Out, In, true>(dpre, dbias, pre, dout, N, F, first, last);
         } else {
-            gelu_bias_backward_columns<T, false>(dpre, nullptr, pre, dout, N, F, first, last);
+            gelu_bias_backward_columns<T, Out, In, false>(dpre, nullptr, pre, dout, N, F, first, last);
         }
     }
 }
@@ -88,7 +89,14 @@ template <typename T> void gelu_bias_backward(T* dpre, T* dbias, T const* pre, T
 template void bias_gelu_forward<float, float>(float*, float*, float const*, std::int64_t, int);
 template void bias_gelu_forward<float, bfloat16>(bfloat16*, float*, float const*, std::int64_t, int);
 template void bias_gelu_forward<double, double>(double*, double*, double const*, std::int64_t, int);
-template void gelu_bias_backward<float>(float*, float*, float const*, float const*, std::int64_t, int);
-template void gelu_bias_backward<double>(double*, double*, double const*, double const*, std::int64_t, int);
+template void gelu_bias_backward<float, float, float>(float*, float*, float const*, float const*, std::int64_t, int);
+template void gelu_bias_backward<float, float, bfloat16>(float*, float*, bfloat16 const*, float const*, std::int64_t,
+                                                         int);
+template void gelu_bias_backward<float, bfloat16, float>(bfloat16*, float*, float const*, float const*, std::int64_t,
+                                                         int);
+template void gelu_bias_backward<float, bfloat16, bfloat16>(bfloat16*, float*, bfloat16 const*, float const*,
+                                                            std::int64_t, int);
+template void gelu_bias_backward<double, double, double>(double*, double*, double const*, double const*, std::int64_t,
+                                                         int);
 
 }  // namespace axonn::cpu

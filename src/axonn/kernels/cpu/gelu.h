@@ -11,8 +11,10 @@ namespace axonn::cpu {
 // pre[N,F] += bias[F] (when bias is not null); out[N,F] = gelu(pre) (T or bf16)
 template <typename T, typename Out> void bias_gelu_forward(Out* out, T* pre, T const* bias, std::int64_t N, int F);
 
-// dpre[N,F] = gelu'(pre) · dout (written, not added; dpre may be dout); dbias[F] += Σ_n dpre[n,:] in row order (when
-// not null)      pre[N,F], dout[N,F]
-template <typename T> void gelu_bias_backward(T* dpre, T* dbias, T const* pre, T const* dout, std::int64_t N, int F);
+// dpre[N,F] = gelu'(pre) · dout (written, not added; dpre may be dout), T or (for bf16 GEMMs alone) its bf16
+// rounding; dbias[F] += Σ_n dpre[n,:] in row order, unrounded (when not null)      pre[N,F] T or held in bf16 (its
+// rounding alone, widened as read), dout[N,F]
+template <typename T, typename Out, typename In>
+void gelu_bias_backward(Out* dpre, T* dbias, In const* pre, T const* dout, std::int64_t N, int F);
 
 }  // namespace axonn::cpu

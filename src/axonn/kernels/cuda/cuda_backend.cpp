@@ -34,6 +34,8 @@ __nv_bfloat16 const* as_device_bf16(void const* p) { return static_cast<__nv_bfl
 // A kernel's output as the CUDA kernels take it.
 float* device_output(float* p) { return p; }
 __nv_bfloat16* device_output(bfloat16* p) { return as_device_bf16(p); }
+float const* device_input(float const* p) { return p; }
+__nv_bfloat16 const* device_input(bfloat16 const* p) { return as_device_bf16(p); }
 
 }  // namespace
 
@@ -121,6 +123,12 @@ void const* CudaBackend::gemm_operand(Scratch slot, GemmInput x, std::int64_t n)
     if (gemm_dtype_ == DType::bf16 && x.rounded != nullptr) return x.rounded;
     AXONN_INVARIANT(x.values != nullptr, "an fp32 GEMM got an operand held only in bf16");
     return gemm_operand(slot, x.values, n);
+}
+
+OperandOut CudaBackend::held_operand_out(float* values, std::int64_t n) {
+    if (gemm_dtype_ != DType::bf16) return values;
+    grow_to(scratch_[held_input], n, DType::bf16, Memory::device);
+    return static_cast<bfloat16*>(scratch_[held_input].raw_data());
 }
 
 GemmInput CudaBackend::gemm_input(float const* x, std::int64_t n) {
@@ -254,9 +262,14 @@ void CudaBackend::attention_cached(float* out, float* lse, float* k_cache, float
 void CudaBackend::bias_gelu_forward(OperandOut out, float* pre, float const* bias, std::int64_t N, int F) {
     out.visit([&](auto* y) { cuda::bias_gelu_forward(device_output(y), pre, bias, N, F, stream_); });
 }
-void CudaBackend::gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const* dout, std::int64_t N,
-                                     int F) {
-    cuda::gelu_bias_backward(dpre, dbias, pre, dout, N, F, stream_);
+GemmInput CudaBackend::gelu_bias_backward(float* dpre, float* dbias, HeldInput pre, float const* dout,
+                                          std::int64_t N, int F) {
+    OperandOut const out = held_operand_out(dpre, N * F);
+    out.visit([&](auto* y) {
+        pre.visit([&](auto const* u) { cuda::gelu_bias_backward(device_output(y), dbias, device_input(u), dout, N, F,
+                                                                stream_); });
+    });
+    return out.as_input();
 }
 void CudaBackend::swiglu_forward(OperandOut out, float const* inp, std::int64_t N, int F) {
     out.visit([&](auto* y) { cuda::swiglu_forward(device_output(y), inp, N, F, stream_); });
@@ -309,16 +322,12 @@ void CudaBackend::cross_entropy_losses(float* losses, float* logsumexp, float co
 GemmInput CudaBackend::cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp,
                                               std::int32_t const* targets, float const* dlosses, std::int64_t N,
                                               int valid, int Vp_local, int vocab_begin) {
-    if (gemm_dtype_ != DType::bf16) {
-        cuda::cross_entropy_backward(dlogits, logits, logsumexp, targets, dlosses, N, valid, Vp_local, vocab_begin,
-                                     stream_);
-        return GemmInput::unrounded(dlogits);
-    }
-    Tensor& rounded = scratch_[held_input];
-    grow_to(rounded, N * Vp_local, DType::bf16, Memory::device);
-    cuda::cross_entropy_backward(as_device_bf16(rounded.raw_data()), logits, logsumexp, targets, dlosses, N, valid,
-                                 Vp_local, vocab_begin, stream_);
-    return {nullptr, static_cast<bfloat16 const*>(rounded.raw_data())};
+    OperandOut const out = held_operand_out(dlogits, N * Vp_local);
+    out.visit([&](auto* y) {
+        cuda::cross_entropy_backward(device_output(y), logits, logsumexp, targets, dlosses, N, valid, Vp_local,
+                                     vocab_begin, stream_);
+    });
+    return out.as_input();
 }
 
 void CudaBackend::adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n,

@@ -72,8 +72,8 @@ public:
     void attention_cached(float* out, float* lse, float* k_cache, float* v_cache, float const* qkv, int B, int n,
                           int past, int capacity, int C, int NH, int NKV) override;
     void bias_gelu_forward(OperandOut out, float* pre, float const* bias, std::int64_t N, int F) override;
-    void gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const* dout, std::int64_t N,
-                            int F) override;
+    GemmInput gelu_bias_backward(float* dpre, float* dbias, HeldInput pre, float const* dout, std::int64_t N,
+                                 int F) override;
     void swiglu_forward(OperandOut out, float const* inp, std::int64_t N, int F) override;
     void swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) override;
     void rope_rotate(float* x, double const* inv_freq, int B, int T, int heads, int head_size, std::int64_t stride,
@@ -103,6 +103,9 @@ private:
     void const* gemm_operand(Scratch slot, float const* values, std::int64_t n);
     // The same for an input that gemm_input may have rounded already.
     void const* gemm_operand(Scratch slot, GemmInput x, std::int64_t n);
+    // Where a kernel writes the n values that only the next GEMMs read (gemm_input's operand): `values` with fp32
+    // GEMMs, the held_input scratch with bf16 GEMMs.
+    OperandOut held_operand_out(float* values, std::int64_t n);
     void check_weight(WeightView weight) const;
     // Whether attention of heads of C/NH channels runs on the tensor cores (bf16, heads of 64 or 128).
     bool on_tensor_cores(int C, int NH) const;

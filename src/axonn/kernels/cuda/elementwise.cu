@@ -46,19 +46,21 @@ __device__ float gelu_derivative(float u) {
     float const dinner = gelu_scale * (1.0f + 3.0f * gelu_cubic * u * u);
     return 0.5f * (1.0f + tanh_inner) + 0.5f * u * sech2 * dinner;
 }
-__global__ void gelu_backward_kernel(float* dpre, float const* pre, float const* dout, std::int64_t n) {
-    AXONN_GRID_STRIDE(i, n) dpre[i] = gelu_derivative(pre[i]) * dout[i];
+template <typename Out, typename In>
+__global__ void gelu_backward_kernel(Out* dpre, In const* pre, float const* dout, std::int64_t n) {
+    AXONN_GRID_STRIDE(i, n) store(dpre, i, gelu_derivative(load(pre, i)) * dout[i]);
 }
-// GELU's input gradient, written as the bias gradient's column sums read it: each (n, f) once.
-struct GeluBiasGradientTerms {
-    float* dpre;
-    float const* pre;
+// GELU's input gradient, written as the bias gradient's column sums read it: each (n, f) once; the sums add the
+// unrounded values.
+template <typename Out, typename In> struct GeluBiasGradientTerms {
+    Out* dpre;
+    In const* pre;
     float const* dout;
     int F;
     __device__ void operator()(std::int64_t n, int f, float* terms) const {
         std::int64_t const i = n * F + f;
-        float const g = gelu_derivative(pre[i]) * dout[i];
-        dpre[i] = g;
+        float const g = gelu_derivative(load(pre, i)) * dout[i];
+        store(dpre, i, g);
         terms[0] = g;
     }
 };
@@ -133,16 +135,22 @@ void bias_gelu_forward(Out* out, float* pre, float const* bias, std::int64_t N, 
 }
 template void bias_gelu_forward(float*, float*, float const*, std::int64_t, int, cudaStream_t);
 template void bias_gelu_forward(__nv_bfloat16*, float*, float const*, std::int64_t, int, cudaStream_t);
-void gelu_bias_backward(float* dpre, float* dbias, float const* pre, float const* dout, std::int64_t N, int F,
+template <typename Out, typename In>
+void gelu_bias_backward(Out* dpre, float* dbias, In const* pre, float const* dout, std::int64_t N, int F,
                         cudaStream_t stream) {
     if (dbias != nullptr) {
-        add_column_sums<1>(dbias, nullptr, N, F, GeluBiasGradientTerms{dpre, pre, dout, F}, "gelu_bias_backward",
-                           stream);
+        add_column_sums<1>(dbias, nullptr, N, F, GeluBiasGradientTerms<Out, In>{dpre, pre, dout, F},
+                           "gelu_bias_backward", stream);
         return;
     }
     gelu_backward_kernel<<<blocks_for(N * F), threads_per_block, 0, stream>>>(dpre, pre, dout, N * F);
     check_launch("gelu_bias_backward");
 }
+template void gelu_bias_backward(float*, float*, float const*, float const*, std::int64_t, int, cudaStream_t);
+template void gelu_bias_backward(float*, float*, __nv_bfloat16 const*, float const*, std::int64_t, int, cudaStream_t);
+template void gelu_bias_backward(__nv_bfloat16*, float*, float const*, float const*, std::int64_t, int, cudaStream_t);
+template void gelu_bias_backward(__nv_bfloat16*, float*, __nv_bfloat16 const*, float const*, std::int64_t, int,
+                                 cudaStream_t);
 template <typename Out> void swiglu_forward(Out* out, float const* inp, std::int64_t N, int F, cudaStream_t stream) {
     swiglu_forward_kernel<<<blocks_for(N * F), threads_per_block, 0, stream>>>(out, inp, N, F);
     check_launch("swiglu_forward");

@@ -23,6 +23,9 @@ inline unsigned blocks_for(std::int64_t n) {
 // even), so that writing bf16 gives exactly what writing fp32 and converting gives.
 __device__ inline void store(float* out, std::int64_t i, float value) { out[i] = value; }
 __device__ inline void store(__nv_bfloat16* out, std::int64_t i, float value) { out[i] = __float2bfloat16_rn(value); }
+// An input as a kernel computes with it: fp32, or a bf16 rounding widened (exactly).
+__device__ inline float load(float const* in, std::int64_t i) { return in[i]; }
+__device__ inline float load(__nv_bfloat16 const* in, std::int64_t i) { return __bfloat162float(in[i]); }
 
 // Each thread's items of [0, n), striding over the whole grid.
 #define AXONN_GRID_STRIDE(i, n)                                                                              \
