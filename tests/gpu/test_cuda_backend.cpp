@@ -253,7 +253,7 @@ std::vector<GpuCase> gpu_cases() {
                              [with_bias](Backend& k, Pointers const& p, std::vector<double>&) {
                                  float* const bias = with_bias ? p.f("bias") : nullptr;
                                  float* const dbias = with_bias ? p.f("dbias") : nullptr;
-                                 k.bias_gelu_forward(p.f("out"), p.f("pre"), bias, rows, F);
+                                 k.bias_gelu_forward(p.f("out"), p.f("pre"), bias, rows, F, nullptr);
                                  HeldInput pre(p.f("pre"));
                                  if (k.gemm_dtype() == DType::bf16) {
                                      auto* const pre16 = static_cast<bfloat16*>(p.raw("pre16"));
@@ -279,18 +279,20 @@ std::vector<GpuCase> gpu_cases() {
                          true});
     }
     {
-        // The kernels whose outputs only GEMMs read, writing bf16 as mixed precision holds those activations; in
-        // bf16, the GEMMs then read such an input with no fp32 copy beside it (forward and weight gradient).
+        // The kernels whose outputs only GEMMs read, writing bf16 as mixed precision holds those activations (and
+        // GELU's pass keeping its input as its rounding); in bf16, the GEMMs then read such an input with no fp32
+        // copy beside it (forward and weight gradient).
         constexpr std::int64_t N = 37;
         constexpr int C = 300, F = 77;
         cases.push_back({"outputs_in_bf16",
                          {floats("inp", N * C, 2.0), floats("weight", C), floats("bias", C), doubles("stats", 2 * N),
                           doubles("rms_stats", N), floats("mean", N), floats("rstd", N), halves("norm16", N * C),
                           halves("rms16", N * C), floats("pre", N * 2 * F, 4.0), floats("gelu_bias", 2 * F),
-                          halves("gelu16", N * 2 * F), halves("swiglu16", N * F), floats("w", F * C),
+                          halves("gelu16", N * 2 * F), halves("pre16", N * 2 * F), halves("swiglu16", N * F),
+                          floats("w", F * C),
                           halves("w16", F * C), floats("out", N * F), floats("dout", N * F),
                           floats("dweight", F * C)},
-                         {"norm16", "rms16", "swiglu16", "pre", "gelu16", "out", "dweight"},
+                         {"norm16", "rms16", "swiglu16", "pre", "gelu16", "pre16", "out", "dweight"},
                          [](Backend& k, Pointers const& p, std::vector<double>&) {
                              auto* const norm16 = static_cast<bfloat16*>(p.raw("norm16"));
                              k.layernorm_statistics(p.d("stats"), p.f("inp"), N, C);
@@ -300,8 +302,9 @@ std::vector<GpuCase> gpu_cases() {
                              k.rmsnorm_forward(static_cast<bfloat16*>(p.raw("rms16")), p.f("rstd"), p.f("inp"),
                                                p.f("weight"), p.d("rms_stats"), N, C, C, 1e-5);
                              k.swiglu_forward(static_cast<bfloat16*>(p.raw("swiglu16")), p.f("pre"), N, F);
+                             // pre + bias kept as its rounding alone, as mixed precision keeps it (pre left as is)
                              k.bias_gelu_forward(static_cast<bfloat16*>(p.raw("gelu16")), p.f("pre"),
-                                                 p.f("gelu_bias"), N, 2 * F);
+                                                 p.f("gelu_bias"), N, 2 * F, static_cast<bfloat16*>(p.raw("pre16")));
                              if (k.gemm_dtype() != DType::bf16) return;  // only bf16 GEMMs read a bf16-only input
                              WeightView const w = gemm_weight(k, p, "w", "w16", F * C);
                              GemmInput const norm(nullptr, norm16);

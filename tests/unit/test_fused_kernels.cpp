@@ -9,6 +9,9 @@
 //                   pass, the sum written over one of its inputs as the decoder does;
 //   gelu_in_place   GELU's input gradient written over its output gradient, as the decoder does, against two
 //                   buffers;
+//   bias_gelu_kept_bf16  bias + GELU keeping the sum as its bf16 rounding alone (mixed precision's kept
+//                   pre-activation), against the pass in place and a rounding of the sum (and the sum itself, as a
+//                   check of what the in-place pass wrote);
 //   gelu_bias_held_bf16  GELU's backward reading the pre-activation kept as its bf16 rounding and writing the input
 //                   gradient as its rounding (mixed precision: the Linear's GEMMs read nothing else), against the
 //                   rounding widened, the fp32 pass, and its output rounded;
@@ -233,6 +236,20 @@ std::vector<FusionCase> fusion_cases() {
                          std::vector<float> gradient = x.dout, dbias = x.dbias_before;
                          gelu_bias_backward<float>(gradient.data(), dbias.data(), x.pre.data(), gradient.data(), M, F);
                          return Results{{"dpre", gradient}, {"dbias", dbias}};
+                     }});
+    cases.push_back({"bias_gelu_kept_bf16",
+                     [](Operands const& x) {
+                         std::vector<float> pre = x.pre;
+                         std::vector<bfloat16> out(M * F);
+                         bias_gelu_forward<float>(out.data(), pre.data(), x.bias.data(), M, F);
+                         return Results{{"out", widened(out)}, {"kept", widened(rounded(pre))}, {"pre", pre}};
+                     },
+                     [](Operands const& x) {
+                         std::vector<bfloat16> out(M * F), kept(M * F);
+                         bias_gelu_forward(out.data(), kept.data(), x.pre.data(), x.bias.data(), M, F);
+                         std::vector<float> pre_with_bias = x.pre;
+                         for (std::int64_t i = 0; i < M * F; ++i) pre_with_bias[i] += x.bias[i % F];
+                         return Results{{"out", widened(out)}, {"kept", widened(kept)}, {"pre", pre_with_bias}};
                      }});
     cases.push_back({"gelu_bias_held_bf16",
                      [](Operands const& x) {

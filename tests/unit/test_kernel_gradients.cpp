@@ -223,7 +223,8 @@ std::vector<KernelCase> kernel_cases() {
                      AXONN_FORWARD(std::vector<T> pre = in.at("pre");
                                    bias_gelu_forward<T>(out.data(), pre.data(), at(in, "bias"), N_rows, 37)),
                      AXONN_BACKEND_FORWARD(std::vector<float> pre = in.at("pre");
-                                           k.bias_gelu_forward(out.data(), pre.data(), at(in, "bias"), N_rows, 37)),
+                                           k.bias_gelu_forward(out.data(), pre.data(), at(in, "bias"), N_rows, 37,
+                                                               nullptr)),
                      [](Buffers<double>& in, std::vector<double> const& dout, Buffers<double>& d) {
                          std::vector<double> pre = in.at("pre"), out(pre.size());
                          bias_gelu_forward<double>(out.data(), pre.data(), at(in, "bias"), N_rows, 37);

@@ -218,8 +218,15 @@ void CpuBackend::attention_cached(float* out, float* lse, float* k_cache, float*
         cpu::attention_over_cache(out, qkv, k_cache, v_cache, B, n, past, capacity, C, NH, NKV);
     }
 }
-void CpuBackend::bias_gelu_forward(OperandOut out, float* pre, float const* bias, std::int64_t N, int F) {
-    out.visit([&](auto* y) { cpu::bias_gelu_forward(y, pre, bias, N, F); });
+void CpuBackend::bias_gelu_forward(OperandOut out, float* pre, float const* bias, std::int64_t N, int F,
+                                   bfloat16* kept_pre) {
+    out.visit([&](auto* y) {
+        if (kept_pre != nullptr) {
+            cpu::bias_gelu_forward(y, kept_pre, pre, bias, N, F);
+        } else {
+            cpu::bias_gelu_forward(y, pre, bias, N, F);
+        }
+    });
 }
 GemmInput CpuBackend::gelu_bias_backward(float* dpre, float* dbias, HeldInput pre, float const* dout, std::int64_t N,
                                          int F) {

@@ -169,9 +169,10 @@ void TracingBackend::attention_cached(float* out, float* lse, float* k_cache, fl
     });
 }
 
-void TracingBackend::bias_gelu_forward(OperandOut out, float* pre, float const* bias, std::int64_t N, int F) {
+void TracingBackend::bias_gelu_forward(OperandOut out, float* pre, float const* bias, std::int64_t N, int F,
+                                       bfloat16* kept_pre) {
     return traced(kernel_kind::elementwise, "bias_gelu_forward",
-                  [&] { return inner_->bias_gelu_forward(out, pre, bias, N, F); });
+                  [&] { return inner_->bias_gelu_forward(out, pre, bias, N, F, kept_pre); });
 }
 
 GemmInput TracingBackend::gelu_bias_backward(float* dpre, float* dbias, HeldInput pre, float const* dout,

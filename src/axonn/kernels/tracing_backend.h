@@ -70,7 +70,8 @@ public:
                             int T, int C, int NH, int NKV) override;
     void attention_cached(float* out, float* lse, float* k_cache, float* v_cache, float const* qkv, int B, int n,
                           int past, int capacity, int C, int NH, int NKV) override;
-    void bias_gelu_forward(OperandOut out, float* pre, float const* bias, std::int64_t N, int F) override;
+    void bias_gelu_forward(OperandOut out, float* pre, float const* bias, std::int64_t N, int F,
+                           bfloat16* kept_pre) override;
     GemmInput gelu_bias_backward(float* dpre, float* dbias, HeldInput pre, float const* dout, std::int64_t N,
                                  int F) override;
     void swiglu_forward(OperandOut out, float const* inp, std::int64_t N, int F) override;

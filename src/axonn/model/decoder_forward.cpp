@@ -256,8 +256,7 @@ void Decoder::forward_layer(int l, int slot, Batch const& batch, KvCache* cache)
     float const* mlp_in_bias = layer_values(p.mlp_in_bias, at.Uy);
     parallel_linear_forward(k, normal, overlap, act.mlp_hidden.values, act.mlp_norm.as_input(),
                             step_->weights.next(), arch_.gelu ? nullptr : mlp_in_bias, d.BT, d.Cx, d.Uy);
-    mlp_activation_forward(act.mlp_act, act.mlp_hidden.values, arch_.gelu ? mlp_in_bias : nullptr, d);
-    keep_rounded(act.mlp_hidden, d.BT * d.Uy);
+    mlp_activation_forward(act.mlp_act, act.mlp_hidden, arch_.gelu ? mlp_in_bias : nullptr, d);
     parallel_linear_forward(k, transposed, overlap, act.output, act.mlp_act.as_input(), step_->weights.next(),
                             layer_values(p.mlp_out_bias, at.Cx), d.BT, d.Fy, d.Cx);
     k.residual_forward(act.output, act.attn_residual, act.output, d.BT * d.Cx);
@@ -277,13 +276,15 @@ void Decoder::keep_rounded(KeptActivation const& activation, std::int64_t n) {
     }
 }
 
-void Decoder::mlp_activation_forward(OperandOut out, float* inp, float const* bias, LocalDims const& d) {
+void Decoder::mlp_activation_forward(OperandOut out, KeptActivation const& inp, float const* bias,
+                                     LocalDims const& d) {
     if (arch_.gelu) {
-        backend_.bias_gelu_forward(out, inp, bias, d.BT, d.Fy);
-    } else {
-        AXONN_INVARIANT(bias == nullptr, "SwiGLU's bias is added by its Linear");
-        backend_.swiglu_forward(out, inp, d.BT, d.Fy);
+        backend_.bias_gelu_forward(out, inp.values, bias, d.BT, d.Fy, inp.rounded);
+        return;
     }
+    AXONN_INVARIANT(bias == nullptr, "SwiGLU's bias is added by its Linear");
+    backend_.swiglu_forward(out, inp.values, d.BT, d.Fy);
+    keep_rounded(inp, d.BT * d.Uy);
 }
 
 }  // namespace axonn

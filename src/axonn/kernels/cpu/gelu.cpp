@@ -6,6 +6,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <type_traits>
 
 namespace axonn::cpu {
 namespace {
@@ -26,18 +27,29 @@ template <typename T> T gelu_derivative(T u) {
     return T(0.5) * (T(1) + tanh_inner) + T(0.5) * u * sech2 * dinner;
 }
 
-template <typename T, typename Out, bool with_bias>
-void bias_gelu_rows(Out* out, T* pre, T const* bias, std::int64_t N, int F) {
+// kept: pre itself (Kept = T: the sum written in place where the bias changes it) or its rounding (always written).
+template <typename T, typename Out, typename Kept, bool with_bias>
+void bias_gelu_rows(Out* out, Kept* kept, T const* pre, T const* bias, std::int64_t N, int F) {
 #pragma omp parallel for schedule(static)
     for (std::int64_t n = 0; n < N; ++n) {
-        T* u = pre + n * F;
+        T const* u = pre + n * F;
+        Kept* k = kept + n * F;
         Out* y = out + n * F;
 #pragma omp simd
         for (int f = 0; f < F; ++f) {
             T const value = with_bias ? u[f] + bias[f] : u[f];
-            if constexpr (with_bias) u[f] = value;
+            if constexpr (with_bias || !std::is_same_v<Kept, T>) k[f] = stored_as<Kept>(value);
             y[f] = stored_as<Out>(gelu(value));
         }
+    }
+}
+
+template <typename T, typename Out, typename Kept>
+void bias_gelu(Out* out, Kept* kept, T const* pre, T const* bias, std::int64_t N, int F) {
+    if (bias != nullptr) {
+        bias_gelu_rows<T, Out, Kept, true>(out, kept, pre, bias, N, F);
+    } else {
+        bias_gelu_rows<T, Out, Kept, false>(out, kept, pre, nullptr, N, F);
     }
 }
 
@@ -61,11 +73,12 @@ void gelu_bias_backward_columns(Out* dpre, T* dbias, In const* pre, T const* dou
 
 template <typename T, typename Out>
 void bias_gelu_forward(Out* out, T* pre, T const* bias, std::int64_t N, int F) {
-    if (bias != nullptr) {
-        bias_gelu_rows<T, Out, true>(out, pre, bias, N, F);
-    } else {
-        bias_gelu_rows<T, Out, false>(out, pre, nullptr, N, F);
-    }
+    bias_gelu(out, pre, pre, bias, N, F);
+}
+
+template <typename Out>
+void bias_gelu_forward(Out* out, bfloat16* kept_pre, float const* pre, float const* bias, std::int64_t N, int F) {
+    bias_gelu(out, kept_pre, pre, bias, N, F);
 }
 
 template <typename T, typename Out, typename In>
@@ -89,6 +102,8 @@ void gelu_bias_backward(Out* dpre, T* dbias, In const* pre, T const* dout, std::
 template void bias_gelu_forward<float, float>(float*, float*, float const*, std::int64_t, int);
 template void bias_gelu_forward<float, bfloat16>(bfloat16*, float*, float const*, std::int64_t, int);
 template void bias_gelu_forward<double, double>(double*, double*, double const*, std::int64_t, int);
+template void bias_gelu_forward<float>(float*, bfloat16*, float const*, float const*, std::int64_t, int);
+template void bias_gelu_forward<bfloat16>(bfloat16*, bfloat16*, float const*, float const*, std::int64_t, int);
 template void gelu_bias_backward<float, float, float>(float*, float*, float const*, float const*, std::int64_t, int);
 template void gelu_bias_backward<float, float, bfloat16>(float*, float*, bfloat16 const*, float const*, std::int64_t,
                                                          int);

@@ -259,8 +259,15 @@ void CudaBackend::attention_cached(float* out, float* lse, float* k_cache, float
     }
 }
 
-void CudaBackend::bias_gelu_forward(OperandOut out, float* pre, float const* bias, std::int64_t N, int F) {
-    out.visit([&](auto* y) { cuda::bias_gelu_forward(device_output(y), pre, bias, N, F, stream_); });
+void CudaBackend::bias_gelu_forward(OperandOut out, float* pre, float const* bias, std::int64_t N, int F,
+                                    bfloat16* kept_pre) {
+    out.visit([&](auto* y) {
+        if (kept_pre != nullptr) {
+            cuda::bias_gelu_forward(device_output(y), as_device_bf16(kept_pre), pre, bias, N, F, stream_);
+        } else {
+            cuda::bias_gelu_forward(device_output(y), pre, pre, bias, N, F, stream_);
+        }
+    });
 }
 GemmInput CudaBackend::gelu_bias_backward(float* dpre, float* dbias, HeldInput pre, float const* dout,
                                           std::int64_t N, int F) {

@@ -3,6 +3,8 @@
 #include "axonn/kernels/cuda/column_sum.cuh"
 #include "axonn/kernels/cuda/launch.cuh"
 
+#include <type_traits>
+
 namespace axonn::cuda {
 namespace {
 
@@ -29,14 +31,14 @@ __global__ void to_f32_kernel(float* out, __nv_bfloat16 const* in, std::int64_t 
     AXONN_GRID_STRIDE(i, n) out[i] = __bfloat162float(in[i]);
 }
 
-template <typename Out>
-__global__ void bias_gelu_forward_kernel(Out* out, float* pre, float const* bias, std::int64_t N, int F) {
+// kept: pre itself (the sum written in place where the bias changes it) or its bf16 rounding (always written).
+template <typename Out, typename Kept>
+__global__ void bias_gelu_forward_kernel(Out* out, Kept* kept, float const* pre, float const* bias, std::int64_t N,
+                                         int F) {
     AXONN_GRID_STRIDE(i, N * F) {
         float u = pre[i];
-        if (bias != nullptr) {
-            u += bias[i % F];
-            pre[i] = u;
-        }
+        if (bias != nullptr) u += bias[i % F];
+        if (bias != nullptr || !std::is_same<Kept, float>::value) store(kept, i, u);
         store(out, i, 0.5f * u * (1.0f + tanhf(gelu_scale * (u + gelu_cubic * u * u * u))));
     }
 }
@@ -128,13 +130,17 @@ void to_f32(float* out, __nv_bfloat16 const* in, std::int64_t n, cudaStream_t st
     to_f32_kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(out, in, n);
     check_launch("to_f32");
 }
-template <typename Out>
-void bias_gelu_forward(Out* out, float* pre, float const* bias, std::int64_t N, int F, cudaStream_t stream) {
-    bias_gelu_forward_kernel<<<blocks_for(N * F), threads_per_block, 0, stream>>>(out, pre, bias, N, F);
+template <typename Out, typename Kept>
+void bias_gelu_forward(Out* out, Kept* kept_pre, float const* pre, float const* bias, std::int64_t N, int F,
+                       cudaStream_t stream) {
+    bias_gelu_forward_kernel<<<blocks_for(N * F), threads_per_block, 0, stream>>>(out, kept_pre, pre, bias, N, F);
     check_launch("bias_gelu_forward");
 }
-template void bias_gelu_forward(float*, float*, float const*, std::int64_t, int, cudaStream_t);
-template void bias_gelu_forward(__nv_bfloat16*, float*, float const*, std::int64_t, int, cudaStream_t);
+template void bias_gelu_forward(float*, float*, float const*, float const*, std::int64_t, int, cudaStream_t);
+template void bias_gelu_forward(__nv_bfloat16*, float*, float const*, float const*, std::int64_t, int, cudaStream_t);
+template void bias_gelu_forward(float*, __nv_bfloat16*, float const*, float const*, std::int64_t, int, cudaStream_t);
+template void bias_gelu_forward(__nv_bfloat16*, __nv_bfloat16*, float const*, float const*, std::int64_t, int,
+                                cudaStream_t);
 template <typename Out, typename In>
 void gelu_bias_backward(Out* dpre, float* dbias, In const* pre, float const* dout, std::int64_t N, int F,
                         cudaStream_t stream) {

@@ -58,11 +58,13 @@ void add_bias(float* out, float const* bias, std::int64_t M, std::int64_t N, cud
 void accumulate_bias_gradient(float* dbias, float const* dout, std::int64_t M, std::int64_t N, cudaStream_t stream);
 
 // Element-wise operations.
-// pre[N,F] += bias[F] (bias may be null), out = gelu(pre), one pass; dpre = gelu'(pre) · dout (written, fp32 or
-// bf16: Out) with dbias[F] += Σ_n dpre (may be null) summed as the same pass computes it (column_sum.cuh), pre fp32
-// or its bf16 rounding (In).
-template <typename Out>
-void bias_gelu_forward(Out* out, float* pre, float const* bias, std::int64_t N, int F, cudaStream_t stream);
+// kept_pre[N,F] = pre + bias[F] (bias may be null): pre itself (Kept float, written in place where the bias changes
+// it) or its bf16 rounding alone (always written); out = gelu(pre + bias), one pass; dpre = gelu'(pre) · dout
+// (written, fp32 or bf16: Out) with dbias[F] += Σ_n dpre (may be null) summed as the same pass computes it
+// (column_sum.cuh), pre fp32 or its bf16 rounding (In).
+template <typename Out, typename Kept>
+void bias_gelu_forward(Out* out, Kept* kept_pre, float const* pre, float const* bias, std::int64_t N, int F,
+                       cudaStream_t stream);
 template <typename Out, typename In>
 void gelu_bias_backward(Out* dpre, float* dbias, In const* pre, float const* dout, std::int64_t N, int F,
                         cudaStream_t stream);
