@@ -118,10 +118,11 @@ public:
 
     // A Linear's bias and GELU in one pass (kernels/cpu/gelu.h): pre[N,F] += bias[F] (bias may be null), out[N,F] =
     // gelu(pre) (fp32 or bf16), and where kept_pre is not null pre + bias is kept as its bf16 rounding there alone
-    // (pre is then left as the GEMM wrote it); backward: dpre[N,F] = gelu'(pre) · dout, dbias[F] += Σ_n dpre (may be null), pre as
-    // held (fp32, or its bf16 rounding alone). dpre is returned as the operand of the GEMMs of the Linear that made
-    // pre, which read nothing else (its bias gradient is dbias): as cross_entropy_backward's, written into dpre (which
-    // may be dout) with fp32 GEMMs, only its bf16 rounding into the held operand with bf16 GEMMs.
+    // (pre is then left as the GEMM wrote it); backward: dpre[N,F] = gelu'(pre) · dout, dbias[F] += Σ_n dpre (may be
+    // null), pre as held (fp32, or its bf16 rounding alone). dpre is returned as the operand of the GEMMs of the
+    // Linear that made pre, which read nothing else (its bias gradient is dbias): as cross_entropy_backward's,
+    // written into dpre (which may be dout) with fp32 GEMMs, only its bf16 rounding into the held operand with bf16
+    // GEMMs.
     virtual void bias_gelu_forward(OperandOut out, float* pre, float const* bias, std::int64_t N, int F,
                                    bfloat16* kept_pre) = 0;
     virtual GemmInput gelu_bias_backward(float* dpre, float* dbias, HeldInput pre, float const* dout, std::int64_t N,

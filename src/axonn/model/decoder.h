@@ -187,9 +187,9 @@ private:
     float* widened(decoder_layout::KeptActivation const& activation, std::int64_t n);
     // The MLP's activation: out[B·T,Fy] = gelu(inp + bias) or silu(gate)·up of inp[B·T,Uy], GELU adding its
     // Linear's bias[Fy] (null: none; SwiGLU's Linear adds its own) and keeping inp (in place, or its rounding alone,
-    // written by the same pass); and its backward from inp as kept, returning dinp[B·T,Uy] as its Linear's GEMMs read it (Backend::gemm_input: in mixed precision GELU's
-    // is written as its bf16 rounding alone, SwiGLU's into dinp, then rounded) and, for GELU, summing dbias[Fy]
-    // (null: none).
+    // written by the same pass); and its backward from inp as kept, returning dinp[B·T,Uy] as its Linear's GEMMs
+    // read it (Backend::gemm_input: in mixed precision GELU's is written as its bf16 rounding alone, SwiGLU's into
+    // dinp, then rounded) and, for GELU, summing dbias[Fy] (null: none).
     void mlp_activation_forward(OperandOut out, decoder_layout::KeptActivation const& inp, float const* bias,
                                 decoder_layout::LocalDims const& d);
     GemmInput mlp_activation_backward(float* dinp, float* dbias, decoder_layout::KeptActivation const& inp,

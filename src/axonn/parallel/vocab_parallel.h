@@ -87,11 +87,11 @@ float const* vocab_parallel_head_input(Backend& backend, ProcessGrid& grid, Voca
 // a normal Linear's output (linear.h) when the columns split over X.
 void vocab_parallel_logits(Backend& backend, LinearGroups const& groups, bool overlap, VocabSlice const& slice,
                            float* logits, float const* head_input, WeightView head_block, std::int64_t M);
-// d_final_norm[M, C/G_x] from dlogits[M, slice.rows] (as the head's GEMMs read it: Backend::cross_entropy_backward), with `weight_gradient(dlogits)` computing the head's weight
-// gradient meanwhile (it reads head_input): in the y layout a normal Linear's input gradient (all-reduced over Y
-// under the weight gradient); over the X·Y plane the weight gradient first, then d_head_input[M, C] = dlogits ·
-// head_block, its X column blocks laid out in scratch[M·C] (which may be head_input's rows, read by then),
-// reduce-scattered over X and summed over Y.
+// d_final_norm[M, C/G_x] from dlogits[M, slice.rows] (as the head's GEMMs read it: Backend::cross_entropy_backward),
+// with `weight_gradient(dlogits)` computing the head's weight gradient meanwhile (it reads head_input): in the y
+// layout a normal Linear's input gradient (all-reduced over Y under the weight gradient); over the X·Y plane the
+// weight gradient first, then d_head_input[M, C] = dlogits · head_block, its X column blocks laid out in
+// scratch[M·C] (which may be head_input's rows, read by then), reduce-scattered over X and summed over Y.
 void vocab_parallel_head_input_gradient(Backend& backend, LinearGroups const& groups, bool overlap,
                                         VocabSlice const& slice, float* d_final_norm, float* d_head_input,
                                         float* scratch, GemmInput dlogits, WeightView head_block, std::int64_t M,
