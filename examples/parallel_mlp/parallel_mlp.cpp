@@ -134,7 +134,7 @@ private:
             // fc1's bias joins GELU's pass, after the Linear's all-reduce.
             parallel_linear_forward(backend_, linear_groups(grid_, false), overlap, hidden(l), residual(l),
                                     step_.weights.next(), nullptr, M_, Dx_, Hy_);
-            backend_.bias_gelu_forward(activated(l), hidden(l), param(MlpParam::fc1b, l), M_, Hy_);
+            backend_.bias_gelu_forward(activated(l), hidden(l), param(MlpParam::fc1b, l), M_, Hy_, nullptr);
             parallel_linear_forward(backend_, linear_groups(grid_, true), overlap, branch_.data(), activated(l),
                                     step_.weights.next(), param(MlpParam::fc2b, l), M_, Hy_, Dx_);
             backend_.residual_forward(residual(l + 1), residual(l), branch_.data(), M_ * Dx_);
@@ -163,17 +163,18 @@ private:
         }
         step_.sync.begin(grads_.data());
         for (std::int64_t l = L - 1; l >= 0; --l) {
+            // A Linear's backward takes its output's gradient as its GEMMs read it (gemm_input: the values, and
+            // with bf16 GEMMs their rounding once for both GEMMs).
             parallel_linear_backward(backend_, linear_groups(grid_, true), step_.weight_grads, overlap,
                                      d_activated_.data(), grad(MlpParam::fc2w, l), grad(MlpParam::fc2b, l),
-                                     d_residual_.data(), activated(l), step_.weights.next(), M_, Hy_, Dx_,
-                                     GradWrite::overwrite);
-            // GELU's pass writes its input gradient and sums fc1's bias gradient.
-            backend_.gelu_bias_backward(d_hidden_.data(), grad(MlpParam::fc1b, l), hidden(l), d_activated_.data(), M_,
-                                        Hy_);
+                                     backend_.gemm_input(d_residual_.data(), M_ * Dx_), activated(l),
+                                     step_.weights.next(), M_, Hy_, Dx_, GradWrite::overwrite);
+            // GELU's pass writes its input gradient, returned as fc1's GEMMs read it, and sums fc1's bias gradient.
+            GemmInput const d_hidden = backend_.gelu_bias_backward(d_hidden_.data(), grad(MlpParam::fc1b, l),
+                                                                   hidden(l), d_activated_.data(), M_, Hy_);
             parallel_linear_backward(backend_, linear_groups(grid_, false), step_.weight_grads, overlap,
-                                     d_branch_.data(), grad(MlpParam::fc1w, l), nullptr,
-                                     d_hidden_.data(), residual(l), step_.weights.next(), M_, Dx_, Hy_,
-                                     GradWrite::overwrite);
+                                     d_branch_.data(), grad(MlpParam::fc1w, l), nullptr, d_hidden, residual(l),
+                                     step_.weights.next(), M_, Dx_, Hy_, GradWrite::overwrite);
             // The skip connection: a_l's gradient is a_{l+1}'s plus the branch's.
             backend_.residual_forward(d_residual_.data(), d_residual_.data(), d_branch_.data(), M_ * Dx_);
             int const layer = static_cast<int>(l);
