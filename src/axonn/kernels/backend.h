@@ -89,7 +89,8 @@ public:
     virtual void linear_forward(float* out, GemmInput inp, WeightView weight, float const* bias, std::int64_t M,
                                 std::int64_t K, std::int64_t N) = 0;
     // x[n] prepared once for the GEMMs that read it next (a Linear's dout, for dX and dW): with bf16 GEMMs a
-    // rounded copy, which the backend keeps until its next gemm_input; with fp32 GEMMs x itself.
+    // rounded copy, which the backend keeps until its next gemm_input (or cross_entropy_backward or
+    // gelu_bias_backward, which write the same operand); with fp32 GEMMs x itself.
     virtual GemmInput gemm_input(float const* x, std::int64_t n) = 0;
     // dinp[M,K] = dout[M,N] · weight[N,K] (written)
     virtual void linear_backward_input(float* dinp, GemmInput dout, WeightView weight, std::int64_t M,
