@@ -12,6 +12,8 @@
 //   bias_gelu_kept_bf16  bias + GELU keeping the sum as its bf16 rounding alone (mixed precision's kept
 //                   pre-activation), against the pass in place and a rounding of the sum (and the sum itself, as a
 //                   check of what the in-place pass wrote);
+//   swiglu_held_bf16  SwiGLU's backward reading [gate | up] kept as its bf16 rounding, against the rounding
+//                   widened and the fp32 pass;
 //   gelu_bias_held_bf16  GELU's backward reading the pre-activation kept as its bf16 rounding and writing the input
 //                   gradient as its rounding (mixed precision: the Linear's GEMMs read nothing else), against the
 //                   rounding widened, the fp32 pass, and its output rounded;
@@ -250,6 +252,20 @@ std::vector<FusionCase> fusion_cases() {
                          std::vector<float> pre_with_bias = x.pre;
                          for (std::int64_t i = 0; i < M * F; ++i) pre_with_bias[i] += x.bias[i % F];
                          return Results{{"out", widened(out)}, {"kept", widened(kept)}, {"pre", pre_with_bias}};
+                     }});
+    // SwiGLU's [gate | up] rows of 2 · 38 channels from pre's, and its output's gradient from dout's.
+    cases.push_back({"swiglu_held_bf16",
+                     [](Operands const& x) {
+                         std::vector<float> const inp = widened(rounded(x.pre));
+                         std::vector<float> dinp(M * F);
+                         swiglu_backward<float>(dinp.data(), inp.data(), x.dout.data(), M, F / 2);
+                         return Results{{"dinp", dinp}};
+                     },
+                     [](Operands const& x) {
+                         std::vector<bfloat16> const inp = rounded(x.pre);
+                         std::vector<float> dinp(M * F);
+                         swiglu_backward<float>(dinp.data(), inp.data(), x.dout.data(), M, F / 2);
+                         return Results{{"dinp", dinp}};
                      }});
     cases.push_back({"gelu_bias_held_bf16",
                      [](Operands const& x) {

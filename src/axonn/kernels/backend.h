@@ -130,9 +130,9 @@ public:
                                          int F) = 0;
 
     // out[N,F] = silu(gate) · up (fp32 or bf16)      inp[N,2F] = [gate | up] per row (kernels/cpu/swiglu.h);
-    // dinp written
+    // dinp written, from inp as held (fp32, or in the backward its bf16 rounding alone)
     virtual void swiglu_forward(OperandOut out, float const* inp, std::int64_t N, int F) = 0;
-    virtual void swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) = 0;
+    virtual void swiglu_backward(float* dinp, HeldInput inp, float const* dout, std::int64_t N, int F) = 0;
 
     // Rotary position embeddings in place (kernels/cpu/rope.h): each of `heads` heads of head_size channels at the
     // start of every row of x[B,T,stride], token t at position first_position + t; direction +1 embeds, −1 rotates

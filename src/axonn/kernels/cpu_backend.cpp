@@ -135,8 +135,8 @@ void CpuBackend::rmsnorm_backward(float* dinp, float* dweight, float const* dout
 void CpuBackend::swiglu_forward(OperandOut out, float const* inp, std::int64_t N, int F) {
     out.visit([&](auto* y) { cpu::swiglu_forward(y, inp, N, F); });
 }
-void CpuBackend::swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) {
-    cpu::swiglu_backward(dinp, inp, dout, N, F);
+void CpuBackend::swiglu_backward(float* dinp, HeldInput inp, float const* dout, std::int64_t N, int F) {
+    inp.visit([&](auto const* x) { cpu::swiglu_backward(dinp, x, dout, N, F); });
 }
 void CpuBackend::rope_rotate(float* x, double const* inv_freq, int B, int T, int heads, int head_size,
                              std::int64_t stride, int first_position, int direction) {

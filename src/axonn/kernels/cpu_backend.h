@@ -40,7 +40,7 @@ public:
     void rmsnorm_backward(float* dinp, float* dweight, float const* dout, float const* inp, float const* weight,
                           float const* rstd, double const* stats, std::int64_t N, int C, int C_total) override;
     void swiglu_forward(OperandOut out, float const* inp, std::int64_t N, int F) override;
-    void swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) override;
+    void swiglu_backward(float* dinp, HeldInput inp, float const* dout, std::int64_t N, int F) override;
     void rope_rotate(float* x, double const* inv_freq, int B, int T, int heads, int head_size, std::int64_t stride,
                      int first_position, int direction) override;
     void layernorm_forward(OperandOut out, float* mean, float* rstd, float const* inp, float const* weight,

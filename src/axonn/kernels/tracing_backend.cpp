@@ -185,7 +185,7 @@ void TracingBackend::swiglu_forward(OperandOut out, float const* inp, std::int64
     return traced(kernel_kind::elementwise, "swiglu_forward", [&] { return inner_->swiglu_forward(out, inp, N, F); });
 }
 
-void TracingBackend::swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) {
+void TracingBackend::swiglu_backward(float* dinp, HeldInput inp, float const* dout, std::int64_t N, int F) {
     return traced(kernel_kind::elementwise, "swiglu_backward",
                   [&] { return inner_->swiglu_backward(dinp, inp, dout, N, F); });
 }

@@ -189,7 +189,7 @@ private:
     // Linear's bias[Fy] (null: none; SwiGLU's Linear adds its own) and keeping inp (in place, or its rounding alone,
     // written by the same pass); and its backward from inp as kept, returning dinp[B·T,Uy] as its Linear's GEMMs
     // read it (Backend::gemm_input: in mixed precision GELU's is written as its bf16 rounding alone, SwiGLU's into
-    // dinp, then rounded) and, for GELU, summing dbias[Fy] (null: none).
+    // dinp, then rounded) and, for GELU, summing dbias[Fy] (null: none); both read a kept rounding of inp directly.
     void mlp_activation_forward(OperandOut out, decoder_layout::KeptActivation const& inp, float const* bias,
                                 decoder_layout::LocalDims const& d);
     GemmInput mlp_activation_backward(float* dinp, float* dbias, decoder_layout::KeptActivation const& inp,

@@ -232,7 +232,7 @@ GemmInput Decoder::mlp_activation_backward(float* dinp, float* dbias, KeptActiva
                                            LocalDims const& d) {
     if (arch_.gelu) return backend_.gelu_bias_backward(dinp, dbias, inp.held(), dout, d.BT, d.Fy);
     AXONN_INVARIANT(dbias == nullptr, "SwiGLU's bias gradient is its Linear's");
-    backend_.swiglu_backward(dinp, widened(inp, d.BT * d.Uy), dout, d.BT, d.Fy);
+    backend_.swiglu_backward(dinp, inp.held(), dout, d.BT, d.Fy);
     return backend_.gemm_input(dinp, d.BT * d.Uy);
 }
 

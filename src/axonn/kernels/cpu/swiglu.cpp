@@ -21,19 +21,21 @@ template <typename T, typename Out> void swiglu_forward(Out* out, T const* inp, 
     }
 }
 
-template <typename T> void swiglu_backward(T* dinp, T const* inp, T const* dout, std::int64_t N, int F) {
+template <typename T, typename In>
+void swiglu_backward(T* dinp, In const* inp, T const* dout, std::int64_t N, int F) {
 #pragma omp parallel for schedule(static)
     for (std::int64_t n = 0; n < N; ++n) {
-        T const* gate = inp + n * 2 * F;
-        T const* up = gate + F;
+        In const* gate_in = inp + n * 2 * F;
+        In const* up_in = gate_in + F;
         T const* dy = dout + n * F;
         T* dgate = dinp + n * 2 * F;
         T* dup = dgate + F;
 #pragma omp simd
         for (int f = 0; f < F; ++f) {
-            T const s = sigmoid(gate[f]);
-            T const silu = gate[f] * s;
-            dgate[f] = dy[f] * up[f] * (s + silu * (T(1) - s));  // silu' = s + g · s · (1 − s)
+            T const gate = loaded<T>(gate_in[f]), up = loaded<T>(up_in[f]);
+            T const s = sigmoid(gate);
+            T const silu = gate * s;
+            dgate[f] = dy[f] * up * (s + silu * (T(1) - s));  // silu' = s + g · s · (1 − s)
             dup[f] = dy[f] * silu;
         }
     }
@@ -42,7 +44,8 @@ template <typename T> void swiglu_backward(T* dinp, T const* inp, T const* dout,
 template void swiglu_forward<float, float>(float*, float const*, std::int64_t, int);
 template void swiglu_forward<float, bfloat16>(bfloat16*, float const*, std::int64_t, int);
 template void swiglu_forward<double, double>(double*, double const*, std::int64_t, int);
-template void swiglu_backward<float>(float*, float const*, float const*, std::int64_t, int);
-template void swiglu_backward<double>(double*, double const*, double const*, std::int64_t, int);
+template void swiglu_backward<float, float>(float*, float const*, float const*, std::int64_t, int);
+template void swiglu_backward<float, bfloat16>(float*, bfloat16 const*, float const*, std::int64_t, int);
+template void swiglu_backward<double, double>(double*, double const*, double const*, std::int64_t, int);
 
 }  // namespace axonn::cpu

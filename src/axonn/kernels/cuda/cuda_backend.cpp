@@ -281,8 +281,8 @@ GemmInput CudaBackend::gelu_bias_backward(float* dpre, float* dbias, HeldInput p
 void CudaBackend::swiglu_forward(OperandOut out, float const* inp, std::int64_t N, int F) {
     out.visit([&](auto* y) { cuda::swiglu_forward(device_output(y), inp, N, F, stream_); });
 }
-void CudaBackend::swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) {
-    cuda::swiglu_backward(dinp, inp, dout, N, F, stream_);
+void CudaBackend::swiglu_backward(float* dinp, HeldInput inp, float const* dout, std::int64_t N, int F) {
+    inp.visit([&](auto const* x) { cuda::swiglu_backward(dinp, device_input(x), dout, N, F, stream_); });
 }
 void CudaBackend::rope_rotate(float* x, double const* inv_freq, int B, int T, int heads, int head_size,
                               std::int64_t stride, int first_position, int direction) {

@@ -76,7 +76,7 @@ public:
     GemmInput gelu_bias_backward(float* dpre, float* dbias, HeldInput pre, float const* dout, std::int64_t N,
                                  int F) override;
     void swiglu_forward(OperandOut out, float const* inp, std::int64_t N, int F) override;
-    void swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) override;
+    void swiglu_backward(float* dinp, HeldInput inp, float const* dout, std::int64_t N, int F) override;
     void rope_rotate(float* x, double const* inv_freq, int B, int T, int heads, int head_size, std::int64_t stride,
                      int first_position, int direction) override;
     void split_columns(float* out, float const* in, std::int64_t rows, int parts, int block) override;

@@ -78,10 +78,11 @@ __global__ void swiglu_forward_kernel(Out* out, float const* inp, std::int64_t N
         store(out, i, gate * sigmoid(gate) * up);
     }
 }
-__global__ void swiglu_backward_kernel(float* dinp, float const* inp, float const* dout, std::int64_t N, int F) {
+template <typename In>
+__global__ void swiglu_backward_kernel(float* dinp, In const* inp, float const* dout, std::int64_t N, int F) {
     AXONN_GRID_STRIDE(i, N * F) {
         std::int64_t const row = i / F, f = i % F;
-        float const gate = inp[row * 2 * F + f], up = inp[row * 2 * F + F + f];
+        float const gate = load(inp, row * 2 * F + f), up = load(inp, row * 2 * F + F + f);
         float const s = sigmoid(gate), silu = gate * s;
         dinp[row * 2 * F + f] = dout[i] * up * (s + silu * (1.0f - s));
         dinp[row * 2 * F + F + f] = dout[i] * silu;
@@ -163,10 +164,13 @@ template <typename Out> void swiglu_forward(Out* out, float const* inp, std::int
 }
 template void swiglu_forward(float*, float const*, std::int64_t, int, cudaStream_t);
 template void swiglu_forward(__nv_bfloat16*, float const*, std::int64_t, int, cudaStream_t);
-void swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F, cudaStream_t stream) {
+template <typename In>
+void swiglu_backward(float* dinp, In const* inp, float const* dout, std::int64_t N, int F, cudaStream_t stream) {
     swiglu_backward_kernel<<<blocks_for(N * F), threads_per_block, 0, stream>>>(dinp, inp, dout, N, F);
     check_launch("swiglu_backward");
 }
+template void swiglu_backward(float*, float const*, float const*, std::int64_t, int, cudaStream_t);
+template void swiglu_backward(float*, __nv_bfloat16 const*, float const*, std::int64_t, int, cudaStream_t);
 void residual_forward(float* out, float const* a, float const* b, std::int64_t n, cudaStream_t stream) {
     residual_forward_kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(out, a, b, n);
     check_launch("residual_forward");

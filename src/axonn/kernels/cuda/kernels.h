@@ -69,7 +69,9 @@ template <typename Out, typename In>
 void gelu_bias_backward(Out* dpre, float* dbias, In const* pre, float const* dout, std::int64_t N, int F,
                         cudaStream_t stream);
 template <typename Out> void swiglu_forward(Out* out, float const* inp, std::int64_t N, int F, cudaStream_t stream);
-void swiglu_backward(float* dinp, float const* inp, float const* dout, std::int64_t N, int F, cudaStream_t stream);
+// inp[N,2F] fp32 or its bf16 rounding (In)
+template <typename In>
+void swiglu_backward(float* dinp, In const* inp, float const* dout, std::int64_t N, int F, cudaStream_t stream);
 void residual_forward(float* out, float const* a, float const* b, std::int64_t n, cudaStream_t stream);
 // A matrix's column blocks one after another (split: out[parts, rows, block] = in[rows, parts·block]), or back.
 void move_column_blocks(float* out, float const* in, std::int64_t rows, int parts, int block, bool split,
