@@ -170,7 +170,7 @@ struct KeptActivation {
 
     // As a GEMM reads it: the kept rounding is what a bf16 GEMM would round the values to.
     GemmInput as_input() const { return rounded != nullptr ? GemmInput(nullptr, rounded) : GemmInput(values); }
-    // As a kernel that widens a rounding as it reads reads it (GELU's backward).
+    // As a kernel reads it that widens a kept rounding in registers (the MLP activations' backward).
     HeldInput held() const { return rounded != nullptr ? HeldInput(rounded) : HeldInput(values); }
 };
 

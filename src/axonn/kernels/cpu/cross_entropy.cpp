@@ -3,8 +3,8 @@
 #include "axonn/core/bfloat16.h"
 #include "axonn/kernels/cpu/vector_math.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace axonn::cpu {
