@@ -1,8 +1,9 @@
 // Fused causal multi-head self-attention, flash-style: queries in tiles, keys in tiles, an online softmax, and
 // a backward that recomputes the probabilities tile by tile. Nothing of size T×T is ever stored: the forward
-// keeps one log-sum-exp per query row, and each thread's scratch is one tile and, in fp32, copies of one head's
-// operands ([T,hs] each: two in the forward, five in the backward; 20 MiB at T = 8,192 and hs = 128). Key tiles
-// above the diagonal are skipped, so the GEMM work is about half that of full T×T attention.
+// keeps one log-sum-exp per query row, and each thread's scratch is a few tiles, copies of one head's operands and
+// its key and value gradients ([T,hs] each: three in the forward, seven in the backward; 28 MiB at T = 8,192 and
+// hs = 128 in fp32). Key tiles above the diagonal are skipped, so the GEMM work is about half that of full T×T
+// attention.
 //
 // B batch, T time, C = NH·hs channels of the queries and the output, NH query heads, NKV key/value heads (NKV
 // divides NH; grouped-query attention when fewer, query head h using key/value head h / (NH/NKV); GPT-2 has
@@ -11,9 +12,10 @@
 //
 // The fp32 (and double) tile products run on tile_gemm (tile_gemm.h), which costs nothing per call: a library
 // GEMM's dispatch and packing took as long as a 64 × 128 × 64 tile's arithmetic. For it, each head's keys (and, in
-// the backward, values) are transposed once into [hs,T], and the rows a product reads as its B operand are copied
-// out of the wide activation once per head. The bf16 products are oneDNN matmul calls on the head's columns in
-// place.
+// the backward, values) are transposed once into [hs,T]. The bf16 products are oneDNN matmul calls, which run on
+// AMX only when every matrix of the product is dense. So in both, each head's columns are copied out of the wide
+// activation once per head, the tiles of probabilities (and their gradients) are rounded into dense tiles, and the
+// output and the gradients are summed in dense tiles and added to their strided places when complete.
 #pragma once
 
 #include "axonn/core/bfloat16.h"
@@ -30,8 +32,10 @@ struct AttentionTiles {
     int queries = 64;
     int keys = 128;
 };
-// bf16's tile GEMMs are oneDNN matmul calls, each with a fixed cost of its own: larger tiles, fewer calls. 128 ×
-// 256 ran T = 256 and T = 1024 fastest among 64-256 (bench/kernel_bench.cpp, the same machine).
+// bf16's tile GEMMs are oneDNN matmul calls, each with a fixed cost of its own: larger tiles, fewer calls. On an
+// Intel Xeon with AMX, forward and backward of 1,024 tokens (bench/kernel_bench.cpp), T = 256 and T = 1024: 128 ×
+// 256 11.8 and 28.4 ms, 256 × 256 12.0 and 27.3, 128 × 128 12.3 and 31.9, 64 × 256 12.5 and 30.6, 64 × 128 13.6
+// and 35.6.
 inline constexpr AttentionTiles bf16_attention_tiles{128, 256};
 
 // Whether mixed precision runs attention in bf16 for sequences of T tokens. A sequence within one bf16 query tile
