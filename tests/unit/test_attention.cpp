@@ -6,7 +6,8 @@
 // to 7e-7), which also covers the fp32 exp approximation. The bf16 kernels (every tile GEMM on bf16 inputs: q, k, v,
 // dout and each tile of P and dS rounded to bf16, 2⁻⁹ relative each) against the same reference: out within 1e-2, dqkv
 // within 2e-2, as the model's bf16 gradients (the softmax backward's dP − D cancels, which magnifies the rounding;
-// measured up to 8.8e-3 with these peaked rows), and further than 1e-5, or they did not round at all.
+// measured up to 8.8e-3 with these peaked rows), and further than 1e-5, or they did not round at all. The
+// backward writes dqkv: it starts as NaN here, so a gradient added to it, or an element never written, shows.
 #include "axonn/kernels/cpu/attention.h"
 #include "axonn/kernels/cpu/bf16.h"
 #include "axonn/kernels/cpu_backend.h"
@@ -19,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -41,7 +43,8 @@ template <typename T>
 std::pair<std::vector<double>, std::vector<double>> fused(AttentionCase const& c, std::vector<double> const& qkv,
                                                           std::vector<double> const& dout) {
     std::vector<T> const qkv_t(qkv.begin(), qkv.end()), dout_t(dout.begin(), dout.end());
-    std::vector<T> out(dout.size()), lse(static_cast<std::size_t>(c.B) * c.NH * c.T), dqkv(qkv.size(), T(0));
+    std::vector<T> out(dout.size()), lse(static_cast<std::size_t>(c.B) * c.NH * c.T);
+    std::vector<T> dqkv(qkv.size(), std::numeric_limits<T>::quiet_NaN());
     attention_forward<T>(out.data(), lse.data(), qkv_t.data(), c.B, c.T, c.C, c.NH, c.NKV, c.tiles);
     attention_backward<T>(dqkv.data(), dout_t.data(), qkv_t.data(), out.data(), lse.data(), c.B, c.T, c.C, c.NH, c.NKV,
                           c.tiles);
@@ -55,7 +58,8 @@ std::pair<std::vector<double>, std::vector<double>> fused_bf16(AttentionCase con
     std::vector<bfloat16> qkv_b(qkv.size()), dout_b(dout.size());
     to_bf16(qkv_b.data(), qkv_f.data(), static_cast<std::int64_t>(qkv_b.size()));
     to_bf16(dout_b.data(), dout_f.data(), static_cast<std::int64_t>(dout_b.size()));
-    std::vector<float> out(dout.size()), lse(static_cast<std::size_t>(c.B) * c.NH * c.T), dqkv(qkv.size(), 0.0f);
+    std::vector<float> out(dout.size()), lse(static_cast<std::size_t>(c.B) * c.NH * c.T);
+    std::vector<float> dqkv(qkv.size(), std::numeric_limits<float>::quiet_NaN());
     attention_forward_bf16(out.data(), lse.data(), qkv_b.data(), c.B, c.T, c.C, c.NH, c.NKV, c.tiles);
     attention_backward_bf16(dqkv.data(), dout_b.data(), qkv_b.data(), out.data(), lse.data(), c.B, c.T, c.C, c.NH,
                             c.NKV, c.tiles);
@@ -137,7 +141,8 @@ TEST(FusedAttention, MixedPrecisionRunsSequencesOfOneBf16TileInFp32) {
 
         CpuBackend backend(DType::bf16);
         std::vector<float> const qkv_f(qkv.begin(), qkv.end()), dout_f(dout.begin(), dout.end());
-        std::vector<float> out(dout.size()), lse(static_cast<std::size_t>(c.NH) * T), dqkv(qkv.size(), 0.0f);
+        std::vector<float> out(dout.size()), lse(static_cast<std::size_t>(c.NH) * T);
+        std::vector<float> dqkv(qkv.size(), std::numeric_limits<float>::quiet_NaN());
         backend.attention_forward(out.data(), lse.data(), qkv_f.data(), 1, T, c.C, c.NH, c.NKV);
         backend.attention_backward(dqkv.data(), dout_f.data(), qkv_f.data(), out.data(), lse.data(), 1, T, c.C, c.NH,
                                    c.NKV);

@@ -6,7 +6,7 @@
 // numeric one is (loss(x + ε) − loss(x − ε)) / 2ε with ε = 1e-6. Truncation error is O(ε²) ≈ 1e-12 and
 // round-off ≈ 1e-16 / ε = 1e-10, so a correct backward agrees to well under the 1e-7 relative tolerance.
 // Gradients must also accumulate (+=) into what the buffer held before, except where a case says its backward
-// overwrites (cross-entropy's dlogits; a linear layer's dweight in GradWrite::overwrite mode).
+// overwrites (cross-entropy's dlogits; attention's dqkv; a linear layer's dweight in GradWrite::overwrite mode).
 // A second check runs the same forward through the Backend interface, as the model calls it, on an fp32 backend
 // and on a bf16 one (mixed precision) with the same inputs. fp32 must match the double forward to 1e-5 relative
 // (norm-wise), which covers oneDNN, the vectorised exp/tanh, and single-precision accumulation. In bf16 only the
@@ -256,7 +256,7 @@ std::vector<KernelCase> kernel_cases() {
         AttentionTiles const tiles = variant.tiles;
         int const NKV = variant.kv_heads;
         int const width = C + 2 * NKV * (C / NH);  // a token's [q | k | v]
-        cases.push_back({variant.name, {{"qkv", static_cast<std::size_t>(B * T_ * width), 1.5}}, B * T_ * C, {},
+        cases.push_back({variant.name, {{"qkv", static_cast<std::size_t>(B * T_ * width), 1.5}}, B * T_ * C, {"qkv"},
                          [tiles, NKV](Buffers<double>& in, std::vector<double>& out) {
                              std::vector<double> lse(B * NH * T_);
                              attention_forward<double>(out.data(), lse.data(), at(in, "qkv"), B, T_, C, NH, NKV,

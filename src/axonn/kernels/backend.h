@@ -105,7 +105,7 @@ public:
     // be held only in bf16 where mixed precision runs attention's tile GEMMs in bf16 (attention_plan: in_bf16)
     virtual void attention_forward(float* out, float* lse, GemmInput qkv, int B, int T, int C, int NH,
                                    int NKV) = 0;
-    // dqkv[B,T,W] +=, dout[B,T,C], qkv[B,T,W], out[B,T,C] and lse[B,NH,T] from the forward
+    // dqkv[B,T,W] (written), dout[B,T,C], qkv[B,T,W], out[B,T,C] and lse[B,NH,T] from the forward
     virtual void attention_backward(float* dqkv, float const* dout, GemmInput qkv, float const* out,
                                     float const* lse, int B, int T, int C, int NH, int NKV) = 0;
 

@@ -210,7 +210,6 @@ void Decoder::backward_layer(int l, int slot, Batch const& batch, GradWrite writ
     parallel_linear_backward(k, transposed, scatter, overlap, d_attn, weight_grad(p.attn_out),
                              layer_grad(p.attn_out_bias, at.Cx), k.gemm_input(d_output, d.BT * d.Cx),
                              act.attn.as_input(), step_->weights.next(), d.BT, d.Cy, d.Cx, write);
-    k.zero(d_qkv, d.BT * d.Wy * static_cast<std::int64_t>(sizeof(float)));
     k.attention_backward(d_qkv, d_attn, act.qkv.as_input(), widened(act.attn, d.BT * d.Cy), act.attn_lse, d.B, d.T,
                          d.Cy, d.NHy, d.NKVy);
     rotate_positions(d_qkv, d, 0, -1);  // the rotation's gradient: the rotation back

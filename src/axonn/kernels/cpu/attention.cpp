@@ -139,12 +139,9 @@ void tile_product(int M, int N, int K, TileInput<In> A, HeadRows<In> const& B, i
     }
 }
 
-// dst[rows, hs] (row stride ld) += acc[rows, hs] (dense)
-template <typename T> void add_rows(T* dst, std::int64_t ld, T const* acc, int rows, int hs) {
-    for (int i = 0; i < rows; ++i) {
-#pragma omp simd
-        for (int d = 0; d < hs; ++d) dst[i * ld + d] += acc[std::int64_t{i} * hs + d];
-    }
+// dst[rows, hs] (row stride ld) = acc[rows, hs] (dense)
+template <typename T> void store_rows(T* dst, std::int64_t ld, T const* acc, int rows, int hs) {
+    for (int i = 0; i < rows; ++i) std::copy_n(acc + std::int64_t{i} * hs, hs, dst + i * ld);
 }
 
 // x[j] = exp(scale·x[j] − shift) for the visible keys j < visible, 0 for the rest of the row's `width` (a multiple
@@ -238,7 +235,7 @@ void fused_attention_backward(T* dqkv, In const* dout, In const* qkv, T const* o
     {
         // Per thread: a tile of recomputed probabilities P, of their gradients dP (then dS), and each query row's
         // D = dO·O, which equals Σ_j P_ij dP_ij (the softmax backward's row sum) without storing a row of P; a query
-        // tile's dq and a key/value head's dk and dv, summed dense and added to dqkv when complete.
+        // tile's dq and a key/value head's dk and dv, summed dense and written to dqkv when complete.
         std::vector<T> P(static_cast<std::size_t>(Br) * whole_vectors(Bc)), dP(P.size()), D(Br);
         std::vector<T> dq(static_cast<std::size_t>(Br) * hs), dk(static_cast<std::size_t>(T_) * hs), dv(dk.size());
         std::vector<In> rounded(std::is_same_v<In, T> ? 0 : P.size());
@@ -299,11 +296,11 @@ void fused_attention_backward(T* dqkv, In const* dout, In const* qkv, T const* o
                             tile_product<T, In>(cols, hs, rows, ds.transpose(), query_rows, q0,
                                                 dk.data() + std::int64_t{k0} * hs);
                         }
-                        add_rows(head.q(dqkv) + q0 * head.ld_qkv, head.ld_qkv, dq.data(), rows, hs);
+                        store_rows(head.q(dqkv) + q0 * head.ld_qkv, head.ld_qkv, dq.data(), rows, hs);
                     }
                 }
-                add_rows(first.k(dqkv), first.ld_qkv, dk.data(), T_, hs);
-                add_rows(first.v(dqkv), first.ld_qkv, dv.data(), T_, hs);
+                store_rows(first.k(dqkv), first.ld_qkv, dk.data(), T_, hs);
+                store_rows(first.v(dqkv), first.ld_qkv, dv.data(), T_, hs);
             }
         }
     }

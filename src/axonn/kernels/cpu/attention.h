@@ -15,7 +15,7 @@
 // the backward, values) are transposed once into [hs,T]. The bf16 products are oneDNN matmul calls, which run on
 // AMX only when every matrix of the product is dense. So in both, each head's columns are copied out of the wide
 // activation once per head, the tiles of probabilities (and their gradients) are rounded into dense tiles, and the
-// output and the gradients are summed in dense tiles and added to their strided places when complete.
+// output and the gradients are summed in dense tiles and written to their strided places when complete.
 #pragma once
 
 #include "axonn/core/bfloat16.h"
@@ -55,7 +55,7 @@ template <typename T>
 void attention_forward(T* out, T* lse, T const* qkv, int B, int T_, int C, int NH, int NKV,
                        AttentionTiles tiles = {});
 
-// dqkv[B,T,C+2·NKV·hs] += the gradient of the forward's out (a key/value head's from all its query heads).
+// dqkv[B,T,C+2·NKV·hs] = the gradient of the forward's out (written: a key/value head's from all its query heads).
 //      dout[B,T,C], qkv[B,T,C+2·NKV·hs], out[B,T,C], lse[B,NH,T]
 template <typename T>
 void attention_backward(T* dqkv, T const* dout, T const* qkv, T const* out, T const* lse, int B, int T_, int C,

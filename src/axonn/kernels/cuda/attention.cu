@@ -76,13 +76,13 @@ __device__ void scale_add(LaneRow& acc, float keep, float weight, float const* r
     }
 }
 
-// row[c] += factor · a[c]  (or = when `overwrite`)
-__device__ void store_row(float* row, LaneRow const& a, int hs, float factor, bool accumulate) {
+// row[c] = factor · a[c]
+__device__ void store_row(float* row, LaneRow const& a, int hs, float factor) {
     int const lane = threadIdx.x % warp_size;
 #pragma unroll
     for (int s = 0; s < per_lane; ++s) {
         int const c = lane + s * warp_size;
-        if (c < hs) row[c] = (accumulate ? row[c] : 0.0f) + factor * a.x[s];
+        if (c < hs) row[c] = factor * a.x[s];
     }
 }
 
@@ -118,7 +118,7 @@ __global__ void attention_forward_kernel(float* out, float* lse, float const* qk
     float row_lse;
     LaneRow const o = attend(q, qkv + L.qkv_row(b, 0) + L.k_column(g), qkv + L.qkv_row(b, 0) + L.v_column(g), L.W,
                              i + 1, L.hs, row_lse);
-    store_row(out + L.out_row(b, i) + h * L.hs, o, L.hs, 1.0f, false);
+    store_row(out + L.out_row(b, i) + h * L.hs, o, L.hs, 1.0f);
     if (threadIdx.x % warp_size == 0) lse[L.lse_index(b, h, i)] = row_lse;
 }
 
@@ -133,7 +133,7 @@ __global__ void attention_row_dot_kernel(float* D, float const* dout, float cons
     if (threadIdx.x % warp_size == 0) D[L.lse_index(b, h, i)] = value;
 }
 
-// dq_i += scale · Σ_{j ≤ i} P_ij (dO_i·v_j − D_i) k_j      grid (ceil(T / warps), NH, B)
+// dq_i = scale · Σ_{j ≤ i} P_ij (dO_i·v_j − D_i) k_j      grid (ceil(T / warps), NH, B)
 __global__ void attention_dq_kernel(float* dqkv, float const* dout, float const* qkv, float const* lse,
                                     float const* D, HeadLayout L) {
     int const i = blockIdx.x * warps_per_block + threadIdx.x / warp_size;
@@ -151,11 +151,11 @@ __global__ void attention_dq_kernel(float* dqkv, float const* dout, float const*
         float const ds = p * (dot(d_o, v, L.hs) - row_d);
         scale_add(dq, 1.0f, ds, k, L.hs);
     }
-    store_row(dqkv + L.qkv_row(b, i) + L.q_column(h), dq, L.hs, L.scale, true);
+    store_row(dqkv + L.qkv_row(b, i) + L.q_column(h), dq, L.hs, L.scale);
 }
 
 // For key j of key/value head g, over its query heads and the queries i ≥ j:
-// dv_j += Σ P_ij dO_i;  dk_j += scale · Σ P_ij (dO_i·v_j − D_i) q_i      grid (ceil(T / warps), NKV, B)
+// dv_j = Σ P_ij dO_i;  dk_j = scale · Σ P_ij (dO_i·v_j − D_i) q_i      grid (ceil(T / warps), NKV, B)
 __global__ void attention_dkv_kernel(float* dqkv, float const* dout, float const* qkv, float const* lse,
                                      float const* D, HeadLayout L) {
     int const j = blockIdx.x * warps_per_block + threadIdx.x / warp_size;
@@ -175,8 +175,8 @@ __global__ void attention_dkv_kernel(float* dqkv, float const* dout, float const
             scale_add(dk, 1.0f, ds, q, L.hs);
         }
     }
-    store_row(dqkv + L.qkv_row(b, j) + L.k_column(g), dk, L.hs, L.scale, true);
-    store_row(dqkv + L.qkv_row(b, j) + L.v_column(g), dv, L.hs, 1.0f, true);
+    store_row(dqkv + L.qkv_row(b, j) + L.k_column(g), dk, L.hs, L.scale);
+    store_row(dqkv + L.qkv_row(b, j) + L.v_column(g), dv, L.hs, 1.0f);
 }
 
 // k_cache, v_cache[B,NKV,capacity,hs]: token i of row b goes to position past + i      one thread per channel
@@ -207,7 +207,7 @@ __global__ void attention_over_cache_kernel(float* out, float const* qkv, float 
     std::int64_t const head = (static_cast<std::int64_t>(b) * L.NKV + g) * capacity * L.hs;
     float unused_lse;
     LaneRow const o = attend(q, k_cache + head, v_cache + head, L.hs, past + i + 1, L.hs, unused_lse);
-    store_row(out + (static_cast<std::int64_t>(b) * n + i) * L.C + h * L.hs, o, L.hs, 1.0f, false);
+    store_row(out + (static_cast<std::int64_t>(b) * n + i) * L.C + h * L.hs, o, L.hs, 1.0f);
 }
 
 dim3 row_grid(int rows, int heads, int B) {

@@ -84,10 +84,10 @@ __device__ void accumulate_product(Accumulator* accumulators, bf16 const* weight
     }
 }
 
-// destination[c] += factor · the warp's 16 × D accumulators' row of this lane (half its columns), through the
+// destination[c] = factor · the warp's 16 × D accumulators' row of this lane (half its columns), through the
 // warp's `result` rows in shared memory; only where `real` (a row before T).
 template <int D>
-__device__ void add_rows(float* destination, Accumulator const (&accumulators)[D / fragment], float* result,
+__device__ void store_rows(float* destination, Accumulator const (&accumulators)[D / fragment], float* result,
                          float factor, bool real) {
     int const lane = threadIdx.x % warp_size, r = lane / 2, half = lane % 2;
 #pragma unroll
@@ -96,7 +96,7 @@ __device__ void add_rows(float* destination, Accumulator const (&accumulators)[D
     }
     __syncwarp();
     if (real) {
-        for (int c = half * D / 2; c < (half + 1) * D / 2; ++c) destination[c] += factor * result[r * (D + 4) + c];
+        for (int c = half * D / 2; c < (half + 1) * D / 2; ++c) destination[c] = factor * result[r * (D + 4) + c];
     }
     __syncwarp();
 }
@@ -180,7 +180,7 @@ template <int D> struct QueryGradientShared {
     float result[warps][fragment * (D + 4)];
 };
 
-// dq += scale · Σ_keys dS · K, dS = P ∘ (dO·Vᵀ − Dᵢ), P = exp(scale · Q·Kᵀ − lse)      grid (ceil(T / 64), NH, B)
+// dq = scale · Σ_keys dS · K, dS = P ∘ (dO·Vᵀ − Dᵢ), P = exp(scale · Q·Kᵀ − lse)      grid (ceil(T / 64), NH, B)
 template <int D>
 __global__ void __launch_bounds__(tile_threads) query_gradient_kernel(float* dqkv, float const* dout,
                                                                       float const* qkv, float const* lse,
@@ -215,7 +215,7 @@ __global__ void __launch_bounds__(tile_threads) query_gradient_kernel(float* dqk
         __syncwarp();
         accumulate_product<D>(accumulators, s.dscores[warp], s.k);
     }
-    add_rows<D>(dqkv + L.row(b, query) + h * D, accumulators, s.result[warp], L.scale, query < L.T);
+    store_rows<D>(dqkv + L.row(b, query) + h * D, accumulators, s.result[warp], L.scale, query < L.T);
 }
 
 template <int D> struct KeyValueGradientShared {
@@ -229,7 +229,7 @@ template <int D> struct KeyValueGradientShared {
 };
 
 // For 64 keys of key/value head g, over its query heads and the query tiles on or past the diagonal:
-// dv += Σ Pᵀ · dO, dk += scale · Σ dSᵀ · Q      grid (ceil(T / 64), NKV, B)
+// dv = Σ Pᵀ · dO, dk = scale · Σ dSᵀ · Q      grid (ceil(T / 64), NKV, B)
 template <int D>
 __global__ void __launch_bounds__(tile_threads) key_value_gradient_kernel(float* dqkv, float const* dout,
                                                                           float const* qkv, float const* lse,
@@ -277,8 +277,8 @@ __global__ void __launch_bounds__(tile_threads) key_value_gradient_kernel(float*
         }
     }
     float* result = s.result[warp];
-    add_rows<D>(dqkv + L.row(b, key) + L.C + g * D, dk, result, L.scale, key < L.T);
-    add_rows<D>(dqkv + L.row(b, key) + L.C + (L.NKV + g) * D, dv, result, 1.0f, key < L.T);
+    store_rows<D>(dqkv + L.row(b, key) + L.C + g * D, dk, result, L.scale, key < L.T);
+    store_rows<D>(dqkv + L.row(b, key) + L.C + (L.NKV + g) * D, dv, result, 1.0f, key < L.T);
 }
 
 Layout layout_of(int T, int C, int NH, int NKV) {
