@@ -141,7 +141,10 @@ void tile_product(int M, int N, int K, TileInput<In> A, HeadRows<In> const& B, i
 
 // dst[rows, hs] (row stride ld) = acc[rows, hs] (dense)
 template <typename T> void store_rows(T* dst, std::int64_t ld, T const* acc, int rows, int hs) {
-    for (int i = 0; i < rows; ++i) std::copy_n(acc + std::int64_t{i} * hs, hs, dst + i * ld);
+    for (int i = 0; i < rows; ++i) {
+#pragma omp simd
+        for (int d = 0; d < hs; ++d) dst[i * ld + d] = acc[std::int64_t{i} * hs + d];
+    }
 }
 
 // x[j] = exp(scale·x[j] − shift) for the visible keys j < visible, 0 for the rest of the row's `width` (a multiple
