@@ -423,6 +423,16 @@ std::vector<GpuCase> gpu_cases() {
                                                 N * Vp_local);
                          },
                          true});
+        // The two phases at once (the whole vocabulary on one process).
+        cases.push_back({"cross_entropy_max_and_sums",
+                         {floats("logits", N * Vp_local, 5.0), ints("targets", targets), floats("row_max", N),
+                          doubles("sums", 2 * N)},
+                         {"row_max", "sums"},
+                         [](Backend& k, Pointers const& p, std::vector<double>&) {
+                             k.cross_entropy_max_and_sums(p.f("row_max"), p.d("sums"), p.f("logits"), p.i("targets"),
+                                                          N, valid, Vp_local, begin);
+                         },
+                         true});
     }
     {
         constexpr std::int64_t n = 5003;

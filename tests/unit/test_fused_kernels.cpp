@@ -9,6 +9,8 @@
 //                   pass, the sum written over one of its inputs as the decoder does;
 //   gelu_in_place   GELU's input gradient written over its output gradient, as the decoder does, against two
 //                   buffers;
+//   cross_entropy_max_and_sums  each row's maximum and then its sums in one pass over the rows, against every
+//                   row's maximum, then every row's sums;
 //   bias_gelu_kept_bf16  bias + GELU keeping the sum as its bf16 rounding alone (mixed precision's kept
 //                   pre-activation), against the pass in place and a rounding of the sum (and the sum itself, as a
 //                   check of what the in-place pass wrote);
@@ -165,6 +167,33 @@ FusionCase cross_entropy_gradient_case() {
     });
 }
 
+// The cross-entropy's statistics over a slice of V columns from id 5, the last 100 padding: targets inside it,
+// outside it, and ignored.
+FusionCase cross_entropy_statistics_case() {
+    constexpr std::int64_t rows = 7;
+    constexpr int V = 2500, valid = V - 100, begin = 5;
+    struct Statistics {
+        std::vector<float> logits = random_values(rows * V, 8, 4.0f), row_max = std::vector<float>(rows);
+        std::vector<std::int32_t> targets = {begin + 3, begin + 1500, ignore_index, begin + 2399, 2, begin + 2450, 0};
+        std::vector<double> sums = std::vector<double>(2 * rows);
+        Results results() const { return {{"row_max", row_max}, {"sums", bits_of(sums)}}; }
+    };
+    return {"cross_entropy_max_and_sums",
+            [](Operands const&) {
+                Statistics s;
+                cross_entropy_max<float>(s.row_max.data(), s.logits.data(), rows, valid, V);
+                cross_entropy_sums<float>(s.sums.data(), s.logits.data(), s.row_max.data(), s.targets.data(), rows,
+                                          valid, V, begin);
+                return s.results();
+            },
+            [](Operands const&) {
+                Statistics s;
+                cross_entropy_max_and_sums<float>(s.row_max.data(), s.sums.data(), s.logits.data(), s.targets.data(),
+                                                  rows, valid, V, begin);
+                return s.results();
+            }};
+}
+
 std::vector<FusionCase> rounded_output_cases() {
     return {
         rounded_output_case("layernorm_to_bf16", M * F,
@@ -228,6 +257,7 @@ std::vector<FusionCase> fusion_cases() {
          }},
     };
     cases.insert(cases.end(), passes.begin(), passes.end());
+    cases.push_back(cross_entropy_statistics_case());
     cases.push_back({"gelu_in_place",
                      [](Operands const& x) {
                          std::vector<float> dpre(M * F), dbias = x.dbias_before;

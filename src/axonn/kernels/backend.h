@@ -159,6 +159,11 @@ public:
     virtual void cross_entropy_sums(double* sums, float const* logits, float const* row_max,
                                     std::int32_t const* targets, std::int64_t N, int valid, int Vp_local,
                                     int vocab_begin) = 0;
+    // Both phases at once, where this process holds the whole vocabulary (no all-reduce between them): bitwise
+    // cross_entropy_max then cross_entropy_sums, each row read from memory once.
+    virtual void cross_entropy_max_and_sums(float* row_max, double* sums, float const* logits,
+                                            std::int32_t const* targets, std::int64_t N, int valid, int Vp_local,
+                                            int vocab_begin) = 0;
     virtual void cross_entropy_losses(float* losses, float* logsumexp, float const* row_max, double const* sums,
                                       std::int32_t const* targets, std::int64_t N) = 0;
     // dlogits[N,Vp_local] = (softmax − onehot) · dlosses, returned as the operand of the LM head's GEMMs, which read

@@ -255,6 +255,11 @@ void CpuBackend::cross_entropy_sums(double* sums, float const* logits, float con
                                     int vocab_begin) {
     cpu::cross_entropy_sums(sums, logits, row_max, targets, N, valid, Vp_local, vocab_begin);
 }
+void CpuBackend::cross_entropy_max_and_sums(float* row_max, double* sums, float const* logits,
+                                            std::int32_t const* targets, std::int64_t N, int valid, int Vp_local,
+                                            int vocab_begin) {
+    cpu::cross_entropy_max_and_sums(row_max, sums, logits, targets, N, valid, Vp_local, vocab_begin);
+}
 void CpuBackend::cross_entropy_losses(float* losses, float* logsumexp, float const* row_max, double const* sums,
                                       std::int32_t const* targets, std::int64_t N) {
     cpu::cross_entropy_losses(losses, logsumexp, row_max, sums, targets, N);

@@ -230,6 +230,14 @@ void TracingBackend::cross_entropy_sums(double* sums, float const* logits, float
     });
 }
 
+void TracingBackend::cross_entropy_max_and_sums(float* row_max, double* sums, float const* logits,
+                                                std::int32_t const* targets, std::int64_t N, int valid, int Vp_local,
+                                                int vocab_begin) {
+    return traced(kernel_kind::elementwise, "cross_entropy_max_and_sums", [&] {
+        return inner_->cross_entropy_max_and_sums(row_max, sums, logits, targets, N, valid, Vp_local, vocab_begin);
+    });
+}
+
 void TracingBackend::cross_entropy_losses(float* losses, float* logsumexp, float const* row_max, double const* sums,
                                           std::int32_t const* targets, std::int64_t N) {
     return traced(kernel_kind::elementwise, "cross_entropy_losses",

@@ -86,6 +86,8 @@ public:
     void cross_entropy_max(float* row_max, float const* logits, std::int64_t N, int valid, int Vp_local) override;
     void cross_entropy_sums(double* sums, float const* logits, float const* row_max, std::int32_t const* targets,
                             std::int64_t N, int valid, int Vp_local, int vocab_begin) override;
+    void cross_entropy_max_and_sums(float* row_max, double* sums, float const* logits, std::int32_t const* targets,
+                                    std::int64_t N, int valid, int Vp_local, int vocab_begin) override;
     void cross_entropy_losses(float* losses, float* logsumexp, float const* row_max, double const* sums,
                               std::int32_t const* targets, std::int64_t N) override;
     GemmInput cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp,

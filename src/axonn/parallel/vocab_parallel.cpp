@@ -130,11 +130,16 @@ void vocab_parallel_head_input_gradient(Backend& backend, LinearGroups const& gr
 void vocab_parallel_cross_entropy_forward(Backend& backend, ProcessGrid& grid, VocabSlice const& slice, float* losses,
                                           float* logsumexp, float* row_max, double* sums, float const* logits,
                                           std::int32_t const* targets, std::int64_t N) {
-    backend.cross_entropy_max(row_max, logits, N, slice.valid, slice.rows);
-    over_vocabulary(grid, slice,
-                    [&](Communicator& group) { group.all_reduce_max(row_max, static_cast<std::size_t>(N)); });
-    backend.cross_entropy_sums(sums, logits, row_max, targets, N, slice.valid, slice.rows, slice.begin);
-    over_vocabulary(grid, slice, [&](Communicator& group) { group.all_reduce(sums, static_cast<std::size_t>(2 * N)); });
+    if (grid.size(Axis::y) == 1 && !slice.over_x) {  // the whole vocabulary here: nothing to all-reduce
+        backend.cross_entropy_max_and_sums(row_max, sums, logits, targets, N, slice.valid, slice.rows, slice.begin);
+    } else {
+        backend.cross_entropy_max(row_max, logits, N, slice.valid, slice.rows);
+        over_vocabulary(grid, slice,
+                        [&](Communicator& group) { group.all_reduce_max(row_max, static_cast<std::size_t>(N)); });
+        backend.cross_entropy_sums(sums, logits, row_max, targets, N, slice.valid, slice.rows, slice.begin);
+        over_vocabulary(grid, slice,
+                        [&](Communicator& group) { group.all_reduce(sums, static_cast<std::size_t>(2 * N)); });
+    }
     backend.cross_entropy_losses(losses, logsumexp, row_max, sums, targets, N);
 }
 

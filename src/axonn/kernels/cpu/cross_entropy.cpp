@@ -9,42 +9,29 @@
 
 namespace axonn::cpu {
 
-template <typename T> void cross_entropy_max(T* row_max, T const* logits, std::int64_t N, int valid, int Vp_local) {
-#pragma omp parallel for schedule(static)
-    for (std::int64_t n = 0; n < N; ++n) {
-        T const* row = logits + n * Vp_local;
-        // A slice of padding only must not win the max.
-        row_max[n] = maximum_of(row, valid, -std::numeric_limits<T>::infinity());
-    }
-}
-
-template <typename T>
-void cross_entropy_sums(double* sums, T const* logits, T const* row_max, std::int32_t const* targets, std::int64_t N,
-                        int valid, int Vp_local, int vocab_begin) {
-#pragma omp parallel for schedule(static)
-    for (std::int64_t n = 0; n < N; ++n) {
-        T const* row = logits + n * Vp_local;
-        T const maximum = row_max[n];
-        T sum = 0;
-#pragma omp simd reduction(+ : sum)
-        for (int j = 0; j < valid; ++j) sum += exp_approx(row[j] - maximum);
-        std::int64_t const local_target = static_cast<std::int64_t>(targets[n]) - vocab_begin;
-        bool const mine = targets[n] != ignore_index && local_target >= 0 && local_target < valid;
-        sums[2 * n] = sum;
-        sums[2 * n + 1] = mine ? row[local_target] : 0.0;
-    }
-}
-
-template <typename T>
-void cross_entropy_losses(T* losses, T* logsumexp, T const* row_max, double const* sums, std::int32_t const* targets,
-                          std::int64_t N) {
-    for (std::int64_t n = 0; n < N; ++n) {
-        logsumexp[n] = static_cast<T>(row_max[n] + std::log(sums[2 * n]));
-        losses[n] = targets[n] == ignore_index ? T(0) : static_cast<T>(logsumexp[n] - sums[2 * n + 1]);
-    }
-}
-
 namespace {
+
+// The target's column in this slice, or −1 where the row is ignored (its dloss is then 0).
+std::int64_t local_target_of(std::int32_t target, int vocab_begin) {
+    return target == ignore_index ? -1 : static_cast<std::int64_t>(target) - vocab_begin;
+}
+
+// The largest of a row's valid columns (a slice of padding only must not win the max).
+template <typename T> T row_maximum(T const* row, int valid) {
+    return maximum_of(row, valid, -std::numeric_limits<T>::infinity());
+}
+
+// sums[2] = {Σ_valid exp(row − maximum), the target's logit if this slice holds the target, else 0}
+template <typename T>
+void row_sums(double* sums, T const* row, T maximum, std::int32_t target, int valid, int vocab_begin) {
+    T sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int j = 0; j < valid; ++j) sum += exp_approx(row[j] - maximum);
+    std::int64_t const local_target = local_target_of(target, vocab_begin);
+    bool const mine = local_target >= 0 && local_target < valid;
+    sums[0] = sum;
+    sums[1] = mine ? row[local_target] : 0.0;
+}
 
 // drow[Vp_local] = (softmax − onehot(target)) · dloss for one row of logits (0 in padded columns); dloss is 0 for
 // an ignored row, and local_target outside 0 ... valid−1 when another slice holds the target.
@@ -56,12 +43,41 @@ void backward_row(T* drow, T const* row, T lse, T dloss, std::int64_t local_targ
     if (local_target >= 0 && local_target < valid) drow[local_target] -= dloss;
 }
 
-// The target's column in this slice, or −1 where the row is ignored (its dloss is then 0).
-std::int64_t local_target_of(std::int32_t target, int vocab_begin) {
-    return target == ignore_index ? -1 : static_cast<std::int64_t>(target) - vocab_begin;
+}  // namespace
+
+template <typename T> void cross_entropy_max(T* row_max, T const* logits, std::int64_t N, int valid, int Vp_local) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t n = 0; n < N; ++n) row_max[n] = row_maximum(logits + n * Vp_local, valid);
 }
 
-}  // namespace
+template <typename T>
+void cross_entropy_sums(double* sums, T const* logits, T const* row_max, std::int32_t const* targets, std::int64_t N,
+                        int valid, int Vp_local, int vocab_begin) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t n = 0; n < N; ++n) {
+        row_sums(sums + 2 * n, logits + n * Vp_local, row_max[n], targets[n], valid, vocab_begin);
+    }
+}
+
+template <typename T>
+void cross_entropy_max_and_sums(T* row_max, double* sums, T const* logits, std::int32_t const* targets, std::int64_t N,
+                                int valid, int Vp_local, int vocab_begin) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t n = 0; n < N; ++n) {
+        T const* row = logits + n * Vp_local;
+        row_max[n] = row_maximum(row, valid);
+        row_sums(sums + 2 * n, row, row_max[n], targets[n], valid, vocab_begin);
+    }
+}
+
+template <typename T>
+void cross_entropy_losses(T* losses, T* logsumexp, T const* row_max, double const* sums, std::int32_t const* targets,
+                          std::int64_t N) {
+    for (std::int64_t n = 0; n < N; ++n) {
+        logsumexp[n] = static_cast<T>(row_max[n] + std::log(sums[2 * n]));
+        losses[n] = targets[n] == ignore_index ? T(0) : static_cast<T>(logsumexp[n] - sums[2 * n + 1]);
+    }
+}
 
 template <typename T>
 void cross_entropy_backward(T* dlogits, T const* logits, T const* logsumexp, std::int32_t const* targets,
@@ -102,6 +118,10 @@ template void cross_entropy_sums<float>(double*, float const*, float const*, std
                                         int, int);
 template void cross_entropy_sums<double>(double*, double const*, double const*, std::int32_t const*, std::int64_t,
                                          int, int, int);
+template void cross_entropy_max_and_sums<float>(float*, double*, float const*, std::int32_t const*, std::int64_t,
+                                                int, int, int);
+template void cross_entropy_max_and_sums<double>(double*, double*, double const*, std::int32_t const*, std::int64_t,
+                                                 int, int, int);
 template void cross_entropy_losses<float>(float*, float*, float const*, double const*, std::int32_t const*,
                                           std::int64_t);
 template void cross_entropy_losses<double>(double*, double*, double const*, double const*, std::int32_t const*,

@@ -322,6 +322,14 @@ void CudaBackend::cross_entropy_sums(double* sums, float const* logits, float co
                                      int vocab_begin) {
     cuda::cross_entropy_sums(sums, logits, row_max, targets, N, valid, Vp_local, vocab_begin, stream_);
 }
+// The two kernels one after the other: the same arithmetic (a block per row in each); a kernel that kept each row
+// in shared memory between the two would save one read of the logits.
+void CudaBackend::cross_entropy_max_and_sums(float* row_max, double* sums, float const* logits,
+                                             std::int32_t const* targets, std::int64_t N, int valid, int Vp_local,
+                                             int vocab_begin) {
+    cross_entropy_max(row_max, logits, N, valid, Vp_local);
+    cross_entropy_sums(sums, logits, row_max, targets, N, valid, Vp_local, vocab_begin);
+}
 void CudaBackend::cross_entropy_losses(float* losses, float* logsumexp, float const* row_max, double const* sums,
                                        std::int32_t const* targets, std::int64_t N) {
     cuda::cross_entropy_losses(losses, logsumexp, row_max, sums, targets, N, stream_);
