@@ -43,6 +43,8 @@ inline constexpr AttentionTiles bf16_attention_tiles{128, 256};
 // faster GEMMs win back: T = 64 and 128 ran faster in fp32 on an Intel Xeon with AMX, T = 64 on a Zen 5 core,
 // and T = 256 and 1024 faster in bf16 on both (bench/kernel_bench.cpp; docs/PERFORMANCE.md). With the fp32 tiles
 // on tile_gemm, a bf16 step at T = 256 and 1024 still ran 10-12% faster with bf16 attention on the Intel Xeon.
+// Once the bf16 tiles ran on AMX (dense operands), the kernels alone were faster in bf16 at T = 128 too (8.8
+// against 9.5 ms), but a bf16 step at T = 128 was not: the roundings of qkv and dout took what attention saved.
 inline bool attention_in_bf16(int T) { return T > bf16_attention_tiles.queries; }
 
 // The score entries per head that the kernels compute for a sequence of T tokens: the lower triangle rounded out
