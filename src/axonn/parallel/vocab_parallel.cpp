@@ -20,6 +20,11 @@ template <typename Reduce> void over_vocabulary(ProcessGrid& grid, VocabSlice co
     if (slice.over_x) reduce(grid.comm(Group::x));
 }
 
+// Whether this process holds the whole vocabulary: over_vocabulary's groups are this rank alone.
+bool whole_vocabulary_here(ProcessGrid const& grid, VocabSlice const& slice) {
+    return grid.size(Axis::y) == 1 && !slice.over_x;
+}
+
 }  // namespace
 
 VocabSplit resolved_vocab_split(VocabSplit split, int width, int padded_vocab, GridShape const& grid, int gemm_bytes) {
@@ -130,7 +135,7 @@ void vocab_parallel_head_input_gradient(Backend& backend, LinearGroups const& gr
 void vocab_parallel_cross_entropy_forward(Backend& backend, ProcessGrid& grid, VocabSlice const& slice, float* losses,
                                           float* logsumexp, float* row_max, double* sums, float const* logits,
                                           std::int32_t const* targets, std::int64_t N) {
-    if (grid.size(Axis::y) == 1 && !slice.over_x) {  // the whole vocabulary here: nothing to all-reduce
+    if (whole_vocabulary_here(grid, slice)) {  // nothing to all-reduce between the maxima and the sums
         backend.cross_entropy_max_and_sums(row_max, sums, logits, targets, N, slice.valid, slice.rows, slice.begin);
     } else {
         backend.cross_entropy_max(row_max, logits, N, slice.valid, slice.rows);
