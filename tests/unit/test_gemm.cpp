@@ -164,12 +164,10 @@ struct RoundedOperands {
     }
 };
 
-using Bf16Gemm = void (*)(bool, bool, std::int64_t, std::int64_t, std::int64_t, bfloat16 const*, std::int64_t,
-                          bfloat16 const*, std::int64_t, float, float*, std::int64_t);
-
 // A bf16 product's products are exact in fp32 and its sums run in fp32: within fp32 rounding (1e-6 relative) of
 // the double product of the rounded inputs, whether native or emulated, and C's padding untouched.
-void expect_bf16_product_matches_double_reference(GemmCase const& c, Bf16Gemm product) {
+template <typename Product>
+void expect_bf16_product_matches_double_reference(GemmCase const& c, Product&& product) {
     ASSERT_EQ(c.alpha, 1.0f);
     GemmOperands x(c, 2);
     RoundedOperands const rounded(x);
@@ -183,6 +181,20 @@ void expect_bf16_product_matches_double_reference(GemmCase const& c, Bf16Gemm pr
 
 TEST_P(GemmBf16, MatchesDoubleReferenceOnTheRoundedInputs) {
     expect_bf16_product_matches_double_reference(GetParam(), gemm_bf16);
+}
+
+// Each way gemm_bf16's tuning may choose, whatever it would choose: the same tolerance and the padding untouched
+// (on a CPU with AMX, the halves run on oneDNN's AVX-512 kernel where the whole product runs on AMX).
+TEST_P(GemmBf16, EachWayMatchesDoubleReferenceOnTheRoundedInputs) {
+    for (GemmVariant const way : {GemmVariant::whole, GemmVariant::column_halves}) {
+        SCOPED_TRACE(gemm_variant_name(way));
+        GemmCase const c = GetParam();
+        expect_bf16_product_matches_double_reference(
+            c, [way](bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, bfloat16 const* A,
+                     std::int64_t lda, bfloat16 const* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+                gemm_bf16_way(way, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+            });
+    }
 }
 
 TEST_P(GemmBf16, EmulatedMatchesDoubleReferenceOnTheRoundedInputs) {
@@ -245,16 +257,57 @@ TEST(GemmTuning, InnerChunksComputeTheWholeProduct) {
             for (std::size_t i = 0; i < Bm.size(); ++i) Bm[i] = standard_normal({3, 2}, i);
             for (std::size_t i = 0; i < whole.size(); ++i) whole[i] = chunked[i] = standard_normal({3, 3}, i);
             gemm<double>(ta, tb, M, N, K, 0.5, A.data(), lda, Bm.data(), ldb, 1.0, whole.data(), N);
-            run_gemm_variant(GemmVariant::inner_chunks, K, 1.0f, [&](std::int64_t k0, std::int64_t k, float beta) {
-                gemm<double>(ta, tb, M, N, k, 0.5, inner_slice_a(A.data(), lda, ta, k0), lda,
-                             inner_slice_b(Bm.data(), ldb, tb, k0), ldb, beta, chunked.data(), N);
-            });
+            run_gemm_variant(GemmVariant::inner_chunks, N, K, 1.0f,
+                             [&](std::int64_t k0, std::int64_t k, std::int64_t j0, std::int64_t j1, float beta) {
+                                 ASSERT_EQ(j0, 0);
+                                 ASSERT_EQ(j1, N);
+                                 gemm<double>(ta, tb, M, N, k, 0.5, inner_slice_a(A.data(), lda, ta, k0), lda,
+                                              inner_slice_b(Bm.data(), ldb, tb, k0), ldb, beta, chunked.data(), N);
+                             });
             double difference = 0, reference = 0;
             for (std::size_t i = 0; i < whole.size(); ++i) {
                 difference += (chunked[i] - whole[i]) * (chunked[i] - whole[i]);
                 reference += whole[i] * whole[i];
             }
             EXPECT_LT(std::sqrt(difference / reference), 1e-12) << "transpose_a " << ta << ", transpose_b " << tb;
+        }
+    }
+}
+
+// GEMM tuning's column_halves way: C's columns cut once, the first part whole vectors of 16 where N allows, each
+// part one product over the whole inner dimension; in double the halves are the whole product bitwise (each entry
+// is the same sum), beta applied to both halves.
+TEST(GemmTuning, ColumnHalvesCoverEveryColumnOnce) {
+    struct Case {
+        std::int64_t N, half;
+    };
+    for (Case const c : {Case{768, 384}, Case{2304, 1152}, Case{50, 32}, Case{40, 32}, Case{9, 8}, Case{2, 1}}) {
+        EXPECT_EQ(half_of_columns(c.N), c.half) << "N = " << c.N;
+    }
+    std::int64_t const M = 5, K = 37;
+    for (std::int64_t const N : {std::int64_t{1}, std::int64_t{9}, std::int64_t{70}}) {
+        for (bool const ta : {false, true}) {
+            for (bool const tb : {false, true}) {
+                std::int64_t const lda = ta ? M : K, ldb = tb ? K : N;
+                std::vector<double> A(M * K), Bm(K * N), halves(M * N), whole(M * N);
+                for (std::size_t i = 0; i < A.size(); ++i) A[i] = standard_normal({4, 1}, i);
+                for (std::size_t i = 0; i < Bm.size(); ++i) Bm[i] = standard_normal({4, 2}, i);
+                for (std::size_t i = 0; i < whole.size(); ++i) whole[i] = halves[i] = standard_normal({4, 3}, i);
+                gemm<double>(ta, tb, M, N, K, 1.0, A.data(), lda, Bm.data(), ldb, 1.0, whole.data(), N);
+                int parts = 0;
+                run_gemm_variant(GemmVariant::column_halves, N, K, 1.0f,
+                                 [&](std::int64_t k0, std::int64_t k, std::int64_t j0, std::int64_t j1, float beta) {
+                                     ASSERT_EQ(k0, 0);
+                                     ASSERT_EQ(k, K);
+                                     ASSERT_LT(j0, j1);
+                                     ++parts;
+                                     gemm<double>(ta, tb, M, j1 - j0, K, 1.0, A.data(), lda,
+                                                  column_slice_b(Bm.data(), ldb, tb, j0), ldb, beta, halves.data() + j0,
+                                                  N);
+                                 });
+                EXPECT_EQ(parts, N >= 2 ? 2 : 1) << "N = " << N;
+                EXPECT_EQ(halves, whole) << "N = " << N << ", transpose_a " << ta << ", transpose_b " << tb;
+            }
         }
     }
 }
@@ -307,7 +360,8 @@ TEST(GemmTuning, ALongGemmIsTunedOnceAndStaysCorrect) {
 }
 
 // Which ways are timed: the whole product always; chunks where K spans two chunks; B's padded copy for fp32
-// products with A not transposed, of at least kPaddedMinWork multiply-adds, whose copy fits in kPaddedMaxBytes.
+// products with A not transposed, of at least kTimedMinWork multiply-adds, whose copy fits in kPaddedMaxBytes;
+// C's columns in halves for bf16 products of at least kTimedMinWork multiply-adds and 32 columns.
 TEST(GemmTuning, CandidatesFollowTheShape) {
     using enum GemmVariant;
     struct Case {
@@ -317,9 +371,13 @@ TEST(GemmTuning, CandidatesFollowTheShape) {
     Case const cases[] = {
         {{false, false, false, 7, 9, 33}, {whole}},                      // too small to be worth a copy
         {{false, false, false, 256, 3072, 768}, {whole, padded_b}},      // GPT-2 small's MLP projection's dX
-        {{true, false, false, 256, 3072, 768}, {whole}},                 // bf16: no padded copy
+        {{true, false, false, 256, 3072, 768}, {whole, column_halves}},  // bf16: halves, no padded copy
+        {{true, true, false, 3072, 768, 2048}, {whole, column_halves}},   // a bf16 weight gradient
+        {{true, false, false, 2048, 16, 4096}, {whole}},                 // bf16, too narrow to halve
+        {{true, false, false, 64, 1024, 1023}, {whole}},                 // bf16, one column short of the work
+        {{true, false, false, 1024, 768, 50304}, {whole, inner_chunks, column_halves}},  // the bf16 LM head's dX
         {{false, true, false, 768, 3072, 256}, {whole}},                 // a weight gradient (A transposed)
-        {{false, false, true, 64, 1024, 1024}, {whole, padded_b}},       // exactly kPaddedMinWork
+        {{false, false, true, 64, 1024, 1024}, {whole, padded_b}},       // exactly kTimedMinWork
         {{false, false, true, 64, 1024, 1023}, {whole}},                 // one column short of it
         {{false, false, false, 256, 768, 50304}, {whole, inner_chunks}}, // the LM head's dX: a 158 MB copy
         {{false, false, true, 5, 6, 2 * kInnerChunk + 3}, {whole, inner_chunks}},
@@ -394,7 +452,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(GemmCase{false, false, 7, 9, 33, 1.0f, 0.0f}, GemmCase{false, true, 7, 9, 33, 1.0f, 1.0f},
                       GemmCase{true, false, 7, 9, 33, 1.0f, 0.0f}, GemmCase{true, false, 7, 9, 33, 1.0f, 1.0f},
                       GemmCase{true, true, 7, 9, 33, 1.0f, 0.0f}, GemmCase{true, true, 7, 9, 33, 1.0f, 1.0f},
-                      GemmCase{false, true, 64, 50, 17, 1.0f, 1.0f}, GemmCase{false, false, 33, 70, 300, 1.0f, 0.0f}),
+                      GemmCase{false, true, 64, 50, 17, 1.0f, 1.0f}, GemmCase{false, false, 33, 70, 300, 1.0f, 0.0f},
+                      GemmCase{true, false, 48, 96, 64, 1.0f, 1.0f}, GemmCase{false, true, 40, 80, 128, 1.0f, 0.0f}),
     gemm_case_name);
 
 }  // namespace

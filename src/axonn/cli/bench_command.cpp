@@ -131,6 +131,7 @@ void add_bench_command(CLI::App& app) {
                                    {"whole_flops_per_s", tuning.flops / tuning.whole_s},
                                    {"chunked_flops_per_s", rate(tuning.flops, tuning.chunks_s)},
                                    {"padded_flops_per_s", rate(tuning.flops, tuning.padded_s)},
+                                   {"halves_flops_per_s", rate(tuning.flops, tuning.halves_s)},
                                    {"chosen", tuning.chosen}});
             }
             nlohmann::json full = record;

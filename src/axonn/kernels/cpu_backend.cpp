@@ -52,7 +52,8 @@ std::vector<GemmTuningReport> CpuBackend::gemm_tunings() const {
         reports.push_back({fmt::format("{} {}{} {}x{}x{}", s.bf16 ? "bf16" : "fp32", s.transpose_a ? 'T' : 'N',
                                        s.transpose_b ? 'T' : 'N', s.M, s.N, s.K),
                            2.0 * static_cast<double>(s.M) * static_cast<double>(s.N) * static_cast<double>(s.K),
-                           tuning.whole_s, tuning.chunks_s, tuning.padded_s, cpu::gemm_variant_name(tuning.chosen)});
+                           tuning.whole_s, tuning.chunks_s, tuning.padded_s, tuning.halves_s,
+                           cpu::gemm_variant_name(tuning.chosen)});
     }
     return reports;
 }

@@ -51,8 +51,8 @@ struct GemmRateMeasurement {
 struct GemmTuningReport {
     std::string gemm;                    // "fp32 NN 256x3072x768": the inputs' type, op(A) op(B), M x N x K
     double flops;                        // 2·M·N·K
-    double whole_s, chunks_s, padded_s;  // each way's best time; 0 for a way that was not a candidate
-    std::string chosen;                  // "whole", "chunked" or "padded"
+    double whole_s, chunks_s, padded_s, halves_s;  // each way's best time; 0 for a way that was not a candidate
+    std::string chosen;                            // "whole", "chunked", "padded" or "halves"
 };
 
 // The device a backend computes on, for the collectives over its memory: none for a host backend; for CUDA the

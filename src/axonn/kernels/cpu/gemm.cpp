@@ -134,29 +134,31 @@ void gemm_way(GemmVariant way, bool transpose_a, bool transpose_b, std::int64_t 
         std::tie(B, ldb) = padded_copy(B, transpose_b ? N : K, transpose_b ? K : N, ldb);
     }
     int const threads = column_threads(transpose_a, N);
-    // The product over inner indices k0 ... k0+k−1, its columns split over `threads`.
-    auto part = [&](std::int64_t k0, std::int64_t k, float part_beta) {
+    // Columns c0 ... c1−1 of the product over inner indices k0 ... k0+k−1, split over `threads`.
+    auto part = [&](std::int64_t k0, std::int64_t k, std::int64_t c0, std::int64_t c1, float part_beta) {
         float const* a = inner_slice_a(A, lda, transpose_a, k0);
         float const* b = inner_slice_b(B, ldb, transpose_b, k0);
         // Columns j0 ... j1−1; inside any parallel region, even a team of one, oneDNN runs on one thread.
         auto columns = [&](std::int64_t j0, std::int64_t j1) -> int {
             return dnnl_sgemm(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', M, j1 - j0, k, alpha, a, lda,
-                              transpose_b ? b + j0 * ldb : b + j0, ldb, part_beta, C + j0, ldc);
+                              column_slice_b(b, ldb, transpose_b, j0), ldb, part_beta, C + j0, ldc);
         };
         int status = dnnl_success;  // the worst of the blocks' (dnnl_success is 0, failures positive)
         if (threads == 1) {
-            status = columns(0, N);
+            status = columns(c0, c1);
         } else {
 #pragma omp parallel num_threads(threads) reduction(max : status)
             {
                 int const t = omp_get_thread_num();
-                std::int64_t const j0 = first_column(t, threads, N), j1 = first_column(t + 1, threads, N);
+                std::int64_t const j0 = c0 + first_column(t, threads, c1 - c0);
+                std::int64_t const j1 = c0 + first_column(t + 1, threads, c1 - c0);
                 if (j1 > j0) status = columns(j0, j1);
             }
         }
-        AXONN_INVARIANT(status == dnnl_success, "oneDNN sgemm failed (status {}) for M={} N={} K={}", status, M, N, k);
+        AXONN_INVARIANT(status == dnnl_success, "oneDNN sgemm failed (status {}) for M={} N={} K={}", status, M,
+                        c1 - c0, k);
     };
-    run_gemm_variant(way, K, beta, part);
+    run_gemm_variant(way, N, K, beta, part);
 }
 
 template <>
@@ -201,18 +203,24 @@ void gemm_bf16(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t 
         gemm_bf16_emulated(transpose_a, transpose_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    // The product over inner indices k0 ... k0+k−1 into out (row stride ld_out).
-    auto part_into = [&](float* out, std::int64_t ld_out) {
-        return [=](std::int64_t k0, std::int64_t k, float part_beta) {
-            gemm_bf16_whole(transpose_a, transpose_b, M, N, k, inner_slice_a(A, lda, transpose_a, k0), lda,
-                            inner_slice_b(B, ldb, transpose_b, k0), ldb, part_beta, out, ld_out);
-        };
-    };
     GemmVariant const variant =
         gemm_variant({true, transpose_a, transpose_b, M, N, K}, [&](GemmVariant way, float* scratch) {
-            run_gemm_variant(way, K, 0.0f, part_into(scratch, N));
+            gemm_bf16_way(way, transpose_a, transpose_b, M, N, K, A, lda, B, ldb, 0.0f, scratch, N);
         });
-    run_gemm_variant(variant, K, beta, part_into(C, ldc));
+    gemm_bf16_way(variant, transpose_a, transpose_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
+}
+
+void gemm_bf16_way(GemmVariant way, bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N,
+                   std::int64_t K, bfloat16 const* A, std::int64_t lda, bfloat16 const* B, std::int64_t ldb,
+                   float beta, float* C, std::int64_t ldc) {
+    auto const product = bf16_gemm_support().native ? gemm_bf16_whole : gemm_bf16_emulated;
+    // Columns j0 ... j1−1 of the product over inner indices k0 ... k0+k−1.
+    auto part = [&](std::int64_t k0, std::int64_t k, std::int64_t j0, std::int64_t j1, float part_beta) {
+        bfloat16 const* b = column_slice_b(inner_slice_b(B, ldb, transpose_b, k0), ldb, transpose_b, j0);
+        product(transpose_a, transpose_b, M, j1 - j0, k, inner_slice_a(A, lda, transpose_a, k0), lda, b, ldb,
+                part_beta, C + j0, ldc);
+    };
+    run_gemm_variant(way, N, K, beta, part);
 }
 
 void gemm_bf16_emulated(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K,

@@ -33,6 +33,13 @@ char const* gemm_library_name();
 void gemm_bf16(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K, bfloat16 const* A,
                std::int64_t lda, bfloat16 const* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc);
 
+// The bf16 product computed the given way (gemm_tuning.h), untimed, as gemm_way for fp32: gemm_bf16 runs the way
+// its shape's tuning chose, and the tests run each way. Each of the way's library calls is native or emulated as
+// gemm_bf16 would be.
+void gemm_bf16_way(GemmVariant way, bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N,
+                   std::int64_t K, bfloat16 const* A, std::int64_t lda, bfloat16 const* B, std::int64_t ldb,
+                   float beta, float* C, std::int64_t ldc);
+
 // The same product on any CPU: A and B widened to fp32 (exactly) and multiplied by the fp32 GEMM. A product of two
 // bf16 values is exact in fp32 and the sums run in fp32, which is what a native bf16 GEMM with fp32 accumulation
 // computes; only the order of the sums differs.

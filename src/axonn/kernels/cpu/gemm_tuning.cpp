@@ -29,6 +29,7 @@ double best_of_two(std::function<void(GemmVariant, float*)> const& run_into, Gem
 double& seconds_of(GemmTuning& tuning, GemmVariant way) {
     if (way == GemmVariant::inner_chunks) return tuning.chunks_s;
     if (way == GemmVariant::padded_b) return tuning.padded_s;
+    if (way == GemmVariant::column_halves) return tuning.halves_s;
     return tuning.whole_s;
 }
 
@@ -46,6 +47,7 @@ char const* gemm_variant_name(GemmVariant variant) {
         case GemmVariant::whole: return "whole";
         case GemmVariant::inner_chunks: return "chunked";
         case GemmVariant::padded_b: return "padded";
+        case GemmVariant::column_halves: return "halves";
     }
     return "?";
 }
@@ -56,9 +58,9 @@ std::vector<GemmVariant> gemm_candidates(GemmShape const& shape) {
     std::int64_t const b_rows = shape.transpose_b ? shape.N : shape.K;
     std::int64_t const b_columns = shape.transpose_b ? shape.K : shape.N;
     bool const padded_fits = b_rows * (b_columns + kPaddedRowFloats) * std::int64_t{sizeof(float)} <= kPaddedMaxBytes;
-    if (!shape.bf16 && !shape.transpose_a && shape.M * shape.N * shape.K >= kPaddedMinWork && padded_fits) {
-        ways.push_back(GemmVariant::padded_b);
-    }
+    bool const timed = shape.M * shape.N * shape.K >= kTimedMinWork;
+    if (!shape.bf16 && !shape.transpose_a && timed && padded_fits) ways.push_back(GemmVariant::padded_b);
+    if (shape.bf16 && timed && shape.N >= 32) ways.push_back(GemmVariant::column_halves);
     return ways;
 }
 
@@ -70,7 +72,7 @@ GemmVariant gemm_variant(GemmShape const& shape, std::function<void(GemmVariant,
     if (auto const found = chosen_variants.find(shape); found != chosen_variants.end()) return found->second;
     std::vector<float> scratch(static_cast<std::size_t>(shape.M * shape.N));
     run_into(GemmVariant::whole, scratch.data());  // first touch of the scratch, and the library's set-up
-    GemmTuning tuning{shape, 0, 0, 0, GemmVariant::whole};
+    GemmTuning tuning{shape, 0, 0, 0, 0, GemmVariant::whole};
     double to_beat = 0;
     for (GemmVariant const way : ways) {
         double const seconds = seconds_of(tuning, way) = best_of_two(run_into, way, scratch.data());

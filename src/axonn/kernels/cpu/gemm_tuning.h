@@ -14,13 +14,23 @@
 //   on a Zen 3 core the input gradient of GPT-2 small's MLP projection (dY[256, 768] · W[768, 3,072]) ran at 44
 //   GFLOP/s in place and at 77 from the padded copy, the copy (about 1 ms) included (docs/PERFORMANCE.md). A
 //   candidate for fp32 products whose A is not transposed (the forward's and the input gradients', M a batch's
-//   rows; the weight gradients' M is a weight's rows, and they never gained) with kPaddedMinWork multiply-adds and
+//   rows; the weight gradients' M is a weight's rows, and they never gained) with kTimedMinWork multiply-adds and
 //   a copy of B of at most kPaddedMaxBytes.
+// - column_halves: C's columns in two halves, one library call each. oneDNN 2.6 runs a bf16 matmul on AMX only
+//   when its three matrices are dense, and half of C is not (its rows are C's, longer than the half), so the
+//   halves run on its AVX-512 kernel (gemm:jit). On an Intel Xeon with AMX, one core, at GPT-2 small's shapes for
+//   2,048 rows, that kernel was 15-25% faster than AMX's for the products with 768 output columns (every weight
+//   gradient, whose A the AMX kernel reads transposed block by block; the forward of the two projections into the
+//   residual; the input gradients of qkv and of the MLP's first Linear) and 20-35% slower for the wide ones
+//   (docs/PERFORMANCE.md). A candidate for bf16 products of at least kTimedMinWork multiply-adds and two vectors
+//   of columns.
 // Transposed products (Cᵀ = op(B)ᵀ·op(A)ᵀ, then a transpose) were measured too and never won, so they are not
 // candidates. A shape with one candidate is never timed. The ways compute the same products; chunks sum them in
-// another order, and a padded B can lead oneDNN to another kernel (on AVX-512 it picks its kernel by stride).
+// another order, and a padded B or a half of C can lead oneDNN to another kernel (it picks its kernel by stride),
+// which may sum in another order too.
 #pragma once
 
+#include <algorithm>
 #include <compare>
 #include <cstdint>
 #include <functional>
@@ -31,13 +41,13 @@ namespace axonn::cpu {
 inline constexpr std::int64_t kInnerChunk = 8192;
 // 16 floats: one 64-byte line, so that consecutive rows of the copy fall in different cache sets.
 inline constexpr std::int64_t kPaddedRowFloats = 16;
-// 2^26 multiply-adds (1.5 ms on a core at 90 GFLOP/s): smaller products are not worth a copy or a timing.
-inline constexpr std::int64_t kPaddedMinWork = std::int64_t{1} << 26;
+// 2^26 multiply-adds (1.5 ms on a core at 90 GFLOP/s): smaller products are not worth a copy, a split or a timing.
+inline constexpr std::int64_t kTimedMinWork = std::int64_t{1} << 26;
 // The copy's scratch is kept for the rest of the run (one per thread that multiplies): at most 64 MiB.
 inline constexpr std::int64_t kPaddedMaxBytes = std::int64_t{64} << 20;
 
-enum class GemmVariant { whole, inner_chunks, padded_b };
-char const* gemm_variant_name(GemmVariant variant);  // "whole", "chunked", "padded"
+enum class GemmVariant { whole, inner_chunks, padded_b, column_halves };
+char const* gemm_variant_name(GemmVariant variant);  // "whole", "chunked", "padded", "halves"
 
 struct GemmShape {
     bool bf16;  // bf16 inputs, else fp32
@@ -48,7 +58,7 @@ struct GemmShape {
 
 struct GemmTuning {
     GemmShape shape;
-    double whole_s, chunks_s, padded_s;  // the best of two timed runs each; 0 for a way that is not a candidate
+    double whole_s, chunks_s, padded_s, halves_s;  // the best of two timed runs each; 0 for a way not a candidate
     GemmVariant chosen;
 };
 
@@ -76,17 +86,30 @@ template <typename T> T const* inner_slice_b(T const* B, std::int64_t ldb, bool 
     return B + (transpose_b ? k0 : k0 * ldb);
 }
 
-// C = op(A)·op(B) (+ beta·C) the given way: part(k0, k, beta) computes the product over inner indices
-// k0 ... k0+k−1 with that beta; chunks after the first add to C. padded_b runs whole here: its copy of B is the
-// caller's (gemm.cpp).
+// Where column_halves cuts C's N columns (N ≥ 2): the first half is whole vectors of 16 floats where N allows.
+inline std::int64_t half_of_columns(std::int64_t N) { return std::min((N / 2 + 15) / 16 * 16, N - 1); }
+
+// Where column j0 starts in B (op(B) is [K,N]: columns of B, or rows of a transposed B).
+template <typename T> T const* column_slice_b(T const* B, std::int64_t ldb, bool transpose_b, std::int64_t j0) {
+    return B + (transpose_b ? j0 * ldb : j0);
+}
+
+// C = op(A)·op(B) (+ beta·C) the given way: part(k0, k, j0, j1, beta) computes columns j0 ... j1−1 of the product
+// over inner indices k0 ... k0+k−1 with that beta; chunks after the first add to C. padded_b runs whole here: its
+// copy of B is the caller's (gemm.cpp).
 template <typename Part>
-void run_gemm_variant(GemmVariant variant, std::int64_t K, float beta, Part&& part) {
-    if (variant != GemmVariant::inner_chunks) {
-        part(std::int64_t{0}, K, beta);
-        return;
-    }
-    for (std::int64_t k0 = 0; k0 < K; k0 += kInnerChunk) {
-        part(k0, K - k0 < kInnerChunk ? K - k0 : kInnerChunk, k0 == 0 ? beta : 1.0f);
+void run_gemm_variant(GemmVariant variant, std::int64_t N, std::int64_t K, float beta, Part&& part) {
+    std::int64_t const first = 0;
+    if (variant == GemmVariant::inner_chunks) {
+        for (std::int64_t k0 = 0; k0 < K; k0 += kInnerChunk) {
+            part(k0, K - k0 < kInnerChunk ? K - k0 : kInnerChunk, first, N, k0 == 0 ? beta : 1.0f);
+        }
+    } else if (variant == GemmVariant::column_halves && N >= 2) {
+        std::int64_t const half = half_of_columns(N);
+        part(first, K, first, half, beta);
+        part(first, K, half, N, beta);
+    } else {
+        part(first, K, first, N, beta);
     }
 }
 
