@@ -407,6 +407,43 @@ TEST(GemmTuning, ABigProductIsTimedWithAPaddedCopyAndStaysCorrect) {
         << "timed more than once";
 }
 
+// The tuning of a product that adds to C (beta 1) times its ways into a scratch, never into C, even a dense C (the
+// case where a product that overwrites C is timed into C itself): the first call, which tunes, still gives
+// C + op(A)·B, in fp32 and in bf16 (each shape new to the process, with more than one candidate; against double,
+// 1e-6 norm-wise as above, on the bf16-rounded inputs for bf16).
+TEST(GemmTuning, TuningAProductThatAddsToCLeavesCsSumIntact) {
+    for (bool const bf16 : {false, true}) {
+        bool const ta = bf16;  // a weight gradient's product in bf16
+        std::int64_t const M = bf16 ? 272 : 64, N = bf16 ? 512 : 1040, K = bf16 ? 512 : 1024, lda = ta ? M : K;
+        ASSERT_GT(gemm_candidates({bf16, ta, false, M, N, K}).size(), 1u);
+        std::vector<float> A(M * K), Bm(K * N), C(M * N);
+        std::vector<bfloat16> A16(A.size()), B16(Bm.size());
+        for (std::size_t i = 0; i < A.size(); ++i) {
+            A16[i] = to_bfloat16(A[i] = static_cast<float>(standard_normal({8, 1}, i)));
+        }
+        for (std::size_t i = 0; i < Bm.size(); ++i) {
+            B16[i] = to_bfloat16(Bm[i] = static_cast<float>(standard_normal({8, 2}, i)));
+        }
+        for (std::size_t i = 0; i < C.size(); ++i) C[i] = static_cast<float>(standard_normal({8, 3}, i));
+        std::vector<double> Ad(A.size()), Bd(Bm.size()), Cd(C.begin(), C.end());
+        for (std::size_t i = 0; i < A.size(); ++i) Ad[i] = bf16 ? to_float(A16[i]) : A[i];
+        for (std::size_t i = 0; i < Bm.size(); ++i) Bd[i] = bf16 ? to_float(B16[i]) : Bm[i];
+        gemm<double>(ta, false, M, N, K, 1.0, Ad.data(), lda, Bd.data(), N, 1.0, Cd.data(), N);
+        set_gemm_tuning(true);
+        std::size_t const before = gemm_tunings().size();
+        if (bf16) {
+            gemm_bf16(ta, false, M, N, K, A16.data(), lda, B16.data(), N, 1.0f, C.data(), N);
+        } else {
+            gemm<float>(ta, false, M, N, K, 1.0f, A.data(), lda, Bm.data(), N, 1.0f, C.data(), N);
+        }
+        // Without a native bf16 GEMM, gemm_bf16 is the emulation, whose fp32 product here has one candidate.
+        std::size_t const tuned = !bf16 || bf16_gemm_support().native ? 1 : 0;
+        EXPECT_EQ(gemm_tunings().size(), before + tuned) << (bf16 ? "bf16" : "fp32");
+        std::vector<double> const got(C.begin(), C.end());
+        EXPECT_LT(testing::relative_difference(got, Cd), 1e-6) << (bf16 ? "bf16" : "fp32");
+    }
+}
+
 // On AVX2 oneDNN chooses its sgemm kernel without looking at the strides, so the padded copy of B changes where B's
 // rows lie and nothing else: the product is bitwise the whole one (docs/PERFORMANCE.md relies on it). Checked at
 // GPT-2 small's MLP projection input gradient, the shape that picks the copy, and with B transposed. On AVX-512

@@ -68,6 +68,12 @@ std::pair<float const*, std::int64_t> widened(bfloat16 const* values, std::int64
     return {copy.data(), columns};
 }
 
+// C, where the tuning of a product may time its ways into C itself: the call overwrites C (beta 0) and C is dense
+// [M,N] (row stride N); else null (gemm_tuning.h).
+float* overwritten_output(float beta, float* C, std::int64_t ldc, std::int64_t N) {
+    return beta == 0.0f && ldc == N ? C : nullptr;
+}
+
 // The bf16 GEMM: oneDNN's matmul primitive (bf16 inputs, fp32 accumulation and output).
 using dims = dnnl::memory::dims;
 using dt = dnnl::memory::data_type;
@@ -166,9 +172,10 @@ void gemm<float>(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_
                  float const* A, std::int64_t lda, float const* B, std::int64_t ldb, float beta, float* C,
                  std::int64_t ldc) {
     GemmVariant const variant =
-        gemm_variant({false, transpose_a, transpose_b, M, N, K}, [&](GemmVariant way, float* scratch) {
-            gemm_way(way, transpose_a, transpose_b, M, N, K, alpha, A, lda, B, ldb, 0.0f, scratch, N);
-        });
+        gemm_variant({false, transpose_a, transpose_b, M, N, K}, overwritten_output(beta, C, ldc, N),
+                     [&](GemmVariant way, float* out) {
+                         gemm_way(way, transpose_a, transpose_b, M, N, K, alpha, A, lda, B, ldb, 0.0f, out, N);
+                     });
     gemm_way(variant, transpose_a, transpose_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
@@ -204,9 +211,10 @@ void gemm_bf16(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t 
         return;
     }
     GemmVariant const variant =
-        gemm_variant({true, transpose_a, transpose_b, M, N, K}, [&](GemmVariant way, float* scratch) {
-            gemm_bf16_way(way, transpose_a, transpose_b, M, N, K, A, lda, B, ldb, 0.0f, scratch, N);
-        });
+        gemm_variant({true, transpose_a, transpose_b, M, N, K}, overwritten_output(beta, C, ldc, N),
+                     [&](GemmVariant way, float* out) {
+                         gemm_bf16_way(way, transpose_a, transpose_b, M, N, K, A, lda, B, ldb, 0.0f, out, N);
+                     });
     gemm_bf16_way(variant, transpose_a, transpose_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
 }
 

@@ -72,10 +72,14 @@ void set_gemm_tuning(bool on);
 std::vector<GemmTuning> gemm_tunings();
 
 // The way to compute `shape`: whole if it is the only candidate or tuning is off; else the remembered choice, or,
-// the first time, the fastest candidate, each run_into(way, scratch) timed into a scratch [M,N] output (the call's
-// own inputs, beta 0). Another way must beat the whole product by more than 3%, about the timing noise here: where
-// the ways are as fast, the whole product stays, and runs rarely differ in their choice.
-GemmVariant gemm_variant(GemmShape const& shape, std::function<void(GemmVariant, float*)> const& run_into);
+// the first time, the fastest candidate, each run_into(way, out) timed into an [M,N] output (the call's own inputs,
+// beta 0): `overwritten`, the call's own C where the call overwrites a dense C (beta 0, row stride N), which the
+// chosen way then writes again; else a scratch that raises the run's peak memory by M·N floats for the moment (the
+// LM head's logits are 200 MB at GPT-2's vocabulary and 1,024 rows). Another way must beat the whole product by
+// more than 3%, about the timing noise here: where the ways are as fast, the whole product stays, and runs rarely
+// differ in their choice.
+GemmVariant gemm_variant(GemmShape const& shape, float* overwritten,
+                         std::function<void(GemmVariant, float*)> const& run_into);
 
 // Where inner index k0 starts in A (op(A) is [M,K]: columns of A, or rows of a transposed A) and in B (op(B) is
 // [K,N]: rows of B, or columns of a transposed B).
