@@ -91,9 +91,9 @@ void add_step_options(CLI::App& command, StepOptions& options) {
         ->default_str("auto");
     with_choices(command.add_option("--gemm-tuning", options.gemm_tuning,
                                     "on: time the ways of computing each large GEMM shape once (whole, its inner "
-                                    "dimension in chunks, or its B operand copied with padded rows) and use the "
-                                    "fastest; off: always whole, so that two runs are bitwise equal whatever the "
-                                    "timings"),
+                                    "dimension in chunks, its B operand copied with padded rows, or in bf16 its "
+                                    "output's columns in two halves) and use the fastest; off: always whole, so "
+                                    "that two runs are bitwise equal whatever the timings"),
                  on_off)
         ->default_str("on");
     command.add_option("--micro-batch", options.micro_batch,
