@@ -244,32 +244,44 @@ TEST(Bfloat16, RoundsToNearestEven) {
     EXPECT_EQ(to_float(to_bfloat16(3.140625f)), 3.140625f);  // exactly representable: unchanged
 }
 
+// A double product C = op(A)·op(B) + C for the ways' tests: A [M,K] (or [K,M]), B [K,N] (or [N,K]) and C drawn
+// from `seed`'s normal stream, row strides those of dense matrices.
+struct DoubleProduct {
+    bool ta, tb;
+    std::int64_t M, N, K, lda, ldb;
+    std::vector<double> A, B, C;
+    DoubleProduct(bool ta_, bool tb_, std::int64_t M_, std::int64_t N_, std::int64_t K_, std::uint64_t seed)
+        : ta(ta_), tb(tb_), M(M_), N(N_), K(K_), lda(ta ? M : K), ldb(tb ? K : N), A(M * K), B(K * N), C(M * N) {
+        for (std::size_t i = 0; i < A.size(); ++i) A[i] = standard_normal({seed, 1}, i);
+        for (std::size_t i = 0; i < B.size(); ++i) B[i] = standard_normal({seed, 2}, i);
+        for (std::size_t i = 0; i < C.size(); ++i) C[i] = standard_normal({seed, 3}, i);
+    }
+    // C + alpha · op(A)·op(B), the whole product in one call.
+    std::vector<double> whole(double alpha) const {
+        std::vector<double> out = C;
+        gemm<double>(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, 1.0, out.data(), N);
+        return out;
+    }
+};
+
 // GEMM tuning's second way, the inner dimension in chunks summed into C, in every transpose: the same product as
 // the whole GEMM, in double (tolerance 1e-12: only the order of the sums differs). K spans two chunks and a ragged
 // third, and beta 1 checks that only the first chunk applies beta.
 TEST(GemmTuning, InnerChunksComputeTheWholeProduct) {
-    std::int64_t const M = 3, N = 4, K = 2 * kInnerChunk + 77;
     for (bool const ta : {false, true}) {
         for (bool const tb : {false, true}) {
-            std::int64_t const lda = ta ? M : K, ldb = tb ? K : N;
-            std::vector<double> A(M * K), Bm(K * N), chunked(M * N), whole(M * N);
-            for (std::size_t i = 0; i < A.size(); ++i) A[i] = standard_normal({3, 1}, i);
-            for (std::size_t i = 0; i < Bm.size(); ++i) Bm[i] = standard_normal({3, 2}, i);
-            for (std::size_t i = 0; i < whole.size(); ++i) whole[i] = chunked[i] = standard_normal({3, 3}, i);
-            gemm<double>(ta, tb, M, N, K, 0.5, A.data(), lda, Bm.data(), ldb, 1.0, whole.data(), N);
-            run_gemm_variant(GemmVariant::inner_chunks, N, K, 1.0f,
+            DoubleProduct const p(ta, tb, 3, 4, 2 * kInnerChunk + 77, 3);
+            std::vector<double> chunked = p.C;
+            run_gemm_variant(GemmVariant::inner_chunks, p.N, p.K, 1.0f,
                              [&](std::int64_t k0, std::int64_t k, std::int64_t j0, std::int64_t j1, float beta) {
                                  ASSERT_EQ(j0, 0);
-                                 ASSERT_EQ(j1, N);
-                                 gemm<double>(ta, tb, M, N, k, 0.5, inner_slice_a(A.data(), lda, ta, k0), lda,
-                                              inner_slice_b(Bm.data(), ldb, tb, k0), ldb, beta, chunked.data(), N);
+                                 ASSERT_EQ(j1, p.N);
+                                 gemm<double>(ta, tb, p.M, p.N, k, 0.5, inner_slice_a(p.A.data(), p.lda, ta, k0), p.lda,
+                                              inner_slice_b(p.B.data(), p.ldb, tb, k0), p.ldb, beta, chunked.data(),
+                                              p.N);
                              });
-            double difference = 0, reference = 0;
-            for (std::size_t i = 0; i < whole.size(); ++i) {
-                difference += (chunked[i] - whole[i]) * (chunked[i] - whole[i]);
-                reference += whole[i] * whole[i];
-            }
-            EXPECT_LT(std::sqrt(difference / reference), 1e-12) << "transpose_a " << ta << ", transpose_b " << tb;
+            EXPECT_LT(testing::relative_difference(chunked, p.whole(0.5)), 1e-12)
+                << "transpose_a " << ta << ", transpose_b " << tb;
         }
     }
 }
@@ -284,29 +296,24 @@ TEST(GemmTuning, ColumnHalvesCoverEveryColumnOnce) {
     for (Case const c : {Case{768, 384}, Case{2304, 1152}, Case{50, 32}, Case{40, 32}, Case{9, 8}, Case{2, 1}}) {
         EXPECT_EQ(half_of_columns(c.N), c.half) << "N = " << c.N;
     }
-    std::int64_t const M = 5, K = 37;
     for (std::int64_t const N : {std::int64_t{1}, std::int64_t{9}, std::int64_t{70}}) {
         for (bool const ta : {false, true}) {
             for (bool const tb : {false, true}) {
-                std::int64_t const lda = ta ? M : K, ldb = tb ? K : N;
-                std::vector<double> A(M * K), Bm(K * N), halves(M * N), whole(M * N);
-                for (std::size_t i = 0; i < A.size(); ++i) A[i] = standard_normal({4, 1}, i);
-                for (std::size_t i = 0; i < Bm.size(); ++i) Bm[i] = standard_normal({4, 2}, i);
-                for (std::size_t i = 0; i < whole.size(); ++i) whole[i] = halves[i] = standard_normal({4, 3}, i);
-                gemm<double>(ta, tb, M, N, K, 1.0, A.data(), lda, Bm.data(), ldb, 1.0, whole.data(), N);
+                DoubleProduct const p(ta, tb, 5, N, 37, 4);
+                std::vector<double> halves = p.C;
                 int parts = 0;
-                run_gemm_variant(GemmVariant::column_halves, N, K, 1.0f,
+                run_gemm_variant(GemmVariant::column_halves, N, p.K, 1.0f,
                                  [&](std::int64_t k0, std::int64_t k, std::int64_t j0, std::int64_t j1, float beta) {
                                      ASSERT_EQ(k0, 0);
-                                     ASSERT_EQ(k, K);
+                                     ASSERT_EQ(k, p.K);
                                      ASSERT_LT(j0, j1);
                                      ++parts;
-                                     gemm<double>(ta, tb, M, j1 - j0, K, 1.0, A.data(), lda,
-                                                  column_slice_b(Bm.data(), ldb, tb, j0), ldb, beta, halves.data() + j0,
-                                                  N);
+                                     gemm<double>(ta, tb, p.M, j1 - j0, p.K, 1.0, p.A.data(), p.lda,
+                                                  column_slice_b(p.B.data(), p.ldb, tb, j0), p.ldb, beta,
+                                                  halves.data() + j0, N);
                                  });
                 EXPECT_EQ(parts, N >= 2 ? 2 : 1) << "N = " << N;
-                EXPECT_EQ(halves, whole) << "N = " << N << ", transpose_a " << ta << ", transpose_b " << tb;
+                EXPECT_EQ(halves, p.whole(1.0)) << "N = " << N << ", transpose_a " << ta << ", transpose_b " << tb;
             }
         }
     }
