@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <limits>
@@ -149,6 +150,23 @@ TEST(FusedAttention, MixedPrecisionRunsSequencesOfOneBf16TileInFp32) {
         EXPECT_EQ(std::vector<double>(out.begin(), out.end()), out_kernel) << T;
         EXPECT_EQ(std::vector<double>(dqkv.begin(), dqkv.end()), dqkv_kernel) << T;
     }
+}
+
+// The bf16 kernels call oneDNN from every thread of their parallel loop over heads, each head's work the same
+// whichever thread runs it: on three threads (ctest runs the suites on one) bitwise what one thread gives. With one
+// cache of oneDNN primitives shared by the threads, heads came out wrong.
+TEST(FusedAttention, Bf16OnThreeThreadsEqualsOneThreadBitwise) {
+    AttentionCase const c{2, 200, 64, 4, 2, bf16_attention_tiles};
+    std::vector<double> const qkv = normal_values(static_cast<std::size_t>(c.B) * c.T * (c.C + 2 * c.NKV * 16), 3),
+                              dout = normal_values(static_cast<std::size_t>(c.B) * c.T * c.C, 4);
+    int const threads_before = omp_get_max_threads();
+    omp_set_num_threads(1);
+    auto const [out_one, dqkv_one] = fused_bf16(c, qkv, dout);
+    omp_set_num_threads(3);
+    auto const [out_three, dqkv_three] = fused_bf16(c, qkv, dout);
+    omp_set_num_threads(threads_before);
+    EXPECT_EQ(out_three, out_one);
+    EXPECT_EQ(dqkv_three, dqkv_one);
 }
 
 }  // namespace

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <map>
-#include <mutex>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -84,7 +83,10 @@ dnnl::engine& cpu_engine() {
 }
 
 // A matmul primitive per shape, strides and beta: creating one costs far more than running it, and a model uses
-// a handful of shapes.
+// a handful of shapes. Each thread keeps its own: a oneDNN primitive may not run on two threads at once, and unless
+// the library is built for concurrent execution (DNNL_ENABLE_CONCURRENT_EXEC, off by default) it must run on the
+// thread that created it. bf16 attention calls these products from every thread of its parallel loop; with one
+// cache for all threads, its results on two threads were wrong.
 using GemmKey = std::tuple<bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                            std::int64_t, bool>;
 
@@ -113,16 +115,11 @@ GemmPlan make_plan(GemmKey const& key) {
 void gemm_bf16_whole(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K,
                      bfloat16 const* A, std::int64_t lda, bfloat16 const* B, std::int64_t ldb, float beta, float* C,
                      std::int64_t ldc) {
-    static std::mutex mutex;
-    static std::map<GemmKey, GemmPlan> plans;
+    thread_local std::map<GemmKey, GemmPlan> plans;
     GemmKey const key{transpose_a, transpose_b, M, N, K, lda, ldb, ldc, beta == 1.0f};
-    GemmPlan const* plan = nullptr;
-    {
-        std::lock_guard const lock(mutex);
-        auto found = plans.find(key);
-        if (found == plans.end()) found = plans.emplace(key, make_plan(key)).first;
-        plan = &found->second;
-    }
+    auto found = plans.find(key);
+    if (found == plans.end()) found = plans.emplace(key, make_plan(key)).first;
+    GemmPlan const* plan = &found->second;
     dnnl::stream stream(cpu_engine());
     dnnl::memory const a(plan->a, cpu_engine(), const_cast<bfloat16*>(A));
     dnnl::memory const b(plan->b, cpu_engine(), const_cast<bfloat16*>(B));
