@@ -433,6 +433,21 @@ std::vector<GpuCase> gpu_cases() {
                                                           N, valid, Vp_local, begin);
                          },
                          true});
+        // Everything at once, the whole vocabulary here (ids 0 ...): the gradient as the head's GEMMs read it, over
+        // the logits in fp32 as the model calls it.
+        std::vector<std::int32_t> const whole_targets = {5, -1, 229, 7, 0, 100};
+        cases.push_back({"cross_entropy_forward_backward",
+                         {floats("logits", N * Vp_local, 5.0), ints("targets", whole_targets), floats("losses", N),
+                          floats("lse", N), floats("dlosses", N)},
+                         {"losses", "lse", "logits"},
+                         [](Backend& k, Pointers const& p, std::vector<double>&) {
+                             widen_operand_into(k, p.f("logits"),
+                                                k.cross_entropy_forward_backward(
+                                                    p.f("losses"), p.f("lse"), p.f("logits"), p.f("logits"),
+                                                    p.i("targets"), p.f("dlosses"), N, valid, Vp_local),
+                                                N * Vp_local);
+                         },
+                         true});
     }
     {
         constexpr std::int64_t n = 5003;

@@ -11,6 +11,9 @@
 //                   buffers;
 //   cross_entropy_max_and_sums  each row's maximum and then its sums in one pass over the rows, against every
 //                   row's maximum, then every row's sums;
+//   cross_entropy_forward_backward  the losses and the gradient of the logits (fp32 over the logits, or its bf16
+//                   rounding) in one pass over the rows, against the maxima, the sums, the losses and the gradient
+//                   one after the other;
 //   bias_gelu_kept_bf16  bias + GELU keeping the sum as its bf16 rounding alone (mixed precision's kept
 //                   pre-activation), against the pass in place and a rounding of the sum (and the sum itself, as a
 //                   check of what the in-place pass wrote);
@@ -41,6 +44,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace axonn::cpu {
@@ -194,6 +198,57 @@ FusionCase cross_entropy_statistics_case() {
             }};
 }
 
+// The whole cross-entropy in one pass over the rows, the whole vocabulary of V columns here, the last 100 padding
+// (targets in the first, second and third block of 1,024 columns, and ignored), each row's weight from dout: against
+// the phases one after the other, the gradient in fp32 written over the logits (as the decoder does) or as its
+// bf16 rounding.
+template <typename Out> FusionCase cross_entropy_forward_backward_case(std::string name) {
+    constexpr std::int64_t rows = 7;
+    constexpr int V = 2500, valid = V - 100;
+    struct CrossEntropy {
+        std::vector<float> logits = random_values(rows * V, 9, 4.0f), losses = std::vector<float>(rows),
+                           logsumexp = std::vector<float>(rows);
+        std::vector<std::int32_t> targets = {3, 1500, ignore_index, 2399, 0, 1023, 1024};
+        std::vector<Out> dlogits = std::vector<Out>(rows * V);
+        Results results() const {
+            std::vector<float> gradient(dlogits.size());
+            if constexpr (std::is_same_v<Out, float>) {
+                gradient = logits;  // written over the logits
+            } else {
+                gradient = widened(dlogits);
+            }
+            return {{"losses", losses}, {"logsumexp", logsumexp}, {"dlogits", gradient}};
+        }
+        Out* gradient_buffer() {
+            if constexpr (std::is_same_v<Out, float>) {
+                return logits.data();
+            } else {
+                return dlogits.data();
+            }
+        }
+    };
+    return {std::move(name),
+            [](Operands const& x) {
+                CrossEntropy c;
+                std::vector<float> row_max(rows);
+                std::vector<double> sums(2 * rows);
+                cross_entropy_max<float>(row_max.data(), c.logits.data(), rows, valid, V);
+                cross_entropy_sums<float>(sums.data(), c.logits.data(), row_max.data(), c.targets.data(), rows, valid,
+                                          V, 0);
+                cross_entropy_losses<float>(c.losses.data(), c.logsumexp.data(), row_max.data(), sums.data(),
+                                            c.targets.data(), rows);
+                cross_entropy_backward(c.gradient_buffer(), c.logits.data(), c.logsumexp.data(), c.targets.data(),
+                                       x.dout.data(), rows, valid, V, 0);
+                return c.results();
+            },
+            [](Operands const& x) {
+                CrossEntropy c;
+                cross_entropy_forward_backward(c.losses.data(), c.logsumexp.data(), c.gradient_buffer(),
+                                               c.logits.data(), c.targets.data(), x.dout.data(), rows, valid, V);
+                return c.results();
+            }};
+}
+
 std::vector<FusionCase> rounded_output_cases() {
     return {
         rounded_output_case("layernorm_to_bf16", M * F,
@@ -258,6 +313,8 @@ std::vector<FusionCase> fusion_cases() {
     };
     cases.insert(cases.end(), passes.begin(), passes.end());
     cases.push_back(cross_entropy_statistics_case());
+    cases.push_back(cross_entropy_forward_backward_case<float>("cross_entropy_forward_backward"));
+    cases.push_back(cross_entropy_forward_backward_case<bfloat16>("cross_entropy_forward_backward_bf16"));
     cases.push_back({"gelu_in_place",
                      [](Operands const& x) {
                          std::vector<float> dpre(M * F), dbias = x.dbias_before;

@@ -173,6 +173,13 @@ public:
     virtual GemmInput cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp,
                                              std::int32_t const* targets, float const* dlosses, std::int64_t N,
                                              int valid, int Vp_local, int vocab_begin) = 0;
+    // All of it at once where this process holds the whole vocabulary (ids 0 ...) and dlosses is known before the
+    // logits: bitwise cross_entropy_max_and_sums, cross_entropy_losses and cross_entropy_backward, each row read
+    // from memory once; dlogits returned as cross_entropy_backward returns it (row_max and sums are not kept).
+    virtual GemmInput cross_entropy_forward_backward(float* losses, float* logsumexp, float* dlogits,
+                                                     float const* logits, std::int32_t const* targets,
+                                                     float const* dlosses, std::int64_t N, int valid,
+                                                     int Vp_local) = 0;
 
     // One AdamW step over a flat parameter range, and the squared norm used for clipping. param_bf16[n], when not
     // null, receives bf16(param) as updated: the GEMMs' copy refreshed in the same pass (mixed precision).

@@ -274,6 +274,15 @@ GemmInput CpuBackend::cross_entropy_backward(float* dlogits, float const* logits
     });
     return out.as_input();
 }
+GemmInput CpuBackend::cross_entropy_forward_backward(float* losses, float* logsumexp, float* dlogits,
+                                                     float const* logits, std::int32_t const* targets,
+                                                     float const* dlosses, std::int64_t N, int valid, int Vp_local) {
+    OperandOut const out = held_operand_out(dlogits, N * Vp_local);
+    out.visit([&](auto* y) {
+        cpu::cross_entropy_forward_backward(losses, logsumexp, y, logits, targets, dlosses, N, valid, Vp_local);
+    });
+    return out.as_input();
+}
 void CpuBackend::adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n,
                               AdamWStep const& step, bfloat16* param_bf16) {
     cpu::adamw_update(param, grad, m, v, n, step, param_bf16);

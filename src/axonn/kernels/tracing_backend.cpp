@@ -252,6 +252,15 @@ GemmInput TracingBackend::cross_entropy_backward(float* dlogits, float const* lo
                                               vocab_begin);
     });
 }
+GemmInput TracingBackend::cross_entropy_forward_backward(float* losses, float* logsumexp, float* dlogits,
+                                                         float const* logits, std::int32_t const* targets,
+                                                         float const* dlosses, std::int64_t N, int valid,
+                                                         int Vp_local) {
+    return traced(kernel_kind::elementwise, "cross_entropy_forward_backward", [&] {
+        return inner_->cross_entropy_forward_backward(losses, logsumexp, dlogits, logits, targets, dlosses, N, valid,
+                                                      Vp_local);
+    });
+}
 
 void TracingBackend::adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n,
                                   AdamWStep const& step, bfloat16* param_bf16) {

@@ -93,6 +93,9 @@ public:
     GemmInput cross_entropy_backward(float* dlogits, float const* logits, float const* logsumexp,
                                      std::int32_t const* targets, float const* dlosses, std::int64_t N, int valid,
                                      int Vp_local, int vocab_begin) override;
+    GemmInput cross_entropy_forward_backward(float* losses, float* logsumexp, float* dlogits, float const* logits,
+                                             std::int32_t const* targets, float const* dlosses, std::int64_t N,
+                                             int valid, int Vp_local) override;
     void adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n, AdamWStep const& step,
                       bfloat16* param_bf16 = nullptr) override;
     double sum_of_squares(float const* x, std::int64_t n) override;

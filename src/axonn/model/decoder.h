@@ -152,10 +152,13 @@ private:
     // for a pass that is its step's only one and was given none, over the total weight of its tokens on every
     // rank (a collective). Returns that total.
     double weigh_tokens_first(Batch const& batch, double loss_weight_total);
-    // The LM head's backward for rows [first, first + rows) of the pass, whose logits the logits buffer holds
-    // from its start: dlogits in place, the final_norm gradient's rows, and the head's weight gradient written or
-    // added.
-    void head_backward(Batch const& batch, std::int64_t first, std::int64_t rows, GradWrite write);
+    // The gradient of the whole pass's logits (the logits buffer), after the forward: in place in fp32, or its bf16
+    // rounding alone (Backend::cross_entropy_backward).
+    GemmInput logits_gradient(Batch const& batch);
+    // The LM head's backward for rows [first, first + rows) of the pass from their logits' gradient dlogits: the
+    // final_norm gradient's rows, and the head's weight gradient written or added.
+    void head_backward(Batch const& batch, GemmInput dlogits, std::int64_t first, std::int64_t rows,
+                       GradWrite write);
     // Where a vocabulary block's gradient gathers (its block when Z is split, else its shard), and how the LM
     // head's first GEMM writes there this pass.
     float* vocab_block_grad(int which);

@@ -55,7 +55,19 @@ GradWrite Decoder::head_block_write() const {
     return grid_.shape().z > 1 || pass_.first ? GradWrite::overwrite : GradWrite::accumulate;
 }
 
-void Decoder::head_backward(Batch const& batch, std::int64_t first, std::int64_t rows, GradWrite write) {
+GemmInput Decoder::logits_gradient(Batch const& batch) {
+    ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
+    LocalDims const d(arch_, grid_.shape(), batch.B, batch.T);
+    VocabSlice const vocab = vocab_slice();
+    // The logits buffer becomes dlogits in place (the logits are not needed again), or in mixed precision dlogits
+    // goes straight to its bf16 rounding, which the GEMMs read.
+    float* logits = activation(a.logits);  // [BT, Vr]
+    return backend_.cross_entropy_backward(logits, logits, activation(a.logsumexp), batch.targets,
+                                           activation(a.dlosses), d.BT, vocab.valid, vocab.rows, vocab.begin);
+}
+
+void Decoder::head_backward(Batch const& batch, GemmInput dlogits, std::int64_t first, std::int64_t rows,
+                            GradWrite write) {
     TraceSpan const span("LM head backward", TraceTrack::steps);
     ActivationLayout const a(LocalDims(arch_, grid_.shape(), max_batch_, max_seq_), options_);
     LocalDims const d(arch_, grid_.shape(), batch.B, batch.T);
@@ -68,13 +80,8 @@ void Decoder::head_backward(Batch const& batch, std::int64_t first, std::int64_t
     float* head_input =
         d.vocab_over_x() ? activation(a.head_input) + first * d.C : activation(a.final_norm) + first * d.Cx;
     int const head_block = vocab_blocks(arch_) - 1;
-    // The logits buffer becomes dlogits in place (the logits are not needed again), or in mixed precision dlogits
-    // goes straight to its bf16 rounding, which the GEMMs read. The head's weight gradient waits in its block (for
-    // the lookup's, when tied), and is reduce-scattered at the end.
-    float* logits = activation(a.logits);  // [rows, Vr]
-    GemmInput const dlogits =
-        k.cross_entropy_backward(logits, logits, activation(a.logsumexp) + first, batch.targets + first,
-                                 activation(a.dlosses) + first, rows, vocab.valid, vocab.rows, vocab.begin);
+    // The head's weight gradient waits in its block (for the lookup's, when tied), and is reduce-scattered at the
+    // end.
     float* d_head_input = d.vocab_over_x() ? scratch + a.d_head_input + first * d.C : nullptr;  // [rows, C]
     vocab_parallel_head_input_gradient(k, linear_groups(false), options_.overlap, vocab, d_norm, d_head_input,
                                        head_input, dlogits, gathered_vocab_block(head_block), rows,
@@ -128,7 +135,7 @@ void Decoder::head_and_final_norm_backward(GradWrite write) {
     if (!arch_.tied_head && grid_.shape().z > 1) {
         backend_.zero(vocab_block_grad(0), vocab_block(d) * static_cast<std::int64_t>(sizeof(float)));
     }
-    if (!head_backward_in_forward_) head_backward(batch, 0, d.BT, head_block_write());
+    if (!head_backward_in_forward_) head_backward(batch, logits_gradient(batch), 0, d.BT, head_block_write());
     // An untied LM head's gradient is complete: its Z reduce-scatter runs under the layers' backward. A tied
     // one's waits for the lookup's gradient, the backward's last computation.
     if (!arch_.tied_head) start_vocab_gradient(1, write);

@@ -160,13 +160,19 @@ float Decoder::head_forward(Batch const& batch, Batch const& kernel_batch, doubl
         vocab_parallel_logits(backend_, linear_groups(false), options_.overlap, vocab, activation(a.logits),
                               head_input + first * d.Vh, head, rows);
         if (batch.targets == nullptr) return std::numeric_limits<float>::quiet_NaN();
-        vocab_parallel_cross_entropy_forward(backend_, grid_, vocab, activation(a.losses) + first,
-                                             activation(a.logsumexp) + first, activation(a.row_max) + first,
-                                             statistics_.data<double>(), activation(a.logits),
-                                             kernel_batch.targets + first, rows);
-        if (head_backward_in_forward_) {
-            head_backward(kernel_batch, first, rows, c == 0 ? head_block_write() : GradWrite::accumulate);
+        float* losses = activation(a.losses) + first;
+        float* logsumexp = activation(a.logsumexp) + first;
+        float* row_max = activation(a.row_max) + first;
+        std::int32_t const* targets = kernel_batch.targets + first;
+        if (!head_backward_in_forward_) {
+            vocab_parallel_cross_entropy_forward(backend_, grid_, vocab, losses, logsumexp, row_max,
+                                                 statistics_.data<double>(), activation(a.logits), targets, rows);
+            continue;
         }
+        GemmInput const dlogits =
+            vocab_parallel_cross_entropy(backend_, grid_, vocab, losses, logsumexp, row_max, statistics_.data<double>(),
+                                         activation(a.logits), targets, activation(a.dlosses) + first, rows);
+        head_backward(kernel_batch, dlogits, first, rows, c == 0 ? head_block_write() : GradWrite::accumulate);
     }
     return pass_loss(batch, total);
 }

@@ -148,6 +148,19 @@ void vocab_parallel_cross_entropy_forward(Backend& backend, ProcessGrid& grid, V
     backend.cross_entropy_losses(losses, logsumexp, row_max, sums, targets, N);
 }
 
+GemmInput vocab_parallel_cross_entropy(Backend& backend, ProcessGrid& grid, VocabSlice const& slice, float* losses,
+                                       float* logsumexp, float* row_max, double* sums, float* logits,
+                                       std::int32_t const* targets, float const* dlosses, std::int64_t N) {
+    if (whole_vocabulary_here(grid, slice)) {
+        AXONN_INVARIANT(slice.begin == 0, "the whole vocabulary starts at id 0, not {}", slice.begin);
+        return backend.cross_entropy_forward_backward(losses, logsumexp, logits, logits, targets, dlosses, N,
+                                                      slice.valid, slice.rows);
+    }
+    vocab_parallel_cross_entropy_forward(backend, grid, slice, losses, logsumexp, row_max, sums, logits, targets, N);
+    return backend.cross_entropy_backward(logits, logits, logsumexp, targets, dlosses, N, slice.valid, slice.rows,
+                                          slice.begin);
+}
+
 std::vector<float> gather_vocabulary_row(ProcessGrid& grid, VocabSlice const& slice, float const* logits) {
     // The X ranks' slices of one Y rank are consecutive: gathered over X first, their runs then over Y.
     std::vector<float> run(logits, logits + slice.rows);

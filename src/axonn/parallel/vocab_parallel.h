@@ -101,6 +101,13 @@ void vocab_parallel_head_input_gradient(Backend& backend, LinearGroups const& gr
 void vocab_parallel_cross_entropy_forward(Backend& backend, ProcessGrid& grid, VocabSlice const& slice, float* losses,
                                           float* logsumexp, float* row_max, double* sums, float const* logits,
                                           std::int32_t const* targets, std::int64_t N);
+// The forward, then the gradient of the logits from dlosses[N] (each token's weight, known before its logits),
+// returned as the LM head's GEMMs read it (Backend::cross_entropy_backward): where this process holds the whole
+// vocabulary, both in one pass over logits[N, slice.rows] (the fused kernel), which then hold the gradient in fp32
+// or are left as they were in bf16.
+GemmInput vocab_parallel_cross_entropy(Backend& backend, ProcessGrid& grid, VocabSlice const& slice, float* losses,
+                                       float* logsumexp, float* row_max, double* sums, float* logits,
+                                       std::int32_t const* targets, float const* dlosses, std::int64_t N);
 
 // One token's logits over the whole vocabulary, on every rank of the vocabulary's plane: the ranks' slices
 // logits[slice.rows] gathered (padding ids included).

@@ -43,6 +43,28 @@ void backward_row(T* drow, T const* row, T lse, T dloss, std::int64_t local_targ
     if (local_target >= 0 && local_target < valid) drow[local_target] -= dloss;
 }
 
+// loss = log(Σ exp) + maximum − the target's logit (0 where ignored), and logsumexp, kept for the backward.
+template <typename T>
+void row_loss(T& loss, T& logsumexp, T maximum, double const* sums, std::int32_t target) {
+    logsumexp = static_cast<T>(maximum + std::log(sums[0]));
+    loss = target == ignore_index ? T(0) : static_cast<T>(logsumexp - sums[1]);
+}
+
+// backward_row's, written as its bf16 rounding: columns computed in fp32 a block at a time, in a buffer that stays
+// in L1 (4 KiB), then rounded. The block is a multiple of the vector width, so that the blocks' vector loops cover
+// the columns as the whole row's fp32 loop does.
+void backward_row(bfloat16* drow, float const* row, float lse, float dloss, std::int64_t local_target, int valid,
+                  int Vp_local) {
+    constexpr int block = 1024;
+    for (int j0 = 0; j0 < Vp_local; j0 += block) {
+        int const width = std::min(block, Vp_local - j0);
+        alignas(64) float values[block];
+        backward_row(values, row + j0, lse, dloss, local_target - j0, std::clamp(valid - j0, 0, width), width);
+#pragma omp simd
+        for (int j = 0; j < width; ++j) drow[j0 + j] = to_bfloat16(values[j]);
+    }
+}
+
 }  // namespace
 
 template <typename T> void cross_entropy_max(T* row_max, T const* logits, std::int64_t N, int valid, int Vp_local) {
@@ -73,10 +95,7 @@ void cross_entropy_max_and_sums(T* row_max, double* sums, T const* logits, std::
 template <typename T>
 void cross_entropy_losses(T* losses, T* logsumexp, T const* row_max, double const* sums, std::int32_t const* targets,
                           std::int64_t N) {
-    for (std::int64_t n = 0; n < N; ++n) {
-        logsumexp[n] = static_cast<T>(row_max[n] + std::log(sums[2 * n]));
-        losses[n] = targets[n] == ignore_index ? T(0) : static_cast<T>(logsumexp[n] - sums[2 * n + 1]);
-    }
+    for (std::int64_t n = 0; n < N; ++n) row_loss(losses[n], logsumexp[n], row_max[n], sums + 2 * n, targets[n]);
 }
 
 template <typename T>
@@ -93,22 +112,28 @@ void cross_entropy_backward(T* dlogits, T const* logits, T const* logsumexp, std
 void cross_entropy_backward(bfloat16* dlogits, float const* logits, float const* logsumexp,
                             std::int32_t const* targets, float const* dlosses, std::int64_t N, int valid,
                             int Vp_local, int vocab_begin) {
-    // Columns computed in fp32 at a time, in a buffer that stays in L1 (4 KiB), then rounded: a multiple of the
-    // vector width, so that the blocks' vector loops cover the columns as the whole row's fp32 loop does.
-    constexpr int block = 1024;
 #pragma omp parallel for schedule(static)
     for (std::int64_t n = 0; n < N; ++n) {
         float const dloss = targets[n] == ignore_index ? 0.0f : dlosses[n];
-        std::int64_t const local_target = local_target_of(targets[n], vocab_begin);
-        for (int j0 = 0; j0 < Vp_local; j0 += block) {
-            int const width = std::min(block, Vp_local - j0);
-            alignas(64) float values[block];
-            backward_row(values, logits + n * Vp_local + j0, logsumexp[n], dloss, local_target - j0,
-                         std::clamp(valid - j0, 0, width), width);
-            bfloat16* drow = dlogits + n * Vp_local + j0;
-#pragma omp simd
-            for (int j = 0; j < width; ++j) drow[j] = to_bfloat16(values[j]);
-        }
+        backward_row(dlogits + n * Vp_local, logits + n * Vp_local, logsumexp[n], dloss,
+                     local_target_of(targets[n], vocab_begin), valid, Vp_local);
+    }
+}
+
+template <typename Out>
+void cross_entropy_forward_backward(float* losses, float* logsumexp, Out* dlogits, float const* logits,
+                                    std::int32_t const* targets, float const* dlosses, std::int64_t N, int valid,
+                                    int Vp_local) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t n = 0; n < N; ++n) {
+        float const* row = logits + n * Vp_local;
+        float const maximum = row_maximum(row, valid);
+        double sums[2];
+        row_sums(sums, row, maximum, targets[n], valid, 0);
+        row_loss(losses[n], logsumexp[n], maximum, sums, targets[n]);
+        float const dloss = targets[n] == ignore_index ? 0.0f : dlosses[n];
+        backward_row(dlogits + n * Vp_local, row, logsumexp[n], dloss, local_target_of(targets[n], 0), valid,
+                     Vp_local);
     }
 }
 
@@ -130,5 +155,9 @@ template void cross_entropy_backward<float>(float*, float const*, float const*, 
                                             std::int64_t, int, int, int);
 template void cross_entropy_backward<double>(double*, double const*, double const*, std::int32_t const*,
                                              double const*, std::int64_t, int, int, int);
+template void cross_entropy_forward_backward<float>(float*, float*, float*, float const*, std::int32_t const*,
+                                                    float const*, std::int64_t, int, int);
+template void cross_entropy_forward_backward<bfloat16>(float*, float*, bfloat16*, float const*, std::int32_t const*,
+                                                       float const*, std::int64_t, int, int);
 
 }  // namespace axonn::cpu

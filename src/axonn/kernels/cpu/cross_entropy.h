@@ -49,4 +49,14 @@ void cross_entropy_backward(bfloat16* dlogits, float const* logits, float const*
                             std::int32_t const* targets, float const* dlosses, std::int64_t N, int valid,
                             int Vp_local, int vocab_begin);
 
+// The whole cross-entropy at once where this process holds the whole vocabulary (ids 0 ...) and each token's
+// weight (dlosses) is known before its logits (the LM head's backward run chunk by chunk in the forward): bitwise
+// cross_entropy_max_and_sums, cross_entropy_losses and cross_entropy_backward (fp32, or its bf16 rounding), each row
+// read from memory once (the sums and the gradient read it from L2). dlogits may be logits when Out is float.
+// losses[N], logsumexp[N], dlogits[N,Vp_local], logits[N,Vp_local], targets[N], dlosses[N]
+template <typename Out>
+void cross_entropy_forward_backward(float* losses, float* logsumexp, Out* dlogits, float const* logits,
+                                    std::int32_t const* targets, float const* dlosses, std::int64_t N, int valid,
+                                    int Vp_local);
+
 }  // namespace axonn::cpu

@@ -344,6 +344,16 @@ GemmInput CudaBackend::cross_entropy_backward(float* dlogits, float const* logit
     });
     return out.as_input();
 }
+GemmInput CudaBackend::cross_entropy_forward_backward(float* losses, float* logsumexp, float* dlogits,
+                                                      float const* logits, std::int32_t const* targets,
+                                                      float const* dlosses, std::int64_t N, int valid, int Vp_local) {
+    OperandOut const out = held_operand_out(dlogits, N * Vp_local);
+    out.visit([&](auto* y) {
+        cuda::cross_entropy_forward_backward(losses, logsumexp, device_output(y), logits, targets, dlosses, N, valid,
+                                             Vp_local, stream_);
+    });
+    return out.as_input();
+}
 
 void CudaBackend::adamw_update(float* param, float const* grad, float* m, float* v, std::int64_t n,
                                AdamWStep const& step, bfloat16* param_bf16) {

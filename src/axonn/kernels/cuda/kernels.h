@@ -117,6 +117,11 @@ template <typename Out>
 void cross_entropy_backward(Out* dlogits, float const* logits, float const* logsumexp, std::int32_t const* targets,
                             float const* dlosses, std::int64_t N, int valid, int Vp_local, int vocab_begin,
                             cudaStream_t stream);
+// All four at once where this process holds the whole vocabulary (ids 0 ...): one block per row
+template <typename Out>
+void cross_entropy_forward_backward(float* losses, float* logsumexp, Out* dlogits, float const* logits,
+                                    std::int32_t const* targets, float const* dlosses, std::int64_t N, int valid,
+                                    int Vp_local, cudaStream_t stream);
 
 // AdamW over a flat range (the constants as kernels/types.h's AdamWStep), refreshing param_bf16 when not null.
 // (The .cu files are C++17 and do not see kernels/types.h: the factors come from its adamw_factors.)
