@@ -49,8 +49,10 @@ private:
 };
 
 TEST_F(DenormalFlushing, EveryThreadOfAnyTeamFlushesOnceABackendIsMade) {
-    flush_denormals(false);  // as a process starts: gradual underflow everywhere
+    // As a process starts: gradual underflow everywhere, on the team of 2 the backend will be made with (set first:
+    // flush_denormals reaches the team a parallel region gets now, whatever size earlier tests left).
     omp_set_num_threads(2);
+    flush_denormals(false);
     ASSERT_EQ(flushing_threads(2), 0);
     CpuBackend const backend;
     // Teams as large as, smaller than and larger than the one at the backend's making: the added threads
