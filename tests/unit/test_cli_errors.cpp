@@ -235,6 +235,23 @@ std::vector<BadInput> const bad_inputs = {
      "--out {dir}/empty is a folder: name a file such as {dir}/empty/tuned-grid.json", 2},
     {"plan_plot_over_a_file", "plan --weak-scaling gpt-5b:8,gpt-10b:16 --batch 8 --plot {dir}/text.txt",
      "plot {dir}/text.txt already exists", 1},
+    // Written whole and renamed into place, these outputs would replace a device or a FIFO: refused even with
+    // --overwrite (a link to /dev/null stands for the device: were it not refused, only the link would go).
+    {"plan_plot_over_a_fifo", "plan --weak-scaling gpt-5b:8,gpt-10b:16 --batch 8 --plot {dir}/fifo",
+     "plot {dir}/fifo is a FIFO (named pipe), not a regular file: writing it would replace it", 1},
+    {"plan_plot_over_a_device",
+     "plan --weak-scaling gpt-5b:8,gpt-10b:16 --batch 8 --plot {dir}/null_link --overwrite",
+     "plot {dir}/null_link is a character device, not a regular file", 1},
+    {"tune_over_a_device",
+     "tune --model gpt2-micro --tokenizer byte --batch 8 --seq 16 --out {dir}/null_link --overwrite",
+     "grid file {dir}/null_link is a character device", 1},
+    {"prepare_over_a_fifo", "prepare --input {dir}/text.txt --out {dir}/fifo_data --tokenizer byte --overwrite",
+     "token shard {dir}/fifo_data/train.bin is a FIFO (named pipe), not a regular file", 1},
+    {"bench_trace_over_a_device",
+     "bench --model gpt2-micro --batch 2 --seq 16 --iters 3 --trace {dir}/null_link --overwrite",
+     "trace file {dir}/null_link is a character device, not a regular file", 1},
+    {"calibrate_over_a_fifo", "calibrate --quick --out {dir}/fifo --overwrite",
+     "machine profile {dir}/fifo is a FIFO (named pipe), not a regular file", 1},
     {"plan_overwrite_without_a_plot", "plan --model gpt-5b --gpus 8 --batch 8 --overwrite",
      "--overwrite requires --weak-scaling", 2},
     {"calibrate_over_a_file", "calibrate --quick --out {dir}/text.txt",
@@ -533,6 +550,7 @@ protected:
         replace_in_file(dir_ / "slow.toml", "nic_bandwidth = 2.5e10", "nic_bandwidth = 1e-300");
         fs::create_symlink(dir_ / "loop", dir_ / "loop");
         ::mkfifo((dir_ / "fifo").c_str(), 0600);
+        fs::create_symlink("/dev/null", dir_ / "null_link");
         fs::create_directories(dir_ / "fifo_data");
         ::mkfifo((dir_ / "fifo_data" / "train.bin").c_str(), 0600);
         std::vector<std::int32_t> small(3000, 65);

@@ -94,6 +94,35 @@ TEST(FileIo, AnAtomicFileAppearsOnlyWhenCommitted) {
     EXPECT_EQ(file_bytes(path), "new");
 }
 
+// Its rename would replace whatever the destination is with a regular file: as root, a plot written to /dev/null
+// replaced the device. A FIFO, and a link to /dev/null (were the guard gone, only the link would be replaced), are
+// refused before anything is written, with and without overwrite, and stay what they were.
+TEST(FileIo, AnAtomicFileNeverReplacesWhatIsNotARegularFile) {
+    TempDir dir;
+    ASSERT_EQ(::mkfifo((dir / "pipe").c_str(), 0600), 0);
+    fs::create_symlink("/dev/null", dir / "null");
+    EXPECT_NE(error_of([&] { write_file_atomically(dir / "pipe", "x", "plot"); })
+                  .find("plot " + (dir / "pipe").string() + " is a FIFO (named pipe), not a regular file: writing it "
+                        "would replace it"),
+              std::string::npos);
+    EXPECT_NE(error_of([&] { write_file_atomically(dir / "null", "x", "plot"); }).find("is a character device"),
+              std::string::npos);
+    for (bool const overwrite : {false, true}) {
+        EXPECT_NE(error_of([&] { require_replaceable_output(dir / "null", "plot", overwrite); })
+                      .find("is a character device, not a regular file"),
+                  std::string::npos);
+    }
+    EXPECT_TRUE(fs::is_fifo(dir / "pipe"));
+    EXPECT_TRUE(fs::is_symlink(dir / "null"));
+    EXPECT_FALSE(fs::exists(dir / "pipe.partial"));
+    // A regular file is replaced only with overwrite; a path that does not exist yet is free.
+    testing::write_file(dir / "old.png", "old");
+    EXPECT_NE(error_of([&] { require_replaceable_output(dir / "old.png", "plot", false); }).find("already exists"),
+              std::string::npos);
+    EXPECT_NO_THROW(require_replaceable_output(dir / "old.png", "plot", true));
+    EXPECT_NO_THROW(require_replaceable_output(dir / "new.png", "plot", false));
+}
+
 TEST(FileIo, TwoWritersOfOneFileCollideWithAnErrorNotATornFile) {
     TempDir dir;
     fs::path const path = dir / "shard.bin";

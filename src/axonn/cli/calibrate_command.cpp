@@ -87,7 +87,7 @@ void add_calibrate_command(CLI::App& app) {
                                          path.string(), folder.string(), *problem));
         }
         as_usage_errors([&] { require_not_a_folder(path, "--out", "local.toml"); });
-        require_writable_output(path, "machine profile", *overwrite);
+        require_replaceable_output(path, "machine profile", *overwrite);
         MachineProfile const profile = measure_machine_profile(*options);
         int rank = 0;
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);

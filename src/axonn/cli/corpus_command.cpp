@@ -52,10 +52,14 @@ void add_corpus_command(CLI::App& app) {
     austen->callback([package, out, overwrite] {
         require_one_process("corpus");
         std::vector<Book> const books = read_janeausten(*package);
-        // Before any is written: a file of a novel's name with other text in it is replaced only when asked.
+        // Before any is written: a file of a novel's name with other text in it is replaced only when asked, and
+        // anything else there that is not a regular file (a device, a FIFO) never.
         for (auto const& book : books) {
             std::filesystem::path const path = novel_path(*out, book);
-            if (holds_other_text(path, book.text + '\n')) require_writable_output(path, "novel", *overwrite);
+            std::error_code error;
+            if (!std::filesystem::is_regular_file(path, error) || holds_other_text(path, book.text + '\n')) {
+                require_replaceable_output(path, "novel", *overwrite);
+            }
         }
         create_folder(*out, "novels");
         for (auto const& book : books) {

@@ -237,7 +237,7 @@ void add_plan_command(CLI::App& app) {
                 return weak_scaling_points(flags->weak_scaling, *request, flags->seq,
                                            flags->weak_batch == "fixed");
             });
-            require_writable_output(flags->plot, "plot", flags->overwrite);  // before the planning, not after it
+            require_replaceable_output(flags->plot, "plot", flags->overwrite);  // before the planning, not after it
             MachineProfile const machine = load_machine_profile(flags->machine);
             for (WeakScalingPoint& point : points) point.request.machine = machine;
             plan_weak_scaling(points);

@@ -186,6 +186,8 @@ void require_new_output_folder(fs::path const& folder, std::string_view what, bo
 
 AtomicFile::AtomicFile(fs::path destination, std::string what)
     : destination_(std::move(destination)), partial_(destination_.string() + ".partial"), what_(std::move(what)) {
+    // The rename would replace a device, a FIFO or a socket at the destination with a regular file.
+    require_replaceable_output(destination_, what_, true);
     // Opened without O_TRUNC: the file may be another process's until the lock below says it is not.
     for (;;) {
         // O_NONBLOCK: a FIFO left where the partial file goes fails at once instead of waiting for a reader.
@@ -307,6 +309,14 @@ void require_writable_output(fs::path const& path, std::string_view what, bool o
     struct stat info {};
     if (overwrite || ::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode) || info.st_size == 0) return;
     throw Error(earlier_run_message(what, path, info.st_size));
+}
+
+void require_replaceable_output(fs::path const& path, std::string_view what, bool overwrite) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0) return;
+    AXONN_REQUIRE(S_ISREG(info.st_mode), "{} {} is {}, not a regular file: writing it would replace it; choose "
+                  "another path", what, path.string(), file_kind(info.st_mode));
+    require_writable_output(path, what, overwrite);
 }
 
 void require_distinct_outputs(std::vector<RunOutput> const& outputs) {

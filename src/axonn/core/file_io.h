@@ -144,6 +144,10 @@ void require_not_a_folder(std::filesystem::path const& path, std::string_view op
 // What ExclusiveOutputFile would refuse about an existing file, checked without opening it: for every rank of a
 // job to check, so that the refusal is the same on all of them.
 void require_writable_output(std::filesystem::path const& path, std::string_view what, bool overwrite);
+// The same for an output written whole and renamed into place (AtomicFile), which would replace whatever the path
+// names: also refuses an existing path that is not a regular file (a device such as /dev/null, a FIFO, a socket),
+// even with overwrite.
+void require_replaceable_output(std::filesystem::path const& path, std::string_view what, bool overwrite);
 
 // One output of a run, for require_distinct_outputs: the option that names it, its path (which may not exist yet),
 // and whether it is a folder the run writes into.

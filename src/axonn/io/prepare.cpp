@@ -203,7 +203,7 @@ PrepareReport prepare_shards(PrepareOptions const& options, std::function<void(d
     validate_prepare_options(options);
     // An earlier run's pair is replaced only when asked: refused now, not after the tokenizing.
     for (char const* shard : {"train.bin", "val.bin"}) {
-        require_writable_output(options.out_dir / shard, "token shard", options.overwrite);
+        require_replaceable_output(options.out_dir / shard, "token shard", options.overwrite);
     }
     auto const tokenizer =
         make_tokenizer(options.tokenizer, options.gpt2_dir.empty() ? default_gpt2_dir() : options.gpt2_dir);

@@ -45,7 +45,7 @@ BenchResult run_benchmark(BenchOptions options) {
         options.run.pass_batch(B / options.grid.batch_replicas());
     });
     // Before any step: an earlier file is refused at once, on every rank alike.
-    if (!options.trace.empty()) require_writable_output(options.trace, "trace file", options.overwrite);
+    if (!options.trace.empty()) require_replaceable_output(options.trace, "trace file", options.overwrite);
     warn_if_oversubscribed(options.threads, node_placement());
 
     Job job(options.run, {options.grid, options.grid_order});

@@ -208,7 +208,7 @@ void check_outputs(TrainOptions const& options, TrainingData const& data,
     }
     if (!options.trace.empty()) {
         require_not_an_input(options.trace, "--trace", data.inputs());
-        require_writable_output(options.trace, "trace file", options.overwrite);
+        require_replaceable_output(options.trace, "trace file", options.overwrite);
     }
     require_distinct_outputs({{"--metrics", options.metrics}, {"--trace", options.trace},
                               {"--ckpt-dir", options.ckpt_dir, true}});

@@ -60,7 +60,7 @@ TuneResult run_tune(TuneOptions const& options) {
         require_not_a_folder(out, "--out", "tuned-grid.json");
     });
     // Before any grid is timed: an earlier file is refused at once, not after minutes of work.
-    require_writable_output(out, "grid file", options.overwrite);
+    require_replaceable_output(out, "grid file", options.overwrite);
     LocalProfile const profile = local_machine_profile();
     TuneResult result;
     result.profile_source = profile.source;
