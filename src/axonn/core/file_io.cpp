@@ -313,7 +313,8 @@ void require_writable_output(fs::path const& path, std::string_view what, bool o
 
 void require_replaceable_output(fs::path const& path, std::string_view what, bool overwrite) {
     struct stat info {};
-    if (::stat(path.c_str(), &info) != 0) return;
+    // A folder is left to require_not_a_folder's message, which names a file in it; the rename cannot replace it.
+    if (::stat(path.c_str(), &info) != 0 || S_ISDIR(info.st_mode)) return;
     AXONN_REQUIRE(S_ISREG(info.st_mode), "{} {} is {}, not a regular file: writing it would replace it; choose "
                   "another path", what, path.string(), file_kind(info.st_mode));
     require_writable_output(path, what, overwrite);

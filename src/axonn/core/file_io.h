@@ -145,8 +145,8 @@ void require_not_a_folder(std::filesystem::path const& path, std::string_view op
 // job to check, so that the refusal is the same on all of them.
 void require_writable_output(std::filesystem::path const& path, std::string_view what, bool overwrite);
 // The same for an output written whole and renamed into place (AtomicFile), which would replace whatever the path
-// names: also refuses an existing path that is not a regular file (a device such as /dev/null, a FIFO, a socket),
-// even with overwrite.
+// names: also refuses an existing path that is neither a regular file nor a folder (a device such as /dev/null, a
+// FIFO, a socket), even with overwrite. (A folder cannot be renamed over; callers name a file in it instead.)
 void require_replaceable_output(std::filesystem::path const& path, std::string_view what, bool overwrite);
 
 // One output of a run, for require_distinct_outputs: the option that names it, its path (which may not exist yet),
