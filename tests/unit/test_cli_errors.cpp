@@ -231,6 +231,9 @@ std::vector<BadInput> const bad_inputs = {
     {"tune_over_a_token_shard",
      "tune --model gpt2-micro --tokenizer byte --batch 8 --seq 16 --out {dir}/good/train.bin",
      "grid file {dir}/good/train.bin already exists", 1},
+    {"tune_over_its_machine_profile",
+     "tune --model gpt2-micro --tokenizer byte --batch 8 --seq 16 --out {dir}/machines/local.toml --overwrite",
+     "--out {dir}/machines/local.toml is also an input of this run", 1, "AXONN_MACHINES_DIR={dir}/machines"},
     {"tune_into_a_folder", "tune --model gpt2-micro --tokenizer byte --batch 8 --seq 16 --out {dir}/empty",
      "--out {dir}/empty is a folder: name a file such as {dir}/empty/tuned-grid.json", 2},
     {"plan_plot_over_a_file", "plan --weak-scaling gpt-5b:8,gpt-10b:16 --batch 8 --plot {dir}/text.txt",
@@ -369,6 +372,17 @@ std::vector<BadInput> const bad_inputs = {
      "the folder {dir}/nowhere does not exist", 1},
     {"trace_is_a_folder", "train --data {dir}/good --tokenizer byte --trace {dir}/empty",
      "--trace {dir}/empty is a folder: name a file such as {dir}/empty/trace.json", 1},
+    // Everything a run reads is an input that no output may be, even with --overwrite: the config file, the grid
+    // file, and the folder of the checkpoint it starts from.
+    {"metrics_is_the_config_file", "train --config {dir}/run.toml --metrics {dir}/run.toml --overwrite",
+     "--metrics {dir}/run.toml is also an input of this run", 1},
+    {"trace_is_the_grid_file",
+     "train --data {dir}/good --tokenizer byte --grid {dir}/grid.json --trace {dir}/grid.json --overwrite",
+     "--trace {dir}/grid.json is also an input of this run", 1},
+    {"metrics_inside_the_initial_checkpoint",
+     "train --data {dir}/good --tokenizer byte --model gpt2-micro --init-from {dir}/model "
+     "--metrics {dir}/model/step_00000001/metrics.jsonl",
+     "--metrics {dir}/model/step_00000001/metrics.jsonl lies inside", 1},
     {"trace_is_the_data", "train --data {dir}/good --tokenizer byte --trace {dir}/good/train.bin",
      "--trace {dir}/good/train.bin is also an input", 1},
     // No silent wrong answer.
@@ -403,6 +417,12 @@ std::vector<BadInput> const bad_inputs = {
      "token shard {dir}/good/train.bin already exists", 1},
     {"prepare_the_same_file_twice", "prepare --input {dir}/text.txt {dir}/./text.txt --out {dir}/out --tokenizer byte",
      "input {dir}/./text.txt is the same file as input {dir}/text.txt", 1},
+    {"prepare_the_same_file_through_a_hard_link",
+     "prepare --input {dir}/text.txt {dir}/text_again.txt --out {dir}/out --tokenizer byte",
+     "input {dir}/text_again.txt is the same file as input {dir}/text.txt", 1},
+    {"prepare_over_its_own_input",
+     "prepare --input {dir}/text.txt --out {dir}/linked_out --tokenizer byte --overwrite",
+     "input {dir}/text.txt is the file {dir}/linked_out/train.bin that this run writes", 1},
     {"prepare_a_folder", "prepare --input {dir}/empty --out {dir}/out --tokenizer byte", "{dir}/empty is a folder", 1},
     {"prepare_a_fifo", "prepare --input {dir}/fifo --out {dir}/out --tokenizer byte", "{dir}/fifo is a FIFO", 1},
     {"prepare_a_kernel_file", "prepare --input /proc/cpuinfo --out {dir}/out --tokenizer byte",
@@ -551,6 +571,17 @@ protected:
         fs::create_symlink(dir_ / "loop", dir_ / "loop");
         ::mkfifo((dir_ / "fifo").c_str(), 0600);
         fs::create_symlink("/dev/null", dir_ / "null_link");
+        fs::create_hard_link(dir_ / "text.txt", dir_ / "text_again.txt");
+        fs::create_directories(dir_ / "linked_out");
+        fs::create_symlink(dir_ / "text.txt", dir_ / "linked_out" / "train.bin");
+        fs::create_directories(dir_ / "machines");
+        fs::copy_file(machine_profile_dir() / "perlmutter.toml", dir_ / "machines" / "local.toml");
+        std::ofstream(dir_ / "run.toml") << "data = \"" << (dir_ / "good").string()
+                                         << "\"\ntokenizer = \"byte\"\nmodel = \"gpt2-micro\"\nsteps = 1\n";
+        std::ofstream(dir_ / "grid.json") << R"({"format": "axonn-grid", "version": 1, "model": "gpt2-tiny", )"
+                                          << R"("machine": "local", "ranks": 1, "batch": 8, "seq": 64, )"
+                                          << R"("grid": {"data": 1, "z": 1, "y": 1, "x": 1}, )"
+                                          << R"("grid_order": "x,y,z,data", "step_s": 0.01, "candidates": []})";
         fs::create_directories(dir_ / "fifo_data");
         ::mkfifo((dir_ / "fifo_data" / "train.bin").c_str(), 0600);
         std::vector<std::int32_t> small(3000, 65);

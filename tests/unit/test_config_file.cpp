@@ -18,6 +18,8 @@ namespace {
 using Arguments = std::vector<std::string>;
 using testing::error_of;
 
+// The arguments a config file expands to, without the file itself, which a command that declares --config (train)
+// gets last (ConfigFile.TheFileIsPassedOnToTheCommandThatDeclaresIt).
 Arguments expand(std::string const& command, std::string const& toml, Arguments const& rest = {}) {
     testing::TempDir dir;
     std::ofstream(dir / "run.toml") << toml;
@@ -26,7 +28,27 @@ Arguments expand(std::string const& command, std::string const& toml, Arguments 
     add_prepare_command(app);
     Arguments arguments = {"axonn", command, "--config", (dir / "run.toml").string()};
     arguments.insert(arguments.end(), rest.begin(), rest.end());
-    return expand_config_files(app, arguments);
+    Arguments expanded = expand_config_files(app, arguments);
+    if (command == "train") {
+        EXPECT_EQ(expanded.back(), "--config=" + (dir / "run.toml").string());
+        expanded.pop_back();
+    }
+    return expanded;
+}
+
+// train reads its config files' paths (no output of the run may be one); prepare declares no --config.
+TEST(ConfigFile, TheFileIsPassedOnToTheCommandThatDeclaresIt) {
+    testing::TempDir dir;
+    std::ofstream(dir / "a.toml") << "steps = 2\n";
+    std::ofstream(dir / "b.toml") << "out = \"data\"\n";
+    CLI::App app;
+    add_train_command(app);
+    add_prepare_command(app);
+    std::string const a = (dir / "a.toml").string(), b = (dir / "b.toml").string();
+    EXPECT_EQ(expand_config_files(app, {"axonn", "train", "--config", a, "--lr", "1"}),
+              (Arguments{"axonn", "train", "--steps=2", "--lr", "1", "--config=" + a}));
+    EXPECT_EQ(expand_config_files(app, {"axonn", "prepare", "--config=" + b}),
+              (Arguments{"axonn", "prepare", "--out=data"}));
 }
 
 TEST(ConfigFile, ValuesBecomeArgumentsBeforeTheCommandLine) {

@@ -106,23 +106,30 @@ std::vector<std::string> expand_config_files(CLI::App const& app, std::vector<st
     }
     if (command == nullptr) return arguments;  // CLI11 reports the unknown subcommand
 
-    std::vector<std::string> from_files, rest;
+    std::vector<std::string> from_files, rest, files;
     for (std::size_t i = 2; i < arguments.size(); ++i) {
         std::string const& argument = arguments[i];
         if (argument == "--config") {
             AXONN_REQUIRE(i + 1 < arguments.size(), "--config needs a file name");
-            auto const expanded = arguments_from_file(*command, arguments[++i]);
-            from_files.insert(from_files.end(), expanded.begin(), expanded.end());
+            files.push_back(arguments[++i]);
         } else if (argument.rfind("--config=", 0) == 0) {
-            auto const expanded = arguments_from_file(*command, argument.substr(9));
-            from_files.insert(from_files.end(), expanded.begin(), expanded.end());
+            files.push_back(argument.substr(9));
         } else {
             rest.push_back(argument);
         }
     }
+    for (std::string const& file : files) {
+        auto const expanded = arguments_from_file(*command, file);
+        from_files.insert(from_files.end(), expanded.begin(), expanded.end());
+    }
     std::vector<std::string> result = {arguments[0], arguments[1]};
     result.insert(result.end(), from_files.begin(), from_files.end());
     result.insert(result.end(), rest.begin(), rest.end());
+    // The files themselves, for a command that declares --config to know what it read (its outputs may not be
+    // one of them).
+    if (command->get_option_no_throw("--config") != nullptr) {
+        for (std::string const& file : files) result.push_back("--config=" + file);
+    }
     return result;
 }
 

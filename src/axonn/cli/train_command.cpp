@@ -24,10 +24,9 @@ void add_train_command(CLI::App& app) {
         "Every option can also be set in a TOML file given with --config, by its long name without the dashes\n"
         "(for example `steps = 200` or `n-embd = 256`); options on the command line override the file.\n"
         "Example: axonn train --data data/austen --model gpt2-mini --steps 300 --metrics runs/metrics.jsonl");
-    // Read by expand_config_files before parsing; declared here so that --help lists it.
-    command->add_option("--config", "TOML file of options (unknown keys are an error)");
-
     auto options = std::make_shared<TrainOptions>();
+    // Read by expand_config_files before parsing, which passes the files on: a run's outputs may not be one.
+    command->add_option("--config", options->read_files, "TOML file of options (unknown keys are an error)");
     auto model = std::make_shared<ModelOptions>(*command, "gpt2-tiny");
     command->add_option("--data", options->data, "folder written by `axonn prepare` (train.bin, val.bin), a shard, "
                                                  "or a folder of shards")->required();
@@ -137,6 +136,7 @@ void add_train_command(CLI::App& app) {
         });
         if (!options->grid_auto && names_grid_file(*grid_spec)) {  // a missing or damaged file is a file error
             GridFile const file = read_grid_file(*grid_spec);
+            options->read_files.emplace_back(*grid_spec);
             options->grid = file.grid;
             if (command->count("--grid-order") == 0) options->grid_order = file.grid_order;
             options->grid_source =

@@ -320,12 +320,25 @@ void require_replaceable_output(fs::path const& path, std::string_view what, boo
     require_writable_output(path, what, overwrite);
 }
 
+namespace {
+
+// The path with its links and `..` resolved as far as it exists.
+fs::path resolved(fs::path const& path) {
+    std::error_code error;
+    fs::path const absolute = fs::weakly_canonical(fs::absolute(path), error);
+    return error ? path.lexically_normal() : absolute;
+}
+
+// Whether resolved path `path` lies inside resolved folder `folder` (not the folder itself).
+bool lies_inside(fs::path const& path, fs::path const& folder) {
+    if (path == folder) return false;
+    fs::path const relative = path.lexically_relative(folder);
+    return !relative.empty() && *relative.begin() != "..";
+}
+
+}  // namespace
+
 void require_distinct_outputs(std::vector<RunOutput> const& outputs) {
-    auto const resolved = [](fs::path const& path) {
-        std::error_code error;
-        fs::path const absolute = fs::weakly_canonical(fs::absolute(path), error);
-        return error ? path.lexically_normal() : absolute;
-    };
     for (std::size_t i = 0; i < outputs.size(); ++i) {
         for (std::size_t j = 0; j < outputs.size(); ++j) {
             RunOutput const& a = outputs[i];
@@ -334,11 +347,10 @@ void require_distinct_outputs(std::vector<RunOutput> const& outputs) {
             fs::path const path_a = resolved(a.path), path_b = resolved(b.path);
             AXONN_REQUIRE(i > j || path_a != path_b, "{} and {} both name {}: give each output its own path",
                           a.option, b.option, a.path.string());
-            if (!b.folder || path_a == path_b) continue;
-            fs::path const relative = path_a.lexically_relative(path_b);
-            bool const inside = !relative.empty() && *relative.begin() != "..";
-            AXONN_REQUIRE(!inside, "{} {} lies inside {} {}, which this run writes: choose a path outside it",
-                          a.option, a.path.string(), b.option, b.path.string());
+            if (!b.folder) continue;
+            AXONN_REQUIRE(!lies_inside(path_a, path_b),
+                          "{} {} lies inside {} {}, which this run writes: choose a path outside it", a.option,
+                          a.path.string(), b.option, b.path.string());
         }
     }
 }
@@ -346,9 +358,16 @@ void require_distinct_outputs(std::vector<RunOutput> const& outputs) {
 void require_not_an_input(fs::path const& output, std::string_view output_option,
                           std::vector<fs::path> const& inputs) {
     std::error_code error;
-    if (!fs::exists(output, error)) return;
+    bool const exists = fs::exists(output, error);
     for (fs::path const& input : inputs) {
-        AXONN_REQUIRE(!fs::equivalent(output, input, error),
+        if (fs::is_directory(input, error)) {  // a checkpoint or a model read from its folder
+            AXONN_REQUIRE(!lies_inside(resolved(output), resolved(input)),
+                          "{} {} lies inside {}, which this run reads: writing there would damage it; choose a "
+                          "path outside it",
+                          output_option, output.string(), input.string());
+            continue;
+        }
+        AXONN_REQUIRE(!exists || !fs::equivalent(output, input, error),
                       "{} {} is also an input of this run ({}): writing it would "
                       "destroy it; choose another path",
                       output_option, output.string(), input.string());

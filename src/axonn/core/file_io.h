@@ -161,8 +161,8 @@ struct RunOutput {
 // over the other: a trace over a checkpoint's index, metrics over a trace). Outputs with an empty path are absent.
 void require_distinct_outputs(std::vector<RunOutput> const& outputs);
 
-// Refuses an output path that names one of the inputs (the same file, through any path): writing it would
-// destroy the input while it is being read.
+// Refuses an output path that names one of the inputs (the same file, through any path), or lies inside an input
+// that is a folder (a checkpoint, a model): writing it would destroy the input while it is being read.
 void require_not_an_input(std::filesystem::path const& output, std::string_view output_option,
                           std::vector<std::filesystem::path> const& inputs);
 

@@ -10,6 +10,7 @@
 
 #include <linux/magic.h>
 #include <sys/statfs.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <system_error>
+#include <utility>
 
 namespace axonn {
 namespace {
@@ -43,19 +45,37 @@ bool is_prepare_output(std::filesystem::path const& path, std::string_view conte
 
 constexpr char const* input_hint = "name the text files to tokenize";
 
-// Every input opens as a regular file and is named once (a file named twice would be trained on twice and, in
-// text format, would put the same text in train.bin and val.bin), before the slow tokenizing starts.
-void check_inputs(std::vector<std::filesystem::path> const& inputs) {
-    std::map<std::filesystem::path, std::filesystem::path> named;  // canonical path → as given
+// Whether an opened input starts as a token shard does.
+bool starts_as_token_shard(InputFile const& file) {
+    std::int32_t magic = 0;
+    return file.info.st_size >= static_cast<off_t>(token_shard_header_bytes) &&
+           ::pread(file.handle.get(), &magic, sizeof(magic), 0) == static_cast<ssize_t>(sizeof(magic)) &&
+           magic == token_shard_magic;
+}
+
+// Every input opens as a regular file and is named once, through any path or link (a file named twice would be
+// trained on twice and, in text format, would put the same text in train.bin and val.bin), and none that is not a
+// token shard is one of the shards this run writes (writing it would destroy the document), before the slow
+// tokenizing starts. (An earlier run's shard among the inputs is skipped: tokenize_inputs.)
+void check_inputs(std::vector<std::filesystem::path> const& inputs, std::filesystem::path const& out_dir) {
+    std::map<std::pair<dev_t, ino_t>, std::filesystem::path> named;  // the file itself → as given
     for (auto const& path : inputs) {
         AXONN_REQUIRE(!is_kernel_file(path),
                       "input {} is a file of the kernel (/proc or /sys), whose size reads as 0, not "
                       "a document: copy its text into a regular file first",
                       path.string());
-        open_input_file(path, "input text file", input_hint);
-        auto const [earlier, added] = named.emplace(std::filesystem::weakly_canonical(path), path);
+        InputFile const file = open_input_file(path, "input text file", input_hint);
+        auto const [earlier, added] = named.emplace(std::pair(file.info.st_dev, file.info.st_ino), path);
         AXONN_REQUIRE(added, "input {} is the same file as input {}: name each document once", path.string(),
                       earlier->second.string());
+        if (starts_as_token_shard(file)) continue;
+        for (char const* shard : {"train.bin", "val.bin"}) {
+            std::error_code error;
+            AXONN_REQUIRE(!std::filesystem::equivalent(path, out_dir / shard, error),
+                          "input {} is the file {} that this run writes: writing it would destroy the document; "
+                          "choose another --out",
+                          path.string(), (out_dir / shard).string());
+        }
     }
 }
 
@@ -210,7 +230,7 @@ PrepareReport prepare_shards(PrepareOptions const& options, std::function<void(d
     if (options.format == "jsonl") {
         as_usage_errors([&] { require_template_tokens(parse_prompt_template(options.prompt_template), *tokenizer); });
     }
-    check_inputs(options.inputs);
+    check_inputs(options.inputs, options.out_dir);
     create_folder(options.out_dir, "token shards");  // before the slow tokenizing, so that a bad folder fails at once
     PrepareReport report{0, 0, options.out_dir / "train.bin", options.out_dir / "val.bin", {}};
     bool const records = options.format == "jsonl";

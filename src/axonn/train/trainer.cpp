@@ -189,15 +189,27 @@ struct TrainingRun {
     double peak_flops = 0;  // the MFU denominator: the measured GEMM rate of every core or GPU of the run
 };
 
+// Everything the run reads that an output could destroy: the data, the config and grid files, and the folder of
+// the checkpoint or the model it starts from.
+std::vector<std::filesystem::path> run_inputs(TrainOptions const& options, TrainingData const& data,
+                                              std::optional<CheckpointReader> const& resumed) {
+    std::vector<std::filesystem::path> inputs = data.inputs();
+    inputs.insert(inputs.end(), options.read_files.begin(), options.read_files.end());
+    if (resumed) inputs.push_back(resumed->folder());
+    if (!options.init_from.empty()) inputs.push_back(options.init_from);
+    return inputs;
+}
+
 // Checks the checkpoint folder and the metrics path, alike on every rank, before anything is written.
 void check_outputs(TrainOptions const& options, TrainingData const& data,
                    std::optional<CheckpointReader> const& resumed) {
+    std::vector<std::filesystem::path> const inputs = run_inputs(options, data, resumed);
     if (!options.ckpt_dir.empty()) {
         check_checkpoint_folder(options.ckpt_dir, resumed ? resumed->index().step : 0,
                                 resumed ? resumed->folder() : std::filesystem::path());
     }
     if (!options.metrics.empty()) {
-        require_not_an_input(options.metrics, "--metrics", data.inputs());
+        require_not_an_input(options.metrics, "--metrics", inputs);
         require_writable_output(options.metrics, "metrics file", options.overwrite || !options.resume.empty());
         if (!options.resume.empty() && !options.overwrite) {
             decided_by_rank_zero([&] {
@@ -207,7 +219,7 @@ void check_outputs(TrainOptions const& options, TrainingData const& data,
         }
     }
     if (!options.trace.empty()) {
-        require_not_an_input(options.trace, "--trace", data.inputs());
+        require_not_an_input(options.trace, "--trace", inputs);
         require_replaceable_output(options.trace, "trace file", options.overwrite);
     }
     require_distinct_outputs({{"--metrics", options.metrics}, {"--trace", options.trace},

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace axonn {
 
@@ -56,6 +57,7 @@ struct TrainOptions {
     bool new_data = false;                // resume on data other than the checkpoint's, from its start
     bool model_given = false;             // --model or a shape option was given (checked against --init-from's)
     std::filesystem::path init_from;      // weights to start from: an axonn checkpoint or a Hugging Face folder
+    std::vector<std::filesystem::path> read_files;  // the config files and the grid file: no output may be one
     std::string run_id;  // not an option: the run's identity (run_identity), in its checkpoints and metrics records
 };
 

@@ -3,6 +3,7 @@
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
 #include "axonn/model/model_config.h"
+#include "axonn/perf/machine_profile.h"
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -59,7 +60,9 @@ TuneResult run_tune(TuneOptions const& options) {
         parse_axis_order(options.bench.grid_order);
         require_not_a_folder(out, "--out", "tuned-grid.json");
     });
-    // Before any grid is timed: an earlier file is refused at once, not after minutes of work.
+    // Before any grid is timed: an earlier file is refused at once, not after minutes of work, and so is the
+    // machine profile the grids are ranked on.
+    require_not_an_input(out, "--out", {machine_profile_dir() / "local.toml"});
     require_replaceable_output(out, "grid file", options.overwrite);
     LocalProfile const profile = local_machine_profile();
     TuneResult result;
