@@ -19,6 +19,7 @@
 #include "support/temp_dir.h"
 #include "support/files.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <sys/wait.h>
@@ -26,6 +27,7 @@
 
 #include <array>
 #include <cctype>
+#include <chrono>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -348,6 +350,27 @@ TEST(Checkpoint, ARunRefusesAFolderWithAnotherRunsLaterCheckpoints) {
     EXPECT_NE(error.find("holds checkpoints of later steps than this run starts from (step 0)"), std::string::npos)
         << error;
     EXPECT_NO_THROW(require_no_later_checkpoints(dir.path(), 5));
+}
+
+// Rolling back twice within one second: the second set of later checkpoints gets a name of its own (the names of
+// this second and the next are taken beforehand, so the test does not depend on the clock).
+TEST(Checkpoint, RollbacksInTheSameSecondKeepEveryLaterCheckpointAside) {
+    testing::TempDir dir;
+    SerialState state(7);
+    auto const now = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    for (auto const stamp : {now, now + 1}) {
+        fs::path const earlier = dir / fmt::format("step_00000004.rolled-back-{}", stamp);
+        fs::create_directories(earlier);
+        testing::write_file(earlier / checkpoint_complete_file, "step 4\n");
+    }
+    state.save(dir.path(), 4);
+    std::vector<fs::path> const aside = set_aside_later_checkpoints(dir.path(), 2);
+    ASSERT_EQ(aside.size(), 1u);
+    EXPECT_TRUE(aside[0].filename().string().ends_with("-2")) << aside[0];
+    EXPECT_TRUE(fs::exists(aside[0] / checkpoint_complete_file));
+    EXPECT_TRUE(complete_checkpoints(dir.path()).empty());
 }
 
 TEST(Checkpoint, KeepNeverRemovesTheCheckpointJustSaved) {

@@ -140,8 +140,11 @@ std::vector<fs::path> set_aside_later_checkpoints(fs::path const& dir, std::int6
     std::vector<fs::path> renamed;
     for (CheckpointEntry const& entry : complete_checkpoints(dir)) {
         if (entry.step <= start_step) continue;
-        fs::path const aside = dir / fmt::format("{}.rolled-back-{}", entry.path.filename().string(), stamp);
+        // A second rollback within the same second would take the first one's name: then -2, -3, ...
+        std::string const name = fmt::format("{}.rolled-back-{}", entry.path.filename().string(), stamp);
+        fs::path aside = dir / name;
         std::error_code error;
+        for (int n = 2; fs::exists(aside, error); ++n) aside = dir / fmt::format("{}-{}", name, n);
         fs::rename(entry.path, aside, error);
         AXONN_REQUIRE(!error, "cannot set {} aside as {}: {}", entry.path.string(), aside.string(), error.message());
         renamed.push_back(aside);

@@ -63,7 +63,8 @@ private:
 void require_no_later_checkpoints(std::filesystem::path const& dir, std::int64_t start_step);
 
 // A run rolled back to an earlier checkpoint of its own --ckpt-dir: the later complete checkpoints are renamed
-// step_N.rolled-back-UNIXTIME (kept, never resumed, pruned or overwritten). Returns the new names, oldest first.
+// step_N.rolled-back-UNIXTIME (kept, never resumed, pruned or overwritten; -2, -3, ... after it where a rollback in
+// the same second took that name). Returns the new names, oldest first.
 std::vector<std::filesystem::path> set_aside_later_checkpoints(std::filesystem::path const& dir,
                                                                std::int64_t start_step);
 
