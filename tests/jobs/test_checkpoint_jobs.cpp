@@ -12,6 +12,7 @@
 //   - ASignalSavesAndStops: SIGUSR1 to one rank stops the job with status 75 after a checkpoint, which resumes
 //     bitwise; a run without --ckpt-dir says once that its weights will not be kept.
 //   - ASignalDuringSetUpIsNotLost: SIGTERM before the first step still saves and stops (75) with a --ckpt-dir
+//   - ASignalDuringTheClosingSampleEndsItWith75: the last checkpoint saved, a signal mid-sample ends the run at once
 //   - SignalsDuringGemmsLeaveTheHeapIntact: a burst of SIGUSR1s while a rank computes still ends in status 75
 //     and a checkpoint that resumes bitwise. oneDNN's sgemm kernels run with the stack pointer in the heap, and a
 //     handler on their thread wrote its frame there (train/stop_signals.h): without the signal thread this run
@@ -272,6 +273,31 @@ TEST_F(CheckpointOneRankJob, ASignalDuringSetUpIsNotLost) {
             EXPECT_EQ(step_results(metrics).size(), 3u);
         }
     }
+}
+
+// After the last checkpoint the closing sample may run for long (here 100,000 tokens): a stop signal then ends
+// the run at once with 75, saying that it is saved, instead of being ignored until the sample ends with 0.
+TEST_F(CheckpointOneRankJob, ASignalDuringTheClosingSampleEndsItWith75) {
+    fs::path const ckpt = dir_ / "sampling";
+    fs::remove_all(ckpt);
+    std::string const command =
+        train("--steps 2 --eval-every 100 --eval-batches 1 --sample-tokens 100000 --ckpt-dir " + ckpt.string());
+    BackgroundJob job(mpirun_command("-np 1 " + command, ckpt));
+    fs::path const err = ckpt.string() + ".err";
+    for (auto start = std::chrono::steady_clock::now(); file_bytes(err).find("sample ") == std::string::npos;) {
+        ASSERT_TRUE(job.running()) << file_bytes(err);
+        ASSERT_LT(std::chrono::steady_clock::now() - start, 90s) << "the closing sample did not start";
+        std::this_thread::sleep_for(20ms);
+    }
+    std::vector<pid_t> const ranks = BackgroundJob::ranks(ckpt.string());
+    ASSERT_EQ(ranks.size(), 1u);
+    ::kill(ranks[0], SIGTERM);
+    EXPECT_EQ(job.wait(), 75) << file_bytes(err);
+    EXPECT_NE(file_bytes(err).find("stopped by a signal during the closing sample; the run is saved in " +
+                                   ckpt.string() + " (step 2)"),
+              std::string::npos)
+        << file_bytes(err);
+    EXPECT_TRUE(fs::exists(ckpt / "step_00000002" / "COMPLETE"));
 }
 
 TEST_F(CheckpointOneRankJob, SignalsDuringGemmsLeaveTheHeapIntact) {

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <stdexcept>
@@ -15,6 +16,17 @@ namespace {
 std::atomic<int> received_signal{0};
 // Whether a received signal is held for the run to act on, or ends the process.
 std::atomic<bool> held{false};
+// Nonzero: a signal ends the process at once with this status, after exit_message (exit_on_stop_signals).
+std::atomic<int> exit_status{0};
+char exit_message[1024];
+std::size_t exit_message_bytes = 0;
+
+// The closing work's end: write(2) and _exit(2), which a signal handler may call.
+void exit_with_message() {
+    ssize_t const written = ::write(STDERR_FILENO, exit_message, exit_message_bytes);
+    static_cast<void>(written);
+    ::_exit(exit_status.load());
+}
 
 // The signal's default action, now: the handler is reset and the signal raised again, which is delivered (and ends
 // the process) as soon as the handler that raised it returns.
@@ -28,6 +40,7 @@ void end_by_default_action(int signal) {
 
 extern "C" void record_signal(int signal) {
     received_signal.store(signal, std::memory_order_relaxed);
+    if (exit_status.load() != 0) exit_with_message();
     if (!held.load()) end_by_default_action(signal);
 }
 
@@ -79,6 +92,13 @@ void end_process_on_stop_signals() {
         kill(getpid(), signal);
         for (;;) pause();
     }
+}
+
+void exit_on_stop_signals(int status, std::string const& message) {
+    exit_message_bytes = std::min(message.size(), sizeof(exit_message));
+    std::memcpy(exit_message, message.data(), exit_message_bytes);
+    exit_status.store(status);  // after the message: the handler reads it once it sees the status
+    if (received_signal.load() != 0) exit_with_message();
 }
 
 StopSignals::StopSignals() { held.store(true); }

@@ -44,6 +44,11 @@ void receive_stop_signals_on_own_thread(bool hold);
 // command that turns out not to save on a signal (`train` without a --ckpt-dir).
 void end_process_on_stop_signals();
 
+// From now on a stop signal ends the process at once: `message` on stderr, then exit `status` (a signal received
+// before, and not yet acted on, ends it now). For the closing work of a run whose last checkpoint is saved (the
+// closing sample, which may outlast a scheduler's grace period): there is nothing left to save.
+void exit_on_stop_signals(int status, std::string const& message);
+
 // While alive, SIGTERM and SIGUSR1 are recorded instead of ending the process (also one received before, while
 // held since main); afterwards, unless one was received, they end it again.
 class StopSignals {

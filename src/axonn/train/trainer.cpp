@@ -14,6 +14,7 @@
 #include "axonn/train/job.h"
 #include "axonn/train/metrics.h"
 #include "axonn/train/progress.h"
+#include "axonn/train/stop_signals.h"
 #include "axonn/train/threads.h"
 #include "axonn/train/trace_file.h"
 #include "axonn/train/train_step.h"
@@ -477,6 +478,12 @@ void finish_run(TrainingRun& run, LoopState& loop) {
             fmt::print("  no closing sample: generation on the {} backend is not written yet\n", options.run.backend);
         }
         return;
+    }
+    if (!options.ckpt_dir.empty()) {
+        exit_on_stop_signals(stopped_exit_status,
+                             fmt::format("axonn: stopped by a signal during the closing sample; the run is saved in "
+                                         "{} (step {}): sample it with `axonn generate --model-dir {}`\n",
+                                         options.ckpt_dir.string(), options.steps, options.ckpt_dir.string()));
     }
     std::string const sample = closing_sample(run);
     if (!run.leader) return;
