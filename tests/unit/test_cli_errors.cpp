@@ -869,6 +869,23 @@ TEST_F(CommandLineErrors, APromptLongerThanTheContextIsCutWithAWarning) {
     EXPECT_EQ(result.stderr_text.find(warning, first + 1), std::string::npos) << "warned twice";
 }
 
+// The same for train's closing sample, whose context is --seq (32 here): said once, at the start.
+TEST_F(CommandLineErrors, ATrainingPromptLongerThanItsSequencesIsCutWithAWarning) {
+    CommandResult const result = run_axonn(
+        with_dir("train --data {dir}/good --tokenizer byte --model gpt2-micro --steps 1 --seq 32 --sample-tokens 2 "
+                 "--prompt " + std::string(100, 'a')),
+        dir_);
+    EXPECT_EQ(result.exit_status, 0) << result.stderr_text;
+    std::string const warning = "--prompt has 100 tokens, more than the 32 of the sequences the model is trained on "
+                                "(--seq): the closing sample reads only its last 32";
+    std::size_t const first = result.stderr_text.find(warning);
+    ASSERT_NE(first, std::string::npos) << result.stderr_text;
+    EXPECT_EQ(result.stderr_text.find(warning, first + 1), std::string::npos) << "warned twice";
+    std::size_t const training = result.stderr_text.find("train 100%");  // the progress line of the training
+    ASSERT_NE(training, std::string::npos) << result.stderr_text;
+    EXPECT_LT(first, training) << "warned after the training: " << result.stderr_text;
+}
+
 // Not an error: resuming from an earlier checkpoint of the run's own --ckpt-dir rolls it back. The later
 // checkpoints are kept aside under a new name (never resumed or pruned), the run says so, and it saves its own
 // later steps again; --resume latest then takes the rolled-back run's newest.

@@ -442,6 +442,19 @@ void close_validation(TrainingRun& run, int step, std::optional<float> val_loss)
     if (run.leader) fmt::print(stderr, "\nfinal validation loss {:.4f}\n", *val_loss);
 }
 
+// A --prompt longer than the sequences the model is trained on: the closing sample reads only its last --seq
+// tokens, which the run says at its start, not after the training (as `axonn generate` says it).
+void warn_about_a_long_prompt(TrainingRun const& run) {
+    TrainOptions const& options = run.options;
+    if (!run.leader || options.sample.new_tokens == 0) return;
+    std::size_t const tokens = run.tokenizer->encode(options.prompt).size();
+    if (tokens <= static_cast<std::size_t>(options.seq)) return;
+    fmt::print(stderr,
+               "axonn: warning: --prompt has {} tokens, more than the {} of the sequences the model is trained on "
+               "(--seq): the closing sample reads only its last {}\n",
+               tokens, options.seq, options.seq);
+}
+
 // A sample of the trained model on the training grid, with the context it was trained on: never gathered.
 std::string closing_sample(TrainingRun& run) {
     TrainOptions const& options = run.options;
@@ -536,6 +549,7 @@ TrainSummary run_training(TrainOptions options) {
     run.load_start();
     run.measure_gemm_rate();
     run.print_banner();
+    warn_about_a_long_prompt(run);
     return train(run);
 }
 
