@@ -263,6 +263,18 @@ std::vector<BadInput> const bad_inputs = {
      "--out {dir}/empty is a folder: name a file such as {dir}/empty/local.toml", 2},
     {"plan_plot_without_weak_scaling", "plan --model gpt-5b --gpus 8 --batch 8 --plot {dir}/plan.png",
      "--plot requires --weak-scaling", 2},
+    // A folder holding both a Hugging Face model and checkpoints is ambiguous: import refuses to read one, and
+    // neither import nor train writes checkpoints into a model's folder, or (import) beside another run's.
+    {"import_from_a_folder_with_checkpoints", "import {dir}/hf_and_checkpoints --out {dir}/imported_new",
+     "DIR {dir}/hf_and_checkpoints holds both a Hugging Face model and axonn checkpoints", 1},
+    {"import_into_a_hugging_face_folder",
+     "import {dir}/hf_and_checkpoints/hf_only --out {dir}/hf_and_checkpoints/hf_only",
+     "--out {dir}/hf_and_checkpoints/hf_only holds a Hugging Face model", 1},
+    {"import_beside_another_runs_checkpoints", "import {dir}/hf_and_checkpoints/hf_only --out {dir}/model --overwrite",
+     "--out {dir}/model holds checkpoints of another run (step_00000001)", 1},
+    {"checkpoints_into_a_hugging_face_folder",
+     "train --data {dir}/good --tokenizer byte --ckpt-dir {dir}/hf_and_checkpoints/hf_only",
+     "--ckpt-dir {dir}/hf_and_checkpoints/hf_only holds a Hugging Face model", 1},
     {"import_over_an_earlier_import", "import --format hf {dir}/empty --out {dir}/imported_before",
      "--out {dir}/imported_before already holds a checkpoint of step 0", 1},
     {"export_into_the_checkpoint_folder", "export {dir}/model {dir}/model",

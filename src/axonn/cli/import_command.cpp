@@ -8,6 +8,7 @@
 #include "axonn/core/tensor.h"
 #include "axonn/families/hf_model.h"
 #include "axonn/families/registry.h"
+#include "axonn/train/checkpointing.h"
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -36,6 +37,15 @@ void add_import_command(CLI::App& app) {
     command->callback([format, source, out, overwrite] {
         require_one_process("import");
         if (*format != "hf") throw UsageError(fmt::format("unknown --format {}: import reads hf", *format));
+        require_hf_model_alone(*source, "DIR");
+        require_no_hf_model(*out, "--out");
+        // An earlier import's step 0 is replaced when asked; another run's checkpoints never: a resume would take
+        // them, and --keep would prune the import.
+        for (CheckpointEntry const& entry : complete_checkpoints(*out)) {
+            AXONN_REQUIRE(entry.step == 0,
+                          "--out {} holds checkpoints of another run ({}): choose a new or empty folder", *out,
+                          entry.path.filename().string());
+        }
         std::filesystem::path const step_zero = std::filesystem::path(*out) / checkpoint_folder_name(0);
         AXONN_REQUIRE(*overwrite || !std::filesystem::exists(step_zero),
                       "--out {} already holds a checkpoint of step 0 ({}, an earlier import?): choose another folder, "

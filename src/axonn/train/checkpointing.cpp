@@ -196,6 +196,7 @@ std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoi
 
 void check_checkpoint_folder(fs::path const& ckpt_dir, std::int64_t start_step, fs::path const& resumed) {
     std::string const note = decided_by_rank_zero([&] {
+        require_no_hf_model(ckpt_dir, "--ckpt-dir");
         std::error_code error;
         fs::path const folder = resumed.has_filename() ? resumed : resumed.parent_path();  // "DIR/step_N/" too
         bool const own = !resumed.empty() && fs::equivalent(folder.parent_path(), ckpt_dir, error);
@@ -217,14 +218,26 @@ void check_checkpoint_folder(fs::path const& ckpt_dir, std::int64_t start_step, 
     if (rank == 0) fmt::print("{}", note);
 }
 
+void require_hf_model_alone(fs::path const& folder, std::string_view option) {
+    if (!is_hf_model_folder(folder)) return;
+    if (auto const checkpoints = checkpoint_content(folder)) {
+        fail("{} {} holds both a Hugging Face model and axonn checkpoints ({}): name the checkpoint folder "
+             "itself, or move the Hugging Face files to a folder of their own",
+             option, folder.string(), *checkpoints);
+    }
+}
+
+void require_no_hf_model(fs::path const& folder, std::string_view option) {
+    AXONN_REQUIRE(!is_hf_model_folder(folder),
+                  "{} {} holds a Hugging Face model: checkpoints beside it would leave `generate` and --init-from "
+                  "unable to tell which is meant; choose another folder",
+                  option, folder.string());
+}
+
 fs::path resolve_init_source(fs::path const& source, std::string_view option) {
     return decided_by_rank_zero([&] {
         if (!is_hf_model_folder(source)) return resolve_checkpoint(source.string(), {}, option).string();
-        if (auto const checkpoints = checkpoint_content(source)) {
-            fail("{} {} holds both a Hugging Face model and axonn checkpoints ({}): name the checkpoint folder "
-                 "itself, or move the Hugging Face files to a folder of their own",
-                 option, source.string(), *checkpoints);
-        }
+        require_hf_model_alone(source, option);
         return source.string();
     });
 }

@@ -49,6 +49,12 @@ std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoi
 void check_checkpoint_folder(std::filesystem::path const& ckpt_dir, std::int64_t start_step,
                              std::filesystem::path const& resumed = {});
 
+// Refuses a Hugging Face model folder that also holds axonn checkpoints (which of the two `option` means is
+// unclear), and, for a folder that checkpoints are written into (`option`: --ckpt-dir, import's --out), one that
+// holds a Hugging Face model (it would become such a folder).
+void require_hf_model_alone(std::filesystem::path const& folder, std::string_view option);
+void require_no_hf_model(std::filesystem::path const& folder, std::string_view option);
+
 // What --init-from names, as rank 0 resolves it: a Hugging Face folder of any family, an axonn checkpoint, or a
 // folder of them (its newest); errors name `option`. Collective over MPI_COMM_WORLD.
 std::filesystem::path resolve_init_source(std::filesystem::path const& source, std::string_view option);
