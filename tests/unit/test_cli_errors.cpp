@@ -829,6 +829,29 @@ TEST_F(CommandLineErrors, AResumedRunAppendsToItsOwnMetricsOnly) {
     EXPECT_EQ(step_losses(dir_ / "job.jsonl").size(), 2u);
 }
 
+// A config.json whose vocab_size the weights do not have: every reader names the tensor that disagrees, not the
+// tokenizer (which no --tokenizer could fix), for GPT-2's vocabulary smaller and larger than the weights'.
+TEST_F(CommandLineErrors, AConfigThatDisagreesWithTheWeightsNamesTheTensor) {
+    train_model_once();
+    for (int const vocab : {256, 300}) {
+        fs::remove_all(dir_ / "vocab_hf");
+        ASSERT_EQ(run_axonn(with_dir("export {dir}/model {dir}/vocab_hf"), dir_).exit_status, 0);
+        nlohmann::json config = nlohmann::json::parse(file_bytes(dir_ / "vocab_hf" / "config.json"));
+        config["vocab_size"] = vocab;
+        testing::write_file(dir_ / "vocab_hf" / "config.json", config.dump());
+        std::string const expected =
+            "wte.weight has shape [257, 64], but its config.json asks for [" + std::to_string(vocab) + ", 64]";
+        for (std::string const command :
+             {"generate --model-dir {dir}/vocab_hf --tokenizer byte --prompt hi",
+              "train --data {dir}/good --tokenizer byte --model gpt2-micro --steps 1 --init-from {dir}/vocab_hf",
+              "import {dir}/vocab_hf --out {dir}/vocab_imported"}) {
+            CommandResult const result = run_axonn(with_dir(command), dir_);
+            EXPECT_EQ(result.exit_status, 1) << command << "\n" << result.stderr_text;
+            EXPECT_NE(result.stderr_text.find(expected), std::string::npos) << command << "\n" << result.stderr_text;
+        }
+    }
+}
+
 // Weights that give a loss that is not finite before the run's first update are blamed, not the learning rate: in
 // the validation at step 0, and in the first step's training loss (data without validation).
 TEST_F(CommandLineErrors, WeightsThatAreNotFiniteAtTheStartAreNamed) {

@@ -37,7 +37,12 @@ ModelConfig read_hf_model_config(fs::path const& dir) {
     if (is_hf_model_folder(dir)) {
         std::string const model_type = hf_model_type(dir);
         for (ModelFamily const* family : model_families()) {
-            if (!model_type.empty() && family->hf_model_type == model_type) return family->read_hf_config(dir);
+            if (model_type.empty() || family->hf_model_type != model_type) continue;
+            // The weights as config.json says, before anything trusts its sizes (a vocab_size that the weights do
+            // not have would otherwise be blamed on the tokenizer).
+            ModelConfig const config = family->read_hf_config(dir);
+            family->check_hf_weights(dir, config);
+            return config;
         }
     }
     return model_families().front()->read_hf_config(dir);

@@ -41,6 +41,8 @@ struct ModelFamily {
     ModelConfig (*read_hf_config)(std::filesystem::path const& dir) = nullptr;
     void (*read_hf_weights)(std::filesystem::path const& dir, ModelConfig const& model, ShardLayout const& layout,
                             std::span<float> params) = nullptr;
+    // Refuses weights whose names, shapes or types differ from what config.json asks for, from the files' headers.
+    void (*check_hf_weights)(std::filesystem::path const& dir, ModelConfig const& model) = nullptr;
     void (*export_hf)(ModelConfig const& model, ReadTensor const& read_tensor, std::filesystem::path const& out,
                       DType dtype) = nullptr;
 };

@@ -61,6 +61,8 @@ ModelFamily const& gpt2_family() {
         .read_hf_weights =
             [](std::filesystem::path const& dir, ModelConfig const& model, ShardLayout const& layout,
                std::span<float> params) { HfGpt2Weights(dir, gpt2_of(model)).read_local(layout, params); },
+        .check_hf_weights = [](std::filesystem::path const& dir,
+                               ModelConfig const& model) { HfGpt2Weights const checked(dir, gpt2_of(model)); },
         .export_hf =
             [](ModelConfig const& model, ReadTensor const& read_tensor, std::filesystem::path const& out, DType dtype) {
                 AXONN_REQUIRE(dtype == DType::f32, "a GPT-2 checkpoint is exported in f32 only");

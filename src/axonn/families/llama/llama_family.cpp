@@ -49,6 +49,8 @@ ModelFamily const& llama_family() {
         .read_hf_weights =
             [](std::filesystem::path const& dir, ModelConfig const& model, ShardLayout const& layout,
                std::span<float> params) { HfLlamaWeights(dir, llama_of(model)).read_local(layout, params); },
+        .check_hf_weights = [](std::filesystem::path const& dir,
+                               ModelConfig const& model) { HfLlamaWeights const checked(dir, llama_of(model)); },
         .export_hf =
             [](ModelConfig const& model, ReadTensor const& read_tensor, std::filesystem::path const& out,
                DType dtype) { export_hf_llama(llama_of(model), read_tensor, out, dtype); },
