@@ -89,6 +89,7 @@ TEST(ConfigFile, ArraysGiveOptionsOfSeveralValues) {
 TEST(ConfigFile, AnOptionalValueTakesTrueFalseOrTheValue) {
     EXPECT_EQ(expand("train", "resume = true\n"), (Arguments{"axonn", "train", "--resume"}));
     EXPECT_EQ(expand("train", "resume = false\n"), (Arguments{"axonn", "train"}));
+    EXPECT_EQ(expand("train", "resume = \"\"\n"), (Arguments{"axonn", "train"}));  // as --resume "": no resume
     EXPECT_EQ(expand("train", "resume = \"latest\"\n"), (Arguments{"axonn", "train", "--resume=latest"}));
     EXPECT_EQ(expand("train", "resume = \"runs/ckpt/step_00000300\"\n"),
               (Arguments{"axonn", "train", "--resume=runs/ckpt/step_00000300"}));
