@@ -107,7 +107,8 @@ void add_train_command(CLI::App& app) {
         ->option_text("[latest|DIR]");
     command->add_flag("--new-data", options->new_data,
                       "with --resume: go on from the checkpoint's weights and optimizer on other --data, read from "
-                      "its start (without it, a checkpoint trained on other data is refused)");
+                      "its start (without it, a checkpoint trained on other data is refused; on its own data it "
+                      "changes nothing, and says so)");
     command->add_option("--init-from", options->init_from,
                         fmt::format("start from these weights with a fresh optimizer: an axonn checkpoint (or folder "
                                     "of them) or a Hugging Face {} folder (config.json + model.safetensors); the "

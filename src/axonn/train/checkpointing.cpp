@@ -183,6 +183,10 @@ int restore_checkpoint(CheckpointReader& checkpoint, Decoder& model, AdamW& opti
             fmt::print("  --new-data: the checkpoint was trained on {}; this run reads {} from its start\n",
                        describe_dataset(saved), describe_dataset(dataset_json(loader)));
         }
+    } else if (new_data && model.grid().rank() == 0) {
+        fmt::print("  --new-data changes nothing: --data holds the data the checkpoint was trained on ({}), and the "
+                   "run goes on where it stopped in it (token {} of epoch {})\n",
+                   describe_dataset(dataset_json(loader)), data.position, data.epoch);
     }
     HostState::write(model, &optimizer, [&](LocalBuffers const& out) { checkpoint.read_local(model.layout(), out); });
     optimizer.restore_steps_taken(static_cast<int>(steps_taken));
