@@ -759,7 +759,8 @@ TEST_F(CommandLineErrors, ResumingOnOtherDataIsRefusedUnlessAskedFor) {
     CommandResult const same = run_axonn(with_dir(run + "--data {dir}/other_data --steps 4 --resume"), dir_);
     EXPECT_EQ(same.exit_status, 0) << "its own data, recorded by the --new-data run: " << same.stderr_text;
     // --new-data on the checkpoint's own data does nothing, and says so.
-    CommandResult const again = run_axonn(with_dir(run + "--data {dir}/other_data --steps 5 --resume --new-data"), dir_);
+    CommandResult const again =
+        run_axonn(with_dir(run + "--data {dir}/other_data --steps 5 --resume --new-data"), dir_);
     EXPECT_EQ(again.exit_status, 0) << again.stderr_text;
     EXPECT_NE(file_bytes(dir_ / "stdout.txt").find("--new-data changes nothing: --data holds the data the checkpoint "
                                                   "was trained on (dataset 0000000000000009 of 3000 tokens)"),
