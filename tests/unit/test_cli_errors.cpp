@@ -199,6 +199,13 @@ std::vector<BadInput> const bad_inputs = {
     {"memorization_extreme_out_under_a_file", "memorization study --experiment extreme --quick --out /dev/full/x",
      "cannot create the folder /dev/full/x", 1},
     {"parity_grid_larger_than_job", "parity --grid z=8", "has 8 ranks but the job has 1", 2},
+    // A Goldfish hash wider than what is masked drops nothing: refused by parity and memorization eval as by train.
+    {"parity_goldfish_wider_than_seq", "parity --model gpt2-micro --seq 16 --goldfish k=4,h=100",
+     "--goldfish h=100 is longer than --seq 16", 2},
+    {"memorization_eval_goldfish_wider_than_documents",
+     "memorization eval --model-dir {dir}/model --documents {dir}/docs.jsonl --prefix 16 --suffix 16 "
+     "--goldfish k=4,h=100",
+     "--goldfish h=100 is longer than --prefix + --suffix (32 tokens)", 2},
     {"plan_unknown_machine", "plan --model gpt-5b --gpus 8 --batch 8 --machine mars", "mars", 2},
     {"plan_zero_devices", "plan --model gpt-5b --gpus 0 --batch 8", "--gpus must be at least 1", 2},
     {"plan_sequence_beyond_context", "plan --model gpt-5b --gpus 8 --batch 8 --seq 9999", "--seq 9999", 2},

@@ -43,6 +43,7 @@ void add_parity_command(CLI::App& app) {
             options->model.set_vocab_size(*vocab);
             options->model.validate();
             options->grid = GridShape::parse(*grid_spec);
+            require_goldfish_drops_targets(options->goldfish, options->seq, fmt::format("--seq {}", options->seq));
         });
         ParityReport const report = run_parity(*options);
         int rank = 0;

@@ -126,4 +126,11 @@ void goldfish_mask(GoldfishOptions const& options, std::span<std::int32_t const>
     }
 }
 
+void require_goldfish_drops_targets(GoldfishOptions const& options, int length, std::string_view what) {
+    AXONN_REQUIRE(!options.enabled() || options.strategy != GoldfishStrategy::hash || options.h <= length,
+                  "--goldfish h={} is longer than {}: the hash reads the h targets that end at a target, so no "
+                  "target of a sequence would leave the loss; choose h of at most {}",
+                  options.h, what, length);
+}
+
 }  // namespace axonn

@@ -46,6 +46,10 @@ GoldfishOptions parse_goldfish(std::string_view spec);
 void goldfish_mask(GoldfishOptions const& options, std::span<std::int32_t const> targets, int T,
                    std::int64_t step, std::span<float> keep);
 
+// Refuses a hash mask wider than the sequences it masks, `length` targets (`what` names them, such as "--seq 32"):
+// the hash reads the h targets that end at a target, so no target of such a sequence would leave the loss.
+void require_goldfish_drops_targets(GoldfishOptions const& options, int length, std::string_view what);
+
 // The share of a sequence's T targets the mask is expected to drop: 1/k of those the strategy may drop (hash: the
 // T - h + 1 that have h - 1 targets before them, none where h > T; static: positions 0, k, 2k, ...; random: all).
 double goldfish_drop_fraction(GoldfishOptions const& options, int T);

@@ -43,12 +43,7 @@ void validate_train_options(TrainOptions const& options) {
         AXONN_REQUIRE(options.seq <= options.model.context(),
                       "--seq {} is longer than the model's context of {} tokens: lower --seq or raise --context",
                       options.seq, options.model.context());
-        AXONN_REQUIRE(
-            !options.goldfish.enabled() || options.goldfish.strategy != GoldfishStrategy::hash ||
-                options.goldfish.h <= options.seq,
-            "--goldfish h={} is longer than --seq {}: the hash reads the h targets that end at a target, so no "
-            "target of a sequence would leave the loss; choose h of at most {}",
-            options.goldfish.h, options.seq, options.seq);
+        require_goldfish_drops_targets(options.goldfish, options.seq, fmt::format("--seq {}", options.seq));
         AXONN_REQUIRE(options.eval_every > 0, "--eval-every must be at least 1, got {}", options.eval_every);
         AXONN_REQUIRE(options.eval_batches >= 0,
                       "--eval-batches must not be negative, got {} (0: up to 8, as many as the validation data holds)",
