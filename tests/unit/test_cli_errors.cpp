@@ -903,6 +903,16 @@ TEST_F(CommandLineErrors, WeightsThatAreNotFiniteAtTheStartAreNamed) {
     }
 }
 
+// Where `warning` stands in `stderr_text`, which must hold it exactly once.
+std::size_t warned_once(std::string const& stderr_text, std::string const& warning) {
+    std::size_t const first = stderr_text.find(warning);
+    EXPECT_NE(first, std::string::npos) << stderr_text;
+    if (first != std::string::npos) {
+        EXPECT_EQ(stderr_text.find(warning, first + 1), std::string::npos) << "warned twice: " << stderr_text;
+    }
+    return first;
+}
+
 // Not an error: a prompt longer than the model's context (gpt2-micro: 64) is continued from its last 64 tokens,
 // and the run says so once.
 TEST_F(CommandLineErrors, APromptLongerThanTheContextIsCutWithAWarning) {
@@ -912,11 +922,8 @@ TEST_F(CommandLineErrors, APromptLongerThanTheContextIsCutWithAWarning) {
                  std::string(100, 'a')),
         dir_);
     EXPECT_EQ(result.exit_status, 0) << result.stderr_text;
-    std::string const warning = "prompt 1 has 100 tokens, more than the model's context of 64: generation reads only "
-                                "its last 64";
-    std::size_t const first = result.stderr_text.find(warning);
-    EXPECT_NE(first, std::string::npos) << result.stderr_text;
-    EXPECT_EQ(result.stderr_text.find(warning, first + 1), std::string::npos) << "warned twice";
+    warned_once(result.stderr_text, "prompt 1 has 100 tokens, more than the model's context of 64: generation reads "
+                                    "only its last 64");
 }
 
 // The same for train's closing sample, whose context is --seq (32 here): said once, at the start.
@@ -926,11 +933,9 @@ TEST_F(CommandLineErrors, ATrainingPromptLongerThanItsSequencesIsCutWithAWarning
                  "--prompt " + std::string(100, 'a')),
         dir_);
     EXPECT_EQ(result.exit_status, 0) << result.stderr_text;
-    std::string const warning = "--prompt has 100 tokens, more than the 32 of the sequences the model is trained on "
-                                "(--seq): the closing sample reads only its last 32";
-    std::size_t const first = result.stderr_text.find(warning);
-    ASSERT_NE(first, std::string::npos) << result.stderr_text;
-    EXPECT_EQ(result.stderr_text.find(warning, first + 1), std::string::npos) << "warned twice";
+    std::size_t const first = warned_once(result.stderr_text, "--prompt has 100 tokens, more than the 32 of the "
+                                                              "sequences the model is trained on (--seq): the closing "
+                                                              "sample reads only its last 32");
     std::size_t const training = result.stderr_text.find("train 100%");  // the progress line of the training
     ASSERT_NE(training, std::string::npos) << result.stderr_text;
     EXPECT_LT(first, training) << "warned after the training: " << result.stderr_text;
