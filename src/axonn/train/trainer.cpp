@@ -487,11 +487,14 @@ void finish_run(TrainingRun& run, LoopState& loop) {
         }
         return;
     }
-    if (!options.ckpt_dir.empty()) {
+    if (!options.ckpt_dir.empty()) {  // the line once, from rank 0
         exit_on_stop_signals(stopped_exit_status,
-                             fmt::format("axonn: stopped by a signal during the closing sample; the run is saved in "
-                                         "{} (step {}): sample it with `axonn generate --model-dir {}`\n",
-                                         options.ckpt_dir.string(), options.steps, options.ckpt_dir.string()));
+                             !run.leader ? std::string()
+                                         : fmt::format("axonn: stopped by a signal during the closing sample; the "
+                                                       "run is saved in {} (step {}): sample it with `axonn generate "
+                                                       "--model-dir {}`\n",
+                                                       options.ckpt_dir.string(), options.steps,
+                                                       options.ckpt_dir.string()));
     }
     std::string const sample = closing_sample(run);
     if (!run.leader) return;
