@@ -204,8 +204,8 @@ std::vector<BadInput> const bad_inputs = {
      "--goldfish h=100 is longer than --seq 16", 2},
     {"memorization_eval_goldfish_wider_than_documents",
      "memorization eval --model-dir {dir}/model --documents {dir}/docs.jsonl --prefix 16 --suffix 16 "
-     "--goldfish k=4,h=100",
-     "--goldfish h=100 is longer than --prefix + --suffix (32 tokens)", 2},
+     "--goldfish k=4,h=32",
+     "--goldfish h=32 is longer than the 31 targets of --prefix + --suffix", 2},
     {"plan_unknown_machine", "plan --model gpt-5b --gpus 8 --batch 8 --machine mars", "mars", 2},
     {"plan_zero_devices", "plan --model gpt-5b --gpus 0 --batch 8", "--gpus must be at least 1", 2},
     {"plan_sequence_beyond_context", "plan --model gpt-5b --gpus 8 --batch 8 --seq 9999", "--seq 9999", 2},
@@ -398,6 +398,15 @@ std::vector<BadInput> const bad_inputs = {
     {"trace_is_the_grid_file",
      "train --data {dir}/good --tokenizer byte --grid {dir}/grid.json --trace {dir}/grid.json --overwrite",
      "--trace {dir}/grid.json is also an input of this run", 1},
+    {"metrics_linked_to_the_initial_checkpoint",
+     "train --data {dir}/good --tokenizer byte --model gpt2-micro --init-from {dir}/model/step_00000001 "
+     "--metrics {dir}/linked_index.json --overwrite",
+     "--metrics {dir}/linked_index.json is also {dir}/model/step_00000001/index.json", 1},
+    {"plot_over_its_machine_profile",
+     "plan --weak-scaling gpt-5b:8,gpt-10b:16 --batch 8 --machine {dir}/slow.toml --plot {dir}/slow.toml --overwrite",
+     "--plot {dir}/slow.toml is also an input of this run", 1},
+    {"export_over_a_lone_config", "export {dir}/model {dir}/lone_config",
+     "Hugging Face config {dir}/lone_config/config.json already exists", 1},
     {"metrics_inside_the_initial_checkpoint",
      "train --data {dir}/good --tokenizer byte --model gpt2-micro --init-from {dir}/model "
      "--metrics {dir}/model/step_00000001/metrics.jsonl",
@@ -593,6 +602,8 @@ protected:
         fs::create_hard_link(dir_ / "text.txt", dir_ / "text_again.txt");
         fs::create_directories(dir_ / "linked_out");
         fs::create_symlink(dir_ / "text.txt", dir_ / "linked_out" / "train.bin");
+        fs::create_directories(dir_ / "lone_config");
+        std::ofstream(dir_ / "lone_config" / "config.json") << "mine\n";
         fs::create_directories(dir_ / "machines");
         fs::copy_file(machine_profile_dir() / "perlmutter.toml", dir_ / "machines" / "local.toml");
         std::ofstream(dir_ / "run.toml") << "data = \"" << (dir_ / "good").string()
@@ -632,6 +643,8 @@ protected:
                                   " --tokenizer byte --model gpt2-micro --steps 1 --sample-tokens 0 --ckpt-dir " +
                                   (dir_ / "model").string() + " > /dev/null 2>&1";
         ASSERT_EQ(std::system(train.c_str()), 0) << train;
+        // A name of its own for one of its files, elsewhere.
+        fs::create_hard_link(dir_ / "model" / "step_00000001" / "index.json", dir_ / "linked_index.json");
     }
     static std::string with_dir(std::string text) {
         for (std::size_t at; (at = text.find("{dir}")) != std::string::npos;) text.replace(at, 5, dir_.string());

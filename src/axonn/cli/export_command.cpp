@@ -6,8 +6,10 @@
 #include "axonn/cli/commands.h"
 #include "axonn/comm/grid.h"
 #include "axonn/core/error.h"
+#include "axonn/core/file_io.h"
 #include "axonn/families/hf_model.h"
 #include "axonn/families/registry.h"
+#include "axonn/io/hf_safetensors.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -55,6 +57,10 @@ void require_export_folder(std::filesystem::path const& out, bool overwrite) {
                   "OUT {} already holds a Hugging Face model (an earlier export?): choose another folder, or pass "
                   "--overwrite to replace it",
                   out.string());
+    // Each file the export writes, before either is written: one alone is not replaced without --overwrite, and
+    // a device or a FIFO in its place never.
+    require_replaceable_output(out / "config.json", "Hugging Face config", overwrite);
+    require_replaceable_output(out / hf_weights_file, "Hugging Face weights", overwrite);
 }
 
 }  // namespace

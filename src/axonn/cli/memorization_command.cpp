@@ -93,9 +93,9 @@ void add_eval(CLI::App& parent) {
             AXONN_REQUIRE(options->spec.mask.strategy != GoldfishStrategy::random,
                           "--goldfish strategy=random draws a new "
                           "mask every step, so no mask says which targets a model never learned: use hash or static");
-            int const length = options->spec.prefix + options->spec.suffix;
-            require_goldfish_drops_targets(options->spec.mask, length,
-                                           fmt::format("--prefix + --suffix ({} tokens)", length));
+            int const targets = options->spec.prefix + options->spec.suffix - 1;  // each token's next, but the last's
+            require_goldfish_drops_targets(options->spec.mask, targets,
+                                           fmt::format("the {} targets of --prefix + --suffix", targets));
         });
         if (options->tokenizer_dir.empty()) options->tokenizer_dir = default_gpt2_dir();
         nlohmann::json const report = evaluate_memorization(*options);

@@ -5,6 +5,7 @@
 #include "axonn/core/file_io.h"
 #include "axonn/families/registry.h"
 #include "axonn/io/line_plot.h"
+#include "axonn/perf/machine_profile.h"
 #include "axonn/perf/planner.h"
 #include "axonn/perf/weak_scaling.h"
 
@@ -237,7 +238,9 @@ void add_plan_command(CLI::App& app) {
                 return weak_scaling_points(flags->weak_scaling, *request, flags->seq,
                                            flags->weak_batch == "fixed");
             });
-            require_replaceable_output(flags->plot, "plot", flags->overwrite);  // before the planning, not after it
+            // Before the planning, not after it; never the profile it plans on.
+            require_not_an_input(flags->plot, "--plot", {machine_profile_path(flags->machine)});
+            require_replaceable_output(flags->plot, "plot", flags->overwrite);
             MachineProfile const machine = load_machine_profile(flags->machine);
             for (WeakScalingPoint& point : points) point.request.machine = machine;
             plan_weak_scaling(points);

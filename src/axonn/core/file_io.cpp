@@ -365,6 +365,14 @@ void require_not_an_input(fs::path const& output, std::string_view output_option
                           "{} {} lies inside {}, which this run reads: writing there would damage it; choose a "
                           "path outside it",
                           output_option, output.string(), input.string());
+            if (!exists) continue;
+            // Through a hard link, the output may be one of its files anywhere.
+            for (auto const& entry : fs::recursive_directory_iterator(input, error)) {
+                AXONN_REQUIRE(!entry.is_regular_file(error) || !fs::equivalent(output, entry.path(), error),
+                              "{} {} is also {}, a file of {}, which this run reads: writing it would destroy it; "
+                              "choose another path",
+                              output_option, output.string(), entry.path().string(), input.string());
+            }
             continue;
         }
         AXONN_REQUIRE(!exists || !fs::equivalent(output, input, error),
