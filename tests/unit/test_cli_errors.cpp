@@ -282,6 +282,13 @@ std::vector<BadInput> const bad_inputs = {
     {"checkpoints_into_a_hugging_face_folder",
      "train --data {dir}/good --tokenizer byte --ckpt-dir {dir}/hf_and_checkpoints/hf_only",
      "--ckpt-dir {dir}/hf_and_checkpoints/hf_only holds a Hugging Face model", 1},
+    // A folder named as a checkpoint that is not one would be deleted by a save of its step or a pruning.
+    {"checkpoints_beside_a_foreign_step_folder",
+     "train --data {dir}/good --tokenizer byte --steps 3 --ckpt-dir {dir}/foreign_steps",
+     "--ckpt-dir {dir}/foreign_steps holds step_00000003, which is named as a checkpoint but is not one", 1},
+    {"import_over_a_foreign_step_folder", "import {dir}/hf_and_checkpoints/hf_only --out {dir}/foreign_step_zero "
+                                          "--overwrite",
+     "--out {dir}/foreign_step_zero holds step_00000000, which is named as a checkpoint but is not one", 1},
     {"import_over_an_earlier_import", "import --format hf {dir}/empty --out {dir}/imported_before",
      "--out {dir}/imported_before already holds a checkpoint of step 0", 1},
     {"export_into_the_checkpoint_folder", "export {dir}/model {dir}/model",
@@ -620,6 +627,12 @@ protected:
         fs::create_directories(dir_ / "replaced");
         fs::copy_file(dir_ / "good" / "train.bin", dir_ / "replaced" / "train.bin");
         fs::create_directories(dir_ / "imported_before" / "step_00000000");
+        std::ofstream(dir_ / "imported_before" / "step_00000000" / "index.json") << "{}";
+        for (fs::path const& step :
+             {dir_ / "foreign_steps" / "step_00000003", dir_ / "foreign_step_zero" / "step_00000000"}) {
+            fs::create_directories(step);
+            std::ofstream(step / "notes.txt") << "mine\n";  // named as a checkpoint, but a user's folder
+        }
         fs::create_directories(dir_ / "hf_and_checkpoints" / "step_00000002");
         fs::create_directories(dir_ / "hf_and_checkpoints" / "hf_only");
         for (fs::path const& folder : {dir_ / "hf_and_checkpoints", dir_ / "hf_and_checkpoints" / "hf_only"}) {

@@ -152,6 +152,19 @@ std::vector<fs::path> set_aside_later_checkpoints(fs::path const& dir, std::int6
     return renamed;
 }
 
+void require_step_folders_are_checkpoints(fs::path const& dir, std::string_view option) {
+    std::error_code error;
+    if (!fs::is_directory(dir, error)) return;
+    for (auto const& entry : fs::directory_iterator(dir, error)) {
+        std::string const name = entry.path().filename().string();
+        if (!folder_step(name) || !entry.is_directory(error)) continue;
+        AXONN_REQUIRE(fs::exists(entry.path() / checkpoint_index_file, error),
+                      "{} {} holds {}, which is named as a checkpoint but is not one (no {}): a save or a pruning "
+                      "there would delete it; move it out of the folder",
+                      option, dir.string(), name, checkpoint_index_file);
+    }
+}
+
 void require_no_later_checkpoints(fs::path const& dir, std::int64_t start_step) {
     auto const all = complete_checkpoints(dir);
     if (all.empty() || all.back().step <= start_step) return;

@@ -62,6 +62,12 @@ private:
 // run's, which --keep would mix with this one's and --resume latest would pick.
 void require_no_later_checkpoints(std::filesystem::path const& dir, std::int64_t start_step);
 
+// Refuses a folder named as a checkpoint (step_N) in `dir` (named by `option`: --ckpt-dir, import's --out) that
+// is not one (no index.json: a user's folder, a Hugging Face export), which a save of step N or a pruning would
+// delete. The writer renames a folder to its step's name only once its index.json is written, so an interrupted
+// save always has one.
+void require_step_folders_are_checkpoints(std::filesystem::path const& dir, std::string_view option);
+
 // A run rolled back to an earlier checkpoint of its own --ckpt-dir: the later complete checkpoints are renamed
 // step_N.rolled-back-UNIXTIME (kept, never resumed, pruned or overwritten; -2, -3, ... after it where a rollback in
 // the same second took that name). Returns the new names, oldest first.

@@ -39,6 +39,7 @@ void add_import_command(CLI::App& app) {
         if (*format != "hf") throw UsageError(fmt::format("unknown --format {}: import reads hf", *format));
         require_hf_model_alone(*source, "DIR");
         require_no_hf_model(*out, "--out");
+        require_step_folders_are_checkpoints(*out, "--out");
         // An earlier import's step 0 is replaced when asked; another run's checkpoints never: a resume would take
         // them, and --keep would prune the import.
         for (CheckpointEntry const& entry : complete_checkpoints(*out)) {

@@ -201,6 +201,7 @@ std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoi
 void check_checkpoint_folder(fs::path const& ckpt_dir, std::int64_t start_step, fs::path const& resumed) {
     std::string const note = decided_by_rank_zero([&] {
         require_no_hf_model(ckpt_dir, "--ckpt-dir");
+        require_step_folders_are_checkpoints(ckpt_dir, "--ckpt-dir");
         std::error_code error;
         fs::path const folder = resumed.has_filename() ? resumed : resumed.parent_path();  // "DIR/step_N/" too
         bool const own = !resumed.empty() && fs::equivalent(folder.parent_path(), ckpt_dir, error);
