@@ -289,6 +289,8 @@ std::vector<BadInput> const bad_inputs = {
     {"import_over_a_foreign_step_folder", "import {dir}/hf_and_checkpoints/hf_only --out {dir}/foreign_step_zero "
                                           "--overwrite",
      "--out {dir}/foreign_step_zero holds step_00000000, which is named as a checkpoint but is not one", 1},
+    {"study_over_a_fifo", "memorization study --sizes XS --buckets 1 --out {dir}/fifo_data --overwrite",
+     "the folder {dir}/fifo_data for the results (--out) holds train.bin, which is a FIFO (named pipe)", 1},
     {"import_over_an_earlier_import", "import --format hf {dir}/empty --out {dir}/imported_before",
      "--out {dir}/imported_before already holds a checkpoint of step 0", 1},
     {"export_into_the_checkpoint_folder", "export {dir}/model {dir}/model",

@@ -80,7 +80,8 @@ void create_folder(std::filesystem::path const& folder, std::string_view what);
 
 // What a run that writes its results into `folder` checks before any work, on every rank alike: that the folder
 // can be made (no part of its path is a file) and that it is new or empty, unless `overwrite` (an earlier run's
-// results would be replaced).
+// results would be replaced); even with `overwrite`, that it holds no device, FIFO or socket, which a file written
+// there would replace.
 void require_new_output_folder(std::filesystem::path const& folder, std::string_view what, bool overwrite);
 
 // A file written beside its destination (as "<destination>.partial") and renamed into place by commit(), after
