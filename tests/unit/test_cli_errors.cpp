@@ -105,6 +105,8 @@ std::vector<BadInput> const bad_inputs = {
      2},
     {"goldfish_unknown_strategy", "train --data {dir}/good --tokenizer byte --goldfish k=4,strategy=fancy",
      "unknown strategy 'fancy'", 2},
+    {"goldfish_window_too_large", "train --data {dir}/good --tokenizer byte --goldfish k=4,h=1000000000000",
+     "--goldfish: h=1000000000000 is too large: at most 2147483647", 2},
     {"goldfish_window_past_the_sequence", "train --data {dir}/good --tokenizer byte --seq 16 --goldfish k=4,h=20",
      "--goldfish h=20 is longer than --seq 16", 2},
     {"memorization_eval_missing_model", "memorization eval --model-dir {dir}/nowhere --documents {dir}/docs.jsonl",
@@ -217,7 +219,7 @@ std::vector<BadInput> const bad_inputs = {
      "cannot write metrics file {dir}/growing.jsonl: the file has reached the size limit", 1,
      "ulimit -f 8; PMIX_MCA_gds=hash", true},
     {"metrics_of_an_earlier_run", "train --data {dir}/good --tokenizer byte --metrics {dir}/old_metrics.jsonl",
-     "already exists (9 bytes, from an earlier run): choose another path, or pass --overwrite", 1},
+     "already exists (9 bytes; an earlier run's?): choose another path, or pass --overwrite", 1},
     {"metrics_written_by_another_run",
      "train --data {dir}/good --tokenizer byte --metrics {dir}/locked.jsonl --overwrite",
      "is being written by another run (it is locked)", 1, "flock -o {dir}/locked.jsonl"},
@@ -229,10 +231,10 @@ std::vector<BadInput> const bad_inputs = {
      "train --data {dir}/good --tokenizer byte --steps 1 --ckpt-dir {dir}/ckpt_out --trace {dir}/ckpt_out/index.json",
      "--trace {dir}/ckpt_out/index.json lies inside --ckpt-dir {dir}/ckpt_out, which this run writes", 1},
     {"trace_of_an_earlier_run", "train --data {dir}/good --tokenizer byte --steps 1 --trace {dir}/old_metrics.jsonl",
-     "trace file {dir}/old_metrics.jsonl already exists (9 bytes, from an earlier run)", 1},
+     "trace file {dir}/old_metrics.jsonl already exists (9 bytes; an earlier run's?)", 1},
     {"bench_trace_of_an_earlier_run",
      "bench --model gpt2-micro --batch 2 --seq 16 --iters 3 --trace {dir}/old_metrics.jsonl",
-     "trace file {dir}/old_metrics.jsonl already exists (9 bytes, from an earlier run)", 1},
+     "trace file {dir}/old_metrics.jsonl already exists (9 bytes; an earlier run's?)", 1},
     {"bench_overwrite_without_a_trace", "bench --model gpt2-micro --batch 2 --seq 16 --iters 3 --overwrite",
      "--overwrite requires --trace", 2},
     {"tune_over_a_token_shard",
@@ -765,7 +767,7 @@ TEST_F(CommandLineErrors, CorpusReplacesANovelsFileOfOtherTextOnlyWhenAsked) {
     CommandResult const refused = run_axonn(corpus, dir_);
     EXPECT_EQ(refused.exit_status, 1);
     EXPECT_NE(refused.stderr_text.find("novel " + (dir_ / "novels" / "emma.txt").string() + " already exists (13 "
-                                       "bytes, from an earlier run): choose another path, or pass --overwrite"),
+                                       "bytes; an earlier run's?): choose another path, or pass --overwrite"),
               std::string::npos)
         << refused.stderr_text;
     EXPECT_EQ(file_bytes(dir_ / "novels" / "emma.txt"), "my own notes\n");

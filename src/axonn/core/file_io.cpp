@@ -55,7 +55,7 @@ void make_blocking(int fd) {
 }
 
 std::string earlier_run_message(std::string_view what, fs::path const& path, off_t bytes) {
-    return fmt::format("{} {} already exists ({} bytes, from an earlier run): choose another path, or pass "
+    return fmt::format("{} {} already exists ({} bytes; an earlier run's?): choose another path, or pass "
                        "--overwrite to replace it", what, path.string(), bytes);
 }
 

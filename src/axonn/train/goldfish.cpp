@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 
 namespace axonn {
 namespace {
@@ -31,6 +32,10 @@ char const* strategy_name(GoldfishStrategy strategy) {
 int parse_int(std::string_view key, std::string_view text) {
     int value = 0;
     auto const [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error == std::errc::result_out_of_range && end == text.data() + text.size()) {
+        throw UsageError(fmt::format("--goldfish: {}={} is too large: at most {} (for example --goldfish k=4,h=13)",
+                                     key, text, std::numeric_limits<int>::max()));
+    }
     if (error != std::errc() || end != text.data() + text.size()) {
         throw UsageError(fmt::format("--goldfish: {}={} is not an integer (for example --goldfish k=4,h=13)", key,
                                      text));
