@@ -46,6 +46,9 @@ TEST(FileIo, AnOutputFolderMustBeNewOrEmpty) {
     fs::create_directories(dir / "used");
     std::ofstream(dir / "used" / "results.md") << "# an earlier study\n";
     std::ofstream(dir / "file") << "text";
+    ASSERT_EQ(::mkfifo((dir / "pipe").c_str(), 0600), 0);
+    fs::create_directories(dir / "with_pipe");
+    ASSERT_EQ(::mkfifo((dir / "with_pipe" / "pipe").c_str(), 0600), 0);
     struct Case {
         fs::path folder;
         bool overwrite;
@@ -58,6 +61,9 @@ TEST(FileIo, AnOutputFolderMustBeNewOrEmpty) {
         {dir / "used", false, "the folder " + (dir / "used").string() + " for the results already holds results.md"},
         {dir / "file", true, "a part of that path is a file, not a folder"},
         {dir / "file" / "under", false, "cannot create the folder " + (dir / "file" / "under").string()},
+        {dir / "pipe" / "under", true, "a part of that path, " + (dir / "pipe").string() + ", is a FIFO (named pipe)"},
+        {dir / "with_pipe", true, "holds pipe, which is a FIFO (named pipe): a file this run writes there would "
+                                  "replace it"},
     };
     for (Case const& c : cases) {
         auto const check = [&] { require_new_output_folder(c.folder, "results", c.overwrite); };

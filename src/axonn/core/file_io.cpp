@@ -153,28 +153,42 @@ void write_all(int fd, void const* data, std::size_t count, fs::path const& path
     }
 }
 
+namespace {
+
+// Why `folder` cannot be made where the nearest part of its path that exists is not a folder (a file, a device, a
+// FIFO: named as what it is); empty where that part is a folder.
+std::string blocked_folder_problem(fs::path const& folder) {
+    for (fs::path part = folder; !part.empty(); part = part.parent_path()) {
+        struct stat info {};
+        if (::stat(part.c_str(), &info) == 0) {
+            if (S_ISDIR(info.st_mode)) return {};
+            if (S_ISREG(info.st_mode)) return "a part of that path is a file, not a folder";
+            return fmt::format("a part of that path, {}, is {}, not a folder", part.string(), file_kind(info.st_mode));
+        }
+        if (part == part.parent_path()) break;  // the root
+    }
+    return {};
+}
+
+}  // namespace
+
 void create_folder(fs::path const& folder, std::string_view what) {
     if (folder.empty()) return;
     std::error_code error;
     fs::create_directories(folder, error);
     if (!error) return;
-    std::string const problem = error == std::errc::not_a_directory || error == std::errc::file_exists
-                                    ? "a part of that path is a file, not a folder"
-                                    : error.message();
+    std::string problem = error.message();
+    if (error == std::errc::not_a_directory || error == std::errc::file_exists) {
+        problem = blocked_folder_problem(folder);
+        if (problem.empty()) problem = "a part of that path is not a folder";
+    }
     fail("cannot create the folder {} for the {}: {}", folder.string(), what, problem);
 }
 
 void require_new_output_folder(fs::path const& folder, std::string_view what, bool overwrite) {
     // The nearest part of the path that exists must be a folder, where create_folder would make the rest.
-    for (fs::path part = folder; !part.empty(); part = part.parent_path()) {
-        struct stat info {};
-        if (::stat(part.c_str(), &info) == 0) {
-            AXONN_REQUIRE(S_ISDIR(info.st_mode), "cannot create the folder {} for the {}: a part of that path is a "
-                          "file, not a folder", folder.string(), what);
-            break;
-        }
-        if (part == part.parent_path()) break;  // the root
-    }
+    std::string const blocked = blocked_folder_problem(folder);
+    AXONN_REQUIRE(blocked.empty(), "cannot create the folder {} for the {}: {}", folder.string(), what, blocked);
     std::error_code error;
     if (!fs::is_directory(folder, error)) return;
     // Even with overwrite: the files the run writes are renamed into place, which would replace a device or a FIFO
