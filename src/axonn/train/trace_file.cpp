@@ -28,10 +28,9 @@ nlohmann::json name_of(char const* what, int pid, int tid, std::string const& na
 
 }  // namespace
 
-TraceFile::TraceFile(std::filesystem::path path, ProcessGrid& grid, std::vector<std::filesystem::path> const& inputs)
+TraceFile::TraceFile(std::filesystem::path path, ProcessGrid& grid)
     : path_(std::move(path)), grid_(grid), recorder_(max_events_per_rank) {
     // Every rank checks what it can see, so that a bad path is one clean error before any work.
-    require_not_an_input(path_, "--trace", inputs);
     std::filesystem::path const folder = path_.has_parent_path() ? path_.parent_path() : ".";
     if (auto const problem = path_problem(folder)) {
         fail("--trace {}: the folder {} {}: choose another path", path_.string(), folder.string(), *problem);

@@ -20,8 +20,9 @@ namespace axonn {
 
 class TraceFile {
 public:
-    // Collective over the grid. Throws axonn::Error when `path` cannot be written.
-    TraceFile(std::filesystem::path path, ProcessGrid& grid, std::vector<std::filesystem::path> const& inputs);
+    // Collective over the grid. Throws axonn::Error when `path` cannot be written. (That it is none of a run's
+    // inputs is the caller's to check first: the trainer's check_outputs.)
+    TraceFile(std::filesystem::path path, ProcessGrid& grid);
     TraceFile(TraceFile const&) = delete;
     TraceFile& operator=(TraceFile const&) = delete;
 

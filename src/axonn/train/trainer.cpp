@@ -235,9 +235,9 @@ MetricsLog open_metrics(TrainOptions const& options, TrainingData const& data, b
     return MetricsLog(options.metrics, options.run_id, options.overwrite, metrics_resume_step(options, resumed));
 }
 
-std::unique_ptr<TraceFile> open_trace(TrainOptions const& options, ProcessGrid& grid, TrainingData const& data) {
+std::unique_ptr<TraceFile> open_trace(TrainOptions const& options, ProcessGrid& grid) {
     if (options.trace.empty()) return nullptr;
-    return std::make_unique<TraceFile>(options.trace, grid, data.inputs());
+    return std::make_unique<TraceFile>(options.trace, grid);
 }
 
 TrainingRun::TrainingRun(TrainOptions& options_, std::unique_ptr<Tokenizer> tokenizer_,
@@ -251,7 +251,7 @@ TrainingRun::TrainingRun(TrainOptions& options_, std::unique_ptr<Tokenizer> toke
       data(options_, ShardTokenizer{tokenizer->name(), tokenizer->vocab_size()}),
       ckpt_lock(lock_checkpoint_folder(options_, leader)),
       metrics(open_metrics(options_, data, leader, resumed)),
-      trace(open_trace(options_, job.grid(), data)),
+      trace(open_trace(options_, job.grid())),
       model(options_.model.architecture(), job.backend(), job.grid(), job.pass_batch(options_.batch), options_.seq,
             options_.run.model),
       optimizer(model.segments(), model.layout().total(), job.backend(), options_.optimizer) {}
