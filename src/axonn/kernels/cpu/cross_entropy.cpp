@@ -65,6 +65,14 @@ void backward_row(bfloat16* drow, float const* row, float lse, float dloss, std:
     }
 }
 
+// One row's gradient from its target (an ignored row's is 0) and its weight in the loss: fp32, or its bf16 rounding.
+template <typename Out, typename T>
+void row_gradient(Out* drow, T const* row, T lse, std::int32_t target, T dloss, int valid, int Vp_local,
+                  int vocab_begin) {
+    backward_row(drow, row, lse, target == ignore_index ? T(0) : dloss, local_target_of(target, vocab_begin), valid,
+                 Vp_local);
+}
+
 }  // namespace
 
 template <typename T> void cross_entropy_max(T* row_max, T const* logits, std::int64_t N, int valid, int Vp_local) {
@@ -103,9 +111,8 @@ void cross_entropy_backward(T* dlogits, T const* logits, T const* logsumexp, std
                             T const* dlosses, std::int64_t N, int valid, int Vp_local, int vocab_begin) {
 #pragma omp parallel for schedule(static)
     for (std::int64_t n = 0; n < N; ++n) {
-        T const dloss = targets[n] == ignore_index ? T(0) : dlosses[n];
-        backward_row(dlogits + n * Vp_local, logits + n * Vp_local, logsumexp[n], dloss,
-                     local_target_of(targets[n], vocab_begin), valid, Vp_local);
+        row_gradient(dlogits + n * Vp_local, logits + n * Vp_local, logsumexp[n], targets[n], dlosses[n], valid,
+                     Vp_local, vocab_begin);
     }
 }
 
@@ -114,9 +121,8 @@ void cross_entropy_backward(bfloat16* dlogits, float const* logits, float const*
                             int Vp_local, int vocab_begin) {
 #pragma omp parallel for schedule(static)
     for (std::int64_t n = 0; n < N; ++n) {
-        float const dloss = targets[n] == ignore_index ? 0.0f : dlosses[n];
-        backward_row(dlogits + n * Vp_local, logits + n * Vp_local, logsumexp[n], dloss,
-                     local_target_of(targets[n], vocab_begin), valid, Vp_local);
+        row_gradient(dlogits + n * Vp_local, logits + n * Vp_local, logsumexp[n], targets[n], dlosses[n], valid,
+                     Vp_local, vocab_begin);
     }
 }
 
@@ -131,9 +137,7 @@ void cross_entropy_forward_backward(float* losses, float* logsumexp, Out* dlogit
         double sums[2];
         row_sums(sums, row, maximum, targets[n], valid, 0);
         row_loss(losses[n], logsumexp[n], maximum, sums, targets[n]);
-        float const dloss = targets[n] == ignore_index ? 0.0f : dlosses[n];
-        backward_row(dlogits + n * Vp_local, row, logsumexp[n], dloss, local_target_of(targets[n], 0), valid,
-                     Vp_local);
+        row_gradient(dlogits + n * Vp_local, row, logsumexp[n], targets[n], dlosses[n], valid, Vp_local, 0);
     }
 }
 
