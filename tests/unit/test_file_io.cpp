@@ -142,12 +142,51 @@ TEST(FileIo, TwoWritersOfOneFileCollideWithAnErrorNotATornFile) {
     EXPECT_EQ(file_bytes(path), "second");
 }
 
-TEST(FileIo, APartialFileLeftByAKilledWriterIsWrittenOver) {
+// The partial file is always made new: whatever already has its name (a killed run's leftover, the user's own
+// file, a link to another file) is named in the error and left as it was, and so is the link's target.
+TEST(FileIo, WhatAlreadyHasThePartialFilesNameIsNeverWrittenOver) {
     TempDir dir;
-    std::ofstream(dir / "out.txt.partial") << "stale bytes from a killed run";
-    write_file_atomically(dir / "out.txt", "fresh", "test file");
-    EXPECT_EQ(file_bytes(dir / "out.txt"), "fresh");
-    EXPECT_FALSE(fs::exists(dir / "out.txt.partial"));
+    std::ofstream(dir / "out.txt.partial") << "stale bytes";
+    EXPECT_NE(error_of([&] { write_file_atomically(dir / "out.txt", "fresh", "test file"); })
+                  .find((dir / "out.txt.partial").string() + ", where it is written first, already exists (11 bytes)"),
+              std::string::npos);
+    EXPECT_EQ(file_bytes(dir / "out.txt.partial"), "stale bytes");
+    EXPECT_FALSE(fs::exists(dir / "out.txt"));
+    std::ofstream(dir / "precious.txt") << "precious";
+    fs::create_symlink(dir / "precious.txt", dir / "plot.png.partial");
+    for (bool const overwrite : {false, true}) {  // refused before any work, as by the writer itself
+        EXPECT_NE(error_of([&] { require_replaceable_output(dir / "plot.png", "plot", overwrite); })
+                      .find("is a symbolic link, which this program never writes through"),
+                  std::string::npos);
+    }
+    EXPECT_NE(error_of([&] { write_file_atomically(dir / "plot.png", "png", "plot"); }).find("symbolic link"),
+              std::string::npos);
+    EXPECT_EQ(file_bytes(dir / "precious.txt"), "precious");
+    EXPECT_TRUE(fs::is_symlink(dir / "plot.png.partial"));
+}
+
+// What would only fail when the output is written, after the work, is refused before it: a path that ends with a
+// slash, a name too long once ".partial" is added, a file another run holds locked (its metrics).
+TEST(FileIo, OutputsThatCannotBeWrittenAreRefusedBeforeTheWork) {
+    TempDir dir;
+    EXPECT_NE(error_of([&] { require_replaceable_output(dir / "grid.json/", "grid file", false); })
+                  .find("ends with '/', so it names a folder"),
+              std::string::npos);
+    EXPECT_FALSE(fs::exists(dir / "grid.json"));
+    std::string const long_name(250, 'n');
+    EXPECT_NE(error_of([&] { require_replaceable_output(dir / long_name, "grid file", false); })
+                  .find("its name has 250 characters, more than the 247 this file system takes"),
+              std::string::npos);
+    EXPECT_NO_THROW(require_writable_output(dir / long_name, "metrics file", false));  // written in place
+    {
+        ExclusiveOutputFile const metrics(dir / "metrics.jsonl", "metrics file", ExistingOutput::refuse);
+        for (bool const overwrite : {false, true}) {
+            EXPECT_NE(error_of([&] { require_replaceable_output(dir / "metrics.jsonl", "trace file", overwrite); })
+                          .find("trace file " + (dir / "metrics.jsonl").string() + " is being written by another run"),
+                      std::string::npos);
+        }
+    }
+    EXPECT_NO_THROW(require_replaceable_output(dir / "metrics.jsonl", "trace file", true));  // once it is closed
 }
 
 TEST(FileIo, AWriteToAFullDeviceFailsNamingTheFile) {

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
+#include <climits>
 #include <cerrno>
 #include <cstring>
 #include <system_error>
@@ -15,6 +17,8 @@ namespace axonn {
 namespace {
 
 namespace fs = std::filesystem;
+
+constexpr std::string_view partial_suffix = ".partial";  // AtomicFile's, after its destination's name
 
 // Why open(2) refused a path, in words that say what to look at. `creating`: the path is an output.
 std::string open_problem(int error, bool creating = false) {
@@ -58,8 +62,6 @@ std::string earlier_run_message(std::string_view what, fs::path const& path, off
     return fmt::format("{} {} already exists ({} bytes; an earlier run's?): choose another path, or pass "
                        "--overwrite to replace it", what, path.string(), bytes);
 }
-
-bool same_file(struct stat const& a, struct stat const& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
 
 }  // namespace
 
@@ -172,6 +174,82 @@ std::string blocked_folder_problem(fs::path const& folder) {
 
 }  // namespace
 
+namespace {
+
+// The nearest part of `path` that exists (the folder a new file or folder would be made in), or "." for a relative
+// path none of whose parts exists.
+fs::path nearest_existing(fs::path const& path) {
+    std::error_code error;
+    for (fs::path part = path; !part.empty(); part = part.parent_path()) {
+        if (fs::exists(part, error)) return part;
+        if (part == part.parent_path()) break;
+    }
+    return ".";
+}
+
+// Why nothing can be written in folder `folder` (read-only, or no permission), or nothing.
+std::optional<std::string> unwritable_folder_problem(fs::path const& folder) {
+    if (::access(folder.c_str(), W_OK | X_OK) == 0) return std::nullopt;
+    if (errno == EROFS) return fmt::format("{} is on a read-only file system", folder.string());
+    if (errno == EACCES || errno == EPERM) return fmt::format("the folder {} cannot be written (permission denied)",
+                                                              folder.string());
+    return std::nullopt;  // whatever else it is, the write names it
+}
+
+// What would stop a file being made at `path`, checked before the work instead of after it: a path that ends with
+// a slash (a folder's), a name longer than the file system allows (`extra_name_bytes`: what a partial file's name
+// adds), a folder that cannot be written.
+void require_creatable_file(fs::path const& path, std::string_view what, std::size_t extra_name_bytes) {
+    std::string const& name = path.native();
+    AXONN_REQUIRE(name.empty() || name.back() != '/', "{} {} ends with '/', so it names a folder: name a file (drop "
+                  "the slash)", what, name);
+    fs::path const folder = nearest_existing(path.has_parent_path() ? path.parent_path() : fs::path("."));
+    long const longest = ::pathconf(folder.c_str(), _PC_NAME_MAX);
+    std::size_t const length = path.filename().native().size();
+    if (longest > 0 && length + extra_name_bytes > static_cast<std::size_t>(longest)) {
+        fail("{} {}: its name has {} characters, more than the {} this file system takes{}: choose a shorter name",
+             what, name, length, static_cast<std::size_t>(longest) - extra_name_bytes,
+             extra_name_bytes > 0 ? " (the file is written under its name + \".partial\" first)" : "");
+    }
+    std::error_code error;
+    if (!fs::is_directory(folder, error)) return;  // a part of the path that is a file: named where it is made
+    if (auto const problem = unwritable_folder_problem(folder)) {
+        fail("cannot write {} {}: {}: choose another path", what, name, *problem);
+    }
+}
+
+// Why an existing `partial` file cannot be written, for a message: another writer holds it (locked), or nothing
+// says whose it is (a killed run's, or the user's own file of that name), or it is not a regular file.
+std::string existing_partial_problem(fs::path const& partial) {
+    struct stat info {};
+    if (::lstat(partial.c_str(), &info) != 0) return open_problem(errno, true);
+    if (S_ISLNK(info.st_mode)) return "is a symbolic link, which this program never writes through: remove it";
+    if (!S_ISREG(info.st_mode)) return fmt::format("is {}: remove it", file_kind(info.st_mode));
+    FileHandle const existing(::open(partial.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW));
+    if (existing.is_open() && ::flock(existing.get(), LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+        return "is locked: another process is writing it; wait for it to finish";
+    }
+    return fmt::format("already exists ({} bytes): a run killed while writing leaves such a file, but it may be "
+                       "yours; remove it or move it aside",
+                       info.st_size);
+}
+
+fs::path partial_path(fs::path const& destination) { return destination.string() + std::string(partial_suffix); }
+
+std::string existing_partial_message(fs::path const& destination, std::string_view what) {
+    fs::path const partial = partial_path(destination);
+    return fmt::format("cannot write {} {}: {}, where it is written first, {}", what, destination.string(),
+                       partial.string(), existing_partial_problem(partial));
+}
+
+// Whether another open file (another run's metrics, a writer's partial file) holds the lock on `path`.
+bool locked_by_another(fs::path const& path) {
+    FileHandle const file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    return file.is_open() && ::flock(file.get(), LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+}
+
+}  // namespace
+
 void create_folder(fs::path const& folder, std::string_view what) {
     if (folder.empty()) return;
     std::error_code error;
@@ -189,6 +267,9 @@ void require_new_output_folder(fs::path const& folder, std::string_view what, bo
     // The nearest part of the path that exists must be a folder, where create_folder would make the rest.
     std::string const blocked = blocked_folder_problem(folder);
     AXONN_REQUIRE(blocked.empty(), "cannot create the folder {} for the {}: {}", folder.string(), what, blocked);
+    if (auto const problem = unwritable_folder_problem(nearest_existing(folder))) {
+        fail("cannot write the {} into {}: {}: choose another folder", what, folder.string(), *problem);
+    }
     std::error_code error;
     if (!fs::is_directory(folder, error)) return;
     // Even with overwrite: the files the run writes are renamed into place, which would replace a device or a FIFO
@@ -208,41 +289,67 @@ void require_new_output_folder(fs::path const& folder, std::string_view what, bo
          folder.string(), what, entries->path().filename().string());
 }
 
+namespace {
+
+// The partial files being written, by name, for remove_partial_files(), which a signal handler calls: fixed slots
+// of fixed size (a handler may not allocate or lock), each claimed and released atomically. A path that finds no
+// free slot (more than kPartialSlots files at once) or that does not fit is left out: best effort.
+constexpr int kPartialSlots = 64;
+enum SlotState : int { slot_free, slot_filling, slot_named };
+struct PartialSlot {
+    std::atomic<int> state{slot_free};
+    char path[PATH_MAX];
+};
+PartialSlot partial_slots[kPartialSlots];
+
+int claim_partial_slot(fs::path const& path) {
+    std::string const& name = path.native();
+    if (name.size() >= PATH_MAX) return -1;
+    for (int slot = 0; slot < kPartialSlots; ++slot) {
+        int expected = slot_free;
+        if (!partial_slots[slot].state.compare_exchange_strong(expected, slot_filling)) continue;
+        std::memcpy(partial_slots[slot].path, name.c_str(), name.size() + 1);
+        partial_slots[slot].state.store(slot_named);
+        return slot;
+    }
+    return -1;
+}
+
+void release_partial_slot(int slot) {
+    if (slot >= 0) partial_slots[slot].state.store(slot_free);
+}
+
+}  // namespace
+
 AtomicFile::AtomicFile(fs::path destination, std::string what)
-    : destination_(std::move(destination)), partial_(destination_.string() + ".partial"), what_(std::move(what)) {
+    : destination_(std::move(destination)), partial_(partial_path(destination_)), what_(std::move(what)) {
     // The rename would replace a device, a FIFO or a socket at the destination with a regular file.
     require_replaceable_output(destination_, what_, true);
-    // Opened without O_TRUNC: the file may be another process's until the lock below says it is not.
-    for (;;) {
-        // O_NONBLOCK: a FIFO left where the partial file goes fails at once instead of waiting for a reader.
-        int const fd = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
-        if (fd < 0) {
-            fail("cannot write {} {}: {} {}", what_, destination_.string(), partial_.string(),
-                 open_problem(errno, true));
-        }
-        handle_ = FileHandle(fd);
-        struct stat opened {};
-        AXONN_REQUIRE(::fstat(fd, &opened) == 0 && S_ISREG(opened.st_mode),
-                      "cannot write {} {}: {} is {}, not a regular file", what_, destination_.string(),
-                      partial_.string(), file_kind(opened.st_mode));
-        AXONN_REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0,
-                      "cannot write {} {}: another process is writing it ({} is "
-                      "locked); wait for it to finish",
-                      what_, destination_.string(), partial_.string());
-        // The lock is ours, but the file may have been renamed into place by its writer meanwhile: then it is no
-        // longer the partial file, and a new one is opened.
-        struct stat named {};
-        if (::stat(partial_.c_str(), &named) == 0 && same_file(opened, named)) break;
-    }
-    make_blocking(handle_.get());
-    AXONN_REQUIRE(::ftruncate(handle_.get(), 0) == 0, "cannot write {} {}: {}", what_, destination_.string(),
-                  std::strerror(errno));
+    // A new file, never one that exists: not a link's target (written through, it would be replaced by whatever
+    // the link names), not a file of the user's that has the partial file's name, not another writer's.
+    int const fd = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST) throw Error(existing_partial_message(destination_, what_));
+    if (fd < 0) fail("cannot write {} {}: {} {}", what_, destination_.string(), partial_.string(),
+                     open_problem(errno, true));
+    handle_ = FileHandle(fd);
+    // Locked while written, so that a second writer of the destination can tell it is in use.
+    ::flock(fd, LOCK_EX | LOCK_NB);
+    std::error_code error;
+    fs::path const absolute = fs::absolute(partial_, error);
+    slot_ = claim_partial_slot(error ? partial_ : absolute);
 }
 
 AtomicFile::~AtomicFile() {
+    release_partial_slot(slot_);
     if (committed_) return;
     ::unlink(partial_.c_str());  // before the lock goes with the file: the partial file is still ours
     handle_.close();
+}
+
+void remove_partial_files() noexcept {
+    for (PartialSlot& slot : partial_slots) {
+        if (slot.state.load() == slot_named) ::unlink(slot.path);
+    }
 }
 
 void AtomicFile::write(void const* data, std::size_t count) {
@@ -262,6 +369,7 @@ void AtomicFile::commit() {
         fail("cannot move {} into place as {}: {}", partial_.string(), destination_.string(), std::strerror(errno));
     }
     committed_ = true;
+    release_partial_slot(std::exchange(slot_, -1));
     handle_.close();  // the lock goes with it, now that the file is in place and no longer the partial file
     // The rename itself reaches the disk only when the folder does.
     sync_folder(destination_.has_parent_path() ? destination_.parent_path() : fs::path("."));
@@ -330,15 +438,23 @@ void require_not_a_folder(fs::path const& path, std::string_view option, std::st
 }
 
 void require_writable_output(fs::path const& path, std::string_view what, bool overwrite) {
+    require_creatable_file(path, what, 0);
     struct stat info {};
-    if (overwrite || ::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode) || info.st_size == 0) return;
+    if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return;
+    AXONN_REQUIRE(!locked_by_another(path), "{} {} is being written by another run (it is locked): choose another path",
+                  what, path.string());
+    if (overwrite || info.st_size == 0) return;
     throw Error(earlier_run_message(what, path, info.st_size));
 }
 
 void require_replaceable_output(fs::path const& path, std::string_view what, bool overwrite) {
     struct stat info {};
     // A folder is left to require_not_a_folder's message, which names a file in it; the rename cannot replace it.
-    if (::stat(path.c_str(), &info) != 0 || S_ISDIR(info.st_mode)) return;
+    if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) return;
+    require_creatable_file(path, what, partial_suffix.size());
+    struct stat partial {};
+    if (::lstat(partial_path(path).c_str(), &partial) == 0) throw Error(existing_partial_message(path, what));
+    if (::stat(path.c_str(), &info) != 0) return;
     AXONN_REQUIRE(S_ISREG(info.st_mode), "{} {} is {}, not a regular file: writing it would replace it; choose "
                   "another path", what, path.string(), file_kind(info.st_mode));
     require_writable_output(path, what, overwrite);

@@ -85,9 +85,10 @@ void create_folder(std::filesystem::path const& folder, std::string_view what);
 void require_new_output_folder(std::filesystem::path const& folder, std::string_view what, bool overwrite);
 
 // A file written beside its destination (as "<destination>.partial") and renamed into place by commit(), after
-// its data reached the disk. Destroyed without commit(), it removes the partial file. The partial file is locked
-// while it is written: a second process writing the same destination is an error, not a torn file; a partial
-// file that a killed process left behind is simply written over.
+// its data reached the disk. Destroyed without commit(), it removes the partial file, and so does a signal that
+// ends the program (remove_partial_files). The partial file is always created new: one that exists already is an
+// error naming it, whether another process is writing it (a second writer of the destination: an error, not a
+// torn file), a killed run left it behind, or it is the user's own file or a link (never written through).
 class AtomicFile {
 public:
     AtomicFile(std::filesystem::path destination, std::string what);
@@ -108,9 +109,14 @@ private:
     std::filesystem::path partial_;
     std::string what_;
     FileHandle handle_;  // open, and locked, until commit() or destruction
+    int slot_ = -1;      // where remove_partial_files() finds the partial file's name (-1: not there)
     bool finished_ = false;
     bool committed_ = false;
 };
+
+// Removes the partial files of every AtomicFile not yet committed or destroyed: for a signal handler that ends the
+// program (it only reads fixed memory and calls unlink(2)), so that an interrupted command leaves no partial file.
+void remove_partial_files() noexcept;
 
 // Writes `contents` to `path` through an AtomicFile.
 void write_file_atomically(std::filesystem::path const& path, std::string_view contents, std::string_view what);

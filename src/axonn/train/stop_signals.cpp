@@ -1,5 +1,7 @@
 #include "axonn/train/stop_signals.h"
 
+#include "axonn/core/file_io.h"
+
 #include <pthread.h>
 #include <unistd.h>
 
@@ -23,6 +25,7 @@ std::size_t exit_message_bytes = 0;
 
 // The closing work's end: write(2) and _exit(2), which a signal handler may call.
 void exit_with_message() {
+    remove_partial_files();
     ssize_t const written = ::write(STDERR_FILENO, exit_message, exit_message_bytes);
     static_cast<void>(written);
     ::_exit(exit_status.load());
@@ -31,6 +34,7 @@ void exit_with_message() {
 // The signal's default action, now: the handler is reset and the signal raised again, which is delivered (and ends
 // the process) as soon as the handler that raised it returns.
 void end_by_default_action(int signal) {
+    remove_partial_files();  // no half-written file left beside an output
     struct sigaction action {};
     action.sa_handler = SIG_DFL;
     sigemptyset(&action.sa_mask);
@@ -38,32 +42,38 @@ void end_by_default_action(int signal) {
     raise(signal);
 }
 
+// SIGINT (Ctrl-C) and SIGHUP (a closed terminal) end any command, after removing its partial files.
+extern "C" void end_now(int signal) { end_by_default_action(signal); }
+
 extern "C" void record_signal(int signal) {
     received_signal.store(signal, std::memory_order_relaxed);
     if (exit_status.load() != 0) exit_with_message();
     if (!held.load()) end_by_default_action(signal);
 }
 
-void install_handler(int signal) {
+void install_handler(int signal, void (*handler)(int)) {
     struct sigaction action {};
-    action.sa_handler = record_signal;
+    action.sa_handler = handler;
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESTART;  // system calls in flight (a write, a collective's poll) go on
     sigaction(signal, &action, nullptr);
 }
 
-sigset_t stop_signal_set() {
+// The signals the receiving thread takes: the stop signals, and those that end any command.
+sigset_t received_signal_set() {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
     return set;
 }
 
 // The receiving thread: the stop signals unblocked, asleep until the process ends. pause() returns after each
 // handler; the handler has recorded the signal, and the training loop reads it.
 extern "C" void* receive_signals(void*) {
-    sigset_t const set = stop_signal_set();
+    sigset_t const set = received_signal_set();
     pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
     for (;;) pause();
 }
@@ -76,9 +86,16 @@ void require_zero(int status, char const* what) {
 
 void receive_stop_signals_on_own_thread(bool hold) {
     held.store(hold);
-    install_handler(SIGTERM);
-    install_handler(SIGUSR1);
-    sigset_t const set = stop_signal_set();
+    install_handler(SIGTERM, record_signal);
+    install_handler(SIGUSR1, record_signal);
+    for (int const signal : {SIGINT, SIGHUP}) {
+        struct sigaction inherited {};
+        // One that the launcher ignores stays ignored: `nohup`, or a shell's background job.
+        if (sigaction(signal, nullptr, &inherited) == 0 && inherited.sa_handler != SIG_IGN) {
+            install_handler(signal, end_now);
+        }
+    }
+    sigset_t const set = received_signal_set();
     require_zero(pthread_sigmask(SIG_BLOCK, &set, nullptr), "block the stop signals");
     pthread_t receiver;
     require_zero(pthread_create(&receiver, nullptr, receive_signals, nullptr), "start the signal thread");

@@ -12,6 +12,10 @@
 // a thread of their own: receive_stop_signals_on_own_thread() blocks them in the calling thread, which every thread
 // started later inherits (MPI's, OpenMP's), and starts one thread that leaves them unblocked and does nothing else.
 //
+// SIGINT (Ctrl-C) and SIGHUP (a closed terminal), unless the launcher ignores them, end any command at once, as
+// their default action would, but on that same thread and after removing the partial files of the outputs being
+// written (core/file_io.h, AtomicFile), so that an interrupted command leaves nothing half-written behind.
+//
 // The handler is installed there too, first thing in main, so that a signal in the first seconds of a run (while
 // it reads its data and checkpoint and measures the GEMM rate) is not lost: a command that will act on it (`train`
 // with a --ckpt-dir) holds it until its first step boundary; any other ends as the signal's default action would.
@@ -35,8 +39,8 @@ public:
     explicit StoppedBySignal(std::string const& message) : std::runtime_error(message) {}
 };
 
-// Blocks SIGTERM and SIGUSR1 in the calling thread, starts the one thread that receives them, and installs their
-// handler. `hold`: a signal is recorded for the run to act on (until end_process_on_stop_signals); otherwise it
+// Blocks SIGTERM, SIGUSR1, SIGINT and SIGHUP in the calling thread, starts the one thread that receives them, and
+// installs their handlers. `hold`: a signal is recorded for the run to act on (until end_process_on_stop_signals); otherwise it
 // ends the process as its default action would. Call it first thing in main, before any other thread exists.
 void receive_stop_signals_on_own_thread(bool hold);
 

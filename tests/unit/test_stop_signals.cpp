@@ -1,0 +1,67 @@
+// Signals that end a command: SIGINT (Ctrl-C), SIGHUP, and SIGTERM where the command does not save on it, end the
+// process as their default action would, but first remove the partial files of the outputs being written, so that
+// an interrupted command leaves nothing half-written beside its outputs. A signal the launcher ignores (`nohup`)
+// stays ignored.
+#include "axonn/core/file_io.h"
+#include "axonn/train/stop_signals.h"
+#include "support/temp_dir.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+
+namespace axonn {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+// The exit status of a child process that starts as `main` does (the signals of `ignored` ignored by its launcher),
+// writes `path` half, and receives `signal`; -1 where the child could not run its part.
+int status_of_child_interrupted_while_writing(fs::path const& path, int signal, int ignored = 0) {
+    pid_t const child = ::fork();
+    if (child == 0) {
+        // As started from an interactive shell (a test runner may ignore SIGINT for its children).
+        std::signal(SIGINT, SIG_DFL);
+        std::signal(SIGHUP, SIG_DFL);
+        if (ignored != 0) std::signal(ignored, SIG_IGN);
+        try {
+            receive_stop_signals_on_own_thread(false);
+            AtomicFile file(path, "test file");
+            file.write("half of it");
+            ::kill(::getpid(), signal);  // taken by the signal thread, which ends the process
+            ::sleep(2);                  // time for it to; an ignored signal leaves the child to exit here
+            ::_exit(0);
+        } catch (...) {
+            ::_exit(3);
+        }
+    }
+    int status = 0;
+    if (child < 0 || ::waitpid(child, &status, 0) != child) return -1;
+    return status;
+}
+
+TEST(StopSignals, AnInterruptedCommandLeavesNoPartialFile) {
+    TempDir dir;
+    for (int const signal : {SIGINT, SIGHUP, SIGTERM}) {
+        fs::path const path = dir / ("out_" + std::to_string(signal) + ".txt");
+        int const status = status_of_child_interrupted_while_writing(path, signal);
+        ASSERT_TRUE(WIFSIGNALED(status)) << "signal " << signal << ": exit status " << status;
+        EXPECT_EQ(WTERMSIG(status), signal);
+        EXPECT_FALSE(fs::exists(path.string() + ".partial")) << "signal " << signal;
+        EXPECT_FALSE(fs::exists(path));
+    }
+}
+
+TEST(StopSignals, ASignalTheLauncherIgnoresStaysIgnored) {
+    TempDir dir;
+    int const status = status_of_child_interrupted_while_writing(dir / "nohup.txt", SIGHUP, SIGHUP);
+    ASSERT_TRUE(WIFEXITED(status)) << "ended by signal " << WTERMSIG(status);
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace axonn
