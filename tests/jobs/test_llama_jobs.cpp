@@ -98,8 +98,9 @@ TEST_F(LlamaJob, TrainResumeExportImportAndGenerate) {
 // every 2 steps and --keep 1 (support/kill_at_file_operation.cpp, loaded into the ranks):
 //   - rank 0 killed right after renaming step_00000004 into place, before marking it complete: step_00000002 is the
 //     newest complete checkpoint;
-//   - rank 0 killed while pruning step_00000002 after step_00000004 is complete, its completion marker removed and
-//     its files not: step_00000004 is the newest complete checkpoint.
+//   - rank 0 killed while pruning step_00000002 after step_00000004 is complete, the folder renamed aside (to
+//     step_00000002.pruned) and its completion marker removed, its files not: step_00000004 is the newest complete
+//     checkpoint, and the resumed run's first pruning removes the leftover.
 // Each time the half-done folder is not taken for a checkpoint, `--resume latest` takes the newest complete one, and
 // the finished run's losses, gradient norms and final checkpoint are bitwise those of a run never killed.
 TEST_F(LlamaJob, KillsDuringTheRenameAndThePruningOfASaveLeaveTheNewestCompleteCheckpoint) {
@@ -119,7 +120,8 @@ TEST_F(LlamaJob, KillsDuringTheRenameAndThePruningOfASaveLeaveTheNewestCompleteC
         std::map<int, std::string> const expected = step_results(reference.string() + ".jsonl");
         ASSERT_EQ(expected.size(), 6u);
         for (Kill const& kill : {Kill{"rename:step_00000004", "step_00000004", "step_00000002"},
-                                 Kill{"remove:step_00000002/COMPLETE", "step_00000002", "step_00000004"}}) {
+                                 Kill{"remove:step_00000002.pruned/COMPLETE", "step_00000002.pruned",
+                                      "step_00000004"}}) {
             SCOPED_TRACE(kill.at);
             fs::path const ckpt = dir_ / (std::string(family) + "_killed_" + kill.half_done);
             std::string const run = command + "--ckpt-dir " + ckpt.string() + " --metrics " + ckpt.string() + ".jsonl";
@@ -134,6 +136,7 @@ TEST_F(LlamaJob, KillsDuringTheRenameAndThePruningOfASaveLeaveTheNewestCompleteC
                       std::string::npos)
                 << file_bytes(dir_ / "stdout.txt");
             EXPECT_EQ(step_results(ckpt.string() + ".jsonl"), expected);
+            EXPECT_FALSE(fs::exists(ckpt / kill.half_done)) << "a leftover the pruning did not remove";
             expect_same_checkpoint_data(reference / "step_00000006", ckpt / "step_00000006");
         }
     }

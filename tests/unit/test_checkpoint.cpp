@@ -191,11 +191,15 @@ TEST(Checkpoint, KeepLeavesTheNewestAndRemovesInterruptedSaves) {
     SerialState state(7);
     for (int step : {1, 2, 3}) state.save(dir.path(), step);
     fs::create_directories(dir / "step_00000009.partial");
+    fs::create_directories(dir / "step_00000000.pruned");  // a removal a kill cut short
+    std::ofstream(dir / "step_00000000.pruned" / "index.json") << "{}";
     prune_checkpoints(dir.path(), 2);
     std::vector<std::int64_t> steps;
     for (auto const& entry : complete_checkpoints(dir.path())) steps.push_back(entry.step);
     EXPECT_EQ(steps, (std::vector<std::int64_t>{2, 3}));
-    EXPECT_FALSE(fs::exists(dir / "step_00000009.partial"));
+    for (char const* gone : {"step_00000009.partial", "step_00000000.pruned", "step_00000001", "step_00000001.pruned"}) {
+        EXPECT_FALSE(fs::exists(dir / gone)) << gone;
+    }
     EXPECT_EQ(resolve_checkpoint("latest", dir.path()), dir / "step_00000003");
     EXPECT_EQ(resolve_checkpoint(dir.path().string(), {}), dir / "step_00000003");
 }

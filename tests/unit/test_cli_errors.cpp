@@ -223,6 +223,66 @@ std::vector<BadInput> const bad_inputs = {
     {"metrics_written_by_another_run",
      "train --data {dir}/good --tokenizer byte --metrics {dir}/locked.jsonl --overwrite",
      "is being written by another run (it is locked)", 1, "flock -o {dir}/locked.jsonl"},
+    {"calibrate_over_metrics_being_written", "calibrate --quick --out {dir}/locked.jsonl --overwrite",
+     "machine profile {dir}/locked.jsonl is being written by another run (it is locked)", 1,
+     "flock -o {dir}/locked.jsonl"},
+    // A file of a checkpoint, a model or token shards is no other output's to replace, --overwrite or not, and
+    // nothing lands inside a checkpoint (a pruning would delete it).
+    {"bench_trace_over_a_token_shard",
+     "bench --model gpt2-micro --batch 2 --seq 16 --iters 3 --trace {dir}/good/train.bin --overwrite",
+     "--trace {dir}/good/train.bin is a token shard: writing it would destroy it, --overwrite or not", 1},
+    {"calibrate_into_a_checkpoint", "calibrate --quick --out {dir}/model/step_00000001/index.json --overwrite",
+     "--out {dir}/model/step_00000001/index.json lies inside the checkpoint {dir}/model/step_00000001", 1},
+    {"metrics_inside_a_checkpoint",
+     "train --data {dir}/good --tokenizer byte --metrics {dir}/model/step_00000001/new.jsonl",
+     "--metrics {dir}/model/step_00000001/new.jsonl lies inside the checkpoint", 1},
+    {"trace_over_model_weights",
+     "train --data {dir}/good --tokenizer byte --trace {dir}/hf_and_checkpoints/hf_only/model.safetensors --overwrite",
+     "hf_only/model.safetensors is model weights", 1},
+    {"plot_over_a_model_config",
+     "plan --weak-scaling gpt-5b:8,gpt-10b:16 --batch 8 --plot {dir}/hf_and_checkpoints/hf_only/config.json "
+     "--overwrite",
+     "hf_only/config.json is a Hugging Face model's config", 1},
+    // Checkpoints, a Hugging Face model and token shards never share a folder, and no output folder is, or lies
+    // inside, a folder the command reads.
+    {"prepare_into_a_checkpoint", "prepare --input {dir}/text.txt --out {dir}/model/step_00000001 --tokenizer byte",
+     "--out {dir}/model/step_00000001 holds axonn checkpoints (a checkpoint's own files): token shards written "
+     "there would be mixed with them; choose a folder of its own", 1},
+    {"prepare_into_a_checkpoint_folder", "prepare --input {dir}/text.txt --out {dir}/model --tokenizer byte",
+     "--out {dir}/model holds axonn checkpoints (the checkpoint step_00000001)", 1},
+    {"ckpt_dir_among_token_shards", "train --data {dir}/good --tokenizer byte --ckpt-dir {dir}/other_data",
+     "--ckpt-dir {dir}/other_data holds token shards (train.bin): checkpoints written there would be mixed", 1},
+    {"data_inside_the_ckpt_dir", "train --data {dir}/data_in_ckpt/shards --tokenizer byte --ckpt-dir {dir}/data_in_ckpt",
+     "lies inside --ckpt-dir {dir}/data_in_ckpt, which this run's saves and prunings change: move the data out", 1},
+    {"export_among_token_shards", "export {dir}/model {dir}/good",
+     "OUT {dir}/good holds token shards (train.bin): a Hugging Face model written there would be mixed", 1},
+    {"export_inside_its_checkpoint", "export {dir}/model {dir}/model/hf",
+     "OUT {dir}/model/hf lies inside {dir}/model, which this run reads", 1},
+    {"export_over_a_blocked_config", "export {dir}/model {dir}/hf_blocked --overwrite",
+     "config.json.partial, where it is written first, is a folder: remove it", 1},
+    {"import_among_token_shards", "import {dir}/hf_and_checkpoints/hf_only --out {dir}/other_data",
+     "--out {dir}/other_data holds token shards (train.bin)", 1},
+    {"import_inside_its_source",
+     "import {dir}/hf_and_checkpoints/hf_only --out {dir}/hf_and_checkpoints/hf_only/ckpt",
+     "--out {dir}/hf_and_checkpoints/hf_only/ckpt lies inside {dir}/hf_and_checkpoints/hf_only, which this run "
+     "reads", 1},
+    {"corpus_among_token_shards", "corpus janeausten --package {dir}/empty --out {dir}/good",
+     "--out {dir}/good holds token shards (train.bin): this command's files written there would be mixed", 1},
+    {"corpus_into_its_package", "corpus janeausten --package {dir}/empty --out {dir}/empty",
+     "--out {dir}/empty is {dir}/empty, a folder this run reads", 1},
+    {"study_into_its_text", "memorization study --sizes XS --buckets 1 --devil-dir {dir}/empty --out {dir}/empty",
+     "--out {dir}/empty is {dir}/empty, a folder this run reads", 1},
+    // What would fail only when the output is written, after the work, fails before it.
+    {"tune_out_ends_with_a_slash", "tune --model gpt2-micro --tokenizer byte --batch 8 --seq 16 --out {dir}/g.json/",
+     "grid file {dir}/g.json/ ends with '/', so it names a folder: name a file (drop the slash)", 1},
+    {"metrics_end_with_a_slash", "train --data {dir}/good --tokenizer byte --metrics {dir}/m.jsonl/",
+     "metrics file {dir}/m.jsonl/ ends with '/'", 1},
+    {"plot_name_too_long",
+     "plan --weak-scaling gpt-5b:8,gpt-10b:16 --batch 8 --plot {dir}/" + std::string(250, 'p'),
+     "its name has 250 characters, more than the 247 this file system takes", 1},
+    {"tune_over_a_link_at_its_partial_file",
+     "tune --model gpt2-micro --tokenizer byte --batch 8 --seq 16 --out {dir}/linked_partial.json",
+     "linked_partial.json.partial, where it is written first, is a symbolic link", 1},
     // No output replaces a file this run did not make, and no two outputs are one file (checked before any work).
     {"trace_and_metrics_in_one_file",
      "train --data {dir}/good --tokenizer byte --steps 1 --metrics {dir}/one.json --trace {dir}/one.json",
@@ -238,13 +298,13 @@ std::vector<BadInput> const bad_inputs = {
     {"bench_overwrite_without_a_trace", "bench --model gpt2-micro --batch 2 --seq 16 --iters 3 --overwrite",
      "--overwrite requires --trace", 2},
     {"tune_over_a_token_shard",
-     "tune --model gpt2-micro --tokenizer byte --batch 8 --seq 16 --out {dir}/good/train.bin",
-     "grid file {dir}/good/train.bin already exists", 1},
+     "tune --model gpt2-micro --tokenizer byte --batch 8 --seq 16 --out {dir}/good/train.bin --overwrite",
+     "--out {dir}/good/train.bin is a token shard: writing it would destroy it, --overwrite or not", 1},
     {"tune_over_its_machine_profile",
      "tune --model gpt2-micro --tokenizer byte --batch 8 --seq 16 --out {dir}/machines/local.toml --overwrite",
      "--out {dir}/machines/local.toml is also an input of this run", 1, "AXONN_MACHINES_DIR={dir}/machines"},
     {"tune_into_a_folder", "tune --model gpt2-micro --tokenizer byte --batch 8 --seq 16 --out {dir}/empty",
-     "--out {dir}/empty is a folder: name a file such as {dir}/empty/tuned-grid.json", 2},
+     "--out {dir}/empty is a folder: name a file such as {dir}/empty/tuned-grid.json",1},
     {"plan_plot_over_a_file", "plan --weak-scaling gpt-5b:8,gpt-10b:16 --batch 8 --plot {dir}/text.txt",
      "plot {dir}/text.txt already exists", 1},
     // Written whole and renamed into place, these outputs would replace a device or a FIFO: refused even with
@@ -269,7 +329,7 @@ std::vector<BadInput> const bad_inputs = {
     {"calibrate_over_a_file", "calibrate --quick --out {dir}/text.txt",
      "machine profile {dir}/text.txt already exists", 1},
     {"calibrate_into_a_folder", "calibrate --quick --out {dir}/empty",
-     "--out {dir}/empty is a folder: name a file such as {dir}/empty/local.toml", 2},
+     "--out {dir}/empty is a folder: name a file such as {dir}/empty/local.toml",1},
     {"plan_plot_without_weak_scaling", "plan --model gpt-5b --gpus 8 --batch 8 --plot {dir}/plan.png",
      "--plot requires --weak-scaling", 2},
     // A folder holding both a Hugging Face model and checkpoints is ambiguous: import refuses to read one, and
@@ -395,7 +455,7 @@ std::vector<BadInput> const bad_inputs = {
      "unknown backend 'cuda': this build has 'cpu' (build with -DAXONN_CUDA=ON for 'cuda')", 2},
 #endif
     {"plan_plot_into_a_folder", "plan --weak-scaling gpt-5b:8,gpt-10b:16 --batch 8 --plot {dir}/empty",
-     "--plot {dir}/empty is a folder: name a file such as {dir}/empty/weak-scaling.png", 2},
+     "--plot {dir}/empty is a folder: name a file such as {dir}/empty/weak-scaling.png",1},
     {"trace_under_a_file", "train --data {dir}/good --tokenizer byte --trace {dir}/text.txt/trace.json",
      "--trace {dir}/text.txt/trace.json: {dir}/text.txt is not a folder", 1},
     {"trace_in_a_missing_folder", "train --data {dir}/good --tokenizer byte --trace {dir}/nowhere/trace.json",
@@ -643,6 +703,12 @@ protected:
             std::ofstream(folder / "config.json") << "{\"model_type\": \"gpt2\"}";
             std::ofstream(folder / "model.safetensors") << "";
         }
+        fs::create_directories(dir_ / "hf_blocked" / "config.json.partial");
+        fs::create_directories(dir_ / "data_in_ckpt" / "shards");
+        for (char const* shard : {"train.bin", "val.bin"}) {
+            fs::copy_file(dir_ / "good" / shard, dir_ / "data_in_ckpt" / "shards" / shard);
+        }
+        fs::create_symlink(dir_ / "text.txt", dir_ / "linked_partial.json.partial");
         fs::create_directories(dir_ / "other_data");
         write_token_shard(dir_ / "other_data" / "train.bin", small, 16, ShardOrigin{{"byte", 257}, 9});
         write_token_shard(dir_ / "other_data" / "val.bin", small, 16, ShardOrigin{{"byte", 257}, 9});
@@ -1251,6 +1317,29 @@ TEST_F(CommandLineErrors, MetricsOnAFillingDiskKeepWholeLines) {
     ASSERT_FALSE(lines.empty());
     EXPECT_EQ(lines.back(), '\n') << "a torn last line: " << lines.substr(lines.rfind('\n') + 1);
     EXPECT_LT(std::count(lines.begin(), lines.end(), '\n'), 40);
+}
+
+// A run refused over its outputs makes nothing: not the --ckpt-dir (nor its lock), not a folder named as a file.
+TEST_F(CommandLineErrors, ARefusedRunLeavesNothingBehind) {
+    struct Refused {
+        std::string arguments;
+        fs::path left_out;
+    };
+    for (Refused const& refused :
+         {Refused{"train --data " + (dir_ / "good").string() + " --tokenizer byte --ckpt-dir " +
+                      (dir_ / "fresh_ckpt").string() + " --metrics " + (dir_ / "fresh_ckpt").string(),
+                  dir_ / "fresh_ckpt"},
+          Refused{"train --data " + (dir_ / "good").string() + " --tokenizer byte --ckpt-dir " +
+                      (dir_ / "fresh_ckpt2").string() + " --metrics " + (dir_ / "fresh_m.jsonl/").string(),
+                  dir_ / "fresh_ckpt2"},
+          Refused{"tune --model gpt2-micro --tokenizer byte --batch 8 --seq 16 --out " +
+                      (dir_ / "fresh_grid.json/").string(),
+                  dir_ / "fresh_grid.json"}}) {
+        CommandResult const result = run_axonn(refused.arguments, dir_);
+        EXPECT_EQ(result.exit_status, 1) << refused.arguments << ": " << result.stderr_text;
+        EXPECT_FALSE(fs::exists(refused.left_out)) << refused.arguments;
+    }
+    EXPECT_FALSE(fs::exists(dir_ / "fresh_m.jsonl"));
 }
 
 // A prepare that runs out of disk leaves the previous train.bin and val.bin as they were, and no partial file.

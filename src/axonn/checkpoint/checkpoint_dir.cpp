@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 constexpr std::string_view step_prefix = "step_";
 constexpr std::string_view partial_suffix = ".partial";
 constexpr std::string_view replaced_suffix = ".replaced";
+constexpr std::string_view pruned_suffix = ".pruned";
 
 // The step of a folder named step_NNNNNNNN, if it is one.
 std::optional<std::int64_t> folder_step(std::string const& name) {
@@ -46,10 +47,22 @@ std::string alternatives(fs::path const& dir) {
 
 // Removes a checkpoint folder, its marker first: a removal that a crash interrupts leaves an incomplete folder,
 // never a damaged "complete" one.
+// A leftover (an interrupted save, replacement or pruning): removed, its completion marker first.
 void remove_checkpoint_folder(fs::path const& folder) {
     std::error_code error;
     fs::remove(folder / checkpoint_complete_file, error);
     fs::remove_all(folder, error);
+}
+
+// A complete checkpoint: renamed aside first, in one step, so that a removal cut short (a kill) leaves a leftover
+// that the next pruning removes, never a half-deleted folder under a checkpoint's name.
+void prune_checkpoint(fs::path const& folder) {
+    fs::path aside = folder;
+    aside += pruned_suffix;
+    remove_checkpoint_folder(aside);  // an earlier pruning's, cut short
+    std::error_code error;
+    fs::rename(folder, aside, error);
+    remove_checkpoint_folder(error ? folder : aside);
 }
 
 }  // namespace
@@ -108,7 +121,7 @@ void prune_checkpoints(fs::path const& dir, int keep, std::int64_t just_saved) {
     std::error_code error;
     for (auto const& entry : fs::directory_iterator(dir, error)) {
         std::string const name = entry.path().filename().string();
-        for (std::string_view suffix : {partial_suffix, replaced_suffix}) {
+        for (std::string_view suffix : {partial_suffix, replaced_suffix, pruned_suffix}) {
             bool const leftover = name.size() > suffix.size() && name.ends_with(suffix) &&
                                   folder_step(name.substr(0, name.size() - suffix.size()));
             if (leftover) remove_checkpoint_folder(entry.path());
@@ -117,7 +130,7 @@ void prune_checkpoints(fs::path const& dir, int keep, std::int64_t just_saved) {
     if (keep <= 0) return;
     auto const all = complete_checkpoints(dir);
     for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < all.size(); ++i) {
-        if (all[i].step != just_saved) remove_checkpoint_folder(all[i].path);
+        if (all[i].step != just_saved) prune_checkpoint(all[i].path);
     }
 }
 

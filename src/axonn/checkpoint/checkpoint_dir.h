@@ -3,6 +3,8 @@
 //   CKPT_DIR/step_00000300/          a complete checkpoint: index.json, rank*.safetensors, and COMPLETE, which is
 //                                    written last: a folder without it is not a checkpoint
 //   CKPT_DIR/step_00000400.partial/  a save in progress, or one a crash interrupted (never read, removed later)
+//   CKPT_DIR/step_00000200.pruned/   a checkpoint being removed by --keep, renamed aside first (never read; one a
+//                                    crash interrupted is removed by the next pruning)
 //
 // A save fills the .partial folder, flushes every file, renames the folder into place, flushes the parent, and
 // only then writes COMPLETE: whatever moment a crash strikes, the newest complete checkpoint is whole.
@@ -45,7 +47,7 @@ std::filesystem::path resolve_checkpoint(std::string const& spec, std::filesyste
                                          std::string_view option = "--resume");
 
 // Removes all but the newest `keep` complete checkpoints (keep = 0: none removed; never the one of step
-// just_saved) and every interrupted save or replacement.
+// just_saved), each renamed aside first, and every interrupted save, replacement or removal.
 void prune_checkpoints(std::filesystem::path const& dir, int keep, std::int64_t just_saved = -1);
 
 // Held by rank 0 for a whole run: a second run writing into the same --ckpt-dir is an error, not two runs

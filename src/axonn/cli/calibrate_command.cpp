@@ -4,6 +4,7 @@
 #include "axonn/core/file_io.h"
 #include "axonn/perf/calibrate.h"
 #include "axonn/train/grid_choice.h"
+#include "axonn/train/output_kinds.h"
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -83,11 +84,11 @@ void add_calibrate_command(CLI::App& app) {
         std::filesystem::path const folder = path.parent_path();
         // Checked before the measurements, which take a while, rather than when the file is written.
         if (auto const problem = folder.empty() ? std::nullopt : path_problem(folder)) {
-            throw UsageError(fmt::format("--out {}: the folder {} {}: create it or choose another path",
-                                         path.string(), folder.string(), *problem));
+            fail("--out {}: the folder {} {}: create it or choose another path", path.string(), folder.string(),
+                 *problem);
         }
-        as_usage_errors([&] { require_not_a_folder(path, "--out", "local.toml"); });
-        require_replaceable_output(path, "machine profile", *overwrite);
+        require_not_a_folder(path, "--out", "local.toml");
+        require_output_file(path, "--out", "machine profile", *overwrite);
         MachineProfile const profile = measure_machine_profile(*options);
         int rank = 0;
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -1,6 +1,7 @@
 #include "axonn/cli/commands.h"
 #include "axonn/core/file_io.h"
 #include "axonn/io/janeausten.h"
+#include "axonn/train/output_kinds.h"
 
 #include <fmt/format.h>
 
@@ -51,6 +52,8 @@ void add_corpus_command(CLI::App& app) {
 
     austen->callback([package, out, overwrite] {
         require_one_process("corpus");
+        require_folder_for(*out, "--out", OutputKind::other);
+        require_not_an_input(*out, "--out", {*package});
         std::vector<Book> const books = read_janeausten(*package);
         // Before any is written: a file of a novel's name with other text in it is replaced only when asked, and
         // anything else there that is not a regular file (a device, a FIFO) never.

@@ -10,6 +10,7 @@
 #include "axonn/families/hf_model.h"
 #include "axonn/families/registry.h"
 #include "axonn/io/hf_safetensors.h"
+#include "axonn/train/output_kinds.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -47,19 +48,19 @@ std::string dtype_help() {
                        fmt::join(f32_families, " or "));
 }
 
-// OUT must not be a checkpoint folder (generate and --init-from could not tell which to read), and an earlier
-// export there is replaced only with --overwrite.
-void require_export_folder(std::filesystem::path const& out, bool overwrite) {
-    if (auto const checkpoints = checkpoint_content(out)) {
-        fail("OUT {} holds axonn checkpoints ({}): export into a folder of its own", out.string(), *checkpoints);
-    }
+// OUT must not hold another kind of output (a checkpoint folder: generate and --init-from could not tell which to
+// read) or lie in the checkpoint read, and an earlier export there is replaced only with --overwrite.
+void require_export_folder(std::filesystem::path const& out, std::filesystem::path const& checkpoint,
+                           bool overwrite) {
+    require_folder_for(out, "OUT", OutputKind::hf_model);
+    require_not_an_input(out, "OUT", {checkpoint});
     AXONN_REQUIRE(overwrite || !is_hf_model_folder(out),
                   "OUT {} already holds a Hugging Face model (an earlier export?): choose another folder, or pass "
                   "--overwrite to replace it",
                   out.string());
     // Each file the export writes, before either is written: one alone is not replaced without --overwrite, and
     // a device or a FIFO in its place never.
-    require_replaceable_output(out / "config.json", "Hugging Face config", overwrite);
+    require_replaceable_output(out / hf_config_file, "Hugging Face config", overwrite);
     require_replaceable_output(out / hf_weights_file, "Hugging Face weights", overwrite);
 }
 
@@ -83,7 +84,7 @@ void add_export_command(CLI::App& app) {
     command->callback([format, dtype, checkpoint, out, overwrite] {
         require_one_process("export");
         if (*format != "hf") throw UsageError(fmt::format("unknown --format {}: export writes hf", *format));
-        require_export_folder(*out, *overwrite);
+        require_export_folder(*out, *checkpoint, *overwrite);
         CheckpointReader reader(resolve_checkpoint(*checkpoint, {}, "CKPT"));
         ModelFamily const& family = family_of(reader.index().model);
         if (!family.exports_bf16 && *dtype != "f32") {

@@ -9,6 +9,7 @@
 #include "axonn/families/hf_model.h"
 #include "axonn/families/registry.h"
 #include "axonn/train/checkpointing.h"
+#include "axonn/train/output_kinds.h"
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -38,7 +39,8 @@ void add_import_command(CLI::App& app) {
         require_one_process("import");
         if (*format != "hf") throw UsageError(fmt::format("unknown --format {}: import reads hf", *format));
         require_hf_model_alone(*source, "DIR");
-        require_no_hf_model(*out, "--out");
+        require_folder_for(*out, "--out", OutputKind::checkpoints);
+        require_not_an_input(*out, "--out", {*source});
         require_step_folders_are_checkpoints(*out, "--out");
         // An earlier import's step 0 is replaced when asked; another run's checkpoints never: a resume would take
         // them, and --keep would prune the import.

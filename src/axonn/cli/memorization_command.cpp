@@ -11,6 +11,7 @@
 #include "axonn/memorization/extreme_study.h"
 #include "axonn/memorization/study.h"
 #include "axonn/memorization/study_report.h"
+#include "axonn/train/output_kinds.h"
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -225,6 +226,8 @@ void add_study(CLI::App& parent) {
     command->callback([command, given, extreme, experiment, quick, check, overwrite, grid_spec, sizes, skip, text] {
         // Before any work: the results would otherwise be refused, or would replace others, minutes from now.
         require_new_output_folder(given->out, "results (--out)", *overwrite);
+        require_folder_for(given->out, "--out", OutputKind::other);
+        require_not_an_input(given->out, "--out", {given->devil_dir, given->austen_package});
         auto const take = [&](char const* option, auto& target, auto const& value) {
             if (command->count(option) > 0) target = value;
         };

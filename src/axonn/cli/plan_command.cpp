@@ -8,6 +8,7 @@
 #include "axonn/perf/machine_profile.h"
 #include "axonn/perf/planner.h"
 #include "axonn/perf/weak_scaling.h"
+#include "axonn/train/output_kinds.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -230,7 +231,6 @@ void add_plan_command(CLI::App& app) {
             std::vector<WeakScalingPoint> points = as_usage_errors([&] {
                 AXONN_REQUIRE(flags->seq >= 0, "--seq must not be negative, got {} (0: the model's context)",
                               flags->seq);
-                require_not_a_folder(flags->plot, "--plot", "weak-scaling.png");
                 request->time.order = parse_axis_order(flags->order);
                 request->run = flags->run.model;
                 request->micro_batch = flags->run.micro_batch;
@@ -239,8 +239,8 @@ void add_plan_command(CLI::App& app) {
                                            flags->weak_batch == "fixed");
             });
             // Before the planning, not after it; never the profile it plans on.
-            require_not_an_input(flags->plot, "--plot", {machine_profile_path(flags->machine)});
-            require_replaceable_output(flags->plot, "plot", flags->overwrite);
+            require_not_a_folder(flags->plot, "--plot", "weak-scaling.png");
+            require_output_file(flags->plot, "--plot", "plot", flags->overwrite, {machine_profile_path(flags->machine)});
             MachineProfile const machine = load_machine_profile(flags->machine);
             for (WeakScalingPoint& point : points) point.request.machine = machine;
             plan_weak_scaling(points);

@@ -2,6 +2,7 @@
 #include "axonn/io/prepare.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/train/progress.h"
+#include "axonn/train/output_kinds.h"
 
 #include <fmt/format.h>
 
@@ -51,6 +52,7 @@ void add_prepare_command(CLI::App& app) {
 
     command->callback([options] {
         require_one_process("prepare");
+        require_folder_for(options->out_dir, "--out", OutputKind::token_shards);
         if (options->gpt2_dir.empty()) options->gpt2_dir = default_gpt2_dir();
         Progress progress("prepare", 100);
         PrepareReport const report = prepare_shards(*options, [&progress](double fraction) {

@@ -495,12 +495,22 @@ void require_distinct_outputs(std::vector<RunOutput> const& outputs) {
     }
 }
 
+void require_input_outside(fs::path const& input, std::string_view input_option, fs::path const& folder,
+                           std::string_view folder_option, std::string_view why) {
+    AXONN_REQUIRE(!lies_inside(resolved(input), resolved(folder)), "{} {} lies inside {} {}, {}", input_option,
+                  input.string(), folder_option, folder.string(), why);
+}
+
 void require_not_an_input(fs::path const& output, std::string_view output_option,
                           std::vector<fs::path> const& inputs) {
     std::error_code error;
     bool const exists = fs::exists(output, error);
     for (fs::path const& input : inputs) {
         if (fs::is_directory(input, error)) {  // a checkpoint or a model read from its folder
+            AXONN_REQUIRE(resolved(output) != resolved(input),
+                          "{} {} is {}, a folder this run reads: writing there would damage it; choose another "
+                          "folder",
+                          output_option, output.string(), input.string());
             AXONN_REQUIRE(!lies_inside(resolved(output), resolved(input)),
                           "{} {} lies inside {}, which this run reads: writing there would damage it; choose a "
                           "path outside it",

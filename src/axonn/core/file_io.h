@@ -168,6 +168,11 @@ struct RunOutput {
 // over the other: a trace over a checkpoint's index, metrics over a trace). Outputs with an empty path are absent.
 void require_distinct_outputs(std::vector<RunOutput> const& outputs);
 
+// Refuses an input (named by `input_option`) that lies inside output folder `folder` (named by `folder_option`);
+// `why` ends the message: what the run does there that could delete it.
+void require_input_outside(std::filesystem::path const& input, std::string_view input_option,
+                           std::filesystem::path const& folder, std::string_view folder_option, std::string_view why);
+
 // Refuses an output path that names one of the inputs (the same file, through any path), or lies inside an input
 // that is a folder (a checkpoint, a model): writing it would destroy the input while it is being read.
 void require_not_an_input(std::filesystem::path const& output, std::string_view output_option,

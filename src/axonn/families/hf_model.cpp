@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 std::string hf_model_type(fs::path const& dir) {
     try {
         nlohmann::json const config = nlohmann::json::parse(
-            read_input_file(dir / "config.json", "Hugging Face config", "", std::uint64_t{1} << 20), nullptr, false);
+            read_input_file(dir / hf_config_file, "Hugging Face config", "", std::uint64_t{1} << 20), nullptr, false);
         return config.is_object() ? config.value("model_type", std::string()) : std::string();
     } catch (Error const&) {
         return {};
@@ -30,7 +30,7 @@ std::string hf_model_type(fs::path const& dir) {
 
 bool is_hf_model_folder(fs::path const& dir) {
     std::error_code error;
-    return fs::is_regular_file(dir / "config.json", error) && has_hf_weights(dir);
+    return fs::is_regular_file(dir / hf_config_file, error) && has_hf_weights(dir);
 }
 
 ModelConfig read_hf_model_config(fs::path const& dir) {

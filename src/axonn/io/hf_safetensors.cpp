@@ -50,6 +50,20 @@ std::map<std::string, std::string> read_weight_map(fs::path const& index) {
 
 }  // namespace
 
+void write_hf_model_files(fs::path const& out, std::string_view config_text, std::string_view header,
+                          std::function<void(AtomicFile& weights)> const& write_tensors) {
+    create_folder(out, "export folder");
+    AtomicFile config(out / hf_config_file, "Hugging Face config");
+    config.write(config_text);
+    config.finish();
+    AtomicFile weights(out / hf_weights_file, "Hugging Face weights");
+    weights.write(header.data(), header.size());
+    write_tensors(weights);
+    weights.finish();
+    weights.commit();
+    config.commit();
+}
+
 bool has_hf_weights(fs::path const& dir) {
     std::error_code error;
     return fs::exists(dir / hf_weights_file, error) || fs::exists(dir / hf_weights_index_file, error);

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -18,6 +19,14 @@ namespace axonn {
 
 inline constexpr char const* hf_weights_file = "model.safetensors";
 inline constexpr char const* hf_weights_index_file = "model.safetensors.index.json";
+
+inline constexpr char const* hf_config_file = "config.json";
+
+// Writes a Hugging Face model folder's config.json (`config_text`) and model.safetensors (`header`, then what
+// `write_tensors` writes into it) side by side, and renames the two into place only once both are on disk: a failure
+// on the way (a full disk, a folder where a partial file goes) leaves an earlier export there whole.
+void write_hf_model_files(std::filesystem::path const& out, std::string_view config_text, std::string_view header,
+                          std::function<void(AtomicFile& weights)> const& write_tensors);
 
 // Whether `dir` holds model.safetensors or model.safetensors.index.json.
 bool has_hf_weights(std::filesystem::path const& dir);

@@ -1,5 +1,6 @@
 #include "axonn/train/benchmark.h"
 
+#include "axonn/comm/rank_zero.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
 #include "axonn/core/rng.h"
@@ -7,6 +8,7 @@
 #include "axonn/core/trace.h"
 #include "axonn/model/decoder.h"
 #include "axonn/train/job.h"
+#include "axonn/train/output_kinds.h"
 #include "axonn/train/threads.h"
 #include "axonn/train/trace_file.h"
 #include "axonn/train/train_step.h"
@@ -44,8 +46,12 @@ BenchResult run_benchmark(BenchOptions options) {
         require_valid_grid(architecture.declarations, options.grid, world, B);
         options.run.pass_batch(B / options.grid.batch_replicas());
     });
-    // Before any step: an earlier file is refused at once, on every rank alike.
-    if (!options.trace.empty()) require_replaceable_output(options.trace, "trace file", options.overwrite);
+    // Before any step: an earlier file is refused at once, decided by rank 0, which writes it (another rank that
+    // looked after rank 0 had made its partial file would refuse it).
+    decided_by_rank_zero([&] {
+        if (!options.trace.empty()) require_output_file(options.trace, "--trace", "trace file", options.overwrite);
+        return std::string();
+    });
     warn_if_oversubscribed(options.threads, node_placement());
 
     Job job(options.run, {options.grid, options.grid_order});

@@ -7,6 +7,7 @@
 #include "axonn/core/rng.h"
 #include "axonn/families/hf_model.h"
 #include "axonn/train/host_state.h"
+#include "axonn/train/output_kinds.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -198,10 +199,20 @@ std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoi
     return changed_settings(checkpoint.index().run, options);
 }
 
+void require_checkpoint_folder_for_run(fs::path const& ckpt_dir, std::vector<fs::path> const& data) {
+    decided_by_rank_zero([&] {
+        require_folder_for(ckpt_dir, "--ckpt-dir", OutputKind::checkpoints);
+        require_step_folders_are_checkpoints(ckpt_dir, "--ckpt-dir");
+        for (fs::path const& input : data) {
+            require_input_outside(input, "the data", ckpt_dir, "--ckpt-dir", "which this run's saves and prunings "
+                                  "change: move the data out of it");
+        }
+        return std::string();
+    });
+}
+
 void check_checkpoint_folder(fs::path const& ckpt_dir, std::int64_t start_step, fs::path const& resumed) {
     std::string const note = decided_by_rank_zero([&] {
-        require_no_hf_model(ckpt_dir, "--ckpt-dir");
-        require_step_folders_are_checkpoints(ckpt_dir, "--ckpt-dir");
         std::error_code error;
         fs::path const folder = resumed.has_filename() ? resumed : resumed.parent_path();  // "DIR/step_N/" too
         bool const own = !resumed.empty() && fs::equivalent(folder.parent_path(), ckpt_dir, error);
@@ -230,13 +241,6 @@ void require_hf_model_alone(fs::path const& folder, std::string_view option) {
              "itself, or move the Hugging Face files to a folder of their own",
              option, folder.string(), *checkpoints);
     }
-}
-
-void require_no_hf_model(fs::path const& folder, std::string_view option) {
-    AXONN_REQUIRE(!is_hf_model_folder(folder),
-                  "{} {} holds a Hugging Face model: checkpoints beside it would leave `generate` and --init-from "
-                  "unable to tell which is meant; choose another folder",
-                  option, folder.string());
 }
 
 fs::path resolve_init_source(fs::path const& source, std::string_view option) {

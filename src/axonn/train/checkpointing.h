@@ -43,17 +43,21 @@ int restore_checkpoint(CheckpointReader& checkpoint, Decoder& model, AdamW& opti
 // changes any is no longer the interrupted one, and is told so.
 std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoint, TrainOptions const& options);
 
+// Refuses a --ckpt-dir that holds another kind of output (a Hugging Face model, token shards), a folder named as
+// a checkpoint that is not one, or any of the run's `data` (which its saves and prunings could delete), alike on
+// every rank, before the folder is made or locked. Collective over MPI_COMM_WORLD.
+void require_checkpoint_folder_for_run(std::filesystem::path const& ckpt_dir,
+                                       std::vector<std::filesystem::path> const& data);
+
 // Refuses a --ckpt-dir holding checkpoints of steps after start_step (another run's), alike on every rank; but a
 // run resumed from a checkpoint inside ckpt_dir (`resumed`: its own, rolled back) sets the later ones aside
-// (set_aside_later_checkpoints) and rank 0 says so. Collective over MPI_COMM_WORLD.
+// (set_aside_later_checkpoints) and rank 0 says so. Collective over MPI_COMM_WORLD; with the folder locked.
 void check_checkpoint_folder(std::filesystem::path const& ckpt_dir, std::int64_t start_step,
                              std::filesystem::path const& resumed = {});
 
 // Refuses a Hugging Face model folder that also holds axonn checkpoints (which of the two `option` means is
-// unclear), and, for a folder that checkpoints are written into (`option`: --ckpt-dir, import's --out), one that
-// holds a Hugging Face model (it would become such a folder).
+// unclear). (A folder that checkpoints are written into is checked by output_kinds.h's require_folder_for.)
 void require_hf_model_alone(std::filesystem::path const& folder, std::string_view option);
-void require_no_hf_model(std::filesystem::path const& folder, std::string_view option);
 
 // What --init-from names, as rank 0 resolves it: a Hugging Face folder of any family, an axonn checkpoint, or a
 // folder of them (its newest); errors name `option`. Collective over MPI_COMM_WORLD.

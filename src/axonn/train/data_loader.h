@@ -58,7 +58,8 @@ private:
 // val.bin: a folder's validation shard is never trained on.
 std::vector<std::filesystem::path> shard_paths(std::filesystem::path const& path);
 
-// The name a folder's validation shard has, beside its training shards.
+// The name a folder's validation shard has, beside its training shards, and `axonn prepare`'s training shard.
 inline constexpr char const* validation_shard_name = "val.bin";
+inline constexpr char const* training_shard_name = "train.bin";
 
 }  // namespace axonn

@@ -13,6 +13,7 @@
 #include "axonn/train/grid_choice.h"
 #include "axonn/train/job.h"
 #include "axonn/train/metrics.h"
+#include "axonn/train/output_kinds.h"
 #include "axonn/train/progress.h"
 #include "axonn/train/stop_signals.h"
 #include "axonn/train/threads.h"
@@ -196,41 +197,47 @@ std::vector<std::filesystem::path> run_inputs(TrainOptions const& options, Train
     return inputs;
 }
 
-// Checks the checkpoint folder and the metrics path, alike on every rank, before anything is written.
+// Checks the checkpoint folder and the metrics and trace paths before anything is written. Rank 0 decides for all:
+// it alone writes these files, and another rank that looked after rank 0 had opened them (the metrics file locked,
+// the trace's partial file made) would refuse the run's own outputs.
 void check_outputs(TrainOptions const& options, TrainingData const& data,
                    std::optional<CheckpointReader> const& resumed) {
     std::vector<std::filesystem::path> const inputs = run_inputs(options, data, resumed);
-    if (!options.ckpt_dir.empty()) {
-        check_checkpoint_folder(options.ckpt_dir, resumed ? resumed->index().step : 0,
-                                resumed ? resumed->folder() : std::filesystem::path());
-    }
-    if (!options.metrics.empty()) {
-        require_not_an_input(options.metrics, "--metrics", inputs);
-        require_writable_output(options.metrics, "metrics file", options.overwrite || !options.resume.empty());
-        if (!options.resume.empty() && !options.overwrite) {
-            decided_by_rank_zero([&] {
+    if (!options.ckpt_dir.empty()) require_checkpoint_folder_for_run(options.ckpt_dir, data.inputs());
+    decided_by_rank_zero([&] {
+        if (!options.metrics.empty()) {
+            require_not_an_input(options.metrics, "--metrics", inputs);
+            require_apart_from_models_and_data(options.metrics, "--metrics");
+            require_writable_output(options.metrics, "metrics file", options.overwrite || !options.resume.empty());
+            if (!options.resume.empty() && !options.overwrite) {
                 require_own_metrics_file(options.metrics, options.run_id);
-                return std::string();
-            });
+            }
         }
-    }
-    if (!options.trace.empty()) {
-        require_not_an_input(options.trace, "--trace", inputs);
-        require_replaceable_output(options.trace, "trace file", options.overwrite);
-    }
-    require_distinct_outputs({{"--metrics", options.metrics}, {"--trace", options.trace},
-                              {"--ckpt-dir", options.ckpt_dir, true}});
+        if (!options.trace.empty()) {
+            require_output_file(options.trace, "--trace", "trace file", options.overwrite, inputs);
+        }
+        require_distinct_outputs({{"--metrics", options.metrics}, {"--trace", options.trace},
+                                  {"--ckpt-dir", options.ckpt_dir, true}});
+        return std::string();
+    });
 }
 
-std::optional<CheckpointDirLock> lock_checkpoint_folder(TrainOptions const& options, bool leader) {
+// Checks every output before the checkpoint folder is made and locked (a run refused leaves nothing behind), then
+// locks it.
+std::optional<CheckpointDirLock> lock_checkpoint_folder(TrainOptions const& options, TrainingData const& data,
+                                                        bool leader, std::optional<CheckpointReader> const& resumed) {
+    check_outputs(options, data, resumed);
     std::optional<CheckpointDirLock> lock;
     if (!options.ckpt_dir.empty() && leader) lock.emplace(options.ckpt_dir);
     return lock;
 }
 
-MetricsLog open_metrics(TrainOptions const& options, TrainingData const& data, bool leader,
-                        std::optional<CheckpointReader> const& resumed) {
-    check_outputs(options, data, resumed);
+// With the checkpoint folder locked: sets a rolled-back run's later checkpoints aside, then opens the metrics.
+MetricsLog open_metrics(TrainOptions const& options, bool leader, std::optional<CheckpointReader> const& resumed) {
+    if (!options.ckpt_dir.empty()) {
+        check_checkpoint_folder(options.ckpt_dir, resumed ? resumed->index().step : 0,
+                                resumed ? resumed->folder() : std::filesystem::path());
+    }
     if (options.metrics.empty() || !leader) return MetricsLog();
     return MetricsLog(options.metrics, options.run_id, options.overwrite, metrics_resume_step(options, resumed));
 }
@@ -249,8 +256,8 @@ TrainingRun::TrainingRun(TrainOptions& options_, std::unique_ptr<Tokenizer> toke
       placement(placed_on_nodes(options_.threads)),
       job(options_.run, {options_.grid, options_.grid_order, options_.debug_collectives}),
       data(options_, ShardTokenizer{tokenizer->name(), tokenizer->vocab_size()}),
-      ckpt_lock(lock_checkpoint_folder(options_, leader)),
-      metrics(open_metrics(options_, data, leader, resumed)),
+      ckpt_lock(lock_checkpoint_folder(options_, data, leader, resumed)),
+      metrics(open_metrics(options_, leader, resumed)),
       trace(open_trace(options_, job.grid())),
       model(options_.model.architecture(), job.backend(), job.grid(), job.pass_batch(options_.batch), options_.seq,
             options_.run.model),

@@ -12,7 +12,7 @@ namespace fs = std::filesystem;
 
 // (The error_code forms: a path that cannot be examined, such as a loop of links, is reported by the reader.)
 fs::path training_path(TrainOptions const& options) {
-    fs::path const train_file = options.data / "train.bin";
+    fs::path const train_file = options.data / training_shard_name;
     std::error_code error;
     return fs::is_directory(options.data, error) && fs::exists(train_file, error) ? train_file : options.data;
 }
@@ -40,7 +40,7 @@ void check_data_split(DataLoader const& train, DataLoader const& val) {
             AXONN_REQUIRE(!fs::equivalent(validation.path(), training.path(), error),
                           "{} is both training and validation data: pass --val-data a shard that is not in --data",
                           validation.path().string());
-            bool const pair = training.path().filename() == "train.bin" &&
+            bool const pair = training.path().filename() == training_shard_name &&
                               validation.path().filename() == validation_shard_name &&
                               training.path().parent_path() == validation.path().parent_path();
             AXONN_REQUIRE(!pair || training.dataset_id() == validation.dataset_id(),

@@ -4,6 +4,7 @@
 #include "axonn/core/file_io.h"
 #include "axonn/model/model_config.h"
 #include "axonn/perf/machine_profile.h"
+#include "axonn/train/output_kinds.h"
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -58,12 +59,11 @@ TuneResult run_tune(TuneOptions const& options) {
                       options.bench.model.context());
         AXONN_REQUIRE(options.bench.batch >= 1, "--batch must be at least 1, got {}", options.bench.batch);
         parse_axis_order(options.bench.grid_order);
-        require_not_a_folder(out, "--out", "tuned-grid.json");
     });
     // Before any grid is timed: an earlier file is refused at once, not after minutes of work, and so is the
     // machine profile the grids are ranked on.
-    require_not_an_input(out, "--out", {machine_profile_dir() / "local.toml"});
-    require_replaceable_output(out, "grid file", options.overwrite);
+    require_not_a_folder(out, "--out", "tuned-grid.json");
+    require_output_file(out, "--out", "grid file", options.overwrite, {machine_profile_dir() / "local.toml"});
     LocalProfile const profile = local_machine_profile();
     TuneResult result;
     result.profile_source = profile.source;

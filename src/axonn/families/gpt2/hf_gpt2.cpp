@@ -17,7 +17,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr char const* config_file = "config.json";
 constexpr std::uint64_t max_config_bytes = 1 << 20;
 
 // Where each parameter lives in Hugging Face's GPT-2: its name (after "h.l." for a per-layer one), and whether
@@ -85,7 +84,7 @@ int positive(json const& config, char const* key, fs::path const& path) {
 }  // namespace
 
 GptConfig read_hf_gpt2_config(fs::path const& dir) {
-    fs::path const path = dir / config_file;
+    fs::path const path = dir / hf_config_file;
     std::string const text = read_input_file(path, "Hugging Face config", "pass a Hugging Face model folder",
                                              max_config_bytes);
     try {
@@ -258,14 +257,11 @@ void export_hf_gpt2(GptConfig const& config, ReadTensor const& read_tensor, fs::
                       {"use_cache", true},
                       {"torch_dtype", "float32"}};
     if (config.vocab_size == 50257) hf_config["bos_token_id"] = hf_config["eos_token_id"] = 50256;
-    create_folder(out, "export folder");
-    AtomicFile weights(out / hf_weights_file, "Hugging Face weights");
     // transformers refuses a safetensors file whose metadata does not say which framework wrote it.
-    std::string const header = safetensors_header_bytes(entries, {{"format", "pt"}});
-    weights.write(header.data(), header.size());
-    for (Tensor const& tensor : data) weights.write(tensor.raw_data(), tensor.bytes());
-    weights.commit();
-    write_file_atomically(out / config_file, hf_config.dump(2) + "\n", "Hugging Face config");
+    write_hf_model_files(out, hf_config.dump(2) + "\n", safetensors_header_bytes(entries, {{"format", "pt"}}),
+                         [&](AtomicFile& weights) {
+                             for (Tensor const& tensor : data) weights.write(tensor.raw_data(), tensor.bytes());
+                         });
 }
 
 }  // namespace axonn

@@ -116,25 +116,11 @@ void HfLlamaWeights::read_local(ShardLayout const& layout, std::span<float> para
     }
 }
 
-void export_hf_llama(LlamaConfig const& config, ReadTensor const& read_tensor, fs::path const& out, DType dtype) {
-    AXONN_REQUIRE(dtype == DType::f32 || dtype == DType::bf16, "export writes F32 or BF16 weights, not {}",
-                  safetensors_dtype_name(dtype));
+namespace {
+
+// Every stored tensor's data, in the order of the header's entries: by axonn tensor, layer, then part.
+void write_tensors(AtomicFile& weights, LlamaConfig const& config, ReadTensor const& read_tensor, DType dtype) {
     std::vector<ParamDecl> const decls = llama_parameters(config);
-    // Every stored tensor in the order its data is written: by axonn tensor, layer, then part.
-    std::vector<SafetensorsEntry> entries;
-    for (int id = 0; id < llama_param_count; ++id) {
-        auto const param = static_cast<LlamaParam>(id);
-        for (std::int64_t l = 0; l < (per_layer(param) ? config.num_hidden_layers : 1); ++l) {
-            for (StoredPart const& part : stored_parts(param, config)) {
-                entries.push_back({stored_name(param, part, l), dtype, part.shape, 0, 0});
-            }
-        }
-    }
-    create_folder(out, "export folder");
-    AtomicFile weights(out / hf_weights_file, "Hugging Face weights");
-    // transformers refuses a safetensors file whose metadata does not say which framework wrote it.
-    std::string const header = safetensors_header_bytes(entries, {{"format", "pt"}});
-    weights.write(header.data(), header.size());
     std::vector<bfloat16> rounded;
     for (int id = 0; id < llama_param_count; ++id) {
         auto const param = static_cast<LlamaParam>(id);
@@ -155,10 +141,27 @@ void export_hf_llama(LlamaConfig const& config, ReadTensor const& read_tensor, f
             }
         }
     }
-    weights.commit();
-    write_file_atomically(out / "config.json",
-                          hf_llama_config_json(config, dtype == DType::f32 ? "float32" : "bfloat16").dump(2) + "\n",
-                          "Hugging Face config");
+}
+
+}  // namespace
+
+void export_hf_llama(LlamaConfig const& config, ReadTensor const& read_tensor, fs::path const& out, DType dtype) {
+    AXONN_REQUIRE(dtype == DType::f32 || dtype == DType::bf16, "export writes F32 or BF16 weights, not {}",
+                  safetensors_dtype_name(dtype));
+    // Every stored tensor in the order write_tensors writes its data.
+    std::vector<SafetensorsEntry> entries;
+    for (int id = 0; id < llama_param_count; ++id) {
+        auto const param = static_cast<LlamaParam>(id);
+        for (std::int64_t l = 0; l < (per_layer(param) ? config.num_hidden_layers : 1); ++l) {
+            for (StoredPart const& part : stored_parts(param, config)) {
+                entries.push_back({stored_name(param, part, l), dtype, part.shape, 0, 0});
+            }
+        }
+    }
+    // transformers refuses a safetensors file whose metadata does not say which framework wrote it.
+    write_hf_model_files(out, hf_llama_config_json(config, dtype == DType::f32 ? "float32" : "bfloat16").dump(2) + "\n",
+                         safetensors_header_bytes(entries, {{"format", "pt"}}),
+                         [&](AtomicFile& weights) { write_tensors(weights, config, read_tensor, dtype); });
 }
 
 }  // namespace axonn

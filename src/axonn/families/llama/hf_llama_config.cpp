@@ -142,7 +142,7 @@ LlamaConfig parse_hf_llama_config(std::string const& text, std::string const& so
 }
 
 LlamaConfig read_hf_llama_config(std::filesystem::path const& dir) {
-    std::filesystem::path const path = dir / "config.json";
+    std::filesystem::path const path = dir / hf_config_file;
     LlamaConfig config = parse_hf_llama_config(
         read_input_file(path, "Hugging Face config", "pass a Hugging Face model folder", std::uint64_t{1} << 20),
         path.string());
