@@ -370,11 +370,34 @@ TEST(Checkpoint, RollbacksInTheSameSecondKeepEveryLaterCheckpointAside) {
         testing::write_file(earlier / checkpoint_complete_file, "step 4\n");
     }
     state.save(dir.path(), 4);
-    std::vector<fs::path> const aside = set_aside_later_checkpoints(dir.path(), 2);
+    std::vector<fs::path> const aside = set_aside_later_checkpoints(dir.path(), 2, dir / "step_00000002");
     ASSERT_EQ(aside.size(), 1u);
     EXPECT_TRUE(aside[0].filename().string().ends_with("-2")) << aside[0];
     EXPECT_TRUE(fs::exists(aside[0] / checkpoint_complete_file));
     EXPECT_TRUE(complete_checkpoints(dir.path()).empty());
+}
+
+// Resumed from a checkpoint an earlier rollback set aside (branch 1's step 20), a run also sets aside the checkpoint
+// of that step in the folder (branch 2's), which a later rollback to step 20 would otherwise take for its own.
+TEST(Checkpoint, ARollbackToACheckpointSetAsideKeepsAnotherBranchsOfItsStepAside) {
+    testing::TempDir dir;
+    SerialState first_branch(7), second_branch(8);
+    first_branch.save(dir.path(), 15);
+    second_branch.save(dir.path(), 20);
+    second_branch.save(dir.path(), 25);
+    first_branch.save(dir.path() / "aside", 20);
+    fs::rename(dir / "aside" / "step_00000020", dir / "step_00000020.rolled-back-1");
+    std::vector<fs::path> const aside = set_aside_later_checkpoints(dir.path(), 20, dir / "step_00000020.rolled-back-1");
+    ASSERT_EQ(aside.size(), 2u);
+    EXPECT_TRUE(aside[0].filename().string().starts_with("step_00000020.rolled-back-")) << aside[0];
+    EXPECT_NE(aside[0].filename(), "step_00000020.rolled-back-1");
+    EXPECT_TRUE(aside[1].filename().string().starts_with("step_00000025.rolled-back-")) << aside[1];
+    std::vector<std::int64_t> steps;
+    for (auto const& entry : complete_checkpoints(dir.path())) steps.push_back(entry.step);
+    EXPECT_EQ(steps, (std::vector<std::int64_t>{15}));
+    // Resumed from the checkpoint of its step in the folder itself, nothing of that step moves.
+    second_branch.save(dir.path(), 30);
+    EXPECT_TRUE(set_aside_later_checkpoints(dir.path(), 30, dir / "step_00000030").empty());
 }
 
 TEST(Checkpoint, KeepNeverRemovesTheCheckpointJustSaved) {

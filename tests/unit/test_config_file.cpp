@@ -98,12 +98,20 @@ TEST(ConfigFile, AnOptionalValueTakesTrueFalseOrTheValue) {
               std::string::npos) << refused;
 }
 
+// An integer option whose check names its values (--logit-rows INT:ROWS) takes an integer as the others do.
+TEST(ConfigFile, AnIntegerOptionWithANamedCheckTakesAnInteger) {
+    EXPECT_EQ(expand("train", "logit-rows = 512\n"), (Arguments{"axonn", "train", "--logit-rows=512"}));
+}
+
 TEST(ConfigFile, AValueOfTheWrongTypeIsRefusedWhereItStands) {
     EXPECT_THROW(expand("train", "steps = 2.5\n"), Error);          // an integer option
     EXPECT_THROW(expand("train", "lr = \"fast\"\n"), Error);        // a number
     EXPECT_THROW(expand("train", "model = 5\n"), Error);            // a string
     EXPECT_THROW(expand("train", "overwrite = \"yes\"\n"), Error);  // a switch
     EXPECT_THROW(expand("prepare", "input = []\n"), Error);         // an empty list
+    std::string const empty = error_of([] { expand("train", "data = \"\"\n"); });
+    EXPECT_NE(empty.find("run.toml:1:8: 'data' is empty: give it a value, or remove the line"), std::string::npos)
+        << empty;
     std::string const refused = error_of([] { expand("train", "\nseed = [1, 2]\n"); });
     EXPECT_NE(refused.find("run.toml:2:8: 'seed' must be an integer, not an array"), std::string::npos) << refused;
 }

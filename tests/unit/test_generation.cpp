@@ -167,6 +167,31 @@ TEST(Generation, SamplingOptionsBehave) {
     EXPECT_TRUE(generate(f.model, prompts, options, 64).front().empty());
 }
 
+// Two tokens of equal probability on one grid sort the other way round on another whose rounding raised the second
+// by one ulp: the draw must not change with their order. (Walked by probability, it returned token 1 on the first
+// grid and 2 on the second for a uniform in the second token's interval: a nearly flat distribution over GPT-2's
+// vocabulary drew different tokens on different grids for 2 seeds of 7.)
+TEST(Generation, ADrawDoesNotDependOnTheOrderOfEqualProbabilities) {
+    std::vector<float> const logits = {5.0f, 1.0f, 1.0f, -2.0f};
+    std::vector<float> raised = logits;
+    raised[2] = std::nextafter(1.0f, 2.0f);  // now sorted before token 1
+    for (auto const& [top_k, top_p] : {std::pair{0, 1.0f}, std::pair{3, 1.0f}, std::pair{0, 0.999f}}) {
+        SampleOptions options;
+        options.temperature = 1.0f;
+        options.top_k = top_k;
+        options.top_p = top_p;
+        double const first = 1.0, equal = std::exp(-4.0), last = top_k == 3 ? 0.0 : std::exp(-7.0);
+        double const total = top_p < 1.0f ? first + 2 * equal : first + 2 * equal + last;  // top-p drops the last
+        for (double const into_pair : {0.25, 0.5, 0.75, 1.25, 1.5, 1.75}) {  // in units of one equal token's weight
+            double const uniform = (first + into_pair * equal) / total;
+            std::int32_t const drawn = sample_token(logits, options, uniform);
+            EXPECT_EQ(drawn, into_pair < 1.0 ? 1 : 2) << "top_k " << top_k << " top_p " << top_p;
+            EXPECT_EQ(sample_token(raised, options, uniform), drawn) << "top_k " << top_k << " top_p " << top_p;
+        }
+        EXPECT_EQ(sample_token(logits, options, 0.5), 0);
+    }
+}
+
 // The cache holds the longest prompt and its new tokens, not the model's whole context; at most the context.
 TEST(Generation, TheCacheHoldsPromptPlusNewTokens) {
     std::vector<std::vector<std::int32_t>> const prompts = {{1, 2, 3}, {4}, {5, 6, 7, 8, 9}};

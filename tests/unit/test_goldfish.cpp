@@ -154,6 +154,9 @@ TEST(GoldfishMask, StaticDropsEveryKthPositionAndRandomRedrawsEachStep) {
     EXPECT_NE(step0, step1);
 }
 
+// "off", as a resumed run's changed settings name it, is no Goldfish at all.
+TEST(GoldfishSpec, OffIsNone) { EXPECT_FALSE(parse_goldfish("off").enabled()); }
+
 TEST(GoldfishMask, OffKeepsEveryTargetButTheIgnoredOnes) {
     std::vector<std::int32_t> targets = {3, -1, 5, 7};
     std::vector<float> keep(4);
@@ -188,7 +191,9 @@ INSTANTIATE_TEST_SUITE_P(
                       SpecCase{"strategy=random,k=32,h=1", ""}, SpecCase{"k=1", "k=1 must be at least 2"},
                       SpecCase{"k=4,h=0", "h=0 must be at least 1"}, SpecCase{"k=4,strategy=fancy", "'fancy'"},
                       SpecCase{"h=13", "needs k"}, SpecCase{"k=four", "not an integer"},
-                      SpecCase{"k=4,w=2", "unknown key 'w'"}, SpecCase{"k", "not key=value"}),
+                      SpecCase{"k=4,w=2", "unknown key 'w'"}, SpecCase{"k", "not key=value"},
+                      SpecCase{"off", ""}, SpecCase{"k=4,k=5", "k is given twice"},
+                      SpecCase{"k=4,h=13,h=7", "h is given twice"}),
     [](auto const& info) { return "case" + std::to_string(info.index); });
 
 TEST(GoldfishStep, LossIsTheKeptTargetsMeanAndTheSplitAddsUp) {

@@ -59,8 +59,8 @@ void remove_checkpoint_folder(fs::path const& folder) {
 void prune_checkpoint(fs::path const& folder) {
     fs::path aside = folder;
     aside += pruned_suffix;
-    remove_checkpoint_folder(aside);  // an earlier pruning's, cut short
     std::error_code error;
+    if (fs::exists(aside, error)) remove_checkpoint_folder(aside);  // an earlier pruning's, cut short
     fs::rename(folder, aside, error);
     remove_checkpoint_folder(error ? folder : aside);
 }
@@ -146,13 +146,16 @@ CheckpointDirLock::CheckpointDirLock(fs::path const& dir) {
                   dir.string());
 }
 
-std::vector<fs::path> set_aside_later_checkpoints(fs::path const& dir, std::int64_t start_step) {
+std::vector<fs::path> set_aside_later_checkpoints(fs::path const& dir, std::int64_t start_step,
+                                                  fs::path const& resumed) {
     auto const stamp = std::chrono::duration_cast<std::chrono::seconds>(
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
     std::vector<fs::path> renamed;
     for (CheckpointEntry const& entry : complete_checkpoints(dir)) {
-        if (entry.step <= start_step) continue;
+        std::error_code same;
+        bool const other_branch = entry.step == start_step && !fs::equivalent(entry.path, resumed, same);
+        if (entry.step < start_step || (entry.step == start_step && !other_branch)) continue;
         // A second rollback within the same second would take the first one's name: then -2, -3, ...
         std::string const name = fmt::format("{}.rolled-back-{}", entry.path.filename().string(), stamp);
         fs::path aside = dir / name;

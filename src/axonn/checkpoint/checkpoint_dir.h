@@ -70,10 +70,12 @@ void require_no_later_checkpoints(std::filesystem::path const& dir, std::int64_t
 // save always has one.
 void require_step_folders_are_checkpoints(std::filesystem::path const& dir, std::string_view option);
 
-// A run rolled back to an earlier checkpoint of its own --ckpt-dir: the later complete checkpoints are renamed
-// step_N.rolled-back-UNIXTIME (kept, never resumed, pruned or overwritten; -2, -3, ... after it where a rollback in
-// the same second took that name). Returns the new names, oldest first.
+// A run rolled back to an earlier checkpoint of its own --ckpt-dir (`resumed`): the later complete checkpoints,
+// and one of the same step that is not `resumed` (another branch's, where `resumed` is a folder set aside by an
+// earlier rollback), are renamed step_N.rolled-back-UNIXTIME (kept, never resumed, pruned or overwritten; -2, -3,
+// ... after it where a rollback in the same second took that name). Returns the new names, oldest first.
 std::vector<std::filesystem::path> set_aside_later_checkpoints(std::filesystem::path const& dir,
-                                                               std::int64_t start_step);
+                                                               std::int64_t start_step,
+                                                               std::filesystem::path const& resumed);
 
 }  // namespace axonn

@@ -45,6 +45,9 @@ public:
     // A whole tensor in its serial layout.
     Tensor read_tensor(std::string const& name);
 
+    // Ends with an axonn::Error: "checkpoint DIR is damaged: <problem>; resume from another one, such as ...".
+    [[noreturn]] void damaged(std::string const& problem) const;
+
 private:
     struct OpenFile {
         InputFile input;
@@ -54,7 +57,6 @@ private:
     OpenFile& file(std::string const& name);
     void read_range(std::string const& tensor, std::int64_t begin, std::int64_t count, float* out);
     void read_shard(std::string const& tensor, ShardLayout const& layout, int id, float* out);
-    [[noreturn]] void damaged(std::string const& problem) const;
 
     std::filesystem::path folder_;
     CheckpointIndex index_;

@@ -21,7 +21,9 @@ namespace fs = std::filesystem;
 enum class ValueKind { integer, number, text };
 
 ValueKind value_kind(CLI::Option const& option) {
-    std::string const type = option.get_type_name();
+    // "INT", or "INT:ROWS" where a check names the values.
+    std::string const full = option.get_type_name();
+    std::string const type = full.substr(0, full.find(':'));
     if (type == "INT" || type == "UINT") return ValueKind::integer;
     if (type == "FLOAT") return ValueKind::number;
     return ValueKind::text;
@@ -79,6 +81,8 @@ void append_option(std::vector<std::string>& arguments, CLI::Option const& optio
     // An empty string, as `--resume ""` on the command line, gives the option no value: as false does. (Written
     // `--resume=`, it would read as the option alone: `--resume` is latest.)
     if (value_may_be_left_out && node.is_string() && node.value<std::string>()->empty()) return;
+    AXONN_REQUIRE(!node.is_string() || !node.value<std::string>()->empty(),
+                  "{}: '{}' is empty: give it a value, or remove the line", toml_location(node, file), name);
     // --name=value: a value that starts with '-' stays a value.
     arguments.push_back(flag + "=" + scalar_text(node, kind, name, file));
 }

@@ -31,7 +31,8 @@ void add_parity_command(CLI::App& app) {
     command->add_option("--steps", options->steps, "AdamW steps")->capture_default_str();
     command->add_option("--batch", options->batch, "global batch (sequences)")->capture_default_str();
     command->add_option("--seq", options->seq, "tokens per sequence")->capture_default_str();
-    command->add_option("--seed", options->seed, "seed of the weights")->capture_default_str();
+    command->add_option("--seed", options->seed, "seed of the weights")
+        ->check(CLI::NonNegativeNumber)->capture_default_str();
     command->add_flag("--debug-collectives", options->debug_collectives, "check every collective's signature");
     add_step_options(*command, options->run);
     add_goldfish_option(*command, options->goldfish);

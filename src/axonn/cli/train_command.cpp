@@ -47,14 +47,15 @@ void add_train_command(CLI::App& app) {
     command->add_option("--grad-clip", options->optimizer.grad_clip, "maximum global gradient norm (0: no clipping)")
         ->capture_default_str();
     command->add_option("--seed", options->seed, "seed of the weight initialisation and the sample")
-        ->capture_default_str();
+        ->check(CLI::NonNegativeNumber)->capture_default_str();
     command->add_option("--threads", options->threads, "OpenMP threads per rank (at most the machine's CPUs)")
         ->capture_default_str();
     command
         ->add_option("--gemm-rate", options->gemm_rate_gflops,
                      "MFU's denominator: one core's (or GPU's) GEMM rate in GFLOP/s, in the run's precision, instead "
                      "of the rate rank 0 measures at start (about half a second on a CPU); a fixed value also keeps "
-                     "MFU comparable between runs on a machine whose speed drifts (an earlier run's banner gives one)")
+                     "MFU comparable between runs on a machine whose speed drifts (an earlier run's banner gives one); 0, the "
+                     "default: measure it")
         ->envname("AXONN_GEMM_RATE");
     auto grid_spec = std::make_shared<std::string>("data=1,z=1,y=1,x=1");
     command->add_option("--grid", *grid_spec,
@@ -140,8 +141,10 @@ void add_train_command(CLI::App& app) {
             options->read_files.emplace_back(*grid_spec);
             options->grid = file.grid;
             if (command->count("--grid-order") == 0) options->grid_order = file.grid_order;
-            options->grid_source =
-                fmt::format("from {}, measured {:.4f} s per step by `axonn tune`", *grid_spec, file.step_s);
+            // The job it was tuned for, so that a file of another job is seen for what it is.
+            options->grid_source = fmt::format("from {}, tuned by `axonn tune` for {} at batch {} x {} tokens{}",
+                                               *grid_spec, file.job.model, file.job.batch, file.job.seq,
+                                               file.step_s > 0 ? fmt::format(" ({:.4f} s a step)", file.step_s) : "");
         }
         if (options->tokenizer_dir.empty()) options->tokenizer_dir = default_gpt2_dir();
         options->sample.seed = options->seed;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <charconv>
 #include <climits>
 #include <cstdint>
@@ -137,10 +138,16 @@ GridShape GridShape::parse(std::string const& spec) {
         AXONN_REQUIRE(!seen[index(*axis)], "grid axis '{}' is given twice in '{}': expected the form {}", name, spec,
                       grid_form);
         seen[index(*axis)] = true;
-        std::optional<int> const size = parse_positive_int(part.substr(equals + 1));
+        std::string const text = part.substr(equals + 1);
+        std::optional<int> const size = parse_positive_int(text);
+        // Digits alone, not all zeros, that do not fit an int: a count of ranks beyond any machine.
+        bool const too_large = !size.has_value() && text.find_first_not_of("0123456789") == std::string::npos &&
+                               text.find_first_not_of('0') != std::string::npos;
+        AXONN_REQUIRE(!too_large, "grid size {} of axis {} in '{}' is too large: at most {} ranks", text, name, spec,
+                      std::numeric_limits<int>::max());
         AXONN_REQUIRE(size.has_value(),
-                      "grid size '{}' of axis {} in '{}' is not a positive integer: expected the form {}",
-                      part.substr(equals + 1), name, spec, grid_form);
+                      "grid size '{}' of axis {} in '{}' is not a positive integer: expected the form {}", text,
+                      name, spec, grid_form);
         size_of(shape, *axis) = *size;
     }
     return shape;

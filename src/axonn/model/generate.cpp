@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <utility>
 
 namespace axonn {
 namespace {
@@ -25,37 +26,6 @@ std::int32_t most_likely(std::span<float const> logits) {
     return static_cast<std::int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
-// Draws from softmax(logits / temperature), restricted to the top_k most likely tokens and then to the fewest of
-// them whose probabilities reach top_p. `uniform` in (0, 1) picks the token.
-std::int32_t draw(std::span<float const> logits, SampleOptions const& options, double uniform) {
-    auto const V = static_cast<int>(logits.size());
-    std::vector<std::int32_t> order(static_cast<std::size_t>(V));
-    std::iota(order.begin(), order.end(), 0);
-    int const k = options.top_k > 0 ? std::min(options.top_k, V) : V;
-    // Most likely first; equal logits by id, so that the order does not depend on the sort.
-    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](std::int32_t a, std::int32_t b) {
-        return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-    });
-    std::vector<double> weights(static_cast<std::size_t>(k));
-    double total = 0.0;
-    for (int i = 0; i < k; ++i) {
-        weights[i] = std::exp((static_cast<double>(logits[order[i]]) - logits[order[0]]) / options.temperature);
-        total += weights[i];
-    }
-    int kept = k;
-    if (options.top_p < 1.0f) {
-        double reached = 0.0;
-        for (kept = 0; kept < k && reached < options.top_p * total;) reached += weights[kept++];
-        total = reached;
-    }
-    double threshold = uniform * total;
-    for (int i = 0; i < kept; ++i) {
-        threshold -= weights[i];
-        if (threshold <= 0.0) return order[i];
-    }
-    return order[kept - 1];
-}
-
 // The next token after `row` of the last forward: the most likely (temperature 0) or a draw keyed by the
 // prompt and the token's index, the same on every rank and every grid.
 std::int32_t next_token(Decoder& model, int row, SampleOptions const& options, int prompt, int index) {
@@ -65,7 +35,7 @@ std::int32_t next_token(Decoder& model, int row, SampleOptions const& options, i
                   "the model's logits are not finite: its weights are damaged (NaN or infinite)");
     if (options.temperature == 0.0f) return agreed_token(model.grid(), most_likely(logits));
     auto const draw_index = static_cast<std::uint64_t>(prompt) * (SampleOptions::max_new_tokens + 1) + index;
-    return agreed_token(model.grid(), draw(logits, options, uniform_open01({options.seed, 7}, draw_index)));
+    return agreed_token(model.grid(), sample_token(logits, options, uniform_open01({options.seed, 7}, draw_index)));
 }
 
 // One prompt being continued: every token so far, those the cache has yet to take in, and the continuation.
@@ -174,6 +144,44 @@ std::vector<std::vector<std::int32_t>> share_results(ProcessGrid& grid,
 }
 
 }  // namespace
+
+std::int32_t sample_token(std::span<float const> logits, SampleOptions const& options, double uniform) {
+    auto const V = static_cast<int>(logits.size());
+    std::vector<std::int32_t> order(static_cast<std::size_t>(V));
+    std::iota(order.begin(), order.end(), 0);
+    int const k = options.top_k > 0 ? std::min(options.top_k, V) : V;
+    // Most likely first; equal logits by id, so that the order does not depend on the sort.
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](std::int32_t a, std::int32_t b) {
+        return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    });
+    std::vector<std::pair<std::int32_t, double>> kept(static_cast<std::size_t>(k));  // (id, weight)
+    double total = 0.0;
+    for (int i = 0; i < k; ++i) {
+        double const weight =
+            std::exp((static_cast<double>(logits[order[i]]) - logits[order[0]]) / options.temperature);
+        kept[i] = {order[i], weight};
+        total += weight;
+    }
+    if (options.top_p < 1.0f) {
+        double reached = 0.0;
+        std::size_t count = 0;
+        while (count < kept.size() && reached < options.top_p * total) reached += kept[count++].second;
+        kept.resize(count);
+    }
+    // The draw walks the tokens kept in id order, not by probability: two of nearly equal probability, which
+    // another grid's rounding may sort the other way round, keep their places, so the token drawn changes from
+    // grid to grid only where `uniform` falls within rounding of a boundary between two tokens (or a token's
+    // probability within rounding of the top-k or top-p cut).
+    std::sort(kept.begin(), kept.end());
+    total = 0.0;
+    for (auto const& [id, weight] : kept) total += weight;
+    double threshold = uniform * total;
+    for (auto const& [id, weight] : kept) {
+        threshold -= weight;
+        if (threshold <= 0.0) return id;
+    }
+    return kept.back().first;
+}
 
 void SampleOptions::validate(std::string_view new_tokens_flag) const {
     AXONN_REQUIRE(new_tokens >= 0 && new_tokens <= max_new_tokens, "{} must lie in 0..{}, got {}", new_tokens_flag,

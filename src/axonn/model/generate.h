@@ -32,6 +32,11 @@ struct SampleOptions {
 // data × z replica gets the same tokens.
 void argmax_tokens(Decoder& model, int B, int T, int first, std::int32_t* out);
 
+// A draw from softmax(logits / temperature) over the whole vocabulary, restricted to the top_k most likely tokens
+// and then to the fewest of them whose probabilities reach top_p; `uniform` in (0, 1) picks the token, walking the
+// tokens kept in id order.
+std::int32_t sample_token(std::span<float const> logits, SampleOptions const& options, double uniform);
+
 // Hears each new token of a prompt that this rank's replica continues: (prompt index, token).
 using TokenListener = std::function<void(int, std::int32_t)>;
 

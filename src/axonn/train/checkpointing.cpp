@@ -80,8 +80,10 @@ std::int64_t run_value(json const& run, std::initializer_list<char const*> path,
     }
     bool const valid = value != nullptr && value->is_number_integer() && value->get<std::int64_t>() >= low &&
                        value->get<std::int64_t>() <= high;
-    AXONN_REQUIRE(valid, "checkpoint {} is damaged: its run state has no valid {} (an integer in [{}, {}])",
-                  checkpoint.folder().string(), name, low, high);
+    if (!valid) {
+        checkpoint.damaged(fmt::format("its run state's {} is {}, not an integer in [{}, {}]", name,
+                                       value == nullptr ? "missing" : value->dump(), low, high));
+    }
     return value->get<std::int64_t>();
 }
 
@@ -136,6 +138,8 @@ std::optional<CheckpointReader> open_resume_checkpoint(TrainOptions const& optio
                   "checkpoint {} is of another model: {}; pass the model options it was trained with, "
                   "or start a new run with --init-from",
                   folder, differences);
+    // The run state's own step first: a hand-edited index whose steps disagree is damaged, whatever --steps says.
+    run_value(checkpoint.index().run, {"step"}, checkpoint.index().step, checkpoint.index().step, checkpoint);
     AXONN_REQUIRE(checkpoint.index().step <= options.steps,
                   "checkpoint {} is at step {}, past --steps {}: raise --steps to "
                   "train on",
@@ -165,7 +169,8 @@ int restore_checkpoint(CheckpointReader& checkpoint, Decoder& model, AdamW& opti
     checkpoint.verify(model.grid().comm(Group::world));
     json const& run = checkpoint.index().run;
     auto const step = run_value(run, {"step"}, checkpoint.index().step, checkpoint.index().step, checkpoint);
-    auto const steps_taken = run_value(run, {"optimizer", "steps_taken"}, 0, std::numeric_limits<int>::max(), checkpoint);
+    // One AdamW update a step, from step 0 (a run from --init-from starts its optimizer there too).
+    auto const steps_taken = run_value(run, {"optimizer", "steps_taken"}, step, step, checkpoint);
     DataLoaderState data;
     data.position = run_value(run, {"data", "position"}, 0, std::numeric_limits<std::int64_t>::max(), checkpoint);
     data.epoch = run_value(run, {"data", "epoch"}, 0, std::numeric_limits<std::int64_t>::max(), checkpoint);
@@ -221,7 +226,7 @@ void check_checkpoint_folder(fs::path const& ckpt_dir, std::int64_t start_step, 
             return std::string();
         }
         std::vector<std::string> names;
-        for (fs::path const& aside : set_aside_later_checkpoints(ckpt_dir, start_step)) {
+        for (fs::path const& aside : set_aside_later_checkpoints(ckpt_dir, start_step, folder)) {
             names.push_back(aside.filename().string());
         }
         if (names.empty()) return std::string();

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <vector>
 #include <charconv>
 #include <limits>
 
@@ -58,7 +59,9 @@ std::string GoldfishOptions::describe() const {
 
 GoldfishOptions parse_goldfish(std::string_view spec) {
     GoldfishOptions options;
+    if (spec == "off") return options;
     bool has_k = false;
+    std::vector<std::string_view> keys;
     while (!spec.empty()) {
         std::size_t const comma = spec.find(',');
         std::string_view const part = spec.substr(0, comma);
@@ -68,6 +71,10 @@ GoldfishOptions parse_goldfish(std::string_view spec) {
             throw UsageError(fmt::format("--goldfish: '{}' is not key=value (for example --goldfish k=4,h=13)", part));
         }
         std::string_view const key = part.substr(0, equals), value = part.substr(equals + 1);
+        if (std::find(keys.begin(), keys.end(), key) != keys.end()) {
+            throw UsageError(fmt::format("--goldfish: {} is given twice: give each key once", key));
+        }
+        keys.push_back(key);
         if (key == "k") {
             options.k = parse_int(key, value);
             has_k = true;

@@ -38,7 +38,8 @@ struct GoldfishOptions {
 };
 
 // Parses --goldfish's "k=K,h=H[,strategy=hash|static|random]" (h defaults to 13, the paper's width; the strategy
-// to hash). Throws axonn::UsageError naming the bad part and the fix: k < 2, h < 1, an unknown strategy or key.
+// to hash), or "off" (no Goldfish: what a resumed run's changed settings call it). Throws axonn::UsageError naming
+// the bad part and the fix: k < 2, h < 1, an unknown strategy or key, a key given twice.
 GoldfishOptions parse_goldfish(std::string_view spec);
 
 // keep[B,T]: 1 where target [b,t] counts in the loss, 0 where it is dropped or ignored (a target of -1).

@@ -339,14 +339,20 @@ std::string start_weights(TrainingRun const& run) {
          what, value, run.start_step, start_weights(run));
 }
 
+// What to change after a run diverged: clipping is suggested only where it was off.
+std::string divergence_fixes(TrainOptions const& options) {
+    return options.optimizer.grad_clip > 0 ? "lower --lr or raise --warmup"
+                                           : "lower --lr, raise --warmup, or turn --grad-clip on (1 is usual)";
+}
+
 // The first loss or norm that is not finite ends the run, before it reaches the weights.
 void require_finite_step(TrainingRun const& run, StepResult const& result, int step, float lr) {
     if (result.updated) return;
     std::string_view const what = std::isfinite(result.loss) ? "training gradient norm" : "training loss";
     float const value = std::isfinite(result.loss) ? result.grad_norm : result.loss;
     if (step == run.start_step) fail_at_start(run, what, value);
-    fail("the {} became {} at step {} (learning rate {:g}): the model diverged; lower --lr, raise --warmup, "
-         "or keep --grad-clip on", what, value, step, lr);
+    fail("the {} became {} at step {} (learning rate {:g}): the model diverged; {}", what, value, step, lr,
+         divergence_fixes(run.options));
 }
 
 // What the loop carries from step to step besides the run itself.
@@ -362,10 +368,8 @@ std::optional<float> validate_if_due(TrainingRun& run, int step, LoopState& loop
     if (!run.data.val || (step % options.eval_every != 0 && step != options.steps)) return std::nullopt;
     float const val_loss = evaluate(run);
     if (!std::isfinite(val_loss) && step == run.start_step) fail_at_start(run, "validation loss", val_loss);
-    AXONN_REQUIRE(std::isfinite(val_loss),
-                  "the validation loss became {} at step {}: the model diverged; lower --lr, "
-                  "raise --warmup, or keep --grad-clip on",
-                  val_loss, step);
+    AXONN_REQUIRE(std::isfinite(val_loss), "the validation loss became {} at step {}: the model diverged; {}", val_loss,
+                  step, divergence_fixes(options));
     if (step == 0) loop.summary.first_val_loss = val_loss;
     loop.summary.last_val_loss = val_loss;
     return val_loss;
