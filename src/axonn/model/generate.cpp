@@ -35,7 +35,7 @@ std::int32_t next_token(Decoder& model, int row, SampleOptions const& options, i
                   "the model's logits are not finite: its weights are damaged (NaN or infinite)");
     if (options.temperature == 0.0f) return agreed_token(model.grid(), most_likely(logits));
     auto const draw_index = static_cast<std::uint64_t>(prompt) * (SampleOptions::max_new_tokens + 1) + index;
-    return agreed_token(model.grid(), sample_token(logits, options, uniform_open01({options.seed, 7}, draw_index)));
+    return agreed_token(model.grid(), sample_token(logits, options, {options.seed, 7}, draw_index));
 }
 
 // One prompt being continued: every token so far, those the cache has yet to take in, and the continuation.
@@ -145,8 +145,11 @@ std::vector<std::vector<std::int32_t>> share_results(ProcessGrid& grid,
 
 }  // namespace
 
-std::int32_t sample_token(std::span<float const> logits, SampleOptions const& options, double uniform) {
+std::int32_t sample_token(std::span<float const> logits, SampleOptions const& options, PhiloxKey key,
+                          std::uint64_t draw) {
     auto const V = static_cast<int>(logits.size());
+    AXONN_INVARIANT(static_cast<std::uint64_t>(V) <= max_sampled_vocabulary, "a vocabulary of {} tokens is more than sampling numbers ({})", V,
+                    max_sampled_vocabulary);
     std::vector<std::int32_t> order(static_cast<std::size_t>(V));
     std::iota(order.begin(), order.end(), 0);
     int const k = options.top_k > 0 ? std::min(options.top_k, V) : V;
@@ -154,33 +157,36 @@ std::int32_t sample_token(std::span<float const> logits, SampleOptions const& op
     std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](std::int32_t a, std::int32_t b) {
         return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
     });
-    std::vector<std::pair<std::int32_t, double>> kept(static_cast<std::size_t>(k));  // (id, weight)
-    double total = 0.0;
-    for (int i = 0; i < k; ++i) {
-        double const weight =
-            std::exp((static_cast<double>(logits[order[i]]) - logits[order[0]]) / options.temperature);
-        kept[i] = {order[i], weight};
-        total += weight;
-    }
+    int kept = k;
     if (options.top_p < 1.0f) {
+        std::vector<double> weights(static_cast<std::size_t>(k));
+        double total = 0.0;
+        for (int i = 0; i < k; ++i) {
+            weights[i] = std::exp((static_cast<double>(logits[order[i]]) - logits[order[0]]) / options.temperature);
+            total += weights[i];
+        }
         double reached = 0.0;
-        std::size_t count = 0;
-        while (count < kept.size() && reached < options.top_p * total) reached += kept[count++].second;
-        kept.resize(count);
+        for (kept = 0; kept < k && reached < options.top_p * total;) reached += weights[kept++];
     }
-    // The draw walks the tokens kept in id order, not by probability: two of nearly equal probability, which
-    // another grid's rounding may sort the other way round, keep their places, so the token drawn changes from
-    // grid to grid only where `uniform` falls within rounding of a boundary between two tokens (or a token's
-    // probability within rounding of the top-k or top-p cut).
-    std::sort(kept.begin(), kept.end());
-    total = 0.0;
-    for (auto const& [id, weight] : kept) total += weight;
-    double threshold = uniform * total;
-    for (auto const& [id, weight] : kept) {
-        threshold -= weight;
-        if (threshold <= 0.0) return id;
+    // The Gumbel-max draw: the kept token whose logit / temperature plus its own Gumbel noise is largest, which is
+    // a draw from their softmax. Each token's noise is keyed by the draw and its id, not its place in the order, so
+    // another grid's rounding of the logits changes the token drawn only where the two largest sums lie within
+    // rounding of each other (their gap is exponentially distributed, whatever the vocabulary's size), or a token
+    // within rounding of the top-k or top-p cut would win. (A draw that walked the cumulative probabilities moved
+    // its boundaries by the rounding of every token before them: on a nearly flat distribution over GPT-2's
+    // vocabulary, 2 seeds of 7 drew other tokens on other grids.)
+    std::int32_t chosen = order[0];
+    double best = -std::numeric_limits<double>::infinity();
+    for (int i = 0; i < kept; ++i) {
+        std::int32_t const id = order[i];
+        double const uniform = uniform_open01(key, draw * max_sampled_vocabulary + static_cast<std::uint64_t>(id));
+        double const score = static_cast<double>(logits[id]) / options.temperature - std::log(-std::log(uniform));
+        if (score > best || (score == best && id < chosen)) {
+            best = score;
+            chosen = id;
+        }
     }
-    return kept.back().first;
+    return chosen;
 }
 
 void SampleOptions::validate(std::string_view new_tokens_flag) const {

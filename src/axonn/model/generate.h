@@ -2,6 +2,7 @@
 // of one token, and the next token chosen from the logits of all Y ranks' vocabulary slices.
 #pragma once
 
+#include "axonn/core/rng.h"
 #include "axonn/model/decoder.h"
 
 #include <cstdint>
@@ -32,10 +33,15 @@ struct SampleOptions {
 // data × z replica gets the same tokens.
 void argmax_tokens(Decoder& model, int B, int T, int first, std::int32_t* out);
 
+// The most tokens a vocabulary may have for sample_token, whose draws number each token's noise as
+// draw × max_sampled_vocabulary + id.
+inline constexpr std::uint64_t max_sampled_vocabulary = std::uint64_t{1} << 24;
+
 // A draw from softmax(logits / temperature) over the whole vocabulary, restricted to the top_k most likely tokens
-// and then to the fewest of them whose probabilities reach top_p; `uniform` in (0, 1) picks the token, walking the
-// tokens kept in id order.
-std::int32_t sample_token(std::span<float const> logits, SampleOptions const& options, double uniform);
+// and then to the fewest of them whose probabilities reach top_p: the token with the largest logit / temperature
+// plus Gumbel noise, keyed by `key`, the draw's number `draw` and the token's id.
+std::int32_t sample_token(std::span<float const> logits, SampleOptions const& options, PhiloxKey key,
+                          std::uint64_t draw);
 
 // Hears each new token of a prompt that this rank's replica continues: (prompt index, token).
 using TokenListener = std::function<void(int, std::int32_t)>;
