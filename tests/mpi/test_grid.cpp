@@ -465,7 +465,8 @@ TEST(GridShapeParse, ABadSpecNamesTheBadPartAndTheExpectedForm) {
                                            {"z=two", "grid size 'two' of axis z"},
                                            {"x=2.5", "grid size '2.5' of axis x"},
                                            {"x=", "grid size '' of axis x"},
-                                           {"x=99999999999", "grid size '99999999999' of axis x"},
+                                           {"x=99999999999", "grid size 99999999999 of axis x in 'x=99999999999' is "
+                                                             "too large"},
                                            {"data", "grid part 'data'"},
                                            {"data=2,,x=2", "grid part ''"},
                                            {"", "grid part ''"}}) {

@@ -197,7 +197,8 @@ TEST(Checkpoint, KeepLeavesTheNewestAndRemovesInterruptedSaves) {
     std::vector<std::int64_t> steps;
     for (auto const& entry : complete_checkpoints(dir.path())) steps.push_back(entry.step);
     EXPECT_EQ(steps, (std::vector<std::int64_t>{2, 3}));
-    for (char const* gone : {"step_00000009.partial", "step_00000000.pruned", "step_00000001", "step_00000001.pruned"}) {
+    for (char const* gone :
+         {"step_00000009.partial", "step_00000000.pruned", "step_00000001", "step_00000001.pruned"}) {
         EXPECT_FALSE(fs::exists(dir / gone)) << gone;
     }
     EXPECT_EQ(resolve_checkpoint("latest", dir.path()), dir / "step_00000003");
@@ -387,7 +388,8 @@ TEST(Checkpoint, ARollbackToACheckpointSetAsideKeepsAnotherBranchsOfItsStepAside
     second_branch.save(dir.path(), 25);
     first_branch.save(dir.path() / "aside", 20);
     fs::rename(dir / "aside" / "step_00000020", dir / "step_00000020.rolled-back-1");
-    std::vector<fs::path> const aside = set_aside_later_checkpoints(dir.path(), 20, dir / "step_00000020.rolled-back-1");
+    std::vector<fs::path> const aside =
+        set_aside_later_checkpoints(dir.path(), 20, dir / "step_00000020.rolled-back-1");
     ASSERT_EQ(aside.size(), 2u);
     EXPECT_TRUE(aside[0].filename().string().starts_with("step_00000020.rolled-back-")) << aside[0];
     EXPECT_NE(aside[0].filename(), "step_00000020.rolled-back-1");

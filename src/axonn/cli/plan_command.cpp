@@ -240,7 +240,8 @@ void add_plan_command(CLI::App& app) {
             });
             // Before the planning, not after it; never the profile it plans on.
             require_not_a_folder(flags->plot, "--plot", "weak-scaling.png");
-            require_output_file(flags->plot, "--plot", "plot", flags->overwrite, {machine_profile_path(flags->machine)});
+            require_output_file(flags->plot, "--plot", "plot", flags->overwrite,
+                                {machine_profile_path(flags->machine)});
             MachineProfile const machine = load_machine_profile(flags->machine);
             for (WeakScalingPoint& point : points) point.request.machine = machine;
             plan_weak_scaling(points);

@@ -54,8 +54,8 @@ void add_train_command(CLI::App& app) {
         ->add_option("--gemm-rate", options->gemm_rate_gflops,
                      "MFU's denominator: one core's (or GPU's) GEMM rate in GFLOP/s, in the run's precision, instead "
                      "of the rate rank 0 measures at start (about half a second on a CPU); a fixed value also keeps "
-                     "MFU comparable between runs on a machine whose speed drifts (an earlier run's banner gives one); 0, the "
-                     "default: measure it")
+                     "MFU comparable between runs on a machine whose speed drifts (an earlier run's banner gives one); "
+                     "0, the default: measure it")
         ->envname("AXONN_GEMM_RATE");
     auto grid_spec = std::make_shared<std::string>("data=1,z=1,y=1,x=1");
     command->add_option("--grid", *grid_spec,

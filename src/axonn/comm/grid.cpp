@@ -143,8 +143,9 @@ GridShape GridShape::parse(std::string const& spec) {
         // Digits alone, not all zeros, that do not fit an int: a count of ranks beyond any machine.
         bool const too_large = !size.has_value() && text.find_first_not_of("0123456789") == std::string::npos &&
                                text.find_first_not_of('0') != std::string::npos;
-        AXONN_REQUIRE(!too_large, "grid size {} of axis {} in '{}' is too large: at most {} ranks", text, name, spec,
-                      std::numeric_limits<int>::max());
+        AXONN_REQUIRE(!too_large,
+                      "grid size {} of axis {} in '{}' is too large (at most {} ranks): expected the form {}", text,
+                      name, spec, std::numeric_limits<int>::max(), grid_form);
         AXONN_REQUIRE(size.has_value(),
                       "grid size '{}' of axis {} in '{}' is not a positive integer: expected the form {}", text,
                       name, spec, grid_form);

@@ -148,8 +148,8 @@ std::vector<std::vector<std::int32_t>> share_results(ProcessGrid& grid,
 std::int32_t sample_token(std::span<float const> logits, SampleOptions const& options, PhiloxKey key,
                           std::uint64_t draw) {
     auto const V = static_cast<int>(logits.size());
-    AXONN_INVARIANT(static_cast<std::uint64_t>(V) <= max_sampled_vocabulary, "a vocabulary of {} tokens is more than sampling numbers ({})", V,
-                    max_sampled_vocabulary);
+    AXONN_INVARIANT(static_cast<std::uint64_t>(V) <= max_sampled_vocabulary,
+                    "a vocabulary of {} tokens is more than sampling numbers ({})", V, max_sampled_vocabulary);
     std::vector<std::int32_t> order(static_cast<std::size_t>(V));
     std::iota(order.begin(), order.end(), 0);
     int const k = options.top_k > 0 ? std::min(options.top_k, V) : V;

@@ -40,8 +40,9 @@ public:
 };
 
 // Blocks SIGTERM, SIGUSR1, SIGINT and SIGHUP in the calling thread, starts the one thread that receives them, and
-// installs their handlers. `hold`: a signal is recorded for the run to act on (until end_process_on_stop_signals); otherwise it
-// ends the process as its default action would. Call it first thing in main, before any other thread exists.
+// installs their handlers. `hold`: a stop signal is recorded for the run to act on (until
+// end_process_on_stop_signals); otherwise it ends the process as its default action would. Call it first thing in
+// main, before any other thread exists.
 void receive_stop_signals_on_own_thread(bool hold);
 
 // From now on a stop signal ends the process as its default action would; one already received ends it now. For a
