@@ -2,6 +2,7 @@
 #include "axonn/cli/commands.h"
 #include "axonn/cli/model_options.h"
 #include "axonn/cli/sampling_options.h"
+#include "axonn/cli/seed_option.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
 #include "axonn/io/prompt_records.h"
@@ -92,8 +93,7 @@ void add_generate_command(CLI::App& app) {
     add_sampling_options(*command, options->sample);
     command->add_option("--stop-token", options->stop_token,
                         "end a prompt's continuation after this token: an id, or \"eot\" for end of text");
-    command->add_option("--seed", options->sample.seed, "seed of the draws")
-        ->check(CLI::NonNegativeNumber)->capture_default_str();
+    add_seed_option(*command, options->sample.seed, "seed of the draws");
     command->add_option("--tokenizer", options->tokenizer, "the tokenizer the model was trained with: gpt2, llama3, byte or a tokenizer.json folder")
         ->capture_default_str();
     command->add_option("--tokenizer-dir", options->tokenizer_dir, "folder with GPT-2's encoder.json and vocab.bpe");

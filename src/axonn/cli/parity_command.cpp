@@ -2,6 +2,7 @@
 #include "axonn/cli/goldfish_option.h"
 #include "axonn/cli/model_options.h"
 #include "axonn/cli/step_options.h"
+#include "axonn/cli/seed_option.h"
 #include "axonn/core/error.h"
 #include "axonn/train/parity.h"
 
@@ -31,8 +32,7 @@ void add_parity_command(CLI::App& app) {
     command->add_option("--steps", options->steps, "AdamW steps")->capture_default_str();
     command->add_option("--batch", options->batch, "global batch (sequences)")->capture_default_str();
     command->add_option("--seq", options->seq, "tokens per sequence")->capture_default_str();
-    command->add_option("--seed", options->seed, "seed of the weights")
-        ->check(CLI::NonNegativeNumber)->capture_default_str();
+    add_seed_option(*command, options->seed, "seed of the weights");
     command->add_flag("--debug-collectives", options->debug_collectives, "check every collective's signature");
     add_step_options(*command, options->run);
     add_goldfish_option(*command, options->goldfish);

@@ -3,6 +3,7 @@
 #include "axonn/cli/model_options.h"
 #include "axonn/cli/sampling_options.h"
 #include "axonn/cli/step_options.h"
+#include "axonn/cli/seed_option.h"
 #include "axonn/core/error.h"
 #include "axonn/families/registry.h"
 #include "axonn/io/tokenizer.h"
@@ -46,8 +47,7 @@ void add_train_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--grad-clip", options->optimizer.grad_clip, "maximum global gradient norm (0: no clipping)")
         ->capture_default_str();
-    command->add_option("--seed", options->seed, "seed of the weight initialisation and the sample")
-        ->check(CLI::NonNegativeNumber)->capture_default_str();
+    add_seed_option(*command, options->seed, "seed of the weight initialisation and the sample");
     command->add_option("--threads", options->threads, "OpenMP threads per rank (at most the machine's CPUs)")
         ->capture_default_str();
     command
