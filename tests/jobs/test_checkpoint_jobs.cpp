@@ -80,12 +80,15 @@ protected:
         std::string const np = "-np " + std::to_string(ranks) + " ";
         fs::path const ckpt = dir_ / "signalled";
         fs::path const metrics = dir_ / "signalled.jsonl";
+        fs::path const trace = dir_ / "signalled_trace.json";
         fs::remove_all(ckpt);
         fs::remove(metrics);
+        fs::remove(trace);
         std::string const command =
             train(options + "--ckpt-dir " + ckpt.string() + " --metrics " + metrics.string());
         {
-            BackgroundJob job(mpirun_command(np + command, ckpt));
+            // The stopped run keeps the trace of its steps too.
+            BackgroundJob job(mpirun_command(np + command + " --trace " + trace.string(), ckpt));
             while (lines_of(metrics).size() < records && job.running()) std::this_thread::sleep_for(200us);
             std::vector<pid_t> const pids = BackgroundJob::ranks(ckpt.string());
             ASSERT_EQ(pids.size(), static_cast<std::size_t>(ranks));
@@ -95,6 +98,8 @@ protected:
             EXPECT_EQ(job.wait(), 75) << file_bytes(ckpt.string() + ".err");
         }
         ASSERT_FALSE(fs::is_empty(ckpt));
+        EXPECT_NE(file_bytes(trace).find("\"traceEvents\""), std::string::npos) << "no trace of the stopped run";
+        EXPECT_FALSE(fs::exists(trace.string() + ".partial"));
         testing::JobResult const resumed = mpirun(np + command + " --resume latest");
         ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
         EXPECT_EQ(step_results(metrics), step_results(calm_metrics));

@@ -244,9 +244,22 @@ std::vector<BadInput> const bad_inputs = {
     {"metrics_inside_a_checkpoint",
      "train --data {dir}/good --tokenizer byte --metrics {dir}/model/step_00000001/new.jsonl",
      "--metrics {dir}/model/step_00000001/new.jsonl lies inside the checkpoint", 1},
-    {"trace_over_model_weights",
-     "train --data {dir}/good --tokenizer byte --trace {dir}/hf_and_checkpoints/hf_only/model.safetensors --overwrite",
-     "hf_only/model.safetensors is model weights", 1},
+    // Known by their contents, through any name: a hard link to a checkpoint's weights or index.
+    {"trace_over_linked_weights",
+     "train --data {dir}/good --tokenizer byte --trace {dir}/linked_weights.bin --overwrite",
+     "--trace {dir}/linked_weights.bin is model weights (safetensors): writing it would destroy it", 1},
+    {"metrics_over_a_linked_checkpoint_index",
+     "train --data {dir}/good --tokenizer byte --metrics {dir}/linked_index.json --overwrite",
+     "--metrics {dir}/linked_index.json is a checkpoint's index", 1},
+    {"metrics_through_a_link_into_a_checkpoint",
+     "train --data {dir}/good --tokenizer byte --metrics {dir}/link_into_checkpoint.jsonl --overwrite",
+     "lies inside the checkpoint {dir}/model/step_00000001", 1},
+    {"prepare_inside_a_checkpoint", "prepare --input {dir}/text.txt --out {dir}/model/step_00000001/shards "
+     "--tokenizer byte",
+     "--out {dir}/model/step_00000001/shards lies inside the checkpoint {dir}/model/step_00000001", 1},
+    {"ckpt_dir_inside_a_checkpoint",
+     "train --data {dir}/good --tokenizer byte --ckpt-dir {dir}/model/step_00000001/more",
+     "lies inside the checkpoint {dir}/model/step_00000001", 1},
     {"plot_over_a_model_config",
      "plan --weak-scaling gpt-5b:8,gpt-10b:16 --batch 8 --plot {dir}/hf_and_checkpoints/hf_only/config.json "
      "--overwrite",
@@ -281,6 +294,14 @@ std::vector<BadInput> const bad_inputs = {
      "--out {dir}/empty is {dir}/empty, a folder this run reads", 1},
     {"study_into_its_text", "memorization study --sizes XS --buckets 1 --devil-dir {dir}/empty --out {dir}/empty",
      "--out {dir}/empty is {dir}/empty, a folder this run reads", 1},
+    // An empty path is no default and no "not given": refused before anything reads it.
+    {"tune_out_empty", "tune --model gpt2-micro --tokenizer byte --batch 8 --seq 16 --out ''",
+     "--out is empty: name a file or folder, or leave the option out", 2},
+    {"ckpt_dir_empty", "train --data {dir}/good --tokenizer byte --ckpt-dir=", "--ckpt-dir is empty", 2},
+    {"metrics_empty_in_a_config", "train --data {dir}/good --tokenizer byte --config {dir}/empty_metrics.toml",
+     "empty_metrics.toml:1:11: 'metrics' is empty: give it a value, or remove the line", 2},
+    {"export_to_an_empty_path", "export {dir}/model ''",
+     "an argument is empty: `axonn export` takes a file or folder there", 2},
     // What would fail only when the output is written, after the work, fails before it.
     {"tune_out_ends_with_a_slash", "tune --model gpt2-micro --tokenizer byte --batch 8 --seq 16 --out {dir}/g.json/",
      "grid file {dir}/g.json/ ends with '/', so it names a folder: name a file (drop the slash)", 1},
@@ -713,6 +734,7 @@ protected:
             std::ofstream(folder / "model.safetensors") << "";
         }
         fs::create_directories(dir_ / "hf_blocked" / "config.json.partial");
+        std::ofstream(dir_ / "empty_metrics.toml") << "metrics = \"\"\n";
         fs::create_directories(dir_ / "data_in_ckpt" / "shards");
         for (char const* shard : {"train.bin", "val.bin"}) {
             fs::copy_file(dir_ / "good" / shard, dir_ / "data_in_ckpt" / "shards" / shard);
@@ -737,6 +759,9 @@ protected:
         ASSERT_EQ(std::system(train.c_str()), 0) << train;
         // A name of its own for one of its files, elsewhere.
         fs::create_hard_link(dir_ / "model" / "step_00000001" / "index.json", dir_ / "linked_index.json");
+        fs::create_hard_link(dir_ / "model" / "step_00000001" / "rank00000-000.safetensors",
+                             dir_ / "linked_weights.bin");
+        fs::create_symlink(dir_ / "model" / "step_00000001" / "index.json", dir_ / "link_into_checkpoint.jsonl");
     }
     static std::string with_dir(std::string text) {
         for (std::size_t at; (at = text.find("{dir}")) != std::string::npos;) text.replace(at, 5, dir_.string());
@@ -1272,7 +1297,10 @@ TEST_F(CommandLineErrors, TokenizeThenDecodeGivesTheTextBack) {
 
 TEST_P(CommandLineErrors, OneLineErrorAndNonZeroExit) {
     BadInput const& input = GetParam();
-    if (input.arguments.find("{dir}/model") != std::string::npos) train_model_once();
+    // The model, and the links to its files that train_model_once makes.
+    for (char const* needs_the_model : {"{dir}/model", "{dir}/link"}) {
+        if (input.arguments.find(needs_the_model) != std::string::npos) train_model_once();
+    }
     CommandResult const result = run_axonn(with_dir(input.arguments), dir_, with_dir(input.launcher));
     EXPECT_EQ(result.exit_status, input.exit_status) << result.stderr_text;
     ASSERT_FALSE(result.stderr_text.empty());

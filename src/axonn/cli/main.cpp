@@ -5,6 +5,7 @@
 // SIGTERM or SIGUSR1 saves a checkpoint and exits with 75 (train/stop_signals.h).
 #include "axonn/cli/commands.h"
 #include "axonn/cli/config_file.h"
+#include "axonn/cli/empty_paths.h"
 #include "axonn/comm/job_errors.h"
 #include "axonn/comm/mpi_session.h"
 #include "axonn/core/error.h"
@@ -80,6 +81,7 @@ int run(int argc, char** argv) {
     std::vector<std::string> arguments(argv, argv + argc);
     check_command_named(arguments, command_names(app));
     arguments = axonn::as_usage_errors([&] { return axonn::expand_config_files(app, std::move(arguments)); });
+    axonn::require_no_empty_paths(app, arguments);
     // CLI11 takes the arguments after the program name, last first.
     std::vector<std::string> reversed(arguments.rbegin(), arguments.rend() - 1);
     try {

@@ -3,15 +3,18 @@
 #include "axonn/checkpoint/checkpoint_dir.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
-#include "axonn/families/hf_model.h"
 #include "axonn/io/hf_safetensors.h"
+#include "axonn/io/safetensors.h"
 #include "axonn/io/token_shard.h"
 #include "axonn/train/data_loader.h"
 
 #include <fcntl.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -19,6 +22,7 @@ namespace axonn {
 namespace {
 
 namespace fs = std::filesystem;
+using json = nlohmann::json;
 
 std::string_view described(OutputKind kind) {
     switch (kind) {
@@ -49,30 +53,65 @@ std::optional<std::string> foreign_content(fs::path const& folder, OutputKind ow
     return std::nullopt;
 }
 
-// Whether the regular file at `path` starts as a token shard does.
-bool is_token_shard(fs::path const& path) {
-    int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return false;
+// The largest JSON file read to tell what it is: a checkpoint's index or a model's config is far smaller.
+constexpr std::uint64_t max_sniffed_json_bytes = std::uint64_t{16} << 20;
+
+// What the regular file at `path` holds of a model's or data's, told by its contents (so that a link of any kind,
+// or a copy, is known too), for a message; or nothing.
+std::optional<std::string> model_or_data_contents(fs::path const& path) {
+    std::error_code error;
+    if (!fs::is_regular_file(path, error)) return std::nullopt;
+    std::uintmax_t const size = fs::file_size(path, error);
+    if (error) return std::nullopt;
+    std::array<char, 16> start{};
+    {
+        FileHandle const file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+        if (!file.is_open() || ::pread(file.get(), start.data(), start.size(), 0) < 9) return std::nullopt;
+    }
     std::int32_t magic = 0;
-    bool const read = ::pread(fd, &magic, sizeof magic, 0) == static_cast<ssize_t>(sizeof magic);
-    ::close(fd);
-    return read && magic == token_shard_magic;
+    std::memcpy(&magic, start.data(), sizeof magic);
+    if (magic == token_shard_magic) return "a token shard";
+    std::uint64_t header_bytes = 0;  // safetensors: the header's length, then the header, a JSON object
+    std::memcpy(&header_bytes, start.data(), sizeof header_bytes);
+    if (start[8] == '{' && header_bytes >= 2 && header_bytes <= safetensors_max_header_bytes &&
+        header_bytes + 8 <= size) {
+        return "model weights (safetensors)";
+    }
+    if (start[0] != '{' || size > max_sniffed_json_bytes) return std::nullopt;
+    json const document = json::parse(read_input_file(path, "output", "", max_sniffed_json_bytes), nullptr, false);
+    if (!document.is_object()) return std::nullopt;
+    if (document.value("format", json()) == "axonn-checkpoint") return "a checkpoint's index";
+    if (document.contains("model_type")) return "a Hugging Face model's config";
+    return std::nullopt;
 }
 
-// What an existing file is of a model's or data's, for a message, or nothing.
-std::optional<std::string> model_or_data_file(fs::path const& file) {
+// The nearest folder above `path` (links and `..` resolved) that is a checkpoint (it holds index.json or
+// COMPLETE), or nothing.
+std::optional<fs::path> enclosing_checkpoint(fs::path const& path) {
     std::error_code error;
-    if (!fs::is_regular_file(file, error)) return std::nullopt;
-    if (is_token_shard(file)) return "a token shard";
-    if (file.extension() == ".safetensors") return "model weights";
-    fs::path const folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
-    if (file.filename() == hf_config_file && is_hf_model_folder(folder)) return "a Hugging Face model's config";
+    fs::path resolved = fs::weakly_canonical(fs::absolute(path, error), error);
+    if (error) resolved = path;
+    for (fs::path folder = resolved.parent_path(); !folder.empty(); folder = folder.parent_path()) {
+        if (fs::exists(folder / checkpoint_index_file, error) || fs::exists(folder / checkpoint_complete_file, error)) {
+            return folder;
+        }
+        if (folder == folder.parent_path()) break;
+    }
     return std::nullopt;
+}
+
+void require_outside_checkpoints(fs::path const& path, std::string_view option) {
+    if (auto const checkpoint = enclosing_checkpoint(path)) {
+        fail("{} {} lies inside the checkpoint {}: a --keep pruning would delete it, and writing there could damage "
+             "the checkpoint; choose a path outside it",
+             option, path.string(), checkpoint->string());
+    }
 }
 
 }  // namespace
 
 void require_folder_for(fs::path const& folder, std::string_view option, OutputKind own) {
+    require_outside_checkpoints(folder, option);
     std::error_code error;
     if (!fs::is_directory(folder, error)) return;
     if (auto const found = foreign_content(folder, own)) {
@@ -82,19 +121,12 @@ void require_folder_for(fs::path const& folder, std::string_view option, OutputK
 }
 
 void require_apart_from_models_and_data(fs::path const& file, std::string_view option) {
-    fs::path const folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
-    std::error_code error;
-    AXONN_REQUIRE(!fs::exists(folder / checkpoint_index_file, error) &&
-                      !fs::exists(folder / checkpoint_complete_file, error),
-                  "{} {} lies inside the checkpoint {}: a --keep pruning would delete it, and writing there could "
-                  "damage the checkpoint; choose a path outside it",
-                  option, file.string(), folder.string());
-    if (auto const kind = model_or_data_file(file)) {
+    require_outside_checkpoints(file, option);
+    if (auto const kind = model_or_data_contents(file)) {
         fail("{} {} is {}: writing it would destroy it, --overwrite or not; choose another path", option,
              file.string(), *kind);
     }
 }
-
 
 void require_output_file(fs::path const& file, std::string_view option, std::string_view what, bool overwrite,
                          std::vector<fs::path> const& inputs) {

@@ -14,11 +14,13 @@ namespace axonn {
 
 enum class OutputKind { checkpoints, hf_model, token_shards, other };
 
-// Refuses `folder` (named by `option`) for output of kind `own` where it holds another kind's files.
+// Refuses `folder` (named by `option`) for output of kind `own` where it holds another kind's files or lies inside
+// a checkpoint.
 void require_folder_for(std::filesystem::path const& folder, std::string_view option, OutputKind own);
 
-// Refuses an output file `file` (named by `option`) that lies inside a checkpoint, or that exists and is a token
-// shard, model weights (.safetensors) or a Hugging Face model's config.json.
+// Refuses an output file `file` (named by `option`) that lies inside a checkpoint (links and `..` resolved), or that
+// exists and is a token shard, model weights (safetensors), a checkpoint's index or a Hugging Face model's config,
+// told by its contents (a link or a copy is known too).
 void require_apart_from_models_and_data(std::filesystem::path const& file, std::string_view option);
 
 // Every check of an output file written whole (a trace, a grid file, a profile, a plot), before the work: not one of

@@ -41,7 +41,6 @@ TraceFile::TraceFile(std::filesystem::path path, ProcessGrid& grid)
     AXONN_REQUIRE(::access(folder.c_str(), W_OK) == 0, "--trace {}: the folder {} is not writable: choose another path",
                   path_.string(), folder.string());
     require_not_a_folder(path_, "--trace", "trace.json");
-    if (grid_.rank() == 0) file_.emplace(path_, "trace file");
 }
 
 void TraceFile::add_calls(std::vector<CollectiveRecord> const& calls) {
@@ -103,8 +102,11 @@ void TraceFile::write() {
         text += events;
     }
     text += "]}\n";
-    file_->write(text);
-    file_->commit();
+    // Made now, not with the object: a partial file held for the whole run would be left behind by a job killed
+    // during it, and block the next run's trace.
+    AtomicFile file(path_, "trace file");
+    file.write(text);
+    file.commit();
 }
 
 }  // namespace axonn

@@ -44,7 +44,6 @@ private:
 
     std::filesystem::path path_;
     ProcessGrid& grid_;
-    std::optional<AtomicFile> file_;  // rank 0's, opened at once so that a path it cannot write fails first
     TraceRecorder recorder_;
     std::vector<CollectiveRecord> calls_;
 };

@@ -476,18 +476,22 @@ std::string closing_sample(TrainingRun& run) {
     return options.prompt + run.tokenizer->decode(sampled.front());
 }
 
+// The --trace file, of the steps recorded (all of them but where a stop signal ended the run first). Collective.
+void write_trace(TrainingRun& run, int steps_done) {
+    if (!run.trace) return;
+    run.trace->stop_recording();
+    run.trace->write();
+    if (run.leader) {
+        fmt::print("trace of the first {} step(s) of every rank: {}\n", std::min(steps_done, run.options.trace_steps),
+                   run.options.trace.string());
+    }
+}
+
 // After the last step: the trace, what each axis communicated, and the closing sample.
 void finish_run(TrainingRun& run, LoopState& loop) {
     TrainOptions const& options = run.options;
     ProcessGrid& grid = run.job.grid();
-    if (run.trace) {
-        run.trace->stop_recording();
-        run.trace->write();
-        if (run.leader) {
-            fmt::print("trace of the first {} step(s) of every rank: {}\n",
-                       std::min(options.steps, options.trace_steps), options.trace.string());
-        }
-    }
+    write_trace(run, options.steps);
     if (run.leader && grid.world_size() > 1) {
         fmt::print("communication of rank 0 in the training steps, per axis:{}\n", loop.traffic.summary(grid));
     }
@@ -524,23 +528,29 @@ TrainSummary train(TrainingRun& run) {
     restart_trace_clock();
     CheckpointPolicy checkpoints(options, run.model, run.optimizer, run.data.train, run.resumed, run.start_step,
                                  run.leader);
-    for (int step = run.start_step; step <= options.steps; ++step) {
-        checkpoints.before_step(step);
-        TraceSpan const step_span(TraceTrack::steps, [&] { return fmt::format("step {}", step); });
-        std::optional<float> const val_loss = validate_if_due(run, step, loop);
-        if (step == options.steps) {
-            close_validation(run, step, val_loss);
-            break;
+    int step = run.start_step;
+    try {
+        for (; step <= options.steps; ++step) {
+            checkpoints.before_step(step);
+            TraceSpan const step_span(TraceTrack::steps, [&] { return fmt::format("step {}", step); });
+            std::optional<float> const val_loss = validate_if_due(run, step, loop);
+            if (step == options.steps) {
+                close_validation(run, step, val_loss);
+                break;
+            }
+            nlohmann::json const record = train_one_step(run, step, val_loss, loop);
+            checkpoints.after_step(step + 1);
+            progress.update(step + 1, step_status(record));
         }
-        nlohmann::json const record = train_one_step(run, step, val_loss, loop);
-        checkpoints.after_step(step + 1);
-        progress.update(step + 1, step_status(record));
+        progress.finish();
+        checkpoints.at_end();
+        // A signal during the closing validation or the final save: the run is saved; the closing sample, which
+        // may take longer than the scheduler waits, is left to the resumed run.
+        checkpoints.stop_if_signalled(options.steps);
+    } catch (StoppedBySignal const&) {  // on every rank alike, after the checkpoint: the steps traced are kept
+        write_trace(run, step);
+        throw;
     }
-    progress.finish();
-    checkpoints.at_end();
-    // A signal during the closing validation or the final save: the run is saved; the closing sample, which may
-    // take longer than the scheduler waits, is left to the resumed run.
-    checkpoints.stop_if_signalled(options.steps);
     finish_run(run, loop);
     return loop.summary;
 }
