@@ -14,8 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr char const* format_name = "axonn-checkpoint";
-
 // A file name the index may point at: a plain name inside the checkpoint directory.
 void check_file_name(std::string const& name) {
     bool const plain = !name.empty() && name.size() <= 255 && name.find('/') == std::string::npos &&
@@ -81,7 +79,7 @@ CheckpointIndex parse_index_document(std::string_view source) {
     require_json_depth(source, max_index_depth);
     json const document = json::parse(source.begin(), source.end(), nullptr, false);
     AXONN_REQUIRE(!document.is_discarded() && document.is_object(), "it is not a JSON object");
-    AXONN_REQUIRE(document.contains("format") && document["format"] == format_name,
+    AXONN_REQUIRE(document.contains("format") && document["format"] == checkpoint_index_format,
                   "it is not an axonn checkpoint index");
     AXONN_REQUIRE(document.contains("version") && document["version"] == checkpoint_format_version,
                   "it has format version {}, and this axonn reads version {}",
@@ -139,7 +137,7 @@ std::string checkpoint_index_json(CheckpointIndex const& index) {
     }
     json files = json::object();
     for (auto const& [name, file] : index.files) files[name] = {{"bytes", file.bytes}, {"crc32", file.crc32}};
-    json const document = {{"format", format_name},
+    json const document = {{"format", checkpoint_index_format},
                            {"version", checkpoint_format_version},
                            {"step", index.step},
                            {"model", family_of(index.model).index_json(index.model)},

@@ -30,6 +30,9 @@
 
 namespace axonn {
 
+// index.json's "format": what tells a checkpoint's index from any other JSON file.
+inline constexpr char const* checkpoint_index_format = "axonn-checkpoint";
+
 struct TensorPart {
     std::string file;
     std::string name;       // the 1-D tensor in that file

@@ -218,6 +218,12 @@ void require_creatable_file(fs::path const& path, std::string_view what, std::si
     }
 }
 
+// Whether another open file (another run's metrics, a writer's partial file) holds the lock on `path`.
+bool locked_by_another(fs::path const& path) {
+    FileHandle const file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    return file.is_open() && ::flock(file.get(), LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+}
+
 // Why an existing `partial` file cannot be written, for a message: another writer holds it (locked), or nothing
 // says whose it is (a killed run's, or the user's own file of that name), or it is not a regular file.
 std::string existing_partial_problem(fs::path const& partial) {
@@ -225,10 +231,7 @@ std::string existing_partial_problem(fs::path const& partial) {
     if (::lstat(partial.c_str(), &info) != 0) return open_problem(errno, true);
     if (S_ISLNK(info.st_mode)) return "is a symbolic link, which this program never writes through: remove it";
     if (!S_ISREG(info.st_mode)) return fmt::format("is {}: remove it", file_kind(info.st_mode));
-    FileHandle const existing(::open(partial.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW));
-    if (existing.is_open() && ::flock(existing.get(), LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
-        return "is locked: another process is writing it; wait for it to finish";
-    }
+    if (locked_by_another(partial)) return "is locked: another process is writing it; wait for it to finish";
     return fmt::format("already exists ({} bytes): a run killed while writing leaves such a file, but it may be "
                        "yours; remove it or move it aside",
                        info.st_size);
@@ -240,12 +243,6 @@ std::string existing_partial_message(fs::path const& destination, std::string_vi
     fs::path const partial = partial_path(destination);
     return fmt::format("cannot write {} {}: {}, where it is written first, {}", what, destination.string(),
                        partial.string(), existing_partial_problem(partial));
-}
-
-// Whether another open file (another run's metrics, a writer's partial file) holds the lock on `path`.
-bool locked_by_another(fs::path const& path) {
-    FileHandle const file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-    return file.is_open() && ::flock(file.get(), LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "axonn/train/output_kinds.h"
 
 #include "axonn/checkpoint/checkpoint_dir.h"
+#include "axonn/checkpoint/checkpoint_index.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
 #include "axonn/io/hf_safetensors.h"
@@ -80,7 +81,7 @@ std::optional<std::string> model_or_data_contents(fs::path const& path) {
     if (start[0] != '{' || size > max_sniffed_json_bytes) return std::nullopt;
     json const document = json::parse(read_input_file(path, "output", "", max_sniffed_json_bytes), nullptr, false);
     if (!document.is_object()) return std::nullopt;
-    if (document.value("format", json()) == "axonn-checkpoint") return "a checkpoint's index";
+    if (document.value("format", json()) == checkpoint_index_format) return "a checkpoint's index";
     if (document.contains("model_type")) return "a Hugging Face model's config";
     return std::nullopt;
 }
