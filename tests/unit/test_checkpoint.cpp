@@ -272,6 +272,8 @@ std::vector<DamagedCheckpoint> const damaged_checkpoints = {
      },
      "not a plain name"},
     {"interrupted_save", [](fs::path const& f) { fs::remove(f / "COMPLETE"); }, "is incomplete"},
+    {"marker_of_another_step", [](fs::path const& f) { testing::write_file(f / "COMPLETE", "step 9\n"); },
+     "its COMPLETE marker reads \"step 9\", but its index is of step"},
     {"parts_larger_than_their_file",
      [](fs::path const& f) {
          json index = json::parse(file_bytes(f / "index.json"));

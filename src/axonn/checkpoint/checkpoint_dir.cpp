@@ -69,6 +69,8 @@ void prune_checkpoint(fs::path const& folder) {
 
 std::string checkpoint_folder_name(std::int64_t step) { return fmt::format("step_{:08}", step); }
 
+std::string checkpoint_marker_text(std::int64_t step) { return fmt::format("step {}\n", step); }
+
 std::vector<CheckpointEntry> complete_checkpoints(fs::path const& dir) {
     std::vector<CheckpointEntry> found;
     std::error_code error;

@@ -27,6 +27,9 @@ inline constexpr char const* checkpoint_complete_file = "COMPLETE";
 // "step_00000300".
 std::string checkpoint_folder_name(std::int64_t step);
 
+// What COMPLETE holds: "step 300\n", the step it completes.
+std::string checkpoint_marker_text(std::int64_t step);
+
 struct CheckpointEntry {
     std::int64_t step;
     std::filesystem::path path;

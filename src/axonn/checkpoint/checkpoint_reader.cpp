@@ -83,6 +83,13 @@ CheckpointReader::CheckpointReader(fs::path folder) : folder_(std::move(folder))
     } catch (Error const& e) {
         damaged(fmt::format("its {} is unusable: {}", checkpoint_index_file, e.what()));
     }
+    // The marker names the step it completes.
+    std::string const marker = read_input_file(folder_ / checkpoint_complete_file, "checkpoint marker",
+                                               "the checkpoint is damaged", 64);
+    if (marker != checkpoint_marker_text(index_.step)) {
+        damaged(fmt::format("its {} marker reads \"{}\", but its index is of step {}", checkpoint_complete_file,
+                            marker.substr(0, marker.find('\n')), index_.step));
+    }
     for (ParamDecl const& spec : index_.model.architecture().declarations) {
         auto const found = index_.tensors.find(spec.name);
         if (found == index_.tensors.end()) damaged(fmt::format("it holds no tensor {}", spec.name));

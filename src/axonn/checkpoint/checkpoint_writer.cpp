@@ -321,7 +321,7 @@ void complete_checkpoint(CheckpointIndex const& index, fs::path const& partial, 
     if (replacing) fs::rename(destination, replaced);
     fs::rename(partial, destination);
     sync_folder(destination.parent_path());
-    write_file_atomically(destination / checkpoint_complete_file, fmt::format("step {}\n", index.step),
+    write_file_atomically(destination / checkpoint_complete_file, checkpoint_marker_text(index.step),
                           "checkpoint marker");
     if (replacing) {
         fs::remove(replaced / checkpoint_complete_file, error);
