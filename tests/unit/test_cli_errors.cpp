@@ -303,6 +303,8 @@ std::vector<BadInput> const bad_inputs = {
     {"export_to_an_empty_path", "export {dir}/model ''",
      "an argument is empty: `axonn export` takes a file or folder there", 2},
     // What would fail only when the output is written, after the work, fails before it.
+    {"plot_in_a_missing_folder", "plan --weak-scaling gpt-5b:8,gpt-10b:16 --batch 8 --plot {dir}/nowhere/p.png",
+     "--plot {dir}/nowhere/p.png: the folder {dir}/nowhere does not exist: create it or choose another path", 1},
     {"tune_out_ends_with_a_slash", "tune --model gpt2-micro --tokenizer byte --batch 8 --seq 16 --out {dir}/g.json/",
      "grid file {dir}/g.json/ ends with '/', so it names a folder: name a file (drop the slash)", 1},
     {"metrics_end_with_a_slash", "train --data {dir}/good --tokenizer byte --metrics {dir}/m.jsonl/",

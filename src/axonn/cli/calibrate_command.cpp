@@ -81,12 +81,8 @@ void add_calibrate_command(CLI::App& app) {
 
     command->callback([options, out, overwrite] {
         std::filesystem::path const path = *out;
-        std::filesystem::path const folder = path.parent_path();
         // Checked before the measurements, which take a while, rather than when the file is written.
-        if (auto const problem = folder.empty() ? std::nullopt : path_problem(folder)) {
-            fail("--out {}: the folder {} {}: create it or choose another path", path.string(), folder.string(),
-                 *problem);
-        }
+        require_existing_folder(path, "--out");
         require_not_a_folder(path, "--out", "local.toml");
         require_output_file(path, "--out", "machine profile", *overwrite);
         MachineProfile const profile = measure_machine_profile(*options);

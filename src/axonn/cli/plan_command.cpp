@@ -239,6 +239,7 @@ void add_plan_command(CLI::App& app) {
                                            flags->weak_batch == "fixed");
             });
             // Before the planning, not after it; never the profile it plans on.
+            require_existing_folder(flags->plot, "--plot");
             require_not_a_folder(flags->plot, "--plot", "weak-scaling.png");
             require_output_file(flags->plot, "--plot", "plot", flags->overwrite,
                                 {machine_profile_path(flags->machine)});

@@ -157,34 +157,25 @@ void write_all(int fd, void const* data, std::size_t count, fs::path const& path
 
 namespace {
 
-// Why `folder` cannot be made where the nearest part of its path that exists is not a folder (a file, a device, a
-// FIFO: named as what it is); empty where that part is a folder.
-std::string blocked_folder_problem(fs::path const& folder) {
-    for (fs::path part = folder; !part.empty(); part = part.parent_path()) {
-        struct stat info {};
-        if (::stat(part.c_str(), &info) == 0) {
-            if (S_ISDIR(info.st_mode)) return {};
-            if (S_ISREG(info.st_mode)) return "a part of that path is a file, not a folder";
-            return fmt::format("a part of that path, {}, is {}, not a folder", part.string(), file_kind(info.st_mode));
-        }
-        if (part == part.parent_path()) break;  // the root
-    }
-    return {};
-}
-
-}  // namespace
-
-namespace {
-
 // The nearest part of `path` that exists (the folder a new file or folder would be made in), or "." for a relative
 // path none of whose parts exists.
 fs::path nearest_existing(fs::path const& path) {
     std::error_code error;
     for (fs::path part = path; !part.empty(); part = part.parent_path()) {
         if (fs::exists(part, error)) return part;
-        if (part == part.parent_path()) break;
+        if (part == part.parent_path()) break;  // the root
     }
     return ".";
+}
+
+// Why `folder` cannot be made where the nearest part of its path that exists is not a folder (a file, a device, a
+// FIFO: named as what it is); empty where that part is a folder.
+std::string blocked_folder_problem(fs::path const& folder) {
+    fs::path const part = nearest_existing(folder);
+    struct stat info {};
+    if (::stat(part.c_str(), &info) != 0 || S_ISDIR(info.st_mode)) return {};
+    if (S_ISREG(info.st_mode)) return "a part of that path is a file, not a folder";
+    return fmt::format("a part of that path, {}, is {}, not a folder", part.string(), file_kind(info.st_mode));
 }
 
 // Why nothing can be written in folder `folder` (read-only, or no permission), or nothing.
@@ -434,6 +425,17 @@ void require_not_a_folder(fs::path const& path, std::string_view option, std::st
                   (path / example).string());
 }
 
+void require_existing_folder(fs::path const& file, std::string_view option) {
+    fs::path const folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
+    if (auto const problem = path_problem(folder)) {
+        fail("{} {}: the folder {} {}: create it or choose another path", option, file.string(), folder.string(),
+             *problem);
+    }
+    std::error_code error;
+    AXONN_REQUIRE(fs::is_directory(folder, error), "{} {}: {} is not a folder: choose another path", option,
+                  file.string(), folder.string());
+}
+
 void require_writable_output(fs::path const& path, std::string_view what, bool overwrite) {
     require_creatable_file(path, what, 0);
     struct stat info {};
@@ -446,25 +448,26 @@ void require_writable_output(fs::path const& path, std::string_view what, bool o
 
 void require_replaceable_output(fs::path const& path, std::string_view what, bool overwrite) {
     struct stat info {};
+    bool const exists = ::stat(path.c_str(), &info) == 0;
     // A folder is left to require_not_a_folder's message, which names a file in it; the rename cannot replace it.
-    if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) return;
+    if (exists && S_ISDIR(info.st_mode)) return;
     require_creatable_file(path, what, partial_suffix.size());
     struct stat partial {};
     if (::lstat(partial_path(path).c_str(), &partial) == 0) throw Error(existing_partial_message(path, what));
-    if (::stat(path.c_str(), &info) != 0) return;
+    if (!exists) return;
     AXONN_REQUIRE(S_ISREG(info.st_mode), "{} {} is {}, not a regular file: writing it would replace it; choose "
                   "another path", what, path.string(), file_kind(info.st_mode));
     require_writable_output(path, what, overwrite);
 }
 
-namespace {
-
-// The path with its links and `..` resolved as far as it exists.
 fs::path resolved(fs::path const& path) {
     std::error_code error;
-    fs::path const absolute = fs::weakly_canonical(fs::absolute(path), error);
-    return error ? path.lexically_normal() : absolute;
+    fs::path const absolute = fs::absolute(path, error);
+    fs::path const canonical = error ? fs::path() : fs::weakly_canonical(absolute, error);
+    return error ? path.lexically_normal() : canonical;
 }
+
+namespace {
 
 // Whether resolved path `path` lies inside resolved folder `folder` (not the folder itself).
 bool lies_inside(fs::path const& path, fs::path const& folder) {

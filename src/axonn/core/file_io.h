@@ -145,6 +145,10 @@ private:
     std::uint64_t size_ = 0;  // after the last write that succeeded
 };
 
+// Refuses an output file (named by `option`) whose folder does not exist or is not a folder, for an output whose
+// writer makes no folder: checked before the work, not when the file is written after it.
+void require_existing_folder(std::filesystem::path const& file, std::string_view option);
+
 // Refuses an output file's path that is a folder, naming `option` and a file in it such as `example` would be.
 void require_not_a_folder(std::filesystem::path const& path, std::string_view option, std::string_view example);
 
@@ -155,6 +159,9 @@ void require_writable_output(std::filesystem::path const& path, std::string_view
 // names: also refuses an existing path that is neither a regular file nor a folder (a device such as /dev/null, a
 // FIFO, a socket), even with overwrite. (A folder cannot be renamed over; callers name a file in it instead.)
 void require_replaceable_output(std::filesystem::path const& path, std::string_view what, bool overwrite);
+
+// `path` with its links and `..` resolved as far as it exists, made absolute (as given where that fails).
+std::filesystem::path resolved(std::filesystem::path const& path);
 
 // One output of a run, for require_distinct_outputs: the option that names it, its path (which may not exist yet),
 // and whether it is a folder the run writes into.

@@ -205,15 +205,12 @@ std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoi
 }
 
 void require_checkpoint_folder_for_run(fs::path const& ckpt_dir, std::vector<fs::path> const& data) {
-    decided_by_rank_zero([&] {
-        require_folder_for(ckpt_dir, "--ckpt-dir", OutputKind::checkpoints);
-        require_step_folders_are_checkpoints(ckpt_dir, "--ckpt-dir");
-        for (fs::path const& input : data) {
-            require_input_outside(input, "the data", ckpt_dir, "--ckpt-dir", "which this run's saves and prunings "
-                                  "change: move the data out of it");
-        }
-        return std::string();
-    });
+    require_folder_for(ckpt_dir, "--ckpt-dir", OutputKind::checkpoints);
+    require_step_folders_are_checkpoints(ckpt_dir, "--ckpt-dir");
+    for (fs::path const& input : data) {
+        require_input_outside(input, "the data", ckpt_dir, "--ckpt-dir",
+                              "which this run's saves and prunings change: move the data out of it");
+    }
 }
 
 void check_checkpoint_folder(fs::path const& ckpt_dir, std::int64_t start_step, fs::path const& resumed) {

@@ -44,8 +44,8 @@ int restore_checkpoint(CheckpointReader& checkpoint, Decoder& model, AdamW& opti
 std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoint, TrainOptions const& options);
 
 // Refuses a --ckpt-dir that holds another kind of output (a Hugging Face model, token shards), a folder named as
-// a checkpoint that is not one, or any of the run's `data` (which its saves and prunings could delete), alike on
-// every rank, before the folder is made or locked. Collective over MPI_COMM_WORLD.
+// a checkpoint that is not one, or any of the run's `data` (which its saves and prunings could delete), before the
+// folder is made or locked.
 void require_checkpoint_folder_for_run(std::filesystem::path const& ckpt_dir,
                                        std::vector<std::filesystem::path> const& data);
 

@@ -90,9 +90,7 @@ std::optional<std::string> model_or_data_contents(fs::path const& path) {
 // COMPLETE), or nothing.
 std::optional<fs::path> enclosing_checkpoint(fs::path const& path) {
     std::error_code error;
-    fs::path resolved = fs::weakly_canonical(fs::absolute(path, error), error);
-    if (error) resolved = path;
-    for (fs::path folder = resolved.parent_path(); !folder.empty(); folder = folder.parent_path()) {
+    for (fs::path folder = resolved(path).parent_path(); !folder.empty(); folder = folder.parent_path()) {
         if (fs::exists(folder / checkpoint_index_file, error) || fs::exists(folder / checkpoint_complete_file, error)) {
             return folder;
         }

@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include <algorithm>
 #include <map>
@@ -30,16 +29,9 @@ nlohmann::json name_of(char const* what, int pid, int tid, std::string const& na
 
 TraceFile::TraceFile(std::filesystem::path path, ProcessGrid& grid)
     : path_(std::move(path)), grid_(grid), recorder_(max_events_per_rank) {
-    // Every rank checks what it can see, so that a bad path is one clean error before any work.
-    std::filesystem::path const folder = path_.has_parent_path() ? path_.parent_path() : ".";
-    if (auto const problem = path_problem(folder)) {
-        fail("--trace {}: the folder {} {}: choose another path", path_.string(), folder.string(), *problem);
-    }
-    std::error_code error;
-    AXONN_REQUIRE(std::filesystem::is_directory(folder, error), "--trace {}: {} is not a folder: choose another path",
-                  path_.string(), folder.string());
-    AXONN_REQUIRE(::access(folder.c_str(), W_OK) == 0, "--trace {}: the folder {} is not writable: choose another path",
-                  path_.string(), folder.string());
+    // Every rank checks what it can see, so that a bad path is one clean error before any work (the rest, that it
+    // can be written, rank 0 checked with the run's other outputs: output_kinds.h, require_output_file).
+    require_existing_folder(path_, "--trace");
     require_not_a_folder(path_, "--trace", "trace.json");
 }
 

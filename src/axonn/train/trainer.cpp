@@ -203,8 +203,8 @@ std::vector<std::filesystem::path> run_inputs(TrainOptions const& options, Train
 void check_outputs(TrainOptions const& options, TrainingData const& data,
                    std::optional<CheckpointReader> const& resumed) {
     std::vector<std::filesystem::path> const inputs = run_inputs(options, data, resumed);
-    if (!options.ckpt_dir.empty()) require_checkpoint_folder_for_run(options.ckpt_dir, data.inputs());
     decided_by_rank_zero([&] {
+        if (!options.ckpt_dir.empty()) require_checkpoint_folder_for_run(options.ckpt_dir, data.inputs());
         if (!options.metrics.empty()) {
             require_not_an_input(options.metrics, "--metrics", inputs);
             require_apart_from_models_and_data(options.metrics, "--metrics");
