@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <optional>
 #include <system_error>
@@ -38,19 +38,17 @@ bool is_prepare_output(std::filesystem::path const& path, std::string_view conte
     for (char const* name : {"train.bin", "val.bin", "train.bin.partial", "val.bin.partial"}) {
         if (std::filesystem::equivalent(path, out_dir / name, error)) return true;
     }
-    std::int32_t magic = 0;
-    if (contents.size() >= token_shard_header_bytes) std::memcpy(&magic, contents.data(), sizeof(magic));
-    return magic == token_shard_magic;
+    return contents.size() >= token_shard_header_bytes && starts_with_token_shard_magic(contents.data());
 }
 
 constexpr char const* input_hint = "name the text files to tokenize";
 
 // Whether an opened input starts as a token shard does.
 bool starts_as_token_shard(InputFile const& file) {
-    std::int32_t magic = 0;
+    std::array<char, sizeof(token_shard_magic)> first{};
     return file.info.st_size >= static_cast<off_t>(token_shard_header_bytes) &&
-           ::pread(file.handle.get(), &magic, sizeof(magic), 0) == static_cast<ssize_t>(sizeof(magic)) &&
-           magic == token_shard_magic;
+           ::pread(file.handle.get(), first.data(), first.size(), 0) == static_cast<ssize_t>(first.size()) &&
+           starts_with_token_shard_magic(first.data());
 }
 
 // Every input opens as a regular file and is named once, through any path or link (a file named twice would be

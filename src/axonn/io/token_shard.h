@@ -26,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <span>
@@ -34,6 +35,13 @@
 namespace axonn {
 
 inline constexpr std::int32_t token_shard_magic = 0x41584E54;
+
+// Whether a file's first four bytes are a token shard's magic.
+inline bool starts_with_token_shard_magic(void const* first_bytes) {
+    std::int32_t magic = 0;
+    std::memcpy(&magic, first_bytes, sizeof magic);
+    return magic == token_shard_magic;
+}
 inline constexpr std::int32_t token_shard_version = 3;
 inline constexpr std::size_t token_shard_header_bytes = 1024;
 inline constexpr std::size_t token_shard_max_tokenizer_name = 32;

@@ -69,9 +69,7 @@ std::optional<std::string> model_or_data_contents(fs::path const& path) {
         FileHandle const file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
         if (!file.is_open() || ::pread(file.get(), start.data(), start.size(), 0) < 9) return std::nullopt;
     }
-    std::int32_t magic = 0;
-    std::memcpy(&magic, start.data(), sizeof magic);
-    if (magic == token_shard_magic) return "a token shard";
+    if (starts_with_token_shard_magic(start.data())) return "a token shard";
     std::uint64_t header_bytes = 0;  // safetensors: the header's length, then the header, a JSON object
     std::memcpy(&header_bytes, start.data(), sizeof header_bytes);
     if (start[8] == '{' && header_bytes >= 2 && header_bytes <= safetensors_max_header_bytes &&
