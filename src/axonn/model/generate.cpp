@@ -9,7 +9,6 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
-#include <utility>
 
 namespace axonn {
 namespace {
