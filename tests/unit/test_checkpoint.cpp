@@ -92,6 +92,9 @@ TEST(Safetensors, HostileHeadersAreRefusedWithTheirProblem) {
                                                 "c": {"dtype": "F32", "shape": [25], "data_offsets": [60, 160]}})",
          160, "overlap"},
         {"metadata_not_strings", R"({"__metadata__": {"k": 3}})", 0, "not a string"},
+        {"tensor_named_twice", R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                                   "a": {"dtype": "F32", "shape": [1], "data_offsets": [8, 12]}})", 12,
+         R"(names the key "a" twice)"},
     };
     for (auto const& hostile : cases) {
         EXPECT_NE(error_of([&] { parse_safetensors_header(hostile.json, hostile.data_bytes); }).find(hostile.expected),
@@ -272,6 +275,13 @@ std::vector<DamagedCheckpoint> const damaged_checkpoints = {
      },
      "not a plain name"},
     {"interrupted_save", [](fs::path const& f) { fs::remove(f / "COMPLETE"); }, "is incomplete"},
+    {"index_naming_its_step_twice",
+     [](fs::path const& f) {
+         std::string text = file_bytes(f / "index.json");
+         text.insert(1, "\"step\": 1, ");  // nlohmann alone would keep the later value and say nothing
+         write_file(f / "index.json", text);
+     },
+     "names the key \"step\" twice"},
     {"marker_of_another_step", [](fs::path const& f) { testing::write_file(f / "COMPLETE", "step 9\n"); },
      "its COMPLETE marker reads \"step 9\", but its index is of step"},
     {"parts_larger_than_their_file",

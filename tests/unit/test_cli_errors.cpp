@@ -171,7 +171,8 @@ std::vector<BadInput> const bad_inputs = {
     {"generate_on_a_grid_of_other_ranks",
      "generate --model-dir {dir}/model --tokenizer byte --prompt hi --grid "
      "data=1,z=1,y=2,x=1",
-     "2 ranks", 2},
+     "grid data=1,z=1,y=2,x=1 has 2 ranks but the job has 1; valid grids for 1 ranks, this model: "
+     "data=1,z=1,y=1,x=1", 2},
     {"memorization_study_batch_not_dividing_the_canaries", "memorization study --out {dir}/study --batch 3",
      "--batch 3 does not divide the 64 fine-tuning canaries", 2},
     {"memorization_study_unknown_size", "memorization study --out {dir}/study --sizes XXL",

@@ -1,7 +1,7 @@
 #include "axonn/checkpoint/checkpoint_index.h"
 
 #include "axonn/core/error.h"
-#include "axonn/core/json_depth.h"
+#include "axonn/core/guarded_json.h"
 #include "axonn/core/json_fields.h"
 #include "axonn/families/registry.h"
 
@@ -76,8 +76,7 @@ StoredTensor parse_tensor(std::string const& name, json const& description,
 constexpr int max_index_depth = 16;
 
 CheckpointIndex parse_index_document(std::string_view source) {
-    require_json_depth(source, max_index_depth);
-    json const document = json::parse(source.begin(), source.end(), nullptr, false);
+    json const document = parse_guarded_json(source, max_index_depth);
     AXONN_REQUIRE(!document.is_discarded() && document.is_object(), "it is not a JSON object");
     AXONN_REQUIRE(document.contains("format") && document["format"] == checkpoint_index_format,
                   "it is not an axonn checkpoint index");

@@ -3,7 +3,7 @@
 #include "axonn/cli/commands.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
-#include "axonn/core/json_depth.h"
+#include "axonn/core/guarded_json.h"
 #include "axonn/io/tokenizer.h"
 
 #include <fmt/format.h>
@@ -47,14 +47,13 @@ std::vector<std::int32_t> read_ids(std::filesystem::path const& path) {
                                         "as `axonn tokenize` prints");
     nlohmann::json ids;
     try {
-        require_json_depth(text, 1);
-        ids = nlohmann::json::parse(text);
+        ids = parse_guarded_json(text, 1, true);
     } catch (nlohmann::json::parse_error const& error) {
         fail("{} is not a JSON list of token ids (not valid JSON near byte {})", path.string(), error.byte);
     } catch (nlohmann::json::out_of_range const&) {
         fail("{} is not a JSON list of token ids (it holds a number too large for a double)", path.string());
-    } catch (Error const&) {
-        fail("{} is not a JSON list of token ids (it nests lists or objects)", path.string());
+    } catch (Error const& error) {
+        fail("{} is not a JSON list of token ids ({})", path.string(), error.what());
     }
     AXONN_REQUIRE(ids.is_array(), "{} is not a JSON list of token ids (it is a JSON {})", path.string(),
                   ids.type_name());

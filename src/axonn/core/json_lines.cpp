@@ -1,7 +1,7 @@
 #include "axonn/core/json_lines.h"
 
 #include "axonn/core/error.h"
-#include "axonn/core/json_depth.h"
+#include "axonn/core/guarded_json.h"
 
 #include <nlohmann/json.hpp>
 
@@ -24,8 +24,7 @@ std::size_t for_each_json_line(std::filesystem::path const& path, std::string_vi
                           "the line has {} bytes, more than the {} a line may "
                           "hold: shorten it",
                           content.size(), format.max_line_bytes);
-            require_json_depth(content, format.max_depth);
-            record(nlohmann::json::parse(content));
+            record(parse_guarded_json(content, format.max_depth, true));
             ++values;
         } catch (nlohmann::json::exception const& e) {
             throw Error(fmt::format("{} line {}: not JSON ({}): write one object per line, {}", path.string(), line,

@@ -10,6 +10,7 @@
 
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
+#include "axonn/core/guarded_json.h"
 #include "axonn/io/byte_level_bpe.h"
 #include "axonn/io/pretokenize.h"
 
@@ -38,13 +39,16 @@ template <typename... Args>
 
 // encoder.json: {"<spelled token>": id, ...}; ids must be exactly 0..n-1.
 std::vector<std::string> read_encoder(std::filesystem::path const& path, ByteSpelling const& spelling) {
+    std::string const text = read_tokenizer_file(path);
     nlohmann::json json;
     try {
-        json = nlohmann::json::parse(read_tokenizer_file(path));
+        json = parse_guarded_json(text, 1, true);
     } catch (nlohmann::json::parse_error const& error) {
         fail_corrupt_gpt2_file(path, "not valid JSON near byte {}", error.byte);
     } catch (nlohmann::json::out_of_range const&) {
         fail_corrupt_gpt2_file(path, "it holds a number too large for a double");
+    } catch (Error const& error) {
+        fail_corrupt_gpt2_file(path, "{}", error.what());
     }
     if (!json.is_object() || json.empty()) fail_corrupt_gpt2_file(path, "expected a non-empty JSON object");
     std::vector<std::string> tokens(json.size());

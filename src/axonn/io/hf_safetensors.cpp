@@ -2,7 +2,7 @@
 
 #include "axonn/core/bfloat16.h"
 #include "axonn/core/error.h"
-#include "axonn/core/json_depth.h"
+#include "axonn/core/guarded_json.h"
 
 #include <nlohmann/json.hpp>
 
@@ -30,12 +30,12 @@ void check_shard_name(std::string const& name, fs::path const& index) {
 std::map<std::string, std::string> read_weight_map(fs::path const& index) {
     std::string const text = read_input_file(index, "Hugging Face weight index", "pass a Hugging Face model folder",
                                              max_safetensors_header_bytes);
+    json parsed;
     try {
-        require_json_depth(text, 8);  // {"metadata": {...}, "weight_map": {...}}
+        parsed = parse_guarded_json(text, 8);  // {"metadata": {...}, "weight_map": {...}}
     } catch (Error const& e) {
         fail("{}: {}: it is no weight index", index.string(), e.what());
     }
-    json const parsed = json::parse(text, nullptr, false);
     AXONN_REQUIRE(!parsed.is_discarded() && parsed.is_object() && parsed.contains("weight_map") &&
                       parsed["weight_map"].is_object() && !parsed["weight_map"].empty(),
                   "{} is not a weight index: it needs a non-empty \"weight_map\" object", index.string());

@@ -15,7 +15,7 @@
 
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
-#include "axonn/core/json_depth.h"
+#include "axonn/core/guarded_json.h"
 #include "axonn/io/byte_level_bpe.h"
 #include "axonn/io/pretokenize.h"
 #include "axonn/io/utf8.h"
@@ -66,8 +66,7 @@ json parse_tokenizer_file(std::filesystem::path const& path) {
                                              "AXONN_LLAMA3_DIR to a folder holding tokenizer.json)",
                                              std::uint64_t{64} << 20);
     try {
-        require_json_depth(text, max_json_depth);
-        return json::parse(text);
+        return parse_guarded_json(text, max_json_depth, true);
     } catch (json::parse_error const& error) {
         fail_corrupt_tokenizer_json(path, "not valid JSON near byte {}", error.byte);
     } catch (json::out_of_range const&) {

@@ -1,7 +1,7 @@
 #include "axonn/io/safetensors.h"
 
 #include "axonn/core/error.h"
-#include "axonn/core/json_depth.h"
+#include "axonn/core/guarded_json.h"
 
 #include <nlohmann/json.hpp>
 
@@ -83,8 +83,7 @@ std::string safetensors_dtype_name(DType dtype) {
 }
 
 SafetensorsHeader parse_safetensors_header(std::string_view text, std::uint64_t data_bytes) {
-    require_json_depth(text, max_json_depth);
-    json const header = json::parse(text.begin(), text.end(), nullptr, false);
+    json const header = parse_guarded_json(text, max_json_depth);
     AXONN_REQUIRE(!header.is_discarded(), "the header is not valid JSON");
     AXONN_REQUIRE(header.is_object(), "the header is not a JSON object");
     SafetensorsHeader parsed;

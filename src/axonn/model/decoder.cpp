@@ -13,7 +13,7 @@ namespace axonn {
 using namespace decoder_layout;
 
 void require_grid_fits(Architecture const& architecture, DecoderOptions const& options, GridShape const& grid,
-                       int world, int batch) {
+                       int world, std::optional<int> batch) {
     require_valid_grid(architecture.with_vocab_split(options.vocab_split, grid, options.precision).declarations, grid,
                        world, batch);
 }
@@ -33,7 +33,7 @@ Decoder::Decoder(Architecture architecture, Backend& backend, ProcessGrid& grid,
     AXONN_REQUIRE(max_seq <= arch_.context, "sequence length {} is longer than the model's context {}: lower --seq",
                   max_seq, arch_.context);
     GridShape const& shape = grid.shape();
-    require_valid_grid(arch_.declarations, shape, grid.world_size(), local_batch * shape.batch_replicas());
+    require_valid_grid(arch_.declarations, shape, grid.world_size(), std::nullopt);  // each replica has its batch
     LocalDims const dims(arch_, shape, local_batch, max_seq);
     require_sizes_fit(dims);
     ActivationLayout const sizes(dims, options_);

@@ -34,6 +34,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -254,9 +255,9 @@ private:
 };
 
 // Refuses, naming the grids that fit, a grid this model does not split on when laid out as `options` lay it out
-// (the vocabulary's split resolved for the grid, as a Decoder does), for a global batch of `batch` sequences on
-// `world` ranks: the check a job makes before its work starts.
+// (the vocabulary's split resolved for the grid, as a Decoder does), for a global batch of `batch` sequences (no
+// batch: any) on `world` ranks: the check a job makes before its work starts.
 void require_grid_fits(Architecture const& architecture, DecoderOptions const& options, GridShape const& grid,
-                       int world, int batch);
+                       int world, std::optional<int> batch);
 
 }  // namespace axonn

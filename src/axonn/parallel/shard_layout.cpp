@@ -251,17 +251,18 @@ std::vector<ParamSegment> param_segments(ShardLayout const& layout) {
     return segments;
 }
 
-std::optional<std::string> grid_problem(std::span<ParamDecl const> params, GridShape const& grid, int batch) {
+std::optional<std::string> grid_problem(std::span<ParamDecl const> params, GridShape const& grid,
+                                        std::optional<int> batch) {
     for (ParamDecl const& param : params) {
         if (auto problem = split_problem(param, grid)) return problem;
     }
-    if (batch % grid.batch_replicas() != 0) {
-        return fmt::format("data x z = {} does not divide the batch of {} sequences", grid.batch_replicas(), batch);
+    if (batch && *batch % grid.batch_replicas() != 0) {
+        return fmt::format("data x z = {} does not divide the batch of {} sequences", grid.batch_replicas(), *batch);
     }
     return std::nullopt;
 }
 
-std::vector<GridShape> valid_grids(std::span<ParamDecl const> params, int world, int batch) {
+std::vector<GridShape> valid_grids(std::span<ParamDecl const> params, int world, std::optional<int> batch) {
     std::vector<GridShape> grids;
     for (auto const& grid : grid_factorisations(world)) {
         if (!grid_problem(params, grid, batch)) grids.push_back(grid);
@@ -269,7 +270,8 @@ std::vector<GridShape> valid_grids(std::span<ParamDecl const> params, int world,
     return grids;
 }
 
-void require_valid_grid(std::span<ParamDecl const> params, GridShape const& grid, int world, int batch) {
+void require_valid_grid(std::span<ParamDecl const> params, GridShape const& grid, int world,
+                        std::optional<int> batch) {
     std::string problem;
     if (grid.product() != world) {
         problem = fmt::format("grid {} has {} ranks but the job has {}", grid.to_string(), grid.product(), world);
@@ -282,8 +284,12 @@ void require_valid_grid(std::span<ParamDecl const> params, GridShape const& grid
     for (auto const& candidate : valid_grids(params, world, batch)) {
         valid += (valid.empty() ? "" : " | ") + candidate.to_string();
     }
-    fail("{}; valid grids for {} ranks, this model and batch {}: {}", problem, world, batch,
-         valid.empty() ? "none (change the world size or the batch)" : valid);
+    if (!valid.empty()) {
+        fail("{}; valid grids for {} ranks, this model{}: {}", problem, world,
+             batch ? fmt::format(" and batch {}", *batch) : "", valid);
+    }
+    fail("{}; no grid of {} ranks fits this model{}: change the world size{}", problem, world,
+         batch ? fmt::format(" and batch {}", *batch) : "", batch ? " or the batch" : "");
 }
 
 }  // namespace axonn

@@ -120,11 +120,14 @@ struct ParamSegment {
 // One segment per tensor of the layout, decayed as declared: what AdamW (train/optimizer.h) takes.
 std::vector<ParamSegment> param_segments(ShardLayout const& layout);
 
-// Why a model with these parameters cannot run on this grid with this (global) batch, or nullopt if it can.
-std::optional<std::string> grid_problem(std::span<ParamDecl const> params, GridShape const& grid, int batch);
+// Why a model with these parameters cannot run on this grid with this (global) batch, or nullopt if it can. No
+// batch: any batch, as generation shares its prompts out over the replicas whatever their number.
+std::optional<std::string> grid_problem(std::span<ParamDecl const> params, GridShape const& grid,
+                                        std::optional<int> batch);
 // Every grid of `world` ranks the parameters and batch allow, in grid_factorisations order.
-std::vector<GridShape> valid_grids(std::span<ParamDecl const> params, int world, int batch);
+std::vector<GridShape> valid_grids(std::span<ParamDecl const> params, int world, std::optional<int> batch);
 // Throws axonn::Error with one line: the problem and the valid grids for these parameters and world size.
-void require_valid_grid(std::span<ParamDecl const> params, GridShape const& grid, int world, int batch);
+void require_valid_grid(std::span<ParamDecl const> params, GridShape const& grid, int world,
+                        std::optional<int> batch);
 
 }  // namespace axonn

@@ -54,7 +54,7 @@ GenerationJobResult run_generation(GenerationJobOptions const& options,
     DecoderOptions model_options;
     model_options.recompute = Recompute::layer;
     as_usage_errors([&] {
-        require_grid_fits(architecture, model_options, options.grid, world, options.grid.batch_replicas());
+        require_grid_fits(architecture, model_options, options.grid, world, std::nullopt);
     });
 
     StepOptions step_options;

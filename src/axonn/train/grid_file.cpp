@@ -2,7 +2,7 @@
 
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
-#include "axonn/core/json_depth.h"
+#include "axonn/core/guarded_json.h"
 #include "axonn/core/json_fields.h"
 
 #include <fmt/format.h>
@@ -34,12 +34,12 @@ std::string text_field(json const& object, char const* key, fs::path const& path
 }  // namespace
 
 GridFile parse_grid_file(std::string const& text, fs::path const& path) {
+    json document;
     try {
-        require_json_depth(text, 8);
+        document = parse_guarded_json(text, 8);
     } catch (Error const& e) {
         fail("grid file {}: {}: it is no grid file", path.string(), e.what());
     }
-    json const document = json::parse(text, nullptr, false);
     AXONN_REQUIRE(!document.is_discarded() && document.is_object() && document.contains("format") &&
                       document["format"] == grid_file_format,
                   "{} is not a grid file (written by `axonn tune`): pass one, or a grid as data=D,z=Z,y=Y,x=X",

@@ -2,7 +2,7 @@
 
 #include "axonn/core/bfloat16.h"
 #include "axonn/core/error.h"
-#include "axonn/core/json_depth.h"
+#include "axonn/core/guarded_json.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -87,12 +87,12 @@ GptConfig read_hf_gpt2_config(fs::path const& dir) {
     fs::path const path = dir / hf_config_file;
     std::string const text = read_input_file(path, "Hugging Face config", "pass a Hugging Face model folder",
                                              max_config_bytes);
+    json config;
     try {
-        require_json_depth(text, 16);  // a config is 2 levels deep
+        config = parse_guarded_json(text, 16);  // a config is 2 levels deep
     } catch (Error const& e) {
         fail("{}: {}: it is no Hugging Face config", path.string(), e.what());
     }
-    json const config = json::parse(text, nullptr, false);
     AXONN_REQUIRE(!config.is_discarded() && config.is_object(), "{} is not a JSON object", path.string());
     AXONN_REQUIRE(config.contains("model_type") && config["model_type"] == "gpt2",
                   "{} describes model_type {}: axonn reads {} models", path.string(),

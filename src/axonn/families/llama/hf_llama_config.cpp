@@ -2,7 +2,7 @@
 
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
-#include "axonn/core/json_depth.h"
+#include "axonn/core/guarded_json.h"
 #include "axonn/core/json_fields.h"
 
 #include <nlohmann/json.hpp>
@@ -81,12 +81,12 @@ std::optional<RopeScaling> read_rope_scaling(json const& config, std::string con
 }  // namespace
 
 LlamaConfig parse_hf_llama_config(std::string const& text, std::string const& source) {
+    json config;
     try {
-        require_json_depth(text, 16);  // a config is 3 levels deep
+        config = parse_guarded_json(text, 16);  // a config is 3 levels deep
     } catch (Error const& e) {
         fail("{}: {}: it is no Hugging Face config", source, e.what());
     }
-    json const config = json::parse(text, nullptr, false);
     AXONN_REQUIRE(!config.is_discarded() && config.is_object(), "{} is not a JSON object", source);
     AXONN_REQUIRE(config.contains("model_type") && config["model_type"] == "llama",
                   "{} describes model_type {}, not llama", source,
