@@ -563,6 +563,57 @@ TEST(HuggingFace, EachRankReadsItsShardsOfOneFileOrOfShards) {
     }
 }
 
+// A copy of a Hugging Face folder with every tensor stored in F16, as many published models are.
+void write_f16_copy(fs::path const& from, fs::path const& to) {
+    fs::create_directories(to);
+    fs::copy_file(from / "config.json", to / "config.json");
+    InputFile const input = open_input_file(from / "model.safetensors", "weights", "");
+    SafetensorsHeader const header = read_safetensors_header(input, "weights");
+    std::vector<SafetensorsEntry> entries;
+    std::string data;
+    for (SafetensorsEntry const& entry : header.tensors) {
+        std::vector<float> values((entry.end - entry.begin) / sizeof(float));
+        read_exactly(input, header.data_start + entry.begin, values.data(), entry.end - entry.begin, "weights");
+        std::vector<_Float16> narrowed(values.begin(), values.end());
+        data.append(reinterpret_cast<char const*>(narrowed.data()), narrowed.size() * sizeof(_Float16));
+        entries.push_back({entry.name, DType::f16, entry.shape, 0, 0});
+    }
+    write_file(to / "model.safetensors", safetensors_header_bytes(entries) + data);
+}
+
+// F16 weights are read, widened exactly: the import equals the F32 model's weights rounded to F16.
+TEST(HuggingFace, F16WeightsReadAsTheirValues) {
+    testing::TempDir dir;
+    SerialState state(7);
+    CheckpointReader checkpoint(
+        save_checkpoint(state.grid, byte_micro(), {state.params, {}, {}}, 0, nullptr, {dir / "ckpt"}));
+    export_hf(checkpoint, dir / "hf");
+    write_f16_copy(dir / "hf", dir / "hf16");
+    GptConfig const config = read_hf_gpt2_config(dir / "hf16");
+    std::vector<float> full(state.params.size()), half(state.params.size());
+    HfGpt2Weights(dir / "hf", config).read_local(state.layout, full);
+    HfGpt2Weights(dir / "hf16", config).read_local(state.layout, half);
+    std::size_t inexact = 0;
+    for (std::size_t i = 0; i < full.size(); ++i) {
+        ASSERT_EQ(half[i], static_cast<float>(static_cast<_Float16>(full[i]))) << "element " << i;
+        inexact += half[i] != full[i];
+    }
+    EXPECT_GT(inexact, full.size() / 2) << "the copy was not stored in F16";
+}
+
+// A dtype the format has but axonn does not read is named with its fix, and the file is not called damaged.
+TEST(HuggingFace, AnUnreadDtypeIsNotCalledDamage) {
+    testing::TempDir dir;
+    std::string const header = R"({"wte.weight": {"dtype": "F8_E4M3", "shape": [2], "data_offsets": [0, 2]}})";
+    std::string const length(reinterpret_cast<char const*>(std::array<std::uint64_t, 1>{header.size()}.data()), 8);
+    write_file(dir / "model.safetensors", length + header + "xx");
+    InputFile const input = open_input_file(dir / "model.safetensors", "weights", "");
+    std::string const error = testing::error_of([&] { read_safetensors_header(input, "weights"); });
+    EXPECT_NE(error.find("has dtype F8_E4M3, which axonn does not read: convert the weights to F32, BF16 or F16"),
+              std::string::npos) << error;
+    EXPECT_EQ(error.find("damaged"), std::string::npos) << error;
+}
+
 // GPT-2's export writes F32 only: a request for BF16 is refused, not quietly written in F32.
 TEST(HuggingFace, Gpt2ExportRefusesBf16) {
     testing::TempDir dir;

@@ -123,7 +123,7 @@ TEST_F(HfLlama, WeightsThatDoNotFitTheConfigAreRefusedByName) {
          "model.layers.2.mlp.up_proj.weight is a weight of layer 2, but config.json says the model has 2 layers"},
         {"integer_tensor",
          [](std::vector<StoredTensor>& t) { tensor_named(t, "model.norm.weight").entry.dtype = DType::i32; },
-         "model.norm.weight is I32; axonn reads F32 or BF16 weights"},
+         "model.norm.weight is I32; axonn reads F32, BF16 or F16 weights"},
     };
     for (BrokenWeights const& broken : cases) {
         SCOPED_TRACE(broken.name);

@@ -150,7 +150,8 @@ decltype(auto) with_element(DType type, F&& f) {
         case DType::f32: return f.template operator()<float>();
         case DType::f64: return f.template operator()<double>();
         case DType::bf16: return f.template operator()<bfloat16>();
-        case DType::i32: break;
+        case DType::i32:
+        case DType::f16: break;
     }
     fail("collectives move f32, f64 or bf16 elements, not {}", dtype_name(type));
 }

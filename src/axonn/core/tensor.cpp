@@ -15,6 +15,7 @@ std::size_t dtype_size(DType dtype) {
         case DType::f64: return 8;
         case DType::bf16: return 2;
         case DType::i32: return 4;
+        case DType::f16: return 2;
     }
     throw InternalError(fmt::format("unknown dtype {}", static_cast<int>(dtype)));
 }
@@ -25,6 +26,7 @@ std::string dtype_name(DType dtype) {
         case DType::f64: return "f64";
         case DType::bf16: return "bf16";
         case DType::i32: return "i32";
+        case DType::f16: return "f16";
     }
     throw InternalError(fmt::format("unknown dtype {}", static_cast<int>(dtype)));
 }

@@ -14,7 +14,8 @@
 
 namespace axonn {
 
-enum class DType : std::uint8_t { f32, f64, bf16, i32 };
+// f16 is only ever read from Hugging Face weights, which are widened to f32 as they are read.
+enum class DType : std::uint8_t { f32, f64, bf16, i32, f16 };
 
 std::size_t dtype_size(DType dtype);
 std::string dtype_name(DType dtype);

@@ -56,6 +56,8 @@ public:
     // Adds the merge ranked after all added so far (a pair already added keeps its first rank); false, adding
     // nothing, if the vocabulary lacks either token or the two joined.
     bool add_merge(std::string_view left, std::string_view right, Vocabulary const& vocabulary);
+    // The distinct merges added.
+    std::size_t merge_count() const { return merges_.size(); }
 
     std::vector<std::int32_t> merge(std::string_view piece) const;
 

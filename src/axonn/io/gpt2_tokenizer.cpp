@@ -67,7 +67,9 @@ std::vector<std::string> read_encoder(std::filesystem::path const& path, ByteSpe
     return tokens;
 }
 
-// vocab.bpe: "#version: 0.2", then one merge per line, "<left> <right>", best first.
+// vocab.bpe: "#version: 0.2", then one merge per line, "<left> <right>", best first: one merge for each token of
+// encoder.json past the 256 bytes and <|endoftext|>, each pair once. A file cut short at a line's end, or with a
+// line repeated, reads as merges like any other, and its tokens would differ from GPT-2's without a word.
 void read_merges(std::filesystem::path const& path, ByteSpelling const& spelling, Vocabulary const& vocabulary,
                  BytePairMerger& merger) {
     std::istringstream lines(read_tokenizer_file(path));
@@ -87,9 +89,19 @@ void read_merges(std::filesystem::path const& path, ByteSpelling const& spelling
         if (!left || !right) {
             fail_corrupt_gpt2_file(path, "line {} is not spelled in GPT-2's byte alphabet", line_number);
         }
+        std::size_t const merges_before = merger.merge_count();
         if (!merger.add_merge(*left, *right, vocabulary)) {
             fail_corrupt_gpt2_file(path, "line {} merges tokens that encoder.json lacks", line_number);
         }
+        if (merger.merge_count() == merges_before) {
+            fail_corrupt_gpt2_file(path, "line {} repeats an earlier merge", line_number);
+        }
+    }
+    std::size_t const merges_needed = vocabulary.size() - 257;
+    if (merger.merge_count() != merges_needed) {
+        fail_corrupt_gpt2_file(path, "it holds {} merges, and encoder.json's {} tokens need {} (one for each token past "
+                               "the 256 bytes and {})", merger.merge_count(), vocabulary.size(), merges_needed,
+                               gpt2_end_of_text);
     }
 }
 

@@ -16,6 +16,15 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// `count` elements of a 16-bit float type at `offset`, widened to fp32 (exactly: fp32 holds every such value).
+template <typename Narrow>
+void widen(InputFile const& input, std::uint64_t offset, std::int64_t count, float* out) {
+    static_assert(sizeof(Narrow) == 2);
+    std::vector<Narrow> raw(static_cast<std::size_t>(count));
+    read_exactly(input, offset, raw.data(), raw.size() * sizeof(Narrow), "Hugging Face weights");
+    for (std::size_t i = 0; i < raw.size(); ++i) out[i] = static_cast<float>(raw[i]);
+}
+
 constexpr std::uint64_t max_safetensors_header_bytes = std::uint64_t{64} << 20;
 
 // A shard's name as the index gives it: a plain file of the folder, never a path out of it.
@@ -129,12 +138,19 @@ void HfSafetensors::read(std::string const& name, std::int64_t begin, std::int64
     std::uint64_t const offset = shard.header.data_start + entry.begin + static_cast<std::uint64_t>(begin) * element;
     if (entry.dtype == DType::f32) {
         read_exactly(shard.input, offset, out, static_cast<std::size_t>(count) * sizeof(float), "Hugging Face weights");
-        return;
+    } else if (entry.dtype == DType::bf16) {
+        widen<bfloat16>(shard.input, offset, count, out);
+    } else {
+        AXONN_INVARIANT(entry.dtype == DType::f16, "{} is {}, not a weight's dtype", name, dtype_name(entry.dtype));
+        widen<_Float16>(shard.input, offset, count, out);
     }
-    AXONN_INVARIANT(entry.dtype == DType::bf16, "{} is {}, neither F32 nor BF16", name, dtype_name(entry.dtype));
-    std::vector<bfloat16> raw(static_cast<std::size_t>(count));
-    read_exactly(shard.input, offset, raw.data(), raw.size() * sizeof(bfloat16), "Hugging Face weights");
-    for (std::size_t i = 0; i < raw.size(); ++i) out[i] = static_cast<float>(raw[i]);
+}
+
+void HfSafetensors::require_weight_dtype(std::string const& name) const {
+    DType const dtype = tensors_.at(name).entry->dtype;
+    AXONN_REQUIRE(dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16,
+                  "{}: {} is {}; axonn reads F32, BF16 or F16 weights: convert it to one of them", where(name), name,
+                  safetensors_dtype_name(dtype));
 }
 
 }  // namespace axonn

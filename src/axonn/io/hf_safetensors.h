@@ -37,7 +37,10 @@ public:
 
     // The tensor's entry, or null when the folder holds none of that name.
     SafetensorsEntry const* find(std::string const& name) const;
-    // Elements [begin, begin + count) of a tensor the folder holds, row-major, as fp32 (F32 or BF16 on disk).
+    // Refuses, naming its file, a tensor whose dtype read() does not widen to fp32: weights are F32, BF16 or F16.
+    void require_weight_dtype(std::string const& name) const;
+    // Elements [begin, begin + count) of a tensor the folder holds, row-major, as fp32 (widened exactly from BF16
+    // or F16 on disk).
     void read(std::string const& name, std::int64_t begin, std::int64_t count, float* out) const;
     // Where the tensor is: its file, for errors.
     std::string where(std::string const& name) const;

@@ -18,15 +18,21 @@ struct DTypeName {
     DType dtype;
     char const* name;
 };
-constexpr std::array<DTypeName, 4> dtype_names = {{
-    {DType::f32, "F32"}, {DType::bf16, "BF16"}, {DType::f64, "F64"}, {DType::i32, "I32"}}};
+constexpr std::array<DTypeName, 5> dtype_names = {{
+    {DType::f32, "F32"}, {DType::bf16, "BF16"}, {DType::f16, "F16"}, {DType::f64, "F64"}, {DType::i32, "I32"}}};
+
+// A dtype the format has and axonn does not read: a sound file, which no "damaged" may be said of.
+class UnreadDtype : public Error {
+public:
+    using Error::Error;
+};
 
 DType parse_dtype(std::string const& name, std::string const& tensor) {
     for (auto const& entry : dtype_names) {
         if (name == entry.name) return entry.dtype;
     }
-    fail("tensor '{}' has dtype {}, which axonn does not read (F32, BF16, F64 or I32): convert it to F32", tensor,
-         name);
+    throw UnreadDtype(fmt::format("tensor '{}' has dtype {}, which axonn does not read: convert the weights to "
+                                  "F32, BF16 or F16", tensor, name));
 }
 
 // JSON nested deeper than this is no header (a header is 3 levels deep).
@@ -129,6 +135,8 @@ SafetensorsHeader read_safetensors_header(InputFile const& file, std::string_vie
         SafetensorsHeader header = parse_safetensors_header(text, size - 8 - length);
         header.data_start = 8 + length;
         return header;
+    } catch (UnreadDtype const& e) {
+        fail("{} {}: {}", what, name, e.what());
     } catch (Error const& e) {
         fail("{} {}: {}: it is damaged or not a safetensors file", what, name, e.what());
     }

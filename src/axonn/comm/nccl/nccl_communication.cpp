@@ -27,7 +27,8 @@ ncclDataType_t nccl_type(DType element) {
         case DType::f32: return ncclFloat32;
         case DType::f64: return ncclFloat64;
         case DType::bf16: return ncclBfloat16;
-        case DType::i32: break;
+        case DType::i32:
+        case DType::f16: break;
     }
     fail("NCCL collectives here move f32, f64 or bf16, not {}", dtype_name(element));
 }

@@ -141,9 +141,7 @@ HfGpt2Weights::HfGpt2Weights(fs::path const& dir, GptConfig const& config)
             Shape const expected = hf_shape(tensor, config);
             AXONN_REQUIRE(entry->shape == expected, "{}: {} has shape {}, but its config.json asks for {}",
                           files_.where(name), name, shape_string(entry->shape), shape_string(expected));
-            AXONN_REQUIRE(entry->dtype == DType::f32 || entry->dtype == DType::bf16,
-                          "{}: {} is {}; axonn reads F32 or BF16 weights", files_.where(name), name,
-                          safetensors_dtype_name(entry->dtype));
+            files_.require_weight_dtype(name);
         }
     }
     // An untied head would be silently replaced by the embedding: refuse one that differs from it.
@@ -151,9 +149,7 @@ HfGpt2Weights::HfGpt2Weights(fs::path const& dir, GptConfig const& config)
         Shape const embedding = hf_shape(hf_tensors[0], config);
         AXONN_REQUIRE(head->shape == embedding, "{}: lm_head.weight has shape {}, not the embedding's",
                       files_.where("lm_head.weight"), shape_string(head->shape));
-        AXONN_REQUIRE(head->dtype == DType::f32 || head->dtype == DType::bf16,
-                      "{}: lm_head.weight is {}; axonn reads F32 or BF16 weights", files_.where("lm_head.weight"),
-                      safetensors_dtype_name(head->dtype));
+        files_.require_weight_dtype("lm_head.weight");
         Tensor const a = read("lm_head.weight", embedding), b = read(prefix_ + "wte.weight", embedding);
         AXONN_REQUIRE(std::equal(a.span<float>().begin(), a.span<float>().end(), b.span<float>().begin()),
                       "{}: lm_head.weight differs from the embedding; axonn's GPT-2 ties them", dir_.string());

@@ -81,9 +81,7 @@ HfLlamaWeights::HfLlamaWeights(fs::path const& dir, LlamaConfig const& config)
                               dir_.string(), name, config.num_hidden_layers);
                 AXONN_REQUIRE(entry->shape == part.shape, "{}: {} has shape {}, but its config.json asks for {}",
                               files_.where(name), name, shape_string(entry->shape), shape_string(part.shape));
-                AXONN_REQUIRE(entry->dtype == DType::f32 || entry->dtype == DType::bf16,
-                              "{}: {} is {}; axonn reads F32 or BF16 weights", files_.where(name), name,
-                              safetensors_dtype_name(entry->dtype));
+                files_.require_weight_dtype(name);
             }
         }
     }
