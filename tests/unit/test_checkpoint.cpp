@@ -9,6 +9,7 @@
 #include "axonn/checkpoint/checkpoint_writer.h"
 #include "axonn/checkpoint/hf_export.h"
 #include "axonn/core/error.h"
+#include "axonn/core/float16.h"
 #include "axonn/core/rng.h"
 #include "axonn/families/gpt2/hf_gpt2.h"
 #include "axonn/io/hf_safetensors.h"
@@ -27,10 +28,12 @@
 
 #include <array>
 #include <cctype>
+#include <cmath>
 #include <chrono>
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <tuple>
 
 namespace axonn {
 namespace {
@@ -275,6 +278,13 @@ std::vector<DamagedCheckpoint> const damaged_checkpoints = {
      },
      "not a plain name"},
     {"interrupted_save", [](fs::path const& f) { fs::remove(f / "COMPLETE"); }, "is incomplete"},
+    {"step_past_every_signed_integer",
+     [](fs::path const& f) {
+         json index = json::parse(file_bytes(f / "index.json"));
+         index["step"] = std::uint64_t{1} << 63;  // shown as written, not as the negative number it wraps to
+         write_file(f / "index.json", index.dump());
+     },
+     "\"step\" = 9223372036854775808 lies outside [0, "},
     {"index_naming_its_step_twice",
      [](fs::path const& f) {
          std::string text = file_bytes(f / "index.json");
@@ -563,42 +573,72 @@ TEST(HuggingFace, EachRankReadsItsShardsOfOneFileOrOfShards) {
     }
 }
 
-// A copy of a Hugging Face folder with every tensor stored in F16, as many published models are.
-void write_f16_copy(fs::path const& from, fs::path const& to) {
-    fs::create_directories(to);
-    fs::copy_file(from / "config.json", to / "config.json");
-    InputFile const input = open_input_file(from / "model.safetensors", "weights", "");
-    SafetensorsHeader const header = read_safetensors_header(input, "weights");
-    std::vector<SafetensorsEntry> entries;
-    std::string data;
-    for (SafetensorsEntry const& entry : header.tensors) {
-        std::vector<float> values((entry.end - entry.begin) / sizeof(float));
-        read_exactly(input, header.data_start + entry.begin, values.data(), entry.end - entry.begin, "weights");
-        std::vector<_Float16> narrowed(values.begin(), values.end());
-        data.append(reinterpret_cast<char const*>(narrowed.data()), narrowed.size() * sizeof(_Float16));
-        entries.push_back({entry.name, DType::f16, entry.shape, 0, 0});
-    }
-    write_file(to / "model.safetensors", safetensors_header_bytes(entries) + data);
+// The value of an IEEE 754 binary16 bit pattern, from the standard's formula (not from the code under test).
+double binary16_value(std::uint16_t bits) {
+    int const exponent = bits >> 10 & 0x1f, mantissa = bits & 0x3ff;
+    double const magnitude =
+        exponent == 0 ? std::ldexp(mantissa, -24) : std::ldexp(1.0 + mantissa / 1024.0, exponent - 15);
+    return bits & 0x8000 ? -magnitude : magnitude;
 }
 
-// F16 weights are read, widened exactly: the import equals the F32 model's weights rounded to F16.
+// Copies of a Hugging Face folder whose every tensor holds finite binary16 patterns (element i of tensor t the
+// pattern (i · 40503 + t · 977) mod 63488, a sign every other element): stored as F16 in `f16`, and as the F32 of
+// their values in `f32`.
+void write_binary16_copies(fs::path const& from, fs::path const& f16, fs::path const& f32) {
+    InputFile const input = open_input_file(from / "model.safetensors", "weights", "");
+    SafetensorsHeader const header = read_safetensors_header(input, "weights");
+    std::vector<SafetensorsEntry> narrow_entries, wide_entries;
+    std::string narrow_data, wide_data;
+    for (std::size_t t = 0; t < header.tensors.size(); ++t) {
+        SafetensorsEntry const& entry = header.tensors[t];
+        for (std::size_t i = 0; i < (entry.end - entry.begin) / sizeof(float); ++i) {
+            auto const bits = static_cast<std::uint16_t>((i * 40503 + t * 977) % 0x7c00 | (i % 2) << 15);
+            auto const value = static_cast<float>(binary16_value(bits));
+            narrow_data.append(reinterpret_cast<char const*>(&bits), sizeof bits);
+            wide_data.append(reinterpret_cast<char const*>(&value), sizeof value);
+        }
+        narrow_entries.push_back({entry.name, DType::f16, entry.shape, 0, 0});
+        wide_entries.push_back({entry.name, DType::f32, entry.shape, 0, 0});
+    }
+    for (auto const& [folder, entries, data] : {std::tuple{f16, &narrow_entries, &narrow_data},
+                                                std::tuple{f32, &wide_entries, &wide_data}}) {
+        fs::create_directories(folder);
+        fs::copy_file(from / "config.json", folder / "config.json");
+        write_file(folder / "model.safetensors", safetensors_header_bytes(*entries) + *data);
+    }
+}
+
+// F16 weights, as many published models are stored, are read as their values: a GPT-2 imported from F16 equals the
+// same values imported from F32, element for element, through every tensor and the Conv1D transposes.
 TEST(HuggingFace, F16WeightsReadAsTheirValues) {
     testing::TempDir dir;
     SerialState state(7);
     CheckpointReader checkpoint(
         save_checkpoint(state.grid, byte_micro(), {state.params, {}, {}}, 0, nullptr, {dir / "ckpt"}));
     export_hf(checkpoint, dir / "hf");
-    write_f16_copy(dir / "hf", dir / "hf16");
-    GptConfig const config = read_hf_gpt2_config(dir / "hf16");
-    std::vector<float> full(state.params.size()), half(state.params.size());
-    HfGpt2Weights(dir / "hf", config).read_local(state.layout, full);
-    HfGpt2Weights(dir / "hf16", config).read_local(state.layout, half);
-    std::size_t inexact = 0;
-    for (std::size_t i = 0; i < full.size(); ++i) {
-        ASSERT_EQ(half[i], static_cast<float>(static_cast<_Float16>(full[i]))) << "element " << i;
-        inexact += half[i] != full[i];
+    write_binary16_copies(dir / "hf", dir / "f16", dir / "f32");
+    GptConfig const config = read_hf_gpt2_config(dir / "f16");
+    std::vector<float> narrow(state.params.size()), wide(state.params.size());
+    HfGpt2Weights(dir / "f16", config).read_local(state.layout, narrow);
+    HfGpt2Weights(dir / "f32", config).read_local(state.layout, wide);
+    for (std::size_t i = 0; i < wide.size(); ++i) ASSERT_EQ(narrow[i], wide[i]) << "element " << i;
+}
+
+// Every binary16 pattern widens to its value: subnormals, both zeros, the largest finite, infinities, NaNs.
+TEST(HuggingFace, EveryF16PatternWidensExactly) {
+    for (std::uint32_t bits = 0; bits <= 0xffff; ++bits) {
+        auto const pattern = static_cast<std::uint16_t>(bits);
+        float const widened = float16_to_float(pattern);
+        bool const infinite_or_nan = (pattern & 0x7c00) == 0x7c00;
+        if (!infinite_or_nan) {
+            ASSERT_EQ(widened, binary16_value(pattern)) << std::hex << bits;
+            ASSERT_EQ(std::signbit(widened), (pattern & 0x8000) != 0) << std::hex << bits;
+        } else if ((pattern & 0x3ff) == 0) {
+            ASSERT_TRUE(std::isinf(widened) && std::signbit(widened) == ((pattern & 0x8000) != 0)) << std::hex << bits;
+        } else {
+            ASSERT_TRUE(std::isnan(widened)) << std::hex << bits;
+        }
     }
-    EXPECT_GT(inexact, full.size() / 2) << "the copy was not stored in F16";
 }
 
 // A dtype the format has but axonn does not read is named with its fix, and the file is not called damaged.
@@ -654,7 +694,7 @@ TEST(HuggingFace, HostileWeightIndexIsRefused) {
         {"not_a_name", with("wte.weight", 3), "not to a file name"},
         {"missing_shard", with("wte.weight", "model-00009-of-00009.safetensors"), "does not exist"},
         {"wrong_shard", with("wte.weight", good["weight_map"]["wpe.weight"]), "which does not hold it"},
-        {"nested_too_deep", [] { return std::string(100000, '['); }, "it is no weight index"},
+        {"nested_too_deep", [] { return std::string(100000, '['); }, "is not a weight index (the JSON nests deeper"},
     };
     for (HostileIndex const& hostile : cases) {
         fs::path const folder = dir / hostile.name;

@@ -122,7 +122,7 @@ std::vector<BadInput> const bad_inputs = {
     {"memorization_eval_no_documents", "memorization eval --model-dir {dir}/model --documents {dir}/no_docs.jsonl",
      "holds no document", 1},
     {"memorization_eval_bad_document", "memorization eval --model-dir {dir}/model --documents {dir}/bad_docs.jsonl",
-     "bad_docs.jsonl line 2: not JSON", 1},
+     "bad_docs.jsonl line 2: not valid JSON", 1},
     {"memorization_eval_canaries_beyond_context",
      "memorization eval --model-dir {dir}/model --documents {dir}/docs.jsonl --prefix 200 --suffix 100",
      "longer than the model's context", 2},
@@ -622,7 +622,7 @@ std::vector<BadInput> const bad_inputs = {
     {"prepare_bad_fraction", "prepare --input {dir}/text.txt --out {dir}/out --tokenizer byte --val-fraction 1.5",
      "--val-fraction 1.5 is outside (0, 1)", 2},
     {"prepare_bad_record", "prepare --format jsonl --input {dir}/bad_records.jsonl --out {dir}/out --tokenizer byte",
-     "{dir}/bad_records.jsonl line 2: not JSON", 1},
+     "{dir}/bad_records.jsonl line 2: not valid JSON", 1},
     {"prepare_record_missing_field",
      "prepare --format jsonl --input {dir}/no_response.jsonl --out {dir}/out --tokenizer byte",
      "{dir}/no_response.jsonl line 1: the record has no \"response\" field: add it, or name the field that holds it "

@@ -73,7 +73,7 @@ TEST(GridFile, MalformedFilesAreRefusedByName) {
         {"version_not_a_number", edited([](auto& j) { j["version"] = "1"; }), "has version \"1\", and this axonn"},
         {"time_not_a_number", edited([](auto& j) { j["step_s"] = "fast"; }), "\"step_s\" is not a number"},
         {"machine_not_text", edited([](auto& j) { j["machine"] = 5; }), "\"machine\" is not a string"},
-        {"too_deep", std::string(1000, '['), "it is no grid file"},
+        {"too_deep", std::string(1000, '['), "is not a grid file (written by `axonn tune`): the JSON nests deeper"},
         {"newer_version", edited([](auto& j) { j["version"] = 2; }), "has version 2, and this axonn reads version 1"},
         {"no_grid", edited([](auto& j) { j.erase("grid"); }), "has no \"grid\" object"},
         {"zero_axis", edited([](auto& j) { j["grid"]["y"] = 0; }), "has no positive integer \"y\""},

@@ -3,10 +3,12 @@
 #include "axonn/core/guarded_json.h"
 
 #include "axonn/core/error.h"
+#include "support/error_of.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 namespace axonn {
 namespace {
@@ -51,9 +53,12 @@ TEST_P(GuardedJson, RefusesRepeatedKeysAndDepthAndParsesTheRest) {
 INSTANTIATE_TEST_SUITE_P(Table, GuardedJson, ::testing::ValuesIn(guarded_cases),
                          [](auto const& info) { return std::string(info.param.name); });
 
-TEST(GuardedJson, TextThatIsNotJsonIsDiscardedOrThrowsAsNlohmannDoes) {
-    EXPECT_TRUE(parse_guarded_json("{\"a\": ", 3).is_discarded());
-    EXPECT_THROW(parse_guarded_json("{\"a\": ", 3, true), nlohmann::json::parse_error);
+TEST(GuardedJson, TextThatIsNotJsonIsNamedWithWhere) {
+    for (auto const& [text, reason] : {std::pair{"{\"a\": ", "not valid JSON near byte 7"},
+                                       std::pair{"{\"a\": NaN}", "not valid JSON near byte 7"},
+                                       std::pair{"[1e999]", "it holds a number too large for a double"}}) {
+        EXPECT_EQ(testing::error_of([&] { parse_guarded_json(text, 3); }), reason) << text;
+    }
 }
 
 }  // namespace

@@ -73,7 +73,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"rope_type_not_text",
                   "rope_scaling",
                   {{"rope_type", 5}, {"factor", 4.0}},
-                  "config.json: rope_scaling: \"rope_type\" is not a string"},
+                  "config.json rope_scaling: \"rope_type\" is not a string"},
         BadConfig{"tied_embeddings", "tie_word_embeddings", true, "tie_word_embeddings = true"},
         BadConfig{"another_activation", "hidden_act", "gelu", "hidden_act = \"gelu\""},
         BadConfig{"biases", "attention_bias", true, "attention_bias = true"},
@@ -86,14 +86,36 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"head_dim_mismatch", "head_dim", 64, "head_dim = 64"},
         BadConfig{"negative_width", "hidden_size", -4096, "hidden_size = -4096: it must be a positive integer"},
         BadConfig{"missing_layers", "num_hidden_layers", nullptr, "has no num_hidden_layers"},
-        BadConfig{"dropout", "attention_dropout", 0.1, "attention_dropout = 0.1"}),
+        BadConfig{"dropout", "attention_dropout", 0.1, "attention_dropout = 0.1"},
+        BadConfig{"width_past_what_axonn_supports", "hidden_size", std::int64_t{1} << 62,
+                  "hidden_size = 4611686018427387904: axonn supports at most 1073741824"},
+        BadConfig{"rope_scaling_missing_a_field",
+                  "rope_scaling",
+                  {{"rope_type", "llama3"}, {"factor", 8.0}},
+                  "config.json rope_scaling has no low_freq_factor"},
+        BadConfig{"rope_scaling_original_context_not_an_integer",
+                  "rope_scaling",
+                  {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+                   {"original_max_position_embeddings", 32.5}},
+                  "original_max_position_embeddings = 32.5: it must be a positive integer"},
+        BadConfig{"rope_scaling_unknown_field",
+                  "rope_scaling",
+                  {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+                   {"original_max_position_embeddings", 8192}, {"beta_fast", 32}},
+                  "has a field beta_fast that axonn does not know"},
+        BadConfig{"rope_scaling_two_types",
+                  "rope_scaling",
+                  {{"rope_type", "llama3"}, {"type", "linear"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                   {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}},
+                  "says type \"linear\" and rope_type llama3: keep one"}),
     [](auto const& info) { return info.param.name; });
 
 TEST(HfLlamaConfig, NotJsonIsRefused) {
-    EXPECT_NE(testing::error_of([] { parse_hf_llama_config("{oops", "config.json"); }).find("not a JSON object"),
+    EXPECT_NE(testing::error_of([] { parse_hf_llama_config("{oops", "config.json"); })
+                  .find("config.json: not valid JSON near byte 2: fix it, or fetch the model's config.json"),
               std::string::npos);
     EXPECT_NE(testing::error_of([] { parse_hf_llama_config(std::string(100, '['), "config.json"); })
-                  .find("it is no Hugging Face config"),
+                  .find("config.json: the JSON nests deeper than 16 levels: fix it"),
               std::string::npos);
 }
 

@@ -162,7 +162,7 @@ TEST(MemorizationEval, DocumentFilesAreCheckedLineByLine) {
         std::string text;
         std::string expected;
     };
-    for (Bad const& bad : {Bad{"", "holds no document"}, Bad{"{\"tokens\": [1]}\n{oops\n", "line 2: not JSON"},
+    for (Bad const& bad : {Bad{"", "holds no document"}, Bad{"{\"tokens\": [1]}\n{oops\n", "line 2: not valid JSON"},
                            Bad{"{\"tokens\": [1, 99]}\n", "token 99 is not an id"},
                            Bad{"{\"words\": 3}\n", "line 1: is not an object with \"tokens\""},
                            Bad{"{\"text\": \"hello\"}\n", "no tokenizer"},

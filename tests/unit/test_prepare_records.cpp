@@ -229,7 +229,7 @@ std::string const good_line = R"({"prompt": "a", "response": "b"})" "\n";
 INSTANTIATE_TEST_SUITE_P(
     Cases, BadRecordsTest,
     ::testing::Values(
-        BadRecords{"NotJson", good_line + "{\"prompt\": \"a\",\n", "records.jsonl line 2: not JSON"},
+        BadRecords{"NotJson", good_line + "{\"prompt\": \"a\",\n", "records.jsonl line 2: not valid JSON"},
         BadRecords{"NotAnObject", good_line + good_line + "[\"a\", \"b\"]\n",
                    "line 3: the line is array, not an object"},
         BadRecords{"MissingResponse", good_line + "{\"prompt\": \"a\"}\n",

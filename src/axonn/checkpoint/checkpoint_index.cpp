@@ -77,7 +77,7 @@ constexpr int max_index_depth = 16;
 
 CheckpointIndex parse_index_document(std::string_view source) {
     json const document = parse_guarded_json(source, max_index_depth);
-    AXONN_REQUIRE(!document.is_discarded() && document.is_object(), "it is not a JSON object");
+    AXONN_REQUIRE(document.is_object(), "it is not a JSON object");
     AXONN_REQUIRE(document.contains("format") && document["format"] == checkpoint_index_format,
                   "it is not an axonn checkpoint index");
     AXONN_REQUIRE(document.contains("version") && document["version"] == checkpoint_format_version,

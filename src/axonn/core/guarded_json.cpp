@@ -70,14 +70,18 @@ nlohmann::json::parser_callback_t naming_a_repeated_key() {
 
 }  // namespace
 
-nlohmann::json parse_guarded_json(std::string_view text, int max_depth, bool allow_exceptions) {
+nlohmann::json parse_guarded_json(std::string_view text, int max_depth) {
     require_json_depth(text, max_depth);
     try {
-        return nlohmann::json::parse(text.begin(), text.end(), counting_keys(), allow_exceptions);
+        return nlohmann::json::parse(text.begin(), text.end(), counting_keys());
     } catch (RepeatedKey const&) {
         [[maybe_unused]] nlohmann::json const reparsed =
-            nlohmann::json::parse(text.begin(), text.end(), naming_a_repeated_key(), allow_exceptions);
+            nlohmann::json::parse(text.begin(), text.end(), naming_a_repeated_key());
         AXONN_INVARIANT(false, "an object of the JSON lost a member, but no key was read twice");
+    } catch (nlohmann::json::parse_error const& error) {
+        fail("not valid JSON near byte {}", error.byte);
+    } catch (nlohmann::json::out_of_range const&) {
+        fail("it holds a number too large for a double");
     }
 }
 

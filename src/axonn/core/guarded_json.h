@@ -14,9 +14,9 @@ namespace axonn {
 // objects inside one another (brackets inside strings do not count).
 void require_json_depth(std::string_view text, int max_depth);
 
-// `text` parsed after require_json_depth; an object with a repeated key throws axonn::Error ("the JSON names the
-// key \"k\" twice in one object"). Text that is not JSON gives a discarded value, or with allow_exceptions
-// nlohmann's parse_error (out_of_range for a number too large for a double), as json::parse does.
-nlohmann::json parse_guarded_json(std::string_view text, int max_depth, bool allow_exceptions = false);
+// `text` parsed after require_json_depth. Throws axonn::Error, saying why, for text that is not valid JSON (NaN and
+// Infinity, which Python's json module writes, are not), a number too large for a double, and an object with a
+// repeated key ("the JSON names the key \"k\" twice in one object").
+nlohmann::json parse_guarded_json(std::string_view text, int max_depth);
 
 }  // namespace axonn

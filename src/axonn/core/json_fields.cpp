@@ -15,10 +15,10 @@ std::int64_t json_integer(json const& object, char const* key, std::string_view 
                           std::int64_t high) {
     json const& value = json_field(object, key, where);
     AXONN_REQUIRE(value.is_number_integer(), "{}: \"{}\" is not an integer", where, key);
-    // An unsigned value above INT64_MAX reads as negative here, and is refused with the rest.
+    // An unsigned value above INT64_MAX reads as negative here, and is refused with the rest (shown as written).
     auto const number = value.get<std::int64_t>();
-    AXONN_REQUIRE(number >= low && number <= high, "{}: \"{}\" = {} lies outside [{}, {}]", where, key, number, low,
-                  high);
+    AXONN_REQUIRE(number >= low && number <= high && !(value.is_number_unsigned() && number < 0),
+                  "{}: \"{}\" = {} lies outside [{}, {}]", where, key, value.dump(), low, high);
     return number;
 }
 

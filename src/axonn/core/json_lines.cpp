@@ -19,16 +19,22 @@ std::size_t for_each_json_line(std::filesystem::path const& path, std::string_vi
         std::string_view const content = text.substr(start, end - start);
         start = end + 1;
         if (content.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+        AXONN_REQUIRE(content.size() <= format.max_line_bytes,
+                      "{} line {}: the line has {} bytes, more than the {} a line may hold: shorten it", path.string(),
+                      line, content.size(), format.max_line_bytes);
+        nlohmann::json value;
         try {
-            AXONN_REQUIRE(content.size() <= format.max_line_bytes,
-                          "the line has {} bytes, more than the {} a line may "
-                          "hold: shorten it",
-                          content.size(), format.max_line_bytes);
-            record(parse_guarded_json(content, format.max_depth, true));
+            value = parse_guarded_json(content, format.max_depth);
+        } catch (Error const& e) {
+            throw Error(fmt::format("{} line {}: {}: write one object per line, {}", path.string(), line, e.what(),
+                                    format.example));
+        }
+        try {
+            record(value);
             ++values;
         } catch (nlohmann::json::exception const& e) {
-            throw Error(fmt::format("{} line {}: not JSON ({}): write one object per line, {}", path.string(), line,
-                                    e.what(), format.example));
+            throw Error(fmt::format("{} line {}: {}: write one object per line, {}", path.string(), line, e.what(),
+                                    format.example));
         } catch (Error const& e) {
             throw Error(fmt::format("{} line {}: {}", path.string(), line, e.what()));
         }

@@ -17,7 +17,7 @@ bool is_hf_model_folder(std::filesystem::path const& dir);
 ModelConfig read_hf_model_config(std::filesystem::path const& dir);
 
 // This rank's shards of every parameter of `model`, read from dir's weights into the flat buffer `params` laid out
-// by `layout`. Every tensor is checked (present, F32 or BF16, of the config's shape) before any is read.
+// by `layout`. Every tensor is checked (present, F32, BF16 or F16, of the config's shape) before any is read.
 void read_hf_weights(std::filesystem::path const& dir, ModelConfig const& model, ShardLayout const& layout,
                      std::span<float> params);
 

@@ -2,6 +2,7 @@
 
 #include "axonn/core/bfloat16.h"
 #include "axonn/core/error.h"
+#include "axonn/core/float16.h"
 #include "axonn/core/guarded_json.h"
 
 #include <nlohmann/json.hpp>
@@ -17,12 +18,12 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 // `count` elements of a 16-bit float type at `offset`, widened to fp32 (exactly: fp32 holds every such value).
-template <typename Narrow>
-void widen(InputFile const& input, std::uint64_t offset, std::int64_t count, float* out) {
+template <typename Narrow, typename Widen>
+void widen(InputFile const& input, std::uint64_t offset, std::int64_t count, float* out, Widen widened) {
     static_assert(sizeof(Narrow) == 2);
     std::vector<Narrow> raw(static_cast<std::size_t>(count));
     read_exactly(input, offset, raw.data(), raw.size() * sizeof(Narrow), "Hugging Face weights");
-    for (std::size_t i = 0; i < raw.size(); ++i) out[i] = static_cast<float>(raw[i]);
+    for (std::size_t i = 0; i < raw.size(); ++i) out[i] = widened(raw[i]);
 }
 
 constexpr std::uint64_t max_safetensors_header_bytes = std::uint64_t{64} << 20;
@@ -43,9 +44,9 @@ std::map<std::string, std::string> read_weight_map(fs::path const& index) {
     try {
         parsed = parse_guarded_json(text, 8);  // {"metadata": {...}, "weight_map": {...}}
     } catch (Error const& e) {
-        fail("{}: {}: it is no weight index", index.string(), e.what());
+        fail("{} is not a weight index ({}): fix it, or fetch the model again", index.string(), e.what());
     }
-    AXONN_REQUIRE(!parsed.is_discarded() && parsed.is_object() && parsed.contains("weight_map") &&
+    AXONN_REQUIRE(parsed.is_object() && parsed.contains("weight_map") &&
                       parsed["weight_map"].is_object() && !parsed["weight_map"].empty(),
                   "{} is not a weight index: it needs a non-empty \"weight_map\" object", index.string());
     std::map<std::string, std::string> map;
@@ -139,10 +140,10 @@ void HfSafetensors::read(std::string const& name, std::int64_t begin, std::int64
     if (entry.dtype == DType::f32) {
         read_exactly(shard.input, offset, out, static_cast<std::size_t>(count) * sizeof(float), "Hugging Face weights");
     } else if (entry.dtype == DType::bf16) {
-        widen<bfloat16>(shard.input, offset, count, out);
+        widen<bfloat16>(shard.input, offset, count, out, [](bfloat16 value) { return static_cast<float>(value); });
     } else {
         AXONN_INVARIANT(entry.dtype == DType::f16, "{} is {}, not a weight's dtype", name, dtype_name(entry.dtype));
-        widen<_Float16>(shard.input, offset, count, out);
+        widen<std::uint16_t>(shard.input, offset, count, out, float16_to_float);
     }
 }
 

@@ -21,6 +21,8 @@ inline constexpr char const* hf_weights_file = "model.safetensors";
 inline constexpr char const* hf_weights_index_file = "model.safetensors.index.json";
 
 inline constexpr char const* hf_config_file = "config.json";
+// The largest size, count or length axonn takes from a config.json (a layer's width, a vocabulary, a context).
+inline constexpr std::uint64_t hf_config_largest_size = std::uint64_t{1} << 30;
 
 // Writes a Hugging Face model folder's config.json (`config_text`) and model.safetensors (`header`, then what
 // `write_tensors` writes into it) side by side, and renames the two into place only once both are on disk: a failure

@@ -38,9 +38,10 @@ GridFile parse_grid_file(std::string const& text, fs::path const& path) {
     try {
         document = parse_guarded_json(text, 8);
     } catch (Error const& e) {
-        fail("grid file {}: {}: it is no grid file", path.string(), e.what());
+        fail("{} is not a grid file (written by `axonn tune`): {}: pass one, or a grid as data=D,z=Z,y=Y,x=X",
+             path.string(), e.what());
     }
-    AXONN_REQUIRE(!document.is_discarded() && document.is_object() && document.contains("format") &&
+    AXONN_REQUIRE(document.is_object() && document.contains("format") &&
                       document["format"] == grid_file_format,
                   "{} is not a grid file (written by `axonn tune`): pass one, or a grid as data=D,z=Z,y=Y,x=X",
                   path.string());

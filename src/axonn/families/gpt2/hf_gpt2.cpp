@@ -75,9 +75,11 @@ void require_setting(json const& config, char const* key, T const& required, fs:
 }
 
 int positive(json const& config, char const* key, fs::path const& path) {
-    AXONN_REQUIRE(config.contains(key) && config[key].is_number_integer() && config[key].get<std::int64_t>() > 0 &&
-                      config[key].get<std::int64_t>() <= (1 << 30),
+    AXONN_REQUIRE(config.contains(key) && config[key].is_number_unsigned() && config[key].get<std::uint64_t>() > 0,
                   "{} has no positive integer {}: it is not a GPT-2 config", path.string(), key);
+    AXONN_REQUIRE(config[key].get<std::uint64_t>() <= hf_config_largest_size,
+                  "{} sets {} = {}: axonn supports at most {}", path.string(), key, config[key].dump(),
+                  hf_config_largest_size);
     return config[key].get<int>();
 }
 
@@ -91,9 +93,9 @@ GptConfig read_hf_gpt2_config(fs::path const& dir) {
     try {
         config = parse_guarded_json(text, 16);  // a config is 2 levels deep
     } catch (Error const& e) {
-        fail("{}: {}: it is no Hugging Face config", path.string(), e.what());
+        fail("{}: {}: fix it, or fetch the model's config.json again", path.string(), e.what());
     }
-    AXONN_REQUIRE(!config.is_discarded() && config.is_object(), "{} is not a JSON object", path.string());
+    AXONN_REQUIRE(config.is_object(), "{} is not a JSON object: it is no Hugging Face config", path.string());
     AXONN_REQUIRE(config.contains("model_type") && config["model_type"] == "gpt2",
                   "{} describes model_type {}: axonn reads {} models", path.string(),
                   config.contains("model_type") ? config["model_type"].dump() : "(none)", hf_model_types());

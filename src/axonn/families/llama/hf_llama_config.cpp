@@ -4,6 +4,7 @@
 #include "axonn/core/file_io.h"
 #include "axonn/core/guarded_json.h"
 #include "axonn/core/json_fields.h"
+#include "axonn/io/hf_safetensors.h"
 
 #include <nlohmann/json.hpp>
 
@@ -27,11 +28,15 @@ public:
     ConfigReader(json const& config, std::string source) : config_(config), source_(std::move(source)) {}
 
     int positive(char const* key) const {
-        AXONN_REQUIRE(config_.contains(key), "{} has no {}: it is no Llama config", source_, key);
+        AXONN_REQUIRE(config_.contains(key), "{} has no {}: a Llama config gives it", source_, key);
         return positive_value(key);
     }
     int positive_or(char const* key, int fallback) const {
         return config_.contains(key) && !config_[key].is_null() ? positive_value(key) : fallback;
+    }
+    double number(char const* key) const {
+        AXONN_REQUIRE(config_.contains(key) && !config_[key].is_null(), "{} has no {}: give it", source_, key);
+        return number_or(key, 0.0);
     }
     double number_or(char const* key, double fallback) const {
         if (!config_.contains(key) || config_[key].is_null()) return fallback;
@@ -49,9 +54,11 @@ public:
 private:
     int positive_value(char const* key) const {
         json const& value = config_[key];
-        AXONN_REQUIRE(
-            value.is_number_integer() && value.get<std::int64_t>() > 0 && value.get<std::int64_t>() <= (1 << 30),
-            "{} sets {} = {}: it must be a positive integer", source_, key, value.dump());
+        AXONN_REQUIRE(value.is_number_unsigned() && value.get<std::uint64_t>() > 0,
+                      "{} sets {} = {}: it must be a positive integer", source_, key, value.dump());
+        AXONN_REQUIRE(value.get<std::uint64_t>() <= hf_config_largest_size,
+                      "{} sets {} = {}: axonn supports at most {}", source_, key, value.dump(),
+                      hf_config_largest_size);
         return value.get<int>();
     }
 
@@ -60,22 +67,29 @@ private:
 };
 
 // rope_scaling: null (plain RoPE) or Llama 3's {"rope_type": "llama3", factor, low_freq_factor, high_freq_factor,
-// original_max_position_embeddings} (older files say "type").
+// original_max_position_embeddings} (older files say "type"), every field given, as transformers requires: a
+// missing one would otherwise take a default here and change the positions' frequencies without a word.
 std::optional<RopeScaling> read_rope_scaling(json const& config, std::string const& source) {
     if (!config.contains("rope_scaling") || config["rope_scaling"].is_null()) return std::nullopt;
     json const& scaling = config["rope_scaling"];
+    std::string const where = source + " rope_scaling";
     AXONN_REQUIRE(scaling.is_object(), "{}: rope_scaling must be an object or null", source);
-    std::string const kind = json_text_or(scaling, "rope_type", source + ": rope_scaling",
-                                          json_text_or(scaling, "type", source + ": rope_scaling", "(none)"));
+    std::string const kind = json_text_or(scaling, "rope_type", where, json_text_or(scaling, "type", where, "(none)"));
     AXONN_REQUIRE(kind == "llama3",
                   "{}: rope_scaling of type {} is not supported: axonn reproduces Llama 3's (\"llama3\")", source,
                   kind);
-    ConfigReader const fields(scaling, source + " rope_scaling");
-    RopeScaling const defaults;
-    return RopeScaling{fields.number_or("factor", defaults.factor),
-                       fields.number_or("low_freq_factor", defaults.low_freq_factor),
-                       fields.number_or("high_freq_factor", defaults.high_freq_factor),
-                       fields.number_or("original_max_position_embeddings", defaults.original_max_position)};
+    AXONN_REQUIRE(json_text_or(scaling, "type", where, kind) == kind,
+                  "{} says type {} and rope_type {}: keep one", where, scaling["type"].dump(), kind);
+    static constexpr std::array<std::string_view, 6> fields = {
+        "rope_type", "type", "factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"};
+    for (auto const& [key, value] : scaling.items()) {
+        AXONN_REQUIRE(std::find(fields.begin(), fields.end(), key) != fields.end(),
+                      "{} has a field {} that axonn does not know: Llama 3's scaling has only {}", where, key,
+                      "factor, low_freq_factor, high_freq_factor and original_max_position_embeddings");
+    }
+    ConfigReader const read(scaling, where);
+    return RopeScaling{read.number("factor"), read.number("low_freq_factor"), read.number("high_freq_factor"),
+                       static_cast<double>(read.positive("original_max_position_embeddings"))};
 }
 
 }  // namespace
@@ -85,9 +99,9 @@ LlamaConfig parse_hf_llama_config(std::string const& text, std::string const& so
     try {
         config = parse_guarded_json(text, 16);  // a config is 3 levels deep
     } catch (Error const& e) {
-        fail("{}: {}: it is no Hugging Face config", source, e.what());
+        fail("{}: {}: fix it, or fetch the model's config.json again", source, e.what());
     }
-    AXONN_REQUIRE(!config.is_discarded() && config.is_object(), "{} is not a JSON object", source);
+    AXONN_REQUIRE(config.is_object(), "{} is not a JSON object: it is no Hugging Face config", source);
     AXONN_REQUIRE(config.contains("model_type") && config["model_type"] == "llama",
                   "{} describes model_type {}, not llama", source,
                   config.contains("model_type") ? config["model_type"].dump() : "(none)");
