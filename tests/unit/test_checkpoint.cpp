@@ -317,6 +317,16 @@ std::vector<DamagedCheckpoint> const damaged_checkpoints = {
      "model has no \"config\""},
 };
 
+// `axonn train` on 3000 byte tokens written into dir/data, for `steps` steps, resuming the checkpoint named next.
+std::string resuming_train_command(fs::path const& dir, int steps) {
+    fs::create_directories(dir / "data");
+    std::vector<std::int32_t> tokens(3000);
+    for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::int32_t>(i * 5 % 256);
+    write_token_shard(dir / "data" / "train.bin", tokens, 16);
+    return (fs::path(AXONN_BUILD_DIR) / "axonn").string() + " train --data " + (dir / "data").string() +
+           " --tokenizer byte --model gpt2-micro --sample-tokens 0 --steps " + std::to_string(steps) + " --resume ";
+}
+
 class DamagedCheckpoints : public ::testing::TestWithParam<DamagedCheckpoint> {};
 
 TEST_P(DamagedCheckpoints, AreRefusedAndThePreviousOneStillLoads) {
@@ -331,13 +341,7 @@ TEST_P(DamagedCheckpoints, AreRefusedAndThePreviousOneStillLoads) {
     EXPECT_NE(error.find(previous.string()), std::string::npos) << "the error does not name the previous one: " << error;
 
     // The command refuses it with one line, and the previous checkpoint resumes.
-    fs::create_directories(dir / "data");
-    std::vector<std::int32_t> tokens(3000);
-    for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::int32_t>(i * 5 % 256);
-    write_token_shard(dir / "data" / "train.bin", tokens, 16);
-    std::string const train = (fs::path(AXONN_BUILD_DIR) / "axonn").string() + " train --data " +
-                              (dir / "data").string() + " --tokenizer byte --model gpt2-micro --steps 3 "
-                              "--sample-tokens 0 --resume ";
+    std::string const train = resuming_train_command(dir.path(), 3);
     fs::path const err = dir / "stderr.txt";
     int status = std::system((train + damaged.string() + " > /dev/null 2> " + err.string()).c_str());
     std::string const printed = file_bytes(err);
@@ -351,6 +355,25 @@ TEST_P(DamagedCheckpoints, AreRefusedAndThePreviousOneStillLoads) {
 
 INSTANTIATE_TEST_SUITE_P(Hostile, DamagedCheckpoints, ::testing::ValuesIn(damaged_checkpoints),
                          [](auto const& info) { return std::string(info.param.name); });
+
+// A rollback refused for the checkpoint's data (its position 4000 lies past the 3000 tokens of --data) leaves the
+// folder as it was: the later checkpoint is not set aside, and `--resume latest` still takes it.
+TEST(Checkpoint, ARefusedRollbackChangesNothing) {
+    testing::TempDir dir;
+    SerialState state(7);
+    fs::path const earlier = state.save(dir / "ckpt", 40);
+    state.save(dir / "ckpt", 50);
+    fs::path const err = dir / "stderr.txt";
+    std::string const command = resuming_train_command(dir.path(), 60) + earlier.string() + " --ckpt-dir " +
+                                (dir / "ckpt").string() + " > /dev/null 2> " + err.string();
+    int const status = std::system(command.c_str());
+    EXPECT_EQ(WEXITSTATUS(status), 1) << file_bytes(err);
+    EXPECT_NE(file_bytes(err).find("was trained on other data"), std::string::npos) << file_bytes(err);
+    std::vector<std::string> names;
+    for (auto const& entry : fs::directory_iterator(dir / "ckpt")) names.push_back(entry.path().filename().string());
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(names, (std::vector<std::string>{"step_00000040", "step_00000050"}));
+}
 
 TEST(Checkpoint, ACheckpointOfAnotherModelIsRefusedForResuming) {
     testing::TempDir dir;

@@ -164,9 +164,9 @@ std::string run_identity(TrainOptions const& options, std::optional<CheckpointRe
     });
 }
 
-int restore_checkpoint(CheckpointReader& checkpoint, Decoder& model, AdamW& optimizer, DataLoader& loader,
-                       bool new_data) {
-    checkpoint.verify(model.grid().comm(Group::world));
+ResumePoint check_resume_point(CheckpointReader& checkpoint, Communicator& world, DataLoader const& loader,
+                               bool new_data) {
+    checkpoint.verify(world);
     json const& run = checkpoint.index().run;
     auto const step = run_value(run, {"step"}, checkpoint.index().step, checkpoint.index().step, checkpoint);
     // One AdamW update a step, from step 0 (a run from --init-from starts its optimizer there too).
@@ -178,6 +178,10 @@ int restore_checkpoint(CheckpointReader& checkpoint, Decoder& model, AdamW& opti
     json const saved = run["data"].value("dataset", json());
     bool const same_data =
         saved.is_null() ? data.position < loader.total_tokens() : saved == dataset_json(loader);
+    if (same_data && data.position >= loader.total_tokens()) {
+        checkpoint.damaged(fmt::format("its run state's data position {} lies past the {} tokens of the data it was "
+                                       "trained on", data.position, loader.total_tokens()));
+    }
     if (!same_data) {
         AXONN_REQUIRE(new_data,
                       "checkpoint {} was trained on other data ({}) than --data holds ({}): resume on the data it "
@@ -185,19 +189,23 @@ int restore_checkpoint(CheckpointReader& checkpoint, Decoder& model, AdamW& opti
                       "this data",
                       checkpoint.folder().string(), describe_dataset(saved), describe_dataset(dataset_json(loader)));
         data = DataLoaderState{};
-        if (model.grid().rank() == 0) {
+        if (world.rank() == 0) {
             fmt::print("  --new-data: the checkpoint was trained on {}; this run reads {} from its start\n",
                        describe_dataset(saved), describe_dataset(dataset_json(loader)));
         }
-    } else if (new_data && model.grid().rank() == 0) {
+    } else if (new_data && world.rank() == 0) {
         fmt::print("  --new-data changes nothing: --data holds the data the checkpoint was trained on ({}), and the "
                    "run goes on where it stopped in it (token {} of epoch {})\n",
                    describe_dataset(dataset_json(loader)), data.position, data.epoch);
     }
+    return {static_cast<int>(step), static_cast<int>(steps_taken), data};
+}
+
+void restore_checkpoint(CheckpointReader& checkpoint, ResumePoint const& point, Decoder& model, AdamW& optimizer,
+                        DataLoader& loader) {
     HostState::write(model, &optimizer, [&](LocalBuffers const& out) { checkpoint.read_local(model.layout(), out); });
-    optimizer.restore_steps_taken(static_cast<int>(steps_taken));
-    loader.restore(data);
-    return static_cast<int>(step);
+    optimizer.restore_steps_taken(point.steps_taken);
+    loader.restore(point.data);
 }
 
 std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoint, TrainOptions const& options) {

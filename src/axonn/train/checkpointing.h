@@ -33,11 +33,22 @@ std::optional<CheckpointReader> open_resume_checkpoint(TrainOptions const& optio
 // latest before the first checkpoint is the same run; for a new run without, a random one. Collective.
 std::string run_identity(TrainOptions const& options, std::optional<CheckpointReader> const& resumed);
 
-// Restores weights, moments, the optimizer's step count and the data position; returns the step to go on from.
-// The checkpoint records its data (the shards' dataset ids and token count): a loader over other data is refused,
-// or, with `new_data`, read from its start. Collective (the files are verified by all ranks together).
-int restore_checkpoint(CheckpointReader& checkpoint, Decoder& model, AdamW& optimizer, DataLoader& loader,
-                       bool new_data);
+// Where a resumed run goes on: the step, the optimizer's count of updates and the place in the data.
+struct ResumePoint {
+    int step = 0;
+    int steps_taken = 0;
+    DataLoaderState data;
+};
+
+// Everything about a checkpoint to resume that can refuse it, checked before the run changes anything for it (sets
+// later checkpoints aside, opens its metrics): its files against their checksums, its run state, and the data it
+// was trained on (the shards' dataset ids and token count) against `loader`'s: other data is refused, or, with
+// `new_data`, read from its start. Collective (the files are verified by all ranks together).
+ResumePoint check_resume_point(CheckpointReader& checkpoint, Communicator& world, DataLoader const& loader,
+                               bool new_data);
+// Restores weights, moments, the optimizer's step count and the data position of a checked checkpoint.
+void restore_checkpoint(CheckpointReader& checkpoint, ResumePoint const& point, Decoder& model, AdamW& optimizer,
+                        DataLoader& loader);
 
 // The settings of the checkpoint's run that this run changes ("--steps 200 (was 100)"): a resumed run that
 // changes any is no longer the interrupted one, and is told so.

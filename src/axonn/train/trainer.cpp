@@ -175,6 +175,7 @@ struct TrainingRun {
     NodePlacement placement;
     Job job;
     TrainingData data;
+    ResumePoint resume_point;  // checked before the checkpoint folder is changed for the resumed run
     std::optional<CheckpointDirLock> ckpt_lock;
     MetricsLog metrics;
     std::unique_ptr<TraceFile> trace;  // none without --trace
@@ -256,6 +257,8 @@ TrainingRun::TrainingRun(TrainOptions& options_, std::unique_ptr<Tokenizer> toke
       placement(placed_on_nodes(options_.threads)),
       job(options_.run, {options_.grid, options_.grid_order, options_.debug_collectives}),
       data(options_, ShardTokenizer{tokenizer->name(), tokenizer->vocab_size()}),
+      resume_point(resumed ? check_resume_point(*resumed, job.grid().comm(Group::world), data.train, options_.new_data)
+                           : ResumePoint{}),
       ckpt_lock(lock_checkpoint_folder(options_, data, leader, resumed)),
       metrics(open_metrics(options_, leader, resumed)),
       trace(open_trace(options_, job.grid())),
@@ -267,7 +270,8 @@ void TrainingRun::load_start() {
     model.init_weights(options.seed);
     if (resumed) {
         Stopwatch restore_watch;
-        start_step = restore_checkpoint(*resumed, model, optimizer, data.train, options.new_data);
+        restore_checkpoint(*resumed, resume_point, model, optimizer, data.train);
+        start_step = resume_point.step;
         restore_seconds = restore_watch.seconds();
     } else if (!options.init_from.empty()) {
         load_initial_weights(options.init_from, options.model, model);  // settle_model made it the source's
