@@ -106,5 +106,43 @@ TEST_F(Trace, ARunsTimelineOfEveryRankNestsAndShowsCollectivesUnderKernels) {
     EXPECT_EQ(records, 3);
 }
 
+// A requeued job passes the same --trace and --metrics at every launch: each launch after the first continues the
+// run's trace (its own first steps, from the step it resumes at, after the earlier launches' on the timeline) and
+// its metrics, --overwrite or not; a trace of another run is still refused without --overwrite.
+TEST_F(Trace, AResumedRunContinuesItsOwnTraceAndMetrics) {
+    std::filesystem::path const trace = dir_ / "requeued.json", metrics = dir_ / "requeued.jsonl";
+    std::string const outputs = " --ckpt-dir " + (dir_ / "requeued").string() + " --resume latest --trace " +
+                                trace.string() + " --trace-steps 2 --metrics " + metrics.string();
+    for (char const* launch : {"--steps 3", "--steps 6", "--steps 8 --overwrite"}) {
+        testing::JobResult const result = mpirun("-np 2 " + train(std::string("--grid data=2 ") + launch + outputs));
+        ASSERT_EQ(result.exit_status, 0) << launch << ": " << result.stderr_text;
+    }
+    std::ifstream in(trace);
+    nlohmann::json const file = nlohmann::json::parse(in);
+    std::map<std::string, double> step_begins;  // rank 0's
+    for (nlohmann::json const& event : file["traceEvents"]) {
+        bool const step = event["ph"] == "X" && event["name"].get<std::string>().starts_with("step ");
+        if (step && event["pid"] == 0) step_begins[event["name"]] = event["ts"];
+    }
+    EXPECT_EQ(step_begins.size(), 6u) << ::testing::PrintToString(step_begins);
+    for (char const* step : {"step 0", "step 1", "step 3", "step 4", "step 6", "step 7"}) {
+        EXPECT_TRUE(step_begins.count(step)) << step;
+    }
+    EXPECT_LT(step_begins["step 1"], step_begins["step 3"]);
+    EXPECT_LT(step_begins["step 4"], step_begins["step 6"]);
+
+    std::ifstream lines(metrics);
+    std::vector<int> steps;
+    for (std::string line; std::getline(lines, line);) {
+        nlohmann::json const record = nlohmann::json::parse(line);
+        if (record.contains("loss")) steps.push_back(record["step"]);
+    }
+    EXPECT_EQ(steps, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+
+    testing::JobResult const another = mpirun("-np 1 " + train("--steps 1 --seed 5 --trace " + trace.string()));
+    EXPECT_EQ(another.exit_status, 1) << another.stderr_text;
+    EXPECT_NE(another.stderr_text.find("already exists"), std::string::npos) << another.stderr_text;
+}
+
 }  // namespace test_trace
 }  // namespace axonn

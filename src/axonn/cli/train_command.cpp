@@ -81,7 +81,7 @@ void add_train_command(CLI::App& app) {
     command->add_flag("--overwrite", options->overwrite, "replace an existing --metrics or --trace file");
     command->add_option("--trace", options->trace, "write a Chrome trace (Perfetto, chrome://tracing) of every rank: "
                         "steps, layers, kernels, collectives per axis and the waits");
-    command->add_option("--trace-steps", options->trace_steps, "steps the trace covers, from the first")
+    command->add_option("--trace-steps", options->trace_steps, "steps the trace covers, from the first (of a resumed run: from the step it resumes at)")
         ->capture_default_str();
     command->add_option("--sample-tokens", options->sample.new_tokens, "tokens to generate at the end (0: none; at most "
                         + std::to_string(SampleOptions::max_new_tokens) + ")")->capture_default_str();

@@ -57,15 +57,21 @@ std::string describe_line(nlohmann::json const& record) {
 
 }  // namespace
 
+// The first line of `file` that is no record of the run `run_id` (a torn last line is none), or nullopt.
+std::optional<std::size_t> first_foreign_line(MetricsFile const& file, std::string const& run_id) {
+    for (std::size_t i = 0; i < file.lines.size(); ++i) {
+        bool const torn = file.torn_end && i + 1 == file.lines.size();
+        if (!torn && !is_record_of(file.lines[i].record, run_id)) return i;
+    }
+    return std::nullopt;
+}
+
 void require_own_metrics_file(std::filesystem::path const& path, std::string const& run_id) {
     MetricsFile const file = read_metrics_file(path);
-    std::vector<MetricsLine> const& lines = file.lines;
-    for (std::size_t i = 0; i < lines.size(); ++i) {
-        bool const torn = file.torn_end && i + 1 == lines.size();
-        if (torn || is_record_of(lines[i].record, run_id)) continue;
+    if (auto const i = first_foreign_line(file, run_id)) {
         fail("metrics file {} line {} {}, not of this run ({}): a resumed run appends to its own metrics file "
              "only; name another --metrics path, or pass --overwrite to replace the file",
-             path.string(), i + 1, describe_line(lines[i].record),
+             path.string(), *i + 1, describe_line(file.lines[*i].record),
              run_id.empty() ? "a run without an id" : "run " + run_id);
     }
 }
@@ -73,9 +79,11 @@ void require_own_metrics_file(std::filesystem::path const& path, std::string con
 MetricsLog::MetricsLog(std::filesystem::path const& path, std::string run_id, bool overwrite,
                        std::optional<std::int64_t> resume_step)
     : run_id_(std::move(run_id)) {
-    if (resume_step && !overwrite) {
+    // A resumed run continues its own records, --overwrite or not (which replaces another run's file).
+    MetricsFile const file = resume_step ? read_metrics_file(path) : MetricsFile{};
+    bool const continues = resume_step && !first_foreign_line(file, run_id_);
+    if (continues) {
         // Rewritten whole (atomically), so a crash leaves the old file or this one.
-        MetricsFile const file = read_metrics_file(path);
         if (!file.lines.empty()) {
             std::string kept;  // a torn last line is no record, and goes
             for (MetricsLine const& line : file.lines) {
@@ -87,9 +95,9 @@ MetricsLog::MetricsLog(std::filesystem::path const& path, std::string run_id, bo
         }
     }
     out_ = ExclusiveOutputFile(path, "metrics file",
-                               overwrite     ? ExistingOutput::overwrite
-                               : resume_step ? ExistingOutput::append
-                                             : ExistingOutput::refuse);
+                               continues   ? ExistingOutput::append
+                               : overwrite ? ExistingOutput::overwrite
+                                           : ExistingOutput::refuse);
 }
 
 void MetricsLog::write(nlohmann::json record) {

@@ -25,7 +25,8 @@ class MetricsLog {
 public:
     MetricsLog() = default;  // writes nothing
     // Every record carries "run": run_id (unless empty). resume_step: a resumed run continues the log of the run it
-    // resumes, which the caller has checked with require_own_metrics_file. The records of the steps before it stay; later ones,
+    // resumes (checked by the caller with require_own_metrics_file, unless `overwrite`, which replaces a file holding
+    // another run's records but never a resumed run's own). The records of the steps before it stay; later ones,
     // which the interrupted run wrote after its last checkpoint and this run computes again, go.
     MetricsLog(std::filesystem::path const& path, std::string run_id, bool overwrite,
                std::optional<std::int64_t> resume_step = {});

@@ -2,21 +2,57 @@
 
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
+#include "axonn/core/guarded_json.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <map>
+#include <utility>
 
 namespace axonn {
 namespace {
 
 constexpr int steps_tid = 1, kernels_tid = 2, first_comm_tid = 10;
+// The largest trace a resumed run reads back to continue (a gathered trace of 50,000 events on each of 32 ranks).
+constexpr std::uint64_t max_continued_bytes = std::uint64_t{512} << 20;
+// The gap on the timeline between a continued trace's last event and the resumed run's first.
+constexpr double continuation_gap_us = 1e6;
 
 nlohmann::json span(std::string const& name, char const* category, int pid, int tid, double begin_s, double end_s) {
     return {{"name", name}, {"cat", category}, {"ph", "X"}, {"pid", pid}, {"tid", tid},
             {"ts", begin_s * 1e6}, {"dur", std::max(0.0, end_s - begin_s) * 1e6}};
+}
+
+// The start of a trace file, up to its events: "run" names the training run (absent for bench's traces).
+std::string trace_header(std::string const& run_id) {
+    std::string const run = run_id.empty() ? "" : fmt::format(", \"run\": \"{}\"", run_id);
+    return fmt::format("{{\"displayTimeUnit\": \"ms\", \"otherData\": {{\"producer\": \"axonn train --trace\"{}}}, "
+                       "\"traceEvents\": [", run);
+}
+
+// The events a trace file holds, and the end of the last one (microseconds), from a file this code wrote.
+std::pair<nlohmann::json, double> trace_events(std::filesystem::path const& path) {
+    std::string const text = read_input_file(path, "trace file", "name another --trace file", max_continued_bytes);
+    nlohmann::json document;
+    try {
+        document = parse_guarded_json(text, 8);  // {"traceEvents": [{"args": {...}}]}
+    } catch (Error const& e) {
+        fail("trace file {} cannot be continued ({}): name another --trace file", path.string(), e.what());
+    }
+    AXONN_REQUIRE(document.is_object() && document.contains("traceEvents") && document["traceEvents"].is_array(),
+                  "trace file {} cannot be continued (it holds no traceEvents list): name another --trace file",
+                  path.string());
+    double end_us = 0;
+    for (nlohmann::json const& event : document["traceEvents"]) {
+        if (event.is_object() && event.value("ts", nlohmann::json()).is_number()) {
+            end_us = std::max(end_us, event["ts"].get<double>() + event.value("dur", 0.0));
+        }
+    }
+    return {std::move(document["traceEvents"]), end_us};
 }
 
 nlohmann::json name_of(char const* what, int pid, int tid, std::string const& name) {
@@ -27,8 +63,9 @@ nlohmann::json name_of(char const* what, int pid, int tid, std::string const& na
 
 }  // namespace
 
-TraceFile::TraceFile(std::filesystem::path path, ProcessGrid& grid)
-    : path_(std::move(path)), grid_(grid), recorder_(max_events_per_rank) {
+TraceFile::TraceFile(std::filesystem::path path, ProcessGrid& grid, std::string run_id, bool continue_run)
+    : path_(std::move(path)), grid_(grid), run_id_(std::move(run_id)), continue_run_(continue_run),
+      recorder_(max_events_per_rank) {
     // Every rank checks what it can see, so that a bad path is one clean error before any work (the rest, that it
     // can be written, rank 0 checked with the run's other outputs: output_kinds.h, require_output_file).
     require_existing_folder(path_, "--trace");
@@ -80,25 +117,47 @@ std::string TraceFile::rank_events_json() const {
     return events.dump();
 }
 
+std::string TraceFile::file_events(std::string const& events) const {
+    if (!continue_run_ || !is_trace_of_run(path_, run_id_)) return events;
+    auto [continued, end_us] = trace_events(path_);
+    nlohmann::json added = nlohmann::json::parse("[" + events + "]");
+    for (nlohmann::json& event : added) {
+        if (event.contains("ts")) event["ts"] = event["ts"].get<double>() + end_us + continuation_gap_us;
+        continued.push_back(std::move(event));
+    }
+    std::string text = continued.dump();
+    return text.substr(1, text.size() - 2);  // the list's elements, without its brackets
+}
+
 void TraceFile::write() {
     std::vector<std::string> const ranks = grid_.comm(Group::world).gather_text(rank_events_json());
     if (grid_.rank() != 0) return;
-    std::string text = "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"producer\": \"axonn train --trace\"}, "
-                       "\"traceEvents\": [";
+    std::string events;
     for (std::size_t r = 0; r < ranks.size(); ++r) {
-        std::string_view events(ranks[r]);
-        events.remove_prefix(1);  // each is a JSON array: "[...]"
-        events.remove_suffix(1);
-        if (events.empty()) continue;
-        if (text.back() != '[') text += ",";
-        text += events;
+        std::string_view rank_events(ranks[r]);
+        rank_events.remove_prefix(1);  // each is a JSON array: "[...]"
+        rank_events.remove_suffix(1);
+        if (rank_events.empty()) continue;
+        if (!events.empty()) events += ",";
+        events += rank_events;
     }
-    text += "]}\n";
+    std::string const text = trace_header(run_id_) + file_events(events) + "]}\n";
     // Made now, not with the object: a partial file held for the whole run would be left behind by a job killed
     // during it, and block the next run's trace.
     AtomicFile file(path_, "trace file");
     file.write(text);
     file.commit();
+}
+
+bool is_trace_of_run(std::filesystem::path const& path, std::string const& run_id) {
+    struct stat info {};
+    if (run_id.empty() || ::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return false;
+    std::string const header = trace_header(run_id);
+    InputFile const file = open_input_file(path, "trace file", "name another --trace file");
+    if (static_cast<std::uint64_t>(file.info.st_size) < header.size()) return false;
+    std::string start(header.size(), '\0');
+    read_exactly(file, 0, start.data(), start.size(), "trace file");
+    return start == header;
 }
 
 }  // namespace axonn

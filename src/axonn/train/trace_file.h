@@ -5,7 +5,8 @@
 //   comm <group>      each collective from its issue to its completion, on lanes of its group so that
 //                     collectives in flight together lie side by side
 // Rank 0 gathers the ranks' events at the end and writes the file; every rank checks first that it can be
-// written, before any work starts.
+// written, before any work starts. The file names the training run it traces: a resumed run continues its own
+// trace (the earlier launches' events kept, its own placed after them on the timeline), as it does its metrics.
 #pragma once
 
 #include "axonn/comm/grid.h"
@@ -21,8 +22,9 @@ namespace axonn {
 class TraceFile {
 public:
     // Collective over the grid. Throws axonn::Error when `path` cannot be written. (That it is none of a run's
-    // inputs is the caller's to check first: the trainer's check_outputs.)
-    TraceFile(std::filesystem::path path, ProcessGrid& grid);
+    // inputs is the caller's to check first: the trainer's check_outputs.) `run_id` (empty: none) is recorded in the
+    // file; with `continue_run`, a trace of that run already at `path` is continued rather than replaced.
+    TraceFile(std::filesystem::path path, ProcessGrid& grid, std::string run_id = "", bool continue_run = false);
     TraceFile(TraceFile const&) = delete;
     TraceFile& operator=(TraceFile const&) = delete;
 
@@ -42,10 +44,18 @@ public:
 private:
     std::string rank_events_json() const;
 
+    // The file's events: those of the trace this one continues, then this run's after them.
+    std::string file_events(std::string const& events) const;
+
     std::filesystem::path path_;
     ProcessGrid& grid_;
+    std::string run_id_;
+    bool continue_run_;
     TraceRecorder recorder_;
     std::vector<CollectiveRecord> calls_;
 };
+
+// Whether `path` holds a trace of the training run `run_id` (told by the start of the file, which names the run).
+bool is_trace_of_run(std::filesystem::path const& path, std::string const& run_id);
 
 }  // namespace axonn

@@ -198,6 +198,12 @@ std::vector<std::filesystem::path> run_inputs(TrainOptions const& options, Train
     return inputs;
 }
 
+// A resumed run continues the trace its earlier launches wrote, whatever --overwrite says (which replaces another
+// run's file).
+bool continues_trace(TrainOptions const& options) {
+    return !options.resume.empty() && is_trace_of_run(options.trace, options.run_id);
+}
+
 // Checks the checkpoint folder and the metrics and trace paths before anything is written. Rank 0 decides for all:
 // it alone writes these files, and another rank that looked after rank 0 had opened them (the metrics file locked,
 // the trace's partial file made) would refuse the run's own outputs.
@@ -215,7 +221,8 @@ void check_outputs(TrainOptions const& options, TrainingData const& data,
             }
         }
         if (!options.trace.empty()) {
-            require_output_file(options.trace, "--trace", "trace file", options.overwrite, inputs);
+            require_output_file(options.trace, "--trace", "trace file", options.overwrite || continues_trace(options),
+                                inputs);
         }
         require_distinct_outputs({{"--metrics", options.metrics}, {"--trace", options.trace},
                                   {"--ckpt-dir", options.ckpt_dir, true}});
@@ -245,7 +252,7 @@ MetricsLog open_metrics(TrainOptions const& options, bool leader, std::optional<
 
 std::unique_ptr<TraceFile> open_trace(TrainOptions const& options, ProcessGrid& grid) {
     if (options.trace.empty()) return nullptr;
-    return std::make_unique<TraceFile>(options.trace, grid);
+    return std::make_unique<TraceFile>(options.trace, grid, options.run_id, !options.resume.empty());
 }
 
 TrainingRun::TrainingRun(TrainOptions& options_, std::unique_ptr<Tokenizer> tokenizer_,
@@ -413,6 +420,11 @@ nlohmann::json step_record(TrainingRun const& run, LoopState const& loop, int st
     return record;
 }
 
+// Whether --trace records `step`: one of the first --trace-steps of this launch (a resumed run traces its own).
+bool traced_step(TrainingRun const& run, int step) {
+    return step - run.start_step < run.options.trace_steps;
+}
+
 // One optimisation step: the batch, the update, the traffic, the trace and the metrics. Returns its record.
 nlohmann::json train_one_step(TrainingRun& run, int step, std::optional<float> val_loss, LoopState& loop) {
     ProcessGrid& grid = run.job.grid();
@@ -427,10 +439,9 @@ nlohmann::json train_one_step(TrainingRun& run, int step, std::optional<float> v
     require_finite_step(run, result, step, lr);
     loop.summary.last_train_loss = result.loss;
     loop.traffic.add(calls);
-    if (run.trace && step < run.options.trace_steps) {
+    if (run.trace && traced_step(run, step)) {
         run.trace->add_calls(evaluation_calls);
         run.trace->add_calls(calls);
-        if (step + 1 == run.options.trace_steps) run.trace->stop_recording();
     }
     nlohmann::json const record =
         step_record(run, loop, step, result, lr, seconds, communication_time(calls), val_loss);
@@ -480,14 +491,17 @@ std::string closing_sample(TrainingRun& run) {
     return options.prompt + run.tokenizer->decode(sampled.front());
 }
 
-// The --trace file, of the steps recorded (all of them but where a stop signal ended the run first). Collective.
-void write_trace(TrainingRun& run, int steps_done) {
+// The --trace file, of the steps recorded (all of them but where a stop signal ended the run first), up to
+// `step`. Collective.
+void write_trace(TrainingRun& run, int step) {
     if (!run.trace) return;
     run.trace->stop_recording();
     run.trace->write();
     if (run.leader) {
-        fmt::print("trace of the first {} step(s) of every rank: {}\n", std::min(steps_done, run.options.trace_steps),
-                   run.options.trace.string());
+        int const traced = std::min(step - run.start_step, run.options.trace_steps);
+        fmt::print("trace of {} step(s) from step {} of every rank: {}{}\n", traced, run.start_step,
+                   run.options.trace.string(), run.resumed ? " (continuing the trace of the run's earlier launches)"
+                                                           : "");
     }
 }
 
@@ -536,6 +550,7 @@ TrainSummary train(TrainingRun& run) {
     try {
         for (; step <= options.steps; ++step) {
             checkpoints.before_step(step);
+            if (run.trace && !traced_step(run, step)) run.trace->stop_recording();  // after the last one's span
             TraceSpan const step_span(TraceTrack::steps, [&] { return fmt::format("step {}", step); });
             std::optional<float> const val_loss = validate_if_due(run, step, loop);
             if (step == options.steps) {
