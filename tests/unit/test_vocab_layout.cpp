@@ -14,8 +14,10 @@
 #include "axonn/families/llama/llama_config.h"
 #include "axonn/families/llama/llama_parameters.h"
 #include "axonn/kernels/cpu/column_blocks.h"
+#include "axonn/model/decoder.h"
 #include "axonn/model/model_config.h"
 #include "axonn/parallel/vocab_parallel.h"
+#include "support/error_of.h"
 
 #include <gtest/gtest.h>
 
@@ -128,6 +130,21 @@ TEST(VocabLayout, TheAutomaticSplitTakesYsLayoutWhereOnlyItFitsTheGrid) {
     // Where X·Y's layout fits (x = 2), the automatic split keeps it.
     EXPECT_EQ(model.with_vocab_split(VocabSplit::automatic, GridShape{.x = 2}, DType::f32).vocab_split,
               VocabSplit::xy);
+}
+
+// The grids a refusal lists are each laid out as the run would lay it out: with the automatic split, y = 3 (whose
+// rows neither layout divides) names x = 3, which Y's layout runs, although X·Y's, taken for y = 3, does not.
+TEST(VocabLayout, ARefusedGridListsTheGridsTheAutomaticSplitRuns) {
+    GptConfig gpt = gpt_preset("gpt2-micro");
+    gpt.vocab_size = 300;
+    gpt.n_head = 6;
+    gpt.n_embd = 48;
+    Architecture const model = ModelConfig(gpt).validated_architecture();
+    std::string const error = testing::error_of([&] { require_grid_fits(model, DecoderOptions{}, {.y = 3}, 3, 6); });
+    EXPECT_NE(error.find("valid grids for 3 ranks, this model and batch 6: data=1,z=1,y=1,x=3 | "
+                         "data=1,z=3,y=1,x=1 | data=3,z=1,y=1,x=1"),
+              std::string::npos)
+        << error;
 }
 
 TEST(ColumnBlocks, SplitLaysBlocksOutInTurnAndJoinUndoesIt) {

@@ -14,8 +14,10 @@ using namespace decoder_layout;
 
 void require_grid_fits(Architecture const& architecture, DecoderOptions const& options, GridShape const& grid,
                        int world, std::optional<int> batch) {
-    require_valid_grid(architecture.with_vocab_split(options.vocab_split, grid, options.precision).declarations, grid,
-                       world, batch);
+    GridLayout const laid_out = [&](GridShape const& shape) {
+        return architecture.with_vocab_split(options.vocab_split, shape, options.precision).declarations;
+    };
+    require_valid_grid(laid_out, grid, world, batch);
 }
 
 Decoder::Decoder(ModelConfig const& model, Backend& backend, ProcessGrid& grid, int local_batch, int max_seq,

@@ -262,26 +262,45 @@ std::optional<std::string> grid_problem(std::span<ParamDecl const> params, GridS
     return std::nullopt;
 }
 
-std::vector<GridShape> valid_grids(std::span<ParamDecl const> params, int world, std::optional<int> batch) {
+namespace {
+
+// The one layout of `params` on every grid.
+GridLayout fixed_layout(std::span<ParamDecl const> params) {
+    return [declarations = std::vector<ParamDecl>(params.begin(), params.end())](GridShape const&) {
+        return declarations;
+    };
+}
+
+}  // namespace
+
+std::vector<GridShape> valid_grids(GridLayout const& layout, int world, std::optional<int> batch) {
     std::vector<GridShape> grids;
     for (auto const& grid : grid_factorisations(world)) {
-        if (!grid_problem(params, grid, batch)) grids.push_back(grid);
+        if (!grid_problem(layout(grid), grid, batch)) grids.push_back(grid);
     }
     return grids;
 }
 
+std::vector<GridShape> valid_grids(std::span<ParamDecl const> params, int world, std::optional<int> batch) {
+    return valid_grids(fixed_layout(params), world, batch);
+}
+
 void require_valid_grid(std::span<ParamDecl const> params, GridShape const& grid, int world,
                         std::optional<int> batch) {
+    require_valid_grid(fixed_layout(params), grid, world, batch);
+}
+
+void require_valid_grid(GridLayout const& layout, GridShape const& grid, int world, std::optional<int> batch) {
     std::string problem;
     if (grid.product() != world) {
         problem = fmt::format("grid {} has {} ranks but the job has {}", grid.to_string(), grid.product(), world);
-    } else if (auto const reason = grid_problem(params, grid, batch)) {
+    } else if (auto const reason = grid_problem(layout(grid), grid, batch)) {
         problem = fmt::format("grid {} does not fit: {}", grid.to_string(), *reason);
     } else {
         return;
     }
     std::string valid;
-    for (auto const& candidate : valid_grids(params, world, batch)) {
+    for (auto const& candidate : valid_grids(layout, world, batch)) {
         valid += (valid.empty() ? "" : " | ") + candidate.to_string();
     }
     if (!valid.empty()) {

@@ -17,6 +17,7 @@
 #include "axonn/parallel/param_decl.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -124,9 +125,13 @@ std::vector<ParamSegment> param_segments(ShardLayout const& layout);
 // batch: any batch, as generation shares its prompts out over the replicas whatever their number.
 std::optional<std::string> grid_problem(std::span<ParamDecl const> params, GridShape const& grid,
                                         std::optional<int> batch);
+// A model's parameters as laid out on a grid: a layout may differ from grid to grid (the vocabulary's split).
+using GridLayout = std::function<std::vector<ParamDecl>(GridShape const&)>;
 // Every grid of `world` ranks the parameters and batch allow, in grid_factorisations order.
+std::vector<GridShape> valid_grids(GridLayout const& layout, int world, std::optional<int> batch);
 std::vector<GridShape> valid_grids(std::span<ParamDecl const> params, int world, std::optional<int> batch);
-// Throws axonn::Error with one line: the problem and the valid grids for these parameters and world size.
+// Throws axonn::Error with one line: the problem and the valid grids, each with its own layout, for this world size.
+void require_valid_grid(GridLayout const& layout, GridShape const& grid, int world, std::optional<int> batch);
 void require_valid_grid(std::span<ParamDecl const> params, GridShape const& grid, int world,
                         std::optional<int> batch);
 

@@ -43,7 +43,7 @@ BenchResult run_benchmark(BenchOptions options) {
                       B, T, architecture.context);
         use_threads(options.threads);
         parse_axis_order(options.grid_order);
-        require_valid_grid(architecture.declarations, options.grid, world, B);
+        require_grid_fits(options.model.validated_architecture(), options.run.model, options.grid, world, B);
         options.run.pass_batch(B / options.grid.batch_replicas());
     });
     // Before any step: an earlier file is refused at once, decided by rank 0, which writes it (another rank that

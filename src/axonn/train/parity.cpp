@@ -118,7 +118,8 @@ ParityReport run_parity(ParityOptions options) {
                       "--batch {} and --seq {} must be at least 1, and --seq at most the model's context {}",
                       options.batch, options.seq, architecture.context);
         parse_axis_order(options.grid_order);
-        require_valid_grid(architecture.declarations, options.grid, world, options.batch);
+        require_grid_fits(options.model.validated_architecture(), options.run.model, options.grid, world,
+                          options.batch);
         options.run.pass_batch(options.batch / options.grid.batch_replicas());
     });
     Job job(options.run, {options.grid, options.grid_order, options.debug_collectives});
