@@ -178,7 +178,7 @@ void add_study(CLI::App& parent) {
     command->add_option("--ablation-model", extreme->ablation_model, "extreme: the model that also runs Goldfish "
                         "with k = 8 and 32 (default gpt2-tiny; --quick none)");
     command->add_option("--buckets", given->corpus.buckets,
-                        "buckets: repetitions of the canary groups (default 1,2,4,8,16,32; --quick 1,32)")
+                        "buckets: repetitions of the canary groups, increasing (default 1,2,4,8,16,32; --quick 1,32)")
         ->delimiter(',');
     command->add_option("--canaries", given->corpus.canaries_per_bucket, "buckets: canaries per duplication bucket")
         ->capture_default_str();

@@ -125,6 +125,8 @@ void add_train_command(CLI::App& app) {
         as_usage_errors([&] {
             AXONN_REQUIRE(!options->new_data || !options->resume.empty(),
                           "--new-data goes with --resume: a new run reads its data from the start anyway");
+            AXONN_REQUIRE(options->resume != "latest" || !options->ckpt_dir.empty(),
+                          "--resume latest looks in --ckpt-dir: pass --ckpt-dir DIR, or --resume PATH");
             options->model = model->resolve_model();
             options->model_given = model->given();
             options->grid_auto = *grid_spec == "auto";

@@ -259,10 +259,15 @@ json finetune_size(StudyContext const& context, StudyModelSize const& size, Stud
 std::vector<StudyModelSize> study_sizes(std::vector<std::string> const& names) {
     std::vector<StudyModelSize> const all = {{"XS", 1, 2, 32}, {"S", 2, 4, 64}, {"M", 4, 4, 128}, {"L", 6, 6, 192}};
     std::vector<StudyModelSize> chosen;
+    auto previous = all.begin();
     for (std::string const& name : names) {
         auto const found = std::find_if(all.begin(), all.end(), [&](StudyModelSize const& s) { return s.name == name; });
         AXONN_REQUIRE(found != all.end(), "unknown study model size '{}': choose among XS, S, M and L", name);
+        // The criteria read the last size as the largest and compare each with the one before it.
+        AXONN_REQUIRE(chosen.empty() || found > previous,
+                      "--sizes {}: list the sizes smallest first, each once (XS, S, M, L)", fmt::join(names, ","));
         chosen.push_back(*found);
+        previous = found;
     }
     return chosen;
 }
@@ -294,11 +299,16 @@ void validate_study_options(StudyOptions const& options) {
     AXONN_REQUIRE(corpus.canaries_per_bucket >= 1 && !corpus.buckets.empty(),
                   "the study needs canaries: --canaries at least 1 and one bucket or more in --buckets");
     std::int64_t copies = 0;
-    for (int repetitions : corpus.buckets) {
+    for (std::size_t i = 0; i < corpus.buckets.size(); ++i) {
+        int const repetitions = corpus.buckets[i];
         AXONN_REQUIRE(repetitions >= 1 && repetitions <= 1'000'000,
                       "--buckets: a canary group is trained on 1 to "
                       "1000000 times, got {}",
                       repetitions);
+        // The criteria compare each bucket with the one before it: fewer repetitions first.
+        AXONN_REQUIRE(i == 0 || repetitions > corpus.buckets[i - 1],
+                      "--buckets {}: list the repetitions in increasing order, each once",
+                      fmt::join(corpus.buckets, ","));
         copies += std::int64_t{repetitions} * corpus.canaries_per_bucket;
     }
     AXONN_REQUIRE(corpus.prefix + corpus.suffix <= options.seq,
