@@ -583,6 +583,10 @@ std::vector<BadInput> const bad_inputs = {
      "pass one of them", 2},
     {"resume_a_missing_checkpoint", "train --data {dir}/good --tokenizer byte --resume {dir}/nowhere",
      "checkpoint {dir}/nowhere does not exist", 1},
+    {"resume_with_another_tokenizer",
+     "train --data {dir}/good --model gpt2-micro --steps 3 --resume {dir}/model/step_00000001",
+     "was trained with --tokenizer byte (a vocabulary of 257 tokens), and this run reads --tokenizer gpt2 (50257 "
+     "tokens): pass --tokenizer byte", 1},
     {"resume_latest_without_a_folder", "train --data {dir}/good --tokenizer byte --resume latest",
      "--resume latest looks in --ckpt-dir", 2},
     {"resume_an_empty_folder", "train --data {dir}/good --tokenizer byte --resume {dir}/empty",

@@ -133,6 +133,15 @@ std::optional<CheckpointReader> open_resume_checkpoint(TrainOptions const& optio
                   "checkpoint {} holds weights only, no training state to resume: start "
                   "from its weights with --init-from {}",
                   folder, folder);
+    // A vocabulary of another size most often means another tokenizer: the fix is --tokenizer, not the model options.
+    json const& run = checkpoint.index().run;
+    json const tokenizer = run.is_object() ? run.value("tokenizer", json()) : json();
+    AXONN_REQUIRE(checkpoint.index().model.vocab_size() == options.model.vocab_size() || !tokenizer.is_string() ||
+                      tokenizer == options.tokenizer,
+                  "checkpoint {} was trained with --tokenizer {} (a vocabulary of {} tokens), and this run reads "
+                  "--tokenizer {} ({} tokens): pass --tokenizer {}",
+                  folder, tokenizer.get<std::string>(), checkpoint.index().model.vocab_size(), options.tokenizer,
+                  options.model.vocab_size(), tokenizer.get<std::string>());
     std::string const differences = model_differences(checkpoint.index().model, options.model);
     AXONN_REQUIRE(differences.empty(),
                   "checkpoint {} is of another model: {}; pass the model options it was trained with, "
