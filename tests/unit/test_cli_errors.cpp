@@ -156,6 +156,14 @@ std::vector<BadInput> const bad_inputs = {
      "generate --model-dir {dir}/model --tokenizer byte --prompt-file "
      "{dir}/no_docs.jsonl",
      "holds no prompt: write one prompt per line", 1},
+    {"generate_whitespace_prompt_file",
+     "generate --model-dir {dir}/model --tokenizer byte --prompt-file {dir}/whitespace_prompts.txt",
+     "holds no prompt: write one prompt per line", 1},
+    {"generate_binary_prompt_file",
+     "generate --model-dir {dir}/model --tokenizer byte --prompt-file {dir}/good/train.bin",
+     "prompt file {dir}/good/train.bin is not UTF-8 text (byte 0x", 1},
+    {"generate_prompt_not_utf8", "generate --model-dir {dir}/model --tokenizer byte --prompt \"$(printf 'a\\377b')\"",
+     "--prompt is not UTF-8 text (byte 0xFF at offset 1): write the prompt in UTF-8", 2},
     {"generate_endless", "generate --model-dir {dir}/model --tokenizer byte --prompt hi --max-new-tokens 1000000",
      "--max-new-tokens must lie in 0..100000", 2},
     {"generate_negative_temperature", "generate --model-dir {dir}/model --tokenizer byte --prompt hi --temperature -1",
@@ -690,6 +698,7 @@ protected:
         std::ofstream(dir_ / "wordpiece" / "tokenizer.json") << "{\"model\": {\"type\": \"WordPiece\"}}";
         std::ofstream(dir_ / "docs.jsonl") << "{\"tokens\": [1, 2, 3, 4, 5, 6, 7, 8]}\n";
         std::ofstream(dir_ / "no_docs.jsonl") << "\n\n";
+        std::ofstream(dir_ / "whitespace_prompts.txt") << "\n  \n\t\r\n";
         std::ofstream(dir_ / "text_docs.jsonl") << "{\"text\": \" the Devil's Dictionary\"}\n";
         std::ofstream(dir_ / "bad_docs.jsonl") << "{\"tokens\": [1, 2]}\n{oops\n";
         std::ofstream records(dir_ / "records.jsonl");

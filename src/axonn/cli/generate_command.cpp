@@ -6,6 +6,7 @@
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
 #include "axonn/io/prompt_records.h"
+#include "axonn/io/utf8.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/train/generation_job.h"
 
@@ -22,14 +23,25 @@
 namespace axonn {
 namespace {
 
-// One prompt per line; blank lines are skipped.
+// Prompts are text: a binary file or bytes that are not UTF-8 (a token shard named by mistake) are refused, as
+// `axonn prepare` refuses them.
+void require_text(std::string_view text, std::string const& what, char const* fix) {
+    if (auto const offset = first_non_text_byte(text)) {
+        fail("{} is not UTF-8 text (byte 0x{:02X} at offset {}): {}", what, static_cast<unsigned char>(text[*offset]),
+             *offset, fix);
+    }
+}
+
+// One prompt per line; blank lines (whitespace alone) are skipped.
 std::vector<std::string> read_prompt_file(std::filesystem::path const& path) {
-    std::istringstream lines(read_input_file(path, "prompt file", "pass a text file with one prompt per line",
-                                             std::uint64_t{64} << 20));
+    std::string const text =
+        read_input_file(path, "prompt file", "pass a text file with one prompt per line", std::uint64_t{64} << 20);
+    require_text(text, "prompt file " + path.string(), "pass a text file with one prompt per line");
+    std::istringstream lines(text);
     std::vector<std::string> prompts;
     for (std::string line; std::getline(lines, line);) {
         if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (!line.empty()) prompts.push_back(line);
+        if (line.find_first_not_of(" \t\r\f\v") != std::string::npos) prompts.push_back(line);
     }
     AXONN_REQUIRE(!prompts.empty(), "prompt file {} holds no prompt: write one prompt per line", path.string());
     return prompts;
@@ -80,7 +92,7 @@ void add_generate_command(CLI::App& app) {
     command->add_option("--model-dir", options->model_dir, model_source_help())
         ->required();
     CLI::Option* text = command->add_option("--prompt", *prompt, "the text to continue");
-    command->add_option("--prompt-file", *prompt_file, "a text file of prompts, one per line (blank lines skipped)")
+    command->add_option("--prompt-file", *prompt_file, "a UTF-8 text file of prompts, one per line (blank lines skipped)")
         ->excludes(text);
     command->add_option("--template", *template_name,
                         "write each prompt as the prompt part of a fine-tuning template: plain (as it is), alpaca or "
@@ -110,6 +122,7 @@ void add_generate_command(CLI::App& app) {
             options->grid = GridShape::parse(*grid_spec);
             AXONN_REQUIRE(command->count("--prompt") > 0 || !prompt_file->empty(),
                           "no prompt: pass --prompt TEXT or --prompt-file FILE");
+            require_text(*prompt, "--prompt", "write the prompt in UTF-8");
         });
         options->prompts = prompt_file->empty() ? std::vector<std::string>{*prompt} : read_prompt_file(*prompt_file);
         PromptTemplate const format = parse_prompt_template(*template_name);
