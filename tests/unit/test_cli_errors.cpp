@@ -284,8 +284,8 @@ std::vector<BadInput> const bad_inputs = {
     // Checkpoints, a Hugging Face model and token shards never share a folder, and no output folder is, or lies
     // inside, a folder the command reads.
     {"prepare_into_a_checkpoint", "prepare --input {dir}/text.txt --out {dir}/model/step_00000001 --tokenizer byte",
-     "--out {dir}/model/step_00000001 holds axonn checkpoints (a checkpoint's own files): token shards written "
-     "there would be mixed with them; choose a folder of its own", 1},
+     "--out {dir}/model/step_00000001 is the checkpoint {dir}/model/step_00000001: a --keep pruning would delete "
+     "it", 1},
     {"prepare_into_a_checkpoint_folder", "prepare --input {dir}/text.txt --out {dir}/model --tokenizer byte",
      "--out {dir}/model holds axonn checkpoints (the checkpoint step_00000001)", 1},
     {"ckpt_dir_among_token_shards", "train --data {dir}/good --tokenizer byte --ckpt-dir {dir}/other_data",
@@ -390,6 +390,10 @@ std::vector<BadInput> const bad_inputs = {
      "--out {dir}/hf_and_checkpoints/hf_only holds a Hugging Face model", 1},
     {"import_beside_another_runs_checkpoints", "import {dir}/hf_and_checkpoints/hf_only --out {dir}/model --overwrite",
      "--out {dir}/model holds checkpoints of another run (step_00000001)", 1},
+    {"import_into_a_checkpoint",
+     "import {dir}/hf_and_checkpoints/hf_only --out {dir}/model/step_00000001",
+     "--out {dir}/model/step_00000001 is the checkpoint {dir}/model/step_00000001: a --keep pruning would delete it",
+     1},
     {"checkpoints_into_a_hugging_face_folder",
      "train --data {dir}/good --tokenizer byte --ckpt-dir {dir}/hf_and_checkpoints/hf_only",
      "--ckpt-dir {dir}/hf_and_checkpoints/hf_only holds a Hugging Face model", 1},
@@ -407,7 +411,7 @@ std::vector<BadInput> const bad_inputs = {
     {"export_into_the_checkpoint_folder", "export {dir}/model {dir}/model",
      "OUT {dir}/model holds axonn checkpoints (the checkpoint step_00000001)", 1},
     {"export_into_a_checkpoint", "export {dir}/model {dir}/model/step_00000001",
-     "holds axonn checkpoints (a checkpoint's own files)", 1},
+     "OUT {dir}/model/step_00000001 is the checkpoint {dir}/model/step_00000001", 1},
     {"export_over_an_earlier_export", "export {dir}/model {dir}/hf_and_checkpoints/hf_only",
      "already holds a Hugging Face model (an earlier export?)", 1},
     {"init_from_a_folder_of_both", "train --data {dir}/good --tokenizer byte --init-from {dir}/hf_and_checkpoints",

@@ -84,11 +84,11 @@ std::optional<std::string> model_or_data_contents(fs::path const& path) {
     return std::nullopt;
 }
 
-// The nearest folder above `path` (links and `..` resolved) that is a checkpoint (it holds index.json or
-// COMPLETE), or nothing.
+// `path` itself or the nearest folder above it (links and `..` resolved) that is a checkpoint (it holds index.json
+// or COMPLETE), or nothing.
 std::optional<fs::path> enclosing_checkpoint(fs::path const& path) {
     std::error_code error;
-    for (fs::path folder = resolved(path).parent_path(); !folder.empty(); folder = folder.parent_path()) {
+    for (fs::path folder = resolved(path); !folder.empty(); folder = folder.parent_path()) {
         if (fs::exists(folder / checkpoint_index_file, error) || fs::exists(folder / checkpoint_complete_file, error)) {
             return folder;
         }
@@ -99,9 +99,9 @@ std::optional<fs::path> enclosing_checkpoint(fs::path const& path) {
 
 void require_outside_checkpoints(fs::path const& path, std::string_view option) {
     if (auto const checkpoint = enclosing_checkpoint(path)) {
-        fail("{} {} lies inside the checkpoint {}: a --keep pruning would delete it, and writing there could damage "
+        fail("{} {} {} the checkpoint {}: a --keep pruning would delete it, and writing there could damage "
              "the checkpoint; choose a path outside it",
-             option, path.string(), checkpoint->string());
+             option, path.string(), *checkpoint == resolved(path) ? "is" : "lies inside", checkpoint->string());
     }
 }
 
