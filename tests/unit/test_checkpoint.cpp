@@ -473,11 +473,16 @@ TEST(Checkpoint, AResumeThatChangesTheRunsSettingsIsNamed) {
     json const run = {{"step", 2},
                       {"batch", options.batch},
                       {"seq", 32},
-                      {"schedule", {{"total_steps", 5}, {"max_lr", options.schedule.max_lr}}}};
+                      {"val_data", ""},
+                      {"schedule", {{"total_steps", 5}, {"max_lr", 0.0006f}}}};
+    options.schedule.max_lr = 0.001f;
+    options.val_data = "other/val.bin";
     fs::path const folder = save_checkpoint(state.grid, byte_micro(), {state.params, state.exp_avg, state.exp_avg_sq},
                                             2, run, {dir.path()});
     std::vector<std::string> const changed = settings_changed_since(CheckpointReader(folder), options);
-    EXPECT_EQ(changed, (std::vector<std::string>{"--steps 10 (was 5)", "--seq 64 (was 32)"}));
+    // Learning rates are floats, shown as such (not as the doubles 0.0010000000474974513 and 0.0006000000284984708).
+    EXPECT_EQ(changed, (std::vector<std::string>{"--steps 10 (was 5)", "--lr 0.001 (was 0.0006)", "--seq 64 (was 32)",
+                                                 "--val-data \"other/val.bin\" (was \"\")"}));
 }
 
 // A checkpoint with a run state but a moment missing is damaged, not weights only (which would send the user to

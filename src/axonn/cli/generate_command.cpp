@@ -101,8 +101,10 @@ void add_generate_command(CLI::App& app) {
     command->add_option("--max-new-tokens", options->sample.new_tokens,
                         "tokens to generate for each prompt (at most " +
                             std::to_string(SampleOptions::max_new_tokens) + ")")->capture_default_str();
-    command->add_flag("--greedy", *greedy, "always take the most likely token (the same as --temperature 0)");
+    CLI::Option* const greedy_flag =
+        command->add_flag("--greedy", *greedy, "always take the most likely token (the same as --temperature 0)");
     add_sampling_options(*command, options->sample);
+    for (char const* sampling : {"--temperature", "--top-k", "--top-p"}) greedy_flag->excludes(sampling);
     command->add_option("--stop-token", options->stop_token,
                         "end a prompt's continuation after this token: an id, or \"eot\" for end of text");
     add_seed_option(*command, options->sample.seed, "seed of the draws");

@@ -194,8 +194,8 @@ void SampleOptions::validate(std::string_view new_tokens_flag) const {
     AXONN_REQUIRE(std::isfinite(temperature) && temperature >= 0,
                   "--temperature must be finite and not negative, got {} (0 always takes the most likely token)",
                   temperature);
-    AXONN_REQUIRE(top_k >= 0, "--top-k must not be negative, got {} (0 samples among all tokens)", top_k);
-    AXONN_REQUIRE(top_p > 0 && top_p <= 1, "--top-p must lie in (0, 1], got {} (1 samples among all tokens)", top_p);
+    AXONN_REQUIRE(top_k >= 0, "--top-k must not be negative, got {} (0: sample among all tokens)", top_k);
+    AXONN_REQUIRE(top_p > 0 && top_p <= 1, "--top-p must lie in (0, 1], got {} (1: sample among all tokens)", top_p);
 }
 
 void argmax_tokens(Decoder& model, int B, int T, int first, std::int32_t* out) {

@@ -54,6 +54,7 @@ json run_state_json(TrainOptions const& options, AdamW const& optimizer, DataLoa
             {"run_id", options.run_id},
             {"seed", options.seed},
             {"tokenizer", options.tokenizer},
+            {"val_data", options.val_data.string()},  // empty: val.bin beside the training data
             {"batch", options.batch},
             {"seq", options.seq},
             {"precision", precision_name(options.run.model.precision)},
@@ -90,9 +91,14 @@ std::int64_t run_value(json const& run, std::initializer_list<char const*> path,
 // The settings of the interrupted run that this one changes: "--steps 200 (was 100)".
 std::vector<std::string> changed_settings(json const& run, TrainOptions const& options) {
     std::vector<std::string> changed;
+    // The options in floating point are floats: shown as the float they are ("0.001", not 0.0010000000474974513).
+    auto const shown = [](json const& value) {
+        return value.is_number_float() ? fmt::format("{}", static_cast<float>(value.get<double>())) : value.dump();
+    };
     auto const compare = [&](char const* option, json const& saved, json const& now) {
-        if (!saved.is_null() && saved != now) changed.push_back(fmt::format("{} {} (was {})", option, now.dump(),
-                                                                            saved.dump()));
+        if (!saved.is_null() && saved != now) {
+            changed.push_back(fmt::format("{} {} (was {})", option, shown(now), shown(saved)));
+        }
     };
     auto const saved = [&](char const* group, char const* key) {
         return run.contains(group) && run[group].is_object() && run[group].contains(key) ? run[group][key] : json();
@@ -107,6 +113,7 @@ std::vector<std::string> changed_settings(json const& run, TrainOptions const& o
                                            std::tuple{"--seq", "seq", json(options.seq)},
                                            std::tuple{"--seed", "seed", json(options.seed)},
                                            std::tuple{"--tokenizer", "tokenizer", json(options.tokenizer)},
+                                           std::tuple{"--val-data", "val_data", json(options.val_data.string())},
                                            std::tuple{"--precision", "precision",
                                                       json(precision_name(options.run.model.precision))},
                                            std::tuple{"--goldfish", "goldfish",
