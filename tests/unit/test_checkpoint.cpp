@@ -375,6 +375,33 @@ TEST(Checkpoint, ARefusedRollbackChangesNothing) {
     EXPECT_EQ(names, (std::vector<std::string>{"step_00000040", "step_00000050"}));
 }
 
+// Settings a run state records only for a resume to compare, with values no run writes: the checkpoint is damaged
+// (a resume used to echo them in a warning and go on).
+TEST(Checkpoint, ImpossibleRecordedSettingsAreDamage) {
+    struct Edit {
+        char const* key;
+        json value;
+        char const* expected;
+    };
+    for (Edit const& edit : {Edit{"batch", 0, "its run state's batch is 0, not an integer in [1, "},
+                             Edit{"seq", 1000000, "its run state's seq is 1000000, not an integer in [1, 64]"},
+                             Edit{"precision", "fp8", "its run state's precision is \"fp8\", neither fp32 nor bf16"},
+                             Edit{"tokenizer", 3, "its run state's tokenizer is 3, not a string"}}) {
+        testing::TempDir dir;
+        SerialState state(7);
+        json run = {{"step", 1}, {"optimizer", {{"steps_taken", 1}}}, {"data", {{"position", 100}, {"epoch", 0}}}};
+        run[edit.key] = edit.value;
+        fs::path const folder = save_checkpoint(state.grid, byte_micro(), {state.params, state.exp_avg,
+                                                state.exp_avg_sq}, 1, run, {dir / "ckpt"});
+        fs::path const err = dir / "stderr.txt";
+        int const status =
+            std::system((resuming_train_command(dir.path(), 3) + folder.string() + " > /dev/null 2> " + err.string())
+                            .c_str());
+        EXPECT_EQ(WEXITSTATUS(status), 1) << edit.key;
+        EXPECT_NE(file_bytes(err).find(edit.expected), std::string::npos) << file_bytes(err);
+    }
+}
+
 TEST(Checkpoint, ACheckpointOfAnotherModelIsRefusedForResuming) {
     testing::TempDir dir;
     SerialState state(7);

@@ -88,6 +88,27 @@ std::int64_t run_value(json const& run, std::initializer_list<char const*> path,
     return value->get<std::int64_t>();
 }
 
+// The settings a run state records for a resume to compare with its own (older checkpoints lack some): a value no
+// run writes (a batch of 0, a precision of "fp8") is damage, not a setting to warn about.
+void require_recorded_settings(CheckpointReader const& checkpoint, std::int64_t step) {
+    json const& run = checkpoint.index().run;
+    constexpr std::int64_t largest = std::numeric_limits<int>::max();
+    if (run.contains("batch")) run_value(run, {"batch"}, 1, largest, checkpoint);
+    if (run.contains("seq")) run_value(run, {"seq"}, 1, checkpoint.index().model.architecture().context, checkpoint);
+    if (run.contains("schedule") && run["schedule"].is_object() && run["schedule"].contains("total_steps")) {
+        run_value(run, {"schedule", "total_steps"}, step, largest, checkpoint);
+    }
+    for (char const* key : {"tokenizer", "precision", "goldfish", "val_data"}) {
+        if (run.contains(key) && !run[key].is_string()) {
+            checkpoint.damaged(fmt::format("its run state's {} is {}, not a string", key, run[key].dump()));
+        }
+    }
+    if (run.contains("precision") && run["precision"] != "fp32" && run["precision"] != "bf16") {
+        checkpoint.damaged(
+            fmt::format("its run state's precision is {}, neither fp32 nor bf16", run["precision"].dump()));
+    }
+}
+
 // The settings of the interrupted run that this one changes: "--steps 200 (was 100)".
 std::vector<std::string> changed_settings(json const& run, TrainOptions const& options) {
     std::vector<std::string> changed;
@@ -187,6 +208,7 @@ ResumePoint check_resume_point(CheckpointReader& checkpoint, Communicator& world
     auto const step = run_value(run, {"step"}, checkpoint.index().step, checkpoint.index().step, checkpoint);
     // One AdamW update a step, from step 0 (a run from --init-from starts its optimizer there too).
     auto const steps_taken = run_value(run, {"optimizer", "steps_taken"}, step, step, checkpoint);
+    require_recorded_settings(checkpoint, step);
     DataLoaderState data;
     data.position = run_value(run, {"data", "position"}, 0, std::numeric_limits<std::int64_t>::max(), checkpoint);
     data.epoch = run_value(run, {"data", "epoch"}, 0, std::numeric_limits<std::int64_t>::max(), checkpoint);
