@@ -61,7 +61,8 @@ void add_train_command(CLI::App& app) {
     command->add_option("--grid", *grid_spec,
                         "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks); a grid file written by "
                         "`axonn tune` (its grid and order); or auto: the grid `axonn tune` measured for this job "
-                        "(configs/machines/tuned-grid.json), else the planner's choice with the local machine profile")
+                        "(tuned-grid.json in the machine folder: configs/machines of axonn's source, or $AXONN_MACHINES_DIR), else "
+                        "the planner's choice with the local machine profile")
         ->capture_default_str();
     command->add_option("--grid-order", options->grid_order,
                         "rank order of the axes, fastest first (the fastest stays inside a node)")

@@ -19,10 +19,11 @@ void add_tune_command(CLI::App& app) {
     command->footer(
         "Run it under mpirun or srun on the allocation the job will run on, with the job's model, batch,\n"
         "sequence length and step options. The performance model ranks every grid of the ranks on this\n"
-        "machine's profile (configs/machines/local.toml, or a quick calibration now); the --top best are each\n"
+        "machine's profile (local.toml in the machine folder: configs/machines of axonn's source, or\n"
+        "$AXONN_MACHINES_DIR; without one, a quick calibration now); the --top best are each\n"
         "trained for 10 steps on random tokens, the mean of the last 8 timed (the slowest rank's), and the\n"
         "fastest is written to --out. `axonn train --grid FILE` runs that grid; `axonn train --grid auto` uses\n"
-        "configs/machines/tuned-grid.json when it was measured for the same model, batch, sequence length\n"
+        "tuned-grid.json in the machine folder when it was measured for the same model, batch, sequence length\n"
         "and number of ranks. Example:\n"
         "  mpirun -np 4 axonn tune --model gpt2-tiny --tokenizer byte --batch 8 --seq 64 --top 3\n"
         "  mpirun -np 4 axonn train --model gpt2-tiny --tokenizer byte --batch 8 --seq 64 --grid auto --data ...");
@@ -44,7 +45,7 @@ void add_tune_command(CLI::App& app) {
         ->capture_default_str();
     add_step_options(*command, bench.run);
     command->add_option("--top", options->top, "how many of the planner's best grids to time")->capture_default_str();
-    command->add_option("--out", options->out, "the grid file to write (default: configs/machines/tuned-grid.json)");
+    command->add_option("--out", options->out, "the grid file to write (default: tuned-grid.json in the machine folder)");
     command->add_flag("--overwrite", options->overwrite, "replace an existing --out file (an earlier tune's)");
     command->add_flag("--json", *json, "print the grids timed as one JSON object");
     command->callback([options, model, tokenizer, tokenizer_dir, json] {

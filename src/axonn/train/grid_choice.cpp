@@ -33,7 +33,8 @@ LocalProfile local_machine_profile() {
                                   return fs::exists(local, error) ? std::string("yes") : std::string();
                               }) == "yes";
     if (!have_profile) {
-        return {measure_machine_profile(CalibrateOptions{"local", true}), "measured now (no configs/machines/local.toml)"};
+        return {measure_machine_profile(CalibrateOptions{"local", true}),
+                fmt::format("measured now (no {})", local.string())};
     }
     return {rank == 0 ? load_machine_profile(local.string()) : MachineProfile{}, local.string()};
 }
