@@ -97,7 +97,7 @@ INSTANTIATE_TEST_SUITE_P(
                   "rope_scaling",
                   {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
                    {"original_max_position_embeddings", 32.5}},
-                  "original_max_position_embeddings = 32.5: it must be a positive integer"},
+                  "original_max_position_embeddings = 32.5: it must be a whole number of positions"},
         BadConfig{"rope_scaling_unknown_field",
                   "rope_scaling",
                   {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},

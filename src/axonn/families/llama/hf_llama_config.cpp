@@ -88,8 +88,15 @@ std::optional<RopeScaling> read_rope_scaling(json const& config, std::string con
                       "factor, low_freq_factor, high_freq_factor and original_max_position_embeddings");
     }
     ConfigReader const read(scaling, where);
-    return RopeScaling{read.number("factor"), read.number("low_freq_factor"), read.number("high_freq_factor"),
-                       static_cast<double>(read.positive("original_max_position_embeddings"))};
+    double const factor = read.number("factor"), low = read.number("low_freq_factor");
+    double const high = read.number("high_freq_factor");
+    // A context length, which Python may write as 8192.0.
+    double const original = read.number("original_max_position_embeddings");
+    AXONN_REQUIRE(original >= 1 && original <= static_cast<double>(hf_config_largest_size) &&
+                      original == std::floor(original),
+                  "{} sets original_max_position_embeddings = {}: it must be a whole number of positions, 1 to {}",
+                  where, scaling["original_max_position_embeddings"].dump(), hf_config_largest_size);
+    return RopeScaling{factor, low, high, original};
 }
 
 }  // namespace
