@@ -107,14 +107,19 @@ TEST(VocabLayout, TheAutomaticSplitMovesFewerBytesOverX) {
     }
 }
 
-// Width 48 and 300 words padded to 320: x = 3 divides the width but not the 320 rows, so X·Y's layout (which
-// moves fewer bytes here) cannot split them; the automatic split runs the grid with Y's instead of refusing it.
-TEST(VocabLayout, TheAutomaticSplitTakesYsLayoutWhereOnlyItFitsTheGrid) {
+// gpt2-micro of width 48 and 300 words, padded to 320 rows.
+Architecture width_48_vocabulary_300() {
     GptConfig gpt = gpt_preset("gpt2-micro");
     gpt.vocab_size = 300;
     gpt.n_head = 6;
     gpt.n_embd = 48;
-    Architecture const model = ModelConfig(gpt).validated_architecture();
+    return ModelConfig(gpt).validated_architecture();
+}
+
+// Width 48 and 300 words padded to 320: x = 3 divides the width but not the 320 rows, so X·Y's layout (which
+// moves fewer bytes here) cannot split them; the automatic split runs the grid with Y's instead of refusing it.
+TEST(VocabLayout, TheAutomaticSplitTakesYsLayoutWhereOnlyItFitsTheGrid) {
+    Architecture const model = width_48_vocabulary_300();
     ASSERT_EQ(model.padded_vocab, 320);
     GridShape const x3{.x = 3};
     ASSERT_EQ(resolved_vocab_split(VocabSplit::automatic, 48, 320, x3, 4), VocabSplit::xy);
@@ -135,11 +140,7 @@ TEST(VocabLayout, TheAutomaticSplitTakesYsLayoutWhereOnlyItFitsTheGrid) {
 // The grids a refusal lists are each laid out as the run would lay it out: with the automatic split, y = 3 (whose
 // rows neither layout divides) names x = 3, which Y's layout runs, although X·Y's, taken for y = 3, does not.
 TEST(VocabLayout, ARefusedGridListsTheGridsTheAutomaticSplitRuns) {
-    GptConfig gpt = gpt_preset("gpt2-micro");
-    gpt.vocab_size = 300;
-    gpt.n_head = 6;
-    gpt.n_embd = 48;
-    Architecture const model = ModelConfig(gpt).validated_architecture();
+    Architecture const model = width_48_vocabulary_300();
     std::string const error = testing::error_of([&] { require_grid_fits(model, DecoderOptions{}, {.y = 3}, 3, 6); });
     EXPECT_NE(error.find("valid grids for 3 ranks, this model and batch 6: data=1,z=1,y=1,x=3 | "
                          "data=1,z=3,y=1,x=1 | data=3,z=1,y=1,x=1"),
