@@ -477,6 +477,7 @@ std::vector<std::byte> initial_contents(BufferSpec const& spec, std::uint64_t st
             case DType::f64: std::memcpy(at, &u, sizeof u); break;
             case DType::bf16: { bfloat16 const h = to_bfloat16(static_cast<float>(u)); std::memcpy(at, &h, sizeof h); break; }
             case DType::i32: std::memcpy(at, &spec.values[static_cast<std::size_t>(i)], sizeof(std::int32_t)); break;
+            case DType::f16: ADD_FAILURE() << "no kernel's buffer is f16 (only Hugging Face weights are)"; break;
         }
     }
     return bytes;
@@ -493,6 +494,7 @@ std::vector<double> as_doubles(std::vector<std::byte> const& bytes, DType dtype)
             case DType::f64: std::memcpy(&values[i], at, sizeof(double)); break;
             case DType::bf16: { bfloat16 h; std::memcpy(&h, at, sizeof h); values[i] = to_float(h); break; }
             case DType::i32: { std::int32_t v; std::memcpy(&v, at, sizeof v); values[i] = v; break; }
+            case DType::f16: ADD_FAILURE() << "no kernel's buffer is f16 (only Hugging Face weights are)"; break;
         }
     }
     return values;
