@@ -142,6 +142,14 @@ TEST_F(Trace, AResumedRunContinuesItsOwnTraceAndMetrics) {
     testing::JobResult const another = mpirun("-np 1 " + train("--steps 1 --seed 5 --trace " + trace.string()));
     EXPECT_EQ(another.exit_status, 1) << another.stderr_text;
     EXPECT_NE(another.stderr_text.find("already exists"), std::string::npos) << another.stderr_text;
+
+    // The run's own trace cut short cannot be continued: refused before any step, and no checkpoint is saved.
+    std::filesystem::resize_file(trace, std::filesystem::file_size(trace) / 2);
+    testing::JobResult const cut = mpirun("-np 2 " + train("--grid data=2 --steps 10" + outputs));
+    EXPECT_EQ(cut.exit_status, 1) << cut.stderr_text;
+    EXPECT_NE(cut.stderr_text.find("cannot be continued (not valid JSON near byte"), std::string::npos)
+        << cut.stderr_text;
+    EXPECT_FALSE(std::filesystem::exists(dir_ / "requeued" / "step_00000010"));
 }
 
 }  // namespace test_trace

@@ -356,23 +356,30 @@ TEST_P(DamagedCheckpoints, AreRefusedAndThePreviousOneStillLoads) {
 INSTANTIATE_TEST_SUITE_P(Hostile, DamagedCheckpoints, ::testing::ValuesIn(damaged_checkpoints),
                          [](auto const& info) { return std::string(info.param.name); });
 
-// A rollback refused for the checkpoint's data (its position 4000 lies past the 3000 tokens of --data) leaves the
-// folder as it was: the later checkpoint is not set aside, and `--resume latest` still takes it.
+// A rollback refused, for the checkpoint's data (its position 4000 lies past the 3000 tokens of --data) or for an
+// output (--metrics naming a folder), leaves the folder as it was: the later checkpoint is not set aside, and
+// `--resume latest` still takes it.
 TEST(Checkpoint, ARefusedRollbackChangesNothing) {
     testing::TempDir dir;
     SerialState state(7);
     fs::path const earlier = state.save(dir / "ckpt", 40);
     state.save(dir / "ckpt", 50);
+    fs::create_directories(dir / "a_folder");
     fs::path const err = dir / "stderr.txt";
-    std::string const command = resuming_train_command(dir.path(), 60) + earlier.string() + " --ckpt-dir " +
-                                (dir / "ckpt").string() + " > /dev/null 2> " + err.string();
-    int const status = std::system(command.c_str());
-    EXPECT_EQ(WEXITSTATUS(status), 1) << file_bytes(err);
-    EXPECT_NE(file_bytes(err).find("was trained on other data"), std::string::npos) << file_bytes(err);
-    std::vector<std::string> names;
-    for (auto const& entry : fs::directory_iterator(dir / "ckpt")) names.push_back(entry.path().filename().string());
-    std::sort(names.begin(), names.end());
-    EXPECT_EQ(names, (std::vector<std::string>{"step_00000040", "step_00000050"}));
+    for (auto const& [options, refusal] :
+         {std::pair<std::string, std::string>{"", "was trained on other data"},
+          std::pair<std::string, std::string>{" --new-data --metrics " + (dir / "a_folder").string(),
+                                              "--metrics " + (dir / "a_folder").string() + " is a folder"}}) {
+        std::string const command = resuming_train_command(dir.path(), 60) + earlier.string() + " --ckpt-dir " +
+                                    (dir / "ckpt").string() + options + " > /dev/null 2> " + err.string();
+        int const status = std::system(command.c_str());
+        EXPECT_EQ(WEXITSTATUS(status), 1) << file_bytes(err);
+        EXPECT_NE(file_bytes(err).find(refusal), std::string::npos) << file_bytes(err);
+        std::vector<std::string> names;
+        for (auto const& entry : fs::directory_iterator(dir / "ckpt")) names.push_back(entry.path().filename().string());
+        std::sort(names.begin(), names.end());
+        EXPECT_EQ(names, (std::vector<std::string>{"step_00000040", "step_00000050"})) << refusal;
+    }
 }
 
 // Settings a run state records only for a resume to compare, with values no run writes: the checkpoint is damaged

@@ -250,26 +250,36 @@ std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoi
     return changed_settings(checkpoint.index().run, options);
 }
 
-void require_checkpoint_folder_for_run(fs::path const& ckpt_dir, std::vector<fs::path> const& data) {
+namespace {
+
+// The checkpoint folder `resumed` names ("DIR/step_N/" too), where it lies inside ckpt_dir (a run's own, rolled
+// back to); none otherwise.
+std::optional<fs::path> own_resumed_folder(fs::path const& ckpt_dir, fs::path const& resumed) {
+    std::error_code error;
+    fs::path const folder = resumed.has_filename() ? resumed : resumed.parent_path();
+    if (resumed.empty() || !fs::equivalent(folder.parent_path(), ckpt_dir, error)) return std::nullopt;
+    return folder;
+}
+
+}  // namespace
+
+void require_checkpoint_folder_for_run(fs::path const& ckpt_dir, std::vector<fs::path> const& data,
+                                       std::int64_t start_step, fs::path const& resumed) {
     require_folder_for(ckpt_dir, "--ckpt-dir", OutputKind::checkpoints);
     require_step_folders_are_checkpoints(ckpt_dir, "--ckpt-dir");
     for (fs::path const& input : data) {
         require_input_outside(input, "the data", ckpt_dir, "--ckpt-dir",
                               "which this run's saves and prunings change: move the data out of it");
     }
+    if (!own_resumed_folder(ckpt_dir, resumed)) require_no_later_checkpoints(ckpt_dir, start_step);
 }
 
-void check_checkpoint_folder(fs::path const& ckpt_dir, std::int64_t start_step, fs::path const& resumed) {
+void set_aside_rolled_back_checkpoints(fs::path const& ckpt_dir, std::int64_t start_step, fs::path const& resumed) {
     std::string const note = decided_by_rank_zero([&] {
-        std::error_code error;
-        fs::path const folder = resumed.has_filename() ? resumed : resumed.parent_path();  // "DIR/step_N/" too
-        bool const own = !resumed.empty() && fs::equivalent(folder.parent_path(), ckpt_dir, error);
-        if (!own) {
-            require_no_later_checkpoints(ckpt_dir, start_step);
-            return std::string();
-        }
+        std::optional<fs::path> const folder = own_resumed_folder(ckpt_dir, resumed);
+        if (!folder) return std::string();
         std::vector<std::string> names;
-        for (fs::path const& aside : set_aside_later_checkpoints(ckpt_dir, start_step, folder)) {
+        for (fs::path const& aside : set_aside_later_checkpoints(ckpt_dir, start_step, *folder)) {
             names.push_back(aside.filename().string());
         }
         if (names.empty()) return std::string();

@@ -149,6 +149,10 @@ void TraceFile::write() {
     file.commit();
 }
 
+void require_continuable_trace(std::filesystem::path const& path) {
+    [[maybe_unused]] auto const events = trace_events(path);
+}
+
 bool is_trace_of_run(std::filesystem::path const& path, std::string const& run_id) {
     struct stat info {};
     if (run_id.empty() || ::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return false;

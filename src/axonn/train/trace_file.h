@@ -57,5 +57,7 @@ private:
 
 // Whether `path` holds a trace of the training run `run_id` (told by the start of the file, which names the run).
 bool is_trace_of_run(std::filesystem::path const& path, std::string const& run_id);
+// Refuses, before the run, a trace of the run that its events cannot be read back from to be continued.
+void require_continuable_trace(std::filesystem::path const& path);
 
 }  // namespace axonn

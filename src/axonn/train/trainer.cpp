@@ -211,8 +211,12 @@ void check_outputs(TrainOptions const& options, TrainingData const& data,
                    std::optional<CheckpointReader> const& resumed) {
     std::vector<std::filesystem::path> const inputs = run_inputs(options, data, resumed);
     decided_by_rank_zero([&] {
-        if (!options.ckpt_dir.empty()) require_checkpoint_folder_for_run(options.ckpt_dir, data.inputs());
+        if (!options.ckpt_dir.empty()) {
+            require_checkpoint_folder_for_run(options.ckpt_dir, data.inputs(), resumed ? resumed->index().step : 0,
+                                              resumed ? resumed->folder() : std::filesystem::path());
+        }
         if (!options.metrics.empty()) {
+            require_not_a_folder(options.metrics, "--metrics", "metrics.jsonl");
             require_not_an_input(options.metrics, "--metrics", inputs);
             require_apart_from_models_and_data(options.metrics, "--metrics");
             require_writable_output(options.metrics, "metrics file", options.overwrite || !options.resume.empty());
@@ -221,8 +225,10 @@ void check_outputs(TrainOptions const& options, TrainingData const& data,
             }
         }
         if (!options.trace.empty()) {
+            require_not_a_folder(options.trace, "--trace", "trace.json");
             require_output_file(options.trace, "--trace", "trace file", options.overwrite || continues_trace(options),
                                 inputs);
+            if (continues_trace(options)) require_continuable_trace(options.trace);
         }
         require_distinct_outputs({{"--metrics", options.metrics}, {"--trace", options.trace},
                                   {"--ckpt-dir", options.ckpt_dir, true}});
@@ -243,8 +249,8 @@ std::optional<CheckpointDirLock> lock_checkpoint_folder(TrainOptions const& opti
 // With the checkpoint folder locked: sets a rolled-back run's later checkpoints aside, then opens the metrics.
 MetricsLog open_metrics(TrainOptions const& options, bool leader, std::optional<CheckpointReader> const& resumed) {
     if (!options.ckpt_dir.empty()) {
-        check_checkpoint_folder(options.ckpt_dir, resumed ? resumed->index().step : 0,
-                                resumed ? resumed->folder() : std::filesystem::path());
+        set_aside_rolled_back_checkpoints(options.ckpt_dir, resumed ? resumed->index().step : 0,
+                                          resumed ? resumed->folder() : std::filesystem::path());
     }
     if (options.metrics.empty() || !leader) return MetricsLog();
     return MetricsLog(options.metrics, options.run_id, options.overwrite, metrics_resume_step(options, resumed));
