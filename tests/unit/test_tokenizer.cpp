@@ -216,31 +216,32 @@ TEST_F(Gpt2Files, MergeOfUnknownTokensIsCorrupt) {
     expect_fetch_error(dir_.path(), dir_.path() / "vocab.bpe");
 }
 
-// GPT-2's vocab.bpe with its last `dropped` lines left out and then `repeated` copies of its first merge added.
-std::string gpt2_merges_edited(int dropped, int repeated) {
+// GPT-2's vocab.bpe with its last `dropped` lines left out and then the line `added` (none where empty).
+std::string gpt2_merges_edited(int dropped, std::string const& added) {
     std::string text = file_bytes(default_gpt2_dir() / "vocab.bpe");
     while (!text.empty() && text.back() == '\n') text.pop_back();
     for (int line = 0; line < dropped; ++line) text.resize(text.rfind('\n'));
-    std::size_t const first = text.find('\n') + 1;
-    std::string const first_merge = text.substr(first, text.find('\n', first) - first);
-    for (int copy = 0; copy < repeated; ++copy) text += "\n" + first_merge;
-    return text + "\n";
+    return text + "\n" + (added.empty() ? "" : added + "\n");
 }
 
-// Cut short at a line's end, or with a merge repeated, vocab.bpe still reads as merges: each is refused by name.
-TEST_F(Gpt2Files, MergesCutShortOrRepeatedAreCorrupt) {
+// Cut short at a line's end, or with its last merge replaced by one that makes a token another line makes (the
+// same pair again, or another pair), vocab.bpe still reads as merges: each is refused by name.
+TEST_F(Gpt2Files, MergesCutShortOrMakingATokenTwiceAreCorrupt) {
     struct Edit {
-        int dropped, repeated;
+        int dropped;
+        char const* added;
         char const* reason;
     };
-    for (Edit const edit : {Edit{1000, 0, "it holds 49000 merges, and encoder.json's 50257 tokens need 50000"},
-                            Edit{1, 1, "line 50001 repeats an earlier merge"}}) {
-        make_folder(gpt2_merges_edited(edit.dropped, edit.repeated));
+    for (Edit const edit : {Edit{1000, "", "it holds 49000 merges, and encoder.json's 50257 tokens need 50000"},
+                            Edit{1, "\u0120 t", "line 50001 makes the token \"\u0120t\", which line 2 made already"},
+                            Edit{1, "\u0120 the",
+                                 "line 50001 makes the token \"\u0120the\", which line 8 made already"}}) {
+        make_folder(gpt2_merges_edited(edit.dropped, edit.added));
         std::string const error = error_of([&] { make_tokenizer("gpt2", dir_.path()); });
         EXPECT_NE(error.find(edit.reason), std::string::npos) << error;
         std::filesystem::remove(dir_.path() / "encoder.json");
     }
-    make_folder(gpt2_merges_edited(0, 0));  // the file as it is, rewritten, still reads
+    make_folder(gpt2_merges_edited(0, ""));  // the file as it is, rewritten, still reads
     EXPECT_EQ(make_tokenizer("gpt2", dir_.path())->encode("It is a truth universally"),
               gpt2().encode("It is a truth universally"));
 }

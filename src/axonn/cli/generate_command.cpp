@@ -23,25 +23,19 @@
 namespace axonn {
 namespace {
 
-// Prompts are text: a binary file or bytes that are not UTF-8 (a token shard named by mistake) are refused, as
-// `axonn prepare` refuses them.
-void require_text(std::string_view text, std::string const& what, char const* fix) {
-    if (auto const offset = first_non_text_byte(text)) {
-        fail("{} is not UTF-8 text (byte 0x{:02X} at offset {}): {}", what, static_cast<unsigned char>(text[*offset]),
-             *offset, fix);
-    }
-}
-
-// One prompt per line; blank lines (whitespace alone) are skipped.
+// One prompt per line; blank lines (white space alone) are skipped, and so is a byte-order mark that starts the
+// file. Prompts are text: a binary file or bytes that are not UTF-8 (a token shard named by mistake) are refused,
+// as `axonn prepare` refuses them.
 std::vector<std::string> read_prompt_file(std::filesystem::path const& path) {
-    std::string const text =
+    std::string text =
         read_input_file(path, "prompt file", "pass a text file with one prompt per line", std::uint64_t{64} << 20);
-    require_text(text, "prompt file " + path.string(), "pass a text file with one prompt per line");
+    require_utf8_text(text, "prompt file " + path.string(), "pass a text file with one prompt per line");
+    if (text.starts_with(utf8_byte_order_mark)) text.erase(0, utf8_byte_order_mark.size());
     std::istringstream lines(text);
     std::vector<std::string> prompts;
     for (std::string line; std::getline(lines, line);) {
         if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (line.find_first_not_of(" \t\r\f\v") != std::string::npos) prompts.push_back(line);
+        if (!is_blank(line)) prompts.push_back(line);
     }
     AXONN_REQUIRE(!prompts.empty(), "prompt file {} holds no prompt: write one prompt per line", path.string());
     return prompts;
@@ -92,7 +86,8 @@ void add_generate_command(CLI::App& app) {
     command->add_option("--model-dir", options->model_dir, model_source_help())
         ->required();
     CLI::Option* text = command->add_option("--prompt", *prompt, "the text to continue");
-    command->add_option("--prompt-file", *prompt_file, "a UTF-8 text file of prompts, one per line (blank lines skipped)")
+    command->add_option("--prompt-file", *prompt_file,
+                        "a UTF-8 text file of prompts, one per line (blank lines skipped)")
         ->excludes(text);
     command->add_option("--template", *template_name,
                         "write each prompt as the prompt part of a fine-tuning template: plain (as it is), alpaca or "
@@ -124,7 +119,7 @@ void add_generate_command(CLI::App& app) {
             options->grid = GridShape::parse(*grid_spec);
             AXONN_REQUIRE(command->count("--prompt") > 0 || !prompt_file->empty(),
                           "no prompt: pass --prompt TEXT or --prompt-file FILE");
-            require_text(*prompt, "--prompt", "write the prompt in UTF-8");
+            require_utf8_text(*prompt, "--prompt", "write the prompt in UTF-8");
         });
         options->prompts = prompt_file->empty() ? std::vector<std::string>{*prompt} : read_prompt_file(*prompt_file);
         PromptTemplate const format = parse_prompt_template(*template_name);

@@ -5,6 +5,7 @@
 #include "axonn/cli/step_options.h"
 #include "axonn/cli/seed_option.h"
 #include "axonn/core/error.h"
+#include "axonn/io/utf8.h"
 #include "axonn/families/registry.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/train/grid_choice.h"
@@ -128,6 +129,7 @@ void add_train_command(CLI::App& app) {
                           "--new-data goes with --resume: a new run reads its data from the start anyway");
             AXONN_REQUIRE(options->resume != "latest" || !options->ckpt_dir.empty(),
                           "--resume latest looks in --ckpt-dir: pass --ckpt-dir DIR, or --resume PATH");
+            require_utf8_text(options->prompt, "--prompt", "write the prompt in UTF-8");
             options->model = model->resolve_model();
             options->model_given = model->given();
             options->grid_auto = *grid_spec == "auto";

@@ -13,6 +13,7 @@
 #include "axonn/core/guarded_json.h"
 #include "axonn/io/byte_level_bpe.h"
 #include "axonn/io/pretokenize.h"
+#include "axonn/io/utf8.h"
 
 #include <nlohmann/json.hpp>
 
@@ -50,22 +51,26 @@ std::vector<std::string> read_encoder(std::filesystem::path const& path, ByteSpe
     std::vector<std::string> tokens(json.size());
     std::vector<bool> seen(json.size(), false);
     for (auto const& [spelled, id] : json.items()) {
-        if (!id.is_number_integer()) fail_corrupt_gpt2_file(path, "the id of {} is not an integer", spelled);
+        if (!id.is_number_integer()) {
+            fail_corrupt_gpt2_file(path, "the id of {} is not an integer", quoted_text(spelled));
+        }
         auto const index = id.get<std::int64_t>();
         if (index < 0 || index >= static_cast<std::int64_t>(tokens.size()) || seen[index]) {
-            fail_corrupt_gpt2_file(path, "id {} of {} is out of range or repeated", index, spelled);
+            fail_corrupt_gpt2_file(path, "id {} of {} is out of range or repeated", index, quoted_text(spelled));
         }
         auto raw = spelling.bytes(spelled);
-        if (!raw) fail_corrupt_gpt2_file(path, "token {} is not spelled in GPT-2's byte alphabet", spelled);
+        if (!raw) {
+            fail_corrupt_gpt2_file(path, "token {} is not spelled in GPT-2's byte alphabet", quoted_text(spelled));
+        }
         tokens[index] = std::move(*raw);
         seen[index] = true;
     }
     return tokens;
 }
 
-// vocab.bpe: "#version: 0.2", then one merge per line, "<left> <right>", best first: one merge for each token of
-// encoder.json past the 256 bytes and <|endoftext|>, each pair once. A file cut short at a line's end, or with a
-// line repeated, reads as merges like any other, and its tokens would differ from GPT-2's without a word.
+// vocab.bpe: "#version: 0.2", then one merge per line, "<left> <right>", best first: one merge making each token of
+// encoder.json past the 256 bytes and <|endoftext|>. A file cut short at a line's end, or with a line repeated or
+// replaced, reads as merges like any other, and its tokens would differ from GPT-2's without a word.
 void read_merges(std::filesystem::path const& path, ByteSpelling const& spelling, Vocabulary const& vocabulary,
                  BytePairMerger& merger) {
     std::istringstream lines(read_tokenizer_file(path));
@@ -73,6 +78,7 @@ void read_merges(std::filesystem::path const& path, ByteSpelling const& spelling
     if (!std::getline(lines, line) || !line.starts_with("#version")) {
         fail_corrupt_gpt2_file(path, "the first line is not \"#version: ...\"");
     }
+    std::vector<int> made_by_line(vocabulary.size(), 0);  // token id -> the line whose merge made it
     for (int line_number = 2; std::getline(lines, line); ++line_number) {
         if (line.empty()) continue;
         std::istringstream fields(line);
@@ -85,19 +91,22 @@ void read_merges(std::filesystem::path const& path, ByteSpelling const& spelling
         if (!left || !right) {
             fail_corrupt_gpt2_file(path, "line {} is not spelled in GPT-2's byte alphabet", line_number);
         }
-        std::size_t const merges_before = merger.merge_count();
         if (!merger.add_merge(*left, *right, vocabulary)) {
             fail_corrupt_gpt2_file(path, "line {} merges tokens that encoder.json lacks", line_number);
         }
-        if (merger.merge_count() == merges_before) {
-            fail_corrupt_gpt2_file(path, "line {} repeats an earlier merge", line_number);
+        std::int32_t const made = find_token(vocabulary, *left + *right);
+        if (made_by_line[made] != 0) {
+            fail_corrupt_gpt2_file(path, "line {} makes the token {}, which line {} made already", line_number,
+                                   quoted_text(left_spelled + right_spelled), made_by_line[made]);
         }
+        made_by_line[made] = line_number;
     }
     std::size_t const merges_needed = vocabulary.size() - 257;
     if (merger.merge_count() != merges_needed) {
-        fail_corrupt_gpt2_file(path, "it holds {} merges, and encoder.json's {} tokens need {} (one for each token past "
-                               "the 256 bytes and {})", merger.merge_count(), vocabulary.size(), merges_needed,
-                               gpt2_end_of_text);
+        fail_corrupt_gpt2_file(path,
+                               "it holds {} merges, and encoder.json's {} tokens need {} (one for each token past the "
+                               "256 bytes and {})",
+                               merger.merge_count(), vocabulary.size(), merges_needed, gpt2_end_of_text);
     }
 }
 

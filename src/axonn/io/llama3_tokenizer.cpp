@@ -275,11 +275,12 @@ private:
         vocabulary_.reserve(vocab.size());
         for (auto const& [spelled, id] : vocab.items()) {
             if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() >= id_limit) {
-                fail_corrupt_tokenizer_json(path, "the id of vocabulary token {} is not an integer in range", spelled);
+                fail_corrupt_tokenizer_json(path, "the id of vocabulary token {} is not an integer in range",
+                                            quoted_text(spelled));
             }
             auto raw = spelling.bytes(spelled);
             if (!raw) fail_unsupported(path, "vocabulary token {} is not spelled in bytes, as byte-level BPE's are",
-                                       spelled);
+                                       quoted_text(spelled));
             vocabulary_.emplace(std::move(*raw), id.get<std::int32_t>());
         }
         if (auto const byte = BytePairMerger::missing_byte(vocabulary_)) {

@@ -83,11 +83,8 @@ std::optional<std::string> read_document(std::filesystem::path const& path, Prep
     if (is_prepare_output(path, text, options.out_dir)) return std::nullopt;
     AXONN_REQUIRE(!text.empty(), "input text file {} is empty: remove it from the inputs", path.string());
     if (!options.allow_binary) {
-        if (auto const offset = first_non_text_byte(text)) {
-            fail("input {} is not UTF-8 text (byte 0x{:02X} at offset {}): remove it from the inputs, or pass "
-                 "--allow-binary to tokenize its bytes anyway", path.string(),
-                 static_cast<unsigned char>(text[*offset]), *offset);
-        }
+        require_utf8_text(text, "input " + path.string(),
+                          "remove it from the inputs, or pass --allow-binary to tokenize its bytes anyway");
     }
     return text;
 }

@@ -137,7 +137,8 @@ SafetensorsHeader read_safetensors_header(InputFile const& file, std::string_vie
     } catch (UnreadDtype const& e) {
         fail("{} {}: {}", what, name, e.what());
     } catch (Error const& e) {
-        fail("{} {}: {}: it is damaged or not a safetensors file", what, name, e.what());
+        fail("{} {}: its header (the JSON from byte 8): {}: it is damaged or not a safetensors file", what, name,
+             e.what());
     }
 }
 

@@ -1,5 +1,10 @@
 #include "axonn/io/utf8.h"
 
+#include "axonn/core/error.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <array>
 
 namespace axonn {
@@ -27,6 +32,49 @@ std::optional<std::size_t> first_non_text_byte(std::string_view text) {
         position += code_point.length;
     }
     return std::nullopt;
+}
+
+void require_utf8_text(std::string_view text, std::string_view what, std::string_view fix) {
+    if (auto const offset = first_non_text_byte(text)) {
+        fail("{} is not UTF-8 text (byte 0x{:02X} at offset {}): {}", what, static_cast<unsigned char>(text[*offset]),
+             *offset, fix);
+    }
+}
+
+bool is_blank(std::string_view text) {
+    constexpr std::array<char32_t, 12> wide_spaces = {0x85,   0xA0,   0x1680, 0x2028, 0x2029, 0x202F,
+                                                      0x205F, 0x3000, 0x180E, 0xFEFF, 0x200B, 0x2060};
+    for (std::size_t position = 0; position < text.size();) {
+        CodePoint const code_point = decode_at(text, position);
+        char32_t const c = code_point.value;
+        bool const space = (c >= 0x09 && c <= 0x0D) || c == 0x20 || (c >= 0x2000 && c <= 0x200A) ||
+                           std::find(wide_spaces.begin(), wide_spaces.end(), c) != wide_spaces.end();
+        if (!space) return false;
+        position += code_point.length;
+    }
+    return true;
+}
+
+std::string quoted_text(std::string_view text) {
+    std::string quoted = "\"";
+    for (std::size_t position = 0; position < text.size();) {
+        CodePoint const code_point = decode_at(text, position);
+        auto const byte = static_cast<unsigned char>(text[position]);
+        if (code_point.value == invalid_code_point || byte < 0x20 || byte == 0x7F) {
+            quoted += fmt::format("\\x{:02X}", byte);
+            position += 1;
+            continue;
+        }
+        if (code_point.value >= 0x80 && code_point.value <= 0x9F) {  // C1 controls: a terminal may obey them
+            quoted += fmt::format("\\u{:04X}", static_cast<std::uint32_t>(code_point.value));
+            position += code_point.length;
+            continue;
+        }
+        if (byte == '"' || byte == '\\') quoted += '\\';
+        quoted.append(text.substr(position, code_point.length));
+        position += code_point.length;
+    }
+    return quoted + '"';
 }
 
 }  // namespace axonn

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace axonn {
@@ -14,6 +16,8 @@ struct CodePoint {
 };
 
 inline constexpr char32_t invalid_code_point = 0x110000;
+// U+FEFF at the start of a file, which some editors write.
+inline constexpr std::string_view utf8_byte_order_mark = "\xEF\xBB\xBF";
 
 // The code point at text[position]. A byte that does not start a well-formed sequence (overlong forms,
 // surrogates and values past U+10FFFF included) stands alone as an invalid code point, so arbitrary bytes can
@@ -22,5 +26,17 @@ CodePoint decode_at(std::string_view text, std::size_t position);
 
 // The offset of the first byte that is not part of well-formed UTF-8 text, or of the first NUL byte; none for text.
 std::optional<std::size_t> first_non_text_byte(std::string_view text);
+
+// Refuses what is not text: "<what> is not UTF-8 text (byte 0xFF at offset 2): <fix>".
+void require_utf8_text(std::string_view text, std::string_view what, std::string_view fix);
+
+// Whether `text` holds nothing but white space (Unicode's White_Space: tabs, line ends, no-break and ideographic
+// spaces, ...) and invisible characters (zero-width spaces, the byte-order mark).
+bool is_blank(std::string_view text);
+
+// Text read from a file, for a one-line message: in double quotes, with quotes, backslashes, control characters
+// and bytes that are not UTF-8 escaped (a NUL cut messages short; a line end split them; an escape sequence reached
+// the terminal).
+std::string quoted_text(std::string_view text);
 
 }  // namespace axonn

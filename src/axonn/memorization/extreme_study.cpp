@@ -257,7 +257,17 @@ ExtremeOptions ExtremeOptions::defaults(bool quick) {
 
 void validate_extreme_options(ExtremeOptions const& options) {
     AXONN_REQUIRE(!options.models.empty(), "the experiment needs at least one model (--models)");
-    for (std::string const& name : options.models) model_preset(name);  // an unknown preset names the known ones
+    // An unknown preset names the known ones. The report compares each family's models in the order listed:
+    // smallest first, each once.
+    std::map<std::string, std::int64_t> largest_of_family;
+    for (std::string const& name : options.models) {
+        ModelConfig const model = model_preset(name);
+        std::int64_t& largest = largest_of_family[model.family()];
+        AXONN_REQUIRE(model.parameter_count() > largest,
+                      "--models {}: list each family's models smallest first, each once",
+                      fmt::join(options.models, ","));
+        largest = model.parameter_count();
+    }
     AXONN_REQUIRE(options.ablation_model.empty() || std::find(options.models.begin(), options.models.end(),
                                                               options.ablation_model) != options.models.end(),
                   "--ablation-model {} is not among --models: name one of them, or \"\" for no ablations",

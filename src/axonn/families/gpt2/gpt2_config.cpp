@@ -56,16 +56,19 @@ constexpr int max_width = 1 << 17;
 constexpr int max_context = 1 << 17;  // Llama 3.1's 131,072
 constexpr int max_vocabulary = 1 << 22;
 
+// Each size is named by its option and its field in index.json: the value may come from either.
 void GptConfig::validate() const {
     AXONN_REQUIRE(vocab_size > 0 && vocab_size <= max_vocabulary, "vocabulary size must lie in 1..{}, got {}",
                   max_vocabulary, vocab_size);
-    AXONN_REQUIRE(n_layer > 0 && n_layer <= max_layers, "--n-layer must lie in 1..{}, got {}", max_layers, n_layer);
+    AXONN_REQUIRE(n_layer > 0 && n_layer <= max_layers, "--n-layer (n_layer) must lie in 1..{}, got {}", max_layers,
+                  n_layer);
     AXONN_REQUIRE(n_head > 0, "the model needs at least one attention head, got {}", n_head);
-    AXONN_REQUIRE(n_embd > 0 && n_embd <= max_width, "--n-embd (the model's width) must lie in 1..{}, got {}",
+    AXONN_REQUIRE(n_embd > 0 && n_embd <= max_width, "--n-embd (n_embd, the model's width) must lie in 1..{}, got {}",
                   max_width, n_embd);
     AXONN_REQUIRE(n_embd % n_head == 0, "{} heads do not divide the width {}: choose a head count that divides it",
                   n_head, n_embd);
-    AXONN_REQUIRE(max_seq > 0 && max_seq <= max_context, "--context must lie in 1..{}, got {}", max_context, max_seq);
+    AXONN_REQUIRE(max_seq > 0 && max_seq <= max_context, "--context (max_seq) must lie in 1..{}, got {}", max_context,
+                  max_seq);
 }
 
 GptConfig gpt_preset(std::string const& name) {

@@ -106,6 +106,8 @@ GptConfig read_hf_gpt2_config(fs::path const& dir) {
     model.n_head = positive(config, "n_head", path);
     model.n_embd = positive(config, "n_embd", path);
     model.max_seq = positive(config, "n_positions", path);
+    // n_ctx, an older name of the context that transformers no longer reads: checked as a size all the same.
+    if (config.contains("n_ctx") && !config["n_ctx"].is_null()) positive(config, "n_ctx", path);
     if (config.contains("activation_function") && config["activation_function"] == "gelu_pytorch_tanh") {
         // the same function as gelu_new, under transformers' other name for it
     } else {
