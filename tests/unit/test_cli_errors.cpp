@@ -1146,6 +1146,29 @@ TEST_F(CommandLineErrors, TheDefaultEvaluationFitsASmallValidationSet) {
         << too_many.stderr_text;
 }
 
+// Not an error: a val.bin beside the training data too small for one batch, with --eval-batches defaulted too, leaves
+// the run without validation and says why; asked for by --eval-batches, it is refused.
+TEST_F(CommandLineErrors, TheDefaultsTrainWithoutValidationWhereNotOneBatchFits) {
+    fs::create_directories(dir_ / "tiny_val");
+    std::vector<std::int32_t> tokens(600);
+    for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::int32_t>(i * 11 % 256);
+    write_token_shard(dir_ / "tiny_val" / "train.bin", tokens, 16);
+    write_token_shard(dir_ / "tiny_val" / "val.bin", std::span(tokens).first(72), 16);
+    std::string const run = "train --data {dir}/tiny_val --tokenizer byte --model gpt2-micro --batch 4 --seq 32 "
+                            "--steps 1 --sample-tokens 0";
+    CommandResult const result = run_axonn(with_dir(run), dir_);
+    EXPECT_EQ(result.exit_status, 0) << result.stderr_text;
+    std::string const printed = file_bytes(dir_ / "stdout.txt");
+    EXPECT_NE(printed.find(with_dir("no validation: {dir}/tiny_val/val.bin holds 72 tokens, fewer than one batch of 4 "
+                                    "x 32 needs (129)")),
+              std::string::npos)
+        << printed;
+    CommandResult const asked = run_axonn(with_dir(run + " --eval-batches 1"), dir_);
+    EXPECT_EQ(asked.exit_status, 1);
+    EXPECT_NE(asked.stderr_text.find("holds 72 tokens, fewer than one batch needs (129 = B·T + 1)"), std::string::npos)
+        << asked.stderr_text;
+}
+
 // Not an error: `memorization eval` of a trained checkpoint prints one JSON object with a summary per bucket.
 TEST_F(CommandLineErrors, MemorizationEvalOfACheckpointPrintsItsScores) {
     train_model_once();

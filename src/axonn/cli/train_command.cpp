@@ -32,7 +32,8 @@ void add_train_command(CLI::App& app) {
     auto model = std::make_shared<ModelOptions>(*command, "gpt2-tiny");
     command->add_option("--data", options->data, "folder written by `axonn prepare` (train.bin, val.bin), a shard, "
                                                  "or a folder of shards")->required();
-    command->add_option("--val-data", options->val_data, "validation shard(s); default: val.bin beside --data");
+    command->add_option("--val-data", options->val_data, "validation shard(s); default: the val.bin of --data when it "
+                        "is a folder (none for shards named alone)");
     command->add_option("--tokenizer", options->tokenizer,
                         "tokenizer the data was prepared with: gpt2, llama3, byte or a tokenizer.json folder")
         ->capture_default_str();
@@ -76,7 +77,8 @@ void add_train_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--eval-batches", options->eval_batches,
                         "validation batches per evaluation; 0: up to 8, as many as the validation data holds "
-                        "(more than it holds is refused)")
+                        "(more than it holds is refused; a default val.bin that holds less than one batch leaves "
+                        "the run without validation)")
         ->capture_default_str();
     command->add_option("--metrics", options->metrics, "write one JSON object per step to this file (an existing "
                                                        "file is refused unless --overwrite)");

@@ -66,9 +66,20 @@ int evaluation_batches(TrainOptions const& options, DataLoader const& val) {
 }
 
 std::optional<DataLoader> open_validation(TrainOptions const& options, ShardTokenizer const& tokenizer,
-                                          DataLoader const& train) {
+                                          DataLoader const& train, std::string& note) {
     std::optional<fs::path> const path = validation_path(options);
-    if (!path) return std::nullopt;
+    if (!path) {
+        note = "no validation data (pass --val-data, or --data a folder that holds val.bin)";
+        return std::nullopt;
+    }
+    std::int64_t const needed = static_cast<std::int64_t>(options.batch) * options.seq + 1;
+    bool const defaults = options.val_data.empty() && options.eval_batches == 0;
+    if (std::int64_t const tokens = defaults ? TokenShard::open(*path).size() : needed; tokens < needed) {
+        note = fmt::format("no validation: {} holds {} tokens, fewer than one batch of {} x {} needs ({}); pass "
+                           "--val-data larger data to validate",
+                           path->string(), tokens, options.batch, options.seq, needed);
+        return std::nullopt;
+    }
     std::optional<DataLoader> val;
     val.emplace(*path, options.batch, options.seq, tokenizer);
     check_data_split(train, *val);
@@ -79,7 +90,7 @@ std::optional<DataLoader> open_validation(TrainOptions const& options, ShardToke
 
 TrainingData::TrainingData(TrainOptions const& options, ShardTokenizer const& tokenizer)
     : train(training_path(options), options.batch, options.seq, tokenizer),
-      val(open_validation(options, tokenizer, train)), batch(options, train.has_loss_mask()),
+      val(open_validation(options, tokenizer, train, no_validation_note)), batch(options, train.has_loss_mask()),
       loss_mask(options.goldfish.enabled() || train.has_loss_mask() ? batch.tokens.size() : 0) {
     if (val) {
         eval_batches = evaluation_batches(options, *val);

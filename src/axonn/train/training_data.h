@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
 #include <optional>
 #include <span>
 #include <vector>
@@ -28,13 +29,16 @@ struct BatchBuffers {
 
 struct TrainingData {
     // --data DIR with train.bin in it trains on train.bin and validates on val.bin; any other path trains on all
-    // its shards (never a folder's val.bin) and validates on --val-data, or on the folder's val.bin.
+    // its shards (never a folder's val.bin) and validates on --val-data, or on the folder's val.bin. A val.bin
+    // taken by default that holds less than one batch, with --eval-batches defaulted too, leaves the run without
+    // validation (`no_validation_note` says why) rather than refusing it.
     TrainingData(TrainOptions const& options, ShardTokenizer const& tokenizer);
 
     // Every file the run reads, which no output may overwrite.
     std::vector<std::filesystem::path> inputs() const;
 
     DataLoader train;
+    std::string no_validation_note;  // without `val`: why, for the banner (before `val`, which sets it)
     std::optional<DataLoader> val;
     BatchBuffers batch;
     std::optional<BatchBuffers> val_batch;

@@ -75,7 +75,7 @@ void print_data(TrainOptions const& options, TrainingData const& data, Tokenizer
                    data.train.loss_tokens(), data.train.total_tokens(),
                    data.val && data.val->has_loss_mask() ? "; validation is masked alike" : "");
     }
-    if (!data.val) fmt::print("  no validation data (pass --val-data or prepare a folder with val.bin)\n");
+    if (!data.val) fmt::print("  {}\n", data.no_validation_note);
     if (options.goldfish.enabled()) {
         fmt::print("  Goldfish loss {}: about {:.1f}% of the training targets leave the loss; validation has no "
                    "Goldfish mask\n",
