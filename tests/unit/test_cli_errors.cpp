@@ -432,6 +432,11 @@ std::vector<BadInput> const bad_inputs = {
     {"init_from_with_other_layers",
      "train --data {dir}/good --tokenizer byte --init-from {dir}/model --model gpt2-micro --n-layer 7",
      "layers 2 (here 7)", 2},
+    {"init_from_with_a_shape_option_alone",
+     "train --data {dir}/good --tokenizer byte --init-from {dir}/model --n-layer 3",
+     "--init-from {dir}/model/step_00000001 is not the model that the shape options ask for: layers 2 (here 3); "
+     "drop them",
+     2},
     {"new_data_without_resume", "train --data {dir}/good --tokenizer byte --new-data",
      "--new-data goes with --resume", 2},
     {"metrics_is_the_validation_data",
@@ -1167,6 +1172,17 @@ TEST_F(CommandLineErrors, TheDefaultsTrainWithoutValidationWhereNotOneBatchFits)
     EXPECT_EQ(asked.exit_status, 1);
     EXPECT_NE(asked.stderr_text.find("holds 72 tokens, fewer than one batch needs (129 = B·T + 1)"), std::string::npos)
         << asked.stderr_text;
+}
+
+// Not an error: shape options that agree with --init-from's model (gpt2-micro: 2 layers, width 64) are accepted;
+// the default preset's other dimensions are not held against it.
+TEST_F(CommandLineErrors, InitFromWithShapeOptionsThatAgreeTrains) {
+    train_model_once();
+    CommandResult const result = run_axonn(
+        with_dir("train --data {dir}/good --tokenizer byte --init-from {dir}/model --n-layer 2 --n-embd 64 "
+                 "--steps 1 --seq 32 --sample-tokens 0"),
+        dir_);
+    EXPECT_EQ(result.exit_status, 0) << result.stderr_text;
 }
 
 // Not an error: `memorization eval` of a trained checkpoint prints one JSON object with a summary per bucket.

@@ -32,20 +32,18 @@ ModelOptions::ModelOptions(CLI::App& command, std::string default_preset) : pres
     context_option_ = command.add_option("--context", context_, "override the preset's context length");
 }
 
-bool ModelOptions::given() const {
-    return preset_option_->count() + n_layer_option_->count() + n_head_option_->count() + n_embd_option_->count() +
-               context_option_->count() >
-           0;
-}
+bool ModelOptions::preset_given() const { return preset_option_->count() > 0; }
 
-ModelConfig ModelOptions::resolve_model() const {
+ShapeOverrides ModelOptions::overrides() const {
     auto const given = [](CLI::Option const* option, int value) {
         return option->count() ? std::optional(value) : std::nullopt;
     };
-    ModelConfig const config = model_preset(preset_).with_overrides({given(n_layer_option_, n_layer_),
-                                                                    given(n_head_option_, n_head_),
-                                                                    given(n_embd_option_, n_embd_),
-                                                                    given(context_option_, context_)});
+    return {given(n_layer_option_, n_layer_), given(n_head_option_, n_head_), given(n_embd_option_, n_embd_),
+            given(context_option_, context_)};
+}
+
+ModelConfig ModelOptions::resolve_model() const {
+    ModelConfig const config = model_preset(preset_).with_overrides(overrides());
     config.validate();
     return config;
 }

@@ -18,8 +18,9 @@ public:
     // The preset of any family, with every dimension the user gave replacing its own.
     ModelConfig resolve_model() const;
     std::string const& preset() const { return preset_; }
-    // Whether the command line (or a config file) named a model: --model or a shape option.
-    bool given() const;
+    // Whether the command line (or a config file) named a preset (--model), and the shape options it gave.
+    bool preset_given() const;
+    ShapeOverrides overrides() const;
 
 private:
     std::string preset_;

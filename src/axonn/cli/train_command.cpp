@@ -133,7 +133,8 @@ void add_train_command(CLI::App& app) {
                           "--resume latest looks in --ckpt-dir: pass --ckpt-dir DIR, or --resume PATH");
             require_utf8_text(options->prompt, "--prompt", "write the prompt in UTF-8");
             options->model = model->resolve_model();
-            options->model_given = model->given();
+            options->model_preset_given = model->preset_given();
+            options->model_overrides = model->overrides();
             options->grid_auto = *grid_spec == "auto";
             if (!options->grid_auto && !names_grid_file(*grid_spec)) options->grid = GridShape::parse(*grid_spec);
             std::error_code error;

@@ -96,19 +96,26 @@ int world_size() {
 }
 
 // --init-from's model replaces --model: its vocabulary must be the tokenizer's, its context hold --seq, and a
-// model the command line names explicitly must be it (not silently another).
+// model the command line names explicitly must be it (not silently another): the --model preset whole, with any
+// shape options, or else each shape option given (not the default preset's other dimensions).
 ModelConfig init_source_model(TrainOptions const& options, Tokenizer const& tokenizer) {
     ModelConfig const source = init_source_config(options.init_from);
     AXONN_REQUIRE(source.vocab_size() == tokenizer.vocab_size(),
                   "--init-from {} has a vocabulary of {} tokens, but the {} "
                   "tokenizer has {}: pass the --tokenizer the model was trained with",
                   options.init_from.string(), source.vocab_size(), tokenizer.name(), tokenizer.vocab_size());
-    if (options.model_given) {
-        std::string const differences = model_differences(source, options.model);
+    ShapeOverrides const& shape = options.model_overrides;
+    bool const shape_given = shape.layers || shape.heads || shape.width || shape.context;
+    if (options.model_preset_given || shape_given) {
+        ModelConfig const asked = options.model_preset_given ? options.model : source.with_overrides(shape);
+        std::string const differences = model_differences(source, asked);
         if (!differences.empty()) {
-            throw UsageError(fmt::format("--init-from {} is not the model that --model and the shape options ask for: "
-                                         "{}; drop them (the model is --init-from's), or start from another source",
-                                         options.init_from.string(), differences));
+            throw UsageError(fmt::format("--init-from {} is not the model that {} ask for: {}; drop them (the model "
+                                         "is --init-from's), or start from another source",
+                                         options.init_from.string(),
+                                         options.model_preset_given ? "--model and the shape options"
+                                                                    : "the shape options",
+                                         differences));
         }
     }
     as_usage_errors([&] {

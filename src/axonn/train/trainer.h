@@ -55,7 +55,8 @@ struct TrainOptions {
     std::uint64_t ckpt_file_mib = 2048;   // the largest safetensors file a rank writes
     std::string resume;                   // "latest", a checkpoint folder or a folder of them; empty = a new run
     bool new_data = false;                // resume on data other than the checkpoint's, from its start
-    bool model_given = false;             // --model or a shape option was given (checked against --init-from's)
+    bool model_preset_given = false;      // --model was given (checked against --init-from's model)
+    ShapeOverrides model_overrides;       // the shape options given (each checked against --init-from's model)
     std::filesystem::path init_from;      // weights to start from: an axonn checkpoint or a Hugging Face folder
     std::vector<std::filesystem::path> read_files;  // the config files and the grid file: no output may be one
     std::string run_id;  // not an option: the run's identity (run_identity), in its checkpoints and metrics records
