@@ -376,7 +376,9 @@ TEST(Checkpoint, ARefusedRollbackChangesNothing) {
         EXPECT_EQ(WEXITSTATUS(status), 1) << file_bytes(err);
         EXPECT_NE(file_bytes(err).find(refusal), std::string::npos) << file_bytes(err);
         std::vector<std::string> names;
-        for (auto const& entry : fs::directory_iterator(dir / "ckpt")) names.push_back(entry.path().filename().string());
+        for (auto const& entry : fs::directory_iterator(dir / "ckpt")) {
+            names.push_back(entry.path().filename().string());
+        }
         std::sort(names.begin(), names.end());
         EXPECT_EQ(names, (std::vector<std::string>{"step_00000040", "step_00000050"})) << refusal;
     }

@@ -77,7 +77,8 @@ void add_calibrate_command(CLI::App& app) {
     command->add_option("--name", options->name, "the profile's name")->capture_default_str();
     command->add_flag("--quick", options->quick, "fewer shapes, message sizes and repetitions: under 10 s");
     auto overwrite = std::make_shared<bool>(false);
-    command->add_flag("--overwrite", *overwrite, "replace the file at --out, whatever it holds (but a model or data)");
+    command->add_flag("--overwrite", *overwrite,
+                      "replace the file at --out, whatever it holds (but a model or data)");
 
     command->callback([options, out, overwrite] {
         std::filesystem::path const path = *out;

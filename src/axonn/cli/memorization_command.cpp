@@ -173,8 +173,9 @@ void add_study(CLI::App& parent) {
                       "replacing its results");
     command->add_option("--sizes", *sizes, "buckets: model sizes to train, smallest first (XS, S, M, L; default all, "
                         "--quick M)")->delimiter(',');
-    command->add_option("--models", extreme->models, "extreme: model presets, each family's smallest first (default gpt2-micro,"
-                        "gpt2-tiny,gpt2-mini,llama-tiny; --quick without gpt2-mini)")->delimiter(',');
+    command->add_option("--models", extreme->models,
+                        "extreme: model presets, each family's smallest first (default gpt2-micro,gpt2-tiny,"
+                        "gpt2-mini,llama-tiny; --quick without gpt2-mini)")->delimiter(',');
     command->add_option("--ablation-model", extreme->ablation_model, "extreme: the model that also runs Goldfish "
                         "with k = 8 and 32 (default gpt2-tiny; --quick none)");
     command->add_option("--buckets", given->corpus.buckets,

@@ -63,8 +63,8 @@ void add_train_command(CLI::App& app) {
     command->add_option("--grid", *grid_spec,
                         "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks); a grid file written by "
                         "`axonn tune` (its grid and order); or auto: the grid `axonn tune` measured for this job "
-                        "(tuned-grid.json in the machine folder: configs/machines of axonn's source, or $AXONN_MACHINES_DIR), else "
-                        "the planner's choice with the local machine profile")
+                        "(tuned-grid.json in the machine folder: configs/machines of axonn's source, or "
+                        "$AXONN_MACHINES_DIR), else the planner's choice with the local machine profile")
         ->capture_default_str();
     command->add_option("--grid-order", options->grid_order,
                         "rank order of the axes, fastest first (the fastest stays inside a node)")
@@ -85,7 +85,8 @@ void add_train_command(CLI::App& app) {
     command->add_flag("--overwrite", options->overwrite, "replace an existing --metrics or --trace file");
     command->add_option("--trace", options->trace, "write a Chrome trace (Perfetto, chrome://tracing) of every rank: "
                         "steps, layers, kernels, collectives per axis and the waits");
-    command->add_option("--trace-steps", options->trace_steps, "steps the trace covers, from the first (of a resumed run: from the step it resumes at)")
+    command->add_option("--trace-steps", options->trace_steps,
+                        "steps the trace covers, from the first (of a resumed run: from the step it resumes at)")
         ->capture_default_str();
     command->add_option("--sample-tokens", options->sample.new_tokens, "tokens to generate at the end (0: none; at most "
                         + std::to_string(SampleOptions::max_new_tokens) + ")")->capture_default_str();

@@ -45,8 +45,10 @@ void add_tune_command(CLI::App& app) {
         ->capture_default_str();
     add_step_options(*command, bench.run);
     command->add_option("--top", options->top, "how many of the planner's best grids to time")->capture_default_str();
-    command->add_option("--out", options->out, "the grid file to write (default: tuned-grid.json in the machine folder)");
-    command->add_flag("--overwrite", options->overwrite, "replace the file at --out, whatever it holds (but a model or data)");
+    command->add_option("--out", options->out,
+                        "the grid file to write (default: tuned-grid.json in the machine folder)");
+    command->add_flag("--overwrite", options->overwrite,
+                      "replace the file at --out, whatever it holds (but a model or data)");
     command->add_flag("--json", *json, "print the grids timed as one JSON object");
     command->callback([options, model, tokenizer, tokenizer_dir, json] {
         BenchOptions& bench = options->bench;
