@@ -156,6 +156,14 @@ std::vector<BadInput> const bad_inputs = {
      "generate --model-dir {dir}/model --tokenizer byte --prompt-file "
      "{dir}/no_docs.jsonl",
      "holds no prompt: write one prompt per line", 1},
+    {"prepare_text_with_a_template", "prepare --input {dir}/text.txt --out {dir}/templated --template alpaca",
+     "--template alpaca writes prompt and response records (--format jsonl); text files are tokenized as they are",
+     2},
+    {"generate_from_a_folder_of_incomplete_checkpoints",
+     "generate --model-dir {dir}/incomplete_only --tokenizer byte --prompt hi",
+     "{dir}/incomplete_only holds no complete checkpoint (the checkpoint step_00000001 is incomplete: its save was "
+     "interrupted)",
+     1},
     {"generate_whitespace_prompt_file",
      "generate --model-dir {dir}/model --tokenizer byte --prompt-file {dir}/whitespace_prompts.txt",
      "holds no prompt: write one prompt per line", 1},
@@ -804,6 +812,11 @@ protected:
         fs::create_hard_link(dir_ / "model" / "step_00000001" / "rank00000-000.safetensors",
                              dir_ / "linked_weights.bin");
         fs::create_symlink(dir_ / "model" / "step_00000001" / "index.json", dir_ / "link_into_checkpoint.jsonl");
+        // A folder whose only checkpoint's save was interrupted (no COMPLETE marker).
+        fs::create_directories(dir_ / "incomplete_only");
+        fs::copy(dir_ / "model" / "step_00000001", dir_ / "incomplete_only" / "step_00000001",
+                 fs::copy_options::recursive);
+        fs::remove(dir_ / "incomplete_only" / "step_00000001" / "COMPLETE");
     }
     static std::string with_dir(std::string text) {
         for (std::size_t at; (at = text.find("{dir}")) != std::string::npos;) text.replace(at, 5, dir_.string());
@@ -1185,6 +1198,22 @@ TEST_F(CommandLineErrors, InitFromWithShapeOptionsThatAgreeTrains) {
     EXPECT_EQ(result.exit_status, 0) << result.stderr_text;
 }
 
+// A prepare refused after it made its output folder (an empty input, found while tokenizing) removes the folders
+// it made; a folder that was there before stays.
+TEST_F(CommandLineErrors, ARefusedPrepareLeavesNoFolderBehind) {
+    std::ofstream(dir_ / "empty_input.txt").flush();
+    CommandResult const result =
+        run_axonn(with_dir("prepare --input {dir}/empty_input.txt --out {dir}/never_made/out --tokenizer byte"), dir_);
+    EXPECT_EQ(result.exit_status, 1) << result.stderr_text;
+    EXPECT_NE(result.stderr_text.find("is empty"), std::string::npos) << result.stderr_text;
+    EXPECT_FALSE(fs::exists(dir_ / "never_made"));
+    fs::create_directories(dir_ / "made_before");
+    EXPECT_EQ(run_axonn(with_dir("prepare --input {dir}/empty_input.txt --out {dir}/made_before --tokenizer byte"), dir_)
+                  .exit_status,
+              1);
+    EXPECT_TRUE(fs::is_directory(dir_ / "made_before"));
+}
+
 // Not an error: `memorization eval` of a trained checkpoint prints one JSON object with a summary per bucket.
 TEST_F(CommandLineErrors, MemorizationEvalOfACheckpointPrintsItsScores) {
     train_model_once();
@@ -1373,8 +1402,8 @@ TEST_F(CommandLineErrors, TokenizeThenDecodeGivesTheTextBack) {
 
 TEST_P(CommandLineErrors, OneLineErrorAndNonZeroExit) {
     BadInput const& input = GetParam();
-    // The model, and the links to its files that train_model_once makes.
-    for (char const* needs_the_model : {"{dir}/model", "{dir}/link"}) {
+    // The model, and the links to its files and the copy that train_model_once makes.
+    for (char const* needs_the_model : {"{dir}/model", "{dir}/link", "{dir}/incomplete_only"}) {
         if (input.arguments.find(needs_the_model) != std::string::npos) train_model_once();
     }
     CommandResult const result = run_axonn(with_dir(input.arguments), dir_, with_dir(input.launcher));

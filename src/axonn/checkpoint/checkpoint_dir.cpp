@@ -114,8 +114,15 @@ fs::path resolve_checkpoint(std::string const& spec, fs::path const& ckpt_dir, s
         return path;
     }
     auto const all = complete_checkpoints(path);
-    AXONN_REQUIRE(!all.empty(), "{} is neither a checkpoint (no {}) nor a folder of checkpoints: check {}", spec,
-                  checkpoint_index_file, option);
+    if (all.empty()) {
+        // A folder of checkpoints whose saves were all interrupted is named as such, not as no checkpoint folder.
+        if (auto const content = checkpoint_content(path)) {
+            fail("{} holds no complete checkpoint ({} is incomplete: its save was interrupted): check {}", spec,
+                 *content, option);
+        }
+        fail("{} is neither a checkpoint (no {}) nor a folder of checkpoints: check {}", spec, checkpoint_index_file,
+             option);
+    }
     return all.back().path;
 }
 

@@ -251,6 +251,22 @@ void create_folder(fs::path const& folder, std::string_view what) {
     fail("cannot create the folder {} for the {}: {}", folder.string(), what, problem);
 }
 
+MadeFolder::MadeFolder(fs::path const& folder, std::string_view what) {
+    std::error_code error;
+    for (fs::path level = folder; !level.empty() && !fs::exists(level, error); level = level.parent_path()) {
+        made_.push_back(level);
+        if (level == level.parent_path()) break;
+    }
+    create_folder(folder, what);
+}
+
+MadeFolder::~MadeFolder() {
+    std::error_code error;
+    for (fs::path const& level : made_) {
+        if (!fs::remove(level, error)) break;  // not empty (or gone): it, and the levels above it, stay
+    }
+}
+
 void require_new_output_folder(fs::path const& folder, std::string_view what, bool overwrite) {
     // The nearest part of the path that exists must be a folder, where create_folder would make the rest.
     std::string const blocked = blocked_folder_problem(folder);

@@ -78,6 +78,21 @@ void sync_folder(std::filesystem::path const& folder);
 // Creates `folder` and its parents; a path component that is a file, or no permission, is an axonn::Error.
 void create_folder(std::filesystem::path const& folder, std::string_view what);
 
+// An output folder made (create_folder) before work that may yet be refused: unless kept, the levels of the path it
+// made are removed again while they are empty, so that a refused command leaves nothing behind.
+class MadeFolder {
+public:
+    MadeFolder(std::filesystem::path const& folder, std::string_view what);
+    MadeFolder(MadeFolder const&) = delete;
+    MadeFolder& operator=(MadeFolder const&) = delete;
+    ~MadeFolder();
+    // The work is done: the folder stays.
+    void keep() { made_.clear(); }
+
+private:
+    std::vector<std::filesystem::path> made_;  // the levels this made, deepest first
+};
+
 // What a run that writes its results into `folder` checks before any work, on every rank alike: that the folder
 // can be made (no part of its path is a file) and that it is new or empty, unless `overwrite` (an earlier run's
 // results would be replaced); even with `overwrite`, that it holds no device, FIFO or socket, which a file written

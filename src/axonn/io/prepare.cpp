@@ -194,6 +194,11 @@ void validate_prepare_options(PrepareOptions const& options) {
                       "--prompt-field '{}' and --response-field '{}' must name two different fields",
                       options.fields.prompt, options.fields.response);
         parse_prompt_template(options.prompt_template);
+        AXONN_REQUIRE(options.format == "jsonl" || parse_prompt_template(options.prompt_template) ==
+                                                       PromptTemplate::plain,
+                      "--template {} writes prompt and response records (--format jsonl); text files are tokenized "
+                      "as they are: add --format jsonl, or drop --template",
+                      options.prompt_template);
         AXONN_REQUIRE(!options.inputs.empty(), "no input text files: name at least one");
         AXONN_REQUIRE(!options.out_dir.empty(), "no output folder: name one for train.bin and val.bin");
         AXONN_REQUIRE(options.val_fraction > 0.0 && options.val_fraction < 1.0,
@@ -226,7 +231,7 @@ PrepareReport prepare_shards(PrepareOptions const& options, std::function<void(d
         as_usage_errors([&] { require_template_tokens(parse_prompt_template(options.prompt_template), *tokenizer); });
     }
     check_inputs(options.inputs, options.out_dir);
-    create_folder(options.out_dir, "token shards");  // before the slow tokenizing, so that a bad folder fails at once
+    MadeFolder out(options.out_dir, "token shards");  // before the slow tokenizing, so that a bad folder fails at once
     PrepareReport report{0, 0, options.out_dir / "train.bin", options.out_dir / "val.bin", {}};
     bool const records = options.format == "jsonl";
     Split const split = tokenize_inputs(options, *tokenizer, report.skipped, progress);
@@ -244,6 +249,7 @@ PrepareReport prepare_shards(PrepareOptions const& options, std::function<void(d
     val.finish();
     train.commit();
     val.commit();
+    out.keep();
     report.train_tokens = static_cast<std::int64_t>(split.train.tokens.size());
     report.val_tokens = static_cast<std::int64_t>(split.val.tokens.size());
     report.train_records = split.train_records;
