@@ -2,6 +2,7 @@
 #include "axonn/cli/commands.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
+#include "axonn/io/utf8.h"
 #include "axonn/perf/calibrate.h"
 #include "axonn/train/grid_choice.h"
 #include "axonn/train/output_kinds.h"
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 
@@ -82,7 +84,14 @@ void add_calibrate_command(CLI::App& app) {
 
     command->callback([options, out, overwrite] {
         std::filesystem::path const path = *out;
-        // Checked before the measurements, which take a while, rather than when the file is written.
+        // Checked before the measurements, which take a while, rather than when the file is written. The name
+        // heads `axonn plan`'s tables: one line of printable text.
+        bool const printable = std::all_of(options->name.begin(), options->name.end(),
+                                           [](char c) { return static_cast<unsigned char>(c) >= 0x20 && c != 0x7F; });
+        if (options->name.empty() || !printable) {
+            throw UsageError(fmt::format("--name {}: give the profile a name of printable characters",
+                                         quoted_text(options->name)));
+        }
         require_existing_folder(path, "--out");
         require_not_a_folder(path, "--out", "local.toml");
         require_output_file(path, "--out", "machine profile", *overwrite);

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
 #include <string_view>
 
 namespace axonn {
@@ -27,5 +28,8 @@ void require_one_process(std::string_view command);
 
 // Whether this process is rank 0 of the job, the one that prints a command's result.
 bool is_leader();
+
+// The subcommand of `command` named `name`, or null.
+CLI::App const* subcommand_named(CLI::App const& command, std::string const& name);
 
 }  // namespace axonn

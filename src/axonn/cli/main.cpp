@@ -26,6 +26,15 @@
 
 namespace {
 
+// The command the arguments name, with its subcommand where it has them ("memorization eval"): whose --help to read.
+std::string command_path(CLI::App const& app, std::vector<std::string> const& arguments) {
+    if (arguments.size() < 2) return "";
+    CLI::App const* const command = axonn::subcommand_named(app, arguments[1]);
+    bool const has_subcommand =
+        command != nullptr && arguments.size() > 2 && axonn::subcommand_named(*command, arguments[2]) != nullptr;
+    return has_subcommand ? arguments[1] + " " + arguments[2] : arguments[1];
+}
+
 std::vector<std::string> command_names(CLI::App const& app) {
     std::vector<std::string> names;
     for (CLI::App const* command : app.get_subcommands([](CLI::App const*) { return true; })) {
@@ -91,8 +100,7 @@ int run(int argc, char** argv) {
     } catch (CLI::CallForAllHelp const& e) {
         return app.exit(e);
     } catch (CLI::ParseError const& e) {
-        throw axonn::UsageError(fmt::format("{} (see `axonn {} --help`)", e.what(),
-                                            arguments.size() > 1 ? arguments[1] : ""));
+        throw axonn::UsageError(fmt::format("{} (see `axonn {} --help`)", e.what(), command_path(app, arguments)));
     } catch (std::system_error const& e) {
         // fmt reports a write that failed mid-command (an output longer than the stream's buffer) as a
         // system_error; where it was standard output's, it is the failure checked below.

@@ -5,19 +5,39 @@
 #include "axonn/cli/step_options.h"
 #include "axonn/cli/seed_option.h"
 #include "axonn/core/error.h"
-#include "axonn/io/utf8.h"
 #include "axonn/families/registry.h"
 #include "axonn/io/tokenizer.h"
+#include "axonn/io/utf8.h"
 #include "axonn/train/grid_choice.h"
 #include "axonn/train/stop_signals.h"
 #include "axonn/train/trainer.h"
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
 namespace axonn {
+namespace {
+
+// $AXONN_GEMM_RATE, which stands in for --gemm-rate (0 where unset: measure). A value that is no rate names the
+// variable, which the user may not know is set.
+double gemm_rate_from_environment() {
+    char const* text = std::getenv("AXONN_GEMM_RATE");
+    if (text == nullptr || *text == '\0') return 0.0;
+    char* end = nullptr;
+    double const rate = std::strtod(text, &end);
+    if (*end != '\0' || !std::isfinite(rate) || rate < 0) {
+        throw UsageError(fmt::format("AXONN_GEMM_RATE is '{}', not a GEMM rate in GFLOP/s: set it to one (0: "
+                                     "measure), or unset it",
+                                     text));
+    }
+    return rate;
+}
+
+}  // namespace
 
 void add_train_command(CLI::App& app) {
     CLI::App* command =
@@ -57,8 +77,7 @@ void add_train_command(CLI::App& app) {
                      "MFU's denominator: one core's (or GPU's) GEMM rate in GFLOP/s, in the run's precision, instead "
                      "of the rate rank 0 measures at start (about half a second on a CPU); a fixed value also keeps "
                      "MFU comparable between runs on a machine whose speed drifts (an earlier run's banner gives one); "
-                     "0, the default: measure it")
-        ->envname("AXONN_GEMM_RATE");
+                     "0, the default: measure it; $AXONN_GEMM_RATE stands in for it when it is not given");
     auto grid_spec = std::make_shared<std::string>("data=1,z=1,y=1,x=1");
     command->add_option("--grid", *grid_spec,
                         "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks); a grid file written by "
@@ -125,6 +144,7 @@ void add_train_command(CLI::App& app) {
                           "loss_dropped (loss is loss_kept)");
 
     command->callback([command, options, model, grid_spec] {
+        if (command->count("--gemm-rate") == 0) options->gemm_rate_gflops = gemm_rate_from_environment();
         // Only a run that saves acts on a stop signal; without a --ckpt-dir one ends it, as for other commands.
         if (options->ckpt_dir.empty()) end_process_on_stop_signals();
         as_usage_errors([&] {

@@ -62,7 +62,7 @@ nlohmann::json::parser_callback_t naming_a_repeated_key() {
             open_objects->pop_back();
         } else if (event == Event::key) {
             AXONN_REQUIRE(open_objects->back().insert(parsed.get<std::string>()).second,
-                          "the JSON names the key {} twice in one object: keep one", parsed.dump());
+                          "the JSON names the key {} twice in one object", parsed.dump());
         }
         return true;
     };

@@ -329,7 +329,7 @@ void load_initial_weights(fs::path const& resolved, ModelConfig const& source, D
 namespace {
 
 CheckpointTarget checkpoint_target(TrainOptions const& options) {
-    return {options.ckpt_dir, options.keep, options.ckpt_file_mib << 20};
+    return {options.ckpt_dir, options.keep, static_cast<std::uint64_t>(options.ckpt_file_mib) << 20};
 }
 
 }  // namespace

@@ -56,7 +56,7 @@ void validate_train_options(TrainOptions const& options) {
                       options.ckpt_every);
         AXONN_REQUIRE(options.keep >= 0, "--keep must not be negative, got {} (0 keeps every checkpoint)",
                       options.keep);
-        AXONN_REQUIRE(options.ckpt_file_mib >= 1 && options.ckpt_file_mib <= (1u << 20),
+        AXONN_REQUIRE(options.ckpt_file_mib >= 1 && options.ckpt_file_mib <= (std::int64_t{1} << 20),
                       "--ckpt-file-size must lie in [1, 1048576] MiB, got {}", options.ckpt_file_mib);
         AXONN_REQUIRE(!options.ckpt_dir.empty() || (options.ckpt_every == 0 && options.keep == 0),
                       "--ckpt-every and --keep need --ckpt-dir DIR, where the checkpoints go");
@@ -375,7 +375,9 @@ void require_finite_step(TrainingRun const& run, StepResult const& result, int s
     std::string_view const what = std::isfinite(result.loss) ? "training gradient norm" : "training loss";
     float const value = std::isfinite(result.loss) ? result.grad_norm : result.loss;
     if (step == run.start_step) fail_at_start(run, what, value);
-    fail("the {} became {} at step {} (learning rate {:g}): the model diverged; {}", what, value, step, lr,
+    // Steps count from 0, as --metrics counts them; the progress bar counts the steps done.
+    fail("the {} became {} at step {} (the progress bar's {}/{}; learning rate {:g}): the model diverged; {}", what,
+         std::isnan(value) ? std::string("NaN") : fmt::format("{}", value), step, step + 1, run.options.steps, lr,
          divergence_fixes(run.options));
 }
 
@@ -392,7 +394,8 @@ std::optional<float> validate_if_due(TrainingRun& run, int step, LoopState& loop
     if (!run.data.val || (step % options.eval_every != 0 && step != options.steps)) return std::nullopt;
     float const val_loss = evaluate(run);
     if (!std::isfinite(val_loss) && step == run.start_step) fail_at_start(run, "validation loss", val_loss);
-    AXONN_REQUIRE(std::isfinite(val_loss), "the validation loss became {} at step {}: the model diverged; {}", val_loss,
+    AXONN_REQUIRE(std::isfinite(val_loss), "the validation loss became {} at step {}: the model diverged; {}",
+                  std::isnan(val_loss) ? std::string("NaN") : fmt::format("{}", val_loss),
                   step, divergence_fixes(options));
     if (step == 0) loop.summary.first_val_loss = val_loss;
     loop.summary.last_val_loss = val_loss;

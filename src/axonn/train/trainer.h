@@ -52,7 +52,7 @@ struct TrainOptions {
     int ckpt_every = 0;                   // also every N steps (0: only at the end and on a stop signal)
     int keep = 0;                         // complete checkpoints kept in ckpt_dir; 0 = all
     bool ckpt_async = false;              // write the --ckpt-every saves while training goes on
-    std::uint64_t ckpt_file_mib = 2048;   // the largest safetensors file a rank writes
+    std::int64_t ckpt_file_mib = 2048;    // the largest safetensors file a rank writes (signed: -1 is shown as -1)
     std::string resume;                   // "latest", a checkpoint folder or a folder of them; empty = a new run
     bool new_data = false;                // resume on data other than the checkpoint's, from its start
     bool model_preset_given = false;      // --model was given (checked against --init-from's model)
