@@ -98,6 +98,13 @@ TEST(ConfigFile, AnOptionalValueTakesTrueFalseOrTheValue) {
               std::string::npos) << refused;
 }
 
+// An option of off and on (--overlap, BOOLEAN in --help) takes a boolean, or its words.
+TEST(ConfigFile, AnOffOrOnOptionTakesABoolean) {
+    EXPECT_EQ(expand("train", "overlap = false\n"), (Arguments{"axonn", "train", "--overlap=off"}));
+    EXPECT_EQ(expand("train", "overlap = true\n"), (Arguments{"axonn", "train", "--overlap=on"}));
+    EXPECT_EQ(expand("train", "overlap = \"off\"\n"), (Arguments{"axonn", "train", "--overlap=off"}));
+}
+
 // An integer option whose check names its values (--logit-rows INT:ROWS) takes an integer as the others do.
 TEST(ConfigFile, AnIntegerOptionWithANamedCheckTakesAnInteger) {
     EXPECT_EQ(expand("train", "logit-rows = 512\n"), (Arguments{"axonn", "train", "--logit-rows=512"}));

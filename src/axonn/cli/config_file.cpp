@@ -62,6 +62,11 @@ void append_option(std::vector<std::string>& arguments, CLI::Option const& optio
         if (*node.value<bool>()) arguments.push_back(flag);
         return;
     }
+    // An option of two values, off and on (--overlap, BOOLEAN in --help), takes a boolean as one of them.
+    if (node.is_boolean() && option.get_type_name().rfind("BOOLEAN", 0) == 0) {
+        arguments.push_back(flag + "=" + (*node.value<bool>() ? "on" : "off"));
+        return;
+    }
     ValueKind const kind = value_kind(option);
     if (option.get_expected_max() > 1) {  // several values: an array, or one value alone
         arguments.push_back(flag);
