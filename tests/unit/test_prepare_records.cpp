@@ -231,14 +231,14 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadRecords{"NotJson", good_line + "{\"prompt\": \"a\",\n", "records.jsonl line 2: not valid JSON"},
         BadRecords{"NotAnObject", good_line + good_line + "[\"a\", \"b\"]\n",
-                   "line 3: the line is array, not an object"},
+                   "line 3: the line is an array, not an object"},
         BadRecords{"MissingResponse", good_line + "{\"prompt\": \"a\"}\n",
                    "line 2: the record has no \"response\" field: add it, or name the field that holds it with "
                    "--response-field"},
         BadRecords{"MissingPrompt", "{\"question\": \"a\", \"response\": \"b\"}\n" + good_line,
                    "line 1: the record has no \"prompt\" field"},
         BadRecords{"NumberResponse", good_line + "{\"prompt\": \"a\", \"response\": 42}\n",
-                   "line 2: the record's \"response\" is number, not a string"},
+                   "line 2: the record's \"response\" is a number, not a string"},
         BadRecords{"TooDeep", good_line + "{\"prompt\": \"a\", \"response\": \"b\", \"x\": [[[[[[[[[1]]]]]]]]]}\n",
                    "line 2: the JSON nests deeper than 8 levels"},
         BadRecords{"TooLong", good_line + "{\"prompt\": \"" + std::string(16 << 20, 'a') + "\"}\n",

@@ -38,4 +38,11 @@ double json_number_or(json const& object, char const* key, std::string_view wher
     return object[key].get<double>();
 }
 
+std::string json_kind(json const& value) {
+    if (value.is_null()) return "null";
+    std::string const name = value.type_name();
+    bool const vowel = name.find_first_of("aeiou") == 0;
+    return (vowel ? "an " : "a ") + name;
+}
+
 }  // namespace axonn

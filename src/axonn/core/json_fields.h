@@ -21,5 +21,7 @@ std::string json_text(nlohmann::json const& object, char const* key, std::string
 std::string json_text_or(nlohmann::json const& object, char const* key, std::string_view where,
                          std::string const& otherwise);
 double json_number_or(nlohmann::json const& object, char const* key, std::string_view where, double otherwise);
+// What a value is, for a message: "a number", "an array", "null", ...
+std::string json_kind(nlohmann::json const& value);
 
 }  // namespace axonn

@@ -2,6 +2,7 @@
 #include "axonn/io/prompt_records.h"
 
 #include "axonn/core/error.h"
+#include "axonn/core/json_fields.h"
 #include "axonn/core/json_lines.h"
 #include "axonn/io/tokenizer.h"
 
@@ -29,7 +30,7 @@ std::string string_field(nlohmann::json const& record, std::string const& field,
                   "{}",
                   field, option);
     AXONN_REQUIRE(record[field].is_string(), "the record's \"{}\" is {}, not a string: write it as a JSON string",
-                  field, record[field].type_name());
+                  field, json_kind(record[field]));
     return record[field].get<std::string>();
 }
 
@@ -55,7 +56,7 @@ std::vector<PromptRecord> parse_prompt_records(std::filesystem::path const& path
     std::vector<PromptRecord> records;
     for_each_json_line(path, text, {max_record_depth, max_record_bytes, example}, [&](nlohmann::json const& record) {
         AXONN_REQUIRE(record.is_object(), "the line is {}, not an object: write one object per line, {}",
-                      record.type_name(), example);
+                      json_kind(record), example);
         records.push_back({string_field(record, fields.prompt, "--prompt-field"),
                            string_field(record, fields.response, "--response-field")});
     });
