@@ -5,6 +5,7 @@
 #include "axonn/cli/seed_option.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
+#include "axonn/io/pretokenize.h"
 #include "axonn/io/prompt_records.h"
 #include "axonn/io/utf8.h"
 #include "axonn/io/tokenizer.h"
@@ -35,7 +36,7 @@ std::vector<std::string> read_prompt_file(std::filesystem::path const& path) {
     std::vector<std::string> prompts;
     for (std::string line; std::getline(lines, line);) {
         if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (!is_blank(line)) prompts.push_back(line);
+        if (run_end(line, 0, CharClass::space) < line.size()) prompts.push_back(line);  // not White_Space alone
     }
     AXONN_REQUIRE(!prompts.empty(), "prompt file {} holds no prompt: write one prompt per line", path.string());
     return prompts;

@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <array>
 
 namespace axonn {
@@ -39,20 +38,6 @@ void require_utf8_text(std::string_view text, std::string_view what, std::string
         fail("{} is not UTF-8 text (byte 0x{:02X} at offset {}): {}", what, static_cast<unsigned char>(text[*offset]),
              *offset, fix);
     }
-}
-
-bool is_blank(std::string_view text) {
-    constexpr std::array<char32_t, 12> wide_spaces = {0x85,   0xA0,   0x1680, 0x2028, 0x2029, 0x202F,
-                                                      0x205F, 0x3000, 0x180E, 0xFEFF, 0x200B, 0x2060};
-    for (std::size_t position = 0; position < text.size();) {
-        CodePoint const code_point = decode_at(text, position);
-        char32_t const c = code_point.value;
-        bool const space = (c >= 0x09 && c <= 0x0D) || c == 0x20 || (c >= 0x2000 && c <= 0x200A) ||
-                           std::find(wide_spaces.begin(), wide_spaces.end(), c) != wide_spaces.end();
-        if (!space) return false;
-        position += code_point.length;
-    }
-    return true;
 }
 
 std::string quoted_text(std::string_view text) {

@@ -30,10 +30,6 @@ std::optional<std::size_t> first_non_text_byte(std::string_view text);
 // Refuses what is not text: "<what> is not UTF-8 text (byte 0xFF at offset 2): <fix>".
 void require_utf8_text(std::string_view text, std::string_view what, std::string_view fix);
 
-// Whether `text` holds nothing but white space (Unicode's White_Space: tabs, line ends, no-break and ideographic
-// spaces, ...) and invisible characters (zero-width spaces, the byte-order mark).
-bool is_blank(std::string_view text);
-
 // Text read from a file, for a one-line message: in double quotes, with quotes, backslashes, control characters
 // and bytes that are not UTF-8 escaped (a NUL cut messages short; a line end split them; an escape sequence reached
 // the terminal).

@@ -233,9 +233,9 @@ void check_outputs(TrainOptions const& options, TrainingData const& data,
         }
         if (!options.trace.empty()) {
             require_not_a_folder(options.trace, "--trace", "trace.json");
-            require_output_file(options.trace, "--trace", "trace file", options.overwrite || continues_trace(options),
-                                inputs);
-            if (continues_trace(options)) require_continuable_trace(options.trace);
+            bool const continued = continues_trace(options);
+            require_output_file(options.trace, "--trace", "trace file", options.overwrite || continued, inputs);
+            if (continued) require_continuable_trace(options.trace);
         }
         require_distinct_outputs({{"--metrics", options.metrics}, {"--trace", options.trace},
                                   {"--ckpt-dir", options.ckpt_dir, true}});

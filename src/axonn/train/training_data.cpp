@@ -72,13 +72,15 @@ std::optional<DataLoader> open_validation(TrainOptions const& options, ShardToke
         note = "no validation data (pass --val-data, or --data a folder that holds val.bin)";
         return std::nullopt;
     }
-    std::int64_t const needed = static_cast<std::int64_t>(options.batch) * options.seq + 1;
-    bool const defaults = options.val_data.empty() && options.eval_batches == 0;
-    if (std::int64_t const tokens = defaults ? TokenShard::open(*path).size() : needed; tokens < needed) {
-        note = fmt::format("no validation: {} holds {} tokens, fewer than one batch of {} x {} needs ({}); pass "
-                           "--val-data larger data to validate",
-                           path->string(), tokens, options.batch, options.seq, needed);
-        return std::nullopt;
+    if (options.val_data.empty() && options.eval_batches == 0) {  // both defaulted: adapt rather than refuse
+        std::int64_t const needed = static_cast<std::int64_t>(options.batch) * options.seq + 1;
+        std::int64_t const tokens = TokenShard::open(*path).size();
+        if (tokens < needed) {
+            note = fmt::format("no validation: {} holds {} tokens, fewer than one batch of {} x {} needs ({}); pass "
+                               "--val-data larger data to validate",
+                               path->string(), tokens, options.batch, options.seq, needed);
+            return std::nullopt;
+        }
     }
     std::optional<DataLoader> val;
     val.emplace(*path, options.batch, options.seq, tokenizer);
