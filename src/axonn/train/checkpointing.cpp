@@ -252,40 +252,47 @@ std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoi
 
 namespace {
 
-// The checkpoint folder `resumed` names ("DIR/step_N/" too), where it lies inside ckpt_dir (a run's own, rolled
+// The folder of the checkpoint resumed ("DIR/step_N/" too), where it lies inside ckpt_dir (a run's own, rolled
 // back to); none otherwise.
-std::optional<fs::path> own_resumed_folder(fs::path const& ckpt_dir, fs::path const& resumed) {
+std::optional<fs::path> own_resumed_folder(fs::path const& ckpt_dir,
+                                           std::optional<CheckpointReader> const& resumed) {
+    if (!resumed) return std::nullopt;
     std::error_code error;
-    fs::path const folder = resumed.has_filename() ? resumed : resumed.parent_path();
-    if (resumed.empty() || !fs::equivalent(folder.parent_path(), ckpt_dir, error)) return std::nullopt;
+    fs::path const folder = resumed->folder().has_filename() ? resumed->folder() : resumed->folder().parent_path();
+    if (!fs::equivalent(folder.parent_path(), ckpt_dir, error)) return std::nullopt;
     return folder;
+}
+
+// The step a run starts from: the resumed checkpoint's, or 0.
+std::int64_t start_step(std::optional<CheckpointReader> const& resumed) {
+    return resumed ? resumed->index().step : 0;
 }
 
 }  // namespace
 
 void require_checkpoint_folder_for_run(fs::path const& ckpt_dir, std::vector<fs::path> const& data,
-                                       std::int64_t start_step, fs::path const& resumed) {
+                                       std::optional<CheckpointReader> const& resumed) {
     require_folder_for(ckpt_dir, "--ckpt-dir", OutputKind::checkpoints);
     require_step_folders_are_checkpoints(ckpt_dir, "--ckpt-dir");
     for (fs::path const& input : data) {
         require_input_outside(input, "the data", ckpt_dir, "--ckpt-dir",
                               "which this run's saves and prunings change: move the data out of it");
     }
-    if (!own_resumed_folder(ckpt_dir, resumed)) require_no_later_checkpoints(ckpt_dir, start_step);
+    if (!own_resumed_folder(ckpt_dir, resumed)) require_no_later_checkpoints(ckpt_dir, start_step(resumed));
 }
 
-void set_aside_rolled_back_checkpoints(fs::path const& ckpt_dir, std::int64_t start_step, fs::path const& resumed) {
+void set_aside_rolled_back_checkpoints(fs::path const& ckpt_dir, std::optional<CheckpointReader> const& resumed) {
     std::string const note = decided_by_rank_zero([&] {
         std::optional<fs::path> const folder = own_resumed_folder(ckpt_dir, resumed);
         if (!folder) return std::string();
         std::vector<std::string> names;
-        for (fs::path const& aside : set_aside_later_checkpoints(ckpt_dir, start_step, *folder)) {
+        for (fs::path const& aside : set_aside_later_checkpoints(ckpt_dir, start_step(resumed), *folder)) {
             names.push_back(aside.filename().string());
         }
         if (names.empty()) return std::string();
         return fmt::format("  rolling back to step {}: the later checkpoints are kept aside as {} in {} (never "
                            "resumed or pruned; delete them when they are no longer wanted)\n",
-                           start_step, fmt::join(names, ", "), ckpt_dir.string());
+                           start_step(resumed), fmt::join(names, ", "), ckpt_dir.string());
     });
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

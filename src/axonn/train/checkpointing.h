@@ -56,17 +56,17 @@ std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoi
 
 // Refuses a --ckpt-dir that holds another kind of output (a Hugging Face model, token shards), a folder named as
 // a checkpoint that is not one, any of the run's `data` (which its saves and prunings could delete), or checkpoints
-// of steps after start_step of another run (a run resumed from a checkpoint inside ckpt_dir, `resumed`, rolls its
-// own later ones back instead), before the folder is made or locked.
+// of steps after the run's start (step 0, or `resumed`'s) of another run (a run resumed from a checkpoint inside
+// ckpt_dir rolls its own later ones back instead), before the folder is made or locked.
 void require_checkpoint_folder_for_run(std::filesystem::path const& ckpt_dir,
-                                       std::vector<std::filesystem::path> const& data, std::int64_t start_step,
-                                       std::filesystem::path const& resumed);
+                                       std::vector<std::filesystem::path> const& data,
+                                       std::optional<CheckpointReader> const& resumed);
 
 // A run resumed from a checkpoint inside ckpt_dir (`resumed`: its own, rolled back) sets the later ones aside
 // (set_aside_later_checkpoints) and rank 0 says so. Collective over MPI_COMM_WORLD; with the folder checked
 // (require_checkpoint_folder_for_run) and locked.
-void set_aside_rolled_back_checkpoints(std::filesystem::path const& ckpt_dir, std::int64_t start_step,
-                                       std::filesystem::path const& resumed);
+void set_aside_rolled_back_checkpoints(std::filesystem::path const& ckpt_dir,
+                                       std::optional<CheckpointReader> const& resumed);
 
 // Refuses a Hugging Face model folder that also holds axonn checkpoints (which of the two `option` means is
 // unclear). (A folder that checkpoints are written into is checked by output_kinds.h's require_folder_for.)

@@ -219,8 +219,7 @@ void check_outputs(TrainOptions const& options, TrainingData const& data,
     std::vector<std::filesystem::path> const inputs = run_inputs(options, data, resumed);
     decided_by_rank_zero([&] {
         if (!options.ckpt_dir.empty()) {
-            require_checkpoint_folder_for_run(options.ckpt_dir, data.inputs(), resumed ? resumed->index().step : 0,
-                                              resumed ? resumed->folder() : std::filesystem::path());
+            require_checkpoint_folder_for_run(options.ckpt_dir, data.inputs(), resumed);
         }
         if (!options.metrics.empty()) {
             require_not_a_folder(options.metrics, "--metrics", "metrics.jsonl");
@@ -256,8 +255,7 @@ std::optional<CheckpointDirLock> lock_checkpoint_folder(TrainOptions const& opti
 // With the checkpoint folder locked: sets a rolled-back run's later checkpoints aside, then opens the metrics.
 MetricsLog open_metrics(TrainOptions const& options, bool leader, std::optional<CheckpointReader> const& resumed) {
     if (!options.ckpt_dir.empty()) {
-        set_aside_rolled_back_checkpoints(options.ckpt_dir, resumed ? resumed->index().step : 0,
-                                          resumed ? resumed->folder() : std::filesystem::path());
+        set_aside_rolled_back_checkpoints(options.ckpt_dir, resumed);
     }
     if (options.metrics.empty() || !leader) return MetricsLog();
     return MetricsLog(options.metrics, options.run_id, options.overwrite, metrics_resume_step(options, resumed));
