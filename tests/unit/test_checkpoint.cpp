@@ -510,15 +510,20 @@ TEST(Checkpoint, AResumeThatChangesTheRunsSettingsIsNamed) {
                       {"batch", options.batch},
                       {"seq", 32},
                       {"val_data", ""},
-                      {"schedule", {{"total_steps", 5}, {"max_lr", 0.0006f}}}};
+                      {"schedule", {{"total_steps", 5}, {"max_lr", 0.0006f}}},
+                      {"validation", {{"ids", {"00000000000000ab"}}, {"tokens", 4096}}}};
     options.schedule.max_lr = 0.001f;
     options.val_data = "other/val.bin";
     fs::path const folder = save_checkpoint(state.grid, byte_micro(), {state.params, state.exp_avg, state.exp_avg_sq},
                                             2, run, {dir.path()});
-    std::vector<std::string> const changed = settings_changed_since(CheckpointReader(folder), options);
+    std::vector<std::string> const changed = settings_changed_since(CheckpointReader(folder), options, std::nullopt);
     // Learning rates are floats, shown as such (not as the doubles 0.0010000000474974513 and 0.0006000000284984708).
+    // The validation data is named when it changes, even with --val-data unchanged (`--data DIR/train.bin` after
+    // `--data DIR`, which validated on DIR/val.bin).
     EXPECT_EQ(changed, (std::vector<std::string>{"--steps 10 (was 5)", "--lr 0.001 (was 0.0006)", "--seq 64 (was 32)",
-                                                 "--val-data \"other/val.bin\" (was \"\")"}));
+                                                 "--val-data \"other/val.bin\" (was \"\")",
+                                                 "validation data none (was dataset 00000000000000ab of 4096 tokens; "
+                                                 "pass --val-data to validate as it did)"}));
 }
 
 // A checkpoint with a run state but a moment missing is damaged, not weights only (which would send the user to

@@ -24,9 +24,9 @@ int saved_step(TrainOptions const& options, std::optional<CheckpointReader> cons
 }  // namespace
 
 CheckpointPolicy::CheckpointPolicy(TrainOptions const& options, Decoder& model, AdamW& optimizer,
-                                   DataLoader const& loader, std::optional<CheckpointReader> const& resumed,
+                                   TrainingData const& data, std::optional<CheckpointReader> const& resumed,
                                    int start_step, bool leader)
-    : options_(options), model_(model), optimizer_(optimizer), loader_(loader), leader_(leader),
+    : options_(options), model_(model), optimizer_(optimizer), data_(data), leader_(leader),
       last_saved_(saved_step(options, resumed, start_step)) {
     // A run that keeps checkpoints saves one and stops cleanly when the scheduler signals.
     if (!options.ckpt_dir.empty()) stop_signals_.emplace();
@@ -67,7 +67,7 @@ void CheckpointPolicy::at_end() {
 void CheckpointPolicy::start_background_save(int step) {
     complete_background_save();  // at most one in flight
     Stopwatch watch;
-    in_flight_.emplace(prepare_training_checkpoint(options_, model_, optimizer_, loader_, step));
+    in_flight_.emplace(prepare_training_checkpoint(options_, model_, optimizer_, data_, step));
     if (leader_) {
         fmt::print(stderr, "\ncheckpoint of step {}: state copied in {:.2f} s, written in the background\n", step,
                    watch.seconds());
@@ -88,7 +88,7 @@ void CheckpointPolicy::complete_background_save() {
 
 fs::path CheckpointPolicy::save(int step) {
     Stopwatch watch;
-    fs::path const folder = save_training_checkpoint(options_, model_, optimizer_, loader_, step);
+    fs::path const folder = save_training_checkpoint(options_, model_, optimizer_, data_, step);
     last_saved_ = step;
     if (leader_) {
         fmt::print(stderr, "\ncheckpoint of step {} saved to {} ({:.2f} s)\n", step, folder.string(), watch.seconds());

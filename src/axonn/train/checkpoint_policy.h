@@ -10,7 +10,7 @@
 #include "axonn/comm/grid.h"
 #include "axonn/model/decoder.h"
 #include "axonn/train/background_save.h"
-#include "axonn/train/data_loader.h"
+#include "axonn/train/training_data.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/stop_signals.h"
 #include "axonn/train/trainer.h"
@@ -23,7 +23,7 @@ namespace axonn {
 class CheckpointPolicy {
 public:
     // resumed: the checkpoint the run resumed from at start_step, if any.
-    CheckpointPolicy(TrainOptions const& options, Decoder& model, AdamW& optimizer, DataLoader const& loader,
+    CheckpointPolicy(TrainOptions const& options, Decoder& model, AdamW& optimizer, TrainingData const& data,
                      std::optional<CheckpointReader> const& resumed, int start_step, bool leader);
 
     // Before step `step`: notes a background save that has been written, then stops if signalled. Collective
@@ -47,7 +47,7 @@ private:
     TrainOptions const& options_;
     Decoder& model_;
     AdamW& optimizer_;
-    DataLoader const& loader_;
+    TrainingData const& data_;
     bool leader_;
     std::optional<StopSignals> stop_signals_;
     std::optional<BackgroundSave> in_flight_;

@@ -36,6 +36,11 @@ json dataset_json(DataLoader const& loader) {
     return {{"ids", std::vector<std::string>(ids.begin(), ids.end())}, {"tokens", loader.total_tokens()}};
 }
 
+// What a run validates on: its validation data's dataset_json, or null for none.
+json validation_json(std::optional<DataLoader> const& validation) {
+    return validation ? dataset_json(*validation) : json();
+}
+
 std::string describe_dataset(json const& dataset) {
     if (!dataset.is_object()) return "not recorded";
     std::vector<std::string> ids;
@@ -46,8 +51,8 @@ std::string describe_dataset(json const& dataset) {
                        dataset.contains("tokens") ? dataset["tokens"].dump() : "?");
 }
 
-json run_state_json(TrainOptions const& options, AdamW const& optimizer, DataLoader const& loader, int step) {
-    DataLoaderState const data = loader.state();
+json run_state_json(TrainOptions const& options, AdamW const& optimizer, TrainingData const& data, int step) {
+    DataLoaderState const position = data.train.state();
     LrSchedule const& schedule = options.schedule;
     AdamWConfig const& adamw = options.optimizer;
     return {{"step", step},
@@ -64,7 +69,9 @@ json run_state_json(TrainOptions const& options, AdamW const& optimizer, DataLoa
             {"optimizer", {{"beta1", adamw.beta1}, {"beta2", adamw.beta2}, {"eps", adamw.eps},
                            {"weight_decay", adamw.weight_decay}, {"grad_clip", adamw.grad_clip},
                            {"steps_taken", optimizer.steps_taken()}}},
-            {"data", {{"position", data.position}, {"epoch", data.epoch}, {"dataset", dataset_json(loader)}}}};
+            {"data", {{"position", position.position}, {"epoch", position.epoch},
+                      {"dataset", dataset_json(data.train)}}},
+            {"validation", validation_json(data.val)}};
 }
 
 // A whole number at `path` (such as {"data", "position"}) of a checkpoint's run state, within [low, high].
@@ -110,7 +117,8 @@ void require_recorded_settings(CheckpointReader const& checkpoint, std::int64_t 
 }
 
 // The settings of the interrupted run that this one changes: "--steps 200 (was 100)".
-std::vector<std::string> changed_settings(json const& run, TrainOptions const& options) {
+std::vector<std::string> changed_settings(json const& run, TrainOptions const& options,
+                                          std::optional<DataLoader> const& validation) {
     std::vector<std::string> changed;
     // The options in floating point are floats: shown as the float they are ("0.001", not 0.0010000000474974513).
     auto const shown = [](json const& value) {
@@ -140,6 +148,16 @@ std::vector<std::string> changed_settings(json const& run, TrainOptions const& o
                                            std::tuple{"--goldfish", "goldfish",
                                                       json(goldfish_setting(options.goldfish))}}) {
         compare(option, run.contains(key) ? run[key] : json(), now);
+    }
+    // Validation data that changes without --val-data changing: `--data DIR/train.bin` after `--data DIR` (which
+    // validated on DIR/val.bin), or another val.bin beside the data. Older checkpoints did not record it.
+    if (run.contains("validation") && run["validation"] != validation_json(validation)) {
+        auto const described = [](json const& recorded) {
+            return recorded.is_null() ? std::string("none") : describe_dataset(recorded);
+        };
+        changed.push_back(fmt::format("validation data {} (was {}{})", described(validation_json(validation)),
+                                      described(run["validation"]),
+                                      validation ? "" : "; pass --val-data to validate as it did"));
     }
     return changed;
 }
@@ -246,8 +264,9 @@ void restore_checkpoint(CheckpointReader& checkpoint, ResumePoint const& point, 
     loader.restore(point.data);
 }
 
-std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoint, TrainOptions const& options) {
-    return changed_settings(checkpoint.index().run, options);
+std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoint, TrainOptions const& options,
+                                                std::optional<DataLoader> const& validation) {
+    return changed_settings(checkpoint.index().run, options, validation);
 }
 
 namespace {
@@ -342,17 +361,17 @@ CheckpointTarget checkpoint_target(TrainOptions const& options) {
 }  // namespace
 
 fs::path save_training_checkpoint(TrainOptions const& options, Decoder& model, AdamW& optimizer,
-                                  DataLoader const& loader, int step) {
+                                  TrainingData const& data, int step) {
     HostState const state = HostState::read(model, &optimizer);
     return save_checkpoint(model.grid(), options.model, state.tensors(), step,
-                           run_state_json(options, optimizer, loader, step), checkpoint_target(options));
+                           run_state_json(options, optimizer, data, step), checkpoint_target(options));
 }
 
 std::unique_ptr<PreparedSave> prepare_training_checkpoint(TrainOptions const& options, Decoder& model, AdamW& optimizer,
-                                                          DataLoader const& loader, int step) {
+                                                          TrainingData const& data, int step) {
     HostState const state = HostState::read(model, &optimizer);
     return std::make_unique<PreparedSave>(model.grid(), options.model, state.tensors(), step,
-                                          run_state_json(options, optimizer, loader, step), checkpoint_target(options));
+                                          run_state_json(options, optimizer, data, step), checkpoint_target(options));
 }
 
 }  // namespace axonn

@@ -10,6 +10,7 @@
 #include "axonn/checkpoint/checkpoint_writer.h"
 #include "axonn/model/decoder.h"
 #include "axonn/train/data_loader.h"
+#include "axonn/train/training_data.h"
 #include "axonn/train/optimizer.h"
 #include "axonn/train/trainer.h"
 
@@ -50,9 +51,11 @@ ResumePoint check_resume_point(CheckpointReader& checkpoint, Communicator& world
 void restore_checkpoint(CheckpointReader& checkpoint, ResumePoint const& point, Decoder& model, AdamW& optimizer,
                         DataLoader& loader);
 
-// The settings of the checkpoint's run that this run changes ("--steps 200 (was 100)"): a resumed run that
-// changes any is no longer the interrupted one, and is told so.
-std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoint, TrainOptions const& options);
+// The settings of the checkpoint's run that this run changes ("--steps 200 (was 100)"), the data it validates on
+// (`validation`, none if empty) among them: a resumed run that changes any is no longer the interrupted one, and
+// is told so.
+std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoint, TrainOptions const& options,
+                                                std::optional<DataLoader> const& validation);
 
 // Refuses a --ckpt-dir that holds another kind of output (a Hugging Face model, token shards), a folder named as
 // a checkpoint that is not one, any of the run's `data` (which its saves and prunings could delete), or checkpoints
@@ -82,10 +85,10 @@ void load_initial_weights(std::filesystem::path const& resolved, ModelConfig con
 
 // Saves the run at `step` (the number of steps done) into --ckpt-dir; returns the checkpoint's folder. Collective.
 std::filesystem::path save_training_checkpoint(TrainOptions const& options, Decoder& model, AdamW& optimizer,
-                                               DataLoader const& loader, int step);
+                                               TrainingData const& data, int step);
 // The same save, with the run's state at `step` copied into host memory for writing while training goes on
 // (checkpoint_writer.h: PreparedSave). Collective.
 std::unique_ptr<PreparedSave> prepare_training_checkpoint(TrainOptions const& options, Decoder& model, AdamW& optimizer,
-                                                          DataLoader const& loader, int step);
+                                                          TrainingData const& data, int step);
 
 }  // namespace axonn

@@ -48,6 +48,14 @@ bool is_record_of(nlohmann::json const& record, std::string const& run_id) {
     return run.is_string() && run.get<std::string>() == run_id;
 }
 
+// Whether a resumed run keeps `record` of its own run: an earlier step's, or the resume step's closing validation
+// (a record without a training loss) when the resumed run does not measure it again.
+bool kept_on_resume(nlohmann::json const& record, MetricsResume const& resume) {
+    std::int64_t const step = record["step"].get<std::int64_t>();
+    bool const closing_validation = record.contains("val_loss") && !record.contains("loss");
+    return step < resume.step || (step == resume.step && closing_validation && !resume.validates_at_step);
+}
+
 std::string describe_line(nlohmann::json const& record) {
     if (record.is_discarded() || !record.is_object() || !record.contains("step")) return "is not a metrics record";
     nlohmann::json const run = record.value("run", nlohmann::json(""));
@@ -77,19 +85,19 @@ void require_own_metrics_file(std::filesystem::path const& path, std::string con
 }
 
 MetricsLog::MetricsLog(std::filesystem::path const& path, std::string run_id, bool overwrite,
-                       std::optional<std::int64_t> resume_step)
+                       std::optional<MetricsResume> resume)
     : run_id_(std::move(run_id)) {
     // A resumed run continues its own records, --overwrite or not (which replaces another run's file).
-    MetricsFile const file = resume_step ? read_metrics_file(path) : MetricsFile{};
-    bool const continues = resume_step && !first_foreign_line(file, run_id_);
+    MetricsFile const file = resume ? read_metrics_file(path) : MetricsFile{};
+    bool const continues = resume && !first_foreign_line(file, run_id_);
     if (continues) {
         // Rewritten whole (atomically), so a crash leaves the old file or this one.
         if (!file.lines.empty()) {
             std::string kept;  // a torn last line is no record, and goes
             for (MetricsLine const& line : file.lines) {
-                bool const earlier =
-                    is_record_of(line.record, run_id_) && line.record["step"].get<std::int64_t>() < *resume_step;
-                if (earlier) kept += line.text + '\n';
+                if (is_record_of(line.record, run_id_) && kept_on_resume(line.record, *resume)) {
+                    kept += line.text + '\n';
+                }
             }
             write_file_atomically(path, kept, "metrics file");
         }

@@ -21,15 +21,23 @@ namespace axonn {
 // file that is not a metrics file) is an axonn::Error naming the line, the run and the fix.
 void require_own_metrics_file(std::filesystem::path const& path, std::string const& run_id);
 
+// Where a resumed run takes up its metrics: the step it resumes at, and whether it validates there itself.
+struct MetricsResume {
+    std::int64_t step = 0;
+    bool validates_at_step = false;
+};
+
 class MetricsLog {
 public:
     MetricsLog() = default;  // writes nothing
-    // Every record carries "run": run_id (unless empty). resume_step: a resumed run continues the log of the run it
+    // Every record carries "run": run_id (unless empty). resume: a resumed run continues the log of the run it
     // resumes (checked by the caller with require_own_metrics_file, unless `overwrite`, which replaces a file holding
     // another run's records but never a resumed run's own). The records of the steps before it stay; later ones,
-    // which the interrupted run wrote after its last checkpoint and this run computes again, go.
+    // which the interrupted run wrote after its last checkpoint and this run computes again, go. The closing
+    // validation record of the resume step itself (an earlier launch's last one) stays unless this run validates
+    // there again.
     MetricsLog(std::filesystem::path const& path, std::string run_id, bool overwrite,
-               std::optional<std::int64_t> resume_step = {});
+               std::optional<MetricsResume> resume = {});
 
     void write(nlohmann::json record);
 

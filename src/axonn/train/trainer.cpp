@@ -157,10 +157,16 @@ NodePlacement placed_on_nodes(int threads) {
 }
 
 // A resumed run continues its metrics file; so does the first run of a job that always passes --resume.
-std::optional<std::int64_t> metrics_resume_step(TrainOptions const& options,
-                                                std::optional<CheckpointReader> const& resumed) {
-    if (resumed) return resumed->index().step;
-    return options.resume.empty() ? std::nullopt : std::optional<std::int64_t>(0);
+// Validation before step `step`: at 0, every --eval-every steps and at the end (none without validation data).
+bool validation_due(TrainOptions const& options, bool has_validation, std::int64_t step) {
+    return has_validation && (step % options.eval_every == 0 || step == options.steps);
+}
+
+std::optional<MetricsResume> metrics_resume(TrainOptions const& options, bool has_validation,
+                                            std::optional<CheckpointReader> const& resumed) {
+    if (options.resume.empty()) return std::nullopt;
+    std::int64_t const step = resumed ? resumed->index().step : 0;
+    return MetricsResume{step, validation_due(options, has_validation, step)};
 }
 
 // Everything a training run holds, built once from its options, in the order the checks must come: a bad output
@@ -253,12 +259,14 @@ std::optional<CheckpointDirLock> lock_checkpoint_folder(TrainOptions const& opti
 }
 
 // With the checkpoint folder locked: sets a rolled-back run's later checkpoints aside, then opens the metrics.
-MetricsLog open_metrics(TrainOptions const& options, bool leader, std::optional<CheckpointReader> const& resumed) {
+MetricsLog open_metrics(TrainOptions const& options, TrainingData const& data, bool leader,
+                        std::optional<CheckpointReader> const& resumed) {
     if (!options.ckpt_dir.empty()) {
         set_aside_rolled_back_checkpoints(options.ckpt_dir, resumed);
     }
     if (options.metrics.empty() || !leader) return MetricsLog();
-    return MetricsLog(options.metrics, options.run_id, options.overwrite, metrics_resume_step(options, resumed));
+    return MetricsLog(options.metrics, options.run_id, options.overwrite,
+                      metrics_resume(options, data.val.has_value(), resumed));
 }
 
 std::unique_ptr<TraceFile> open_trace(TrainOptions const& options, ProcessGrid& grid) {
@@ -278,7 +286,7 @@ TrainingRun::TrainingRun(TrainOptions& options_, std::unique_ptr<Tokenizer> toke
       resume_point(resumed ? check_resume_point(*resumed, job.grid().comm(Group::world), data.train, options_.new_data)
                            : ResumePoint{}),
       ckpt_lock(lock_checkpoint_folder(options_, data, leader, resumed)),
-      metrics(open_metrics(options_, leader, resumed)),
+      metrics(open_metrics(options_, data, leader, resumed)),
       trace(open_trace(options_, job.grid())),
       model(options_.model.architecture(), job.backend(), job.grid(), job.pass_batch(options_.batch), options_.seq,
             options_.run.model),
@@ -386,10 +394,9 @@ struct LoopState {
     double flops_per_step = 0;
 };
 
-// Validation at step 0, every --eval-every steps and at the end (none without validation data).
 std::optional<float> validate_if_due(TrainingRun& run, int step, LoopState& loop) {
     TrainOptions const& options = run.options;
-    if (!run.data.val || (step % options.eval_every != 0 && step != options.steps)) return std::nullopt;
+    if (!validation_due(options, run.data.val.has_value(), step)) return std::nullopt;
     float const val_loss = evaluate(run);
     if (!std::isfinite(val_loss) && step == run.start_step) fail_at_start(run, "validation loss", val_loss);
     AXONN_REQUIRE(std::isfinite(val_loss), "the validation loss became {} at step {}: the model diverged; {}",
@@ -558,7 +565,7 @@ TrainSummary train(TrainingRun& run) {
     Progress progress("train", options.steps, run.leader ? stderr : nullptr);
     grid.comm(Group::world).barrier_quietly();  // every rank's timeline starts together
     restart_trace_clock();
-    CheckpointPolicy checkpoints(options, run.model, run.optimizer, run.data.train, run.resumed, run.start_step,
+    CheckpointPolicy checkpoints(options, run.model, run.optimizer, run.data, run.resumed, run.start_step,
                                  run.leader);
     int step = run.start_step;
     try {

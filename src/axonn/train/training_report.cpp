@@ -88,7 +88,7 @@ void print_start(TrainOptions const& options, BannerFacts const& facts) {
     if (facts.resumed) {
         fmt::print("  resuming from {} at step {} (verified and read in {:.2f} s)\n", facts.resumed->folder().string(),
                    facts.start_step, facts.restore_seconds);
-        std::vector<std::string> const changed = settings_changed_since(*facts.resumed, options);
+        std::vector<std::string> const changed = settings_changed_since(*facts.resumed, options, facts.data.val);
         if (!changed.empty()) {
             fmt::print(stderr,
                        "axonn: warning: resuming with settings the checkpoint's run did not have: {}; the "

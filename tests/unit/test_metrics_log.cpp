@@ -1,0 +1,51 @@
+// A resumed run's metrics file: its own earlier records stay, the steps it computes again go, and an earlier
+// launch's closing validation at the resume step stays unless the resumed run measures it again.
+#include "axonn/train/metrics.h"
+#include "support/files.h"
+#include "support/temp_dir.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+namespace axonn {
+namespace {
+
+using testing::file_bytes;
+using testing::TempDir;
+
+// The file an interrupted launch of run "r" leaves: steps 0-3 trained, validation at 0, the closing validation at 3
+// (its --steps), then a step 3 the launch trained after its last checkpoint (a later launch with more steps).
+std::string const earlier_launch =
+    R"({"loss":4.0,"run":"r","step":0,"val_loss":4.5})" "\n"
+    R"({"loss":3.0,"run":"r","step":1})" "\n"
+    R"({"loss":2.0,"run":"r","step":2})" "\n"
+    R"({"run":"r","step":3,"val_loss":2.5})" "\n"
+    R"({"loss":1.5,"run":"r","step":3})" "\n";
+
+std::string resumed_file(TempDir const& dir, MetricsResume resume) {
+    std::ofstream(dir / "metrics.jsonl") << earlier_launch;
+    MetricsLog log(dir / "metrics.jsonl", "r", false, resume);
+    log.write({{"step", 3}, {"loss", 1.25}});
+    return file_bytes(dir / "metrics.jsonl");
+}
+
+TEST(MetricsLog, AResumedRunKeepsTheClosingValidationItDoesNotMeasureAgain) {
+    TempDir dir;
+    std::string const before = R"({"loss":4.0,"run":"r","step":0,"val_loss":4.5})" "\n"
+                               R"({"loss":3.0,"run":"r","step":1})" "\n"
+                               R"({"loss":2.0,"run":"r","step":2})" "\n";
+    std::string const closing = R"({"run":"r","step":3,"val_loss":2.5})" "\n";
+    std::string const resumed_step = R"({"loss":1.25,"run":"r","step":3})" "\n";
+    EXPECT_EQ(resumed_file(dir, {3, false}), before + closing + resumed_step);
+    // Validating at step 3 itself, the resumed run writes the value in its own step-3 record: one, not two.
+    EXPECT_EQ(resumed_file(dir, {3, true}), before + resumed_step);
+    // Resumed from step 2, step 3's records are the later launch's to write.
+    EXPECT_EQ(resumed_file(dir, {2, false}), R"({"loss":4.0,"run":"r","step":0,"val_loss":4.5})" "\n"
+                                             R"({"loss":3.0,"run":"r","step":1})" "\n" +
+                                                 std::string(R"({"loss":1.25,"run":"r","step":3})" "\n"));
+}
+
+}  // namespace
+}  // namespace axonn
