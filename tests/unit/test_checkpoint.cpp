@@ -211,6 +211,24 @@ TEST(Checkpoint, KeepLeavesTheNewestAndRemovesInterruptedSaves) {
     EXPECT_EQ(resolve_checkpoint(dir.path().string(), {}), dir / "step_00000003");
 }
 
+// A pruned checkpoint that is a symbolic link to one kept elsewhere: the link goes, and the checkpoint it names
+// stays whole (its completion marker was removed through the link).
+TEST(Checkpoint, KeepRemovesALinkAndNotWhatItNames) {
+    testing::TempDir dir;
+    SerialState state(7);
+    fs::create_directories(dir / "run");
+    fs::path const kept_elsewhere = state.save(dir.path(), 1);
+    fs::rename(kept_elsewhere, dir / "elsewhere");
+    fs::create_directory_symlink(dir / "elsewhere", dir / "run" / "step_00000001");
+    fs::create_directory_symlink(dir / "elsewhere", dir / "run" / "step_00000004.partial");  // a leftover's name
+    for (int step : {2, 3}) state.save(dir / "run", step);
+    prune_checkpoints(dir / "run", 2);
+    EXPECT_FALSE(fs::exists(fs::symlink_status(dir / "run" / "step_00000001")));
+    EXPECT_FALSE(fs::exists(fs::symlink_status(dir / "run" / "step_00000004.partial")));
+    EXPECT_TRUE(fs::exists(dir / "elsewhere" / "COMPLETE"));
+    EXPECT_TRUE(state.loads_as_saved(dir / "elsewhere"));
+}
+
 TEST(Checkpoint, SavingAStepAgainReplacesIt) {
     testing::TempDir dir;
     SerialState first(7), second(8);
@@ -357,19 +375,25 @@ INSTANTIATE_TEST_SUITE_P(Hostile, DamagedCheckpoints, ::testing::ValuesIn(damage
                          [](auto const& info) { return std::string(info.param.name); });
 
 // A rollback refused, for the checkpoint's data (its position 4000 lies past the 3000 tokens of --data) or for an
-// output (--metrics naming a folder), leaves the folder as it was: the later checkpoint is not set aside, and
-// `--resume latest` still takes it.
+// output (--metrics naming a folder, --trace in a folder that does not exist), leaves the folder as it was: the
+// later checkpoint is not set aside, and `--resume latest` still takes it; the metrics file is not cut, even with
+// --overwrite.
 TEST(Checkpoint, ARefusedRollbackChangesNothing) {
     testing::TempDir dir;
     SerialState state(7);
     fs::path const earlier = state.save(dir / "ckpt", 40);
     state.save(dir / "ckpt", 50);
     fs::create_directories(dir / "a_folder");
-    fs::path const err = dir / "stderr.txt";
+    fs::path const err = dir / "stderr.txt", metrics = dir / "metrics.jsonl";
+    std::string const records = "{\"step\": 45, \"loss\": 1.0}\n";
+    std::ofstream(metrics) << records;
     for (auto const& [options, refusal] :
          {std::pair<std::string, std::string>{"", "was trained on other data"},
           std::pair<std::string, std::string>{" --new-data --metrics " + (dir / "a_folder").string(),
-                                              "--metrics " + (dir / "a_folder").string() + " is a folder"}}) {
+                                              "--metrics " + (dir / "a_folder").string() + " is a folder"},
+          std::pair<std::string, std::string>{" --new-data --overwrite --metrics " + metrics.string() + " --trace " +
+                                                  (dir / "absent" / "trace.json").string(),
+                                              "the folder " + (dir / "absent").string() + " does not exist"}}) {
         std::string const command = resuming_train_command(dir.path(), 60) + earlier.string() + " --ckpt-dir " +
                                     (dir / "ckpt").string() + options + " > /dev/null 2> " + err.string();
         int const status = std::system(command.c_str());
@@ -381,6 +405,7 @@ TEST(Checkpoint, ARefusedRollbackChangesNothing) {
         }
         std::sort(names.begin(), names.end());
         EXPECT_EQ(names, (std::vector<std::string>{"step_00000040", "step_00000050"})) << refusal;
+        EXPECT_EQ(file_bytes(metrics), records) << refusal;
     }
 }
 

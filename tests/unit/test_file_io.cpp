@@ -127,6 +127,13 @@ TEST(FileIo, AnAtomicFileNeverReplacesWhatIsNotARegularFile) {
               std::string::npos);
     EXPECT_NO_THROW(require_replaceable_output(dir / "old.png", "plot", true));
     EXPECT_NO_THROW(require_replaceable_output(dir / "new.png", "plot", false));
+    // A link to nothing is the user's too, and would be replaced by the file: only with overwrite.
+    fs::create_symlink("run1/plot.png", dir / "latest.png");
+    EXPECT_NE(error_of([&] { require_replaceable_output(dir / "latest.png", "plot", false); })
+                  .find("plot " + (dir / "latest.png").string() + " is a symbolic link to run1/plot.png, which does "
+                        "not exist: writing the file would replace the link"),
+              std::string::npos);
+    EXPECT_NO_THROW(require_replaceable_output(dir / "latest.png", "plot", true));
 }
 
 TEST(FileIo, TwoWritersOfOneFileCollideWithAnErrorNotATornFile) {

@@ -1,11 +1,13 @@
 // A resumed run's metrics file: its own earlier records stay, the steps it computes again go, and an earlier
-// launch's closing validation at the resume step stays unless the resumed run measures it again.
+// launch's closing validation at the resume step stays unless the resumed run measures it again. The file is cut
+// in place: a link to it still names it.
 #include "axonn/train/metrics.h"
 #include "support/files.h"
 #include "support/temp_dir.h"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -24,10 +26,14 @@ std::string const earlier_launch =
     R"({"run":"r","step":3,"val_loss":2.5})" "\n"
     R"({"loss":1.5,"run":"r","step":3})" "\n";
 
+// The file after a launch resumed at `resume` wrote its step 3, through a symbolic link to it.
 std::string resumed_file(TempDir const& dir, MetricsResume resume) {
     std::ofstream(dir / "metrics.jsonl") << earlier_launch;
-    MetricsLog log(dir / "metrics.jsonl", "r", false, resume);
+    std::filesystem::remove(dir / "latest.jsonl");
+    std::filesystem::create_symlink("metrics.jsonl", dir / "latest.jsonl");
+    MetricsLog log(dir / "latest.jsonl", "r", false, resume);
     log.write({{"step", 3}, {"loss", 1.25}});
+    EXPECT_TRUE(std::filesystem::is_symlink(dir / "latest.jsonl"));
     return file_bytes(dir / "metrics.jsonl");
 }
 

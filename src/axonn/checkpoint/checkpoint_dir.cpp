@@ -46,11 +46,11 @@ std::string alternatives(fs::path const& dir) {
 }
 
 // Removes a checkpoint folder, its marker first: a removal that a crash interrupts leaves an incomplete folder,
-// never a damaged "complete" one.
-// A leftover (an interrupted save, replacement or pruning): removed, its completion marker first.
+// never a damaged "complete" one. A symbolic link (to a checkpoint kept elsewhere) is removed itself, and what it
+// names is left whole.
 void remove_checkpoint_folder(fs::path const& folder) {
     std::error_code error;
-    fs::remove(folder / checkpoint_complete_file, error);
+    if (!fs::is_symlink(folder, error)) fs::remove(folder / checkpoint_complete_file, error);
     fs::remove_all(folder, error);
 }
 

@@ -419,6 +419,13 @@ ExclusiveOutputFile::ExclusiveOutputFile(fs::path const& path, std::string what,
     AXONN_REQUIRE(::ftruncate(fd, 0) == 0, "cannot empty {} {}: {}", what_, path.string(), std::strerror(errno));
 }
 
+void ExclusiveOutputFile::cut_to(std::uint64_t size) {
+    if (!regular_ || size >= size_) return;
+    AXONN_REQUIRE(::ftruncate(handle_.get(), static_cast<off_t>(size)) == 0, "cannot cut {} {} back: {}", what_,
+                  path_.string(), std::strerror(errno));
+    size_ = size;
+}
+
 void ExclusiveOutputFile::write(std::string_view text) {
     if (!handle_.is_open()) return;
     try {
@@ -465,6 +472,14 @@ void require_writable_output(fs::path const& path, std::string_view what, bool o
 void require_replaceable_output(fs::path const& path, std::string_view what, bool overwrite) {
     struct stat info {};
     bool const exists = ::stat(path.c_str(), &info) == 0;
+    // A link to nothing is the user's too: the rename would replace it with the file.
+    struct stat link {};
+    if (!exists && !overwrite && ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+        std::error_code error;
+        fail("{} {} is a symbolic link to {}, which does not exist: writing the file would replace the link; choose "
+             "another path, or pass --overwrite to replace it",
+             what, path.string(), fs::read_symlink(path, error).string());
+    }
     // A folder is left to require_not_a_folder's message, which names a file in it; the rename cannot replace it.
     if (exists && S_ISDIR(info.st_mode)) return;
     require_creatable_file(path, what, partial_suffix.size());

@@ -151,6 +151,9 @@ public:
 
     bool is_open() const { return handle_.is_open(); }
     void write(std::string_view text);
+    // Cuts the file (opened to append to) back to its first `size` bytes, in place: a link to it, or another name
+    // of it, still names it.
+    void cut_to(std::uint64_t size);
 
 private:
     std::filesystem::path path_;

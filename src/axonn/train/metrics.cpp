@@ -56,6 +56,20 @@ bool kept_on_resume(nlohmann::json const& record, MetricsResume const& resume) {
     return step < resume.step || (step == resume.step && closing_validation && !resume.validates_at_step);
 }
 
+// The length of the records a resumed run keeps: those up to the first it computes again (the records of a run's
+// own file are in the order of their steps). A cut in place, not a rewrite: a link to the file still names it, and
+// the lock is held throughout.
+std::uint64_t kept_bytes(MetricsFile const& file, std::string const& run_id, MetricsResume const& resume) {
+    std::uint64_t bytes = 0;
+    for (std::size_t i = 0; i < file.lines.size(); ++i) {
+        bool const torn = file.torn_end && i + 1 == file.lines.size();
+        MetricsLine const& line = file.lines[i];
+        if (torn || !is_record_of(line.record, run_id) || !kept_on_resume(line.record, resume)) break;
+        bytes += line.text.size() + 1;
+    }
+    return bytes;
+}
+
 std::string describe_line(nlohmann::json const& record) {
     if (record.is_discarded() || !record.is_object() || !record.contains("step")) return "is not a metrics record";
     nlohmann::json const run = record.value("run", nlohmann::json(""));
@@ -90,22 +104,11 @@ MetricsLog::MetricsLog(std::filesystem::path const& path, std::string run_id, bo
     // A resumed run continues its own records, --overwrite or not (which replaces another run's file).
     MetricsFile const file = resume ? read_metrics_file(path) : MetricsFile{};
     bool const continues = resume && !first_foreign_line(file, run_id_);
-    if (continues) {
-        // Rewritten whole (atomically), so a crash leaves the old file or this one.
-        if (!file.lines.empty()) {
-            std::string kept;  // a torn last line is no record, and goes
-            for (MetricsLine const& line : file.lines) {
-                if (is_record_of(line.record, run_id_) && kept_on_resume(line.record, *resume)) {
-                    kept += line.text + '\n';
-                }
-            }
-            write_file_atomically(path, kept, "metrics file");
-        }
-    }
     out_ = ExclusiveOutputFile(path, "metrics file",
                                continues   ? ExistingOutput::append
                                : overwrite ? ExistingOutput::overwrite
                                            : ExistingOutput::refuse);
+    if (continues) out_.cut_to(kept_bytes(file, run_id_, *resume));
 }
 
 void MetricsLog::write(nlohmann::json record) {

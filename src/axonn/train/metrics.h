@@ -33,9 +33,9 @@ public:
     // Every record carries "run": run_id (unless empty). resume: a resumed run continues the log of the run it
     // resumes (checked by the caller with require_own_metrics_file, unless `overwrite`, which replaces a file holding
     // another run's records but never a resumed run's own). The records of the steps before it stay; later ones,
-    // which the interrupted run wrote after its last checkpoint and this run computes again, go. The closing
-    // validation record of the resume step itself (an earlier launch's last one) stays unless this run validates
-    // there again.
+    // which the interrupted run wrote after its last checkpoint and this run computes again, go (the file is cut in
+    // place). The closing validation record of the resume step itself (an earlier launch's last one) stays unless
+    // this run validates there again.
     MetricsLog(std::filesystem::path const& path, std::string run_id, bool overwrite,
                std::optional<MetricsResume> resume = {});
 

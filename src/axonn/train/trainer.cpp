@@ -190,8 +190,8 @@ struct TrainingRun {
     TrainingData data;
     ResumePoint resume_point;  // checked before the checkpoint folder is changed for the resumed run
     std::optional<CheckpointDirLock> ckpt_lock;
+    std::unique_ptr<TraceFile> trace;  // none without --trace; every rank checks its path before metrics are opened
     MetricsLog metrics;
-    std::unique_ptr<TraceFile> trace;  // none without --trace
     Decoder model;
     AdamW optimizer;
     int start_step = 0;
@@ -224,6 +224,10 @@ void check_outputs(TrainOptions const& options, TrainingData const& data,
                    std::optional<CheckpointReader> const& resumed) {
     std::vector<std::filesystem::path> const inputs = run_inputs(options, data, resumed);
     decided_by_rank_zero([&] {
+        // First: each check below suggests a path, which must not be another output's (`--trace` naming the
+        // checkpoint folder was told to name a file inside it).
+        require_distinct_outputs({{"--metrics", options.metrics}, {"--trace", options.trace},
+                                  {"--ckpt-dir", options.ckpt_dir, true}});
         if (!options.ckpt_dir.empty()) {
             require_checkpoint_folder_for_run(options.ckpt_dir, data.inputs(), resumed);
         }
@@ -237,13 +241,12 @@ void check_outputs(TrainOptions const& options, TrainingData const& data,
             }
         }
         if (!options.trace.empty()) {
+            require_existing_folder(options.trace, "--trace");
             require_not_a_folder(options.trace, "--trace", "trace.json");
             bool const continued = continues_trace(options);
             require_output_file(options.trace, "--trace", "trace file", options.overwrite || continued, inputs);
             if (continued) require_continuable_trace(options.trace);
         }
-        require_distinct_outputs({{"--metrics", options.metrics}, {"--trace", options.trace},
-                                  {"--ckpt-dir", options.ckpt_dir, true}});
         return std::string();
     });
 }
@@ -286,8 +289,8 @@ TrainingRun::TrainingRun(TrainOptions& options_, std::unique_ptr<Tokenizer> toke
       resume_point(resumed ? check_resume_point(*resumed, job.grid().comm(Group::world), data.train, options_.new_data)
                            : ResumePoint{}),
       ckpt_lock(lock_checkpoint_folder(options_, data, leader, resumed)),
-      metrics(open_metrics(options_, data, leader, resumed)),
       trace(open_trace(options_, job.grid())),
+      metrics(open_metrics(options_, data, leader, resumed)),
       model(options_.model.architecture(), job.backend(), job.grid(), job.pass_batch(options_.batch), options_.seq,
             options_.run.model),
       optimizer(model.segments(), model.layout().total(), job.backend(), options_.optimizer) {}
