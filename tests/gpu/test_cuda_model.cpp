@@ -5,9 +5,9 @@
 //
 // Tolerances, norm-wise relative. fp32: 1e-5 for the loss, logits and gradients, 1e-4 for the tenth step's loss
 // (the two backends differ only in summation order and exp/tanh, ~1e-7 per operation, which ten updates carry
-// forward). bf16: the CPU's bf16 model where the CPU has bf16 (else its fp32 model); the GPU's attention runs on
-// the tensor cores for heads of 64 channels (computing in fp32 for other heads, where the CPU rounds its tile GEMMs
-// to bf16), so the bf16 model tests' tolerances hold (logits and loss 1e-2, gradients 2e-2: a few bf16 roundings,
+// forward). bf16: the CPU's bf16 model (its GEMMs native, or emulated where the CPU has none); the GPU's attention
+// runs on the tensor cores for heads of 64 channels (computing in fp32 for other heads, where the CPU rounds its
+// tile GEMMs to bf16), so the bf16 model tests' tolerances hold (logits and loss 1e-2, gradients 2e-2: a few bf16 roundings,
 // compounded by the backward).
 //
 // Skipped, and counted as skipped, where no CUDA GPU is visible.

@@ -29,7 +29,21 @@ TEST_F(BenchJob, ReportsTheSpreadOfItsTimedSteps) {
 
     JobResult const as_text = mpirun("-np 2 " + bench);
     ASSERT_EQ(as_text.exit_status, 0) << as_text.stderr_text;
-    EXPECT_NE(file_bytes(dir_ / "stdout.txt").find(" s/step ("), std::string::npos) << file_bytes(dir_ / "stdout.txt");
+    std::string const text = file_bytes(dir_ / "stdout.txt");
+    EXPECT_NE(text.find(" s/step ("), std::string::npos) << text;
+    // The breakdown's line names every part, and its shares of the step (each rounded to 0.1%) add up to the step.
+    std::size_t const line = text.find("per step (rank 0, 4 timed steps): GEMMs ");
+    ASSERT_NE(line, std::string::npos) << text;
+    std::string const breakdown = text.substr(line, text.find('\n', line) - line);
+    double shares = 0;
+    for (char const* part : {"GEMMs ", "attention ", "norms ", "element-wise ", "optimizer ", "exposed communication ",
+                             "the rest "}) {
+        std::size_t const at = breakdown.find(part);
+        ASSERT_NE(at, std::string::npos) << part << " is missing from: " << breakdown;
+        std::size_t const open = breakdown.find('(', at);
+        shares += std::stod(breakdown.substr(open + 1));
+    }
+    EXPECT_NEAR(shares, 100.0, 7 * 0.05 + 1e-9) << breakdown;
 }
 
 // The breakdown in bench's JSON is rank 0's kernel spans in its trace summed by category over the timed steps,

@@ -822,6 +822,9 @@ TEST(HuggingFace, ModelsAxonnCannotReproduceAreRefused) {
         {"no_width", [](json& c) { c.erase("n_embd"); }, "no positive integer n_embd"},
         {"heads", [](json& c) { c["n_head"] = 5; }, "heads do not divide"},
         {"more_layers", [](json& c) { c["n_layer"] = 3; }, "has no tensor h.2.ln_1.weight"},
+        {"fewer_layers", [](json& c) { c["n_layer"] = 1; },  // the weights' last layer was dropped without a word
+         "is a weight of layer 1, but config.json says the model has 1 layer: its config does not describe these "
+         "weights"},
         {"longer_context", [](json& c) { c["n_positions"] = 128; }, "wpe.weight has shape [64, 64]"},
     };
     for (auto const& hostile : cases) {

@@ -22,11 +22,14 @@
 //   gelu_bias_held_bf16  GELU's backward reading the pre-activation kept as its bf16 rounding and writing the input
 //                   gradient as its rounding (mixed precision: the Linear's GEMMs read nothing else), against the
 //                   rounding widened, the fp32 pass, and its output rounded;
+//   adamw_clip_bf16 the gradients scaled by the clipping coefficient, AdamW, then the weights rounded to bf16 (the
+//                   GEMMs' copy), against AdamW folding the scale in and writing the copy in its one pass;
 //   *_to_bf16       a kernel whose output only GEMMs read (LayerNorm, RMSNorm, bias + GELU, SwiGLU, the
 //                   cross-entropy's gradient of the logits) writing fp32 that is then rounded to bf16 (what a bf16
 //                   GEMM did with it), against the kernel writing bf16.
 // Shapes are odd (F = 77 is not a multiple of 16) and the bias gradient starts from nonzero values, as it does
 // in a step's later passes.
+#include "axonn/kernels/cpu/adamw.h"
 #include "axonn/kernels/cpu/bf16.h"
 #include "axonn/kernels/cpu/cross_entropy.h"
 #include "axonn/kernels/cpu/gelu.h"
@@ -277,8 +280,38 @@ std::vector<FusionCase> rounded_output_cases() {
     };
 }
 
+// AdamW's one pass over the parameters, [M·F] of them (m and v from an earlier step, the gradients of odd sizes
+// as a step's are), at step 3 with weight decay and a clipping coefficient below 1.
+FusionCase adamw_case() {
+    static constexpr AdamWStep step{0.01f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.37f, 3};
+    struct State {
+        std::vector<float> param, m, v;
+        explicit State(Operands const& x) : param(x.pre), m(x.dout), v(x.dout) {
+            for (float& value : v) value *= value;  // a second moment is positive
+        }
+    };
+    auto const unfused = [](Operands const& x) {
+        State state(x);
+        std::vector<float> grad = x.dout;
+        for (float& g : grad) g *= step.grad_scale;
+        AdamWStep unscaled = step;
+        unscaled.grad_scale = 1.0f;
+        adamw_update(state.param.data(), grad.data(), state.m.data(), state.v.data(), M * F, unscaled);
+        return Results{{"param", state.param}, {"m", state.m}, {"v", state.v},
+                       {"param_bf16", widened(rounded(state.param))}};
+    };
+    auto const fused = [](Operands const& x) {
+        State state(x);
+        std::vector<bfloat16> copy(M * F);
+        adamw_update(state.param.data(), x.dout.data(), state.m.data(), state.v.data(), M * F, step, copy.data());
+        return Results{{"param", state.param}, {"m", state.m}, {"v", state.v}, {"param_bf16", widened(copy)}};
+    };
+    return {"adamw_clip_bf16", unfused, fused};
+}
+
 std::vector<FusionCase> fusion_cases() {
     std::vector<FusionCase> cases = rounded_output_cases();
+    cases.push_back(adamw_case());
     std::vector<FusionCase> const passes = {
         residual_norm_case(true),
         residual_norm_case(false),

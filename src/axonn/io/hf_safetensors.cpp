@@ -118,9 +118,9 @@ void HfSafetensors::require_no_layer_beyond(std::string const& layer_prefix, std
         auto const [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), layer);
         if (error != std::errc() || end == rest.data() + rest.size() || *end != '.') continue;
         AXONN_REQUIRE(layer < layers,
-                      "{}: {} is a weight of layer {}, but config.json says the model has {} layers: its config does "
+                      "{}: {} is a weight of layer {}, but config.json says the model has {} layer{}: its config does "
                       "not describe these weights (fix its layer count)",
-                      where(it->first), it->first, layer, layers);
+                      where(it->first), it->first, layer, layers, layers == 1 ? "" : "s");
     }
 }
 
