@@ -7,8 +7,8 @@
 // (the two backends differ only in summation order and exp/tanh, ~1e-7 per operation, which ten updates carry
 // forward). bf16: the CPU's bf16 model (its GEMMs native, or emulated where the CPU has none); the GPU's attention
 // runs on the tensor cores for heads of 64 channels (computing in fp32 for other heads, where the CPU rounds its
-// tile GEMMs to bf16), so the bf16 model tests' tolerances hold (logits and loss 1e-2, gradients 2e-2: a few bf16 roundings,
-// compounded by the backward).
+// tile GEMMs to bf16), so the bf16 model tests' tolerances hold (logits and loss 1e-2, gradients 2e-2: a few bf16
+// roundings, compounded by the backward).
 //
 // Skipped, and counted as skipped, where no CUDA GPU is visible.
 #include "axonn/families/gpt2/gpt2_parameters.h"
