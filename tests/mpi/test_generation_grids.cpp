@@ -5,7 +5,8 @@
 // the cache sharded over Y, the next token chosen from the logits gathered over the vocabulary's ranks), with the
 // vocabulary over the X·Y plane (the default) and over Y (--vocab-split y). A 70-token prompt outgrows the
 // 64-token context and one of 50 tokens does so while generating, so both restarts of the cache are crossed;
-// prompts are taken in chunks of 16. The serial tokens are generated once per process, family and decoding.
+// prompts are taken in chunks of 16. The serial tokens are generated once per process, family and decoding. On
+// every grid, greedy decoding with the cache also equals a full forward per token there.
 // Greedy, sampled (temperature 0.9, top-k 50, top-p 0.9) and nucleus (temperature 1, top-p 0.9 of the whole
 // vocabulary) decoding must give exactly the serial tokens: the logits differ by summation order only, and with
 // untrained weights no two of a position's likely tokens are close enough to swap.
@@ -13,6 +14,7 @@
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/generate.h"
 #include "axonn/parallel/vocab_parallel.h"
+#include "support/greedy_uncached.h"
 #include "support/micro_model.h"
 
 #include <gtest/gtest.h>
@@ -108,6 +110,34 @@ TEST_P(GenerationOnGrid, TokensMatchSerial) {
                 EXPECT_EQ(actual[p], expected[p]) << "prompt " << p << ", " << decoding.name << ", vocabulary over "
                                                   << vocab_split_name(split);
             }
+        }
+    }
+}
+
+// Greedy decoding with the cache gives on the grid what a full forward per token gives there, within the model's
+// context and past a context of 16, where the cache restarts (the serial test's check, on every grid: the two
+// differ in how the grid's ranks meet, in the cache's shards over Y against whole windows).
+TEST_P(GenerationOnGrid, GreedyWithTheCacheEqualsWithout) {
+    ModelConfig const& config = GetParam().config;
+    CpuBackend backend;
+    ProcessGrid grid(MPI_COMM_WORLD, GetParam().grid, parse_axis_order("x,y,z,data"));
+    Decoder model(config, backend, grid, 1, config.context());
+    model.init_weights(13);
+    SampleOptions greedy;
+    greedy.temperature = 0;
+    greedy.new_tokens = 16;  // the 50-token prompt crosses the 64-token context
+    Tokens prompts;
+    for (int length : {9, 50}) {
+        std::vector<std::int32_t> prompt(static_cast<std::size_t>(length));
+        for (int i = 0; i < length; ++i) prompt[i] = (i * 37 + length * 11) % config.vocab_size();
+        prompts.push_back(prompt);
+    }
+    for (int context : {config.context(), 16}) {
+        Tokens const cached = generate(model, prompts, greedy, context);
+        ASSERT_EQ(cached.size(), prompts.size());
+        for (std::size_t p = 0; p < prompts.size(); ++p) {
+            EXPECT_EQ(cached[p], testing::greedy_uncached(model, prompts[p], greedy.new_tokens, context))
+                << "prompt " << p << ", context " << context;
         }
     }
 }

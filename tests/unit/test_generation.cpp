@@ -12,6 +12,7 @@
 #include "axonn/families/gpt2/gpt2_config.h"
 #include "axonn/kernels/cpu_backend.h"
 #include "axonn/model/generate.h"
+#include "support/greedy_uncached.h"
 #include "support/micro_model.h"
 #include "support/relative_difference.h"
 
@@ -24,29 +25,13 @@
 namespace axonn {
 namespace {
 
+using testing::greedy_uncached;
 using testing::micro_model;
 
 std::vector<std::int32_t> some_tokens(int count, int salt) {
     std::vector<std::int32_t> tokens(static_cast<std::size_t>(count));
     for (int i = 0; i < count; ++i) tokens[i] = (i * 37 + salt * 11 + 5) % 300;
     return tokens;
-}
-
-// Greedy decoding without a cache: one forward over the window per token. The window is what the cache would
-// hold: the whole sequence until it fills `context` positions, then its last context/2 tokens, growing again.
-std::vector<std::int32_t> greedy_uncached(Decoder& model, std::vector<std::int32_t> tokens, int new_tokens,
-                                          int context) {
-    std::size_t const prompt = tokens.size();
-    std::size_t start = tokens.size() > static_cast<std::size_t>(context) ? tokens.size() - context : 0;
-    for (int i = 0; i < new_tokens; ++i) {
-        int const T = static_cast<int>(tokens.size() - start);
-        model.forward(Batch{1, T, tokens.data() + start, nullptr, nullptr});
-        std::int32_t next = 0;
-        argmax_tokens(model, 1, T, T - 1, &next);
-        tokens.push_back(next);
-        if (T == context) start = tokens.size() - std::max(1, context / 2);
-    }
-    return {tokens.begin() + static_cast<std::ptrdiff_t>(prompt), tokens.end()};
 }
 
 struct Fixture {
