@@ -6,6 +6,7 @@
 //   - greedy decoding with the cache gives the tokens of greedy decoding by a full forward per token, also past
 //     the context, where the cache restarts from its last half (the uncached reference restarts its window alike);
 //   - a model whose LM head runs in chunks of rows generates the same tokens, its prompt fed in pieces;
+//   - the cache holds the prompts and their new tokens, not a context of 10^7 positions;
 //   - the sampling options: top-k 1 and a tiny top-p are greedy at any temperature, the draws follow the seed,
 //     a stop token ends a continuation and is kept, and no new tokens means none.
 #include "axonn/core/error.h"
@@ -17,6 +18,7 @@
 #include "support/relative_difference.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cmath>
@@ -204,6 +206,28 @@ TEST(Generation, TheCacheHoldsPromptPlusNewTokens) {
     EXPECT_EQ(cache_positions(prompts, 10, 10'000'000), 15);
     EXPECT_EQ(cache_positions(prompts, 10, 12), 12);
     EXPECT_EQ(cache_positions(prompts, 0, 64), 5);
+}
+
+// The cache a generation allocates holds the prompts and their new tokens, not the model's whole context: a Llama
+// whose config.json claims 10^7 positions (a cache of 5 GB for this micro model's 2 layers of 2 key/value heads of
+// 32 channels, keys and values in fp32) generates 3 tokens within a few MB more than the process held before.
+TEST(Generation, AModelOfAHugeContextAllocatesOnlyWhatItGenerates) {
+    LlamaConfig config = testing::micro_llama();
+    config.max_position_embeddings = 10'000'000;
+    CpuBackend backend;
+    ProcessGrid serial{MPI_COMM_SELF, GridShape{}};
+    Decoder model{config, backend, serial, 1, 16};
+    model.init_weights(5);
+    SampleOptions greedy;
+    greedy.temperature = 0;
+    greedy.new_tokens = 3;
+    rusage before{};
+    ::getrusage(RUSAGE_SELF, &before);
+    std::vector<std::vector<std::int32_t>> const prompts = {some_tokens(5, 1)};
+    EXPECT_EQ(generate(model, prompts, greedy, ModelConfig(config).context())[0].size(), 3u);
+    rusage after{};
+    ::getrusage(RUSAGE_SELF, &after);
+    EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 * 1024) << "KiB more at the peak";  // 64 MiB
 }
 
 TEST(Generation, OptionsAreChecked) {
