@@ -104,6 +104,8 @@ std::vector<BadInput> const bad_inputs = {
      "grid size 4294967297 of axis data in 'data=4294967297' is too large (at most 2147483647 ranks)", 2},
     {"negative_seed", "train --data {dir}/good --tokenizer byte --seed -1",
      "--seed: a seed is a non-negative integer, not -1", 2},
+    {"steps_past_an_int", "train --data {dir}/good --tokenizer byte --steps 2147483648",
+     "--steps 2147483648 is too large a number for it: give a smaller one (see `axonn train --help`)", 2},
     {"seed_past_64_bits", "train --data {dir}/good --tokenizer byte --seed 18446744073709551616",
      "--seed: a seed is at most 18446744073709551615, not 18446744073709551616", 2},
     {"trace_naming_the_checkpoint_folder", "train --data {dir}/good --tokenizer byte --ckpt-dir {dir}/ckpt_t "

@@ -35,6 +35,22 @@ std::string command_path(CLI::App const& app, std::vector<std::string> const& ar
     return has_subcommand ? arguments[1] + " " + arguments[2] : arguments[1];
 }
 
+// CLI11's words for a value it could not convert. A whole number written in decimal fails only by its size (an
+// integer option's conversion checks the range; no other option's fails on it): said so, with the fix.
+std::string conversion_error_text(CLI::ConversionError const& error) {
+    std::string const text = error.what();
+    constexpr std::string_view prefix = "Could not convert: ";
+    std::size_t const equals = text.find(" = ");
+    if (!text.starts_with(prefix) || equals == std::string::npos) return text;
+    std::string const option = text.substr(prefix.size(), equals - prefix.size()), value = text.substr(equals + 3);
+    std::string_view number = value;
+    bool const negative = number.starts_with('-');
+    if (negative || number.starts_with('+')) number.remove_prefix(1);
+    if (number.empty() || number.find_first_not_of("0123456789") != std::string_view::npos) return text;
+    return fmt::format("{} {} is too {} a number for it: give a {} one", option, value, negative ? "small" : "large",
+                       negative ? "larger" : "smaller");
+}
+
 std::vector<std::string> command_names(CLI::App const& app) {
     std::vector<std::string> names;
     for (CLI::App const* command : app.get_subcommands([](CLI::App const*) { return true; })) {
@@ -99,6 +115,9 @@ int run(int argc, char** argv) {
         return app.exit(e);
     } catch (CLI::CallForAllHelp const& e) {
         return app.exit(e);
+    } catch (CLI::ConversionError const& e) {
+        throw axonn::UsageError(
+            fmt::format("{} (see `axonn {} --help`)", conversion_error_text(e), command_path(app, arguments)));
     } catch (CLI::ParseError const& e) {
         throw axonn::UsageError(fmt::format("{} (see `axonn {} --help`)", e.what(), command_path(app, arguments)));
     } catch (std::system_error const& e) {
