@@ -847,6 +847,16 @@ protected:
     static inline fs::path dir_;
 };
 
+// The help of --resume shows what it takes and that it is off unless given: `--resume TEXT=latest` read as if
+// resuming were the default.
+TEST_F(CommandLineErrors, TheHelpOfResumeNamesWhatItTakes) {
+    CommandResult const result = run_axonn("train --help", dir_);
+    EXPECT_EQ(result.exit_status, 0) << result.stderr_text;
+    std::string const help = file_bytes(dir_ / "stdout.txt");
+    EXPECT_NE(help.find("--resume [latest|DIR]"), std::string::npos) << help;
+    EXPECT_EQ(help.find("=latest"), std::string::npos) << help;
+}
+
 // Not an error: bf16 asked for where oneDNN has no native bf16 GEMM (held to AVX2 here, as on a CPU without
 // AVX-512 bf16) notes once that it is emulated and trains in bf16: its first gradient norm differs from fp32's by
 // bf16's rounding (more than 1e-5 relative, within 1e-2; the loss, from small initial weights, barely shows it).
