@@ -99,6 +99,11 @@ std::vector<BadInput> const bad_inputs = {
      "has 4 ranks but the job has 1; valid grids for 1 ranks, this model and batch 4: data=1,z=1,y=1,x=1", 2},
     {"grid_order_missing_an_axis", "train --data {dir}/good --tokenizer byte --grid-order x,y,z",
      "grid order 'x,y,z' must name each of x, y, z and data exactly once", 2},
+    // A bad grid order is a bad command line in every command (generate and memorization eval said 1).
+    {"generate_grid_order", "generate --model-dir {dir}/model --tokenizer byte --prompt hi --grid-order x,y,z",
+     "--grid-order: grid order 'x,y,z' must name each of x, y, z and data exactly once", 2},
+    {"eval_grid_order", "memorization eval --model-dir {dir}/model --documents {dir}/docs.jsonl --grid-order x,x,y,z",
+     "--grid-order: grid order 'x,x,y,z' must name each of x, y, z and data exactly once", 2},
     {"grid_unknown_axis", "train --data {dir}/good --tokenizer byte --grid w=2", "w=2", 2},
     {"grid_size_too_large", "train --data {dir}/good --tokenizer byte --grid data=4294967297",
      "grid size 4294967297 of axis data in 'data=4294967297' is too large (at most 2147483647 ranks)", 2},
@@ -106,6 +111,8 @@ std::vector<BadInput> const bad_inputs = {
      "--seed: a seed is a non-negative integer, not -1", 2},
     {"steps_past_an_int", "train --data {dir}/good --tokenizer byte --steps 2147483648",
      "--steps 2147483648 is too large a number for it: give a smaller one (see `axonn train --help`)", 2},
+    {"gpus_in_floating_point", "plan --model gpt-5b --gpus 1e3 --batch 8",
+     "--gpus 1e3 is not a whole number: give one in digits, such as 8 (see `axonn plan --help`)", 2},
     {"seed_past_64_bits", "train --data {dir}/good --tokenizer byte --seed 18446744073709551616",
      "--seed: a seed is at most 18446744073709551615, not 18446744073709551616", 2},
     {"trace_naming_the_checkpoint_folder", "train --data {dir}/good --tokenizer byte --ckpt-dir {dir}/ckpt_t "
@@ -168,7 +175,7 @@ std::vector<BadInput> const bad_inputs = {
     {"checkpoint_file_size_negative", "train --data {dir}/good --tokenizer byte --ckpt-dir {dir}/c --ckpt-file-size -1",
      "--ckpt-file-size must lie in [1, 1048576] MiB, got -1", 2},
     {"calibrate_without_a_name", "calibrate --out {dir}/unnamed.toml --name ''",
-     "--name \"\": give the profile a name of printable characters", 2},
+     "--name is empty: give it a value", 2},
     {"prepare_text_with_a_template", "prepare --input {dir}/text.txt --out {dir}/templated --template alpaca",
      "--template alpaca writes prompt and response records (--format jsonl); text files are tokenized as they are",
      2},
@@ -261,6 +268,11 @@ std::vector<BadInput> const bad_inputs = {
      "--goldfish k=4,h=32",
      "--goldfish h=32 is longer than the 31 targets of --prefix + --suffix", 2},
     {"plan_unknown_machine", "plan --model gpt-5b --gpus 8 --batch 8 --machine mars", "mars", 2},
+    {"weak_scaling_unknown_machine", "plan --weak-scaling gpt-5b:8,gpt-10b:16 --batch 8 --machine mars "
+     "--plot {dir}/mars.png", "unknown machine profile 'mars'", 2},
+    {"plan_local_not_calibrated", "plan --model gpt-5b --gpus 8 --batch 8 --machine local",
+     "machine profile 'local' is not written yet: measure this machine with `axonn calibrate --out "
+     "{dir}/no_machines/local.toml`", 2, "AXONN_MACHINES_DIR={dir}/no_machines"},
     {"plan_zero_devices", "plan --model gpt-5b --gpus 0 --batch 8", "--gpus must be at least 1", 2},
     {"plan_sequence_beyond_context", "plan --model gpt-5b --gpus 8 --batch 8 --seq 9999", "--seq 9999", 2},
     // A failure on any path must not be an "internal error", a signal or a hang.
@@ -352,6 +364,20 @@ std::vector<BadInput> const bad_inputs = {
      "empty_metrics.toml:1:11: 'metrics' is empty: give it a value, or remove the line", 2},
     {"export_to_an_empty_path", "export {dir}/model ''",
      "an argument is empty: `axonn export` takes a file or folder there", 2},
+    // Nor is an empty number 0 (an unset shell variable generated nothing, exit 0), nor an empty --resume either
+    // no resume or the latest checkpoint.
+    {"max_new_tokens_empty", "generate --model-dir {dir}/model --tokenizer byte --prompt hi --max-new-tokens ''",
+     "--max-new-tokens is empty: give a number, or leave the option out (see `axonn generate --help`)", 2},
+    {"temperature_empty", "generate --model-dir {dir}/model --tokenizer byte --prompt hi --temperature=",
+     "--temperature is empty: give a number, or leave the option out", 2},
+    {"stop_token_empty", "generate --model-dir {dir}/model --tokenizer byte --prompt hi --stop-token ''",
+     "--stop-token is empty: give it a value, or leave the option out", 2},
+    {"heldout_empty", "memorization eval --model-dir {dir}/model --documents {dir}/docs.jsonl --heldout ''",
+     "--heldout is empty: name a file or folder, or leave the option out", 2},
+    {"resume_empty", "train --data {dir}/good --tokenizer byte --resume ''",
+     "--resume is empty: name latest or a checkpoint folder, or leave the option out", 2},
+    {"resume_equals_nothing", "train --data {dir}/good --tokenizer byte --resume=",
+     "--resume is empty: name latest or a checkpoint folder, or leave the option out", 2},
     // What would fail only when the output is written, after the work, fails before it.
     {"plot_in_a_missing_folder", "plan --weak-scaling gpt-5b:8,gpt-10b:16 --batch 8 --plot {dir}/nowhere/p.png",
      "--plot {dir}/nowhere/p.png: the folder {dir}/nowhere does not exist: create it or choose another path", 1},
@@ -618,6 +644,9 @@ std::vector<BadInput> const bad_inputs = {
     {"prepare_over_its_own_input",
      "prepare --input {dir}/text.txt --out {dir}/linked_out --tokenizer byte --overwrite",
      "input {dir}/text.txt is the file {dir}/linked_out/train.bin that this run writes", 1},
+    {"prepare_fields_of_text", "prepare --input {dir}/text.txt --out {dir}/fields --tokenizer byte "
+     "--prompt-field question", "--prompt-field and --response-field name the fields of prompt and response records "
+     "(--format jsonl); text files have none: add --format jsonl, or drop them", 2},
     {"prepare_a_folder", "prepare --input {dir}/empty --out {dir}/out --tokenizer byte", "{dir}/empty is a folder", 1},
     {"prepare_a_fifo", "prepare --input {dir}/fifo --out {dir}/out --tokenizer byte", "{dir}/fifo is a FIFO", 1},
     {"prepare_a_kernel_file", "prepare --input /proc/cpuinfo --out {dir}/out --tokenizer byte",
@@ -846,6 +875,26 @@ protected:
     static inline std::unique_ptr<testing::TempDir> temp_dir_;
     static inline fs::path dir_;
 };
+
+// Not an error: the extreme study's default ablation model (gpt2-tiny) left out of --models means no ablations,
+// said in a note (it was refused, naming an option the user never gave).
+TEST_F(CommandLineErrors, TheDefaultAblationModelRunsOnlyWhereItIsAmongTheModels) {
+    CommandResult const result =
+        run_axonn(with_dir("memorization study --experiment extreme --out {dir}/ablation_default --models gpt2-micro "
+                           "--documents 2 --unseen 2 --epochs 1 --pretrain-steps 1 --batch 2"),
+                  dir_);
+    EXPECT_EQ(result.exit_status, 0) << result.stderr_text;
+    EXPECT_NE(result.stderr_text.find("note: no Goldfish ablations: the default --ablation-model gpt2-tiny is not "
+                                      "among --models"),
+              std::string::npos)
+        << result.stderr_text;
+    CommandResult const named = run_axonn(with_dir("memorization study --experiment extreme --out {dir}/ablation_named "
+                                                   "--models gpt2-micro --ablation-model gpt2-tiny --documents 2"),
+                                          dir_);
+    EXPECT_EQ(named.exit_status, 2) << named.stderr_text;
+    EXPECT_NE(named.stderr_text.find("--ablation-model gpt2-tiny is not among --models"), std::string::npos)
+        << named.stderr_text;
+}
 
 // The help of --resume shows what it takes and that it is off unless given: `--resume TEXT=latest` read as if
 // resuming were the default.

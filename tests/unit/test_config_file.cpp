@@ -89,10 +89,13 @@ TEST(ConfigFile, ArraysGiveOptionsOfSeveralValues) {
 TEST(ConfigFile, AnOptionalValueTakesTrueFalseOrTheValue) {
     EXPECT_EQ(expand("train", "resume = true\n"), (Arguments{"axonn", "train", "--resume"}));
     EXPECT_EQ(expand("train", "resume = false\n"), (Arguments{"axonn", "train"}));
-    EXPECT_EQ(expand("train", "resume = \"\"\n"), (Arguments{"axonn", "train"}));  // as --resume "": no resume
     EXPECT_EQ(expand("train", "resume = \"latest\"\n"), (Arguments{"axonn", "train", "--resume=latest"}));
     EXPECT_EQ(expand("train", "resume = \"runs/ckpt/step_00000300\"\n"),
               (Arguments{"axonn", "train", "--resume=runs/ckpt/step_00000300"}));
+    // An empty string is no value (false is no resume), as everywhere in a config file.
+    std::string const empty = error_of([] { expand("train", "resume = \"\"\n"); });
+    EXPECT_NE(empty.find("run.toml:1:10: 'resume' is empty: give it a value, or remove the line"), std::string::npos)
+        << empty;
     std::string const refused = error_of([] { expand("train", "resume = 3\n"); });
     EXPECT_NE(refused.find("run.toml:1:10: 'resume' must be true, false or a string, not an integer"),
               std::string::npos) << refused;

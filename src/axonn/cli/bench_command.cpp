@@ -1,4 +1,5 @@
 #include "axonn/cli/commands.h"
+#include "axonn/cli/grid_order_option.h"
 #include "axonn/cli/model_options.h"
 #include "axonn/cli/step_options.h"
 #include "axonn/core/error.h"
@@ -80,8 +81,7 @@ void add_bench_command(CLI::App& app) {
     auto grid_spec = std::make_shared<std::string>("data=1,z=1,y=1,x=1");
     command->add_option("--grid", *grid_spec, "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks)")
         ->capture_default_str();
-    command->add_option("--grid-order", options->grid_order, "rank order of the axes, fastest first")
-        ->capture_default_str();
+    add_grid_order_option(*command, options->grid_order);
     add_step_options(*command, options->run);
     add_backend_option(*command, options->run);
     command->add_option("--trace", options->trace, "write a Chrome trace of every rank's timed iterations");

@@ -83,9 +83,6 @@ void append_option(std::vector<std::string>& arguments, CLI::Option const& optio
     AXONN_REQUIRE(!value_may_be_left_out || kind != ValueKind::text || node.is_string(),
                   "{}: '{}' must be true, false or a string, not {}", toml_location(node, file), name,
                   toml_type_name(node));
-    // An empty string, as `--resume ""` on the command line, gives the option no value: as false does. (Written
-    // `--resume=`, it would read as the option alone: `--resume` is latest.)
-    if (value_may_be_left_out && node.is_string() && node.value<std::string>()->empty()) return;
     AXONN_REQUIRE(!node.is_string() || !node.value<std::string>()->empty(),
                   "{}: '{}' is empty: give it a value, or remove the line", toml_location(node, file), name);
     // --name=value: a value that starts with '-' stays a value.

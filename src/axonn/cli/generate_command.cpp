@@ -1,5 +1,6 @@
 // `axonn generate`: continue prompts with a trained model on any grid (train/generation_job.h).
 #include "axonn/cli/commands.h"
+#include "axonn/cli/grid_order_option.h"
 #include "axonn/cli/model_options.h"
 #include "axonn/cli/sampling_options.h"
 #include "axonn/cli/seed_option.h"
@@ -109,8 +110,7 @@ void add_generate_command(CLI::App& app) {
     command->add_option("--tokenizer-dir", options->tokenizer_dir, "folder with GPT-2's encoder.json and vocab.bpe");
     command->add_option("--grid", *grid_spec, "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks)")
         ->capture_default_str();
-    command->add_option("--grid-order", options->grid_order, "rank order of the axes, fastest first")
-        ->capture_default_str();
+    add_grid_order_option(*command, options->grid_order);
     command->add_option("--prompt-chunk", options->prompt_chunk, "prompt tokens taken in per forward")
         ->capture_default_str();
     command->add_option("--threads", options->threads, "OpenMP threads per rank")->capture_default_str();

@@ -2,6 +2,7 @@
 // metrics for any trained model (src/axonn/memorization/).
 #include "axonn/cli/commands.h"
 #include "axonn/cli/goldfish_option.h"
+#include "axonn/cli/grid_order_option.h"
 #include "axonn/cli/model_options.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
@@ -16,6 +17,7 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <filesystem>
@@ -82,8 +84,7 @@ void add_eval(CLI::App& parent) {
     command->add_option("--batch", options->batch, "documents per forward pass over the grid")->capture_default_str();
     command->add_option("--grid", *grid_spec, "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks)")
         ->capture_default_str();
-    command->add_option("--grid-order", options->grid_order, "rank order of the axes, fastest first")
-        ->capture_default_str();
+    add_grid_order_option(*command, options->grid_order);
     command->add_option("--threads", options->threads, "OpenMP threads per rank")->capture_default_str();
     command->add_flag("--json", *json, "print one JSON object instead of the table");
     command->callback([options, grid_spec, json] {
@@ -177,7 +178,7 @@ void add_study(CLI::App& parent) {
                         "extreme: model presets, each family's smallest first (default gpt2-micro,gpt2-tiny,"
                         "gpt2-mini,llama-tiny; --quick without gpt2-mini)")->delimiter(',');
     command->add_option("--ablation-model", extreme->ablation_model, "extreme: the model that also runs Goldfish "
-                        "with k = 8 and 32 (default gpt2-tiny; --quick none)");
+                        "with k = 8 and 32 (default gpt2-tiny where --models has it, else none; --quick none)");
     command->add_option("--buckets", given->corpus.buckets,
                         "buckets: repetitions of the canary groups, increasing (default 1,2,4,8,16,32; --quick 1,32)")
         ->delimiter(',');
@@ -221,8 +222,7 @@ void add_study(CLI::App& parent) {
         ->delimiter(',')->check(CLI::IsMember({"ablations", "finetune"}));
     command->add_option("--grid", *grid_spec, "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks)")
         ->capture_default_str();
-    command->add_option("--grid-order", given->grid_order, "rank order of the axes, fastest first")
-        ->capture_default_str();
+    add_grid_order_option(*command, given->grid_order);
     command->add_option("--threads", given->threads, "OpenMP threads per rank")->capture_default_str();
     command->callback([command, given, extreme, experiment, quick, check, overwrite, grid_spec, sizes, skip, text] {
         // Before any work: the results would otherwise be refused, or would replace others, minutes from now.
@@ -244,6 +244,12 @@ void add_study(CLI::App& parent) {
             as_usage_errors([&] { refuse(buckets_only, "buckets"); });
             take("--models", options.models, extreme->models);
             take("--ablation-model", options.ablation_model, extreme->ablation_model);
+            // The default ablation model runs where it is among the models: --models without it means none.
+            bool const default_left_out = command->count("--ablation-model") == 0 && !options.ablation_model.empty() &&
+                                          std::ranges::find(options.models, options.ablation_model) ==
+                                              options.models.end();
+            std::string const default_ablation_model = options.ablation_model;
+            if (default_left_out) options.ablation_model.clear();
             take("--documents", options.documents, extreme->documents);
             take("--unseen", options.unseen, extreme->unseen);
             take("--epochs", options.epochs, extreme->epochs);
@@ -263,6 +269,11 @@ void add_study(CLI::App& parent) {
                 options.grid = GridShape::parse(*grid_spec);
                 validate_extreme_options(options);
             });
+            if (default_left_out && is_leader()) {  // once the options are valid: a refusal is one line
+                fmt::print(stderr, "axonn: note: no Goldfish ablations: the default --ablation-model {} is not among "
+                           "--models (name one of them with --ablation-model to run them)\n",
+                           default_ablation_model);
+            }
             nlohmann::json const results = run_extreme_study(options);
             if (*check) {
                 check_criteria(extreme_criteria(results, extreme_thresholds(options.quick), options.goldfish.k),

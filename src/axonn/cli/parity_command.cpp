@@ -1,5 +1,6 @@
 #include "axonn/cli/commands.h"
 #include "axonn/cli/goldfish_option.h"
+#include "axonn/cli/grid_order_option.h"
 #include "axonn/cli/model_options.h"
 #include "axonn/cli/step_options.h"
 #include "axonn/cli/seed_option.h"
@@ -27,8 +28,7 @@ void add_parity_command(CLI::App& app) {
     command->add_option("--vocab", *vocab, "vocabulary size (padded to a multiple of 64)")->capture_default_str();
     command->add_option("--grid", *grid_spec, "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks)")
         ->capture_default_str();
-    command->add_option("--grid-order", options->grid_order, "rank order of the axes, fastest first")
-        ->capture_default_str();
+    add_grid_order_option(*command, options->grid_order);
     command->add_option("--steps", options->steps, "AdamW steps")->capture_default_str();
     command->add_option("--batch", options->batch, "global batch (sequences)")->capture_default_str();
     command->add_option("--seq", options->seq, "tokens per sequence")->capture_default_str();

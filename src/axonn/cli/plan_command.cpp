@@ -1,4 +1,5 @@
 #include "axonn/cli/commands.h"
+#include "axonn/cli/grid_order_option.h"
 #include "axonn/cli/model_options.h"
 #include "axonn/cli/step_options.h"
 #include "axonn/core/error.h"
@@ -201,7 +202,7 @@ void add_plan_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--batch", request->batch, "global batch, sequences")->required();
     command->add_option("--seq", flags->seq, "sequence length (default: the model's context)");
-    command->add_option("--grid-order", flags->order, "rank order of the axes, fastest first")->capture_default_str();
+    add_grid_order_option(*command, flags->order);
     add_step_options(*command, flags->run);
     command->add_option("--top", flags->top, "rows of the table")->capture_default_str();
     command->add_flag("--json", flags->json, "print a JSON list, best first (with --explain: the excluded ones too)");
@@ -241,9 +242,9 @@ void add_plan_command(CLI::App& app) {
             // Before the planning, not after it; never the profile it plans on.
             require_existing_folder(flags->plot, "--plot");
             require_not_a_folder(flags->plot, "--plot", "weak-scaling.png");
-            require_output_file(flags->plot, "--plot", "plot", flags->overwrite,
-                                {machine_profile_path(flags->machine)});
-            MachineProfile const machine = load_machine_profile(flags->machine);
+            std::filesystem::path const profile = as_usage_errors([&] { return machine_profile_path(flags->machine); });
+            require_output_file(flags->plot, "--plot", "plot", flags->overwrite, {profile});
+            MachineProfile const machine = load_machine_profile(profile.string());
             for (WeakScalingPoint& point : points) point.request.machine = machine;
             plan_weak_scaling(points);
             if (flags->json) {

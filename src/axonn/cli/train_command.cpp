@@ -1,5 +1,6 @@
 #include "axonn/cli/commands.h"
 #include "axonn/cli/goldfish_option.h"
+#include "axonn/cli/grid_order_option.h"
 #include "axonn/cli/model_options.h"
 #include "axonn/cli/sampling_options.h"
 #include "axonn/cli/step_options.h"
@@ -48,7 +49,11 @@ void add_train_command(CLI::App& app) {
         "Example: axonn train --data data/austen --model gpt2-mini --steps 300 --metrics runs/metrics.jsonl");
     auto options = std::make_shared<TrainOptions>();
     // Read by expand_config_files before parsing, which passes the files on: a run's outputs may not be one.
-    command->add_option("--config", options->read_files, "TOML file of options (unknown keys are an error)");
+    command->add_option("--config", options->read_files, "TOML file of options (unknown keys are an error); "
+                        "repeat --config for several, a later file's values winning")
+        ->type_name("FILE")
+        ->expected(1)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     auto model = std::make_shared<ModelOptions>(*command, "gpt2-tiny");
     command->add_option("--data", options->data, "folder written by `axonn prepare` (train.bin, val.bin), a shard, "
                                                  "or a folder of shards")->required();
@@ -85,9 +90,8 @@ void add_train_command(CLI::App& app) {
                         "(tuned-grid.json in the machine folder: configs/machines of axonn's source, or "
                         "$AXONN_MACHINES_DIR), else the planner's choice with the local machine profile")
         ->capture_default_str();
-    command->add_option("--grid-order", options->grid_order,
-                        "rank order of the axes, fastest first (the fastest stays inside a node)")
-        ->capture_default_str();
+    add_grid_order_option(*command, options->grid_order,
+                          "rank order of the axes, fastest first (the fastest stays inside a node)");
     add_step_options(*command, options->run);
     add_backend_option(*command, options->run);
     command->add_flag("--debug-collectives", options->debug_collectives,

@@ -1,5 +1,6 @@
 // `axonn tune`: time the planner's best grids for a job on this allocation and keep the fastest (train/tune.h).
 #include "axonn/cli/commands.h"
+#include "axonn/cli/grid_order_option.h"
 #include "axonn/cli/model_options.h"
 #include "axonn/cli/step_options.h"
 #include "axonn/core/error.h"
@@ -41,8 +42,7 @@ void add_tune_command(CLI::App& app) {
     command->add_option("--batch", bench.batch, "global batch, sequences (B)")->capture_default_str();
     command->add_option("--seq", bench.seq, "tokens per sequence (T)")->capture_default_str();
     command->add_option("--threads", bench.threads, "OpenMP threads per rank")->capture_default_str();
-    command->add_option("--grid-order", bench.grid_order, "rank order of the axes, fastest first")
-        ->capture_default_str();
+    add_grid_order_option(*command, bench.grid_order);
     add_step_options(*command, bench.run);
     command->add_option("--top", options->top, "how many of the planner's best grids to time")->capture_default_str();
     command->add_option("--out", options->out,

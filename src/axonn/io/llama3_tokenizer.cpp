@@ -38,7 +38,7 @@ constexpr std::string_view llama3_pattern =
 // Llama 3 ends every pretraining document with it; the chat models end a turn with <|eot_id|> instead.
 constexpr std::string_view end_of_text = "<|end_of_text|>";
 
-constexpr int max_json_depth = 16;  // a tokenizer.json nests 5 levels deep
+constexpr int max_tokenizer_json_depth = 16;  // a tokenizer.json nests 5 levels deep
 
 // Ids from a file are refused from here on rather than trusted to size the vocabulary: the largest tokenizers
 // have a few hundred thousand tokens.
@@ -66,7 +66,7 @@ json parse_tokenizer_file(std::filesystem::path const& path) {
                                              "AXONN_LLAMA3_DIR to a folder holding tokenizer.json)",
                                              std::uint64_t{64} << 20);
     try {
-        return parse_guarded_json(text, max_json_depth);
+        return parse_guarded_json(text, max_tokenizer_json_depth);
     } catch (Error const& error) {
         fail_corrupt_tokenizer_json(path, "{}", error.what());
     }

@@ -199,6 +199,11 @@ void validate_prepare_options(PrepareOptions const& options) {
                       "--template {} writes prompt and response records (--format jsonl); text files are tokenized "
                       "as they are: add --format jsonl, or drop --template",
                       options.prompt_template);
+        RecordFields const default_fields;
+        AXONN_REQUIRE(options.format == "jsonl" || (options.fields.prompt == default_fields.prompt &&
+                                                    options.fields.response == default_fields.response),
+                      "--prompt-field and --response-field name the fields of prompt and response records (--format "
+                      "jsonl); text files have none: add --format jsonl, or drop them");
         AXONN_REQUIRE(!options.inputs.empty(), "no input text files: name at least one");
         AXONN_REQUIRE(!options.out_dir.empty(), "no output folder: name one for train.bin and val.bin");
         AXONN_REQUIRE(options.val_fraction > 0.0 && options.val_fraction < 1.0,

@@ -36,7 +36,7 @@ DType parse_dtype(std::string const& name, std::string const& tensor) {
 }
 
 // JSON nested deeper than this is no header (a header is 3 levels deep).
-constexpr int max_json_depth = 8;
+constexpr int max_header_json_depth = 8;
 
 std::uint64_t checked_unsigned(json const& value, std::string const& what) {
     AXONN_REQUIRE(value.is_number_unsigned() || (value.is_number_integer() && value.get<std::int64_t>() >= 0),
@@ -89,7 +89,7 @@ std::string safetensors_dtype_name(DType dtype) {
 }
 
 SafetensorsHeader parse_safetensors_header(std::string_view text, std::uint64_t data_bytes) {
-    json const header = parse_guarded_json(text, max_json_depth);
+    json const header = parse_guarded_json(text, max_header_json_depth);
     AXONN_REQUIRE(header.is_object(), "the header is not a JSON object");
     SafetensorsHeader parsed;
     for (auto const& [name, description] : header.items()) {

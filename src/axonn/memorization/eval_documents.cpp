@@ -2,6 +2,7 @@
 
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
+#include "axonn/core/json_fields.h"
 #include "axonn/core/json_lines.h"
 #include "axonn/io/tokenizer.h"
 
@@ -45,10 +46,12 @@ EvalDocument parse_document(json const& record, Tokenizer const* tokenizer, int 
         }
     }
     if (record.contains("repetitions")) {
-        AXONN_REQUIRE(record["repetitions"].is_number_integer() && record["repetitions"].get<std::int64_t>() >= 0 &&
-                          record["repetitions"].get<std::int64_t>() <= 1'000'000'000,
-                      "\"repetitions\" is not a count from 0 up");
-        document.repetitions = record["repetitions"].get<int>();
+        nlohmann::json const& repetitions = record["repetitions"];
+        AXONN_REQUIRE(repetitions.is_number_integer() && repetitions.get<std::int64_t>() >= 0 &&
+                          repetitions.get<std::int64_t>() <= 1'000'000'000,
+                      "\"repetitions\" is {}, not a count from 0 to 1000000000",
+                      repetitions.is_number() ? repetitions.dump() : json_kind(repetitions));
+        document.repetitions = repetitions.get<int>();
     }
     return document;
 }

@@ -300,6 +300,10 @@ fs::path machine_profile_path(std::string const& name_or_path) {
     fs::path const path = machine_profile_dir() / (name_or_path + ".toml");
     std::error_code error;
     if (fs::exists(path, error)) return path;
+    // `local`, which --help names, is what `axonn calibrate` writes: a machine not yet measured.
+    AXONN_REQUIRE(static_cast<bool>(error) || name_or_path != "local",
+                  "machine profile 'local' is not written yet: measure this machine with `axonn calibrate --out {}`, "
+                  "or {}", path.string(), profile_choices());
     AXONN_REQUIRE(static_cast<bool>(error), "unknown machine profile '{}': {}", name_or_path, profile_choices());
     fail("machine profile {} cannot be examined: {}", path.string(), error.message());
 }
