@@ -229,6 +229,33 @@ TEST(Checkpoint, KeepRemovesALinkAndNotWhatItNames) {
     EXPECT_TRUE(state.loads_as_saved(dir / "elsewhere"));
 }
 
+// What a --ckpt-dir must not hold under a checkpoint's name, refused before a run touches the folder: a file (a
+// save replaced it), a link to nothing (the save failed on it with the system's words), and a checkpoint renamed by
+// hand (--resume latest took it for its name's step, and the rollback to its real step set every other aside).
+TEST(Checkpoint, WhatIsNamedAsACheckpointMustBeOneOfThatStep) {
+    SerialState state(7);
+    struct Case {
+        char const* name;
+        std::function<void(fs::path const&)> make;
+        char const* expected;
+    };
+    for (Case const& c :
+         {Case{"file", [](fs::path const& dir) { write_file(dir / "step_00000001", "precious"); },
+               "holds step_00000001, which is named as a checkpoint but is a regular file"},
+          Case{"dangling_link", [](fs::path const& dir) { fs::create_symlink("nowhere", dir / "step_00000001"); },
+               "holds step_00000001, which is named as a checkpoint but is a symbolic link to nothing"},
+          Case{"renamed", [&](fs::path const& dir) { fs::rename(state.save(dir, 1), dir / "step_00000009"); },
+               "holds step_00000009, a checkpoint whose COMPLETE says \"step 1\": its name and its step disagree"}}) {
+        testing::TempDir dir;
+        c.make(dir.path());
+        std::string const error = error_of([&] { require_step_folders_are_checkpoints(dir.path(), "--ckpt-dir"); });
+        EXPECT_NE(error.find(c.expected), std::string::npos) << c.name << ": " << error;
+    }
+    testing::TempDir whole;
+    state.save(whole.path(), 2);
+    EXPECT_NO_THROW(require_step_folders_are_checkpoints(whole.path(), "--ckpt-dir"));
+}
+
 TEST(Checkpoint, SavingAStepAgainReplacesIt) {
     testing::TempDir dir;
     SerialState first(7), second(8);

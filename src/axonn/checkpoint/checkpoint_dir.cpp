@@ -10,8 +10,10 @@
 #include <charconv>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 
 namespace axonn {
 namespace {
@@ -31,6 +33,24 @@ std::optional<std::int64_t> folder_step(std::string const& name) {
     auto const [stop, error] = std::from_chars(name.data() + step_prefix.size(), end, step);
     if (error != std::errc() || stop != end || step < 0) return std::nullopt;
     return step;
+}
+
+// What a checkpoint's completion marker says ("step 300\n"), or "" where it has none (or it is not a small file).
+std::string marker_text(fs::path const& folder) {
+    std::ifstream in(folder / checkpoint_complete_file, std::ios::binary);
+    std::string text(64, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<std::size_t>(in.gcount()));
+    return text;
+}
+
+// A marker's text for a message: its first line, a byte that is not printable ASCII shown as '?'.
+std::string quoted_marker(std::string const& marker) {
+    std::string line = marker.substr(0, marker.find('\n'));
+    for (char& c : line) {
+        if (c < 0x20 || c > 0x7e) c = '?';
+    }
+    return line;
 }
 
 bool is_complete(fs::path const& folder) {
@@ -182,11 +202,26 @@ void require_step_folders_are_checkpoints(fs::path const& dir, std::string_view 
     if (!fs::is_directory(dir, error)) return;
     for (auto const& entry : fs::directory_iterator(dir, error)) {
         std::string const name = entry.path().filename().string();
-        if (!folder_step(name) || !entry.is_directory(error)) continue;
+        std::optional<std::int64_t> const step = folder_step(name);
+        if (!step) continue;
+        // A file, or a link to nothing, of a checkpoint's name: a save of that step would fail on it, or replace it.
+        struct stat info {};
+        if (::stat(entry.path().c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+            fail("{} {} holds {}, which is named as a checkpoint but is {}: a save there would fail or replace it; "
+                 "move it out of the folder",
+                 option, dir.string(), name,
+                 fs::is_symlink(entry.path(), error) ? "a symbolic link to nothing" : file_kind(info.st_mode));
+        }
         AXONN_REQUIRE(fs::exists(entry.path() / checkpoint_index_file, error),
                       "{} {} holds {}, which is named as a checkpoint but is not one (no {}): a save or a pruning "
                       "there would delete it; move it out of the folder",
                       option, dir.string(), name, checkpoint_index_file);
+        // Renamed by hand: --resume latest would take it for its name's step, and a rollback set aside the rest.
+        std::string const marker = marker_text(entry.path());
+        AXONN_REQUIRE(marker.empty() || marker == checkpoint_marker_text(*step),
+                      "{} {} holds {}, a checkpoint whose {} says \"{}\": its name and its step disagree (renamed by "
+                      "hand?); give it its step's name, or move it out of the folder",
+                      option, dir.string(), name, checkpoint_complete_file, quoted_marker(marker));
     }
 }
 
