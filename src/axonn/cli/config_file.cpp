@@ -120,8 +120,10 @@ std::vector<std::string> expand_config_files(CLI::App const& app, std::vector<st
         std::string const& argument = arguments[i];
         if (argument == "--config") {
             AXONN_REQUIRE(i + 1 < arguments.size(), "--config needs a file name");
+            AXONN_REQUIRE(!arguments[i + 1].empty(), "--config is empty: name a TOML file, or leave the option out");
             files.push_back(arguments[++i]);
         } else if (argument.rfind("--config=", 0) == 0) {
+            AXONN_REQUIRE(argument.size() > 9, "--config is empty: name a TOML file, or leave the option out");
             files.push_back(argument.substr(9));
         } else {
             rest.push_back(argument);

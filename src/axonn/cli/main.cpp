@@ -5,7 +5,7 @@
 // SIGTERM or SIGUSR1 saves a checkpoint and exits with 75 (train/stop_signals.h).
 #include "axonn/cli/commands.h"
 #include "axonn/cli/config_file.h"
-#include "axonn/cli/empty_values.h"
+#include "axonn/cli/argument_values.h"
 #include "axonn/comm/job_errors.h"
 #include "axonn/comm/mpi_session.h"
 #include "axonn/core/error.h"
@@ -19,7 +19,6 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -36,9 +35,9 @@ std::string command_path(CLI::App const& app, std::vector<std::string> const& ar
     return has_subcommand ? arguments[1] + " " + arguments[2] : arguments[1];
 }
 
-// CLI11's words for a value it could not convert, said plainly where the value is a number: a whole number written
-// in decimal fails only by its size (an integer option's conversion checks the range; no other option's fails on
-// it), and any other number only where the option takes whole numbers.
+// CLI11's words for a value it could not convert, said plainly: a whole number written in decimal (the only form
+// require_checked_values lets through to an integer option) fails only by its size; anything else was given to an
+// option of real numbers (the options of words name their choices themselves).
 std::string conversion_error_text(CLI::ConversionError const& error) {
     std::string const text = error.what();
     constexpr std::string_view prefix = "Could not convert: ";
@@ -52,12 +51,7 @@ std::string conversion_error_text(CLI::ConversionError const& error) {
         return fmt::format("{} {} is too {} a number for it: give a {} one", option, value,
                            negative ? "small" : "large", negative ? "larger" : "smaller");
     }
-    char* end = nullptr;
-    std::strtod(value.c_str(), &end);
-    if (!value.empty() && end == value.c_str() + value.size()) {
-        return fmt::format("{} {} is not a whole number: give one in digits, such as 8", option, value);
-    }
-    return text;
+    return fmt::format("{} {} is not a number: write one such as 0.5 or 6e-4", option, value);
 }
 
 std::vector<std::string> command_names(CLI::App const& app) {
@@ -115,7 +109,7 @@ int run(int argc, char** argv) {
     std::vector<std::string> arguments(argv, argv + argc);
     check_command_named(arguments, command_names(app));
     arguments = axonn::as_usage_errors([&] { return axonn::expand_config_files(app, std::move(arguments)); });
-    axonn::require_no_empty_values(app, arguments);
+    axonn::require_checked_values(app, arguments);
     // CLI11 takes the arguments after the program name, last first.
     std::vector<std::string> reversed(arguments.rbegin(), arguments.rend() - 1);
     try {

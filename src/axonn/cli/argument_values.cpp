@@ -1,4 +1,4 @@
-#include "axonn/cli/empty_values.h"
+#include "axonn/cli/argument_values.h"
 
 #include "axonn/cli/commands.h"
 #include "axonn/core/error.h"
@@ -19,7 +19,7 @@ constexpr std::array<std::string_view, 19> path_options = {
     "--plot",           "--prompt-file", "--tokenizer-dir", "--trace",   "--val-data"};
 
 // The options whose empty value is one of their values, documented in their --help.
-constexpr std::array<std::string_view, 1> may_be_empty = {"--ablation-model"};
+constexpr std::array<std::string_view, 2> may_be_empty = {"--ablation-model", "--prompt"};
 
 template <std::size_t N> bool among(std::array<std::string_view, N> const& names, std::string_view option) {
     return std::find(names.begin(), names.end(), option) != names.end();
@@ -43,18 +43,59 @@ void refuse_empty(std::string_view option, std::string const& command, CLI::Opti
                                  required ? "" : ", or leave the option out", command));
 }
 
+// An empty positional argument: after a switch, which takes no value; where a subcommand is named; or where the
+// command takes a path (every command's positional arguments are paths).
+[[noreturn]] void refuse_empty_argument(CLI::App const& command, std::string const& name, std::string const& before) {
+    CLI::Option const* previous = before.starts_with("--") ? command.get_option_no_throw(before) : nullptr;
+    if (previous != nullptr && previous->get_expected_max() == 0) {
+        throw UsageError(fmt::format("an empty argument follows {}, which takes no value: drop it (see `axonn {} "
+                                     "--help`)", before, name));
+    }
+    bool const names_a_subcommand = !command.get_subcommands([](CLI::App const*) { return true; }).empty();
+    throw UsageError(fmt::format("an argument is empty: `axonn {}` takes {} there (see `axonn {} --help`)", name,
+                                 names_a_subcommand ? "a subcommand" : "a file or folder", name));
+}
+
+bool takes_whole_numbers(CLI::Option const* declared) {
+    if (declared == nullptr) return false;
+    std::string const type = declared->get_type_name();
+    return type.starts_with("INT") || type.starts_with("UINT");
+}
+
+// An optional sign, then decimal digits without a leading zero.
+bool is_decimal_whole_number(std::string_view text) {
+    if (text.starts_with('+') || text.starts_with('-')) text.remove_prefix(1);
+    return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos &&
+           (text.size() == 1 || text.front() != '0');
+}
+
+// One value given to `option`: not empty, and in decimal where the option takes whole numbers (each of a list's).
+void check_value(std::string_view option, std::string_view value, std::string const& command,
+                 CLI::Option const* declared) {
+    if (value.empty()) refuse_empty(option, command, declared);
+    if (!takes_whole_numbers(declared)) return;
+    char const delimiter = declared->get_delimiter();
+    for (std::size_t begin = 0; begin <= value.size();) {
+        std::size_t const end = delimiter == '\0' ? value.size() : std::min(value.find(delimiter, begin), value.size());
+        std::string_view const number = value.substr(begin, end - begin);
+        if (!number.empty() && !is_decimal_whole_number(number)) {
+            throw UsageError(fmt::format("{} {}: write a whole number in decimal digits, without a leading zero, "
+                                         "such as 8 (see `axonn {} --help`)",
+                                         option, value, command));
+        }
+        begin = end + 1;
+    }
+}
+
 }  // namespace
 
-void require_no_empty_values(CLI::App const& app, std::vector<std::string> const& arguments) {
+void require_checked_values(CLI::App const& app, std::vector<std::string> const& arguments) {
     CLI::App const* command = &app;
     std::string name;  // the subcommands named so far: "memorization eval"
     for (std::size_t i = 1; i < arguments.size(); ++i) {
         std::string const& argument = arguments[i];
         if (argument.rfind("--", 0) != 0) {
-            if (argument.empty()) {
-                throw UsageError(fmt::format("an argument is empty: `axonn {}` takes a file or folder there (see "
-                                             "`axonn {} --help`)", name, name));
-            }
+            if (argument.empty()) refuse_empty_argument(*command, name, arguments[i - 1]);
             if (CLI::App const* subcommand = subcommand_named(*command, argument)) {
                 command = subcommand;
                 name += (name.empty() ? "" : " ") + argument;
@@ -65,13 +106,13 @@ void require_no_empty_values(CLI::App const& app, std::vector<std::string> const
         std::string const option = argument.substr(0, equals);
         CLI::Option const* declared = command->get_option_no_throw(option);
         if (equals != std::string::npos) {
-            if (equals + 1 == argument.size()) refuse_empty(option, name, declared);
+            check_value(option, std::string_view(argument).substr(equals + 1), name, declared);
             continue;
         }
         if (declared == nullptr || declared->get_expected_max() == 0) continue;
         // Its values: the arguments up to the next option.
         for (; i + 1 < arguments.size() && arguments[i + 1].rfind("--", 0) != 0; ++i) {
-            if (arguments[i + 1].empty()) refuse_empty(option, name, declared);
+            check_value(option, arguments[i + 1], name, declared);
             if (declared->get_expected_max() == 1) {
                 ++i;
                 break;
