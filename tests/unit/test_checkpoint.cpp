@@ -573,9 +573,15 @@ TEST(Checkpoint, AResumeThatChangesTheRunsSettingsIsNamed) {
     // The validation data is named when it changes, even with --val-data unchanged (`--data DIR/train.bin` after
     // `--data DIR`, which validated on DIR/val.bin).
     EXPECT_EQ(changed, (std::vector<std::string>{"--steps 10 (was 5)", "--lr 0.001 (was 0.0006)", "--seq 64 (was 32)",
-                                                 "--val-data \"other/val.bin\" (was \"\")",
                                                  "validation data none (was dataset 00000000000000ab of 4096 tokens; "
                                                  "pass --val-data to validate as it did)"}));
+    // A checkpoint from before the validation data was recorded: the option is compared.
+    json older = run;
+    older.erase("validation");
+    fs::path const old_folder = save_checkpoint(state.grid, byte_micro(),
+                                                {state.params, state.exp_avg, state.exp_avg_sq}, 3, older, {dir.path()});
+    EXPECT_EQ(settings_changed_since(CheckpointReader(old_folder), options, std::nullopt).back(),
+              "--val-data \"other/val.bin\" (was \"\")");
 }
 
 // A checkpoint with a run state but a moment missing is damaged, not weights only (which would send the user to

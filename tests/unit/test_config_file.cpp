@@ -36,6 +36,26 @@ Arguments expand(std::string const& command, std::string const& toml, Arguments 
     return expanded;
 }
 
+// A command of subcommands takes its subcommand's keys (`memorization study`'s were checked against `memorization`,
+// which has none, and named its help).
+TEST(ConfigFile, ASubcommandsFileHoldsItsOwnOptions) {
+    testing::TempDir dir;
+    std::ofstream(dir / "study.toml") << "quick = true\nepochs = 2\n";
+    std::ofstream(dir / "bogus.toml") << "bogus = 1\n";
+    CLI::App app;
+    add_memorization_command(app);
+    Arguments const arguments = {"axonn", "memorization", "study", "--config", (dir / "study.toml").string(),
+                                 "--out", "x"};
+    EXPECT_EQ(expand_config_files(app, arguments),
+              (Arguments{"axonn", "memorization", "study", "--epochs=2", "--quick", "--out", "x"}));  // keys sorted
+    std::string const refused = error_of([&] {
+        expand_config_files(app, {"axonn", "memorization", "eval", "--config", (dir / "bogus.toml").string()});
+    });
+    EXPECT_NE(refused.find("unknown key 'bogus': `axonn memorization eval --help` lists the valid names"),
+              std::string::npos)
+        << refused;
+}
+
 // train reads its config files' paths (no output of the run may be one); prepare declares no --config.
 TEST(ConfigFile, TheFileIsPassedOnToTheCommandThatDeclaresIt) {
     testing::TempDir dir;

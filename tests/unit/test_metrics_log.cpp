@@ -2,6 +2,7 @@
 // launch's closing validation at the resume step stays unless the resumed run measures it again. The file is cut
 // in place: a link to it still names it.
 #include "axonn/train/metrics.h"
+#include "support/error_of.h"
 #include "support/files.h"
 #include "support/temp_dir.h"
 
@@ -14,6 +15,7 @@
 namespace axonn {
 namespace {
 
+using testing::error_of;
 using testing::file_bytes;
 using testing::TempDir;
 
@@ -51,6 +53,36 @@ TEST(MetricsLog, AResumedRunKeepsTheClosingValidationItDoesNotMeasureAgain) {
     EXPECT_EQ(resumed_file(dir, {2, false}), R"({"loss":4.0,"run":"r","step":0,"val_loss":4.5})" "\n"
                                              R"({"loss":3.0,"run":"r","step":1})" "\n" +
                                                  std::string(R"({"loss":1.25,"run":"r","step":3})" "\n"));
+}
+
+// A blank line (an editor's) is nobody's record: the file is still the run's own, and the cut keeps it where it
+// lies among the kept records.
+TEST(MetricsLog, BlankLinesAreNoForeignRecords) {
+    TempDir dir;
+    std::string const kept = R"({"loss":4.0,"run":"r","step":0})" "\n"
+                             "\n"
+                             R"({"loss":3.0,"run":"r","step":1})" "\n";
+    std::ofstream(dir / "metrics.jsonl") << kept << R"({"loss":2.0,"run":"r","step":2})" "\n  \n";
+    EXPECT_NO_THROW(require_own_metrics_file(dir / "metrics.jsonl", "r"));
+    EXPECT_NO_THROW(require_metrics_in_step_order(dir / "metrics.jsonl", "r", {2, false}));
+    MetricsLog log(dir / "metrics.jsonl", "r", false, MetricsResume{2, false});
+    EXPECT_EQ(file_bytes(dir / "metrics.jsonl"), kept);
+}
+
+// A record the resumed run keeps after one it drops (edited by hand: a later step's record first) would be cut
+// with it: refused up front, naming both lines; the file is left as it was.
+TEST(MetricsLog, ARecordKeptAfterOneDroppedIsRefused) {
+    TempDir dir;
+    std::string const edited = R"({"loss":4.0,"run":"r","step":0})" "\n"
+                               R"({"loss":1.0,"run":"r","step":5})" "\n"
+                               R"({"loss":3.0,"run":"r","step":1})" "\n";
+    std::ofstream(dir / "metrics.jsonl") << edited;
+    std::string const error =
+        error_of([&] { require_metrics_in_step_order(dir / "metrics.jsonl", "r", MetricsResume{2, false}); });
+    EXPECT_NE(error.find("line 2 (step 5) comes before line 3 (step 1)"), std::string::npos) << error;
+    EXPECT_EQ(file_bytes(dir / "metrics.jsonl"), edited);
+    EXPECT_NO_THROW(require_metrics_in_step_order(dir / "metrics.jsonl", "r", MetricsResume{6, false}));
+    EXPECT_NO_THROW(require_metrics_in_step_order(dir / "metrics.jsonl", "another run", MetricsResume{2, false}));
 }
 
 }  // namespace

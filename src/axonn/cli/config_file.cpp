@@ -5,6 +5,7 @@
 // may be left out takes true (given without a value), false (not given) or its value.
 #include "axonn/cli/config_file.h"
 
+#include "axonn/cli/commands.h"
 #include "axonn/core/error.h"
 #include "axonn/core/toml_file.h"
 
@@ -89,7 +90,9 @@ void append_option(std::vector<std::string>& arguments, CLI::Option const& optio
     arguments.push_back(flag + "=" + scalar_text(node, kind, name, file));
 }
 
-std::vector<std::string> arguments_from_file(CLI::App const& command, fs::path const& file) {
+// `command_name`: the command's path, "memorization study", for the message that points to its --help.
+std::vector<std::string> arguments_from_file(CLI::App const& command, std::string const& command_name,
+                                             fs::path const& file) {
     toml::table const table = read_toml_file(file, "config file", "check --config");
     std::vector<std::string> arguments;
     for (auto const& [key, node] : table) {
@@ -99,7 +102,7 @@ std::vector<std::string> arguments_from_file(CLI::App const& command, fs::path c
         CLI::Option const* option = command.get_option_no_throw("--" + std::string(name));
         AXONN_REQUIRE(option != nullptr && name != "config" && name != "help",
                       "{}: unknown key '{}': `axonn {} --help` lists the valid names (options without their dashes)",
-                      toml_location(key, file), name, command.get_name());
+                      toml_location(key, file), name, command_name);
         append_option(arguments, *option, name, node, file);
     }
     return arguments;
@@ -109,14 +112,21 @@ std::vector<std::string> arguments_from_file(CLI::App const& command, fs::path c
 
 std::vector<std::string> expand_config_files(CLI::App const& app, std::vector<std::string> arguments) {
     if (arguments.size() < 2) return arguments;
-    CLI::App const* command = nullptr;
-    for (CLI::App const* subcommand : app.get_subcommands([](CLI::App const*) { return true; })) {
-        if (subcommand->get_name() == arguments[1]) command = subcommand;
-    }
+    CLI::App const* command = subcommand_named(app, arguments[1]);
     if (command == nullptr) return arguments;  // CLI11 reports the unknown subcommand
+    // The keys of a command with subcommands (`memorization study`) are its subcommand's.
+    std::size_t first = 2;
+    std::string name = arguments[1];
+    if (arguments.size() > 2) {
+        if (CLI::App const* subcommand = subcommand_named(*command, arguments[2])) {
+            command = subcommand;
+            name += " " + arguments[2];
+            first = 3;
+        }
+    }
 
     std::vector<std::string> from_files, rest, files;
-    for (std::size_t i = 2; i < arguments.size(); ++i) {
+    for (std::size_t i = first; i < arguments.size(); ++i) {
         std::string const& argument = arguments[i];
         if (argument == "--config") {
             AXONN_REQUIRE(i + 1 < arguments.size(), "--config needs a file name");
@@ -130,10 +140,10 @@ std::vector<std::string> expand_config_files(CLI::App const& app, std::vector<st
         }
     }
     for (std::string const& file : files) {
-        auto const expanded = arguments_from_file(*command, file);
+        auto const expanded = arguments_from_file(*command, name, file);
         from_files.insert(from_files.end(), expanded.begin(), expanded.end());
     }
-    std::vector<std::string> result = {arguments[0], arguments[1]};
+    std::vector<std::string> result(arguments.begin(), arguments.begin() + static_cast<std::ptrdiff_t>(first));
     result.insert(result.end(), from_files.begin(), from_files.end());
     result.insert(result.end(), rest.begin(), rest.end());
     // The files themselves, for a command that declares --config to know what it read (its outputs may not be

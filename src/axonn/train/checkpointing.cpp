@@ -142,16 +142,18 @@ std::vector<std::string> changed_settings(json const& run, TrainOptions const& o
                                            std::tuple{"--seq", "seq", json(options.seq)},
                                            std::tuple{"--seed", "seed", json(options.seed)},
                                            std::tuple{"--tokenizer", "tokenizer", json(options.tokenizer)},
-                                           std::tuple{"--val-data", "val_data", json(options.val_data.string())},
                                            std::tuple{"--precision", "precision",
                                                       json(precision_name(options.run.model.precision))},
                                            std::tuple{"--goldfish", "goldfish",
                                                       json(goldfish_setting(options.goldfish))}}) {
         compare(option, run.contains(key) ? run[key] : json(), now);
     }
-    // Validation data that changes without --val-data changing: `--data DIR/train.bin` after `--data DIR` (which
-    // validated on DIR/val.bin), or another val.bin beside the data. Older checkpoints did not record it.
-    if (run.contains("validation") && run["validation"] != validation_json(validation)) {
+    // The validation data, told by its contents where the checkpoint records them: --val-data naming the val.bin
+    // that was taken by default changes nothing, and `--data DIR/train.bin` after `--data DIR` (which validated on
+    // DIR/val.bin) changes it. Older checkpoints recorded only the option.
+    if (!run.contains("validation")) {
+        compare("--val-data", run.contains("val_data") ? run["val_data"] : json(), json(options.val_data.string()));
+    } else if (run["validation"] != validation_json(validation)) {
         auto const described = [](json const& recorded) {
             return recorded.is_null() ? std::string("none") : describe_dataset(recorded);
         };

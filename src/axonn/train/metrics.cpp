@@ -42,6 +42,9 @@ MetricsFile read_metrics_file(std::filesystem::path const& path) {
     return file;
 }
 
+// A line of nothing but white space (an editor's empty last line): no record, and nobody's.
+bool is_blank(std::string const& line) { return line.find_first_not_of(" \t\r") == std::string::npos; }
+
 bool is_record_of(nlohmann::json const& record, std::string const& run_id) {
     if (!record.is_object() || !record.contains("step") || !record["step"].is_number_integer()) return false;
     nlohmann::json const run = record.value("run", nlohmann::json(""));
@@ -64,7 +67,9 @@ std::uint64_t kept_bytes(MetricsFile const& file, std::string const& run_id, Met
     for (std::size_t i = 0; i < file.lines.size(); ++i) {
         bool const torn = file.torn_end && i + 1 == file.lines.size();
         MetricsLine const& line = file.lines[i];
-        if (torn || !is_record_of(line.record, run_id) || !kept_on_resume(line.record, resume)) break;
+        bool const kept =
+            is_blank(line.text) || (is_record_of(line.record, run_id) && kept_on_resume(line.record, resume));
+        if (torn || !kept) break;
         bytes += line.text.size() + 1;
     }
     return bytes;
@@ -83,7 +88,23 @@ std::string describe_line(nlohmann::json const& record) {
 std::optional<std::size_t> first_foreign_line(MetricsFile const& file, std::string const& run_id) {
     for (std::size_t i = 0; i < file.lines.size(); ++i) {
         bool const torn = file.torn_end && i + 1 == file.lines.size();
-        if (!torn && !is_record_of(file.lines[i].record, run_id)) return i;
+        if (!torn && !is_blank(file.lines[i].text) && !is_record_of(file.lines[i].record, run_id)) return i;
+    }
+    return std::nullopt;
+}
+
+// The first line of a run's own file that a resumed run keeps after one it does not (a record of a later step
+// before one of an earlier step: a file axonn did not write so), with the line it follows, or nullopt.
+std::optional<std::pair<std::size_t, std::size_t>> kept_after_dropped(MetricsFile const& file,
+                                                                      std::string const& run_id,
+                                                                      MetricsResume const& resume) {
+    std::optional<std::size_t> dropped;
+    for (std::size_t i = 0; i < file.lines.size(); ++i) {
+        MetricsLine const& line = file.lines[i];
+        if (is_blank(line.text) || !is_record_of(line.record, run_id)) continue;
+        bool const kept = kept_on_resume(line.record, resume);
+        if (!kept && !dropped) dropped = i;
+        if (kept && dropped) return std::pair{*dropped, i};
     }
     return std::nullopt;
 }
@@ -95,6 +116,20 @@ void require_own_metrics_file(std::filesystem::path const& path, std::string con
              "only; name another --metrics path, or pass --overwrite to replace the file",
              path.string(), *i + 1, describe_line(file.lines[*i].record),
              run_id.empty() ? "a run without an id" : "run " + run_id);
+    }
+}
+
+void require_metrics_in_step_order(std::filesystem::path const& path, std::string const& run_id,
+                                   MetricsResume const& resume) {
+    MetricsFile const file = read_metrics_file(path);
+    if (first_foreign_line(file, run_id)) return;  // not the run's own file: refused, or replaced with --overwrite
+    if (auto const lines = kept_after_dropped(file, run_id, resume)) {
+        auto const step = [&](std::size_t i) { return file.lines[i].record["step"].get<std::int64_t>(); };
+        fail("metrics file {} line {} (step {}) comes before line {} (step {}): a resumed run keeps the records "
+             "before step {} and cuts the file after them, which would lose line {}; put the lines in step order "
+             "(axonn writes them so), or name another --metrics path",
+             path.string(), lines->first + 1, step(lines->first), lines->second + 1, step(lines->second), resume.step,
+             lines->second + 1);
     }
 }
 

@@ -27,6 +27,12 @@ struct MetricsResume {
     bool validates_at_step = false;
 };
 
+// A resumed run (at `resume`) cuts its own metrics file after the records it keeps: refuses, naming the lines, a
+// file where a record it keeps follows one it drops (a later step's record before an earlier one's, or the resume
+// step's training record before its closing validation), which the cut would lose. Another run's file passes.
+void require_metrics_in_step_order(std::filesystem::path const& path, std::string const& run_id,
+                                   MetricsResume const& resume);
+
 class MetricsLog {
 public:
     MetricsLog() = default;  // writes nothing

@@ -239,6 +239,9 @@ void check_outputs(TrainOptions const& options, TrainingData const& data,
             if (!options.resume.empty() && !options.overwrite) {
                 require_own_metrics_file(options.metrics, options.run_id);
             }
+            if (auto const resume = metrics_resume(options, data.val.has_value(), resumed)) {
+                require_metrics_in_step_order(options.metrics, options.run_id, *resume);
+            }
         }
         if (!options.trace.empty()) {
             require_existing_folder(options.trace, "--trace");
