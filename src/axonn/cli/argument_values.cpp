@@ -69,16 +69,22 @@ bool is_decimal_whole_number(std::string_view text) {
            (text.size() == 1 || text.front() != '0');
 }
 
-// One value given to `option`: not empty, and in decimal where the option takes whole numbers (each of a list's).
+// One value given to `option`: not empty, nor any item of a list (CLI11 dropped `--models a,,b`'s empty one without
+// a word), and in decimal where the option takes whole numbers.
 void check_value(std::string_view option, std::string_view value, std::string const& command,
                  CLI::Option const* declared) {
     if (value.empty()) refuse_empty(option, command, declared);
-    if (!takes_whole_numbers(declared)) return;
+    if (declared == nullptr) return;
     char const delimiter = declared->get_delimiter();
     for (std::size_t begin = 0; begin <= value.size();) {
         std::size_t const end = delimiter == '\0' ? value.size() : std::min(value.find(delimiter, begin), value.size());
         std::string_view const number = value.substr(begin, end - begin);
-        if (!number.empty() && !is_decimal_whole_number(number)) {
+        if (number.empty()) {
+            throw UsageError(fmt::format("{} {}: an item of the list is empty: separate the items with one '{}' each "
+                                         "(see `axonn {} --help`)",
+                                         option, value, delimiter, command));
+        }
+        if (takes_whole_numbers(declared) && !is_decimal_whole_number(number)) {
             throw UsageError(fmt::format("{} {}: write a whole number in decimal digits, without a leading zero, "
                                          "such as 8 (see `axonn {} --help`)",
                                          option, value, command));
