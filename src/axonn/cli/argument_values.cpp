@@ -1,6 +1,6 @@
 #include "axonn/cli/argument_values.h"
 
-#include "axonn/cli/commands.h"
+#include "axonn/cli/subcommands.h"
 #include "axonn/core/error.h"
 
 #include <fmt/format.h>

@@ -29,7 +29,4 @@ void require_one_process(std::string_view command);
 // Whether this process is rank 0 of the job, the one that prints a command's result.
 bool is_leader();
 
-// The subcommand of `command` named `name`, or null.
-CLI::App const* subcommand_named(CLI::App const& command, std::string const& name);
-
 }  // namespace axonn

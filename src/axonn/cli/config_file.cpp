@@ -5,7 +5,7 @@
 // may be left out takes true (given without a value), false (not given) or its value.
 #include "axonn/cli/config_file.h"
 
-#include "axonn/cli/commands.h"
+#include "axonn/cli/subcommands.h"
 #include "axonn/core/error.h"
 #include "axonn/core/toml_file.h"
 

@@ -3,9 +3,10 @@
 // the machine can cause (bad data, files, a full disk), 70 for an internal error that is this program's fault.
 // Under mpirun a failure on any rank ends the whole job (comm/job_errors.h says how). A training run stopped by
 // SIGTERM or SIGUSR1 saves a checkpoint and exits with 75 (train/stop_signals.h).
+#include "axonn/cli/argument_values.h"
 #include "axonn/cli/commands.h"
 #include "axonn/cli/config_file.h"
-#include "axonn/cli/argument_values.h"
+#include "axonn/cli/subcommands.h"
 #include "axonn/comm/job_errors.h"
 #include "axonn/comm/mpi_session.h"
 #include "axonn/core/error.h"

@@ -19,12 +19,4 @@ bool is_leader() {
     return rank == 0;
 }
 
-// The subcommand of `command` named `name`, or null.
-CLI::App const* subcommand_named(CLI::App const& command, std::string const& name) {
-    for (CLI::App const* subcommand : command.get_subcommands([](CLI::App const*) { return true; })) {
-        if (subcommand->get_name() == name) return subcommand;
-    }
-    return nullptr;
-}
-
 }  // namespace axonn
