@@ -290,6 +290,9 @@ std::vector<BadInput> const bad_inputs = {
      "machine profile 'local' is not written yet: measure this machine with `axonn calibrate --out "
      "{dir}/no_machines/local.toml`", 2, "AXONN_MACHINES_DIR={dir}/no_machines"},
     {"plan_zero_devices", "plan --model gpt-5b --gpus 0 --batch 8", "--gpus must be at least 1", 2},
+    {"plan_where_no_grid_fits", "plan --model gpt-640b --gpus 2 --batch 8 --machine perlmutter",
+     "no grid of 2 devices fits gpt-640b at batch 8 x 2048 tokens: run with --explain to see why each was excluded",
+     1},
     {"plan_sequence_beyond_context", "plan --model gpt-5b --gpus 8 --batch 8 --seq 9999", "--seq 9999", 2},
     // A failure on any path must not be an "internal error", a signal or a hang.
     {"metrics_on_a_full_disk", "train --data {dir}/good --tokenizer byte --steps 2 --metrics /dev/full",
@@ -1440,7 +1443,7 @@ TEST_F(CommandLineErrors, PlanWeakScalingWritesItsTableAndPlot) {
     EXPECT_EQ(fixed[2]["devices"], 2048);
 
     auto const start = std::chrono::steady_clock::now();
-    ASSERT_EQ(run_axonn("plan --model gpt-175b --gpus 1048576 --batch 1048576 --machine frontier --top 1", dir_)
+    ASSERT_EQ(run_axonn("plan --model gpt-175b --gpus 1048576 --batch 1048576 --machine frontier --top 1 --json", dir_)
                   .exit_status, 0);
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
 }
