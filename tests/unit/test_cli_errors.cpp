@@ -284,6 +284,10 @@ std::vector<BadInput> const bad_inputs = {
      "--goldfish k=4,h=32",
      "--goldfish h=32 is longer than the 31 targets of --prefix + --suffix", 2},
     {"plan_unknown_machine", "plan --model gpt-5b --gpus 8 --batch 8 --machine mars", "mars", 2},
+    {"weak_scaling_trailing_comma", "plan --weak-scaling gpt-5b:8,gpt-10b:16, --batch 8",
+     "--weak-scaling gpt-5b:8,gpt-10b:16, ends with ','", 2},
+    {"goldfish_trailing_comma", "train --data {dir}/good --tokenizer byte --goldfish k=4,",
+     "--goldfish k=4,: an item is empty", 2},
     {"weak_scaling_unknown_machine", "plan --weak-scaling gpt-5b:8,gpt-10b:16 --batch 8 --machine mars "
      "--plot {dir}/mars.png", "unknown machine profile 'mars'", 2},
     {"plan_local_not_calibrated", "plan --model gpt-5b --gpus 8 --batch 8 --machine local",

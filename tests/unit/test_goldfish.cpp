@@ -193,7 +193,9 @@ INSTANTIATE_TEST_SUITE_P(
                       SpecCase{"h=13", "needs k"}, SpecCase{"k=four", "not an integer"},
                       SpecCase{"k=4,w=2", "unknown key 'w'"}, SpecCase{"k", "not key=value"},
                       SpecCase{"off", ""}, SpecCase{"k=4,k=5", "k is given twice"},
-                      SpecCase{"k=4,h=13,h=7", "h is given twice"}),
+                      SpecCase{"k=4,h=13,h=7", "h is given twice"},
+                      SpecCase{"k=4,", "--goldfish k=4,: an item is empty"},
+                      SpecCase{"k=4,,h=13", "an item is empty"}),
     [](auto const& info) { return "case" + std::to_string(info.index); });
 
 TEST(GoldfishStep, LossIsTheKeptTargetsMeanAndTheSplitAddsUp) {

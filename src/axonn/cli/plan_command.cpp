@@ -99,6 +99,9 @@ void print_table(std::vector<PlanCandidate> const& candidates, int top) {
 std::vector<WeakScalingPoint> weak_scaling_points(std::string const& series, PlanRequest const& base, int seq,
                                                   bool fixed_batch) {
     std::vector<WeakScalingPoint> points;
+    // getline passes over an empty last entry: a trailing comma is a mistake, not the end of the list.
+    AXONN_REQUIRE(!series.ends_with(','), "--weak-scaling {} ends with ',': drop it, or add an entry such as "
+                  "gpt-40b:1024", series);
     std::stringstream entries(series);
     for (std::string entry; std::getline(entries, entry, ',');) {
         auto const colon = entry.find(':');

@@ -62,10 +62,16 @@ GoldfishOptions parse_goldfish(std::string_view spec) {
     if (spec == "off") return options;
     bool has_k = false;
     std::vector<std::string_view> keys;
-    while (!spec.empty()) {
+    std::string_view const whole = spec;
+    for (bool more = true; more;) {  // every item, an empty one too: `k=4,` is a mistake, not k=4
         std::size_t const comma = spec.find(',');
         std::string_view const part = spec.substr(0, comma);
-        spec = comma == std::string_view::npos ? std::string_view() : spec.substr(comma + 1);
+        more = comma != std::string_view::npos;
+        spec = more ? spec.substr(comma + 1) : std::string_view();
+        if (part.empty()) {
+            throw UsageError(fmt::format("--goldfish {}: an item is empty: separate the key=value items with one ','",
+                                         whole));
+        }
         std::size_t const equals = part.find('=');
         if (equals == std::string_view::npos) {
             throw UsageError(fmt::format("--goldfish: '{}' is not key=value (for example --goldfish k=4,h=13)", part));
