@@ -30,7 +30,7 @@ needs a world of 4
 Output:
 ----------------------------------------------------------
 [ RUN      ] Models/CudaModelAgainstCpu.Same/gpt2_tiny_fp32
-/work/main/tests/gpu/test_cuda_model.cpp:100: Skipped
+/home/ci/axonn/tests/gpu/test_cuda_model.cpp:100: Skipped
 no CUDA GPU visible
 [  SKIPPED ] Models/CudaModelAgainstCpu.Same/gpt2_tiny_fp32 (0 ms)
 <end of output>

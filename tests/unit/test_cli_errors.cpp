@@ -266,6 +266,10 @@ std::vector<BadInput> const bad_inputs = {
      2},
     {"memorization_extreme_unknown_model", "memorization study --experiment extreme --out {dir}/x --models gpt2-nano",
      "unknown model preset 'gpt2-nano'", 2},
+    // An empty --ablation-model is a value (no ablations): the study goes on to the next check.
+    {"memorization_extreme_no_ablation_model",
+     "memorization study --experiment extreme --out {dir}/x --ablation-model '' --models gpt2-nano",
+     "unknown model preset 'gpt2-nano'", 2},
     {"memorization_extreme_ablation_model_not_run",
      "memorization study --experiment extreme --out {dir}/x --models gpt2-micro --ablation-model gpt2-mini",
      "--ablation-model gpt2-mini is not among --models", 2},
@@ -1450,6 +1454,16 @@ TEST_F(CommandLineErrors, PlanWeakScalingWritesItsTableAndPlot) {
     ASSERT_EQ(run_axonn("plan --model gpt-175b --gpus 1048576 --batch 1048576 --machine frontier --top 1 --json", dir_)
                   .exit_status, 0);
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
+}
+
+// Not an error: an empty --prompt is one of its values (the continuation starts from the end-of-text token), which
+// the check of empty values lets through.
+TEST_F(CommandLineErrors, AnEmptyPromptGeneratesFromTheEndOfText) {
+    train_model_once();
+    CommandResult const result = run_axonn(
+        with_dir("generate --model-dir {dir}/model --tokenizer byte --prompt '' --max-new-tokens 4 --greedy"), dir_);
+    EXPECT_EQ(result.exit_status, 0) << result.stderr_text;
+    EXPECT_FALSE(file_bytes(dir_ / "stdout.txt").empty());
 }
 
 // Not an error: `axonn generate` from a Hugging Face Llama folder (written by the PyTorch twin, with the byte

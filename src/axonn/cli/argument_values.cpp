@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <initializer_list>
 #include <string_view>
 
 namespace axonn {
@@ -25,19 +26,24 @@ template <std::size_t N> bool among(std::array<std::string_view, N> const& names
     return std::find(names.begin(), names.end(), option) != names.end();
 }
 
+// Whether the option's type, as CLI11 names it in --help, is one of `kinds`.
+bool of_type(CLI::Option const* declared, std::initializer_list<std::string_view> kinds) {
+    if (declared == nullptr) return false;
+    std::string const type = declared->get_type_name();
+    return std::any_of(kinds.begin(), kinds.end(), [&](std::string_view kind) { return type.starts_with(kind); });
+}
+
+bool takes_whole_numbers(CLI::Option const* declared) { return of_type(declared, {"INT", "UINT"}); }
+
 // What an option's value is, for the message: "a file or folder", "a number", "a value".
 std::string_view wanted(std::string_view option, CLI::Option const* declared) {
     if (among(path_options, option)) return "name a file or folder";
     if (option == "--resume") return "name latest or a checkpoint folder";
-    std::string const type = declared != nullptr ? declared->get_type_name() : "";
-    bool const number = type.starts_with("INT") || type.starts_with("UINT") || type.starts_with("FLOAT") ||
-                        type.starts_with("NUMBER");
-    return number ? "give a number" : "give it a value";
+    return of_type(declared, {"INT", "UINT", "FLOAT", "NUMBER"}) ? "give a number" : "give it a value";
 }
 
 // `command`: the (sub)command path, "memorization eval"; a required option cannot be left out.
-void refuse_empty(std::string_view option, std::string const& command, CLI::Option const* declared) {
-    if (among(may_be_empty, option)) return;
+[[noreturn]] void refuse_empty(std::string_view option, std::string const& command, CLI::Option const* declared) {
     bool const required = declared != nullptr && declared->get_required();
     throw UsageError(fmt::format("{} is empty: {}{} (see `axonn {} --help`)", option, wanted(option, declared),
                                  required ? "" : ", or leave the option out", command));
@@ -56,12 +62,6 @@ void refuse_empty(std::string_view option, std::string const& command, CLI::Opti
                                  names_a_subcommand ? "a subcommand" : "a file or folder", name));
 }
 
-bool takes_whole_numbers(CLI::Option const* declared) {
-    if (declared == nullptr) return false;
-    std::string const type = declared->get_type_name();
-    return type.starts_with("INT") || type.starts_with("UINT");
-}
-
 // An optional sign, then decimal digits without a leading zero.
 bool is_decimal_whole_number(std::string_view text) {
     if (text.starts_with('+') || text.starts_with('-')) text.remove_prefix(1);
@@ -73,7 +73,10 @@ bool is_decimal_whole_number(std::string_view text) {
 // a word), and in decimal where the option takes whole numbers.
 void check_value(std::string_view option, std::string_view value, std::string const& command,
                  CLI::Option const* declared) {
-    if (value.empty()) refuse_empty(option, command, declared);
+    if (value.empty()) {
+        if (among(may_be_empty, option)) return;
+        refuse_empty(option, command, declared);
+    }
     if (declared == nullptr) return;
     char const delimiter = declared->get_delimiter();
     for (std::size_t begin = 0; begin <= value.size();) {
