@@ -3,7 +3,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include <string>
 #include <string_view>
 
 namespace axonn {

@@ -112,18 +112,9 @@ std::vector<std::string> arguments_from_file(CLI::App const& command, std::strin
 
 std::vector<std::string> expand_config_files(CLI::App const& app, std::vector<std::string> arguments) {
     if (arguments.size() < 2) return arguments;
-    CLI::App const* command = subcommand_named(app, arguments[1]);
-    if (command == nullptr) return arguments;  // CLI11 reports the unknown subcommand
     // The keys of a command with subcommands (`memorization study`) are its subcommand's.
-    std::size_t first = 2;
-    std::string name = arguments[1];
-    if (arguments.size() > 2) {
-        if (CLI::App const* subcommand = subcommand_named(*command, arguments[2])) {
-            command = subcommand;
-            name += " " + arguments[2];
-            first = 3;
-        }
-    }
+    auto const [command, name, first] = named_command(app, arguments);
+    if (command == nullptr) return arguments;  // CLI11 reports the unknown subcommand
 
     std::vector<std::string> from_files, rest, files;
     for (std::size_t i = first; i < arguments.size(); ++i) {

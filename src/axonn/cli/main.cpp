@@ -27,15 +27,6 @@
 
 namespace {
 
-// The command the arguments name, with its subcommand where it has them ("memorization eval"): whose --help to read.
-std::string command_path(CLI::App const& app, std::vector<std::string> const& arguments) {
-    if (arguments.size() < 2) return "";
-    CLI::App const* const command = axonn::subcommand_named(app, arguments[1]);
-    bool const has_subcommand =
-        command != nullptr && arguments.size() > 2 && axonn::subcommand_named(*command, arguments[2]) != nullptr;
-    return has_subcommand ? arguments[1] + " " + arguments[2] : arguments[1];
-}
-
 // CLI11's words for a value it could not convert, said plainly: a whole number written in decimal (the only form
 // require_checked_values lets through to an integer option) fails only by its size; anything else was given to an
 // option of real numbers (the options of words name their choices themselves).
@@ -120,10 +111,11 @@ int run(int argc, char** argv) {
     } catch (CLI::CallForAllHelp const& e) {
         return app.exit(e);
     } catch (CLI::ConversionError const& e) {
-        throw axonn::UsageError(
-            fmt::format("{} (see `axonn {} --help`)", conversion_error_text(e), command_path(app, arguments)));
+        throw axonn::UsageError(fmt::format("{} (see `axonn {} --help`)", conversion_error_text(e),
+                                            axonn::named_command(app, arguments).name));
     } catch (CLI::ParseError const& e) {
-        throw axonn::UsageError(fmt::format("{} (see `axonn {} --help`)", e.what(), command_path(app, arguments)));
+        throw axonn::UsageError(
+            fmt::format("{} (see `axonn {} --help`)", e.what(), axonn::named_command(app, arguments).name));
     } catch (std::system_error const& e) {
         // fmt reports a write that failed mid-command (an output longer than the stream's buffer) as a
         // system_error; where it was standard output's, it is the failure checked below.
