@@ -63,14 +63,13 @@ TEST(MetricsLog, BlankLinesAreNoForeignRecords) {
                              "\n"
                              R"({"loss":3.0,"run":"r","step":1})" "\n";
     std::ofstream(dir / "metrics.jsonl") << kept << R"({"loss":2.0,"run":"r","step":2})" "\n  \n";
-    EXPECT_NO_THROW(require_own_metrics_file(dir / "metrics.jsonl", "r"));
-    EXPECT_NO_THROW(require_metrics_in_step_order(dir / "metrics.jsonl", "r", {2, false}));
+    EXPECT_NO_THROW(require_resumable_metrics_file(dir / "metrics.jsonl", "r", {2, false}, false));
     MetricsLog log(dir / "metrics.jsonl", "r", false, MetricsResume{2, false});
     EXPECT_EQ(file_bytes(dir / "metrics.jsonl"), kept);
 }
 
 // A record the resumed run keeps after one it drops (edited by hand: a later step's record first) would be cut
-// with it: refused up front, naming both lines; the file is left as it was.
+// with it: refused up front, naming both lines, --overwrite or not; the file is left as it was.
 TEST(MetricsLog, ARecordKeptAfterOneDroppedIsRefused) {
     TempDir dir;
     std::string const edited = R"({"loss":4.0,"run":"r","step":0})" "\n"
@@ -78,11 +77,15 @@ TEST(MetricsLog, ARecordKeptAfterOneDroppedIsRefused) {
                                R"({"loss":3.0,"run":"r","step":1})" "\n";
     std::ofstream(dir / "metrics.jsonl") << edited;
     std::string const error =
-        error_of([&] { require_metrics_in_step_order(dir / "metrics.jsonl", "r", MetricsResume{2, false}); });
+        error_of([&] { require_resumable_metrics_file(dir / "metrics.jsonl", "r", {2, false}, true); });
     EXPECT_NE(error.find("line 2 (step 5) comes before line 3 (step 1)"), std::string::npos) << error;
     EXPECT_EQ(file_bytes(dir / "metrics.jsonl"), edited);
-    EXPECT_NO_THROW(require_metrics_in_step_order(dir / "metrics.jsonl", "r", MetricsResume{6, false}));
-    EXPECT_NO_THROW(require_metrics_in_step_order(dir / "metrics.jsonl", "another run", MetricsResume{2, false}));
+    EXPECT_NO_THROW(require_resumable_metrics_file(dir / "metrics.jsonl", "r", {6, false}, false));
+    // Another run's file is refused as such, or replaced with --overwrite.
+    EXPECT_NE(error_of([&] { require_resumable_metrics_file(dir / "metrics.jsonl", "another run", {2, false}, false); })
+                  .find("line 1 is a record of run r, not of this run"),
+              std::string::npos);
+    EXPECT_NO_THROW(require_resumable_metrics_file(dir / "metrics.jsonl", "another run", {2, false}, true));
 }
 
 }  // namespace

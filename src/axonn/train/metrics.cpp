@@ -109,20 +109,16 @@ std::optional<std::pair<std::size_t, std::size_t>> kept_after_dropped(MetricsFil
     return std::nullopt;
 }
 
-void require_own_metrics_file(std::filesystem::path const& path, std::string const& run_id) {
+void require_resumable_metrics_file(std::filesystem::path const& path, std::string const& run_id,
+                                    MetricsResume const& resume, bool overwrite) {
     MetricsFile const file = read_metrics_file(path);
     if (auto const i = first_foreign_line(file, run_id)) {
+        if (overwrite) return;  // another run's file, replaced
         fail("metrics file {} line {} {}, not of this run ({}): a resumed run appends to its own metrics file "
              "only; name another --metrics path, or pass --overwrite to replace the file",
              path.string(), *i + 1, describe_line(file.lines[*i].record),
              run_id.empty() ? "a run without an id" : "run " + run_id);
     }
-}
-
-void require_metrics_in_step_order(std::filesystem::path const& path, std::string const& run_id,
-                                   MetricsResume const& resume) {
-    MetricsFile const file = read_metrics_file(path);
-    if (first_foreign_line(file, run_id)) return;  // not the run's own file: refused, or replaced with --overwrite
     if (auto const lines = kept_after_dropped(file, run_id, resume)) {
         auto const step = [&](std::size_t i) { return file.lines[i].record["step"].get<std::int64_t>(); };
         fail("metrics file {} line {} (step {}) comes before line {} (step {}): a resumed run keeps the records "

@@ -15,29 +15,29 @@
 
 namespace axonn {
 
-// A resumed run continues the metrics file of its own run and no other: an existing `path` must hold only records
-// (JSON objects with an integer "step") of run `run_id` ("" for a run from before runs had ids: records without
-// one); a torn last line, which a crash mid-write leaves, does not count. Anything else (another run's records, a
-// file that is not a metrics file) is an axonn::Error naming the line, the run and the fix.
-void require_own_metrics_file(std::filesystem::path const& path, std::string const& run_id);
-
 // Where a resumed run takes up its metrics: the step it resumes at, and whether it validates there itself.
 struct MetricsResume {
     std::int64_t step = 0;
     bool validates_at_step = false;
 };
 
-// A resumed run (at `resume`) cuts its own metrics file after the records it keeps: refuses, naming the lines, a
-// file where a record it keeps follows one it drops (a later step's record before an earlier one's, or the resume
-// step's training record before its closing validation), which the cut would lose. Another run's file passes.
-void require_metrics_in_step_order(std::filesystem::path const& path, std::string const& run_id,
-                                   MetricsResume const& resume);
+// What a run resumed at `resume` may do with the metrics file at `path`, read once, each refusal an axonn::Error
+// naming the line and the fix:
+// - it continues the file of its own run and no other: an existing file must hold only records (JSON objects with
+//   an integer "step") of run `run_id` ("" for a run from before runs had ids: records without one); a torn last
+//   line, which a crash mid-write leaves, and blank lines do not count. Another run's records, or a file that is
+//   not a metrics file, are refused unless `overwrite` (which replaces that file);
+// - it cuts its own file after the records it keeps: a record it keeps that follows one it drops (a later step's
+//   record before an earlier one's, or the resume step's training record before its closing validation), which
+//   the cut would lose, is refused, `overwrite` or not.
+void require_resumable_metrics_file(std::filesystem::path const& path, std::string const& run_id,
+                                    MetricsResume const& resume, bool overwrite);
 
 class MetricsLog {
 public:
     MetricsLog() = default;  // writes nothing
     // Every record carries "run": run_id (unless empty). resume: a resumed run continues the log of the run it
-    // resumes (checked by the caller with require_own_metrics_file, unless `overwrite`, which replaces a file holding
+    // resumes (checked by the caller with require_resumable_metrics_file; `overwrite` replaces a file holding
     // another run's records but never a resumed run's own). The records of the steps before it stay; later ones,
     // which the interrupted run wrote after its last checkpoint and this run computes again, go (the file is cut in
     // place). The closing validation record of the resume step itself (an earlier launch's last one) stays unless

@@ -156,12 +156,12 @@ NodePlacement placed_on_nodes(int threads) {
     return placement;
 }
 
-// A resumed run continues its metrics file; so does the first run of a job that always passes --resume.
 // Validation before step `step`: at 0, every --eval-every steps and at the end (none without validation data).
 bool validation_due(TrainOptions const& options, bool has_validation, std::int64_t step) {
     return has_validation && (step % options.eval_every == 0 || step == options.steps);
 }
 
+// A resumed run continues its metrics file; so does the first run of a job that always passes --resume.
 std::optional<MetricsResume> metrics_resume(TrainOptions const& options, bool has_validation,
                                             std::optional<CheckpointReader> const& resumed) {
     if (options.resume.empty()) return std::nullopt;
@@ -236,11 +236,8 @@ void check_outputs(TrainOptions const& options, TrainingData const& data,
             require_not_an_input(options.metrics, "--metrics", inputs);
             require_apart_from_models_and_data(options.metrics, "--metrics");
             require_writable_output(options.metrics, "metrics file", options.overwrite || !options.resume.empty());
-            if (!options.resume.empty() && !options.overwrite) {
-                require_own_metrics_file(options.metrics, options.run_id);
-            }
             if (auto const resume = metrics_resume(options, data.val.has_value(), resumed)) {
-                require_metrics_in_step_order(options.metrics, options.run_id, *resume);
+                require_resumable_metrics_file(options.metrics, options.run_id, *resume, options.overwrite);
             }
         }
         if (!options.trace.empty()) {
