@@ -44,15 +44,6 @@ std::string marker_text(fs::path const& folder) {
     return text;
 }
 
-// A marker's text for a message: its first line, a byte that is not printable ASCII shown as '?'.
-std::string quoted_marker(std::string const& marker) {
-    std::string line = marker.substr(0, marker.find('\n'));
-    for (char& c : line) {
-        if (c < 0x20 || c > 0x7e) c = '?';
-    }
-    return line;
-}
-
 bool is_complete(fs::path const& folder) {
     std::error_code error;
     return fs::is_regular_file(folder / checkpoint_complete_file, error);
@@ -90,6 +81,14 @@ void prune_checkpoint(fs::path const& folder) {
 std::string checkpoint_folder_name(std::int64_t step) { return fmt::format("step_{:08}", step); }
 
 std::string checkpoint_marker_text(std::int64_t step) { return fmt::format("step {}\n", step); }
+
+std::string shown_marker_text(std::string const& marker) {
+    std::string line = marker.substr(0, marker.find('\n'));
+    for (char& c : line) {
+        if (c < 0x20 || c > 0x7e) c = '?';
+    }
+    return line;
+}
 
 std::vector<CheckpointEntry> complete_checkpoints(fs::path const& dir) {
     std::vector<CheckpointEntry> found;
@@ -221,7 +220,7 @@ void require_step_folders_are_checkpoints(fs::path const& dir, std::string_view 
         AXONN_REQUIRE(marker.empty() || marker == checkpoint_marker_text(*step),
                       "{} {} holds {}, a checkpoint whose {} says \"{}\": its name and its step disagree (renamed by "
                       "hand?); give it its step's name, or move it out of the folder",
-                      option, dir.string(), name, checkpoint_complete_file, quoted_marker(marker));
+                      option, dir.string(), name, checkpoint_complete_file, shown_marker_text(marker));
     }
 }
 

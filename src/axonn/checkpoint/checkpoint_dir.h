@@ -30,6 +30,9 @@ std::string checkpoint_folder_name(std::int64_t step);
 // What COMPLETE holds: "step 300\n", the step it completes.
 std::string checkpoint_marker_text(std::int64_t step);
 
+// A COMPLETE marker's text as a message shows it: its first line, a byte that is not printable ASCII as '?'.
+std::string shown_marker_text(std::string const& marker);
+
 struct CheckpointEntry {
     std::int64_t step;
     std::filesystem::path path;

@@ -88,7 +88,7 @@ CheckpointReader::CheckpointReader(fs::path folder) : folder_(std::move(folder))
                                                "the checkpoint is damaged", 64);
     if (marker != checkpoint_marker_text(index_.step)) {
         damaged(fmt::format("its {} marker reads \"{}\", but its index is of step {}", checkpoint_complete_file,
-                            marker.substr(0, marker.find('\n')), index_.step));
+                            shown_marker_text(marker), index_.step));
     }
     for (ParamDecl const& spec : index_.model.architecture().declarations) {
         auto const found = index_.tensors.find(spec.name);

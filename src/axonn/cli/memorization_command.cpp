@@ -245,11 +245,12 @@ void add_study(CLI::App& parent) {
             take("--models", options.models, extreme->models);
             take("--ablation-model", options.ablation_model, extreme->ablation_model);
             // The default ablation model runs where it is among the models: --models without it means none.
-            bool const default_left_out = command->count("--ablation-model") == 0 && !options.ablation_model.empty() &&
-                                          std::ranges::find(options.models, options.ablation_model) ==
-                                              options.models.end();
-            std::string const default_ablation_model = options.ablation_model;
-            if (default_left_out) options.ablation_model.clear();
+            std::string const left_out =
+                command->count("--ablation-model") == 0 &&
+                        std::ranges::find(options.models, options.ablation_model) == options.models.end()
+                    ? options.ablation_model
+                    : std::string();
+            if (!left_out.empty()) options.ablation_model.clear();
             take("--documents", options.documents, extreme->documents);
             take("--unseen", options.unseen, extreme->unseen);
             take("--epochs", options.epochs, extreme->epochs);
@@ -269,10 +270,10 @@ void add_study(CLI::App& parent) {
                 options.grid = GridShape::parse(*grid_spec);
                 validate_extreme_options(options);
             });
-            if (default_left_out && is_leader()) {  // once the options are valid: a refusal is one line
+            if (!left_out.empty() && is_leader()) {  // once the options are valid: a refusal is one line
                 fmt::print(stderr, "axonn: note: no Goldfish ablations: the default --ablation-model {} is not among "
                            "--models (name one of them with --ablation-model to run them)\n",
-                           default_ablation_model);
+                           left_out);
             }
             nlohmann::json const results = run_extreme_study(options);
             if (*check) {

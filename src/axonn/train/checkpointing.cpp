@@ -153,11 +153,11 @@ std::vector<std::string> changed_settings(json const& run, TrainOptions const& o
     // DIR/val.bin) changes it. Older checkpoints recorded only the option.
     if (!run.contains("validation")) {
         compare("--val-data", run.contains("val_data") ? run["val_data"] : json(), json(options.val_data.string()));
-    } else if (run["validation"] != validation_json(validation)) {
+    } else if (json const now = validation_json(validation); run["validation"] != now) {
         auto const described = [](json const& recorded) {
             return recorded.is_null() ? std::string("none") : describe_dataset(recorded);
         };
-        changed.push_back(fmt::format("validation data {} (was {}{})", described(validation_json(validation)),
+        changed.push_back(fmt::format("validation data {} (was {}{})", described(now),
                                       described(run["validation"]),
                                       validation ? "" : "; pass --val-data to validate as it did"));
     }
