@@ -35,6 +35,8 @@ bool of_type(CLI::Option const* declared, std::initializer_list<std::string_view
 
 bool takes_whole_numbers(CLI::Option const* declared) { return of_type(declared, {"INT", "UINT"}); }
 
+bool takes_real_numbers(CLI::Option const* declared) { return of_type(declared, {"FLOAT"}); }
+
 // What an option's value is, for the message: "a file or folder", "a number", "a value".
 std::string_view wanted(std::string_view option, CLI::Option const* declared) {
     if (among(path_options, option)) return "name a file or folder";
@@ -62,11 +64,29 @@ std::string_view wanted(std::string_view option, CLI::Option const* declared) {
                                  names_a_subcommand ? "a subcommand" : "a file or folder", name));
 }
 
+bool all_digits(std::string_view text) { return text.find_first_not_of("0123456789") == std::string_view::npos; }
+
 // An optional sign, then decimal digits without a leading zero.
 bool is_decimal_whole_number(std::string_view text) {
     if (text.starts_with('+') || text.starts_with('-')) text.remove_prefix(1);
-    return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos &&
-           (text.size() == 1 || text.front() != '0');
+    return !text.empty() && all_digits(text) && (text.size() == 1 || text.front() != '0');
+}
+
+// A sign at most, decimal digits with at most one point among them, then at most an exponent: 0.5, .5, 6e-4, 1E+3.
+// Not hexadecimal (CLI11 took `0x1p-4` as 0.0625), not inf or nan, no space.
+bool is_decimal_real_number(std::string_view text) {
+    if (text.starts_with('+') || text.starts_with('-')) text.remove_prefix(1);
+    std::size_t const exponent_at = text.find_first_of("eE");
+    if (exponent_at != std::string_view::npos) {
+        std::string_view exponent = text.substr(exponent_at + 1);
+        if (exponent.starts_with('+') || exponent.starts_with('-')) exponent.remove_prefix(1);
+        if (exponent.empty() || !all_digits(exponent)) return false;
+    }
+    std::string_view const mantissa = text.substr(0, exponent_at);
+    std::size_t const point = mantissa.find('.');
+    std::string_view const whole = mantissa.substr(0, point);
+    std::string_view const fraction = point == std::string_view::npos ? std::string_view() : mantissa.substr(point + 1);
+    return !(whole.empty() && fraction.empty()) && all_digits(whole) && all_digits(fraction);
 }
 
 // One value given to `option`: not empty, nor any item of a list (CLI11 dropped `--models a,,b`'s empty one without
@@ -90,6 +110,11 @@ void check_value(std::string_view option, std::string_view value, std::string co
         if (takes_whole_numbers(declared) && !is_decimal_whole_number(number)) {
             throw UsageError(fmt::format("{} {}: write a whole number in decimal digits, without a leading zero, "
                                          "such as 8 (see `axonn {} --help`)",
+                                         option, value, command));
+        }
+        if (takes_real_numbers(declared) && !is_decimal_real_number(number)) {
+            throw UsageError(fmt::format("{} {} is not a number in decimal: write one such as 0.5 or 6e-4 (see "
+                                         "`axonn {} --help`)",
                                          option, value, command));
         }
         begin = end + 1;

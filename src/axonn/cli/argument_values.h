@@ -7,6 +7,8 @@
 // - Whole numbers: CLI11 reads an integer option's value as C's strtoll does with base 0, so `--steps 010` trained 8
 //   steps (octal), `0x10` was 16, and `abc` got CLI11's bare "Could not convert". A whole number is written in
 //   decimal digits, with a sign at most, and no leading zero.
+// - Real numbers: CLI11 reads them as strtod does, so `--val-fraction 0x1p-4` was 0.0625 and `" 0.1"` (a space
+//   from a quoted shell variable) was 0.1. A real number is written in decimal, as 0.5, .5 or 6e-4.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -19,7 +21,8 @@ namespace axonn {
 // Throws axonn::UsageError naming the first value among `arguments` (the program's name, the command, then its
 // arguments, config files expanded) that is empty, but for an option whose empty value means something of its own
 // (`memorization study --ablation-model ""`: no ablations; `generate --prompt ""`: from the end-of-text token), or
-// that an integer option takes and is not a whole number in decimal.
+// that an integer option takes and is not a whole number in decimal, or a real option takes and is not a number in
+// decimal.
 void require_checked_values(CLI::App const& app, std::vector<std::string> const& arguments);
 
 }  // namespace axonn

@@ -28,8 +28,9 @@
 namespace {
 
 // CLI11's words for a value it could not convert, said plainly: a whole number written in decimal (the only form
-// require_checked_values lets through to an integer option) fails only by its size; anything else was given to an
-// option of real numbers (the options of words name their choices themselves).
+// require_checked_values lets through to an integer option) fails only by its size. (It lets through only decimal
+// numbers to an option of real numbers, which strtod reads whatever their size, and the options of words name
+// their choices themselves; anything else keeps CLI11's words.)
 std::string conversion_error_text(CLI::ConversionError const& error) {
     std::string const text = error.what();
     constexpr std::string_view prefix = "Could not convert: ";
@@ -43,7 +44,7 @@ std::string conversion_error_text(CLI::ConversionError const& error) {
         return fmt::format("{} {} is too {} a number for it: give a {} one", option, value,
                            negative ? "small" : "large", negative ? "larger" : "smaller");
     }
-    return fmt::format("{} {} is not a number: write one such as 0.5 or 6e-4", option, value);
+    return text;
 }
 
 std::vector<std::string> command_names(CLI::App const& app) {
