@@ -1528,6 +1528,25 @@ TEST_F(CommandLineErrors, TokenizeThenDecodeGivesTheTextBack) {
     EXPECT_EQ(file_bytes(dir_ / "stdout.txt"), "Hello, my dog is cute");
 }
 
+// A byte-order mark that starts the file is not text: the ids are those of the text after it, as `prepare` trains
+// on. FILE may be a pipe (a FIFO, or a shell's <(command)), read to its end as standard input is; a regular file of
+// the same text gives the same ids.
+TEST_F(CommandLineErrors, TokenizeReadsAPipeAndDropsAByteOrderMark) {
+    std::ofstream(dir_ / "cute.txt") << "Hello, my dog is cute";
+    std::ofstream(dir_ / "marked.txt") << "\xEF\xBB\xBFHello, my dog is cute";
+    ASSERT_EQ(::mkfifo((dir_ / "pipe").c_str(), 0600), 0);
+    CommandResult const plain = run_axonn(with_dir("tokenize --tokenizer llama3 {dir}/cute.txt"), dir_);
+    ASSERT_EQ(plain.exit_status, 0) << plain.stderr_text;
+    std::string const ids = file_bytes(dir_ / "stdout.txt");
+    CommandResult const marked = run_axonn(with_dir("tokenize --tokenizer llama3 {dir}/marked.txt"), dir_);
+    ASSERT_EQ(marked.exit_status, 0) << marked.stderr_text;
+    EXPECT_EQ(file_bytes(dir_ / "stdout.txt"), ids);
+    CommandResult const piped = run_axonn(with_dir("tokenize --tokenizer llama3 {dir}/pipe"), dir_,
+                                          with_dir("cat {dir}/marked.txt > {dir}/pipe &"));
+    ASSERT_EQ(piped.exit_status, 0) << piped.stderr_text;
+    EXPECT_EQ(file_bytes(dir_ / "stdout.txt"), ids);
+}
+
 TEST_P(CommandLineErrors, OneLineErrorAndNonZeroExit) {
     BadInput const& input = GetParam();
     // The model, and the links to its files and the copy that train_model_once makes.

@@ -197,6 +197,20 @@ TEST(Prepare, RefusesBinaryInputUnlessAllowed) {
     EXPECT_EQ(read_shard(prepare_shards(options).train_path).size(), 6u);  // 5 bytes of 6 and end-of-text
 }
 
+// A byte-order mark that starts a file is the file's encoding, not the document's text: the document trains as if
+// the mark were not there, and a file of the mark alone is as empty as an empty file.
+TEST(Prepare, DropsAByteOrderMarkThatStartsADocument) {
+    TempDir dir;
+    PrepareOptions options = byte_options(dir, {write_file(dir / "marked.txt", "\xEF\xBB\xBFxy")});
+    PrepareReport const report = prepare_shards(options);
+    EXPECT_EQ(read_shard(report.train_path), (Ids{'x', 256}));
+    EXPECT_EQ(read_shard(report.val_path), (Ids{'y', 256}));
+    options.inputs = {write_file(dir / "mark_only.txt", "\xEF\xBB\xBF")};
+    options.overwrite = true;
+    EXPECT_NE(error_of([&] { prepare_shards(options); }).find("holds only a byte-order mark: remove it from the inputs"),
+              std::string::npos);
+}
+
 struct BadOptions {
     std::string name;
     std::function<void(PrepareOptions&, TempDir const&)> spoil;  // applied to valid byte-tokenizer options

@@ -32,7 +32,7 @@ std::vector<std::string> read_prompt_file(std::filesystem::path const& path) {
     std::string text =
         read_input_file(path, "prompt file", "pass a text file with one prompt per line", std::uint64_t{64} << 20);
     require_utf8_text(text, "prompt file " + path.string(), "pass a text file with one prompt per line");
-    if (text.starts_with(utf8_byte_order_mark)) text.erase(0, utf8_byte_order_mark.size());
+    drop_byte_order_mark(text);
     std::istringstream lines(text);
     std::vector<std::string> prompts;
     for (std::string line; std::getline(lines, line);) {

@@ -13,7 +13,8 @@ namespace axonn {
 void add_prepare_command(CLI::App& app) {
     CLI::App* command = app.add_subcommand(
         "prepare", "Tokenize text files, or prompt and response records, into train.bin and val.bin shards");
-    command->footer("Each input file is one document; the last --val-fraction of every document goes to val.bin.\n"
+    command->footer("Each input file is one document (less a byte-order mark that starts it); the last\n"
+                    "--val-fraction of every document goes to val.bin.\n"
                     "With --format jsonl, each input line is a record {\"prompt\": ..., \"response\": ...}; a seeded\n"
                     "--val-fraction of the records goes to val.bin, and only the responses' tokens (and the end-of-\n"
                     "text after each) count in the loss when training on them (docs/FINETUNING.md).\n"

@@ -5,12 +5,17 @@
 #include "axonn/core/file_io.h"
 #include "axonn/core/guarded_json.h"
 #include "axonn/io/tokenizer.h"
+#include "axonn/io/utf8.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <memory>
 
@@ -26,21 +31,36 @@ struct TokenizeOptions {
     bool decode = false;
 };
 
-// A JSON list of integers that each fit a token id; the tokenizer then checks them against its vocabulary.
-// The file's bytes, or standard input's for "-".
-std::string read_input(std::filesystem::path const& path, std::string_view what, std::string_view hint) {
-    if (path != "-") return read_input_file(path, what, hint, max_input_bytes);
+// Everything `stream` holds up to its end; `name` says what it is in messages ("standard input", "FIFO ids.json").
+std::string read_stream(std::FILE* stream, std::string_view name, std::string_view what, std::string_view hint) {
     std::string text;
     char buffer[1 << 16];
-    while (std::size_t const got = std::fread(buffer, 1, sizeof buffer, stdin)) {
+    while (std::size_t const got = std::fread(buffer, 1, sizeof buffer, stream)) {
         text.append(buffer, got);
-        AXONN_REQUIRE(text.size() <= max_input_bytes,
-                      "standard input holds more than {} bytes, the most a {} may have: {}", max_input_bytes, what,
-                      hint);
+        AXONN_REQUIRE(text.size() <= max_input_bytes, "{} holds more than {} bytes, the most a {} may have: {}", name,
+                      max_input_bytes, what, hint);
     }
-    AXONN_REQUIRE(!std::ferror(stdin), "cannot read the {} from standard input", what);
+    AXONN_REQUIRE(!std::ferror(stream), "cannot read the {} from {}", what, name);
     return text;
 }
+
+// Whether `path` is a pipe: a FIFO, or a shell's process substitution `<(command)` (/dev/fd/63).
+bool is_pipe(std::filesystem::path const& path) {
+    struct stat info {};
+    return ::stat(path.c_str(), &info) == 0 && S_ISFIFO(info.st_mode);
+}
+
+// The file's bytes, or a pipe's, or standard input's for "-". A pipe is read to its end as standard input is,
+// waiting for its writer as `cat` would.
+std::string read_input(std::filesystem::path const& path, std::string_view what, std::string_view hint) {
+    if (path == "-") return read_stream(stdin, "standard input", what, hint);
+    if (!is_pipe(path)) return read_input_file(path, what, hint, max_input_bytes);
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> const pipe(std::fopen(path.c_str(), "rb"), &std::fclose);
+    AXONN_REQUIRE(pipe != nullptr, "cannot open the FIFO {}: {}", path.string(), std::strerror(errno));
+    return read_stream(pipe.get(), "FIFO " + path.string(), what, hint);
+}
+
+// A JSON list of integers that each fit a token id; the tokenizer then checks them against its vocabulary.
 
 std::vector<std::int32_t> read_ids(std::filesystem::path const& path) {
     std::string const text = read_input(path, "token id list", "name a file holding a JSON list of token ids, "
@@ -76,7 +96,8 @@ void run_tokenize(TokenizeOptions const& options) {
         write_stdout(tokenizer->decode(read_ids(options.input)));
         return;
     }
-    std::string const text = read_input(options.input, "text file", "name the text file to tokenize");
+    std::string text = read_input(options.input, "text file", "name the text file to tokenize");
+    drop_byte_order_mark(text);
     write_stdout(fmt::format("[{}]\n", fmt::join(tokenizer->encode(text), ", ")));
 }
 
@@ -85,8 +106,9 @@ void run_tokenize(TokenizeOptions const& options) {
 void add_tokenize_command(CLI::App& app) {
     CLI::App* command = app.add_subcommand("tokenize", "Print a text file's token ids, or (--decode) the text of ids");
     command->footer("The ids are printed as one JSON list; --decode reads such a list and prints its text byte for\n"
-                    "byte, so that decoding the ids of a file gives the file back. No token is added: a document\n"
-                    "boundary is the tokenizer's end-of-text id, which `axonn prepare` appends.\n"
+                    "byte, so that decoding the ids of a file gives the file back, less a byte-order mark that starts\n"
+                    "it (dropped, as `axonn prepare` drops it). FILE may be a pipe, as <(command). No token is\n"
+                    "added: a document boundary is the tokenizer's end-of-text id, which `axonn prepare` appends.\n"
                     "Tokenizers: gpt2 (GPT-2, from scripts/fetch-tokenizer or --tokenizer-dir), llama3 (Llama 3, from\n"
                     "scripts/fetch-tokenizer or $AXONN_LLAMA3_DIR), byte (one id per byte), or a folder holding a\n"
                     "Hugging Face tokenizer.json like Llama 3's. Special tokens written in the text, such as\n"

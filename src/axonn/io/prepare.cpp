@@ -85,6 +85,9 @@ std::optional<std::string> read_document(std::filesystem::path const& path, Prep
     if (!options.allow_binary) {
         require_utf8_text(text, "input " + path.string(),
                           "remove it from the inputs, or pass --allow-binary to tokenize its bytes anyway");
+        drop_byte_order_mark(text);
+        AXONN_REQUIRE(!text.empty(), "input text file {} holds only a byte-order mark: remove it from the inputs",
+                      path.string());
     }
     return text;
 }

@@ -19,6 +19,12 @@ inline constexpr char32_t invalid_code_point = 0x110000;
 // U+FEFF at the start of a file, which some editors write.
 inline constexpr std::string_view utf8_byte_order_mark = "\xEF\xBB\xBF";
 
+// Drops a byte-order mark that starts `text`: a mark of the file's encoding, not a character of its text (a
+// document prepared with it trained on three bytes no other document starts with).
+inline void drop_byte_order_mark(std::string& text) {
+    if (text.starts_with(utf8_byte_order_mark)) text.erase(0, utf8_byte_order_mark.size());
+}
+
 // The code point at text[position]. A byte that does not start a well-formed sequence (overlong forms,
 // surrogates and values past U+10FFFF included) stands alone as an invalid code point, so arbitrary bytes can
 // still be walked through.
