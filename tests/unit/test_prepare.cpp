@@ -143,8 +143,16 @@ TEST(Prepare, TheTwoShardsRecordTheirTokenizerAndOneDataset) {
     EXPECT_EQ(val.tokenizer(), (ShardTokenizer{"byte", 257}));
     EXPECT_NE(train.dataset_id(), 0u);
     EXPECT_EQ(train.dataset_id(), val.dataset_id());
+    // The id is the data's: the same text prepared again is the same dataset; another split of it is another.
     options.overwrite = true;
-    prepare_shards(options);  // another run makes another dataset
+    prepare_shards(options);
+    EXPECT_EQ(TokenShard::open(first.train_path).dataset_id(), train.dataset_id());
+    options.val_fraction = 0.2;
+    prepare_shards(options);
+    EXPECT_NE(TokenShard::open(first.train_path).dataset_id(), train.dataset_id());
+    options.val_fraction = 0.1;
+    options.inputs = {write_file(dir / "two.txt", second_document)};
+    prepare_shards(options);
     EXPECT_NE(TokenShard::open(first.train_path).dataset_id(), train.dataset_id());
 }
 
@@ -161,8 +169,9 @@ TEST(Prepare, AnEarlierPairIsReplacedOnlyWhenAsked) {
     EXPECT_EQ(file_bytes(first.train_path), train_before);
     EXPECT_EQ(file_bytes(first.val_path), val_before);
     options.overwrite = true;
+    options.inputs = {write_file(dir / "two.txt", second_document)};
     prepare_shards(options);
-    EXPECT_NE(file_bytes(first.train_path), train_before) << "a new dataset id";
+    EXPECT_NE(file_bytes(first.train_path), train_before);
 }
 
 // `axonn prepare --input dir/* --out dir` names the folder's earlier train.bin and val.bin: they are skipped,

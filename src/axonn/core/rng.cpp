@@ -62,9 +62,9 @@ std::uint64_t random_id() {
     return id;
 }
 
-std::uint64_t stable_hash(std::string_view text) {
-    std::uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a's offset basis and prime
-    for (char const c : text) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+std::uint64_t stable_hash(std::string_view text, std::uint64_t basis) {
+    std::uint64_t hash = basis;
+    for (char const c : text) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;  // FNV-1a's prime
     return hash;
 }
 

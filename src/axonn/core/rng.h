@@ -38,10 +38,13 @@ void seeded_shuffle(std::span<T> values, PhiloxKey key) {
 void fill_normal(std::span<float> values, PhiloxKey key, std::uint64_t first_index, float mean, float std);
 
 // 64 bits from the operating system's entropy, never 0 (which ids use for "none"): for ids that must differ from
-// run to run (a dataset's, a training run's), unlike everything above.
+// run to run (a training run's), unlike everything above.
 std::uint64_t random_id();
 
-// FNV-1a of `text`: the same 64 bits in every build and on every machine (std::hash promises neither).
-std::uint64_t stable_hash(std::string_view text);
+inline constexpr std::uint64_t stable_hash_basis = 0xcbf29ce484222325ull;  // FNV-1a's offset basis
+
+// FNV-1a of `text`: the same 64 bits in every build and on every machine (std::hash promises neither). `basis`,
+// another text's hash, continues that hash: the hash of the two texts one after the other.
+std::uint64_t stable_hash(std::string_view text, std::uint64_t basis = stable_hash_basis);
 
 }  // namespace axonn

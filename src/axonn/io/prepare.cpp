@@ -227,6 +227,23 @@ void require_template_tokens(PromptTemplate prompt_template, Tokenizer const& to
     }
 }
 
+// A hash of what training reads from the pair: the tokenizer, and each shard's tokens and loss mask. Preparing the
+// same text again with the same options makes the same dataset (a run resumed on it is on its own data); any
+// other split, tokenizer or text makes another.
+std::uint64_t dataset_id(std::string const& tokenizer, Split const& split) {
+    auto const bytes = [](auto const* values, std::size_t count) {
+        return std::string_view(reinterpret_cast<char const*>(values), count * sizeof *values);
+    };
+    std::uint64_t hash = stable_hash(tokenizer);
+    for (MaskedTokens const* part : {&split.train, &split.val}) {
+        std::uint64_t const count = part->tokens.size();  // where one part ends
+        hash = stable_hash(bytes(&count, 1), hash);
+        hash = stable_hash(bytes(part->tokens.data(), part->tokens.size()), hash);
+        hash = stable_hash(bytes(part->loss_mask.data(), part->loss_mask.size()), hash);
+    }
+    return hash == 0 ? 1 : hash;  // 0 is "none"
+}
+
 PrepareReport prepare_shards(PrepareOptions const& options, std::function<void(double)> const& progress) {
     validate_prepare_options(options);
     // An earlier run's pair is replaced only when asked: refused now, not after the tokenizing.
@@ -244,8 +261,8 @@ PrepareReport prepare_shards(PrepareOptions const& options, std::function<void(d
     bool const records = options.format == "jsonl";
     Split const split = tokenize_inputs(options, *tokenizer, report.skipped, progress);
     int const token_bits = tokenizer->vocab_size() <= 65536 ? 16 : 32;
-    // The two shards of one run share a random id: checkpoints record it, and a resume on other data is caught.
-    ShardOrigin const origin{{tokenizer->name(), tokenizer->vocab_size()}, random_id()};
+    // The two shards share an id of their contents: checkpoints record it, and a resume on other data is caught.
+    ShardOrigin const origin{{tokenizer->name(), tokenizer->vocab_size()}, dataset_id(tokenizer->name(), split)};
     // Text counts every token: its shards carry no mask.
     auto const mask = [records](MaskedTokens const& part) {
         return records ? std::span<std::uint8_t const>(part.loss_mask) : std::span<std::uint8_t const>();

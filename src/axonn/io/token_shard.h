@@ -11,7 +11,7 @@
 //     [3] token count, high 32 bits
 //     [4] token width in bits, 16 or 32
 //     [5] vocabulary size of the tokenizer that wrote it (0: not recorded)
-//     [6] dataset id, low 32 bits   (shards written together by one `axonn prepare` share it; 0: none)
+//     [6] dataset id, low 32 bits   (a hash of the pair `axonn prepare` writes, both share it; 0: none)
 //     [7] dataset id, high 32 bits
 //     [8..15] the tokenizer's name, 32 bytes of ASCII padded with zeros ("gpt2", "byte")
 //     [16] flags: bit 0 = the shard carries a loss mask; no other bit is defined
