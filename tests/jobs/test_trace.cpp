@@ -106,9 +106,33 @@ TEST_F(Trace, ARunsTimelineOfEveryRankNestsAndShowsCollectivesUnderKernels) {
     EXPECT_EQ(records, 3);
 }
 
+// rank 0's step spans in a trace file: the time each begins, by name ("step 3").
+std::map<std::string, double> step_begins(std::filesystem::path const& trace) {
+    std::ifstream in(trace);
+    nlohmann::json const file = nlohmann::json::parse(in);
+    std::map<std::string, double> begins;
+    for (nlohmann::json const& event : file["traceEvents"]) {
+        bool const step = event["ph"] == "X" && event["name"].get<std::string>().starts_with("step ");
+        if (step && event["pid"] == 0) begins[event["name"]] = event["ts"];
+    }
+    return begins;
+}
+
+// The steps of a metrics file's training records, in the file's order.
+std::vector<int> metrics_steps(std::filesystem::path const& metrics) {
+    std::ifstream lines(metrics);
+    std::vector<int> steps;
+    for (std::string line; std::getline(lines, line);) {
+        nlohmann::json const record = nlohmann::json::parse(line);
+        if (record.contains("loss")) steps.push_back(record["step"]);
+    }
+    return steps;
+}
+
 // A requeued job passes the same --trace and --metrics at every launch: each launch after the first continues the
 // run's trace (its own first steps, from the step it resumes at, after the earlier launches' on the timeline) and
-// its metrics, --overwrite or not; a trace of another run is still refused without --overwrite.
+// its metrics, --overwrite or not; a trace of another run is still refused without --overwrite. A launch that
+// rolls the run back to an earlier checkpoint drops the later steps from both, as it sets their checkpoints aside.
 TEST_F(Trace, AResumedRunContinuesItsOwnTraceAndMetrics) {
     std::filesystem::path const trace = dir_ / "requeued.json", metrics = dir_ / "requeued.jsonl";
     std::string const outputs = " --ckpt-dir " + (dir_ / "requeued").string() + " --resume latest --trace " +
@@ -117,27 +141,26 @@ TEST_F(Trace, AResumedRunContinuesItsOwnTraceAndMetrics) {
         testing::JobResult const result = mpirun("-np 2 " + train(std::string("--grid data=2 ") + launch + outputs));
         ASSERT_EQ(result.exit_status, 0) << launch << ": " << result.stderr_text;
     }
-    std::ifstream in(trace);
-    nlohmann::json const file = nlohmann::json::parse(in);
-    std::map<std::string, double> step_begins;  // rank 0's
-    for (nlohmann::json const& event : file["traceEvents"]) {
-        bool const step = event["ph"] == "X" && event["name"].get<std::string>().starts_with("step ");
-        if (step && event["pid"] == 0) step_begins[event["name"]] = event["ts"];
-    }
-    EXPECT_EQ(step_begins.size(), 6u) << ::testing::PrintToString(step_begins);
+    std::map<std::string, double> begins = step_begins(trace);
+    EXPECT_EQ(begins.size(), 6u) << ::testing::PrintToString(begins);
     for (char const* step : {"step 0", "step 1", "step 3", "step 4", "step 6", "step 7"}) {
-        EXPECT_TRUE(step_begins.count(step)) << step;
+        EXPECT_TRUE(begins.count(step)) << step;
     }
-    EXPECT_LT(step_begins["step 1"], step_begins["step 3"]);
-    EXPECT_LT(step_begins["step 4"], step_begins["step 6"]);
+    EXPECT_LT(begins["step 1"], begins["step 3"]);
+    EXPECT_LT(begins["step 4"], begins["step 6"]);
+    EXPECT_EQ(metrics_steps(metrics), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
 
-    std::ifstream lines(metrics);
-    std::vector<int> steps;
-    for (std::string line; std::getline(lines, line);) {
-        nlohmann::json const record = nlohmann::json::parse(line);
-        if (record.contains("loss")) steps.push_back(record["step"]);
-    }
-    EXPECT_EQ(steps, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+    double const first_step_3 = begins["step 3"];
+    std::string const rollback = " --ckpt-dir " + (dir_ / "requeued").string() + " --resume " +
+                                 (dir_ / "requeued" / "step_00000003").string() + " --trace " + trace.string() +
+                                 " --trace-steps 2 --metrics " + metrics.string();
+    testing::JobResult const rolled_back = mpirun("-np 2 " + train("--grid data=2 --steps 5" + rollback));
+    ASSERT_EQ(rolled_back.exit_status, 0) << rolled_back.stderr_text;
+    begins = step_begins(trace);
+    EXPECT_EQ(begins.size(), 4u) << ::testing::PrintToString(begins);
+    for (char const* step : {"step 0", "step 1", "step 3", "step 4"}) EXPECT_TRUE(begins.count(step)) << step;
+    EXPECT_GT(begins["step 3"], first_step_3) << "the launch's own step 3, not the first launch's";
+    EXPECT_EQ(metrics_steps(metrics), (std::vector<int>{0, 1, 2, 3, 4}));
 
     testing::JobResult const another = mpirun("-np 1 " + train("--steps 1 --seed 5 --trace " + trace.string()));
     EXPECT_EQ(another.exit_status, 1) << another.stderr_text;

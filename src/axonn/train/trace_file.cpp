@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <utility>
 
@@ -34,8 +35,8 @@ std::string trace_header(std::string const& run_id) {
                        "\"traceEvents\": [", run);
 }
 
-// The events a trace file holds, and the end of the last one (microseconds), from a file this code wrote.
-std::pair<nlohmann::json, double> trace_events(std::filesystem::path const& path) {
+// The events a trace file holds, from a file this code wrote.
+nlohmann::json trace_events(std::filesystem::path const& path) {
     std::string const text = read_input_file(path, "trace file", "name another --trace file", max_continued_bytes);
     nlohmann::json document;
     try {
@@ -46,13 +47,51 @@ std::pair<nlohmann::json, double> trace_events(std::filesystem::path const& path
     AXONN_REQUIRE(document.is_object() && document.contains("traceEvents") && document["traceEvents"].is_array(),
                   "trace file {} cannot be continued (it holds no traceEvents list): name another --trace file",
                   path.string());
-    double end_us = 0;
-    for (nlohmann::json const& event : document["traceEvents"]) {
-        if (event.is_object() && event.value("ts", nlohmann::json()).is_number()) {
-            end_us = std::max(end_us, event["ts"].get<double>() + event.value("dur", 0.0));
-        }
+    return std::move(document["traceEvents"]);
+}
+
+bool is_timed(nlohmann::json const& event) {
+    return event.is_object() && event.value("ts", nlohmann::json()).is_number() && event.value("pid", -1) >= 0;
+}
+
+// The step a span of the steps track times ("step 12"), or nothing for any other event.
+std::optional<std::int64_t> step_of(nlohmann::json const& event) {
+    if (!is_timed(event) || event.value("cat", "") != "step") return std::nullopt;
+    std::string const name = event.value("name", "");
+    constexpr std::string_view prefix = "step ";
+    if (!name.starts_with(prefix)) return std::nullopt;
+    std::int64_t step = 0;
+    char const* const end = name.data() + name.size();
+    auto const [last, problem] = std::from_chars(name.data() + prefix.size(), end, step);
+    if (problem != std::errc() || last != end) return std::nullopt;
+    return step;
+}
+
+// Drops the events of each process from its first span of step `from_step` or later on: the steps a resumed run
+// takes again. Events without a time (names of processes and tracks) stay.
+void drop_steps_from(nlohmann::json& events, std::int64_t from_step) {
+    std::map<int, double> cut_us;  // by process
+    for (nlohmann::json const& event : events) {
+        std::optional<std::int64_t> const step = step_of(event);
+        if (!step || *step < from_step) continue;
+        auto [entry, added] = cut_us.try_emplace(event["pid"].get<int>(), event["ts"].get<double>());
+        if (!added) entry->second = std::min(entry->second, event["ts"].get<double>());
     }
-    return {std::move(document["traceEvents"]), end_us};
+    nlohmann::json kept = nlohmann::json::array();
+    for (nlohmann::json& event : events) {
+        auto const cut = is_timed(event) ? cut_us.find(event["pid"].get<int>()) : cut_us.end();
+        if (cut == cut_us.end() || event["ts"].get<double>() < cut->second) kept.push_back(std::move(event));
+    }
+    events = std::move(kept);
+}
+
+// The end of the last event on the timeline, in microseconds.
+double end_of(nlohmann::json const& events) {
+    double end_us = 0;
+    for (nlohmann::json const& event : events) {
+        if (is_timed(event)) end_us = std::max(end_us, event["ts"].get<double>() + event.value("dur", 0.0));
+    }
+    return end_us;
 }
 
 nlohmann::json name_of(char const* what, int pid, int tid, std::string const& name) {
@@ -63,8 +102,9 @@ nlohmann::json name_of(char const* what, int pid, int tid, std::string const& na
 
 }  // namespace
 
-TraceFile::TraceFile(std::filesystem::path path, ProcessGrid& grid, std::string run_id, bool continue_run)
-    : path_(std::move(path)), grid_(grid), run_id_(std::move(run_id)), continue_run_(continue_run),
+TraceFile::TraceFile(std::filesystem::path path, ProcessGrid& grid, std::string run_id,
+                     std::optional<std::int64_t> resume_step)
+    : path_(std::move(path)), grid_(grid), run_id_(std::move(run_id)), resume_step_(resume_step),
       recorder_(max_events_per_rank) {
     // Every rank checks what it can see, so that a bad path is one clean error before any work (the rest, that it
     // can be written, rank 0 checked with the run's other outputs: output_kinds.h, require_output_file).
@@ -118,8 +158,10 @@ std::string TraceFile::rank_events_json() const {
 }
 
 std::string TraceFile::file_events(std::string const& events) const {
-    if (!continue_run_ || !is_trace_of_run(path_, run_id_)) return events;
-    auto [continued, end_us] = trace_events(path_);
+    if (!resume_step_ || !is_trace_of_run(path_, run_id_)) return events;
+    nlohmann::json continued = trace_events(path_);
+    drop_steps_from(continued, *resume_step_);
+    double const end_us = end_of(continued);
     nlohmann::json added = nlohmann::json::parse("[" + events + "]");
     for (nlohmann::json& event : added) {
         if (event.contains("ts")) event["ts"] = event["ts"].get<double>() + end_us + continuation_gap_us;

@@ -6,7 +6,8 @@
 //                     collectives in flight together lie side by side
 // Rank 0 gathers the ranks' events at the end and writes the file; every rank checks first that it can be
 // written, before any work starts. The file names the training run it traces: a resumed run continues its own
-// trace (the earlier launches' events kept, its own placed after them on the timeline), as it does its metrics.
+// trace (the earlier launches' events of the steps before its resume step kept, its own placed after them on the
+// timeline), as it does its metrics.
 #pragma once
 
 #include "axonn/comm/grid.h"
@@ -23,8 +24,10 @@ class TraceFile {
 public:
     // Collective over the grid. Throws axonn::Error when `path` cannot be written. (That it is none of a run's
     // inputs is the caller's to check first: the trainer's check_outputs.) `run_id` (empty: none) is recorded in the
-    // file; with `continue_run`, a trace of that run already at `path` is continued rather than replaced.
-    TraceFile(std::filesystem::path path, ProcessGrid& grid, std::string run_id = "", bool continue_run = false);
+    // file; with `resume_step`, a trace of that run already at `path` is continued rather than replaced, less the
+    // events from its span of that step on (steps this run takes again: rolled back, or cut short by a stop).
+    TraceFile(std::filesystem::path path, ProcessGrid& grid, std::string run_id = "",
+              std::optional<std::int64_t> resume_step = std::nullopt);
     TraceFile(TraceFile const&) = delete;
     TraceFile& operator=(TraceFile const&) = delete;
 
@@ -50,7 +53,7 @@ private:
     std::filesystem::path path_;
     ProcessGrid& grid_;
     std::string run_id_;
-    bool continue_run_;
+    std::optional<std::int64_t> resume_step_;
     TraceRecorder recorder_;
     std::vector<CollectiveRecord> calls_;
 };

@@ -161,12 +161,18 @@ bool validation_due(TrainOptions const& options, bool has_validation, std::int64
     return has_validation && (step % options.eval_every == 0 || step == options.steps);
 }
 
-// A resumed run continues its metrics file; so does the first run of a job that always passes --resume.
+// The step a resumed run starts at, and so continues its metrics and trace from: its checkpoint's, or 0 for the
+// first run of a job that always passes --resume. Nothing for a run not resumed.
+std::optional<std::int64_t> resume_step(TrainOptions const& options, std::optional<CheckpointReader> const& resumed) {
+    if (options.resume.empty()) return std::nullopt;
+    return resumed ? resumed->index().step : 0;
+}
+
 std::optional<MetricsResume> metrics_resume(TrainOptions const& options, bool has_validation,
                                             std::optional<CheckpointReader> const& resumed) {
-    if (options.resume.empty()) return std::nullopt;
-    std::int64_t const step = resumed ? resumed->index().step : 0;
-    return MetricsResume{step, validation_due(options, has_validation, step)};
+    std::optional<std::int64_t> const step = resume_step(options, resumed);
+    if (!step) return std::nullopt;
+    return MetricsResume{*step, validation_due(options, has_validation, *step)};
 }
 
 // Everything a training run holds, built once from its options, in the order the checks must come: a bad output
@@ -272,9 +278,10 @@ MetricsLog open_metrics(TrainOptions const& options, TrainingData const& data, b
                       metrics_resume(options, data.val.has_value(), resumed));
 }
 
-std::unique_ptr<TraceFile> open_trace(TrainOptions const& options, ProcessGrid& grid) {
+std::unique_ptr<TraceFile> open_trace(TrainOptions const& options, ProcessGrid& grid,
+                                      std::optional<CheckpointReader> const& resumed) {
     if (options.trace.empty()) return nullptr;
-    return std::make_unique<TraceFile>(options.trace, grid, options.run_id, !options.resume.empty());
+    return std::make_unique<TraceFile>(options.trace, grid, options.run_id, resume_step(options, resumed));
 }
 
 TrainingRun::TrainingRun(TrainOptions& options_, std::unique_ptr<Tokenizer> tokenizer_,
@@ -289,7 +296,7 @@ TrainingRun::TrainingRun(TrainOptions& options_, std::unique_ptr<Tokenizer> toke
       resume_point(resumed ? check_resume_point(*resumed, job.grid().comm(Group::world), data.train, options_.new_data)
                            : ResumePoint{}),
       ckpt_lock(lock_checkpoint_folder(options_, data, leader, resumed)),
-      trace(open_trace(options_, job.grid())),
+      trace(open_trace(options_, job.grid(), resumed)),
       metrics(open_metrics(options_, data, leader, resumed)),
       model(options_.model.architecture(), job.backend(), job.grid(), job.pass_batch(options_.batch), options_.seq,
             options_.run.model),
