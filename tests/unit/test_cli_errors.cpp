@@ -1466,16 +1466,6 @@ TEST_F(CommandLineErrors, PlanWeakScalingWritesItsTableAndPlot) {
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
 }
 
-// Not an error: an empty --prompt is one of its values (the continuation starts from the end-of-text token), which
-// the check of empty values lets through.
-TEST_F(CommandLineErrors, AnEmptyPromptGeneratesFromTheEndOfText) {
-    train_model_once();
-    CommandResult const result = run_axonn(
-        with_dir("generate --model-dir {dir}/model --tokenizer byte --prompt '' --max-new-tokens 4 --greedy"), dir_);
-    EXPECT_EQ(result.exit_status, 0) << result.stderr_text;
-    EXPECT_FALSE(file_bytes(dir_ / "stdout.txt").empty());
-}
-
 // Not an error: `axonn generate` from a Hugging Face Llama folder (written by the PyTorch twin, with the byte
 // tokenizer's 257 ids) continues a prompt, greedily, by the tokens asked for.
 TEST_F(CommandLineErrors, GenerateFromAHuggingFaceLlamaFolder) {
@@ -1526,6 +1516,25 @@ TEST_F(CommandLineErrors, TokenizeThenDecodeGivesTheTextBack) {
     CommandResult const piped_ids = run_axonn(with_dir("tokenize --tokenizer llama3 --decode < {dir}/cute_ids.json"), dir_);
     ASSERT_EQ(piped_ids.exit_status, 0) << piped_ids.stderr_text;
     EXPECT_EQ(file_bytes(dir_ / "stdout.txt"), "Hello, my dog is cute");
+}
+
+// Not an error: an empty --prompt is one of its values (the continuation starts from the end-of-text token), which
+// the check of empty values lets through, the same written `--prompt ""`, `--prompt=` or `prompt = ""` in a config
+// file. CLI11 read `--prompt=` as the option without a value and took the
+// next argument: `--prompt= --greedy` prompted with "--greedy" and sampled.
+TEST_F(CommandLineErrors, AnEmptyPromptIsTheSameWrittenAnyWay) {
+    train_model_once();
+    std::ofstream(dir_ / "empty_prompt.toml") << "prompt = \"\"\n";
+    std::string const generate = "generate --model-dir {dir}/model --tokenizer byte --max-new-tokens 4 --json ";
+    CommandResult const quoted = run_axonn(with_dir(generate + "--prompt '' --greedy"), dir_);
+    ASSERT_EQ(quoted.exit_status, 0) << quoted.stderr_text;
+    std::string const tokens = file_bytes(dir_ / "stdout.txt");
+    EXPECT_NE(tokens.find("\"prompt\":\"\""), std::string::npos) << tokens;
+    for (char const* written : {"--prompt= --greedy", "--config {dir}/empty_prompt.toml --greedy"}) {
+        CommandResult const result = run_axonn(with_dir(generate + written), dir_);
+        ASSERT_EQ(result.exit_status, 0) << written << ": " << result.stderr_text;
+        EXPECT_EQ(file_bytes(dir_ / "stdout.txt"), tokens) << written;
+    }
 }
 
 // A byte-order mark that starts the file is not text: the ids are those of the text after it, as `prepare` trains

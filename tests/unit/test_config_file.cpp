@@ -1,5 +1,6 @@
 // --config files are TOML: strings with escapes and on several lines, numbers, switches and arrays become the
 // arguments they stand for, placed before the command line's own, and a value of the wrong type is refused.
+#include "axonn/cli/argument_values.h"
 #include "axonn/cli/commands.h"
 #include "axonn/cli/config_file.h"
 #include "axonn/core/error.h"
@@ -93,6 +94,15 @@ TEST(ConfigFile, StringsKeepTheirEscapesAndLines) {
                                        "lines.jsonl\"\"\"\n");
     EXPECT_EQ(arguments, (Arguments{"axonn", "train", "--metrics=runs/two\nlines.jsonl",
                                     "--prompt=say \"hi\"\n\tthen \xC3\xA9", "--tokenizer-dir=/data/with \"quotes\""}));
+}
+
+// The options whose empty value is one of theirs take it from a file too, and it reaches CLI11 as its own argument
+// (CLI11 reads `--prompt=` as the option without a value, and would take the next argument).
+TEST(ConfigFile, AnEmptyValueOfItsOwnIsKept) {
+    Arguments const expanded = expand("train", "prompt = \"\"\n");
+    EXPECT_EQ(expanded, (Arguments{"axonn", "train", "--prompt="}));
+    EXPECT_EQ(empty_values_apart(expanded), (Arguments{"axonn", "train", "--prompt", ""}));
+    EXPECT_NE(error_of([] { expand("train", "model = \"\"\n"); }).find("'model' is empty"), std::string::npos);
 }
 
 TEST(ConfigFile, AValueThatStartsWithADashStaysAValue) {

@@ -94,7 +94,7 @@ bool is_decimal_real_number(std::string_view text) {
 void check_value(std::string_view option, std::string_view value, std::string const& command,
                  CLI::Option const* declared) {
     if (value.empty()) {
-        if (among(may_be_empty, option)) return;
+        if (value_may_be_empty(option)) return;
         refuse_empty(option, command, declared);
     }
     if (declared == nullptr) return;
@@ -122,6 +122,20 @@ void check_value(std::string_view option, std::string_view value, std::string co
 }
 
 }  // namespace
+
+bool value_may_be_empty(std::string_view option) { return among(may_be_empty, option); }
+
+std::vector<std::string> empty_values_apart(std::vector<std::string> arguments) {
+    for (std::size_t i = 0; i < arguments.size(); ++i) {
+        std::string& argument = arguments[i];
+        if (argument.starts_with("--") && argument.size() > 3 && argument.back() == '=' &&
+            argument.find('=') == argument.size() - 1) {
+            argument.pop_back();
+            arguments.insert(arguments.begin() + static_cast<std::ptrdiff_t>(++i), std::string());
+        }
+    }
+    return arguments;
+}
 
 void require_checked_values(CLI::App const& app, std::vector<std::string> const& arguments) {
     CLI::App const* command = &app;

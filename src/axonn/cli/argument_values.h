@@ -25,4 +25,12 @@ namespace axonn {
 // decimal.
 void require_checked_values(CLI::App const& app, std::vector<std::string> const& arguments);
 
+// Whether `option` ("--prompt") takes an empty value as one of its values (see require_checked_values).
+bool value_may_be_empty(std::string_view option);
+
+// `arguments` with each `--option=` that gives an empty value written as two arguments, `--option ""`: CLI11 reads
+// `--prompt=` as the option without its value and takes the next argument as the value (`generate --prompt=
+// --greedy` prompted with "--greedy" and sampled).
+std::vector<std::string> empty_values_apart(std::vector<std::string> arguments);
+
 }  // namespace axonn

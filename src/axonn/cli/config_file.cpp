@@ -5,6 +5,7 @@
 // may be left out takes true (given without a value), false (not given) or its value.
 #include "axonn/cli/config_file.h"
 
+#include "axonn/cli/argument_values.h"
 #include "axonn/cli/subcommands.h"
 #include "axonn/core/error.h"
 #include "axonn/core/toml_file.h"
@@ -84,7 +85,7 @@ void append_option(std::vector<std::string>& arguments, CLI::Option const& optio
     AXONN_REQUIRE(!value_may_be_left_out || kind != ValueKind::text || node.is_string(),
                   "{}: '{}' must be true, false or a string, not {}", toml_location(node, file), name,
                   toml_type_name(node));
-    AXONN_REQUIRE(!node.is_string() || !node.value<std::string>()->empty(),
+    AXONN_REQUIRE(!node.is_string() || !node.value<std::string>()->empty() || value_may_be_empty(flag),
                   "{}: '{}' is empty: give it a value, or remove the line", toml_location(node, file), name);
     // --name=value: a value that starts with '-' stays a value.
     arguments.push_back(flag + "=" + scalar_text(node, kind, name, file));

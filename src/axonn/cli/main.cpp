@@ -103,6 +103,7 @@ int run(int argc, char** argv) {
     check_command_named(arguments, command_names(app));
     arguments = axonn::as_usage_errors([&] { return axonn::expand_config_files(app, std::move(arguments)); });
     axonn::require_checked_values(app, arguments);
+    arguments = axonn::empty_values_apart(std::move(arguments));
     // CLI11 takes the arguments after the program name, last first.
     std::vector<std::string> reversed(arguments.rbegin(), arguments.rend() - 1);
     try {
