@@ -436,6 +436,28 @@ TEST(Checkpoint, ARefusedRollbackChangesNothing) {
     }
 }
 
+// A rollback names the run's own checkpoint through a link as well as by its path: the later checkpoint is set
+// aside (it was refused as another run's, the link's folder not being --ckpt-dir).
+TEST(Checkpoint, ARollbackThroughALinkToTheRunsOwnCheckpointIsARollback) {
+    testing::TempDir dir;
+    SerialState state(7);
+    fs::path const earlier = state.save(dir / "ckpt", 2);
+    state.save(dir / "ckpt", 4);
+    fs::create_directory_symlink(earlier, dir / "link");
+    fs::path const out = dir / "stdout.txt", err = dir / "stderr.txt";
+    std::string const command = resuming_train_command(dir.path(), 3) + (dir / "link").string() + " --ckpt-dir " +
+                                (dir / "ckpt").string() + " --new-data > " + out.string() + " 2> " + err.string();
+    int const status = std::system(command.c_str());
+    ASSERT_EQ(WEXITSTATUS(status), 0) << file_bytes(err);
+    EXPECT_NE(file_bytes(out).find("rolling back to step 2: the later checkpoints are kept aside as "
+                                   "step_00000004.rolled-back-"),
+              std::string::npos)
+        << file_bytes(out);
+    std::vector<std::int64_t> steps;
+    for (CheckpointEntry const& entry : complete_checkpoints(dir / "ckpt")) steps.push_back(entry.step);
+    EXPECT_EQ(steps, (std::vector<std::int64_t>{2, 3}));
+}
+
 // Settings a run state records only for a resume to compare, with values no run writes: the checkpoint is damaged
 // (a resume used to echo them in a warning and go on).
 TEST(Checkpoint, ImpossibleRecordedSettingsAreDamage) {

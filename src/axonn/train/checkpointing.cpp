@@ -274,14 +274,17 @@ std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoi
 namespace {
 
 // The folder of the checkpoint resumed ("DIR/step_N/" too), where it lies inside ckpt_dir (a run's own, rolled
-// back to); none otherwise.
+// back to), named there or through a link to it; none otherwise.
 std::optional<fs::path> own_resumed_folder(fs::path const& ckpt_dir,
                                            std::optional<CheckpointReader> const& resumed) {
     if (!resumed) return std::nullopt;
     std::error_code error;
     fs::path const folder = resumed->folder().has_filename() ? resumed->folder() : resumed->folder().parent_path();
-    if (!fs::equivalent(folder.parent_path(), ckpt_dir, error)) return std::nullopt;
-    return folder;
+    fs::path const linked = fs::canonical(folder, error);
+    for (fs::path const& named : {folder, linked}) {
+        if (!named.empty() && fs::equivalent(named.parent_path(), ckpt_dir, error)) return folder;
+    }
+    return std::nullopt;
 }
 
 // The step a run starts from: the resumed checkpoint's, or 0.
