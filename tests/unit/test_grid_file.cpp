@@ -78,6 +78,10 @@ TEST(GridFile, MalformedFilesAreRefusedByName) {
         {"no_grid", edited([](auto& j) { j.erase("grid"); }), "has no \"grid\" object"},
         {"zero_axis", edited([](auto& j) { j["grid"]["y"] = 0; }), "has no positive integer \"y\""},
         {"no_order", edited([](auto& j) { j.erase("grid_order"); }), "has no text \"grid_order\""},
+        // A bad command line's message, exit 2, without the file's name.
+        {"order_without_data", edited([](auto& j) { j["grid_order"] = "x,y,z"; }),
+         "grid order 'x,y,z' must name each of x, y, z and data exactly once, fastest first, as in x,y,z,data: write "
+         "it again with `axonn tune`"},
         {"grid_of_other_ranks", edited([](auto& j) { j["ranks"] = 8; }), "its grid data=1,z=2,y=1,x=2 is not of its 8"},
     };
     for (BadGridFile const& bad : cases) {

@@ -1,5 +1,6 @@
 #include "axonn/train/grid_file.h"
 
+#include "axonn/comm/grid.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
 #include "axonn/core/guarded_json.h"
@@ -59,6 +60,11 @@ GridFile parse_grid_file(std::string const& text, fs::path const& path) {
     file.grid = {positive_field(grid, "data", path), positive_field(grid, "z", path), positive_field(grid, "y", path),
                  positive_field(grid, "x", path)};
     file.grid_order = text_field(document, "grid_order", path);
+    try {
+        parse_axis_order(file.grid_order);
+    } catch (Error const& e) {
+        fail("grid file {}: {}: write it again with `axonn tune`", path.string(), e.what());
+    }
     file.job = {text_field(document, "model", path), positive_field(document, "batch", path),
                 positive_field(document, "seq", path), positive_field(document, "ranks", path)};
     AXONN_REQUIRE(file.job.ranks == file.grid.product(), "grid file {}: its grid {} is not of its {} ranks",
