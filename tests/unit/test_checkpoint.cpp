@@ -853,6 +853,19 @@ TEST(HuggingFace, HostileWeightIndexIsRefused) {
         EXPECT_NE(error.find(hostile.expected), std::string::npos) << hostile.name << ": " << error;
         EXPECT_EQ(error.find('\n'), std::string::npos) << hostile.name << ": " << error;
     }
+    // Shards beside a model.safetensors: two models in one folder (transformers would load the whole file). An index
+    // whose one shard is model.safetensors itself is one model.
+    fs::copy(dir / "sharded", dir / "both");
+    fs::copy_file(dir / "hf" / "model.safetensors", dir / "both" / "model.safetensors");
+    std::string const both = error_of([&] { HfSafetensors{dir / "both"}; });
+    EXPECT_NE(both.find("holds both model.safetensors and model.safetensors.index.json, whose shards "
+                        "(model-00001-of-00002.safetensors, ...) are another copy of the weights"),
+              std::string::npos)
+        << both;
+    json one_shard = good;
+    for (auto& [tensor, file] : one_shard["weight_map"].items()) file = "model.safetensors";
+    write_file(dir / "both" / "model.safetensors.index.json", one_shard.dump());
+    EXPECT_NO_THROW(HfSafetensors{dir / "both"});
 }
 
 struct HostileModel {

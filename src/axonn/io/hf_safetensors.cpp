@@ -94,8 +94,17 @@ HfSafetensors::HfSafetensors(fs::path const& dir) {
         for (SafetensorsEntry const& entry : shards_.front()->header.tensors) tensors_[entry.name] = {0, &entry};
         return;
     }
+    auto const weight_map = read_weight_map(index);
+    // transformers loads model.safetensors where a folder holds it, whatever an index says: two models in one folder.
+    bool const whole_file_too = fs::exists(dir / hf_weights_file, error);
+    for (auto const& [tensor, file] : weight_map) {
+        AXONN_REQUIRE(!whole_file_too || file == hf_weights_file,
+                      "{} holds both {} and {}, whose shards ({}, ...) are another copy of the weights: transformers "
+                      "would load {}; remove the files of the model that is not wanted",
+                      dir.string(), hf_weights_file, hf_weights_index_file, file, hf_weights_file);
+    }
     std::map<std::string, int> shard_of_file;
-    for (auto const& [tensor, file] : read_weight_map(index)) {
+    for (auto const& [tensor, file] : weight_map) {
         auto [found, added] = shard_of_file.emplace(file, static_cast<int>(shards_.size()));
         if (added) open_shard(dir / file);
         SafetensorsEntry const* entry = shards_[found->second]->header.find(tensor);

@@ -1,8 +1,9 @@
 // The weights of a Hugging Face model folder: model.safetensors, or the shards that model.safetensors.index.json
 // maps each tensor to (how transformers saves a large model). Nothing a file claims is trusted: the index must be a
 // JSON object whose "weight_map" names plain files inside the folder ending in .safetensors, every shard's header is
-// checked as read_safetensors_header does, and each tensor must be in the shard the map names. Reads take ranges
-// of elements, so a rank reads only the parts of a tensor it holds.
+// checked as read_safetensors_header does, and each tensor must be in the shard the map names; shards beside a
+// model.safetensors (two copies of the weights, of which transformers loads the whole file) are refused. Reads
+// take ranges of elements, so a rank reads only the parts of a tensor it holds.
 #pragma once
 
 #include "axonn/core/file_io.h"
