@@ -359,6 +359,12 @@ std::vector<BadInput> const bad_inputs = {
     {"data_inside_the_ckpt_dir",
      "train --data {dir}/data_in_ckpt/shards --tokenizer byte --ckpt-dir {dir}/data_in_ckpt",
      "lies inside --ckpt-dir {dir}/data_in_ckpt, which this run's saves and prunings change: move the data out", 1},
+    // An output named as a checkpoint among checkpoints blocked every later save and resume of that --ckpt-dir.
+    {"export_named_as_a_checkpoint", "export {dir}/model/step_00000001 {dir}/model/step_00000009",
+     "OUT {dir}/model/step_00000009 is named as a checkpoint, beside the checkpoint step_00000001 in {dir}/model: a "
+     "training run on that --ckpt-dir would refuse it; choose another name or folder", 1},
+    {"prepare_named_as_a_checkpoint", "prepare --input {dir}/text.txt --out {dir}/model/step_00000007/ --tokenizer byte",
+     "--out {dir}/model/step_00000007/ is named as a checkpoint, beside the checkpoint step_00000001", 1},
     {"export_among_token_shards", "export {dir}/model {dir}/good",
      "OUT {dir}/good holds token shards (train.bin): a Hugging Face model written there would be mixed", 1},
     {"export_inside_its_checkpoint", "export {dir}/model {dir}/model/hf",

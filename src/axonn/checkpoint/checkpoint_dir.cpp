@@ -25,16 +25,6 @@ constexpr std::string_view partial_suffix = ".partial";
 constexpr std::string_view replaced_suffix = ".replaced";
 constexpr std::string_view pruned_suffix = ".pruned";
 
-// The step of a folder named step_NNNNNNNN, if it is one.
-std::optional<std::int64_t> folder_step(std::string const& name) {
-    if (name.rfind(step_prefix, 0) != 0 || name.size() == step_prefix.size()) return std::nullopt;
-    std::int64_t step = -1;
-    char const* const end = name.data() + name.size();
-    auto const [stop, error] = std::from_chars(name.data() + step_prefix.size(), end, step);
-    if (error != std::errc() || stop != end || step < 0) return std::nullopt;
-    return step;
-}
-
 // What a checkpoint's completion marker says ("step 300\n"), or "" where it has none (or it is not a small file).
 std::string marker_text(fs::path const& folder) {
     std::ifstream in(folder / checkpoint_complete_file, std::ios::binary);
@@ -88,6 +78,15 @@ std::string shown_marker_text(std::string const& marker) {
         if (c < 0x20 || c > 0x7e) c = '?';
     }
     return line;
+}
+
+std::optional<std::int64_t> folder_step(std::string const& name) {
+    if (name.rfind(step_prefix, 0) != 0 || name.size() == step_prefix.size()) return std::nullopt;
+    std::int64_t step = -1;
+    char const* const end = name.data() + name.size();
+    auto const [stop, error] = std::from_chars(name.data() + step_prefix.size(), end, step);
+    if (error != std::errc() || stop != end || step < 0) return std::nullopt;
+    return step;
 }
 
 std::vector<CheckpointEntry> complete_checkpoints(fs::path const& dir) {

@@ -38,6 +38,9 @@ struct CheckpointEntry {
     std::filesystem::path path;
 };
 
+// The step of a folder named as a checkpoint (step_NNNNNNNN), if it is one.
+std::optional<std::int64_t> folder_step(std::string const& name);
+
 // The complete checkpoints in `dir`, oldest first (none if the folder does not exist).
 std::vector<CheckpointEntry> complete_checkpoints(std::filesystem::path const& dir);
 

@@ -105,10 +105,24 @@ void require_outside_checkpoints(fs::path const& path, std::string_view option) 
     }
 }
 
+// An output folder named as a checkpoint (step_N) beside checkpoints: a run on that --ckpt-dir would refuse the
+// folder, which is no checkpoint of its (`export ck/step_2 ck/step_9` blocked every later save and resume of ck).
+void require_not_named_among_checkpoints(fs::path const& folder, std::string_view option) {
+    fs::path const named = folder.has_filename() ? folder : folder.parent_path();  // "ck/step_9/" too
+    if (!folder_step(named.filename().string())) return;
+    fs::path const parent = named.has_parent_path() ? named.parent_path() : fs::path(".");
+    if (auto const checkpoints = checkpoint_content(parent)) {
+        fail("{} {} is named as a checkpoint, beside {} in {}: a training run on that --ckpt-dir would refuse it; "
+             "choose another name or folder",
+             option, folder.string(), *checkpoints, parent.string());
+    }
+}
+
 }  // namespace
 
 void require_folder_for(fs::path const& folder, std::string_view option, OutputKind own) {
     require_outside_checkpoints(folder, option);
+    require_not_named_among_checkpoints(folder, option);
     std::error_code error;
     if (!fs::is_directory(folder, error)) return;
     if (auto const found = foreign_content(folder, own)) {

@@ -14,8 +14,8 @@ namespace axonn {
 
 enum class OutputKind { checkpoints, hf_model, token_shards, other };
 
-// Refuses `folder` (named by `option`) for output of kind `own` where it holds another kind's files or lies inside
-// a checkpoint.
+// Refuses `folder` (named by `option`) for output of kind `own` where it holds another kind's files, lies inside
+// a checkpoint, or is named as one (step_N) beside checkpoints.
 void require_folder_for(std::filesystem::path const& folder, std::string_view option, OutputKind own);
 
 // Refuses an output file `file` (named by `option`) that lies inside a checkpoint (links and `..` resolved), or that
