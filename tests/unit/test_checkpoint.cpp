@@ -211,6 +211,23 @@ TEST(Checkpoint, KeepLeavesTheNewestAndRemovesInterruptedSaves) {
     EXPECT_EQ(resolve_checkpoint(dir.path().string(), {}), dir / "step_00000003");
 }
 
+// A leftover's name on a folder of other files (a user's export named step_N.partial by hand) is not a leftover:
+// the pruning leaves it, where it removed the export with the next save.
+TEST(Checkpoint, KeepRemovesOnlyLeftoversOfCheckpointFiles) {
+    testing::TempDir dir;
+    SerialState state(7);
+    for (int step : {1, 2}) state.save(dir.path(), step);
+    fs::create_directories(dir / "step_00000012.partial");
+    std::ofstream(dir / "step_00000012.partial" / "config.json") << "{}";
+    fs::create_directories(dir / "step_00000013.partial");  // a save cut short: its files, one still being written
+    std::ofstream(dir / "step_00000013.partial" / "rank00000-000.safetensors") << "x";
+    std::ofstream(dir / "step_00000013.partial" / "rank00001-000.safetensors.partial") << "x";
+    prune_checkpoints(dir.path(), 1);
+    EXPECT_TRUE(fs::exists(dir / "step_00000012.partial" / "config.json"));
+    EXPECT_FALSE(fs::exists(dir / "step_00000013.partial"));
+    EXPECT_FALSE(fs::exists(dir / "step_00000001"));
+}
+
 // A pruned checkpoint that is a symbolic link to one kept elsewhere: the link goes, and the checkpoint it names
 // stays whole (its completion marker was removed through the link).
 TEST(Checkpoint, KeepRemovesALinkAndNotWhatItNames) {

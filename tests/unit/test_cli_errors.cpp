@@ -361,14 +361,25 @@ std::vector<BadInput> const bad_inputs = {
      "lies inside --ckpt-dir {dir}/data_in_ckpt, which this run's saves and prunings change: move the data out", 1},
     // An output named as a checkpoint among checkpoints blocked every later save and resume of that --ckpt-dir.
     {"export_named_as_a_checkpoint", "export {dir}/model/step_00000001 {dir}/model/step_00000009",
-     "OUT {dir}/model/step_00000009 is named as a checkpoint, beside the checkpoint step_00000001 in {dir}/model: a "
-     "training run on that --ckpt-dir would refuse it; choose another name or folder", 1},
+     "OUT {dir}/model/step_00000009 is named as a checkpoint folder, beside the checkpoint step_00000001 in "
+     "{dir}/model: a training run on that --ckpt-dir would take it for one of its own; choose another name or "
+     "folder", 1},
     {"prepare_named_as_a_checkpoint", "prepare --input {dir}/text.txt --out {dir}/model/step_00000007/ --tokenizer byte",
-     "--out {dir}/model/step_00000007/ is named as a checkpoint, beside the checkpoint step_00000001", 1},
+     "--out {dir}/model/step_00000007/ is named as a checkpoint folder, beside the checkpoint step_00000001", 1},
+    // A save's leftover's name: the next save removed the folder, and the export in it.
+    {"export_named_as_a_leftover", "export {dir}/model/step_00000001 {dir}/model/step_00000012.partial",
+     "OUT {dir}/model/step_00000012.partial is named as a checkpoint folder", 1},
+    {"ckpt_dir_named_as_a_rolled_back_checkpoint",
+     "train --data {dir}/good --tokenizer byte --ckpt-dir {dir}/model/step_00000003.rolled-back-1700000000",
+     "--ckpt-dir {dir}/model/step_00000003.rolled-back-1700000000 is named as a checkpoint folder", 1},
     {"export_among_token_shards", "export {dir}/model {dir}/good",
      "OUT {dir}/good holds token shards (train.bin): a Hugging Face model written there would be mixed", 1},
     {"export_inside_its_checkpoint", "export {dir}/model {dir}/model/hf",
      "OUT {dir}/model/hf lies inside {dir}/model, which this run reads", 1},
+    // An export over a model in shards made a folder of two models, which every reader refused.
+    {"export_over_a_sharded_model", "export {dir}/model {dir}/sharded_hf --overwrite",
+     "OUT {dir}/sharded_hf holds a model in shards (model.safetensors.index.json), which the export's "
+     "model.safetensors would not replace but stand beside", 1},
     {"export_over_a_blocked_config", "export {dir}/model {dir}/hf_blocked --overwrite",
      "config.json.partial, where it is written first, is a folder: remove it", 1},
     {"import_among_token_shards", "import {dir}/hf_and_checkpoints/hf_only --out {dir}/other_data",
@@ -428,6 +439,10 @@ std::vector<BadInput> const bad_inputs = {
     {"trace_and_metrics_in_one_file",
      "train --data {dir}/good --tokenizer byte --steps 1 --metrics {dir}/one.json --trace {dir}/one.json",
      "--metrics and --trace both name {dir}/one.json: give each output its own path", 1},
+    // Two hard links to one file: the run trained, wrote its metrics over the file, then failed on the trace.
+    {"trace_and_metrics_in_one_file_of_two_names",
+     "train --data {dir}/good --tokenizer byte --steps 1 --metrics {dir}/text_again.txt --trace {dir}/text.txt "
+     "--overwrite", "--metrics and --trace both name {dir}/text_again.txt: give each output its own path", 1},
     {"trace_into_the_checkpoint_folder",
      "train --data {dir}/good --tokenizer byte --steps 1 --ckpt-dir {dir}/ckpt_out --trace {dir}/ckpt_out/index.json",
      "--trace {dir}/ckpt_out/index.json lies inside --ckpt-dir {dir}/ckpt_out, which this run writes", 1},
@@ -848,6 +863,9 @@ protected:
         fs::create_hard_link(dir_ / "text.txt", dir_ / "text_again.txt");
         fs::create_directories(dir_ / "linked_out");
         fs::create_symlink(dir_ / "text.txt", dir_ / "linked_out" / "train.bin");
+        fs::create_directories(dir_ / "sharded_hf");  // a model in shards, as transformers saves a large one
+        std::ofstream(dir_ / "sharded_hf" / "config.json") << R"({"model_type": "gpt2"})";
+        std::ofstream(dir_ / "sharded_hf" / "model.safetensors.index.json") << R"({"weight_map": {}})";
         fs::create_directories(dir_ / "lone_config");
         std::ofstream(dir_ / "lone_config" / "config.json") << "mine\n";
         fs::create_directories(dir_ / "machines");
@@ -1152,6 +1170,37 @@ TEST_F(CommandLineErrors, AResumedRunAppendsToItsOwnMetricsOnly) {
     CommandResult const relaunched = run_axonn(with_dir(job + " --resume latest"), dir_);
     EXPECT_EQ(relaunched.exit_status, 0) << relaunched.stderr_text;
     EXPECT_EQ(step_losses(dir_ / "job.jsonl").size(), 2u);
+
+    // Two runs of `--ckpt-dir ck` launched from two folders are two runs: one refuses the other's metrics (their ids
+    // came from the path as written, and a resume of one cut the other's records).
+    std::set<std::string> ids;
+    for (char const* folder : {"here", "there"}) {
+        fs::remove_all(dir_ / folder);
+        fs::create_directories(dir_ / folder);
+        CommandResult const launched = run_axonn(with_dir(run + "--steps 1 --ckpt-dir ck --metrics m.jsonl"), dir_,
+                                                 "cd " + (dir_ / folder).string() + " &&");
+        ASSERT_EQ(launched.exit_status, 0) << launched.stderr_text;
+        std::set<std::string> const id = run_ids(dir_ / folder / "m.jsonl");
+        ids.insert(id.begin(), id.end());
+    }
+    EXPECT_EQ(ids.size(), 2u);
+}
+
+// The checkpoints of a run from --init-from may not go into the model it starts from (they were written inside the
+// Hugging Face folder, beside its config.json).
+TEST_F(CommandLineErrors, CheckpointsDoNotGoIntoTheModelTheRunStartsFrom) {
+    train_model_once();
+    fs::remove_all(dir_ / "init_hf");
+    ASSERT_EQ(run_axonn(with_dir("export {dir}/model {dir}/init_hf"), dir_).exit_status, 0);
+    CommandResult const refused = run_axonn(
+        with_dir("train --data {dir}/good --tokenizer byte --init-from {dir}/init_hf --ckpt-dir {dir}/init_hf/ck"),
+        dir_);
+    EXPECT_EQ(refused.exit_status, 1) << refused.stderr_text;
+    EXPECT_NE(refused.stderr_text.find(with_dir("--ckpt-dir {dir}/init_hf/ck lies inside {dir}/init_hf, which this "
+                                                "run reads")),
+              std::string::npos)
+        << refused.stderr_text;
+    EXPECT_FALSE(fs::exists(dir_ / "init_hf" / "ck"));
 }
 
 // A config.json whose vocab_size the weights do not have: every reader names the tensor that disagrees, not the

@@ -80,9 +80,29 @@ TEST(ConfigFile, ValuesBecomeArgumentsBeforeTheCommandLine) {
                                        "debug-collectives = true\n"
                                        "overwrite = false\n",
                                        {"--steps", "30"});
-    // In the order of the names (a TOML table has no other); each option once, so the order does not matter.
+    // In the order of the names (a TOML table has no other); each option once, so the order does not matter. The
+    // command line's --steps wins: the file's is left out.
     EXPECT_EQ(arguments, (Arguments{"axonn", "train", "--debug-collectives", "--lr=0.0006", "--model=gpt2-mini",
-                                    "--steps=20", "--steps", "30"}));
+                                    "--steps", "30"}));
+}
+
+// A file's option gives way to the command line's, and to a later file's, also where the two exclude each other
+// (`greedy = true` in a file and `--temperature 0.5` given was an error: "--greedy excludes --temperature"), and for
+// an option of several values (the file's inputs were added to the command line's).
+TEST(ConfigFile, TheCommandLineAndALaterFileWin) {
+    testing::TempDir dir;
+    std::ofstream(dir / "greedy.toml") << "greedy = true\nmax-new-tokens = 3\n";
+    std::ofstream(dir / "sampled.toml") << "temperature = 0.5\n";
+    CLI::App app;
+    add_generate_command(app);
+    add_prepare_command(app);
+    std::string const greedy = (dir / "greedy.toml").string(), sampled = (dir / "sampled.toml").string();
+    EXPECT_EQ(expand_config_files(app, {"axonn", "generate", "--config", greedy, "--temperature", "0.7"}),
+              (Arguments{"axonn", "generate", "--max-new-tokens=3", "--temperature", "0.7"}));
+    EXPECT_EQ(expand_config_files(app, {"axonn", "generate", "--config", greedy, "--config", sampled}),
+              (Arguments{"axonn", "generate", "--max-new-tokens=3", "--temperature=0.5"}));
+    EXPECT_EQ(expand("prepare", "input = [\"a.txt\", \"b.txt\"]\n", {"--input", "c.txt"}),
+              (Arguments{"axonn", "prepare", "--input", "c.txt"}));
 }
 
 TEST(ConfigFile, StringsKeepTheirEscapesAndLines) {
@@ -145,6 +165,13 @@ TEST(ConfigFile, AnIntegerOptionWithANamedCheckTakesAnInteger) {
 
 TEST(ConfigFile, AValueOfTheWrongTypeIsRefusedWhereItStands) {
     EXPECT_THROW(expand("train", "steps = 2.5\n"), Error);          // an integer option
+    // Numbers in decimal, as on the command line, whatever the option's type.
+    for (char const* based : {"steps = 0x2\n", "steps = 0o3\n", "steps = 0b11\n", "lr = 0x10\n"}) {
+        EXPECT_NE(error_of([&] { expand("train", based); }).find("is written in base "), std::string::npos) << based;
+    }
+    EXPECT_NE(error_of([] { expand("train", "lr = 0x10\n"); }).find("run.toml:1:6: 'lr' is written in base 16: write "
+                                                                    "it in decimal digits"),
+              std::string::npos);
     EXPECT_THROW(expand("train", "lr = \"fast\"\n"), Error);        // a number
     EXPECT_THROW(expand("train", "model = 5\n"), Error);            // a string
     EXPECT_THROW(expand("train", "overwrite = \"yes\"\n"), Error);  // a switch

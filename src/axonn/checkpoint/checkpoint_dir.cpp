@@ -49,6 +49,23 @@ std::string alternatives(fs::path const& dir) {
 // Removes a checkpoint folder, its marker first: a removal that a crash interrupts leaves an incomplete folder,
 // never a damaged "complete" one. A symbolic link (to a checkpoint kept elsewhere) is removed itself, and what it
 // names is left whole.
+constexpr std::string_view rolled_back_infix = ".rolled-back-";
+
+// Whether `folder` holds a checkpoint's files alone (index.json, COMPLETE, the ranks' safetensors, and those
+// being written under their name + ".partial"): a leftover of a save or a pruning cut short, which the next save
+// removes, and not a folder of other files a user gave a leftover's name.
+bool holds_checkpoint_files_only(fs::path const& folder) {
+    std::error_code error;
+    if (fs::is_symlink(folder, error)) return true;  // removing the link leaves its target alone
+    for (auto const& entry : fs::directory_iterator(folder, error)) {
+        std::string name = entry.path().filename().string();
+        if (name.ends_with(partial_suffix)) name.resize(name.size() - partial_suffix.size());
+        bool const rank_file = name.starts_with("rank") && name.ends_with(".safetensors");
+        if (!rank_file && name != checkpoint_index_file && name != checkpoint_complete_file) return false;
+    }
+    return !error;
+}
+
 void remove_checkpoint_folder(fs::path const& folder) {
     std::error_code error;
     if (!fs::is_symlink(folder, error)) fs::remove(folder / checkpoint_complete_file, error);
@@ -87,6 +104,15 @@ std::optional<std::int64_t> folder_step(std::string const& name) {
     auto const [stop, error] = std::from_chars(name.data() + step_prefix.size(), end, step);
     if (error != std::errc() || stop != end || step < 0) return std::nullopt;
     return step;
+}
+
+bool is_checkpoint_folder_name(std::string const& name) {
+    if (folder_step(name)) return true;
+    for (std::string_view suffix : {partial_suffix, replaced_suffix, pruned_suffix}) {
+        if (name.ends_with(suffix) && folder_step(name.substr(0, name.size() - suffix.size()))) return true;
+    }
+    std::size_t const infix = name.find(rolled_back_infix);
+    return infix != std::string::npos && folder_step(name.substr(0, infix));
 }
 
 std::vector<CheckpointEntry> complete_checkpoints(fs::path const& dir) {
@@ -150,7 +176,8 @@ void prune_checkpoints(fs::path const& dir, int keep, std::int64_t just_saved) {
         std::string const name = entry.path().filename().string();
         for (std::string_view suffix : {partial_suffix, replaced_suffix, pruned_suffix}) {
             bool const leftover = name.size() > suffix.size() && name.ends_with(suffix) &&
-                                  folder_step(name.substr(0, name.size() - suffix.size()));
+                                  folder_step(name.substr(0, name.size() - suffix.size())) &&
+                                  holds_checkpoint_files_only(entry.path());
             if (leftover) remove_checkpoint_folder(entry.path());
         }
     }
@@ -184,7 +211,7 @@ std::vector<fs::path> set_aside_later_checkpoints(fs::path const& dir, std::int6
         bool const other_branch = entry.step == start_step && !fs::equivalent(entry.path, resumed, same);
         if (entry.step < start_step || (entry.step == start_step && !other_branch)) continue;
         // A second rollback within the same second would take the first one's name: then -2, -3, ...
-        std::string const name = fmt::format("{}.rolled-back-{}", entry.path.filename().string(), stamp);
+        std::string const name = fmt::format("{}{}{}", entry.path.filename().string(), rolled_back_infix, stamp);
         fs::path aside = dir / name;
         std::error_code error;
         for (int n = 2; fs::exists(aside, error); ++n) aside = dir / fmt::format("{}-{}", name, n);

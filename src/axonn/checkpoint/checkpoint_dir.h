@@ -41,6 +41,11 @@ struct CheckpointEntry {
 // The step of a folder named as a checkpoint (step_NNNNNNNN), if it is one.
 std::optional<std::int64_t> folder_step(std::string const& name);
 
+// Whether `name` is one a checkpoint folder takes in its life: step_N, or step_N with the suffix of a save in
+// progress (.partial), of one replaced or pruned (.replaced, .pruned: removed by the next save) or of one set aside
+// by a rollback (.rolled-back-TIME).
+bool is_checkpoint_folder_name(std::string const& name);
+
 // The complete checkpoints in `dir`, oldest first (none if the folder does not exist).
 std::vector<CheckpointEntry> complete_checkpoints(std::filesystem::path const& dir);
 

@@ -1,5 +1,6 @@
 // --config FILE: a TOML file of a subcommand's options, read with toml++ and turned into arguments that come
-// before the user's own (so that the command line overrides the file). Each key is an option's long name; its
+// before the user's own, less the options the command line gives (or a later file: it wins over an earlier one) and
+// those that exclude one given there. Each key is an option's long name; its
 // value must have the option's type: a boolean for a flag, an integer for an integer option, a number for a
 // real one, a string for a text or a path, an array for an option that takes several values; an option whose value
 // may be left out takes true (given without a value), false (not given) or its value.
@@ -12,7 +13,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <set>
 
 namespace axonn {
 namespace {
@@ -40,6 +43,15 @@ char const* kind_text(ValueKind kind) {
     return "a value";
 }
 
+int integer_base(toml::value<std::int64_t> const& integer) {
+    switch (integer.flags()) {
+        case toml::value_flags::format_as_binary: return 2;
+        case toml::value_flags::format_as_octal: return 8;
+        case toml::value_flags::format_as_hexadecimal: return 16;
+        default: return 10;
+    }
+}
+
 // One scalar as the text CLI11 parses, after checking it has the option's type.
 std::string scalar_text(toml::node const& node, ValueKind kind, std::string_view name, fs::path const& file) {
     bool const fits = (kind == ValueKind::integer && node.is_integer()) ||
@@ -47,6 +59,10 @@ std::string scalar_text(toml::node const& node, ValueKind kind, std::string_view
                       (kind == ValueKind::text && node.is_string());
     AXONN_REQUIRE(fits, "{}: '{}' must be {}, not {}", toml_location(node, file), name, kind_text(kind),
                   toml_type_name(node));
+    // TOML's 0x10, 0o10 and 0b10, which the command line refuses (its numbers are decimal: 010 was octal there).
+    AXONN_REQUIRE(!node.is_integer() || node.as_integer()->flags() == toml::value_flags::none,
+                  "{}: '{}' is written in base {}: write it in decimal digits, as on the command line",
+                  toml_location(node, file), name, integer_base(*node.as_integer()));
     if (node.is_integer()) return std::to_string(*node.value<std::int64_t>());
     if (node.is_floating_point()) return fmt::format("{}", *node.value<double>());
     return *node.value<std::string>();
@@ -91,9 +107,36 @@ void append_option(std::vector<std::string>& arguments, CLI::Option const& optio
     arguments.push_back(flag + "=" + scalar_text(node, kind, name, file));
 }
 
-// `command_name`: the command's path, "memorization study", for the message that points to its --help.
+using Options = std::set<CLI::Option const*>;
+
+// Whether `option` is one of `given` or excludes one of them (`--greedy` and `--temperature`).
+bool overridden(CLI::Option const* option, Options const& given) {
+    auto const excludes = [](CLI::Option const* a, CLI::Option const* b) {
+        std::set<CLI::Option*> const excluded = a->get_excludes();
+        return std::any_of(excluded.begin(), excluded.end(), [b](CLI::Option const* each) { return each == b; });
+    };
+    return std::any_of(given.begin(), given.end(), [&](CLI::Option const* other) {
+        return other == option || excludes(option, other) || excludes(other, option);
+    });
+}
+
+// The options `arguments` name ("--steps", "--lr=0.1"; their values are not options).
+Options named_options(CLI::App const& command, std::vector<std::string> const& arguments) {
+    Options named;
+    for (std::string const& argument : arguments) {
+        if (!argument.starts_with("--")) continue;
+        if (CLI::Option const* option = command.get_option_no_throw(argument.substr(0, argument.find('=')))) {
+            named.insert(option);
+        }
+    }
+    return named;
+}
+
+// `command_name`: the command's path, "memorization study", for the message that points to its --help. A key
+// whose option is `given` by a source that wins over the file (the command line, a later file), or excluded by one
+// given there, is left out: the file's `greedy = true` gave way to `--temperature 0.5` only as an error.
 std::vector<std::string> arguments_from_file(CLI::App const& command, std::string const& command_name,
-                                             fs::path const& file) {
+                                             fs::path const& file, Options const& given) {
     toml::table const table = read_toml_file(file, "config file", "check --config");
     std::vector<std::string> arguments;
     for (auto const& [key, node] : table) {
@@ -104,7 +147,7 @@ std::vector<std::string> arguments_from_file(CLI::App const& command, std::strin
         AXONN_REQUIRE(option != nullptr && name != "config" && name != "help",
                       "{}: unknown key '{}': `axonn {} --help` lists the valid names (options without their dashes)",
                       toml_location(key, file), name, command_name);
-        append_option(arguments, *option, name, node, file);
+        if (!overridden(option, given)) append_option(arguments, *option, name, node, file);
     }
     return arguments;
 }
@@ -131,8 +174,15 @@ std::vector<std::string> expand_config_files(CLI::App const& app, std::vector<st
             rest.push_back(argument);
         }
     }
-    for (std::string const& file : files) {
-        auto const expanded = arguments_from_file(*command, name, file);
+    // The command line wins over every file, and a later file over an earlier one.
+    Options given = named_options(*command, rest);
+    std::vector<std::vector<std::string>> per_file(files.size());
+    for (std::size_t f = files.size(); f-- > 0;) {
+        per_file[f] = arguments_from_file(*command, name, files[f], given);
+        Options const named = named_options(*command, per_file[f]);
+        given.insert(named.begin(), named.end());
+    }
+    for (std::vector<std::string> const& expanded : per_file) {
         from_files.insert(from_files.end(), expanded.begin(), expanded.end());
     }
     std::vector<std::string> result(arguments.begin(), arguments.begin() + static_cast<std::ptrdiff_t>(first));

@@ -62,6 +62,12 @@ void require_export_folder(std::filesystem::path const& out, std::filesystem::pa
     // a device or a FIFO in its place never.
     require_replaceable_output(out / hf_config_file, "Hugging Face config", overwrite);
     require_replaceable_output(out / hf_weights_file, "Hugging Face weights", overwrite);
+    // The export writes model.safetensors, which beside an index of shards would be a second copy of the weights.
+    std::error_code error;
+    AXONN_REQUIRE(!std::filesystem::exists(out / hf_weights_index_file, error),
+                  "OUT {} holds a model in shards ({}), which the export's {} would not replace but stand beside: "
+                  "choose another folder, or remove the shards and their index first",
+                  out.string(), hf_weights_index_file, hf_weights_file);
 }
 
 }  // namespace

@@ -507,6 +507,13 @@ bool lies_inside(fs::path const& path, fs::path const& folder) {
     return !relative.empty() && *relative.begin() != "..";
 }
 
+// Whether two paths name one file: the same path once links and `..` are resolved, or two hard links to it.
+bool same_file(fs::path const& a, fs::path const& b) {
+    if (resolved(a) == resolved(b)) return true;
+    std::error_code error;
+    return fs::equivalent(a, b, error) && !error;
+}
+
 }  // namespace
 
 void require_distinct_outputs(std::vector<RunOutput> const& outputs) {
@@ -515,9 +522,9 @@ void require_distinct_outputs(std::vector<RunOutput> const& outputs) {
             RunOutput const& a = outputs[i];
             RunOutput const& b = outputs[j];
             if (i == j || a.path.empty() || b.path.empty()) continue;
-            fs::path const path_a = resolved(a.path), path_b = resolved(b.path);
-            AXONN_REQUIRE(i > j || path_a != path_b, "{} and {} both name {}: give each output its own path",
+            AXONN_REQUIRE(i > j || !same_file(a.path, b.path), "{} and {} both name {}: give each output its own path",
                           a.option, b.option, a.path.string());
+            fs::path const path_a = resolved(a.path), path_b = resolved(b.path);
             if (!b.folder) continue;
             AXONN_REQUIRE(!lies_inside(path_a, path_b),
                           "{} {} lies inside {} {}, which this run writes: choose a path outside it", a.option,

@@ -189,7 +189,8 @@ struct RunOutput {
     bool folder = false;
 };
 
-// Refuses two outputs that are the same path, and a file output inside a folder output (the run would write one
+// Refuses two outputs that are the same file (one path, links and `..` resolved, or two hard links to one file),
+// and a file output inside a folder output (the run would write one
 // over the other: a trace over a checkpoint's index, metrics over a trace). Outputs with an empty path are absent.
 void require_distinct_outputs(std::vector<RunOutput> const& outputs);
 

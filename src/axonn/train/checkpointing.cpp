@@ -214,9 +214,13 @@ std::string run_identity(TrainOptions const& options, std::optional<CheckpointRe
     }
     return decided_by_rank_zero([&] {
         if (options.ckpt_dir.empty()) return fmt::format("{:016x}", random_id());
+        // The folder's whole path: two runs' `--ckpt-dir ck` in two folders are two runs (weakly_canonical leaves a
+        // relative path relative where none of it exists yet, as at a run's first launch).
         std::error_code error;
-        fs::path folder = fs::weakly_canonical(options.ckpt_dir, error);
+        fs::path folder = fs::absolute(options.ckpt_dir, error);
         if (error) folder = options.ckpt_dir;
+        fs::path const canonical = fs::weakly_canonical(folder, error);
+        if (!error) folder = canonical;
         return fmt::format("{:016x}", stable_hash(fmt::format("{}\n{}", folder.string(), options.seed)));
     });
 }

@@ -105,14 +105,16 @@ void require_outside_checkpoints(fs::path const& path, std::string_view option) 
     }
 }
 
-// An output folder named as a checkpoint (step_N) beside checkpoints: a run on that --ckpt-dir would refuse the
-// folder, which is no checkpoint of its (`export ck/step_2 ck/step_9` blocked every later save and resume of ck).
+// An output folder named as a checkpoint (step_N, or one in another state: step_N.partial, ...) beside
+// checkpoints: a run on that --ckpt-dir would refuse the folder, which is no checkpoint of its (`export ck/step_2
+// ck/step_9` blocked every later save and resume of ck), or remove it as a save's leftover.
 void require_not_named_among_checkpoints(fs::path const& folder, std::string_view option) {
     fs::path const named = folder.has_filename() ? folder : folder.parent_path();  // "ck/step_9/" too
-    if (!folder_step(named.filename().string())) return;
+    if (!is_checkpoint_folder_name(named.filename().string())) return;
     fs::path const parent = named.has_parent_path() ? named.parent_path() : fs::path(".");
     if (auto const checkpoints = checkpoint_content(parent)) {
-        fail("{} {} is named as a checkpoint, beside {} in {}: a training run on that --ckpt-dir would refuse it; "
+        fail("{} {} is named as a checkpoint folder, beside {} in {}: a training run on that --ckpt-dir would take "
+             "it for one of its own; "
              "choose another name or folder",
              option, folder.string(), *checkpoints, parent.string());
     }

@@ -235,6 +235,8 @@ void check_outputs(TrainOptions const& options, TrainingData const& data,
         require_distinct_outputs({{"--metrics", options.metrics}, {"--trace", options.trace},
                                   {"--ckpt-dir", options.ckpt_dir, true}});
         if (!options.ckpt_dir.empty()) {
+            // Its saves and prunings would write into the model the run starts from.
+            if (!options.init_from.empty()) require_not_an_input(options.ckpt_dir, "--ckpt-dir", {options.init_from});
             require_checkpoint_folder_for_run(options.ckpt_dir, data.inputs(), resumed);
         }
         if (!options.metrics.empty()) {
