@@ -132,7 +132,8 @@ std::vector<int> metrics_steps(std::filesystem::path const& metrics) {
 // A requeued job passes the same --trace and --metrics at every launch: each launch after the first continues the
 // run's trace (its own first steps, from the step it resumes at, after the earlier launches' on the timeline) and
 // its metrics, --overwrite or not; a trace of another run is still refused without --overwrite. A launch that
-// rolls the run back to an earlier checkpoint drops the later steps from both, as it sets their checkpoints aside.
+// rolls the run back to an earlier checkpoint drops the later steps from both, as it sets their checkpoints aside;
+// one that has neither leaves that to the next launch that does.
 TEST_F(Trace, AResumedRunContinuesItsOwnTraceAndMetrics) {
     std::filesystem::path const trace = dir_ / "requeued.json", metrics = dir_ / "requeued.jsonl";
     std::string const outputs = " --ckpt-dir " + (dir_ / "requeued").string() + " --resume latest --trace " +
@@ -161,6 +162,21 @@ TEST_F(Trace, AResumedRunContinuesItsOwnTraceAndMetrics) {
     for (char const* step : {"step 0", "step 1", "step 3", "step 4"}) EXPECT_TRUE(begins.count(step)) << step;
     EXPECT_GT(begins["step 3"], first_step_3) << "the launch's own step 3, not the first launch's";
     EXPECT_EQ(metrics_steps(metrics), (std::vector<int>{0, 1, 2, 3, 4}));
+
+    // Rolled back again to step 3 by a launch without --trace and --metrics, which cannot cut them: the next launch
+    // that has them drops the abandoned steps 3 and 4 (another launch's, by the checkpoint's lineage).
+    std::string const quiet_rollback =
+        " --ckpt-dir " + (dir_ / "requeued").string() + " --resume " + (dir_ / "requeued" / "step_00000003").string();
+    testing::JobResult const quiet = mpirun("-np 2 " + train("--grid data=2 --steps 5" + quiet_rollback));
+    ASSERT_EQ(quiet.exit_status, 0) << quiet.stderr_text;
+    testing::JobResult const continued = mpirun("-np 2 " + train("--grid data=2 --steps 6" + outputs));
+    ASSERT_EQ(continued.exit_status, 0) << continued.stderr_text;
+    begins = step_begins(trace);
+    EXPECT_EQ(begins.size(), 4u) << ::testing::PrintToString(begins);
+    for (char const* step : {"step 0", "step 1", "step 5", "step 6"}) {  // step 6: the closing validation's span
+        EXPECT_TRUE(begins.count(step)) << step;
+    }
+    EXPECT_EQ(metrics_steps(metrics), (std::vector<int>{0, 1, 2, 5}));
 
     testing::JobResult const another = mpirun("-np 1 " + train("--steps 1 --seed 5 --trace " + trace.string()));
     EXPECT_EQ(another.exit_status, 1) << another.stderr_text;

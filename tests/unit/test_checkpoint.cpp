@@ -486,7 +486,12 @@ TEST(Checkpoint, ImpossibleRecordedSettingsAreDamage) {
     for (Edit const& edit : {Edit{"batch", 0, "its run state's batch is 0, not an integer in [1, "},
                              Edit{"seq", 1000000, "its run state's seq is 1000000, not an integer in [1, 64]"},
                              Edit{"precision", "fp8", "its run state's precision is \"fp8\", neither fp32 nor bf16"},
-                             Edit{"tokenizer", 3, "its run state's tokenizer is 3, not a string"}}) {
+                             Edit{"tokenizer", 3, "its run state's tokenizer is 3, not a string"},
+                             Edit{"lineage", "x", "its run state's lineage is \"x\", not a list"},
+                             Edit{"lineage", json::parse(R"([{"from_step": 2, "launch": "b"}, {"from_step": 1,
+                                                             "launch": "c"}])"),
+                                  "its run state's lineage holds {\"from_step\":1,\"launch\":\"c\"}, not a launch "
+                                  "{\"from_step\", \"launch\"} in step order"}}) {
         testing::TempDir dir;
         SerialState state(7);
         json run = {{"step", 1}, {"optimizer", {{"steps_taken", 1}}}, {"data", {{"position", 100}, {"epoch", 0}}}};

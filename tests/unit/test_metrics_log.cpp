@@ -33,7 +33,7 @@ std::string resumed_file(TempDir const& dir, MetricsResume resume) {
     std::ofstream(dir / "metrics.jsonl") << earlier_launch;
     std::filesystem::remove(dir / "latest.jsonl");
     std::filesystem::create_symlink("metrics.jsonl", dir / "latest.jsonl");
-    MetricsLog log(dir / "latest.jsonl", "r", false, resume);
+    MetricsLog log(dir / "latest.jsonl", "r", "", false, resume);
     log.write({{"step", 3}, {"loss", 1.25}});
     EXPECT_TRUE(std::filesystem::is_symlink(dir / "latest.jsonl"));
     return file_bytes(dir / "metrics.jsonl");
@@ -46,13 +46,29 @@ TEST(MetricsLog, AResumedRunKeepsTheClosingValidationItDoesNotMeasureAgain) {
                                R"({"loss":2.0,"run":"r","step":2})" "\n";
     std::string const closing = R"({"run":"r","step":3,"val_loss":2.5})" "\n";
     std::string const resumed_step = R"({"loss":1.25,"run":"r","step":3})" "\n";
-    EXPECT_EQ(resumed_file(dir, {3, false}), before + closing + resumed_step);
+    EXPECT_EQ(resumed_file(dir, {3, false, {}}), before + closing + resumed_step);
     // Validating at step 3 itself, the resumed run writes the value in its own step-3 record: one, not two.
-    EXPECT_EQ(resumed_file(dir, {3, true}), before + resumed_step);
+    EXPECT_EQ(resumed_file(dir, {3, true, {}}), before + resumed_step);
     // Resumed from step 2, step 3's records are the later launch's to write.
-    EXPECT_EQ(resumed_file(dir, {2, false}), R"({"loss":4.0,"run":"r","step":0,"val_loss":4.5})" "\n"
+    EXPECT_EQ(resumed_file(dir, {2, false, {}}), R"({"loss":4.0,"run":"r","step":0,"val_loss":4.5})" "\n"
                                              R"({"loss":3.0,"run":"r","step":1})" "\n" +
                                                  std::string(R"({"loss":1.25,"run":"r","step":3})" "\n"));
+}
+
+// Launch "a" wrote steps 0-3; a rollback to step 2 by launch "b" without --metrics computed steps 2 and 3 again and
+// saved step 4. Resumed there, the file's step-2 and step-3 records are of steps rolled back: they go with the
+// later ones (they were kept as the run's own), and the records of the resuming launch carry its id.
+TEST(MetricsLog, ARecordOfAStepAnotherLaunchComputedGoes) {
+    TempDir dir;
+    std::string const kept = R"({"launch":"a","loss":4.0,"run":"r","step":0})" "\n"
+                             R"({"launch":"a","loss":3.0,"run":"r","step":1})" "\n";
+    std::ofstream(dir / "metrics.jsonl") << kept << R"({"launch":"a","loss":2.0,"run":"r","step":2})" "\n"
+                                         << R"({"launch":"a","loss":1.5,"run":"r","step":3})" "\n";
+    MetricsResume const resume{4, false, {{0, "a"}, {2, "b"}}};
+    EXPECT_NO_THROW(require_resumable_metrics_file(dir / "metrics.jsonl", "r", resume, false));
+    MetricsLog log(dir / "metrics.jsonl", "r", "c", false, resume);
+    log.write({{"step", 4}, {"loss", 1.0}});
+    EXPECT_EQ(file_bytes(dir / "metrics.jsonl"), kept + R"({"launch":"c","loss":1.0,"run":"r","step":4})" "\n");
 }
 
 // A blank line (an editor's) is nobody's record: the file is still the run's own, and the cut keeps it where it
@@ -63,8 +79,8 @@ TEST(MetricsLog, BlankLinesAreNoForeignRecords) {
                              "\n"
                              R"({"loss":3.0,"run":"r","step":1})" "\n";
     std::ofstream(dir / "metrics.jsonl") << kept << R"({"loss":2.0,"run":"r","step":2})" "\n  \n";
-    EXPECT_NO_THROW(require_resumable_metrics_file(dir / "metrics.jsonl", "r", {2, false}, false));
-    MetricsLog log(dir / "metrics.jsonl", "r", false, MetricsResume{2, false});
+    EXPECT_NO_THROW(require_resumable_metrics_file(dir / "metrics.jsonl", "r", {2, false, {}}, false));
+    MetricsLog log(dir / "metrics.jsonl", "r", "", false, MetricsResume{2, false, {}});
     EXPECT_EQ(file_bytes(dir / "metrics.jsonl"), kept);
 }
 
@@ -77,15 +93,15 @@ TEST(MetricsLog, ARecordKeptAfterOneDroppedIsRefused) {
                                R"({"loss":3.0,"run":"r","step":1})" "\n";
     std::ofstream(dir / "metrics.jsonl") << edited;
     std::string const error =
-        error_of([&] { require_resumable_metrics_file(dir / "metrics.jsonl", "r", {2, false}, true); });
+        error_of([&] { require_resumable_metrics_file(dir / "metrics.jsonl", "r", {2, false, {}}, true); });
     EXPECT_NE(error.find("line 2 (step 5) comes before line 3 (step 1)"), std::string::npos) << error;
     EXPECT_EQ(file_bytes(dir / "metrics.jsonl"), edited);
-    EXPECT_NO_THROW(require_resumable_metrics_file(dir / "metrics.jsonl", "r", {6, false}, false));
+    EXPECT_NO_THROW(require_resumable_metrics_file(dir / "metrics.jsonl", "r", {6, false, {}}, false));
     // Another run's file is refused as such, or replaced with --overwrite.
-    EXPECT_NE(error_of([&] { require_resumable_metrics_file(dir / "metrics.jsonl", "another run", {2, false}, false); })
+    EXPECT_NE(error_of([&] { require_resumable_metrics_file(dir / "metrics.jsonl", "another run", {2, false, {}}, false); })
                   .find("line 1 is a record of run r, not of this run"),
               std::string::npos);
-    EXPECT_NO_THROW(require_resumable_metrics_file(dir / "metrics.jsonl", "another run", {2, false}, true));
+    EXPECT_NO_THROW(require_resumable_metrics_file(dir / "metrics.jsonl", "another run", {2, false, {}}, true));
 }
 
 }  // namespace

@@ -57,6 +57,7 @@ json run_state_json(TrainOptions const& options, AdamW const& optimizer, Trainin
     AdamWConfig const& adamw = options.optimizer;
     return {{"step", step},
             {"run_id", options.run_id},
+            {"lineage", lineage_json(options.lineage)},
             {"seed", options.seed},
             {"tokenizer", options.tokenizer},
             {"val_data", options.val_data.string()},  // empty: val.bin beside the training data
@@ -223,6 +224,17 @@ std::string run_identity(TrainOptions const& options, std::optional<CheckpointRe
         if (!error) folder = canonical;
         return fmt::format("{:016x}", stable_hash(fmt::format("{}\n{}", folder.string(), options.seed)));
     });
+}
+
+RunLineage run_lineage(std::optional<CheckpointReader> const& resumed) {
+    RunLineage lineage;
+    std::int64_t from_step = 0;
+    if (resumed) {
+        lineage = lineage_from_json(resumed->index().run, resumed->folder().string());
+        from_step = resumed->index().step;
+    }
+    lineage.push_back({from_step, decided_by_rank_zero([] { return fmt::format("{:016x}", random_id()); })});
+    return lineage;
 }
 
 ResumePoint check_resume_point(CheckpointReader& checkpoint, Communicator& world, DataLoader const& loader,

@@ -34,6 +34,10 @@ std::optional<CheckpointReader> open_resume_checkpoint(TrainOptions const& optio
 // latest before the first checkpoint is the same run; for a new run without, a random one. Collective.
 std::string run_identity(TrainOptions const& options, std::optional<CheckpointReader> const& resumed);
 
+// The launches of a run's steps, this one last, from the step it starts at with an id of its own: the resumed
+// checkpoint's lineage (none where it records none) and this launch. Collective (rank 0 draws the id).
+RunLineage run_lineage(std::optional<CheckpointReader> const& resumed);
+
 // Where a resumed run goes on: the step, the optimizer's count of updates and the place in the data.
 struct ResumePoint {
     int step = 0;

@@ -52,11 +52,15 @@ bool is_record_of(nlohmann::json const& record, std::string const& run_id) {
 }
 
 // Whether a resumed run keeps `record` of its own run: an earlier step's, or the resume step's closing validation
-// (a record without a training loss) when the resumed run does not measure it again.
+// (a record without a training loss) when the resumed run does not measure it again; in both, written by the launch
+// that computed its step of the resumed checkpoint (not by one whose steps were rolled back). A validation alone
+// measures the weights before its step: the launch that computed the step before wrote it.
 bool kept_on_resume(nlohmann::json const& record, MetricsResume const& resume) {
     std::int64_t const step = record["step"].get<std::int64_t>();
     bool const closing_validation = record.contains("val_loss") && !record.contains("loss");
-    return step < resume.step || (step == resume.step && closing_validation && !resume.validates_at_step);
+    bool const before = step < resume.step || (step == resume.step && closing_validation && !resume.validates_at_step);
+    std::int64_t const computed_at = closing_validation ? step - 1 : step;
+    return before && of_lineage(resume.lineage, computed_at, record.value("launch", nlohmann::json()));
 }
 
 // The length of the records a resumed run keeps: those up to the first it computes again (the records of a run's
@@ -129,9 +133,9 @@ void require_resumable_metrics_file(std::filesystem::path const& path, std::stri
     }
 }
 
-MetricsLog::MetricsLog(std::filesystem::path const& path, std::string run_id, bool overwrite,
+MetricsLog::MetricsLog(std::filesystem::path const& path, std::string run_id, std::string launch, bool overwrite,
                        std::optional<MetricsResume> resume)
-    : run_id_(std::move(run_id)) {
+    : run_id_(std::move(run_id)), launch_(std::move(launch)) {
     // A resumed run continues its own records, --overwrite or not (which replaces another run's file).
     MetricsFile const file = resume ? read_metrics_file(path) : MetricsFile{};
     bool const continues = resume && !first_foreign_line(file, run_id_);
@@ -145,6 +149,7 @@ MetricsLog::MetricsLog(std::filesystem::path const& path, std::string run_id, bo
 void MetricsLog::write(nlohmann::json record) {
     if (!out_.is_open()) return;
     if (!run_id_.empty()) record["run"] = run_id_;
+    if (!launch_.empty()) record["launch"] = launch_;
     out_.write(record.dump() + '\n');
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "axonn/core/file_io.h"
+#include "axonn/train/run_lineage.h"
 
 #include <nlohmann/json.hpp>
 
@@ -15,10 +16,13 @@
 
 namespace axonn {
 
-// Where a resumed run takes up its metrics: the step it resumes at, and whether it validates there itself.
+// Where a resumed run takes up its metrics: the step it resumes at, whether it validates there itself, and the
+// launches that computed the steps before it (the resumed checkpoint's lineage): a record of an earlier step that
+// another launch wrote is of steps rolled back, and goes with the later ones.
 struct MetricsResume {
     std::int64_t step = 0;
     bool validates_at_step = false;
+    RunLineage lineage;
 };
 
 // What a run resumed at `resume` may do with the metrics file at `path`, read once, each refusal an axonn::Error
@@ -36,13 +40,13 @@ void require_resumable_metrics_file(std::filesystem::path const& path, std::stri
 class MetricsLog {
 public:
     MetricsLog() = default;  // writes nothing
-    // Every record carries "run": run_id (unless empty). resume: a resumed run continues the log of the run it
+    // Every record carries "run": run_id (unless empty), and "launch": the launch's id (unless empty). resume: a resumed run continues the log of the run it
     // resumes (checked by the caller with require_resumable_metrics_file; `overwrite` replaces a file holding
     // another run's records but never a resumed run's own). The records of the steps before it stay; later ones,
     // which the interrupted run wrote after its last checkpoint and this run computes again, go (the file is cut in
     // place). The closing validation record of the resume step itself (an earlier launch's last one) stays unless
     // this run validates there again.
-    MetricsLog(std::filesystem::path const& path, std::string run_id, bool overwrite,
+    MetricsLog(std::filesystem::path const& path, std::string run_id, std::string launch, bool overwrite,
                std::optional<MetricsResume> resume = {});
 
     void write(nlohmann::json record);
@@ -50,6 +54,7 @@ public:
 private:
     ExclusiveOutputFile out_;
     std::string run_id_;
+    std::string launch_;
 };
 
 }  // namespace axonn

@@ -67,13 +67,17 @@ std::optional<std::int64_t> step_of(nlohmann::json const& event) {
     return step;
 }
 
-// Drops the events of each process from its first span of step `from_step` or later on: the steps a resumed run
-// takes again. Events without a time (names of processes and tracks) stay.
-void drop_steps_from(nlohmann::json& events, std::int64_t from_step) {
+// Drops the events of each process from its first span of step `from_step` or later on (the steps a resumed run
+// takes again), or of a step that another launch than `lineage` names computed (rolled back). Events without a
+// time (names of processes and tracks) stay.
+void drop_steps_from(nlohmann::json& events, std::int64_t from_step, RunLineage const& lineage) {
     std::map<int, double> cut_us;  // by process
     for (nlohmann::json const& event : events) {
         std::optional<std::int64_t> const step = step_of(event);
-        if (!step || *step < from_step) continue;
+        if (!step) continue;
+        bool const has_args = event.contains("args") && event["args"].is_object();
+        nlohmann::json const launch = has_args ? event["args"].value("launch", nlohmann::json()) : nlohmann::json();
+        if (*step < from_step && of_lineage(lineage, *step, launch)) continue;
         auto [entry, added] = cut_us.try_emplace(event["pid"].get<int>(), event["ts"].get<double>());
         if (!added) entry->second = std::min(entry->second, event["ts"].get<double>());
     }
@@ -102,9 +106,8 @@ nlohmann::json name_of(char const* what, int pid, int tid, std::string const& na
 
 }  // namespace
 
-TraceFile::TraceFile(std::filesystem::path path, ProcessGrid& grid, std::string run_id,
-                     std::optional<std::int64_t> resume_step)
-    : path_(std::move(path)), grid_(grid), run_id_(std::move(run_id)), resume_step_(resume_step),
+TraceFile::TraceFile(std::filesystem::path path, ProcessGrid& grid, TracedRun run)
+    : path_(std::move(path)), grid_(grid), run_(std::move(run)),
       recorder_(max_events_per_rank) {
     // Every rank checks what it can see, so that a bad path is one clean error before any work (the rest, that it
     // can be written, rank 0 checked with the run's other outputs: output_kinds.h, require_output_file).
@@ -129,7 +132,10 @@ std::string TraceFile::rank_events_json() const {
     for (TraceEvent const& event : recorder_.events()) {
         bool const steps = event.track == TraceTrack::steps;
         char const* category = steps ? "step" : event.category != nullptr ? event.category : "kernel";
-        events.push_back(span(event.name, category, pid, steps ? steps_tid : kernels_tid, event.begin_s, event.end_s));
+        nlohmann::json traced = span(event.name, category, pid, steps ? steps_tid : kernels_tid, event.begin_s,
+                                     event.end_s);
+        if (steps && !run_.launch.empty() && step_of(traced)) traced["args"] = {{"launch", run_.launch}};
+        events.push_back(std::move(traced));
     }
     // Collectives: each group's calls on lanes, a call going on the first lane free at its issue.
     std::vector<CollectiveRecord> calls = calls_;
@@ -158,9 +164,9 @@ std::string TraceFile::rank_events_json() const {
 }
 
 std::string TraceFile::file_events(std::string const& events) const {
-    if (!resume_step_ || !is_trace_of_run(path_, run_id_)) return events;
+    if (!run_.resume_step || !is_trace_of_run(path_, run_.run_id)) return events;
     nlohmann::json continued = trace_events(path_);
-    drop_steps_from(continued, *resume_step_);
+    drop_steps_from(continued, *run_.resume_step, run_.lineage);
     double const end_us = end_of(continued);
     nlohmann::json added = nlohmann::json::parse("[" + events + "]");
     for (nlohmann::json& event : added) {
@@ -183,7 +189,7 @@ void TraceFile::write() {
         if (!events.empty()) events += ",";
         events += rank_events;
     }
-    std::string const text = trace_header(run_id_) + file_events(events) + "]}\n";
+    std::string const text = trace_header(run_.run_id) + file_events(events) + "]}\n";
     // Made now, not with the object: a partial file held for the whole run would be left behind by a job killed
     // during it, and block the next run's trace.
     AtomicFile file(path_, "trace file");

@@ -7,12 +7,13 @@
 // Rank 0 gathers the ranks' events at the end and writes the file; every rank checks first that it can be
 // written, before any work starts. The file names the training run it traces: a resumed run continues its own
 // trace (the earlier launches' events of the steps before its resume step kept, its own placed after them on the
-// timeline), as it does its metrics.
+// timeline), as it does its metrics. Each step's span names its launch (run_lineage.h).
 #pragma once
 
 #include "axonn/comm/grid.h"
 #include "axonn/core/file_io.h"
 #include "axonn/core/trace.h"
+#include "axonn/train/run_lineage.h"
 
 #include <filesystem>
 #include <optional>
@@ -20,14 +21,22 @@
 
 namespace axonn {
 
+// The training run a trace is of (none for bench's).
+struct TracedRun {
+    std::string run_id;                       // recorded in the file ("": none)
+    std::string launch;                       // recorded in each step's span ("": none)
+    std::optional<std::int64_t> resume_step;  // a resumed run's: the run's trace is continued from this step
+    RunLineage lineage;                       // the launches that computed the steps before it
+};
+
 class TraceFile {
 public:
     // Collective over the grid. Throws axonn::Error when `path` cannot be written. (That it is none of a run's
-    // inputs is the caller's to check first: the trainer's check_outputs.) `run_id` (empty: none) is recorded in the
-    // file; with `resume_step`, a trace of that run already at `path` is continued rather than replaced, less the
-    // events from its span of that step on (steps this run takes again: rolled back, or cut short by a stop).
-    TraceFile(std::filesystem::path path, ProcessGrid& grid, std::string run_id = "",
-              std::optional<std::int64_t> resume_step = std::nullopt);
+    // inputs is the caller's to check first: the trainer's check_outputs.) With `run.resume_step`, a trace of that
+    // run already at `path` is continued rather than replaced, less the events from the first span of a step this
+    // run computes again (that step or a later one: rolled back, or cut short by a stop) or of a step the lineage
+    // says another launch computed (rolled back by a launch without --trace).
+    TraceFile(std::filesystem::path path, ProcessGrid& grid, TracedRun run = {});
     TraceFile(TraceFile const&) = delete;
     TraceFile& operator=(TraceFile const&) = delete;
 
@@ -52,8 +61,7 @@ private:
 
     std::filesystem::path path_;
     ProcessGrid& grid_;
-    std::string run_id_;
-    std::optional<std::int64_t> resume_step_;
+    TracedRun run_;
     TraceRecorder recorder_;
     std::vector<CollectiveRecord> calls_;
 };

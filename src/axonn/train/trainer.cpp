@@ -168,11 +168,21 @@ std::optional<std::int64_t> resume_step(TrainOptions const& options, std::option
     return resumed ? resumed->index().step : 0;
 }
 
+// The launches that computed the steps a resumed run starts from: its lineage less its own launch.
+RunLineage resumed_lineage(TrainOptions const& options) {
+    return RunLineage(options.lineage.begin(), options.lineage.end() - (options.lineage.empty() ? 0 : 1));
+}
+
+// This launch's id.
+std::string launch_id(TrainOptions const& options) {
+    return options.lineage.empty() ? std::string() : options.lineage.back().id;
+}
+
 std::optional<MetricsResume> metrics_resume(TrainOptions const& options, bool has_validation,
                                             std::optional<CheckpointReader> const& resumed) {
     std::optional<std::int64_t> const step = resume_step(options, resumed);
     if (!step) return std::nullopt;
-    return MetricsResume{*step, validation_due(options, has_validation, *step)};
+    return MetricsResume{*step, validation_due(options, has_validation, *step), resumed_lineage(options)};
 }
 
 // Everything a training run holds, built once from its options, in the order the checks must come: a bad output
@@ -276,14 +286,16 @@ MetricsLog open_metrics(TrainOptions const& options, TrainingData const& data, b
         set_aside_rolled_back_checkpoints(options.ckpt_dir, resumed);
     }
     if (options.metrics.empty() || !leader) return MetricsLog();
-    return MetricsLog(options.metrics, options.run_id, options.overwrite,
+    return MetricsLog(options.metrics, options.run_id, launch_id(options), options.overwrite,
                       metrics_resume(options, data.val.has_value(), resumed));
 }
 
 std::unique_ptr<TraceFile> open_trace(TrainOptions const& options, ProcessGrid& grid,
                                       std::optional<CheckpointReader> const& resumed) {
     if (options.trace.empty()) return nullptr;
-    return std::make_unique<TraceFile>(options.trace, grid, options.run_id, resume_step(options, resumed));
+    return std::make_unique<TraceFile>(
+        options.trace, grid,
+        TracedRun{options.run_id, launch_id(options), resume_step(options, resumed), resumed_lineage(options)});
 }
 
 TrainingRun::TrainingRun(TrainOptions& options_, std::unique_ptr<Tokenizer> tokenizer_,
@@ -615,6 +627,7 @@ TrainSummary run_training(TrainOptions options) {
     settle_model(options, *tokenizer);
     std::optional<CheckpointReader> resumed = open_resume_checkpoint(options);
     options.run_id = run_identity(options, resumed);
+    options.lineage = run_lineage(resumed);
     settle_grid(options);
     TrainingRun run(options, std::move(tokenizer), std::move(resumed));
     run.load_start();

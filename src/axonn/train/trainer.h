@@ -9,6 +9,7 @@
 #include "axonn/model/model_config.h"
 #include "axonn/train/goldfish.h"
 #include "axonn/train/optimizer.h"
+#include "axonn/train/run_lineage.h"
 #include "axonn/train/schedule.h"
 #include "axonn/train/train_step.h"
 
@@ -60,6 +61,7 @@ struct TrainOptions {
     std::filesystem::path init_from;      // weights to start from: an axonn checkpoint or a Hugging Face folder
     std::vector<std::filesystem::path> read_files;  // the config files and the grid file: no output may be one
     std::string run_id;  // not an option: the run's identity (run_identity), in its checkpoints and metrics records
+    RunLineage lineage;  // not an option: the launches of the run's steps, this launch last (run_lineage)
 };
 
 struct TrainSummary {

@@ -1,0 +1,38 @@
+// The launches a training run's state comes from. Each launch of a run (its first, and each that resumed it) has an
+// id of its own; a checkpoint records the launches its steps were computed by, each with the step it started at.
+// A run rolled back to step S computes the steps from S again in another launch: records of the abandoned steps that
+// a launch without --metrics or --trace left in those files (a rollback cuts only the files it is given) are told
+// apart by their launch, and a later resume drops them, where it would have kept them as the run's own.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace axonn {
+
+struct Launch {
+    std::int64_t from_step;  // the first step the launch computed
+    std::string id;          // 16 hex digits
+};
+
+// Oldest first; the last is the launch that wrote the newest steps.
+using RunLineage = std::vector<Launch>;
+
+// The launch whose computation step `step` is in `lineage` (the last that started at or before it), or "" where no
+// launch covers it (an empty lineage: a checkpoint from before lineages were recorded).
+std::string launch_at(RunLineage const& lineage, std::int64_t step);
+
+// Whether a record of step `step` written by launch `launch` (a JSON string, or absent for records from before
+// launches were recorded) belongs to `lineage`: it does unless both say which launch, and they differ.
+bool of_lineage(RunLineage const& lineage, std::int64_t step, nlohmann::json const& launch);
+
+nlohmann::json lineage_json(RunLineage const& lineage);
+// A checkpoint's recorded lineage (its run state's "lineage"), or an empty one where it records none; `where` names
+// the checkpoint for an error: a lineage that is not a list of {"from_step", "launch"} in step order is damage.
+RunLineage lineage_from_json(nlohmann::json const& run, std::string const& where);
+
+}  // namespace axonn
