@@ -655,9 +655,13 @@ std::vector<BadInput> const bad_inputs = {
      "the model diverged; lower --lr", 1, "", true},
     {"diverging_at_the_second_step", "train --data {dir}/good --tokenizer byte --steps 5 --lr 1e30 --sample-tokens 0",
      "the training loss became NaN at step 1 (the progress bar's 2/5; learning rate", 1, "", true},
-    // inf and nan are not written in decimal; a decimal number too large for a double is infinite.
+    // inf and nan are not written in decimal; strtod read a decimal number too large for a double as infinite.
     {"infinite_weight_decay", "train --data {dir}/good --tokenizer byte --weight-decay 1e999",
-     "--weight-decay must be finite", 2},
+     "--weight-decay 1e999 is too large a number for a double (of magnitude at most about 1e308): give a smaller "
+     "one", 2},
+    // ... and one too small as 0: "--lr must be positive, got 0".
+    {"lr_below_a_double", "train --data {dir}/good --tokenizer byte --lr 1e-400",
+     "--lr 1e-400 is too small a number for a double (of magnitude at least about 1e-308): give a larger one", 2},
     {"nan_temperature", "train --data {dir}/good --tokenizer byte --temperature nan",
      "--temperature nan is not a number in decimal", 2},
     {"negative_temperature", "train --data {dir}/good --tokenizer byte --temperature -1",
@@ -714,7 +718,7 @@ std::vector<BadInput> const bad_inputs = {
     {"gemm_rate_not_a_number", "train --data {dir}/good --tokenizer byte --gemm-rate fast",
      "--gemm-rate fast is not a number in decimal: write one such as 0.5 or 6e-4 (see `axonn train --help`)", 2},
     {"gemm_rate_too_large", "train --data {dir}/good --tokenizer byte --gemm-rate 1e999",
-     "--gemm-rate must be a positive number of GFLOP/s, got inf", 2},
+     "--gemm-rate 1e999 is too large a number for a double", 2},
     // strtod read hexadecimal (0x1p-4 was 0.0625) and a leading space (" 0.1" from a quoted shell variable).
     {"val_fraction_in_hex", "prepare --input {dir}/text.txt --out {dir}/hexfraction --val-fraction 0x1p-4",
      "--val-fraction 0x1p-4 is not a number in decimal: write one such as 0.5 or 6e-4 (see `axonn prepare "

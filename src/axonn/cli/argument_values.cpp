@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <initializer_list>
 #include <string_view>
 
@@ -89,6 +92,19 @@ bool is_decimal_real_number(std::string_view text) {
     return !(whole.empty() && fraction.empty()) && all_digits(whole) && all_digits(fraction);
 }
 
+// A decimal number a double holds: strtod made 1e999 infinite and 1e-400 zero ("--lr must be positive, got 0").
+void require_double_range(std::string_view option, std::string_view number, std::string const& command) {
+    std::string const text(number);
+    errno = 0;
+    double const value = std::strtod(text.c_str(), nullptr);
+    if (errno != ERANGE || (value != 0 && std::isfinite(value))) return;  // a subnormal result is still that number
+    bool const large = !std::isfinite(value);
+    throw UsageError(fmt::format("{} {} is too {} a number for a double (of magnitude {} 1e{}): give a {} one (see "
+                                 "`axonn {} --help`)",
+                                 option, number, large ? "large" : "small", large ? "at most about" : "at least about",
+                                 large ? 308 : -308, large ? "smaller" : "larger", command));
+}
+
 // One value given to `option`: not empty, nor any item of a list (CLI11 dropped `--models a,,b`'s empty one without
 // a word), and in decimal where the option takes whole numbers.
 void check_value(std::string_view option, std::string_view value, std::string const& command,
@@ -117,6 +133,7 @@ void check_value(std::string_view option, std::string_view value, std::string co
                                          "`axonn {} --help`)",
                                          option, value, command));
         }
+        if (takes_real_numbers(declared)) require_double_range(option, number, command);
         begin = end + 1;
     }
 }
