@@ -364,7 +364,8 @@ std::vector<BadInput> const bad_inputs = {
      "OUT {dir}/model/step_00000009 is named as a checkpoint folder, beside the checkpoint step_00000001 in "
      "{dir}/model: a training run on that --ckpt-dir would take it for one of its own; choose another name or "
      "folder", 1},
-    {"prepare_named_as_a_checkpoint", "prepare --input {dir}/text.txt --out {dir}/model/step_00000007/ --tokenizer byte",
+    {"prepare_named_as_a_checkpoint",
+     "prepare --input {dir}/text.txt --out {dir}/model/step_00000007/ --tokenizer byte",
      "--out {dir}/model/step_00000007/ is named as a checkpoint folder, beside the checkpoint step_00000001", 1},
     // A save's leftover's name: the next save removed the folder, and the export in it.
     {"export_named_as_a_leftover", "export {dir}/model/step_00000001 {dir}/model/step_00000012.partial",

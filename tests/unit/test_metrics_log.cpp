@@ -98,7 +98,9 @@ TEST(MetricsLog, ARecordKeptAfterOneDroppedIsRefused) {
     EXPECT_EQ(file_bytes(dir / "metrics.jsonl"), edited);
     EXPECT_NO_THROW(require_resumable_metrics_file(dir / "metrics.jsonl", "r", {6, false, {}}, false));
     // Another run's file is refused as such, or replaced with --overwrite.
-    EXPECT_NE(error_of([&] { require_resumable_metrics_file(dir / "metrics.jsonl", "another run", {2, false, {}}, false); })
+    EXPECT_NE(error_of([&] {
+                  require_resumable_metrics_file(dir / "metrics.jsonl", "another run", {2, false, {}}, false);
+              })
                   .find("line 1 is a record of run r, not of this run"),
               std::string::npos);
     EXPECT_NO_THROW(require_resumable_metrics_file(dir / "metrics.jsonl", "another run", {2, false, {}}, true));

@@ -216,8 +216,8 @@ TEST(Prepare, DropsAByteOrderMarkThatStartsADocument) {
     EXPECT_EQ(read_shard(report.val_path), (Ids{'y', 256}));
     options.inputs = {write_file(dir / "mark_only.txt", "\xEF\xBB\xBF")};
     options.overwrite = true;
-    EXPECT_NE(error_of([&] { prepare_shards(options); }).find("holds only a byte-order mark: remove it from the inputs"),
-              std::string::npos);
+    std::string const mark_only = error_of([&] { prepare_shards(options); });
+    EXPECT_NE(mark_only.find("holds only a byte-order mark: remove it from the inputs"), std::string::npos) << mark_only;
 }
 
 struct BadOptions {

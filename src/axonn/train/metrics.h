@@ -40,12 +40,12 @@ void require_resumable_metrics_file(std::filesystem::path const& path, std::stri
 class MetricsLog {
 public:
     MetricsLog() = default;  // writes nothing
-    // Every record carries "run": run_id (unless empty), and "launch": the launch's id (unless empty). resume: a resumed run continues the log of the run it
-    // resumes (checked by the caller with require_resumable_metrics_file; `overwrite` replaces a file holding
-    // another run's records but never a resumed run's own). The records of the steps before it stay; later ones,
-    // which the interrupted run wrote after its last checkpoint and this run computes again, go (the file is cut in
-    // place). The closing validation record of the resume step itself (an earlier launch's last one) stays unless
-    // this run validates there again.
+    // Every record carries "run": run_id and "launch": the launch's id (each unless empty). resume: a resumed run
+    // continues the log of the run it resumes (checked by the caller with require_resumable_metrics_file;
+    // `overwrite` replaces a file holding another run's records but never a resumed run's own). The records of the
+    // steps before it stay (those of its lineage's launches); later ones, which the interrupted run wrote after its
+    // last checkpoint and this run computes again, go (the file is cut in place). The closing validation record of
+    // the resume step itself (an earlier launch's last one) stays unless this run validates there again.
     MetricsLog(std::filesystem::path const& path, std::string run_id, std::string launch, bool overwrite,
                std::optional<MetricsResume> resume = {});
 
