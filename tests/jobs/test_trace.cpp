@@ -182,6 +182,21 @@ TEST_F(Trace, AResumedRunContinuesItsOwnTraceAndMetrics) {
     EXPECT_EQ(another.exit_status, 1) << another.stderr_text;
     EXPECT_NE(another.stderr_text.find("already exists"), std::string::npos) << another.stderr_text;
 
+    // An event edited by hand into a type this code does not write ended a resumed run with an internal error once
+    // its steps were done: refused before any step instead, and no checkpoint is saved.
+    std::size_t const events = nlohmann::json::parse(std::ifstream(trace))["traceEvents"].size();
+    std::string text = testing::file_bytes(trace);
+    nlohmann::json const mistyped_event = {{"name", "x"}, {"ph", "X"}, {"pid", 0}, {"tid", 1}, {"ts", 5}, {"dur", "a"}};
+    text.insert(text.rfind("]}"), "," + mistyped_event.dump());  // the file's start, which names the run, as written
+    std::ofstream(trace) << text;
+    testing::JobResult const mistyped = mpirun("-np 2 " + train("--grid data=2 --steps 10" + outputs));
+    EXPECT_EQ(mistyped.exit_status, 1) << mistyped.stderr_text;
+    EXPECT_NE(mistyped.stderr_text.find("cannot be continued (its event " + std::to_string(events) +
+                                        " has a \"dur\" that is not a number)"),
+              std::string::npos)
+        << mistyped.stderr_text;
+    EXPECT_FALSE(std::filesystem::exists(dir_ / "requeued" / "step_00000010"));
+
     // The run's own trace cut short cannot be continued: refused before any step, and no checkpoint is saved.
     std::filesystem::resize_file(trace, std::filesystem::file_size(trace) / 2);
     testing::JobResult const cut = mpirun("-np 2 " + train("--grid data=2 --steps 10" + outputs));

@@ -356,6 +356,9 @@ std::vector<DamagedCheckpoint> const damaged_checkpoints = {
      "names the key \"step\" twice"},
     {"marker_of_another_step", [](fs::path const& f) { testing::write_file(f / "COMPLETE", "step 9\n"); },
      "its COMPLETE marker reads \"step 9\", but its index is of step"},
+    // Its first line alone was shown: "reads \"step 3\", but its index is of step 3".
+    {"marker_of_two_lines", [](fs::path const& f) { testing::write_file(f / "COMPLETE", "step 3\nstep 3"); },
+     "its COMPLETE marker reads \"step 3?step 3\", but its index is of step"},
     {"parts_larger_than_their_file",
      [](fs::path const& f) {
          json index = json::parse(file_bytes(f / "index.json"));
@@ -487,11 +490,23 @@ TEST(Checkpoint, ImpossibleRecordedSettingsAreDamage) {
                              Edit{"seq", 1000000, "its run state's seq is 1000000, not an integer in [1, 64]"},
                              Edit{"precision", "fp8", "its run state's precision is \"fp8\", neither fp32 nor bf16"},
                              Edit{"tokenizer", 3, "its run state's tokenizer is 3, not a string"},
+                             // A resume warned of a changed setting ("--seed 1337 (was \"x\")") and went on.
+                             Edit{"seed", "x", "its run state's seed is \"x\", not a non-negative integer"},
+                             Edit{"seed", -5, "its run state's seed is -5, not a non-negative integer"},
+                             Edit{"goldfish", "k=0", "its run state's goldfish is \"k=0\" ("},
+                             Edit{"schedule", json{{"max_lr", "fast"}}, "its run state's schedule.max_lr is \"fast\", "
+                                                                        "not a number"},
+                             Edit{"run_id", "zz", "its run state's run_id is \"zz\", not 16 hex digits"},
                              Edit{"lineage", "x", "its run state's lineage is \"x\", not a list"},
-                             Edit{"lineage", json::parse(R"([{"from_step": 2, "launch": "b"}, {"from_step": 1,
-                                                             "launch": "c"}])"),
-                                  "its run state's lineage holds {\"from_step\":1,\"launch\":\"c\"}, not a launch "
-                                  "{\"from_step\", \"launch\"} in step order"}}) {
+                             Edit{"lineage", json::parse(R"([{"from_step": 1, "launch": "00000000000000bb"},
+                                                             {"from_step": 0, "launch": "00000000000000cc"}])"),
+                                  "its run state's lineage holds {\"from_step\":0,\"launch\":\"00000000000000cc\"}, "
+                                  "not a launch {\"from_step\", \"launch\": 16 hex digits} in step order, from a step "
+                                  "up to its own (1)"},
+                             Edit{"lineage", json::parse(R"([{"from_step": 7, "launch": "00000000000000bb"}])"),
+                                  "lineage holds {\"from_step\":7,"},
+                             Edit{"lineage", json::parse(R"([{"from_step": 0, "launch": "a\nb"}])"),
+                                  "lineage holds {\"from_step\":0,\"launch\":\"a\\nb\"}"}}) {
         testing::TempDir dir;
         SerialState state(7);
         json run = {{"step", 1}, {"optimizer", {{"steps_taken", 1}}}, {"data", {{"position", 100}, {"epoch", 0}}}};

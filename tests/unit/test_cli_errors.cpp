@@ -1176,19 +1176,28 @@ TEST_F(CommandLineErrors, AResumedRunAppendsToItsOwnMetricsOnly) {
     EXPECT_EQ(relaunched.exit_status, 0) << relaunched.stderr_text;
     EXPECT_EQ(step_losses(dir_ / "job.jsonl").size(), 2u);
 
-    // Two runs of `--ckpt-dir ck` launched from two folders are two runs: one refuses the other's metrics (their ids
-    // came from the path as written, and a resume of one cut the other's records).
-    std::set<std::string> ids;
-    for (char const* folder : {"here", "there"}) {
-        fs::remove_all(dir_ / folder);
-        fs::create_directories(dir_ / folder);
-        CommandResult const launched = run_axonn(with_dir(run + "--steps 1 --ckpt-dir ck --metrics m.jsonl"), dir_,
-                                                 "cd " + (dir_ / folder).string() + " &&");
-        ASSERT_EQ(launched.exit_status, 0) << launched.stderr_text;
-        std::set<std::string> const id = run_ids(dir_ / folder / "m.jsonl");
-        ids.insert(id.begin(), id.end());
+    // Two runs of `--ckpt-dir ck` launched from two folders are two runs, and so are two experiments (another
+    // model) in one folder: one refuses the other's metrics (their ids came from the path as written and the seed,
+    // and a resume of one cut the other's records). `ck/` is `ck`, also before the folder exists.
+    std::map<std::string, std::set<std::string>> ids;
+    for (std::string const folder : {"here", "there", "here/", "here again"}) {
+        bool const again = folder == "here again";
+        fs::path const cwd = dir_ / (again ? "here" : folder);
+        fs::remove_all(cwd / "ck");
+        fs::create_directories(cwd);
+        std::string experiment = run;
+        if (again) experiment.replace(experiment.find("gpt2-micro"), 10, "gpt2-tiny");
+        std::string const ckpt_dir = folder == "here/" ? "ck/" : "ck";
+        std::string const metrics = again ? "again.jsonl" : folder == "here/" ? "slash.jsonl" : "m.jsonl";
+        CommandResult const launched =
+            run_axonn(with_dir(experiment + "--steps 1 --ckpt-dir " + ckpt_dir + " --metrics " + metrics),
+                      dir_, "cd " + cwd.string() + " &&");
+        ASSERT_EQ(launched.exit_status, 0) << folder << ": " << launched.stderr_text;
+        ids[folder] = run_ids(cwd / metrics);
     }
-    EXPECT_EQ(ids.size(), 2u);
+    EXPECT_NE(ids["here"], ids["there"]);
+    EXPECT_EQ(ids["here"], ids["here/"]);
+    EXPECT_NE(ids["here"], ids["here again"]);
 }
 
 // The checkpoints of a run from --init-from may not go into the model it starts from (they were written inside the

@@ -71,6 +71,22 @@ TEST(MetricsLog, ARecordOfAStepAnotherLaunchComputedGoes) {
     EXPECT_EQ(file_bytes(dir / "metrics.jsonl"), kept + R"({"launch":"c","loss":1.0,"run":"r","step":4})" "\n");
 }
 
+// A record edited into what axonn never writes (a step that is not a whole number from 0, a launch that is not a
+// string) is not the run's own: refused, naming it (a step "1" was called a record of another run, with this run's
+// own id; a launch 5 or a step -1 was kept).
+TEST(MetricsLog, ARecordNotAsAxonnWritesThemIsRefused) {
+    TempDir dir;
+    for (char const* edited : {R"({"launch":5,"loss":1.0,"run":"r","step":1})",
+                               R"({"loss":1.0,"run":"r","step":-1})", R"({"loss":1.0,"run":"r","step":"1"})"}) {
+        std::ofstream(dir / "metrics.jsonl") << R"({"loss":2.0,"run":"r","step":0})" "\n" << edited << "\n";
+        std::string const error = error_of([&] {
+            require_resumable_metrics_file(dir / "metrics.jsonl", "r", {2, false, {}}, false);
+        });
+        EXPECT_NE(error.find("line 2 is not a metrics record as axonn writes them (its step "), std::string::npos)
+            << edited << ": " << error;
+    }
+}
+
 // A blank line (an editor's) is nobody's record: the file is still the run's own, and the cut keeps it where it
 // lies among the kept records.
 TEST(MetricsLog, BlankLinesAreNoForeignRecords) {

@@ -90,7 +90,7 @@ std::string checkpoint_folder_name(std::int64_t step) { return fmt::format("step
 std::string checkpoint_marker_text(std::int64_t step) { return fmt::format("step {}\n", step); }
 
 std::string shown_marker_text(std::string const& marker) {
-    std::string line = marker.substr(0, marker.find('\n'));
+    std::string line = marker.ends_with('\n') ? marker.substr(0, marker.size() - 1) : marker;
     for (char& c : line) {
         if (c < 0x20 || c > 0x7e) c = '?';
     }

@@ -30,7 +30,8 @@ std::string checkpoint_folder_name(std::int64_t step);
 // What COMPLETE holds: "step 300\n", the step it completes.
 std::string checkpoint_marker_text(std::int64_t step);
 
-// A COMPLETE marker's text as a message shows it: its first line, a byte that is not printable ASCII as '?'.
+// A COMPLETE marker's text as a message shows it: all of it but the line end a marker ends with, a byte that is
+// not printable ASCII (another line end too: "step 4\nstep 4" is not "step 4") as '?'.
 std::string shown_marker_text(std::string const& marker);
 
 struct CheckpointEntry {

@@ -6,6 +6,7 @@
 #include "axonn/core/error.h"
 #include "axonn/core/rng.h"
 #include "axonn/families/hf_model.h"
+#include "axonn/families/registry.h"
 #include "axonn/train/host_state.h"
 #include "axonn/train/output_kinds.h"
 
@@ -115,6 +116,26 @@ void require_recorded_settings(CheckpointReader const& checkpoint, std::int64_t 
         checkpoint.damaged(
             fmt::format("its run state's precision is {}, neither fp32 nor bf16", run["precision"].dump()));
     }
+    if (run.contains("seed") && !run["seed"].is_number_unsigned()) {
+        checkpoint.damaged(fmt::format("its run state's seed is {}, not a non-negative integer", run["seed"].dump()));
+    }
+    if (run.contains("goldfish") && run["goldfish"] != "off") {
+        try {
+            parse_goldfish(run["goldfish"].get<std::string>());
+        } catch (Error const& e) {
+            checkpoint.damaged(fmt::format("its run state's goldfish is {} ({})", run["goldfish"].dump(), e.what()));
+        }
+    }
+    // The settings a resume compares, in floating point or whole numbers.
+    for (auto const& [group, key] : {std::pair{"schedule", "max_lr"}, std::pair{"schedule", "min_lr"},
+                                     std::pair{"schedule", "warmup_steps"}, std::pair{"optimizer", "weight_decay"},
+                                     std::pair{"optimizer", "grad_clip"}}) {
+        bool const recorded = run.contains(group) && run[group].is_object() && run[group].contains(key);
+        if (recorded && !run[group][key].is_number()) {
+            checkpoint.damaged(
+                fmt::format("its run state's {}.{} is {}, not a number", group, key, run[group][key].dump()));
+        }
+    }
 }
 
 // The settings of the interrupted run that this one changes: "--steps 200 (was 100)".
@@ -208,21 +229,29 @@ std::optional<CheckpointReader> open_resume_checkpoint(TrainOptions const& optio
 std::string run_identity(TrainOptions const& options, std::optional<CheckpointReader> const& resumed) {
     if (resumed) {
         json const& run = resumed->index().run;
-        json const id = run.is_object() && run.contains("run_id") ? run["run_id"] : json("");
-        AXONN_REQUIRE(id.is_string(), "checkpoint {} is damaged: its run state's run_id is {}, not a string",
-                      resumed->folder().string(), id.dump());
-        return id.get<std::string>();
+        // A checkpoint from before runs had ids has none: its run's records have none either.
+        if (!run.is_object() || !run.contains("run_id")) return std::string();
+        AXONN_REQUIRE(is_hex_id(run["run_id"]),
+                      "checkpoint {} is damaged: its run state's run_id is {}, not 16 hex digits",
+                      resumed->folder().string(), run["run_id"].dump());
+        return run["run_id"].get<std::string>();
     }
     return decided_by_rank_zero([&] {
         if (options.ckpt_dir.empty()) return fmt::format("{:016x}", random_id());
         // The folder's whole path: two runs' `--ckpt-dir ck` in two folders are two runs (weakly_canonical leaves a
-        // relative path relative where none of it exists yet, as at a run's first launch).
+        // relative path relative where none of it exists yet, as at a run's first launch), and `ck/` is `ck`.
         std::error_code error;
         fs::path folder = fs::absolute(options.ckpt_dir, error);
         if (error) folder = options.ckpt_dir;
         fs::path const canonical = fs::weakly_canonical(folder, error);
         if (!error) folder = canonical;
-        return fmt::format("{:016x}", stable_hash(fmt::format("{}\n{}", folder.string(), options.seed)));
+        folder = folder.lexically_normal();
+        if (!folder.has_filename()) folder = folder.parent_path();
+        // What the run is besides: another model, batch, sequence or tokenizer in that folder is another run.
+        std::string const run = fmt::format("{}\n{}\n{}\n{} {} {}", folder.string(), options.seed,
+                                            family_of(options.model).index_json(options.model).dump(), options.batch,
+                                            options.seq, options.tokenizer);
+        return fmt::format("{:016x}", stable_hash(run));
     });
 }
 
@@ -230,7 +259,7 @@ RunLineage run_lineage(std::optional<CheckpointReader> const& resumed) {
     RunLineage lineage;
     std::int64_t from_step = 0;
     if (resumed) {
-        lineage = lineage_from_json(resumed->index().run, resumed->folder().string());
+        lineage = lineage_from_json(resumed->index().run, resumed->index().step, resumed->folder().string());
         from_step = resumed->index().step;
     }
     lineage.push_back({from_step, decided_by_rank_zero([] { return fmt::format("{:016x}", random_id()); })});

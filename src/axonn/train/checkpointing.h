@@ -30,8 +30,9 @@ std::optional<CheckpointReader> open_resume_checkpoint(TrainOptions const& optio
 
 // The run's identity, which its checkpoints and every record of its metrics file carry, so that a resumed run
 // continues its own metrics file and no other: the resumed checkpoint's (empty for a checkpoint from before runs had
-// one); for a new run with a --ckpt-dir, one made from that folder and the seed, so that a relaunch with --resume
-// latest before the first checkpoint is the same run; for a new run without, a random one. Collective.
+// one); for a new run with a --ckpt-dir, one made from that folder's whole path, the seed, the model, the batch, the
+// sequence length and the tokenizer, so that a relaunch with --resume latest before the first checkpoint is the
+// same run (and another experiment in that folder another run); for a new run without, a random one. Collective.
 std::string run_identity(TrainOptions const& options, std::optional<CheckpointReader> const& resumed);
 
 // The launches of a run's steps, this one last, from the step it starts at with an id of its own: the resumed

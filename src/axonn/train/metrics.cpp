@@ -45,8 +45,15 @@ MetricsFile read_metrics_file(std::filesystem::path const& path) {
 // A line of nothing but white space (an editor's empty last line): no record, and nobody's.
 bool is_blank(std::string const& line) { return line.find_first_not_of(" \t\r") == std::string::npos; }
 
+// Whether `record` is a record as axonn writes them: an object with a step (a whole number from 0) and, where it
+// names its launch, a launch id in a string.
+bool is_well_formed(nlohmann::json const& record) {
+    return record.is_object() && record.contains("step") && record["step"].is_number_integer() &&
+           record["step"].get<std::int64_t>() >= 0 && (!record.contains("launch") || record["launch"].is_string());
+}
+
 bool is_record_of(nlohmann::json const& record, std::string const& run_id) {
-    if (!record.is_object() || !record.contains("step") || !record["step"].is_number_integer()) return false;
+    if (!is_well_formed(record)) return false;
     nlohmann::json const run = record.value("run", nlohmann::json(""));
     return run.is_string() && run.get<std::string>() == run_id;
 }
@@ -81,6 +88,10 @@ std::uint64_t kept_bytes(MetricsFile const& file, std::string const& run_id, Met
 
 std::string describe_line(nlohmann::json const& record) {
     if (record.is_discarded() || !record.is_object() || !record.contains("step")) return "is not a metrics record";
+    if (!is_well_formed(record)) {
+        return fmt::format("is not a metrics record as axonn writes them (its step {}{})", record["step"].dump(),
+                           record.contains("launch") ? ", its launch " + record["launch"].dump() : "");
+    }
     nlohmann::json const run = record.value("run", nlohmann::json(""));
     if (run == nlohmann::json("")) return "is a record of a run without an id";
     return fmt::format("is a record of run {}", run.is_string() ? run.get<std::string>() : run.dump());

@@ -23,22 +23,28 @@ nlohmann::json lineage_json(RunLineage const& lineage) {
     return list;
 }
 
-RunLineage lineage_from_json(nlohmann::json const& run, std::string const& where) {
+bool is_hex_id(nlohmann::json const& id) {
+    if (!id.is_string()) return false;
+    std::string const& text = id.get_ref<std::string const&>();
+    return text.size() == 16 && text.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+RunLineage lineage_from_json(nlohmann::json const& run, std::int64_t step, std::string const& where) {
     if (!run.is_object() || !run.contains("lineage")) return {};
     nlohmann::json const& list = run["lineage"];
     AXONN_REQUIRE(list.is_array(), "checkpoint {} is damaged: its run state's lineage is {}, not a list", where,
                   list.dump());
     RunLineage lineage;
     for (nlohmann::json const& entry : list) {
-        bool const valid = entry.is_object() && entry.contains("from_step") && entry["from_step"].is_number_integer() &&
-                           entry["from_step"].get<std::int64_t>() >= 0 && entry.contains("launch") &&
-                           entry["launch"].is_string() &&
-                           (lineage.empty() || entry["from_step"].get<std::int64_t>() >= lineage.back().from_step);
+        bool const has_step = entry.is_object() && entry.contains("from_step") && entry["from_step"].is_number_integer();
+        std::int64_t const from_step = has_step ? entry["from_step"].get<std::int64_t>() : -1;
+        bool const valid = from_step >= 0 && from_step <= step && entry.contains("launch") &&
+                           is_hex_id(entry["launch"]) && (lineage.empty() || from_step >= lineage.back().from_step);
         AXONN_REQUIRE(valid,
                       "checkpoint {} is damaged: its run state's lineage holds {}, not a launch "
-                      "{{\"from_step\", \"launch\"}} in step order",
-                      where, entry.dump());
-        lineage.push_back({entry["from_step"].get<std::int64_t>(), entry["launch"].get<std::string>()});
+                      "{{\"from_step\", \"launch\": 16 hex digits}} in step order, from a step up to its own ({})",
+                      where, entry.dump(), step);
+        lineage.push_back({from_step, entry["launch"].get<std::string>()});
     }
     return lineage;
 }

@@ -30,9 +30,13 @@ std::string launch_at(RunLineage const& lineage, std::int64_t step);
 // launches were recorded) belongs to `lineage`: it does unless both say which launch, and they differ.
 bool of_lineage(RunLineage const& lineage, std::int64_t step, nlohmann::json const& launch);
 
+// Whether `id` is a run's or a launch's id as axonn writes them: 16 hex digits.
+bool is_hex_id(nlohmann::json const& id);
+
 nlohmann::json lineage_json(RunLineage const& lineage);
-// A checkpoint's recorded lineage (its run state's "lineage"), or an empty one where it records none; `where` names
-// the checkpoint for an error: a lineage that is not a list of {"from_step", "launch"} in step order is damage.
-RunLineage lineage_from_json(nlohmann::json const& run, std::string const& where);
+// The recorded lineage of a checkpoint of step `step` (its run state's "lineage"), or an empty one where it records
+// none; `where` names the checkpoint for an error: a lineage that is not a list of {"from_step", "launch"} in step
+// order, each launch 16 hex digits from a step no later than the checkpoint's, is damage.
+RunLineage lineage_from_json(nlohmann::json const& run, std::int64_t step, std::string const& where);
 
 }  // namespace axonn

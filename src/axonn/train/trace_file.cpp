@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <optional>
+#include <string>
 #include <utility>
 
 namespace axonn {
@@ -35,6 +37,32 @@ std::string trace_header(std::string const& run_id) {
                        "\"traceEvents\": [", run);
 }
 
+// What makes `event` unlike the events this code writes (for the message), or nothing: the fields it reads must be
+// of their types (a hand-edited "dur": "a" ended a resumed run, its steps done, with an internal error).
+std::optional<std::string> event_problem(nlohmann::json const& event) {
+    if (!event.is_object()) return "is not a JSON object";
+    for (char const* number : {"ts", "dur"}) {
+        if (event.contains(number) && !event[number].is_number()) {
+            return fmt::format("has a \"{}\" that is not a number", number);
+        }
+    }
+    for (char const* integer : {"pid", "tid"}) {
+        if (event.contains(integer) && !event[integer].is_number_integer()) {
+            return fmt::format("has a \"{}\" that is not a whole number", integer);
+        }
+    }
+    for (char const* text : {"name", "cat", "ph"}) {
+        if (event.contains(text) && !event[text].is_string()) {
+            return fmt::format("has a \"{}\" that is not a string", text);
+        }
+    }
+    if (!event.contains("args")) return std::nullopt;
+    nlohmann::json const& args = event["args"];
+    if (!args.is_object()) return "has \"args\" that are not a JSON object";
+    if (args.contains("launch") && !args["launch"].is_string()) return "names a launch that is not a string";
+    return std::nullopt;
+}
+
 // The events a trace file holds, from a file this code wrote.
 nlohmann::json trace_events(std::filesystem::path const& path) {
     std::string const text = read_input_file(path, "trace file", "name another --trace file", max_continued_bytes);
@@ -47,7 +75,14 @@ nlohmann::json trace_events(std::filesystem::path const& path) {
     AXONN_REQUIRE(document.is_object() && document.contains("traceEvents") && document["traceEvents"].is_array(),
                   "trace file {} cannot be continued (it holds no traceEvents list): name another --trace file",
                   path.string());
-    return std::move(document["traceEvents"]);
+    nlohmann::json& events = document["traceEvents"];
+    for (std::size_t i = 0; i < events.size(); ++i) {
+        if (std::optional<std::string> const problem = event_problem(events[i])) {
+            fail("trace file {} cannot be continued (its event {} {}): name another --trace file", path.string(), i,
+                 *problem);
+        }
+    }
+    return std::move(events);
 }
 
 bool is_timed(nlohmann::json const& event) {
@@ -75,8 +110,8 @@ void drop_steps_from(nlohmann::json& events, std::int64_t from_step, RunLineage 
     for (nlohmann::json const& event : events) {
         std::optional<std::int64_t> const step = step_of(event);
         if (!step) continue;
-        bool const has_args = event.contains("args") && event["args"].is_object();
-        nlohmann::json const launch = has_args ? event["args"].value("launch", nlohmann::json()) : nlohmann::json();
+        nlohmann::json const launch = event.contains("args") ? event["args"].value("launch", nlohmann::json())
+                                                             : nlohmann::json();
         if (*step < from_step && of_lineage(lineage, *step, launch)) continue;
         auto [entry, added] = cut_us.try_emplace(event["pid"].get<int>(), event["ts"].get<double>());
         if (!added) entry->second = std::min(entry->second, event["ts"].get<double>());
