@@ -17,6 +17,7 @@
 #include "axonn/io/token_shard.h"
 #include "axonn/train/checkpointing.h"
 #include "support/error_of.h"
+#include "support/stored_tensors.h"
 #include "support/temp_dir.h"
 #include "support/files.h"
 
@@ -903,6 +904,36 @@ TEST(HuggingFace, HostileWeightIndexIsRefused) {
     for (auto& [tensor, file] : one_shard["weight_map"].items()) file = "model.safetensors";
     write_file(dir / "both" / "model.safetensors.index.json", one_shard.dump());
     EXPECT_NO_THROW(HfSafetensors{dir / "both"});
+}
+
+// A tensor GPT-2's config.json does not describe is refused by name (an import dropped it without a word); the
+// causal-mask buffers that transformers saves in each layer are not weights, and are left alone.
+TEST(HuggingFace, ATensorTheModelDoesNotHaveIsRefused) {
+    testing::TempDir dir;
+    SerialState state(7);
+    CheckpointReader checkpoint(
+        save_checkpoint(state.grid, byte_micro(), {state.params, {}, {}}, 0, nullptr, {dir / "ckpt"}));
+    export_hf(checkpoint, dir / "hf");
+    GptConfig const config = read_hf_gpt2_config(dir / "hf");
+    for (auto const& [name, refused] : {std::pair{"h.0.attn.bias", false}, std::pair{"h.1.attn.masked_bias", false},
+                                        std::pair{"h.0.attn.c_attn.extra", true}, std::pair{"score.weight", true}}) {
+        fs::path const folder = dir / name;
+        fs::create_directories(folder);
+        fs::copy_file(dir / "hf" / "config.json", folder / "config.json");
+        std::vector<testing::StoredTensor> tensors = testing::read_tensors(dir / "hf" / "model.safetensors");
+        testing::StoredTensor extra = tensors.back();
+        extra.entry.name = name;
+        tensors.push_back(extra);
+        testing::write_tensors(folder / "model.safetensors", tensors);
+        if (!refused) {
+            EXPECT_NO_THROW(HfGpt2Weights(folder, config)) << name;
+            continue;
+        }
+        std::string const error = error_of([&] { HfGpt2Weights(folder, config); });
+        EXPECT_NE(error.find(std::string(name) + " is no weight of a GPT-2 as its config.json describes it"),
+                  std::string::npos)
+            << error;
+    }
 }
 
 struct HostileModel {

@@ -16,6 +16,7 @@
 #include "axonn/io/safetensors.h"
 #include "support/error_of.h"
 #include "support/micro_model.h"
+#include "support/stored_tensors.h"
 #include "support/temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -33,31 +34,9 @@ namespace {
 namespace fs = std::filesystem;
 using testing::error_of;
 
-// A safetensors file's tensors, in file order, each with its bytes.
-struct StoredTensor {
-    SafetensorsEntry entry;
-    std::string bytes;
-};
-
-std::vector<StoredTensor> read_tensors(fs::path const& path) {
-    InputFile const file = open_input_file(path, "weights", "");
-    SafetensorsHeader const header = read_safetensors_header(file, "weights");
-    std::vector<StoredTensor> tensors;
-    for (SafetensorsEntry const& entry : header.tensors) {
-        std::string bytes(entry.end - entry.begin, '\0');
-        read_exactly(file, header.data_start + entry.begin, bytes.data(), bytes.size(), "weights");
-        tensors.push_back({entry, std::move(bytes)});
-    }
-    return tensors;
-}
-
-void write_tensors(fs::path const& path, std::vector<StoredTensor> const& tensors) {
-    std::vector<SafetensorsEntry> entries;
-    for (StoredTensor const& tensor : tensors) entries.push_back(tensor.entry);
-    std::ofstream out(path, std::ios::binary);
-    out << safetensors_header_bytes(entries, {{"format", "pt"}});
-    for (StoredTensor const& tensor : tensors) out << tensor.bytes;
-}
+using testing::read_tensors;
+using testing::StoredTensor;
+using testing::write_tensors;
 
 class HfLlama : public ::testing::Test {
 protected:
@@ -124,6 +103,15 @@ TEST_F(HfLlama, WeightsThatDoNotFitTheConfigAreRefusedByName) {
         {"integer_tensor",
          [](std::vector<StoredTensor>& t) { tensor_named(t, "model.norm.weight").entry.dtype = DType::i32; },
          "model.norm.weight is I32; axonn reads F32, BF16 or F16 weights"},
+        // A bias its config.json does not declare (attention_bias: true is refused): the import dropped it.
+        {"undeclared_bias",
+         [](std::vector<StoredTensor>& t) {
+             StoredTensor extra = tensor_named(t, "model.norm.weight");
+             extra.entry.name = "model.layers.0.self_attn.q_proj.bias";
+             t.push_back(extra);
+         },
+         "model.layers.0.self_attn.q_proj.bias is no weight of a Llama as its config.json describes it: importing "
+         "would drop it and make another model"},
     };
     for (BrokenWeights const& broken : cases) {
         SCOPED_TRACE(broken.name);

@@ -133,6 +133,17 @@ void HfSafetensors::require_no_layer_beyond(std::string const& layer_prefix, std
     }
 }
 
+void HfSafetensors::require_all_read(std::set<std::string> const& read,
+                                     std::function<bool(std::string const&)> const& ignored,
+                                     std::string_view model) const {
+    for (auto const& [name, location] : tensors_) {
+        AXONN_REQUIRE(read.contains(name) || ignored(name),
+                      "{}: {} is no weight of {} as its config.json describes it: importing would drop it and make "
+                      "another model; remove the tensor, or use a model whose config declares it, if axonn has one",
+                      where(name), name, model);
+    }
+}
+
 std::string HfSafetensors::where(std::string const& name) const {
     auto const found = tensors_.find(name);
     return found == tensors_.end() ? std::string() : shards_[found->second.shard]->input.path.string();

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,11 @@ public:
     // Refuses a folder that holds a tensor of a layer past the config's: a name `layer_prefix` N "." ... with
     // N >= layers (a config.json that claims fewer layers than the weights hold would drop the rest unseen).
     void require_no_layer_beyond(std::string const& layer_prefix, std::int64_t layers) const;
+    // Refuses a tensor of the folder that is not among `read` (what the model reads) nor `ignored` (a buffer that
+    // transformers saves beside the weights, such as GPT-2's causal mask): an import would drop it and make another
+    // model without a word (a Llama's q_proj.bias, which its config.json did not declare). `model`: "a GPT-2".
+    void require_all_read(std::set<std::string> const& read, std::function<bool(std::string const&)> const& ignored,
+                          std::string_view model) const;
 
 private:
     struct Shard {

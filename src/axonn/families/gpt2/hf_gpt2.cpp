@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <set>
 #include <cmath>
 #include <vector>
 
@@ -136,9 +137,11 @@ HfGpt2Weights::HfGpt2Weights(fs::path const& dir, GptConfig const& config)
                   ? "transformer."
                   : "";
     files_.require_no_layer_beyond(prefix_ + "h.", config.n_layer);
+    std::set<std::string> weights_read;
     for (HfTensor const& tensor : hf_tensors) {
         for (int l = 0; l < (tensor.per_layer ? config.n_layer : 1); ++l) {
             std::string const name = prefix_ + hf_name(tensor, l);
+            weights_read.insert(name);
             SafetensorsEntry const* entry = files_.find(name);
             AXONN_REQUIRE(entry != nullptr, "{} has no tensor {}: it is not a GPT-2 of this config's {} layers",
                           dir_.string(), name, config.n_layer);
@@ -157,7 +160,13 @@ HfGpt2Weights::HfGpt2Weights(fs::path const& dir, GptConfig const& config)
         Tensor const a = read("lm_head.weight", embedding), b = read(prefix_ + "wte.weight", embedding);
         AXONN_REQUIRE(std::equal(a.span<float>().begin(), a.span<float>().end(), b.span<float>().begin()),
                       "{}: lm_head.weight differs from the embedding; axonn's GPT-2 ties them", dir_.string());
+        weights_read.insert("lm_head.weight");
     }
+    // transformers' GPT-2 saves its attention's causal mask as buffers of each layer: not weights.
+    auto const mask_buffer = [](std::string const& name) {
+        return name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias");
+    };
+    files_.require_all_read(weights_read, mask_buffer, "a GPT-2");
 }
 
 Tensor HfGpt2Weights::read(std::string const& name, Shape const& shape) {

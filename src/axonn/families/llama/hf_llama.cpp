@@ -71,11 +71,13 @@ StoredRow stored_row(LlamaParam id, LlamaConfig const& config, std::int64_t laye
 HfLlamaWeights::HfLlamaWeights(fs::path const& dir, LlamaConfig const& config)
     : dir_(dir), config_(config), files_(dir) {
     files_.require_no_layer_beyond("model.layers.", config.num_hidden_layers);
+    std::set<std::string> read;
     for (int id = 0; id < llama_param_count; ++id) {
         auto const param = static_cast<LlamaParam>(id);
         for (std::int64_t l = 0; l < (per_layer(param) ? config.num_hidden_layers : 1); ++l) {
             for (StoredPart const& part : stored_parts(param, config)) {
                 std::string const name = stored_name(param, part, l);
+                read.insert(name);
                 SafetensorsEntry const* entry = files_.find(name);
                 AXONN_REQUIRE(entry != nullptr, "{} has no tensor {}: it is not a Llama of this config's {} layers",
                               dir_.string(), name, config.num_hidden_layers);
@@ -85,6 +87,9 @@ HfLlamaWeights::HfLlamaWeights(fs::path const& dir, LlamaConfig const& config)
             }
         }
     }
+    // Older transformers saved each attention's rotary frequencies, which rope_theta gives: not weights.
+    files_.require_all_read(
+        read, [](std::string const& name) { return name.ends_with(".self_attn.rotary_emb.inv_freq"); }, "a Llama");
 }
 
 void HfLlamaWeights::read_local(ShardLayout const& layout, std::span<float> params) {
