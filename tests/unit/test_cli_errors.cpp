@@ -163,9 +163,11 @@ std::vector<BadInput> const bad_inputs = {
     {"memorization_eval_random_mask",
      "memorization eval --model-dir {dir}/model --documents {dir}/docs.jsonl --goldfish k=4,strategy=random",
      "strategy=random draws a new mask every step", 2},
+    // Another tokenizer's ids that fit the vocabulary were evaluated as if they were the model's.
     {"memorization_eval_text_beyond_vocabulary",
      "memorization eval --model-dir {dir}/model --documents {dir}/text_docs.jsonl --tokenizer gpt2",
-     "beyond the model's vocabulary of 257", 1},
+     "has \"text\" but the model in {dir}/model has a vocabulary of 257 tokens, but the gpt2 tokenizer has 50257: "
+     "pass the --tokenizer it was trained with", 1},
     {"bench_seq_past_a_llama_context", "bench --model llama-tiny --seq 200", "--seq at most the model's context 128",
      2},
     {"train_llama_past_its_context", "train --data {dir}/good --tokenizer byte --model llama-tiny --seq 200",
@@ -1198,6 +1200,16 @@ TEST_F(CommandLineErrors, AResumedRunAppendsToItsOwnMetricsOnly) {
     EXPECT_NE(ids["here"], ids["there"]);
     EXPECT_EQ(ids["here"], ids["here/"]);
     EXPECT_NE(ids["here"], ids["here again"]);
+}
+
+// Not an error: a --batch far beyond the documents' windows takes rows for the windows there are (a --batch of
+// 100000 for 4 documents asked for 63 GB and failed with the allocator's words).
+TEST_F(CommandLineErrors, AnEvalBatchBeyondTheDocumentsTakesWhatTheyNeed) {
+    train_model_once();
+    CommandResult const result = run_axonn(
+        with_dir("memorization eval --model-dir {dir}/model --documents {dir}/docs.jsonl --prefix 4 --suffix 4 "
+                 "--batch 1000000"), dir_);
+    EXPECT_EQ(result.exit_status, 0) << result.stderr_text;
 }
 
 // The checkpoints of a run from --init-from may not go into the model it starts from (they were written inside the

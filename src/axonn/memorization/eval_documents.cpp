@@ -26,6 +26,9 @@ EvalDocument parse_document(json const& record, Tokenizer const* tokenizer, int 
                             std::string const& no_tokenizer) {
     AXONN_REQUIRE(record.is_object() && (record.contains("tokens") || record.contains("text")),
                   "is not an object with \"tokens\" (a list of ids) or \"text\"");
+    // Which one is the document would be a guess (the text was ignored).
+    AXONN_REQUIRE(!(record.contains("tokens") && record.contains("text")),
+                  "has both \"tokens\" and \"text\": give the document one way");
     EvalDocument document;
     if (record.contains("tokens")) {
         AXONN_REQUIRE(record["tokens"].is_array(), "\"tokens\" is not a list of token ids");

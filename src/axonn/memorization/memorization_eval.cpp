@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -50,13 +51,21 @@ json evaluate_memorization(MemorizationEvalOptions const& options) {
                       spec.prefix, spec.suffix, config.context());
         require_grid_fits(architecture, DecoderOptions{}, options.grid, world, options.batch);
     });
-    // Only "text" records need the tokenizer: one that cannot be loaded is an error when such a record comes.
+    // Only "text" records need the tokenizer: one that cannot be loaded, or is not the model's (its vocabulary of
+    // another size: byte ids were fed to a Llama 3 model), is an error when such a record comes.
     std::unique_ptr<Tokenizer> tokenizer;
     std::string no_tokenizer;
     try {
         tokenizer = make_tokenizer(options.tokenizer, options.tokenizer_dir);
     } catch (Error const& e) {
         no_tokenizer = fmt::format("the --tokenizer cannot be loaded: {}", e.what());
+    }
+    if (tokenizer && tokenizer->vocab_size() != config.vocab_size()) {
+        no_tokenizer = fmt::format("the model in {} has a vocabulary of {} tokens, but the {} tokenizer has {}: pass "
+                                   "the --tokenizer it was trained with",
+                                   options.model_dir.string(), config.vocab_size(), tokenizer->name(),
+                                   tokenizer->vocab_size());
+        tokenizer.reset();
     }
     std::vector<EvalDocument> const members =
         read_eval_documents(options.documents, tokenizer.get(), config.vocab_size(), no_tokenizer);
@@ -87,7 +96,11 @@ json evaluate_memorization(MemorizationEvalOptions const& options) {
     Job job(step_options, {options.grid, options.grid_order});
     ProcessGrid& grid = job.grid();
     Backend& backend = job.backend();
-    int const local = options.batch / grid.shape().batch_replicas();
+    // Rows for the windows there are, at most: a --batch far beyond them allocated its activations all the same (a
+    // --batch 100000 of 4 documents asked for 63 GB and failed with the allocator's words).
+    int const replicas = grid.shape().batch_replicas();
+    int const windows_per_replica = static_cast<int>((windows.size() + replicas - 1) / replicas);
+    int const local = std::min(options.batch / replicas, windows_per_replica);
     Decoder model(architecture, backend, grid, local, window - 1);
     load_initial_weights(source, config, model);
     std::vector<ExtractionScore> const scores = score_extraction(model, windows, spec);
