@@ -77,6 +77,9 @@ TEST(GridFile, MalformedFilesAreRefusedByName) {
         {"newer_version", edited([](auto& j) { j["version"] = 2; }), "has version 2, and this axonn reads version 1"},
         {"no_grid", edited([](auto& j) { j.erase("grid"); }), "has no \"grid\" object"},
         {"zero_axis", edited([](auto& j) { j["grid"]["y"] = 0; }), "has no positive integer \"y\""},
+        // Trained on the other axes without a word.
+        {"unknown_axis", edited([](auto& j) { j["grid"]["w"] = 5; }),
+         "its grid names an axis \"w\", where a grid has data, z, y and x only"},
         {"no_order", edited([](auto& j) { j.erase("grid_order"); }), "has no text \"grid_order\""},
         // A bad command line's message, exit 2, without the file's name.
         {"order_without_data", edited([](auto& j) { j["grid_order"] = "x,y,z"; }),

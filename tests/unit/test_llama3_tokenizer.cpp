@@ -296,6 +296,29 @@ TEST_P(Llama3BadFile, IsAOneLineErrorNamingTheFile) {
 INSTANTIATE_TEST_SUITE_P(Files, Llama3BadFile, ::testing::ValuesIn(bad_files()),
                          [](auto const& info) { return std::string(info.param.name); });
 
+// An added token under an id the vocabulary already gives another text is refused (decoding that id gave the added
+// token's text: "&" encoded to [5] and decoded to "<|x|>"); one that repeats its vocabulary token (GPT-2's files
+// list <|endoftext|> so) is the same token.
+TEST_F(Llama3Tokenizer, AnAddedTokenMayNotTakeAnotherTokensId) {
+    json file = json::parse(file_bytes(default_llama3_dir() / "tokenizer.json"));
+    TempDir dir;
+    file["added_tokens"].push_back({{"id", 5}, {"content", "<|x|>"}, {"special", true}});
+    std::filesystem::create_directories(dir / "taken");
+    write_file(dir / "taken" / "tokenizer.json", file.dump());
+    try {
+        make_llama3_tokenizer(dir / "taken");
+        FAIL() << "a token took another's id";
+    } catch (Error const& error) {
+        EXPECT_NE(std::string(error.what()).find("added token \"<|x|>\" takes id 5, which is already the token \"&\""),
+                  std::string::npos)
+            << error.what();
+    }
+    file["added_tokens"].back()["content"] = "&";
+    std::filesystem::create_directories(dir / "repeated");
+    write_file(dir / "repeated" / "tokenizer.json", file.dump());
+    EXPECT_EQ(make_llama3_tokenizer(dir / "repeated")->decode(Ids{5}), "&");
+}
+
 TEST(Llama3Tokenizer_Files, MissingFileSaysHowToFetchIt) {
     TempDir dir;
     try {

@@ -315,6 +315,13 @@ private:
             known[id] = true;
         }
         for (AddedToken const& token : added) {
+            // The same token listed in both (GPT-2's files list <|endoftext|> so) is one token; another text under
+            // a taken id made its text decode as the added token's.
+            if (known[token.id] && tokens_[token.id] != token.text) {
+                fail_corrupt_tokenizer_json(path, "added token {} takes id {}, which is already the token {}",
+                                            nlohmann::json(token.text).dump(), token.id,
+                                            nlohmann::json(tokens_[token.id]).dump());
+            }
             tokens_[token.id] = token.text;
             known[token.id] = true;
             if (token.text == end_of_text) eot_id_ = token.id;

@@ -56,6 +56,12 @@ GridFile parse_grid_file(std::string const& text, fs::path const& path) {
                   "it again with `axonn tune`",
                   path.string());
     json const& grid = document["grid"];
+    for (auto const& [axis, size] : grid.items()) {
+        AXONN_REQUIRE(axis == "data" || axis == "z" || axis == "y" || axis == "x",
+                      "grid file {}: its grid names an axis \"{}\", where a grid has data, z, y and x only: write it "
+                      "again with `axonn tune`",
+                      path.string(), axis);
+    }
     GridFile file;
     file.grid = {positive_field(grid, "data", path), positive_field(grid, "z", path), positive_field(grid, "y", path),
                  positive_field(grid, "x", path)};
