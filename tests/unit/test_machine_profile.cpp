@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -215,6 +216,24 @@ TEST(MachineProfile, GoodTestProfileLoads) {
     MachineProfile const profile = load_machine_profile(path.string());
     EXPECT_EQ(profile.nics_per_node, 4);
     EXPECT_EQ(profile.allreduce_bus_bandwidth.at(2), 7.6e10);
+}
+
+// $AXONN_MACHINES_DIR moves the machine folder (local.toml, the tuned grid); the bundled profiles that --help
+// offers still load by name (`plan` failed on its own default, perlmutter), after the folder's own.
+TEST(MachineProfile, TheBundledProfilesLoadWhereverTheMachineFolderIs) {
+    testing::TempDir const dir;
+    ::setenv("AXONN_MACHINES_DIR", dir.path().c_str(), 1);
+    fs::path const bundled = machine_profile_path("perlmutter");
+    EXPECT_EQ(bundled.filename(), "perlmutter.toml");
+    EXPECT_NO_THROW(load_machine_profile("frontier"));
+    std::ofstream(dir / "perlmutter.toml") << good_profile;
+    EXPECT_EQ(machine_profile_path("perlmutter"), dir / "perlmutter.toml");
+    std::string const message = error_of([] { machine_profile_path("summit"); });
+    ::unsetenv("AXONN_MACHINES_DIR");
+    EXPECT_NE(message.find("perlmutter (the .toml files in " + dir.path().string() + "), or alps, frontier"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(bundled.parent_path(), dir.path());
 }
 
 TEST(MachineProfile, UnknownNameListsTheProfiles) {

@@ -228,14 +228,28 @@ std::vector<std::string> available_profiles(fs::path const& dir) {
     return names;
 }
 
+// The profiles that come with axonn (Perlmutter, Frontier, Alps), in the source tree's configs/machines.
+fs::path bundled_profile_dir() { return fs::path(AXONN_SOURCE_DIR) / "configs" / "machines"; }
+
+// The folders a profile's name is looked for in: the machine folder, then the bundled profiles where that is another
+// ($AXONN_MACHINES_DIR moves where `local` and the tuned grid are, and hid the bundled profiles that --help offers).
+std::vector<fs::path> profile_dirs() {
+    fs::path const dir = machine_profile_dir();
+    if (dir == bundled_profile_dir()) return {dir};
+    return {dir, bundled_profile_dir()};
+}
+
 // "choose one of alps, frontier, perlmutter (the .toml files in DIR); set AXONN_MACHINES_DIR ..." for an error.
 std::string profile_choices() {
-    fs::path const dir = machine_profile_dir();
-    std::vector<std::string> const names = available_profiles(dir);
-    std::string const choices = names.empty() ? fmt::format("{} holds no .toml profiles", dir.string())
-                                              : fmt::format("choose one of {} (the .toml files in {})",
-                                                            fmt::join(names, ", "), dir.string());
-    return choices + "; set AXONN_MACHINES_DIR for another folder, or give a path to a .toml file";
+    std::vector<std::string> places;
+    for (fs::path const& dir : profile_dirs()) {
+        std::vector<std::string> const names = available_profiles(dir);
+        places.push_back(names.empty() ? fmt::format("none in {}", dir.string())
+                                       : fmt::format("{} (the .toml files in {})", fmt::join(names, ", "),
+                                                     dir.string()));
+    }
+    return fmt::format("choose one of {}; set AXONN_MACHINES_DIR for another folder, or give a path to a .toml "
+                       "file", fmt::join(places, ", or "));
 }
 
 // The shortest text that reads back as exactly `value`, in scientific form where that is shorter: 2.5e+10, 0.85.
@@ -291,7 +305,7 @@ std::string comment_lines(std::string_view notes) {
 fs::path machine_profile_dir() {
     char const* from_environment = std::getenv("AXONN_MACHINES_DIR");
     if (from_environment != nullptr && *from_environment != '\0') return from_environment;
-    return fs::path(AXONN_SOURCE_DIR) / "configs" / "machines";
+    return bundled_profile_dir();
 }
 
 fs::path machine_profile_path(std::string const& name_or_path) {
@@ -299,7 +313,10 @@ fs::path machine_profile_path(std::string const& name_or_path) {
     if (name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".toml")) return name_or_path;
     fs::path const path = machine_profile_dir() / (name_or_path + ".toml");
     std::error_code error;
-    if (fs::exists(path, error)) return path;
+    for (fs::path const& dir : profile_dirs()) {
+        if (fs::exists(dir / (name_or_path + ".toml"), error)) return dir / (name_or_path + ".toml");
+        if (error) break;
+    }
     // `local`, which --help names, is what `axonn calibrate` writes: a machine not yet measured.
     AXONN_REQUIRE(static_cast<bool>(error) || name_or_path != "local",
                   "machine profile 'local' is not written yet: measure this machine with `axonn calibrate --out {}`, "

@@ -54,7 +54,8 @@ struct MachineProfile {
 // NAME is a profile in configs/machines/ (perlmutter, frontier, alps, local) or a path to a .toml file.
 // Throws axonn::Error naming the file and the bad or missing key.
 MachineProfile load_machine_profile(std::string const& name_or_path);
-// The file NAME stands for; an unknown name is an axonn::Error that lists the profiles there are.
+// The file NAME stands for, in the machine folder or else among the bundled profiles; an unknown name is an
+// axonn::Error that lists the profiles there are.
 std::filesystem::path machine_profile_path(std::string const& name_or_path);
 void write_machine_profile(std::filesystem::path const& path, MachineProfile const& profile, std::string const& notes);
 std::filesystem::path machine_profile_dir();  // AXONN_SOURCE_DIR/configs/machines, or $AXONN_MACHINES_DIR
