@@ -976,6 +976,17 @@ TEST_F(CommandLineErrors, TheHelpOfResumeNamesWhatItTakes) {
     EXPECT_EQ(help.find("=latest"), std::string::npos) << help;
 }
 
+// Every command takes --config, and its --help says so (train's alone did).
+TEST_F(CommandLineErrors, EveryCommandsHelpNamesConfigFiles) {
+    for (char const* command : {"train", "prepare", "corpus janeausten", "bench", "parity", "plan", "tune", "calibrate",
+                                "export", "memorization eval", "memorization study", "import", "generate",
+                                "tokenize"}) {
+        CommandResult const result = run_axonn(std::string(command) + " --help", dir_);
+        EXPECT_EQ(result.exit_status, 0) << command << ": " << result.stderr_text;
+        EXPECT_NE(file_bytes(dir_ / "stdout.txt").find("--config"), std::string::npos) << command;
+    }
+}
+
 // Not an error: bf16 asked for where oneDNN has no native bf16 GEMM (held to AVX2 here, as on a CPU without
 // AVX-512 bf16) notes once that it is emulated and trains in bf16: its first gradient norm differs from fp32's by
 // bf16's rounding (more than 1e-5 relative, within 1e-2; the loss, from small initial weights, barely shows it).

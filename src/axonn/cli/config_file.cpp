@@ -154,6 +154,21 @@ std::vector<std::string> arguments_from_file(CLI::App const& command, std::strin
 
 }  // namespace
 
+void describe_config_files(CLI::App& app) {
+    for (CLI::App* command : app.get_subcommands([](CLI::App const*) { return true; })) {
+        if (!command->get_subcommands([](CLI::App const*) { return true; }).empty()) {
+            describe_config_files(*command);  // `memorization`: its subcommands take the files
+            continue;
+        }
+        if (command->get_option_no_throw("--config") != nullptr) continue;
+        std::string const footer = command->get_footer();
+        command->footer(footer + (footer.empty() ? "" : "\n") +
+                        "--config FILE: a TOML file of this command's options, each by its long name without the\n"
+                        "dashes (`key = value`); repeat it for several, a later file winning; the command line wins\n"
+                        "over every file.");
+    }
+}
+
 std::vector<std::string> expand_config_files(CLI::App const& app, std::vector<std::string> arguments) {
     if (arguments.size() < 2) return arguments;
     // The keys of a command with subcommands (`memorization study`) are its subcommand's.

@@ -17,4 +17,8 @@ namespace axonn {
 // of the wrong type.
 std::vector<std::string> expand_config_files(CLI::App const& app, std::vector<std::string> arguments);
 
+// Says in the --help of each command that takes --config without declaring it (every command but train, whose
+// option lists it) how a config file is given: the option was in no --help but train's.
+void describe_config_files(CLI::App& app);
+
 }  // namespace axonn
