@@ -303,6 +303,9 @@ std::vector<BadInput> const bad_inputs = {
     {"plan_where_no_grid_fits", "plan --model gpt-640b --gpus 2 --batch 8 --machine perlmutter",
      "no grid of 2 devices fits gpt-640b at batch 8 x 2048 tokens: run with --explain to see why each was excluded",
      1},
+    // Its empty list exited 0, where the plan without --json exits 1.
+    {"plan_json_where_no_grid_fits", "plan --model gpt-640b --gpus 2 --batch 8 --machine perlmutter --json",
+     "no grid of 2 devices fits gpt-640b at batch 8 x 2048 tokens", 1},
     {"plan_sequence_beyond_context", "plan --model gpt-5b --gpus 8 --batch 8 --seq 9999", "--seq 9999", 2},
     // A failure on any path must not be an "internal error", a signal or a hang.
     {"metrics_on_a_full_disk", "train --data {dir}/good --tokenizer byte --steps 2 --metrics /dev/full",
@@ -1553,9 +1556,12 @@ TEST_F(CommandLineErrors, PlanWeakScalingWritesItsTableAndPlot) {
     for (auto const& point : fixed) EXPECT_EQ(point["batch"], 512) << point.dump();
     EXPECT_EQ(fixed[2]["devices"], 2048);
 
+    // A million devices are planned for in seconds (none fits that batch: exit 1, the empty list printed).
     auto const start = std::chrono::steady_clock::now();
-    ASSERT_EQ(run_axonn("plan --model gpt-175b --gpus 1048576 --batch 1048576 --machine frontier --top 1 --json", dir_)
-                  .exit_status, 0);
+    CommandResult const million =
+        run_axonn("plan --model gpt-175b --gpus 1048576 --batch 1048576 --machine frontier --top 1 --json", dir_);
+    EXPECT_EQ(million.exit_status, 1) << million.stderr_text;
+    EXPECT_EQ(file_bytes(dir_ / "stdout.txt"), "[]\n");
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
 }
 

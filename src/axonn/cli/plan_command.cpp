@@ -284,20 +284,21 @@ void add_plan_command(CLI::App& app) {
         });
         request->machine = load_machine_profile(machine.string());
         std::vector<PlanCandidate> const candidates = plan_grids(*request);
+        bool const fits = std::ranges::any_of(candidates, [](PlanCandidate const& c) { return !c.excluded; });
         if (flags->json) {
             nlohmann::json list = nlohmann::json::array();
             for (auto const& c : candidates) {
                 if (!c.excluded || flags->explain) list.push_back(candidate_json(c));
             }
             fmt::print("{}\n", list.dump());
-            return;
         }
-        // A plan with no grid is no plan: a script must not take it for one (--explain asks for the exclusions).
-        bool const fits = std::ranges::any_of(candidates, [](PlanCandidate const& c) { return !c.excluded; });
+        // A plan with no grid is no plan: a script must not take it for one, --json's empty list neither
+        // (--explain asks for the exclusions).
         AXONN_REQUIRE(fits || flags->explain,
                       "no grid of {} devices fits {} at batch {} x {} tokens: run with --explain to see why each was "
                       "excluded (memory, a size that does not divide)",
                       request->devices, model->preset(), request->batch, request->seq);
+        if (flags->json) return;
         Architecture const planned = request->model.architecture();
         fmt::print("{} ({:.1f} B parameters) on {} x {} ({}), batch {} x {} tokens{}:\n", model->preset(),
                    planned.parameter_count() / 1e9, request->devices, request->machine.name,
