@@ -94,6 +94,12 @@ TEST(Prepare, ReportsProgressUpToOne) {
     ASSERT_EQ(fractions.size(), 2u);
     EXPECT_DOUBLE_EQ(fractions[0], 100.0 / 130.0);
     EXPECT_DOUBLE_EQ(fractions[1], 1.0);
+    // A file whose byte-order mark is dropped still counts whole: the bar ended at 95%.
+    fractions.clear();
+    PrepareOptions marked = byte_options(dir, {write_file(dir / "marked.txt", "\xEF\xBB\xBF" + second_document)});
+    marked.overwrite = true;
+    prepare_shards(marked, [&](double fraction) { fractions.push_back(fraction); });
+    EXPECT_EQ(fractions, (std::vector<double>{1.0}));
 }
 
 TEST(Prepare, Gpt2TokenCountsAddUp) {

@@ -92,13 +92,16 @@ std::optional<std::string> read_document(std::filesystem::path const& path, Prep
     return text;
 }
 
+// The size of an input file, which the progress counts (its text may be shorter: a byte-order mark dropped).
+std::uintmax_t input_bytes(std::filesystem::path const& input) {
+    std::error_code error;
+    std::uintmax_t const bytes = std::filesystem::file_size(input, error);
+    return error ? 0 : bytes;
+}
+
 std::uintmax_t total_input_bytes(std::vector<std::filesystem::path> const& inputs) {
     std::uintmax_t total = 0;
-    for (auto const& input : inputs) {
-        std::error_code error;
-        std::uintmax_t const bytes = std::filesystem::file_size(input, error);
-        if (!error) total += bytes;
-    }
+    for (auto const& input : inputs) total += input_bytes(input);
     return total;
 }
 
@@ -174,7 +177,7 @@ Split tokenize_inputs(PrepareOptions const& options, Tokenizer const& tokenizer,
         } else {
             split_document(tokenizer.encode(*text), options.val_fraction, tokenizer.eot_id(), split);
         }
-        done_bytes += text->size();
+        done_bytes += input_bytes(input);
         if (progress) progress(std::min(1.0, static_cast<double>(done_bytes) / std::max(1.0, double(total_bytes))));
     }
     AXONN_REQUIRE(skipped.size() < options.inputs.size(),
