@@ -904,6 +904,16 @@ TEST(HuggingFace, HostileWeightIndexIsRefused) {
     for (auto& [tensor, file] : one_shard["weight_map"].items()) file = "model.safetensors";
     write_file(dir / "both" / "model.safetensors.index.json", one_shard.dump());
     EXPECT_NO_THROW(HfSafetensors{dir / "both"});
+    // A tensor of a shard that the index leaves out was left unread without a word.
+    fs::copy(dir / "sharded", dir / "unlisted");
+    json unlisted = good;
+    unlisted["weight_map"].erase("wpe.weight");
+    write_file(dir / "unlisted" / "model.safetensors.index.json", unlisted.dump());
+    std::string const error = error_of([&] { HfSafetensors{dir / "unlisted"}; });
+    EXPECT_NE(error.find("holds wpe.weight, which " + (dir / "unlisted" / "model.safetensors.index.json").string() +
+                         " does not list there"),
+              std::string::npos)
+        << error;
 }
 
 // A tensor GPT-2's config.json does not describe is refused by name (an import dropped it without a word); the

@@ -166,8 +166,8 @@ std::vector<BadInput> const bad_inputs = {
     // Another tokenizer's ids that fit the vocabulary were evaluated as if they were the model's.
     {"memorization_eval_text_beyond_vocabulary",
      "memorization eval --model-dir {dir}/model --documents {dir}/text_docs.jsonl --tokenizer gpt2",
-     "has \"text\" but the model in {dir}/model has a vocabulary of 257 tokens, but the gpt2 tokenizer has 50257: "
-     "pass the --tokenizer it was trained with", 1},
+     "has \"text\" but the tokenizer gpt2 is not the model's (a vocabulary of 50257 tokens; the model in {dir}/model "
+     "has 257): pass the --tokenizer it was trained with", 1},
     {"bench_seq_past_a_llama_context", "bench --model llama-tiny --seq 200", "--seq at most the model's context 128",
      2},
     {"train_llama_past_its_context", "train --data {dir}/good --tokenizer byte --model llama-tiny --seq 200",
@@ -221,7 +221,7 @@ std::vector<BadInput> const bad_inputs = {
      "--stop-token 999",
      "--stop-token '999' is neither \"eot\" nor a token id of the byte tokenizer (0..256)", 2},
     {"generate_with_another_tokenizer", "generate --model-dir {dir}/model --tokenizer gpt2 --prompt hi",
-     "has a vocabulary of 257 tokens, but the gpt2 tokenizer has 50257", 1},
+     "has a vocabulary of 257 tokens, but the tokenizer gpt2 has 50257", 1},
     {"generate_on_a_grid_of_other_ranks",
      "generate --model-dir {dir}/model --tokenizer byte --prompt hi --grid "
      "data=1,z=1,y=2,x=1",
@@ -663,11 +663,14 @@ std::vector<BadInput> const bad_inputs = {
      "the training loss became NaN at step 1 (the progress bar's 2/5; learning rate", 1, "", true},
     // inf and nan are not written in decimal; strtod read a decimal number too large for a double as infinite.
     {"infinite_weight_decay", "train --data {dir}/good --tokenizer byte --weight-decay 1e999",
-     "--weight-decay 1e999 is too large a number for a double (of magnitude at most about 1e308): give a smaller "
-     "one", 2},
-    // ... and one too small as 0: "--lr must be positive, got 0".
+     "--weight-decay 1e999 is too large a number (of magnitude at most about 3.4e38): give a smaller one", 2},
+    // ... and one too small as 0: "--lr must be positive, got 0"; the options keep floats: 1e39 and 1e-50 too.
     {"lr_below_a_double", "train --data {dir}/good --tokenizer byte --lr 1e-400",
-     "--lr 1e-400 is too small a number for a double (of magnitude at least about 1e-308): give a larger one", 2},
+     "--lr 1e-400 is too small a number (of magnitude at least about 1.2e-38, or 0): give a larger one", 2},
+    {"lr_beyond_a_float", "train --data {dir}/good --tokenizer byte --lr 1e39",
+     "--lr 1e39 is too large a number (of magnitude at most about 3.4e38)", 2},
+    {"temperature_below_a_float", "train --data {dir}/good --tokenizer byte --temperature 1e-50",
+     "--temperature 1e-50 is too small a number", 2},
     {"nan_temperature", "train --data {dir}/good --tokenizer byte --temperature nan",
      "--temperature nan is not a number in decimal", 2},
     {"negative_temperature", "train --data {dir}/good --tokenizer byte --temperature -1",
@@ -718,13 +721,18 @@ std::vector<BadInput> const bad_inputs = {
     {"negative_keep", "train --data {dir}/good --tokenizer byte --ckpt-dir {dir}/ck --keep -1",
      "--keep must not be negative, got -1", 2},
     {"negative_gemm_rate", "train --data {dir}/good --tokenizer byte --gemm-rate -5",
-     "--gemm-rate must be a positive number of GFLOP/s, got -5", 2},
+     "--gemm-rate must be a GEMM rate from 0.001 to 1e9 GFLOP/s, got -5", 2},
+    // An MFU of 4.8e300 followed.
+    {"gemm_rate_of_nothing", "train --data {dir}/good --tokenizer byte --gemm-rate 1e-30",
+     "--gemm-rate must be a GEMM rate from 0.001 to 1e9 GFLOP/s, got 1e-30", 2},
+    {"gemm_rate_from_an_absurd_environment", "train --data {dir}/good --tokenizer byte --steps 1",
+     "--gemm-rate must be a GEMM rate from 0.001 to 1e9 GFLOP/s, got 1e+20", 2, "AXONN_GEMM_RATE=1e20"},
     {"gemm_rate_nan", "train --data {dir}/good --tokenizer byte --gemm-rate nan",
      "--gemm-rate nan is not a number in decimal: write one such as 0.5 or 6e-4", 2},
     {"gemm_rate_not_a_number", "train --data {dir}/good --tokenizer byte --gemm-rate fast",
      "--gemm-rate fast is not a number in decimal: write one such as 0.5 or 6e-4 (see `axonn train --help`)", 2},
     {"gemm_rate_too_large", "train --data {dir}/good --tokenizer byte --gemm-rate 1e999",
-     "--gemm-rate 1e999 is too large a number for a double", 2},
+     "--gemm-rate 1e999 is too large a number", 2},
     // strtod read hexadecimal (0x1p-4 was 0.0625) and a leading space (" 0.1" from a quoted shell variable).
     {"val_fraction_in_hex", "prepare --input {dir}/text.txt --out {dir}/hexfraction --val-fraction 0x1p-4",
      "--val-fraction 0x1p-4 is not a number in decimal: write one such as 0.5 or 6e-4 (see `axonn prepare "

@@ -103,6 +103,10 @@ TEST(ConfigFile, TheCommandLineAndALaterFileWin) {
               (Arguments{"axonn", "generate", "--max-new-tokens=3", "--temperature=0.5"}));
     EXPECT_EQ(expand("prepare", "input = [\"a.txt\", \"b.txt\"]\n", {"--input", "c.txt"}),
               (Arguments{"axonn", "prepare", "--input", "c.txt"}));
+    // A value given way to is still of its option's type.
+    EXPECT_NE(error_of([] { expand("train", "steps = \"abc\"\n", {"--steps", "3"}); })
+                  .find("'steps' must be an integer, not a string"),
+              std::string::npos);
 }
 
 TEST(ConfigFile, StringsKeepTheirEscapesAndLines) {

@@ -83,6 +83,21 @@ StoredTensor& tensor_named(std::vector<StoredTensor>& tensors, std::string const
     throw std::runtime_error("no tensor " + name);
 }
 
+// The rotary frequencies transformers has saved, in each attention or once in the model, are no weights: left alone.
+TEST_F(HfLlama, SavedRotaryFrequenciesAreNotWeights) {
+    fs::path const folder = dir() / "with_inv_freq";
+    fs::create_directories(folder);
+    fs::copy_file(dir() / "good" / "config.json", folder / "config.json");
+    std::vector<StoredTensor> tensors = read_tensors(dir() / "good" / "model.safetensors");
+    for (char const* name : {"model.rotary_emb.inv_freq", "model.layers.1.self_attn.rotary_emb.inv_freq"}) {
+        StoredTensor extra = tensor_named(tensors, "model.norm.weight");
+        extra.entry.name = name;
+        tensors.push_back(extra);
+    }
+    write_tensors(folder / "model.safetensors", tensors);
+    EXPECT_NO_THROW(HfLlamaWeights(folder, config_));
+}
+
 TEST_F(HfLlama, WeightsThatDoNotFitTheConfigAreRefusedByName) {
     std::vector<BrokenWeights> const cases = {
         {"missing_tensor",
@@ -110,8 +125,8 @@ TEST_F(HfLlama, WeightsThatDoNotFitTheConfigAreRefusedByName) {
              extra.entry.name = "model.layers.0.self_attn.q_proj.bias";
              t.push_back(extra);
          },
-         "model.layers.0.self_attn.q_proj.bias is no weight of a Llama as its config.json describes it: importing "
-         "would drop it and make another model"},
+         "model.layers.0.self_attn.q_proj.bias is no weight of a Llama as its config.json describes it: axonn "
+         "would leave it out and run another model"},
     };
     for (BrokenWeights const& broken : cases) {
         SCOPED_TRACE(broken.name);

@@ -269,6 +269,14 @@ std::vector<BadFile> bad_files() {
         {"MissingVocab", without(shape, "/model/vocab"_json_pointer).dump(), "\"vocab\" is not an object"},
         {"MissingMerges", with(shape, "/model/merges"_json_pointer, nullptr).dump(), "\"merges\" is not a list"},
         {"NoByteTokens", shape.dump(), "no vocabulary token for byte 0"},
+        {"AddedTokenWithoutText",  // nlohmann calls no JSON string empty: an empty one passed
+         with(shape, "/added_tokens"_json_pointer, json::array({json{{"id", 0}, {"content", ""}}})).dump(),
+         "added token \"\" has no text"},
+        {"AddedTokenTwice",
+         with(shape, "/added_tokens"_json_pointer,
+              json::array({json{{"id", 0}, {"content", "<|x|>"}}, json{{"id", 1}, {"content", "<|x|>"}}}))
+             .dump(),
+         "added token \"<|x|>\" is listed twice, as ids 0 and 1"},
         {"AddedTokenStripsSpace",
          with(shape, "/added_tokens"_json_pointer,
               json::array({json{{"id", 0}, {"content", "<|x|>"}, {"lstrip", true}}}))

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <initializer_list>
 #include <string_view>
 
@@ -92,17 +93,18 @@ bool is_decimal_real_number(std::string_view text) {
     return !(whole.empty() && fraction.empty()) && all_digits(whole) && all_digits(fraction);
 }
 
-// A decimal number a double holds: strtod made 1e999 infinite and 1e-400 zero ("--lr must be positive, got 0").
-void require_double_range(std::string_view option, std::string_view number, std::string const& command) {
-    std::string const text(number);
+// A decimal number a float holds, as the options keep most real numbers: 1e999 and 1e39 became infinite, 1e-400
+// and 1e-50 zero ("--lr must be positive, got 0").
+void require_float_range(std::string_view option, std::string_view number, std::string const& command) {
     errno = 0;
-    double const value = std::strtod(text.c_str(), nullptr);
-    if (errno != ERANGE || (value != 0 && std::isfinite(value))) return;  // a subnormal result is still that number
-    bool const large = !std::isfinite(value);
-    throw UsageError(fmt::format("{} {} is too {} a number for a double (of magnitude {} 1e{}): give a {} one (see "
-                                 "`axonn {} --help`)",
-                                 option, number, large ? "large" : "small", large ? "at most about" : "at least about",
-                                 large ? 308 : -308, large ? "smaller" : "larger", command));
+    double const magnitude = std::fabs(std::strtod(std::string(number).c_str(), nullptr));
+    bool const underflow = errno == ERANGE && magnitude == 0;  // not a zero written: a value too small for a double
+    bool const large = magnitude > std::numeric_limits<float>::max();
+    if (!large && !underflow && (magnitude == 0 || magnitude >= std::numeric_limits<float>::min())) return;
+    throw UsageError(fmt::format("{} {} is too {} a number (of magnitude {}): give a {} one (see `axonn {} --help`)",
+                                 option, number, large ? "large" : "small",
+                                 large ? "at most about 3.4e38" : "at least about 1.2e-38, or 0",
+                                 large ? "smaller" : "larger", command));
 }
 
 // One value given to `option`: not empty, nor any item of a list (CLI11 dropped `--models a,,b`'s empty one without
@@ -133,7 +135,7 @@ void check_value(std::string_view option, std::string_view value, std::string co
                                          "`axonn {} --help`)",
                                          option, value, command));
         }
-        if (takes_real_numbers(declared)) require_double_range(option, number, command);
+        if (takes_real_numbers(declared)) require_float_range(option, number, command);
         begin = end + 1;
     }
 }

@@ -147,7 +147,9 @@ std::vector<std::string> arguments_from_file(CLI::App const& command, std::strin
         AXONN_REQUIRE(option != nullptr && name != "config" && name != "help",
                       "{}: unknown key '{}': `axonn {} --help` lists the valid names (options without their dashes)",
                       toml_location(key, file), name, command_name);
-        if (!overridden(option, given)) append_option(arguments, *option, name, node, file);
+        // A value given way to is still checked for its type: the file is wrong either way.
+        std::vector<std::string> overridden_value;
+        append_option(overridden(option, given) ? overridden_value : arguments, *option, name, node, file);
     }
     return arguments;
 }

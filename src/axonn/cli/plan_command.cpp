@@ -84,7 +84,8 @@ void print_table(std::vector<PlanCandidate> const& candidates, int top) {
                    exposed(Group::z), exposed(Group::y), exposed(Group::x), c.memory.total() / 1073741824.0,
                    c.pct_peak, c.flops_per_s / 1e15, c.hardware_pct_peak);
     }
-    if (shown == 0) fmt::print("no grid fits: run with --explain to see why each was excluded\n");
+    // Reached with no grid only under --explain (a plan with none fails first), whose exclusions follow.
+    if (shown == 0) fmt::print("no grid fits: why each was excluded follows\n");
     bool const any_split = std::any_of(candidates.begin(), candidates.begin() + shown,
                                        [](PlanCandidate const& c) { return c.split_collectives; });
     if (any_split) {

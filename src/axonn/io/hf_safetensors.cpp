@@ -112,6 +112,17 @@ HfSafetensors::HfSafetensors(fs::path const& dir) {
                       index.string(), tensor, file);
         tensors_[tensor] = {found->second, entry};
     }
+    // A tensor of a shard that the index does not list there would be left unread without a word (transformers
+    // reads every key of the shards it loads).
+    for (std::size_t s = 0; s < shards_.size(); ++s) {
+        for (SafetensorsEntry const& entry : shards_[s]->header.tensors) {
+            auto const listed = tensors_.find(entry.name);
+            AXONN_REQUIRE(listed != tensors_.end() && listed->second.shard == static_cast<int>(s),
+                          "{} holds {}, which {} does not list there: the index is damaged, or the shard is another "
+                          "model's",
+                          shards_[s]->input.path.string(), entry.name, index.string());
+        }
+    }
 }
 
 SafetensorsEntry const* HfSafetensors::find(std::string const& name) const {
@@ -138,7 +149,7 @@ void HfSafetensors::require_all_read(std::set<std::string> const& read,
                                      std::string_view model) const {
     for (auto const& [name, location] : tensors_) {
         AXONN_REQUIRE(read.contains(name) || ignored(name),
-                      "{}: {} is no weight of {} as its config.json describes it: importing would drop it and make "
+                      "{}: {} is no weight of {} as its config.json describes it: axonn would leave it out and run "
                       "another model; remove the tensor, or use a model whose config declares it, if axonn has one",
                       where(name), name, model);
     }

@@ -1,7 +1,8 @@
 // The weights of a Hugging Face model folder: model.safetensors, or the shards that model.safetensors.index.json
 // maps each tensor to (how transformers saves a large model). Nothing a file claims is trusted: the index must be a
 // JSON object whose "weight_map" names plain files inside the folder ending in .safetensors, every shard's header is
-// checked as read_safetensors_header does, and each tensor must be in the shard the map names; shards beside a
+// checked as read_safetensors_header does, and each tensor must be in the shard the map names, which holds no
+// tensor the map does not list; shards beside a
 // model.safetensors (two copies of the weights, of which transformers loads the whole file) are refused. Reads
 // take ranges of elements, so a rank reads only the parts of a tensor it holds.
 #pragma once
@@ -52,7 +53,7 @@ public:
     // N >= layers (a config.json that claims fewer layers than the weights hold would drop the rest unseen).
     void require_no_layer_beyond(std::string const& layer_prefix, std::int64_t layers) const;
     // Refuses a tensor of the folder that is not among `read` (what the model reads) nor `ignored` (a buffer that
-    // transformers saves beside the weights, such as GPT-2's causal mask): an import would drop it and make another
+    // transformers saves beside the weights, such as GPT-2's causal mask): axonn would leave it out and run another
     // model without a word (a Llama's q_proj.bias, which its config.json did not declare). `model`: "a GPT-2".
     void require_all_read(std::set<std::string> const& read, std::function<bool(std::string const&)> const& ignored,
                           std::string_view model) const;

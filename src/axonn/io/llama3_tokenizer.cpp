@@ -180,13 +180,21 @@ std::vector<AddedToken> read_added_tokens(std::filesystem::path const& path, jso
         if (!entry.is_object()) fail_corrupt_tokenizer_json(path, "an added token is not an object");
         json const& id = member(path, entry, "id", &json::is_number_integer, "an integer");
         json const& content = member(path, entry, "content", &json::is_string, "a string");
-        if (content.empty() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() >= id_limit) {
+        // (A JSON string is never `empty()` to nlohmann: its text is.)
+        std::string const& text = content.get_ref<std::string const&>();
+        if (text.empty() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() >= id_limit) {
             fail_corrupt_tokenizer_json(path, "added token {} has no text or an id out of range", content.dump());
         }
         for (std::string_view const key : {"lstrip", "rstrip", "single_word"}) {
             if (flag(entry, key)) fail_unsupported(path, "added token {} sets {}", content.dump(), key);
         }
-        added.push_back({content.get<std::string>(), id.get<std::int32_t>()});
+        auto const same_text = std::find_if(added.begin(), added.end(),
+                                            [&](AddedToken const& token) { return token.text == text; });
+        if (same_text != added.end() && same_text->id != id.get<std::int32_t>()) {
+            fail_corrupt_tokenizer_json(path, "added token {} is listed twice, as ids {} and {}", content.dump(),
+                                        same_text->id, id.get<std::int32_t>());
+        }
+        if (same_text == added.end()) added.push_back({text, id.get<std::int32_t>()});
     }
     return added;
 }

@@ -61,10 +61,10 @@ json evaluate_memorization(MemorizationEvalOptions const& options) {
         no_tokenizer = fmt::format("the --tokenizer cannot be loaded: {}", e.what());
     }
     if (tokenizer && tokenizer->vocab_size() != config.vocab_size()) {
-        no_tokenizer = fmt::format("the model in {} has a vocabulary of {} tokens, but the {} tokenizer has {}: pass "
-                                   "the --tokenizer it was trained with",
-                                   options.model_dir.string(), config.vocab_size(), tokenizer->name(),
-                                   tokenizer->vocab_size());
+        no_tokenizer = fmt::format("the tokenizer {} is not the model's (a vocabulary of {} tokens; the model in {} "
+                                   "has {}): pass the --tokenizer it was trained with",
+                                   options.tokenizer, tokenizer->vocab_size(), options.model_dir.string(),
+                                   config.vocab_size());
         tokenizer.reset();
     }
     std::vector<EvalDocument> const members =

@@ -241,15 +241,15 @@ std::vector<fs::path> profile_dirs() {
 
 // "choose one of alps, frontier, perlmutter (the .toml files in DIR); set AXONN_MACHINES_DIR ..." for an error.
 std::string profile_choices() {
-    std::vector<std::string> places;
+    std::vector<std::string> places, empty;
     for (fs::path const& dir : profile_dirs()) {
         std::vector<std::string> const names = available_profiles(dir);
-        places.push_back(names.empty() ? fmt::format("none in {}", dir.string())
-                                       : fmt::format("{} (the .toml files in {})", fmt::join(names, ", "),
-                                                     dir.string()));
+        if (names.empty()) empty.push_back(dir.string());
+        else places.push_back(fmt::format("{} (the .toml files in {})", fmt::join(names, ", "), dir.string()));
     }
-    return fmt::format("choose one of {}; set AXONN_MACHINES_DIR for another folder, or give a path to a .toml "
-                       "file", fmt::join(places, ", or "));
+    std::string const choices = places.empty() ? fmt::format("{} hold no .toml profiles", fmt::join(empty, " and "))
+                                               : fmt::format("choose one of {}", fmt::join(places, ", or "));
+    return choices + "; set AXONN_MACHINES_DIR for another folder, or give a path to a .toml file";
 }
 
 // The shortest text that reads back as exactly `value`, in scientific form where that is shorter: 2.5e+10, 0.85.

@@ -48,8 +48,8 @@ GenerationJobResult run_generation(GenerationJobOptions const& options,
     Architecture const architecture = model_config.architecture();
     AXONN_REQUIRE(architecture.vocab_size == tokenizer->vocab_size(),
                   "the model in {} has a vocabulary of {} tokens, but "
-                  "the {} tokenizer has {}: pass the --tokenizer it was trained with",
-                  options.model_dir.string(), architecture.vocab_size, tokenizer->name(), tokenizer->vocab_size());
+                  "the tokenizer {} has {}: pass the --tokenizer it was trained with",
+                  options.model_dir.string(), architecture.vocab_size, options.tokenizer, tokenizer->vocab_size());
     // One prompt per replica at a time; only the layer being run keeps its activations (nothing trains).
     DecoderOptions model_options;
     model_options.recompute = Recompute::layer;

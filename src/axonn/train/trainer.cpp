@@ -70,9 +70,12 @@ void validate_train_options(TrainOptions const& options) {
         options.schedule.validate();
         options.optimizer.validate();
         options.sample.validate("--sample-tokens");
-        AXONN_REQUIRE(options.gemm_rate_gflops >= 0 && std::isfinite(options.gemm_rate_gflops),
-                      "--gemm-rate must be a positive number of GFLOP/s, got {} (or leave it out to measure the rate)",
-                      options.gemm_rate_gflops);
+        // From a megaflop to an exaflop a second, as a machine profile's rates: 1e-300 made an MFU of 4.8e300.
+        double const rate = options.gemm_rate_gflops;
+        AXONN_REQUIRE(rate == 0 || (rate >= 1e-3 && rate <= 1e9),
+                      "--gemm-rate must be a GEMM rate from 0.001 to 1e9 GFLOP/s, got {} (or leave it out to measure "
+                      "the rate)",
+                      rate);
         use_threads(options.threads);
     });
 }

@@ -87,9 +87,10 @@ HfLlamaWeights::HfLlamaWeights(fs::path const& dir, LlamaConfig const& config)
             }
         }
     }
-    // Older transformers saved each attention's rotary frequencies, which rope_theta gives: not weights.
+    // transformers has saved the rotary frequencies, which rope_theta gives, in each attention or once in the model
+    // (model.rotary_emb.inv_freq): not weights.
     files_.require_all_read(
-        read, [](std::string const& name) { return name.ends_with(".self_attn.rotary_emb.inv_freq"); }, "a Llama");
+        read, [](std::string const& name) { return name.ends_with("rotary_emb.inv_freq"); }, "a Llama");
 }
 
 void HfLlamaWeights::read_local(ShardLayout const& layout, std::span<float> params) {
