@@ -1132,6 +1132,38 @@ TEST_F(CommandLineErrors, ResumingOnOtherDataIsRefusedUnlessAskedFor) {
         << file_bytes(dir_ / "stdout.txt");
 }
 
+// The shards' order is the data's: renamed into another order (another token stream), they are other data (the
+// checkpoint kept its shards' ids as a sorted set, and the resume went on without a word). A checkpoint from before
+// the order was recorded (its ids sorted, each once) still resumes on its own data.
+TEST_F(CommandLineErrors, ShardsInAnotherOrderAreOtherData) {
+    fs::remove_all(dir_ / "ordered");
+    fs::remove_all(dir_ / "ordered_ckpt");
+    fs::create_directories(dir_ / "ordered");
+    std::vector<std::int32_t> tokens(1000);
+    for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::int32_t>(i * 3 % 256);
+    write_token_shard(dir_ / "ordered" / "a.bin", tokens, 16, ShardOrigin{{"byte", 257}, 0xb});
+    write_token_shard(dir_ / "ordered" / "b.bin", tokens, 16, ShardOrigin{{"byte", 257}, 0xa});
+    std::string const run = "train --data {dir}/ordered --val-data {dir}/good/val.bin --tokenizer byte --model "
+                            "gpt2-micro --sample-tokens 0 --ckpt-dir {dir}/ordered_ckpt ";
+    ASSERT_EQ(run_axonn(with_dir(run + "--steps 2"), dir_).exit_status, 0);
+    fs::path const index = dir_ / "ordered_ckpt" / "step_00000002" / "index.json";
+    nlohmann::json checkpoint = nlohmann::json::parse(file_bytes(index));
+    EXPECT_EQ(checkpoint["run"]["data"]["dataset"]["ids"],
+              nlohmann::json({"000000000000000b", "000000000000000a"}));
+    // As a checkpoint recorded it before: sorted, without the order.
+    checkpoint["run"]["data"]["dataset"] = {{"ids", {"000000000000000a", "000000000000000b"}}, {"tokens", 2000}};
+    testing::write_file(index, checkpoint.dump());
+    CommandResult const old_record = run_axonn(with_dir(run + "--steps 3 --resume"), dir_);
+    EXPECT_EQ(old_record.exit_status, 0) << old_record.stderr_text;
+    fs::rename(dir_ / "ordered" / "a.bin", dir_ / "ordered" / "c.bin");
+    CommandResult const reordered = run_axonn(with_dir(run + "--steps 4 --resume"), dir_);
+    EXPECT_EQ(reordered.exit_status, 1) << reordered.stderr_text;
+    EXPECT_NE(reordered.stderr_text.find("was trained on other data (dataset 000000000000000b+000000000000000a of 2000 "
+                                         "tokens) than --data holds (dataset 000000000000000a+000000000000000b"),
+              std::string::npos)
+        << reordered.stderr_text;
+}
+
 // Each step's training loss in a metrics file, by step.
 std::map<int, double> step_losses(fs::path const& metrics) {
     std::map<int, double> losses;

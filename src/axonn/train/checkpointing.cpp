@@ -29,12 +29,22 @@ std::string goldfish_setting(GoldfishOptions const& goldfish) {
     return goldfish.enabled() ? goldfish.describe() : "off";
 }
 
-// What identifies the training data: the dataset ids of its shards (one per `axonn prepare`; 0 for shards written
-// without one) and its length in tokens.
+// What identifies the training data: the dataset ids of its shards in the order they are read (one id per `axonn
+// prepare`; 0 for shards written without one) and its length in tokens. The order is the token stream's: shards
+// renamed into another order are other data ("order": "shards" says the ids are in it).
 json dataset_json(DataLoader const& loader) {
-    std::set<std::string> ids;
-    for (TokenShard const& shard : loader.shards()) ids.insert(fmt::format("{:016x}", shard.dataset_id()));
-    return {{"ids", std::vector<std::string>(ids.begin(), ids.end())}, {"tokens", loader.total_tokens()}};
+    std::vector<std::string> ids;
+    for (TokenShard const& shard : loader.shards()) ids.push_back(fmt::format("{:016x}", shard.dataset_id()));
+    return {{"ids", ids}, {"order", "shards"}, {"tokens", loader.total_tokens()}};
+}
+
+// Whether `recorded` (a checkpoint's dataset record) is `loader`'s data. Checkpoints from before the order was
+// recorded kept the ids sorted, each once: compared so.
+bool is_recorded_dataset(json const& recorded, DataLoader const& loader) {
+    json const now = dataset_json(loader);
+    if (!recorded.is_object() || recorded.contains("order")) return recorded == now;
+    std::set<std::string> const ids(now["ids"].begin(), now["ids"].end());
+    return recorded == json{{"ids", std::vector<std::string>(ids.begin(), ids.end())}, {"tokens", now["tokens"]}};
 }
 
 // What a run validates on: its validation data's dataset_json, or null for none.
@@ -175,7 +185,8 @@ std::vector<std::string> changed_settings(json const& run, TrainOptions const& o
     // DIR/val.bin) changes it. Older checkpoints recorded only the option.
     if (!run.contains("validation")) {
         compare("--val-data", run.contains("val_data") ? run["val_data"] : json(), json(options.val_data.string()));
-    } else if (json const now = validation_json(validation); run["validation"] != now) {
+    } else if (json const now = validation_json(validation);
+               validation ? !is_recorded_dataset(run["validation"], *validation) : !run["validation"].is_null()) {
         auto const described = [](json const& recorded) {
             return recorded.is_null() ? std::string("none") : describe_dataset(recorded);
         };
@@ -280,7 +291,7 @@ ResumePoint check_resume_point(CheckpointReader& checkpoint, Communicator& world
     // Checkpoints from before the dataset was recorded: the same data as far as the position can tell.
     json const saved = run["data"].value("dataset", json());
     bool const same_data =
-        saved.is_null() ? data.position < loader.total_tokens() : saved == dataset_json(loader);
+        saved.is_null() ? data.position < loader.total_tokens() : is_recorded_dataset(saved, loader);
     if (same_data && data.position >= loader.total_tokens()) {
         checkpoint.damaged(fmt::format("its run state's data position {} lies past the {} tokens of the data it was "
                                        "trained on", data.position, loader.total_tokens()));
