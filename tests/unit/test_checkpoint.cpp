@@ -457,6 +457,24 @@ TEST(Checkpoint, ARefusedRollbackChangesNothing) {
     }
 }
 
+// A moment of AdamW that is not finite (saved with its checksum, so no damage the reader sees) is named as the
+// checkpoint's: the first update made the weights NaN and the run "diverged", blamed on the learning rate.
+TEST(Checkpoint, AMomentThatIsNotFiniteIsNamed) {
+    testing::TempDir dir;
+    SerialState state(7);
+    state.exp_avg_sq[state.layout.offset(2) + 1] = std::numeric_limits<float>::quiet_NaN();
+    fs::path const folder = state.save(dir / "ckpt", 2);
+    fs::path const err = dir / "stderr.txt";
+    int const status =
+        std::system((resuming_train_command(dir.path(), 4) + folder.string() + " > /dev/null 2> " + err.string())
+                        .c_str());
+    EXPECT_EQ(WEXITSTATUS(status), 1) << file_bytes(err);
+    EXPECT_NE(file_bytes(err).find("its AdamW state exp_avg_sq." + state.layout.param(2).name +
+                                   " holds a value that is not finite"),
+              std::string::npos)
+        << file_bytes(err);
+}
+
 // A rollback names the run's own checkpoint through a link as well as by its path: the later checkpoint is set
 // aside (it was refused as another run's, the link's folder not being --ckpt-dir).
 TEST(Checkpoint, ARollbackThroughALinkToTheRunsOwnCheckpointIsARollback) {

@@ -445,6 +445,15 @@ std::vector<BadInput> const bad_inputs = {
     {"trace_and_metrics_in_one_file",
      "train --data {dir}/good --tokenizer byte --steps 1 --metrics {dir}/one.json --trace {dir}/one.json",
      "--metrics and --trace both name {dir}/one.json: give each output its own path", 1},
+    // A link to nothing yet, named by one output, whose target another output names: found after the run, the
+    // metrics written where the trace goes.
+    {"metrics_through_a_link_to_the_trace",
+     "train --data {dir}/good --tokenizer byte --steps 1 --metrics {dir}/link_to_the_trace --trace "
+     "{dir}/trace_to_be.json", "--metrics and --trace both name {dir}/link_to_the_trace", 1},
+    // ... or whose target lies inside a checkpoint: the metrics were written into it.
+    {"metrics_through_a_link_to_nothing_in_a_checkpoint",
+     "train --data {dir}/good --tokenizer byte --steps 1 --metrics {dir}/link_to_nothing_in_checkpoint",
+     "--metrics {dir}/link_to_nothing_in_checkpoint lies inside the checkpoint {dir}/model/step_00000001", 1},
     // Two hard links to one file: the run trained, wrote its metrics over the file, then failed on the trace.
     {"trace_and_metrics_in_one_file_of_two_names",
      "train --data {dir}/good --tokenizer byte --steps 1 --metrics {dir}/text_again.txt --trace {dir}/text.txt "
@@ -879,6 +888,7 @@ protected:
         ::mkfifo((dir_ / "fifo").c_str(), 0600);
         fs::create_symlink("/dev/null", dir_ / "null_link");
         fs::create_hard_link(dir_ / "text.txt", dir_ / "text_again.txt");
+        fs::create_symlink("trace_to_be.json", dir_ / "link_to_the_trace");  // a link to nothing yet
         fs::create_directories(dir_ / "linked_out");
         fs::create_symlink(dir_ / "text.txt", dir_ / "linked_out" / "train.bin");
         fs::create_directories(dir_ / "sharded_hf");  // a model in shards, as transformers saves a large one
@@ -943,6 +953,7 @@ protected:
         fs::create_hard_link(dir_ / "model" / "step_00000001" / "rank00000-000.safetensors",
                              dir_ / "linked_weights.bin");
         fs::create_symlink(dir_ / "model" / "step_00000001" / "index.json", dir_ / "link_into_checkpoint.jsonl");
+        fs::create_symlink(dir_ / "model" / "step_00000001" / "newfile", dir_ / "link_to_nothing_in_checkpoint");
         // A folder whose only checkpoint's save was interrupted (no COMPLETE marker).
         fs::create_directories(dir_ / "incomplete_only");
         fs::copy(dir_ / "model" / "step_00000001", dir_ / "incomplete_only" / "step_00000001",

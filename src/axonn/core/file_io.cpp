@@ -493,7 +493,15 @@ void require_replaceable_output(fs::path const& path, std::string_view what, boo
 
 fs::path resolved(fs::path const& path) {
     std::error_code error;
-    fs::path const absolute = fs::absolute(path, error);
+    // A link to nothing yet is where its target will be written: weakly_canonical leaves it unresolved (metrics
+    // through such a link onto the trace's path, or into a checkpoint, were not caught).
+    fs::path target = path;
+    for (int hops = 0; hops < 40 && fs::is_symlink(target, error); ++hops) {
+        fs::path const link = fs::read_symlink(target, error);
+        if (error) break;
+        target = link.is_absolute() ? link : target.parent_path() / link;
+    }
+    fs::path const absolute = fs::absolute(target, error);
     fs::path const canonical = error ? fs::path() : fs::weakly_canonical(absolute, error);
     return error ? path.lexically_normal() : canonical;
 }

@@ -178,7 +178,8 @@ void require_writable_output(std::filesystem::path const& path, std::string_view
 // FIFO, a socket), even with overwrite. (A folder cannot be renamed over; callers name a file in it instead.)
 void require_replaceable_output(std::filesystem::path const& path, std::string_view what, bool overwrite);
 
-// `path` with its links and `..` resolved as far as it exists, made absolute (as given where that fails).
+// `path` with its links (a link to nothing too: it names its target) and `..` resolved as far as it exists, made
+// absolute (as given where that fails).
 std::filesystem::path resolved(std::filesystem::path const& path);
 
 // One output of a run, for require_distinct_outputs: the option that names it, its path (which may not exist yet),
