@@ -1,6 +1,10 @@
 #include "axonn/comm/mpi_session.h"
 
+#include <fcntl.h>
 #include <mpi.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <string>
@@ -21,14 +25,52 @@ bool started_by_a_launcher() {
     return false;
 }
 
-// A new empty folder under the system's temporary folder for Open MPI's session files, or an empty path where none
-// can be made (Open MPI then uses its default and reports any problem itself).
-fs::path new_session_base() {
+constexpr char const* session_base_prefix = "axonn-mpi-";
+constexpr char const* owner_lock_name = "owner.lock";  // locked by the process that made the folder, while it lives
+
+// The owner lock of the session folder `folder`, opened (not created) and locked without waiting: -1 where the
+// folder has no lock file yet (its process is making it) or its process holds the lock (it is alive).
+int lock_of_an_abandoned_folder(fs::path const& folder) {
+    int const lock = ::open((folder / owner_lock_name).c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (lock < 0) return -1;
+    if (::flock(lock, LOCK_EX | LOCK_NB) == 0) return lock;
+    ::close(lock);
+    return -1;
+}
+
+// Removes this user's session folders in `temporary` whose processes died without removing them (SIGKILL, the
+// out-of-memory killer, a scheduler's kill after its grace period): their owner lock is free, as the kernel
+// releases a lock when its process ends however it ends. A folder of a live process, or of one still making it,
+// is left alone.
+void remove_abandoned_session_bases(fs::path const& temporary) {
+    std::error_code error;
+    for (fs::directory_iterator entries(temporary, error); !error && entries != fs::directory_iterator();
+         entries.increment(error)) {
+        fs::path const& folder = entries->path();
+        struct stat status {};
+        bool const ours = ::lstat(folder.c_str(), &status) == 0 && S_ISDIR(status.st_mode) &&
+                          status.st_uid == ::geteuid();
+        if (!ours || !folder.filename().string().starts_with(session_base_prefix)) continue;
+        int const lock = lock_of_an_abandoned_folder(folder);
+        if (lock < 0) continue;
+        std::error_code ignored;
+        fs::remove_all(folder, ignored);
+        ::close(lock);
+    }
+}
+
+// A new empty folder under the system's temporary folder for Open MPI's session files, locked by this process for
+// its whole life (`owner_lock`), or an empty path where none can be made (Open MPI then uses its default and reports
+// any problem itself).
+fs::path new_session_base(int& owner_lock) {
     std::error_code error;
     fs::path const temporary = fs::temp_directory_path(error);
     if (error) return {};
-    std::string name = (temporary / "axonn-mpi-XXXXXX").string();  // mkdtemp puts a unique name in place of the Xs
+    remove_abandoned_session_bases(temporary);
+    std::string name = (temporary / (std::string(session_base_prefix) + "XXXXXX")).string();  // mkdtemp fills the Xs
     if (::mkdtemp(name.data()) == nullptr) return {};
+    owner_lock = ::open((fs::path(name) / owner_lock_name).c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (owner_lock >= 0) ::flock(owner_lock, LOCK_EX);
     return name;
 }
 
@@ -39,7 +81,7 @@ MpiSession::MpiSession(int& argc, char**& argv) {
     bool const alone = !started_by_a_launcher();
     if (alone) ::setenv("OMPI_MCA_pml", "ob1", 0);
     if (alone && std::getenv(session_base_variable) == nullptr) {
-        own_session_base_ = new_session_base();
+        own_session_base_ = new_session_base(owner_lock_);
         if (!own_session_base_.empty()) ::setenv(session_base_variable, own_session_base_.c_str(), 1);
     }
     int provided = 0;
@@ -52,6 +94,7 @@ MpiSession::~MpiSession() {
     MPI_Finalize();
     std::error_code ignored;
     if (!own_session_base_.empty()) fs::remove_all(own_session_base_, ignored);
+    if (owner_lock_ >= 0) ::close(owner_lock_);
 }
 
 }  // namespace axonn

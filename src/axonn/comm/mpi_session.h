@@ -20,7 +20,8 @@ public:
     // the user set it), removed at the end: Open MPI gives every process that starts alone the same job id, so they
     // all shared one session folder (/tmp/ompi.HOST.UID/jf.0/1), and two starting or ending at once raced on it,
     // one failing to start ("A call to mkdir was unable to create the desired directory ... File exists": 2 of 240
-    // `axonn --help` run four at a time on 2 cores).
+    // `axonn --help` run four at a time on 2 cores). The folder of a process killed before its end (SIGKILL) is
+    // removed by the next such process of the same user on the machine: each folder holds a lock its process keeps.
     MpiSession(int& argc, char**& argv);
     ~MpiSession();
     MpiSession(MpiSession const&) = delete;
@@ -28,6 +29,7 @@ public:
 
 private:
     std::filesystem::path own_session_base_;  // empty where Open MPI chooses the session folder
+    int owner_lock_ = -1;                      // the folder's lock, held while this process lives
 };
 
 }  // namespace axonn
