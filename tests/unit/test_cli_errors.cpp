@@ -1414,6 +1414,46 @@ TEST_F(CommandLineErrors, RollingBackToAnEarlierCheckpointKeepsTheLaterOnesAside
     EXPECT_EQ(run_axonn(with_dir(run + "--resume latest"), dir_).exit_status, 0);
 }
 
+// A --ckpt-dir holding a checkpoint of another run, or an import's, at a step no later than the run's start was
+// taken, and --keep deleted it as the run's own. It is refused, naming the checkpoint, and left whole.
+TEST_F(CommandLineErrors, KeepNeverDeletesACheckpointOfAnotherRun) {
+    train_model_once();
+    std::string const micro = "--tokenizer byte --model gpt2-micro --sample-tokens 0 ";
+    fs::remove_all(dir_ / "foreign");
+    fs::remove_all(dir_ / "keep_dir");
+    ASSERT_EQ(run_axonn(with_dir("train --data {dir}/good " + micro + "--steps 1 --seed 7 --ckpt-dir {dir}/foreign"),
+                        dir_).exit_status, 0);
+    fs::create_directories(dir_ / "keep_dir");
+    fs::copy(dir_ / "foreign" / "step_00000001", dir_ / "keep_dir" / "step_00000001", fs::copy_options::recursive);
+    CommandResult const resumed = run_axonn(
+        with_dir("train --data {dir}/good " + micro + "--steps 3 --ckpt-dir {dir}/keep_dir --keep 1 "
+                 "--resume {dir}/model/step_00000001"),
+        dir_);
+    EXPECT_EQ(resumed.exit_status, 1) << resumed.stderr_text;
+    EXPECT_NE(resumed.stderr_text.find(with_dir("--ckpt-dir {dir}/keep_dir holds {dir}/keep_dir/step_00000001, a "
+                                                "checkpoint of another run (")),
+              std::string::npos)
+        << resumed.stderr_text;
+    EXPECT_TRUE(fs::exists(dir_ / "keep_dir" / "step_00000001" / "COMPLETE"));
+
+    fs::remove_all(dir_ / "hf_keep");
+    fs::remove_all(dir_ / "imported_keep");
+    ASSERT_EQ(run_axonn(with_dir("export {dir}/model {dir}/hf_keep"), dir_).exit_status, 0);
+    ASSERT_EQ(run_axonn(with_dir("import {dir}/hf_keep --out {dir}/imported_keep"), dir_).exit_status, 0);
+    CommandResult const fresh = run_axonn(
+        with_dir("train --data {dir}/good " + micro + "--steps 2 --ckpt-dir {dir}/imported_keep --keep 1"), dir_);
+    EXPECT_EQ(fresh.exit_status, 1) << fresh.stderr_text;
+    EXPECT_NE(fresh.stderr_text.find("a checkpoint of weights alone (an import's) or of a run without an id, which "
+                                     "this run's --keep would delete"),
+              std::string::npos)
+        << fresh.stderr_text;
+    EXPECT_NE(fresh.stderr_text.find(with_dir("start from its weights with --init-from "
+                                              "{dir}/imported_keep/step_00000000")),
+              std::string::npos)
+        << fresh.stderr_text;
+    EXPECT_TRUE(fs::exists(dir_ / "imported_keep" / "step_00000000" / "COMPLETE"));
+}
+
 // Not an error: validation data too small for the default 8 batches. The good folder's 3,000 validation tokens
 // hold 5 batches of 4 x 128, and the default evaluates those 5 (an --eval-batches of 6 is refused).
 TEST_F(CommandLineErrors, TheDefaultEvaluationFitsASmallValidationSet) {

@@ -369,10 +369,42 @@ std::int64_t start_step(std::optional<CheckpointReader> const& resumed) {
     return resumed ? resumed->index().step : 0;
 }
 
+// The id of the run a complete checkpoint in a --ckpt-dir belongs to, as its index records it: "" for weights alone
+// (`axonn import`'s) or a checkpoint from before runs had ids; nullopt where the index cannot be read as JSON.
+std::optional<std::string> recorded_run_id(fs::path const& folder) {
+    try {
+        json const index = json::parse(read_input_file(folder / checkpoint_index_file, "checkpoint index",
+                                                       "the checkpoint is damaged", std::uint64_t{1} << 30));
+        json const run = index.is_object() ? index.value("run", json()) : json();
+        json const id = run.is_object() ? run.value("run_id", json()) : json();
+        return id.is_string() ? id.get<std::string>() : std::string();
+    } catch (std::exception const&) {
+        return std::nullopt;
+    }
+}
+
+// Refuses complete checkpoints in ckpt_dir of any run but `run_id` (of any step: `--keep` would delete the earlier
+// ones as this run's own, and `--resume latest` could take one).
+void require_checkpoints_of_run(fs::path const& ckpt_dir, std::string const& run_id) {
+    for (CheckpointEntry const& entry : complete_checkpoints(ckpt_dir)) {
+        std::optional<std::string> const id = recorded_run_id(entry.path);
+        if (id == run_id) continue;
+        std::string const folder = entry.path.string();
+        std::string const whose = !id ? "whose index.json cannot be read"
+                                  : id->empty() ? "of weights alone (an import's) or of a run without an id"
+                                                : "of another run (" + *id + ")";
+        std::string const its_use = id && !id->empty() ? "continue that run with --resume " + folder
+                                                       : "start from its weights with --init-from " + folder;
+        fail("--ckpt-dir {} holds {}, a checkpoint {}, which this run's --keep would delete and --resume latest "
+             "could take: choose another --ckpt-dir, or move that checkpoint out ({})",
+             ckpt_dir.string(), folder, whose, its_use);
+    }
+}
+
 }  // namespace
 
 void require_checkpoint_folder_for_run(fs::path const& ckpt_dir, std::vector<fs::path> const& data,
-                                       std::optional<CheckpointReader> const& resumed) {
+                                       std::optional<CheckpointReader> const& resumed, std::string const& run_id) {
     require_folder_for(ckpt_dir, "--ckpt-dir", OutputKind::checkpoints);
     require_step_folders_are_checkpoints(ckpt_dir, "--ckpt-dir");
     for (fs::path const& input : data) {
@@ -380,6 +412,7 @@ void require_checkpoint_folder_for_run(fs::path const& ckpt_dir, std::vector<fs:
                               "which this run's saves and prunings change: move the data out of it");
     }
     if (!own_resumed_folder(ckpt_dir, resumed)) require_no_later_checkpoints(ckpt_dir, start_step(resumed));
+    require_checkpoints_of_run(ckpt_dir, run_id);
 }
 
 void set_aside_rolled_back_checkpoints(fs::path const& ckpt_dir, std::optional<CheckpointReader> const& resumed) {

@@ -63,12 +63,13 @@ std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoi
                                                 std::optional<DataLoader> const& validation);
 
 // Refuses a --ckpt-dir that holds another kind of output (a Hugging Face model, token shards), a folder named as
-// a checkpoint that is not one, any of the run's `data` (which its saves and prunings could delete), or checkpoints
-// of steps after the run's start (step 0, or `resumed`'s) of another run (a run resumed from a checkpoint inside
-// ckpt_dir rolls its own later ones back instead), before the folder is made or locked.
+// a checkpoint that is not one, any of the run's `data` (which its saves and prunings could delete), checkpoints
+// of steps after the run's start (step 0, or `resumed`'s; a run resumed from a checkpoint inside ckpt_dir rolls its
+// own later ones back instead), or a checkpoint of any step that is not of the run `run_id` (an import's, another
+// run's), before the folder is made or locked.
 void require_checkpoint_folder_for_run(std::filesystem::path const& ckpt_dir,
                                        std::vector<std::filesystem::path> const& data,
-                                       std::optional<CheckpointReader> const& resumed);
+                                       std::optional<CheckpointReader> const& resumed, std::string const& run_id);
 
 // A run resumed from a checkpoint inside ckpt_dir (`resumed`: its own, rolled back) sets the later ones aside
 // (set_aside_later_checkpoints) and rank 0 says so. Collective over MPI_COMM_WORLD; with the folder checked

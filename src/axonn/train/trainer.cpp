@@ -250,7 +250,7 @@ void check_outputs(TrainOptions const& options, TrainingData const& data,
         if (!options.ckpt_dir.empty()) {
             // Its saves and prunings would write into the model the run starts from.
             if (!options.init_from.empty()) require_not_an_input(options.ckpt_dir, "--ckpt-dir", {options.init_from});
-            require_checkpoint_folder_for_run(options.ckpt_dir, data.inputs(), resumed);
+            require_checkpoint_folder_for_run(options.ckpt_dir, data.inputs(), resumed, options.run_id);
         }
         if (!options.metrics.empty()) {
             require_not_a_folder(options.metrics, "--metrics", "metrics.jsonl");
