@@ -647,6 +647,28 @@ std::vector<BadInput> const bad_inputs = {
     // file, and the folder of the checkpoint it starts from.
     {"metrics_is_the_config_file", "train --config {dir}/run.toml --metrics {dir}/run.toml --overwrite",
      "--metrics {dir}/run.toml is also an input of this run", 1},
+    // Every command's outputs, not train's alone: the config file was replaced by the profile, the plot, the grid
+    // file, the trace, or (inside the folder written) the Hugging Face config or the study's results.
+    {"calibrate_out_is_the_config_file", "calibrate --config {dir}/quick.toml --out {dir}/quick.toml --overwrite",
+     "--out {dir}/quick.toml is also an input of this run", 1},
+    {"plot_is_the_config_file",
+     "plan --config {dir}/plan_batch.toml --weak-scaling gpt2-micro:1,gpt2-micro:2 --machine perlmutter "
+     "--plot {dir}/plan_batch.toml --overwrite",
+     "--plot {dir}/plan_batch.toml is also an input of this run", 1},
+    {"tune_out_is_the_config_file",
+     "tune --config {dir}/tune.toml --model gpt2-micro --tokenizer byte --batch 8 --seq 16 --out {dir}/tune.toml "
+     "--overwrite",
+     "--out {dir}/tune.toml is also an input of this run", 1},
+    {"bench_trace_is_the_config_file", "bench --config {dir}/bench.toml --model gpt2-micro --trace {dir}/bench.toml "
+     "--overwrite", "--trace {dir}/bench.toml is also an input of this run", 1},
+    {"export_into_the_config_files_folder",
+     "export --config {dir}/export_config/config.json {dir}/model {dir}/export_config --overwrite",
+     "--config {dir}/export_config/config.json lies inside OUT {dir}/export_config, which this command writes into",
+     1},
+    {"study_into_the_config_files_folder",
+     "memorization study --config {dir}/study_config/results.json --out {dir}/study_config --overwrite",
+     "--config {dir}/study_config/results.json lies inside --out {dir}/study_config, which this command writes "
+     "into", 1},
     {"trace_is_the_grid_file",
      "train --data {dir}/good --tokenizer byte --grid {dir}/grid.json --trace {dir}/grid.json --overwrite",
      "--trace {dir}/grid.json is also an input of this run", 1},
@@ -898,6 +920,14 @@ protected:
         std::ofstream(dir_ / "lone_config" / "config.json") << "mine\n";
         fs::create_directories(dir_ / "machines");
         fs::copy_file(machine_profile_dir() / "perlmutter.toml", dir_ / "machines" / "local.toml");
+        std::ofstream(dir_ / "quick.toml") << "quick = true\n";
+        std::ofstream(dir_ / "plan_batch.toml") << "batch = 8\n";
+        std::ofstream(dir_ / "tune.toml") << "top = 1\n";
+        std::ofstream(dir_ / "bench.toml") << "iters = 1\n";
+        fs::create_directories(dir_ / "export_config");
+        std::ofstream(dir_ / "export_config" / "config.json") << "dtype = \"f32\"\n";
+        fs::create_directories(dir_ / "study_config");
+        std::ofstream(dir_ / "study_config" / "results.json") << "quick = true\n";
         std::ofstream(dir_ / "run.toml") << "data = \"" << (dir_ / "good").string()
                                          << "\"\ntokenizer = \"byte\"\nmodel = \"gpt2-micro\"\nsteps = 1\n";
         std::ofstream(dir_ / "grid.json") << R"({"format": "axonn-grid", "version": 1, "model": "gpt2-tiny", )"

@@ -1,4 +1,5 @@
 #include "axonn/cli/commands.h"
+#include "axonn/cli/config_file.h"
 #include "axonn/cli/grid_order_option.h"
 #include "axonn/cli/model_options.h"
 #include "axonn/cli/step_options.h"
@@ -88,7 +89,8 @@ void add_bench_command(CLI::App& app) {
     command->add_flag("--overwrite", options->overwrite, "replace an existing --trace file")->needs("--trace");
     command->add_flag("--json", *json, "print one JSON object instead of text");
 
-    command->callback([options, model, json, grid_spec, vocab] {
+    command->callback([command, options, model, json, grid_spec, vocab] {
+        if (!options->trace.empty()) require_apart_from_config_files(options->trace, "--trace", *command);
         as_usage_errors([&] {
             options->model = model->resolve_model();
             if (*vocab != 0) options->model.set_vocab_size(*vocab);

@@ -1,5 +1,6 @@
 // `axonn calibrate`: measures this machine and writes the machine profile that `axonn plan` and the time model read.
 #include "axonn/cli/commands.h"
+#include "axonn/cli/config_file.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
 #include "axonn/io/utf8.h"
@@ -82,7 +83,7 @@ void add_calibrate_command(CLI::App& app) {
     command->add_flag("--overwrite", *overwrite,
                       "replace the file at --out, whatever it holds (but a model or data)");
 
-    command->callback([options, out, overwrite] {
+    command->callback([command, options, out, overwrite] {
         std::filesystem::path const path = *out;
         // Checked before the measurements, which take a while, rather than when the file is written. The name
         // heads `axonn plan`'s tables: one line of printable text.
@@ -94,7 +95,7 @@ void add_calibrate_command(CLI::App& app) {
         }
         require_existing_folder(path, "--out");
         require_not_a_folder(path, "--out", "local.toml");
-        require_output_file(path, "--out", "machine profile", *overwrite);
+        require_output_file(path, "--out", "machine profile", *overwrite, config_files(*command));
         MachineProfile const profile = measure_machine_profile(*options);
         int rank = 0;
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);

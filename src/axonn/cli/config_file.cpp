@@ -9,6 +9,7 @@
 #include "axonn/cli/argument_values.h"
 #include "axonn/cli/subcommands.h"
 #include "axonn/core/error.h"
+#include "axonn/core/file_io.h"
 #include "axonn/core/toml_file.h"
 
 #include <fmt/format.h>
@@ -156,18 +157,41 @@ std::vector<std::string> arguments_from_file(CLI::App const& command, std::strin
 
 }  // namespace
 
-void describe_config_files(CLI::App& app) {
+void add_config_option(CLI::App& command, std::vector<fs::path>& files) {
+    command.add_option("--config", files, "TOML file of options (unknown keys are an error); repeat --config for "
+                                          "several, a later file's values winning")
+        ->type_name("FILE")
+        ->expected(1)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+void add_config_options(CLI::App& app) {
     for (CLI::App* command : app.get_subcommands([](CLI::App const*) { return true; })) {
         if (!command->get_subcommands([](CLI::App const*) { return true; }).empty()) {
-            describe_config_files(*command);  // `memorization`: its subcommands take the files
+            add_config_options(*command);  // `memorization`: its subcommands take the files
             continue;
         }
         if (command->get_option_no_throw("--config") != nullptr) continue;
-        std::string const footer = command->get_footer();
-        command->footer(footer + (footer.empty() ? "" : "\n") +
-                        "--config FILE: a TOML file of this command's options, each by its long name without the\n"
-                        "dashes (`key = value`); repeat it for several, a later file winning; the command line wins\n"
-                        "over every file.");
+        command->add_option("--config", "TOML file of options by their long names (`key = value`); repeat "
+                                        "--config for several, a later file's values winning")
+            ->type_name("FILE")
+            ->expected(1)
+            ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    }
+}
+
+std::vector<fs::path> config_files(CLI::App const& command) {
+    CLI::Option const* option = command.get_option_no_throw("--config");
+    if (option == nullptr) return {};
+    std::vector<std::string> const given = option->results();
+    return {given.begin(), given.end()};
+}
+
+void require_apart_from_config_files(fs::path const& output, std::string_view option, CLI::App const& command) {
+    for (fs::path const& file : config_files(command)) {
+        require_not_an_input(output, option, {file});
+        require_input_outside(file, "--config", output, option,
+                              "which this command writes into: move the config file out of it");
     }
 }
 
@@ -205,8 +229,8 @@ std::vector<std::string> expand_config_files(CLI::App const& app, std::vector<st
     std::vector<std::string> result(arguments.begin(), arguments.begin() + static_cast<std::ptrdiff_t>(first));
     result.insert(result.end(), from_files.begin(), from_files.end());
     result.insert(result.end(), rest.begin(), rest.end());
-    // The files themselves, for a command that declares --config to know what it read (its outputs may not be
-    // one of them).
+    // The files themselves, for a command that declares --config (add_config_options gives it to every one) to
+    // know what it read: its outputs may not be one of them.
     if (command->get_option_no_throw("--config") != nullptr) {
         for (std::string const& file : files) result.push_back("--config=" + file);
     }

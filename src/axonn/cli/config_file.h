@@ -7,7 +7,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace axonn {
@@ -17,8 +19,20 @@ namespace axonn {
 // of the wrong type.
 std::vector<std::string> expand_config_files(CLI::App const& app, std::vector<std::string> arguments);
 
-// Says in the --help of each command that takes --config without declaring it (every command but train, whose
-// option lists it) how a config file is given: the option was in no --help but train's.
-void describe_config_files(CLI::App& app);
+// Declares --config FILE (repeatable) on a command, storing the files in `files` (train's own); the files are the
+// command's inputs, which no output may be.
+void add_config_option(CLI::App& command, std::vector<std::filesystem::path>& files);
+
+// Gives --config to every command of `app` that does not declare it (add_config_option, the files kept by CLI11):
+// expand_config_files passes the files read on to it, and its --help lists it.
+void add_config_options(CLI::App& app);
+
+// The config files `command` read (its --config values).
+std::vector<std::filesystem::path> config_files(CLI::App const& command);
+
+// Refuses an output of `command` (a file, or a folder it writes into; `option` names it) that is one of the command's
+// config files or holds one: `calibrate --config p.toml --out p.toml --overwrite` replaced the file it read.
+void require_apart_from_config_files(std::filesystem::path const& output, std::string_view option,
+                                     CLI::App const& command);
 
 }  // namespace axonn

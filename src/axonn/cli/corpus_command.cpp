@@ -1,4 +1,5 @@
 #include "axonn/cli/commands.h"
+#include "axonn/cli/config_file.h"
 #include "axonn/core/file_io.h"
 #include "axonn/io/janeausten.h"
 #include "axonn/train/output_kinds.h"
@@ -50,8 +51,9 @@ void add_corpus_command(CLI::App& app) {
     auto overwrite = std::make_shared<bool>(false);
     austen->add_flag("--overwrite", *overwrite, "replace files in --out of the novels' names that hold other text");
 
-    austen->callback([package, out, overwrite] {
+    austen->callback([austen, package, out, overwrite] {
         require_one_process("corpus");
+        require_apart_from_config_files(*out, "--out", *austen);
         require_folder_for(*out, "--out", OutputKind::other);
         require_not_an_input(*out, "--out", {*package});
         std::vector<Book> const books = read_janeausten(*package);

@@ -4,6 +4,7 @@
 #include "axonn/checkpoint/checkpoint_reader.h"
 #include "axonn/checkpoint/hf_export.h"
 #include "axonn/cli/commands.h"
+#include "axonn/cli/config_file.h"
 #include "axonn/comm/grid.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
@@ -87,8 +88,9 @@ void add_export_command(CLI::App& app) {
     command->add_option("CKPT", *checkpoint, "a checkpoint folder, or a --ckpt-dir (its newest)")->required();
     command->add_option("OUT", *out, "the folder to write (not a checkpoint folder)")->required();
     command->add_flag("--overwrite", *overwrite, "replace an earlier export in OUT");
-    command->callback([format, dtype, checkpoint, out, overwrite] {
+    command->callback([command, format, dtype, checkpoint, out, overwrite] {
         require_one_process("export");
+        require_apart_from_config_files(*out, "OUT", *command);
         if (*format != "hf") throw UsageError(fmt::format("unknown --format {}: export writes hf", *format));
         require_export_folder(*out, *checkpoint, *overwrite);
         CheckpointReader reader(resolve_checkpoint(*checkpoint, {}, "CKPT"));

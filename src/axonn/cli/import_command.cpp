@@ -3,6 +3,7 @@
 #include "axonn/checkpoint/checkpoint_dir.h"
 #include "axonn/checkpoint/checkpoint_writer.h"
 #include "axonn/cli/commands.h"
+#include "axonn/cli/config_file.h"
 #include "axonn/comm/grid.h"
 #include "axonn/core/error.h"
 #include "axonn/core/tensor.h"
@@ -35,8 +36,9 @@ void add_import_command(CLI::App& app) {
     command->add_option("--out", *out, "checkpoint folder to write into (the checkpoint is OUT/step_00000000)")
         ->required();
     command->add_flag("--overwrite", *overwrite, "replace an earlier import's checkpoint in --out (its step 0)");
-    command->callback([format, source, out, overwrite] {
+    command->callback([command, format, source, out, overwrite] {
         require_one_process("import");
+        require_apart_from_config_files(*out, "--out", *command);
         if (*format != "hf") throw UsageError(fmt::format("unknown --format {}: import reads hf", *format));
         require_hf_model_alone(*source, "DIR");
         require_folder_for(*out, "--out", OutputKind::checkpoints);

@@ -99,7 +99,7 @@ int run(int argc, char** argv) {
     axonn::add_import_command(app);
     axonn::add_generate_command(app);
     axonn::add_tokenize_command(app);
-    axonn::describe_config_files(app);
+    axonn::add_config_options(app);
     std::vector<std::string> arguments(argv, argv + argc);
     check_command_named(arguments, command_names(app));
     arguments = axonn::as_usage_errors([&] { return axonn::expand_config_files(app, std::move(arguments)); });

@@ -1,6 +1,7 @@
 // `axonn memorization study` and `axonn memorization eval`: the Goldfish study in one command, and extraction
 // metrics for any trained model (src/axonn/memorization/).
 #include "axonn/cli/commands.h"
+#include "axonn/cli/config_file.h"
 #include "axonn/cli/goldfish_option.h"
 #include "axonn/cli/grid_order_option.h"
 #include "axonn/cli/model_options.h"
@@ -226,6 +227,7 @@ void add_study(CLI::App& parent) {
     command->add_option("--threads", given->threads, "OpenMP threads per rank")->capture_default_str();
     command->callback([command, given, extreme, experiment, quick, check, overwrite, grid_spec, sizes, skip, text] {
         // Before any work: the results would otherwise be refused, or would replace others, minutes from now.
+        require_apart_from_config_files(given->out, "--out", *command);
         require_new_output_folder(given->out, "results (--out)", *overwrite);
         require_folder_for(given->out, "--out", OutputKind::other);
         require_not_an_input(given->out, "--out", {given->devil_dir, given->austen_package});

@@ -1,4 +1,5 @@
 #include "axonn/cli/commands.h"
+#include "axonn/cli/config_file.h"
 #include "axonn/cli/grid_order_option.h"
 #include "axonn/cli/model_options.h"
 #include "axonn/cli/step_options.h"
@@ -230,7 +231,7 @@ void add_plan_command(CLI::App& app) {
     command->add_flag("--overwrite", flags->overwrite, "with --weak-scaling: replace an existing --plot file")
         ->needs(weak);
 
-    command->callback([request, flags, model, gpus] {
+    command->callback([command, request, flags, model, gpus] {
         require_one_process("plan");  // it runs no grid: several ranks would each print the same plan
         if (!flags->weak_scaling.empty()) {
             std::vector<WeakScalingPoint> points = as_usage_errors([&] {
@@ -247,7 +248,9 @@ void add_plan_command(CLI::App& app) {
             require_existing_folder(flags->plot, "--plot");
             require_not_a_folder(flags->plot, "--plot", "weak-scaling.png");
             std::filesystem::path const profile = as_usage_errors([&] { return machine_profile_path(flags->machine); });
-            require_output_file(flags->plot, "--plot", "plot", flags->overwrite, {profile});
+            std::vector<std::filesystem::path> inputs = config_files(*command);
+            inputs.push_back(profile);
+            require_output_file(flags->plot, "--plot", "plot", flags->overwrite, inputs);
             MachineProfile const machine = load_machine_profile(profile.string());
             for (WeakScalingPoint& point : points) point.request.machine = machine;
             plan_weak_scaling(points);

@@ -1,4 +1,5 @@
 #include "axonn/cli/commands.h"
+#include "axonn/cli/config_file.h"
 #include "axonn/io/prepare.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/train/progress.h"
@@ -51,8 +52,9 @@ void add_prepare_command(CLI::App& app) {
     command->add_flag("--allow-binary", options->allow_binary,
                       "tokenize inputs that are not UTF-8 text (NUL bytes, invalid UTF-8) instead of refusing them");
 
-    command->callback([options] {
+    command->callback([command, options] {
         require_one_process("prepare");
+        require_apart_from_config_files(options->out_dir, "--out", *command);
         require_folder_for(options->out_dir, "--out", OutputKind::token_shards);
         if (options->gpt2_dir.empty()) options->gpt2_dir = default_gpt2_dir();
         Progress progress("prepare", 100);

@@ -49,11 +49,7 @@ void add_train_command(CLI::App& app) {
         "Example: axonn train --data data/austen --model gpt2-mini --steps 300 --metrics runs/metrics.jsonl");
     auto options = std::make_shared<TrainOptions>();
     // Read by expand_config_files before parsing, which passes the files on: a run's outputs may not be one.
-    command->add_option("--config", options->read_files, "TOML file of options (unknown keys are an error); "
-                        "repeat --config for several, a later file's values winning")
-        ->type_name("FILE")
-        ->expected(1)
-        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    add_config_option(*command, options->read_files);
     auto model = std::make_shared<ModelOptions>(*command, "gpt2-tiny");
     command->add_option("--data", options->data, "folder written by `axonn prepare` (train.bin, val.bin), a shard, "
                                                  "or a folder of shards")->required();

@@ -1,10 +1,12 @@
 // `axonn tune`: time the planner's best grids for a job on this allocation and keep the fastest (train/tune.h).
 #include "axonn/cli/commands.h"
+#include "axonn/cli/config_file.h"
 #include "axonn/cli/grid_order_option.h"
 #include "axonn/cli/model_options.h"
 #include "axonn/cli/step_options.h"
 #include "axonn/core/error.h"
 #include "axonn/io/tokenizer.h"
+#include "axonn/train/grid_choice.h"
 #include "axonn/train/tune.h"
 
 #include <fmt/format.h>
@@ -50,7 +52,8 @@ void add_tune_command(CLI::App& app) {
     command->add_flag("--overwrite", options->overwrite,
                       "replace the file at --out, whatever it holds (but a model or data)");
     command->add_flag("--json", *json, "print the grids timed as one JSON object");
-    command->callback([options, model, tokenizer, tokenizer_dir, json] {
+    command->callback([command, options, model, tokenizer, tokenizer_dir, json] {
+        require_apart_from_config_files(options->out.empty() ? tuned_grid_path() : options->out, "--out", *command);
         BenchOptions& bench = options->bench;
         as_usage_errors([&] { bench.model = model->resolve_model(); });
         bench.model.set_vocab_size(
