@@ -47,6 +47,24 @@ TEST_F(JobErrors, AFailureOnOneChosenRankEndsTheJobWithThatRanksMessage) {
         << error;
 }
 
+// Ranks given other command lines (an MPMD launch) built other schedules, models or grids and hung in each other's
+// collectives (--steps 5 against 6) or crashed (--seq 32 against 16 on y=2: a double free); each rank's config
+// file counts as its arguments.
+TEST_F(JobErrors, RanksGivenOtherArgumentsAreRefusedBeforeAnyWork) {
+    std::string const common = train("--grid data=1,z=1,y=2,x=1 --steps 5");
+    std::string const refusal = "axonn: error: rank 1 was given other arguments than rank 0 (options, or values in "
+                                "its --config files): every rank of a job takes the same command line; check the "
+                                "mpirun or srun command";
+    EXPECT_EQ(only_error(mpirun("-np 1 " + common + " : -np 1 " + common + " --steps 6"), 2), refusal);
+    EXPECT_EQ(only_error(mpirun("-np 1 " + common + " --seq 32 : -np 1 " + common + " --seq 16"), 2), refusal);
+    std::ofstream(dir_ / "rank0.toml") << "lr = 0.001\n";
+    std::ofstream(dir_ / "rank1.toml") << "lr = 0.002\n";
+    EXPECT_EQ(only_error(mpirun("-np 1 " + common + " --config " + (dir_ / "rank0.toml").string() + " : -np 1 " +
+                                common + " --config " + (dir_ / "rank1.toml").string()),
+                         2),
+              refusal);
+}
+
 TEST_F(JobErrors, AFailureOnRankZeroMidRunEndsTheJob) {
     // Only rank 0 writes the metrics, and the first write fails (a full disk) after the first step, while the
     // other ranks are already in the next step's collectives.

@@ -9,6 +9,7 @@
 #include "axonn/cli/subcommands.h"
 #include "axonn/comm/job_errors.h"
 #include "axonn/comm/mpi_session.h"
+#include "axonn/comm/same_on_every_rank.h"
 #include "axonn/core/error.h"
 #include "axonn/train/stop_signals.h"
 
@@ -71,6 +72,19 @@ void check_command_named(std::vector<std::string> const& arguments, std::vector<
                                         fmt::join(names, ", ")));
 }
 
+// Every rank of a job runs the same command, config files read: ranks given others built other models, grids or
+// data, and hung in each other's collectives or crashed. `arguments` as expanded (its program name left out).
+void require_one_command_line(std::vector<std::string> const& arguments) {
+    std::string joined;
+    for (std::size_t i = 1; i < arguments.size(); ++i) joined += arguments[i] + '\0';
+    if (auto const rank = axonn::first_rank_differing_from_rank_zero(joined)) {
+        throw axonn::UsageError(fmt::format("rank {} was given other arguments than rank 0 (options, or values in "
+                                            "its --config files): every rank of a job takes the same command line; "
+                                            "check the mpirun or srun command",
+                                            *rank));
+    }
+}
+
 // What the command printed is its result (a plan, a JSON record): an output that could not take it all is a
 // failure, not success.
 axonn::Error output_error(std::string const& reason) {
@@ -105,6 +119,7 @@ int run(int argc, char** argv) {
     arguments = axonn::as_usage_errors([&] { return axonn::expand_config_files(app, std::move(arguments)); });
     axonn::require_checked_values(app, arguments);
     arguments = axonn::empty_values_apart(std::move(arguments));
+    require_one_command_line(arguments);
     // CLI11 takes the arguments after the program name, last first.
     std::vector<std::string> reversed(arguments.rbegin(), arguments.rend() - 1);
     try {
