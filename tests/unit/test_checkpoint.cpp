@@ -641,9 +641,16 @@ TEST(Checkpoint, AResumeThatChangesTheRunsSettingsIsNamed) {
                       {"seq", 32},
                       {"val_data", ""},
                       {"schedule", {{"total_steps", 5}, {"max_lr", 0.0006f}}},
+                      {"arithmetic", {{"micro_batch", 0}, {"logit_rows", 1024}, {"grad_comm", "fp32"},
+                                      {"vocab_split", "auto"}, {"gemm_tuning", "off"}}},
                       {"validation", {{"ids", {"00000000000000ab"}}, {"tokens", 4096}}}};
     options.schedule.max_lr = 0.001f;
     options.val_data = "other/val.bin";
+    // Step options that sum in another order: the run goes on within rounding, no longer bit for bit (they went
+    // unnamed). Overlap, recomputation and cached weights change no bit and are not recorded.
+    options.run.micro_batch = 2;
+    options.run.model.logit_rows = 16;
+    options.run.gemm_tuning = false;
     fs::path const folder = save_checkpoint(state.grid, byte_micro(), {state.params, state.exp_avg, state.exp_avg_sq},
                                             2, run, {dir.path()});
     std::vector<std::string> const changed = settings_changed_since(CheckpointReader(folder), options, std::nullopt);
@@ -651,6 +658,7 @@ TEST(Checkpoint, AResumeThatChangesTheRunsSettingsIsNamed) {
     // The validation data is named when it changes, even with --val-data unchanged (`--data DIR/train.bin` after
     // `--data DIR`, which validated on DIR/val.bin).
     EXPECT_EQ(changed, (std::vector<std::string>{"--steps 10 (was 5)", "--lr 0.001 (was 0.0006)", "--seq 64 (was 32)",
+                                                 "--micro-batch 2 (was 0)", "--logit-rows 16 (was 1024)",
                                                  "validation data none (was dataset 00000000000000ab of 4096 tokens; "
                                                  "pass --val-data to validate as it did)"}));
     // A checkpoint from before the validation data was recorded: the option is compared.

@@ -65,6 +65,22 @@ std::string describe_dataset(json const& dataset) {
                        dataset.contains("tokens") ? dataset["tokens"].dump() : "?");
 }
 
+// --grad-comm's value for the gradients' communication types: fp32, bf16, or bf16-scatter.
+std::string grad_comm_name(DecoderOptions const& model) {
+    if (model.grad_scatter_comm == DType::f32) return "fp32";
+    return model.grad_sum_comm == DType::bf16 ? "bf16" : "bf16-scatter";
+}
+
+// The step options that change the order or the precision of the step's sums (the others, overlap, recomputation
+// and cached weights, leave every bit as it is): a resume that changes one goes on within rounding, not bit for bit.
+json arithmetic_json(StepOptions const& run) {
+    return {{"micro_batch", run.micro_batch},
+            {"logit_rows", run.model.logit_rows},
+            {"grad_comm", grad_comm_name(run.model)},
+            {"vocab_split", vocab_split_name(run.model.vocab_split)},
+            {"gemm_tuning", run.gemm_tuning ? "on" : "off"}};
+}
+
 json run_state_json(TrainOptions const& options, AdamW const& optimizer, TrainingData const& data, int step) {
     DataLoaderState const position = data.train.state();
     LrSchedule const& schedule = options.schedule;
@@ -79,6 +95,7 @@ json run_state_json(TrainOptions const& options, AdamW const& optimizer, Trainin
             {"seq", options.seq},
             {"precision", precision_name(options.run.model.precision)},
             {"goldfish", goldfish_setting(options.goldfish)},
+            {"arithmetic", arithmetic_json(options.run)},
             {"schedule", {{"max_lr", schedule.max_lr}, {"min_lr", schedule.min_lr},
                           {"warmup_steps", schedule.warmup_steps}, {"total_steps", schedule.total_steps}}},
             {"optimizer", {{"beta1", adamw.beta1}, {"beta2", adamw.beta2}, {"eps", adamw.eps},
@@ -182,6 +199,13 @@ std::vector<std::string> changed_settings(json const& run, TrainOptions const& o
                                            std::tuple{"--goldfish", "goldfish",
                                                       json(goldfish_setting(options.goldfish))}}) {
         compare(option, run.contains(key) ? run[key] : json(), now);
+    }
+    json const arithmetic = arithmetic_json(options.run);
+    for (auto const& [option, key] :
+         {std::pair{"--micro-batch", "micro_batch"}, std::pair{"--logit-rows", "logit_rows"},
+          std::pair{"--grad-comm", "grad_comm"}, std::pair{"--vocab-split", "vocab_split"},
+          std::pair{"--gemm-tuning", "gemm_tuning"}}) {
+        compare(option, saved("arithmetic", key), arithmetic[key]);
     }
     // The validation data, told by its contents where the checkpoint records them: --val-data naming the val.bin
     // that was taken by default changes nothing, and `--data DIR/train.bin` after `--data DIR` (which validated on
