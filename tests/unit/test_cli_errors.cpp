@@ -669,6 +669,13 @@ std::vector<BadInput> const bad_inputs = {
      "memorization study --config {dir}/study_config/results.json --out {dir}/study_config --overwrite",
      "--config {dir}/study_config/results.json lies inside --out {dir}/study_config, which this command writes "
      "into", 1},
+    // A checkpoint renamed by hand, named through its folder (as --ckpt-dir it was refused, as --resume taken).
+    {"resume_from_a_folder_whose_checkpoint_was_renamed",
+     "train --data {dir}/good --tokenizer byte --model gpt2-micro --steps 20 --resume {dir}/renamed",
+     "checkpoint {dir}/renamed/step_00000009 is named for step 9 but holds step 1 (renamed by hand?): give it its "
+     "step's name, step_00000001", 1},
+    {"export_a_renamed_checkpoint", "export {dir}/renamed/step_00000009 {dir}/renamed_export",
+     "checkpoint {dir}/renamed/step_00000009 is named for step 9 but holds step 1", 1},
     {"trace_is_the_grid_file",
      "train --data {dir}/good --tokenizer byte --grid {dir}/grid.json --trace {dir}/grid.json --overwrite",
      "--trace {dir}/grid.json is also an input of this run", 1},
@@ -989,6 +996,9 @@ protected:
         fs::copy(dir_ / "model" / "step_00000001", dir_ / "incomplete_only" / "step_00000001",
                  fs::copy_options::recursive);
         fs::remove(dir_ / "incomplete_only" / "step_00000001" / "COMPLETE");
+        // A folder whose checkpoint was renamed by hand: step_00000009 holds step 1.
+        fs::create_directories(dir_ / "renamed");
+        fs::copy(dir_ / "model" / "step_00000001", dir_ / "renamed" / "step_00000009", fs::copy_options::recursive);
     }
     static std::string with_dir(std::string text) {
         for (std::size_t at; (at = text.find("{dir}")) != std::string::npos;) text.replace(at, 5, dir_.string());
@@ -1779,7 +1789,7 @@ TEST_F(CommandLineErrors, TokenizeReadsAPipeAndDropsAByteOrderMark) {
 TEST_P(CommandLineErrors, OneLineErrorAndNonZeroExit) {
     BadInput const& input = GetParam();
     // The model, and the links to its files and the copy that train_model_once makes.
-    for (char const* needs_the_model : {"{dir}/model", "{dir}/link", "{dir}/incomplete_only"}) {
+    for (char const* needs_the_model : {"{dir}/model", "{dir}/link", "{dir}/incomplete_only", "{dir}/renamed"}) {
         if (input.arguments.find(needs_the_model) != std::string::npos) train_model_once();
     }
     CommandResult const result = run_axonn(with_dir(input.arguments), dir_, with_dir(input.launcher));
