@@ -577,6 +577,12 @@ std::vector<BadInput> const bad_inputs = {
     {"config_duplicate_key", "train --data {dir}/good --config {dir}/duplicate.toml", "duplicate.toml:2:", 2},
     {"config_string_for_a_switch", "train --data {dir}/good --config {dir}/yes_flag.toml",
      "yes_flag.toml:1:21: 'debug-collectives' is a switch and must be true or false, not a string", 2},
+    // TOML's inf and nan, which the command line refuses as no number, were passed on as "--lr inf" without the
+    // file's name and line.
+    {"config_infinite_number", "train --data {dir}/good --config {dir}/infinite.toml",
+     "infinite.toml:1:6: 'lr' is inf: give a finite decimal number", 2},
+    {"config_not_a_number", "train --data {dir}/good --config {dir}/not_a_number.toml",
+     "not_a_number.toml:1:16: 'weight-decay' is nan: give a finite decimal number", 2},
     {"config_string_for_a_number", "train --data {dir}/good --config {dir}/typed.toml",
      "typed.toml:1:9: 'steps' must be an integer, not a string", 2},
     {"config_section", "train --data {dir}/good --config {dir}/section.toml", "'train' is a section", 2},
@@ -676,6 +682,15 @@ std::vector<BadInput> const bad_inputs = {
      "step's name, step_00000001", 1},
     {"export_a_renamed_checkpoint", "export {dir}/renamed/step_00000009 {dir}/renamed_export",
      "checkpoint {dir}/renamed/step_00000009 is named for step 9 but holds step 1", 1},
+    // The lock of a checkpoint folder, which a running training holds, is no output's, --overwrite or not.
+    // A checkpoint folder named as the file: named as the checkpoint, not told to name a file inside it.
+    {"trace_naming_a_checkpoint", "train --data {dir}/good --tokenizer byte --steps 1 --trace {dir}/model/step_00000001",
+     "--trace {dir}/model/step_00000001 is the checkpoint {dir}/model/step_00000001", 1},
+    {"trace_onto_a_checkpoint_folders_lock",
+     "train --data {dir}/good --tokenizer byte --steps 1 --trace {dir}/model/.lock --overwrite",
+     "--trace {dir}/model/.lock is the lock of the checkpoint folder {dir}/model: choose another path", 1},
+    {"calibrate_onto_a_checkpoint_folders_lock", "calibrate --quick --out {dir}/model/.lock --overwrite",
+     "--out {dir}/model/.lock is the lock of the checkpoint folder {dir}/model", 1},
     {"trace_is_the_grid_file",
      "train --data {dir}/good --tokenizer byte --grid {dir}/grid.json --trace {dir}/grid.json --overwrite",
      "--trace {dir}/grid.json is also an input of this run", 1},
@@ -928,6 +943,8 @@ protected:
         fs::create_directories(dir_ / "machines");
         fs::copy_file(machine_profile_dir() / "perlmutter.toml", dir_ / "machines" / "local.toml");
         std::ofstream(dir_ / "quick.toml") << "quick = true\n";
+        std::ofstream(dir_ / "infinite.toml") << "lr = inf\n";
+        std::ofstream(dir_ / "not_a_number.toml") << "weight-decay = nan\n";
         std::ofstream(dir_ / "plan_batch.toml") << "batch = 8\n";
         std::ofstream(dir_ / "tune.toml") << "top = 1\n";
         std::ofstream(dir_ / "bench.toml") << "iters = 1\n";

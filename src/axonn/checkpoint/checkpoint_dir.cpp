@@ -190,7 +190,7 @@ void prune_checkpoints(fs::path const& dir, int keep, std::int64_t just_saved) {
 
 CheckpointDirLock::CheckpointDirLock(fs::path const& dir) {
     create_folder(dir, "checkpoint folder");
-    fs::path const path = dir / ".lock";
+    fs::path const path = dir / checkpoint_lock_file;
     handle_ = FileHandle(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
     AXONN_REQUIRE(handle_.is_open(), "cannot create {} to lock the checkpoint folder: {}", path.string(),
                   std::strerror(errno));

@@ -23,6 +23,7 @@ namespace axonn {
 
 inline constexpr char const* checkpoint_index_file = "index.json";
 inline constexpr char const* checkpoint_complete_file = "COMPLETE";
+inline constexpr char const* checkpoint_lock_file = ".lock";  // in the --ckpt-dir itself: CheckpointDirLock
 
 // "step_00000300".
 std::string checkpoint_folder_name(std::int64_t step);

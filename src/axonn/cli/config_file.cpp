@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -65,6 +66,10 @@ std::string scalar_text(toml::node const& node, ValueKind kind, std::string_view
                   "{}: '{}' is written in base {}: write it in decimal digits, as on the command line",
                   toml_location(node, file), name, integer_base(*node.as_integer()));
     if (node.is_integer()) return std::to_string(*node.value<std::int64_t>());
+    // TOML's inf and nan, which no option takes (the command line refuses them as no number).
+    AXONN_REQUIRE(!node.is_floating_point() || std::isfinite(*node.value<double>()),
+                  "{}: '{}' is {}: give a finite decimal number", toml_location(node, file), name,
+                  *node.value<double>());
     if (node.is_floating_point()) return fmt::format("{}", *node.value<double>());
     return *node.value<std::string>();
 }

@@ -253,9 +253,10 @@ void check_outputs(TrainOptions const& options, TrainingData const& data,
             require_checkpoint_folder_for_run(options.ckpt_dir, data.inputs(), resumed, options.run_id);
         }
         if (!options.metrics.empty()) {
-            require_not_a_folder(options.metrics, "--metrics", "metrics.jsonl");
             require_not_an_input(options.metrics, "--metrics", inputs);
+            // Before the folder's check: a checkpoint folder is no folder to suggest a file in.
             require_apart_from_models_and_data(options.metrics, "--metrics");
+            require_not_a_folder(options.metrics, "--metrics", "metrics.jsonl");
             require_writable_output(options.metrics, "metrics file", options.overwrite || !options.resume.empty());
             if (auto const resume = metrics_resume(options, data.val.has_value(), resumed)) {
                 require_resumable_metrics_file(options.metrics, options.run_id, *resume, options.overwrite);
@@ -263,9 +264,11 @@ void check_outputs(TrainOptions const& options, TrainingData const& data,
         }
         if (!options.trace.empty()) {
             require_existing_folder(options.trace, "--trace");
+            require_not_an_input(options.trace, "--trace", inputs);
+            require_apart_from_models_and_data(options.trace, "--trace");
             require_not_a_folder(options.trace, "--trace", "trace.json");
             bool const continued = continues_trace(options);
-            require_output_file(options.trace, "--trace", "trace file", options.overwrite || continued, inputs);
+            require_replaceable_output(options.trace, "trace file", options.overwrite || continued);
             if (continued) require_continuable_trace(options.trace);
         }
         return std::string();
