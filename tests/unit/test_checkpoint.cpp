@@ -95,6 +95,13 @@ TEST(Safetensors, HostileHeadersAreRefusedWithTheirProblem) {
                                                 "z": {"dtype": "F32", "shape": [0], "data_offsets": [50, 50]},
                                                 "c": {"dtype": "F32", "shape": [25], "data_offsets": [60, 160]}})",
          160, "overlap"},
+        // Data that no tensor covers, which the format forbids (safetensors' own reader refuses it): a file's bytes
+        // are its tensors alone, and an import exported again is the same file.
+        {"bytes_after_the_last_tensor", R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", 24,
+         "the data's last 16 bytes (from byte 8) belong to no tensor"},
+        {"a_hole_between_tensors", R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                                       "b": {"dtype": "F32", "shape": [2], "data_offsets": [12, 20]}})", 20,
+         "the data's bytes [8, 12) before tensor 'b' belong to no tensor"},
         {"metadata_not_strings", R"({"__metadata__": {"k": 3}})", 0, "not a string"},
         {"tensor_named_twice", R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
                                    "a": {"dtype": "F32", "shape": [1], "data_offsets": [8, 12]}})", 12,

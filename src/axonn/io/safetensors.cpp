@@ -105,14 +105,21 @@ SafetensorsHeader parse_safetensors_header(std::string_view text, std::uint64_t 
     }
     std::sort(parsed.tensors.begin(), parsed.tensors.end(),
               [](auto const& a, auto const& b) { return a.begin < b.begin || (a.begin == b.begin && a.end < b.end); });
-    // Sorted by start, each tensor with bytes must start after every earlier one ends (empty ones hold none).
+    // Sorted by start, each tensor with bytes must start where the earlier ones end (empty ones hold none): the
+    // format's data has no holes and nothing after its last tensor, so that a file's bytes are its tensors alone.
     SafetensorsEntry const* furthest = nullptr;
+    std::uint64_t covered = 0;  // the data's bytes [0, covered) are the tensors'
     for (auto const& entry : parsed.tensors) {
         if (entry.begin == entry.end) continue;
         AXONN_REQUIRE(furthest == nullptr || entry.begin >= furthest->end, "tensors '{}' and '{}' overlap in the data",
                       furthest == nullptr ? "" : furthest->name, entry.name);
-        if (furthest == nullptr || entry.end > furthest->end) furthest = &entry;
+        AXONN_REQUIRE(entry.begin == covered, "the data's bytes [{}, {}) before tensor '{}' belong to no tensor",
+                      covered, entry.begin, entry.name);
+        covered = entry.end;
+        furthest = &entry;
     }
+    AXONN_REQUIRE(covered == data_bytes, "the data's last {} bytes (from byte {}) belong to no tensor",
+                  data_bytes - covered, covered);
     return parsed;
 }
 
