@@ -74,6 +74,12 @@ INSTANTIATE_TEST_SUITE_P(
                   "rope_scaling",
                   {{"rope_type", 5}, {"factor", 4.0}},
                   "config.json rope_scaling: \"rope_type\" is not a string"},
+        BadConfig{"eos_past_the_vocabulary", "eos_token_id", 128256,
+                  "eos_token_id = 128256: a token id is a whole number below vocab_size 128256"},
+        BadConfig{"eos_as_text", "eos_token_id", "</s>", "eos_token_id = \"</s>\": a token id is a whole number"},
+        BadConfig{"eos_list_with_text", "eos_token_id", {128001, "x"}, "eos_token_id = \"x\""},
+        BadConfig{"eos_empty_list", "eos_token_id", nlohmann::json::array(), "eos_token_id = []: give an id"},
+        BadConfig{"bos_negative", "bos_token_id", -1, "bos_token_id = -1: a token id is a whole number"},
         BadConfig{"tied_embeddings", "tie_word_embeddings", true, "tie_word_embeddings = true"},
         BadConfig{"another_activation", "hidden_act", "gelu", "hidden_act = \"gelu\""},
         BadConfig{"biases", "attention_bias", true, "attention_bias = true"},
@@ -109,6 +115,26 @@ INSTANTIATE_TEST_SUITE_P(
                    {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}},
                   "says type \"linear\" and rope_type llama3: keep one"}),
     [](auto const& info) { return info.param.name; });
+
+// The special tokens' ids go back out as they came in: an import exported again dropped Llama 3.1 Instruct's list
+// of end tokens (transformers' generation stops at them). Absent ids stay absent.
+TEST(HfLlamaConfig, TokenIdsAreWrittenBackAsRead) {
+    nlohmann::json config = llama31_8b();
+    config["eos_token_id"] = {128001, 128008, 128009};
+    nlohmann::json written = hf_llama_config_json(parse_hf_llama_config(config.dump(), "config.json"), "bfloat16");
+    EXPECT_EQ(written["bos_token_id"], 128000);
+    EXPECT_EQ(written["eos_token_id"], nlohmann::json({128001, 128008, 128009}));
+    config["eos_token_id"] = {128009};  // a list of one stays a list
+    written = hf_llama_config_json(parse_hf_llama_config(config.dump(), "config.json"), "bfloat16");
+    EXPECT_EQ(written["eos_token_id"], nlohmann::json({128009}));
+    written = hf_llama_config_json(parse_hf_llama_config(llama31_8b().dump(), "config.json"), "bfloat16");
+    EXPECT_EQ(written["eos_token_id"], 128001);
+    config.erase("eos_token_id");
+    config["bos_token_id"] = nullptr;
+    written = hf_llama_config_json(parse_hf_llama_config(config.dump(), "config.json"), "bfloat16");
+    EXPECT_FALSE(written.contains("bos_token_id")) << written.dump();
+    EXPECT_FALSE(written.contains("eos_token_id")) << written.dump();
+}
 
 TEST(HfLlamaConfig, NotJsonIsRefused) {
     EXPECT_NE(testing::error_of([] { parse_hf_llama_config("{oops", "config.json"); })

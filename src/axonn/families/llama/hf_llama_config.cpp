@@ -19,9 +19,32 @@ namespace {
 using nlohmann::json;
 
 // Fields that describe the run or the tokenizer, not the model's function: read past.
-constexpr std::array<std::string_view, 9> ignored_fields = {
-    "bos_token_id", "eos_token_id", "pad_token_id", "torch_dtype", "transformers_version", "use_cache",
-    "initializer_range", "_name_or_path", "architectures"};
+constexpr std::array<std::string_view, 7> ignored_fields = {
+    "pad_token_id", "torch_dtype", "transformers_version", "use_cache", "initializer_range", "_name_or_path",
+    "architectures"};
+
+// A special token's id: a whole number below the vocabulary's size.
+int token_id(json const& value, char const* key, int vocab_size, std::string const& source) {
+    AXONN_REQUIRE(value.is_number_unsigned() && value.get<std::uint64_t>() < static_cast<std::uint64_t>(vocab_size),
+                  "{} sets {} = {}: a token id is a whole number below vocab_size {}", source, key, value.dump(),
+                  vocab_size);
+    return value.get<int>();
+}
+
+// bos_token_id (one id) and eos_token_id (one id, or a list of them), each absent or null for none.
+void read_token_ids(json const& config, LlamaConfig& model, std::string const& source) {
+    if (config.contains("bos_token_id") && !config["bos_token_id"].is_null()) {
+        model.bos_token_id = token_id(config["bos_token_id"], "bos_token_id", model.vocab_size, source);
+    }
+    if (!config.contains("eos_token_id") || config["eos_token_id"].is_null()) return;
+    json const& eos = config["eos_token_id"];
+    model.eos_token_list = eos.is_array();
+    AXONN_REQUIRE(!model.eos_token_list || !eos.empty(), "{} sets eos_token_id = []: give an id, or remove it",
+                  source);
+    for (json const& id : model.eos_token_list ? eos : json::array({eos})) {
+        model.eos_token_ids.push_back(token_id(id, "eos_token_id", model.vocab_size, source));
+    }
+}
 
 class ConfigReader {
 public:
@@ -113,10 +136,11 @@ LlamaConfig parse_hf_llama_config(std::string const& text, std::string const& so
                   "{} describes model_type {}, not llama", source,
                   config.contains("model_type") ? config["model_type"].dump() : "(none)");
     // The fields that define the model, each read or checked below.
-    static constexpr std::array<std::string_view, 18> known = {
+    static constexpr std::array<std::string_view, 20> known = {
         "model_type", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
         "num_key_value_heads", "max_position_embeddings", "rms_norm_eps", "rope_theta", "rope_scaling", "head_dim",
-        "hidden_act", "tie_word_embeddings", "attention_bias", "mlp_bias", "pretraining_tp", "attention_dropout"};
+        "hidden_act", "tie_word_embeddings", "attention_bias", "mlp_bias", "pretraining_tp", "attention_dropout",
+        "bos_token_id", "eos_token_id"};
     for (auto const& [key, value] : config.items()) {
         bool const understood = std::find(known.begin(), known.end(), key) != known.end() ||
                                 std::find(ignored_fields.begin(), ignored_fields.end(), key) != ignored_fields.end();
@@ -144,6 +168,7 @@ LlamaConfig parse_hf_llama_config(std::string const& text, std::string const& so
                       "{} sets head_dim = {}, but axonn's Llama needs hidden_size / num_attention_heads = {}", source,
                       config["head_dim"].dump(), model.hidden_size / model.num_attention_heads);
     }
+    read_token_ids(config, model, source);
     fields.require_value("hidden_act", std::string("silu"));
     fields.require_value("tie_word_embeddings", false);
     fields.require_value("attention_bias", false);
@@ -184,28 +209,35 @@ json hf_llama_config_json(LlamaConfig const& config, std::string const& torch_dt
                         {"high_freq_factor", s.high_freq_factor},
                         {"original_max_position_embeddings", original}};
     }
-    return {{"architectures", {"LlamaForCausalLM"}},
-            {"model_type", "llama"},
-            {"vocab_size", config.vocab_size},
-            {"hidden_size", config.hidden_size},
-            {"intermediate_size", config.intermediate_size},
-            {"num_hidden_layers", config.num_hidden_layers},
-            {"num_attention_heads", config.num_attention_heads},
-            {"num_key_value_heads", config.num_key_value_heads},
-            {"head_dim", config.head_size()},
-            {"max_position_embeddings", config.max_position_embeddings},
-            {"rms_norm_eps", config.rms_norm_eps},
-            {"rope_theta", config.rope_theta},
-            {"rope_scaling", rope_scaling},
-            {"hidden_act", "silu"},
-            {"tie_word_embeddings", false},
-            {"attention_bias", false},
-            {"mlp_bias", false},
-            {"attention_dropout", 0.0},
-            {"pretraining_tp", 1},
-            {"initializer_range", 0.02},
-            {"use_cache", true},
-            {"torch_dtype", torch_dtype}};
+    json hf_config = {{"architectures", {"LlamaForCausalLM"}},
+                      {"model_type", "llama"},
+                      {"vocab_size", config.vocab_size},
+                      {"hidden_size", config.hidden_size},
+                      {"intermediate_size", config.intermediate_size},
+                      {"num_hidden_layers", config.num_hidden_layers},
+                      {"num_attention_heads", config.num_attention_heads},
+                      {"num_key_value_heads", config.num_key_value_heads},
+                      {"head_dim", config.head_size()},
+                      {"max_position_embeddings", config.max_position_embeddings},
+                      {"rms_norm_eps", config.rms_norm_eps},
+                      {"rope_theta", config.rope_theta},
+                      {"rope_scaling", rope_scaling},
+                      {"hidden_act", "silu"},
+                      {"tie_word_embeddings", false},
+                      {"attention_bias", false},
+                      {"mlp_bias", false},
+                      {"attention_dropout", 0.0},
+                      {"pretraining_tp", 1},
+                      {"initializer_range", 0.02},
+                      {"use_cache", true},
+                      {"torch_dtype", torch_dtype}};
+    if (config.bos_token_id) hf_config["bos_token_id"] = *config.bos_token_id;
+    if (config.eos_token_list) {
+        hf_config["eos_token_id"] = config.eos_token_ids;
+    } else if (!config.eos_token_ids.empty()) {
+        hf_config["eos_token_id"] = config.eos_token_ids.front();
+    }
+    return hf_config;
 }
 
 }  // namespace axonn
