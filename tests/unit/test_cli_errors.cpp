@@ -839,6 +839,9 @@ std::vector<BadInput> const bad_inputs = {
      "tokenizer file {dir}/huge_number/tokenizer.json is corrupt (it holds a number too large for a double)", 1},
     {"tokenize_with_a_huge_number_in_encoder_json", "tokenize --tokenizer-dir {dir}/huge_encoder {dir}/text.txt",
      "GPT-2 tokenizer file {dir}/huge_encoder/encoder.json is corrupt (it holds a number too large for a double)", 1},
+    // Past int64's range the number is unsigned to nlohmann, and read as int64 it wrapped: "token id -1".
+    {"tokenize_decode_of_the_largest_unsigned", "tokenize --tokenizer byte --decode {dir}/wrapping_ids.json",
+     "is not a JSON list of token ids (element 0 is 18446744073709551615)", 1},
     {"tokenize_decode_of_a_word", "tokenize --tokenizer byte --decode {dir}/word_ids.json",
      "is not a JSON list of token ids (element 1 is \"two\")", 1},
     {"tokenize_unknown_tokenizer", "tokenize --tokenizer klingon {dir}/text.txt", "unknown tokenizer 'klingon'", 2},
@@ -896,6 +899,7 @@ protected:
         std::ofstream(dir_ / "object_ids.json") << "{\"ids\": 3}";
         std::ofstream(dir_ / "word_ids.json") << "[1, \"two\"]";
         std::ofstream(dir_ / "huge_ids.json") << "[1, 2E414]";
+        std::ofstream(dir_ / "wrapping_ids.json") << "[18446744073709551615]";
         fs::create_directories(dir_ / "huge_number");
         std::ofstream(dir_ / "huge_number" / "tokenizer.json") << "{\"model\": {\"type\": \"BPE\", \"x\": 2E414}}";
         fs::create_directories(dir_ / "huge_encoder");

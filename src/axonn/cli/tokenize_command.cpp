@@ -77,8 +77,12 @@ std::vector<std::int32_t> read_ids(std::filesystem::path const& path) {
     result.reserve(ids.size());
     for (std::size_t index = 0; index < ids.size(); ++index) {
         nlohmann::json const& id = ids[index];
-        bool const fits = id.is_number_integer() && id.get<std::int64_t>() >= std::numeric_limits<std::int32_t>::min()
-                          && id.get<std::int64_t>() <= std::numeric_limits<std::int32_t>::max();
+        constexpr std::int64_t lowest = std::numeric_limits<std::int32_t>::min();
+        constexpr std::int64_t highest = std::numeric_limits<std::int32_t>::max();
+        // A number past int64's range reads as unsigned, and as int64 it would wrap (2^64 - 1 became -1).
+        bool const fits = id.is_number_unsigned() ? id.get<std::uint64_t>() <= std::uint64_t{highest}
+                                                  : id.is_number_integer() && id.get<std::int64_t>() >= lowest &&
+                                                        id.get<std::int64_t>() <= highest;
         AXONN_REQUIRE(fits, "{} is not a JSON list of token ids (element {} is {})", path.string(), index, id.dump());
         result.push_back(id.get<std::int32_t>());
     }
