@@ -148,6 +148,10 @@ std::vector<BadInput> const bad_inputs = {
      "--goldfish h=20 is longer than --seq 16", 2},
     {"memorization_eval_missing_model", "memorization eval --model-dir {dir}/nowhere --documents {dir}/docs.jsonl",
      "nowhere", 1},
+    {"memorization_eval_heldout_is_the_documents",
+     "memorization eval --model-dir {dir}/model --documents {dir}/docs.jsonl --heldout {dir}/./docs.jsonl",
+     "--heldout {dir}/./docs.jsonl is the --documents file itself: held-out documents are ones the model never "
+     "trained on", 2},
     {"memorization_eval_no_documents", "memorization eval --model-dir {dir}/model --documents {dir}/no_docs.jsonl",
      "holds no document", 1},
     {"memorization_eval_bad_document", "memorization eval --model-dir {dir}/model --documents {dir}/bad_docs.jsonl",

@@ -96,6 +96,13 @@ void add_eval(CLI::App& parent) {
             AXONN_REQUIRE(options->spec.mask.strategy != GoldfishStrategy::random,
                           "--goldfish strategy=random draws a new "
                           "mask every step, so no mask says which targets a model never learned: use hash or static");
+            // A set scored against itself gives a membership AUC of 0.5 that means nothing.
+            std::error_code error;
+            AXONN_REQUIRE(options->heldout.empty() || !std::filesystem::equivalent(options->heldout,
+                                                                                   options->documents, error),
+                          "--heldout {} is the --documents file itself: held-out documents are ones the model never "
+                          "trained on; give a file of those",
+                          options->heldout.string());
             int const targets = options->spec.prefix + options->spec.suffix - 1;  // each token's next, but the last's
             require_goldfish_drops_targets(options->spec.mask, targets,
                                            fmt::format("the {} targets of --prefix + --suffix", targets));
