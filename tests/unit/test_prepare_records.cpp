@@ -243,6 +243,9 @@ INSTANTIATE_TEST_SUITE_P(
                    "line 2: the JSON nests deeper than 8 levels"},
         BadRecords{"TooLong", good_line + "{\"prompt\": \"" + std::string(16 << 20, 'a') + "\"}\n",
                    "line 2: the line has 16777230 bytes, more than the 16777216 a line may hold"},
+        // A NUL written as \u0000 is refused as a raw NUL byte is (an empty response is a record: it teaches the end).
+        BadRecords{"EscapedNul", good_line + "{\"prompt\": \"a\\u0000b\", \"response\": \"c\"}\n",
+                   "line 2: the record's \"prompt\" holds a NUL character (\\u0000), which no text holds"},
         BadRecords{"NoRecord", "\n  \n\n", "holds no record"},
         BadRecords{"Empty", "", "is empty"},
         BadRecords{"OneRecord", good_line, "holds 1 record: a train/val split needs at least 2"}),

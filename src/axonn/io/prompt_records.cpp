@@ -31,7 +31,11 @@ std::string string_field(nlohmann::json const& record, std::string const& field,
                   field, option);
     AXONN_REQUIRE(record[field].is_string(), "the record's \"{}\" is {}, not a string: write it as a JSON string",
                   field, json_kind(record[field]));
-    return record[field].get<std::string>();
+    std::string text = record[field].get<std::string>();
+    // As a text file's NUL byte is refused (binary, not text), so is one written as \u0000.
+    AXONN_REQUIRE(text.find('\0') == std::string::npos,
+                  "the record's \"{}\" holds a NUL character (\\u0000), which no text holds: remove it", field);
+    return text;
 }
 
 std::string concat(std::initializer_list<std::string_view> parts) {
