@@ -65,6 +65,21 @@ TEST_F(JobErrors, RanksGivenOtherArgumentsAreRefusedBeforeAnyWork) {
               refusal);
 }
 
+// Every rank writes its part of each checkpoint into the folder rank 0 made: ranks in other working directories
+// (node-local storage alike) named another folder by the same relative --ckpt-dir, trained every step, and failed
+// at the first save. Refused before the training.
+TEST_F(JobErrors, ACheckpointFolderThatARankCannotSeeIsRefusedBeforeTraining) {
+    fs::create_directories(dir_ / "node0");
+    fs::create_directories(dir_ / "node1");
+    std::string const run = train("--grid data=1,z=2,y=1,x=1 --steps 50 --ckpt-dir ck");
+    JobResult const result = mpirun("-np 1 --wdir " + (dir_ / "node0").string() + " " + run + " : -np 1 --wdir " +
+                                    (dir_ / "node1").string() + " " + run);
+    EXPECT_EQ(only_error(result, 1), "axonn: error: rank 1 cannot write into --ckpt-dir ck, which rank 0 made: every "
+                                     "rank writes its part of each checkpoint there, so it must be one folder all "
+                                     "ranks share (give an absolute path on a shared file system)");
+    EXPECT_EQ(result.stderr_text.find(" loss "), std::string::npos) << "it trained: " << result.stderr_text;
+}
+
 TEST_F(JobErrors, AFailureOnRankZeroMidRunEndsTheJob) {
     // Only rank 0 writes the metrics, and the first write fails (a full disk) after the first step, while the
     // other ranks are already in the next step's collectives.

@@ -32,6 +32,31 @@ protected:
     }
 };
 
+// A Llama config's special-token ids (Llama 3.1 Instruct's list of end tokens) survive a fine-tuning run and its
+// resume into the export: the resumed run saved its checkpoints with the --model preset's config, which has none,
+// and the export lost them.
+TEST_F(LlamaJob, SpecialTokenIdsSurviveFineTuningAndItsResume) {
+    fs::path const base = dir_ / "ids_base", hf = dir_ / "ids_hf", tuned = dir_ / "ids_tuned";
+    ASSERT_EQ(mpirun("-np 1 " + train_llama("--steps 1 --ckpt-dir " + base.string())).exit_status, 0);
+    ASSERT_EQ(std::system((axonn() + " export " + base.string() + " " + hf.string() + " > /dev/null").c_str()), 0);
+    nlohmann::json config = nlohmann::json::parse(file_bytes(hf / "config.json"));
+    config["bos_token_id"] = 0;
+    config["eos_token_id"] = {256, 255};
+    write_file(hf / "config.json", config.dump(2));
+    std::string const tune = train_llama("--steps 2 --ckpt-every 1 --init-from " + hf.string() + " --ckpt-dir " +
+                                         tuned.string());
+    ASSERT_EQ(mpirun("-np 1 " + tune).exit_status, 0);
+    fs::remove_all(tuned / "step_00000002");
+    JobResult const resumed =
+        mpirun("-np 1 " + train_llama("--steps 2 --ckpt-every 1 --ckpt-dir " + tuned.string() + " --resume latest"));
+    ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
+    fs::path const out = dir_ / "ids_out";
+    ASSERT_EQ(std::system((axonn() + " export " + tuned.string() + " " + out.string() + " > /dev/null").c_str()), 0);
+    nlohmann::json const exported = nlohmann::json::parse(file_bytes(out / "config.json"));
+    EXPECT_EQ(exported.value("bos_token_id", nlohmann::json()), 0) << exported.dump();
+    EXPECT_EQ(exported.value("eos_token_id", nlohmann::json()), nlohmann::json({256, 255})) << exported.dump();
+}
+
 TEST_F(LlamaJob, TrainResumeExportImportAndGenerate) {
     fs::path const whole = dir_ / "whole";
     JobResult const trained = mpirun("-np 4 " + train_llama("--grid data=1,z=1,y=4,x=1 --ckpt-every 3 --ckpt-dir " +

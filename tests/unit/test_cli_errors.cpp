@@ -686,6 +686,10 @@ std::vector<BadInput> const bad_inputs = {
      "step's name, step_00000001", 1},
     {"export_a_renamed_checkpoint", "export {dir}/renamed/step_00000009 {dir}/renamed_export",
      "checkpoint {dir}/renamed/step_00000009 is named for step 9 but holds step 1", 1},
+    {"resume_a_renamed_rolled_back_checkpoint",
+     "train --data {dir}/good --tokenizer byte --model gpt2-micro --steps 20 "
+     "--resume {dir}/renamed/step_00000007.rolled-back-1700000000",
+     "checkpoint {dir}/renamed/step_00000007.rolled-back-1700000000 is named for step 7 but holds step 1", 1},
     // The lock of a checkpoint folder, which a running training holds, is no output's, --overwrite or not.
     // A checkpoint folder named as the file: named as the checkpoint, not told to name a file inside it.
     {"trace_naming_a_checkpoint", "train --data {dir}/good --tokenizer byte --steps 1 --trace {dir}/model/step_00000001",
@@ -693,6 +697,14 @@ std::vector<BadInput> const bad_inputs = {
     {"trace_onto_a_checkpoint_folders_lock",
      "train --data {dir}/good --tokenizer byte --steps 1 --trace {dir}/model/.lock --overwrite",
      "--trace {dir}/model/.lock is the lock of the checkpoint folder {dir}/model: choose another path", 1},
+    {"metrics_through_a_link_to_a_checkpoint_folders_lock",
+     "train --data {dir}/good --tokenizer byte --steps 1 --metrics {dir}/link_to_lock --overwrite",
+     "--metrics {dir}/link_to_lock is the lock of the checkpoint folder {dir}/model", 1},
+    // A config file inside --ckpt-dir, which a --keep pruning deletes with the checkpoint holding it.
+    {"config_inside_the_checkpoint_folder",
+     "train --data {dir}/good --tokenizer byte --ckpt-dir {dir}/config_in_ckpt --config {dir}/config_in_ckpt/run.toml",
+     "the input {dir}/config_in_ckpt/run.toml lies inside --ckpt-dir {dir}/config_in_ckpt, which this run's saves "
+     "and prunings change", 1},
     {"calibrate_onto_a_checkpoint_folders_lock", "calibrate --quick --out {dir}/model/.lock --overwrite",
      "--out {dir}/model/.lock is the lock of the checkpoint folder {dir}/model", 1},
     {"trace_is_the_grid_file",
@@ -951,6 +963,8 @@ protected:
         fs::create_directories(dir_ / "machines");
         fs::copy_file(machine_profile_dir() / "perlmutter.toml", dir_ / "machines" / "local.toml");
         std::ofstream(dir_ / "quick.toml") << "quick = true\n";
+        fs::create_directories(dir_ / "config_in_ckpt");
+        std::ofstream(dir_ / "config_in_ckpt" / "run.toml") << "steps = 1\n";
         std::ofstream(dir_ / "infinite.toml") << "lr = inf\n";
         std::ofstream(dir_ / "not_a_number.toml") << "weight-decay = nan\n";
         std::ofstream(dir_ / "plan_batch.toml") << "batch = 8\n";
@@ -1015,6 +1029,7 @@ protected:
         fs::create_hard_link(dir_ / "model" / "step_00000001" / "rank00000-000.safetensors",
                              dir_ / "linked_weights.bin");
         fs::create_symlink(dir_ / "model" / "step_00000001" / "index.json", dir_ / "link_into_checkpoint.jsonl");
+        fs::create_symlink(dir_ / "model" / ".lock", dir_ / "link_to_lock");
         fs::create_symlink(dir_ / "model" / "step_00000001" / "newfile", dir_ / "link_to_nothing_in_checkpoint");
         // A folder whose only checkpoint's save was interrupted (no COMPLETE marker).
         fs::create_directories(dir_ / "incomplete_only");
@@ -1024,6 +1039,8 @@ protected:
         // A folder whose checkpoint was renamed by hand: step_00000009 holds step 1.
         fs::create_directories(dir_ / "renamed");
         fs::copy(dir_ / "model" / "step_00000001", dir_ / "renamed" / "step_00000009", fs::copy_options::recursive);
+        fs::copy(dir_ / "model" / "step_00000001", dir_ / "renamed" / "step_00000007.rolled-back-1700000000",
+                 fs::copy_options::recursive);
     }
     static std::string with_dir(std::string text) {
         for (std::size_t at; (at = text.find("{dir}")) != std::string::npos;) text.replace(at, 5, dir_.string());
@@ -1512,8 +1529,8 @@ TEST_F(CommandLineErrors, KeepNeverDeletesACheckpointOfAnotherRun) {
                                      "this run's --keep would delete"),
               std::string::npos)
         << fresh.stderr_text;
-    EXPECT_NE(fresh.stderr_text.find(with_dir("start from its weights with --init-from "
-                                              "{dir}/imported_keep/step_00000000")),
+    EXPECT_NE(fresh.stderr_text.find(with_dir("(to start from its weights: --init-from "
+                                              "{dir}/imported_keep/step_00000000 with another --ckpt-dir)")),
               std::string::npos)
         << fresh.stderr_text;
     EXPECT_TRUE(fs::exists(dir_ / "imported_keep" / "step_00000000" / "COMPLETE"));

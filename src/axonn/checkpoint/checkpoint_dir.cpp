@@ -106,13 +106,17 @@ std::optional<std::int64_t> folder_step(std::string const& name) {
     return step;
 }
 
+std::optional<std::int64_t> named_step(std::string const& name) {
+    std::size_t const infix = name.find(rolled_back_infix);
+    return folder_step(infix == std::string::npos ? name : name.substr(0, infix));
+}
+
 bool is_checkpoint_folder_name(std::string const& name) {
-    if (folder_step(name)) return true;
+    if (named_step(name)) return true;
     for (std::string_view suffix : {partial_suffix, replaced_suffix, pruned_suffix}) {
         if (name.ends_with(suffix) && folder_step(name.substr(0, name.size() - suffix.size()))) return true;
     }
-    std::size_t const infix = name.find(rolled_back_infix);
-    return infix != std::string::npos && folder_step(name.substr(0, infix));
+    return false;
 }
 
 std::vector<CheckpointEntry> complete_checkpoints(fs::path const& dir) {

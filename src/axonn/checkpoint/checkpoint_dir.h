@@ -43,6 +43,10 @@ struct CheckpointEntry {
 // The step of a folder named as a checkpoint (step_NNNNNNNN), if it is one.
 std::optional<std::int64_t> folder_step(std::string const& name);
 
+// The step a complete checkpoint's folder name gives: step_N's, or step_N.rolled-back-TIME's (set aside by a
+// rollback), if it is one of those.
+std::optional<std::int64_t> named_step(std::string const& name);
+
 // Whether `name` is one a checkpoint folder takes in its life: step_N, or step_N with the suffix of a save in
 // progress (.partial), of one replaced or pruned (.replaced, .pruned: removed by the next save) or of one set aside
 // by a rollback (.rolled-back-TIME).

@@ -92,11 +92,11 @@ CheckpointReader::CheckpointReader(fs::path folder) : folder_(std::move(folder))
     }
     // Renamed by hand: --resume latest in its folder would take it for its name's step.
     fs::path const named = folder_.has_filename() ? folder_ : folder_.parent_path();
-    std::optional<std::int64_t> const named_step = folder_step(named.filename().string());
-    AXONN_REQUIRE(!named_step || *named_step == index_.step,
+    std::optional<std::int64_t> const step_named = named_step(named.filename().string());
+    AXONN_REQUIRE(!step_named || *step_named == index_.step,
                   "checkpoint {} is named for step {} but holds step {} (renamed by hand?): give it its step's name, "
                   "{}",
-                  folder_.string(), named_step.value_or(0), index_.step, checkpoint_folder_name(index_.step));
+                  folder_.string(), step_named.value_or(0), index_.step, checkpoint_folder_name(index_.step));
     for (ParamDecl const& spec : index_.model.architecture().declarations) {
         auto const found = index_.tensors.find(spec.name);
         if (found == index_.tensors.end()) damaged(fmt::format("it holds no tensor {}", spec.name));

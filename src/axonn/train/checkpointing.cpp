@@ -417,10 +417,12 @@ void require_checkpoints_of_run(fs::path const& ckpt_dir, std::string const& run
         std::string const whose = !id ? "whose index.json cannot be read"
                                   : id->empty() ? "of weights alone (an import's) or of a run without an id"
                                                 : "of another run (" + *id + ")";
-        std::string const its_use = id && !id->empty() ? "continue that run with --resume " + folder
-                                                       : "start from its weights with --init-from " + folder;
+        std::string const its_use = !id            ? ""
+                                    : id->empty() ? " (to start from its weights: --init-from " + folder +
+                                                        " with another --ckpt-dir)"
+                                                  : " (to continue that run: --resume " + folder + ")";
         fail("--ckpt-dir {} holds {}, a checkpoint {}, which this run's --keep would delete and --resume latest "
-             "could take: choose another --ckpt-dir, or move that checkpoint out ({})",
+             "could take: choose another --ckpt-dir, or move that checkpoint out{}",
              ckpt_dir.string(), folder, whose, its_use);
     }
 }

@@ -135,11 +135,12 @@ void require_folder_for(fs::path const& folder, std::string_view option, OutputK
 
 void require_apart_from_models_and_data(fs::path const& file, std::string_view option) {
     require_outside_checkpoints(file, option);
-    // The lock a training run holds on its --ckpt-dir: replaced, a second run would no longer find it held.
-    fs::path const parent = file.has_parent_path() ? file.parent_path() : fs::path(".");
-    if (file.filename() == checkpoint_lock_file && checkpoint_content(parent)) {
+    // The lock a training run holds on its --ckpt-dir (named, or through a link): replaced, a second run would no
+    // longer find it held.
+    fs::path const target = resolved(file);
+    if (target.filename() == checkpoint_lock_file && checkpoint_content(target.parent_path())) {
         fail("{} {} is the lock of the checkpoint folder {}: choose another path", option, file.string(),
-             parent.string());
+             target.parent_path().string());
     }
     if (auto const kind = model_or_data_contents(file)) {
         fail("{} {} is {}: writing it would destroy it, --overwrite or not; choose another path", option,

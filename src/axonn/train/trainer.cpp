@@ -2,6 +2,7 @@
 
 #include "axonn/checkpoint/checkpoint_dir.h"
 #include "axonn/comm/rank_zero.h"
+#include "axonn/comm/same_on_every_rank.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
 #include "axonn/core/timer.h"
@@ -23,6 +24,7 @@
 #include "axonn/train/training_report.h"
 
 #include <mpi.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <fmt/format.h>
@@ -251,6 +253,10 @@ void check_outputs(TrainOptions const& options, TrainingData const& data,
             // Its saves and prunings would write into the model the run starts from.
             if (!options.init_from.empty()) require_not_an_input(options.ckpt_dir, "--ckpt-dir", {options.init_from});
             require_checkpoint_folder_for_run(options.ckpt_dir, data.inputs(), resumed, options.run_id);
+            for (std::filesystem::path const& file : options.read_files) {  // the config files, the grid file
+                require_input_outside(file, "the input", options.ckpt_dir, "--ckpt-dir",
+                                      "which this run's saves and prunings change: move it out of the folder");
+            }
         }
         if (!options.metrics.empty()) {
             require_not_an_input(options.metrics, "--metrics", inputs);
@@ -275,6 +281,20 @@ void check_outputs(TrainOptions const& options, TrainingData const& data,
     });
 }
 
+// Every rank writes its shards of each checkpoint into the folder rank 0 made: one that cannot see it there (node-
+// local storage, a relative path from another working directory) failed at the first save, after the training.
+void require_folder_on_every_rank(std::filesystem::path const& ckpt_dir) {
+    MPI_Barrier(MPI_COMM_WORLD);  // rank 0 has made the folder
+    std::error_code error;
+    bool const writable = std::filesystem::is_directory(ckpt_dir, error) && ::access(ckpt_dir.c_str(), W_OK) == 0;
+    if (auto const rank = first_rank_where_false(writable)) {
+        fail("rank {} cannot write into --ckpt-dir {}, which rank 0 made: every rank writes its part of each "
+             "checkpoint there, so it must be one folder all ranks share (give an absolute path on a shared file "
+             "system)",
+             *rank, ckpt_dir.string());
+    }
+}
+
 // Checks every output before the checkpoint folder is made and locked (a run refused leaves nothing behind), then
 // locks it.
 std::optional<CheckpointDirLock> lock_checkpoint_folder(TrainOptions const& options, TrainingData const& data,
@@ -282,6 +302,7 @@ std::optional<CheckpointDirLock> lock_checkpoint_folder(TrainOptions const& opti
     check_outputs(options, data, resumed);
     std::optional<CheckpointDirLock> lock;
     if (!options.ckpt_dir.empty() && leader) lock.emplace(options.ckpt_dir);
+    if (!options.ckpt_dir.empty()) require_folder_on_every_rank(options.ckpt_dir);
     return lock;
 }
 
@@ -632,6 +653,9 @@ TrainSummary run_training(TrainOptions options) {
     std::unique_ptr<Tokenizer> tokenizer = make_tokenizer(options.tokenizer, options.tokenizer_dir);
     settle_model(options, *tokenizer);
     std::optional<CheckpointReader> resumed = open_resume_checkpoint(options);
+    // The checkpoint's own model: the same shapes (open_resume_checkpoint compared them), and what it carries besides,
+    // such as a Llama's special-token ids from an import, which the next save would otherwise drop.
+    if (resumed) options.model = resumed->index().model;
     options.run_id = run_identity(options, resumed);
     options.lineage = run_lineage(resumed);
     settle_grid(options);
