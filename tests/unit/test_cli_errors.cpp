@@ -74,6 +74,9 @@ struct BadInput {
 
 std::vector<BadInput> const bad_inputs = {
     {"unknown_flag", "train --data {dir}/good --bogus-flag 3", "bogus-flag", 2},
+    // Named in the order given (CLI11 listed the words it did not expect last first: "0 --sample-tokens 1 --steps").
+    {"train_options_given_to_bench", "bench --model gpt2-micro --steps 1 --sample-tokens=0",
+     "`axonn bench` does not take --steps, --sample-tokens: see `axonn bench --help`", 2},
     {"unknown_subcommand", "trian", "trian", 2},
     {"no_subcommand", "", "a subcommand is required", 2},
     {"unknown_config_key", "train --config {dir}/extra_key.toml", "bogus_key", 2},

@@ -48,6 +48,21 @@ std::string conversion_error_text(CLI::ConversionError const& error) {
     return text;
 }
 
+// The options a command does not take, named in the order given (CLI11 lists the words it did not expect in the
+// order it read them: the command line's last first, values among them, "0 --sample-tokens 1 --steps").
+std::string extras_error_text(CLI::App const& app, std::vector<std::string> const& arguments,
+                              CLI::ExtrasError const& error) {
+    axonn::NamedCommand const named = axonn::named_command(app, arguments);
+    std::vector<std::string> unknown;
+    for (std::size_t i = named.first_argument; named.command != nullptr && i < arguments.size(); ++i) {
+        std::string const name = arguments[i].substr(0, arguments[i].find('='));
+        if (name.starts_with("--") && named.command->get_option_no_throw(name) == nullptr) unknown.push_back(name);
+    }
+    if (unknown.empty()) return fmt::format("{} (see `axonn {} --help`)", error.what(), named.name);
+    return fmt::format("`axonn {}` does not take {}: see `axonn {} --help`", named.name, fmt::join(unknown, ", "),
+                       named.name);
+}
+
 std::vector<std::string> command_names(CLI::App const& app) {
     std::vector<std::string> names;
     for (CLI::App const* command : app.get_subcommands([](CLI::App const*) { return true; })) {
@@ -131,6 +146,8 @@ int run(int argc, char** argv) {
     } catch (CLI::ConversionError const& e) {
         throw axonn::UsageError(fmt::format("{} (see `axonn {} --help`)", conversion_error_text(e),
                                             axonn::named_command(app, arguments).name));
+    } catch (CLI::ExtrasError const& e) {
+        throw axonn::UsageError(extras_error_text(app, arguments, e));
     } catch (CLI::ParseError const& e) {
         throw axonn::UsageError(
             fmt::format("{} (see `axonn {} --help`)", e.what(), axonn::named_command(app, arguments).name));
