@@ -80,6 +80,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"eos_list_with_text", "eos_token_id", {128001, "x"}, "eos_token_id = \"x\""},
         BadConfig{"eos_empty_list", "eos_token_id", nlohmann::json::array(), "eos_token_id = []: give an id"},
         BadConfig{"bos_negative", "bos_token_id", -1, "bos_token_id = -1: a token id is a whole number"},
+        BadConfig{"pad_past_the_vocabulary", "pad_token_id", 999999, "pad_token_id = 999999: a token id"},
         BadConfig{"tied_embeddings", "tie_word_embeddings", true, "tie_word_embeddings = true"},
         BadConfig{"another_activation", "hidden_act", "gelu", "hidden_act = \"gelu\""},
         BadConfig{"biases", "attention_bias", true, "attention_bias = true"},
@@ -121,8 +122,10 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(HfLlamaConfig, TokenIdsAreWrittenBackAsRead) {
     nlohmann::json config = llama31_8b();
     config["eos_token_id"] = {128001, 128008, 128009};
+    config["pad_token_id"] = 128004;
     nlohmann::json written = hf_llama_config_json(parse_hf_llama_config(config.dump(), "config.json"), "bfloat16");
     EXPECT_EQ(written["bos_token_id"], 128000);
+    EXPECT_EQ(written["pad_token_id"], 128004);
     EXPECT_EQ(written["eos_token_id"], nlohmann::json({128001, 128008, 128009}));
     config["eos_token_id"] = {128009};  // a list of one stays a list
     written = hf_llama_config_json(parse_hf_llama_config(config.dump(), "config.json"), "bfloat16");
@@ -130,10 +133,12 @@ TEST(HfLlamaConfig, TokenIdsAreWrittenBackAsRead) {
     written = hf_llama_config_json(parse_hf_llama_config(llama31_8b().dump(), "config.json"), "bfloat16");
     EXPECT_EQ(written["eos_token_id"], 128001);
     config.erase("eos_token_id");
+    config.erase("pad_token_id");
     config["bos_token_id"] = nullptr;
     written = hf_llama_config_json(parse_hf_llama_config(config.dump(), "config.json"), "bfloat16");
     EXPECT_FALSE(written.contains("bos_token_id")) << written.dump();
     EXPECT_FALSE(written.contains("eos_token_id")) << written.dump();
+    EXPECT_FALSE(written.contains("pad_token_id")) << written.dump();
 }
 
 TEST(HfLlamaConfig, NotJsonIsRefused) {

@@ -19,9 +19,8 @@ namespace {
 using nlohmann::json;
 
 // Fields that describe the run or the tokenizer, not the model's function: read past.
-constexpr std::array<std::string_view, 7> ignored_fields = {
-    "pad_token_id", "torch_dtype", "transformers_version", "use_cache", "initializer_range", "_name_or_path",
-    "architectures"};
+constexpr std::array<std::string_view, 6> ignored_fields = {
+    "torch_dtype", "transformers_version", "use_cache", "initializer_range", "_name_or_path", "architectures"};
 
 // A special token's id: a whole number below the vocabulary's size.
 int token_id(json const& value, char const* key, int vocab_size, std::string const& source) {
@@ -31,10 +30,14 @@ int token_id(json const& value, char const* key, int vocab_size, std::string con
     return value.get<int>();
 }
 
-// bos_token_id (one id) and eos_token_id (one id, or a list of them), each absent or null for none.
+// bos_token_id and pad_token_id (one id each) and eos_token_id (one id, or a list of them), each absent or null
+// for none.
 void read_token_ids(json const& config, LlamaConfig& model, std::string const& source) {
-    if (config.contains("bos_token_id") && !config["bos_token_id"].is_null()) {
-        model.bos_token_id = token_id(config["bos_token_id"], "bos_token_id", model.vocab_size, source);
+    for (auto const& [key, id] : {std::pair{"bos_token_id", &LlamaConfig::bos_token_id},
+                                  std::pair{"pad_token_id", &LlamaConfig::pad_token_id}}) {
+        if (config.contains(key) && !config[key].is_null()) {
+            model.*id = token_id(config[key], key, model.vocab_size, source);
+        }
     }
     if (!config.contains("eos_token_id") || config["eos_token_id"].is_null()) return;
     json const& eos = config["eos_token_id"];
@@ -136,11 +139,11 @@ LlamaConfig parse_hf_llama_config(std::string const& text, std::string const& so
                   "{} describes model_type {}, not llama", source,
                   config.contains("model_type") ? config["model_type"].dump() : "(none)");
     // The fields that define the model, each read or checked below.
-    static constexpr std::array<std::string_view, 20> known = {
+    static constexpr std::array<std::string_view, 21> known = {
         "model_type", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
         "num_key_value_heads", "max_position_embeddings", "rms_norm_eps", "rope_theta", "rope_scaling", "head_dim",
         "hidden_act", "tie_word_embeddings", "attention_bias", "mlp_bias", "pretraining_tp", "attention_dropout",
-        "bos_token_id", "eos_token_id"};
+        "bos_token_id", "eos_token_id", "pad_token_id"};
     for (auto const& [key, value] : config.items()) {
         bool const understood = std::find(known.begin(), known.end(), key) != known.end() ||
                                 std::find(ignored_fields.begin(), ignored_fields.end(), key) != ignored_fields.end();
@@ -232,6 +235,7 @@ json hf_llama_config_json(LlamaConfig const& config, std::string const& torch_dt
                       {"use_cache", true},
                       {"torch_dtype", torch_dtype}};
     if (config.bos_token_id) hf_config["bos_token_id"] = *config.bos_token_id;
+    if (config.pad_token_id) hf_config["pad_token_id"] = *config.pad_token_id;
     if (config.eos_token_list) {
         hf_config["eos_token_id"] = config.eos_token_ids;
     } else if (!config.eos_token_ids.empty()) {

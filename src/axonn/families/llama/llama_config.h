@@ -30,10 +30,11 @@ struct LlamaConfig {
     double rms_norm_eps = 1e-5;
     double rope_theta = 500000.0;
     std::optional<RopeScaling> rope_scaling = RopeScaling{};  // rope_type "llama3"; none: plain RoPE
-    // The special tokens' ids as an imported config.json gives them, written back by an export (transformers'
+    // The special tokens' ids (bos, pad, eos) as an imported config.json gives them, written back by an export (transformers'
     // generation stops at eos_token_id): none where it gave none (a model trained from a preset). eos_token_id may
     // be a list there (Llama 3.1 Instruct's [128001, 128008, 128009]); they do not change what the model computes.
     std::optional<int> bos_token_id = std::nullopt;
+    std::optional<int> pad_token_id = std::nullopt;
     std::vector<int> eos_token_ids = {};
     bool eos_token_list = false;  // eos_token_id written as a list, even of one id
 
