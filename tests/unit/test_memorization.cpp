@@ -166,6 +166,7 @@ TEST(MemorizationEval, DocumentFilesAreCheckedLineByLine) {
                            Bad{"{\"tokens\": [1, 99]}\n", "token 99 is not an id"},
                            Bad{"{\"words\": 3}\n", "line 1: is not an object with \"tokens\""},
                            Bad{"{\"text\": \"hello\"}\n", "no tokenizer"},
+                           Bad{"{\"text\": \"he\\u0000llo\"}\n", "\"text\" holds a NUL character"},
                            // The text was ignored.
                            Bad{"{\"tokens\": [1], \"text\": \"hello\"}\n", "has both \"tokens\" and \"text\""},
                            Bad{"{\"tokens\": [1], \"repetitions\": -2}\n",

@@ -39,6 +39,9 @@ EvalDocument parse_document(json const& record, Tokenizer const* tokenizer, int 
         }
     } else {
         AXONN_REQUIRE(record["text"].is_string(), "\"text\" is not a string");
+        // As `axonn prepare` refuses it: a NUL character is no text.
+        AXONN_REQUIRE(record["text"].get<std::string>().find('\0') == std::string::npos,
+                      "\"text\" holds a NUL character (\\u0000), which no text holds: remove it");
         AXONN_REQUIRE(tokenizer != nullptr, "has \"text\" but {}", no_tokenizer);
         document.tokens = tokenizer->encode(record["text"].get<std::string>());
         for (std::int32_t id : document.tokens) {
