@@ -662,6 +662,14 @@ std::vector<BadInput> const bad_inputs = {
      "--metrics {dir}/run.toml is also an input of this run", 1},
     // Every command's outputs, not train's alone: the config file was replaced by the profile, the plot, the grid
     // file, the trace, or (inside the folder written) the Hugging Face config or the study's results.
+    // An output folder that cannot be made (/proc takes no new folder, whoever asks) was found only when the
+    // results were written, after the training and the timing: refused now before any work, which a second of CPU
+    // time would not finish (`ulimit -t 1`: the study trains for seconds, tune measured 2.6 s of CPU).
+    {"study_out_that_cannot_be_made", "memorization study --quick --out /proc/axonn_nowhere/results",
+     "/proc/axonn_nowhere/results", 1, "ulimit -t 1;"},
+    {"tune_out_in_a_folder_that_cannot_be_made",
+     "tune --model gpt2-micro --tokenizer byte --batch 8 --seq 16 --top 1 --out /proc/axonn_nowhere/grid.json",
+     "/proc/axonn_nowhere", 1, "ulimit -t 1; AXONN_MACHINES_DIR={dir}/machines"},
     {"calibrate_out_is_the_config_file", "calibrate --config {dir}/quick.toml --out {dir}/quick.toml --overwrite",
      "--out {dir}/quick.toml is also an input of this run", 1},
     {"plot_is_the_config_file",

@@ -238,6 +238,9 @@ void add_study(CLI::App& parent) {
         require_new_output_folder(given->out, "results (--out)", *overwrite);
         require_folder_for(given->out, "--out", OutputKind::other);
         require_not_an_input(given->out, "--out", {given->devil_dir, given->austen_package});
+        // Made now: a folder that cannot be made (no permission, a file system that refuses it) is found before the
+        // training, not after it; removed again if the study is refused.
+        MadeFolder folder(given->out, "results (--out)");
         auto const take = [&](char const* option, auto& target, auto const& value) {
             if (command->count(option) > 0) target = value;
         };
@@ -285,6 +288,7 @@ void add_study(CLI::App& parent) {
                            left_out);
             }
             nlohmann::json const results = run_extreme_study(options);
+            folder.keep();
             if (*check) {
                 check_criteria(extreme_criteria(results, extreme_thresholds(options.quick), options.goldfish.k),
                                options.out);
@@ -315,6 +319,7 @@ void add_study(CLI::App& parent) {
             validate_study_options(options);
         });
         nlohmann::json const results = run_study(options);
+        folder.keep();
         if (*check) check_criteria(study_criteria(results, study_val_loss_gap), options.out);
     });
 }

@@ -64,6 +64,8 @@ TuneResult run_tune(TuneOptions const& options) {
     // machine profile the grids are ranked on.
     require_not_a_folder(out, "--out", "tuned-grid.json");
     require_output_file(out, "--out", "grid file", options.overwrite, {machine_profile_dir() / "local.toml"});
+    // Made now, not when the file is written: a folder that cannot be made is found before the grids are timed.
+    MadeFolder folder(out.parent_path(), "grid file folder");
     LocalProfile const profile = local_machine_profile();
     TuneResult result;
     result.profile_source = profile.source;
@@ -95,6 +97,7 @@ TuneResult run_tune(TuneOptions const& options) {
         }
         write_grid_file(result.written, file);
     }
+    folder.keep();
     MPI_Barrier(MPI_COMM_WORLD);  // the file is there when any rank returns
     return result;
 }
