@@ -1489,13 +1489,20 @@ TEST_F(CommandLineErrors, ATrainingPromptLongerThanItsSequencesIsCutWithAWarning
 // later steps again; --resume latest then takes the rolled-back run's newest.
 TEST_F(CommandLineErrors, RollingBackToAnEarlierCheckpointKeepsTheLaterOnesAside) {
     std::string const run = "train --data {dir}/good --tokenizer byte --model gpt2-micro --sample-tokens 0 --steps 4 "
-                            "--ckpt-every 2 --ckpt-dir {dir}/rollback ";
+                            "--ckpt-every 2 --ckpt-dir {dir}/rollback --metrics {dir}/rollback.jsonl ";
     fs::remove_all(dir_ / "rollback");
+    fs::remove(dir_ / "rollback.jsonl");
     ASSERT_EQ(run_axonn(with_dir(run), dir_).exit_status, 0);
     CommandResult const rolled = run_axonn(with_dir(run + "--resume {dir}/rollback/step_00000002/"), dir_);
     ASSERT_EQ(rolled.exit_status, 0) << rolled.stderr_text;
     EXPECT_NE(file_bytes(dir_ / "stdout.txt").find("rolling back to step 2: the later checkpoints are kept aside as "
                                                   "step_00000004.rolled-back-"),
+              std::string::npos)
+        << file_bytes(dir_ / "stdout.txt");
+    // The metrics file loses the later steps' records: said, not done silently.
+    EXPECT_NE(file_bytes(dir_ / "stdout.txt").find(with_dir("; the later steps' records in --metrics "
+                                                            "{dir}/rollback.jsonl are dropped, the file continued "
+                                                            "from step 2")),
               std::string::npos)
         << file_bytes(dir_ / "stdout.txt");
     int aside = 0;

@@ -441,7 +441,8 @@ void require_checkpoint_folder_for_run(fs::path const& ckpt_dir, std::vector<fs:
     require_checkpoints_of_run(ckpt_dir, run_id);
 }
 
-void set_aside_rolled_back_checkpoints(fs::path const& ckpt_dir, std::optional<CheckpointReader> const& resumed) {
+void set_aside_rolled_back_checkpoints(fs::path const& ckpt_dir, std::optional<CheckpointReader> const& resumed,
+                                       std::string const& continued_logs) {
     std::string const note = decided_by_rank_zero([&] {
         std::optional<fs::path> const folder = own_resumed_folder(ckpt_dir, resumed);
         if (!folder) return std::string();
@@ -450,9 +451,14 @@ void set_aside_rolled_back_checkpoints(fs::path const& ckpt_dir, std::optional<C
             names.push_back(aside.filename().string());
         }
         if (names.empty()) return std::string();
+        std::string const logs =
+            continued_logs.empty()
+                ? std::string()
+                : fmt::format("; the later steps' records in {} are dropped, the file continued from step {}",
+                              continued_logs, start_step(resumed));
         return fmt::format("  rolling back to step {}: the later checkpoints are kept aside as {} in {} (never "
-                           "resumed or pruned; delete them when they are no longer wanted)\n",
-                           start_step(resumed), fmt::join(names, ", "), ckpt_dir.string());
+                           "resumed or pruned; delete them when they are no longer wanted){}\n",
+                           start_step(resumed), fmt::join(names, ", "), ckpt_dir.string(), logs);
     });
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

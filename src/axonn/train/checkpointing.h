@@ -72,10 +72,12 @@ void require_checkpoint_folder_for_run(std::filesystem::path const& ckpt_dir,
                                        std::optional<CheckpointReader> const& resumed, std::string const& run_id);
 
 // A run resumed from a checkpoint inside ckpt_dir (`resumed`: its own, rolled back) sets the later ones aside
-// (set_aside_later_checkpoints) and rank 0 says so. Collective over MPI_COMM_WORLD; with the folder checked
+// (set_aside_later_checkpoints) and rank 0 says so, and that `continued_logs` ("--metrics m.jsonl", the files the
+// run continues from its resume step; empty for none) drop the later steps' records. Collective over MPI_COMM_WORLD; with the folder checked
 // (require_checkpoint_folder_for_run) and locked.
 void set_aside_rolled_back_checkpoints(std::filesystem::path const& ckpt_dir,
-                                       std::optional<CheckpointReader> const& resumed);
+                                       std::optional<CheckpointReader> const& resumed,
+                                       std::string const& continued_logs);
 
 // Refuses a Hugging Face model folder that also holds axonn checkpoints (which of the two `option` means is
 // unclear). (A folder that checkpoints are written into is checked by output_kinds.h's require_folder_for.)

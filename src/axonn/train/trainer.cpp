@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <memory>
@@ -310,7 +311,10 @@ std::optional<CheckpointDirLock> lock_checkpoint_folder(TrainOptions const& opti
 MetricsLog open_metrics(TrainOptions const& options, TrainingData const& data, bool leader,
                         std::optional<CheckpointReader> const& resumed) {
     if (!options.ckpt_dir.empty()) {
-        set_aside_rolled_back_checkpoints(options.ckpt_dir, resumed);
+        std::vector<std::string> logs;
+        if (!options.metrics.empty()) logs.push_back("--metrics " + options.metrics.string());
+        if (continues_trace(options)) logs.push_back("--trace " + options.trace.string());
+        set_aside_rolled_back_checkpoints(options.ckpt_dir, resumed, fmt::format("{}", fmt::join(logs, " and ")));
     }
     if (options.metrics.empty() || !leader) return MetricsLog();
     return MetricsLog(options.metrics, options.run_id, launch_id(options), options.overwrite,
