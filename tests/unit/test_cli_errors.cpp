@@ -705,6 +705,9 @@ std::vector<BadInput> const bad_inputs = {
     // A checkpoint folder named as the file: named as the checkpoint, not told to name a file inside it.
     {"trace_naming_a_checkpoint", "train --data {dir}/good --tokenizer byte --steps 1 --trace {dir}/model/step_00000001",
      "--trace {dir}/model/step_00000001 is the checkpoint {dir}/model/step_00000001", 1},
+    {"plot_naming_a_checkpoint",
+     "plan --weak-scaling gpt2-micro:1,gpt2-micro:2 --batch 8 --machine perlmutter --plot {dir}/model/step_00000001",
+     "--plot {dir}/model/step_00000001 is the checkpoint {dir}/model/step_00000001", 1},
     {"trace_onto_a_checkpoint_folders_lock",
      "train --data {dir}/good --tokenizer byte --steps 1 --trace {dir}/model/.lock --overwrite",
      "--trace {dir}/model/.lock is the lock of the checkpoint folder {dir}/model: choose another path", 1},

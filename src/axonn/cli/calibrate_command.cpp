@@ -94,6 +94,7 @@ void add_calibrate_command(CLI::App& app) {
                                          quoted_text(options->name)));
         }
         require_existing_folder(path, "--out");
+        require_apart_from_models_and_data(path, "--out");  // before the folder's check: no file in a checkpoint
         require_not_a_folder(path, "--out", "local.toml");
         require_output_file(path, "--out", "machine profile", *overwrite, config_files(*command));
         MachineProfile const profile = measure_machine_profile(*options);

@@ -246,6 +246,7 @@ void add_plan_command(CLI::App& app) {
             });
             // Before the planning, not after it; never the profile it plans on.
             require_existing_folder(flags->plot, "--plot");
+            require_apart_from_models_and_data(flags->plot, "--plot");  // no file in a checkpoint suggested
             require_not_a_folder(flags->plot, "--plot", "weak-scaling.png");
             std::filesystem::path const profile = as_usage_errors([&] { return machine_profile_path(flags->machine); });
             std::vector<std::filesystem::path> inputs = config_files(*command);

@@ -62,6 +62,7 @@ TuneResult run_tune(TuneOptions const& options) {
     });
     // Before any grid is timed: an earlier file is refused at once, not after minutes of work, and so is the
     // machine profile the grids are ranked on.
+    require_apart_from_models_and_data(out, "--out");  // before the folder's check: no file in a checkpoint
     require_not_a_folder(out, "--out", "tuned-grid.json");
     require_output_file(out, "--out", "grid file", options.overwrite, {machine_profile_dir() / "local.toml"});
     // Made now, not when the file is written: a folder that cannot be made is found before the grids are timed.
