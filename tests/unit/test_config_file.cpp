@@ -19,8 +19,8 @@ namespace {
 using Arguments = std::vector<std::string>;
 using testing::error_of;
 
-// The arguments a config file expands to, without the file itself, which a command that declares --config (train)
-// gets last (ConfigFile.TheFileIsPassedOnToTheCommandThatDeclaresIt).
+// The arguments a config file expands to, without the file itself, which the command gets last
+// (ConfigFile.TheFileIsPassedOnToTheCommand).
 Arguments expand(std::string const& command, std::string const& toml, Arguments const& rest = {}) {
     testing::TempDir dir;
     std::ofstream(dir / "run.toml") << toml;
@@ -30,10 +30,8 @@ Arguments expand(std::string const& command, std::string const& toml, Arguments 
     Arguments arguments = {"axonn", command, "--config", (dir / "run.toml").string()};
     arguments.insert(arguments.end(), rest.begin(), rest.end());
     Arguments expanded = expand_config_files(app, arguments);
-    if (command == "train") {
-        EXPECT_EQ(expanded.back(), "--config=" + (dir / "run.toml").string());
-        expanded.pop_back();
-    }
+    EXPECT_EQ(expanded.back(), "--config=" + (dir / "run.toml").string());
+    expanded.pop_back();
     return expanded;
 }
 
@@ -48,7 +46,8 @@ TEST(ConfigFile, ASubcommandsFileHoldsItsOwnOptions) {
     Arguments const arguments = {"axonn", "memorization", "study", "--config", (dir / "study.toml").string(),
                                  "--out", "x"};
     EXPECT_EQ(expand_config_files(app, arguments),
-              (Arguments{"axonn", "memorization", "study", "--epochs=2", "--quick", "--out", "x"}));  // keys sorted
+              (Arguments{"axonn", "memorization", "study", "--epochs=2", "--quick", "--out", "x",
+                         "--config=" + (dir / "study.toml").string()}));  // keys sorted
     std::string const refused = error_of([&] {
         expand_config_files(app, {"axonn", "memorization", "eval", "--config", (dir / "bogus.toml").string()});
     });
@@ -57,8 +56,8 @@ TEST(ConfigFile, ASubcommandsFileHoldsItsOwnOptions) {
         << refused;
 }
 
-// train reads its config files' paths (no output of the run may be one); prepare declares no --config.
-TEST(ConfigFile, TheFileIsPassedOnToTheCommandThatDeclaresIt) {
+// Every command reads its config files' paths (no output of it may be one).
+TEST(ConfigFile, TheFileIsPassedOnToTheCommand) {
     testing::TempDir dir;
     std::ofstream(dir / "a.toml") << "steps = 2\n";
     std::ofstream(dir / "b.toml") << "out = \"data\"\n";
@@ -69,7 +68,7 @@ TEST(ConfigFile, TheFileIsPassedOnToTheCommandThatDeclaresIt) {
     EXPECT_EQ(expand_config_files(app, {"axonn", "train", "--config", a, "--lr", "1"}),
               (Arguments{"axonn", "train", "--steps=2", "--lr", "1", "--config=" + a}));
     EXPECT_EQ(expand_config_files(app, {"axonn", "prepare", "--config=" + b}),
-              (Arguments{"axonn", "prepare", "--out=data"}));
+              (Arguments{"axonn", "prepare", "--out=data", "--config=" + b}));
 }
 
 TEST(ConfigFile, ValuesBecomeArgumentsBeforeTheCommandLine) {
@@ -98,9 +97,10 @@ TEST(ConfigFile, TheCommandLineAndALaterFileWin) {
     add_prepare_command(app);
     std::string const greedy = (dir / "greedy.toml").string(), sampled = (dir / "sampled.toml").string();
     EXPECT_EQ(expand_config_files(app, {"axonn", "generate", "--config", greedy, "--temperature", "0.7"}),
-              (Arguments{"axonn", "generate", "--max-new-tokens=3", "--temperature", "0.7"}));
+              (Arguments{"axonn", "generate", "--max-new-tokens=3", "--temperature", "0.7", "--config=" + greedy}));
     EXPECT_EQ(expand_config_files(app, {"axonn", "generate", "--config", greedy, "--config", sampled}),
-              (Arguments{"axonn", "generate", "--max-new-tokens=3", "--temperature=0.5"}));
+              (Arguments{"axonn", "generate", "--max-new-tokens=3", "--temperature=0.5", "--config=" + greedy,
+                         "--config=" + sampled}));
     EXPECT_EQ(expand("prepare", "input = [\"a.txt\", \"b.txt\"]\n", {"--input", "c.txt"}),
               (Arguments{"axonn", "prepare", "--input", "c.txt"}));
     // A value given way to is still of its option's type.

@@ -162,23 +162,14 @@ std::vector<std::string> arguments_from_file(CLI::App const& command, std::strin
 
 }  // namespace
 
-void add_config_option(CLI::App& command, std::vector<fs::path>& files) {
-    command.add_option("--config", files, "TOML file of options (unknown keys are an error); repeat --config for "
-                                          "several, a later file's values winning")
-        ->type_name("FILE")
-        ->expected(1)
-        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-}
-
 void add_config_options(CLI::App& app) {
     for (CLI::App* command : app.get_subcommands([](CLI::App const*) { return true; })) {
         if (!command->get_subcommands([](CLI::App const*) { return true; }).empty()) {
             add_config_options(*command);  // `memorization`: its subcommands take the files
             continue;
         }
-        if (command->get_option_no_throw("--config") != nullptr) continue;
-        command->add_option("--config", "TOML file of options by their long names (`key = value`); repeat "
-                                        "--config for several, a later file's values winning")
+        command->add_option("--config", "TOML file of options by their long names (`key = value`; unknown keys are "
+                                        "an error); repeat --config for several, a later file's values winning")
             ->type_name("FILE")
             ->expected(1)
             ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
@@ -234,11 +225,9 @@ std::vector<std::string> expand_config_files(CLI::App const& app, std::vector<st
     std::vector<std::string> result(arguments.begin(), arguments.begin() + static_cast<std::ptrdiff_t>(first));
     result.insert(result.end(), from_files.begin(), from_files.end());
     result.insert(result.end(), rest.begin(), rest.end());
-    // The files themselves, for a command that declares --config (add_config_options gives it to every one) to
-    // know what it read: its outputs may not be one of them.
-    if (command->get_option_no_throw("--config") != nullptr) {
-        for (std::string const& file : files) result.push_back("--config=" + file);
-    }
+    // The files themselves, for the command to know what it read (config_files): its outputs may not be one of
+    // them. Every command takes --config (add_config_options).
+    for (std::string const& file : files) result.push_back("--config=" + file);
     return result;
 }
 

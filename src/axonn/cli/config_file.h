@@ -19,12 +19,8 @@ namespace axonn {
 // of the wrong type.
 std::vector<std::string> expand_config_files(CLI::App const& app, std::vector<std::string> arguments);
 
-// Declares --config FILE (repeatable) on a command, storing the files in `files` (train's own); the files are the
-// command's inputs, which no output may be.
-void add_config_option(CLI::App& command, std::vector<std::filesystem::path>& files);
-
-// Gives --config to every command of `app` that does not declare it (add_config_option, the files kept by CLI11):
-// expand_config_files passes the files read on to it, and its --help lists it.
+// Gives --config FILE (repeatable) to every command of `app`, once all are added: expand_config_files passes the
+// files read on to it (config_files reads them back), and its --help lists it.
 void add_config_options(CLI::App& app);
 
 // The config files `command` read (its --config values).

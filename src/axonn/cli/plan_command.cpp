@@ -249,9 +249,8 @@ void add_plan_command(CLI::App& app) {
             require_apart_from_models_and_data(flags->plot, "--plot");  // no file in a checkpoint suggested
             require_not_a_folder(flags->plot, "--plot", "weak-scaling.png");
             std::filesystem::path const profile = as_usage_errors([&] { return machine_profile_path(flags->machine); });
-            std::vector<std::filesystem::path> inputs = config_files(*command);
-            inputs.push_back(profile);
-            require_output_file(flags->plot, "--plot", "plot", flags->overwrite, inputs);
+            require_apart_from_config_files(flags->plot, "--plot", *command);
+            require_output_file(flags->plot, "--plot", "plot", flags->overwrite, {profile});
             MachineProfile const machine = load_machine_profile(profile.string());
             for (WeakScalingPoint& point : points) point.request.machine = machine;
             plan_weak_scaling(points);

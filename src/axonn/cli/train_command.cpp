@@ -48,8 +48,6 @@ void add_train_command(CLI::App& app) {
         "(for example `steps = 200` or `n-embd = 256`); options on the command line override the file.\n"
         "Example: axonn train --data data/austen --model gpt2-mini --steps 300 --metrics runs/metrics.jsonl");
     auto options = std::make_shared<TrainOptions>();
-    // Read by expand_config_files before parsing, which passes the files on: a run's outputs may not be one.
-    add_config_option(*command, options->read_files);
     auto model = std::make_shared<ModelOptions>(*command, "gpt2-tiny");
     command->add_option("--data", options->data, "folder written by `axonn prepare` (train.bin, val.bin), a shard, "
                                                  "or a folder of shards")->required();
@@ -144,6 +142,8 @@ void add_train_command(CLI::App& app) {
                           "loss_dropped (loss is loss_kept)");
 
     command->callback([command, options, model, grid_spec] {
+        // Read by expand_config_files before parsing, which passes the files on: a run's outputs may not be one.
+        options->read_files = config_files(*command);
         if (command->count("--gemm-rate") == 0) options->gemm_rate_gflops = gemm_rate_from_environment();
         // Only a run that saves acts on a stop signal; without a --ckpt-dir one ends it, as for other commands.
         if (options->ckpt_dir.empty()) end_process_on_stop_signals();

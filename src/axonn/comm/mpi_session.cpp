@@ -28,14 +28,12 @@ bool started_by_a_launcher() {
 constexpr char const* session_base_prefix = "axonn-mpi-";
 constexpr char const* owner_lock_name = "owner.lock";  // locked by the process that made the folder, while it lives
 
-// The owner lock of the session folder `folder`, opened (not created) and locked without waiting: -1 where the
+// The owner lock of the session folder `folder`, opened (not created) and locked without waiting: none where the
 // folder has no lock file yet (its process is making it) or its process holds the lock (it is alive).
-int lock_of_an_abandoned_folder(fs::path const& folder) {
-    int const lock = ::open((folder / owner_lock_name).c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    if (lock < 0) return -1;
-    if (::flock(lock, LOCK_EX | LOCK_NB) == 0) return lock;
-    ::close(lock);
-    return -1;
+FileHandle lock_of_an_abandoned_folder(fs::path const& folder) {
+    FileHandle lock(::open((folder / owner_lock_name).c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+    if (lock.is_open() && ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) lock.close();
+    return lock;
 }
 
 // Removes this user's session folders in `temporary` whose processes died without removing them (SIGKILL, the
@@ -47,30 +45,30 @@ void remove_abandoned_session_bases(fs::path const& temporary) {
     for (fs::directory_iterator entries(temporary, error); !error && entries != fs::directory_iterator();
          entries.increment(error)) {
         fs::path const& folder = entries->path();
+        if (!folder.filename().string().starts_with(session_base_prefix)) continue;  // before any system call
         struct stat status {};
         bool const ours = ::lstat(folder.c_str(), &status) == 0 && S_ISDIR(status.st_mode) &&
                           status.st_uid == ::geteuid();
-        if (!ours || !folder.filename().string().starts_with(session_base_prefix)) continue;
-        int const lock = lock_of_an_abandoned_folder(folder);
-        if (lock < 0) continue;
+        if (!ours) continue;
+        FileHandle const lock = lock_of_an_abandoned_folder(folder);
         std::error_code ignored;
-        fs::remove_all(folder, ignored);
-        ::close(lock);
+        if (lock.is_open()) fs::remove_all(folder, ignored);  // the lock held until it is gone
     }
 }
 
 // A new empty folder under the system's temporary folder for Open MPI's session files, locked by this process for
 // its whole life (`owner_lock`), or an empty path where none can be made (Open MPI then uses its default and reports
 // any problem itself).
-fs::path new_session_base(int& owner_lock) {
+fs::path new_session_base(FileHandle& owner_lock) {
     std::error_code error;
     fs::path const temporary = fs::temp_directory_path(error);
     if (error) return {};
     remove_abandoned_session_bases(temporary);
-    std::string name = (temporary / (std::string(session_base_prefix) + "XXXXXX")).string();  // mkdtemp fills the Xs
+    std::string name = (temporary / (std::string(session_base_prefix) + "XXXXXX")).string();  // mkdtemp's template
     if (::mkdtemp(name.data()) == nullptr) return {};
-    owner_lock = ::open((fs::path(name) / owner_lock_name).c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (owner_lock >= 0) ::flock(owner_lock, LOCK_EX);
+    owner_lock = FileHandle(
+        ::open((fs::path(name) / owner_lock_name).c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (owner_lock.is_open()) ::flock(owner_lock.get(), LOCK_EX);
     return name;
 }
 
@@ -94,7 +92,6 @@ MpiSession::~MpiSession() {
     MPI_Finalize();
     std::error_code ignored;
     if (!own_session_base_.empty()) fs::remove_all(own_session_base_, ignored);
-    if (owner_lock_ >= 0) ::close(owner_lock_);
 }
 
 }  // namespace axonn

@@ -3,6 +3,8 @@
 // same binary runs alone or under mpirun or srun.
 #pragma once
 
+#include "axonn/core/file_io.h"
+
 #include <filesystem>
 
 namespace axonn {
@@ -29,7 +31,7 @@ public:
 
 private:
     std::filesystem::path own_session_base_;  // empty where Open MPI chooses the session folder
-    int owner_lock_ = -1;                      // the folder's lock, held while this process lives
+    FileHandle owner_lock_;                    // the folder's lock, held while this process lives
 };
 
 }  // namespace axonn
