@@ -313,6 +313,12 @@ std::vector<BadInput> const bad_inputs = {
     // Its empty list exited 0, where the plan without --json exits 1.
     {"plan_json_where_no_grid_fits", "plan --model gpt-640b --gpus 2 --batch 8 --machine perlmutter --json",
      "no grid of 2 devices fits gpt-640b at batch 8 x 2048 tokens", 1},
+    // --explain printed every grid's exclusion and exited 0, as if it had planned.
+    {"plan_explained_where_no_grid_fits", "plan --model gpt-640b --gpus 2 --batch 8 --machine perlmutter --explain",
+     "no grid of 2 devices fits gpt-640b at batch 8 x 2048 tokens: each grid's exclusion is listed above", 1},
+    {"plan_explained_json_where_no_grid_fits",
+     "plan --model gpt-640b --gpus 2 --batch 8 --machine perlmutter --explain --json",
+     "no grid of 2 devices fits gpt-640b at batch 8 x 2048 tokens: each grid's exclusion is listed above", 1},
     {"plan_sequence_beyond_context", "plan --model gpt-5b --gpus 8 --batch 8 --seq 9999", "--seq 9999", 2},
     // A failure on any path must not be an "internal error", a signal or a hang.
     {"metrics_on_a_full_disk", "train --data {dir}/good --tokenizer byte --steps 2 --metrics /dev/full",
@@ -588,6 +594,11 @@ std::vector<BadInput> const bad_inputs = {
     // file's name and line.
     {"config_infinite_number", "train --data {dir}/good --config {dir}/infinite.toml",
      "infinite.toml:1:6: 'lr' is inf: give a finite decimal number", 2},
+    // toml++ read both as 0 without a word; the second, after a key of two-byte characters, is found by its column.
+    {"config_number_below_doubles", "train --data {dir}/good --config {dir}/underflow.toml",
+     "underflow.toml:1:6: 1e-999 is too small for a double (it would read as 0): write 0 if 0 is meant", 2},
+    {"config_number_below_doubles_in_array", "train --data {dir}/good --config {dir}/underflow_in_array.toml",
+     "underflow_in_array.toml:2:19: 2.5E-400 is too small for a double", 2},
     {"config_not_a_number", "train --data {dir}/good --config {dir}/not_a_number.toml",
      "not_a_number.toml:1:16: 'weight-decay' is nan: give a finite decimal number", 2},
     {"config_string_for_a_number", "train --data {dir}/good --config {dir}/typed.toml",
@@ -981,6 +992,8 @@ protected:
         std::ofstream(dir_ / "config_in_ckpt" / "run.toml") << "steps = 1\n";
         std::ofstream(dir_ / "infinite.toml") << "lr = inf\n";
         std::ofstream(dir_ / "not_a_number.toml") << "weight-decay = nan\n";
+        std::ofstream(dir_ / "underflow.toml") << "lr = 1e-999\n";
+        std::ofstream(dir_ / "underflow_in_array.toml") << "steps = 5\n\"\u00e9\u00e9\" = [0.0e-999, 2.5E-400]\n";
         std::ofstream(dir_ / "plan_batch.toml") << "batch = 8\n";
         std::ofstream(dir_ / "tune.toml") << "top = 1\n";
         std::ofstream(dir_ / "bench.toml") << "iters = 1\n";

@@ -302,7 +302,12 @@ void add_plan_command(CLI::App& app) {
                       "no grid of {} devices fits {} at batch {} x {} tokens: run with --explain to see why each was "
                       "excluded (memory, a size that does not divide)",
                       request->devices, model->preset(), request->batch, request->seq);
-        if (flags->json) return;
+        // --explain shows why every grid was excluded, and then still fails: a plan with no grid is no plan.
+        auto const require_a_fit = [&] {
+            AXONN_REQUIRE(fits, "no grid of {} devices fits {} at batch {} x {} tokens: each grid's exclusion is "
+                          "listed above", request->devices, model->preset(), request->batch, request->seq);
+        };
+        if (flags->json) return require_a_fit();
         Architecture const planned = request->model.architecture();
         fmt::print("{} ({:.1f} B parameters) on {} x {} ({}), batch {} x {} tokens{}:\n", model->preset(),
                    planned.parameter_count() / 1e9, request->devices, request->machine.name,
@@ -313,6 +318,7 @@ void add_plan_command(CLI::App& app) {
         for (auto const& c : candidates) {
             if (c.excluded) fmt::print("excluded {:<24} {}\n", c.grid.to_string(), *c.excluded);
         }
+        require_a_fit();
     });
 }
 

@@ -6,7 +6,6 @@
 #include "axonn/cli/step_options.h"
 #include "axonn/core/error.h"
 #include "axonn/io/tokenizer.h"
-#include "axonn/train/grid_choice.h"
 #include "axonn/train/tune.h"
 
 #include <fmt/format.h>
@@ -53,7 +52,7 @@ void add_tune_command(CLI::App& app) {
                       "replace the file at --out, whatever it holds (but a model or data)");
     command->add_flag("--json", *json, "print the grids timed as one JSON object");
     command->callback([command, options, model, tokenizer, tokenizer_dir, json] {
-        require_apart_from_config_files(options->out.empty() ? tuned_grid_path() : options->out, "--out", *command);
+        require_apart_from_config_files(options->grid_file(), "--out", *command);
         BenchOptions& bench = options->bench;
         as_usage_errors([&] { bench.model = model->resolve_model(); });
         bench.model.set_vocab_size(

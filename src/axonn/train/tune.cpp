@@ -50,7 +50,7 @@ TuneResult run_tune(TuneOptions const& options) {
     int world = 1, rank = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    std::filesystem::path const out = options.out.empty() ? tuned_grid_path() : options.out;
+    std::filesystem::path const out = options.grid_file();
     as_usage_errors([&] {
         AXONN_REQUIRE(options.top >= 1 && options.top <= 64, "--top must lie in [1, 64], got {}", options.top);
         options.bench.model.validate();

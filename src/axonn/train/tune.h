@@ -19,6 +19,8 @@ struct TuneOptions {
     int top = 3;         // grids timed
     std::filesystem::path out;  // the grid file; empty: tuned_grid_path()
     bool overwrite = false;     // replace an existing file at `out`
+
+    std::filesystem::path grid_file() const { return out.empty() ? tuned_grid_path() : out; }
 };
 
 struct TunedGrid {
