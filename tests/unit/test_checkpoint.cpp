@@ -677,6 +677,34 @@ TEST(Checkpoint, AResumeThatChangesTheRunsSettingsIsNamed) {
               "--val-data \"other/val.bin\" (was \"\")");
 }
 
+// Options given otherwise that compute the same on this run's grid and batch are not changes (they were named):
+// --micro-batch equal to the replica's share, --logit-rows beyond a pass's rows, --vocab-split xy where auto is xy.
+TEST(Checkpoint, AResumeWithOptionsThatSumAlikeNamesNone) {
+    testing::TempDir dir;
+    SerialState state(7);
+    TrainOptions options;
+    options.model = byte_micro();
+    json const run = {{"step", 2},
+                      {"arithmetic", {{"micro_batch", 0}, {"logit_rows", 1024}, {"grad_comm", "fp32"},
+                                      {"vocab_split", "auto"}, {"gemm_tuning", "on"}}}};
+    fs::path const folder = save_checkpoint(state.grid, byte_micro(), {state.params, state.exp_avg, state.exp_avg_sq},
+                                            2, run, {dir.path()});
+    ASSERT_EQ(options.grid.batch_replicas(), 1);
+    ASSERT_LE(options.batch * options.seq, 1024);  // one chunk of logits either way
+    options.run.micro_batch = options.batch;
+    options.run.model.logit_rows = 4096;
+    options.run.model.vocab_split = VocabSplit::xy;  // auto takes xy where x = 1
+    EXPECT_EQ(settings_changed_since(CheckpointReader(folder), options, std::nullopt), std::vector<std::string>{});
+    // The same options, now computing otherwise: each is named.
+    options.run.micro_batch = options.batch / 2;
+    options.run.model.logit_rows = options.batch / 2 * options.seq - 1;
+    options.run.model.vocab_split = VocabSplit::y;
+    EXPECT_EQ(settings_changed_since(CheckpointReader(folder), options, std::nullopt),
+              (std::vector<std::string>{fmt::format("--micro-batch {} (was 0)", options.batch / 2),
+                                        fmt::format("--logit-rows {} (was 1024)", options.run.model.logit_rows),
+                                        "--vocab-split \"y\" (was \"auto\")"}));
+}
+
 // A checkpoint with a run state but a moment missing is damaged, not weights only (which would send the user to
 // --init-from and lose the optimizer without a word).
 TEST(Checkpoint, AMissingMomentIsDamageNotWeightsOnly) {

@@ -7,6 +7,9 @@
 #include "axonn/core/rng.h"
 #include "axonn/families/hf_model.h"
 #include "axonn/families/registry.h"
+#include "axonn/model/architecture.h"
+#include "axonn/model/decoder_options.h"
+#include "axonn/parallel/param_decl.h"
 #include "axonn/train/host_state.h"
 #include "axonn/train/output_kinds.h"
 
@@ -16,6 +19,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -79,6 +83,36 @@ json arithmetic_json(StepOptions const& run) {
             {"grad_comm", grad_comm_name(run.model)},
             {"vocab_split", vocab_split_name(run.model.vocab_split)},
             {"gemm_tuning", run.gemm_tuning ? "on" : "off"}};
+}
+
+// Whether an arithmetic_json value recorded as `was` computes what this run's value does on this run's grid and
+// batch. The options are recorded as given, and values that differ can sum alike: --micro-batch equal to a replica's
+// share and none, two --logit-rows that cut a pass into as many chunks, --vocab-split xy where auto takes xy.
+bool same_arithmetic(std::string_view key, json const& was, TrainOptions const& options) {
+    StepOptions const& run = options.run;
+    auto const pass_sequences = [&](int micro_batch) {
+        return micro_batch > 0 ? micro_batch : options.batch / options.grid.batch_replicas();
+    };
+    if (key == "micro_batch" && was.is_number_integer()) {
+        return pass_sequences(was.get<int>()) == pass_sequences(run.micro_batch);
+    }
+    if (key == "logit_rows" && was.is_number_integer()) {
+        std::int64_t const rows = std::int64_t{pass_sequences(run.micro_batch)} * options.seq;
+        return logit_chunks(rows, was.get<int>()) == logit_chunks(rows, run.model.logit_rows);
+    }
+    if (key == "vocab_split" && was.is_string()) {
+        Architecture const architecture = options.model.architecture();
+        auto const resolved = [&](VocabSplit split) {
+            return architecture.with_vocab_split(split, options.grid, run.model.precision).vocab_split;
+        };
+        VocabSplit const now = resolved(run.model.vocab_split);
+        return std::ranges::any_of(std::array{VocabSplit::automatic, VocabSplit::xy, VocabSplit::y},
+                                   [&](VocabSplit split) {
+                                       return vocab_split_name(split) == was.get<std::string>() &&
+                                              resolved(split) == now;
+                                   });
+    }
+    return false;
 }
 
 json run_state_json(TrainOptions const& options, AdamW const& optimizer, TrainingData const& data, int step) {
@@ -205,7 +239,9 @@ std::vector<std::string> changed_settings(json const& run, TrainOptions const& o
          {std::pair{"--micro-batch", "micro_batch"}, std::pair{"--logit-rows", "logit_rows"},
           std::pair{"--grad-comm", "grad_comm"}, std::pair{"--vocab-split", "vocab_split"},
           std::pair{"--gemm-tuning", "gemm_tuning"}}) {
-        compare(option, saved("arithmetic", key), arithmetic[key]);
+        if (!same_arithmetic(key, saved("arithmetic", key), options)) {
+            compare(option, saved("arithmetic", key), arithmetic[key]);
+        }
     }
     // The validation data, told by its contents where the checkpoint records them: --val-data naming the val.bin
     // that was taken by default changes nothing, and `--data DIR/train.bin` after `--data DIR` (which validated on
