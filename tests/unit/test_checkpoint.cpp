@@ -10,6 +10,7 @@
 #include "axonn/checkpoint/hf_export.h"
 #include "axonn/core/error.h"
 #include "axonn/core/float16.h"
+#include "axonn/core/host_buffer.h"
 #include "axonn/core/rng.h"
 #include "axonn/families/gpt2/hf_gpt2.h"
 #include "axonn/io/hf_safetensors.h"
@@ -628,6 +629,43 @@ TEST(Checkpoint, KeepNeverRemovesTheCheckpointJustSaved) {
     std::vector<std::int64_t> steps;
     for (auto const& entry : complete_checkpoints(dir.path())) steps.push_back(entry.step);
     EXPECT_EQ(steps, (std::vector<std::int64_t>{2, 8}));
+}
+
+// A save that replaces a checkpoint of its step (import --overwrite) and cannot complete (a full disk: its
+// marker not written) put the earlier one under DEST.replaced and left an incomplete one in its place.
+TEST(Checkpoint, AReplacementThatFailsPutsTheEarlierCheckpointBack) {
+    testing::TempDir dir;
+    SerialState state(7);
+    fs::path const earlier = state.save(dir.path(), 3);
+    std::string const earlier_index = file_bytes(earlier / "index.json");
+    fs::path partial = earlier;
+    partial += ".partial";
+    fs::create_directories(partial);
+    write_file(partial / "new.bin", "new");
+    std::string const error = error_of([&] {
+        move_checkpoint_into_place(partial, earlier, [] { fail("cannot write checkpoint marker: the disk is full"); });
+    });
+    EXPECT_NE(error.find("the disk is full"), std::string::npos) << error;
+    std::vector<CheckpointEntry> const complete = complete_checkpoints(dir.path());
+    ASSERT_EQ(complete.size(), 1u);
+    EXPECT_EQ(complete[0].path, earlier);
+    EXPECT_EQ(file_bytes(earlier / "index.json"), earlier_index);
+    EXPECT_TRUE(fs::exists(partial / "new.bin"));
+    fs::path replaced = earlier;
+    replaced += ".replaced";
+    EXPECT_FALSE(fs::exists(replaced));
+    // Completed, the new folder takes the place and the earlier one is gone.
+    move_checkpoint_into_place(partial, earlier, [&] { write_file(earlier / checkpoint_complete_file, "3\n"); });
+    EXPECT_TRUE(fs::exists(earlier / "new.bin"));
+    EXPECT_FALSE(fs::exists(replaced));
+    EXPECT_FALSE(fs::exists(partial));
+}
+
+// A save's host copy that does not fit is an allocation failure like any other (std::bad_alloc), which the
+// training run names as its save's: it was an Error that said only "for a copy".
+TEST(Checkpoint, AHostCopyThatDoesNotFitIsBadAlloc) {
+    EXPECT_THROW(HostBuffer(std::size_t{1} << 60), std::bad_alloc);
+    EXPECT_EQ(HostBuffer(1000).floats().size(), 1000u);
 }
 
 TEST(Checkpoint, OneRunAtATimeWritesAFolder) {

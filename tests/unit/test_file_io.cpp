@@ -7,12 +7,16 @@
 #include "support/files.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace axonn {
 namespace {
@@ -73,6 +77,33 @@ TEST(FileIo, AnOutputFolderMustBeNewOrEmpty) {
             std::string const error = error_of(check);
             EXPECT_NE(error.find(c.expected), std::string::npos) << c.folder << ": " << error;
         }
+    }
+}
+
+// Out of file descriptors, an input was "cannot be opened (Too many open files): check the path or run axonn
+// prepare" and an output "... choose another path": the limit is named instead, whatever the caller's hint.
+TEST(FileIo, OutOfFileDescriptorsNamesTheLimitNotThePath) {
+    testing::TempDir dir;
+    write_file(dir / "shard.bin", "x");
+    rlimit saved{};
+    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+    rlimit const few{64, saved.rlim_max};
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &few), 0);
+    std::vector<int> filling;  // every descriptor below the limit taken
+    for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) filling.push_back(fd);
+    std::string const input = error_of([&] { open_input_file(dir / "shard.bin", "token shard", "run axonn prepare"); });
+    std::string const output =
+        error_of([&] { ExclusiveOutputFile(dir / "m.jsonl", "metrics file", ExistingOutput::refuse); });
+    std::string const atomic = error_of([&] { write_file_atomically(dir / "out.json", "{}", "grid file"); });
+    for (int fd : filling) ::close(fd);
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+    for (std::string const& error : {input, output, atomic}) {
+        EXPECT_NE(error.find("cannot be opened: this process has as many files open as it may (ulimit -n 64): raise "
+                             "the limit"),
+                  std::string::npos)
+            << error;
+        EXPECT_EQ(error.find("prepare"), std::string::npos) << error;
+        EXPECT_EQ(error.find("choose another"), std::string::npos) << error;
     }
 }
 

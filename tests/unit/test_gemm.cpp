@@ -6,11 +6,13 @@
 #include "axonn/kernels/cpu/gemm.h"
 #include "axonn/kernels/cpu/gemm_tuning.h"
 
+#include "axonn/core/error.h"
 #include "axonn/core/rng.h"
 
 #include "support/relative_difference.h"
 
 #include <gtest/gtest.h>
+#include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -499,6 +502,19 @@ INSTANTIATE_TEST_SUITE_P(
                       GemmCase{false, true, 64, 50, 17, 1.0f, 1.0f}, GemmCase{false, false, 33, 70, 300, 1.0f, 0.0f},
                       GemmCase{true, false, 48, 96, 64, 1.0f, 1.0f}, GemmCase{false, true, 40, 80, 128, 1.0f, 0.0f}),
     gemm_case_name);
+
+// oneDNN reports a packing or scratch buffer it cannot allocate as a status (dnnl_out_of_memory), which was checked
+// as a broken invariant: a run short of memory ended with "internal error", exit 70, instead of out of memory, exit 1.
+TEST(OneDnnStatus, OutOfMemoryIsBadAllocAndAnyOtherFailureABug) {
+    EXPECT_NO_THROW(require_onednn_success(dnnl_success, "sgemm", 2, 3, 4));
+    EXPECT_THROW(require_onednn_success(dnnl_out_of_memory, "sgemm", 2, 3, 4), std::bad_alloc);
+    try {
+        require_onednn_success(dnnl_runtime_error, "bf16 matmul", 2, 3, 4);
+        ADD_FAILURE() << "a runtime error passed";
+    } catch (InternalError const& error) {
+        EXPECT_STREQ(error.what(), "oneDNN bf16 matmul failed (status 5) for M=2 N=3 K=4");
+    }
+}
 
 }  // namespace
 }  // namespace axonn::cpu

@@ -174,6 +174,33 @@ fs::path resolve_checkpoint(std::string const& spec, fs::path const& ckpt_dir, s
     return all.back().path;
 }
 
+void move_checkpoint_into_place(fs::path const& partial, fs::path const& destination,
+                                std::function<void()> const& complete) {
+    std::error_code error;
+    fs::path replaced = destination;
+    replaced += ".replaced";
+    fs::remove_all(replaced, error);
+    bool const replacing = fs::exists(destination, error);
+    if (replacing) fs::rename(destination, replaced);
+    try {
+        fs::rename(partial, destination);
+        sync_folder(destination.parent_path());
+        complete();
+    } catch (...) {
+        // An import --overwrite that failed left the user's earlier import under the .replaced name, and an
+        // incomplete one in its place, without a word.
+        if (replacing) {
+            if (fs::exists(destination, error)) fs::rename(destination, partial, error);
+            fs::rename(replaced, destination, error);
+        }
+        throw;
+    }
+    if (replacing) {
+        fs::remove(replaced / checkpoint_complete_file, error);  // first: never a complete checkpoint half removed
+        fs::remove_all(replaced, error);
+    }
+}
+
 void prune_checkpoints(fs::path const& dir, int keep, std::int64_t just_saved) {
     std::error_code error;
     for (auto const& entry : fs::directory_iterator(dir, error)) {

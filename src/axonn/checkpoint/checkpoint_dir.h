@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -65,6 +66,13 @@ std::optional<std::string> checkpoint_content(std::filesystem::path const& dir);
 // alternatives.
 std::filesystem::path resolve_checkpoint(std::string const& spec, std::filesystem::path const& ckpt_dir,
                                          std::string_view option = "--resume");
+
+// Renames the folder `partial` to `destination` and runs `complete` (which writes its completion marker). A
+// checkpoint already at `destination` is set aside as DEST.replaced meanwhile and removed once `complete` returns;
+// if the rename or `complete` fails (a full disk), it goes back in place, complete as it was, the new folder back
+// to `partial`, and the error propagates.
+void move_checkpoint_into_place(std::filesystem::path const& partial, std::filesystem::path const& destination,
+                                std::function<void()> const& complete);
 
 // Removes all but the newest `keep` complete checkpoints (keep = 0: none removed; never the one of step
 // just_saved), each renamed aside first, and every interrupted save, replacement or removal.

@@ -313,20 +313,10 @@ CheckpointIndex build_index(GridShape const& grid, ModelConfig const& config,
 // Rank 0: the index into the folder, the folder into place, then the completion marker.
 void complete_checkpoint(CheckpointIndex const& index, fs::path const& partial, fs::path const& destination) {
     write_file_atomically(partial / checkpoint_index_file, checkpoint_index_json(index), "checkpoint index");
-    std::error_code error;
-    fs::path replaced = destination;
-    replaced += ".replaced";
-    fs::remove_all(replaced, error);
-    bool const replacing = fs::exists(destination, error);
-    if (replacing) fs::rename(destination, replaced);
-    fs::rename(partial, destination);
-    sync_folder(destination.parent_path());
-    write_file_atomically(destination / checkpoint_complete_file, checkpoint_marker_text(index.step),
-                          "checkpoint marker");
-    if (replacing) {
-        fs::remove(replaced / checkpoint_complete_file, error);
-        fs::remove_all(replaced, error);
-    }
+    move_checkpoint_into_place(partial, destination, [&] {
+        write_file_atomically(destination / checkpoint_complete_file, checkpoint_marker_text(index.step),
+                              "checkpoint marker");
+    });
 }
 
 // The folder a save of `step` writes into first: DIR/step_N.partial, emptied by rank 0 (a save that a crash
@@ -344,7 +334,6 @@ fs::path start_partial_folder(Communicator& world, CheckpointTarget const& targe
     return partial;
 }
 
-// Every rank's record of its files to rank 0, which completes the checkpoint and prunes older ones. Collective.
 // Every rank's record of its files to rank 0 of `ranks`, which completes the checkpoint and prunes older ones.
 // Collective over `ranks`.
 fs::path finish_save(Communicator& ranks, GridShape const& grid, ModelConfig const& config,

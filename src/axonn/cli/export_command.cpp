@@ -93,6 +93,9 @@ void add_export_command(CLI::App& app) {
         require_apart_from_config_files(*out, "OUT", *command);
         if (*format != "hf") throw UsageError(fmt::format("unknown --format {}: export writes hf", *format));
         require_export_folder(*out, *checkpoint, *overwrite);
+        MadeFolder made(*out, "export folder");
+        FolderLock const writing(*out, "export folder");
+        require_export_folder(*out, *checkpoint, *overwrite);  // again, held: another export may have written there
         CheckpointReader reader(resolve_checkpoint(*checkpoint, {}, "CKPT"));
         ModelFamily const& family = family_of(reader.index().model);
         if (!family.exports_bf16 && *dtype != "f32") {
@@ -101,6 +104,7 @@ void add_export_command(CLI::App& app) {
         ProcessGrid self(MPI_COMM_SELF, GridShape{});
         reader.verify(self.comm(Group::world));
         export_hf(reader, *out, *dtype == "bf16" ? DType::bf16 : DType::f32);
+        made.keep();
         fmt::print("exported {} (step {}, {}) to {}\n", reader.folder().string(), reader.index().step,
                    reader.index().model.family(), *out);
     });

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -106,6 +107,14 @@ axonn::Error output_error(std::string const& reason) {
     return axonn::Error(fmt::format("cannot write the output: {}: check where standard output goes", reason));
 }
 
+// Why a write to standard output failed earlier in the command, where the final flush did not (errno is long
+// since another call's: a full disk was reported as "No such file or directory"): asked of the output again, with
+// one byte that ends the line it cut.
+std::string earlier_output_problem() {
+    if (::write(STDOUT_FILENO, "\n", 1) < 0) return std::strerror(errno);
+    return "part of it was lost";
+}
+
 int run(int argc, char** argv) {
     CLI::App app{"axonn: train GPT-style language models with 4D hybrid parallelism (AxoNN's algorithm) in C++",
                  "axonn"};
@@ -157,7 +166,8 @@ int run(int argc, char** argv) {
         if (std::ferror(stdout)) throw output_error(e.code().message());
         throw;
     }
-    if (std::fflush(stdout) != 0 || std::ferror(stdout)) throw output_error(std::strerror(errno));
+    if (std::fflush(stdout) != 0) throw output_error(std::strerror(errno));
+    if (std::ferror(stdout)) throw output_error(earlier_output_problem());
     return 0;
 }
 

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <array>
@@ -35,6 +36,21 @@ std::string open_problem(int error, bool creating = false) {
                            "nothing behind it)";
         default: return fmt::format("cannot be opened ({})", std::strerror(error));
     }
+}
+
+// Too many open files is the process's limit or the system's, not the path's: the caller's hint (check the path,
+// run axonn prepare, choose another) would send the user the wrong way.
+void require_file_descriptors(int error, std::string_view what, fs::path const& path) {
+    if (error == EMFILE) {
+        rlimit limit{};
+        ::getrlimit(RLIMIT_NOFILE, &limit);
+        fail("{} {} cannot be opened: this process has as many files open as it may (ulimit -n {}): raise the limit",
+             what, path.string(), limit.rlim_cur);
+    }
+    AXONN_REQUIRE(error != ENFILE,
+                  "{} {} cannot be opened: the system has as many files open as it may: close other programs, or "
+                  "raise its limit (fs.file-max)",
+                  what, path.string());
 }
 
 // Why write(2) or fsync(2) failed.
@@ -100,7 +116,10 @@ InputFile open_input_file(fs::path const& path, std::string_view what, std::stri
     // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever. It changes nothing for
     // the regular files that pass the check below.
     int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) fail("{} {} {}{}", what, path.string(), open_problem(errno), with_hint(hint));
+    if (fd < 0) {
+        require_file_descriptors(errno, what, path);
+        fail("{} {} {}{}", what, path.string(), open_problem(errno), with_hint(hint));
+    }
     InputFile file{FileHandle(fd), {}, path};
     AXONN_REQUIRE(::fstat(fd, &file.info) == 0, "cannot read the status of {} {}: {}", what, path.string(),
                   std::strerror(errno));
@@ -267,6 +286,13 @@ MadeFolder::~MadeFolder() {
     }
 }
 
+FolderLock::FolderLock(fs::path const& folder, std::string_view what)
+    : handle_(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+    AXONN_REQUIRE(!handle_.is_open() || ::flock(handle_.get(), LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK,
+                  "the {} {} is being written by another command: wait until it ends, or choose another folder", what,
+                  folder.string());
+}
+
 void require_new_output_folder(fs::path const& folder, std::string_view what, bool overwrite) {
     // The nearest part of the path that exists must be a folder, where create_folder would make the rest.
     std::string const blocked = blocked_folder_problem(folder);
@@ -333,6 +359,7 @@ AtomicFile::AtomicFile(fs::path destination, std::string what)
     // the link names), not a file of the user's that has the partial file's name, not another writer's.
     int const fd = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0 && errno == EEXIST) throw Error(existing_partial_message(destination_, what_));
+    if (fd < 0) require_file_descriptors(errno, what_, destination_);
     if (fd < 0) fail("cannot write {} {}: {} {}", what_, destination_.string(), partial_.string(),
                      open_problem(errno, true));
     handle_ = FileHandle(fd);
@@ -394,7 +421,10 @@ ExclusiveOutputFile::ExclusiveOutputFile(fs::path const& path, std::string what,
     : path_(path), what_(std::move(what)) {
     if (path.has_parent_path()) create_folder(path.parent_path(), what_);
     int const fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
-    if (fd < 0) fail("{} {} {}: choose another path", what_, path.string(), open_problem(errno, true));
+    if (fd < 0) {
+        require_file_descriptors(errno, what_, path);
+        fail("{} {} {}: choose another path", what_, path.string(), open_problem(errno, true));
+    }
     handle_ = FileHandle(fd);
     struct stat info {};
     AXONN_REQUIRE(::fstat(fd, &info) == 0, "cannot read the status of {} {}: {}", what_, path.string(),

@@ -93,6 +93,18 @@ private:
     std::vector<std::filesystem::path> made_;  // the levels this made, deepest first
 };
 
+// A folder this process alone writes outputs into, while the object lives: an exclusive flock(2) on the folder
+// itself (nothing is written into it). Two commands writing the same new output could both pass its checks before
+// either wrote, and the second replaced the first's files without --overwrite; with the folder held, the second
+// either finds it held or, once the first is done, its output there. A filesystem without such locks holds nothing.
+class FolderLock {
+public:
+    FolderLock(std::filesystem::path const& folder, std::string_view what);
+
+private:
+    FileHandle handle_;
+};
+
 // What a run that writes its results into `folder` checks before any work, on every rank alike: that the folder
 // can be made (no part of its path is a file) and that it is new or empty, unless `overwrite` (an earlier run's
 // results would be replaced); even with `overwrite`, that it holds no device, FIFO or socket, which a file written

@@ -1,8 +1,9 @@
 #include "axonn/core/host_buffer.h"
 
-#include "axonn/core/error.h"
-
 #include <sys/mman.h>
+
+#include <cstdlib>
+#include <new>
 
 namespace axonn {
 
@@ -14,7 +15,7 @@ HostBuffer::HostBuffer(std::size_t floats) : size_(floats) {
     if (floats == 0) return;
     std::size_t const bytes = (floats * sizeof(float) + huge_page - 1) / huge_page * huge_page;
     data_.reset(static_cast<float*>(std::aligned_alloc(huge_page, bytes)));
-    AXONN_REQUIRE(data_ != nullptr, "out of memory: {} MiB of host memory for a copy", bytes >> 20);
+    if (data_ == nullptr) throw std::bad_alloc();  // as any allocation's: its user names what it was for
     ::madvise(data_.get(), bytes, MADV_HUGEPAGE);  // advice only: without huge pages the memory works the same
 }
 

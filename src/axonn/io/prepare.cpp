@@ -247,12 +247,20 @@ std::uint64_t dataset_id(std::string const& tokenizer, Split const& split) {
     return hash == 0 ? 1 : hash;  // 0 is "none"
 }
 
-PrepareReport prepare_shards(PrepareOptions const& options, std::function<void(double)> const& progress) {
-    validate_prepare_options(options);
-    // An earlier run's pair is replaced only when asked: refused now, not after the tokenizing.
+namespace {
+
+// An earlier run's pair is replaced only when asked.
+void require_replaceable_shards(PrepareOptions const& options) {
     for (char const* shard : {"train.bin", "val.bin"}) {
         require_replaceable_output(options.out_dir / shard, "token shard", options.overwrite);
     }
+}
+
+}  // namespace
+
+PrepareReport prepare_shards(PrepareOptions const& options, std::function<void(double)> const& progress) {
+    validate_prepare_options(options);
+    require_replaceable_shards(options);  // now, not after the tokenizing
     auto const tokenizer =
         make_tokenizer(options.tokenizer, options.gpt2_dir.empty() ? default_gpt2_dir() : options.gpt2_dir);
     if (options.format == "jsonl") {
@@ -260,6 +268,8 @@ PrepareReport prepare_shards(PrepareOptions const& options, std::function<void(d
     }
     check_inputs(options.inputs, options.out_dir);
     MadeFolder out(options.out_dir, "token shards");  // before the slow tokenizing, so that a bad folder fails at once
+    FolderLock const writing(options.out_dir, "token shard folder");
+    require_replaceable_shards(options);  // again, held: another prepare of the same --out may have written it
     PrepareReport report{0, 0, options.out_dir / "train.bin", options.out_dir / "val.bin", {}};
     bool const records = options.format == "jsonl";
     Split const split = tokenize_inputs(options, *tokenizer, report.skipped, progress);

@@ -1,12 +1,14 @@
 #include "axonn/train/checkpoint_policy.h"
 
 #include "axonn/checkpoint/checkpoint_dir.h"
+#include "axonn/core/error.h"
 #include "axonn/core/timer.h"
 #include "axonn/train/checkpointing.h"
 
 #include <fmt/format.h>
 
 #include <csignal>
+#include <new>
 
 namespace axonn {
 namespace {
@@ -19,6 +21,20 @@ int saved_step(TrainOptions const& options, std::optional<CheckpointReader> cons
     bool const here =
         resumed && fs::equivalent(resumed->folder(), options.ckpt_dir / checkpoint_folder_name(start_step), error);
     return here ? start_step : -1;
+}
+
+// A save needs host memory of its own beside the run's (its copies of the state): out of memory there was
+// reported as the run's ("choose a smaller model, batch or sequence"), which had fitted.
+template <typename Save>
+auto naming_the_save(int step, bool background, Save&& save) {
+    try {
+        return save();
+    } catch (std::bad_alloc const&) {
+        fail("out of memory saving the checkpoint of step {} (the earlier checkpoints are intact): {}", step,
+             background ? "--ckpt-async first copies the weights and AdamW's moments into host memory; save without "
+                          "it, or give each rank more memory"
+                        : "give each rank more memory");
+    }
 }
 
 }  // namespace
@@ -67,7 +83,9 @@ void CheckpointPolicy::at_end() {
 void CheckpointPolicy::start_background_save(int step) {
     complete_background_save();  // at most one in flight
     Stopwatch watch;
-    in_flight_.emplace(prepare_training_checkpoint(options_, model_, optimizer_, data_, step));
+    naming_the_save(step, true, [&] {
+        in_flight_.emplace(prepare_training_checkpoint(options_, model_, optimizer_, data_, step));
+    });
     if (leader_) {
         fmt::print(stderr, "\ncheckpoint of step {}: state copied in {:.2f} s, written in the background\n", step,
                    watch.seconds());
@@ -77,7 +95,8 @@ void CheckpointPolicy::start_background_save(int step) {
 void CheckpointPolicy::complete_background_save() {
     if (!in_flight_) return;
     Stopwatch watch;
-    fs::path const folder = in_flight_->wait();
+    fs::path const folder =
+        naming_the_save(static_cast<int>(in_flight_->step()), true, [&] { return in_flight_->wait(); });
     last_saved_ = static_cast<int>(in_flight_->step());
     in_flight_.reset();
     if (leader_) {
@@ -88,7 +107,8 @@ void CheckpointPolicy::complete_background_save() {
 
 fs::path CheckpointPolicy::save(int step) {
     Stopwatch watch;
-    fs::path const folder = save_training_checkpoint(options_, model_, optimizer_, data_, step);
+    fs::path const folder = naming_the_save(
+        step, false, [&] { return save_training_checkpoint(options_, model_, optimizer_, data_, step); });
     last_saved_ = step;
     if (leader_) {
         fmt::print(stderr, "\ncheckpoint of step {} saved to {} ({:.2f} s)\n", step, folder.string(), watch.seconds());

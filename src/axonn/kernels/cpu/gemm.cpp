@@ -8,11 +8,18 @@
 
 #include <algorithm>
 #include <map>
+#include <new>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 namespace axonn::cpu {
+
+void require_onednn_success(int status, std::string_view call, std::int64_t M, std::int64_t N, std::int64_t K) {
+    if (status == dnnl_out_of_memory) throw std::bad_alloc();
+    AXONN_INVARIANT(status == dnnl_success, "oneDNN {} failed (status {}) for M={} N={} K={}", call, status, M, N, K);
+}
+
 namespace {
 
 // Columns of C per thread below which oneDNN's own threading is kept.
@@ -117,15 +124,19 @@ void gemm_bf16_whole(bool transpose_a, bool transpose_b, std::int64_t M, std::in
                      std::int64_t ldc) {
     thread_local std::map<GemmKey, GemmPlan> plans;
     GemmKey const key{transpose_a, transpose_b, M, N, K, lda, ldb, ldc, beta == 1.0f};
-    auto found = plans.find(key);
-    if (found == plans.end()) found = plans.emplace(key, make_plan(key)).first;
-    GemmPlan const* plan = &found->second;
-    dnnl::stream stream(cpu_engine());
-    dnnl::memory const a(plan->a, cpu_engine(), const_cast<bfloat16*>(A));
-    dnnl::memory const b(plan->b, cpu_engine(), const_cast<bfloat16*>(B));
-    dnnl::memory const c(plan->c, cpu_engine(), C);
-    plan->matmul.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
-    stream.wait();
+    try {
+        auto found = plans.find(key);
+        if (found == plans.end()) found = plans.emplace(key, make_plan(key)).first;
+        GemmPlan const* plan = &found->second;
+        dnnl::stream stream(cpu_engine());
+        dnnl::memory const a(plan->a, cpu_engine(), const_cast<bfloat16*>(A));
+        dnnl::memory const b(plan->b, cpu_engine(), const_cast<bfloat16*>(B));
+        dnnl::memory const c(plan->c, cpu_engine(), C);
+        plan->matmul.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+        stream.wait();
+    } catch (dnnl::error const& e) {
+        require_onednn_success(e.status, "bf16 matmul", M, N, K);
+    }
 }
 
 }  // namespace
@@ -158,8 +169,7 @@ void gemm_way(GemmVariant way, bool transpose_a, bool transpose_b, std::int64_t 
                 if (j1 > j0) status = columns(j0, j1);
             }
         }
-        AXONN_INVARIANT(status == dnnl_success, "oneDNN sgemm failed (status {}) for M={} N={} K={}", status, M,
-                        c1 - c0, k);
+        require_onednn_success(status, "sgemm", M, c1 - c0, k);
     };
     run_gemm_variant(way, N, K, beta, part);
 }

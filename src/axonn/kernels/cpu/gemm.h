@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace axonn::cpu {
 
@@ -24,6 +25,10 @@ void gemm(bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, st
 void gemm_way(GemmVariant way, bool transpose_a, bool transpose_b, std::int64_t M, std::int64_t N, std::int64_t K,
               float alpha, float const* A, std::int64_t lda, float const* B, std::int64_t ldb, float beta, float* C,
               std::int64_t ldc);
+
+// A oneDNN call's status (`call` names it in the message): out of memory (its packing or scratch buffers) is the
+// machine's, thrown as std::bad_alloc as any allocation's; any other failure is a bug here (InternalError).
+void require_onednn_success(int status, std::string_view call, std::int64_t M, std::int64_t N, std::int64_t K);
 
 // Name and ISA of the GEMM library, for the start-up banner.
 char const* gemm_library_name();
