@@ -219,16 +219,16 @@ void prune_checkpoints(fs::path const& dir, int keep, std::int64_t just_saved) {
     }
 }
 
-CheckpointDirLock::CheckpointDirLock(fs::path const& dir) {
+CheckpointDirLock::CheckpointDirLock(fs::path const& dir, std::string_view option) {
     create_folder(dir, "checkpoint folder");
     fs::path const path = dir / checkpoint_lock_file;
     handle_ = FileHandle(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
     AXONN_REQUIRE(handle_.is_open(), "cannot create {} to lock the checkpoint folder: {}", path.string(),
                   std::strerror(errno));
     AXONN_REQUIRE(::flock(handle_.get(), LOCK_EX | LOCK_NB) == 0,
-                  "--ckpt-dir {} is in use by another run (it is locked): "
-                  "choose another folder, or wait for that run to end",
-                  dir.string());
+                  "{} {} is in use by another run (it is locked): choose another folder, or wait for that run to end",
+                  option, dir.string());
+    folder_.emplace(dir, "checkpoint folder");
 }
 
 std::vector<fs::path> set_aside_later_checkpoints(fs::path const& dir, std::int64_t start_step,

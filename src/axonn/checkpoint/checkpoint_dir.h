@@ -80,12 +80,16 @@ void prune_checkpoints(std::filesystem::path const& dir, int keep, std::int64_t 
 
 // Held by rank 0 for a whole run: a second run writing into the same --ckpt-dir is an error, not two runs
 // deleting each other's saves. The lock (flock on DIR/.lock) goes with the process, however it ends.
+// The folder itself is held too (FolderLock), so that `export` or `prepare` into it meanwhile is refused, not
+// mixed into it.
 class CheckpointDirLock {
 public:
-    explicit CheckpointDirLock(std::filesystem::path const& dir);  // creates the folder if needed
+    // Creates the folder if needed; `option` names it in the message (import's --out).
+    explicit CheckpointDirLock(std::filesystem::path const& dir, std::string_view option = "--ckpt-dir");
 
 private:
     FileHandle handle_;
+    std::optional<FolderLock> folder_;  // after the .lock: a second run is told the folder is in use by a run
 };
 
 // A run that starts at `start_step` refuses a --ckpt-dir holding complete checkpoints of later steps: another

@@ -20,6 +20,24 @@
 #include <string>
 
 namespace axonn {
+namespace {
+
+// An earlier import's step 0 is replaced when asked; another run's checkpoints never: a resume would take them,
+// and --keep would prune the import.
+void require_importable_into(std::string const& out, bool overwrite) {
+    require_step_folders_are_checkpoints(out, "--out");
+    for (CheckpointEntry const& entry : complete_checkpoints(out)) {
+        AXONN_REQUIRE(entry.step == 0, "--out {} holds checkpoints of another run ({}): choose a new or empty folder",
+                      out, entry.path.filename().string());
+    }
+    std::filesystem::path const step_zero = std::filesystem::path(out) / checkpoint_folder_name(0);
+    AXONN_REQUIRE(overwrite || !std::filesystem::exists(step_zero),
+                  "--out {} already holds a checkpoint of step 0 ({}, an earlier import?): choose another folder, "
+                  "or pass --overwrite to replace it",
+                  out, step_zero.string());
+}
+
+}  // namespace
 
 void add_import_command(CLI::App& app) {
     CLI::App* command =
@@ -43,19 +61,12 @@ void add_import_command(CLI::App& app) {
         require_hf_model_alone(*source, "DIR");
         require_folder_for(*out, "--out", OutputKind::checkpoints);
         require_not_an_input(*out, "--out", {*source});
-        require_step_folders_are_checkpoints(*out, "--out");
-        // An earlier import's step 0 is replaced when asked; another run's checkpoints never: a resume would take
-        // them, and --keep would prune the import.
-        for (CheckpointEntry const& entry : complete_checkpoints(*out)) {
-            AXONN_REQUIRE(entry.step == 0,
-                          "--out {} holds checkpoints of another run ({}): choose a new or empty folder", *out,
-                          entry.path.filename().string());
-        }
-        std::filesystem::path const step_zero = std::filesystem::path(*out) / checkpoint_folder_name(0);
-        AXONN_REQUIRE(*overwrite || !std::filesystem::exists(step_zero),
-                      "--out {} already holds a checkpoint of step 0 ({}, an earlier import?): choose another folder, "
-                      "or pass --overwrite to replace it",
-                      *out, step_zero.string());
+        require_importable_into(*out, *overwrite);
+        // Held while the import writes, as a training run holds its --ckpt-dir, and checked again: two imports (or an
+        // import and a run) into one new folder both passed the checks above, and the second replaced the first.
+        CheckpointDirLock const writing(*out, "--out");
+        require_folder_for(*out, "--out", OutputKind::checkpoints);
+        require_importable_into(*out, *overwrite);
         ProcessGrid self(MPI_COMM_SELF, GridShape{});
         ModelConfig const config = read_hf_model_config(*source);
         ShardLayout const layout(config.architecture().declarations, GridPosition::of(self));

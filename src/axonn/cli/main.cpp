@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <iostream>
 #include <new>
 #include <system_error>
 
@@ -115,6 +116,13 @@ std::string earlier_output_problem() {
     return "part of it was lost";
 }
 
+// Standard output took all the command printed (its result, or the help), or the command fails.
+void require_output_written() {
+    std::cout.flush();  // CLI11 prints the help through std::cout
+    if (std::fflush(stdout) != 0) throw output_error(std::strerror(errno));
+    if (std::ferror(stdout) || !std::cout) throw output_error(earlier_output_problem());
+}
+
 int run(int argc, char** argv) {
     CLI::App app{"axonn: train GPT-style language models with 4D hybrid parallelism (AxoNN's algorithm) in C++",
                  "axonn"};
@@ -149,9 +157,13 @@ int run(int argc, char** argv) {
     try {
         app.parse(reversed);
     } catch (CLI::CallForHelp const& e) {
-        return app.exit(e);
+        int const status = app.exit(e);
+        require_output_written();  // `axonn --help > /dev/full` exited 0
+        return status;
     } catch (CLI::CallForAllHelp const& e) {
-        return app.exit(e);
+        int const status = app.exit(e);
+        require_output_written();
+        return status;
     } catch (CLI::ConversionError const& e) {
         throw axonn::UsageError(fmt::format("{} (see `axonn {} --help`)", conversion_error_text(e),
                                             axonn::named_command(app, arguments).name));
@@ -166,8 +178,7 @@ int run(int argc, char** argv) {
         if (std::ferror(stdout)) throw output_error(e.code().message());
         throw;
     }
-    if (std::fflush(stdout) != 0) throw output_error(std::strerror(errno));
-    if (std::ferror(stdout)) throw output_error(earlier_output_problem());
+    require_output_written();
     return 0;
 }
 

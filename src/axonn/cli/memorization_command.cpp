@@ -23,6 +23,7 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace axonn {
@@ -241,6 +242,13 @@ void add_study(CLI::App& parent) {
         // Made now: a folder that cannot be made (no permission, a file system that refuses it) is found before the
         // training, not after it; removed again if the study is refused.
         MadeFolder folder(given->out, "results (--out)");
+        // Held by the rank that writes the results, and checked again: two studies into one new folder both passed
+        // the check above, and each replaced some of the other's files.
+        std::optional<FolderLock> writing;
+        if (is_leader()) {
+            writing.emplace(given->out, "results folder");
+            require_new_output_folder(given->out, "results (--out)", *overwrite);
+        }
         auto const take = [&](char const* option, auto& target, auto const& value) {
             if (command->count(option) > 0) target = value;
         };

@@ -9,6 +9,7 @@
 
 #include <csignal>
 #include <new>
+#include <system_error>
 
 namespace axonn {
 namespace {
@@ -34,6 +35,13 @@ auto naming_the_save(int step, bool background, Save&& save) {
              background ? "--ckpt-async first copies the weights and AdamW's moments into host memory; save without "
                           "it, or give each rank more memory"
                         : "give each rank more memory");
+    } catch (std::system_error const& error) {
+        // std::thread's, where no thread could be made for the background writer: a bare "Resource temporarily
+        // unavailable" said nothing of the save.
+        if (error.code() != std::errc::resource_unavailable_try_again) throw;
+        fail("cannot start the thread that writes the checkpoint of step {} in the background ({}): save without "
+             "--ckpt-async, or give each rank more memory or threads (ulimit -u, -v)",
+             step, error.code().message());
     }
 }
 
