@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -105,6 +106,26 @@ TEST(FileIo, OutOfFileDescriptorsNamesTheLimitNotThePath) {
         EXPECT_EQ(error.find("prepare"), std::string::npos) << error;
         EXPECT_EQ(error.find("choose another"), std::string::npos) << error;
     }
+}
+
+// A folder this command made but another holds now (FolderLock) is that command's: an export that lost a race
+// with a prepare into one new folder removed it, empty still, and the prepare then failed too.
+TEST(FileIo, AMadeFolderAnotherCommandHoldsIsNotRemoved) {
+    testing::TempDir dir;
+    fs::path const folder = dir / "shards";
+    std::optional<FolderLock> other_command;
+    {
+        MadeFolder const made(folder, "export folder");
+        other_command.emplace(folder, "token shard folder");
+        EXPECT_NE(error_of([&] { FolderLock const mine(folder, "export folder"); }).find("is being written by another "
+                                                                                          "command"),
+                  std::string::npos);
+    }
+    EXPECT_TRUE(fs::is_directory(folder));
+    {
+        MadeFolder const made(dir / "unheld", "export folder");
+    }
+    EXPECT_FALSE(fs::exists(dir / "unheld"));  // an empty folder it made and no one holds goes again
 }
 
 TEST(FileIo, ReadsWholeFilesUpToALimit) {

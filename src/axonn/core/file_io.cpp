@@ -280,6 +280,11 @@ MadeFolder::MadeFolder(fs::path const& folder, std::string_view what) {
 }
 
 MadeFolder::~MadeFolder() {
+    if (made_.empty()) return;
+    // Another command's now (it made the folder too, or took it in between, and holds it: FolderLock): its
+    // partial files are still to come, and removing the folder failed them both.
+    FileHandle const folder(::open(made_.front().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (folder.is_open() && ::flock(folder.get(), LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) return;
     std::error_code error;
     for (fs::path const& level : made_) {
         if (!fs::remove(level, error)) break;  // not empty (or gone): it, and the levels above it, stay
