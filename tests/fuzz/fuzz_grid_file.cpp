@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size
     std::filesystem::path const path = fuzz::work_folder("grid-file") / "written.json";
     std::filesystem::remove(path);
     try {
-        axonn::write_grid_file(path, file);
+        axonn::write_grid_file(path, file, axonn::ExistingDestination::keep);
         axonn::GridFile const again = axonn::read_grid_file(path);
         // The candidates are kept as given, not read: a number JSON cannot hold (1e400) comes back as null.
         bool const same = again.grid == file.grid && again.grid_order == file.grid_order && again.job == file.job &&

@@ -21,6 +21,7 @@
 #include "support/stored_tensors.h"
 #include "support/temp_dir.h"
 #include "support/files.h"
+#include "support/no_descriptors_left.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -218,6 +219,23 @@ TEST(Checkpoint, KeepLeavesTheNewestAndRemovesInterruptedSaves) {
     }
     EXPECT_EQ(resolve_checkpoint("latest", dir.path()), dir / "step_00000003");
     EXPECT_EQ(resolve_checkpoint(dir.path().string(), {}), dir / "step_00000003");
+}
+
+// Out of file descriptors, a folder of checkpoints that could not be listed was called "neither a checkpoint (no
+// index.json) nor a folder of checkpoints: check CKPT" (export under ulimit -n 13): the limit is named instead.
+TEST(Checkpoint, AFolderOfCheckpointsUnreadForWantOfDescriptorsNamesTheLimit) {
+    testing::TempDir dir;
+    SerialState(7).save(dir.path(), 2);
+    for (std::string const& spec : {dir.path().string(), std::string("latest")}) {
+        std::string const error =
+            testing::error_with_no_descriptors_left([&] { resolve_checkpoint(spec, dir.path(), "CKPT"); });
+        EXPECT_NE(error.find(fmt::format("folder {} cannot be opened: this process has as many files open as it may "
+                                         "(ulimit -n {})",
+                                         dir.path().string(), testing::few_descriptors)),
+                  std::string::npos)
+            << error;
+    }
+    EXPECT_EQ(resolve_checkpoint(dir.path().string(), {}), dir / "step_00000002");
 }
 
 // A leftover's name on a folder of other files (a user's export named step_N.partial by hand) is not a leftover:

@@ -5,7 +5,9 @@
 #include "support/error_of.h"
 #include "support/temp_dir.h"
 #include "support/files.h"
+#include "support/no_descriptors_left.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -86,21 +88,23 @@ TEST(FileIo, AnOutputFolderMustBeNewOrEmpty) {
 TEST(FileIo, OutOfFileDescriptorsNamesTheLimitNotThePath) {
     testing::TempDir dir;
     write_file(dir / "shard.bin", "x");
-    rlimit saved{};
-    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
-    rlimit const few{64, saved.rlim_max};
-    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &few), 0);
-    std::vector<int> filling;  // every descriptor below the limit taken
-    for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) filling.push_back(fd);
-    std::string const input = error_of([&] { open_input_file(dir / "shard.bin", "token shard", "run axonn prepare"); });
-    std::string const output =
-        error_of([&] { ExclusiveOutputFile(dir / "m.jsonl", "metrics file", ExistingOutput::refuse); });
-    std::string const atomic = error_of([&] { write_file_atomically(dir / "out.json", "{}", "grid file"); });
-    for (int fd : filling) ::close(fd);
-    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
-    for (std::string const& error : {input, output, atomic}) {
-        EXPECT_NE(error.find("cannot be opened: this process has as many files open as it may (ulimit -n 64): raise "
-                             "the limit"),
+    fs::create_directory(dir / "full");
+    write_file(dir / "full" / "earlier.json", "{}");
+    using testing::error_with_no_descriptors_left;
+    std::vector<std::string> const errors = {
+        error_with_no_descriptors_left(
+            [&] { open_input_file(dir / "shard.bin", "token shard", "run axonn prepare"); }),
+        error_with_no_descriptors_left(
+            [&] { ExclusiveOutputFile(dir / "m.jsonl", "metrics file", ExistingOutput::refuse); }),
+        error_with_no_descriptors_left([&] { write_file_atomically(dir / "out.json", "{}", "grid file"); }),
+        // A folder that could not be listed was read as empty, and so as a new output folder.
+        error_with_no_descriptors_left([&] { folder_entries(dir.path()); }),
+        error_with_no_descriptors_left([&] { require_new_output_folder(dir / "full", "model", false); }),
+    };
+    for (std::string const& error : errors) {
+        EXPECT_NE(error.find(fmt::format("cannot be opened: this process has as many files open as it may (ulimit -n "
+                                         "{}): raise the limit",
+                                         testing::few_descriptors)),
                   std::string::npos)
             << error;
         EXPECT_EQ(error.find("prepare"), std::string::npos) << error;
@@ -199,6 +203,31 @@ TEST(FileIo, TwoWritersOfOneFileCollideWithAnErrorNotATornFile) {
     EXPECT_EQ(file_bytes(path), "first");
     write_file_atomically(path, "second", "token shard");  // once the first is done, the next writer may go
     EXPECT_EQ(file_bytes(path), "second");
+}
+
+// Two commands given one new output path both checked it before their work, when it did not exist yet; the one
+// that finished second replaced the first's file without --overwrite. Without it (`keep`) a file that appeared
+// meanwhile is kept and the later commit fails naming it, leaving no partial file; with it, it is replaced.
+TEST(FileIo, AFileThatAppearedAfterTheCheckIsKeptUnlessReplacingWasAsked) {
+    TempDir dir;
+    fs::path const path = dir / "grid.json";
+    // The path was checked (it did not exist), then the other command wrote it before this one's result was ready.
+    write_file_atomically(path, "the earlier command's", "grid file", ExistingDestination::keep);
+    {
+        AtomicFile late(path, "grid file", ExistingDestination::keep);
+        late.write("the later command's");
+        std::string const error = error_of([&] { late.commit(); });
+        EXPECT_NE(error.find("grid file " + path.string() + " appeared while this command ran"), std::string::npos)
+            << error;
+        EXPECT_NE(error.find("--overwrite"), std::string::npos) << error;
+    }
+    EXPECT_EQ(file_bytes(path), "the earlier command's");
+    EXPECT_FALSE(fs::exists(dir / "grid.json.partial"));
+
+    AtomicFile asked(path, "grid file", ExistingDestination::replace);
+    asked.write("replaced as asked");
+    asked.commit();
+    EXPECT_EQ(file_bytes(path), "replaced as asked");
 }
 
 // The partial file is always made new: whatever already has its name (a killed run's leftover, the user's own

@@ -32,7 +32,7 @@ GridFile sample() {
 TEST(GridFile, ReadsBackAsWritten) {
     testing::TempDir dir;
     GridFile const written = sample();
-    write_grid_file(dir.path() / "sub" / "grid.json", written);
+    write_grid_file(dir.path() / "sub" / "grid.json", written, ExistingDestination::keep);
     GridFile const read = read_grid_file(dir.path() / "sub" / "grid.json");
     EXPECT_EQ(read.grid, written.grid);
     EXPECT_EQ(read.grid_order, written.grid_order);
@@ -58,7 +58,7 @@ struct BadGridFile {
 
 TEST(GridFile, MalformedFilesAreRefusedByName) {
     testing::TempDir dir;
-    write_grid_file(dir.path() / "good.json", sample());
+    write_grid_file(dir.path() / "good.json", sample(), ExistingDestination::keep);
     std::ifstream in(dir.path() / "good.json");
     auto const good = nlohmann::json::parse(in);
     auto const edited = [&good](auto&& edit) {

@@ -81,7 +81,7 @@ TEST(MachineProfile, WrittenProfileReadsBackExactly) {
     profile.global_bandwidth_fraction = 0.5;
     profile.overlapped_compute_slowdown = 0.19;
     fs::path const path = dir / "local.toml";
-    write_machine_profile(path, profile, "measured here\nby the test");
+    write_machine_profile(path, profile, "measured here\nby the test", ExistingDestination::keep);
 
     MachineProfile const read = load_machine_profile(path.string());
     EXPECT_EQ(read.name, profile.name);
@@ -112,12 +112,12 @@ TEST(MachineProfile, WrittenProfileReadsBackExactly) {
     EXPECT_EQ(first_line, "# measured here");
 
     profile.description = "has a # and \"quotes\", a back\\slash,\na line break and \x01";  // TOML escapes them
-    write_machine_profile(path, profile, "");
+    write_machine_profile(path, profile, "", ExistingDestination::replace);
     EXPECT_EQ(load_machine_profile(path.string()).description, profile.description);
 
     profile.nic_bandwidth = 1e-300;  // nothing that would not read back is written
-    EXPECT_NE(error_of([&] { write_machine_profile(dir / "bad.toml", profile, ""); }).find("nic_bandwidth"),
-              std::string::npos);
+    auto const write_bad = [&] { write_machine_profile(dir / "bad.toml", profile, "", ExistingDestination::keep); };
+    EXPECT_NE(error_of(write_bad).find("nic_bandwidth"), std::string::npos);
     EXPECT_FALSE(fs::exists(dir / "bad.toml"));
 }
 

@@ -57,13 +57,13 @@ constexpr std::string_view rolled_back_infix = ".rolled-back-";
 bool holds_checkpoint_files_only(fs::path const& folder) {
     std::error_code error;
     if (fs::is_symlink(folder, error)) return true;  // removing the link leaves its target alone
-    for (auto const& entry : fs::directory_iterator(folder, error)) {
+    for (auto const& entry : folder_entries(folder)) {
         std::string name = entry.path().filename().string();
         if (name.ends_with(partial_suffix)) name.resize(name.size() - partial_suffix.size());
         bool const rank_file = name.starts_with("rank") && name.ends_with(".safetensors");
         if (!rank_file && name != checkpoint_index_file && name != checkpoint_complete_file) return false;
     }
-    return !error;
+    return true;
 }
 
 void remove_checkpoint_folder(fs::path const& folder) {
@@ -123,7 +123,7 @@ std::vector<CheckpointEntry> complete_checkpoints(fs::path const& dir) {
     std::vector<CheckpointEntry> found;
     std::error_code error;
     if (!fs::is_directory(dir, error)) return found;
-    for (auto const& entry : fs::directory_iterator(dir, error)) {
+    for (auto const& entry : folder_entries(dir)) {
         auto const step = folder_step(entry.path().filename().string());
         if (step && entry.is_directory(error) && is_complete(entry.path())) found.push_back({*step, entry.path()});
     }
@@ -137,7 +137,7 @@ std::optional<std::string> checkpoint_content(fs::path const& dir) {
         return "a checkpoint's own files";
     }
     if (!fs::is_directory(dir, error)) return std::nullopt;
-    for (auto const& entry : fs::directory_iterator(dir, error)) {
+    for (auto const& entry : folder_entries(dir)) {
         std::string const name = entry.path().filename().string();
         if (folder_step(name) && entry.is_directory(error)) return "the checkpoint " + name;
     }
@@ -202,8 +202,7 @@ void move_checkpoint_into_place(fs::path const& partial, fs::path const& destina
 }
 
 void prune_checkpoints(fs::path const& dir, int keep, std::int64_t just_saved) {
-    std::error_code error;
-    for (auto const& entry : fs::directory_iterator(dir, error)) {
+    for (auto const& entry : folder_entries(dir)) {
         std::string const name = entry.path().filename().string();
         for (std::string_view suffix : {partial_suffix, replaced_suffix, pruned_suffix}) {
             bool const leftover = name.size() > suffix.size() && name.ends_with(suffix) &&
@@ -256,7 +255,7 @@ std::vector<fs::path> set_aside_later_checkpoints(fs::path const& dir, std::int6
 void require_step_folders_are_checkpoints(fs::path const& dir, std::string_view option) {
     std::error_code error;
     if (!fs::is_directory(dir, error)) return;
-    for (auto const& entry : fs::directory_iterator(dir, error)) {
+    for (auto const& entry : folder_entries(dir)) {
         std::string const name = entry.path().filename().string();
         std::optional<std::int64_t> const step = folder_step(name);
         if (!step) continue;

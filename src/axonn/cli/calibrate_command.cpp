@@ -102,7 +102,7 @@ void add_calibrate_command(CLI::App& app) {
         int rank = 0;
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         if (rank != 0) return;
-        write_machine_profile(path, profile, calibration_notes(profile, *options));
+        write_machine_profile(path, profile, calibration_notes(profile, *options), replaced_only_if(*overwrite));
         print_summary(profile, path);
     });
 }

@@ -164,7 +164,7 @@ void print_weak_scaling(std::vector<WeakScalingPoint> const& points) {
 }
 
 void plot_weak_scaling(std::vector<WeakScalingPoint> const& points, std::string const& machine, bool fixed_batch,
-                       std::filesystem::path const& png) {
+                       std::filesystem::path const& png, ExistingDestination existing) {
     PlotSeries efficiency{"", {}, {}}, peak{"", {}, {}};
     for (WeakScalingPoint const& p : points) {
         efficiency.x.push_back(p.request.devices);
@@ -177,8 +177,9 @@ void plot_weak_scaling(std::vector<WeakScalingPoint> const& points, std::string 
     PlotPanel const right{"share of peak (hardware FLOPs)", "devices", "% of peak", {peak}, true, 0.0, std::nullopt};
     std::string const batch = fixed_batch ? fmt::format("a batch of {} sequences", points.front().request.batch)
                                           : "the batch growing with the devices";
-    write_line_plots(png, fmt::format("axonn plan --weak-scaling on {}, {} (predicted)", machine, batch),
-                     {left, right});
+    write_png(png, render_line_plots(fmt::format("axonn plan --weak-scaling on {}, {} (predicted)", machine, batch),
+                                     {left, right}),
+              existing);
 }
 
 }  // namespace
@@ -269,7 +270,8 @@ void add_plan_command(CLI::App& app) {
                            request->run.overlap ? "overlapped" : "not overlapped");
                 print_weak_scaling(points);
             }
-            plot_weak_scaling(points, machine.name, flags->weak_batch == "fixed", flags->plot);
+            plot_weak_scaling(points, machine.name, flags->weak_batch == "fixed", flags->plot,
+                              replaced_only_if(flags->overwrite));
             if (!flags->json) fmt::print("wrote {}\n", flags->plot.string());
             return;
         }

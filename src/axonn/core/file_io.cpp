@@ -5,12 +5,14 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
 #include <atomic>
 #include <climits>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <system_error>
 
@@ -255,7 +257,34 @@ std::string existing_partial_message(fs::path const& destination, std::string_vi
                        partial.string(), existing_partial_problem(partial));
 }
 
+// rename(2) of `partial` to `destination`, which with `keep` fails with EEXIST where the destination exists, in
+// the same atomic step (RENAME_NOREPLACE; a file system without it is checked just before the rename instead).
+// Returns rename's result, errno set.
+int move_into_place(fs::path const& partial, fs::path const& destination, ExistingDestination existing) {
+    if (existing == ExistingDestination::replace) return ::rename(partial.c_str(), destination.c_str());
+    int const result = ::renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, destination.c_str(), RENAME_NOREPLACE);
+    if (result == 0 || (errno != EINVAL && errno != ENOSYS)) return result;
+    struct stat info {};
+    if (::lstat(destination.c_str(), &info) == 0) {
+        errno = EEXIST;
+        return -1;
+    }
+    return ::rename(partial.c_str(), destination.c_str());
+}
+
 }  // namespace
+
+std::vector<fs::directory_entry> folder_entries(fs::path const& folder) {
+    std::vector<fs::directory_entry> entries;
+    std::error_code error;
+    for (fs::directory_iterator entry(folder, error); !error && entry != fs::directory_iterator();
+         entry.increment(error)) {
+        entries.push_back(*entry);
+    }
+    if (!error || error.value() == ENOENT || error.value() == ENOTDIR) return entries;
+    require_file_descriptors(error.value(), "folder", folder);
+    fail("folder {} {}", folder.string(), open_problem(error.value()));
+}
 
 void create_folder(fs::path const& folder, std::string_view what) {
     if (folder.empty()) return;
@@ -309,7 +338,7 @@ void require_new_output_folder(fs::path const& folder, std::string_view what, bo
     if (!fs::is_directory(folder, error)) return;
     // Even with overwrite: the files the run writes are renamed into place, which would replace a device or a FIFO
     // of the same name; the names are the run's to choose, so anything of the kind is refused before the work.
-    for (auto const& entry : fs::directory_iterator(folder, error)) {
+    for (auto const& entry : folder_entries(folder)) {
         struct stat info {};
         if (::stat(entry.path().c_str(), &info) != 0 || S_ISREG(info.st_mode) || S_ISDIR(info.st_mode)) continue;
         fail("the folder {} for the {} holds {}, which is {}: a file this run writes there would replace it; move it "
@@ -317,11 +346,11 @@ void require_new_output_folder(fs::path const& folder, std::string_view what, bo
              folder.string(), what, entry.path().filename().string(), file_kind(info.st_mode));
     }
     if (overwrite) return;
-    auto entries = fs::directory_iterator(folder, error);
-    if (error || entries == fs::directory_iterator()) return;
+    auto const entries = folder_entries(folder);
+    if (entries.empty()) return;
     fail("the folder {} for the {} already holds {} (from an earlier run?): choose a new or empty folder, or pass "
          "--overwrite to replace what this run writes there",
-         folder.string(), what, entries->path().filename().string());
+         folder.string(), what, entries.front().path().filename().string());
 }
 
 namespace {
@@ -356,8 +385,9 @@ void release_partial_slot(int slot) {
 
 }  // namespace
 
-AtomicFile::AtomicFile(fs::path destination, std::string what)
-    : destination_(std::move(destination)), partial_(partial_path(destination_)), what_(std::move(what)) {
+AtomicFile::AtomicFile(fs::path destination, std::string what, ExistingDestination existing)
+    : destination_(std::move(destination)), partial_(partial_path(destination_)), what_(std::move(what)),
+      existing_(existing) {
     // The rename would replace a device, a FIFO or a socket at the destination with a regular file.
     require_replaceable_output(destination_, what_, true);
     // A new file, never one that exists: not a link's target (written through, it would be replaced by whatever
@@ -401,7 +431,11 @@ void AtomicFile::finish() {
 
 void AtomicFile::commit() {
     finish();
-    if (::rename(partial_.c_str(), destination_.c_str()) != 0) {
+    if (move_into_place(partial_, destination_, existing_) != 0) {
+        if (errno == EEXIST) {
+            fail("{} {} appeared while this command ran (another command wrote it): it is kept and this command's is "
+                 "not written; choose another path, or pass --overwrite to replace it", what_, destination_.string());
+        }
         fail("cannot move {} into place as {}: {}", partial_.string(), destination_.string(), std::strerror(errno));
     }
     committed_ = true;
@@ -416,8 +450,9 @@ void sync_folder(fs::path const& folder) {
     if (directory.is_open()) ::fsync(directory.get());
 }
 
-void write_file_atomically(fs::path const& path, std::string_view contents, std::string_view what) {
-    AtomicFile file(path, std::string(what));
+void write_file_atomically(fs::path const& path, std::string_view contents, std::string_view what,
+                           ExistingDestination existing) {
+    AtomicFile file(path, std::string(what), existing);
     file.write(contents);
     file.commit();
 }
@@ -557,6 +592,19 @@ bool same_file(fs::path const& a, fs::path const& b) {
     return fs::equivalent(a, b, error) && !error;
 }
 
+// Every entry below `folder`, as far as it can be read; out of file descriptors is an axonn::Error naming the limit
+// (the iterator's own exception was a raw "cannot increment recursive directory iterator").
+std::vector<fs::directory_entry> files_under(fs::path const& folder) {
+    std::vector<fs::directory_entry> entries;
+    std::error_code error;
+    for (fs::recursive_directory_iterator entry(folder, error); !error && entry != fs::recursive_directory_iterator();
+         entry.increment(error)) {
+        entries.push_back(*entry);
+    }
+    if (error) require_file_descriptors(error.value(), "folder", folder);
+    return entries;
+}
+
 }  // namespace
 
 void require_distinct_outputs(std::vector<RunOutput> const& outputs) {
@@ -598,7 +646,7 @@ void require_not_an_input(fs::path const& output, std::string_view output_option
                           output_option, output.string(), input.string());
             if (!exists) continue;
             // Through a hard link, the output may be one of its files anywhere.
-            for (auto const& entry : fs::recursive_directory_iterator(input, error)) {
+            for (auto const& entry : files_under(input)) {
                 AXONN_REQUIRE(!entry.is_regular_file(error) || !fs::equivalent(output, entry.path(), error),
                               "{} {} is also {}, a file of {}, which this run reads: writing it would destroy it; "
                               "choose another path",

@@ -72,6 +72,11 @@ std::optional<std::string> path_problem(std::filesystem::path const& path);
 // ("the disk is full", "the file size limit (ulimit -f) is reached", ...).
 void write_all(int fd, void const* data, std::size_t count, std::filesystem::path const& path, std::string_view what);
 
+// The entries of `folder`, in no order; none where it does not exist or is not a folder. A folder that cannot be
+// read is an axonn::Error saying why (out of file descriptors: the limit), not an empty folder: read as one, a
+// checkpoint folder was called "neither a checkpoint nor a folder of checkpoints".
+std::vector<std::filesystem::directory_entry> folder_entries(std::filesystem::path const& folder);
+
 // Flushes a folder's entries (files created, renamed or removed in it) to disk; best effort.
 void sync_folder(std::filesystem::path const& folder);
 
@@ -111,6 +116,17 @@ private:
 // there would replace.
 void require_new_output_folder(std::filesystem::path const& folder, std::string_view what, bool overwrite);
 
+// What AtomicFile::commit() does with a file that appeared at its destination after the command checked the path
+// (another command wrote it meanwhile): `replace` it, where the user asked to --overwrite, the file was there and
+// accepted when checked, or the command holds the folder; or `keep` it and fail, naming it, so that no file the
+// command did not make is replaced unasked.
+enum class ExistingDestination { replace, keep };
+
+// `replace` where the user asked to overwrite, `keep` otherwise.
+constexpr ExistingDestination replaced_only_if(bool overwrite) {
+    return overwrite ? ExistingDestination::replace : ExistingDestination::keep;
+}
+
 // A file written beside its destination (as "<destination>.partial") and renamed into place by commit(), after
 // its data reached the disk. Destroyed without commit(), it removes the partial file, and so does a signal that
 // ends the program (remove_partial_files). The partial file is always created new: one that exists already is an
@@ -118,7 +134,8 @@ void require_new_output_folder(std::filesystem::path const& folder, std::string_
 // torn file), a killed run left it behind, or it is the user's own file or a link (never written through).
 class AtomicFile {
 public:
-    AtomicFile(std::filesystem::path destination, std::string what);
+    AtomicFile(std::filesystem::path destination, std::string what,
+               ExistingDestination existing = ExistingDestination::replace);
     AtomicFile(AtomicFile const&) = delete;
     AtomicFile& operator=(AtomicFile const&) = delete;
     ~AtomicFile();
@@ -135,6 +152,7 @@ private:
     std::filesystem::path destination_;
     std::filesystem::path partial_;
     std::string what_;
+    ExistingDestination existing_;
     FileHandle handle_;  // open, and locked, until commit() or destruction
     int slot_ = -1;      // where remove_partial_files() finds the partial file's name (-1: not there)
     bool finished_ = false;
@@ -146,7 +164,8 @@ private:
 void remove_partial_files() noexcept;
 
 // Writes `contents` to `path` through an AtomicFile.
-void write_file_atomically(std::filesystem::path const& path, std::string_view contents, std::string_view what);
+void write_file_atomically(std::filesystem::path const& path, std::string_view contents, std::string_view what,
+                           ExistingDestination existing = ExistingDestination::replace);
 
 // What an output file that already holds data gets: refused (an earlier run's file is kept), emptied, or added to
 // (a resumed run continuing its own log).

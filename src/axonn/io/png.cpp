@@ -106,9 +106,10 @@ std::vector<std::uint8_t> encode_png(RgbImage const& image) {
     return png;
 }
 
-void write_png(std::filesystem::path const& path, RgbImage const& image) {
+void write_png(std::filesystem::path const& path, RgbImage const& image, ExistingDestination existing) {
     std::vector<std::uint8_t> const png = encode_png(image);
-    write_file_atomically(path, std::string_view(reinterpret_cast<char const*>(png.data()), png.size()), "PNG image");
+    write_file_atomically(path, std::string_view(reinterpret_cast<char const*>(png.data()), png.size()), "PNG image",
+                          existing);
 }
 
 }  // namespace axonn

@@ -3,6 +3,8 @@
 // pixel data in one zlib stream in one IDAT chunk. Plots are mostly white, so zlib alone compresses them well.
 #pragma once
 
+#include "axonn/core/file_io.h"
+
 #include <cstdint>
 #include <filesystem>
 #include <vector>
@@ -33,7 +35,8 @@ struct RgbImage {
 std::vector<std::uint8_t> encode_png(RgbImage const& image);
 
 // Encodes the image and writes it atomically (whole or not at all); a path that cannot be written is an
-// axonn::Error naming it.
-void write_png(std::filesystem::path const& path, RgbImage const& image);
+// axonn::Error naming it. `existing`: what happens to a file that appeared at `path` after it was checked.
+void write_png(std::filesystem::path const& path, RgbImage const& image,
+               ExistingDestination existing = ExistingDestination::replace);
 
 }  // namespace axonn

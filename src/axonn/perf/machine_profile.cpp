@@ -329,7 +329,8 @@ MachineProfile load_machine_profile(std::string const& name_or_path) {
     return parse_profile(machine_profile_path(name_or_path));
 }
 
-void write_machine_profile(fs::path const& path, MachineProfile const& profile, std::string const& notes) {
+void write_machine_profile(fs::path const& path, MachineProfile const& profile, std::string const& notes,
+                           ExistingDestination existing) {
     check_writable(profile, path.string());
     std::string text = comment_lines(notes);
     text += fmt::format("name = {}\ndescription = {}\n", toml_quoted(profile.name), toml_quoted(profile.description));
@@ -353,7 +354,7 @@ void write_machine_profile(fs::path const& path, MachineProfile const& profile, 
     for (auto const& [stride, bandwidths] : profile.strided_bus_bandwidth) {
         write_section(fmt::format("{}{}", strided_prefix, stride), bandwidths);
     }
-    write_file_atomically(path, text, "machine profile");
+    write_file_atomically(path, text, "machine profile", existing);
 }
 
 }  // namespace axonn

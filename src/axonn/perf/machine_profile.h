@@ -3,6 +3,8 @@
 // specifications, each number's source noted beside it; local measured here by `axonn calibrate`).
 #pragma once
 
+#include "axonn/core/file_io.h"
+
 #include <filesystem>
 #include <map>
 #include <string>
@@ -57,7 +59,10 @@ MachineProfile load_machine_profile(std::string const& name_or_path);
 // The file NAME stands for, in the machine folder or else among the bundled profiles; an unknown name is an
 // axonn::Error that lists the profiles there are.
 std::filesystem::path machine_profile_path(std::string const& name_or_path);
-void write_machine_profile(std::filesystem::path const& path, MachineProfile const& profile, std::string const& notes);
+// Writes `profile` with `notes` as comments at the top; `existing`: what happens to a file that appeared at `path`
+// after it was checked.
+void write_machine_profile(std::filesystem::path const& path, MachineProfile const& profile, std::string const& notes,
+                           ExistingDestination existing);
 std::filesystem::path machine_profile_dir();  // AXONN_SOURCE_DIR/configs/machines, or $AXONN_MACHINES_DIR
 
 }  // namespace axonn

@@ -76,7 +76,7 @@ BenchResult run_benchmark(BenchOptions options) {
     GemmRateMeasurement const gemm_rate_before = backend.measure_gemm_rate();
     std::optional<TraceFile> trace;
     if (!options.trace.empty()) {
-        trace.emplace(options.trace, grid);
+        trace.emplace(options.trace, grid, replaced_only_if(options.overwrite));
         trace->stop_recording();
     }
     grid.comm(Group::world).barrier_quietly();  // the ranks' timelines start together

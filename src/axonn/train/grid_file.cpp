@@ -86,7 +86,7 @@ bool names_grid_file(std::string const& spec) {
     return spec != "auto" && spec.find('=') == std::string::npos;
 }
 
-void write_grid_file(fs::path const& path, GridFile const& file) {
+void write_grid_file(fs::path const& path, GridFile const& file, ExistingDestination existing) {
     json const document = {
         {"format", grid_file_format},
         {"version", grid_file_version},
@@ -100,7 +100,7 @@ void write_grid_file(fs::path const& path, GridFile const& file) {
         {"machine", file.machine},
         {"candidates", file.candidates}};
     if (path.has_parent_path()) create_folder(path.parent_path(), "grid file folder");
-    write_file_atomically(path, document.dump(2) + "\n", "grid file");
+    write_file_atomically(path, document.dump(2) + "\n", "grid file", existing);
 }
 
 GridFile read_grid_file(fs::path const& path) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "axonn/comm/grid.h"
+#include "axonn/core/file_io.h"
 
 #include <nlohmann/json.hpp>
 
@@ -34,7 +35,8 @@ struct GridFile {
 // Whether a --grid value names a grid file: it is neither "auto" nor a list of axis=size.
 bool names_grid_file(std::string const& spec);
 
-void write_grid_file(std::filesystem::path const& path, GridFile const& file);
+// Writes `file` (its folder made first); `existing`: what happens to a file that appeared at `path` meanwhile.
+void write_grid_file(std::filesystem::path const& path, GridFile const& file, ExistingDestination existing);
 // Reads and checks a grid file; an unreadable or malformed one is an axonn::Error naming the file and the fix.
 GridFile read_grid_file(std::filesystem::path const& path);
 // The same for the text of the file `path`.

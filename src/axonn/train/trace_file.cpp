@@ -139,10 +139,18 @@ nlohmann::json name_of(char const* what, int pid, int tid, std::string const& na
     return event;
 }
 
+bool exists_now(std::filesystem::path const& path) {
+    std::error_code error;
+    return std::filesystem::exists(path, error);
+}
+
 }  // namespace
 
-TraceFile::TraceFile(std::filesystem::path path, ProcessGrid& grid, TracedRun run)
-    : path_(std::move(path)), grid_(grid), run_(std::move(run)),
+TraceFile::TraceFile(std::filesystem::path path, ProcessGrid& grid, ExistingDestination existing, TracedRun run)
+    : path_(std::move(path)),
+      existing_(exists_now(path_) ? ExistingDestination::replace : existing),
+      grid_(grid),
+      run_(std::move(run)),
       recorder_(max_events_per_rank) {
     // Every rank checks what it can see, so that a bad path is one clean error before any work (the rest, that it
     // can be written, rank 0 checked with the run's other outputs: output_kinds.h, require_output_file).
@@ -227,7 +235,7 @@ void TraceFile::write() {
     std::string const text = trace_header(run_.run_id) + file_events(events) + "]}\n";
     // Made now, not with the object: a partial file held for the whole run would be left behind by a job killed
     // during it, and block the next run's trace.
-    AtomicFile file(path_, "trace file");
+    AtomicFile file(path_, "trace file", existing_);
     file.write(text);
     file.commit();
 }

@@ -35,8 +35,9 @@ public:
     // inputs is the caller's to check first: the trainer's check_outputs.) With `run.resume_step`, a trace of that
     // run already at `path` is continued rather than replaced, less the events from the first span of a step this
     // run computes again (that step or a later one: rolled back, or cut short by a stop) or of a step the lineage
-    // says another launch computed (rolled back by a launch without --trace).
-    TraceFile(std::filesystem::path path, ProcessGrid& grid, TracedRun run = {});
+    // says another launch computed (rolled back by a launch without --trace). `existing`: what happens to a file
+    // that appears at `path` while the run computes (one there now was checked and accepted: it is replaced).
+    TraceFile(std::filesystem::path path, ProcessGrid& grid, ExistingDestination existing, TracedRun run = {});
     TraceFile(TraceFile const&) = delete;
     TraceFile& operator=(TraceFile const&) = delete;
 
@@ -60,6 +61,7 @@ private:
     std::string file_events(std::string const& events) const;
 
     std::filesystem::path path_;
+    ExistingDestination existing_;
     ProcessGrid& grid_;
     TracedRun run_;
     TraceRecorder recorder_;

@@ -325,7 +325,7 @@ std::unique_ptr<TraceFile> open_trace(TrainOptions const& options, ProcessGrid& 
                                       std::optional<CheckpointReader> const& resumed) {
     if (options.trace.empty()) return nullptr;
     return std::make_unique<TraceFile>(
-        options.trace, grid,
+        options.trace, grid, replaced_only_if(options.overwrite),
         TracedRun{options.run_id, launch_id(options), resume_step(options, resumed), resumed_lineage(options)});
 }
 

@@ -96,7 +96,7 @@ TuneResult run_tune(TuneOptions const& options) {
             file.candidates.push_back({{"grid", candidate.grid.to_string()}, {"predicted_s", candidate.predicted_s},
                                        {"measured_s", candidate.measured_s}});
         }
-        write_grid_file(result.written, file);
+        write_grid_file(result.written, file, replaced_only_if(options.overwrite));
     }
     folder.keep();
     MPI_Barrier(MPI_COMM_WORLD);  // the file is there when any rank returns
