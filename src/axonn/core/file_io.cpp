@@ -272,15 +272,22 @@ int move_into_place(fs::path const& partial, fs::path const& destination, Existi
     return ::rename(partial.c_str(), destination.c_str());
 }
 
+// The entries an iterator of a folder (DirectoryIterator: the standard's plain or recursive one) reads until the
+// end or the first error, which it leaves in `error`.
+template <typename DirectoryIterator>
+std::vector<fs::directory_entry> entries_read(fs::path const& folder, std::error_code& error) {
+    std::vector<fs::directory_entry> entries;
+    for (DirectoryIterator entry(folder, error); !error && entry != DirectoryIterator(); entry.increment(error)) {
+        entries.push_back(*entry);
+    }
+    return entries;
+}
+
 }  // namespace
 
 std::vector<fs::directory_entry> folder_entries(fs::path const& folder) {
-    std::vector<fs::directory_entry> entries;
     std::error_code error;
-    for (fs::directory_iterator entry(folder, error); !error && entry != fs::directory_iterator();
-         entry.increment(error)) {
-        entries.push_back(*entry);
-    }
+    std::vector<fs::directory_entry> entries = entries_read<fs::directory_iterator>(folder, error);
     if (!error || error.value() == ENOENT || error.value() == ENOTDIR) return entries;
     require_file_descriptors(error.value(), "folder", folder);
     fail("folder {} {}", folder.string(), open_problem(error.value()));
@@ -595,12 +602,8 @@ bool same_file(fs::path const& a, fs::path const& b) {
 // Every entry below `folder`, as far as it can be read; out of file descriptors is an axonn::Error naming the limit
 // (the iterator's own exception was a raw "cannot increment recursive directory iterator").
 std::vector<fs::directory_entry> files_under(fs::path const& folder) {
-    std::vector<fs::directory_entry> entries;
     std::error_code error;
-    for (fs::recursive_directory_iterator entry(folder, error); !error && entry != fs::recursive_directory_iterator();
-         entry.increment(error)) {
-        entries.push_back(*entry);
-    }
+    std::vector<fs::directory_entry> entries = entries_read<fs::recursive_directory_iterator>(folder, error);
     if (error) require_file_descriptors(error.value(), "folder", folder);
     return entries;
 }
