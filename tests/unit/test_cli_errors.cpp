@@ -1,5 +1,6 @@
 // Bad input to the `axonn` command: each case must end with exactly one line on stderr that names the problem,
 // a non-zero exit status (2 for the command line, 1 for bad data or values), and no crash or hang.
+#include "axonn/checkpoint/checkpoint_dir.h"
 #include "axonn/core/file_io.h"
 #include "axonn/io/tensor_file.h"
 #include "axonn/io/token_shard.h"
@@ -1531,6 +1532,41 @@ TEST_F(CommandLineErrors, RollingBackToAnEarlierCheckpointKeepsTheLaterOnesAside
     EXPECT_EQ(aside, 1);
     EXPECT_TRUE(fs::exists(dir_ / "rollback" / "step_00000004" / "COMPLETE")) << "the rolled-back run saves again";
     EXPECT_EQ(run_axonn(with_dir(run + "--resume latest"), dir_).exit_status, 0);
+}
+
+// The same run rolled back to a copy of its earlier checkpoint kept elsewhere: it was refused, the later checkpoints
+// said to "belong to another run" though they are its own (the same run id). It rolls back as from the folder
+// itself: the later checkpoint is set aside and said so, and the original of the copy (its step) is kept.
+TEST_F(CommandLineErrors, RollingBackToACopyOfTheRunsEarlierCheckpointElsewhereIsARollback) {
+    std::string const run = "train --data {dir}/good --tokenizer byte --model gpt2-micro --sample-tokens 0 --steps 4 "
+                            "--ckpt-every 2 --ckpt-dir {dir}/copied ";
+    fs::remove_all(dir_ / "copied");
+    fs::remove_all(dir_ / "elsewhere");
+    ASSERT_EQ(run_axonn(with_dir(run), dir_).exit_status, 0);
+    fs::create_directories(dir_ / "elsewhere");
+    fs::copy(dir_ / "copied" / "step_00000002", dir_ / "elsewhere" / "step_00000002", fs::copy_options::recursive);
+    CommandResult const rolled = run_axonn(with_dir(run + "--resume {dir}/elsewhere/step_00000002"), dir_);
+    ASSERT_EQ(rolled.exit_status, 0) << rolled.stderr_text;
+    EXPECT_NE(file_bytes(dir_ / "stdout.txt").find("rolling back to step 2: the later checkpoints are kept aside as "
+                                                  "step_00000004.rolled-back-"),
+              std::string::npos)
+        << file_bytes(dir_ / "stdout.txt");
+    std::vector<std::int64_t> steps;
+    for (CheckpointEntry const& entry : complete_checkpoints(dir_ / "copied")) steps.push_back(entry.step);
+    EXPECT_EQ(steps, (std::vector<std::int64_t>{2, 4})) << "the original of the copy kept, step 4 saved again";
+
+    // A checkpoint of the rolled-back branch, resumed at its own step, sets the one of that step aside: said as such.
+    fs::path branch;
+    for (auto const& entry : fs::directory_iterator(dir_ / "copied")) {
+        if (entry.path().filename().string().starts_with("step_00000004.rolled-back-")) branch = entry.path();
+    }
+    ASSERT_FALSE(branch.empty());
+    CommandResult const back = run_axonn(with_dir(run + "--resume " + branch.string()), dir_);
+    ASSERT_EQ(back.exit_status, 0) << back.stderr_text;
+    EXPECT_NE(file_bytes(dir_ / "stdout.txt").find("rolling back to step 4: the checkpoints of this step (other than "
+                                                  "the one resumed) and later are kept aside as step_00000004."),
+              std::string::npos)
+        << file_bytes(dir_ / "stdout.txt");
 }
 
 // A --ckpt-dir holding a checkpoint of another run, or an import's, at a step no later than the run's start was

@@ -410,10 +410,13 @@ std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoi
 
 namespace {
 
-// The folder of the checkpoint resumed ("DIR/step_N/" too), where it lies inside ckpt_dir (a run's own, rolled
-// back to), named there or through a link to it; none otherwise.
-std::optional<fs::path> own_resumed_folder(fs::path const& ckpt_dir,
-                                           std::optional<CheckpointReader> const& resumed) {
+// Where in ckpt_dir this run rolls its checkpoints back to, when it does: the folder of the checkpoint resumed
+// ("DIR/step_N/" too) where it lies inside ckpt_dir (the run's own), named there or through a link to it; or, for a
+// checkpoint elsewhere (a copy) that records its run's id, ckpt_dir's folder of its step (which may not exist): the
+// later checkpoints in ckpt_dir are then that run's own too (require_checkpoints_of_run refuses any other run's),
+// and one of the same step is the copy's original, kept. None for a fresh run, or a checkpoint elsewhere of a run
+// without an id.
+std::optional<fs::path> rollback_point(fs::path const& ckpt_dir, std::optional<CheckpointReader> const& resumed) {
     if (!resumed) return std::nullopt;
     std::error_code error;
     fs::path const folder = resumed->folder().has_filename() ? resumed->folder() : resumed->folder().parent_path();
@@ -421,6 +424,8 @@ std::optional<fs::path> own_resumed_folder(fs::path const& ckpt_dir,
     for (fs::path const& named : {folder, linked}) {
         if (!named.empty() && fs::equivalent(named.parent_path(), ckpt_dir, error)) return folder;
     }
+    json const& run = resumed->index().run;
+    if (run.is_object() && run.contains("run_id")) return ckpt_dir / checkpoint_folder_name(resumed->index().step);
     return std::nullopt;
 }
 
@@ -473,18 +478,20 @@ void require_checkpoint_folder_for_run(fs::path const& ckpt_dir, std::vector<fs:
         require_input_outside(input, "the data", ckpt_dir, "--ckpt-dir",
                               "which this run's saves and prunings change: move the data out of it");
     }
-    if (!own_resumed_folder(ckpt_dir, resumed)) require_no_later_checkpoints(ckpt_dir, start_step(resumed));
+    if (!rollback_point(ckpt_dir, resumed)) require_no_later_checkpoints(ckpt_dir, start_step(resumed));
     require_checkpoints_of_run(ckpt_dir, run_id);
 }
 
 void set_aside_rolled_back_checkpoints(fs::path const& ckpt_dir, std::optional<CheckpointReader> const& resumed,
                                        std::string const& continued_logs) {
     std::string const note = decided_by_rank_zero([&] {
-        std::optional<fs::path> const folder = own_resumed_folder(ckpt_dir, resumed);
+        std::optional<fs::path> const folder = rollback_point(ckpt_dir, resumed);
         if (!folder) return std::string();
         std::vector<std::string> names;
+        bool step_itself = false;  // a checkpoint of the resumed step other than the one resumed: set aside too
         for (fs::path const& aside : set_aside_later_checkpoints(ckpt_dir, start_step(resumed), *folder)) {
             names.push_back(aside.filename().string());
+            step_itself = step_itself || names.back().starts_with(checkpoint_folder_name(start_step(resumed)));
         }
         if (names.empty()) return std::string();
         std::string const logs =
@@ -492,9 +499,12 @@ void set_aside_rolled_back_checkpoints(fs::path const& ckpt_dir, std::optional<C
                 ? std::string()
                 : fmt::format("; the later steps' records in {} are dropped, the file continued from step {}",
                               continued_logs, start_step(resumed));
-        return fmt::format("  rolling back to step {}: the later checkpoints are kept aside as {} in {} (never "
-                           "resumed or pruned; delete them when they are no longer wanted){}\n",
-                           start_step(resumed), fmt::join(names, ", "), ckpt_dir.string(), logs);
+        return fmt::format("  rolling back to step {}: the {} are kept aside as {} in {} (never resumed or pruned; "
+                           "delete them when they are no longer wanted){}\n",
+                           start_step(resumed),
+                           step_itself ? "checkpoints of this step (other than the one resumed) and later"
+                                       : "later checkpoints",
+                           fmt::join(names, ", "), ckpt_dir.string(), logs);
     });
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
