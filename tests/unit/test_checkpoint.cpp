@@ -222,7 +222,7 @@ TEST(Checkpoint, KeepLeavesTheNewestAndRemovesInterruptedSaves) {
 }
 
 // Out of file descriptors, a folder of checkpoints that could not be listed was called "neither a checkpoint (no
-// index.json) nor a folder of checkpoints: check CKPT" (export under ulimit -n 13): the limit is named instead.
+// index.json) nor a folder of checkpoints: check CKPT" (export under a low ulimit -n): the limit is named instead.
 TEST(Checkpoint, AFolderOfCheckpointsUnreadForWantOfDescriptorsNamesTheLimit) {
     testing::TempDir dir;
     SerialState(7).save(dir.path(), 2);

@@ -680,6 +680,16 @@ std::vector<BadInput> const bad_inputs = {
     // An output folder that cannot be made (/proc takes no new folder, whoever asks) was found only when the
     // results were written, after the training and the timing: refused now before any work, which a second of CPU
     // time would not finish (`ulimit -t 1`: the study trains for seconds, tune measured 2.6 s of CPU).
+    // Too few file descriptors to start: a segmentation fault inside MPI_Init (ulimit -n 10) or Open MPI's abort
+    // (12), for any command, even one that needs no MPI; at 16 a run's checkpoint lock failed with a bare "Too many
+    // open files". Refused before MPI starts, naming the limit. (prlimit, not the shell's ulimit: dash keeps the
+    // descriptors its redirections save at 10 and above, and failed before axonn ran.)
+    {"open_file_limit_that_crashed_mpi", "tokenize --tokenizer byte {dir}/text.txt", "this process may have at most 10 "
+     "files open (ulimit -n 10), fewer than the 64 a command needs (MPI's start-up alone takes about a dozen): raise "
+     "the limit (ulimit -n 1024)", 1, "prlimit --nofile=10"},
+    {"open_file_limit_below_what_a_run_needs",
+     "train --data {dir}/good --tokenizer byte --model gpt2-micro --steps 1 --ckpt-dir {dir}/few_files",
+     "(ulimit -n 16), fewer than the 64 a command needs", 1, "prlimit --nofile=16"},
     {"study_out_that_cannot_be_made", "memorization study --quick --out /proc/axonn_nowhere/results",
      "/proc/axonn_nowhere/results", 1, "ulimit -t 1;"},
     {"tune_out_in_a_folder_that_cannot_be_made",

@@ -11,6 +11,7 @@
 #include "axonn/comm/mpi_session.h"
 #include "axonn/comm/same_on_every_rank.h"
 #include "axonn/core/error.h"
+#include "axonn/core/file_io.h"
 #include "axonn/train/stop_signals.h"
 
 #include <fmt/format.h>
@@ -202,6 +203,12 @@ int main(int argc, char** argv) {
         axonn::receive_stop_signals_on_own_thread(runs_training(argc, argv));
     } catch (std::exception const& e) {
         axonn::write_stderr_line(fmt::format("axonn: error: {}: the system is out of threads or memory", e.what()));
+        return 1;
+    }
+    try {
+        axonn::require_enough_file_descriptors();  // before MPI, whose start-up crashed without them
+    } catch (axonn::Error const& e) {
+        axonn::write_stderr_line(fmt::format("axonn: error: {}", e.what()));
         return 1;
     }
     axonn::MpiSession const mpi(argc, argv);

@@ -285,6 +285,16 @@ std::vector<fs::directory_entry> entries_read(fs::path const& folder, std::error
 
 }  // namespace
 
+void require_enough_file_descriptors() {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= static_cast<rlim_t>(least_file_descriptors)) {
+        return;
+    }
+    fail("this process may have at most {} files open (ulimit -n {}), fewer than the {} a command needs (MPI's "
+         "start-up alone takes about a dozen): raise the limit (ulimit -n 1024)",
+         limit.rlim_cur, limit.rlim_cur, least_file_descriptors);
+}
+
 std::vector<fs::directory_entry> folder_entries(fs::path const& folder) {
     std::error_code error;
     std::vector<fs::directory_entry> entries = entries_read<fs::directory_iterator>(folder, error);

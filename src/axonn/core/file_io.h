@@ -41,6 +41,15 @@ private:
     int fd_ = -1;
 };
 
+// The fewest file descriptors a command starts with: Open MPI's start-up alone takes about a dozen (below that it
+// crashed inside MPI_Init, with a segmentation fault or its own abort), and a run's lock, metrics, data and
+// checkpoint files come on top.
+constexpr int least_file_descriptors = 64;
+
+// Refuses a process limit of open files below least_file_descriptors, naming it and the fix: for main, before MPI
+// starts.
+void require_enough_file_descriptors();
+
 // A regular file open for reading, with the fstat of the moment it was opened.
 struct InputFile {
     FileHandle handle;
