@@ -26,11 +26,13 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <zlib.h>
 
 #include <array>
 #include <cctype>
+#include <csignal>
 #include <cmath>
 #include <chrono>
 #include <fstream>
@@ -647,6 +649,50 @@ TEST(Checkpoint, KeepNeverRemovesTheCheckpointJustSaved) {
     std::vector<std::int64_t> steps;
     for (auto const& entry : complete_checkpoints(dir.path())) steps.push_back(entry.step);
     EXPECT_EQ(steps, (std::vector<std::int64_t>{2, 8}));
+}
+
+// The size of the largest shard file (*.safetensors) of the checkpoint in `folder`.
+std::uintmax_t largest_shard(fs::path const& folder) {
+    std::uintmax_t largest = 0;
+    for (auto const& entry : fs::directory_iterator(folder)) {
+        if (entry.path().extension() == ".safetensors") largest = std::max(largest, entry.file_size());
+    }
+    return largest;
+}
+
+// A save that failed (a full disk; here the file size limit, which fails a write alike) left its step_N.partial
+// folder, and the shard files written before the failure with it, until the next save of the step. Now nothing of
+// it is left, whether a shard or the index fails, and the earlier checkpoint is intact.
+TEST(Checkpoint, ASaveThatFailsLeavesNothingOfItself) {
+    testing::TempDir dir;
+    SerialState state(7);
+    std::uint64_t const small_files = 4096;  // many shard files, and an index that lists them all
+    fs::path const sized = state.save(dir / "sized", 1, small_files);
+    std::uintmax_t const shard_bytes = largest_shard(sized);
+    ASSERT_GT(fs::file_size(sized / "index.json"), shard_bytes + 64) << "the index must outgrow the shards";
+    fs::path const earlier = state.save(dir / "ckpt", 1, small_files);
+    std::string const earlier_index = file_bytes(earlier / "index.json");
+    struct Limit {
+        char const* fails;
+        rlim_t bytes;
+    };
+    for (Limit const limit : {Limit{"a shard", 100}, Limit{"the index", shard_bytes + 64}}) {
+        auto const previous = std::signal(SIGXFSZ, SIG_IGN);  // as main does: the write fails, the process lives
+        rlimit saved{};
+        ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+        rlimit const few{limit.bytes, saved.rlim_max};
+        ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &few), 0);
+        std::string const error = error_of([&] { state.save(dir / "ckpt", 2, small_files); });
+        ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
+        std::signal(SIGXFSZ, previous);
+        EXPECT_NE(error.find("ulimit -f"), std::string::npos) << limit.fails << ": " << error;
+        EXPECT_FALSE(fs::exists(dir / "ckpt" / "step_00000002.partial")) << limit.fails;
+        EXPECT_FALSE(fs::exists(dir / "ckpt" / "step_00000002")) << limit.fails;
+        std::vector<CheckpointEntry> const complete = complete_checkpoints(dir / "ckpt");
+        ASSERT_EQ(complete.size(), 1u) << limit.fails;
+        EXPECT_EQ(file_bytes(earlier / "index.json"), earlier_index) << limit.fails;
+        EXPECT_TRUE(state.loads_as_saved(earlier)) << limit.fails;
+    }
 }
 
 // A save that replaces a checkpoint of its step (import --overwrite) and cannot complete (a full disk: its

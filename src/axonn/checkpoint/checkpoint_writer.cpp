@@ -11,6 +11,7 @@
 #include "axonn/parallel/shard_layout.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -248,13 +249,36 @@ private:
     std::uint64_t bytes_ = 0;
 };
 
+// A rank's files of a save while it writes them: if it fails (a full disk), the files it committed are removed,
+// then the partial folder where nothing else is left in it (another rank's files stay until the next save of the
+// step empties the folder), so that the failed save gives back its space and leaves no step_N.partial behind.
+class RankFilesWritten {
+public:
+    explicit RankFilesWritten(fs::path folder) : folder_(std::move(folder)) {}
+    RankFilesWritten(RankFilesWritten const&) = delete;
+    RankFilesWritten& operator=(RankFilesWritten const&) = delete;
+    ~RankFilesWritten() {
+        if (complete_) return;
+        for (fs::path const& file : committed_) ::unlink(file.c_str());
+        ::rmdir(folder_.c_str());
+    }
+    void committed(fs::path file) { committed_.push_back(std::move(file)); }
+    void complete() { complete_ = true; }
+
+private:
+    fs::path folder_;
+    std::vector<fs::path> committed_;
+    bool complete_ = false;
+};
+
 // Writes this rank's files into `folder`, with this rank's range of tensor t from `range_of(t)` (asked in tensor
-// order); returns what the index needs of them (files and parts).
+// order); returns what the index needs of them (files and parts). A failure removes what it wrote.
 json write_rank_files(int rank, int world, std::vector<CheckpointTensor> const& tensors,
                       std::function<std::span<float const>(std::size_t)> const& range_of, fs::path const& folder,
                       std::uint64_t max_file_bytes) {
     std::vector<PlannedFile> const plan = plan_files(tensors, rank, world, max_file_bytes);
     json record = {{"files", json::object()}, {"parts", json::array()}};
+    RankFilesWritten written(folder);
     std::size_t file = 0, piece = 0;
     std::optional<ChecksummedFile> out;
     for (std::size_t t = 0; t < tensors.size(); ++t) {
@@ -279,12 +303,14 @@ json write_rank_files(int rank, int world, std::vector<CheckpointTensor> const& 
             if (++piece == planned.pieces.size()) {
                 StoredFile const stored = out->commit();
                 record["files"][planned.name] = {{"bytes", stored.bytes}, {"crc32", stored.crc32}};
+                written.committed(folder / planned.name);
                 out.reset();
                 ++file;
                 piece = 0;
             }
         }
     }
+    written.complete();
     return record;
 }
 
@@ -344,7 +370,15 @@ fs::path finish_save(Communicator& ranks, GridShape const& grid, ModelConfig con
     if (ranks.rank() == 0) {
         fs::path partial = destination;
         partial += ".partial";
-        complete_checkpoint(build_index(grid, config, tensors, step, run, records), partial, destination);
+        try {
+            complete_checkpoint(build_index(grid, config, tensors, step, run, records), partial, destination);
+        } catch (...) {
+            // Every rank has written its files (their records are here): the incomplete save is removed whole,
+            // giving back its space (a full disk), not left as step_N.partial.
+            std::error_code error;
+            fs::remove_all(partial, error);
+            throw;
+        }
         prune_checkpoints(target.dir, target.keep, step);
     }
     ranks.barrier_quietly();
