@@ -1015,6 +1015,22 @@ TEST(HuggingFace, Gpt2ExportRefusesBf16) {
     EXPECT_FALSE(std::filesystem::exists(dir / "hf"));
 }
 
+// A checkpoint whose weights hold a NaN (with checksums that match: no damage the reader sees) was exported
+// without a word, though `generate` refuses it: now the export names the weight, and writes nothing.
+TEST(HuggingFace, WeightsThatAreNotFiniteAreNotExported) {
+    testing::TempDir dir;
+    SerialState state(7);
+    state.params[state.layout.offset(3) + 2] = std::numeric_limits<float>::quiet_NaN();
+    CheckpointReader checkpoint(
+        save_checkpoint(state.grid, byte_micro(), {state.params, {}, {}}, 0, nullptr, {dir / "ckpt"}));
+    std::string const error = testing::error_of([&] { export_hf(checkpoint, dir / "hf"); });
+    EXPECT_NE(error.find("is damaged: its weight " + state.layout.param(3).name +
+                         " holds a value that is not finite (NaN or infinite)"),
+              std::string::npos)
+        << error;
+    EXPECT_FALSE(std::filesystem::exists(dir / "hf" / "model.safetensors"));
+}
+
 // A damaged or hostile model.safetensors.index.json: one line naming the index and the problem.
 TEST(HuggingFace, HostileWeightIndexIsRefused) {
     testing::TempDir dir;
