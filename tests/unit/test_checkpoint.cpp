@@ -1140,6 +1140,9 @@ TEST(HuggingFace, ModelsAxonnCannotReproduceAreRefused) {
     std::vector<HostileModel> const cases = {
         {"llama", [](json& c) { c["model_type"] = "llama"; }, "describes model_type \"llama\""},
         {"bert", [](json& c) { c["model_type"] = "bert"; }, "axonn reads GPT-2 (gpt2) and Llama (llama) models"},
+        {"llama_class", [](json& c) { c["architectures"] = {"LlamaForCausalLM"}; },
+         "names the class \"LlamaForCausalLM\" in architectures, which is no GPT2 model though its model_type is "
+         "\"gpt2\""},
         {"relu", [](json& c) { c["activation_function"] = "relu"; }, "activation_function = \"relu\""},
         {"wide_mlp", [](json& c) { c["n_inner"] = 100; }, "n_inner = 100"},
         {"untied", [](json& c) { c["tie_word_embeddings"] = false; }, "tie_word_embeddings"},

@@ -105,6 +105,13 @@ TEST_F(HfLlama, WeightsThatDoNotFitTheConfigAreRefusedByName) {
              std::erase_if(t, [](StoredTensor const& s) { return s.entry.name == "model.layers.1.mlp.up_proj.weight"; });
          },
          "has no tensor model.layers.1.mlp.up_proj.weight: it is not a Llama of this config's 2 layers"},
+        // The untied head missing was blamed on the number of layers, which was right.
+        {"missing_head",
+         [](std::vector<StoredTensor>& t) {
+             std::erase_if(t, [](StoredTensor const& s) { return s.entry.name == "lm_head.weight"; });
+         },
+         "has no tensor lm_head.weight: its LM head, which a Llama axonn reads has apart from the embedding "
+         "(tie_word_embeddings false, as its config.json says)"},
         {"mis_shaped_tensor",
          [](std::vector<StoredTensor>& t) { tensor_named(t, "model.layers.0.self_attn.k_proj.weight").entry.shape = {32, 32}; },
          "model.layers.0.self_attn.k_proj.weight has shape [32, 32], but its config.json asks for [16, 64]"},

@@ -70,6 +70,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"unknown_field", "sliding_window", 4096, "has a field sliding_window that axonn does not know"},
         BadConfig{"another_model", "model_type", "mistral", "describes model_type \"mistral\", not llama"},
         BadConfig{"model_type_not_text", "model_type", 3, "describes model_type 3, not llama"},
+        // Read as a Llama without a word, though transformers builds the class architectures names.
+        BadConfig{"another_family_s_class", "architectures", {"GPT2LMHeadModel"},
+                  "config.json names the class \"GPT2LMHeadModel\" in architectures, which is no Llama model though "
+                  "its model_type is \"llama\": one of the two is wrong"},
+        BadConfig{"architectures_not_a_list", "architectures", "LlamaForCausalLM",
+                  "sets architectures = \"LlamaForCausalLM\": a list of transformers class names was expected"},
         BadConfig{"rope_type_not_text",
                   "rope_scaling",
                   {{"rope_type", 5}, {"factor", 4.0}},

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <string_view>
@@ -72,6 +73,23 @@ void write_hf_model_files(fs::path const& out, std::string_view config_text, std
     weights.finish();
     weights.commit();
     config.commit();
+}
+
+void require_architectures_of(nlohmann::json const& config, std::string_view family_classes,
+                              std::string const& source) {
+    if (!config.contains("architectures") || config["architectures"].is_null()) return;
+    nlohmann::json const& classes = config["architectures"];
+    bool const names = classes.is_array() && std::all_of(classes.begin(), classes.end(), [](auto const& name) {
+                           return name.is_string();
+                       });
+    AXONN_REQUIRE(names, "{} sets architectures = {}: a list of transformers class names was expected; fix it, or "
+                  "fetch the model's config.json again", source, classes.dump());
+    for (nlohmann::json const& name : classes) {
+        AXONN_REQUIRE(name.get<std::string>().starts_with(family_classes),
+                      "{} names the class {} in architectures, which is no {} model though its model_type is {}: "
+                      "one of the two is wrong; fix it, or fetch the model's config.json again",
+                      source, name.dump(), family_classes, config.value("model_type", nlohmann::json()).dump());
+    }
 }
 
 bool has_hf_weights(fs::path const& dir) {

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <set>
 #include <string>
 #include <vector>
@@ -35,6 +36,12 @@ void write_hf_model_files(std::filesystem::path const& out, std::string_view con
 
 // Whether `dir` holds model.safetensors or model.safetensors.index.json.
 bool has_hf_weights(std::filesystem::path const& dir);
+
+// Refuses a config.json (`source`) whose "architectures", where given, is not a list of transformers class names of
+// the family its model_type names, each starting with `family_classes` ("Llama", "GPT2"): a Llama config saying
+// GPT2LMHeadModel was read as a Llama without a word, though transformers builds the class it names.
+void require_architectures_of(nlohmann::json const& config, std::string_view family_classes,
+                              std::string const& source);
 
 class HfSafetensors {
 public:

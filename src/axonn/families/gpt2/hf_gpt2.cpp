@@ -100,6 +100,7 @@ GptConfig read_hf_gpt2_config(fs::path const& dir) {
     AXONN_REQUIRE(config.contains("model_type") && config["model_type"] == "gpt2",
                   "{} describes model_type {}: axonn reads {} models", path.string(),
                   config.contains("model_type") ? config["model_type"].dump() : "(none)", hf_model_types());
+    require_architectures_of(config, "GPT2", path.string());
     GptConfig model;
     model.name = dir.filename().string();
     model.vocab_size = positive(config, "vocab_size", path);

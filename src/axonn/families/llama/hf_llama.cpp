@@ -79,8 +79,12 @@ HfLlamaWeights::HfLlamaWeights(fs::path const& dir, LlamaConfig const& config)
                 std::string const name = stored_name(param, part, l);
                 read.insert(name);
                 SafetensorsEntry const* entry = files_.find(name);
-                AXONN_REQUIRE(entry != nullptr, "{} has no tensor {}: it is not a Llama of this config's {} layers",
-                              dir_.string(), name, config.num_hidden_layers);
+                AXONN_REQUIRE(entry != nullptr, "{} has no tensor {}: {}", dir_.string(), name,
+                              param == LlamaParam::lm_head
+                                  ? "its LM head, which a Llama axonn reads has apart from the embedding "
+                                    "(tie_word_embeddings false, as its config.json says)"
+                                  : fmt::format("it is not a Llama of this config's {} layers",
+                                                config.num_hidden_layers));
                 AXONN_REQUIRE(entry->shape == part.shape, "{}: {} has shape {}, but its config.json asks for {}",
                               files_.where(name), name, shape_string(entry->shape), shape_string(part.shape));
                 files_.require_weight_dtype(name);

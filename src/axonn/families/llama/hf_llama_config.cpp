@@ -19,8 +19,8 @@ namespace {
 using nlohmann::json;
 
 // Fields that describe the run or the tokenizer, not the model's function: read past.
-constexpr std::array<std::string_view, 6> ignored_fields = {
-    "torch_dtype", "transformers_version", "use_cache", "initializer_range", "_name_or_path", "architectures"};
+constexpr std::array<std::string_view, 5> ignored_fields = {
+    "torch_dtype", "transformers_version", "use_cache", "initializer_range", "_name_or_path"};
 
 // A special token's id: a whole number below the vocabulary's size.
 int token_id(json const& value, char const* key, int vocab_size, std::string const& source) {
@@ -138,9 +138,10 @@ LlamaConfig parse_hf_llama_config(std::string const& text, std::string const& so
     AXONN_REQUIRE(config.contains("model_type") && config["model_type"] == "llama",
                   "{} describes model_type {}, not llama", source,
                   config.contains("model_type") ? config["model_type"].dump() : "(none)");
+    require_architectures_of(config, "Llama", source);
     // The fields that define the model, each read or checked below.
-    static constexpr std::array<std::string_view, 21> known = {
-        "model_type", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+    static constexpr std::array<std::string_view, 22> known = {
+        "model_type", "architectures", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
         "num_key_value_heads", "max_position_embeddings", "rms_norm_eps", "rope_theta", "rope_scaling", "head_dim",
         "hidden_act", "tie_word_embeddings", "attention_bias", "mlp_bias", "pretraining_tp", "attention_dropout",
         "bos_token_id", "eos_token_id", "pad_token_id"};
