@@ -86,6 +86,17 @@ std::uint64_t kept_bytes(MetricsFile const& file, std::string const& run_id, Met
     return bytes;
 }
 
+// The step of the last training record (one with a loss) a resumed run keeps, or nullopt for none.
+std::optional<std::int64_t> last_kept_training_step(MetricsFile const& file, std::string const& run_id,
+                                                    MetricsResume const& resume) {
+    std::optional<std::int64_t> last;
+    for (MetricsLine const& line : file.lines) {
+        bool const training = is_record_of(line.record, run_id) && line.record.contains("loss");
+        if (training && kept_on_resume(line.record, resume)) last = line.record["step"].get<std::int64_t>();
+    }
+    return last;
+}
+
 std::string describe_line(nlohmann::json const& record) {
     if (record.is_discarded() || !record.is_object() || !record.contains("step")) return "is not a metrics record";
     if (!is_well_formed(record)) {
@@ -154,7 +165,16 @@ MetricsLog::MetricsLog(std::filesystem::path const& path, std::string run_id, st
                                continues   ? ExistingOutput::append
                                : overwrite ? ExistingOutput::overwrite
                                            : ExistingOutput::refuse);
-    if (continues) out_.cut_to(kept_bytes(file, run_id_, *resume));
+    if (!continues) return;
+    out_.cut_to(kept_bytes(file, run_id_, *resume));
+    // Each step writes a record: kept records that stop short of the resume step leave steps without one, which the
+    // file would not show (a resume continued it silently).
+    std::optional<std::int64_t> const last = last_kept_training_step(file, run_id_, *resume);
+    if (last && *last + 1 < resume->step) {
+        gap_note_ = fmt::format("  metrics file {} holds this run's records up to step {} only: steps {} to {} have "
+                                "none (cut from the file, or trained without --metrics); it goes on from step {}\n",
+                                path.string(), *last, *last + 1, resume->step - 1, resume->step);
+    }
 }
 
 void MetricsLog::write(nlohmann::json record) {

@@ -317,8 +317,10 @@ MetricsLog open_metrics(TrainOptions const& options, TrainingData const& data, b
         set_aside_rolled_back_checkpoints(options.ckpt_dir, resumed, fmt::format("{}", fmt::join(logs, " and ")));
     }
     if (options.metrics.empty() || !leader) return MetricsLog();
-    return MetricsLog(options.metrics, options.run_id, launch_id(options), options.overwrite,
-                      metrics_resume(options, data.val.has_value(), resumed));
+    MetricsLog metrics(options.metrics, options.run_id, launch_id(options), options.overwrite,
+                       metrics_resume(options, data.val.has_value(), resumed));
+    fmt::print("{}", metrics.gap_note());
+    return metrics;
 }
 
 std::unique_ptr<TraceFile> open_trace(TrainOptions const& options, ProcessGrid& grid,
