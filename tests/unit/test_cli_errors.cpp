@@ -1579,6 +1579,20 @@ TEST_F(CommandLineErrors, RollingBackToACopyOfTheRunsEarlierCheckpointElsewhereI
         << file_bytes(dir_ / "stdout.txt");
 }
 
+// A run resumed at its last step has nothing to train and saves nothing: its --keep pruned nothing either, and the
+// older checkpoints stayed. It prunes as a save would have.
+TEST_F(CommandLineErrors, KeepPrunesWhenTheResumedRunHasNothingLeftToTrain) {
+    std::string const run = "train --data {dir}/good --tokenizer byte --model gpt2-micro --sample-tokens 0 --steps 4 "
+                            "--ckpt-every 2 --ckpt-dir {dir}/done ";
+    fs::remove_all(dir_ / "done");
+    ASSERT_EQ(run_axonn(with_dir(run), dir_).exit_status, 0);
+    CommandResult const resumed = run_axonn(with_dir(run + "--resume latest --keep 1"), dir_);
+    ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
+    std::vector<std::int64_t> steps;
+    for (CheckpointEntry const& entry : complete_checkpoints(dir_ / "done")) steps.push_back(entry.step);
+    EXPECT_EQ(steps, (std::vector<std::int64_t>{4}));
+}
+
 // A --ckpt-dir holding a checkpoint of another run, or an import's, at a step no later than the run's start was
 // taken, and --keep deleted it as the run's own. It is refused, naming the checkpoint, and left whole.
 TEST_F(CommandLineErrors, KeepNeverDeletesACheckpointOfAnotherRun) {

@@ -85,7 +85,13 @@ void CheckpointPolicy::after_step(int done) {
 
 void CheckpointPolicy::at_end() {
     complete_background_save();
-    if (!options_.ckpt_dir.empty() && last_saved_ != options_.steps) save(options_.steps);
+    if (options_.ckpt_dir.empty()) return;
+    if (last_saved_ != options_.steps) {
+        save(options_.steps);
+    } else if (leader_) {
+        // Resumed at its last step, the run saves nothing, and --keep pruned nothing with a save.
+        prune_checkpoints(options_.ckpt_dir, options_.keep, options_.steps);
+    }
 }
 
 void CheckpointPolicy::start_background_save(int step) {
