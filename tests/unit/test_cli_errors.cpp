@@ -57,6 +57,13 @@ CommandResult run_axonn(std::string const& arguments, fs::path const& dir, std::
     return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), file_bytes(err)};
 }
 
+// The steps of the complete checkpoints in `dir`, oldest first.
+std::vector<std::int64_t> checkpoint_steps(fs::path const& dir) {
+    std::vector<std::int64_t> steps;
+    for (CheckpointEntry const& entry : complete_checkpoints(dir)) steps.push_back(entry.step);
+    return steps;
+}
+
 void replace_in_file(fs::path const& path, std::string const& from, std::string const& to) {
     std::string text = file_bytes(path);
     std::size_t const at = text.find(from);
@@ -1561,9 +1568,8 @@ TEST_F(CommandLineErrors, RollingBackToACopyOfTheRunsEarlierCheckpointElsewhereI
                                                   "step_00000004.rolled-back-"),
               std::string::npos)
         << file_bytes(dir_ / "stdout.txt");
-    std::vector<std::int64_t> steps;
-    for (CheckpointEntry const& entry : complete_checkpoints(dir_ / "copied")) steps.push_back(entry.step);
-    EXPECT_EQ(steps, (std::vector<std::int64_t>{2, 4})) << "the original of the copy kept, step 4 saved again";
+    EXPECT_EQ(checkpoint_steps(dir_ / "copied"), (std::vector<std::int64_t>{2, 4}))
+        << "the original of the copy kept, step 4 saved again";
 
     // A checkpoint of the rolled-back branch, resumed at its own step, sets the one of that step aside: said as such.
     fs::path branch;
@@ -1588,9 +1594,7 @@ TEST_F(CommandLineErrors, KeepPrunesWhenTheResumedRunHasNothingLeftToTrain) {
     ASSERT_EQ(run_axonn(with_dir(run), dir_).exit_status, 0);
     CommandResult const resumed = run_axonn(with_dir(run + "--resume latest --keep 1"), dir_);
     ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
-    std::vector<std::int64_t> steps;
-    for (CheckpointEntry const& entry : complete_checkpoints(dir_ / "done")) steps.push_back(entry.step);
-    EXPECT_EQ(steps, (std::vector<std::int64_t>{4}));
+    EXPECT_EQ(checkpoint_steps(dir_ / "done"), (std::vector<std::int64_t>{4}));
 }
 
 // A --ckpt-dir holding a checkpoint of another run, or an import's, at a step no later than the run's start was
