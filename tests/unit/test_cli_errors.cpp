@@ -1583,6 +1583,20 @@ TEST_F(CommandLineErrors, RollingBackToACopyOfTheRunsEarlierCheckpointElsewhereI
                                                   "the one resumed) and later are kept aside as step_00000004."),
               std::string::npos)
         << file_bytes(dir_ / "stdout.txt");
+
+    // A copy whose step the folder holds from another branch (rolled back since and computed again): the folder's
+    // checkpoint of that step is not the copy's original, and is set aside too (it was kept, mixing branches).
+    fs::remove_all(dir_ / "elsewhere" / "step_00000004");
+    fs::copy(dir_ / "copied" / "step_00000004", dir_ / "elsewhere" / "step_00000004", fs::copy_options::recursive);
+    ASSERT_EQ(run_axonn(with_dir(run + "--resume {dir}/copied/step_00000002"), dir_).exit_status, 0);
+    std::string const longer = with_dir(run) + "--steps 6 --resume " + (dir_ / "elsewhere" / "step_00000004").string();
+    CommandResult const other_branch = run_axonn(longer, dir_);
+    ASSERT_EQ(other_branch.exit_status, 0) << other_branch.stderr_text;
+    EXPECT_NE(file_bytes(dir_ / "stdout.txt").find("rolling back to step 4: the checkpoints of this step (other than "
+                                                  "the one resumed) and later are kept aside as step_00000004."),
+              std::string::npos)
+        << file_bytes(dir_ / "stdout.txt");
+    EXPECT_EQ(checkpoint_steps(dir_ / "copied"), (std::vector<std::int64_t>{2, 6}));
 }
 
 // A run resumed at its last step has nothing to train and saves nothing: its --keep pruned nothing either, and the
@@ -1617,6 +1631,13 @@ TEST_F(CommandLineErrors, KeepNeverDeletesACheckpointOfAnotherRun) {
                                                 "checkpoint of another run (")),
               std::string::npos)
         << resumed.stderr_text;
+    // The run resumed is named too: the refusal called the folder's checkpoint "another run" without saying whose
+    // this one is.
+    std::string const resumed_run =
+        nlohmann::json::parse(file_bytes(dir_ / "model" / "step_00000001" / "index.json"))["run"]["run_id"];
+    EXPECT_NE(resumed.stderr_text.find("while this is run " + resumed_run + ": the two runs' checkpoints would mix"),
+              std::string::npos)
+        << resumed.stderr_text;
     EXPECT_TRUE(fs::exists(dir_ / "keep_dir" / "step_00000001" / "COMPLETE"));
 
     fs::remove_all(dir_ / "hf_keep");
@@ -1626,8 +1647,8 @@ TEST_F(CommandLineErrors, KeepNeverDeletesACheckpointOfAnotherRun) {
     CommandResult const fresh = run_axonn(
         with_dir("train --data {dir}/good " + micro + "--steps 2 --ckpt-dir {dir}/imported_keep --keep 1"), dir_);
     EXPECT_EQ(fresh.exit_status, 1) << fresh.stderr_text;
-    EXPECT_NE(fresh.stderr_text.find("a checkpoint of weights alone (an import's) or of a run without an id, which "
-                                     "this run's --keep would delete"),
+    EXPECT_NE(fresh.stderr_text.find("a checkpoint of weights alone (an import's) or of a run without an id, while "
+                                     "this is run "),
               std::string::npos)
         << fresh.stderr_text;
     EXPECT_NE(fresh.stderr_text.find(with_dir("(to start from its weights: --init-from "

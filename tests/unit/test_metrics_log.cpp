@@ -100,22 +100,23 @@ TEST(MetricsLog, BlankLinesAreNoForeignRecords) {
     EXPECT_EQ(file_bytes(dir / "metrics.jsonl"), kept);
 }
 
-// Kept records that end before the resume step (the file cut by hand, or a launch without --metrics): the file
-// went on after the gap without a word. The note names the steps without a record; a file whose records reach
-// the resume step, or an empty one (a resumed run that adds --metrics), has none.
+// Kept records that end before the resume step, or miss steps between them (the file cut by hand, or a launch
+// without --metrics): the file went on after the gap without a word. The note names the steps without a record; a
+// file whose records reach the resume step, or an empty one (a resumed run that adds --metrics), has none.
 TEST(MetricsLog, AGapBeforeTheResumeStepIsNamed) {
     TempDir dir;
     std::ofstream(dir / "metrics.jsonl") << R"({"loss":4.0,"run":"r","step":0})" "\n"
-                                            R"({"loss":3.0,"run":"r","step":1})" "\n";
+                                            R"({"loss":3.0,"run":"r","step":1})" "\n"
+                                            R"({"loss":2.0,"run":"r","step":3})" "\n"
+                                            R"({"loss":2.0,"run":"r","step":6})" "\n";
     // Each log opened and closed in turn: a log holds its file's lock while it lives.
     auto const note = [](std::filesystem::path const& path, std::int64_t step) {
         return MetricsLog(path, "r", "", false, MetricsResume{step, false, {}}).gap_note();
     };
-    EXPECT_EQ(note(dir / "metrics.jsonl", 5), "  metrics file " + (dir / "metrics.jsonl").string() +
-                                                  " holds this run's records up to step 1 only: steps 2 to 4 have none "
-                                                  "(cut from the file, or trained without --metrics); it goes on from "
-                                                  "step 5\n");
-    EXPECT_EQ(note(dir / "metrics.jsonl", 2), "");
+    EXPECT_EQ(note(dir / "metrics.jsonl", 10), "  metrics file " + (dir / "metrics.jsonl").string() +
+                                                   " has no record of steps 2, 4 to 5, 7 to 9 (cut from the file, or "
+                                                   "trained without --metrics); it goes on from step 10\n");
+    EXPECT_EQ(note(dir / "metrics.jsonl", 2), "");  // cut after step 1: nothing missing before step 2
     std::ofstream(dir / "empty.jsonl") << "";
     EXPECT_EQ(note(dir / "empty.jsonl", 5), "");
 }

@@ -410,12 +410,26 @@ std::vector<std::string> settings_changed_since(CheckpointReader const& checkpoi
 
 namespace {
 
+// Whether two checkpoint folders hold one checkpoint: the same index (which records every file's size and checksum,
+// and the run's state and lineage), as a copy and its original do.
+bool same_checkpoint(fs::path const& a, fs::path const& b) {
+    try {
+        auto const index = [](fs::path const& folder) {
+            return read_input_file(folder / checkpoint_index_file, "checkpoint index", "the checkpoint is damaged",
+                                   std::uint64_t{1} << 30);
+        };
+        return index(a) == index(b);
+    } catch (Error const&) {
+        return false;
+    }
+}
+
 // Where in ckpt_dir this run rolls its checkpoints back to, when it does: the folder of the checkpoint resumed
 // ("DIR/step_N/" too) where it lies inside ckpt_dir (the run's own), named there or through a link to it; or, for a
-// checkpoint elsewhere (a copy) that records its run's id, ckpt_dir's folder of its step (which may not exist): the
-// later checkpoints in ckpt_dir are then that run's own too (require_checkpoints_of_run refuses any other run's),
-// and one of the same step is the copy's original, kept. None for a fresh run, or a checkpoint elsewhere of a run
-// without an id.
+// checkpoint elsewhere (a copy) that records its run's id, its original in ckpt_dir (kept), else the copy itself
+// (a checkpoint of its step in ckpt_dir is then another branch's, set aside with the later ones, which are that
+// run's own too: require_checkpoints_of_run refuses any other run's). None for a fresh run, or a checkpoint
+// elsewhere of a run without an id.
 std::optional<fs::path> rollback_point(fs::path const& ckpt_dir, std::optional<CheckpointReader> const& resumed) {
     if (!resumed) return std::nullopt;
     std::error_code error;
@@ -425,8 +439,9 @@ std::optional<fs::path> rollback_point(fs::path const& ckpt_dir, std::optional<C
         if (!named.empty() && fs::equivalent(named.parent_path(), ckpt_dir, error)) return folder;
     }
     json const& run = resumed->index().run;
-    if (run.is_object() && run.contains("run_id")) return ckpt_dir / checkpoint_folder_name(resumed->index().step);
-    return std::nullopt;
+    if (!run.is_object() || !run.contains("run_id")) return std::nullopt;
+    fs::path const original = ckpt_dir / checkpoint_folder_name(resumed->index().step);
+    return same_checkpoint(original, folder) ? original : folder;
 }
 
 // The step a run starts from: the resumed checkpoint's, or 0.
@@ -462,9 +477,12 @@ void require_checkpoints_of_run(fs::path const& ckpt_dir, std::string const& run
                                     : id->empty() ? " (to start from its weights: --init-from " + folder +
                                                         " with another --ckpt-dir)"
                                                   : " (to continue that run: --resume " + folder + ")";
-        fail("--ckpt-dir {} holds {}, a checkpoint {}, which this run's --keep would delete and --resume latest "
-             "could take: choose another --ckpt-dir, or move that checkpoint out{}",
-             ckpt_dir.string(), folder, whose, its_use);
+        // Which run this one is: a resumed checkpoint's (named so, since it may be the one of "another run"), or new.
+        std::string const this_run = run_id.empty() ? "a run without an id" : "run " + run_id;
+        fail("--ckpt-dir {} holds {}, a checkpoint {}, while this is {}: the two runs' checkpoints would mix there "
+             "(--keep would delete it as this run's, --resume latest could take it); choose another --ckpt-dir, or "
+             "move that checkpoint out{}",
+             ckpt_dir.string(), folder, whose, this_run, its_use);
     }
 }
 

@@ -3,7 +3,9 @@
 #include "axonn/core/error.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -86,15 +88,27 @@ std::uint64_t kept_bytes(MetricsFile const& file, std::string const& run_id, Met
     return bytes;
 }
 
-// The step of the last training record (one with a loss) a resumed run keeps, or nullopt for none.
-std::optional<std::int64_t> last_kept_training_step(MetricsFile const& file, std::string const& run_id,
-                                                    MetricsResume const& resume) {
-    std::optional<std::int64_t> last;
+// The steps from the first training record (one with a loss) a resumed run keeps up to its resume step that no
+// kept training record covers, as ranges ("2 to 4, 7"); "" where none is missing, or none is kept (a resumed run
+// that adds --metrics).
+std::string steps_without_record(MetricsFile const& file, std::string const& run_id, MetricsResume const& resume) {
+    std::set<std::int64_t> steps;
     for (MetricsLine const& line : file.lines) {
         bool const training = is_record_of(line.record, run_id) && line.record.contains("loss");
-        if (training && kept_on_resume(line.record, resume)) last = line.record["step"].get<std::int64_t>();
+        if (training && kept_on_resume(line.record, resume)) steps.insert(line.record["step"].get<std::int64_t>());
     }
-    return last;
+    if (steps.empty()) return "";
+    std::vector<std::string> gaps;
+    auto const gap = [&gaps](std::int64_t from, std::int64_t to) {
+        gaps.push_back(from == to ? fmt::format("{}", from) : fmt::format("{} to {}", from, to));
+    };
+    std::int64_t next = *steps.begin();
+    for (std::int64_t const step : steps) {
+        if (step > next) gap(next, step - 1);
+        next = step + 1;
+    }
+    if (next < resume.step) gap(next, resume.step - 1);
+    return fmt::format("{}", fmt::join(gaps, ", "));
 }
 
 std::string describe_line(nlohmann::json const& record) {
@@ -167,13 +181,13 @@ MetricsLog::MetricsLog(std::filesystem::path const& path, std::string run_id, st
                                            : ExistingOutput::refuse);
     if (!continues) return;
     out_.cut_to(kept_bytes(file, run_id_, *resume));
-    // Each step writes a record: kept records that stop short of the resume step leave steps without one, which the
+    // Each step writes a record: kept records with steps missing among them or before the resume step, which the
     // file would not show (a resume continued it silently).
-    std::optional<std::int64_t> const last = last_kept_training_step(file, run_id_, *resume);
-    if (last && *last + 1 < resume->step) {
-        gap_note_ = fmt::format("  metrics file {} holds this run's records up to step {} only: steps {} to {} have "
-                                "none (cut from the file, or trained without --metrics); it goes on from step {}\n",
-                                path.string(), *last, *last + 1, resume->step - 1, resume->step);
+    std::string const missing = steps_without_record(file, run_id_, *resume);
+    if (!missing.empty()) {
+        gap_note_ = fmt::format("  metrics file {} has no record of steps {} (cut from the file, or trained without "
+                                "--metrics); it goes on from step {}\n",
+                                path.string(), missing, resume->step);
     }
 }
 
