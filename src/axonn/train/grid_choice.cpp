@@ -93,12 +93,16 @@ GridShape choose_grid(ModelConfig const& model, int batch, int seq, StepOptions 
     }
     MPI_Bcast(chosen.data(), static_cast<int>(chosen.size()), MPI_INT, 0, MPI_COMM_WORLD);
     if (chosen[0] == 0) {
-        throw UsageError(
-            fmt::format("--grid auto found no grid of {} ranks for this model and batch: run `axonn plan "
-                        "--machine local --gpus {} --batch {} --seq {} --explain` to see why",
-                        world, world, batch, seq));
+        throw UsageError(fmt::format("--grid auto found no grid of {} ranks for this model and batch: run `{}` to "
+                                     "see why",
+                                     world, plan_explain_command(model, world, batch, seq)));
     }
     return {chosen[0], chosen[1], chosen[2], chosen[3]};
+}
+
+std::string plan_explain_command(ModelConfig const& model, int world, int batch, int seq) {
+    return fmt::format("axonn plan --model {} --machine local --gpus {} --batch {} --seq {} --explain", model.name(),
+                       world, batch, seq);
 }
 
 fs::path tuned_grid_path() { return machine_profile_dir() / "tuned-grid.json"; }

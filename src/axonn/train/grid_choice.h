@@ -38,6 +38,10 @@ MachineProfile measure_machine_profile(CalibrateOptions const& options);
 PlanRequest job_plan_request(ModelConfig const& model, int ranks, int batch, int seq, StepOptions const& run,
                              std::string const& grid_order, MachineProfile const& machine);
 
+// The `axonn plan` command that says why no grid of `world` ranks fits a job of `model` at batch × seq on this
+// machine: what an error that found none suggests (without --model, plan explained its default model instead).
+std::string plan_explain_command(ModelConfig const& model, int world, int batch, int seq);
+
 // --grid auto: the grid `axonn tune` measured fastest for this very job, if its grid file says so (grid_order
 // becomes the file's); else rank 0 plans on the local machine profile (configs/machines/local.toml, or a quick
 // calibration now when there is none) and every rank gets its choice, so that all ranks agree, also when no grid
