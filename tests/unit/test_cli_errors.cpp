@@ -57,6 +57,13 @@ CommandResult run_axonn(std::string const& arguments, fs::path const& dir, std::
     return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), file_bytes(err)};
 }
 
+// Whether the last command run in `dir` printed `text` on its standard output (run_axonn keeps it there).
+::testing::AssertionResult printed(fs::path const& dir, std::string const& text) {
+    std::string const output = file_bytes(dir / "stdout.txt");
+    if (output.find(text) != std::string::npos) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "not printed: " << text << "\nstandard output:\n" << output;
+}
+
 // The steps of the complete checkpoints in `dir`, oldest first.
 std::vector<std::int64_t> checkpoint_steps(fs::path const& dir) {
     std::vector<std::int64_t> steps;
@@ -1536,16 +1543,11 @@ TEST_F(CommandLineErrors, RollingBackToAnEarlierCheckpointKeepsTheLaterOnesAside
     ASSERT_EQ(run_axonn(with_dir(run), dir_).exit_status, 0);
     CommandResult const rolled = run_axonn(with_dir(run + "--resume {dir}/rollback/step_00000002/"), dir_);
     ASSERT_EQ(rolled.exit_status, 0) << rolled.stderr_text;
-    EXPECT_NE(file_bytes(dir_ / "stdout.txt").find("rolling back to step 2: the later checkpoints are kept aside as "
-                                                  "step_00000004.rolled-back-"),
-              std::string::npos)
-        << file_bytes(dir_ / "stdout.txt");
+    EXPECT_TRUE(printed(dir_, "rolling back to step 2: the later checkpoints are kept aside as "
+                              "step_00000004.rolled-back-"));
     // The metrics file loses the later steps' records: said, not done silently.
-    EXPECT_NE(file_bytes(dir_ / "stdout.txt").find(with_dir("; the later steps' records in --metrics "
-                                                            "{dir}/rollback.jsonl are dropped, the file continued "
-                                                            "from step 2")),
-              std::string::npos)
-        << file_bytes(dir_ / "stdout.txt");
+    EXPECT_TRUE(printed(dir_, with_dir("; the later steps' records in --metrics {dir}/rollback.jsonl are dropped, "
+                                       "the file continued from step 2")));
     int aside = 0;
     for (auto const& entry : fs::directory_iterator(dir_ / "rollback")) {
         aside += entry.path().filename().string().starts_with("step_00000004.rolled-back-");
@@ -1568,10 +1570,8 @@ TEST_F(CommandLineErrors, RollingBackToACopyOfTheRunsEarlierCheckpointElsewhereI
     fs::copy(dir_ / "copied" / "step_00000002", dir_ / "elsewhere" / "step_00000002", fs::copy_options::recursive);
     CommandResult const rolled = run_axonn(with_dir(run + "--resume {dir}/elsewhere/step_00000002"), dir_);
     ASSERT_EQ(rolled.exit_status, 0) << rolled.stderr_text;
-    EXPECT_NE(file_bytes(dir_ / "stdout.txt").find("rolling back to step 2: the later checkpoints are kept aside as "
-                                                  "step_00000004.rolled-back-"),
-              std::string::npos)
-        << file_bytes(dir_ / "stdout.txt");
+    EXPECT_TRUE(printed(dir_, "rolling back to step 2: the later checkpoints are kept aside as "
+                              "step_00000004.rolled-back-"));
     EXPECT_EQ(checkpoint_steps(dir_ / "copied"), (std::vector<std::int64_t>{2, 4}))
         << "the original of the copy kept, step 4 saved again";
 
@@ -1583,10 +1583,8 @@ TEST_F(CommandLineErrors, RollingBackToACopyOfTheRunsEarlierCheckpointElsewhereI
     ASSERT_FALSE(branch.empty());
     CommandResult const back = run_axonn(with_dir(run + "--resume " + branch.string()), dir_);
     ASSERT_EQ(back.exit_status, 0) << back.stderr_text;
-    EXPECT_NE(file_bytes(dir_ / "stdout.txt").find("rolling back to step 4: the checkpoints of this step (other than "
-                                                  "the one resumed) and later are kept aside as step_00000004."),
-              std::string::npos)
-        << file_bytes(dir_ / "stdout.txt");
+    EXPECT_TRUE(printed(dir_, "rolling back to step 4: the checkpoints of this step (other than the one resumed) "
+                              "and later are kept aside as step_00000004."));
 
     // A copy whose step the folder holds from another branch (rolled back since and computed again): the folder's
     // checkpoint of that step is not the copy's original, and is set aside too (it was kept, mixing branches).
@@ -1596,10 +1594,8 @@ TEST_F(CommandLineErrors, RollingBackToACopyOfTheRunsEarlierCheckpointElsewhereI
     std::string const longer = with_dir(run) + "--steps 6 --resume " + (dir_ / "elsewhere" / "step_00000004").string();
     CommandResult const other_branch = run_axonn(longer, dir_);
     ASSERT_EQ(other_branch.exit_status, 0) << other_branch.stderr_text;
-    EXPECT_NE(file_bytes(dir_ / "stdout.txt").find("rolling back to step 4: the checkpoints of this step (other than "
-                                                  "the one resumed) and later are kept aside as step_00000004."),
-              std::string::npos)
-        << file_bytes(dir_ / "stdout.txt");
+    EXPECT_TRUE(printed(dir_, "rolling back to step 4: the checkpoints of this step (other than the one resumed) "
+                              "and later are kept aside as step_00000004."));
     EXPECT_EQ(checkpoint_steps(dir_ / "copied"), (std::vector<std::int64_t>{2, 6}));
 }
 
