@@ -141,10 +141,10 @@ LlamaConfig parse_hf_llama_config(std::string const& text, std::string const& so
     require_architectures_of(config, "Llama", source);
     // The fields that define the model, each read or checked below.
     static constexpr std::array<std::string_view, 22> known = {
-        "model_type", "architectures", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-        "num_key_value_heads", "max_position_embeddings", "rms_norm_eps", "rope_theta", "rope_scaling", "head_dim",
-        "hidden_act", "tie_word_embeddings", "attention_bias", "mlp_bias", "pretraining_tp", "attention_dropout",
-        "bos_token_id", "eos_token_id", "pad_token_id"};
+        "model_type", "architectures", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+        "num_attention_heads", "num_key_value_heads", "max_position_embeddings", "rms_norm_eps", "rope_theta",
+        "rope_scaling", "head_dim", "hidden_act", "tie_word_embeddings", "attention_bias", "mlp_bias", "pretraining_tp",
+        "attention_dropout", "bos_token_id", "eos_token_id", "pad_token_id"};
     for (auto const& [key, value] : config.items()) {
         bool const understood = std::find(known.begin(), known.end(), key) != known.end() ||
                                 std::find(ignored_fields.begin(), ignored_fields.end(), key) != ignored_fields.end();
