@@ -1029,6 +1029,22 @@ TEST(HuggingFace, WeightsThatAreNotFiniteAreNotExported) {
               std::string::npos)
         << error;
     EXPECT_FALSE(std::filesystem::exists(dir / "hf" / "model.safetensors"));
+
+    // In the embedding's padding rows, which the export leaves out: still damage, and named as where it lies.
+    state.params[state.layout.offset(3) + 2] = 0.0f;
+    int embedding = 0;
+    while (state.layout.param(embedding).name != "wte") ++embedding;
+    int const padding_row = byte_micro().vocab_size + 10;
+    state.params[state.layout.offset(embedding) + padding_row * byte_micro().n_embd] =
+        std::numeric_limits<float>::infinity();
+    CheckpointReader padded(
+        save_checkpoint(state.grid, byte_micro(), {state.params, {}, {}}, 0, nullptr, {dir / "padded"}));
+    std::string const padding = testing::error_of([&] { export_hf(padded, dir / "hf"); });
+    EXPECT_NE(padding.find(fmt::format("its weight wte holds a value that is not finite (NaN or infinite) (row {}, "
+                                       "one of the vocabulary's padding rows 257 to 319, which stay zero in training)",
+                                       padding_row)),
+              std::string::npos)
+        << padding;
 }
 
 // A damaged or hostile model.safetensors.index.json: one line naming the index and the problem.
