@@ -35,8 +35,9 @@ void export_hf(CheckpointReader& checkpoint, std::filesystem::path const& out, D
         std::span<float const> const values = std::as_const(weight).span<float>();
         auto const bad = std::find_if(values.begin(), values.end(), [](float value) { return !std::isfinite(value); });
         if (bad != values.end()) {
+            auto const index = static_cast<std::size_t>(bad - values.begin());
             checkpoint.damaged(fmt::format("its weight {} holds a value that is not finite (NaN or infinite){}", name,
-                                           where_not_finite(weight, bad - values.begin(), model)));
+                                           where_not_finite(weight, index, model)));
         }
         return weight;
     };

@@ -355,16 +355,15 @@ void require_new_output_folder(fs::path const& folder, std::string_view what, bo
     if (!fs::is_directory(folder, error)) return;
     // Even with overwrite: the files the run writes are renamed into place, which would replace a device or a FIFO
     // of the same name; the names are the run's to choose, so anything of the kind is refused before the work.
-    for (auto const& entry : folder_entries(folder)) {
+    std::vector<fs::directory_entry> const entries = folder_entries(folder);
+    for (auto const& entry : entries) {
         struct stat info {};
         if (::stat(entry.path().c_str(), &info) != 0 || S_ISREG(info.st_mode) || S_ISDIR(info.st_mode)) continue;
         fail("the folder {} for the {} holds {}, which is {}: a file this run writes there would replace it; move it "
              "out of the folder",
              folder.string(), what, entry.path().filename().string(), file_kind(info.st_mode));
     }
-    if (overwrite) return;
-    auto const entries = folder_entries(folder);
-    if (entries.empty()) return;
+    if (overwrite || entries.empty()) return;
     fail("the folder {} for the {} already holds {} (from an earlier run?): choose a new or empty folder, or pass "
          "--overwrite to replace what this run writes there",
          folder.string(), what, entries.front().path().filename().string());

@@ -50,8 +50,8 @@ public:
                std::optional<MetricsResume> resume = {});
 
     void write(nlohmann::json record);
-    // A continued file whose kept records end before the resume step's (cut short by hand, or written by a launch
-    // without --metrics): a line that says which steps have no record; empty otherwise.
+    // A continued file whose kept records miss steps, between them or before the resume step (cut by hand, or
+    // written by a launch without --metrics): a line that says which steps have no record; empty otherwise.
     std::string const& gap_note() const { return gap_note_; }
 
 private:
