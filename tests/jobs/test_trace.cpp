@@ -132,8 +132,8 @@ std::vector<int> metrics_steps(std::filesystem::path const& metrics) {
 // A requeued job passes the same --trace and --metrics at every launch: each launch after the first continues the
 // run's trace (its own first steps, from the step it resumes at, after the earlier launches' on the timeline) and
 // its metrics, --overwrite or not; a trace of another run is still refused without --overwrite. A launch that
-// rolls the run back to an earlier checkpoint drops the later steps from both, as it sets their checkpoints aside;
-// one that has neither leaves that to the next launch that does.
+// rolls the run back to an earlier checkpoint drops the later steps from both, as it sets their checkpoints aside,
+// after copying both files aside as they were; one that has neither leaves that to the next launch that does.
 TEST_F(Trace, AResumedRunContinuesItsOwnTraceAndMetrics) {
     std::filesystem::path const trace = dir_ / "requeued.json", metrics = dir_ / "requeued.jsonl";
     std::string const outputs = " --ckpt-dir " + (dir_ / "requeued").string() + " --resume latest --trace " +
@@ -162,6 +162,18 @@ TEST_F(Trace, AResumedRunContinuesItsOwnTraceAndMetrics) {
     for (char const* step : {"step 0", "step 1", "step 3", "step 4"}) EXPECT_TRUE(begins.count(step)) << step;
     EXPECT_GT(begins["step 3"], first_step_3) << "the launch's own step 3, not the first launch's";
     EXPECT_EQ(metrics_steps(metrics), (std::vector<int>{0, 1, 2, 3, 4}));
+    // What the rollback cut from both files is kept in copies of them as they were (FILE.rolled-back-TIME).
+    std::vector<std::filesystem::path> copies;  // requeued.json's, then requeued.jsonl's
+    for (auto const& entry : std::filesystem::directory_iterator(dir_)) {
+        std::string const name = entry.path().filename().string();
+        if (name.starts_with("requeued.") && name.find(".rolled-back-") != std::string::npos) {
+            copies.push_back(entry.path());
+        }
+    }
+    std::sort(copies.begin(), copies.end());
+    ASSERT_EQ(copies.size(), 2u) << ::testing::PrintToString(copies);
+    EXPECT_EQ(step_begins(copies[0]).size(), 6u) << copies[0];
+    EXPECT_EQ(metrics_steps(copies[1]), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7})) << copies[1];
 
     // Rolled back again to step 3 by a launch without --trace and --metrics, which cannot cut them: the next launch
     // that has them drops the abandoned steps 3 and 4 (another launch's, by the checkpoint's lineage).

@@ -610,11 +610,31 @@ TEST(Checkpoint, RollbacksInTheSameSecondKeepEveryLaterCheckpointAside) {
         testing::write_file(earlier / checkpoint_complete_file, "step 4\n");
     }
     state.save(dir.path(), 4);
-    std::vector<fs::path> const aside = set_aside_later_checkpoints(dir.path(), 2, dir / "step_00000002");
-    ASSERT_EQ(aside.size(), 1u);
-    EXPECT_TRUE(aside[0].filename().string().ends_with("-2")) << aside[0];
-    EXPECT_TRUE(fs::exists(aside[0] / checkpoint_complete_file));
+    std::vector<fs::path> const later = rolled_back_checkpoints(dir.path(), 2, dir / "step_00000002");
+    ASSERT_EQ(later, (std::vector<fs::path>{dir / "step_00000004"}));
+    fs::path const aside = set_aside(later[0], rollback_mark());
+    EXPECT_TRUE(aside.filename().string().ends_with("-2")) << aside;
+    EXPECT_TRUE(fs::exists(aside / checkpoint_complete_file));
     EXPECT_TRUE(complete_checkpoints(dir.path()).empty());
+}
+
+// A log a rollback continues is copied aside whole, with the checkpoints' mark; the file itself is left as it was
+// (the run cuts it), a copy never replaces a file, and a copy that cannot be made is an error naming both.
+TEST(Checkpoint, ALogCopiedAsideByARollbackKeepsEveryRecord) {
+    testing::TempDir dir;
+    std::string const records = "{\"step\": 1}\n{\"step\": 2}\n";
+    testing::write_file(dir / "metrics.jsonl", records);
+    testing::write_file(dir / "metrics.jsonl.rolled-back-7", "another rollback's copy\n");
+    fs::path const copy = copy_aside(dir / "metrics.jsonl", ".rolled-back-7");
+    EXPECT_EQ(copy, dir / "metrics.jsonl.rolled-back-7-2");
+    EXPECT_EQ(testing::file_bytes(copy), records);
+    EXPECT_EQ(testing::file_bytes(dir / "metrics.jsonl"), records);
+    EXPECT_EQ(testing::file_bytes(dir / "metrics.jsonl.rolled-back-7"), "another rollback's copy\n");
+    std::string const expected = fmt::format("cannot keep a copy of {} as {} before continuing it",
+                                             (dir / "gone.jsonl").string(), (dir / "gone.jsonl.rolled-back-7").string());
+    std::string const message = error_of([&] { copy_aside(dir / "gone.jsonl", ".rolled-back-7"); });
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+    EXPECT_FALSE(fs::exists(dir / "gone.jsonl.rolled-back-7"));
 }
 
 // Resumed from a checkpoint an earlier rollback set aside (branch 1's step 20), a run also sets aside the checkpoint
@@ -627,18 +647,16 @@ TEST(Checkpoint, ARollbackToACheckpointSetAsideKeepsAnotherBranchsOfItsStepAside
     second_branch.save(dir.path(), 25);
     first_branch.save(dir.path() / "aside", 20);
     fs::rename(dir / "aside" / "step_00000020", dir / "step_00000020.rolled-back-1");
-    std::vector<fs::path> const aside =
-        set_aside_later_checkpoints(dir.path(), 20, dir / "step_00000020.rolled-back-1");
-    ASSERT_EQ(aside.size(), 2u);
-    EXPECT_TRUE(aside[0].filename().string().starts_with("step_00000020.rolled-back-")) << aside[0];
-    EXPECT_NE(aside[0].filename(), "step_00000020.rolled-back-1");
-    EXPECT_TRUE(aside[1].filename().string().starts_with("step_00000025.rolled-back-")) << aside[1];
+    std::vector<fs::path> const later =
+        rolled_back_checkpoints(dir.path(), 20, dir / "step_00000020.rolled-back-1");
+    EXPECT_EQ(later, (std::vector<fs::path>{dir / "step_00000020", dir / "step_00000025"}));
+    for (fs::path const& checkpoint : later) set_aside(checkpoint, rollback_mark());
     std::vector<std::int64_t> steps;
     for (auto const& entry : complete_checkpoints(dir.path())) steps.push_back(entry.step);
     EXPECT_EQ(steps, (std::vector<std::int64_t>{15}));
     // Resumed from the checkpoint of its step in the folder itself, nothing of that step moves.
     second_branch.save(dir.path(), 30);
-    EXPECT_TRUE(set_aside_later_checkpoints(dir.path(), 30, dir / "step_00000030").empty());
+    EXPECT_TRUE(rolled_back_checkpoints(dir.path(), 30, dir / "step_00000030").empty());
 }
 
 TEST(Checkpoint, KeepNeverRemovesTheCheckpointJustSaved) {

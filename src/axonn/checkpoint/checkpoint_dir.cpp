@@ -230,26 +230,57 @@ CheckpointDirLock::CheckpointDirLock(fs::path const& dir, std::string_view optio
     folder_.emplace(dir, "checkpoint folder");
 }
 
-std::vector<fs::path> set_aside_later_checkpoints(fs::path const& dir, std::int64_t start_step,
-                                                  fs::path const& resumed) {
-    auto const stamp = std::chrono::duration_cast<std::chrono::seconds>(
-                           std::chrono::system_clock::now().time_since_epoch())
-                           .count();
-    std::vector<fs::path> renamed;
+std::vector<fs::path> rolled_back_checkpoints(fs::path const& dir, std::int64_t start_step, fs::path const& resumed) {
+    std::vector<fs::path> later;
     for (CheckpointEntry const& entry : complete_checkpoints(dir)) {
         std::error_code same;
         bool const other_branch = entry.step == start_step && !fs::equivalent(entry.path, resumed, same);
-        if (entry.step < start_step || (entry.step == start_step && !other_branch)) continue;
-        // A second rollback within the same second would take the first one's name: then -2, -3, ...
-        std::string const name = fmt::format("{}{}{}", entry.path.filename().string(), rolled_back_infix, stamp);
-        fs::path aside = dir / name;
-        std::error_code error;
-        for (int n = 2; fs::exists(aside, error); ++n) aside = dir / fmt::format("{}-{}", name, n);
-        fs::rename(entry.path, aside, error);
-        AXONN_REQUIRE(!error, "cannot set {} aside as {}: {}", entry.path.string(), aside.string(), error.message());
-        renamed.push_back(aside);
+        if (entry.step > start_step || other_branch) later.push_back(entry.path);
     }
-    return renamed;
+    return later;
+}
+
+std::string rollback_mark() {
+    auto const now = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    return fmt::format("{}{}", rolled_back_infix, now);
+}
+
+namespace {
+
+// `path` + `mark`, or + `mark` + "-2", "-3", ... where that name is taken (a second rollback within the same second).
+fs::path unused_aside_name(fs::path const& path, std::string_view mark) {
+    std::string const name = path.filename().string() + std::string(mark);
+    fs::path aside = path.parent_path() / name;
+    std::error_code error;
+    for (int n = 2; fs::exists(fs::symlink_status(aside, error)); ++n) {
+        aside = path.parent_path() / fmt::format("{}-{}", name, n);
+    }
+    return aside;
+}
+
+}  // namespace
+
+fs::path set_aside(fs::path const& path, std::string_view mark) {
+    fs::path const aside = unused_aside_name(path, mark);
+    std::error_code error;
+    fs::rename(path, aside, error);
+    AXONN_REQUIRE(!error, "cannot set {} aside as {}: {}", path.string(), aside.string(), error.message());
+    return aside;
+}
+
+fs::path copy_aside(fs::path const& path, std::string_view mark) {
+    fs::path const aside = unused_aside_name(path, mark);
+    std::error_code error;
+    fs::copy_file(path, aside, fs::copy_options::none, error);  // never onto an existing file
+    if (error) {
+        std::string const problem = error.message();
+        fs::remove(aside, error);  // a copy cut short (a full disk) is not left behind
+        fail("cannot keep a copy of {} as {} before continuing it: {}; free some space, or move the file out of the "
+             "way", path.string(), aside.string(), problem);
+    }
+    return aside;
 }
 
 void require_step_folders_are_checkpoints(fs::path const& dir, std::string_view option) {

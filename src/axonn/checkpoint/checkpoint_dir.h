@@ -102,12 +102,21 @@ void require_no_later_checkpoints(std::filesystem::path const& dir, std::int64_t
 // save always has one.
 void require_step_folders_are_checkpoints(std::filesystem::path const& dir, std::string_view option);
 
-// A run rolled back to an earlier checkpoint of its own --ckpt-dir (`resumed`): the later complete checkpoints,
-// and one of the same step that is not `resumed` (another branch's, where `resumed` is a folder set aside by an
-// earlier rollback), are renamed step_N.rolled-back-UNIXTIME (kept, never resumed, pruned or overwritten; -2, -3,
-// ... after it where a rollback in the same second took that name). Returns the new names, oldest first.
-std::vector<std::filesystem::path> set_aside_later_checkpoints(std::filesystem::path const& dir,
-                                                               std::int64_t start_step,
-                                                               std::filesystem::path const& resumed);
+// A run rolled back to an earlier checkpoint of its own --ckpt-dir (`resumed`): what it sets aside, oldest first:
+// the later complete checkpoints, and one of the same step that is not `resumed` (another branch's, where `resumed`
+// is a folder set aside by an earlier rollback).
+std::vector<std::filesystem::path> rolled_back_checkpoints(std::filesystem::path const& dir, std::int64_t start_step,
+                                                           std::filesystem::path const& resumed);
+
+// The mark a rollback puts on the names of what it sets aside: ".rolled-back-UNIXTIME", one time for all of it.
+std::string rollback_mark();
+
+// Renames `path` (a checkpoint's folder) to its name + `mark`, where it is kept: never resumed, pruned or
+// overwritten. Returns the new path: "-2", "-3", ... follow the mark where a rollback in the same second took it.
+std::filesystem::path set_aside(std::filesystem::path const& path, std::string_view mark);
+
+// Copies the file `path` to its name + `mark` (numbered as set_aside's): the records a rollback would cut from a
+// log it continues, kept with the rest of the file as it was. Returns the copy's path.
+std::filesystem::path copy_aside(std::filesystem::path const& path, std::string_view mark);
 
 }  // namespace axonn

@@ -500,26 +500,48 @@ void require_checkpoint_folder_for_run(fs::path const& ckpt_dir, std::vector<fs:
     require_checkpoints_of_run(ckpt_dir, run_id);
 }
 
+namespace {
+
+// "; --metrics m.jsonl continues from step 2, its later steps' records kept in a copy of the file as it was,
+// m.jsonl.rolled-back-T": the logs a rollback continues, copied aside first (those that exist).
+std::string copy_continued_logs_aside(std::vector<ContinuedLog> const& logs, std::int64_t step, std::string_view mark) {
+    std::vector<std::string> options, copies;
+    for (ContinuedLog const& log : logs) {
+        std::error_code error;
+        if (!fs::is_regular_file(log.path, error)) continue;
+        options.push_back(fmt::format("{} {}", log.option, log.path.string()));
+        copies.push_back(copy_aside(log.path, mark).string());
+    }
+    if (copies.empty()) return std::string();
+    bool const one = copies.size() == 1;
+    return fmt::format("; {} continue{} from step {}, {} later steps' records kept in {} as {}, {}",
+                       fmt::join(options, " and "), one ? "s" : "", step, one ? "its" : "their",
+                       one ? "a copy of the file" : "copies of the files", one ? "it was" : "they were",
+                       fmt::join(copies, " and "));
+}
+
+}  // namespace
+
 void set_aside_rolled_back_checkpoints(fs::path const& ckpt_dir, std::optional<CheckpointReader> const& resumed,
-                                       std::string const& continued_logs) {
+                                       std::vector<ContinuedLog> const& continued_logs) {
     std::string const note = decided_by_rank_zero([&] {
         std::optional<fs::path> const folder = rollback_point(ckpt_dir, resumed);
         if (!folder) return std::string();
+        std::int64_t const step = start_step(resumed);
+        std::vector<fs::path> const later = rolled_back_checkpoints(ckpt_dir, step, *folder);
+        if (later.empty()) return std::string();
+        std::string const mark = rollback_mark();
+        // The logs first: a copy that fails leaves the checkpoints where they were.
+        std::string const logs = copy_continued_logs_aside(continued_logs, step, mark);
         std::vector<std::string> names;
         bool step_itself = false;  // a checkpoint of the resumed step other than the one resumed: set aside too
-        for (fs::path const& aside : set_aside_later_checkpoints(ckpt_dir, start_step(resumed), *folder)) {
-            names.push_back(aside.filename().string());
-            step_itself = step_itself || names.back().starts_with(checkpoint_folder_name(start_step(resumed)));
+        for (fs::path const& checkpoint : later) {
+            names.push_back(set_aside(checkpoint, mark).filename().string());
+            step_itself = step_itself || names.back().starts_with(checkpoint_folder_name(step));
         }
-        if (names.empty()) return std::string();
-        std::string const logs =
-            continued_logs.empty()
-                ? std::string()
-                : fmt::format("; the later steps' records in {} are dropped, the file continued from step {}",
-                              continued_logs, start_step(resumed));
         return fmt::format("  rolling back to step {}: the {} are kept aside as {} in {} (never resumed or pruned; "
                            "delete them when they are no longer wanted){}\n",
-                           start_step(resumed),
+                           step,
                            step_itself ? "checkpoints of this step (other than the one resumed) and later"
                                        : "later checkpoints",
                            fmt::join(names, ", "), ckpt_dir.string(), logs);

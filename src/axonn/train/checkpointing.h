@@ -71,13 +71,19 @@ void require_checkpoint_folder_for_run(std::filesystem::path const& ckpt_dir,
                                        std::vector<std::filesystem::path> const& data,
                                        std::optional<CheckpointReader> const& resumed, std::string const& run_id);
 
+// A file a resumed run continues from its resume step, cutting the later steps' records: "--metrics" and its path.
+struct ContinuedLog {
+    std::string option;
+    std::filesystem::path path;
+};
+
 // A run resumed from a checkpoint inside ckpt_dir (`resumed`: its own, rolled back) sets the later ones aside
-// (set_aside_later_checkpoints) and rank 0 says so, and that `continued_logs` ("--metrics m.jsonl", the files the
-// run continues from its resume step; empty for none) drop the later steps' records. Collective over MPI_COMM_WORLD; with the folder checked
-// (require_checkpoint_folder_for_run) and locked.
+// (rolled_back_checkpoints, set_aside) and rank 0 says so; each of `continued_logs` that exists is copied aside
+// first with the same mark (copy_aside), so that the records the run cuts from it are kept. Collective over
+// MPI_COMM_WORLD; with the folder checked (require_checkpoint_folder_for_run) and locked.
 void set_aside_rolled_back_checkpoints(std::filesystem::path const& ckpt_dir,
                                        std::optional<CheckpointReader> const& resumed,
-                                       std::string const& continued_logs);
+                                       std::vector<ContinuedLog> const& continued_logs);
 
 // Refuses a Hugging Face model folder that also holds axonn checkpoints (which of the two `option` means is
 // unclear). (A folder that checkpoints are written into is checked by output_kinds.h's require_folder_for.)

@@ -311,10 +311,10 @@ std::optional<CheckpointDirLock> lock_checkpoint_folder(TrainOptions const& opti
 MetricsLog open_metrics(TrainOptions const& options, TrainingData const& data, bool leader,
                         std::optional<CheckpointReader> const& resumed) {
     if (!options.ckpt_dir.empty()) {
-        std::vector<std::string> logs;
-        if (!options.metrics.empty()) logs.push_back("--metrics " + options.metrics.string());
-        if (continues_trace(options)) logs.push_back("--trace " + options.trace.string());
-        set_aside_rolled_back_checkpoints(options.ckpt_dir, resumed, fmt::format("{}", fmt::join(logs, " and ")));
+        std::vector<ContinuedLog> logs;
+        if (!options.metrics.empty()) logs.push_back({"--metrics", options.metrics});
+        if (continues_trace(options)) logs.push_back({"--trace", options.trace});
+        set_aside_rolled_back_checkpoints(options.ckpt_dir, resumed, logs);
     }
     if (options.metrics.empty() || !leader) return MetricsLog();
     MetricsLog metrics(options.metrics, options.run_id, launch_id(options), options.overwrite,
