@@ -5,7 +5,7 @@
 // slurmctld checks the limits on a timer, and once, with the other tests loading both cores, the warning had not
 // come when a run of 2,000 steps ended about 60 s in. The run trains about 65 s on a quiet core (3,000 steps), so
 // its first launch is stopped by that SIGUSR1: it saves, exits 75, requeues
-// itself, resumes (scripts/local-slurm lets a requeued job start again after 10 s, not Slurm's 120 s), and its
+// itself, resumes (scripts/local-slurm lets a requeued job start again after 5 s, not Slurm's 120 s), and its
 // losses and final checkpoint are bitwise those of the same run never stopped. One rank: the test leaves the
 // machine's other core to the other tests.
 #include "slurm/slurm_jobs.h"
