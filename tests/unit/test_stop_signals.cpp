@@ -1,9 +1,12 @@
 // Signals that end a command: SIGINT (Ctrl-C), SIGHUP, and SIGTERM where the command does not save on it, end the
-// process as their default action would, but first remove the partial files of the outputs being written, so that
-// an interrupted command leaves nothing half-written beside its outputs. A signal the launcher ignores (`nohup`)
+// process as their default action would, but first remove the partial files of the outputs being written and the
+// outputs just made that are still empty, so that an interrupted command leaves nothing half-written or empty
+// behind. A signal the launcher ignores (`nohup`)
 // stays ignored.
+#include "axonn/checkpoint/checkpoint_dir.h"
 #include "axonn/core/file_io.h"
 #include "axonn/train/stop_signals.h"
+#include "support/files.h"
 #include "support/temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -54,6 +57,52 @@ TEST(StopSignals, AnInterruptedCommandLeavesNoPartialFile) {
         EXPECT_FALSE(fs::exists(path.string() + ".partial")) << "signal " << signal;
         EXPECT_FALSE(fs::exists(path));
     }
+}
+
+// A run's outputs as it makes them before its first step: a new checkpoint folder (two new levels) holding its lock,
+// a new metrics file, and an existing empty file it continues (not its own to remove). Interrupted there, it leaves
+// none of what it made; interrupted once something is written, it leaves that.
+int status_of_run_interrupted_after_making_outputs(fs::path const& dir, bool written) {
+    pid_t const child = ::fork();
+    if (child == 0) {
+        std::signal(SIGINT, SIG_DFL);
+        try {
+            receive_stop_signals_on_own_thread(false);
+            CheckpointDirLock const lock(dir / "runs" / "ckpt");
+            ExclusiveOutputFile metrics(dir / "logs" / "metrics.jsonl", "metrics file", ExistingOutput::append);
+            ExclusiveOutputFile continued(dir / "continued.jsonl", "metrics file", ExistingOutput::append);
+            if (written) {
+                metrics.write("{\"step\": 1}\n");
+                testing::write_file(dir / "runs" / "ckpt" / "saved.txt", "a save");
+            }
+            ::kill(::getpid(), SIGINT);
+            ::sleep(2);
+            ::_exit(0);
+        } catch (...) {
+            ::_exit(3);
+        }
+    }
+    int status = 0;
+    if (child < 0 || ::waitpid(child, &status, 0) != child) return -1;
+    return status;
+}
+
+TEST(StopSignals, AnInterruptedRunLeavesNoEmptyOutputItMade) {
+    TempDir dir;
+    testing::write_file(dir / "continued.jsonl", "");
+    int const status = status_of_run_interrupted_after_making_outputs(dir.path(), false);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "exit status " << status;
+    EXPECT_EQ(WTERMSIG(status), SIGINT);
+    EXPECT_FALSE(fs::exists(dir / "runs")) << "the checkpoint folder's levels stay";
+    EXPECT_FALSE(fs::exists(dir / "logs")) << "the metrics file or its folder stays";
+    EXPECT_TRUE(fs::exists(dir / "continued.jsonl")) << "a file the run did not make was removed";
+
+    TempDir written;
+    testing::write_file(written / "continued.jsonl", "");
+    ASSERT_TRUE(WIFSIGNALED(status_of_run_interrupted_after_making_outputs(written.path(), true)));
+    EXPECT_EQ(testing::file_bytes(written / "logs" / "metrics.jsonl"), "{\"step\": 1}\n");
+    EXPECT_EQ(testing::file_bytes(written / "runs" / "ckpt" / "saved.txt"), "a save");
+    EXPECT_TRUE(fs::exists(written / "continued.jsonl"));
 }
 
 TEST(StopSignals, ASignalTheLauncherIgnoresStaysIgnored) {

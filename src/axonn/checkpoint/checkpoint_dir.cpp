@@ -219,9 +219,12 @@ void prune_checkpoints(fs::path const& dir, int keep, std::int64_t just_saved) {
 }
 
 CheckpointDirLock::CheckpointDirLock(fs::path const& dir, std::string_view option) {
+    for (fs::path const& level : missing_levels(dir)) provisional_.add_folder(level);
     create_folder(dir, "checkpoint folder");
     fs::path const path = dir / checkpoint_lock_file;
-    handle_ = FileHandle(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    handle_ = FileHandle(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    if (handle_.is_open()) provisional_.add_file(path);  // made here: with the folder, if nothing else comes
+    if (!handle_.is_open() && errno == EEXIST) handle_ = FileHandle(::open(path.c_str(), O_RDWR | O_CLOEXEC));
     AXONN_REQUIRE(handle_.is_open(), "cannot create {} to lock the checkpoint folder: {}", path.string(),
                   std::strerror(errno));
     AXONN_REQUIRE(::flock(handle_.get(), LOCK_EX | LOCK_NB) == 0,

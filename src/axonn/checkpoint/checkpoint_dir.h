@@ -88,6 +88,9 @@ public:
     explicit CheckpointDirLock(std::filesystem::path const& dir, std::string_view option = "--ckpt-dir");
 
 private:
+    // The folder's new levels and its .lock, where this made them: a run ended by a signal before its first save
+    // leaves no empty checkpoint folder behind.
+    ProvisionalOutputs provisional_;
     FileHandle handle_;
     std::optional<FolderLock> folder_;  // after the .lock: a second run is told the folder is in use by a run
 };

@@ -316,12 +316,18 @@ void create_folder(fs::path const& folder, std::string_view what) {
     fail("cannot create the folder {} for the {}: {}", folder.string(), what, problem);
 }
 
-MadeFolder::MadeFolder(fs::path const& folder, std::string_view what) {
+std::vector<fs::path> missing_levels(fs::path const& folder) {
+    std::vector<fs::path> missing;
     std::error_code error;
     for (fs::path level = folder; !level.empty() && !fs::exists(level, error); level = level.parent_path()) {
-        made_.push_back(level);
+        missing.push_back(level);
         if (level == level.parent_path()) break;
     }
+    return missing;
+}
+
+MadeFolder::MadeFolder(fs::path const& folder, std::string_view what) : made_(missing_levels(folder)) {
+    for (fs::path const& level : made_) provisional_.add_folder(level);
     create_folder(folder, what);
 }
 
@@ -371,32 +377,43 @@ void require_new_output_folder(fs::path const& folder, std::string_view what, bo
 
 namespace {
 
-// The partial files being written, by name, for remove_partial_files(), which a signal handler calls: fixed slots
-// of fixed size (a handler may not allocate or lock), each claimed and released atomically. A path that finds no
-// free slot (more than kPartialSlots files at once) or that does not fit is left out: best effort.
-constexpr int kPartialSlots = 64;
+// The outputs a signal that ends the process removes (remove_unfinished_outputs, which its handler calls), by name:
+// the partial files being written, and the outputs made that may still be empty. Fixed slots of fixed size (a
+// handler may not allocate or lock), each claimed and released atomically. A path that finds no free slot (more
+// than kOutputSlots at once) or that does not fit is left out: best effort.
+constexpr int kOutputSlots = 64;
 enum SlotState : int { slot_free, slot_filling, slot_named };
-struct PartialSlot {
+enum class SlotOutput : int { partial_file, empty_file, empty_folder };
+struct OutputSlot {
     std::atomic<int> state{slot_free};
+    SlotOutput output = SlotOutput::partial_file;  // set before the state says slot_named
     char path[PATH_MAX];
 };
-PartialSlot partial_slots[kPartialSlots];
+OutputSlot output_slots[kOutputSlots];
 
-int claim_partial_slot(fs::path const& path) {
-    std::string const& name = path.native();
+int claim_output_slot(fs::path const& path, SlotOutput output) {
+    std::error_code error;
+    fs::path const absolute = fs::absolute(path, error);  // the handler may run after a change of folder
+    std::string const& name = error ? path.native() : absolute.native();
     if (name.size() >= PATH_MAX) return -1;
-    for (int slot = 0; slot < kPartialSlots; ++slot) {
+    for (int slot = 0; slot < kOutputSlots; ++slot) {
         int expected = slot_free;
-        if (!partial_slots[slot].state.compare_exchange_strong(expected, slot_filling)) continue;
-        std::memcpy(partial_slots[slot].path, name.c_str(), name.size() + 1);
-        partial_slots[slot].state.store(slot_named);
+        if (!output_slots[slot].state.compare_exchange_strong(expected, slot_filling)) continue;
+        std::memcpy(output_slots[slot].path, name.c_str(), name.size() + 1);
+        output_slots[slot].output = output;
+        output_slots[slot].state.store(slot_named);
         return slot;
     }
     return -1;
 }
 
-void release_partial_slot(int slot) {
-    if (slot >= 0) partial_slots[slot].state.store(slot_free);
+void release_output_slot(int slot) {
+    if (slot >= 0) output_slots[slot].state.store(slot_free);
+}
+
+// Whether the slot names an output of this kind now.
+bool names(OutputSlot const& slot, SlotOutput output) {
+    return slot.state.load() == slot_named && slot.output == output;
 }
 
 }  // namespace
@@ -416,22 +433,45 @@ AtomicFile::AtomicFile(fs::path destination, std::string what, ExistingDestinati
     handle_ = FileHandle(fd);
     // Locked while written, so that a second writer of the destination can tell it is in use.
     ::flock(fd, LOCK_EX | LOCK_NB);
-    std::error_code error;
-    fs::path const absolute = fs::absolute(partial_, error);
-    slot_ = claim_partial_slot(error ? partial_ : absolute);
+    slot_ = claim_output_slot(partial_, SlotOutput::partial_file);
 }
 
 AtomicFile::~AtomicFile() {
-    release_partial_slot(slot_);
+    release_output_slot(slot_);
     if (committed_) return;
     ::unlink(partial_.c_str());  // before the lock goes with the file: the partial file is still ours
     handle_.close();
 }
 
-void remove_partial_files() noexcept {
-    for (PartialSlot& slot : partial_slots) {
-        if (slot.state.load() == slot_named) ::unlink(slot.path);
+void remove_unfinished_outputs() noexcept {
+    for (OutputSlot const& slot : output_slots) {
+        if (names(slot, SlotOutput::partial_file)) ::unlink(slot.path);
+        struct stat info {};
+        if (names(slot, SlotOutput::empty_file) && ::lstat(slot.path, &info) == 0 && S_ISREG(info.st_mode) &&
+            info.st_size == 0) {
+            ::unlink(slot.path);
+        }
     }
+    // Folders once their files are gone, the deepest first: each pass removes those left empty by the last.
+    for (bool removed = true; removed;) {
+        removed = false;
+        for (OutputSlot const& slot : output_slots) {
+            removed = (names(slot, SlotOutput::empty_folder) && ::rmdir(slot.path) == 0) || removed;
+        }
+    }
+}
+
+void ProvisionalOutputs::add_file(fs::path const& file) {
+    slots_.push_back(claim_output_slot(file, SlotOutput::empty_file));
+}
+
+void ProvisionalOutputs::add_folder(fs::path const& folder) {
+    slots_.push_back(claim_output_slot(folder, SlotOutput::empty_folder));
+}
+
+void ProvisionalOutputs::release() {
+    for (int const slot : slots_) release_output_slot(slot);
+    slots_.clear();
 }
 
 void AtomicFile::write(void const* data, std::size_t count) {
@@ -455,7 +495,7 @@ void AtomicFile::commit() {
         fail("cannot move {} into place as {}: {}", partial_.string(), destination_.string(), std::strerror(errno));
     }
     committed_ = true;
-    release_partial_slot(std::exchange(slot_, -1));
+    release_output_slot(std::exchange(slot_, -1));
     handle_.close();  // the lock goes with it, now that the file is in place and no longer the partial file
     // The rename itself reaches the disk only when the folder does.
     sync_folder(destination_.has_parent_path() ? destination_.parent_path() : fs::path("."));
@@ -475,8 +515,14 @@ void write_file_atomically(fs::path const& path, std::string_view contents, std:
 
 ExclusiveOutputFile::ExclusiveOutputFile(fs::path const& path, std::string what, ExistingOutput existing)
     : path_(path), what_(std::move(what)) {
-    if (path.has_parent_path()) create_folder(path.parent_path(), what_);
-    int const fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
+    if (path.has_parent_path()) {
+        for (fs::path const& level : missing_levels(path.parent_path())) provisional_.add_folder(level);
+        create_folder(path.parent_path(), what_);
+    }
+    int constexpr flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK;
+    int fd = ::open(path.c_str(), flags | O_EXCL, 0644);  // made here: empty until the first write
+    if (fd >= 0) provisional_.add_file(path);
+    if (fd < 0 && errno == EEXIST) fd = ::open(path.c_str(), flags, 0644);
     if (fd < 0) {
         require_file_descriptors(errno, what_, path);
         fail("{} {} {}: choose another path", what_, path.string(), open_problem(errno, true));
@@ -526,6 +572,7 @@ void ExclusiveOutputFile::write(std::string_view text) {
         throw;
     }
     size_ += text.size();
+    provisional_.release();  // no longer empty
 }
 
 void require_not_a_folder(fs::path const& path, std::string_view option, std::string_view example) {

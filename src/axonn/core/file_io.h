@@ -92,8 +92,43 @@ void sync_folder(std::filesystem::path const& folder);
 // Creates `folder` and its parents; a path component that is a file, or no permission, is an axonn::Error.
 void create_folder(std::filesystem::path const& folder, std::string_view what);
 
+// The levels of `folder`'s path that do not exist yet, the deepest first: what create_folder would make.
+std::vector<std::filesystem::path> missing_levels(std::filesystem::path const& folder);
+
+// For a signal handler that ends the program (it only reads fixed memory and calls lstat(2), unlink(2) and
+// rmdir(2)), so that an interrupted command leaves nothing half-written or empty behind: removes the partial files
+// of every AtomicFile not yet committed or destroyed, and the outputs of every ProvisionalOutputs that are still
+// empty (files of no bytes, folders of no entries).
+void remove_unfinished_outputs() noexcept;
+
+// Outputs this process has just made, a new file or the new levels of a folder's path, which hold nothing yet: a
+// signal that ends the process while the object lives removes those still empty (remove_unfinished_outputs). A
+// run stopped by Ctrl-C in its first second leaves no empty metrics file or checkpoint folder behind. Going, or
+// released, it leaves the outputs as they are.
+class ProvisionalOutputs {
+public:
+    ProvisionalOutputs() = default;
+    ProvisionalOutputs(ProvisionalOutputs&& other) noexcept : slots_(std::exchange(other.slots_, {})) {}
+    ProvisionalOutputs& operator=(ProvisionalOutputs&& other) noexcept {
+        if (this != &other) {
+            release();
+            slots_ = std::exchange(other.slots_, {});
+        }
+        return *this;
+    }
+    ~ProvisionalOutputs() { release(); }
+
+    void add_file(std::filesystem::path const& file);
+    void add_folder(std::filesystem::path const& folder);  // add the deepest level first
+    void release();
+
+private:
+    std::vector<int> slots_;  // -1 where no slot was free
+};
+
 // An output folder made (create_folder) before work that may yet be refused: unless kept, the levels of the path it
-// made are removed again while they are empty, so that a refused command leaves nothing behind.
+// made are removed again while they are empty, so that a refused command leaves nothing behind (and so does a
+// signal that ends it: ProvisionalOutputs).
 class MadeFolder {
 public:
     MadeFolder(std::filesystem::path const& folder, std::string_view what);
@@ -101,10 +136,14 @@ public:
     MadeFolder& operator=(MadeFolder const&) = delete;
     ~MadeFolder();
     // The work is done: the folder stays.
-    void keep() { made_.clear(); }
+    void keep() {
+        made_.clear();
+        provisional_.release();
+    }
 
 private:
     std::vector<std::filesystem::path> made_;  // the levels this made, deepest first
+    ProvisionalOutputs provisional_;
 };
 
 // A folder this process alone writes outputs into, while the object lives: an exclusive flock(2) on the folder
@@ -138,7 +177,7 @@ constexpr ExistingDestination replaced_only_if(bool overwrite) {
 
 // A file written beside its destination (as "<destination>.partial") and renamed into place by commit(), after
 // its data reached the disk. Destroyed without commit(), it removes the partial file, and so does a signal that
-// ends the program (remove_partial_files). The partial file is always created new: one that exists already is an
+// ends the program (remove_unfinished_outputs). The partial file is always created new: one that exists already is an
 // error naming it, whether another process is writing it (a second writer of the destination: an error, not a
 // torn file), a killed run left it behind, or it is the user's own file or a link (never written through).
 class AtomicFile {
@@ -163,14 +202,10 @@ private:
     std::string what_;
     ExistingDestination existing_;
     FileHandle handle_;  // open, and locked, until commit() or destruction
-    int slot_ = -1;      // where remove_partial_files() finds the partial file's name (-1: not there)
+    int slot_ = -1;      // where remove_unfinished_outputs() finds the partial file's name (-1: not there)
     bool finished_ = false;
     bool committed_ = false;
 };
-
-// Removes the partial files of every AtomicFile not yet committed or destroyed: for a signal handler that ends the
-// program (it only reads fixed memory and calls unlink(2)), so that an interrupted command leaves no partial file.
-void remove_partial_files() noexcept;
 
 // Writes `contents` to `path` through an AtomicFile.
 void write_file_atomically(std::filesystem::path const& path, std::string_view contents, std::string_view what,
@@ -201,6 +236,7 @@ private:
     FileHandle handle_;
     bool regular_ = false;
     std::uint64_t size_ = 0;  // after the last write that succeeded
+    ProvisionalOutputs provisional_;  // the file and its folders, where this made them, until the first write
 };
 
 // Refuses an output file (named by `option`) whose folder does not exist or is not a folder, for an output whose

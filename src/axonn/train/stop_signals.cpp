@@ -25,7 +25,7 @@ std::size_t exit_message_bytes = 0;
 
 // The closing work's end: write(2) and _exit(2), which a signal handler may call.
 void exit_with_message() {
-    remove_partial_files();
+    remove_unfinished_outputs();
     ssize_t const written = ::write(STDERR_FILENO, exit_message, exit_message_bytes);
     static_cast<void>(written);
     ::_exit(exit_status.load());
@@ -34,7 +34,7 @@ void exit_with_message() {
 // The signal's default action, now: the handler is reset and the signal raised again, which is delivered (and ends
 // the process) as soon as the handler that raised it returns.
 void end_by_default_action(int signal) {
-    remove_partial_files();  // no half-written file left beside an output
+    remove_unfinished_outputs();  // no half-written file, or empty output just made, left behind
     struct sigaction action {};
     action.sa_handler = SIG_DFL;
     sigemptyset(&action.sa_mask);

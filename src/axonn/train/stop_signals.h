@@ -14,7 +14,9 @@
 //
 // SIGINT (Ctrl-C) and SIGHUP (a closed terminal), unless the launcher ignores them, end any command at once, as
 // their default action would, but on that same thread and after removing the partial files of the outputs being
-// written (core/file_io.h, AtomicFile), so that an interrupted command leaves nothing half-written behind.
+// written (core/file_io.h, AtomicFile) and the outputs just made that are still empty (ProvisionalOutputs: a new
+// metrics file, a new checkpoint folder holding only its lock), so that an interrupted command leaves nothing
+// half-written or empty behind.
 //
 // The handler is installed there too, first thing in main, so that a signal in the first seconds of a run (while
 // it reads its data and checkpoint and measures the GEMM rate) is not lost: a command that will act on it (`train`
