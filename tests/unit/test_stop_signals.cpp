@@ -22,9 +22,10 @@ namespace {
 namespace fs = std::filesystem;
 using testing::TempDir;
 
-// The exit status of a child process that starts as `main` does (the signals of `ignored` ignored by its launcher),
-// writes `path` half, and receives `signal`; -1 where the child could not run its part.
-int status_of_child_interrupted_while_writing(fs::path const& path, int signal, int ignored = 0) {
+// The exit status of a child process that starts as `main` does (the signals of `ignored` ignored by its launcher)
+// and runs `work`; -1 where the child could not be started, 3 where its work failed.
+template <typename Work>
+int status_of_child(Work work, int ignored = 0) {
     pid_t const child = ::fork();
     if (child == 0) {
         // As started from an interactive shell (a test runner may ignore SIGINT for its children).
@@ -33,10 +34,7 @@ int status_of_child_interrupted_while_writing(fs::path const& path, int signal, 
         if (ignored != 0) std::signal(ignored, SIG_IGN);
         try {
             receive_stop_signals_on_own_thread(false);
-            AtomicFile file(path, "test file");
-            file.write("half of it");
-            ::kill(::getpid(), signal);  // taken by the signal thread, which ends the process
-            ::sleep(2);                  // time for it to; an ignored signal leaves the child to exit here
+            work();
             ::_exit(0);
         } catch (...) {
             ::_exit(3);
@@ -45,6 +43,24 @@ int status_of_child_interrupted_while_writing(fs::path const& path, int signal, 
     int status = 0;
     if (child < 0 || ::waitpid(child, &status, 0) != child) return -1;
     return status;
+}
+
+// Sends `signal` to this process, which the signal thread takes, and gives it time to end the process (an ignored
+// signal leaves it to go on).
+void signal_self(int signal) {
+    ::kill(::getpid(), signal);
+    ::sleep(2);
+}
+
+// A child that writes `path` half and receives `signal`.
+int status_of_child_interrupted_while_writing(fs::path const& path, int signal, int ignored = 0) {
+    return status_of_child(
+        [&] {
+            AtomicFile file(path, "test file");
+            file.write("half of it");
+            signal_self(signal);
+        },
+        ignored);
 }
 
 TEST(StopSignals, AnInterruptedCommandLeavesNoPartialFile) {
@@ -63,28 +79,16 @@ TEST(StopSignals, AnInterruptedCommandLeavesNoPartialFile) {
 // a new metrics file, and an existing empty file it continues (not its own to remove). Interrupted there, it leaves
 // none of what it made; interrupted once something is written, it leaves that.
 int status_of_run_interrupted_after_making_outputs(fs::path const& dir, bool written) {
-    pid_t const child = ::fork();
-    if (child == 0) {
-        std::signal(SIGINT, SIG_DFL);
-        try {
-            receive_stop_signals_on_own_thread(false);
-            CheckpointDirLock const lock(dir / "runs" / "ckpt");
-            ExclusiveOutputFile metrics(dir / "logs" / "metrics.jsonl", "metrics file", ExistingOutput::append);
-            ExclusiveOutputFile continued(dir / "continued.jsonl", "metrics file", ExistingOutput::append);
-            if (written) {
-                metrics.write("{\"step\": 1}\n");
-                testing::write_file(dir / "runs" / "ckpt" / "saved.txt", "a save");
-            }
-            ::kill(::getpid(), SIGINT);
-            ::sleep(2);
-            ::_exit(0);
-        } catch (...) {
-            ::_exit(3);
+    return status_of_child([&] {
+        CheckpointDirLock const lock(dir / "runs" / "ckpt");
+        ExclusiveOutputFile metrics(dir / "logs" / "metrics.jsonl", "metrics file", ExistingOutput::append);
+        ExclusiveOutputFile continued(dir / "continued.jsonl", "metrics file", ExistingOutput::append);
+        if (written) {
+            metrics.write("{\"step\": 1}\n");
+            testing::write_file(dir / "runs" / "ckpt" / "saved.txt", "a save");
         }
-    }
-    int status = 0;
-    if (child < 0 || ::waitpid(child, &status, 0) != child) return -1;
-    return status;
+        signal_self(SIGINT);
+    });
 }
 
 TEST(StopSignals, AnInterruptedRunLeavesNoEmptyOutputItMade) {
