@@ -596,9 +596,10 @@ TEST(Checkpoint, ARunRefusesAFolderWithAnotherRunsLaterCheckpoints) {
     EXPECT_NO_THROW(require_no_later_checkpoints(dir.path(), 5));
 }
 
-// Rolling back twice within one second: the second set of later checkpoints gets a name of its own (the names of
-// this second and the next are taken beforehand, so the test does not depend on the clock).
-TEST(Checkpoint, RollbacksInTheSameSecondKeepEveryLaterCheckpointAside) {
+// Rolling back twice within one second: the second set of later checkpoints and logs gets a mark of its own, one
+// for all of them, though only one of them had its name taken (the names of this second and the next are taken
+// beforehand, so the test does not depend on the clock).
+TEST(Checkpoint, RollbacksInTheSameSecondKeepEveryLaterCheckpointAsideUnderOneMark) {
     testing::TempDir dir;
     SerialState state(7);
     auto const now = std::chrono::duration_cast<std::chrono::seconds>(
@@ -610,31 +611,52 @@ TEST(Checkpoint, RollbacksInTheSameSecondKeepEveryLaterCheckpointAside) {
         testing::write_file(earlier / checkpoint_complete_file, "step 4\n");
     }
     state.save(dir.path(), 4);
+    testing::write_file(dir / "metrics.jsonl", "{\"step\": 1}\n");
     std::vector<fs::path> const later = rolled_back_checkpoints(dir.path(), 2, dir / "step_00000002");
     ASSERT_EQ(later, (std::vector<fs::path>{dir / "step_00000004"}));
-    fs::path const aside = set_aside(later[0], rollback_mark());
-    EXPECT_TRUE(aside.filename().string().ends_with("-2")) << aside;
-    EXPECT_TRUE(fs::exists(aside / checkpoint_complete_file));
+    std::string const mark = rollback_mark({later[0], dir / "metrics.jsonl"});
+    EXPECT_TRUE(mark.ends_with("-2")) << mark;
+    RollbackAside aside(mark);
+    EXPECT_EQ(aside.copy(dir / "metrics.jsonl"), dir / ("metrics.jsonl" + mark));
+    EXPECT_EQ(aside.rename(later[0]), dir / ("step_00000004" + mark));
+    EXPECT_TRUE(fs::exists(dir / ("step_00000004" + mark) / checkpoint_complete_file));
     EXPECT_TRUE(complete_checkpoints(dir.path()).empty());
 }
 
-// A log a rollback continues is copied aside whole, with the checkpoints' mark; the file itself is left as it was
-// (the run cuts it), a copy never replaces a file, and a copy that cannot be made is an error naming both.
-TEST(Checkpoint, ALogCopiedAsideByARollbackKeepsEveryRecord) {
+// A log a rollback continues is copied aside whole; the file itself is left as it was (the run cuts it). A step
+// that fails (a copy onto a name that is taken, a checkpoint that cannot be renamed) is an error naming both, and
+// undo() puts back what the rollback did before it: the checkpoints renamed back, the copies removed.
+TEST(Checkpoint, ARollbackThatCannotFinishIsUndone) {
     testing::TempDir dir;
+    SerialState state(7);
+    state.save(dir.path(), 4);
+    state.save(dir.path(), 6);
     std::string const records = "{\"step\": 1}\n{\"step\": 2}\n";
     testing::write_file(dir / "metrics.jsonl", records);
-    testing::write_file(dir / "metrics.jsonl.rolled-back-7", "another rollback's copy\n");
-    fs::path const copy = copy_aside(dir / "metrics.jsonl", ".rolled-back-7");
-    EXPECT_EQ(copy, dir / "metrics.jsonl.rolled-back-7-2");
+    testing::write_file(dir / "trace.json", "{}");
+    testing::write_file(dir / "trace.json.rolled-back-7", "another rollback's copy\n");
+    RollbackAside aside(".rolled-back-7");
+    fs::path const copy = aside.copy(dir / "metrics.jsonl");
     EXPECT_EQ(testing::file_bytes(copy), records);
     EXPECT_EQ(testing::file_bytes(dir / "metrics.jsonl"), records);
-    EXPECT_EQ(testing::file_bytes(dir / "metrics.jsonl.rolled-back-7"), "another rollback's copy\n");
-    std::string const expected = fmt::format("cannot keep a copy of {} as {} before continuing it",
-                                             (dir / "gone.jsonl").string(), (dir / "gone.jsonl.rolled-back-7").string());
-    std::string const message = error_of([&] { copy_aside(dir / "gone.jsonl", ".rolled-back-7"); });
-    EXPECT_NE(message.find(expected), std::string::npos) << message;
-    EXPECT_FALSE(fs::exists(dir / "gone.jsonl.rolled-back-7"));
+    std::string const taken = error_of([&] { aside.copy(dir / "trace.json"); });
+    EXPECT_NE(taken.find(fmt::format("cannot keep a copy of {} as {} before continuing it",
+                                     (dir / "trace.json").string(), (dir / "trace.json.rolled-back-7").string())),
+              std::string::npos)
+        << taken;
+    EXPECT_EQ(testing::file_bytes(dir / "trace.json.rolled-back-7"), "another rollback's copy\n");
+    aside.rename(dir / "step_00000004");
+    fs::create_directories(dir / "step_00000006.rolled-back-7");
+    std::string const renamed = error_of([&] { aside.rename(dir / "step_00000006"); });
+    EXPECT_NE(renamed.find("cannot set " + (dir / "step_00000006").string() + " aside"), std::string::npos) << renamed;
+
+    EXPECT_EQ(aside.undo(), "");
+    std::vector<std::int64_t> steps;
+    for (auto const& entry : complete_checkpoints(dir.path())) steps.push_back(entry.step);
+    EXPECT_EQ(steps, (std::vector<std::int64_t>{4, 6}));
+    EXPECT_FALSE(fs::exists(copy));
+    EXPECT_FALSE(fs::exists(dir / "step_00000004.rolled-back-7"));
+    EXPECT_EQ(testing::file_bytes(dir / "trace.json.rolled-back-7"), "another rollback's copy\n") << "not its copy";
 }
 
 // Resumed from a checkpoint an earlier rollback set aside (branch 1's step 20), a run also sets aside the checkpoint
@@ -650,7 +672,8 @@ TEST(Checkpoint, ARollbackToACheckpointSetAsideKeepsAnotherBranchsOfItsStepAside
     std::vector<fs::path> const later =
         rolled_back_checkpoints(dir.path(), 20, dir / "step_00000020.rolled-back-1");
     EXPECT_EQ(later, (std::vector<fs::path>{dir / "step_00000020", dir / "step_00000025"}));
-    for (fs::path const& checkpoint : later) set_aside(checkpoint, rollback_mark());
+    RollbackAside aside(rollback_mark(later));
+    for (fs::path const& checkpoint : later) aside.rename(checkpoint);
     std::vector<std::int64_t> steps;
     for (auto const& entry : complete_checkpoints(dir.path())) steps.push_back(entry.step);
     EXPECT_EQ(steps, (std::vector<std::int64_t>{15}));

@@ -4,6 +4,7 @@
 #include "axonn/core/file_io.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -243,47 +244,60 @@ std::vector<fs::path> rolled_back_checkpoints(fs::path const& dir, std::int64_t 
     return later;
 }
 
-std::string rollback_mark() {
+std::string rollback_mark(std::vector<fs::path> const& paths) {
     auto const now = std::chrono::duration_cast<std::chrono::seconds>(
                          std::chrono::system_clock::now().time_since_epoch())
                          .count();
-    return fmt::format("{}{}", rolled_back_infix, now);
+    std::string const first = fmt::format("{}{}", rolled_back_infix, now);
+    auto const taken = [&](std::string const& mark) {
+        return std::any_of(paths.begin(), paths.end(), [&](fs::path const& path) {
+            std::error_code error;
+            return fs::exists(fs::symlink_status(path.string() + mark, error));
+        });
+    };
+    std::string mark = first;
+    for (int n = 2; taken(mark); ++n) mark = fmt::format("{}-{}", first, n);
+    return mark;
 }
 
-namespace {
-
-// `path` + `mark`, or + `mark` + "-2", "-3", ... where that name is taken (a second rollback within the same second).
-fs::path unused_aside_name(fs::path const& path, std::string_view mark) {
-    std::string const name = path.filename().string() + std::string(mark);
-    fs::path aside = path.parent_path() / name;
+fs::path RollbackAside::copy(fs::path const& log) {
+    fs::path const aside = log.string() + mark_;
     std::error_code error;
-    for (int n = 2; fs::exists(fs::symlink_status(aside, error)); ++n) {
-        aside = path.parent_path() / fmt::format("{}-{}", name, n);
-    }
-    return aside;
-}
-
-}  // namespace
-
-fs::path set_aside(fs::path const& path, std::string_view mark) {
-    fs::path const aside = unused_aside_name(path, mark);
-    std::error_code error;
-    fs::rename(path, aside, error);
-    AXONN_REQUIRE(!error, "cannot set {} aside as {}: {}", path.string(), aside.string(), error.message());
-    return aside;
-}
-
-fs::path copy_aside(fs::path const& path, std::string_view mark) {
-    fs::path const aside = unused_aside_name(path, mark);
-    std::error_code error;
-    fs::copy_file(path, aside, fs::copy_options::none, error);  // never onto an existing file
+    fs::copy_file(log, aside, fs::copy_options::none, error);  // never onto an existing file
     if (error) {
         std::string const problem = error.message();
-        fs::remove(aside, error);  // a copy cut short (a full disk) is not left behind
-        fail("cannot keep a copy of {} as {} before continuing it: {}; free some space, or move the file out of the "
-             "way", path.string(), aside.string(), problem);
+        if (error != std::errc::file_exists) fs::remove(aside, error);  // a copy cut short is not left behind
+        fail("cannot keep a copy of {} as {} before continuing it: {}", log.string(), aside.string(), problem);
     }
+    copies_.push_back(aside);
     return aside;
+}
+
+fs::path RollbackAside::rename(fs::path const& checkpoint) {
+    fs::path const aside = checkpoint.string() + mark_;
+    std::error_code error;
+    AXONN_REQUIRE(!fs::exists(fs::symlink_status(aside, error)), "cannot set {} aside as {}: that name is taken",
+                  checkpoint.string(), aside.string());
+    fs::rename(checkpoint, aside, error);
+    AXONN_REQUIRE(!error, "cannot set {} aside as {}: {}", checkpoint.string(), aside.string(), error.message());
+    renamed_.emplace_back(checkpoint, aside);
+    return aside;
+}
+
+std::string RollbackAside::undo() noexcept {
+    std::vector<std::string> left;
+    std::error_code error;
+    for (auto it = renamed_.rbegin(); it != renamed_.rend(); ++it) {
+        fs::rename(it->second, it->first, error);
+        if (error) left.push_back(fmt::format("{} (still {})", it->first.string(), it->second.filename().string()));
+    }
+    for (fs::path const& copy : copies_) {
+        fs::remove(copy, error);
+        if (error) left.push_back(fmt::format("the copy {}", copy.string()));
+    }
+    renamed_.clear();
+    copies_.clear();
+    return fmt::format("{}", fmt::join(left, ", "));
 }
 
 void require_step_folders_are_checkpoints(fs::path const& dir, std::string_view option) {

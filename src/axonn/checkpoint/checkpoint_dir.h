@@ -111,15 +111,30 @@ void require_step_folders_are_checkpoints(std::filesystem::path const& dir, std:
 std::vector<std::filesystem::path> rolled_back_checkpoints(std::filesystem::path const& dir, std::int64_t start_step,
                                                            std::filesystem::path const& resumed);
 
-// The mark a rollback puts on the names of what it sets aside: ".rolled-back-UNIXTIME", one time for all of it.
-std::string rollback_mark();
+// The mark a rollback puts on the names of what it sets aside, one for all of `paths` (its checkpoints and logs):
+// ".rolled-back-UNIXTIME", with "-2", "-3", ... after it where a name it would give one of them is taken (an
+// earlier rollback within the same second).
+std::string rollback_mark(std::vector<std::filesystem::path> const& paths);
 
-// Renames `path` (a checkpoint's folder) to its name + `mark`, where it is kept: never resumed, pruned or
-// overwritten. Returns the new path: "-2", "-3", ... follow the mark where a rollback in the same second took it.
-std::filesystem::path set_aside(std::filesystem::path const& path, std::string_view mark);
+// What a rollback sets aside under one mark: checkpoint folders renamed to their name + mark, where they are kept
+// (never resumed, pruned or overwritten), and logs copied whole to their name + mark before the run cuts them. A
+// rollback that cannot finish undoes what it did (undo()), so that it leaves the folder and the files as they were.
+class RollbackAside {
+public:
+    explicit RollbackAside(std::string mark) : mark_(std::move(mark)) {}
 
-// Copies the file `path` to its name + `mark` (numbered as set_aside's): the records a rollback would cut from a
-// log it continues, kept with the rest of the file as it was. Returns the copy's path.
-std::filesystem::path copy_aside(std::filesystem::path const& path, std::string_view mark);
+    // Copies the file `log`; returns the copy's path. A copy cut short (a full disk) is removed, and an error.
+    std::filesystem::path copy(std::filesystem::path const& log);
+    // Renames the folder `checkpoint`; returns its new path.
+    std::filesystem::path rename(std::filesystem::path const& checkpoint);
+    // Renames the checkpoints back and removes the copies; returns what could not be put back, each named ("" if
+    // nothing).
+    std::string undo() noexcept;
+
+private:
+    std::string mark_;
+    std::vector<std::filesystem::path> copies_;
+    std::vector<std::pair<std::filesystem::path, std::filesystem::path>> renamed_;  // (checkpoint, aside)
+};
 
 }  // namespace axonn

@@ -502,22 +502,45 @@ void require_checkpoint_folder_for_run(fs::path const& ckpt_dir, std::vector<fs:
 
 namespace {
 
-// "; --metrics m.jsonl continues from step 2, its later steps' records kept in a copy of the file as it was,
-// m.jsonl.rolled-back-T": the logs a rollback continues, copied aside first (those that exist).
-std::string copy_continued_logs_aside(std::vector<ContinuedLog> const& logs, std::int64_t step, std::string_view mark) {
-    std::vector<std::string> options, copies;
+// The logs a rollback continues that exist: their copies, made first, keep the records it cuts.
+std::vector<ContinuedLog> existing_logs(std::vector<ContinuedLog> const& logs) {
+    std::vector<ContinuedLog> existing;
     for (ContinuedLog const& log : logs) {
         std::error_code error;
-        if (!fs::is_regular_file(log.path, error)) continue;
-        options.push_back(fmt::format("{} {}", log.option, log.path.string()));
-        copies.push_back(copy_aside(log.path, mark).string());
+        if (fs::is_regular_file(log.path, error)) existing.push_back(log);
     }
+    return existing;
+}
+
+// "; --metrics m.jsonl continues from step 2, its later steps' records kept in a copy of the file as it was,
+// m.jsonl.rolled-back-T": the logs a rollback continues, and their copies.
+std::string continued_logs_note(std::vector<ContinuedLog> const& logs, std::vector<fs::path> const& copies,
+                                std::int64_t step) {
     if (copies.empty()) return std::string();
+    std::vector<std::string> options, copy_names;
+    for (ContinuedLog const& log : logs) options.push_back(fmt::format("{} {}", log.option, log.path.string()));
+    for (fs::path const& copy : copies) copy_names.push_back(copy.string());
     bool const one = copies.size() == 1;
     return fmt::format("; {} continue{} from step {}, {} later steps' records kept in {} as {}, {}",
                        fmt::join(options, " and "), one ? "s" : "", step, one ? "its" : "their",
                        one ? "a copy of the file" : "copies of the files", one ? "it was" : "they were",
-                       fmt::join(copies, " and "));
+                       fmt::join(copy_names, " and "));
+}
+
+// Copies the logs aside, then sets the checkpoints aside (the logs first: their copies are the step a full disk
+// fails); returns the checkpoints' new names. One that fails undoes the rest and says so.
+std::vector<std::string> set_aside_all(std::vector<fs::path> const& checkpoints, std::vector<ContinuedLog> const& logs,
+                                       RollbackAside& aside, std::vector<fs::path>& copies) {
+    std::vector<std::string> names;
+    try {
+        for (ContinuedLog const& log : logs) copies.push_back(aside.copy(log.path));
+        for (fs::path const& checkpoint : checkpoints) names.push_back(aside.rename(checkpoint).filename().string());
+    } catch (Error const& e) {
+        std::string const left = aside.undo();
+        fail("{}; the rollback is undone{}: free the space or fix the permission, and run again", e.what(),
+             left.empty() ? ", the checkpoints and files are as they were" : fmt::format(" except for {}", left));
+    }
+    return names;
 }
 
 }  // namespace
@@ -530,21 +553,22 @@ void set_aside_rolled_back_checkpoints(fs::path const& ckpt_dir, std::optional<C
         std::int64_t const step = start_step(resumed);
         std::vector<fs::path> const later = rolled_back_checkpoints(ckpt_dir, step, *folder);
         if (later.empty()) return std::string();
-        std::string const mark = rollback_mark();
-        // The logs first: a copy that fails leaves the checkpoints where they were.
-        std::string const logs = copy_continued_logs_aside(continued_logs, step, mark);
-        std::vector<std::string> names;
-        bool step_itself = false;  // a checkpoint of the resumed step other than the one resumed: set aside too
-        for (fs::path const& checkpoint : later) {
-            names.push_back(set_aside(checkpoint, mark).filename().string());
-            step_itself = step_itself || names.back().starts_with(checkpoint_folder_name(step));
-        }
+        std::vector<ContinuedLog> const logs = existing_logs(continued_logs);
+        std::vector<fs::path> marked = later;
+        for (ContinuedLog const& log : logs) marked.push_back(log.path);
+        RollbackAside aside(rollback_mark(marked));
+        std::vector<fs::path> copies;
+        std::vector<std::string> const names = set_aside_all(later, logs, aside, copies);
+        // A checkpoint of the resumed step other than the one resumed is set aside too.
+        bool const step_itself = std::any_of(names.begin(), names.end(), [&](std::string const& name) {
+            return name.starts_with(checkpoint_folder_name(step));
+        });
         return fmt::format("  rolling back to step {}: the {} are kept aside as {} in {} (never resumed or pruned; "
                            "delete them when they are no longer wanted){}\n",
                            step,
                            step_itself ? "checkpoints of this step (other than the one resumed) and later"
                                        : "later checkpoints",
-                           fmt::join(names, ", "), ckpt_dir.string(), logs);
+                           fmt::join(names, ", "), ckpt_dir.string(), continued_logs_note(logs, copies, step));
     });
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

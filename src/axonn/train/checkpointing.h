@@ -78,9 +78,10 @@ struct ContinuedLog {
 };
 
 // A run resumed from a checkpoint inside ckpt_dir (`resumed`: its own, rolled back) sets the later ones aside
-// (rolled_back_checkpoints, set_aside) and rank 0 says so; each of `continued_logs` that exists is copied aside
-// first with the same mark (copy_aside), so that the records the run cuts from it are kept. Collective over
-// MPI_COMM_WORLD; with the folder checked (require_checkpoint_folder_for_run) and locked.
+// (rolled_back_checkpoints, RollbackAside) and rank 0 says so; each of `continued_logs` that exists is copied aside
+// first under the same mark, so that the records the run cuts from it are kept. A step that fails undoes the
+// others (an axonn::Error that says so). Collective over MPI_COMM_WORLD; with the folder checked
+// (require_checkpoint_folder_for_run) and locked.
 void set_aside_rolled_back_checkpoints(std::filesystem::path const& ckpt_dir,
                                        std::optional<CheckpointReader> const& resumed,
                                        std::vector<ContinuedLog> const& continued_logs);
