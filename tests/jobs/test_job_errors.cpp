@@ -74,7 +74,7 @@ TEST_F(JobErrors, ACheckpointFolderThatARankCannotSeeIsRefusedBeforeTraining) {
     std::string const run = train("--grid data=1,z=2,y=1,x=1 --steps 50 --ckpt-dir ck");
     JobResult const result = mpirun("-np 1 --wdir " + (dir_ / "node0").string() + " " + run + " : -np 1 --wdir " +
                                     (dir_ / "node1").string() + " " + run);
-    EXPECT_EQ(only_error(result, 1), "axonn: error: rank 1 cannot write into --ckpt-dir ck, which rank 0 made: every "
+    EXPECT_EQ(only_error(result, 1), "axonn: error: rank 1 cannot write into --ckpt-dir ck, which rank 0 can: every "
                                      "rank writes its part of each checkpoint there, so it must be one folder all "
                                      "ranks share (give an absolute path on a shared file system)");
     EXPECT_EQ(result.stderr_text.find(" loss "), std::string::npos) << "it trained: " << result.stderr_text;

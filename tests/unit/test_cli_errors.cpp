@@ -1358,7 +1358,7 @@ TEST_F(CommandLineErrors, AResumedRunAppendsToItsOwnMetricsOnly) {
     for (auto const& [metrics, problem] :
          {std::pair{"other.jsonl",
                     "line 1 is a record of run " + *other.begin() + ", not of this run (run " + *own.begin() + ")"},
-          std::pair{"text.txt", std::string("line 1 is not a metrics record, not of this run")}}) {
+          std::pair{"text.txt", std::string("line 1 is not a metrics record: a resumed run appends")}}) {
         SCOPED_TRACE(metrics);
         std::string const before = file_bytes(dir_ / metrics);
         CommandResult const refused = run_axonn(with_dir(resume + "--metrics {dir}/" + metrics), dir_);
@@ -1564,6 +1564,23 @@ TEST_F(CommandLineErrors, RollingBackToAnEarlierCheckpointKeepsTheLaterOnesAside
                                        "records kept in a copy of the file as it was, " + copy.string())));
     EXPECT_EQ(file_bytes(copy), branch_records);
     EXPECT_EQ(run_axonn(with_dir(run + "--resume latest"), dir_).exit_status, 0);
+}
+
+// A resumed run that names a --trace for the first time writes a new trace of its own steps, and says so; only a
+// launch that continues the trace of the run's earlier launches says it continues it (every resumed run did).
+TEST_F(CommandLineErrors, OnlyATraceThatIsContinuedIsSaidToBe) {
+    std::string const run = "train --data {dir}/good --tokenizer byte --model gpt2-micro --sample-tokens 0 "
+                            "--ckpt-dir {dir}/traced ";
+    fs::remove_all(dir_ / "traced");
+    fs::remove(dir_ / "traced.json");
+    ASSERT_EQ(run_axonn(with_dir(run + "--steps 2"), dir_).exit_status, 0);
+    std::string const continuing = "(continuing the trace of the run's earlier launches)";
+    ASSERT_EQ(run_axonn(with_dir(run + "--steps 3 --resume latest --trace {dir}/traced.json"), dir_).exit_status, 0);
+    EXPECT_TRUE(printed(dir_, with_dir("trace of 1 step(s) from step 2 of every rank: {dir}/traced.json\n")));
+    EXPECT_FALSE(printed(dir_, continuing));
+    ASSERT_EQ(run_axonn(with_dir(run + "--steps 4 --resume latest --trace {dir}/traced.json"), dir_).exit_status, 0);
+    EXPECT_TRUE(printed(dir_, with_dir("trace of 1 step(s) from step 3 of every rank: {dir}/traced.json " +
+                                       continuing)));
 }
 
 // The same run rolled back to a copy of its earlier checkpoint kept elsewhere: it was refused, the later checkpoints

@@ -143,5 +143,21 @@ TEST(MetricsLog, ARecordKeptAfterOneDroppedIsRefused) {
     EXPECT_NO_THROW(require_resumable_metrics_file(dir / "metrics.jsonl", "another run", {2, false, {}}, true));
 }
 
+// A line that is no record, edited into the run's own file, is refused as what it is (not as another run's), and
+// the message says that repairing it keeps the run's records, which --overwrite would replace.
+TEST(MetricsLog, ALineEditedIntoTheRunsOwnFileIsNamedWithWhatOverwriteWouldLose) {
+    TempDir dir;
+    std::ofstream(dir / "metrics.jsonl") << R"({"loss":4.0,"run":"r","step":0})" "\n"
+                                            "GARBAGE\n"
+                                            R"({"loss":3.0,"run":"r","step":1})" "\n";
+    std::string const error =
+        error_of([&] { require_resumable_metrics_file(dir / "metrics.jsonl", "r", {2, false, {}}, false); });
+    EXPECT_NE(error.find("line 2 is not a metrics record: a resumed run appends to its own metrics file only; remove "
+                         "or repair line 2 to continue the file, name another --metrics path, or pass --overwrite to "
+                         "replace the whole file (its 2 records of this run, run r, with it)"),
+              std::string::npos)
+        << error;
+}
+
 }  // namespace
 }  // namespace axonn

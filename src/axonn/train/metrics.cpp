@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 #include <string>
@@ -154,10 +155,17 @@ void require_resumable_metrics_file(std::filesystem::path const& path, std::stri
     MetricsFile const file = read_metrics_file(path);
     if (auto const i = first_foreign_line(file, run_id)) {
         if (overwrite) return;  // another run's file, replaced
-        fail("metrics file {} line {} {}, not of this run ({}): a resumed run appends to its own metrics file "
-             "only; name another --metrics path, or pass --overwrite to replace the file",
-             path.string(), *i + 1, describe_line(file.lines[*i].record),
-             run_id.empty() ? "a run without an id" : "run " + run_id);
+        std::string const run = run_id.empty() ? "a run without an id" : "run " + run_id;
+        std::string const line = describe_line(file.lines[*i].record);
+        auto const own = std::count_if(file.lines.begin(), file.lines.end(),
+                                       [&](MetricsLine const& l) { return is_record_of(l.record, run_id); });
+        // A line edited into the run's own file: repairing it keeps the rest, which --overwrite would not.
+        std::string const repair =
+            own == 0 ? std::string() : fmt::format("remove or repair line {} to continue the file, ", *i + 1);
+        fail("metrics file {} line {} {}{}: a resumed run appends to its own metrics file only; {}name another "
+             "--metrics path, or pass --overwrite to replace the whole file{}",
+             path.string(), *i + 1, line, line.starts_with("is a record") ? ", not of this run (" + run + ")" : "",
+             repair, own == 0 ? "" : fmt::format(" (its {} records of this run, {}, with it)", own, run));
     }
     if (auto const lines = kept_after_dropped(file, run_id, resume)) {
         auto const step = [&](std::size_t i) { return file.lines[i].record["step"].get<std::int64_t>(); };

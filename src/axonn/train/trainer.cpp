@@ -30,7 +30,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <span>
@@ -212,6 +214,7 @@ struct TrainingRun {
     TrainingData data;
     ResumePoint resume_point;  // checked before the checkpoint folder is changed for the resumed run
     std::optional<CheckpointDirLock> ckpt_lock;
+    bool trace_continued;  // the leader's: --trace names the trace of the run's earlier launches, which it continues
     std::unique_ptr<TraceFile> trace;  // none without --trace; every rank checks its path before metrics are opened
     MetricsLog metrics;
     Decoder model;
@@ -287,9 +290,14 @@ void check_outputs(TrainOptions const& options, TrainingData const& data,
 void require_folder_on_every_rank(std::filesystem::path const& ckpt_dir) {
     MPI_Barrier(MPI_COMM_WORLD);  // rank 0 has made the folder
     std::error_code error;
-    bool const writable = std::filesystem::is_directory(ckpt_dir, error) && ::access(ckpt_dir.c_str(), W_OK) == 0;
+    bool const folder = std::filesystem::is_directory(ckpt_dir, error);
+    bool const writable = folder && ::access(ckpt_dir.c_str(), W_OK) == 0;
+    std::string const problem = folder ? std::strerror(errno) : "it is not a folder there";
     if (auto const rank = first_rank_where_false(writable)) {
-        fail("rank {} cannot write into --ckpt-dir {}, which rank 0 made: every rank writes its part of each "
+        // Rank 0 itself (the folder made or found unwritable: a read-only or immutable folder): the reason.
+        AXONN_REQUIRE(*rank != 0, "cannot write into --ckpt-dir {}: {}; make it writable, or choose another folder",
+                      ckpt_dir.string(), problem);
+        fail("rank {} cannot write into --ckpt-dir {}, which rank 0 can: every rank writes its part of each "
              "checkpoint there, so it must be one folder all ranks share (give an absolute path on a shared file "
              "system)",
              *rank, ckpt_dir.string());
@@ -343,6 +351,7 @@ TrainingRun::TrainingRun(TrainOptions& options_, std::unique_ptr<Tokenizer> toke
       resume_point(resumed ? check_resume_point(*resumed, job.grid().comm(Group::world), data.train, options_.new_data)
                            : ResumePoint{}),
       ckpt_lock(lock_checkpoint_folder(options_, data, leader, resumed)),
+      trace_continued(leader && continues_trace(options_)),
       trace(open_trace(options_, job.grid(), resumed)),
       metrics(open_metrics(options_, data, leader, resumed)),
       model(options_.model.architecture(), job.backend(), job.grid(), job.pass_batch(options_.batch), options_.seq,
@@ -578,8 +587,8 @@ void write_trace(TrainingRun& run, int step) {
     if (run.leader) {
         int const traced = std::min(step - run.start_step, run.options.trace_steps);
         fmt::print("trace of {} step(s) from step {} of every rank: {}{}\n", traced, run.start_step,
-                   run.options.trace.string(), run.resumed ? " (continuing the trace of the run's earlier launches)"
-                                                           : "");
+                   run.options.trace.string(),
+                   run.trace_continued ? " (continuing the trace of the run's earlier launches)" : "");
     }
 }
 
