@@ -1564,6 +1564,16 @@ TEST_F(CommandLineErrors, RollingBackToAnEarlierCheckpointKeepsTheLaterOnesAside
                                        "records kept in a copy of the file as it was, " + copy.string())));
     EXPECT_EQ(file_bytes(copy), branch_records);
     EXPECT_EQ(run_axonn(with_dir(run + "--resume latest"), dir_).exit_status, 0);
+
+    // Resuming the branch set aside (its step 4): the file's records of steps 2 and 3 are the other branch's, and
+    // go; the note on the gap names the copy that holds this branch's.
+    CommandResult const branch = run_axonn(
+        with_dir(run + "--steps 5 --resume {dir}/rollback/" + aside[0]), dir_);
+    ASSERT_EQ(branch.exit_status, 0) << branch.stderr_text;
+    EXPECT_TRUE(printed(dir_, with_dir("metrics file {dir}/rollback.jsonl has no record of steps 2 to 3 (cut from the "
+                                       "file, or trained without --metrics); it goes on from step 4; the branch "
+                                       "resumed was set aside by a rollback, and its records of those steps are in " +
+                                       copy.string() + ", the copy made then")));
 }
 
 // A resumed run that names a --trace for the first time writes a new trace of its own steps, and says so; only a

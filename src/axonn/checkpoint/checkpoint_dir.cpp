@@ -112,6 +112,12 @@ std::optional<std::int64_t> named_step(std::string const& name) {
     return folder_step(infix == std::string::npos ? name : name.substr(0, infix));
 }
 
+std::string rollback_mark_of(std::string const& name) {
+    std::size_t const infix = name.find(rolled_back_infix);
+    if (infix == std::string::npos || !folder_step(name.substr(0, infix))) return std::string();
+    return name.substr(infix);
+}
+
 bool is_checkpoint_folder_name(std::string const& name) {
     if (named_step(name)) return true;
     for (std::string_view suffix : {partial_suffix, replaced_suffix, pruned_suffix}) {

@@ -48,6 +48,10 @@ std::optional<std::int64_t> folder_step(std::string const& name);
 // rollback), if it is one of those.
 std::optional<std::int64_t> named_step(std::string const& name);
 
+// The mark a rollback gave a checkpoint it set aside (".rolled-back-TIME" and any "-N" after it, from
+// step_N.rolled-back-TIME's name: the mark of the logs it copied then); "" for any other name.
+std::string rollback_mark_of(std::string const& name);
+
 // Whether `name` is one a checkpoint folder takes in its life: step_N, or step_N with the suffix of a save in
 // progress (.partial), of one replaced or pruned (.replaced, .pruned: removed by the next save) or of one set aside
 // by a rollback (.rolled-back-TIME).

@@ -193,9 +193,15 @@ MetricsLog::MetricsLog(std::filesystem::path const& path, std::string run_id, st
     // file would not show (a resume continued it silently).
     std::string const missing = steps_without_record(file, run_id_, *resume);
     if (!missing.empty()) {
+        std::string const where =
+            resume->branch_records.empty()
+                ? std::string()
+                : fmt::format("; the branch resumed was set aside by a rollback, and its records of those steps are "
+                              "in {}, the copy made then",
+                              resume->branch_records.string());
         gap_note_ = fmt::format("  metrics file {} has no record of steps {} (cut from the file, or trained without "
-                                "--metrics); it goes on from step {}\n",
-                                path.string(), missing, resume->step);
+                                "--metrics); it goes on from step {}{}\n",
+                                path.string(), missing, resume->step, where);
     }
 }
 

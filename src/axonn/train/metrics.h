@@ -23,6 +23,9 @@ struct MetricsResume {
     std::int64_t step = 0;
     bool validates_at_step = false;
     RunLineage lineage;
+    // Resumed from a checkpoint a rollback set aside: the copy of the metrics file made then, which holds that
+    // branch's records of the steps the file now lacks (empty where there is none).
+    std::filesystem::path branch_records = {};
 };
 
 // What a run resumed at `resume` may do with the metrics file at `path`, read once, each refusal an axonn::Error

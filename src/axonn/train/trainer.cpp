@@ -186,11 +186,23 @@ std::string launch_id(TrainOptions const& options) {
     return options.lineage.empty() ? std::string() : options.lineage.back().id;
 }
 
+// Resumed from a checkpoint a rollback set aside: the copy of --metrics that rollback made, where it exists.
+std::filesystem::path branch_records(TrainOptions const& options, std::optional<CheckpointReader> const& resumed) {
+    if (!resumed || options.metrics.empty()) return {};
+    std::filesystem::path const folder =
+        resumed->folder().has_filename() ? resumed->folder() : resumed->folder().parent_path();
+    std::string const mark = rollback_mark_of(folder.filename().string());
+    std::filesystem::path const copy = options.metrics.string() + mark;
+    std::error_code error;
+    return !mark.empty() && std::filesystem::is_regular_file(copy, error) ? copy : std::filesystem::path();
+}
+
 std::optional<MetricsResume> metrics_resume(TrainOptions const& options, bool has_validation,
                                             std::optional<CheckpointReader> const& resumed) {
     std::optional<std::int64_t> const step = resume_step(options, resumed);
     if (!step) return std::nullopt;
-    return MetricsResume{*step, validation_due(options, has_validation, *step), resumed_lineage(options)};
+    return MetricsResume{*step, validation_due(options, has_validation, *step), resumed_lineage(options),
+                         branch_records(options, resumed)};
 }
 
 // Everything a training run holds, built once from its options, in the order the checks must come: a bad output
