@@ -1577,7 +1577,8 @@ TEST_F(CommandLineErrors, RollingBackToAnEarlierCheckpointKeepsTheLaterOnesAside
 }
 
 // A resumed run that names a --trace for the first time writes a new trace of its own steps, and says so; only a
-// launch that continues the trace of the run's earlier launches says it continues it (every resumed run did).
+// launch that continues the trace of the run's earlier launches says it continues it (every resumed run did), and
+// it writes the trace back where it read it from.
 TEST_F(CommandLineErrors, OnlyATraceThatIsContinuedIsSaidToBe) {
     std::string const run = "train --data {dir}/good --tokenizer byte --model gpt2-micro --sample-tokens 0 "
                             "--ckpt-dir {dir}/traced ";
@@ -1588,9 +1589,18 @@ TEST_F(CommandLineErrors, OnlyATraceThatIsContinuedIsSaidToBe) {
     ASSERT_EQ(run_axonn(with_dir(run + "--steps 3 --resume latest --trace {dir}/traced.json"), dir_).exit_status, 0);
     EXPECT_TRUE(printed(dir_, with_dir("trace of 1 step(s) from step 2 of every rank: {dir}/traced.json\n")));
     EXPECT_FALSE(printed(dir_, continuing));
+    // Named through a symbolic link, the trace is continued where the link points, and the link stays (it was
+    // replaced by a new file, and the run's earlier trace left behind at its target).
+    fs::remove(dir_ / "kept_trace.json");
+    fs::rename(dir_ / "traced.json", dir_ / "kept_trace.json");
+    fs::create_symlink("kept_trace.json", dir_ / "traced.json");
     ASSERT_EQ(run_axonn(with_dir(run + "--steps 4 --resume latest --trace {dir}/traced.json"), dir_).exit_status, 0);
     EXPECT_TRUE(printed(dir_, with_dir("trace of 1 step(s) from step 3 of every rank: {dir}/traced.json " +
                                        continuing)));
+    EXPECT_TRUE(fs::is_symlink(dir_ / "traced.json"));
+    std::string const trace = file_bytes(dir_ / "kept_trace.json");
+    EXPECT_NE(trace.find("\"step 2\""), std::string::npos) << "the earlier launch's step";
+    EXPECT_NE(trace.find("\"step 3\""), std::string::npos) << "this launch's step";
 }
 
 // The same run rolled back to a copy of its earlier checkpoint kept elsewhere: it was refused, the later checkpoints

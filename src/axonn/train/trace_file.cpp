@@ -206,8 +206,7 @@ std::string TraceFile::rank_events_json() const {
     return events.dump();
 }
 
-std::string TraceFile::file_events(std::string const& events) const {
-    if (!run_.resume_step || !is_trace_of_run(path_, run_.run_id)) return events;
+std::string TraceFile::continued_events(std::string const& events) const {
     nlohmann::json continued = trace_events(path_);
     drop_steps_from(continued, *run_.resume_step, run_.lineage);
     double const end_us = end_of(continued);
@@ -232,10 +231,16 @@ void TraceFile::write() {
         if (!events.empty()) events += ",";
         events += rank_events;
     }
-    std::string const text = trace_header(run_.run_id) + file_events(events) + "]}\n";
+    bool const continues = run_.resume_step && is_trace_of_run(path_, run_.run_id);
+    std::string const text = trace_header(run_.run_id) + (continues ? continued_events(events) : events) + "]}\n";
+    // A continued trace goes back where it was read from, as the metrics file is appended to: through a symbolic
+    // link, to the link's target (replacing the link left the target, the run's earlier trace, behind).
+    std::error_code error;
+    std::filesystem::path const destination = continues && std::filesystem::is_symlink(path_, error) ? resolved(path_)
+                                                                                                     : path_;
     // Made now, not with the object: a partial file held for the whole run would be left behind by a job killed
     // during it, and block the next run's trace.
-    AtomicFile file(path_, "trace file", existing_);
+    AtomicFile file(destination, "trace file", existing_);
     file.write(text);
     file.commit();
 }

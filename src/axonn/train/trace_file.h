@@ -57,8 +57,8 @@ public:
 private:
     std::string rank_events_json() const;
 
-    // The file's events: those of the trace this one continues, then this run's after them.
-    std::string file_events(std::string const& events) const;
+    // The events of the trace this one continues, then this run's (`events`) after them.
+    std::string continued_events(std::string const& events) const;
 
     std::filesystem::path path_;
     ExistingDestination existing_;
