@@ -706,10 +706,19 @@ std::vector<BadInput> const bad_inputs = {
      "(ulimit -n 16), fewer than the 64 a command needs", 1, "prlimit --nofile=16"},
     {"study_out_that_cannot_be_made", "memorization study --quick --out /proc/axonn_nowhere/results",
      "/proc/axonn_nowhere/results", 1, "ulimit -t 1;"},
-    // The plan command suggested had no --model: plan explained its own default model, not the job's.
+    // The plan command suggested had no --model: plan explained its own default model, not the job's; then it
+    // explained the preset's vocabulary (GPT-2's), not the job's tokenizer's.
     {"tune_with_no_grid_that_fits", "tune --model gpt-640b --tokenizer byte --batch 1 --seq 8 --top 1 --out "
-     "{dir}/tg.json", "no grid of 1 ranks fits this model and batch: run `axonn plan --model gpt-640b --machine local "
-     "--gpus 1 --batch 1 --seq 8 --explain` to see why", 2, "AXONN_MACHINES_DIR={dir}/machines"},
+     "{dir}/tg.json", "no grid of 1 ranks fits this model and batch: run `axonn plan --model gpt-640b --vocab 257 "
+     "--machine local --gpus 1 --batch 1 --seq 8 --explain` to see why", 2, "AXONN_MACHINES_DIR={dir}/machines"},
+    // And it named a machine profile that the job had measured without writing it: plan refused it.
+    {"tune_with_no_grid_that_fits_and_no_profile", "tune --model gpt-640b --tokenizer byte --n-layer 2 --batch 1 "
+     "--seq 8 --top 1 --out {dir}/tg.json", "no grid of 1 ranks fits this model and batch: write this machine's "
+     "profile, which this command measured without writing, with `mpirun -np 1 axonn calibrate --out "
+     "{dir}/no_machines/local.toml`, then run `axonn plan --model gpt-640b --n-layer 2 --vocab 257 --machine local "
+     "--gpus 1 --batch 1 --seq 8 --explain` to see why", 2, "AXONN_MACHINES_DIR={dir}/no_machines"},
+    {"plan_negative_vocabulary", "plan --model gpt-5b --gpus 8 --batch 8 --vocab -1",
+     "--vocab must not be negative, got -1", 2},
     {"tune_out_in_a_folder_that_cannot_be_made",
      "tune --model gpt2-micro --tokenizer byte --batch 8 --seq 16 --top 1 --out /proc/axonn_nowhere/grid.json",
      "/proc/axonn_nowhere", 1, "ulimit -t 1; AXONN_MACHINES_DIR={dir}/machines"},

@@ -38,6 +38,7 @@ struct PlanFlags {
     std::string weak_batch = "per-device";  // the series' batch: grows with the devices, or fixed
     std::filesystem::path plot = "weak-scaling.png";
     bool overwrite = false;  // replace an existing --plot file
+    int vocab = 0;           // 0: the preset's
 };
 
 nlohmann::json candidate_json(PlanCandidate const& candidate) {
@@ -231,6 +232,12 @@ void add_plan_command(CLI::App& app) {
         ->capture_default_str();
     command->add_flag("--overwrite", flags->overwrite, "with --weak-scaling: replace an existing --plot file")
         ->needs(weak);
+    command
+        ->add_option("--vocab", flags->vocab,
+                     "vocabulary size (0: the preset's, such as GPT-2's 50,257): the tokenizer's, for a job that "
+                     "trains with another")
+        ->excludes(weak)
+        ->capture_default_str();
 
     command->callback([command, request, flags, model, gpus] {
         require_one_process("plan");  // it runs no grid: several ranks would each print the same plan
@@ -277,7 +284,12 @@ void add_plan_command(CLI::App& app) {
         }
         std::filesystem::path const machine = as_usage_errors([&] {
             AXONN_REQUIRE(gpus->count() > 0, "--gpus is required (or --weak-scaling MODEL:DEVICES,...)");
-            ModelConfig const resolved = model->resolve_model();
+            ModelConfig resolved = model->resolve_model();
+            AXONN_REQUIRE(flags->vocab >= 0, "--vocab must not be negative, got {} (0: the preset's)", flags->vocab);
+            if (flags->vocab > 0) {
+                resolved.set_vocab_size(flags->vocab);
+                resolved.validate();
+            }
             request->model = resolved;
             request->seq = flags->seq > 0 ? flags->seq : resolved.context();
             AXONN_REQUIRE(flags->seq >= 0, "--seq must not be negative, got {} (0: the model's context)", flags->seq);

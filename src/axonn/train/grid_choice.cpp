@@ -3,6 +3,8 @@
 #include "axonn/comm/rank_zero.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
+#include "axonn/families/registry.h"
+#include "axonn/model/architecture.h"
 #include "axonn/perf/calibrate.h"
 #include "axonn/train/job.h"
 
@@ -93,16 +95,31 @@ GridShape choose_grid(ModelConfig const& model, int batch, int seq, StepOptions 
     }
     MPI_Bcast(chosen.data(), static_cast<int>(chosen.size()), MPI_INT, 0, MPI_COMM_WORLD);
     if (chosen[0] == 0) {
-        throw UsageError(fmt::format("--grid auto found no grid of {} ranks for this model and batch: run `{}` to "
-                                     "see why",
-                                     world, plan_explain_command(model, world, batch, seq)));
+        throw UsageError(fmt::format("--grid auto found no grid of {} ranks for this model and batch: {}", world,
+                                     plan_explain_advice(model, world, batch, seq, profile)));
     }
     return {chosen[0], chosen[1], chosen[2], chosen[3]};
 }
 
-std::string plan_explain_command(ModelConfig const& model, int world, int batch, int seq) {
-    return fmt::format("axonn plan --model {} --machine local --gpus {} --batch {} --seq {} --explain", model.name(),
-                       world, batch, seq);
+std::string plan_explain_advice(ModelConfig const& model, int world, int batch, int seq, LocalProfile const& profile) {
+    Architecture const job = model.architecture();
+    Architecture const preset = model_preset(model.name()).architecture();
+    std::string options = fmt::format("--model {}", model.name());
+    auto const changed = [&](char const* option, int job_value, int preset_value) {
+        if (job_value != preset_value) options += fmt::format(" {} {}", option, job_value);
+    };
+    changed("--n-layer", job.layers, preset.layers);
+    changed("--n-head", job.heads, preset.heads);
+    changed("--n-embd", job.width, preset.width);
+    changed("--context", job.context, preset.context);
+    changed("--vocab", job.vocab_size, preset.vocab_size);
+    std::string const plan = fmt::format("axonn plan {} --machine local --gpus {} --batch {} --seq {} --explain",
+                                         options, world, batch, seq);
+    fs::path const local = machine_profile_dir() / "local.toml";
+    if (profile.source == local.string()) return fmt::format("run `{}` to see why", plan);
+    return fmt::format("write this machine's profile, which this command measured without writing, with `mpirun -np "
+                       "{} axonn calibrate --out {}`, then run `{}` to see why",
+                       world, local.string(), plan);
 }
 
 fs::path tuned_grid_path() { return machine_profile_dir() / "tuned-grid.json"; }

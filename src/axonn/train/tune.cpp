@@ -72,9 +72,9 @@ TuneResult run_tune(TuneOptions const& options) {
     result.profile_source = profile.source;
     result.grids = planned_grids(options, world, profile);
     if (result.grids.empty()) {
-        throw UsageError(fmt::format("no grid of {} ranks fits this model and batch: run `{}` to see why", world,
-                                     plan_explain_command(options.bench.model, world, options.bench.batch,
-                                                          options.bench.seq)));
+        throw UsageError(fmt::format("no grid of {} ranks fits this model and batch: {}", world,
+                                     plan_explain_advice(options.bench.model, world, options.bench.batch,
+                                                         options.bench.seq, profile)));
     }
     for (TunedGrid& candidate : result.grids) {
         BenchOptions bench = options.bench;
