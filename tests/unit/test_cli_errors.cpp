@@ -106,7 +106,12 @@ std::vector<BadInput> const bad_inputs = {
     {"unknown_preset", "train --data {dir}/good --model gpt7", "unknown model preset 'gpt7'", 2},
     {"negative_learning_rate", "train --data {dir}/good --tokenizer byte --lr -1", "--lr must be positive", 2},
     {"missing_data", "train --data {dir}/nowhere --tokenizer byte", "does not exist", 1},
-    {"empty_data_folder", "train --data {dir}/empty --tokenizer byte", "no .bin token shards", 1},
+    {"empty_data_folder", "train --data {dir}/empty --tokenizer byte", "no .bin token shards: run `axonn prepare "
+     "--input FILES --out {dir}/empty`", 1},
+    // It was told to prepare into that folder, which prepare then refused (val.bin was there).
+    {"data_folder_of_validation_only", "train --data {dir}/only_val --tokenizer byte", "folder {dir}/only_val holds "
+     "no training shard, only the validation shard val.bin: give the training data's folder, or prepare both into a "
+     "new one", 1, "mkdir -p {dir}/only_val && cp {dir}/good/val.bin {dir}/only_val/ &&"},
     {"truncated_shard", "train --data {dir}/truncated.bin --tokenizer byte", "truncated", 1},
     {"corrupt_shard", "train --data {dir}/corrupt.bin --tokenizer byte", "not an axonn token shard", 1},
     {"token_id_beyond_vocabulary", "train --data {dir}/wide.bin --tokenizer byte", "token id 300", 1},

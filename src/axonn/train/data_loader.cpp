@@ -1,6 +1,7 @@
 #include "axonn/train/data_loader.h"
 
 #include "axonn/core/error.h"
+#include "axonn/core/file_io.h"
 
 #include <algorithm>
 
@@ -12,16 +13,19 @@ std::vector<std::filesystem::path> shard_paths(std::filesystem::path const& path
     if (!std::filesystem::is_directory(path, error)) return {path};
     // Every *.bin but val.bin is a shard, whatever it is: TokenShard::open says what is wrong with one that is not.
     std::vector<std::filesystem::path> paths;
-    std::filesystem::directory_iterator entries(path, error);
-    AXONN_REQUIRE(!error, "cannot list the data folder {}: {}", path.string(), error.message());
-    for (; entries != std::filesystem::directory_iterator(); entries.increment(error)) {
-        std::filesystem::path const& entry = entries->path();
-        if (entry.extension() == ".bin" && entry.filename() != validation_shard_name) paths.push_back(entry);
+    bool validation = false;
+    for (auto const& entry : folder_entries(path)) {
+        std::filesystem::path const& name = entry.path();
+        validation = validation || name.filename() == validation_shard_name;
+        if (name.extension() == ".bin" && name.filename() != validation_shard_name) paths.push_back(name);
     }
-    AXONN_REQUIRE(!error, "cannot list the data folder {}: {}", path.string(), error.message());
     std::sort(paths.begin(), paths.end());
-    AXONN_REQUIRE(!paths.empty(), "folder {} holds no .bin token shards: run `axonn prepare --out {}`", path.string(),
-                  path.string());
+    AXONN_REQUIRE(!paths.empty() || !validation,
+                  "folder {} holds no training shard, only the validation shard {}: give the training data's folder, "
+                  "or prepare both into a new one (`axonn prepare --input FILES --out NEW_FOLDER`)",
+                  path.string(), validation_shard_name);
+    AXONN_REQUIRE(!paths.empty(), "folder {} holds no .bin token shards: run `axonn prepare --input FILES --out {}`",
+                  path.string(), path.string());
     return paths;
 }
 
