@@ -109,6 +109,26 @@ TEST(StopSignals, AnInterruptedRunLeavesNoEmptyOutputItMade) {
     EXPECT_TRUE(fs::exists(written / "continued.jsonl"));
 }
 
+// Ctrl-C during a change that must finish whole (a rollback's renames and copies) waits for its end, then ends the
+// command: a rollback ended midway left some checkpoints set aside and others not.
+TEST(StopSignals, CtrlCDuringAChangeThatMustFinishWholeWaitsForItsEnd) {
+    TempDir dir;
+    int const status = status_of_child([&] {
+        {
+            EndingDeferred const whole;
+            ::kill(::getpid(), SIGINT);
+            ::sleep(1);  // the signal thread has taken it by now
+            testing::write_file(dir / "finished.txt", "the change went on");
+        }
+        ::sleep(2);
+        testing::write_file(dir / "after.txt", "the command went on after the change");
+    });
+    ASSERT_TRUE(WIFSIGNALED(status)) << "exit status " << status;
+    EXPECT_EQ(WTERMSIG(status), SIGINT);
+    EXPECT_TRUE(fs::exists(dir / "finished.txt"));
+    EXPECT_FALSE(fs::exists(dir / "after.txt"));
+}
+
 TEST(StopSignals, ASignalTheLauncherIgnoresStaysIgnored) {
     TempDir dir;
     int const status = status_of_child_interrupted_while_writing(dir / "nohup.txt", SIGHUP, SIGHUP);

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace axonn {
 namespace {
@@ -268,12 +269,24 @@ std::string rollback_mark(std::vector<fs::path> const& paths) {
 
 fs::path RollbackAside::copy(fs::path const& log) {
     fs::path const aside = log.string() + mark_;
-    std::error_code error;
-    fs::copy_file(log, aside, fs::copy_options::none, error);  // never onto an existing file
-    if (error) {
-        std::string const problem = error.message();
-        if (error != std::errc::file_exists) fs::remove(aside, error);  // a copy cut short is not left behind
-        fail("cannot keep a copy of {} as {} before continuing it: {}", log.string(), aside.string(), problem);
+    try {
+        std::error_code error;
+        AXONN_REQUIRE(!fs::exists(fs::symlink_status(aside, error)), "that name is taken");
+        FileHandle const source(::open(log.c_str(), O_RDONLY | O_CLOEXEC));
+        AXONN_REQUIRE(source.is_open(), "cannot read it: {}", std::strerror(errno));
+        // Written as any output is: a copy cut short (a full disk) leaves no file that looks whole.
+        AtomicFile copy(aside, "copy", ExistingDestination::keep);
+        std::vector<char> buffer(std::size_t{1} << 20);
+        for (;;) {
+            ssize_t const count = ::read(source.get(), buffer.data(), buffer.size());
+            if (count < 0 && errno == EINTR) continue;
+            AXONN_REQUIRE(count >= 0, "cannot read it: {}", std::strerror(errno));
+            if (count == 0) break;
+            copy.write(buffer.data(), static_cast<std::size_t>(count));
+        }
+        copy.commit();
+    } catch (Error const& e) {
+        fail("cannot keep a copy of {} as {} before continuing it: {}", log.string(), aside.string(), e.what());
     }
     copies_.push_back(aside);
     return aside;

@@ -12,6 +12,7 @@
 #include "axonn/parallel/param_decl.h"
 #include "axonn/train/host_state.h"
 #include "axonn/train/output_kinds.h"
+#include "axonn/train/stop_signals.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -558,7 +559,11 @@ void set_aside_rolled_back_checkpoints(fs::path const& ckpt_dir, std::optional<C
         for (ContinuedLog const& log : logs) marked.push_back(log.path);
         RollbackAside aside(rollback_mark(marked));
         std::vector<fs::path> copies;
-        std::vector<std::string> const names = set_aside_all(later, logs, aside, copies);
+        std::vector<std::string> names;
+        {
+            EndingDeferred const whole;  // Ctrl-C waits until the rollback is done or undone
+            names = set_aside_all(later, logs, aside, copies);
+        }
         // A checkpoint of the resumed step other than the one resumed is set aside too.
         bool const step_itself = std::any_of(names.begin(), names.end(), [&](std::string const& name) {
             return name.starts_with(checkpoint_folder_name(step));

@@ -42,8 +42,18 @@ void end_by_default_action(int signal) {
     raise(signal);
 }
 
+// While a change of several files must finish or be undone (EndingDeferred), SIGINT and SIGHUP wait for its end.
+std::atomic<bool> ending_deferred{false};
+std::atomic<int> deferred_signal{0};
+
 // SIGINT (Ctrl-C) and SIGHUP (a closed terminal) end any command, after removing its partial files.
-extern "C" void end_now(int signal) { end_by_default_action(signal); }
+extern "C" void end_now(int signal) {
+    if (ending_deferred.load()) {
+        deferred_signal.store(signal);
+        return;
+    }
+    end_by_default_action(signal);
+}
 
 extern "C" void record_signal(int signal) {
     received_signal.store(signal, std::memory_order_relaxed);
@@ -116,6 +126,17 @@ void exit_on_stop_signals(int status, std::string const& message) {
     std::memcpy(exit_message, message.data(), exit_message_bytes);
     exit_status.store(status);  // after the message: the handler reads it once it sees the status
     if (received_signal.load() != 0) exit_with_message();
+}
+
+EndingDeferred::EndingDeferred() { ending_deferred.store(true); }
+
+EndingDeferred::~EndingDeferred() {
+    ending_deferred.store(false);
+    if (int const signal = deferred_signal.exchange(0); signal != 0) {
+        // Raised on this thread, where the signals are blocked: sent to the receiving thread, which ends the process.
+        kill(getpid(), signal);
+        for (;;) pause();
+    }
 }
 
 StopSignals::StopSignals() { held.store(true); }

@@ -56,6 +56,17 @@ void end_process_on_stop_signals();
 // closing sample, which may outlast a scheduler's grace period): there is nothing left to save.
 void exit_on_stop_signals(int status, std::string const& message);
 
+// While alive, SIGINT and SIGHUP wait instead of ending the process at once; afterwards one received meanwhile ends
+// it. For a change of several files that must finish or be undone whole (a rollback's setting aside): ended midway,
+// it left some checkpoints set aside and others not, or a copy cut short. (SIGTERM and SIGUSR1 a run holds anyway.)
+class EndingDeferred {
+public:
+    EndingDeferred();
+    ~EndingDeferred();
+    EndingDeferred(EndingDeferred const&) = delete;
+    EndingDeferred& operator=(EndingDeferred const&) = delete;
+};
+
 // While alive, SIGTERM and SIGUSR1 are recorded instead of ending the process (also one received before, while
 // held since main); afterwards, unless one was received, they end it again.
 class StopSignals {
