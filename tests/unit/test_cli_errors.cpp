@@ -1518,6 +1518,20 @@ std::size_t warned_once(std::string const& stderr_text, std::string const& warni
     return first;
 }
 
+// Not an error: --val-data naming a folder that prepare wrote validates on its val.bin, as --data's folder gives its
+// train.bin (it was read as a folder of training shards, and one holding only val.bin was refused as such).
+TEST_F(CommandLineErrors, AValidationFolderGivesItsValBin) {
+    fs::create_directories(dir_ / "validation_only");
+    fs::copy_file(dir_ / "good" / "val.bin", dir_ / "validation_only" / "val.bin",
+                  fs::copy_options::overwrite_existing);
+    CommandResult const result = run_axonn(
+        with_dir("train --data {dir}/good/train.bin --val-data {dir}/validation_only --tokenizer byte --model "
+                 "gpt2-micro --steps 1 --sample-tokens 0"),
+        dir_);
+    EXPECT_EQ(result.exit_status, 0) << result.stderr_text;
+    EXPECT_NE(result.stderr_text.find("final validation loss"), std::string::npos) << result.stderr_text;
+}
+
 // Not an error: a prompt longer than the model's context (gpt2-micro: 64) is continued from its last 64 tokens,
 // and the run says so once.
 TEST_F(CommandLineErrors, APromptLongerThanTheContextIsCutWithAWarning) {

@@ -51,8 +51,8 @@ void add_train_command(CLI::App& app) {
     auto model = std::make_shared<ModelOptions>(*command, "gpt2-tiny");
     command->add_option("--data", options->data, "folder written by `axonn prepare` (train.bin, val.bin), a shard, "
                                                  "or a folder of shards")->required();
-    command->add_option("--val-data", options->val_data, "validation shard(s); default: the val.bin of --data when it "
-                        "is a folder (none for shards named alone)");
+    command->add_option("--val-data", options->val_data, "validation shard(s), or a folder: its val.bin; default: "
+                        "the val.bin of --data when it is a folder (none for shards named alone)");
     command->add_option("--tokenizer", options->tokenizer,
                         "tokenizer the data was prepared with: gpt2, llama3, byte or a tokenizer.json folder")
         ->capture_default_str();

@@ -24,6 +24,10 @@ std::optional<fs::path> validation_path(TrainOptions const& options) {
             fail("--val-data {} {}: check the path, or leave --val-data out to validate on val.bin beside --data",
                  options.val_data.string(), *problem);
         }
+        // A folder that prepare wrote: its val.bin, as --data's folder gives its train.bin (its other shards are
+        // training data: the folder without a val.bin is read as shards).
+        fs::path const folder_val = options.val_data / validation_shard_name;
+        if (fs::is_directory(options.val_data, error) && fs::exists(folder_val, error)) return folder_val;
         return options.val_data;
     }
     fs::path const val_file = options.data / validation_shard_name;
