@@ -722,6 +722,13 @@ std::vector<BadInput> const bad_inputs = {
      "profile, which this command measured without writing, with `mpirun -np 1 axonn calibrate --out "
      "{dir}/no_machines/local.toml`, then run `axonn plan --model gpt-640b --n-layer 2 --vocab 257 --machine local "
      "--gpus 1 --batch 1 --seq 8 --explain` to see why", 2, "AXONN_MACHINES_DIR={dir}/no_machines"},
+    // ... and left out the job's step options, which decide which grids fit: a micro-batch of 3 that divides no
+    // replica's batch of 4 excluded every grid, which plan without it then found to fit.
+    {"tune_with_a_micro_batch_no_grid_fits", "tune --model gpt2-micro --tokenizer byte --batch 4 --seq 8 "
+     "--micro-batch 3 --recompute layer --precision bf16 --grid-order data,z,y,x --top 1 --out {dir}/tg.json",
+     "run `axonn plan --model gpt2-micro --vocab 257 --machine local --gpus 1 --batch 4 --seq 8 --recompute layer "
+     "--precision bf16 --micro-batch 3 --grid-order data,z,y,x --explain` to see why", 2,
+     "AXONN_MACHINES_DIR={dir}/machines"},
     {"plan_negative_vocabulary", "plan --model gpt-5b --gpus 8 --batch 8 --vocab -1",
      "--vocab must not be negative, got -1", 2},
     {"tune_out_in_a_folder_that_cannot_be_made",

@@ -95,31 +95,63 @@ GridShape choose_grid(ModelConfig const& model, int batch, int seq, StepOptions 
     }
     MPI_Bcast(chosen.data(), static_cast<int>(chosen.size()), MPI_INT, 0, MPI_COMM_WORLD);
     if (chosen[0] == 0) {
+        PlanRequest const job = job_plan_request(model, world, batch, seq, run, grid_order, profile.machine);
         throw UsageError(fmt::format("--grid auto found no grid of {} ranks for this model and batch: {}", world,
-                                     plan_explain_advice(model, world, batch, seq, profile)));
+                                     plan_explain_advice(job, grid_order, profile)));
     }
     return {chosen[0], chosen[1], chosen[2], chosen[3]};
 }
 
-std::string plan_explain_advice(ModelConfig const& model, int world, int batch, int seq, LocalProfile const& profile) {
+namespace {
+
+// The plan options that give the job's model: its preset, and what the job changed of it.
+std::string model_flags(ModelConfig const& model) {
     Architecture const job = model.architecture();
     Architecture const preset = model_preset(model.name()).architecture();
-    std::string options = fmt::format("--model {}", model.name());
+    std::string flags = fmt::format(" --model {}", model.name());
     auto const changed = [&](char const* option, int job_value, int preset_value) {
-        if (job_value != preset_value) options += fmt::format(" {} {}", option, job_value);
+        if (job_value != preset_value) flags += fmt::format(" {} {}", option, job_value);
     };
     changed("--n-layer", job.layers, preset.layers);
     changed("--n-head", job.heads, preset.heads);
     changed("--n-embd", job.width, preset.width);
     changed("--context", job.context, preset.context);
     changed("--vocab", job.vocab_size, preset.vocab_size);
-    std::string const plan = fmt::format("axonn plan {} --machine local --gpus {} --batch {} --seq {} --explain",
-                                         options, world, batch, seq);
+    return flags;
+}
+
+// The plan options that give the job's step options and axis order, where they are not train's defaults.
+std::string step_flags(PlanRequest const& job, std::string const& grid_order) {
+    StepOptions const defaults;
+    DecoderOptions const& run = job.run;
+    std::string flags;
+    auto const add = [&flags](bool differs, std::string const& flag) {
+        if (differs) flags += " " + flag;
+    };
+    add(run.overlap != defaults.model.overlap, "--overlap off");
+    add(run.recompute != defaults.model.recompute, "--recompute layer");
+    add(run.cache_weights, "--cache-weights");
+    add(run.precision != defaults.model.precision, "--precision bf16");
+    add(run.grad_scatter_comm != defaults.model.grad_scatter_comm,
+        run.grad_sum_comm == DType::bf16 ? "--grad-comm bf16" : "--grad-comm bf16-scatter");
+    add(run.logit_rows != defaults.model.logit_rows, fmt::format("--logit-rows {}", run.logit_rows));
+    add(run.vocab_split != defaults.model.vocab_split, "--vocab-split " + vocab_split_name(run.vocab_split));
+    add(job.micro_batch != defaults.micro_batch, fmt::format("--micro-batch {}", job.micro_batch));
+    add(grid_order != "x,y,z,data", "--grid-order " + grid_order);
+    return flags;
+}
+
+}  // namespace
+
+std::string plan_explain_advice(PlanRequest const& job, std::string const& grid_order, LocalProfile const& profile) {
+    std::string const plan =
+        fmt::format("axonn plan{} --machine local --gpus {} --batch {} --seq {}{} --explain", model_flags(job.model),
+                    job.devices, job.batch, job.seq, step_flags(job, grid_order));
     fs::path const local = machine_profile_dir() / "local.toml";
     if (profile.source == local.string()) return fmt::format("run `{}` to see why", plan);
     return fmt::format("write this machine's profile, which this command measured without writing, with `mpirun -np "
                        "{} axonn calibrate --out {}`, then run `{}` to see why",
-                       world, local.string(), plan);
+                       job.devices, local.string(), plan);
 }
 
 fs::path tuned_grid_path() { return machine_profile_dir() / "tuned-grid.json"; }

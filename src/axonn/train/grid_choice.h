@@ -38,11 +38,12 @@ MachineProfile measure_machine_profile(CalibrateOptions const& options);
 PlanRequest job_plan_request(ModelConfig const& model, int ranks, int batch, int seq, StepOptions const& run,
                              std::string const& grid_order, MachineProfile const& machine);
 
-// What an error that found no grid of `world` ranks for a job of `model` at batch × seq suggests, to see why: "run
-// `axonn plan ... --explain`", the plan command given the job's model (its preset, and what the job changed of
-// it: the tokenizer's vocabulary, --n-layer, ...) on this machine's profile, after writing that profile with
-// `axonn calibrate` where the job measured it without writing it (`profile`'s source).
-std::string plan_explain_advice(ModelConfig const& model, int world, int batch, int seq, LocalProfile const& profile);
+// What an error that found no grid for `job` (job_plan_request's, and its axis order) suggests, to see why: "run
+// `axonn plan ... --explain`", the plan command given the job as it is (its preset, and what the job changed of
+// it: the tokenizer's vocabulary, --n-layer, ...; its step options where they are not the defaults) on this
+// machine's profile, after writing that profile with `axonn calibrate` where the job measured it without writing
+// it (`profile`'s source).
+std::string plan_explain_advice(PlanRequest const& job, std::string const& grid_order, LocalProfile const& profile);
 
 // --grid auto: the grid `axonn tune` measured fastest for this very job, if its grid file says so (grid_order
 // becomes the file's); else rank 0 plans on the local machine profile (configs/machines/local.toml, or a quick

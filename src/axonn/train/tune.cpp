@@ -72,9 +72,11 @@ TuneResult run_tune(TuneOptions const& options) {
     result.profile_source = profile.source;
     result.grids = planned_grids(options, world, profile);
     if (result.grids.empty()) {
+        BenchOptions const& job = options.bench;
+        PlanRequest const request =
+            job_plan_request(job.model, world, job.batch, job.seq, job.run, job.grid_order, profile.machine);
         throw UsageError(fmt::format("no grid of {} ranks fits this model and batch: {}", world,
-                                     plan_explain_advice(options.bench.model, world, options.bench.batch,
-                                                         options.bench.seq, profile)));
+                                     plan_explain_advice(request, job.grid_order, profile)));
     }
     for (TunedGrid& candidate : result.grids) {
         BenchOptions bench = options.bench;
