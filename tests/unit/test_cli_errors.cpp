@@ -1539,6 +1539,20 @@ TEST_F(CommandLineErrors, AValidationFolderGivesItsValBin) {
     EXPECT_NE(result.stderr_text.find("final validation loss"), std::string::npos) << result.stderr_text;
 }
 
+// Not an error: --data naming a folder with a train.bin trains on it alone, and says which other shards of the
+// folder it leaves out (it left them out without a word).
+TEST_F(CommandLineErrors, AFoldersTrainBinLeavesItsOtherShardsOutAndSaysSo) {
+    fs::remove_all(dir_ / "mixed");
+    fs::create_directories(dir_ / "mixed");
+    for (char const* shard : {"train.bin", "val.bin"}) fs::copy_file(dir_ / "good" / shard, dir_ / "mixed" / shard);
+    fs::copy_file(dir_ / "good" / "train.bin", dir_ / "mixed" / "extra.bin");
+    CommandResult const result = run_axonn(
+        with_dir("train --data {dir}/mixed --tokenizer byte --model gpt2-micro --steps 1 --sample-tokens 0"), dir_);
+    EXPECT_EQ(result.exit_status, 0) << result.stderr_text;
+    EXPECT_TRUE(printed(dir_, with_dir("--data {dir}/mixed trains on its train.bin alone, not on its other shards "
+                                       "(extra.bin): name the shards to train on them all")));
+}
+
 // Not an error: a prompt longer than the model's context (gpt2-micro: 64) is continued from its last 64 tokens,
 // and the run says so once.
 TEST_F(CommandLineErrors, APromptLongerThanTheContextIsCutWithAWarning) {

@@ -4,6 +4,9 @@
 #include "axonn/core/file_io.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 namespace axonn {
 namespace {
@@ -11,10 +14,25 @@ namespace {
 namespace fs = std::filesystem;
 
 // (The error_code forms: a path that cannot be examined, such as a loop of links, is reported by the reader.)
-fs::path training_path(TrainOptions const& options) {
+// A folder's train.bin leaves its other shards out: `note` names them, for the banner.
+fs::path training_path(TrainOptions const& options, std::string& note) {
     fs::path const train_file = options.data / training_shard_name;
     std::error_code error;
-    return fs::is_directory(options.data, error) && fs::exists(train_file, error) ? train_file : options.data;
+    if (!fs::is_directory(options.data, error) || !fs::exists(train_file, error)) return options.data;
+    std::vector<std::string> others;
+    for (auto const& entry : folder_entries(options.data)) {
+        std::string const name = entry.path().filename().string();
+        if (entry.path().extension() == ".bin" && name != training_shard_name && name != validation_shard_name) {
+            others.push_back(name);
+        }
+    }
+    std::sort(others.begin(), others.end());
+    if (!others.empty()) {
+        note = fmt::format("--data {} trains on its train.bin alone, not on its other shards ({}): name the shards to "
+                           "train on them all",
+                           options.data.string(), fmt::join(others, ", "));
+    }
+    return train_file;
 }
 
 std::optional<fs::path> validation_path(TrainOptions const& options) {
@@ -95,7 +113,7 @@ std::optional<DataLoader> open_validation(TrainOptions const& options, ShardToke
 }  // namespace
 
 TrainingData::TrainingData(TrainOptions const& options, ShardTokenizer const& tokenizer)
-    : train(training_path(options), options.batch, options.seq, tokenizer),
+    : train(training_path(options, training_note), options.batch, options.seq, tokenizer),
       val(open_validation(options, tokenizer, train, no_validation_note)), batch(options, train.has_loss_mask()),
       loss_mask(options.goldfish.enabled() || train.has_loss_mask() ? batch.tokens.size() : 0) {
     if (val) {

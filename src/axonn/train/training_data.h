@@ -28,7 +28,8 @@ struct BatchBuffers {
 };
 
 struct TrainingData {
-    // --data DIR with train.bin in it trains on train.bin and validates on val.bin; any other path trains on all
+    // --data DIR with train.bin in it trains on train.bin (`training_note` names the folder's other shards, left
+    // out) and validates on val.bin; any other path trains on all
     // its shards (never a folder's val.bin) and validates on --val-data, or on the folder's val.bin. A val.bin
     // taken by default that holds less than one batch, with --eval-batches defaulted too, leaves the run without
     // validation (`no_validation_note` says why) rather than refusing it.
@@ -37,6 +38,7 @@ struct TrainingData {
     // Every file the run reads, which no output may overwrite.
     std::vector<std::filesystem::path> inputs() const;
 
+    std::string training_note;  // a folder's shards left out of `train` (beside its train.bin), for the banner
     DataLoader train;
     std::string no_validation_note;  // without `val`: why, for the banner (before `val`, which sets it)
     std::optional<DataLoader> val;

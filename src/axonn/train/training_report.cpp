@@ -75,6 +75,7 @@ void print_data(TrainOptions const& options, TrainingData const& data, Tokenizer
                    data.train.loss_tokens(), data.train.total_tokens(),
                    data.val && data.val->has_loss_mask() ? "; validation is masked alike" : "");
     }
+    if (!data.training_note.empty()) fmt::print("  {}\n", data.training_note);
     if (!data.val) fmt::print("  {}\n", data.no_validation_note);
     if (options.goldfish.enabled()) {
         fmt::print("  Goldfish loss {}: about {:.1f}% of the training targets leave the loss; validation has no "
