@@ -190,6 +190,13 @@ TEST(FileIo, AnAtomicFileNeverReplacesWhatIsNotARegularFile) {
                         "not exist: writing the file would replace the link"),
               std::string::npos);
     EXPECT_NO_THROW(require_replaceable_output(dir / "latest.png", "plot", true));
+    // A loop of links is named as one (it was called a link to a file "which does not exist", which did).
+    fs::create_symlink("loop2.png", dir / "loop1.png");
+    fs::create_symlink("loop1.png", dir / "loop2.png");
+    EXPECT_NE(error_of([&] { require_replaceable_output(dir / "loop1.png", "plot", false); })
+                  .find("plot " + (dir / "loop1.png").string() + " is a symbolic link to loop2.png, a loop of links "
+                        "that leads back to itself: writing the file would replace the link"),
+              std::string::npos);
 }
 
 TEST(FileIo, TwoWritersOfOneFileCollideWithAnErrorNotATornFile) {

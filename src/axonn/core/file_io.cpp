@@ -605,13 +605,15 @@ void require_writable_output(fs::path const& path, std::string_view what, bool o
 void require_replaceable_output(fs::path const& path, std::string_view what, bool overwrite) {
     struct stat info {};
     bool const exists = ::stat(path.c_str(), &info) == 0;
-    // A link to nothing is the user's too: the rename would replace it with the file.
+    bool const loop = !exists && errno == ELOOP;
+    // A link to nothing, or a loop of links, is the user's too: the rename would replace it with the file.
     struct stat link {};
     if (!exists && !overwrite && ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
         std::error_code error;
-        fail("{} {} is a symbolic link to {}, which does not exist: writing the file would replace the link; choose "
-             "another path, or pass --overwrite to replace it",
-             what, path.string(), fs::read_symlink(path, error).string());
+        fail("{} {} is a symbolic link to {}, {}: writing the file would replace the link; choose another path, or "
+             "pass --overwrite to replace it",
+             what, path.string(), fs::read_symlink(path, error).string(),
+             loop ? "a loop of links that leads back to itself" : "which does not exist");
     }
     // A folder is left to require_not_a_folder's message, which names a file in it; the rename cannot replace it.
     if (exists && S_ISDIR(info.st_mode)) return;
