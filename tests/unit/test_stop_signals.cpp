@@ -83,6 +83,7 @@ int status_of_run_interrupted_after_making_outputs(fs::path const& dir, bool wri
         CheckpointDirLock const lock(dir / "runs" / "ckpt");
         ExclusiveOutputFile metrics(dir / "logs" / "metrics.jsonl", "metrics file", ExistingOutput::append);
         ExclusiveOutputFile continued(dir / "continued.jsonl", "metrics file", ExistingOutput::append);
+        ExclusiveOutputFile linked(dir / "linked.jsonl", "metrics file", ExistingOutput::append);
         if (written) {
             metrics.write("{\"step\": 1}\n");
             testing::write_file(dir / "runs" / "ckpt" / "saved.txt", "a save");
@@ -94,15 +95,19 @@ int status_of_run_interrupted_after_making_outputs(fs::path const& dir, bool wri
 TEST(StopSignals, AnInterruptedRunLeavesNoEmptyOutputItMade) {
     TempDir dir;
     testing::write_file(dir / "continued.jsonl", "");
+    fs::create_symlink("linked_target.jsonl", dir / "linked.jsonl");  // a link to nothing: its target is made
     int const status = status_of_run_interrupted_after_making_outputs(dir.path(), false);
     ASSERT_TRUE(WIFSIGNALED(status)) << "exit status " << status;
     EXPECT_EQ(WTERMSIG(status), SIGINT);
     EXPECT_FALSE(fs::exists(dir / "runs")) << "the checkpoint folder's levels stay";
     EXPECT_FALSE(fs::exists(dir / "logs")) << "the metrics file or its folder stays";
     EXPECT_TRUE(fs::exists(dir / "continued.jsonl")) << "a file the run did not make was removed";
+    EXPECT_FALSE(fs::exists(dir / "linked_target.jsonl")) << "the target a link named stays, empty";
+    EXPECT_TRUE(fs::is_symlink(dir / "linked.jsonl")) << "the user's link was removed";
 
     TempDir written;
     testing::write_file(written / "continued.jsonl", "");
+    fs::create_symlink("linked_target.jsonl", written / "linked.jsonl");
     ASSERT_TRUE(WIFSIGNALED(status_of_run_interrupted_after_making_outputs(written.path(), true)));
     EXPECT_EQ(testing::file_bytes(written / "logs" / "metrics.jsonl"), "{\"step\": 1}\n");
     EXPECT_EQ(testing::file_bytes(written / "runs" / "ckpt" / "saved.txt"), "a save");

@@ -522,7 +522,12 @@ ExclusiveOutputFile::ExclusiveOutputFile(fs::path const& path, std::string what,
     int constexpr flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK;
     int fd = ::open(path.c_str(), flags | O_EXCL, 0644);  // made here: empty until the first write
     if (fd >= 0) provisional_.add_file(path);
-    if (fd < 0 && errno == EEXIST) fd = ::open(path.c_str(), flags, 0644);
+    if (fd < 0 && errno == EEXIST) {
+        struct stat target {};
+        bool const link_to_nothing = ::stat(path.c_str(), &target) != 0 && errno == ENOENT;
+        fd = ::open(path.c_str(), flags, 0644);
+        if (fd >= 0 && link_to_nothing) provisional_.add_file(resolved(path));  // the link's target, made here
+    }
     if (fd < 0) {
         require_file_descriptors(errno, what_, path);
         fail("{} {} {}: choose another path", what_, path.string(), open_problem(errno, true));
