@@ -1625,6 +1625,24 @@ TEST_F(CommandLineErrors, RollingBackToAnEarlierCheckpointKeepsTheLaterOnesAside
                                        copy.string() + ", the copy made then")));
 }
 
+// A rollback past many checkpoints names the first and the last it sets aside, and their count, not every one (a
+// run saving every step listed each on one line).
+TEST_F(CommandLineErrors, ARollbackPastManyCheckpointsNamesTheFirstAndTheLast) {
+    std::string const run = "train --data {dir}/good --tokenizer byte --model gpt2-micro --sample-tokens 0 --steps 8 "
+                            "--ckpt-every 1 --ckpt-dir {dir}/every_step ";
+    fs::remove_all(dir_ / "every_step");
+    ASSERT_EQ(run_axonn(with_dir(run), dir_).exit_status, 0);
+    CommandResult const rolled = run_axonn(with_dir(run + "--resume {dir}/every_step/step_00000002"), dir_);
+    ASSERT_EQ(rolled.exit_status, 0) << rolled.stderr_text;
+    std::string const output = file_bytes(dir_ / "stdout.txt");
+    std::size_t const first = output.find("the later checkpoints are kept aside as step_00000003.rolled-back-");
+    ASSERT_NE(first, std::string::npos) << output;
+    std::size_t const last = output.find(" to step_00000008.rolled-back-", first);
+    ASSERT_NE(last, std::string::npos) << output;
+    EXPECT_NE(output.find(" (6 checkpoints) in ", last), std::string::npos) << output;
+    EXPECT_EQ(output.find("step_00000005.rolled-back-"), std::string::npos) << "listed every one: " << output;
+}
+
 // A resumed run that names a --trace for the first time writes a new trace of its own steps, and says so; only a
 // launch that continues the trace of the run's earlier launches says it continues it (every resumed run did), and
 // it writes the trace back where it read it from.

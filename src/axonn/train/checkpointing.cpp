@@ -528,6 +528,14 @@ std::string continued_logs_note(std::vector<ContinuedLog> const& logs, std::vect
                        fmt::join(copy_names, " and "));
 }
 
+// The names of the checkpoints set aside, for one line: each of a few, or the first and the last of many (a run
+// that saved every step, rolled back far, listed a hundred names).
+std::string listed_names(std::vector<std::string> const& names) {
+    constexpr std::size_t listed_whole = 4;
+    if (names.size() <= listed_whole) return fmt::format("{}", fmt::join(names, ", "));
+    return fmt::format("{} to {} ({} checkpoints)", names.front(), names.back(), names.size());
+}
+
 // Copies the logs aside, then sets the checkpoints aside (the logs first: their copies are the step a full disk
 // fails); returns the checkpoints' new names. One that fails undoes the rest and says so.
 std::vector<std::string> set_aside_all(std::vector<fs::path> const& checkpoints, std::vector<ContinuedLog> const& logs,
@@ -573,7 +581,7 @@ void set_aside_rolled_back_checkpoints(fs::path const& ckpt_dir, std::optional<C
                            step,
                            step_itself ? "checkpoints of this step (other than the one resumed) and later"
                                        : "later checkpoints",
-                           fmt::join(names, ", "), ckpt_dir.string(), continued_logs_note(logs, copies, step));
+                           listed_names(names), ckpt_dir.string(), continued_logs_note(logs, copies, step));
     });
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
