@@ -227,8 +227,7 @@ void prune_checkpoints(fs::path const& dir, int keep, std::int64_t just_saved) {
 }
 
 CheckpointDirLock::CheckpointDirLock(fs::path const& dir, std::string_view option) {
-    for (fs::path const& level : missing_levels(dir)) provisional_.add_folder(level);
-    create_folder(dir, "checkpoint folder");
+    provisional_.create_folder(dir, "checkpoint folder");
     fs::path const path = dir / checkpoint_lock_file;
     handle_ = FileHandle(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
     if (handle_.is_open()) provisional_.add_file(path);  // made here: with the folder, if nothing else comes
@@ -272,13 +271,12 @@ fs::path RollbackAside::copy(fs::path const& log) {
     try {
         std::error_code error;
         AXONN_REQUIRE(!fs::exists(fs::symlink_status(aside, error)), "that name is taken");
-        FileHandle const source(::open(log.c_str(), O_RDONLY | O_CLOEXEC));
-        AXONN_REQUIRE(source.is_open(), "cannot read it: {}", std::strerror(errno));
+        InputFile const source = open_input_file(log, "log", "name another file");
         // Written as any output is: a copy cut short (a full disk) leaves no file that looks whole.
         AtomicFile copy(aside, "copy", ExistingDestination::keep);
         std::vector<char> buffer(std::size_t{1} << 20);
         for (;;) {
-            ssize_t const count = ::read(source.get(), buffer.data(), buffer.size());
+            ssize_t const count = ::read(source.handle.get(), buffer.data(), buffer.size());
             if (count < 0 && errno == EINTR) continue;
             AXONN_REQUIRE(count >= 0, "cannot read it: {}", std::strerror(errno));
             if (count == 0) break;

@@ -135,6 +135,8 @@ public:
     // nothing).
     std::string undo() noexcept;
 
+    std::vector<std::filesystem::path> const& copies() const { return copies_; }  // those made, in order
+
 private:
     std::string mark_;
     std::vector<std::filesystem::path> copies_;

@@ -316,20 +316,8 @@ void create_folder(fs::path const& folder, std::string_view what) {
     fail("cannot create the folder {} for the {}: {}", folder.string(), what, problem);
 }
 
-std::vector<fs::path> missing_levels(fs::path const& folder) {
-    std::vector<fs::path> missing;
-    std::error_code error;
-    for (fs::path level = folder; !level.empty() && !fs::exists(level, error); level = level.parent_path()) {
-        missing.push_back(level);
-        if (level == level.parent_path()) break;
-    }
-    return missing;
-}
-
-MadeFolder::MadeFolder(fs::path const& folder, std::string_view what) : made_(missing_levels(folder)) {
-    for (fs::path const& level : made_) provisional_.add_folder(level);
-    create_folder(folder, what);
-}
+MadeFolder::MadeFolder(fs::path const& folder, std::string_view what)
+    : made_(provisional_.create_folder(folder, what)) {}
 
 MadeFolder::~MadeFolder() {
     if (made_.empty()) return;
@@ -465,8 +453,17 @@ void ProvisionalOutputs::add_file(fs::path const& file) {
     slots_.push_back(claim_output_slot(file, SlotOutput::empty_file));
 }
 
-void ProvisionalOutputs::add_folder(fs::path const& folder) {
-    slots_.push_back(claim_output_slot(folder, SlotOutput::empty_folder));
+std::vector<fs::path> ProvisionalOutputs::create_folder(fs::path const& folder, std::string_view what) {
+    std::vector<fs::path> missing;  // the levels that do not exist yet, the deepest first
+    std::error_code error;
+    for (fs::path level = folder; !level.empty() && !fs::exists(level, error); level = level.parent_path()) {
+        missing.push_back(level);
+        if (level == level.parent_path()) break;
+    }
+    // Added before they exist, so that a signal while they are made finds them.
+    for (fs::path const& level : missing) slots_.push_back(claim_output_slot(level, SlotOutput::empty_folder));
+    axonn::create_folder(folder, what);
+    return missing;
 }
 
 void ProvisionalOutputs::release() {
@@ -515,10 +512,7 @@ void write_file_atomically(fs::path const& path, std::string_view contents, std:
 
 ExclusiveOutputFile::ExclusiveOutputFile(fs::path const& path, std::string what, ExistingOutput existing)
     : path_(path), what_(std::move(what)) {
-    if (path.has_parent_path()) {
-        for (fs::path const& level : missing_levels(path.parent_path())) provisional_.add_folder(level);
-        create_folder(path.parent_path(), what_);
-    }
+    if (path.has_parent_path()) provisional_.create_folder(path.parent_path(), what_);
     int constexpr flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK;
     int fd = ::open(path.c_str(), flags | O_EXCL, 0644);  // made here: empty until the first write
     if (fd >= 0) provisional_.add_file(path);

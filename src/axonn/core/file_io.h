@@ -92,9 +92,6 @@ void sync_folder(std::filesystem::path const& folder);
 // Creates `folder` and its parents; a path component that is a file, or no permission, is an axonn::Error.
 void create_folder(std::filesystem::path const& folder, std::string_view what);
 
-// The levels of `folder`'s path that do not exist yet, the deepest first: what create_folder would make.
-std::vector<std::filesystem::path> missing_levels(std::filesystem::path const& folder);
-
 // For a signal handler that ends the program (it only reads fixed memory and calls lstat(2), unlink(2) and
 // rmdir(2)), so that an interrupted command leaves nothing half-written or empty behind: removes the partial files
 // of every AtomicFile not yet committed or destroyed, and the outputs of every ProvisionalOutputs that are still
@@ -119,7 +116,9 @@ public:
     ~ProvisionalOutputs() { release(); }
 
     void add_file(std::filesystem::path const& file);
-    void add_folder(std::filesystem::path const& folder);  // add the deepest level first
+    // Creates `folder` (create_folder) and adds the levels of its path that this made; returns them, the deepest
+    // first.
+    std::vector<std::filesystem::path> create_folder(std::filesystem::path const& folder, std::string_view what);
     void release();
 
 private:
@@ -142,8 +141,8 @@ public:
     }
 
 private:
-    std::vector<std::filesystem::path> made_;  // the levels this made, deepest first
     ProvisionalOutputs provisional_;
+    std::vector<std::filesystem::path> made_;  // the levels this made, deepest first
 };
 
 // A folder this process alone writes outputs into, while the object lives: an exclusive flock(2) on the folder

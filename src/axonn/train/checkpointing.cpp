@@ -539,10 +539,10 @@ std::string listed_names(std::vector<std::string> const& names) {
 // Copies the logs aside, then sets the checkpoints aside (the logs first: their copies are the step a full disk
 // fails); returns the checkpoints' new names. One that fails undoes the rest and says so.
 std::vector<std::string> set_aside_all(std::vector<fs::path> const& checkpoints, std::vector<ContinuedLog> const& logs,
-                                       RollbackAside& aside, std::vector<fs::path>& copies) {
+                                       RollbackAside& aside) {
     std::vector<std::string> names;
     try {
-        for (ContinuedLog const& log : logs) copies.push_back(aside.copy(log.path));
+        for (ContinuedLog const& log : logs) aside.copy(log.path);
         for (fs::path const& checkpoint : checkpoints) names.push_back(aside.rename(checkpoint).filename().string());
     } catch (Error const& e) {
         std::string const left = aside.undo();
@@ -566,11 +566,10 @@ void set_aside_rolled_back_checkpoints(fs::path const& ckpt_dir, std::optional<C
         std::vector<fs::path> marked = later;
         for (ContinuedLog const& log : logs) marked.push_back(log.path);
         RollbackAside aside(rollback_mark(marked));
-        std::vector<fs::path> copies;
         std::vector<std::string> names;
         {
             EndingDeferred const whole;  // Ctrl-C waits until the rollback is done or undone
-            names = set_aside_all(later, logs, aside, copies);
+            names = set_aside_all(later, logs, aside);
         }
         // A checkpoint of the resumed step other than the one resumed is set aside too.
         bool const step_itself = std::any_of(names.begin(), names.end(), [&](std::string const& name) {
@@ -581,7 +580,7 @@ void set_aside_rolled_back_checkpoints(fs::path const& ckpt_dir, std::optional<C
                            step,
                            step_itself ? "checkpoints of this step (other than the one resumed) and later"
                                        : "later checkpoints",
-                           listed_names(names), ckpt_dir.string(), continued_logs_note(logs, copies, step));
+                           listed_names(names), ckpt_dir.string(), continued_logs_note(logs, aside.copies(), step));
     });
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -137,7 +137,7 @@ std::string step_flags(PlanRequest const& job, std::string const& grid_order) {
     add(run.logit_rows != defaults.model.logit_rows, fmt::format("--logit-rows {}", run.logit_rows));
     add(run.vocab_split != defaults.model.vocab_split, "--vocab-split " + vocab_split_name(run.vocab_split));
     add(job.micro_batch != defaults.micro_batch, fmt::format("--micro-batch {}", job.micro_batch));
-    add(grid_order != "x,y,z,data", "--grid-order " + grid_order);
+    add(job.time.order != TimeOptions{}.order, "--grid-order " + grid_order);
     return flags;
 }
 

@@ -304,7 +304,8 @@ void require_folder_on_every_rank(std::filesystem::path const& ckpt_dir) {
     std::error_code error;
     bool const folder = std::filesystem::is_directory(ckpt_dir, error);
     bool const writable = folder && ::access(ckpt_dir.c_str(), W_OK) == 0;
-    std::string const problem = folder ? std::strerror(errno) : "it is not a folder there";
+    // Read now: the collective below may change errno.
+    std::string const problem = writable ? "" : folder ? std::strerror(errno) : "it is not a folder there";
     if (auto const rank = first_rank_where_false(writable)) {
         // Rank 0 itself (the folder made or found unwritable: a read-only or immutable folder): the reason.
         AXONN_REQUIRE(*rank != 0, "cannot write into --ckpt-dir {}: {}; make it writable, or choose another folder",
@@ -329,11 +330,11 @@ std::optional<CheckpointDirLock> lock_checkpoint_folder(TrainOptions const& opti
 
 // With the checkpoint folder locked: sets a rolled-back run's later checkpoints aside, then opens the metrics.
 MetricsLog open_metrics(TrainOptions const& options, TrainingData const& data, bool leader,
-                        std::optional<CheckpointReader> const& resumed) {
+                        std::optional<CheckpointReader> const& resumed, bool trace_continued) {
     if (!options.ckpt_dir.empty()) {
-        std::vector<ContinuedLog> logs;
+        std::vector<ContinuedLog> logs;  // rank 0's decide
         if (!options.metrics.empty()) logs.push_back({"--metrics", options.metrics});
-        if (continues_trace(options)) logs.push_back({"--trace", options.trace});
+        if (trace_continued) logs.push_back({"--trace", options.trace});
         set_aside_rolled_back_checkpoints(options.ckpt_dir, resumed, logs);
     }
     if (options.metrics.empty() || !leader) return MetricsLog();
@@ -365,7 +366,7 @@ TrainingRun::TrainingRun(TrainOptions& options_, std::unique_ptr<Tokenizer> toke
       ckpt_lock(lock_checkpoint_folder(options_, data, leader, resumed)),
       trace_continued(leader && continues_trace(options_)),
       trace(open_trace(options_, job.grid(), resumed)),
-      metrics(open_metrics(options_, data, leader, resumed)),
+      metrics(open_metrics(options_, data, leader, resumed, trace_continued)),
       model(options_.model.architecture(), job.backend(), job.grid(), job.pass_batch(options_.batch), options_.seq,
             options_.run.model),
       optimizer(model.segments(), model.layout().total(), job.backend(), options_.optimizer) {}
