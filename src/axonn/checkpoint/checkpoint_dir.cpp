@@ -270,10 +270,10 @@ fs::path RollbackAside::copy(fs::path const& log) {
     fs::path const aside = log.string() + mark_;
     try {
         std::error_code error;
-        AXONN_REQUIRE(!fs::exists(fs::symlink_status(aside, error)), "that name is taken");
+        AXONN_REQUIRE(!fs::exists(fs::symlink_status(aside, error)), "the name {} is taken", aside.string());
         InputFile const source = open_input_file(log, "log", "name another file");
         // Written as any output is: a copy cut short (a full disk) leaves no file that looks whole.
-        AtomicFile copy(aside, "copy", ExistingDestination::keep);
+        AtomicFile copy(aside, "the copy", ExistingDestination::keep);
         std::vector<char> buffer(std::size_t{1} << 20);
         for (;;) {
             ssize_t const count = ::read(source.handle.get(), buffer.data(), buffer.size());
@@ -284,7 +284,8 @@ fs::path RollbackAside::copy(fs::path const& log) {
         }
         copy.commit();
     } catch (Error const& e) {
-        fail("cannot keep a copy of {} as {} before continuing it: {}", log.string(), aside.string(), e.what());
+        // Each reason names the file it is about (the copy or the log), so this line names only the log.
+        fail("cannot set the later records of {} aside: {}", log.string(), e.what());
     }
     copies_.push_back(aside);
     return aside;

@@ -9,7 +9,10 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <memory>
+#include <type_traits>
 
 namespace axonn {
 namespace {
@@ -34,17 +37,43 @@ void make_batch(int step, int vocab, std::vector<std::int32_t>& tokens, std::vec
     }
 }
 
+// The serial reference runs on world rank 0 alone: on every rank it would cost the world size times its work, on
+// cores that ranks often share. What it computed reaches the other ranks through this broadcast, which they wait in
+// while rank 0 computes. (Oversubscribed, Open MPI's waiting ranks yield their cores: the mpi suite's parity tests at
+// 8 ranks on 2 cores took 17 s so, and 27 s waiting asleep in barrier_quietly's 1-ms polls.)
+template <typename T>
+void share_from_rank_zero(T* data, std::size_t count) {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+    MPI_Datatype const type = std::is_same_v<T, float> ? MPI_FLOAT : MPI_DOUBLE;
+    constexpr std::size_t most = std::size_t{1} << 30;  // MPI counts are ints
+    for (std::size_t begin = 0; begin < count; begin += most) {
+        MPI_Bcast(data + begin, static_cast<int>(std::min(most, count - begin)), type, 0, MPI_COMM_WORLD);
+    }
+}
+
+// Rank 0's serial first pass, on every rank: its logits [B·T, Vp], or where the grid's LM head ran in chunks and
+// kept no logits, each token's loss [B·T] (`values` numbers either way).
+std::vector<float> serial_first_pass(Decoder const* serial, bool token_losses, std::size_t values) {
+    std::vector<float> shared(values);
+    if (serial != nullptr) {
+        float const* source = token_losses ? serial->token_losses() : serial->logits();
+        std::copy(source, source + values, shared.begin());
+    }
+    share_from_rank_zero(shared.data(), shared.size());
+    return shared;
+}
+
 // This rank's logits slice of its first pass, whose token rows start at `first_row` of the serial batch, against the
-// same rows and vocabulary columns of the serial logits.
-double logits_difference(Decoder& parallel, Decoder& serial, int T, std::int64_t first_row) {
+// same rows and vocabulary columns of the serial logits (serial_logits [B·T, Vp]).
+double logits_difference(Decoder& parallel, std::vector<float> const& serial_logits, int Vp, int T,
+                         std::int64_t first_row) {
     ProcessGrid& grid = parallel.grid();
-    int const Vp = serial.architecture().padded_vocab;
     VocabSlice const slice = parallel.vocab_slice();
     std::int64_t const rows = static_cast<std::int64_t>(parallel.max_batch()) * T;
     std::vector<float> mine, expected;
     for (std::int64_t r = 0; r < rows; ++r) {
         float const* here = parallel.logits() + r * slice.rows;
-        float const* there = serial.logits() + (first_row + r) * Vp + slice.begin;
+        float const* there = serial_logits.data() + (first_row + r) * Vp + slice.begin;
         mine.insert(mine.end(), here, here + slice.valid);
         expected.insert(expected.end(), there, there + slice.valid);
     }
@@ -54,25 +83,63 @@ double logits_difference(Decoder& parallel, Decoder& serial, int T, std::int64_t
 }
 
 // Where the grid's LM head ran in chunks and kept no logits: this rank's tokens' losses against the same rows of
-// the serial losses.
-double token_loss_difference(Decoder& parallel, Decoder& serial, int T, std::int64_t first_row) {
+// the serial losses (serial_losses [B·T]).
+double token_loss_difference(Decoder& parallel, std::vector<float> const& serial_losses, int T,
+                             std::int64_t first_row) {
     std::int64_t const rows = static_cast<std::int64_t>(parallel.max_batch()) * T;
-    auto difference = static_cast<float>(relative(parallel.token_losses(), serial.token_losses() + first_row, rows));
+    auto difference = static_cast<float>(relative(parallel.token_losses(), serial_losses.data() + first_row, rows));
     parallel.grid().comm(Group::world).all_reduce_max(&difference, 1);
     return difference;
 }
 
-double initial_weight_difference(Decoder& parallel, Decoder& serial) {
-    double worst = 0;
+// The grid's initial weights gathered whole (collective) against rank 0's serial ones: the largest absolute
+// difference, on every rank.
+double initial_weight_difference(Decoder& parallel, Decoder const* serial) {
     std::vector<Tensor> const weights = parallel.gather_serial(false);
-    for (int id = 0; id < serial.layout().count(); ++id) {
+    double worst = 0;
+    for (int id = 0; serial != nullptr && id < serial->layout().count(); ++id) {
         Tensor const& gathered = weights[static_cast<std::size_t>(id)];
-        float const* reference = serial.param_values(id);
+        float const* reference = serial->param_values(id);
         for (std::int64_t i = 0; i < gathered.numel(); ++i) {
             worst = std::max(worst, static_cast<double>(std::abs(gathered.data<float>()[i] - reference[i])));
         }
     }
+    share_from_rank_zero(&worst, 1);
     return worst;
+}
+
+// The last step's gradients gathered whole (collective) against rank 0's serial ones: each tensor's relative
+// difference by name, on every rank.
+std::map<std::string, double> gradient_differences(Decoder& parallel, Decoder* serial) {
+    std::vector<Tensor> const gradients = parallel.gather_serial(true);
+    std::vector<double> differences(gradients.size());
+    for (std::size_t id = 0; serial != nullptr && id < gradients.size(); ++id) {
+        differences[id] =
+            relative(gradients[id].data<float>(), serial->grad(static_cast<int>(id)), gradients[id].numel());
+    }
+    share_from_rank_zero(differences.data(), differences.size());
+    std::map<std::string, double> named;
+    for (std::size_t id = 0; id < gradients.size(); ++id) {
+        named[parallel.layout().param(static_cast<int>(id)).name] = differences[id];
+    }
+    return named;
+}
+
+// Rank 0's serial step, on every rank: its loss, gradient norm and, with a loss mask, the all-, kept- and
+// dropped-target losses.
+std::array<double, 5> serial_step(Decoder* serial, AdamW* optimizer, Batch const& whole, float lr) {
+    std::array<double, 5> values{};
+    if (serial != nullptr) {
+        StepResult const expected = train_step(*serial, *optimizer, whole, lr);
+        values = {expected.loss, expected.grad_norm, 0, 0, 0};
+        if (expected.masked) {
+            values[2] = expected.masked->all_targets;
+            values[3] = expected.masked->kept_targets;
+            values[4] = expected.masked->dropped_targets;
+        }
+    }
+    share_from_rank_zero(values.data(), values.size());
+    return values;
 }
 
 // Whether the mask a rank computes from its own rows' targets alone equals its rows of the serial mask, agreed
@@ -127,17 +194,25 @@ ParityReport run_parity(ParityOptions options) {
     ProcessGrid& grid = job.grid();
     ProcessGrid self(MPI_COMM_SELF, GridShape{});
     int const B = options.batch, T = options.seq;
-    DecoderOptions serial_options;  // one pass, in the parallel model's precision
-    serial_options.precision = options.run.model.precision;
-    Decoder serial(architecture, backend, self, B, T, serial_options);
+    // The serial model on world rank 0 only (share_from_rank_zero): one pass, in the parallel model's precision.
+    int world_rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    std::unique_ptr<Decoder> serial;
+    std::unique_ptr<AdamW> serial_optimizer;
+    if (world_rank == 0) {
+        DecoderOptions serial_options;
+        serial_options.precision = options.run.model.precision;
+        serial = std::make_unique<Decoder>(architecture, backend, self, B, T, serial_options);
+        serial->init_weights(options.seed);
+        serial_optimizer =
+            std::make_unique<AdamW>(serial->segments(), serial->layout().total(), backend, options.optimizer);
+    }
     Decoder parallel(architecture, backend, grid, job.pass_batch(B), T, options.run.model);
-    serial.init_weights(options.seed);
     parallel.init_weights(options.seed);
-    AdamW serial_optimizer(serial.segments(), serial.layout().total(), backend, options.optimizer);
     AdamW parallel_optimizer(parallel.segments(), parallel.layout().total(), backend, options.optimizer);
 
     ParityReport report;
-    report.init_max_abs_diff = initial_weight_difference(parallel, serial);
+    report.init_max_abs_diff = initial_weight_difference(parallel, serial.get());
     report.precision = options.run.model.precision;
     std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
     bool const goldfish = options.goldfish.enabled();
@@ -154,32 +229,30 @@ ParityReport run_parity(ParityOptions options) {
         std::vector<Batch> const mine = micro_batches(rows, options.run.micro_batch);
         float const lr = options.schedule.at(step);
         if (step == 0) {  // the logits before any update
-            serial.forward(whole);
+            if (serial) serial->forward(whole);
             parallel.forward(mine.front());
             std::int64_t const first_row = rows.tokens - tokens.data();
             report.logits_in_chunks = !parallel.holds_logits();
-            report.logits_rel_diff = report.logits_in_chunks ? token_loss_difference(parallel, serial, T, first_row)
-                                                             : logits_difference(parallel, serial, T, first_row);
+            int const Vp = architecture.padded_vocab;
+            std::size_t const values = static_cast<std::size_t>(B) * T * (report.logits_in_chunks ? 1 : Vp);
+            std::vector<float> const expected = serial_first_pass(serial.get(), report.logits_in_chunks, values);
+            report.logits_rel_diff = report.logits_in_chunks
+                                         ? token_loss_difference(parallel, expected, T, first_row)
+                                         : logits_difference(parallel, expected, Vp, T, first_row);
         }
-        StepResult const expected = train_step(serial, serial_optimizer, whole, lr);
         StepResult const actual = train_step(parallel, parallel_optimizer, mine, lr);
-        report.loss_rel_diff.push_back(relative(actual.loss, expected.loss));
-        report.grad_norm_rel_diff.push_back(relative(actual.grad_norm, expected.grad_norm));
+        std::array<double, 5> const expected = serial_step(serial.get(), serial_optimizer.get(), whole, lr);
+        report.loss_rel_diff.push_back(relative(actual.loss, expected[0]));
+        report.grad_norm_rel_diff.push_back(relative(actual.grad_norm, expected[1]));
         if (goldfish) {
             MaskedLosses const& a = actual.masked.value();
-            MaskedLosses const& e = expected.masked.value();
-            report.masked_loss_rel_diff.push_back(std::max({relative(a.all_targets, e.all_targets),
-                                                            relative(a.kept_targets, e.kept_targets),
-                                                            relative(a.dropped_targets, e.dropped_targets)}));
+            report.masked_loss_rel_diff.push_back(std::max({relative(a.all_targets, expected[2]),
+                                                            relative(a.kept_targets, expected[3]),
+                                                            relative(a.dropped_targets, expected[4])}));
         }
     }
     // The last step's gradients (train_step leaves them in place after the update).
-    std::vector<Tensor> const gradients = parallel.gather_serial(true);
-    for (int id = 0; id < serial.layout().count(); ++id) {
-        Tensor const& gathered = gradients[static_cast<std::size_t>(id)];
-        report.grad_rel_diff[serial.layout().param(id).name] =
-            relative(gathered.data<float>(), serial.grad(id), gathered.numel());
-    }
+    report.grad_rel_diff = gradient_differences(parallel, serial.get());
     return report;
 }
 
