@@ -4,9 +4,9 @@
 // (not passed) where the machine grants no network or UTS namespace.
 // And an elastic restart (scripts/elastic-train): a run on those two nodes loses one of them mid-run (its ranks
 // killed, the node gone from the host list) and goes on from its last checkpoint on the two ranks left, on a grid
-// the planner picks for them; every step's loss then follows the run that was never interrupted within the
-// tolerance of two grids (1e-4 relative, test_model_grids.cpp), on random tokens, whose batches differ, so that a
-// batch trained twice or skipped would show.
+// the planner picks for them (on a written profile; the calm run measures one); every step's loss then follows the
+// run that was never interrupted within the tolerance of two grids (1e-4 relative, test_model_grids.cpp), on random
+// tokens, whose batches differ, so that a batch trained twice or skipped would show.
 #include "axonn/perf/machine_profile.h"
 #include "jobs/job.h"
 
@@ -71,15 +71,22 @@ TEST_F(SimulatedNodes, ALostNodeRestartsTheRunOnTheNodesLeft) {
     JobResult const calm = mpirun("-np 4 " + options + "--ckpt-dir " + (dir_ / "calm").string() + " --metrics " +
                                   (dir_ / "calm.jsonl").string());
     ASSERT_EQ(calm.exit_status, 0) << calm.stderr_text;
+    EXPECT_NE(file_bytes(dir_ / "stdout.txt").find("machine profile measured now"), std::string::npos);
     std::map<int, std::string> const expected = step_results(dir_ / "calm.jsonl");
     ASSERT_EQ(expected.size(), 12u);
 
+    // Each launch of the elastic run plans on a written profile, Perlmutter's (any will do): measuring one takes
+    // each launch about 7 s here, which the calm run has shown.
+    fs::path const profiles = dir_ / "machines";
+    fs::create_directories(profiles);
+    fs::copy_file(fs::path(AXONN_SOURCE_DIR) / "configs" / "machines" / "perlmutter.toml", profiles / "local.toml");
     fs::path const hosts = dir_ / "hosts", ckpt = dir_ / "elastic", metrics = dir_ / "elastic.jsonl";
     std::ofstream(hosts) << "127.0.0.2 slots=2\n127.0.0.3 slots=2\n";
     std::string const command = slow_network(
         "--rate 10gbit --nodes 2 --ranks-per-node 2",
-        std::string(AXONN_SOURCE_DIR) + "/scripts/elastic-train --hosts-from 'cat " + hosts.string() + "' -- " +
-            options + "--ckpt-dir " + ckpt.string() + " --resume latest --metrics " + metrics.string());
+        std::string(AXONN_SOURCE_DIR) + "/scripts/elastic-train --hosts-from 'cat " + hosts.string() +
+            "' -- env AXONN_MACHINES_DIR=" + profiles.string() + " " + options + "--ckpt-dir " + ckpt.string() +
+            " --resume latest --metrics " + metrics.string());
     int status = 0;
     {
         BackgroundJob job(command);
@@ -106,6 +113,7 @@ TEST_F(SimulatedNodes, ALostNodeRestartsTheRunOnTheNodesLeft) {
     EXPECT_NE(errors.find("elastic-train: launch 2 on 2 rank(s): 127.0.0.2"), std::string::npos) << errors;
     EXPECT_NE(printed.find("resuming from " + (ckpt / "step_00000006").string()), std::string::npos) << printed;
     EXPECT_NE(printed.find(" over 2 rank(s)"), std::string::npos) << printed;
+    EXPECT_NE(printed.find("machine profile " + (profiles / "local.toml").string()), std::string::npos) << printed;
     // Each step once in the metrics (the killed run's records after step 6 were dropped and trained again).
     std::size_t records = 0;
     for (std::string const& line : lines_of(metrics)) records += line.find("\"loss\"") != std::string::npos;
