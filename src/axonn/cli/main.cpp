@@ -10,6 +10,7 @@
 #include "axonn/comm/job_errors.h"
 #include "axonn/comm/mpi_session.h"
 #include "axonn/comm/same_on_every_rank.h"
+#include "axonn/core/address_space.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
 #include "axonn/train/stop_signals.h"
@@ -197,6 +198,14 @@ bool runs_training(int argc, char** argv) {
 int main(int argc, char** argv) {
     // A file that outgrows `ulimit -f` must fail its write (and be reported) rather than kill the process.
     std::signal(SIGXFSZ, SIG_IGN);
+    try {
+        // Before the signal thread, which could not start under a low `ulimit -v` (the launcher, `axonn`, holds
+        // the stop signals pending until then).
+        axonn::require_enough_address_space();
+    } catch (axonn::Error const& e) {
+        axonn::write_stderr_line(fmt::format("axonn: error: {}", e.what()));
+        return 1;
+    }
     try {
         // First: before MPI and OpenMP start threads that would compute, and so that a signal during a run's
         // set-up is held for its first step boundary, not lost.

@@ -1,5 +1,6 @@
 #include "axonn/core/tensor.h"
 
+#include "axonn/core/address_space.h"
 #include "axonn/core/error.h"
 
 #include <algorithm>
@@ -93,8 +94,16 @@ Tensor::Tensor(Shape shape, DType dtype, Memory memory)
     } else {
         pointer = std::aligned_alloc(alignment, rounded);
     }
-    AXONN_REQUIRE(pointer != nullptr, "out of {} memory allocating a tensor of shape {} ({} bytes)",
-                  memory == Memory::device ? "device" : "host", shape_string(shape_), rounded);
+    // Under `ulimit -v`, a tensor that leaves the GEMM library too little room fails as one that found none.
+    std::optional<std::string> const shortfall =
+        memory == Memory::host ? address_space_shortfall(pointer == nullptr ? rounded : 0) : std::nullopt;
+    if (pointer != nullptr && shortfall) {
+        std::free(pointer);
+        pointer = nullptr;
+    }
+    AXONN_REQUIRE(pointer != nullptr, "out of {} memory allocating a tensor of shape {} ({} bytes){}",
+                  memory == Memory::device ? "device" : "host", shape_string(shape_), rounded,
+                  shortfall ? ": " + *shortfall : std::string());
     storage_ = std::unique_ptr<void, AlignedFree>(
         pointer, AlignedFree{bytes(), memory == Memory::device ? device_allocator.release : nullptr});
     count_allocation(static_cast<std::int64_t>(bytes()));
