@@ -1160,6 +1160,23 @@ TEST_F(CommandLineErrors, TheHelpOfResumeNamesWhatItTakes) {
     EXPECT_EQ(help.find("=latest"), std::string::npos) << help;
 }
 
+// The help needs no MPI: under a descriptor or address-space limit too low for MPI's start-up, for which a command
+// is refused, the help is printed (it was refused with the rest), and an unknown command is still a usage error.
+TEST_F(CommandLineErrors, TheHelpIsPrintedUnderLimitsTooLowForMpi) {
+    CommandResult const help = run_axonn("train --help", dir_, "prlimit --nofile=10");
+    EXPECT_EQ(help.exit_status, 0) << help.stderr_text;
+    EXPECT_TRUE(printed(dir_, "--resume [latest|DIR]"));
+    CommandResult const all = run_axonn("--help", dir_, "prlimit --nofile=10");
+    EXPECT_EQ(all.exit_status, 0) << all.stderr_text;
+    EXPECT_TRUE(printed(dir_, "memorization"));
+    CommandResult const small = run_axonn("plan --help", dir_, "ulimit -v 65536;");
+    EXPECT_EQ(small.exit_status, 0) << small.stderr_text;
+    EXPECT_TRUE(printed(dir_, "--machine"));
+    CommandResult const bad = run_axonn("bogus --help", dir_, "prlimit --nofile=10");
+    EXPECT_EQ(bad.exit_status, 2) << bad.stderr_text;
+    EXPECT_EQ(bad.stderr_text.rfind("axonn: error: unknown command 'bogus'", 0), 0u) << bad.stderr_text;
+}
+
 // Every command takes --config, and its --help says so (train's alone did).
 TEST_F(CommandLineErrors, EveryCommandsHelpNamesConfigFiles) {
     for (char const* command : {"train", "prepare", "corpus janeausten", "bench", "parity", "plan", "tune", "calibrate",

@@ -94,6 +94,9 @@ void check_command_named(std::vector<std::string> const& arguments, std::vector<
 // Every rank of a job runs the same command, config files read: ranks given others built other models, grids or
 // data, and hung in each other's collectives or crashed. `arguments` as expanded (its program name left out).
 void require_one_command_line(std::vector<std::string> const& arguments) {
+    int mpi_started = 0;
+    MPI_Initialized(&mpi_started);
+    if (!mpi_started) return;  // the help, read without MPI (asks_for_help): no other ranks
     std::string joined;
     for (std::size_t i = 1; i < arguments.size(); ++i) joined += arguments[i] + '\0';
     if (auto const rank = axonn::first_rank_differing_from_rank_zero(joined)) {
@@ -184,6 +187,16 @@ int run(int argc, char** argv) {
     return 0;
 }
 
+// Whether the command line asks for help (-h, --help or --help-all before any `--`), which needs no MPI.
+bool asks_for_help(int argc, char** argv) {
+    for (int i = 1; i < argc && std::strcmp(argv[i], "--") != 0; ++i) {
+        for (char const* flag : {"-h", "--help", "--help-all"}) {
+            if (std::strcmp(argv[i], flag) == 0) return true;
+        }
+    }
+    return false;
+}
+
 // Whether the command line runs `train`, the one command that saves and stops on SIGTERM or SIGUSR1: its first
 // word that is not an option.
 bool runs_training(int argc, char** argv) {
@@ -191,6 +204,21 @@ bool runs_training(int argc, char** argv) {
         if (argv[i][0] != '-') return std::strcmp(argv[i], "train") == 0;
     }
     return false;
+}
+
+// The help where the process limits leave too little for MPI's start-up (file descriptors, address space): the
+// command line read (config files included) and the help printed, with no MPI; an error in the command line is
+// reported as run()'s would be.
+int help_without_mpi(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (axonn::UsageError const& e) {
+        axonn::write_stderr_line(fmt::format("axonn: error: {}", e.what()));
+        return 2;
+    } catch (std::exception const& e) {
+        axonn::write_stderr_line(fmt::format("axonn: error: {}", e.what()));
+        return 1;
+    }
 }
 
 }  // namespace
@@ -203,6 +231,7 @@ int main(int argc, char** argv) {
         // the stop signals pending until then).
         axonn::require_enough_address_space();
     } catch (axonn::Error const& e) {
+        if (asks_for_help(argc, argv)) return help_without_mpi(argc, argv);
         axonn::write_stderr_line(fmt::format("axonn: error: {}", e.what()));
         return 1;
     }
@@ -217,6 +246,7 @@ int main(int argc, char** argv) {
     try {
         axonn::require_enough_file_descriptors();  // before MPI, whose start-up crashed without them
     } catch (axonn::Error const& e) {
+        if (asks_for_help(argc, argv)) return help_without_mpi(argc, argv);
         axonn::write_stderr_line(fmt::format("axonn: error: {}", e.what()));
         return 1;
     }
