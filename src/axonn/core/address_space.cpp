@@ -44,9 +44,9 @@ std::optional<std::string> address_space_shortfall(std::size_t more) {
     if (!limit) return std::nullopt;
     std::size_t const mapped = mapped_bytes() + more;
     if (mapped + address_space_headroom <= *limit) return std::nullopt;
-    return fmt::format("ulimit -v {} leaves {} MiB of address space beyond the {} MiB mapped with this tensor, less than the {} MiB "
-                       "the GEMM library's own buffers need: raise the limit, or choose a smaller model, batch or "
-                       "sequence, or more ranks",
+    return fmt::format("ulimit -v {} leaves {} MiB of address space beyond the {} MiB the process would map, less "
+                       "than the {} MiB the GEMM library's own buffers need: raise the limit, or choose a smaller "
+                       "model, batch or sequence, or more ranks",
                        *limit / 1024, *limit > mapped ? (*limit - mapped) / mebibyte : 0, mapped / mebibyte,
                        address_space_headroom / mebibyte);
 }

@@ -1,7 +1,7 @@
 // `axonn parity`: the same training run serially and on a process grid, from the same seed and batches, and the
 // largest relative differences between the two. The grid may run with micro-batches, recomputation or overlap
 // off (ParityOptions::run). World rank 0 also runs the serial model (MPI_COMM_SELF) and shares its results, so
-// the comparison needs no extra process and works for any grid; the other ranks wait asleep while it does.
+// the comparison needs no extra process and works for any grid; the other ranks wait for its results.
 //
 // Differences are relative and norm-wise: |a − b| / |b| for scalars, ‖a − b‖ / ‖b‖ for tensors, with b serial.
 #pragma once
