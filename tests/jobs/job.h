@@ -31,13 +31,23 @@ extern char** environ;
 
 namespace axonn::testing {
 
-// A job running in the background, which the test can watch and kill.
+// A job running in the background, which the test can watch and kill. It starts with SIGINT and SIGHUP at their
+// default actions, as from an interactive shell, whatever the test runner left them at (ignored, say).
 class BackgroundJob {
 public:
     explicit BackgroundJob(std::string const& command) {
         std::string const shell = "exec " + command;
         char const* argv[] = {"/bin/sh", "-c", shell.c_str(), nullptr};
-        EXPECT_EQ(posix_spawn(&pid_, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
+        posix_spawnattr_t attributes;
+        posix_spawnattr_init(&attributes);
+        sigset_t defaults;
+        sigemptyset(&defaults);
+        sigaddset(&defaults, SIGINT);
+        sigaddset(&defaults, SIGHUP);
+        posix_spawnattr_setsigdefault(&attributes, &defaults);
+        posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
+        EXPECT_EQ(posix_spawn(&pid_, "/bin/sh", nullptr, &attributes, const_cast<char**>(argv), environ), 0);
+        posix_spawnattr_destroy(&attributes);
     }
     ~BackgroundJob() {
         if (pid_ > 0) {

@@ -18,6 +18,7 @@
 //     handler on their thread wrote its frame there (train/stop_signals.h): without the signal thread this run
 //     aborted in malloc most of the time.
 // The random kill points come from a seed printed with any failure.
+#include "axonn/checkpoint/checkpoint_dir.h"
 #include "jobs/job.h"
 
 #include <gtest/gtest.h>
@@ -233,14 +234,18 @@ TEST_F(CheckpointJobs, ASignalSavesAndStops) {
     signalled_run_resumes(options, 2, 4, 1, dir_ / "whole.jsonl");
 }
 
-// Whether process `pid` has installed a handler for SIGTERM (its SigCgt mask in /proc: bit 14 for signal 15).
-bool catches_sigterm(pid_t pid) {
+// Whether `signal` is in the mask `field` of process `pid` in /proc ("SigCgt:", caught; "ShdPnd:", sent to the
+// process and not yet taken by a thread): bit 14 for signal 15.
+bool in_signal_mask(pid_t pid, std::string const& field, int signal) {
     std::ifstream status("/proc/" + std::to_string(pid) + "/status");
     for (std::string line; std::getline(status, line);) {
-        if (line.rfind("SigCgt:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) >> (SIGTERM - 1)) & 1;
+        if (line.rfind(field, 0) == 0) return (std::stoull(line.substr(field.size()), nullptr, 16) >> (signal - 1)) & 1;
     }
     return false;
 }
+
+// Whether process `pid` has installed a handler for SIGTERM.
+bool catches_sigterm(pid_t pid) { return in_signal_mask(pid, "SigCgt:", SIGTERM); }
 
 // SIGTERM at the first moment the process can catch it (main's first instruction, long before its first step: the
 // data, the model and the GEMM rate are still to come). A run with a --ckpt-dir holds it, saves at its first step
@@ -276,6 +281,61 @@ TEST_F(CheckpointOneRankJob, ASignalDuringSetUpIsNotLost) {
             testing::JobResult const resumed = mpirun("-np 1 " + command + " --resume latest");
             ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
             EXPECT_EQ(step_results(metrics).size(), 3u);
+        }
+    }
+}
+
+// Ctrl-C (SIGINT) or a hang-up (SIGHUP) to a run of one process started without mpirun (which turns Ctrl-C into
+// SIGTERM for its ranks) is a stop signal too: the run saves the step it is at and exits 75, and --resume latest
+// continues from there. A second Ctrl-C before that quits at once, without saving (130), and leaves no partial
+// file. (A run of one process lost every step to a Ctrl-C before.)
+TEST_F(CheckpointOneRankJob, CtrlCOrAHangUpSavesAndStopsAndASecondCtrlCQuitsAtOnce) {
+    for (int const signal : {SIGINT, SIGHUP}) {
+        for (int const signals : {1, 2}) {
+            if (signal == SIGHUP && signals == 2) continue;
+            std::string const name = std::string(signal == SIGINT ? "ctrl_c" : "hang_up") + std::to_string(signals);
+            SCOPED_TRACE(name);
+            fs::path const ckpt = dir_ / name;
+            fs::path const metrics = ckpt.string() + ".jsonl";
+            // Steps long enough (about 0.1 s) that the second Ctrl-C comes within the step the first one ends.
+            std::string const shape = "--batch 128 --seq 64 --eval-every 100000 --eval-batches 1 --metrics " +
+                                      metrics.string() + " --ckpt-dir " + ckpt.string();
+            std::string const command = train("--steps 100000 " + shape);
+            BackgroundJob job("timeout " + std::to_string(time_limit(120)) + " " + command + " > " + ckpt.string() +
+                              ".out 2> " + ckpt.string() + ".err");
+            for (auto start = std::chrono::steady_clock::now(); lines_of(metrics).size() < 3;) {
+                ASSERT_TRUE(job.running()) << file_bytes(ckpt.string() + ".err");
+                ASSERT_LT(std::chrono::steady_clock::now() - start, 60s) << "no step done";
+                std::this_thread::sleep_for(1ms);
+            }
+            std::vector<pid_t> const ranks = BackgroundJob::ranks(metrics.string());
+            ASSERT_EQ(ranks.size(), 1u);
+            for (int sent = 0; sent < signals; ++sent) {
+                // Each one taken before the next: two sent at once are one pending signal.
+                while (in_signal_mask(ranks[0], "ShdPnd:", signal)) std::this_thread::sleep_for(100us);
+                ::kill(ranks[0], signal);
+            }
+            int const status = job.wait();
+            std::string const err = file_bytes(ckpt.string() + ".err");
+            for (auto const& entry : fs::recursive_directory_iterator(dir_)) {
+                EXPECT_NE(entry.path().extension(), ".partial") << entry.path();
+            }
+            if (signals == 2) {
+                EXPECT_EQ(status, 128 + SIGINT) << err;
+                EXPECT_EQ(err.find("stopped by"), std::string::npos) << err;
+                continue;
+            }
+            EXPECT_EQ(status, 75) << err;
+            std::string const said = signal == SIGINT ? "stopped by SIGINT (Ctrl-C) after " : "stopped by SIGHUP after ";
+            std::size_t const at = err.find(said);
+            ASSERT_NE(at, std::string::npos) << err;
+            int const steps = std::stoi(err.substr(at + said.size()));
+            EXPECT_TRUE(fs::is_directory(ckpt / checkpoint_folder_name(steps))) << err;
+            EXPECT_EQ(step_results(metrics).size(), static_cast<std::size_t>(steps));
+            testing::JobResult const resumed =
+                mpirun("-np 1 " + train("--steps " + std::to_string(steps + 2) + " --resume latest " + shape));
+            ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
+            EXPECT_EQ(step_results(metrics).size(), static_cast<std::size_t>(steps + 2));
         }
     }
 }

@@ -765,6 +765,20 @@ std::vector<BadInput> const bad_inputs = {
      "train --data {dir}/good --tokenizer byte --model gpt2-micro --steps 20 "
      "--resume {dir}/renamed/step_00000007.rolled-back-1700000000",
      "checkpoint {dir}/renamed/step_00000007.rolled-back-1700000000 is named for step 7 but holds step 1", 1},
+    // A checkpoint whose COMPLETE is no marker is damaged (not "renamed by hand"), and said so with the size of
+    // one too long to read.
+    {"train_into_a_folder_whose_checkpoints_marker_is_no_marker",
+     "train --data {dir}/good --tokenizer byte --model gpt2-micro --steps 20 --ckpt-dir {dir}/unmarked",
+     "--ckpt-dir {dir}/unmarked holds step_00000001, a checkpoint whose COMPLETE is not the marker a save writes (it "
+     "begins \"{\"step\": 1}\"): the checkpoint is damaged; move it out of the folder", 1},
+    {"resume_a_checkpoint_whose_marker_is_no_marker",
+     "train --data {dir}/good --tokenizer byte --model gpt2-micro --steps 20 --resume {dir}/unmarked/step_00000001",
+     "checkpoint {dir}/unmarked/step_00000001 is damaged: its COMPLETE marker reads \"{\"step\": 1}\", but its "
+     "index is of step 1", 1},
+    {"resume_a_checkpoint_whose_marker_is_too_long",
+     "train --data {dir}/good --tokenizer byte --model gpt2-micro --steps 20 --resume {dir}/overlong/step_00000001",
+     "checkpoint {dir}/overlong/step_00000001 is damaged: its COMPLETE holds 3000 bytes, not the marker a save "
+     "writes", 1},
     // The lock of a checkpoint folder, which a running training holds, is no output's, --overwrite or not.
     // A checkpoint folder named as the file: named as the checkpoint, not told to name a file inside it.
     {"trace_naming_a_checkpoint", "train --data {dir}/good --tokenizer byte --steps 1 --trace {dir}/model/step_00000001",
@@ -1121,6 +1135,14 @@ protected:
         fs::copy(dir_ / "model" / "step_00000001", dir_ / "renamed" / "step_00000009", fs::copy_options::recursive);
         fs::copy(dir_ / "model" / "step_00000001", dir_ / "renamed" / "step_00000007.rolled-back-1700000000",
                  fs::copy_options::recursive);
+        // Folders whose checkpoint's COMPLETE holds other bytes than a marker (a log written into it through a hard
+        // link, say): a line of text, and more than a marker's 64 bytes.
+        for (auto const& [folder, marker] : {std::pair<char const*, std::string>{"unmarked", "{\"step\": 1}\n"},
+                                             std::pair<char const*, std::string>{"overlong", std::string(3000, 'x')}}) {
+            fs::create_directories(dir_ / folder);
+            fs::copy(dir_ / "model" / "step_00000001", dir_ / folder / "step_00000001", fs::copy_options::recursive);
+            testing::write_file(dir_ / folder / "step_00000001" / "COMPLETE", marker);
+        }
     }
     static std::string with_dir(std::string text) {
         for (std::size_t at; (at = text.find("{dir}")) != std::string::npos;) text.replace(at, 5, dir_.string());
@@ -1774,6 +1796,29 @@ TEST_F(CommandLineErrors, KeepPrunesWhenTheResumedRunHasNothingLeftToTrain) {
 
 // A --ckpt-dir holding a checkpoint of another run, or an import's, at a step no later than the run's start was
 // taken, and --keep deleted it as the run's own. It is refused, naming the checkpoint, and left whole.
+// A --metrics file that is another name (a hard link) of a checkpoint's COMPLETE marker, with --overwrite, or of a
+// checkpoint folder's empty lock: the run writes a new file of its own under that name, and the checkpoint keeps
+// its marker and its folder its lock. (The metrics were written into both, and the folder could not be resumed.)
+TEST_F(CommandLineErrors, AMetricsFileThatIsAnotherNameOfACheckpointsFileIsReplacedNotWrittenThrough) {
+    train_model_once();
+    fs::path const marker = dir_ / "model" / "step_00000001" / "COMPLETE";
+    std::string const marker_text = file_bytes(marker);
+    std::string const train = "train --data {dir}/good --tokenizer byte --model gpt2-micro --steps 1 --sample-tokens 0 ";
+    for (auto const& [linked, option] : {std::pair{marker, "--overwrite"}, std::pair{dir_ / "model" / ".lock", ""}}) {
+        fs::path const metrics = dir_ / ("hard_link_to_" + linked.filename().string() + ".jsonl");
+        fs::remove(metrics);
+        fs::create_hard_link(linked, metrics);
+        CommandResult const run = run_axonn(with_dir(train + "--metrics " + metrics.string() + " " + option), dir_);
+        ASSERT_EQ(run.exit_status, 0) << run.stderr_text;
+        EXPECT_NE(file_bytes(metrics).find("\"step\":1"), std::string::npos) << file_bytes(metrics);
+    }
+    EXPECT_EQ(file_bytes(marker), marker_text);
+    EXPECT_EQ(file_bytes(dir_ / "model" / ".lock"), "");
+    fs::remove_all(dir_ / "export_after_links");
+    CommandResult const exported = run_axonn(with_dir("export {dir}/model {dir}/export_after_links"), dir_);
+    EXPECT_EQ(exported.exit_status, 0) << exported.stderr_text;
+}
+
 TEST_F(CommandLineErrors, KeepNeverDeletesACheckpointOfAnotherRun) {
     train_model_once();
     std::string const micro = "--tokenizer byte --model gpt2-micro --sample-tokens 0 ";
@@ -2114,7 +2159,8 @@ TEST_F(CommandLineErrors, TokenizeReadsAPipeAndDropsAByteOrderMark) {
 TEST_P(CommandLineErrors, OneLineErrorAndNonZeroExit) {
     BadInput const& input = GetParam();
     // The model, and the links to its files and the copy that train_model_once makes.
-    for (char const* needs_the_model : {"{dir}/model", "{dir}/link", "{dir}/incomplete_only", "{dir}/renamed"}) {
+    for (char const* needs_the_model :
+         {"{dir}/model", "{dir}/link", "{dir}/incomplete_only", "{dir}/renamed", "{dir}/unmarked", "{dir}/overlong"}) {
         if (input.arguments.find(needs_the_model) != std::string::npos) train_model_once();
     }
     CommandResult const result = run_axonn(with_dir(input.arguments), dir_, with_dir(input.launcher));

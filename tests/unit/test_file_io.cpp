@@ -309,6 +309,37 @@ TEST(FileIo, AnOutputFileBelongsToOneRunAndKeepsAnEarlierRunsData) {
     EXPECT_EQ(file_bytes(path), "again\n");
 }
 
+// A file with other names (hard links) is never emptied or first written in place, which would change what those
+// names hold: with --overwrite, or empty, the output's name gets a new file and the others keep theirs. Through a
+// hard link, `--metrics X --overwrite` wrote a checkpoint's COMPLETE marker, and an empty file another checkpoint
+// folder's lock. A run's own log, continued, still grows in place.
+TEST(FileIo, AnOutputWithOtherNamesIsReplacedNotWrittenThrough) {
+    TempDir dir;
+    write_file(dir / "COMPLETE", "step 10\n");
+    fs::create_hard_link(dir / "COMPLETE", dir / "metrics.jsonl");
+    EXPECT_NE(error_of([&] { ExclusiveOutputFile(dir / "metrics.jsonl", "metrics file", ExistingOutput::refuse); })
+                  .find("already exists (8 bytes"),
+              std::string::npos);
+    ExclusiveOutputFile(dir / "metrics.jsonl", "metrics file", ExistingOutput::overwrite).write("{}\n");
+    EXPECT_EQ(file_bytes(dir / "COMPLETE"), "step 10\n");
+    EXPECT_EQ(file_bytes(dir / "metrics.jsonl"), "{}\n");
+
+    // An empty file that another holds locked (a checkpoint folder's lock, which its run holds): no lock in the way
+    // of the new file, and the lock's file stays empty.
+    {
+        ExclusiveOutputFile const lock_holder(dir / ".lock", "checkpoint folder lock", ExistingOutput::refuse);
+        fs::create_hard_link(dir / ".lock", dir / "lock.jsonl");
+        require_writable_output(dir / "lock.jsonl", "metrics file", false);
+        ExclusiveOutputFile(dir / "lock.jsonl", "metrics file", ExistingOutput::refuse).write("{}\n");
+    }
+    EXPECT_EQ(file_bytes(dir / ".lock"), "");
+    EXPECT_EQ(file_bytes(dir / "lock.jsonl"), "{}\n");
+
+    fs::create_hard_link(dir / "metrics.jsonl", dir / "backup.jsonl");
+    ExclusiveOutputFile(dir / "metrics.jsonl", "metrics file", ExistingOutput::append).write("{}\n");
+    EXPECT_EQ(file_bytes(dir / "backup.jsonl"), "{}\n{}\n");
+}
+
 TEST(FileIo, NoOutputMayBeAnInput) {
     TempDir dir;
     std::ofstream(dir / "data.bin") << "tokens";

@@ -36,6 +36,15 @@ std::string marker_text(fs::path const& folder) {
     return text;
 }
 
+// Whether `marker` (a marker file's first 64 bytes) is what a save writes for some step, "step N\n", rather than
+// other bytes in its place.
+bool reads_as_a_marker(std::string const& marker) {
+    std::string_view const prefix = "step ";
+    if (!marker.starts_with(prefix) || !marker.ends_with('\n') || marker.size() <= prefix.size() + 1) return false;
+    return std::all_of(marker.begin() + static_cast<std::ptrdiff_t>(prefix.size()), marker.end() - 1,
+                       [](char c) { return c >= '0' && c <= '9'; });
+}
+
 bool is_complete(fs::path const& folder) {
     std::error_code error;
     return fs::is_regular_file(folder / checkpoint_complete_file, error);
@@ -339,10 +348,14 @@ void require_step_folders_are_checkpoints(fs::path const& dir, std::string_view 
                       option, dir.string(), name, checkpoint_index_file);
         // Renamed by hand: --resume latest would take it for its name's step, and a rollback set aside the rest.
         std::string const marker = marker_text(entry.path());
-        AXONN_REQUIRE(marker.empty() || marker == checkpoint_marker_text(*step),
-                      "{} {} holds {}, a checkpoint whose {} says \"{}\": its name and its step disagree (renamed by "
-                      "hand?); give it its step's name, or move it out of the folder",
-                      option, dir.string(), name, checkpoint_complete_file, shown_marker_text(marker));
+        if (marker.empty() || marker == checkpoint_marker_text(*step)) continue;
+        AXONN_REQUIRE(reads_as_a_marker(marker),
+                      "{} {} holds {}, a checkpoint whose {} is not the marker a save writes (it begins \"{}\"): the "
+                      "checkpoint is damaged; move it out of the folder",
+                      option, dir.string(), name, checkpoint_complete_file, shown_marker_text(marker.substr(0, 40)));
+        fail("{} {} holds {}, a checkpoint whose {} says \"{}\": its name and its step disagree (renamed by hand?); "
+             "give it its step's name, or move it out of the folder",
+             option, dir.string(), name, checkpoint_complete_file, shown_marker_text(marker));
     }
 }
 

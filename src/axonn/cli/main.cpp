@@ -2,7 +2,7 @@
 // non-zero exit status: 2 for a bad command line (an unknown flag, a bad value), 1 for anything else the user or
 // the machine can cause (bad data, files, a full disk), 70 for an internal error that is this program's fault.
 // Under mpirun a failure on any rank ends the whole job (comm/job_errors.h says how). A training run stopped by
-// SIGTERM or SIGUSR1 saves a checkpoint and exits with 75 (train/stop_signals.h).
+// SIGTERM, SIGUSR1 or a first Ctrl-C or hang-up saves a checkpoint and exits with 75 (train/stop_signals.h).
 #include "axonn/cli/argument_values.h"
 #include "axonn/cli/commands.h"
 #include "axonn/cli/config_file.h"
@@ -133,7 +133,8 @@ int run(int argc, char** argv) {
                  "axonn"};
     app.footer("Run `axonn COMMAND --help` for a command's options. Docs: README.md, docs/ARCHITECTURE.md.\n"
                "Exit status: 0 success, 1 an error in data, files or the run, 2 a bad command line, 70 a bug,\n"
-               "75 a training run stopped by SIGTERM or SIGUSR1 after saving its checkpoint (resume it).");
+               "75 a training run stopped by SIGTERM, SIGUSR1, Ctrl-C or SIGHUP after saving its checkpoint\n"
+               "(resume it).");
     app.require_subcommand(1);
     // A later value of an option replaces an earlier one: how the command line overrides a config file.
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -197,7 +198,7 @@ bool asks_for_help(int argc, char** argv) {
     return false;
 }
 
-// Whether the command line runs `train`, the one command that saves and stops on SIGTERM or SIGUSR1: its first
+// Whether the command line runs `train`, the one command that saves and stops on a stop signal: its first
 // word that is not an option.
 bool runs_training(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {

@@ -111,7 +111,7 @@ void add_train_command(CLI::App& app) {
     command->add_option("--prompt", options->prompt, "text the sample continues");
     command->add_option("--ckpt-dir", options->ckpt_dir,
                         "keep checkpoints in this folder: one at the end, every --ckpt-every steps, and one on "
-                        "SIGTERM or SIGUSR1 before stopping (exit status 75)");
+                        "SIGTERM, SIGUSR1, a first Ctrl-C or SIGHUP before stopping (exit status 75)");
     command->add_option("--ckpt-every", options->ckpt_every, "also save a checkpoint every N steps (0: only at the "
                         "end)")->capture_default_str();
     command->add_option("--keep", options->keep, "keep the newest K complete checkpoints (0: all)")

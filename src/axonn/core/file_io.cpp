@@ -535,6 +535,10 @@ ExclusiveOutputFile::ExclusiveOutputFile(fs::path const& path, std::string what,
     AXONN_REQUIRE(S_ISREG(info.st_mode), "{} {} is {}, not a regular file: choose another path", what_, path.string(),
                   file_kind(info.st_mode));
     regular_ = true;
+    if (info.st_nlink > 1 && (info.st_size == 0 || existing == ExistingOutput::overwrite)) {
+        replace_by_new_file();
+        return;
+    }
     // The lock goes with the open file, so it lasts until this process exits, however it exits.
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
         AXONN_REQUIRE(errno != EWOULDBLOCK, "{} {} is being written by another run (it is locked): choose another path",
@@ -548,6 +552,18 @@ ExclusiveOutputFile::ExclusiveOutputFile(fs::path const& path, std::string what,
     }
     if (existing == ExistingOutput::refuse) throw Error(earlier_run_message(what_, path, info.st_size));
     AXONN_REQUIRE(::ftruncate(fd, 0) == 0, "cannot empty {} {}: {}", what_, path.string(), std::strerror(errno));
+}
+
+void ExclusiveOutputFile::replace_by_new_file() {
+    // Where a link names the file, its target's name is the one replaced: the link still names the output.
+    fs::path const name = resolved(path_);
+    AXONN_REQUIRE(::unlink(name.c_str()) == 0, "cannot replace {} {}: {}", what_, path_.string(),
+                  std::strerror(errno));
+    int const fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    AXONN_REQUIRE(fd >= 0, "cannot replace {} {}: {}", what_, path_.string(), std::strerror(errno));
+    handle_ = FileHandle(fd);
+    AXONN_REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0, "cannot lock {} {}: {}", what_, path_.string(),
+                  std::strerror(errno));
 }
 
 void ExclusiveOutputFile::cut_to(std::uint64_t size) {
@@ -595,6 +611,9 @@ void require_writable_output(fs::path const& path, std::string_view what, bool o
     require_creatable_file(path, what, 0);
     struct stat info {};
     if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return;
+    // A file with other names that the output empties is replaced by a new one (ExclusiveOutputFile), or renamed
+    // over (AtomicFile): the other names keep the old file, and whoever holds it locked.
+    if (info.st_nlink > 1 && (overwrite || info.st_size == 0)) return;
     AXONN_REQUIRE(!locked_by_another(path), "{} {} is being written by another run (it is locked): choose another path",
                   what, path.string());
     if (overwrite || info.st_size == 0) return;

@@ -215,7 +215,9 @@ void write_file_atomically(std::filesystem::path const& path, std::string_view c
 enum class ExistingOutput { refuse, overwrite, append };
 
 // A growing output file owned by one run: created if missing, locked exclusively (another run writing it is an
-// error, not interleaved lines), and, if it already holds data, refused, emptied or added to (`existing`).
+// error, not interleaved lines), and, if it already holds data, refused, emptied or added to (`existing`). A file
+// with other names (hard links) is never emptied or first written in place, which would change what those names
+// hold (a checkpoint's marker, another run's log): its name gets a new file instead.
 // Every write goes straight to the operating system and is checked; a write that fails is cut off again, so the
 // file keeps whole records only.
 class ExclusiveOutputFile {
@@ -230,6 +232,8 @@ public:
     void cut_to(std::uint64_t size);
 
 private:
+    void replace_by_new_file();  // unlinks the file's name and opens a new, empty, locked file there
+
     std::filesystem::path path_;
     std::string what_;
     FileHandle handle_;

@@ -68,7 +68,7 @@ void CheckpointPolicy::stop_if_signalled(int step) {
     complete_background_save();
     fs::path const folder = last_saved_ == step ? options_.ckpt_dir / checkpoint_folder_name(step) : save(step);
     throw StoppedBySignal(fmt::format("stopped by {} after {} steps; checkpoint {}; continue with --resume latest",
-                                      signal == SIGTERM ? "SIGTERM" : "SIGUSR1", step, folder.string()));
+                                      stop_signal_name(signal), step, folder.string()));
 }
 
 void CheckpointPolicy::after_step(int done) {

@@ -46,8 +46,23 @@ void end_by_default_action(int signal) {
 std::atomic<bool> ending_deferred{false};
 std::atomic<int> deferred_signal{0};
 
-// SIGINT (Ctrl-C) and SIGHUP (a closed terminal) end any command, after removing its partial files.
+// Said on a terminal at the first Ctrl-C of a run that saves on it: what happens, and how to quit at once.
+constexpr char ctrl_c_note[] =
+    "\naxonn: Ctrl-C: the run saves a checkpoint at the end of this step and stops; Ctrl-C again quits at once, "
+    "without saving\n";
+
+// SIGINT (Ctrl-C) and SIGHUP (a closed terminal) end any command, after removing its partial files; except the
+// first in a run that saves on a stop signal (held), which is one.
 extern "C" void end_now(int signal) {
+    int none = 0;
+    if (held.load() && exit_status.load() == 0 && received_signal.compare_exchange_strong(none, signal)) {
+        if (signal == SIGINT && ::isatty(STDERR_FILENO) == 1) {
+            ssize_t const written = ::write(STDERR_FILENO, ctrl_c_note, sizeof ctrl_c_note - 1);
+            static_cast<void>(written);
+        }
+        return;
+    }
+    if (exit_status.load() != 0) exit_with_message();  // the closing sample of a saved run: it says so
     if (ending_deferred.load()) {
         deferred_signal.store(signal);
         return;
@@ -146,6 +161,16 @@ StopSignals::~StopSignals() {
     // must not turn status 75, after a saved checkpoint, into death by that signal.
     if (received_signal.load(std::memory_order_relaxed) != 0) return;
     held.store(false);
+}
+
+std::string_view stop_signal_name(int signal) {
+    switch (signal) {
+        case SIGTERM: return "SIGTERM";
+        case SIGUSR1: return "SIGUSR1";
+        case SIGINT: return "SIGINT (Ctrl-C)";
+        case SIGHUP: return "SIGHUP";
+        default: return "a signal";
+    }
 }
 
 int StopSignals::received(Communicator& world) const {

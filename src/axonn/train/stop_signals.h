@@ -16,7 +16,9 @@
 // their default action would, but on that same thread and after removing the partial files of the outputs being
 // written (core/file_io.h, AtomicFile) and the outputs just made that are still empty (ProvisionalOutputs: a new
 // metrics file, a new checkpoint folder holding only its lock), so that an interrupted command leaves nothing
-// half-written or empty behind.
+// half-written or empty behind. The exception is a run that saves on a stop signal: the first of them is one (on
+// a terminal, Ctrl-C says so), as under mpirun, which turns Ctrl-C into SIGTERM for its ranks; a run of one
+// process started without mpirun lost every step since its last checkpoint to a Ctrl-C. The next ends it at once.
 //
 // The handler is installed there too, first thing in main, so that a signal in the first seconds of a run (while
 // it reads its data and checkpoint and measures the GEMM rate) is not lost: a command that will act on it (`train`
@@ -28,11 +30,15 @@
 #include <csignal>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace axonn {
 
 // Exit status of a run stopped by a signal after its checkpoint was saved.
 inline constexpr int stopped_exit_status = 75;
+
+// "SIGTERM", "SIGUSR1", "SIGINT (Ctrl-C)" or "SIGHUP": the stop signal a run's end names.
+std::string_view stop_signal_name(int signal);
 
 // Thrown on every rank once the checkpoint of a stopped run is saved; main ends the program with
 // stopped_exit_status.
