@@ -1819,6 +1819,24 @@ TEST_F(CommandLineErrors, AMetricsFileThatIsAnotherNameOfACheckpointsFileIsRepla
     EXPECT_EQ(exported.exit_status, 0) << exported.stderr_text;
 }
 
+// A checkpoint whose run state records the Goldfish setting as an earlier build wrote it, with an h that its
+// strategy does not read ("k=4,h=13,strategy=static"), resumes with the same setting, not as a changed --goldfish.
+TEST_F(CommandLineErrors, AResumeReadsTheGoldfishSettingAnEarlierBuildWrote) {
+    fs::remove_all(dir_ / "goldfish_static");
+    std::string const train = "train --data {dir}/good --tokenizer byte --model gpt2-micro --sample-tokens 0 "
+                              "--goldfish k=4,strategy=static --ckpt-dir {dir}/goldfish_static ";
+    ASSERT_EQ(run_axonn(with_dir(train + "--steps 1"), dir_).exit_status, 0);
+    fs::path const index = dir_ / "goldfish_static" / "step_00000001" / "index.json";
+    nlohmann::json written = nlohmann::json::parse(file_bytes(index));
+    EXPECT_EQ(written["run"]["goldfish"], "k=4,strategy=static");
+    written["run"]["goldfish"] = "k=4,h=13,strategy=static";
+    std::ofstream(index) << written.dump();
+    CommandResult const resumed = run_axonn(with_dir(train + "--steps 2 --resume latest"), dir_);
+    ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
+    EXPECT_EQ(resumed.stderr_text.find("--goldfish"), std::string::npos) << resumed.stderr_text;
+    EXPECT_EQ(file_bytes(dir_ / "stdout.txt").find("--goldfish"), std::string::npos);
+}
+
 TEST_F(CommandLineErrors, KeepNeverDeletesACheckpointOfAnotherRun) {
     train_model_once();
     std::string const micro = "--tokenizer byte --model gpt2-micro --sample-tokens 0 ";

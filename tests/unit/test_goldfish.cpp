@@ -157,6 +157,17 @@ TEST(GoldfishMask, StaticDropsEveryKthPositionAndRandomRedrawsEachStep) {
 // "off", as a resumed run's changed settings name it, is no Goldfish at all.
 TEST(GoldfishSpec, OffIsNone) { EXPECT_FALSE(parse_goldfish("off").enabled()); }
 
+// The banner and the checkpoint show h only for the hash strategy, the one that reads it (the banner said h=5 for
+// a static mask that no h changes); what is shown reads back as the same options.
+TEST(GoldfishSpec, DescribesTheContextOnlyForTheHash) {
+    EXPECT_EQ(parse_goldfish("k=4,h=5,strategy=static").describe(), "k=4,strategy=static");
+    EXPECT_EQ(parse_goldfish("k=4,h=5,strategy=random").describe(), "k=4,strategy=random");
+    EXPECT_EQ(parse_goldfish("k=4,h=5").describe(), "k=4,h=5,strategy=hash");
+    for (char const* spec : {"k=3,strategy=static", "k=4,h=7,strategy=hash", "k=2,strategy=random"}) {
+        EXPECT_EQ(parse_goldfish(parse_goldfish(spec).describe()).describe(), spec);
+    }
+}
+
 TEST(GoldfishMask, OffKeepsEveryTargetButTheIgnoredOnes) {
     std::vector<std::int32_t> targets = {3, -1, 5, 7};
     std::vector<float> keep(4);

@@ -2,6 +2,7 @@
 
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
+#include "axonn/io/hf_safetensors.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -43,6 +44,11 @@ bool reads_as_a_marker(std::string const& marker) {
     if (!marker.starts_with(prefix) || !marker.ends_with('\n') || marker.size() <= prefix.size() + 1) return false;
     return std::all_of(marker.begin() + static_cast<std::ptrdiff_t>(prefix.size()), marker.end() - 1,
                        [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::string in_use_message(fs::path const& dir, std::string_view option) {
+    return fmt::format("{} {} is in use by another run (it is locked): choose another folder, or wait for that run "
+                       "to end", option, dir.string());
 }
 
 bool is_complete(fs::path const& folder) {
@@ -185,6 +191,10 @@ fs::path resolve_checkpoint(std::string const& spec, fs::path const& ckpt_dir, s
             fail("{} holds no complete checkpoint ({} is incomplete: its save was interrupted): check {}", spec,
                  *content, option);
         }
+        AXONN_REQUIRE(!is_hf_model_folder(path),
+                      "{} is a Hugging Face model folder, not a checkpoint: start a run from its weights with "
+                      "--init-from, or make it a checkpoint with `axonn import`; check {}",
+                      spec, option);
         fail("{} is neither a checkpoint (no {}) nor a folder of checkpoints: check {}", spec, checkpoint_index_file,
              option);
     }
@@ -243,10 +253,12 @@ CheckpointDirLock::CheckpointDirLock(fs::path const& dir, std::string_view optio
     if (!handle_.is_open() && errno == EEXIST) handle_ = FileHandle(::open(path.c_str(), O_RDWR | O_CLOEXEC));
     AXONN_REQUIRE(handle_.is_open(), "cannot create {} to lock the checkpoint folder: {}", path.string(),
                   std::strerror(errno));
-    AXONN_REQUIRE(::flock(handle_.get(), LOCK_EX | LOCK_NB) == 0,
-                  "{} {} is in use by another run (it is locked): choose another folder, or wait for that run to end",
-                  option, dir.string());
+    if (::flock(handle_.get(), LOCK_EX | LOCK_NB) != 0) throw Error(in_use_message(dir, option));
     folder_.emplace(dir, "checkpoint folder");
+}
+
+void require_not_in_use(fs::path const& dir, std::string_view option) {
+    if (locked_by_another(dir / checkpoint_lock_file)) throw Error(in_use_message(dir, option));
 }
 
 std::vector<fs::path> rolled_back_checkpoints(fs::path const& dir, std::int64_t start_step, fs::path const& resumed) {

@@ -82,6 +82,10 @@ void move_checkpoint_into_place(std::filesystem::path const& partial, std::files
 // just_saved), each renamed aside first, and every interrupted save, replacement or removal.
 void prune_checkpoints(std::filesystem::path const& dir, int keep, std::int64_t just_saved = -1);
 
+// Refuses a checkpoint folder that another run holds (CheckpointDirLock), before any check of what it holds: that
+// run's saves change it meanwhile, and its lock is the reason to give (`option` names the folder in the message).
+void require_not_in_use(std::filesystem::path const& dir, std::string_view option);
+
 // Held by rank 0 for a whole run: a second run writing into the same --ckpt-dir is an error, not two runs
 // deleting each other's saves. The lock (flock on DIR/.lock) goes with the process, however it ends.
 // The folder itself is held too (FolderLock), so that `export` or `prepare` into it meanwhile is refused, not

@@ -176,6 +176,11 @@ void write_all(int fd, void const* data, std::size_t count, fs::path const& path
     }
 }
 
+bool locked_by_another(fs::path const& path) {
+    FileHandle const file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    return file.is_open() && ::flock(file.get(), LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+}
+
 namespace {
 
 // The nearest part of `path` that exists (the folder a new file or folder would be made in), or "." for a relative
@@ -228,12 +233,6 @@ void require_creatable_file(fs::path const& path, std::string_view what, std::si
     if (auto const problem = unwritable_folder_problem(folder)) {
         fail("cannot write {} {}: {}: choose another path", what, name, *problem);
     }
-}
-
-// Whether another open file (another run's metrics, a writer's partial file) holds the lock on `path`.
-bool locked_by_another(fs::path const& path) {
-    FileHandle const file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-    return file.is_open() && ::flock(file.get(), LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
 }
 
 // Why an existing `partial` file cannot be written, for a message: another writer holds it (locked), or nothing

@@ -257,6 +257,10 @@ void require_writable_output(std::filesystem::path const& path, std::string_view
 // FIFO, a socket), even with overwrite. (A folder cannot be renamed over; callers name a file in it instead.)
 void require_replaceable_output(std::filesystem::path const& path, std::string_view what, bool overwrite);
 
+// Whether another open file (another run's metrics or checkpoint folder lock, a writer's partial file) holds the
+// lock on `path`.
+bool locked_by_another(std::filesystem::path const& path);
+
 // `path` with its links (a link to nothing too: it names its target) and `..` resolved as far as it exists, made
 // absolute (as given where that fails).
 std::filesystem::path resolved(std::filesystem::path const& path);

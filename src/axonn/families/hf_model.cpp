@@ -28,11 +28,6 @@ std::string hf_model_type(fs::path const& dir) {
 
 }  // namespace
 
-bool is_hf_model_folder(fs::path const& dir) {
-    std::error_code error;
-    return fs::is_regular_file(dir / hf_config_file, error) && has_hf_weights(dir);
-}
-
 ModelConfig read_hf_model_config(fs::path const& dir) {
     if (is_hf_model_folder(dir)) {
         std::string const model_type = hf_model_type(dir);

@@ -2,6 +2,7 @@
 // its weights onto any grid.
 #pragma once
 
+#include "axonn/io/hf_safetensors.h"  // is_hf_model_folder, which callers of these ask first
 #include "axonn/model/model_config.h"
 #include "axonn/parallel/shard_layout.h"
 
@@ -9,9 +10,6 @@
 #include <span>
 
 namespace axonn {
-
-// Whether `dir` looks like a Hugging Face model folder (config.json and model.safetensors, or its index, in it).
-bool is_hf_model_folder(std::filesystem::path const& dir);
 
 // The model dir/config.json describes, named after the folder. Errors name the field that axonn cannot reproduce.
 ModelConfig read_hf_model_config(std::filesystem::path const& dir);

@@ -97,6 +97,11 @@ bool has_hf_weights(fs::path const& dir) {
     return fs::exists(dir / hf_weights_file, error) || fs::exists(dir / hf_weights_index_file, error);
 }
 
+bool is_hf_model_folder(fs::path const& dir) {
+    std::error_code error;
+    return fs::is_regular_file(dir / hf_config_file, error) && has_hf_weights(dir);
+}
+
 void HfSafetensors::open_shard(fs::path const& path) {
     auto shard = std::make_unique<Shard>();
     shard->input = open_input_file(path, "Hugging Face weights", "the model folder is incomplete: fetch it again");

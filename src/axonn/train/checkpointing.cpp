@@ -230,11 +230,15 @@ std::vector<std::string> changed_settings(json const& run, TrainOptions const& o
                                            std::tuple{"--seed", "seed", json(options.seed)},
                                            std::tuple{"--tokenizer", "tokenizer", json(options.tokenizer)},
                                            std::tuple{"--precision", "precision",
-                                                      json(precision_name(options.run.model.precision))},
-                                           std::tuple{"--goldfish", "goldfish",
-                                                      json(goldfish_setting(options.goldfish))}}) {
+                                                      json(precision_name(options.run.model.precision))}}) {
         compare(option, run.contains(key) ? run[key] : json(), now);
     }
+    // As parsed: an earlier build wrote h for every strategy ("k=4,h=13,strategy=static"), and now only for hash's.
+    json const goldfish = run.contains("goldfish") ? run["goldfish"] : json();
+    compare("--goldfish",
+            goldfish.is_string() && goldfish != "off" ? json(parse_goldfish(goldfish.get<std::string>()).describe())
+                                                      : goldfish,
+            json(goldfish_setting(options.goldfish)));
     json const arithmetic = arithmetic_json(options.run);
     for (auto const& [option, key] :
          {std::pair{"--micro-batch", "micro_batch"}, std::pair{"--logit-rows", "logit_rows"},
@@ -264,6 +268,9 @@ std::vector<std::string> changed_settings(json const& run, TrainOptions const& o
 }  // namespace
 
 std::optional<CheckpointReader> open_resume_checkpoint(TrainOptions const& options) {
+    // Another run's folder: refused for that before any check of the checkpoints it holds (a --steps below the
+    // newest was the reason given).
+    if (!options.ckpt_dir.empty()) require_not_in_use(options.ckpt_dir, "--ckpt-dir");
     if (options.resume.empty()) return std::nullopt;
     std::string const chosen = decided_by_rank_zero([&] {
         // A job script that always passes --resume latest starts its first run afresh.

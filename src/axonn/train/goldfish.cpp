@@ -54,6 +54,8 @@ GoldfishStrategy parse_strategy(std::string_view text) {
 }  // namespace
 
 std::string GoldfishOptions::describe() const {
+    // h (the hash's context) means nothing to the other strategies: not shown for them.
+    if (strategy != GoldfishStrategy::hash) return fmt::format("k={},strategy={}", k, strategy_name(strategy));
     return fmt::format("k={},h={},strategy={}", k, h, strategy_name(strategy));
 }
 
