@@ -1837,6 +1837,38 @@ TEST_F(CommandLineErrors, AResumeReadsTheGoldfishSettingAnEarlierBuildWrote) {
     EXPECT_EQ(file_bytes(dir_ / "stdout.txt").find("--goldfish"), std::string::npos);
 }
 
+// A --ckpt-dir that another run holds is refused for that, before any check of the checkpoints in it: a resume
+// there with a --steps below its newest checkpoint was told to raise --steps, and then found the folder in use.
+TEST_F(CommandLineErrors, AFolderInUseIsRefusedForThatBeforeItsCheckpointsAreChecked) {
+    fs::remove_all(dir_ / "held_run");
+    std::string const train = "train --data {dir}/good --tokenizer byte --model gpt2-micro --sample-tokens 0 "
+                              "--ckpt-dir {dir}/held_run ";
+    ASSERT_EQ(run_axonn(with_dir(train + "--steps 2"), dir_).exit_status, 0);
+    CheckpointDirLock const other_run(dir_ / "held_run");
+    CommandResult const resumed = run_axonn(with_dir(train + "--steps 1 --resume latest"), dir_);
+    EXPECT_EQ(resumed.exit_status, 1);
+    EXPECT_EQ(resumed.stderr_text, with_dir("axonn: error: --ckpt-dir {dir}/held_run is in use by another run (it is "
+                                            "locked): choose another folder, or wait for that run to end\n"));
+}
+
+// A Hugging Face model folder named where a checkpoint is read (--resume, export's CKPT) is called what it is, with
+// what reads it, not "neither a checkpoint nor a folder of checkpoints".
+TEST_F(CommandLineErrors, AHuggingFaceFolderGivenAsACheckpointIsNamedAsOne) {
+    train_model_once();
+    fs::remove_all(dir_ / "hf_not_a_checkpoint");
+    ASSERT_EQ(run_axonn(with_dir("export {dir}/model {dir}/hf_not_a_checkpoint"), dir_).exit_status, 0);
+    for (auto const& [command, option] :
+         {std::pair{"train --data {dir}/good --tokenizer byte --steps 2 --resume {dir}/hf_not_a_checkpoint", "--resume"},
+          std::pair{"export {dir}/hf_not_a_checkpoint {dir}/hf_again", "CKPT"}}) {
+        CommandResult const result = run_axonn(with_dir(command), dir_);
+        EXPECT_EQ(result.exit_status, 1);
+        EXPECT_EQ(result.stderr_text,
+                  with_dir("axonn: error: {dir}/hf_not_a_checkpoint is a Hugging Face model folder, not a checkpoint: "
+                           "start a run from its weights with --init-from, or make it a checkpoint with `axonn "
+                           "import`; check ") + option + "\n");
+    }
+}
+
 TEST_F(CommandLineErrors, KeepNeverDeletesACheckpointOfAnotherRun) {
     train_model_once();
     std::string const micro = "--tokenizer byte --model gpt2-micro --sample-tokens 0 ";
