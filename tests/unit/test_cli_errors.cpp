@@ -1840,15 +1840,15 @@ TEST_F(CommandLineErrors, AResumeReadsTheGoldfishSettingAnEarlierBuildWrote) {
 // A --ckpt-dir that another run holds is refused for that, before any check of the checkpoints in it: a resume
 // there with a --steps below its newest checkpoint was told to raise --steps, and then found the folder in use.
 TEST_F(CommandLineErrors, AFolderInUseIsRefusedForThatBeforeItsCheckpointsAreChecked) {
-    fs::remove_all(dir_ / "held_run");
+    fs::remove_all(dir_ / "run_in_use");
     std::string const train = "train --data {dir}/good --tokenizer byte --model gpt2-micro --sample-tokens 0 "
-                              "--ckpt-dir {dir}/held_run ";
+                              "--ckpt-dir {dir}/run_in_use ";
     ASSERT_EQ(run_axonn(with_dir(train + "--steps 2"), dir_).exit_status, 0);
-    CheckpointDirLock const other_run(dir_ / "held_run");
+    CheckpointDirLock const other_run(dir_ / "run_in_use");
     CommandResult const resumed = run_axonn(with_dir(train + "--steps 1 --resume latest"), dir_);
     EXPECT_EQ(resumed.exit_status, 1);
-    EXPECT_EQ(resumed.stderr_text, with_dir("axonn: error: --ckpt-dir {dir}/held_run is in use by another run (it is "
-                                            "locked): choose another folder, or wait for that run to end\n"));
+    EXPECT_EQ(resumed.stderr_text, with_dir("axonn: error: --ckpt-dir {dir}/run_in_use is in use by another run (it "
+                                            "is locked): choose another folder, or wait for that run to end\n"));
 }
 
 // A Hugging Face model folder named where a checkpoint is read (--resume, export's CKPT) is called what it is, with

@@ -268,11 +268,12 @@ std::vector<std::string> changed_settings(json const& run, TrainOptions const& o
 }  // namespace
 
 std::optional<CheckpointReader> open_resume_checkpoint(TrainOptions const& options) {
-    // Another run's folder: refused for that before any check of the checkpoints it holds (a --steps below the
-    // newest was the reason given).
-    if (!options.ckpt_dir.empty()) require_not_in_use(options.ckpt_dir, "--ckpt-dir");
-    if (options.resume.empty()) return std::nullopt;
     std::string const chosen = decided_by_rank_zero([&] {
+        // Another run's folder: refused for that before any check of the checkpoints it holds (a --steps below the
+        // newest was the reason given). By rank 0 alone, before it takes the lock itself: another rank checking
+        // could find this job's own lock.
+        if (!options.ckpt_dir.empty()) require_not_in_use(options.ckpt_dir, "--ckpt-dir");
+        if (options.resume.empty()) return std::string();
         // A job script that always passes --resume latest starts its first run afresh.
         bool const first_run = options.resume == "latest" && !options.ckpt_dir.empty() &&
                                complete_checkpoints(options.ckpt_dir).empty();
