@@ -31,14 +31,14 @@ constexpr std::string_view pruned_suffix = ".pruned";
 // What a checkpoint's completion marker says ("step 300\n"), or "" where it has none (or it is not a small file).
 std::string marker_text(fs::path const& folder) {
     std::ifstream in(folder / checkpoint_complete_file, std::ios::binary);
-    std::string text(64, '\0');
+    std::string text(checkpoint_marker_max_bytes, '\0');
     in.read(text.data(), static_cast<std::streamsize>(text.size()));
     text.resize(static_cast<std::size_t>(in.gcount()));
     return text;
 }
 
-// Whether `marker` (a marker file's first 64 bytes) is what a save writes for some step, "step N\n", rather than
-// other bytes in its place.
+// Whether `marker` (a marker file's first checkpoint_marker_max_bytes) is what a save writes for some step,
+// "step N\n", rather than other bytes in its place.
 bool reads_as_a_marker(std::string const& marker) {
     std::string_view const prefix = "step ";
     if (!marker.starts_with(prefix) || !marker.ends_with('\n') || marker.size() <= prefix.size() + 1) return false;

@@ -12,6 +12,7 @@
 
 #include "axonn/core/file_io.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -24,6 +25,8 @@ namespace axonn {
 
 inline constexpr char const* checkpoint_index_file = "index.json";
 inline constexpr char const* checkpoint_complete_file = "COMPLETE";
+// The most a COMPLETE marker holds ("step N\n"): a longer one is no marker, and is read no further.
+inline constexpr std::size_t checkpoint_marker_max_bytes = 64;
 inline constexpr char const* checkpoint_lock_file = ".lock";  // in the --ckpt-dir itself: CheckpointDirLock
 
 // "step_00000300".

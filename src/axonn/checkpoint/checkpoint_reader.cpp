@@ -84,14 +84,13 @@ CheckpointReader::CheckpointReader(fs::path folder) : folder_(std::move(folder))
         damaged(fmt::format("its {} is unusable: {}", checkpoint_index_file, e.what()));
     }
     // The marker names the step it completes.
-    constexpr std::uintmax_t longest_marker = 64;
     std::uintmax_t const marker_bytes = fs::file_size(folder_ / checkpoint_complete_file, error);
-    if (!error && marker_bytes > longest_marker) {
+    if (!error && marker_bytes > checkpoint_marker_max_bytes) {
         damaged(fmt::format("its {} holds {} bytes, not the marker a save writes", checkpoint_complete_file,
                             marker_bytes));
     }
     std::string const marker = read_input_file(folder_ / checkpoint_complete_file, "checkpoint marker",
-                                               "the checkpoint is damaged", longest_marker);
+                                               "the checkpoint is damaged", checkpoint_marker_max_bytes);
     if (marker != checkpoint_marker_text(index_.step)) {
         damaged(fmt::format("its {} marker reads \"{}\", but its index is of step {}", checkpoint_complete_file,
                             shown_marker_text(marker), index_.step));
