@@ -1550,8 +1550,9 @@ TEST_F(CommandLineErrors, AConfigThatDisagreesWithTheWeightsNamesTheTensor) {
 }
 
 // Weights that give a loss that is not finite before the run's first update are blamed, not the learning rate: in
-// the validation at step 0, and in the first step's training loss (data without validation).
-TEST_F(CommandLineErrors, WeightsThatAreNotFiniteAtTheStartAreNamed) {
+// the validation at step 0, and in the first step's training loss (data without validation). `import` refuses them
+// before it makes its --out (it wrote them into a checkpoint that `generate` then called damaged).
+TEST_F(CommandLineErrors, WeightsThatAreNotFiniteAreNamedAtTheStartAndByImport) {
     train_model_once();
     fs::remove_all(dir_ / "nan_hf");
     ASSERT_EQ(run_axonn(with_dir("export {dir}/model {dir}/nan_hf"), dir_).exit_status, 0);
@@ -1583,6 +1584,14 @@ TEST_F(CommandLineErrors, WeightsThatAreNotFiniteAtTheStartAreNamed) {
         EXPECT_NE(result.stderr_text.find(blame), std::string::npos) << result.stderr_text;
         EXPECT_EQ(result.stderr_text.find("lower --lr"), std::string::npos) << result.stderr_text;
     }
+    fs::remove_all(dir_ / "nan_import");
+    CommandResult const imported = run_axonn(with_dir("import --format hf {dir}/nan_hf --out {dir}/nan_import"), dir_);
+    EXPECT_EQ(imported.exit_status, 1) << imported.stderr_text;
+    EXPECT_NE(imported.stderr_text.find(with_dir("{dir}/nan_hf holds a weight that is not finite (NaN or infinite), "
+                                                 "in what axonn calls wte: the model is damaged")),
+              std::string::npos)
+        << imported.stderr_text;
+    EXPECT_FALSE(fs::exists(dir_ / "nan_import")) << "a refused import left its --out";
 }
 
 // Where `warning` stands in `stderr_text`, which must hold it exactly once.

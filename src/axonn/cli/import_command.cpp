@@ -15,9 +15,13 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
+#include <utility>
 
 namespace axonn {
 namespace {
@@ -35,6 +39,18 @@ void require_importable_into(std::string const& out, bool overwrite) {
                   "--out {} already holds a checkpoint of step 0 ({}, an earlier import?): choose another folder, "
                   "or pass --overwrite to replace it",
                   out, step_zero.string());
+}
+
+// A weight that is not finite was imported without a word, and `generate` or `--init-from` refused the checkpoint
+// later, blaming the checkpoint: the damage is the source folder's, and the import is where it shows first.
+void require_finite_weights(std::string const& source, ShardLayout const& layout, std::span<float const> params) {
+    for (int id = 0; id < layout.count(); ++id) {
+        std::span<float const> const weight = params.subspan(layout.offset(id), layout.local_numel(id));
+        AXONN_REQUIRE(std::all_of(weight.begin(), weight.end(), [](float value) { return std::isfinite(value); }),
+                      "{} holds a weight that is not finite (NaN or infinite), in what axonn calls {}: the model is "
+                      "damaged; import a sound copy of it",
+                      source, layout.param(id).name);
+    }
 }
 
 }  // namespace
@@ -62,16 +78,17 @@ void add_import_command(CLI::App& app) {
         require_folder_for(*out, "--out", OutputKind::checkpoints);
         require_not_an_input(*out, "--out", {*source});
         require_importable_into(*out, *overwrite);
-        // Held while the import writes, as a training run holds its --ckpt-dir, and checked again: two imports (or an
-        // import and a run) into one new folder both passed the checks above, and the second replaced the first.
-        CheckpointDirLock const writing(*out, "--out");
-        require_folder_for(*out, "--out", OutputKind::checkpoints);
-        require_importable_into(*out, *overwrite);
         ProcessGrid self(MPI_COMM_SELF, GridShape{});
         ModelConfig const config = read_hf_model_config(*source);
         ShardLayout const layout(config.architecture().declarations, GridPosition::of(self));
         Tensor params({layout.total()}, DType::f32);
         read_hf_weights(*source, config, layout, params.span<float>());
+        require_finite_weights(*source, layout, std::as_const(params).span<float>());
+        // Held while the import writes, as a training run holds its --ckpt-dir, and checked again: two imports (or an
+        // import and a run) into one new folder both passed the checks above, and the second replaced the first.
+        CheckpointDirLock const writing(*out, "--out");
+        require_folder_for(*out, "--out", OutputKind::checkpoints);
+        require_importable_into(*out, *overwrite);
         auto const folder = save_checkpoint(self, config, {params.span<float>(), {}, {}}, 0, nullptr,
                                             CheckpointTarget{*out, 0});
         fmt::print("imported {}: {}, to {}\n", *source, config.summary(), folder.string());
