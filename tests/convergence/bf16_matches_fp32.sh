@@ -16,7 +16,7 @@ trap 'rm -rf "$work"' EXIT
 "$build/axonn" prepare --input "$work"/text/*.txt --out "$work/data" --tokenizer byte >/dev/null
 for precision in fp32 bf16; do
     OMP_NUM_THREADS=1 "$build/axonn" train --config configs/demo.toml --data "$work/data" --tokenizer byte --steps 300 \
-        --eval-every 300 --sample-tokens 0 --threads 2 --precision "$precision" \
+        --eval-every 300 --sample-tokens 0 --threads 1 --precision "$precision" \
         --metrics "$work/$precision.jsonl" >"$work/$precision.out" 2>"$work/$precision.err"
 done
 
