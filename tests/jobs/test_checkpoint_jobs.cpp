@@ -278,6 +278,22 @@ TEST_F(CheckpointOneRankJob, ASignalDuringSetUpIsNotLost) {
         }
         if (saves) {
             ASSERT_TRUE(fs::is_directory(ckpt / "step_00000000")) << "no checkpoint of the first step";
+            // An import never replaces a training run's step 0, --overwrite or not (it did, with weights alone:
+            // the run could not be resumed).
+            fs::path const exported = dir_ / "early_hf";
+            fs::remove_all(exported);
+            ASSERT_EQ(mpirun("-np 1 " + axonn() + " export " + (ckpt / "step_00000000").string() + " " +
+                             exported.string())
+                          .exit_status,
+                      0);
+            testing::JobResult const imported =
+                mpirun("-np 1 " + axonn() + " import " + exported.string() + " --out " + ckpt.string() + " --overwrite");
+            EXPECT_EQ(imported.exit_status, 1) << imported.stderr_text;
+            EXPECT_NE(imported.stderr_text.find("--out " + ckpt.string() + " holds a training run's checkpoint of step "
+                                                "0 (" + (ckpt / "step_00000000").string() +
+                                                "), which an import never replaces, --overwrite or not"),
+                      std::string::npos)
+                << imported.stderr_text;
             testing::JobResult const resumed = mpirun("-np 1 " + command + " --resume latest");
             ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
             EXPECT_EQ(step_results(metrics).size(), 3u);

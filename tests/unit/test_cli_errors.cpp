@@ -1704,6 +1704,45 @@ TEST_F(CommandLineErrors, RollingBackToAnEarlierCheckpointKeepsTheLaterOnesAside
                                        copy.string() + ", the copy made then")));
 }
 
+// A rollback run without --metrics leaves the abandoned branch's records in the metrics file; a later resume that
+// names the file cuts them and never computes those steps again, so it copies the file whole first, as a rollback
+// does (they were cut without a copy, and the gap note blamed a missing --metrics alone).
+TEST_F(CommandLineErrors, AResumeAfterARollbackWithoutTheMetricsKeepsTheAbandonedRecords) {
+    std::string const run = "train --data {dir}/good --tokenizer byte --model gpt2-micro --sample-tokens 0 "
+                            "--ckpt-every 2 --ckpt-dir {dir}/abandoned ";
+    fs::remove_all(dir_ / "abandoned");
+    fs::remove(dir_ / "abandoned.jsonl");
+    for (auto const& entry : fs::directory_iterator(dir_)) {
+        if (entry.path().filename().string().starts_with("abandoned.jsonl.")) fs::remove(entry.path());
+    }
+    ASSERT_EQ(run_axonn(with_dir(run + "--steps 4 --metrics {dir}/abandoned.jsonl"), dir_).exit_status, 0);
+    std::string const before = file_bytes(dir_ / "abandoned.jsonl");
+    CommandResult const rolled =
+        run_axonn(with_dir(run + "--steps 4 --resume {dir}/abandoned/step_00000002"), dir_);  // no --metrics
+    ASSERT_EQ(rolled.exit_status, 0) << rolled.stderr_text;
+    CommandResult const resumed =
+        run_axonn(with_dir(run + "--steps 6 --resume latest --metrics {dir}/abandoned.jsonl"), dir_);
+    ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
+    std::vector<fs::path> copies;
+    for (auto const& entry : fs::directory_iterator(dir_)) {
+        if (entry.path().filename().string().starts_with("abandoned.jsonl.rolled-back-")) copies.push_back(entry.path());
+    }
+    ASSERT_EQ(copies.size(), 1u);
+    EXPECT_EQ(file_bytes(copies[0]), before);
+    std::string const output = file_bytes(dir_ / "stdout.txt");
+    EXPECT_NE(output.find(with_dir("--metrics {dir}/abandoned.jsonl holds records of steps ")), std::string::npos)
+        << output;
+    EXPECT_NE(output.find("that a rollback abandoned (a launch that was not given the file wrote them), which this "
+                          "run cuts and does not compute again: they are kept in a copy of the file as it was, " +
+                          copies[0].string()),
+              std::string::npos)
+        << output;
+    // A resume with nothing abandoned in its file copies nothing.
+    ASSERT_EQ(run_axonn(with_dir(run + "--steps 8 --resume latest --metrics {dir}/abandoned.jsonl"), dir_).exit_status,
+              0);
+    EXPECT_EQ(file_bytes(dir_ / "stdout.txt").find("that a rollback abandoned"), std::string::npos);
+}
+
 // A rollback past many checkpoints names the first and the last it sets aside, and their count, not every one (a
 // run saving every step listed each on one line).
 TEST_F(CommandLineErrors, ARollbackPastManyCheckpointsNamesTheFirstAndTheLast) {

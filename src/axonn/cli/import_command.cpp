@@ -1,6 +1,7 @@
 // `axonn import --format hf DIR --out CKPT_DIR`: a Hugging Face folder of any family as an axonn checkpoint
 // (weights only, step 0), for `axonn train --init-from CKPT_DIR` or `axonn generate` on any grid.
 #include "axonn/checkpoint/checkpoint_dir.h"
+#include "axonn/checkpoint/checkpoint_reader.h"
 #include "axonn/checkpoint/checkpoint_writer.h"
 #include "axonn/cli/commands.h"
 #include "axonn/cli/config_file.h"
@@ -26,8 +27,20 @@
 namespace axonn {
 namespace {
 
-// An earlier import's step 0 is replaced when asked; another run's checkpoints never: a resume would take them,
-// and --keep would prune the import.
+// Whose a checkpoint of step 0 in --out is.
+enum class StepZeroOf { import, training_run, unknown };  // unknown: incomplete, or its index unreadable
+
+StepZeroOf whose(std::filesystem::path const& step_zero) {
+    try {
+        return CheckpointReader(step_zero).has_training_state() ? StepZeroOf::training_run : StepZeroOf::import;
+    } catch (Error const&) {
+        return StepZeroOf::unknown;
+    }
+}
+
+// An earlier import's step 0 is replaced when asked; a training run's checkpoints never, of any step (--overwrite
+// replaced a run's step 0 with weights alone, and the run could not be resumed): a resume would take them, and
+// --keep would prune the import.
 void require_importable_into(std::string const& out, bool overwrite) {
     require_step_folders_are_checkpoints(out, "--out");
     for (CheckpointEntry const& entry : complete_checkpoints(out)) {
@@ -35,10 +48,16 @@ void require_importable_into(std::string const& out, bool overwrite) {
                       out, entry.path.filename().string());
     }
     std::filesystem::path const step_zero = std::filesystem::path(out) / checkpoint_folder_name(0);
-    AXONN_REQUIRE(overwrite || !std::filesystem::exists(step_zero),
-                  "--out {} already holds a checkpoint of step 0 ({}, an earlier import?): choose another folder, "
-                  "or pass --overwrite to replace it",
+    if (!std::filesystem::exists(step_zero)) return;
+    StepZeroOf const owner = whose(step_zero);
+    AXONN_REQUIRE(owner != StepZeroOf::training_run,
+                  "--out {} holds a training run's checkpoint of step 0 ({}), which an import never replaces, "
+                  "--overwrite or not: choose another folder",
                   out, step_zero.string());
+    AXONN_REQUIRE(overwrite, "--out {} already holds {} of step 0 ({}): choose another folder, or pass --overwrite "
+                  "to replace it",
+                  out, owner == StepZeroOf::import ? "an earlier import's checkpoint" : "a checkpoint",
+                  step_zero.string());
 }
 
 // A weight that is not finite was imported without a word, and `generate` or `--init-from` refused the checkpoint

@@ -521,19 +521,30 @@ std::vector<ContinuedLog> existing_logs(std::vector<ContinuedLog> const& logs) {
     return existing;
 }
 
+// "--metrics m.jsonl and --trace t.json": the logs, each with its option.
+std::string named_logs(std::vector<ContinuedLog> const& logs) {
+    std::vector<std::string> options;
+    for (ContinuedLog const& log : logs) options.push_back(fmt::format("{} {}", log.option, log.path.string()));
+    return fmt::format("{}", fmt::join(options, " and "));
+}
+
+// "a copy of the file as it was, m.jsonl.rolled-back-T": where the logs' copies keep them.
+std::string copies_kept(std::vector<fs::path> const& copies) {
+    std::vector<std::string> names;
+    for (fs::path const& copy : copies) names.push_back(copy.string());
+    bool const one = copies.size() == 1;
+    return fmt::format("{} as {}, {}", one ? "a copy of the file" : "copies of the files", one ? "it was" : "they were",
+                       fmt::join(names, " and "));
+}
+
 // "; --metrics m.jsonl continues from step 2, its later steps' records kept in a copy of the file as it was,
 // m.jsonl.rolled-back-T": the logs a rollback continues, and their copies.
 std::string continued_logs_note(std::vector<ContinuedLog> const& logs, std::vector<fs::path> const& copies,
                                 std::int64_t step) {
     if (copies.empty()) return std::string();
-    std::vector<std::string> options, copy_names;
-    for (ContinuedLog const& log : logs) options.push_back(fmt::format("{} {}", log.option, log.path.string()));
-    for (fs::path const& copy : copies) copy_names.push_back(copy.string());
     bool const one = copies.size() == 1;
-    return fmt::format("; {} continue{} from step {}, {} later steps' records kept in {} as {}, {}",
-                       fmt::join(options, " and "), one ? "s" : "", step, one ? "its" : "their",
-                       one ? "a copy of the file" : "copies of the files", one ? "it was" : "they were",
-                       fmt::join(copy_names, " and "));
+    return fmt::format("; {} continue{} from step {}, {} later steps' records kept in {}", named_logs(logs),
+                       one ? "s" : "", step, one ? "its" : "their", copies_kept(copies));
 }
 
 // The names of the checkpoints set aside, for one line: each of a few, or the first and the last of many (a run
@@ -562,7 +573,7 @@ std::vector<std::string> set_aside_all(std::vector<fs::path> const& checkpoints,
 
 }  // namespace
 
-void set_aside_rolled_back_checkpoints(fs::path const& ckpt_dir, std::optional<CheckpointReader> const& resumed,
+bool set_aside_rolled_back_checkpoints(fs::path const& ckpt_dir, std::optional<CheckpointReader> const& resumed,
                                        std::vector<ContinuedLog> const& continued_logs) {
     std::string const note = decided_by_rank_zero([&] {
         std::optional<fs::path> const folder = rollback_point(ckpt_dir, resumed);
@@ -593,6 +604,28 @@ void set_aside_rolled_back_checkpoints(fs::path const& ckpt_dir, std::optional<C
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (rank == 0) fmt::print("{}", note);
+    return !note.empty();
+}
+
+std::string copy_abandoned_records_aside(std::vector<ContinuedLog> const& logs, StepSpan abandoned) {
+    if (logs.empty()) return std::string();
+    std::vector<fs::path> paths;
+    for (ContinuedLog const& log : logs) paths.push_back(log.path);
+    RollbackAside aside(rollback_mark(paths));
+    try {
+        for (fs::path const& path : paths) aside.copy(path);
+    } catch (Error const& e) {
+        aside.undo();
+        fail("{}; nothing was changed: free the space or fix the permission, and run again", e.what());
+    }
+    bool const one = logs.size() == 1;
+    std::string const steps = abandoned.first == abandoned.last
+                                  ? fmt::format("step {}", abandoned.first)
+                                  : fmt::format("steps {} to {}", abandoned.first, abandoned.last);
+    return fmt::format("  {} hold{} records of {} that a rollback abandoned (a launch that was not given {} wrote "
+                       "them), which this run cuts and does not compute again: they are kept in {}\n",
+                       named_logs(logs), one ? "s" : "", steps, one ? "the file" : "the files",
+                       copies_kept(aside.copies()));
 }
 
 void require_hf_model_alone(fs::path const& folder, std::string_view option) {

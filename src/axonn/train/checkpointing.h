@@ -12,6 +12,7 @@
 #include "axonn/train/data_loader.h"
 #include "axonn/train/training_data.h"
 #include "axonn/train/optimizer.h"
+#include "axonn/train/run_lineage.h"
 #include "axonn/train/trainer.h"
 
 #include <filesystem>
@@ -80,11 +81,16 @@ struct ContinuedLog {
 // A run resumed from a checkpoint inside ckpt_dir (`resumed`: its own, rolled back) sets the later ones aside
 // (rolled_back_checkpoints, RollbackAside) and rank 0 says so; each of `continued_logs` that exists is copied aside
 // first under the same mark, so that the records the run cuts from it are kept. A step that fails undoes the
-// others (an axonn::Error that says so). Collective over MPI_COMM_WORLD; with the folder checked
-// (require_checkpoint_folder_for_run) and locked.
-void set_aside_rolled_back_checkpoints(std::filesystem::path const& ckpt_dir,
+// others (an axonn::Error that says so). Returns whether it rolled back, on every rank. Collective over
+// MPI_COMM_WORLD; with the folder checked (require_checkpoint_folder_for_run) and locked.
+bool set_aside_rolled_back_checkpoints(std::filesystem::path const& ckpt_dir,
                                        std::optional<CheckpointReader> const& resumed,
                                        std::vector<ContinuedLog> const& continued_logs);
+
+// Logs that a resumed run (no rollback) cuts records from that it does not compute again, as rank 0 found them:
+// each copied whole to its name + a rollback's mark first; returns the line that says where ("" for no logs). A
+// copy that fails removes the others: an axonn::Error that says nothing was changed.
+std::string copy_abandoned_records_aside(std::vector<ContinuedLog> const& logs, StepSpan abandoned);
 
 // Refuses a Hugging Face model folder that also holds axonn checkpoints (which of the two `option` means is
 // unclear). (A folder that checkpoints are written into is checked by output_kinds.h's require_folder_for.)

@@ -65,12 +65,22 @@ bool is_record_of(nlohmann::json const& record, std::string const& run_id) {
 // (a record without a training loss) when the resumed run does not measure it again; in both, written by the launch
 // that computed its step of the resumed checkpoint (not by one whose steps were rolled back). A validation alone
 // measures the weights before its step: the launch that computed the step before wrote it.
+bool is_closing_validation(nlohmann::json const& record) {
+    return record.contains("val_loss") && !record.contains("loss");
+}
+
+// Whether the launch that wrote `record` computed its step of `lineage` (a validation alone: the step before).
+bool of_lineage(nlohmann::json const& record, RunLineage const& lineage) {
+    std::int64_t const step = record["step"].get<std::int64_t>();
+    return of_lineage(lineage, is_closing_validation(record) ? step - 1 : step,
+                      record.value("launch", nlohmann::json()));
+}
+
 bool kept_on_resume(nlohmann::json const& record, MetricsResume const& resume) {
     std::int64_t const step = record["step"].get<std::int64_t>();
-    bool const closing_validation = record.contains("val_loss") && !record.contains("loss");
-    bool const before = step < resume.step || (step == resume.step && closing_validation && !resume.validates_at_step);
-    std::int64_t const computed_at = closing_validation ? step - 1 : step;
-    return before && of_lineage(resume.lineage, computed_at, record.value("launch", nlohmann::json()));
+    bool const before = step < resume.step ||
+                        (step == resume.step && is_closing_validation(record) && !resume.validates_at_step);
+    return before && of_lineage(record, resume.lineage);
 }
 
 // The length of the records a resumed run keeps: those up to the first it computes again (the records of a run's
@@ -148,6 +158,20 @@ std::optional<std::pair<std::size_t, std::size_t>> kept_after_dropped(MetricsFil
         if (kept && dropped) return std::pair{*dropped, i};
     }
     return std::nullopt;
+}
+
+std::optional<StepSpan> abandoned_records(std::filesystem::path const& path, std::string const& run_id,
+                                          RunLineage const& lineage) {
+    MetricsFile const file = read_metrics_file(path);
+    std::optional<StepSpan> steps;
+    for (std::size_t i = 0; i < file.lines.size(); ++i) {
+        bool const torn = file.torn_end && i + 1 == file.lines.size();
+        nlohmann::json const& record = file.lines[i].record;
+        if (!torn && is_record_of(record, run_id) && !of_lineage(record, lineage)) {
+            widen(steps, record["step"].get<std::int64_t>());
+        }
+    }
+    return steps;
 }
 
 void require_resumable_metrics_file(std::filesystem::path const& path, std::string const& run_id,

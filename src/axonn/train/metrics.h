@@ -40,6 +40,12 @@ struct MetricsResume {
 void require_resumable_metrics_file(std::filesystem::path const& path, std::string const& run_id,
                                     MetricsResume const& resume, bool overwrite);
 
+// The steps of the records of run `run_id` in the metrics file `path` that a launch outside `lineage` computed
+// (steps a rollback abandoned, left there by a launch the rollback was not given the file to cut): a run resumed
+// on `lineage` cuts them and does not compute them again. Nothing where there are none.
+std::optional<StepSpan> abandoned_records(std::filesystem::path const& path, std::string const& run_id,
+                                          RunLineage const& lineage);
+
 class MetricsLog {
 public:
     MetricsLog() = default;  // writes nothing

@@ -2,6 +2,8 @@
 
 #include "axonn/core/error.h"
 
+#include <algorithm>
+
 namespace axonn {
 
 std::string launch_at(RunLineage const& lineage, std::int64_t step) {
@@ -15,6 +17,12 @@ std::string launch_at(RunLineage const& lineage, std::int64_t step) {
 bool of_lineage(RunLineage const& lineage, std::int64_t step, nlohmann::json const& launch) {
     std::string const expected = launch_at(lineage, step);
     return expected.empty() || !launch.is_string() || launch.get<std::string>() == expected;
+}
+
+void widen(std::optional<StepSpan>& span, std::int64_t step) {
+    if (!span) span = StepSpan{step, step};
+    span->first = std::min(span->first, step);
+    span->last = std::max(span->last, step);
 }
 
 nlohmann::json lineage_json(RunLineage const& lineage) {

@@ -30,6 +30,14 @@ std::string launch_at(RunLineage const& lineage, std::int64_t step);
 // launches were recorded) belongs to `lineage`: it does unless both say which launch, and they differ.
 bool of_lineage(RunLineage const& lineage, std::int64_t step, nlohmann::json const& launch);
 
+// The first and the last of some steps, for a message ("steps 10 to 20").
+struct StepSpan {
+    std::int64_t first;
+    std::int64_t last;
+};
+// `span` grown to take in `step` (made of it where empty).
+void widen(std::optional<StepSpan>& span, std::int64_t step);
+
 // Whether `id` is a run's or a launch's id as axonn writes them: 16 hex digits.
 bool is_hex_id(nlohmann::json const& id);
 

@@ -102,6 +102,11 @@ std::optional<std::int64_t> step_of(nlohmann::json const& event) {
     return step;
 }
 
+// The launch a step's span names (absent: a trace from before launches were recorded).
+nlohmann::json launch_of(nlohmann::json const& event) {
+    return event.contains("args") ? event["args"].value("launch", nlohmann::json()) : nlohmann::json();
+}
+
 // Drops the events of each process from its first span of step `from_step` or later on (the steps a resumed run
 // takes again), or of a step that another launch than `lineage` names computed (rolled back). Events without a
 // time (names of processes and tracks) stay.
@@ -110,9 +115,7 @@ void drop_steps_from(nlohmann::json& events, std::int64_t from_step, RunLineage 
     for (nlohmann::json const& event : events) {
         std::optional<std::int64_t> const step = step_of(event);
         if (!step) continue;
-        nlohmann::json const launch = event.contains("args") ? event["args"].value("launch", nlohmann::json())
-                                                             : nlohmann::json();
-        if (*step < from_step && of_lineage(lineage, *step, launch)) continue;
+        if (*step < from_step && of_lineage(lineage, *step, launch_of(event))) continue;
         auto [entry, added] = cut_us.try_emplace(event["pid"].get<int>(), event["ts"].get<double>());
         if (!added) entry->second = std::min(entry->second, event["ts"].get<double>());
     }
@@ -247,6 +250,15 @@ void TraceFile::write() {
 
 void require_continuable_trace(std::filesystem::path const& path) {
     [[maybe_unused]] auto const events = trace_events(path);
+}
+
+std::optional<StepSpan> abandoned_steps(std::filesystem::path const& path, RunLineage const& lineage) {
+    std::optional<StepSpan> steps;
+    for (nlohmann::json const& event : trace_events(path)) {
+        std::optional<std::int64_t> const step = step_of(event);
+        if (step && !of_lineage(lineage, *step, launch_of(event))) widen(steps, *step);
+    }
+    return steps;
 }
 
 bool is_trace_of_run(std::filesystem::path const& path, std::string const& run_id) {

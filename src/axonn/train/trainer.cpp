@@ -328,15 +328,42 @@ std::optional<CheckpointDirLock> lock_checkpoint_folder(TrainOptions const& opti
     return lock;
 }
 
-// With the checkpoint folder locked: sets a rolled-back run's later checkpoints aside, then opens the metrics.
+// A resumed run that is no rollback cuts from its metrics and its trace the records of steps a rollback abandoned,
+// which a launch not given those files left there, and computes those steps no more: rank 0 copies each such file
+// whole first and says where (they were cut without a copy, and the gap note blamed a missing --metrics).
+void keep_abandoned_records(TrainOptions const& options, bool trace_continued) {
+    if (options.resume.empty()) return;
+    std::string const note = decided_by_rank_zero([&] {
+        RunLineage const lineage = resumed_lineage(options);
+        std::vector<ContinuedLog> logs;
+        std::optional<StepSpan> abandoned;
+        auto const add = [&](char const* option, std::filesystem::path const& path, std::optional<StepSpan> steps) {
+            if (!steps) return;
+            logs.push_back({option, path});
+            widen(abandoned, steps->first);
+            widen(abandoned, steps->last);
+        };
+        if (!options.metrics.empty()) {
+            add("--metrics", options.metrics, abandoned_records(options.metrics, options.run_id, lineage));
+        }
+        if (trace_continued) add("--trace", options.trace, abandoned_steps(options.trace, lineage));
+        return abandoned ? copy_abandoned_records_aside(logs, *abandoned) : std::string();
+    });
+    if (is_world_leader()) fmt::print("{}", note);
+}
+
+// With the checkpoint folder locked: sets a rolled-back run's later checkpoints aside (or keeps the records of an
+// earlier rollback's abandoned steps), then opens the metrics.
 MetricsLog open_metrics(TrainOptions const& options, TrainingData const& data, bool leader,
                         std::optional<CheckpointReader> const& resumed, bool trace_continued) {
+    bool rolled_back = false;
     if (!options.ckpt_dir.empty()) {
         std::vector<ContinuedLog> logs;  // rank 0's decide
         if (!options.metrics.empty()) logs.push_back({"--metrics", options.metrics});
         if (trace_continued) logs.push_back({"--trace", options.trace});
-        set_aside_rolled_back_checkpoints(options.ckpt_dir, resumed, logs);
+        rolled_back = set_aside_rolled_back_checkpoints(options.ckpt_dir, resumed, logs);
     }
+    if (!rolled_back) keep_abandoned_records(options, trace_continued);
     if (options.metrics.empty() || !leader) return MetricsLog();
     MetricsLog metrics(options.metrics, options.run_id, launch_id(options), options.overwrite,
                        metrics_resume(options, data.val.has_value(), resumed));
