@@ -9,6 +9,7 @@
 #include "axonn/checkpoint/checkpoint_writer.h"
 #include "axonn/checkpoint/hf_export.h"
 #include "axonn/core/error.h"
+#include "axonn/core/file_io.h"
 #include "axonn/core/float16.h"
 #include "axonn/core/host_buffer.h"
 #include "axonn/core/rng.h"
@@ -697,6 +698,25 @@ std::uintmax_t largest_shard(fs::path const& folder) {
         if (entry.path().extension() == ".safetensors") largest = std::max(largest, entry.file_size());
     }
     return largest;
+}
+
+// A --ckpt-dir on a file system without room for one checkpoint was found full by the first save, after the whole
+// training; it is refused before any work, with the room there and the room one checkpoint takes (12 bytes a
+// parameter). Checked on this machine's own temporary folder: a model that outgrows what it has free is refused,
+// one that fits is not, and a folder not made yet is measured where it would be made.
+TEST(Checkpoint, AFolderWithoutRoomForOneCheckpointIsRefusedBeforeTheRun) {
+    testing::TempDir dir;
+    fs::path const folder = dir / "not" / "made" / "yet";
+    std::optional<std::uint64_t> const free = free_bytes_for(folder);
+    ASSERT_TRUE(free.has_value());
+    ASSERT_GT(*free, 12u * 1000u) << "the temporary folder has no room for a small checkpoint";
+    EXPECT_NO_THROW(require_room_for_a_checkpoint(folder, 1000));
+    auto const outgrowing = static_cast<std::int64_t>(*free / 12 + (std::uint64_t{1} << 30));
+    std::string const error = testing::error_of([&] { require_room_for_a_checkpoint(folder, outgrowing); });
+    EXPECT_NE(error.find("--ckpt-dir " + folder.string() + " has "), std::string::npos) << error;
+    EXPECT_NE(error.find(" free, less than one checkpoint of this run takes (at least "), std::string::npos) << error;
+    EXPECT_NE(error.find("free space there, or choose another folder"), std::string::npos) << error;
+    EXPECT_FALSE(fs::exists(dir / "not")) << "the check made the folder";
 }
 
 // A save that failed (a full disk; here the file size limit, which fails a write alike) left its step_N.partial

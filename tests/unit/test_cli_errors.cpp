@@ -324,6 +324,14 @@ std::vector<BadInput> const bad_inputs = {
      "--weak-scaling gpt-5b:8,gpt-10b:16, ends with ','", 2},
     {"goldfish_trailing_comma", "train --data {dir}/good --tokenizer byte --goldfish k=4,",
      "--goldfish k=4,: an item is empty", 2},
+    // h is the hash's window: with another strategy it changed nothing, and the banner dropped it without a word.
+    {"goldfish_window_of_static_masks", "train --data {dir}/good --tokenizer byte --goldfish k=4,h=13,strategy=static",
+     "--goldfish k=4,h=13,strategy=static: h is the hash strategy's window and changes nothing here; give --goldfish "
+     "k=4,strategy=static", 2},
+    {"goldfish_window_of_random_masks",
+     "memorization eval --model-dir {dir}/model --documents {dir}/docs.jsonl --goldfish strategy=random,h=5,k=4",
+     "--goldfish strategy=random,h=5,k=4: h is the hash strategy's window and changes nothing here; give --goldfish "
+     "k=4,strategy=random", 2},
     {"weak_scaling_unknown_machine", "plan --weak-scaling gpt-5b:8,gpt-10b:16 --batch 8 --machine mars "
      "--plot {dir}/mars.png", "unknown machine profile 'mars'", 2},
     {"plan_local_not_calibrated", "plan --model gpt-5b --gpus 8 --batch 8 --machine local",
@@ -1660,17 +1668,23 @@ TEST_F(CommandLineErrors, ATrainingPromptLongerThanItsSequencesIsCutWithAWarning
     EXPECT_LT(first, training) << "warned after the training: " << result.stderr_text;
 }
 
+// Removes what an earlier run of a rollback test left in `dir`: the folder `name`, its metrics file name.jsonl and
+// that file's copies (name.jsonl.rolled-back-T).
+void remove_run_outputs(fs::path const& dir, std::string const& name) {
+    fs::remove_all(dir / name);
+    fs::remove(dir / (name + ".jsonl"));
+    for (auto const& entry : fs::directory_iterator(dir)) {
+        if (entry.path().filename().string().starts_with(name + ".jsonl.")) fs::remove(entry.path());
+    }
+}
+
 // Not an error: resuming from an earlier checkpoint of the run's own --ckpt-dir rolls it back. The later
 // checkpoints are kept aside under a new name (never resumed or pruned), the run says so, and it saves its own
 // later steps again; --resume latest then takes the rolled-back run's newest.
 TEST_F(CommandLineErrors, RollingBackToAnEarlierCheckpointKeepsTheLaterOnesAside) {
     std::string const run = "train --data {dir}/good --tokenizer byte --model gpt2-micro --sample-tokens 0 --steps 4 "
                             "--ckpt-every 2 --ckpt-dir {dir}/rollback --metrics {dir}/rollback.jsonl ";
-    fs::remove_all(dir_ / "rollback");
-    fs::remove(dir_ / "rollback.jsonl");
-    for (auto const& entry : fs::directory_iterator(dir_)) {
-        if (entry.path().filename().string().starts_with("rollback.jsonl.")) fs::remove(entry.path());
-    }
+    remove_run_outputs(dir_, "rollback");
     ASSERT_EQ(run_axonn(with_dir(run), dir_).exit_status, 0);
     std::string const branch_records = file_bytes(dir_ / "rollback.jsonl");
     CommandResult const rolled = run_axonn(with_dir(run + "--resume {dir}/rollback/step_00000002/"), dir_);
@@ -1710,11 +1724,7 @@ TEST_F(CommandLineErrors, RollingBackToAnEarlierCheckpointKeepsTheLaterOnesAside
 TEST_F(CommandLineErrors, AResumeAfterARollbackWithoutTheMetricsKeepsTheAbandonedRecords) {
     std::string const run = "train --data {dir}/good --tokenizer byte --model gpt2-micro --sample-tokens 0 "
                             "--ckpt-every 2 --ckpt-dir {dir}/abandoned ";
-    fs::remove_all(dir_ / "abandoned");
-    fs::remove(dir_ / "abandoned.jsonl");
-    for (auto const& entry : fs::directory_iterator(dir_)) {
-        if (entry.path().filename().string().starts_with("abandoned.jsonl.")) fs::remove(entry.path());
-    }
+    remove_run_outputs(dir_, "abandoned");
     ASSERT_EQ(run_axonn(with_dir(run + "--steps 4 --metrics {dir}/abandoned.jsonl"), dir_).exit_status, 0);
     std::string const before = file_bytes(dir_ / "abandoned.jsonl");
     CommandResult const rolled =

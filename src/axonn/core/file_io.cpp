@@ -6,6 +6,7 @@
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <array>
@@ -737,6 +738,25 @@ void require_not_an_input(fs::path const& output, std::string_view output_option
                       "destroy it; choose another path",
                       output_option, output.string(), input.string());
     }
+}
+
+std::optional<std::uint64_t> free_bytes_for(std::filesystem::path const& path) {
+    std::filesystem::path existing = std::filesystem::absolute(path);
+    std::error_code error;
+    while (!std::filesystem::exists(existing, error) && existing.has_relative_path()) existing = existing.parent_path();
+    struct statvfs info {};
+    if (::statvfs(existing.c_str(), &info) != 0) return std::nullopt;
+    return static_cast<std::uint64_t>(info.f_bavail) * info.f_frsize;
+}
+
+std::string human_bytes(double bytes) {
+    char const* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int unit = 0;
+    while (bytes >= 1024.0 && unit < 4) {
+        bytes /= 1024.0;
+        ++unit;
+    }
+    return fmt::format("{:.1f} {}", bytes, units[unit]);
 }
 
 }  // namespace axonn

@@ -261,6 +261,13 @@ void require_replaceable_output(std::filesystem::path const& path, std::string_v
 // lock on `path`.
 bool locked_by_another(std::filesystem::path const& path);
 
+// The bytes that an unprivileged writer may still write on the file system holding `path` (or, where it does not
+// exist yet, its nearest existing folder above), or nothing where that cannot be told.
+std::optional<std::uint64_t> free_bytes_for(std::filesystem::path const& path);
+
+// A size for a message: "1.5 MiB".
+std::string human_bytes(double bytes);
+
 // `path` with its links (a link to nothing too: it names its target) and `..` resolved as far as it exists, made
 // absolute (as given where that fails).
 std::filesystem::path resolved(std::filesystem::path const& path);

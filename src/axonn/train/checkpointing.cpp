@@ -628,6 +628,16 @@ std::string copy_abandoned_records_aside(std::vector<ContinuedLog> const& logs, 
                        copies_kept(aside.copies()));
 }
 
+void require_room_for_a_checkpoint(fs::path const& ckpt_dir, std::int64_t parameters) {
+    double const needed = 3.0 * static_cast<double>(sizeof(float)) * static_cast<double>(parameters);
+    std::optional<std::uint64_t> const free = free_bytes_for(ckpt_dir);
+    AXONN_REQUIRE(!free || static_cast<double>(*free) >= needed,
+                  "--ckpt-dir {} has {} free, less than one checkpoint of this run takes (at least {}: the weights "
+                  "and AdamW's two moments, 12 bytes a parameter), so its first save would fail after the training: "
+                  "free space there, or choose another folder",
+                  ckpt_dir.string(), human_bytes(static_cast<double>(free.value_or(0))), human_bytes(needed));
+}
+
 void require_hf_model_alone(fs::path const& folder, std::string_view option) {
     if (!is_hf_model_folder(folder)) return;
     if (auto const checkpoints = checkpoint_content(folder)) {

@@ -72,6 +72,11 @@ void require_checkpoint_folder_for_run(std::filesystem::path const& ckpt_dir,
                                        std::vector<std::filesystem::path> const& data,
                                        std::optional<CheckpointReader> const& resumed, std::string const& run_id);
 
+// Refuses a --ckpt-dir whose file system has less room than one checkpoint of a model of `parameters` takes (its
+// weights and AdamW's two moments in fp32, a lower bound of the files' size), before any work: the first save
+// failed after the whole training. Room freed meanwhile is not counted on, and quotas are not seen.
+void require_room_for_a_checkpoint(std::filesystem::path const& ckpt_dir, std::int64_t parameters);
+
 // A file a resumed run continues from its resume step, cutting the later steps' records: "--metrics" and its path.
 struct ContinuedLog {
     std::string option;

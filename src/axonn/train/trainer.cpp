@@ -269,6 +269,7 @@ void check_outputs(TrainOptions const& options, TrainingData const& data,
             // Its saves and prunings would write into the model the run starts from.
             if (!options.init_from.empty()) require_not_an_input(options.ckpt_dir, "--ckpt-dir", {options.init_from});
             require_checkpoint_folder_for_run(options.ckpt_dir, data.inputs(), resumed, options.run_id);
+            require_room_for_a_checkpoint(options.ckpt_dir, options.model.parameter_count());
             for (std::filesystem::path const& file : options.read_files) {  // the config files, the grid file
                 require_input_outside(file, "the input", options.ckpt_dir, "--ckpt-dir",
                                       "which this run's saves and prunings change: move it out of the folder");

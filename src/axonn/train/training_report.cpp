@@ -1,5 +1,6 @@
 #include "axonn/train/training_report.h"
 
+#include "axonn/core/file_io.h"
 #include "axonn/train/checkpointing.h"
 
 #include <fmt/format.h>
@@ -9,16 +10,6 @@
 
 namespace axonn {
 namespace {
-
-std::string human_bytes(double bytes) {
-    char const* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int unit = 0;
-    while (bytes >= 1024.0 && unit < 4) {
-        bytes /= 1024.0;
-        ++unit;
-    }
-    return fmt::format("{:.1f} {}", bytes, units[unit]);
-}
 
 // " | gradients communicated in bf16" for the banner, as --grad-comm set it; nothing for fp32.
 std::string grad_comm_text(DecoderOptions const& model) {
