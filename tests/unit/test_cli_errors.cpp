@@ -1668,13 +1668,12 @@ TEST_F(CommandLineErrors, ATrainingPromptLongerThanItsSequencesIsCutWithAWarning
     EXPECT_LT(first, training) << "warned after the training: " << result.stderr_text;
 }
 
-// Removes what an earlier run of a rollback test left in `dir`: the folder `name`, its metrics file name.jsonl and
-// that file's copies (name.jsonl.rolled-back-T).
+// Removes what an earlier run of a rollback test left in `dir`: the folder `name`, and its metrics and trace files
+// (name.jsonl, name.json) with their copies (name.jsonl.rolled-back-T).
 void remove_run_outputs(fs::path const& dir, std::string const& name) {
     fs::remove_all(dir / name);
-    fs::remove(dir / (name + ".jsonl"));
     for (auto const& entry : fs::directory_iterator(dir)) {
-        if (entry.path().filename().string().starts_with(name + ".jsonl.")) fs::remove(entry.path());
+        if (entry.path().filename().string().starts_with(name + ".")) fs::remove(entry.path());
     }
 }
 
@@ -1718,38 +1717,43 @@ TEST_F(CommandLineErrors, RollingBackToAnEarlierCheckpointKeepsTheLaterOnesAside
                                        copy.string() + ", the copy made then")));
 }
 
-// A rollback run without --metrics leaves the abandoned branch's records in the metrics file; a later resume that
-// names the file cuts them and never computes those steps again, so it copies the file whole first, as a rollback
-// does (they were cut without a copy, and the gap note blamed a missing --metrics alone).
+// A rollback run without --metrics or --trace leaves the abandoned branch's records and spans in those files; a
+// later resume that names them cuts them and never computes those steps again, so it copies each file whole first,
+// as a rollback does (they were cut without a copy, and the gap note blamed a missing --metrics alone).
 TEST_F(CommandLineErrors, AResumeAfterARollbackWithoutTheMetricsKeepsTheAbandonedRecords) {
     std::string const run = "train --data {dir}/good --tokenizer byte --model gpt2-micro --sample-tokens 0 "
                             "--ckpt-every 2 --ckpt-dir {dir}/abandoned ";
+    std::string const logs = "--metrics {dir}/abandoned.jsonl --trace {dir}/abandoned.json ";
     remove_run_outputs(dir_, "abandoned");
-    ASSERT_EQ(run_axonn(with_dir(run + "--steps 4 --metrics {dir}/abandoned.jsonl"), dir_).exit_status, 0);
-    std::string const before = file_bytes(dir_ / "abandoned.jsonl");
+    ASSERT_EQ(run_axonn(with_dir(run + logs + "--steps 4 --trace-steps 4"), dir_).exit_status, 0);
+    std::string const metrics_before = file_bytes(dir_ / "abandoned.jsonl");
+    std::string const trace_before = file_bytes(dir_ / "abandoned.json");
     CommandResult const rolled =
-        run_axonn(with_dir(run + "--steps 4 --resume {dir}/abandoned/step_00000002"), dir_);  // no --metrics
+        run_axonn(with_dir(run + "--steps 4 --resume {dir}/abandoned/step_00000002"), dir_);  // neither log
     ASSERT_EQ(rolled.exit_status, 0) << rolled.stderr_text;
-    CommandResult const resumed =
-        run_axonn(with_dir(run + "--steps 6 --resume latest --metrics {dir}/abandoned.jsonl"), dir_);
+    CommandResult const resumed = run_axonn(with_dir(run + logs + "--steps 6 --resume latest"), dir_);
     ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
-    std::vector<fs::path> copies;
+    std::map<std::string, fs::path> copies;  // by the file copied
     for (auto const& entry : fs::directory_iterator(dir_)) {
-        if (entry.path().filename().string().starts_with("abandoned.jsonl.rolled-back-")) copies.push_back(entry.path());
+        std::string const name = entry.path().filename().string();
+        std::size_t const mark = name.find(".rolled-back-");
+        if (name.starts_with("abandoned.") && mark != std::string::npos) copies[name.substr(0, mark)] = entry.path();
     }
-    ASSERT_EQ(copies.size(), 1u);
-    EXPECT_EQ(file_bytes(copies[0]), before);
+    ASSERT_EQ(copies.size(), 2u);
+    EXPECT_EQ(file_bytes(copies["abandoned.jsonl"]), metrics_before);
+    EXPECT_EQ(file_bytes(copies["abandoned.json"]), trace_before);
     std::string const output = file_bytes(dir_ / "stdout.txt");
-    EXPECT_NE(output.find(with_dir("--metrics {dir}/abandoned.jsonl holds records of steps ")), std::string::npos)
-        << output;
-    EXPECT_NE(output.find("that a rollback abandoned (a launch that was not given the file wrote them), which this "
-                          "run cuts and does not compute again: they are kept in a copy of the file as it was, " +
-                          copies[0].string()),
+    EXPECT_NE(output.find(with_dir("--metrics {dir}/abandoned.jsonl and --trace {dir}/abandoned.json hold records of "
+                                   "steps ")),
               std::string::npos)
         << output;
-    // A resume with nothing abandoned in its file copies nothing.
-    ASSERT_EQ(run_axonn(with_dir(run + "--steps 8 --resume latest --metrics {dir}/abandoned.jsonl"), dir_).exit_status,
-              0);
+    EXPECT_NE(output.find("that a rollback abandoned (a launch that was not given the files wrote them), which this "
+                          "run cuts and does not compute again: they are kept in copies of the files as they were, " +
+                          copies["abandoned.jsonl"].string() + " and " + copies["abandoned.json"].string()),
+              std::string::npos)
+        << output;
+    // A resume with nothing abandoned in its files copies nothing.
+    ASSERT_EQ(run_axonn(with_dir(run + logs + "--steps 8 --resume latest"), dir_).exit_status, 0);
     EXPECT_EQ(file_bytes(dir_ / "stdout.txt").find("that a rollback abandoned"), std::string::npos);
 }
 
