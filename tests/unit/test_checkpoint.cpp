@@ -700,22 +700,32 @@ std::uintmax_t largest_shard(fs::path const& folder) {
     return largest;
 }
 
-// A --ckpt-dir on a file system without room for one checkpoint was found full by the first save, after the whole
-// training; it is refused before any work, with the room there and the room one checkpoint takes (12 bytes a
-// parameter). Checked on this machine's own temporary folder: a model that outgrows what it has free is refused,
-// one that fits is not, and a folder not made yet is measured where it would be made.
-TEST(Checkpoint, AFolderWithoutRoomForOneCheckpointIsRefusedBeforeTheRun) {
+// A --ckpt-dir on a file system without room for the run's saves was found full by a save, after the training; it is
+// refused before any work, with the room there and the room the saves take (12 bytes a parameter, the files' headers
+// and index; two checkpoints where a save comes before the last). Checked on this machine's own temporary folder: a
+// model that outgrows what it has free is refused, one that fits is not, and a folder not made yet is measured where
+// it would be made. (Free space can change meanwhile: the sizes keep far from the edge.)
+TEST(Checkpoint, AFolderWithoutRoomForTheSavesIsRefusedBeforeTheRun) {
     testing::TempDir dir;
     fs::path const folder = dir / "not" / "made" / "yet";
     std::optional<std::uint64_t> const free = free_bytes_for(folder);
     ASSERT_TRUE(free.has_value());
     ASSERT_GT(*free, 12u * 1000u) << "the temporary folder has no room for a small checkpoint";
-    EXPECT_NO_THROW(require_room_for_a_checkpoint(folder, 1000));
-    auto const outgrowing = static_cast<std::int64_t>(*free / 12 + (std::uint64_t{1} << 30));
-    std::string const error = testing::error_of([&] { require_room_for_a_checkpoint(folder, outgrowing); });
-    EXPECT_NE(error.find("--ckpt-dir " + folder.string() + " has "), std::string::npos) << error;
-    EXPECT_NE(error.find(" free, less than one checkpoint of this run takes (at least "), std::string::npos) << error;
-    EXPECT_NE(error.find("free space there, or choose another folder"), std::string::npos) << error;
+    EXPECT_NO_THROW(require_room_for_checkpoints(folder, {1000, 4, 2}));
+    // Each checkpoint 0.6 of the room free: one fits, two do not.
+    auto const parameters = static_cast<std::int64_t>(*free / 20);
+    EXPECT_NO_THROW(require_room_for_checkpoints(folder, {parameters, 1, 1}));
+    std::string const two = testing::error_of([&] { require_room_for_checkpoints(folder, {parameters, 1, 2}); });
+    EXPECT_NE(two.find("--ckpt-dir " + folder.string() + " has "), std::string::npos) << two;
+    EXPECT_NE(two.find(" free, less than this run's saves need (about "), std::string::npos) << two;
+    EXPECT_NE(two.find(": two checkpoints (each save is written whole before the one before it can be pruned), each "
+                       "the weights"),
+              std::string::npos)
+        << two;
+    EXPECT_NE(two.find("free space there, or choose another folder"), std::string::npos) << two;
+    auto const outgrowing = static_cast<std::int64_t>(*free / 6);  // twice the room free
+    std::string const one = testing::error_of([&] { require_room_for_checkpoints(folder, {outgrowing, 1, 1}); });
+    EXPECT_NE(one.find(": one checkpoint, the weights"), std::string::npos) << one;
     EXPECT_FALSE(fs::exists(dir / "not")) << "the check made the folder";
 }
 

@@ -326,12 +326,12 @@ std::vector<BadInput> const bad_inputs = {
      "--goldfish k=4,: an item is empty", 2},
     // h is the hash's window: with another strategy it changed nothing, and the banner dropped it without a word.
     {"goldfish_window_of_static_masks", "train --data {dir}/good --tokenizer byte --goldfish k=4,h=13,strategy=static",
-     "--goldfish k=4,h=13,strategy=static: h is the hash strategy's window and changes nothing here; give --goldfish "
-     "k=4,strategy=static", 2},
+     "--goldfish k=4,h=13,strategy=static: h is the hash strategy's window and changes nothing with strategy=static: "
+     "leave h out", 2},
     {"goldfish_window_of_random_masks",
      "memorization eval --model-dir {dir}/model --documents {dir}/docs.jsonl --goldfish strategy=random,h=5,k=4",
-     "--goldfish strategy=random,h=5,k=4: h is the hash strategy's window and changes nothing here; give --goldfish "
-     "k=4,strategy=random", 2},
+     "--goldfish strategy=random,h=5,k=4: h is the hash strategy's window and changes nothing with strategy=random: "
+     "leave h out", 2},
     {"weak_scaling_unknown_machine", "plan --weak-scaling gpt-5b:8,gpt-10b:16 --batch 8 --machine mars "
      "--plot {dir}/mars.png", "unknown machine profile 'mars'", 2},
     {"plan_local_not_calibrated", "plan --model gpt-5b --gpus 8 --batch 8 --machine local",
@@ -572,8 +572,10 @@ std::vector<BadInput> const bad_inputs = {
      "--out {dir}/foreign_step_zero holds step_00000000, which is named as a checkpoint but is not one", 1},
     {"study_over_a_fifo", "memorization study --sizes XS --buckets 1 --out {dir}/fifo_data --overwrite",
      "the folder {dir}/fifo_data for the results (--out) holds train.bin, which is a FIFO (named pipe)", 1},
-    {"import_over_an_earlier_import", "import --format hf {dir}/empty --out {dir}/imported_before",
-     "--out {dir}/imported_before already holds a checkpoint of step 0", 1},
+    // Whose step 0 it is cannot be told (its index is no checkpoint's): never replaced, --overwrite or not.
+    {"import_over_an_unreadable_step_zero", "import --format hf {dir}/empty --out {dir}/imported_before --overwrite",
+     "--out {dir}/imported_before holds a checkpoint of step 0 ({dir}/imported_before/step_00000000) whose index "
+     "cannot be read, so whose it is is unknown and an import never replaces it", 1},
     {"export_into_the_checkpoint_folder", "export {dir}/model {dir}/model",
      "OUT {dir}/model holds axonn checkpoints (the checkpoint step_00000001)", 1},
     {"export_into_a_checkpoint", "export {dir}/model {dir}/model/step_00000001",
@@ -1974,6 +1976,15 @@ TEST_F(CommandLineErrors, KeepNeverDeletesACheckpointOfAnotherRun) {
               std::string::npos)
         << fresh.stderr_text;
     EXPECT_TRUE(fs::exists(dir_ / "imported_keep" / "step_00000000" / "COMPLETE"));
+    // Another import over it is refused, naming it an earlier import's, and replaces it only with --overwrite.
+    CommandResult const again = run_axonn(with_dir("import {dir}/hf_keep --out {dir}/imported_keep"), dir_);
+    EXPECT_EQ(again.exit_status, 1);
+    EXPECT_NE(again.stderr_text.find(with_dir("--out {dir}/imported_keep already holds an earlier import's checkpoint "
+                                              "of step 0 ({dir}/imported_keep/step_00000000): choose another folder, "
+                                              "or pass --overwrite to replace it")),
+              std::string::npos)
+        << again.stderr_text;
+    EXPECT_EQ(run_axonn(with_dir("import {dir}/hf_keep --out {dir}/imported_keep --overwrite"), dir_).exit_status, 0);
 }
 
 // Not an error: validation data too small for the default 8 batches. The good folder's 3,000 validation tokens

@@ -27,6 +27,8 @@ inline constexpr char const* checkpoint_index_file = "index.json";
 inline constexpr char const* checkpoint_complete_file = "COMPLETE";
 // The most a COMPLETE marker holds ("step N\n"): a longer one is no marker, and is read no further.
 inline constexpr std::size_t checkpoint_marker_max_bytes = 64;
+// index.json is small; a larger one is not an index.
+inline constexpr std::uint64_t max_checkpoint_index_bytes = std::uint64_t{1} << 28;
 inline constexpr char const* checkpoint_lock_file = ".lock";  // in the --ckpt-dir itself: CheckpointDirLock
 
 // "step_00000300".

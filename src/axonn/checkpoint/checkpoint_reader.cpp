@@ -17,9 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// index.json is small; a larger one is not an index.
-constexpr std::uint64_t max_checkpoint_index_bytes = std::uint64_t{1} << 28;
-
 // "(the previous complete checkpoint is DIR/step_00000200)", or a hint that there is none.
 std::string earlier_checkpoint(fs::path const& folder) {
     std::string previous;

@@ -16,9 +16,9 @@ GoldfishOptions parse_given_goldfish(std::string const& spec) {
     GoldfishOptions const options = parse_goldfish(spec);
     bool const names_h = ("," + spec).find(",h=") != std::string::npos;
     if (names_h && options.strategy != GoldfishStrategy::hash) {
-        throw UsageError(fmt::format("--goldfish {}: h is the hash strategy's window and changes nothing here; give "
-                                     "--goldfish {}",
-                                     spec, options.describe()));
+        throw UsageError(fmt::format("--goldfish {}: h is the hash strategy's window and changes nothing with "
+                                     "strategy={}: leave h out",
+                                     spec, options.strategy == GoldfishStrategy::random ? "random" : "static"));
     }
     return options;
 }

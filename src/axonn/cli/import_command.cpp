@@ -1,7 +1,7 @@
 // `axonn import --format hf DIR --out CKPT_DIR`: a Hugging Face folder of any family as an axonn checkpoint
 // (weights only, step 0), for `axonn train --init-from CKPT_DIR` or `axonn generate` on any grid.
 #include "axonn/checkpoint/checkpoint_dir.h"
-#include "axonn/checkpoint/checkpoint_reader.h"
+#include "axonn/checkpoint/checkpoint_index.h"
 #include "axonn/checkpoint/checkpoint_writer.h"
 #include "axonn/cli/commands.h"
 #include "axonn/cli/config_file.h"
@@ -27,12 +27,15 @@
 namespace axonn {
 namespace {
 
-// Whose a checkpoint of step 0 in --out is.
-enum class StepZeroOf { import, training_run, unknown };  // unknown: incomplete, or its index unreadable
+// Whose a checkpoint of step 0 in --out is, told by its index whether or not it is complete (a save killed between
+// its folder's rename and its marker leaves one without COMPLETE).
+enum class StepZeroOf { import, training_run, unknown };  // unknown: its index cannot be read
 
 StepZeroOf whose(std::filesystem::path const& step_zero) {
     try {
-        return CheckpointReader(step_zero).has_training_state() ? StepZeroOf::training_run : StepZeroOf::import;
+        std::string const text = read_input_file(step_zero / checkpoint_index_file, "checkpoint index",
+                                                 "the checkpoint is damaged", max_checkpoint_index_bytes);
+        return parse_checkpoint_index(text).run.is_null() ? StepZeroOf::import : StepZeroOf::training_run;
     } catch (Error const&) {
         return StepZeroOf::unknown;
     }
@@ -54,10 +57,13 @@ void require_importable_into(std::string const& out, bool overwrite) {
                   "--out {} holds a training run's checkpoint of step 0 ({}), which an import never replaces, "
                   "--overwrite or not: choose another folder",
                   out, step_zero.string());
-    AXONN_REQUIRE(overwrite, "--out {} already holds {} of step 0 ({}): choose another folder, or pass --overwrite "
-                  "to replace it",
-                  out, owner == StepZeroOf::import ? "an earlier import's checkpoint" : "a checkpoint",
-                  step_zero.string());
+    AXONN_REQUIRE(owner != StepZeroOf::unknown,
+                  "--out {} holds a checkpoint of step 0 ({}) whose index cannot be read, so whose it is is unknown "
+                  "and an import never replaces it, --overwrite or not: move it out of the folder, or choose another",
+                  out, step_zero.string());
+    AXONN_REQUIRE(overwrite, "--out {} already holds an earlier import's checkpoint of step 0 ({}): choose another "
+                  "folder, or pass --overwrite to replace it",
+                  out, step_zero.string());
 }
 
 // A weight that is not finite was imported without a word, and `generate` or `--init-from` refused the checkpoint

@@ -628,14 +628,20 @@ std::string copy_abandoned_records_aside(std::vector<ContinuedLog> const& logs, 
                        copies_kept(aside.copies()));
 }
 
-void require_room_for_a_checkpoint(fs::path const& ckpt_dir, std::int64_t parameters) {
-    double const needed = 3.0 * static_cast<double>(sizeof(float)) * static_cast<double>(parameters);
+void require_room_for_checkpoints(fs::path const& ckpt_dir, CheckpointRoom const& room) {
+    constexpr double index_bytes = 256 * 1024, files_bytes_per_rank = 16 * 1024;
+    double const one = 3.0 * static_cast<double>(sizeof(float)) * static_cast<double>(room.parameters) +
+                       index_bytes + files_bytes_per_rank * room.ranks;
+    double const needed = one * room.held_at_once;
     std::optional<std::uint64_t> const free = free_bytes_for(ckpt_dir);
     AXONN_REQUIRE(!free || static_cast<double>(*free) >= needed,
-                  "--ckpt-dir {} has {} free, less than one checkpoint of this run takes (at least {}: the weights "
-                  "and AdamW's two moments, 12 bytes a parameter), so its first save would fail after the training: "
-                  "free space there, or choose another folder",
-                  ckpt_dir.string(), human_bytes(static_cast<double>(free.value_or(0))), human_bytes(needed));
+                  "--ckpt-dir {} has {} free, less than this run's saves need (about {}: {} the weights and AdamW's "
+                  "two moments at 12 bytes a parameter, with the files' headers and index), so a save would fail "
+                  "after the training: free space there, or choose another folder",
+                  ckpt_dir.string(), human_bytes(static_cast<double>(free.value_or(0))), human_bytes(needed),
+                  room.held_at_once == 1 ? "one checkpoint,"
+                                         : "two checkpoints (each save is written whole before the one before it can "
+                                           "be pruned), each");
 }
 
 void require_hf_model_alone(fs::path const& folder, std::string_view option) {

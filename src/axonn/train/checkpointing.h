@@ -72,10 +72,17 @@ void require_checkpoint_folder_for_run(std::filesystem::path const& ckpt_dir,
                                        std::vector<std::filesystem::path> const& data,
                                        std::optional<CheckpointReader> const& resumed, std::string const& run_id);
 
-// Refuses a --ckpt-dir whose file system has less room than one checkpoint of a model of `parameters` takes (its
-// weights and AdamW's two moments in fp32, a lower bound of the files' size), before any work: the first save
-// failed after the whole training. Room freed meanwhile is not counted on, and quotas are not seen.
-void require_room_for_a_checkpoint(std::filesystem::path const& ckpt_dir, std::int64_t parameters);
+// The checkpoints a run's saves hold at once, and what each takes.
+struct CheckpointRoom {
+    std::int64_t parameters;  // each checkpoint's weights and AdamW's two moments, 12 bytes a parameter
+    int ranks;                // each writes its own files, with their headers
+    int held_at_once;         // 1 for a run that saves once; 2 where a save is written before the one before it goes
+};
+
+// Refuses a --ckpt-dir whose file system has less room than `room` (each checkpoint's tensors in fp32, with 256 KiB
+// and 16 KiB a rank for the index, the headers and the marker), before any work: a save failed after the training.
+// Room freed meanwhile is not counted on, and quotas are not seen.
+void require_room_for_checkpoints(std::filesystem::path const& ckpt_dir, CheckpointRoom const& room);
 
 // A file a resumed run continues from its resume step, cutting the later steps' records: "--metrics" and its path.
 struct ContinuedLog {
