@@ -1602,6 +1602,25 @@ TEST_F(CommandLineErrors, WeightsThatAreNotFiniteAreNamedAtTheStartAndByImport) 
               std::string::npos)
         << imported.stderr_text;
     EXPECT_FALSE(fs::exists(dir_ / "nan_import")) << "a refused import left its --out";
+    // One NaN, in the second layer's attention bias: named with its layer (axonn holds the layers in one tensor).
+    fs::remove_all(dir_ / "nan_layer_hf");
+    ASSERT_EQ(run_axonn(with_dir("export {dir}/model {dir}/nan_layer_hf"), dir_).exit_status, 0);
+    {
+        std::fstream file(dir_ / "nan_layer_hf" / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+        std::uint64_t header = 0;
+        file.read(reinterpret_cast<char*>(&header), sizeof header);
+        std::string text(static_cast<std::size_t>(header), '\0');
+        file.read(text.data(), static_cast<std::streamsize>(header));
+        auto const begin = nlohmann::json::parse(text)["h.1.attn.c_attn.bias"]["data_offsets"][0].get<std::int64_t>();
+        file.seekp(static_cast<std::streamoff>(8 + header + begin + 4));  // its second element
+        file << std::string(4, '\xff');
+    }
+    fs::remove_all(dir_ / "nan_layer_import");
+    CommandResult const layer =
+        run_axonn(with_dir("import --format hf {dir}/nan_layer_hf --out {dir}/nan_layer_import"), dir_);
+    EXPECT_EQ(layer.exit_status, 1) << layer.stderr_text;
+    EXPECT_NE(layer.stderr_text.find("in what axonn calls qkvb of layer 1: the model is damaged"), std::string::npos)
+        << layer.stderr_text;
 }
 
 // Where `warning` stands in `stderr_text`, which must hold it exactly once.
