@@ -61,10 +61,7 @@ bool is_record_of(nlohmann::json const& record, std::string const& run_id) {
     return run.is_string() && run.get<std::string>() == run_id;
 }
 
-// Whether a resumed run keeps `record` of its own run: an earlier step's, or the resume step's closing validation
-// (a record without a training loss) when the resumed run does not measure it again; in both, written by the launch
-// that computed its step of the resumed checkpoint (not by one whose steps were rolled back). A validation alone
-// measures the weights before its step: the launch that computed the step before wrote it.
+// A record of a validation alone (no training loss), which measures the weights before its step.
 bool is_closing_validation(nlohmann::json const& record) {
     return record.contains("val_loss") && !record.contains("loss");
 }
@@ -76,6 +73,10 @@ bool of_lineage(nlohmann::json const& record, RunLineage const& lineage) {
                       record.value("launch", nlohmann::json()));
 }
 
+// Whether a resumed run keeps `record` of its own run: an earlier step's, or the resume step's closing validation
+// (a record without a training loss) when the resumed run does not measure it again; in both, written by the launch
+// that computed its step of the resumed checkpoint (not by one whose steps were rolled back). A validation alone
+// measures the weights before its step: the launch that computed the step before wrote it.
 bool kept_on_resume(nlohmann::json const& record, MetricsResume const& resume) {
     std::int64_t const step = record["step"].get<std::int64_t>();
     bool const before = step < resume.step ||
