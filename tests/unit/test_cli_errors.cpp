@@ -1768,14 +1768,52 @@ TEST_F(CommandLineErrors, AResumeAfterARollbackWithoutTheMetricsKeepsTheAbandone
                                    "steps ")),
               std::string::npos)
         << output;
-    EXPECT_NE(output.find("that a rollback abandoned (a launch that was not given the files wrote them), which this "
-                          "run cuts and does not compute again: they are kept in copies of the files as they were, " +
+    EXPECT_NE(output.find("that a rollback abandoned (it was not given the files to cut), which this run cuts and "
+                          "does not compute again: they are kept in copies of the files as they were, " +
                           copies["abandoned.jsonl"].string() + " and " + copies["abandoned.json"].string()),
               std::string::npos)
         << output;
     // A resume with nothing abandoned in its files copies nothing.
     ASSERT_EQ(run_axonn(with_dir(run + logs + "--steps 8 --resume latest"), dir_).exit_status, 0);
     EXPECT_EQ(file_bytes(dir_ / "stdout.txt").find("that a rollback abandoned"), std::string::npos);
+}
+
+// A rollback without --metrics that ends before its first save (here it diverges at once) records itself in no
+// checkpoint; the branch it set aside (step 4's) keeps its records in the metrics file. The next resume from the
+// earlier checkpoint computes those steps again, with its own settings, and cuts them: it copies the file first.
+// That resume diverges too, after recording its step 2; the one after it cuts that record, of no branch set aside,
+// without a copy.
+TEST_F(CommandLineErrors, AResumeCuttingTheRecordsOfABranchSetAsideCopiesThemFirst) {
+    std::string const run = "train --data {dir}/good --tokenizer byte --model gpt2-micro --sample-tokens 0 "
+                            "--ckpt-every 2 --ckpt-dir {dir}/set_aside ";
+    std::string const metrics = "--metrics {dir}/set_aside.jsonl ";
+    std::string const diverging = "--lr 1e30 --warmup 0 ";
+    remove_run_outputs(dir_, "set_aside");
+    ASSERT_EQ(run_axonn(with_dir(run + metrics + "--steps 4"), dir_).exit_status, 0);
+    std::string const before = file_bytes(dir_ / "set_aside.jsonl");
+    CommandResult const rolled_back =
+        run_axonn(with_dir(run + diverging + "--steps 6 --resume {dir}/set_aside/step_00000002"), dir_);
+    ASSERT_EQ(rolled_back.exit_status, 1) << rolled_back.stderr_text;
+    ASSERT_NE(rolled_back.stderr_text.find("the model diverged"), std::string::npos) << rolled_back.stderr_text;
+    auto const copies = [&] {
+        std::vector<fs::path> found;
+        for (auto const& entry : fs::directory_iterator(dir_)) {
+            if (entry.path().filename().string().starts_with("set_aside.jsonl.rolled-back-")) found.push_back(entry.path());
+        }
+        return found;
+    };
+    CommandResult const resumed = run_axonn(with_dir(run + metrics + diverging + "--steps 4 --resume latest"), dir_);
+    ASSERT_EQ(resumed.exit_status, 1) << resumed.stderr_text;
+    ASSERT_EQ(copies().size(), 1u);
+    EXPECT_EQ(file_bytes(copies()[0]), before);
+    EXPECT_TRUE(printed(dir_, with_dir("--metrics {dir}/set_aside.jsonl holds records of steps 2 to 3 that a rollback "
+                                       "abandoned (it was not given the file to cut), which this run cuts and "
+                                       "computes again from step 2 with its own settings: they are kept in ")));
+    std::string const diverged = file_bytes(dir_ / "set_aside.jsonl");
+    ASSERT_NE(diverged.find("\"step\":2"), std::string::npos) << "the diverging resume recorded no step 2";
+    ASSERT_EQ(run_axonn(with_dir(run + metrics + "--steps 4 --resume latest"), dir_).exit_status, 0);
+    EXPECT_FALSE(printed(dir_, "that a rollback abandoned"));
+    EXPECT_EQ(copies().size(), 1u);
 }
 
 // A rollback past many checkpoints names the first and the last it sets aside, and their count, not every one (a

@@ -607,7 +607,26 @@ bool set_aside_rolled_back_checkpoints(fs::path const& ckpt_dir, std::optional<C
     return !note.empty();
 }
 
-std::string copy_abandoned_records_aside(std::vector<ContinuedLog> const& logs, StepSpan abandoned) {
+std::vector<SetAsideBranch> set_aside_branches(fs::path const& ckpt_dir, std::int64_t after_step) {
+    std::vector<SetAsideBranch> branches;
+    std::error_code error;
+    if (ckpt_dir.empty() || !fs::is_directory(ckpt_dir, error)) return branches;
+    for (auto const& entry : folder_entries(ckpt_dir)) {
+        std::string const name = entry.path().filename().string();
+        std::optional<std::int64_t> const step = named_step(name);
+        if (!step || *step <= after_step || rollback_mark_of(name).empty()) continue;
+        try {
+            CheckpointReader const checkpoint(entry.path());
+            branches.push_back({*step, lineage_from_json(checkpoint.index().run, *step, entry.path().string())});
+        } catch (Error const&) {
+            continue;
+        }
+    }
+    return branches;
+}
+
+std::string copy_abandoned_records_aside(std::vector<ContinuedLog> const& logs, StepSpan abandoned,
+                                         std::int64_t resume_step) {
     if (logs.empty()) return std::string();
     std::vector<fs::path> paths;
     for (ContinuedLog const& log : logs) paths.push_back(log.path);
@@ -622,9 +641,13 @@ std::string copy_abandoned_records_aside(std::vector<ContinuedLog> const& logs, 
     std::string const steps = abandoned.first == abandoned.last
                                   ? fmt::format("step {}", abandoned.first)
                                   : fmt::format("steps {} to {}", abandoned.first, abandoned.last);
-    return fmt::format("  {} hold{} records of {} that a rollback abandoned (a launch that was not given {} wrote "
-                       "them), which this run cuts and does not compute again: they are kept in {}\n",
-                       named_logs(logs), one ? "s" : "", steps, one ? "the file" : "the files",
+    // Steps before the resumed one are another branch's for good; later ones this run computes again, its own way.
+    std::string const again = abandoned.last < resume_step
+                                  ? "does not compute again"
+                                  : fmt::format("computes again from step {} with its own settings", resume_step);
+    return fmt::format("  {} hold{} records of {} that a rollback abandoned (it was not given {} to cut), which this "
+                       "run cuts and {}: they are kept in {}\n",
+                       named_logs(logs), one ? "s" : "", steps, one ? "the file" : "the files", again,
                        copies_kept(aside.copies()));
 }
 

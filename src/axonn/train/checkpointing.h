@@ -99,10 +99,15 @@ bool set_aside_rolled_back_checkpoints(std::filesystem::path const& ckpt_dir,
                                        std::optional<CheckpointReader> const& resumed,
                                        std::vector<ContinuedLog> const& continued_logs);
 
-// Logs that a resumed run (no rollback) cuts records from that it does not compute again, as rank 0 found them:
-// each copied whole to its name + a rollback's mark first; returns the line that says where ("" for no logs). A
-// copy that fails removes the others: an axonn::Error that says nothing was changed.
-std::string copy_abandoned_records_aside(std::vector<ContinuedLog> const& logs, StepSpan abandoned);
+// The checkpoints of steps after `after_step` that rollbacks set aside in `ckpt_dir` (step_N.rolled-back-TIME),
+// with their lineages; one that cannot be read is left out (it tells nothing of its launches).
+std::vector<SetAsideBranch> set_aside_branches(std::filesystem::path const& ckpt_dir, std::int64_t after_step);
+
+// Logs that a resumed run (no rollback), resumed at `resume_step`, cuts records of an abandoned branch from (steps
+// `abandoned`), as rank 0 found them: each copied whole to its name + a rollback's mark first; returns the line that
+// says where ("" for no logs). A copy that fails removes the others: an axonn::Error that says nothing was changed.
+std::string copy_abandoned_records_aside(std::vector<ContinuedLog> const& logs, StepSpan abandoned,
+                                         std::int64_t resume_step);
 
 // Refuses a Hugging Face model folder that also holds axonn checkpoints (which of the two `option` means is
 // unclear). (A folder that checkpoints are written into is checked by output_kinds.h's require_folder_for.)

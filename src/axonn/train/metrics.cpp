@@ -66,11 +66,15 @@ bool is_closing_validation(nlohmann::json const& record) {
     return record.contains("val_loss") && !record.contains("loss");
 }
 
-// Whether the launch that wrote `record` computed its step of `lineage` (a validation alone: the step before).
-bool of_lineage(nlohmann::json const& record, RunLineage const& lineage) {
+// The step whose computation wrote `record`: its own, or for a validation alone the step before.
+std::int64_t computed_step(nlohmann::json const& record) {
     std::int64_t const step = record["step"].get<std::int64_t>();
-    return of_lineage(lineage, is_closing_validation(record) ? step - 1 : step,
-                      record.value("launch", nlohmann::json()));
+    return is_closing_validation(record) ? step - 1 : step;
+}
+
+// Whether the launch that wrote `record` computed its step of `lineage`.
+bool of_lineage(nlohmann::json const& record, RunLineage const& lineage) {
+    return of_lineage(lineage, computed_step(record), record.value("launch", nlohmann::json()));
 }
 
 // Whether a resumed run keeps `record` of its own run: an earlier step's, or the resume step's closing validation
@@ -162,14 +166,15 @@ std::optional<std::pair<std::size_t, std::size_t>> kept_after_dropped(MetricsFil
 }
 
 std::optional<StepSpan> abandoned_records(std::filesystem::path const& path, std::string const& run_id,
-                                          RunLineage const& lineage) {
+                                          ResumedFrom const& from) {
     MetricsFile const file = read_metrics_file(path);
     std::optional<StepSpan> steps;
     for (std::size_t i = 0; i < file.lines.size(); ++i) {
         bool const torn = file.torn_end && i + 1 == file.lines.size();
         nlohmann::json const& record = file.lines[i].record;
-        if (!torn && is_record_of(record, run_id) && !of_lineage(record, lineage)) {
-            widen(steps, record["step"].get<std::int64_t>());
+        if (!torn && is_record_of(record, run_id) &&
+            abandoned_by(from, computed_step(record), record.value("launch", nlohmann::json()))) {
+            widen(steps, computed_step(record));
         }
     }
     return steps;

@@ -40,11 +40,11 @@ struct MetricsResume {
 void require_resumable_metrics_file(std::filesystem::path const& path, std::string const& run_id,
                                     MetricsResume const& resume, bool overwrite);
 
-// The steps of the records of run `run_id` in the metrics file `path` that a launch outside `lineage` computed
-// (steps a rollback abandoned, left there by a launch the rollback was not given the file to cut): a run resumed
-// on `lineage` cuts them and does not compute them again. Nothing where there are none.
+// The steps whose computation records of run `run_id` in the metrics file `path` are of a branch a rollback
+// abandoned (left there because the rollback was not given the file to cut; abandoned_by), which the run resumed
+// `from` cuts (a closing validation counts for the step before its own). Nothing where there are none.
 std::optional<StepSpan> abandoned_records(std::filesystem::path const& path, std::string const& run_id,
-                                          RunLineage const& lineage);
+                                          ResumedFrom const& from);
 
 class MetricsLog {
 public:

@@ -19,6 +19,14 @@ bool of_lineage(RunLineage const& lineage, std::int64_t step, nlohmann::json con
     return expected.empty() || !launch.is_string() || launch.get<std::string>() == expected;
 }
 
+bool abandoned_by(ResumedFrom const& resumed, std::int64_t step, nlohmann::json const& launch) {
+    if (step < resumed.step) return !of_lineage(resumed.lineage, step, launch);
+    if (!launch.is_string()) return false;
+    return std::any_of(resumed.set_aside.begin(), resumed.set_aside.end(), [&](SetAsideBranch const& branch) {
+        return step <= branch.step && launch_at(branch.lineage, step) == launch.get<std::string>();
+    });
+}
+
 void widen(std::optional<StepSpan>& span, std::int64_t step) {
     if (!span) span = StepSpan{step, step};
     span->first = std::min(span->first, step);

@@ -30,6 +30,29 @@ std::string launch_at(RunLineage const& lineage, std::int64_t step);
 // launches were recorded) belongs to `lineage`: it does unless both say which launch, and they differ.
 bool of_lineage(RunLineage const& lineage, std::int64_t step, nlohmann::json const& launch);
 
+// A checkpoint that a rollback set aside (step_N.rolled-back-TIME): its step, and the launches that computed it.
+struct SetAsideBranch {
+    std::int64_t step;
+    RunLineage lineage;
+};
+
+// Where a resume that is no rollback starts: the resumed checkpoint's step and lineage, and the checkpoints of later
+// steps that rollbacks set aside in its --ckpt-dir.
+struct ResumedFrom {
+    std::int64_t step;
+    RunLineage lineage;
+    std::vector<SetAsideBranch> set_aside;
+};
+
+// Whether a record of the computation of step `step` by launch `launch` is of a branch that a rollback abandoned,
+// which a resume would cut without a word: before the resumed step, one written by a launch outside the resumed
+// lineage (a rollback not given the file left it there; the run does not compute that step again); from the
+// resumed step on, one written by the launch that computed that step of a checkpoint set aside (a rollback that
+// ended before its first save, so that no lineage records it; the run computes those steps again, with its own
+// settings). Any other record from the resumed step on is of a launch that ended before its next save, which the
+// run computes again as a resume after a crash does.
+bool abandoned_by(ResumedFrom const& resumed, std::int64_t step, nlohmann::json const& launch);
+
 // The first and the last of some steps, for a message ("steps 10 to 20").
 struct StepSpan {
     std::int64_t first;

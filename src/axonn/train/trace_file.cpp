@@ -252,11 +252,11 @@ void require_continuable_trace(std::filesystem::path const& path) {
     [[maybe_unused]] auto const events = trace_events(path);
 }
 
-std::optional<StepSpan> abandoned_steps(std::filesystem::path const& path, RunLineage const& lineage) {
+std::optional<StepSpan> abandoned_steps(std::filesystem::path const& path, ResumedFrom const& from) {
     std::optional<StepSpan> steps;
     for (nlohmann::json const& event : trace_events(path)) {
         std::optional<std::int64_t> const step = step_of(event);
-        if (step && !of_lineage(lineage, *step, launch_of(event))) widen(steps, *step);
+        if (step && abandoned_by(from, *step, launch_of(event))) widen(steps, *step);
     }
     return steps;
 }

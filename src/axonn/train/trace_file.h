@@ -72,8 +72,8 @@ private:
 bool is_trace_of_run(std::filesystem::path const& path, std::string const& run_id);
 // Refuses, before the run, a trace of the run that its events cannot be read back from to be continued.
 void require_continuable_trace(std::filesystem::path const& path);
-// The steps whose spans in the trace `path` a launch outside `lineage` computed (steps a rollback abandoned): a run
-// resumed on `lineage` drops them and does not trace them again. Nothing where there are none.
-std::optional<StepSpan> abandoned_steps(std::filesystem::path const& path, RunLineage const& lineage);
+// The steps whose spans in the trace `path` are of a branch a rollback abandoned (abandoned_by), which the run
+// resumed `from` drops. Nothing where there are none.
+std::optional<StepSpan> abandoned_steps(std::filesystem::path const& path, ResumedFrom const& from);
 
 }  // namespace axonn

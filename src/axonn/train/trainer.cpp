@@ -340,13 +340,15 @@ std::optional<CheckpointDirLock> lock_checkpoint_folder(TrainOptions const& opti
     return lock;
 }
 
-// A resumed run that is no rollback cuts from its metrics and its trace the records of steps a rollback abandoned,
-// which a launch not given those files left there, and computes those steps no more: rank 0 copies each such file
-// whole first and says where (they were cut without a copy, and the gap note blamed a missing --metrics).
-void keep_abandoned_records(TrainOptions const& options, bool trace_continued) {
-    if (options.resume.empty()) return;
+// A resumed run that is no rollback cuts from its metrics and its trace the records of a branch a rollback
+// abandoned, which a rollback not given those files left there (abandoned_by): rank 0 copies each such file whole
+// first and says where (they were cut without a copy, and the gap note blamed a missing --metrics).
+void keep_abandoned_records(TrainOptions const& options, std::optional<CheckpointReader> const& resumed,
+                            bool trace_continued) {
+    std::optional<std::int64_t> const step = resume_step(options, resumed);
+    if (!step) return;
     std::string const note = decided_by_rank_zero([&] {
-        RunLineage const lineage = resumed_lineage(options);
+        ResumedFrom const from{*step, resumed_lineage(options), set_aside_branches(options.ckpt_dir, *step)};
         std::vector<ContinuedLog> logs;
         std::optional<StepSpan> abandoned;
         auto const add = [&](char const* option, std::filesystem::path const& path, std::optional<StepSpan> steps) {
@@ -356,10 +358,10 @@ void keep_abandoned_records(TrainOptions const& options, bool trace_continued) {
             widen(abandoned, steps->last);
         };
         if (!options.metrics.empty()) {
-            add("--metrics", options.metrics, abandoned_records(options.metrics, options.run_id, lineage));
+            add("--metrics", options.metrics, abandoned_records(options.metrics, options.run_id, from));
         }
-        if (trace_continued) add("--trace", options.trace, abandoned_steps(options.trace, lineage));
-        return abandoned ? copy_abandoned_records_aside(logs, *abandoned) : std::string();
+        if (trace_continued) add("--trace", options.trace, abandoned_steps(options.trace, from));
+        return abandoned ? copy_abandoned_records_aside(logs, *abandoned, *step) : std::string();
     });
     if (is_world_leader()) fmt::print("{}", note);
 }
@@ -375,7 +377,7 @@ MetricsLog open_metrics(TrainOptions const& options, TrainingData const& data, b
         if (trace_continued) logs.push_back({"--trace", options.trace});
         rolled_back = set_aside_rolled_back_checkpoints(options.ckpt_dir, resumed, logs);
     }
-    if (!rolled_back) keep_abandoned_records(options, trace_continued);
+    if (!rolled_back) keep_abandoned_records(options, resumed, trace_continued);
     if (options.metrics.empty() || !leader) return MetricsLog();
     MetricsLog metrics(options.metrics, options.run_id, launch_id(options), options.overwrite,
                        metrics_resume(options, data.val.has_value(), resumed));
