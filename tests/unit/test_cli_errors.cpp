@@ -1597,12 +1597,14 @@ TEST_F(CommandLineErrors, WeightsThatAreNotFiniteAreNamedAtTheStartAndByImport) 
     fs::remove_all(dir_ / "nan_import");
     CommandResult const imported = run_axonn(with_dir("import --format hf {dir}/nan_hf --out {dir}/nan_import"), dir_);
     EXPECT_EQ(imported.exit_status, 1) << imported.stderr_text;
-    EXPECT_NE(imported.stderr_text.find(with_dir("{dir}/nan_hf holds a weight that is not finite (NaN or infinite), "
-                                                 "in what axonn calls wte: the model is damaged")),
+    EXPECT_NE(imported.stderr_text.find(with_dir("{dir}/nan_hf holds a weight that is not finite (NaN or infinite): "
+                                                 "element 0 of h.0.attn.c_attn.bias in model.safetensors: the model "
+                                                 "is damaged")),
               std::string::npos)
         << imported.stderr_text;
     EXPECT_FALSE(fs::exists(dir_ / "nan_import")) << "a refused import left its --out";
-    // One NaN, in the second layer's attention bias: named with its layer (axonn holds the layers in one tensor).
+    // One NaN, in the second layer's attention bias: named as the file names it (axonn holds the layers in one
+    // tensor, and calls this one qkvb).
     fs::remove_all(dir_ / "nan_layer_hf");
     ASSERT_EQ(run_axonn(with_dir("export {dir}/model {dir}/nan_layer_hf"), dir_).exit_status, 0);
     {
@@ -1619,7 +1621,8 @@ TEST_F(CommandLineErrors, WeightsThatAreNotFiniteAreNamedAtTheStartAndByImport) 
     CommandResult const layer =
         run_axonn(with_dir("import --format hf {dir}/nan_layer_hf --out {dir}/nan_layer_import"), dir_);
     EXPECT_EQ(layer.exit_status, 1) << layer.stderr_text;
-    EXPECT_NE(layer.stderr_text.find("in what axonn calls qkvb of layer 1: the model is damaged"), std::string::npos)
+    EXPECT_NE(layer.stderr_text.find(": element 1 of h.1.attn.c_attn.bias in model.safetensors: the model is damaged"),
+              std::string::npos)
         << layer.stderr_text;
 }
 

@@ -10,6 +10,7 @@
 #include "axonn/core/tensor.h"
 #include "axonn/families/hf_model.h"
 #include "axonn/families/registry.h"
+#include "axonn/io/hf_safetensors.h"
 #include "axonn/train/checkpointing.h"
 #include "axonn/train/output_kinds.h"
 
@@ -68,19 +69,21 @@ void require_importable_into(std::string const& out, bool overwrite) {
 
 // A weight that is not finite was imported without a word, and `generate` or `--init-from` refused the checkpoint
 // later, blaming the checkpoint: the damage is the source folder's, and the import is where it shows first.
-// The tensor is named as axonn names it, with the layer of a stacked one (the layers' tensors are one in axonn).
+// The value is named as the folder names it: its tensor, element and file (the first in the order of the tensors'
+// names; the folder is read again for it, once one was found).
 void require_finite_weights(std::string const& source, ShardLayout const& layout, std::span<float const> params) {
-    for (int id = 0; id < layout.count(); ++id) {
+    auto const finite = [&](int id) {
         std::span<float const> const weight = params.subspan(layout.offset(id), layout.local_numel(id));
-        auto const bad = std::find_if(weight.begin(), weight.end(), [](float value) { return !std::isfinite(value); });
-        if (bad == weight.end()) continue;
-        ParamDecl const& param = layout.param(id);
-        std::int64_t const serial = layout.serial_index(id, bad - weight.begin());
-        std::string const layer =
-            param.layers > 1 ? fmt::format(" of layer {}", serial / (param.rows * param.cols)) : std::string();
-        fail("{} holds a weight that is not finite (NaN or infinite), in what axonn calls {}{}: the model is "
-             "damaged; import a sound copy of it",
-             source, param.name, layer);
+        return std::all_of(weight.begin(), weight.end(), [](float value) { return std::isfinite(value); });
+    };
+    for (int id = 0; id < layout.count(); ++id) {
+        if (finite(id)) continue;
+        std::optional<NonFiniteWeight> const found = HfSafetensors(source).first_non_finite();
+        fail("{} holds a weight that is not finite (NaN or infinite){}: the model is damaged; import a sound copy of it",
+             source,
+             found ? fmt::format(": element {} of {} in {}", found->element, found->tensor,
+                                 std::filesystem::path(found->file).filename().string())
+                   : std::string());
     }
 }
 

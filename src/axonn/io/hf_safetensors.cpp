@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <map>
 #include <string_view>
 
@@ -181,6 +182,24 @@ void HfSafetensors::require_all_read(std::set<std::string> const& read,
 std::string HfSafetensors::where(std::string const& name) const {
     auto const found = tensors_.find(name);
     return found == tensors_.end() ? std::string() : shards_[found->second.shard]->input.path.string();
+}
+
+std::optional<NonFiniteWeight> HfSafetensors::first_non_finite() const {
+    constexpr std::int64_t chunk = std::int64_t{1} << 20;
+    std::vector<float> values;
+    for (auto const& [name, location] : tensors_) {
+        DType const dtype = location.entry->dtype;
+        if (dtype != DType::f32 && dtype != DType::bf16 && dtype != DType::f16) continue;
+        std::int64_t const numel = shape_numel(location.entry->shape);
+        for (std::int64_t begin = 0; begin < numel; begin += chunk) {
+            std::int64_t const count = std::min(chunk, numel - begin);
+            values.resize(static_cast<std::size_t>(count));
+            read(name, begin, count, values.data());
+            auto const bad = std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+            if (bad != values.end()) return NonFiniteWeight{name, begin + (bad - values.begin()), where(name)};
+        }
+    }
+    return std::nullopt;
 }
 
 void HfSafetensors::read(std::string const& name, std::int64_t begin, std::int64_t count, float* out) const {

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <nlohmann/json_fwd.hpp>
 #include <set>
 #include <string>
@@ -46,6 +47,13 @@ bool is_hf_model_folder(std::filesystem::path const& dir);
 void require_architectures_of(nlohmann::json const& config, std::string_view family_classes,
                               std::string const& source);
 
+// A value of a folder's weights that is not finite: the tensor, the element's index in it (row-major), its file.
+struct NonFiniteWeight {
+    std::string tensor;
+    std::int64_t element;
+    std::string file;
+};
+
 class HfSafetensors {
 public:
     explicit HfSafetensors(std::filesystem::path const& dir);
@@ -59,6 +67,9 @@ public:
     void read(std::string const& name, std::int64_t begin, std::int64_t count, float* out) const;
     // Where the tensor is: its file, for errors.
     std::string where(std::string const& name) const;
+    // The first value that is not finite among the folder's F32, BF16 and F16 tensors (in the order of their names),
+    // or nullopt: to name a damaged weight as the folder names it, once one was found.
+    std::optional<NonFiniteWeight> first_non_finite() const;
     // Refuses a folder that holds a tensor of a layer past the config's: a name `layer_prefix` N "." ... with
     // N >= layers (a config.json that claims fewer layers than the weights hold would drop the rest unseen).
     void require_no_layer_beyond(std::string const& layer_prefix, std::int64_t layers) const;
