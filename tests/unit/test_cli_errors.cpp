@@ -1725,8 +1725,8 @@ TEST_F(CommandLineErrors, RollingBackToAnEarlierCheckpointKeepsTheLaterOnesAside
     // kept in a copy of the file as it was, marked as the checkpoints are, and the run says where.
     std::string const mark = aside[0].substr(std::string("step_00000004").size());
     fs::path const copy = dir_ / ("rollback.jsonl" + mark);
-    EXPECT_TRUE(printed(dir_, with_dir("; --metrics {dir}/rollback.jsonl continues from step 2, its later steps' "
-                                       "records kept in a copy of the file as it was, " + copy.string())));
+    EXPECT_TRUE(printed(dir_, with_dir("; --metrics {dir}/rollback.jsonl continues from step 2, kept first in a copy "
+                                       "of the file as it was, " + copy.string())));
     EXPECT_EQ(file_bytes(copy), branch_records);
     EXPECT_EQ(run_axonn(with_dir(run + "--resume latest"), dir_).exit_status, 0);
 

@@ -537,14 +537,14 @@ std::string copies_kept(std::vector<fs::path> const& copies) {
                        fmt::join(names, " and "));
 }
 
-// "; --metrics m.jsonl continues from step 2, its later steps' records kept in a copy of the file as it was,
-// m.jsonl.rolled-back-T": the logs a rollback continues, and their copies.
+// "; --metrics m.jsonl continues from step 2, kept first in a copy of the file as it was, m.jsonl.rolled-back-T":
+// the logs a rollback continues, and their copies. (Not "its later steps' records": resuming a branch set aside
+// can cut none, and still replaces the records of the branch it sets aside.)
 std::string continued_logs_note(std::vector<ContinuedLog> const& logs, std::vector<fs::path> const& copies,
                                 std::int64_t step) {
     if (copies.empty()) return std::string();
-    bool const one = copies.size() == 1;
-    return fmt::format("; {} continue{} from step {}, {} later steps' records kept in {}", named_logs(logs),
-                       one ? "s" : "", step, one ? "its" : "their", copies_kept(copies));
+    return fmt::format("; {} continue{} from step {}, kept first in {}", named_logs(logs),
+                       copies.size() == 1 ? "s" : "", step, copies_kept(copies));
 }
 
 // The names of the checkpoints set aside, for one line: each of a few, or the first and the last of many (a run
