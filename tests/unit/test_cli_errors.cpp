@@ -1819,6 +1819,24 @@ TEST_F(CommandLineErrors, AResumeCuttingTheRecordsOfABranchSetAsideCopiesThemFir
     EXPECT_EQ(copies().size(), 1u);
 }
 
+// A run that fails before its first save (it diverges at once) leaves no checkpoint folder it made, however deep:
+// the folder held only its lock. A folder that was there before stays, and so does one a save went into.
+TEST_F(CommandLineErrors, ARunThatFailsBeforeItsFirstSaveLeavesNoFolderItMade) {
+    std::string const run = "train --data {dir}/good --tokenizer byte --model gpt2-micro --sample-tokens 0 --steps 4 ";
+    std::string const diverging = "--lr 1e30 --warmup 0 ";
+    fs::remove_all(dir_ / "made_levels");
+    CommandResult const failed = run_axonn(with_dir(run + diverging + "--ckpt-dir {dir}/made_levels/a/b"), dir_);
+    ASSERT_EQ(failed.exit_status, 1) << failed.stderr_text;
+    ASSERT_NE(failed.stderr_text.find("the model diverged"), std::string::npos) << failed.stderr_text;
+    EXPECT_FALSE(fs::exists(dir_ / "made_levels")) << "a failed run left the checkpoint folder it made";
+    fs::remove_all(dir_ / "there_before");
+    fs::create_directories(dir_ / "there_before");
+    ASSERT_EQ(run_axonn(with_dir(run + diverging + "--ckpt-dir {dir}/there_before"), dir_).exit_status, 1);
+    EXPECT_TRUE(fs::is_directory(dir_ / "there_before"));
+    ASSERT_EQ(run_axonn(with_dir(run + "--ckpt-dir {dir}/made_levels/a/b"), dir_).exit_status, 0);
+    EXPECT_TRUE(fs::exists(dir_ / "made_levels" / "a" / "b" / "step_00000004" / "COMPLETE"));
+}
+
 // A rollback past many checkpoints names the first and the last it sets aside, and their count, not every one (a
 // run saving every step listed each on one line).
 TEST_F(CommandLineErrors, ARollbackPastManyCheckpointsNamesTheFirstAndTheLast) {

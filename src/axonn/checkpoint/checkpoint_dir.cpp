@@ -245,16 +245,31 @@ void prune_checkpoints(fs::path const& dir, int keep, std::int64_t just_saved) {
     }
 }
 
+MadeCheckpointFolder::~MadeCheckpointFolder() {
+    if (levels_.empty() || lock_.empty()) return;
+    std::error_code error;
+    for (fs::directory_iterator entry(levels_.front(), error); !error && entry != fs::directory_iterator();
+         entry.increment(error)) {
+        if (entry->path().filename() != lock_.filename()) return;  // a save began: the folder is the run's
+    }
+    if (error || !fs::remove(lock_, error)) return;
+    for (fs::path const& level : levels_) {
+        if (!fs::remove(level, error)) break;  // not empty: it, and the levels above it, stay
+    }
+}
+
 CheckpointDirLock::CheckpointDirLock(fs::path const& dir, std::string_view option) {
-    provisional_.create_folder(dir, "checkpoint folder");
+    std::vector<fs::path> levels = provisional_.create_folder(dir, "checkpoint folder");
     fs::path const path = dir / checkpoint_lock_file;
     handle_ = FileHandle(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-    if (handle_.is_open()) provisional_.add_file(path);  // made here: with the folder, if nothing else comes
+    bool const lock_made = handle_.is_open();
+    if (lock_made) provisional_.add_file(path);  // made here: with the folder, if nothing else comes
     if (!handle_.is_open() && errno == EEXIST) handle_ = FileHandle(::open(path.c_str(), O_RDWR | O_CLOEXEC));
     AXONN_REQUIRE(handle_.is_open(), "cannot create {} to lock the checkpoint folder: {}", path.string(),
                   std::strerror(errno));
     if (::flock(handle_.get(), LOCK_EX | LOCK_NB) != 0) throw Error(in_use_message(dir, option));
     folder_.emplace(dir, "checkpoint folder");
+    if (lock_made) made_ = MadeCheckpointFolder(std::move(levels), path);
 }
 
 void require_not_in_use(fs::path const& dir, std::string_view option) {

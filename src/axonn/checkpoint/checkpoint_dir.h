@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace axonn {
@@ -91,6 +92,29 @@ void prune_checkpoints(std::filesystem::path const& dir, int keep, std::int64_t 
 // run's saves change it meanwhile, and its lock is the reason to give (`option` names the folder in the message).
 void require_not_in_use(std::filesystem::path const& dir, std::string_view option);
 
+// A checkpoint folder that CheckpointDirLock made, with the .lock it made there: going while the folder holds
+// nothing else (a run ended by an error before its first save), it removes the lock and the levels it made, while
+// the lock is still held, so that no empty checkpoint folder is left behind. Moved from, it removes nothing (and
+// one assigned to takes the other's folder only: CheckpointDirLock assigns it to an empty one).
+class MadeCheckpointFolder {
+public:
+    MadeCheckpointFolder() = default;
+    MadeCheckpointFolder(std::vector<std::filesystem::path> levels, std::filesystem::path lock)
+        : levels_(std::move(levels)), lock_(std::move(lock)) {}
+    MadeCheckpointFolder(MadeCheckpointFolder&& other) noexcept
+        : levels_(std::exchange(other.levels_, {})), lock_(std::exchange(other.lock_, {})) {}
+    MadeCheckpointFolder& operator=(MadeCheckpointFolder&& other) noexcept {
+        levels_ = std::exchange(other.levels_, {});
+        lock_ = std::exchange(other.lock_, {});
+        return *this;
+    }
+    ~MadeCheckpointFolder();
+
+private:
+    std::vector<std::filesystem::path> levels_;  // deepest first
+    std::filesystem::path lock_;
+};
+
 // Held by rank 0 for a whole run: a second run writing into the same --ckpt-dir is an error, not two runs
 // deleting each other's saves. The lock (flock on DIR/.lock) goes with the process, however it ends.
 // The folder itself is held too (FolderLock), so that `export` or `prepare` into it meanwhile is refused, not
@@ -106,6 +130,7 @@ private:
     ProvisionalOutputs provisional_;
     FileHandle handle_;
     std::optional<FolderLock> folder_;  // after the .lock: a second run is told the folder is in use by a run
+    MadeCheckpointFolder made_;         // the last member: it goes first, with the locks still held
 };
 
 // A run that starts at `start_step` refuses a --ckpt-dir holding complete checkpoints of later steps: another

@@ -346,7 +346,7 @@ std::optional<CheckpointDirLock> lock_checkpoint_folder(TrainOptions const& opti
 void keep_abandoned_records(TrainOptions const& options, std::optional<CheckpointReader> const& resumed,
                             bool trace_continued) {
     std::optional<std::int64_t> const step = resume_step(options, resumed);
-    if (!step) return;
+    if (!step || (options.metrics.empty() && !trace_continued)) return;
     std::string const note = decided_by_rank_zero([&] {
         ResumedFrom const from{*step, resumed_lineage(options), set_aside_branches(options.ckpt_dir, *step)};
         std::vector<ContinuedLog> logs;
