@@ -486,22 +486,37 @@ TEST(Checkpoint, ARefusedRollbackChangesNothing) {
     }
 }
 
-// A moment of AdamW that is not finite (saved with its checksum, so no damage the reader sees) is named as the
-// checkpoint's: the first update made the weights NaN and the run "diverged", blamed on the learning rate.
-TEST(Checkpoint, AMomentThatIsNotFiniteIsNamed) {
+// A moment of AdamW or a weight that is not finite (saved with its checksum, so no damage the checksums show) is
+// named as the checkpoint's damage: a NaN moment made the first update's weights NaN and the run "diverged",
+// blamed on the learning rate; a NaN weight in a row the data never reads trained on unseen. Resumed, and read by
+// `generate` and `--init-from`.
+TEST(Checkpoint, AMomentOrAWeightThatIsNotFiniteIsNamed) {
     testing::TempDir dir;
-    SerialState state(7);
-    state.exp_avg_sq[state.layout.offset(2) + 1] = std::numeric_limits<float>::quiet_NaN();
-    fs::path const folder = state.save(dir / "ckpt", 2);
-    fs::path const err = dir / "stderr.txt";
-    int const status =
-        std::system((resuming_train_command(dir.path(), 4) + folder.string() + " > /dev/null 2> " + err.string())
-                        .c_str());
-    EXPECT_EQ(WEXITSTATUS(status), 1) << file_bytes(err);
-    EXPECT_NE(file_bytes(err).find("its AdamW state exp_avg_sq." + state.layout.param(2).name +
-                                   " holds a value that is not finite"),
-              std::string::npos)
-        << file_bytes(err);
+    std::string const data = resuming_train_command(dir.path(), 4);  // makes the data
+    for (bool const moment : {true, false}) {
+        SerialState state(7);
+        (moment ? state.exp_avg_sq : state.params)[state.layout.offset(2) + 1] = std::numeric_limits<float>::quiet_NaN();
+        fs::path const folder = state.save(dir / (moment ? "moment" : "weight"), 2);
+        std::string const named = moment ? "its AdamW state exp_avg_sq." + state.layout.param(2).name
+                                         : "its weight " + state.layout.param(2).name;
+        std::string const axonn = (fs::path(AXONN_BUILD_DIR) / "axonn").string();
+        std::vector<std::string> commands = {data + folder.string()};
+        if (!moment) {
+            commands.push_back(axonn + " generate --tokenizer byte --prompt x --max-new-tokens 2 --model-dir " +
+                               folder.string());
+            commands.push_back(axonn + " train --data " + (dir / "data").string() +
+                               " --tokenizer byte --sample-tokens 0 --steps 2 --init-from " + folder.string());
+        }
+        for (std::string const& command : commands) {
+            SCOPED_TRACE(command);
+            fs::path const err = dir / "stderr.txt";
+            int const status = std::system((command + " > /dev/null 2> " + err.string()).c_str());
+            EXPECT_EQ(WEXITSTATUS(status), 1) << file_bytes(err);
+            EXPECT_NE(file_bytes(err).find(named + " holds a value that is not finite (NaN or infinite)"),
+                      std::string::npos)
+                << file_bytes(err);
+        }
+    }
 }
 
 // A rollback names the run's own checkpoint through a link as well as by its path: the later checkpoint is set

@@ -1559,22 +1559,33 @@ TEST_F(CommandLineErrors, AConfigThatDisagreesWithTheWeightsNamesTheTensor) {
     }
 }
 
-// Weights that give a loss that is not finite before the run's first update are blamed, not the learning rate: in
-// the validation at step 0, and in the first step's training loss (data without validation). `import` refuses them
-// before it makes its --out (it wrote them into a checkpoint that `generate` then called damaged).
+// Every byte from `from` on in a Hugging Face folder's model.safetensors (its weights, after the header) set to
+// `byte`, over `count` bytes (all of them where 0).
+void overwrite_weights(fs::path const& folder, std::string const& tensor, std::int64_t from, char byte,
+                       std::int64_t count = 0) {
+    std::fstream file(folder / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    std::uint64_t header = 0;
+    file.read(reinterpret_cast<char*>(&header), sizeof header);
+    std::string text(static_cast<std::size_t>(header), '\0');
+    file.read(text.data(), static_cast<std::streamsize>(header));
+    std::int64_t const begin =
+        tensor.empty() ? 0 : nlohmann::json::parse(text)[tensor]["data_offsets"][0].get<std::int64_t>();
+    auto const data = static_cast<std::int64_t>(fs::file_size(folder / "model.safetensors") - 8 - header);
+    file.seekp(static_cast<std::streamoff>(8 + header + begin + from));
+    file << std::string(static_cast<std::size_t>(count > 0 ? count : data - begin - from), byte);
+}
+
+// Weights that give a loss that is not finite before the run's first update (finite, but near float's largest) are
+// blamed, not the learning rate: in the validation at step 0, and in the first step's training loss (data without
+// validation). A weight that is not finite is refused as it is read, named as the folder names it, by every command
+// that reads a Hugging Face folder: `import` before it makes its --out (it wrote them into a checkpoint that
+// `generate` then called damaged), `generate`, and `train --init-from` (a NaN in a row the data never reads trained
+// on unseen into every later checkpoint).
 TEST_F(CommandLineErrors, WeightsThatAreNotFiniteAreNamedAtTheStartAndByImport) {
     train_model_once();
-    fs::remove_all(dir_ / "nan_hf");
-    ASSERT_EQ(run_axonn(with_dir("export {dir}/model {dir}/nan_hf"), dir_).exit_status, 0);
-    {
-        // Every byte of the weights 0xff: a NaN in float32. The header (an 8-byte length, then JSON) stays.
-        std::fstream file(dir_ / "nan_hf" / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
-        std::uint64_t header = 0;
-        file.read(reinterpret_cast<char*>(&header), sizeof header);
-        auto const data = static_cast<std::int64_t>(fs::file_size(dir_ / "nan_hf" / "model.safetensors") - 8 - header);
-        file.seekp(static_cast<std::streamoff>(8 + header));
-        file << std::string(static_cast<std::size_t>(data), '\xff');
-    }
+    fs::remove_all(dir_ / "huge_hf");
+    ASSERT_EQ(run_axonn(with_dir("export {dir}/model {dir}/huge_hf"), dir_).exit_status, 0);
+    overwrite_weights(dir_ / "huge_hf", "", 0, '\x7f');  // 0x7f7f7f7f: 3.4e38 in float32
     fs::create_directories(dir_ / "train_only");
     fs::copy_file(dir_ / "good" / "train.bin", dir_ / "train_only" / "train.bin", fs::copy_options::overwrite_existing);
     for (auto const& [data, what] :
@@ -1582,7 +1593,7 @@ TEST_F(CommandLineErrors, WeightsThatAreNotFiniteAreNamedAtTheStartAndByImport) 
         SCOPED_TRACE(data);
         CommandResult const result = run_axonn(
             with_dir(
-                std::string("train --tokenizer byte --steps 2 --sample-tokens 0 --init-from {dir}/nan_hf --data ") +
+                std::string("train --tokenizer byte --steps 2 --sample-tokens 0 --init-from {dir}/huge_hf --data ") +
                 data),
             dir_);
         EXPECT_EQ(result.exit_status, 1) << result.stderr_text;
@@ -1590,40 +1601,29 @@ TEST_F(CommandLineErrors, WeightsThatAreNotFiniteAreNamedAtTheStartAndByImport) 
         EXPECT_NE(result.stderr_text.find(std::string("the ") + what + " is "), std::string::npos)
             << result.stderr_text;
         std::string const blame = "nan at step 0, before this run's first update: the weights it starts from "
-                                  "(--init-from " + with_dir("{dir}/nan_hf") + ") give values that are not finite";
+                                  "(--init-from " + with_dir("{dir}/huge_hf") + ") give values that are not finite";
         EXPECT_NE(result.stderr_text.find(blame), std::string::npos) << result.stderr_text;
         EXPECT_EQ(result.stderr_text.find("lower --lr"), std::string::npos) << result.stderr_text;
     }
+    // One NaN, the second element of the second layer's attention bias (axonn holds the layers in one tensor, and
+    // calls this one qkvb): every reader names it as the file does.
+    fs::remove_all(dir_ / "nan_hf");
+    ASSERT_EQ(run_axonn(with_dir("export {dir}/model {dir}/nan_hf"), dir_).exit_status, 0);
+    overwrite_weights(dir_ / "nan_hf", "h.1.attn.c_attn.bias", 4, '\xff', 4);
+    std::string const named = with_dir("Hugging Face folder {dir}/nan_hf holds a weight that is not finite (NaN or "
+                                       "infinite): element 1 of h.1.attn.c_attn.bias in model.safetensors: the model "
+                                       "is damaged");
     fs::remove_all(dir_ / "nan_import");
-    CommandResult const imported = run_axonn(with_dir("import --format hf {dir}/nan_hf --out {dir}/nan_import"), dir_);
-    EXPECT_EQ(imported.exit_status, 1) << imported.stderr_text;
-    EXPECT_NE(imported.stderr_text.find(with_dir("{dir}/nan_hf holds a weight that is not finite (NaN or infinite): "
-                                                 "element 0 of h.0.attn.c_attn.bias in model.safetensors: the model "
-                                                 "is damaged")),
-              std::string::npos)
-        << imported.stderr_text;
-    EXPECT_FALSE(fs::exists(dir_ / "nan_import")) << "a refused import left its --out";
-    // One NaN, in the second layer's attention bias: named as the file names it (axonn holds the layers in one
-    // tensor, and calls this one qkvb).
-    fs::remove_all(dir_ / "nan_layer_hf");
-    ASSERT_EQ(run_axonn(with_dir("export {dir}/model {dir}/nan_layer_hf"), dir_).exit_status, 0);
-    {
-        std::fstream file(dir_ / "nan_layer_hf" / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
-        std::uint64_t header = 0;
-        file.read(reinterpret_cast<char*>(&header), sizeof header);
-        std::string text(static_cast<std::size_t>(header), '\0');
-        file.read(text.data(), static_cast<std::streamsize>(header));
-        auto const begin = nlohmann::json::parse(text)["h.1.attn.c_attn.bias"]["data_offsets"][0].get<std::int64_t>();
-        file.seekp(static_cast<std::streamoff>(8 + header + begin + 4));  // its second element
-        file << std::string(4, '\xff');
+    for (std::string const command :
+         {"import --format hf {dir}/nan_hf --out {dir}/nan_import",
+          "generate --model-dir {dir}/nan_hf --tokenizer byte --prompt x --max-new-tokens 2",
+          "train --tokenizer byte --steps 2 --sample-tokens 0 --init-from {dir}/nan_hf --data {dir}/good"}) {
+        SCOPED_TRACE(command);
+        CommandResult const result = run_axonn(with_dir(command), dir_);
+        EXPECT_EQ(result.exit_status, 1) << result.stderr_text;
+        EXPECT_NE(result.stderr_text.find(named), std::string::npos) << result.stderr_text;
     }
-    fs::remove_all(dir_ / "nan_layer_import");
-    CommandResult const layer =
-        run_axonn(with_dir("import --format hf {dir}/nan_layer_hf --out {dir}/nan_layer_import"), dir_);
-    EXPECT_EQ(layer.exit_status, 1) << layer.stderr_text;
-    EXPECT_NE(layer.stderr_text.find(": element 1 of h.1.attn.c_attn.bias in model.safetensors: the model is damaged"),
-              std::string::npos)
-        << layer.stderr_text;
+    EXPECT_FALSE(fs::exists(dir_ / "nan_import")) << "a refused import left its --out";
 }
 
 // Where `warning` stands in `stderr_text`, which must hold it exactly once.

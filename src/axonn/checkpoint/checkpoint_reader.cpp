@@ -8,8 +8,11 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <memory>
+#include <span>
+#include <string_view>
 #include <vector>
 
 namespace axonn {
@@ -202,10 +205,16 @@ void CheckpointReader::read_shard(std::string const& tensor, ShardLayout const& 
 void CheckpointReader::read_local(ShardLayout const& layout, LocalBuffers const& out) {
     for (int id = 0; id < layout.count(); ++id) {
         std::string const& name = layout.param(id).name;
-        std::int64_t const offset = layout.offset(id);
-        read_shard(name, layout, id, out.params.data() + offset);
-        if (!out.exp_avg.empty()) read_shard(exp_avg_name(name), layout, id, out.exp_avg.data() + offset);
-        if (!out.exp_avg_sq.empty()) read_shard(exp_avg_sq_name(name), layout, id, out.exp_avg_sq.data() + offset);
+        auto const read = [&](std::string const& tensor, std::string_view what, std::span<float> buffer) {
+            if (buffer.empty()) return;
+            std::span<float> const local = buffer.subspan(layout.offset(id), layout.local_numel(id));
+            read_shard(tensor, layout, id, local.data());
+            if (std::all_of(local.begin(), local.end(), [](float value) { return std::isfinite(value); })) return;
+            damaged(fmt::format("its {} {} holds a value that is not finite (NaN or infinite)", what, tensor));
+        };
+        read(name, "weight", out.params);
+        read(exp_avg_name(name), "AdamW state", out.exp_avg);
+        read(exp_avg_sq_name(name), "AdamW state", out.exp_avg_sq);
         // A replicated tensor touches every writer's files: a rank of a large job closes them as it goes rather
         // than holding one descriptor per file of the checkpoint.
         files_.clear();

@@ -40,7 +40,10 @@ public:
     // Checks every file's size and CRC-32, the files shared out over the ranks of `world`, and throws the same
     // axonn::Error on every rank if one is missing or damaged. Collective over `world`.
     void verify(Communicator& world);
-    // Fills this rank's shards of the weights (and of the moments, where `out` has room for them).
+    // Fills this rank's shards of the weights (and of the moments, where `out` has room for them). A value that is
+    // not finite is damage, named with its tensor (saved with its checksum, so no other check sees it): a NaN in a
+    // row the data never reads trained on unseen into every later checkpoint, and one in a moment made the first
+    // update's weights NaN, the run "diverged" and the learning rate blamed.
     void read_local(ShardLayout const& layout, LocalBuffers const& out);
     // A whole tensor in its serial layout.
     Tensor read_tensor(std::string const& name);

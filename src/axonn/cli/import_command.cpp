@@ -10,20 +10,15 @@
 #include "axonn/core/tensor.h"
 #include "axonn/families/hf_model.h"
 #include "axonn/families/registry.h"
-#include "axonn/io/hf_safetensors.h"
 #include "axonn/train/checkpointing.h"
 #include "axonn/train/output_kinds.h"
 
 #include <fmt/format.h>
 #include <mpi.h>
 
-#include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <memory>
-#include <span>
 #include <string>
-#include <utility>
 
 namespace axonn {
 namespace {
@@ -67,26 +62,6 @@ void require_importable_into(std::string const& out, bool overwrite) {
                   out, step_zero.string());
 }
 
-// A weight that is not finite was imported without a word, and `generate` or `--init-from` refused the checkpoint
-// later, blaming the checkpoint: the damage is the source folder's, and the import is where it shows first.
-// The value is named as the folder names it: its tensor, element and file (the first in the order of the tensors'
-// names; the folder is read again for it, once one was found).
-void require_finite_weights(std::string const& source, ShardLayout const& layout, std::span<float const> params) {
-    auto const finite = [&](int id) {
-        std::span<float const> const weight = params.subspan(layout.offset(id), layout.local_numel(id));
-        return std::all_of(weight.begin(), weight.end(), [](float value) { return std::isfinite(value); });
-    };
-    for (int id = 0; id < layout.count(); ++id) {
-        if (finite(id)) continue;
-        std::optional<NonFiniteWeight> const found = HfSafetensors(source).first_non_finite();
-        fail("{} holds a weight that is not finite (NaN or infinite){}: the model is damaged; import a sound copy of it",
-             source,
-             found ? fmt::format(": element {} of {} in {}", found->element, found->tensor,
-                                 std::filesystem::path(found->file).filename().string())
-                   : std::string());
-    }
-}
-
 }  // namespace
 
 void add_import_command(CLI::App& app) {
@@ -116,8 +91,7 @@ void add_import_command(CLI::App& app) {
         ModelConfig const config = read_hf_model_config(*source);
         ShardLayout const layout(config.architecture().declarations, GridPosition::of(self));
         Tensor params({layout.total()}, DType::f32);
-        read_hf_weights(*source, config, layout, params.span<float>());
-        require_finite_weights(*source, layout, std::as_const(params).span<float>());
+        read_hf_weights(*source, config, layout, params.span<float>());  // refuses one that is not finite
         // Held while the import writes, as a training run holds its --ckpt-dir, and checked again: two imports (or an
         // import and a run) into one new folder both passed the checks above, and the second replaced the first.
         CheckpointDirLock const writing(*out, "--out");

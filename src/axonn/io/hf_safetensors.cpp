@@ -110,7 +110,7 @@ void HfSafetensors::open_shard(fs::path const& path) {
     shards_.push_back(std::move(shard));
 }
 
-HfSafetensors::HfSafetensors(fs::path const& dir) {
+HfSafetensors::HfSafetensors(fs::path const& dir) : dir_(dir) {
     fs::path const index = dir / hf_weights_index_file;
     std::error_code error;
     if (!fs::exists(index, error)) {
@@ -184,24 +184,6 @@ std::string HfSafetensors::where(std::string const& name) const {
     return found == tensors_.end() ? std::string() : shards_[found->second.shard]->input.path.string();
 }
 
-std::optional<NonFiniteWeight> HfSafetensors::first_non_finite() const {
-    constexpr std::int64_t chunk = std::int64_t{1} << 20;
-    std::vector<float> values;
-    for (auto const& [name, location] : tensors_) {
-        DType const dtype = location.entry->dtype;
-        if (dtype != DType::f32 && dtype != DType::bf16 && dtype != DType::f16) continue;
-        std::int64_t const numel = shape_numel(location.entry->shape);
-        for (std::int64_t begin = 0; begin < numel; begin += chunk) {
-            std::int64_t const count = std::min(chunk, numel - begin);
-            values.resize(static_cast<std::size_t>(count));
-            read(name, begin, count, values.data());
-            auto const bad = std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
-            if (bad != values.end()) return NonFiniteWeight{name, begin + (bad - values.begin()), where(name)};
-        }
-    }
-    return std::nullopt;
-}
-
 void HfSafetensors::read(std::string const& name, std::int64_t begin, std::int64_t count, float* out) const {
     Location const& location = tensors_.at(name);
     Shard const& shard = *shards_[location.shard];
@@ -218,6 +200,11 @@ void HfSafetensors::read(std::string const& name, std::int64_t begin, std::int64
         AXONN_INVARIANT(entry.dtype == DType::f16, "{} is {}, not a weight's dtype", name, dtype_name(entry.dtype));
         widen<std::uint16_t>(shard.input, offset, count, out, float16_to_float);
     }
+    float const* const bad = std::find_if(out, out + count, [](float value) { return !std::isfinite(value); });
+    AXONN_REQUIRE(bad == out + count,
+                  "Hugging Face folder {} holds a weight that is not finite (NaN or infinite): element {} of {} in {}: "
+                  "the model is damaged; use a sound copy of it",
+                  dir_.string(), begin + (bad - out), name, shard.input.path.filename().string());
 }
 
 void HfSafetensors::require_weight_dtype(std::string const& name) const {

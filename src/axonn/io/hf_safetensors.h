@@ -14,7 +14,6 @@
 #include <filesystem>
 #include <functional>
 #include <map>
-#include <optional>
 #include <nlohmann/json_fwd.hpp>
 #include <set>
 #include <string>
@@ -47,13 +46,6 @@ bool is_hf_model_folder(std::filesystem::path const& dir);
 void require_architectures_of(nlohmann::json const& config, std::string_view family_classes,
                               std::string const& source);
 
-// A value of a folder's weights that is not finite: the tensor, the element's index in it (row-major), its file.
-struct NonFiniteWeight {
-    std::string tensor;
-    std::int64_t element;
-    std::string file;
-};
-
 class HfSafetensors {
 public:
     explicit HfSafetensors(std::filesystem::path const& dir);
@@ -63,13 +55,12 @@ public:
     // Refuses, naming its file, a tensor whose dtype read() does not widen to fp32: weights are F32, BF16 or F16.
     void require_weight_dtype(std::string const& name) const;
     // Elements [begin, begin + count) of a tensor the folder holds, row-major, as fp32 (widened exactly from BF16
-    // or F16 on disk).
+    // or F16 on disk). A value that is not finite is refused, named as the folder names it (its element, tensor
+    // and file): every command that reads a Hugging Face model (import, --init-from, generate) refuses a damaged
+    // one, where a NaN in a row the data never reads went through training into every later checkpoint.
     void read(std::string const& name, std::int64_t begin, std::int64_t count, float* out) const;
     // Where the tensor is: its file, for errors.
     std::string where(std::string const& name) const;
-    // The first value that is not finite among the folder's F32, BF16 and F16 tensors (in the order of their names),
-    // or nullopt: to name a damaged weight as the folder names it, once one was found.
-    std::optional<NonFiniteWeight> first_non_finite() const;
     // Refuses a folder that holds a tensor of a layer past the config's: a name `layer_prefix` N "." ... with
     // N >= layers (a config.json that claims fewer layers than the weights hold would drop the rest unseen).
     void require_no_layer_beyond(std::string const& layer_prefix, std::int64_t layers) const;
@@ -90,6 +81,7 @@ private:
     };
     void open_shard(std::filesystem::path const& path);
 
+    std::filesystem::path dir_;
     std::vector<std::unique_ptr<Shard>> shards_;
     std::map<std::string, Location> tensors_;
 };

@@ -387,26 +387,10 @@ ResumePoint check_resume_point(CheckpointReader& checkpoint, Communicator& world
     return {static_cast<int>(step), static_cast<int>(steps_taken), data};
 }
 
-// AdamW's moments as a rank reads them must be finite: a NaN there made the first update's weights NaN, and the
-// run "diverged" at once, blamed on the learning rate. (Weights that are not finite show in the first loss.)
-void require_finite_moments(CheckpointReader const& checkpoint, ShardLayout const& layout, LocalBuffers const& read) {
-    for (auto const& [moment, values] :
-         {std::pair{"exp_avg", read.exp_avg}, std::pair{"exp_avg_sq", read.exp_avg_sq}}) {
-        for (int id = 0; id < layout.count(); ++id) {
-            std::span<float const> const part = values.subspan(layout.offset(id), layout.local_numel(id));
-            if (std::all_of(part.begin(), part.end(), [](float value) { return std::isfinite(value); })) continue;
-            checkpoint.damaged(fmt::format("its AdamW state {}.{} holds a value that is not finite: resume from an "
-                                           "earlier checkpoint",
-                                           moment, layout.param(id).name));
-        }
-    }
-}
-
 void restore_checkpoint(CheckpointReader& checkpoint, ResumePoint const& point, Decoder& model, AdamW& optimizer,
                         DataLoader& loader) {
     HostState::write(model, &optimizer, [&](LocalBuffers const& out) {
         checkpoint.read_local(model.layout(), out);
-        require_finite_moments(checkpoint, model.layout(), out);
     });
     optimizer.restore_steps_taken(point.steps_taken);
     loader.restore(point.data);
