@@ -576,6 +576,15 @@ std::vector<BadInput> const bad_inputs = {
     {"import_over_an_unreadable_step_zero", "import --format hf {dir}/empty --out {dir}/imported_before --overwrite",
      "--out {dir}/imported_before holds a checkpoint of step 0 ({dir}/imported_before/step_00000000) whose index "
      "cannot be read, so whose it is is unknown and an import never replaces it", 1},
+    // A config.json without its weights: named as an incomplete model folder, not as a Llama axonn does not read
+    // (import) or no checkpoint (generate, --init-from).
+    {"import_a_config_without_weights", "import --format hf {dir}/config_only --out {dir}/config_only_imported",
+     "{dir}/config_only holds a Hugging Face config.json but no weights (model.safetensors or "
+     "model.safetensors.index.json): the model folder is incomplete", 1},
+    {"generate_from_a_config_without_weights", "generate --model-dir {dir}/config_only --prompt hi --tokenizer byte",
+     "{dir}/config_only holds a Hugging Face config.json but no weights", 1},
+    {"init_from_a_config_without_weights", "train --data {dir}/good --tokenizer byte --init-from {dir}/config_only",
+     "{dir}/config_only holds a Hugging Face config.json but no weights", 1},
     {"export_into_the_checkpoint_folder", "export {dir}/model {dir}/model",
      "OUT {dir}/model holds axonn checkpoints (the checkpoint step_00000001)", 1},
     {"export_into_a_checkpoint", "export {dir}/model {dir}/model/step_00000001",
@@ -1104,6 +1113,8 @@ protected:
             std::ofstream(folder / "config.json") << "{\"model_type\": \"gpt2\"}";
             std::ofstream(folder / "model.safetensors") << "";
         }
+        fs::create_directories(dir_ / "config_only");  // a Hugging Face folder fetched without its weights
+        std::ofstream(dir_ / "config_only" / "config.json") << "{\"model_type\": \"llama\"}";
         fs::create_directories(dir_ / "hf_blocked" / "config.json.partial");
         std::ofstream(dir_ / "empty_metrics.toml") << "metrics = \"\"\n";
         fs::create_directories(dir_ / "data_in_ckpt" / "shards");

@@ -195,6 +195,7 @@ fs::path resolve_checkpoint(std::string const& spec, fs::path const& ckpt_dir, s
                       "{} is a Hugging Face model folder, not a checkpoint: start a run from its weights with "
                       "--init-from, or make it a checkpoint with `axonn import`; check {}",
                       spec, option);
+        require_hf_weights_beside_config(path);
         fail("{} is neither a checkpoint (no {}) nor a folder of checkpoints: check {}", spec, checkpoint_index_file,
              option);
     }

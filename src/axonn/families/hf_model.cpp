@@ -29,6 +29,7 @@ std::string hf_model_type(fs::path const& dir) {
 }  // namespace
 
 ModelConfig read_hf_model_config(fs::path const& dir) {
+    require_hf_weights_beside_config(dir);
     if (is_hf_model_folder(dir)) {
         std::string const model_type = hf_model_type(dir);
         for (ModelFamily const* family : model_families()) {

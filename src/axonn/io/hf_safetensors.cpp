@@ -103,6 +103,14 @@ bool is_hf_model_folder(fs::path const& dir) {
     return fs::is_regular_file(dir / hf_config_file, error) && has_hf_weights(dir);
 }
 
+void require_hf_weights_beside_config(fs::path const& dir) {
+    std::error_code error;
+    AXONN_REQUIRE(!fs::is_regular_file(dir / hf_config_file, error) || has_hf_weights(dir),
+                  "{} holds a Hugging Face {} but no weights ({} or {}): the model folder is incomplete; fetch it "
+                  "again",
+                  dir.string(), hf_config_file, hf_weights_file, hf_weights_index_file);
+}
+
 void HfSafetensors::open_shard(fs::path const& path) {
     auto shard = std::make_unique<Shard>();
     shard->input = open_input_file(path, "Hugging Face weights", "the model folder is incomplete: fetch it again");

@@ -40,6 +40,10 @@ bool has_hf_weights(std::filesystem::path const& dir);
 // Whether `dir` looks like a Hugging Face model folder (config.json and model.safetensors, or its index, in it).
 bool is_hf_model_folder(std::filesystem::path const& dir);
 
+// Refuses a folder holding a Hugging Face config.json without the weights beside it (neither model.safetensors nor
+// its index): an incomplete model folder, which was called a Llama axonn does not read, or no checkpoint.
+void require_hf_weights_beside_config(std::filesystem::path const& dir);
+
 // Refuses a config.json (`source`) whose "architectures", where given, is not a list of transformers class names of
 // the family its model_type names, each starting with `family_classes` ("Llama", "GPT2"): a Llama config saying
 // GPT2LMHeadModel was read as a Llama without a word, though transformers builds the class it names.
