@@ -1830,6 +1830,37 @@ TEST_F(CommandLineErrors, AResumeCuttingTheRecordsOfABranchSetAsideCopiesThemFir
     EXPECT_EQ(copies().size(), 1u);
 }
 
+// The share of the training targets the Goldfish mask drops is measured, each step's in --metrics and the
+// launch's at the end: with h = 1 the hash of one token decides, and on the bytes of a small corpus the share is
+// the data's, not the banner's 1/k for varied h-grams.
+TEST_F(CommandLineErrors, TheGoldfishShareDroppedIsMeasured) {
+    fs::remove(dir_ / "goldfish_share.jsonl");
+    CommandResult const result = run_axonn(
+        with_dir("train --data {dir}/good --tokenizer byte --model gpt2-micro --sample-tokens 0 --steps 3 "
+                 "--goldfish k=4,h=1 --metrics {dir}/goldfish_share.jsonl"),
+        dir_);
+    ASSERT_EQ(result.exit_status, 0) << result.stderr_text;
+    std::string const output = file_bytes(dir_ / "stdout.txt");
+    EXPECT_NE(output.find("about 25.0% of the training targets leave the loss where the data's h-grams differ"),
+              std::string::npos)
+        << output;
+    double sum = 0;
+    int steps = 0;
+    std::ifstream metrics(dir_ / "goldfish_share.jsonl");
+    for (std::string line; std::getline(metrics, line);) {
+        nlohmann::json const record = nlohmann::json::parse(line);
+        if (!record.contains("loss")) continue;
+        ASSERT_TRUE(record.contains("goldfish_dropped")) << line;
+        sum += record["goldfish_dropped"].get<double>();
+        ++steps;
+    }
+    ASSERT_EQ(steps, 3);
+    // Every step's batch holds as many targets (none ignored here), so the launch's share is the steps' mean.
+    std::string const end = fmt::format("Goldfish loss: {:.1f}% of this launch's training targets left the loss (",
+                                        100 * sum / steps);
+    EXPECT_NE(output.find(end), std::string::npos) << end << "\n" << output;
+}
+
 // A run that fails before its first save (it diverges at once) leaves no checkpoint folder it made, however deep:
 // the folder held only its lock. A folder that was there before stays, and so does one a save went into.
 TEST_F(CommandLineErrors, ARunThatFailsBeforeItsFirstSaveLeavesNoFolderItMade) {

@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <string>
@@ -130,6 +131,29 @@ TEST(GoldfishMask, AWindowLongerThanTheSequenceDropsNothingAndSaysSo) {
     options.strategy = GoldfishStrategy::positional;
     goldfish_mask(options, targets, T, 0, keep);
     EXPECT_DOUBLE_EQ(dropped_fraction(keep), goldfish_drop_fraction(options, T));  // 0, 2, ..., 14: 8 of 16
+}
+
+// The hash strategy's 1/k holds where the data's h-grams differ: with h = 1 on text of one repeated token, each
+// target's window is the same, so the mask drops all of them or none. The share is measured from the mask (ignored
+// targets not counted), not taken from 1/k.
+TEST(GoldfishMask, TheShareDroppedIsMeasuredFromTheMask) {
+    GoldfishOptions const options{.k = 4, .h = 1};
+    int const T = 16;
+    for (std::int32_t const token : {65, 66, 67, 68, 69, 70, 71, 72}) {
+        std::vector<std::int32_t> targets(256, token);
+        targets[5] = -1;
+        std::vector<float> keep(targets.size());
+        goldfish_mask(options, targets, T, 0, keep);
+        GoldfishShare const share = goldfish_share(targets, keep);
+        EXPECT_EQ(share.targets, 255);
+        EXPECT_TRUE(share.dropped == 0 || share.dropped == 255) << share.dropped;
+        EXPECT_EQ(share.dropped, static_cast<std::int64_t>(std::count(keep.begin(), keep.end(), 0.0f)) - 1);
+    }
+    EXPECT_DOUBLE_EQ(goldfish_drop_fraction(options, T), 0.25);
+    std::vector<std::int32_t> const varied = random_ids(1 << 16, 50257, 3);
+    std::vector<float> keep(varied.size());
+    goldfish_mask(options, varied, T, 0, keep);
+    EXPECT_NEAR(goldfish_share(varied, keep).fraction(), 0.25, 0.01);  // 65,536 draws: sigma 0.0017
 }
 
 TEST(GoldfishMask, StaticDropsEveryKthPositionAndRandomRedrawsEachStep) {

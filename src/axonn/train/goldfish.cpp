@@ -123,6 +123,16 @@ double goldfish_drop_fraction(GoldfishOptions const& options, int T) {
     return 0.0;
 }
 
+GoldfishShare goldfish_share(std::span<std::int32_t const> targets, std::span<float const> keep) {
+    GoldfishShare share;
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+        if (targets[i] < 0) continue;
+        ++share.targets;
+        if (keep[i] == 0.0f) ++share.dropped;
+    }
+    return share;
+}
+
 void goldfish_mask(GoldfishOptions const& options, std::span<std::int32_t const> targets, int T, std::int64_t step,
                    std::span<float> keep) {
     AXONN_INVARIANT(T > 0 && targets.size() % static_cast<std::size_t>(T) == 0 && keep.size() == targets.size(),

@@ -53,7 +53,22 @@ void require_goldfish_drops_targets(GoldfishOptions const& options, int length, 
 
 // The share of a sequence's T targets the mask is expected to drop: 1/k of those the strategy may drop (hash: the
 // T - h + 1 that have h - 1 targets before them, none where h > T; static: positions 0, k, 2k, ...; random: all).
+// The hash strategy's holds where the data's h-grams differ: on text that repeats them (a short h above all) the
+// share follows how often each repeats, which goldfish_share measures.
 double goldfish_drop_fraction(GoldfishOptions const& options, int T);
+
+// Of a batch's targets that count (not -1), how many its Goldfish mask `keep` drops.
+struct GoldfishShare {
+    std::int64_t dropped = 0;
+    std::int64_t targets = 0;
+    double fraction() const { return targets == 0 ? 0.0 : static_cast<double>(dropped) / static_cast<double>(targets); }
+    GoldfishShare& operator+=(GoldfishShare const& other) {
+        dropped += other.dropped;
+        targets += other.targets;
+        return *this;
+    }
+};
+GoldfishShare goldfish_share(std::span<std::int32_t const> targets, std::span<float const> keep);
 
 // Whether the hash strategy drops the target that ends `window` (the h target ids up to and including it).
 bool goldfish_hash_drops(GoldfishOptions const& options, std::span<std::int32_t const> window);

@@ -512,6 +512,8 @@ struct LoopState {
     TrainSummary summary{NAN, NAN, NAN, ""};
     AxisTraffic traffic;
     double flops_per_step = 0;
+    GoldfishShare goldfish_step;    // of the step's global batch
+    GoldfishShare goldfish_launch;  // of every step of this launch
 };
 
 std::optional<float> validate_if_due(TrainingRun& run, int step, LoopState& loop) {
@@ -528,14 +530,19 @@ std::optional<float> validate_if_due(TrainingRun& run, int step, LoopState& loop
 }
 
 // The next global batch into the run's buffers, with its loss weights; returns them (null: every target counts).
-float const* next_training_batch(TrainingRun& run, int step) {
+float const* next_training_batch(TrainingRun& run, int step, LoopState& loop) {
     TrainOptions const& options = run.options;
     TrainingData& data = run.data;
     data.train.next_batch(data.batch.tokens.data(), data.batch.targets.data(), data.batch.mask());
-    // The Goldfish mask of the whole global batch, from its targets alone: the same on every rank and grid.
+    // The Goldfish mask of the whole global batch, from its targets alone: the same on every rank and grid, and so
+    // is the share it drops (of a masked batch's responses: its prompts' targets are -1 by then).
     bool const goldfish = options.goldfish.enabled();
     if (goldfish) goldfish_mask(options.goldfish, data.batch.targets, options.seq, step, data.loss_mask);
     if (data.batch.mask() != nullptr) apply_data_mask(data.batch, data.loss_mask, goldfish);
+    if (goldfish) {
+        loop.goldfish_step = goldfish_share(data.batch.targets, data.loss_mask);
+        loop.goldfish_launch += loop.goldfish_step;
+    }
     return data.loss_mask.empty() ? nullptr : data.loss_mask.data();
 }
 
@@ -557,6 +564,7 @@ nlohmann::json step_record(TrainingRun const& run, LoopState const& loop, int st
         record["loss_all"] = result.masked->all_targets;
         record["loss_kept"] = result.masked->kept_targets;
         record["loss_dropped"] = result.masked->dropped_targets;
+        record["goldfish_dropped"] = loop.goldfish_step.fraction();
     }
     return record;
 }
@@ -569,7 +577,7 @@ bool traced_step(TrainingRun const& run, int step) {
 // One optimisation step: the batch, the update, the traffic, the trace and the metrics. Returns its record.
 nlohmann::json train_one_step(TrainingRun& run, int step, std::optional<float> val_loss, LoopState& loop) {
     ProcessGrid& grid = run.job.grid();
-    float const* loss_mask = next_training_batch(run, step);
+    float const* loss_mask = next_training_batch(run, step, loop);
     float const lr = run.options.schedule.at(step);
     std::vector<CollectiveRecord> const evaluation_calls = grid.traffic().take_calls();
     Stopwatch watch;
@@ -651,6 +659,10 @@ void finish_run(TrainingRun& run, LoopState& loop) {
     TrainOptions const& options = run.options;
     ProcessGrid& grid = run.job.grid();
     write_trace(run, options.steps);
+    if (run.leader && loop.goldfish_launch.targets > 0) {
+        fmt::print("Goldfish loss: {:.1f}% of this launch's training targets left the loss ({} of {})\n",
+                   100 * loop.goldfish_launch.fraction(), loop.goldfish_launch.dropped, loop.goldfish_launch.targets);
+    }
     if (run.leader && grid.world_size() > 1) {
         fmt::print("communication of rank 0 in the training steps, per axis:{}\n", loop.traffic.summary(grid));
     }

@@ -69,9 +69,13 @@ void print_data(TrainOptions const& options, TrainingData const& data, Tokenizer
     if (!data.training_note.empty()) fmt::print("  {}\n", data.training_note);
     if (!data.val) fmt::print("  {}\n", data.no_validation_note);
     if (options.goldfish.enabled()) {
-        fmt::print("  Goldfish loss {}: about {:.1f}% of the training targets leave the loss; validation has no "
+        bool const hash = options.goldfish.strategy == GoldfishStrategy::hash;
+        fmt::print("  Goldfish loss {}: about {:.1f}% of the training targets leave the loss{}; validation has no "
                    "Goldfish mask\n",
-                   options.goldfish.describe(), 100 * goldfish_drop_fraction(options.goldfish, options.seq));
+                   options.goldfish.describe(), 100 * goldfish_drop_fraction(options.goldfish, options.seq),
+                   hash ? " where the data's h-grams differ (the share dropped is measured: goldfish_dropped in "
+                          "--metrics, and at the end)"
+                        : "");
     }
 }
 
