@@ -169,7 +169,8 @@ void add_config_options(CLI::App& app) {
             continue;
         }
         command->add_option("--config", "TOML file of options by their long names (`key = value`; unknown keys are "
-                                        "an error); repeat --config for several, a later file's values winning")
+                                        "an error; paths relative to the working directory, as on the command "
+                                        "line); repeat --config for several, a later file's values winning")
             ->type_name("FILE")
             ->expected(1)
             ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
