@@ -875,6 +875,12 @@ std::vector<BadInput> const bad_inputs = {
      "is not UTF-8 text (byte 0x00 at offset 3)", 1},
     // Messages that point at the real problem.
     {"unknown_top_level_option", "--bogus", "unknown option '--bogus'", 2},
+    // A group's options before its subcommand: a config file's keys were "unknown", an option was passed over and
+    // the subcommand's required one reported, each pointing at the group's help, which lists no options.
+    {"config_before_the_subcommand", "corpus --config {dir}/empty.toml janeausten --package {dir}/empty --out {dir}/c",
+     "`axonn corpus` takes a subcommand before any option, as in `axonn corpus janeausten --config`", 2},
+    {"option_before_the_subcommand", "memorization --sizes XS study --out {dir}/study",
+     "`axonn memorization` takes a subcommand before any option", 2},
     {"missing_validation_data", "train --data {dir}/good --val-data {dir}/nowhere.bin --tokenizer byte",
      "--val-data {dir}/nowhere.bin does not exist", 1},
     {"prepare_over_an_earlier_pair", "prepare --input {dir}/text.txt --out {dir}/good --tokenizer byte",

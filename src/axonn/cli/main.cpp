@@ -91,6 +91,22 @@ void check_command_named(std::vector<std::string> const& arguments, std::vector<
                                         fmt::join(names, ", ")));
 }
 
+// A command of subcommands (`corpus`, `memorization`) takes its options after the subcommand's name. Before it,
+// they were read as the group's: a config file's keys were called unknown and an option CLI11 passed on was lost,
+// with messages that named the group's help, which lists no options.
+void check_subcommand_named(CLI::App const& app, std::vector<std::string> const& arguments) {
+    axonn::NamedCommand const named = axonn::named_command(app, arguments);
+    if (named.command == nullptr || named.command->get_subcommands([](CLI::App const*) { return true; }).empty() ||
+        named.first_argument >= arguments.size()) {
+        return;
+    }
+    std::string const& next = arguments[named.first_argument];
+    if (!next.starts_with('-') || next == "--help" || next == "-h" || next == "--help-all") return;
+    throw axonn::UsageError(fmt::format("`axonn {0}` takes a subcommand before any option, as in `axonn {0} {1} {2}`: "
+                                        "`axonn {0} --help` lists its subcommands",
+                                        named.name, command_names(*named.command).front(), next));
+}
+
 // Every rank of a job runs the same command, config files read: ranks given others built other models, grids or
 // data, and hung in each other's collectives or crashed. `arguments` as expanded (its program name left out).
 void require_one_command_line(std::vector<std::string> const& arguments) {
@@ -154,6 +170,7 @@ int run(int argc, char** argv) {
     axonn::add_config_options(app);
     std::vector<std::string> arguments(argv, argv + argc);
     check_command_named(arguments, command_names(app));
+    check_subcommand_named(app, arguments);
     arguments = axonn::as_usage_errors([&] { return axonn::expand_config_files(app, std::move(arguments)); });
     axonn::require_checked_values(app, arguments);
     arguments = axonn::empty_values_apart(std::move(arguments));
