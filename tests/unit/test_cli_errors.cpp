@@ -818,6 +818,16 @@ std::vector<BadInput> const bad_inputs = {
      "and prunings change", 1},
     {"calibrate_onto_a_checkpoint_folders_lock", "calibrate --quick --out {dir}/model/.lock --overwrite",
      "--out {dir}/model/.lock is the lock of the checkpoint folder {dir}/model", 1},
+    // The files --grid auto reads, replaced with --overwrite: the next --grid auto found no grid file.
+    {"metrics_is_the_tuned_grid_that_grid_auto_reads",
+     "train --data {dir}/good --tokenizer byte --model gpt2-micro --grid auto "
+     "--metrics {dir}/machines_tuned/tuned-grid.json --overwrite",
+     "--metrics {dir}/machines_tuned/tuned-grid.json is also an input of this run", 1,
+     "AXONN_MACHINES_DIR={dir}/machines_tuned"},
+    {"trace_is_the_profile_that_grid_auto_reads",
+     "train --data {dir}/good --tokenizer byte --model gpt2-micro --grid auto --trace {dir}/machines/local.toml "
+     "--overwrite",
+     "--trace {dir}/machines/local.toml is also an input of this run", 1, "AXONN_MACHINES_DIR={dir}/machines"},
     {"trace_is_the_grid_file",
      "train --data {dir}/good --tokenizer byte --grid {dir}/grid.json --trace {dir}/grid.json --overwrite",
      "--trace {dir}/grid.json is also an input of this run", 1},
@@ -1099,6 +1109,9 @@ protected:
                                           << R"("machine": "local", "ranks": 1, "batch": 8, "seq": 64, )"
                                           << R"("grid": {"data": 1, "z": 1, "y": 1, "x": 1}, )"
                                           << R"("grid_order": "x,y,z,data", "step_s": 0.01, "candidates": []})";
+        fs::create_directories(dir_ / "machines_tuned");  // a tuned grid of another job, and a profile
+        fs::copy_file(dir_ / "grid.json", dir_ / "machines_tuned" / "tuned-grid.json");
+        fs::copy_file(machine_profile_dir() / "perlmutter.toml", dir_ / "machines_tuned" / "local.toml");
         fs::create_directories(dir_ / "fifo_data");
         ::mkfifo((dir_ / "fifo_data" / "train.bin").c_str(), 0600);
         std::vector<std::int32_t> small(3000, 65);

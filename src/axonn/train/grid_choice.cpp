@@ -28,7 +28,7 @@ MachineProfile measure_machine_profile(CalibrateOptions const& options) {
 LocalProfile local_machine_profile() {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    fs::path const local = machine_profile_dir() / "local.toml";
+    fs::path const local = local_profile_path();
     // Rank 0 decides whether the profile exists, so that all ranks calibrate together (a collective) or none.
     bool const have_profile = decided_by_rank_zero([&] {
                                   std::error_code error;
@@ -147,7 +147,7 @@ std::string plan_explain_advice(PlanRequest const& job, std::string const& grid_
     std::string const plan =
         fmt::format("axonn plan{} --machine local --gpus {} --batch {} --seq {}{} --explain", model_flags(job.model),
                     job.devices, job.batch, job.seq, step_flags(job, grid_order));
-    fs::path const local = machine_profile_dir() / "local.toml";
+    fs::path const local = local_profile_path();
     if (profile.source == local.string()) return fmt::format("run `{}` to see why", plan);
     return fmt::format("write this machine's profile, which this command measured without writing, with `mpirun -np "
                        "{} axonn calibrate --out {}`, then run `{}` to see why",
@@ -155,6 +155,10 @@ std::string plan_explain_advice(PlanRequest const& job, std::string const& grid_
 }
 
 fs::path tuned_grid_path() { return machine_profile_dir() / "tuned-grid.json"; }
+
+fs::path local_profile_path() { return machine_profile_dir() / "local.toml"; }
+
+std::vector<fs::path> grid_auto_inputs() { return {tuned_grid_path(), local_profile_path()}; }
 
 std::optional<GridFile> tuned_grid_for(GridJob const& job) {
     fs::path const path = tuned_grid_path();

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace axonn {
 
@@ -54,6 +55,12 @@ GridShape choose_grid(ModelConfig const& model, int batch, int seq, StepOptions 
 
 // Where `axonn tune` writes by default, and `--grid auto` looks: tuned-grid.json beside the machine profiles.
 std::filesystem::path tuned_grid_path();
+
+// This machine's profile, which `--grid auto` and `axonn tune` plan on: local.toml beside the other profiles.
+std::filesystem::path local_profile_path();
+
+// The files `--grid auto` reads (the tuned grid, the machine profile), which no output of the run may replace.
+std::vector<std::filesystem::path> grid_auto_inputs();
 
 // --grid auto's measured choice: the tuned grid file, when it exists and was measured for `job`; decided by rank 0
 // and the same on every rank (collective over MPI_COMM_WORLD).

@@ -150,6 +150,9 @@ void settle_grid(TrainOptions& options) {
     int const world = world_size();
     if (options.grid_auto) {
         options.grid = choose_grid(options.model, options.batch, options.seq, options.run, options.grid_order, world);
+        // `--metrics` or `--trace` with --overwrite replaced the tuned grid or the profile the choice read.
+        std::vector<std::filesystem::path> const read = grid_auto_inputs();
+        options.read_files.insert(options.read_files.end(), read.begin(), read.end());
     }
     as_usage_errors([&] {
         require_grid_fits(options.model.architecture(), options.run.model, options.grid, world, options.batch);

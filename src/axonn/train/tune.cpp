@@ -3,7 +3,6 @@
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
 #include "axonn/model/model_config.h"
-#include "axonn/perf/machine_profile.h"
 #include "axonn/train/output_kinds.h"
 
 #include <fmt/format.h>
@@ -64,7 +63,7 @@ TuneResult run_tune(TuneOptions const& options) {
     // machine profile the grids are ranked on.
     require_apart_from_models_and_data(out, "--out");  // before the folder's check: no file in a checkpoint
     require_not_a_folder(out, "--out", "tuned-grid.json");
-    require_output_file(out, "--out", "grid file", options.overwrite, {machine_profile_dir() / "local.toml"});
+    require_output_file(out, "--out", "grid file", options.overwrite, {local_profile_path()});
     // Made now, not when the file is written: a folder that cannot be made is found before the grids are timed.
     MadeFolder folder(out.parent_path(), "grid file folder");
     LocalProfile const profile = local_machine_profile();
