@@ -2399,6 +2399,30 @@ TEST_F(CommandLineErrors, AnEmptyPromptIsTheSameWrittenAnyWay) {
     }
 }
 
+// A standard stream the caller closed (`<&-`, `>&-`) is the next descriptor open() hands out: standard input was
+// the first file the command opened (`tokenize` printed "[]"), and a run's banner went into the first file it
+// opened (the MPI session's lock file; the metrics file, had it come first). Both now hold /dev/null, and reading
+// a closed standard input is refused.
+TEST_F(CommandLineErrors, ClosedStandardStreamsAreNeitherReadAsEmptyNorWrittenIntoFiles) {
+    CommandResult const closed_input = run_axonn("tokenize --tokenizer byte <&-", dir_);
+    EXPECT_EQ(closed_input.exit_status, 1);
+    EXPECT_EQ(closed_input.stderr_text,
+              "axonn: error: standard input is closed: name the text file as FILE, or pipe it in\n");
+    fs::path const metrics = dir_ / "stdout_closed.jsonl";
+    std::string const train = "timeout 60 " + binary().string() + " train --data " + (dir_ / "good").string() +
+                              " --tokenizer byte --model gpt2-micro --steps 2 --sample-tokens 0 --metrics " +
+                              metrics.string() + " >&- 2> /dev/null";
+    ASSERT_EQ(std::system(train.c_str()), 0) << train;
+    std::istringstream records(file_bytes(metrics));
+    int steps = 0;
+    for (std::string line; std::getline(records, line);) {
+        nlohmann::json const record = nlohmann::json::parse(line, nullptr, false);
+        ASSERT_FALSE(record.is_discarded()) << "not a JSON line: " << line;
+        steps += record.contains("loss") ? 1 : 0;
+    }
+    EXPECT_EQ(steps, 2);
+}
+
 // A byte-order mark that starts the file is not text: the ids are those of the text after it, as `prepare` trains
 // on. FILE may be a pipe (a FIFO, or a shell's <(command)), read to its end as standard input is; a regular file of
 // the same text gives the same ids.

@@ -27,7 +27,7 @@ std::string earlier_checkpoint(fs::path const& folder) {
         if (entry.path.filename() != folder.filename()) previous = entry.path.string();
     }
     return previous.empty() ? "no other complete checkpoint is beside it"
-                            : fmt::format("resume from another one, such as {}", previous);
+                            : fmt::format("use another one, such as {}", previous);
 }
 
 enum class FileProblem { none = 0, missing = 1, size = 2, checksum = 3 };

@@ -13,6 +13,7 @@
 #include "axonn/core/address_space.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
+#include "axonn/core/standard_streams.h"
 #include "axonn/train/stop_signals.h"
 
 #include <fmt/format.h>
@@ -242,6 +243,7 @@ int help_without_mpi(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    axonn::reserve_standard_streams();  // before anything opens a file that would take a closed one's place
     // A file that outgrows `ulimit -f` must fail its write (and be reported) rather than kill the process.
     std::signal(SIGXFSZ, SIG_IGN);
     try {

@@ -4,6 +4,7 @@
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
 #include "axonn/core/guarded_json.h"
+#include "axonn/core/standard_streams.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/io/utf8.h"
 
@@ -53,7 +54,10 @@ bool is_pipe(std::filesystem::path const& path) {
 // The file's bytes, or a pipe's, or standard input's for "-". A pipe is read to its end as standard input is,
 // waiting for its writer as `cat` would.
 std::string read_input(std::filesystem::path const& path, std::string_view what, std::string_view hint) {
-    if (path == "-") return read_stream(stdin, "standard input", what, hint);
+    if (path == "-") {
+        AXONN_REQUIRE(!standard_input_closed(), "standard input is closed: name the {} as FILE, or pipe it in", what);
+        return read_stream(stdin, "standard input", what, hint);
+    }
     if (!is_pipe(path)) return read_input_file(path, what, hint, max_input_bytes);
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> const pipe(std::fopen(path.c_str(), "rb"), &std::fclose);
     AXONN_REQUIRE(pipe != nullptr, "cannot open the FIFO {}: {}", path.string(), std::strerror(errno));

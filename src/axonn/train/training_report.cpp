@@ -107,7 +107,7 @@ void print_checkpoints(TrainOptions const& options) {
                options.ckpt_every > 0 ? fmt::format(" every {} steps{}", options.ckpt_every,
                                                     options.ckpt_async ? " (written in the background)" : "")
                                       : "",
-               " and on SIGTERM, SIGUSR1 or Ctrl-C");
+               " and on SIGTERM, SIGUSR1, Ctrl-C or SIGHUP");
 }
 
 // The groups of each axis: Z's weight prefetches run on its second communicator.

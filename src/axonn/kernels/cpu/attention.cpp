@@ -42,8 +42,8 @@ int visible_keys(int query, int k0, int cols) { return std::clamp(query - k0 + 1
 
 // Rows of tiles and of packed operands are padded to whole vectors of 16, so that loops over a row can run in
 // whole vectors: a loop of `visible` floats would end in up to 15 scalar exps, as many as its vectors take.
-constexpr int lanes = 16;
-int whole_vectors(int n) { return (n + lanes - 1) / lanes * lanes; }
+constexpr int row_multiple = 16;
+int whole_vectors(int n) { return (n + row_multiple - 1) / row_multiple * row_multiple; }
 
 // Every operand of a tile product is dense: its rows consecutive, no longer than the product reads. oneDNN 2.6 runs
 // a bf16 matmul on AMX tiles only when all three of its matrices are; on any other strides it falls back to its
@@ -85,7 +85,7 @@ template <typename In> class TransposedHead {
         if constexpr (std::is_same_v<In, bfloat16>) {
             rows_.set(columns, ld, T_, hs);
         } else {
-            stride_ = whole_vectors(T_) + lanes;
+            stride_ = whole_vectors(T_) + row_multiple;
             packed_.resize(static_cast<std::size_t>(hs) * stride_);
             transpose(packed_.data(), stride_, columns, ld, T_, hs);
         }
