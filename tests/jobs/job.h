@@ -111,6 +111,13 @@ inline std::map<int, std::string> step_results(std::filesystem::path const& path
     return results;
 }
 
+// Whether process `pid` is stopped (state T in /proc/PID/stat).
+inline bool stopped(pid_t pid) {
+    std::string const stat = file_bytes("/proc/" + std::to_string(pid) + "/stat");
+    std::size_t const end = stat.rfind(')');
+    return end != std::string::npos && end + 2 < stat.size() && stat[end + 2] == 'T';
+}
+
 // ASAN_OPTIONS for a job whose ranks preload a library (support/kill_at_file_operation.cpp): AddressSanitizer
 // (scripts/test --sanitize) refuses to start unless its runtime comes first in the library list, which LD_PRELOAD
 // puts second, and then no rank of the job runs at all; the check goes, the rest stays.

@@ -303,56 +303,96 @@ TEST_F(CheckpointOneRankJob, ASignalDuringSetUpIsNotLost) {
 
 // Ctrl-C (SIGINT) or a hang-up (SIGHUP) to a run of one process started without mpirun (which turns Ctrl-C into
 // SIGTERM for its ranks) is a stop signal too: the run saves the step it is at and exits 75, and --resume latest
-// continues from there. A second Ctrl-C before that quits at once, without saving (130), and leaves no partial
-// file. (A run of one process lost every step to a Ctrl-C before.)
+// continues from there. The same signal twice within a second is one request (a terminal's Ctrl-C reaches a
+// wrapper and the run, and the wrapper passes it on: the run quit without its checkpoint); a second Ctrl-C a second
+// or more after the first quits at once, without saving (130), says so, and leaves no partial file. (A run of one
+// process lost every step to a Ctrl-C before.)
 TEST_F(CheckpointOneRankJob, CtrlCOrAHangUpSavesAndStopsAndASecondCtrlCQuitsAtOnce) {
-    for (int const signal : {SIGINT, SIGHUP}) {
-        for (int const signals : {1, 2}) {
-            if (signal == SIGHUP && signals == 2) continue;
-            std::string const name = std::string(signal == SIGINT ? "ctrl_c" : "hang_up") + std::to_string(signals);
-            SCOPED_TRACE(name);
-            fs::path const ckpt = dir_ / name;
-            fs::path const metrics = ckpt.string() + ".jsonl";
-            // Steps long enough (about 0.1 s) that the second Ctrl-C comes within the step the first one ends.
-            std::string const shape = "--batch 128 --seq 64 --eval-every 100000 --eval-batches 1 --metrics " +
-                                      metrics.string() + " --ckpt-dir " + ckpt.string();
-            std::string const command = train("--steps 100000 " + shape);
-            BackgroundJob job("timeout " + std::to_string(time_limit(120)) + " " + command + " > " + ckpt.string() +
-                              ".out 2> " + ckpt.string() + ".err");
-            for (auto start = std::chrono::steady_clock::now(); lines_of(metrics).size() < 3;) {
-                ASSERT_TRUE(job.running()) << file_bytes(ckpt.string() + ".err");
-                ASSERT_LT(std::chrono::steady_clock::now() - start, 60s) << "no step done";
+    enum class Sent { once, twice_at_once, again_after_a_second };
+    struct Case {
+        int signal;
+        Sent sent;
+        char const* name;
+    };
+    for (Case const& each : {Case{SIGINT, Sent::once, "ctrl_c"}, Case{SIGHUP, Sent::once, "hang_up"},
+                             Case{SIGINT, Sent::twice_at_once, "ctrl_c_twice_at_once"},
+                             Case{SIGHUP, Sent::twice_at_once, "hang_up_twice_at_once"},
+                             Case{SIGINT, Sent::again_after_a_second, "ctrl_c_again"}}) {
+        SCOPED_TRACE(each.name);
+        fs::path const ckpt = dir_ / each.name;
+        fs::path const metrics = ckpt.string() + ".jsonl";
+        // Steps long enough (about 0.1 s) that a second signal sent at once comes within the step the first ends.
+        std::string const shape = "--batch 128 --seq 64 --eval-every 100000 --eval-batches 1 --metrics " +
+                                  metrics.string() + " --ckpt-dir " + ckpt.string();
+        std::string const command = train("--steps 100000 " + shape);
+        // For a second signal a second later, the rank stops itself as its save opens its first file
+        // (support/kill_at_file_operation.cpp), and the test sends it then.
+        bool const again = each.sent == Sent::again_after_a_second;
+        std::string const held_at_the_save = std::string("env LD_PRELOAD=") + AXONN_KILL_AT_LIBRARY +
+                                             " AXONN_STOP_AT=open:.safetensors.partial ASAN_OPTIONS=" +
+                                             testing::asan_options_with_preload() + " ";
+        BackgroundJob job((again ? held_at_the_save : std::string()) + "timeout " +
+                          std::to_string(time_limit(120)) + " " + command + " > " + ckpt.string() + ".out 2> " +
+                          ckpt.string() + ".err");
+        for (auto start = std::chrono::steady_clock::now(); lines_of(metrics).size() < 3;) {
+            ASSERT_TRUE(job.running()) << file_bytes(ckpt.string() + ".err");
+            ASSERT_LT(std::chrono::steady_clock::now() - start, 60s) << "no step done";
+            std::this_thread::sleep_for(1ms);
+        }
+        std::vector<pid_t> const ranks = BackgroundJob::ranks(metrics.string());
+        ASSERT_EQ(ranks.size(), 1u);
+        // Each one taken before the next: two sent at once are one pending signal.
+        auto const send = [&] {
+            while (in_signal_mask(ranks[0], "ShdPnd:", each.signal)) std::this_thread::sleep_for(100us);
+            ::kill(ranks[0], each.signal);
+        };
+        send();
+        if (each.sent == Sent::twice_at_once) send();
+        if (again) {
+            for (auto start = std::chrono::steady_clock::now(); !testing::stopped(ranks[0]);) {
+                ASSERT_LT(std::chrono::steady_clock::now() - start, 60s) << "the save did not start";
                 std::this_thread::sleep_for(1ms);
             }
-            std::vector<pid_t> const ranks = BackgroundJob::ranks(metrics.string());
-            ASSERT_EQ(ranks.size(), 1u);
-            for (int sent = 0; sent < signals; ++sent) {
-                // Each one taken before the next: two sent at once are one pending signal.
-                while (in_signal_mask(ranks[0], "ShdPnd:", signal)) std::this_thread::sleep_for(100us);
-                ::kill(ranks[0], signal);
-            }
-            int const status = job.wait();
-            std::string const err = file_bytes(ckpt.string() + ".err");
-            for (auto const& entry : fs::recursive_directory_iterator(dir_)) {
+            std::this_thread::sleep_for(1100ms);
+            ::kill(ranks[0], each.signal);
+            ::kill(ranks[0], SIGCONT);
+        }
+        int const status = job.wait();
+        std::string const err = file_bytes(ckpt.string() + ".err");
+        if (again) {
+            EXPECT_EQ(status, 128 + SIGINT) << err;
+            EXPECT_EQ(err.find("stopped by"), std::string::npos) << err;
+            EXPECT_NE(err.find("axonn: a second Ctrl-C or hang-up: quitting at once, without the checkpoint under "
+                               "way (the newest complete one stays)"),
+                      std::string::npos)
+                << err;
+            // The save it cut short stays as step_N.partial, which no reader takes for a checkpoint: the next run
+            // starts anew (there is no complete one), and its first save removes it.
+            EXPECT_TRUE(complete_checkpoints(ckpt).empty());
+            testing::JobResult const next = mpirun("-np 1 " + train("--steps 2 --ckpt-every 1 --batch 128 --seq 64 "
+                                                                    "--eval-batches 1 --resume latest --ckpt-dir " +
+                                                                    ckpt.string()));
+            ASSERT_EQ(next.exit_status, 0) << next.stderr_text;
+            for (auto const& entry : fs::directory_iterator(ckpt)) {
                 EXPECT_NE(entry.path().extension(), ".partial") << entry.path();
             }
-            if (signals == 2) {
-                EXPECT_EQ(status, 128 + SIGINT) << err;
-                EXPECT_EQ(err.find("stopped by"), std::string::npos) << err;
-                continue;
-            }
-            EXPECT_EQ(status, 75) << err;
-            std::string const said = signal == SIGINT ? "stopped by SIGINT (Ctrl-C) after " : "stopped by SIGHUP after ";
-            std::size_t const at = err.find(said);
-            ASSERT_NE(at, std::string::npos) << err;
-            int const steps = std::stoi(err.substr(at + said.size()));
-            EXPECT_TRUE(fs::is_directory(ckpt / checkpoint_folder_name(steps))) << err;
-            EXPECT_EQ(step_results(metrics).size(), static_cast<std::size_t>(steps));
-            testing::JobResult const resumed =
-                mpirun("-np 1 " + train("--steps " + std::to_string(steps + 2) + " --resume latest " + shape));
-            ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
-            EXPECT_EQ(step_results(metrics).size(), static_cast<std::size_t>(steps + 2));
+            continue;
         }
+        for (auto const& entry : fs::recursive_directory_iterator(dir_)) {
+            EXPECT_NE(entry.path().extension(), ".partial") << entry.path();
+        }
+        EXPECT_EQ(status, 75) << err;
+        std::string const said =
+            each.signal == SIGINT ? "stopped by SIGINT (Ctrl-C) after " : "stopped by SIGHUP after ";
+        std::size_t const at = err.find(said);
+        ASSERT_NE(at, std::string::npos) << err;
+        int const steps = std::stoi(err.substr(at + said.size()));
+        EXPECT_TRUE(fs::is_directory(ckpt / checkpoint_folder_name(steps))) << err;
+        EXPECT_EQ(step_results(metrics).size(), static_cast<std::size_t>(steps));
+        testing::JobResult const resumed =
+            mpirun("-np 1 " + train("--steps " + std::to_string(steps + 2) + " --resume latest " + shape));
+        ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
+        EXPECT_EQ(step_results(metrics).size(), static_cast<std::size_t>(steps + 2));
     }
 }
 

@@ -37,13 +37,6 @@ inline std::string job_field(std::string const& record, std::string const& name)
     return match[2];
 }
 
-// Whether process `pid` is stopped (state T in /proc/PID/stat).
-inline bool stopped(pid_t pid) {
-    std::string const stat = file_bytes("/proc/" + std::to_string(pid) + "/stat");
-    std::size_t const end = stat.rfind(')');
-    return end != std::string::npos && end + 2 < stat.size() && stat[end + 2] == 'T';
-}
-
 // Whether `signal` waits, pending, for the process `pid` (a stopped process receives it when it continues).
 inline bool signal_pending(pid_t pid, int signal) {
     std::string const status = file_bytes("/proc/" + std::to_string(pid) + "/status");

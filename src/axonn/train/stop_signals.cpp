@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
+#include <ctime>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -50,17 +52,42 @@ std::atomic<int> deferred_signal{0};
 constexpr char ctrl_c_note[] =
     "\naxonn: Ctrl-C: the run saves a checkpoint at the end of this step and stops; Ctrl-C again quits at once, "
     "without saving\n";
+// Said when a second SIGINT or SIGHUP ends a run that was saving on the first.
+constexpr char quit_note[] =
+    "\naxonn: a second Ctrl-C or hang-up: quitting at once, without the checkpoint under way (the newest complete "
+    "one stays)\n";
+
+// When the run took its stop signal (CLOCK_MONOTONIC, ns; clock_gettime may be called in a handler). A SIGINT or
+// SIGHUP within repeat_window of it is the same request delivered twice, not a second Ctrl-C: a terminal's Ctrl-C
+// reaches every process of its group, so a wrapper that passes it on (`timeout`, mpirun's SIGTERM) delivers it
+// again within milliseconds, and the run quit without its checkpoint.
+std::atomic<std::int64_t> stop_taken_at{0};
+constexpr std::int64_t repeat_window_ns = 1'000'000'000;
+
+std::int64_t monotonic_ns() {
+    timespec now{};
+    ::clock_gettime(CLOCK_MONOTONIC, &now);
+    return std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
+}
+
+void write_note(char const* note, std::size_t bytes) {
+    ssize_t const written = ::write(STDERR_FILENO, note, bytes);
+    static_cast<void>(written);
+}
 
 // SIGINT (Ctrl-C) and SIGHUP (a closed terminal) end any command, after removing its partial files; except the
 // first in a run that saves on a stop signal (held), which is one.
 extern "C" void end_now(int signal) {
     int none = 0;
-    if (held.load() && exit_status.load() == 0 && received_signal.compare_exchange_strong(none, signal)) {
-        if (signal == SIGINT && ::isatty(STDERR_FILENO) == 1) {
-            ssize_t const written = ::write(STDERR_FILENO, ctrl_c_note, sizeof ctrl_c_note - 1);
-            static_cast<void>(written);
-        }
+    bool const saving = held.load() && exit_status.load() == 0;
+    if (saving && received_signal.compare_exchange_strong(none, signal)) {
+        stop_taken_at.store(monotonic_ns());
+        if (signal == SIGINT && ::isatty(STDERR_FILENO) == 1) write_note(ctrl_c_note, sizeof ctrl_c_note - 1);
         return;
+    }
+    if (saving) {
+        if (monotonic_ns() - stop_taken_at.load() < repeat_window_ns) return;
+        write_note(quit_note, sizeof quit_note - 1);
     }
     if (exit_status.load() != 0) exit_with_message();  // the closing sample of a saved run: it says so
     if (ending_deferred.load()) {
@@ -71,7 +98,8 @@ extern "C" void end_now(int signal) {
 }
 
 extern "C" void record_signal(int signal) {
-    received_signal.store(signal, std::memory_order_relaxed);
+    int none = 0;
+    if (received_signal.compare_exchange_strong(none, signal)) stop_taken_at.store(monotonic_ns());
     if (exit_status.load() != 0) exit_with_message();
     if (!held.load()) end_by_default_action(signal);
 }
