@@ -720,8 +720,9 @@ TrainSummary train(TrainingRun& run) {
         progress.finish();
         checkpoints.at_end();
         // A signal during the closing validation or the final save: the run is saved; the closing sample, which
-        // may take longer than the scheduler waits, is left to the resumed run.
-        checkpoints.stop_if_signalled(options.steps);
+        // may take longer than the scheduler waits, is left to the resumed run. Without one, nothing is left to
+        // resume: the run ends as finished (0), which a requeue chain built on 75 must not start again.
+        if (options.sample.new_tokens > 0) checkpoints.stop_if_signalled(options.steps);
     } catch (StoppedBySignal const&) {  // on every rank alike, after the checkpoint: the steps traced are kept
         write_trace(run, step);
         throw;
