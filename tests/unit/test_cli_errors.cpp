@@ -518,6 +518,11 @@ std::vector<BadInput> const bad_inputs = {
     {"tune_over_its_machine_profile",
      "tune --model gpt2-micro --tokenizer byte --batch 8 --seq 16 --out {dir}/machines/local.toml --overwrite",
      "--out {dir}/machines/local.toml is also an input of this run", 1, "AXONN_MACHINES_DIR={dir}/machines"},
+    // The default file holding another job's tuned grid: the message named only --overwrite, which would lose it.
+    {"tune_over_another_jobs_tuned_grid", "tune --model gpt2-micro --tokenizer byte --batch 8 --seq 16",
+     "{dir}/machines_tuned/tuned-grid.json holds the grid `axonn tune` measured for another job (batch 8, sequence "
+     "64, 1 rank of gpt2-tiny), which `--grid auto` takes for that job: tune this one into a file of its own with "
+     "--out FILE", 1, "AXONN_MACHINES_DIR={dir}/machines_tuned"},
     {"tune_into_a_folder", "tune --model gpt2-micro --tokenizer byte --batch 8 --seq 16 --out {dir}/empty",
      "--out {dir}/empty is a folder: name a file such as {dir}/empty/tuned-grid.json",1},
     {"plan_plot_over_a_file", "plan --weak-scaling gpt-5b:8,gpt-10b:16 --batch 8 --plot {dir}/text.txt",

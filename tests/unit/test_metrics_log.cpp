@@ -102,23 +102,30 @@ TEST(MetricsLog, BlankLinesAreNoForeignRecords) {
 
 // Kept records that end before the resume step, or miss steps between them (the file cut by hand, or a launch
 // without --metrics): the file went on after the gap without a word. The note names the steps without a record; a
-// file whose records reach the resume step, or an empty one (a resumed run that adds --metrics), has none.
-TEST(MetricsLog, AGapBeforeTheResumeStepIsNamed) {
+// file whose records reach the resume step, or an empty one (a resumed run that adds --metrics), has none. Records
+// cut from the resume step on were cut without a word too (a resume from a checkpoint copied out of its folder
+// replaced a whole branch's records): the note names their steps.
+TEST(MetricsLog, AGapBeforeTheResumeStepAndTheRecordsCutAreNamed) {
     TempDir dir;
     std::ofstream(dir / "metrics.jsonl") << R"({"loss":4.0,"run":"r","step":0})" "\n"
                                             R"({"loss":3.0,"run":"r","step":1})" "\n"
                                             R"({"loss":2.0,"run":"r","step":3})" "\n"
                                             R"({"loss":2.0,"run":"r","step":6})" "\n";
     // Each log opened and closed in turn: a log holds its file's lock while it lives.
-    auto const note = [](std::filesystem::path const& path, std::int64_t step) {
-        return MetricsLog(path, "r", "", false, MetricsResume{step, false, {}}).gap_note();
+    auto const notes = [](std::filesystem::path const& path, std::int64_t step) {
+        return MetricsLog(path, "r", "", false, MetricsResume{step, false, {}}).notes();
     };
-    EXPECT_EQ(note(dir / "metrics.jsonl", 10), "  metrics file " + (dir / "metrics.jsonl").string() +
-                                                   " has no record of steps 2, 4 to 5, 7 to 9 (cut from the file, or "
-                                                   "trained without --metrics); it goes on from step 10\n");
-    EXPECT_EQ(note(dir / "metrics.jsonl", 2), "");  // cut after step 1: nothing missing before step 2
+    std::string const file = (dir / "metrics.jsonl").string();
+    EXPECT_EQ(notes(dir / "metrics.jsonl", 10), "  metrics file " + file +
+                                                    " has no record of steps 2, 4 to 5, 7 to 9 (cut from the file, or "
+                                                    "trained without --metrics); it goes on from step 10\n");
+    // Cut after step 1: nothing missing before step 2, and the records of steps 3 and 6 gone.
+    EXPECT_EQ(notes(dir / "metrics.jsonl", 2), "  metrics file " + file + ": its records of steps 3 to 6, from the "
+                                                                          "checkpoint's step on, are cut: this run "
+                                                                          "computes those steps again\n");
+    EXPECT_EQ(notes(dir / "metrics.jsonl", 2), "");  // nothing left to cut
     std::ofstream(dir / "empty.jsonl") << "";
-    EXPECT_EQ(note(dir / "empty.jsonl", 5), "");
+    EXPECT_EQ(notes(dir / "empty.jsonl", 5), "");
 }
 
 // A record the resumed run keeps after one it drops (edited by hand: a later step's record first) would be cut

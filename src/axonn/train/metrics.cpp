@@ -127,6 +127,19 @@ std::string steps_without_record(MetricsFile const& file, std::string const& run
     return fmt::format("{}", fmt::join(gaps, ", "));
 }
 
+// The steps of the run's training records after the first `kept` bytes, which a resumed run cuts: nullopt if none.
+std::optional<StepSpan> cut_training_steps(MetricsFile const& file, std::string const& run_id, std::uint64_t kept) {
+    std::optional<StepSpan> steps;
+    std::uint64_t offset = 0;
+    for (MetricsLine const& line : file.lines) {
+        if (offset >= kept && is_record_of(line.record, run_id) && line.record.contains("loss")) {
+            widen(steps, line.record["step"].get<std::int64_t>());
+        }
+        offset += line.text.size() + 1;
+    }
+    return steps;
+}
+
 std::string describe_line(nlohmann::json const& record) {
     if (record.is_discarded() || !record.is_object() || !record.contains("step")) return "is not a metrics record";
     if (!is_well_formed(record)) {
@@ -218,7 +231,15 @@ MetricsLog::MetricsLog(std::filesystem::path const& path, std::string run_id, st
                                : overwrite ? ExistingOutput::overwrite
                                            : ExistingOutput::refuse);
     if (!continues) return;
-    out_.cut_to(kept_bytes(file, run_id_, *resume));
+    std::uint64_t const kept = kept_bytes(file, run_id_, *resume);
+    out_.cut_to(kept);
+    // Records cut without a word: a resume from a checkpoint copied from another folder, or one with later
+    // checkpoints deleted, replaced a whole branch's records.
+    if (auto const cut = cut_training_steps(file, run_id_, kept)) {
+        notes_ += fmt::format("  metrics file {}: its records of steps {} to {}, from the checkpoint's step on, are "
+                              "cut: this run computes those steps again\n",
+                              path.string(), cut->first, cut->last);
+    }
     // Each step writes a record: kept records with steps missing among them or before the resume step, which the
     // file would not show (a resume continued it silently).
     std::string const missing = steps_without_record(file, run_id_, *resume);
@@ -229,7 +250,7 @@ MetricsLog::MetricsLog(std::filesystem::path const& path, std::string run_id, st
                 : fmt::format("; the branch resumed was set aside by a rollback, and its records of those steps are "
                               "in {}, the copy made then",
                               resume->branch_records.string());
-        gap_note_ = fmt::format("  metrics file {} has no record of steps {} (cut from the file, or trained without "
+        notes_ += fmt::format("  metrics file {} has no record of steps {} (cut from the file, or trained without "
                                 "--metrics); it goes on from step {}{}\n",
                                 path.string(), missing, resume->step, where);
     }

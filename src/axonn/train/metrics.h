@@ -59,13 +59,14 @@ public:
                std::optional<MetricsResume> resume = {});
 
     void write(nlohmann::json record);
-    // A continued file whose kept records miss steps, between them or before the resume step (cut by hand, or
-    // written by a launch without --metrics): a line that says which steps have no record; empty otherwise.
-    std::string const& gap_note() const { return gap_note_; }
+    // What a continued file lost or lacks, a line each, empty where nothing: the training records cut from the
+    // resume step on (which this run computes again), and kept records that miss steps, between them or before the
+    // resume step (cut by hand, or written by a launch without --metrics).
+    std::string const& notes() const { return notes_; }
 
 private:
     ExclusiveOutputFile out_;
-    std::string gap_note_;
+    std::string notes_;
     std::string run_id_;
     std::string launch_;
 };

@@ -384,7 +384,7 @@ MetricsLog open_metrics(TrainOptions const& options, TrainingData const& data, b
     if (options.metrics.empty() || !leader) return MetricsLog();
     MetricsLog metrics(options.metrics, options.run_id, launch_id(options), options.overwrite,
                        metrics_resume(options, data.val.has_value(), resumed));
-    fmt::print("{}", metrics.gap_note());
+    fmt::print("{}", metrics.notes());
     return metrics;
 }
 

@@ -43,6 +43,24 @@ std::vector<TunedGrid> planned_grids(TuneOptions const& options, int world, Loca
     return grids;
 }
 
+// The default --out holds the tuned grid of another job than `tuned`: --overwrite, the only way on that the generic
+// message named, would lose it; a file of this job's own keeps both (train takes it with --grid FILE).
+void require_default_out_free(std::filesystem::path const& out, GridJob const& tuned, bool overwrite) {
+    std::error_code error;
+    if (overwrite || out != tuned_grid_path() || !std::filesystem::is_regular_file(out, error)) return;
+    GridJob job;
+    try {
+        job = parse_grid_file(read_input_file(out, "grid file", "", 1 << 20), out).job;
+    } catch (Error const&) {
+        return;  // not a grid file: the generic check after this says that it exists
+    }
+    if (job == tuned) return;  // this job's own, tuned again: the generic check asks for --overwrite
+    fail("{} holds the grid `axonn tune` measured for another job (batch {}, sequence {}, {} rank{} of {}), which "
+         "`--grid auto` takes for that job: tune this one into a file of its own with --out FILE and train it with "
+         "--grid FILE, or pass --overwrite to replace it",
+         out.string(), job.batch, job.seq, job.ranks, job.ranks == 1 ? "" : "s", job.model);
+}
+
 }  // namespace
 
 TuneResult run_tune(TuneOptions const& options) {
@@ -63,6 +81,8 @@ TuneResult run_tune(TuneOptions const& options) {
     // machine profile the grids are ranked on.
     require_apart_from_models_and_data(out, "--out");  // before the folder's check: no file in a checkpoint
     require_not_a_folder(out, "--out", "tuned-grid.json");
+    GridJob const job{options.bench.model.summary(), options.bench.batch, options.bench.seq, world};
+    require_default_out_free(out, job, options.overwrite);
     require_output_file(out, "--out", "grid file", options.overwrite, {local_profile_path()});
     // Made now, not when the file is written: a folder that cannot be made is found before the grids are timed.
     MadeFolder folder(out.parent_path(), "grid file folder");
@@ -90,7 +110,7 @@ TuneResult run_tune(TuneOptions const& options) {
         GridFile file;
         file.grid = fastest->grid;
         file.grid_order = options.bench.grid_order;
-        file.job = {options.bench.model.summary(), options.bench.batch, options.bench.seq, world};
+        file.job = job;
         file.step_s = fastest->measured_s;
         file.machine = profile.source;
         for (TunedGrid const& candidate : result.grids) {
