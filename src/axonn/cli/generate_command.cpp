@@ -4,6 +4,7 @@
 #include "axonn/cli/model_options.h"
 #include "axonn/cli/sampling_options.h"
 #include "axonn/cli/seed_option.h"
+#include "axonn/cli/tokenizer_dir_option.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
 #include "axonn/io/pretokenize.h"
@@ -107,7 +108,7 @@ void add_generate_command(CLI::App& app) {
     add_seed_option(*command, options->sample.seed, "seed of the draws");
     command->add_option("--tokenizer", options->tokenizer, "the tokenizer the model was trained with: gpt2, llama3, byte or a tokenizer.json folder")
         ->capture_default_str();
-    command->add_option("--tokenizer-dir", options->tokenizer_dir, "folder with GPT-2's encoder.json and vocab.bpe");
+    add_tokenizer_dir_option(*command, options->tokenizer_dir, options->tokenizer);
     command->add_option("--grid", *grid_spec, "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks)")
         ->capture_default_str();
     add_grid_order_option(*command, options->grid_order);

@@ -5,6 +5,7 @@
 #include "axonn/cli/goldfish_option.h"
 #include "axonn/cli/grid_order_option.h"
 #include "axonn/cli/model_options.h"
+#include "axonn/cli/tokenizer_dir_option.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
 #include "axonn/io/tokenizer.h"
@@ -82,7 +83,7 @@ void add_eval(CLI::App& parent) {
     command->add_option("--tokenizer", options->tokenizer,
                         "tokenizer of \"text\" records: gpt2, llama3, byte or a folder with a tokenizer.json")
         ->capture_default_str();
-    command->add_option("--tokenizer-dir", options->tokenizer_dir, "folder with GPT-2's encoder.json and vocab.bpe");
+    add_tokenizer_dir_option(*command, options->tokenizer_dir, options->tokenizer);
     command->add_option("--batch", options->batch, "documents per forward pass over the grid")->capture_default_str();
     command->add_option("--grid", *grid_spec, "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks)")
         ->capture_default_str();

@@ -1,5 +1,6 @@
 #include "axonn/cli/commands.h"
 #include "axonn/cli/config_file.h"
+#include "axonn/cli/tokenizer_dir_option.h"
 #include "axonn/io/prepare.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/train/progress.h"
@@ -34,7 +35,7 @@ void add_prepare_command(CLI::App& app) {
     command->add_option("--tokenizer", options->tokenizer,
                         "gpt2, llama3 (byte-level BPE), byte, or a folder holding a tokenizer.json")
         ->capture_default_str();
-    command->add_option("--tokenizer-dir", options->gpt2_dir, "folder with GPT-2's encoder.json and vocab.bpe");
+    add_tokenizer_dir_option(*command, options->gpt2_dir, options->tokenizer);
     command->add_option("--val-fraction", options->val_fraction, "share of each document kept for validation")
         ->capture_default_str();
     command->add_option("--format", options->format,

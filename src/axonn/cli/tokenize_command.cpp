@@ -1,6 +1,7 @@
 // `axonn tokenize`: a text file's token ids as one JSON list, or (--decode) a JSON list of ids as its text, to see
 // what a tokenizer makes of a text and to check ids against another implementation's.
 #include "axonn/cli/commands.h"
+#include "axonn/cli/tokenizer_dir_option.h"
 #include "axonn/core/error.h"
 #include "axonn/core/file_io.h"
 #include "axonn/core/guarded_json.h"
@@ -128,7 +129,7 @@ void add_tokenize_command(CLI::App& app) {
                         "standard input")->capture_default_str();
     command->add_option("--tokenizer", options->tokenizer, "gpt2, llama3, byte, or a folder holding a tokenizer.json")
         ->capture_default_str();
-    command->add_option("--tokenizer-dir", options->gpt2_dir, "folder with GPT-2's encoder.json and vocab.bpe");
+    add_tokenizer_dir_option(*command, options->gpt2_dir, options->tokenizer);
     command->add_flag("--decode", options->decode, "FILE holds a JSON list of ids: print their text");
     command->callback([options] { run_tokenize(*options); });
 }

@@ -5,6 +5,7 @@
 #include "axonn/cli/sampling_options.h"
 #include "axonn/cli/step_options.h"
 #include "axonn/cli/seed_option.h"
+#include "axonn/cli/tokenizer_dir_option.h"
 #include "axonn/core/error.h"
 #include "axonn/families/registry.h"
 #include "axonn/io/tokenizer.h"
@@ -56,7 +57,7 @@ void add_train_command(CLI::App& app) {
     command->add_option("--tokenizer", options->tokenizer,
                         "tokenizer the data was prepared with: gpt2, llama3, byte or a tokenizer.json folder")
         ->capture_default_str();
-    command->add_option("--tokenizer-dir", options->tokenizer_dir, "folder with GPT-2's encoder.json and vocab.bpe");
+    add_tokenizer_dir_option(*command, options->tokenizer_dir, options->tokenizer);
     command->add_option("--steps", options->steps, "optimisation steps")->capture_default_str();
     command->add_option("--batch", options->batch, "sequences per batch (B)")->capture_default_str();
     command->add_option("--seq", options->seq, "tokens per sequence (T)")->capture_default_str();
@@ -153,6 +154,9 @@ void add_train_command(CLI::App& app) {
             AXONN_REQUIRE(options->resume != "latest" || !options->ckpt_dir.empty(),
                           "--resume latest looks in --ckpt-dir: pass --ckpt-dir DIR, or --resume PATH");
             require_utf8_text(options->prompt, "--prompt", "write the prompt in UTF-8");
+            AXONN_REQUIRE(command->count("--prompt") == 0 || options->sample.new_tokens > 0,
+                          "--prompt starts the closing sample, which --sample-tokens 0 leaves out: pass "
+                          "--sample-tokens N, or leave --prompt out");
             options->model = model->resolve_model();
             options->model_preset_given = model->preset_given();
             options->model_overrides = model->overrides();

@@ -4,6 +4,7 @@
 #include "axonn/cli/grid_order_option.h"
 #include "axonn/cli/model_options.h"
 #include "axonn/cli/step_options.h"
+#include "axonn/cli/tokenizer_dir_option.h"
 #include "axonn/core/error.h"
 #include "axonn/io/tokenizer.h"
 #include "axonn/train/tune.h"
@@ -39,7 +40,7 @@ void add_tune_command(CLI::App& app) {
                         "the tokenizer the job trains with, which decides the vocabulary: gpt2, llama3, byte or a "
                         "tokenizer.json folder")
         ->capture_default_str();
-    command->add_option("--tokenizer-dir", *tokenizer_dir, "folder with GPT-2's encoder.json and vocab.bpe");
+    add_tokenizer_dir_option(*command, *tokenizer_dir, *tokenizer);
     command->add_option("--batch", bench.batch, "global batch, sequences (B)")->capture_default_str();
     command->add_option("--seq", bench.seq, "tokens per sequence (T)")->capture_default_str();
     command->add_option("--threads", bench.threads, "OpenMP threads per rank")->capture_default_str();
