@@ -2410,6 +2410,19 @@ TEST_F(CommandLineErrors, AnEmptyPromptIsTheSameWrittenAnyWay) {
     }
 }
 
+// A warm-up longer than the run: the learning rate never reaches --lr, and the run said nothing of it.
+TEST_F(CommandLineErrors, AWarmupLongerThanTheRunIsSaid) {
+    std::string const train =
+        "train --data {dir}/good --tokenizer byte --model gpt2-micro --sample-tokens 0 --lr 0.001 ";
+    CommandResult const longer = run_axonn(with_dir(train + "--steps 2 --warmup 10"), dir_);
+    ASSERT_EQ(longer.exit_status, 0) << longer.stderr_text;
+    EXPECT_TRUE(printed(dir_, "--warmup 10 is longer than the run's 2 steps: the learning rate climbs throughout and "
+                              "never reaches --lr 0.001"));
+    CommandResult const as_long = run_axonn(with_dir(train + "--steps 2 --warmup 2"), dir_);  // reached at step 2
+    ASSERT_EQ(as_long.exit_status, 0) << as_long.stderr_text;
+    EXPECT_EQ(file_bytes(dir_ / "stdout.txt").find("--warmup"), std::string::npos);
+}
+
 // A standard stream the caller closed (`<&-`, `>&-`) is the next descriptor open() hands out: standard input was
 // the first file the command opened (`tokenize` printed "[]"), and a run's banner went into the first file it
 // opened (the MPI session's lock file; the metrics file, had it come first). Both now hold /dev/null, and reading

@@ -61,6 +61,12 @@ void print_data(TrainOptions const& options, TrainingData const& data, Tokenizer
     fmt::print("  data {} tokens in {} shard(s), tokenizer {} | batch {} x {} tokens, {} steps, lr {:g}\n",
                data.train.total_tokens(), data.train.shard_count(), tokenizer.name(), options.batch, options.seq,
                options.steps, options.schedule.max_lr);
+    // Warm-up climbs to --lr over its steps: a longer one than the run never gets there, which nothing said.
+    if (options.schedule.warmup_steps > options.steps) {
+        fmt::print("  --warmup {} is longer than the run's {} steps: the learning rate climbs throughout and never "
+                   "reaches --lr {:g}\n",
+                   options.schedule.warmup_steps, options.steps, options.schedule.max_lr);
+    }
     if (data.train.has_loss_mask()) {
         fmt::print("  loss mask: {} of the {} training tokens count as targets (responses, not prompts){}\n",
                    data.train.loss_tokens(), data.train.total_tokens(),
