@@ -1,6 +1,6 @@
 // Standard input, output and error that the caller closed (`axonn tokenize <&-`, `axonn train ... >&-`). A closed
 // descriptor 0, 1 or 2 is the next one open() hands out, so the first file the command opened became its "standard
-// output" (the metrics file took the banner) or its "standard input" (read as an empty text).
+// output" (a run's banner went into the MPI session's lock file) or its "standard input" (read as an empty text).
 #pragma once
 
 namespace axonn {

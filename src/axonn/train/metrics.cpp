@@ -251,8 +251,8 @@ MetricsLog::MetricsLog(std::filesystem::path const& path, std::string run_id, st
                               "in {}, the copy made then",
                               resume->branch_records.string());
         notes_ += fmt::format("  metrics file {} has no record of steps {} (cut from the file, or trained without "
-                                "--metrics); it goes on from step {}{}\n",
-                                path.string(), missing, resume->step, where);
+                              "--metrics); it goes on from step {}{}\n",
+                              path.string(), missing, resume->step, where);
     }
 }
 

@@ -50,7 +50,7 @@ void require_default_out_free(std::filesystem::path const& out, GridJob const& t
     if (overwrite || out != tuned_grid_path() || !std::filesystem::is_regular_file(out, error)) return;
     GridJob job;
     try {
-        job = parse_grid_file(read_input_file(out, "grid file", "", 1 << 20), out).job;
+        job = read_grid_file(out).job;
     } catch (Error const&) {
         return;  // not a grid file: the generic check after this says that it exists
     }
