@@ -7,8 +7,9 @@
 //     save written in the background (--ckpt-async), between two steps, and during the closing validation: each
 //     ends in status 75 with the newest checkpoint complete (the one it resumed from, when nothing was trained),
 //     and `--resume latest` then finishes the run bitwise; a signal taken in the closing validation (not at the
-//     boundary before it), with no closing sample left to run, finds the run finished: it ends with 0. Between steps and in the validation the ranks are held
-//     (SIGSTOP) until the signal waits in each: the run is short, and scancel's signal takes a while to arrive.
+//     boundary before it), with no closing sample left to run, finds the run finished: it ends with 0. Between
+//     steps and in the validation the ranks are held (SIGSTOP) until the signal waits in each: the run is short,
+//     and scancel's signal takes a while to arrive.
 // A save or a read is caught in the act by support/kill_at_file_operation.cpp (AXONN_STOP_AT): a rank stops itself
 // at its first open of a checkpoint file (to read it, or to write it: NAME.safetensors.partial), the test signals
 // the job and lets the rank go on.
