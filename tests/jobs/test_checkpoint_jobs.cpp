@@ -305,8 +305,9 @@ TEST_F(CheckpointOneRankJob, ASignalDuringSetUpIsNotLost) {
 // SIGTERM for its ranks) is a stop signal too: the run saves the step it is at and exits 75, and --resume latest
 // continues from there. The same signal twice within a second is one request (a terminal's Ctrl-C reaches a
 // wrapper and the run, and the wrapper passes it on: the run quit without its checkpoint); a second Ctrl-C a second
-// or more after the first quits at once, without saving (130), says so, and leaves no partial file. (A run of one
-// process lost every step to a Ctrl-C before.)
+// or more after the first quits at once, without saving (130), and says so; the save it cuts short, caught here
+// mid-way, is left for the next save to remove. No other case leaves a partial file. (A run of one process lost
+// every step to a Ctrl-C before.)
 TEST_F(CheckpointOneRankJob, CtrlCOrAHangUpSavesAndStopsAndASecondCtrlCQuitsAtOnce) {
     enum class Sent { once, twice_at_once, again_after_a_second };
     struct Case {
