@@ -1782,6 +1782,36 @@ TEST_F(CommandLineErrors, RollingBackToAnEarlierCheckpointKeepsTheLaterOnesAside
                                        copy.string() + ", the copy made then")));
 }
 
+// Resuming a checkpoint a rollback set aside returns to its branch: the checkpoints of the branch that replaced it
+// (after the rollback's step) are set aside too, not only those of its own step and later, and the records that
+// branch wrote before the resumed step are cut as another branch's (they stayed beside the resumed run's, which
+// `--resume latest` and a later rollback would take for its own; the records were said to be cut "from the
+// checkpoint's step on").
+TEST_F(CommandLineErrors, ResumingABranchSetAsideSetsAsideTheBranchItLeaves) {
+    std::string const run = "train --data {dir}/good --tokenizer byte --model gpt2-micro --sample-tokens 0 --steps 6 "
+                            "--ckpt-every 2 --ckpt-dir {dir}/branches --metrics {dir}/branches.jsonl ";
+    remove_run_outputs(dir_, "branches");
+    ASSERT_EQ(run_axonn(with_dir(run), dir_).exit_status, 0);
+    ASSERT_EQ(run_axonn(with_dir(run + "--resume {dir}/branches/step_00000002"), dir_).exit_status, 0);
+    std::string first_branch;  // its step 6, set aside by the rollback
+    for (auto const& entry : fs::directory_iterator(dir_ / "branches")) {
+        std::string const name = entry.path().filename().string();
+        if (name.starts_with("step_00000006.rolled-back-")) first_branch = name;
+    }
+    ASSERT_FALSE(first_branch.empty());
+    ASSERT_EQ(checkpoint_steps(dir_ / "branches"), (std::vector<std::int64_t>{2, 4, 6}));
+
+    CommandResult const back = run_axonn(with_dir(run + "--steps 8 --resume {dir}/branches/" + first_branch), dir_);
+    ASSERT_EQ(back.exit_status, 0) << back.stderr_text;
+    EXPECT_TRUE(printed(dir_, "rolling back to step 6: the checkpoints of the branch it leaves (each one not on the way "
+                              "to the one resumed) are kept aside as step_00000004.rolled-back-"));
+    EXPECT_TRUE(printed(dir_, with_dir("metrics file {dir}/branches.jsonl: its records of steps 2 to 5, another "
+                                       "branch's (launches the checkpoint's lineage does not name), are cut: this run "
+                                       "does not compute those steps again")));
+    // The step 2 on the way to both stays; the second branch's steps 4 and 6 are aside; the run saved its step 8.
+    EXPECT_EQ(checkpoint_steps(dir_ / "branches"), (std::vector<std::int64_t>{2, 8}));
+}
+
 // A rollback run without --metrics or --trace leaves the abandoned branch's records and spans in those files; a
 // later resume that names them cuts them and never computes those steps again, so it copies each file whole first,
 // as a rollback does (they were cut without a copy, and the gap note blamed a missing --metrics alone).

@@ -126,6 +126,22 @@ TEST(MetricsLog, AGapBeforeTheResumeStepAndTheRecordsCutAreNamed) {
     EXPECT_EQ(notes(dir / "metrics.jsonl", 2), "");  // nothing left to cut
     std::ofstream(dir / "empty.jsonl") << "";
     EXPECT_EQ(notes(dir / "empty.jsonl", 5), "");
+
+    // Records before the resume step that another launch than the checkpoint's lineage names computed (the branch
+    // that replaced a checkpoint set aside, which is resumed): cut as another branch's, which this run does not
+    // compute again (they were said to be cut "from the checkpoint's step on"), and the gap they leave named.
+    std::ofstream(dir / "branches.jsonl") << R"({"launch":"a","loss":4.0,"run":"r","step":0})" "\n"
+                                             R"({"launch":"a","loss":3.0,"run":"r","step":1})" "\n"
+                                             R"({"launch":"b","loss":2.0,"run":"r","step":2})" "\n"
+                                             R"({"launch":"b","loss":2.0,"run":"r","step":3})" "\n";
+    std::string const branches = (dir / "branches.jsonl").string();
+    EXPECT_EQ(MetricsLog(dir / "branches.jsonl", "r", "", false, MetricsResume{3, false, {{0, "a"}}}).notes(),
+              "  metrics file " + branches + ": its records of step 2, another branch's (launches the checkpoint's "
+              "lineage does not name), are cut: this run does not compute those steps again\n"
+              "  metrics file " + branches + ": its records of step 3, from the checkpoint's step on, are cut: this "
+              "run computes those steps again\n"
+              "  metrics file " + branches + " has no record of steps 2 (cut from the file, or trained without "
+              "--metrics); it goes on from step 3\n");
 }
 
 // A record the resumed run keeps after one it drops (edited by hand: a later step's record first) would be cut

@@ -553,6 +553,47 @@ std::vector<std::string> set_aside_all(std::vector<fs::path> const& checkpoints,
     return names;
 }
 
+// The launch that computed the last step before a checkpoint of step `step` (its step - 1), as `lineage` says;
+// "" where it records none.
+std::string last_launch(RunLineage const& lineage, std::int64_t step) {
+    return step > 0 ? launch_at(lineage, step - 1) : std::string();
+}
+
+// The complete checkpoints in ckpt_dir of steps before the resumed one's that are not on its way: their last step
+// was computed by another launch than the resumed checkpoint's lineage says. Resuming a checkpoint a rollback set
+// aside finds the branch that replaced it there (its checkpoints after the rollback's step), which `--resume
+// latest` and a later rollback would take for this branch's. One whose lineage cannot be told (none recorded, or
+// an index that cannot be read) stays.
+std::vector<fs::path> earlier_checkpoints_of_other_branches(fs::path const& ckpt_dir, CheckpointReader const& resumed) {
+    std::int64_t const step = resumed.index().step;
+    RunLineage const resumed_lineage = lineage_from_json(resumed.index().run, step, resumed.folder().string());
+    std::vector<fs::path> other;
+    for (CheckpointEntry const& entry : complete_checkpoints(ckpt_dir)) {
+        if (entry.step >= step) continue;
+        std::string launch;
+        try {
+            CheckpointReader const checkpoint(entry.path);
+            launch = last_launch(lineage_from_json(checkpoint.index().run, entry.step, entry.path.string()),
+                                 entry.step);
+        } catch (Error const&) {
+            continue;
+        }
+        std::string const resumed_launch = last_launch(resumed_lineage, entry.step);
+        if (!launch.empty() && !resumed_launch.empty() && launch != resumed_launch) other.push_back(entry.path);
+    }
+    return other;
+}
+
+// "the later checkpoints": what a rollback to `step` sets aside, from the names it gave them.
+std::string set_aside_kind(std::vector<std::string> const& names, std::int64_t step, bool earlier) {
+    if (earlier) return "checkpoints of the branch it leaves (each one not on the way to the one resumed)";
+    // A checkpoint of the resumed step other than the one resumed is set aside too.
+    bool const step_itself = std::any_of(names.begin(), names.end(), [&](std::string const& name) {
+        return name.starts_with(checkpoint_folder_name(step));
+    });
+    return step_itself ? "checkpoints of this step (other than the one resumed) and later" : "later checkpoints";
+}
+
 }  // namespace
 
 bool set_aside_rolled_back_checkpoints(fs::path const& ckpt_dir, std::optional<CheckpointReader> const& resumed,
@@ -561,7 +602,9 @@ bool set_aside_rolled_back_checkpoints(fs::path const& ckpt_dir, std::optional<C
         std::optional<fs::path> const folder = rollback_point(ckpt_dir, resumed);
         if (!folder) return std::string();
         std::int64_t const step = start_step(resumed);
-        std::vector<fs::path> const later = rolled_back_checkpoints(ckpt_dir, step, *folder);
+        std::vector<fs::path> const earlier = earlier_checkpoints_of_other_branches(ckpt_dir, *resumed);
+        std::vector<fs::path> later = earlier;
+        for (fs::path const& checkpoint : rolled_back_checkpoints(ckpt_dir, step, *folder)) later.push_back(checkpoint);
         if (later.empty()) return std::string();
         std::vector<ContinuedLog> const logs = existing_logs(continued_logs);
         std::vector<fs::path> marked = later;
@@ -572,16 +615,10 @@ bool set_aside_rolled_back_checkpoints(fs::path const& ckpt_dir, std::optional<C
             EndingDeferred const whole;  // Ctrl-C waits until the rollback is done or undone
             names = set_aside_all(later, logs, aside);
         }
-        // A checkpoint of the resumed step other than the one resumed is set aside too.
-        bool const step_itself = std::any_of(names.begin(), names.end(), [&](std::string const& name) {
-            return name.starts_with(checkpoint_folder_name(step));
-        });
         return fmt::format("  rolling back to step {}: the {} are kept aside as {} in {} (never resumed or pruned; "
                            "delete them when they are no longer wanted){}\n",
-                           step,
-                           step_itself ? "checkpoints of this step (other than the one resumed) and later"
-                                       : "later checkpoints",
-                           listed_names(names), ckpt_dir.string(), continued_logs_note(logs, aside.copies(), step));
+                           step, set_aside_kind(names, step, !earlier.empty()), listed_names(names), ckpt_dir.string(),
+                           continued_logs_note(logs, aside.copies(), step));
     });
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -127,17 +127,30 @@ std::string steps_without_record(MetricsFile const& file, std::string const& run
     return fmt::format("{}", fmt::join(gaps, ", "));
 }
 
-// The steps of the run's training records after the first `kept` bytes, which a resumed run cuts: nullopt if none.
-std::optional<StepSpan> cut_training_steps(MetricsFile const& file, std::string const& run_id, std::uint64_t kept) {
-    std::optional<StepSpan> steps;
+// The steps of the run's training records after the first `kept` bytes, which a resumed run cuts, before the
+// resumed step (another branch's: launches outside the resumed lineage) and from it on.
+struct CutSteps {
+    std::optional<StepSpan> other_branch;
+    std::optional<StepSpan> computed_again;
+};
+CutSteps cut_training_steps(MetricsFile const& file, std::string const& run_id, std::uint64_t kept,
+                            std::int64_t resume_step) {
+    CutSteps cut;
     std::uint64_t offset = 0;
     for (MetricsLine const& line : file.lines) {
         if (offset >= kept && is_record_of(line.record, run_id) && line.record.contains("loss")) {
-            widen(steps, line.record["step"].get<std::int64_t>());
+            std::int64_t const step = line.record["step"].get<std::int64_t>();
+            widen(step < resume_step ? cut.other_branch : cut.computed_again, step);
         }
         offset += line.text.size() + 1;
     }
-    return steps;
+    return cut;
+}
+
+// "step 4" or "steps 2 to 5".
+std::string named_steps(StepSpan span) {
+    return span.first == span.last ? fmt::format("step {}", span.first)
+                                   : fmt::format("steps {} to {}", span.first, span.last);
 }
 
 std::string describe_line(nlohmann::json const& record) {
@@ -235,10 +248,16 @@ MetricsLog::MetricsLog(std::filesystem::path const& path, std::string run_id, st
     out_.cut_to(kept);
     // Records cut without a word: a resume from a checkpoint copied from another folder, or one with later
     // checkpoints deleted, replaced a whole branch's records.
-    if (auto const cut = cut_training_steps(file, run_id_, kept)) {
-        notes_ += fmt::format("  metrics file {}: its records of steps {} to {}, from the checkpoint's step on, are "
-                              "cut: this run computes those steps again\n",
-                              path.string(), cut->first, cut->last);
+    CutSteps const cut = cut_training_steps(file, run_id_, kept, resume->step);
+    if (cut.other_branch) {
+        notes_ += fmt::format("  metrics file {}: its records of {}, another branch's (launches the checkpoint's "
+                              "lineage does not name), are cut: this run does not compute those steps again\n",
+                              path.string(), named_steps(*cut.other_branch));
+    }
+    if (cut.computed_again) {
+        notes_ += fmt::format("  metrics file {}: its records of {}, from the checkpoint's step on, are cut: this run "
+                              "computes those steps again\n",
+                              path.string(), named_steps(*cut.computed_again));
     }
     // Each step writes a record: kept records with steps missing among them or before the resume step, which the
     // file would not show (a resume continued it silently).
