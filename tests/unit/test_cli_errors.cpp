@@ -2440,17 +2440,20 @@ TEST_F(CommandLineErrors, AnEmptyPromptIsTheSameWrittenAnyWay) {
     }
 }
 
-// A warm-up longer than the run: the learning rate never reaches --lr, and the run said nothing of it.
-TEST_F(CommandLineErrors, AWarmupLongerThanTheRunIsSaid) {
+// A warm-up longer than the run (the learning rate never reaches --lr) and a --prompt with no sample to continue:
+// the run said nothing of either (a prompt is not refused: a config file may set one that --sample-tokens 0 drops).
+TEST_F(CommandLineErrors, AWarmupLongerThanTheRunAndAnUnusedPromptAreSaid) {
     std::string const train =
         "train --data {dir}/good --tokenizer byte --model gpt2-micro --sample-tokens 0 --lr 0.001 ";
-    CommandResult const longer = run_axonn(with_dir(train + "--steps 2 --warmup 10"), dir_);
+    CommandResult const longer = run_axonn(with_dir(train + "--steps 2 --warmup 10 --prompt Once"), dir_);
     ASSERT_EQ(longer.exit_status, 0) << longer.stderr_text;
     EXPECT_TRUE(printed(dir_, "--warmup 10 is longer than the run's 2 steps: the learning rate climbs throughout and "
                               "never reaches --lr 0.001"));
+    EXPECT_TRUE(printed(dir_, "--prompt is not used: --sample-tokens 0 draws no sample at the end"));
     CommandResult const as_long = run_axonn(with_dir(train + "--steps 2 --warmup 2"), dir_);  // reached at step 2
     ASSERT_EQ(as_long.exit_status, 0) << as_long.stderr_text;
     EXPECT_EQ(file_bytes(dir_ / "stdout.txt").find("--warmup"), std::string::npos);
+    EXPECT_EQ(file_bytes(dir_ / "stdout.txt").find("--prompt"), std::string::npos);
 }
 
 // A standard stream the caller closed (`<&-`, `>&-`) is the next descriptor open() hands out: standard input was

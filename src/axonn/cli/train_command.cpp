@@ -154,6 +154,7 @@ void add_train_command(CLI::App& app) {
             AXONN_REQUIRE(options->resume != "latest" || !options->ckpt_dir.empty(),
                           "--resume latest looks in --ckpt-dir: pass --ckpt-dir DIR, or --resume PATH");
             require_utf8_text(options->prompt, "--prompt", "write the prompt in UTF-8");
+            options->prompt_given = command->count("--prompt") > 0;
             options->model = model->resolve_model();
             options->model_preset_given = model->preset_given();
             options->model_overrides = model->overrides();

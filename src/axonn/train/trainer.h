@@ -49,6 +49,7 @@ struct TrainOptions {
     bool overwrite = false;               // replace an existing metrics file instead of refusing it
     SampleOptions sample;                 // new_tokens = 0 skips the sample
     std::string prompt = "\n";
+    bool prompt_given = false;            // --prompt was given (said to be unused where no sample is drawn)
     std::filesystem::path ckpt_dir;       // checkpoints go here; empty = none kept
     int ckpt_every = 0;                   // also every N steps (0: only at the end and on a stop signal)
     int keep = 0;                         // complete checkpoints kept in ckpt_dir; 0 = all

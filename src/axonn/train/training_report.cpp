@@ -67,6 +67,10 @@ void print_data(TrainOptions const& options, TrainingData const& data, Tokenizer
                    "reaches --lr {:g}\n",
                    options.schedule.warmup_steps, options.steps, options.schedule.max_lr);
     }
+    // Not refused: a config file's prompt (the demo's) is overridden by a command line's --sample-tokens 0.
+    if (options.prompt_given && options.sample.new_tokens == 0) {
+        fmt::print("  --prompt is not used: --sample-tokens 0 draws no sample at the end\n");
+    }
     if (data.train.has_loss_mask()) {
         fmt::print("  loss mask: {} of the {} training tokens count as targets (responses, not prompts){}\n",
                    data.train.loss_tokens(), data.train.total_tokens(),
