@@ -364,7 +364,8 @@ TEST_F(CheckpointOneRankJob, CtrlCOrAHangUpSavesAndStopsAndASecondCtrlCQuitsAtOn
             EXPECT_EQ(status, 128 + SIGINT) << err;
             EXPECT_EQ(err.find("stopped by"), std::string::npos) << err;
             EXPECT_NE(err.find("axonn: a second Ctrl-C or hang-up: quitting at once, without the checkpoint under "
-                               "way (the newest complete one stays)"),
+                               "way (the newest complete one stays; a save cut short leaves its step_N.partial "
+                               "folder, which no resume reads and the next save removes)"),
                       std::string::npos)
                 << err;
             // The save it cut short stays as step_N.partial, which no reader takes for a checkpoint: the next run

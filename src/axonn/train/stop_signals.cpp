@@ -55,7 +55,8 @@ constexpr char ctrl_c_note[] =
 // Said when a second SIGINT or SIGHUP ends a run that was saving on the first.
 constexpr char quit_note[] =
     "\naxonn: a second Ctrl-C or hang-up: quitting at once, without the checkpoint under way (the newest complete "
-    "one stays)\n";
+    "one stays; a save cut short leaves its step_N.partial folder, which no resume reads and the next save "
+    "removes)\n";
 
 // When the run took its stop signal (CLOCK_MONOTONIC, ns; clock_gettime may be called in a handler). A SIGINT or
 // SIGHUP within repeat_window of it is the same request delivered twice, not a second Ctrl-C: a terminal's Ctrl-C
