@@ -717,7 +717,7 @@ std::uintmax_t largest_shard(fs::path const& folder) {
 
 // A --ckpt-dir on a file system without room for the run's saves was found full by a save, after the training; it is
 // refused before any work, with the room there and the room the saves take (12 bytes a parameter, the files' headers
-// and index; two checkpoints where a save comes before the last). Checked on this machine's own temporary folder: a
+// and index; as many checkpoints as are held at once: checkpoint_room, below). Checked on this machine's own temporary folder: a
 // model that outgrows what it has free is refused, one that fits is not, and a folder not made yet is measured where
 // it would be made. (Free space can change meanwhile: the sizes keep far from the edge.)
 TEST(Checkpoint, AFolderWithoutRoomForTheSavesIsRefusedBeforeTheRun) {
@@ -726,22 +726,51 @@ TEST(Checkpoint, AFolderWithoutRoomForTheSavesIsRefusedBeforeTheRun) {
     std::optional<std::uint64_t> const free = free_bytes_for(folder);
     ASSERT_TRUE(free.has_value());
     ASSERT_GT(*free, 12u * 1000u) << "the temporary folder has no room for a small checkpoint";
-    EXPECT_NO_THROW(require_room_for_checkpoints(folder, {1000, 4, 2}));
+    EXPECT_NO_THROW(require_room_for_checkpoints(folder, {1000, 4, 2, 1}));
     // Each checkpoint 0.6 of the room free: one fits, two do not.
     auto const parameters = static_cast<std::int64_t>(*free / 20);
-    EXPECT_NO_THROW(require_room_for_checkpoints(folder, {parameters, 1, 1}));
-    std::string const two = testing::error_of([&] { require_room_for_checkpoints(folder, {parameters, 1, 2}); });
+    EXPECT_NO_THROW(require_room_for_checkpoints(folder, {parameters, 1, 1, 1}));
+    std::string const two = testing::error_of([&] { require_room_for_checkpoints(folder, {parameters, 1, 2, 1}); });
     EXPECT_NE(two.find("--ckpt-dir " + folder.string() + " has "), std::string::npos) << two;
     EXPECT_NE(two.find(" free, less than this run's saves need (about "), std::string::npos) << two;
-    EXPECT_NE(two.find(": two checkpoints (each save is written whole before the one before it can be pruned), each "
+    EXPECT_NE(two.find(": 2 checkpoints (--keep 1: each save is written whole before an older one is pruned), each "
                        "the weights"),
               std::string::npos)
         << two;
-    EXPECT_NE(two.find("free space there, or choose another folder"), std::string::npos) << two;
+    EXPECT_NE(two.find("free space there, keep fewer checkpoints (--keep, --ckpt-every), or choose another folder"),
+              std::string::npos)
+        << two;
+    std::string const all = testing::error_of([&] { require_room_for_checkpoints(folder, {parameters, 1, 4, 0}); });
+    EXPECT_NE(all.find(": 4 checkpoints (--keep 0, the default, keeps every save of the run), each"), std::string::npos)
+        << all;
     auto const outgrowing = static_cast<std::int64_t>(*free / 6);  // twice the room free
-    std::string const one = testing::error_of([&] { require_room_for_checkpoints(folder, {outgrowing, 1, 1}); });
+    std::string const one = testing::error_of([&] { require_room_for_checkpoints(folder, {outgrowing, 1, 1, 0}); });
     EXPECT_NE(one.find(": one checkpoint, the weights"), std::string::npos) << one;
+    EXPECT_NE(one.find("free space there, or choose another folder"), std::string::npos) << one;
     EXPECT_FALSE(fs::exists(dir / "not")) << "the check made the folder";
+}
+
+// How many checkpoints a launch's saves hold at once, table-driven: one where it saves once; with --keep 0 (the
+// default: all kept) every save of the launch (a run of 20 steps saving every 5 passed the check made for two and
+// found the disk full at step 15); with --keep K at most K + 1.
+TEST(Checkpoint, TheCheckpointsHeldAtOnceFollowKeepAndCkptEvery) {
+    struct Case {
+        int steps, ckpt_every, keep;
+        std::int64_t start_step, held;
+    };
+    for (Case const c : {Case{20, 0, 0, 0, 1}, Case{20, 5, 0, 0, 4}, Case{20, 5, 0, 10, 2}, Case{20, 5, 1, 0, 2},
+                         Case{20, 5, 3, 0, 4}, Case{20, 5, 9, 0, 4}, Case{20, 20, 0, 0, 1}, Case{20, 7, 0, 0, 3},
+                         Case{20, 5, 0, 20, 1}, Case{20, 5, 2, 17, 1}}) {
+        TrainOptions options;
+        options.steps = c.steps;
+        options.ckpt_every = c.ckpt_every;
+        options.keep = c.keep;
+        CheckpointRoom const room = checkpoint_room(options, c.start_step, 3);
+        EXPECT_EQ(room.held_at_once, c.held) << c.steps << " steps every " << c.ckpt_every << ", --keep " << c.keep
+                                             << ", from step " << c.start_step;
+        EXPECT_EQ(room.ranks, 3);
+        EXPECT_EQ(room.keep, c.keep);
+    }
 }
 
 // A save that failed (a full disk; here the file size limit, which fails a write alike) left its step_N.partial

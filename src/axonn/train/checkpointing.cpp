@@ -670,20 +670,34 @@ std::string copy_abandoned_records_aside(std::vector<ContinuedLog> const& logs, 
                        copies_kept(aside.copies()));
 }
 
+CheckpointRoom checkpoint_room(TrainOptions const& options, std::int64_t start_step, int ranks) {
+    // The saves of this launch: every --ckpt-every steps after its start, before the last step, and the last.
+    std::int64_t const every = options.ckpt_every;
+    std::int64_t const saves =
+        1 + (every > 0 ? std::max<std::int64_t>(0, (options.steps - 1) / every - start_step / every) : 0);
+    std::int64_t const held = options.keep == 0 ? saves : std::min<std::int64_t>(saves, options.keep + 1);
+    return {options.model.parameter_count(), ranks, held, options.keep};
+}
+
 void require_room_for_checkpoints(fs::path const& ckpt_dir, CheckpointRoom const& room) {
     constexpr double index_bytes = 256 * 1024, files_bytes_per_rank = 16 * 1024;
     double const one = 3.0 * static_cast<double>(sizeof(float)) * static_cast<double>(room.parameters) +
                        index_bytes + files_bytes_per_rank * room.ranks;
     double const needed = one * room.held_at_once;
     std::optional<std::uint64_t> const free = free_bytes_for(ckpt_dir);
-    AXONN_REQUIRE(!free || static_cast<double>(*free) >= needed,
-                  "--ckpt-dir {} has {} free, less than this run's saves need (about {}: {} the weights and AdamW's "
-                  "two moments at 12 bytes a parameter, with the files' headers and index), so a save would fail "
-                  "after the training: free space there, or choose another folder",
-                  ckpt_dir.string(), human_bytes(static_cast<double>(free.value_or(0))), human_bytes(needed),
-                  room.held_at_once == 1 ? "one checkpoint,"
-                                         : "two checkpoints (each save is written whole before the one before it can "
-                                           "be pruned), each");
+    if (!free || static_cast<double>(*free) >= needed) return;
+    std::string const held =
+        room.held_at_once == 1 ? "one checkpoint,"
+        : room.keep == 0
+            ? fmt::format("{} checkpoints (--keep 0, the default, keeps every save of the run), each",
+                          room.held_at_once)
+            : fmt::format("{} checkpoints (--keep {}: each save is written whole before an older one is pruned), each",
+                          room.held_at_once, room.keep);
+    fail("--ckpt-dir {} has {} free, less than this run's saves need (about {}: {} the weights and AdamW's two "
+         "moments at 12 bytes a parameter, with the files' headers and index), so a save would fail in the middle of "
+         "the run or after it: free space there, {}or choose another folder",
+         ckpt_dir.string(), human_bytes(static_cast<double>(*free)), human_bytes(needed), held,
+         room.held_at_once > 1 ? "keep fewer checkpoints (--keep, --ckpt-every), " : "");
 }
 
 void require_hf_model_alone(fs::path const& folder, std::string_view option) {

@@ -76,8 +76,15 @@ void require_checkpoint_folder_for_run(std::filesystem::path const& ckpt_dir,
 struct CheckpointRoom {
     std::int64_t parameters;  // each checkpoint's weights and AdamW's two moments, 12 bytes a parameter
     int ranks;                // each writes its own files, with their headers
-    int held_at_once;         // 1 for a run that saves once; 2 where a save is written before the one before it goes
+    std::int64_t held_at_once;  // 1 for a run that saves once; with --keep K, up to K + 1 (a save is written whole
+                                // before an older one is pruned); with --keep 0 (all), every save of the run
+    int keep;                   // --keep, for the message
 };
+
+// What the saves of a launch of `ranks` ranks from `start_step` hold at once: one checkpoint where it saves once;
+// with --ckpt-every saves before the last, --keep K's K + 1 (a save is written whole before an older one is pruned)
+// or, with --keep 0, all of them.
+CheckpointRoom checkpoint_room(TrainOptions const& options, std::int64_t start_step, int ranks);
 
 // Refuses a --ckpt-dir whose file system has less room than `room` (each checkpoint's tensors in fp32, with 256 KiB
 // and 16 KiB a rank for the index, the headers and the marker), before any work: a save failed after the training.

@@ -257,17 +257,6 @@ bool continues_trace(TrainOptions const& options) {
     return !options.resume.empty() && is_trace_of_run(options.trace, options.run_id);
 }
 
-// What the run's saves hold at once: one checkpoint, or two where a --ckpt-every save comes before the last (each is
-// written whole before --keep prunes the one before it).
-CheckpointRoom checkpoint_room(TrainOptions const& options, std::optional<CheckpointReader> const& resumed) {
-    int world = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &world);
-    std::int64_t const start = resumed ? resumed->index().step : 0;
-    bool const saves_before_the_end =
-        options.ckpt_every > 0 && (start / options.ckpt_every + 1) * options.ckpt_every < options.steps;
-    return {options.model.parameter_count(), world, saves_before_the_end ? 2 : 1};
-}
-
 // Checks the checkpoint folder and the metrics and trace paths before anything is written. Rank 0 decides for all:
 // it alone writes these files, and another rank that looked after rank 0 had opened them (the metrics file locked,
 // the trace's partial file made) would refuse the run's own outputs.
@@ -283,7 +272,7 @@ void check_outputs(TrainOptions const& options, TrainingData const& data,
             // Its saves and prunings would write into the model the run starts from.
             if (!options.init_from.empty()) require_not_an_input(options.ckpt_dir, "--ckpt-dir", {options.init_from});
             require_checkpoint_folder_for_run(options.ckpt_dir, data.inputs(), resumed, options.run_id);
-            require_room_for_checkpoints(options.ckpt_dir, checkpoint_room(options, resumed));
+            require_room_for_checkpoints(options.ckpt_dir, checkpoint_room(options, resumed ? resumed->index().step : 0, world_size()));
             for (std::filesystem::path const& file : options.read_files) {  // the config files, the grid file
                 require_input_outside(file, "the input", options.ckpt_dir, "--ckpt-dir",
                                       "which this run's saves and prunings change: move it out of the folder");
