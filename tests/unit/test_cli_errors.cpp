@@ -2458,26 +2458,30 @@ TEST_F(CommandLineErrors, AWarmupLongerThanTheRunAndAnUnusedPromptAreSaid) {
 
 // A standard stream the caller closed (`<&-`, `>&-`) is the next descriptor open() hands out: standard input was
 // the first file the command opened (`tokenize` printed "[]"), and a run's banner went into the first file it
-// opened (the MPI session's lock file; the metrics file, had it come first). Both now hold /dev/null, and reading
-// a closed standard input is refused.
+// opened (the MPI session's lock file; the metrics file, had it come first). Both now hold /dev/null, reading a
+// closed standard input is refused, and so is a closed standard output, at the start.
 TEST_F(CommandLineErrors, ClosedStandardStreamsAreNeitherReadAsEmptyNorWrittenIntoFiles) {
     CommandResult const closed_input = run_axonn("tokenize --tokenizer byte <&-", dir_);
     EXPECT_EQ(closed_input.exit_status, 1);
     EXPECT_EQ(closed_input.stderr_text,
               "axonn: error: standard input is closed: name the text file as FILE, or pipe it in\n");
+    // A closed standard output: what the command prints (token ids, generated text, JSON, a run's banner and
+    // sample) was lost with exit status 0. Refused before anything is opened or written, for every command.
     fs::path const metrics = dir_ / "stdout_closed.jsonl";
-    std::string const train = "timeout 60 " + binary().string() + " train --data " + (dir_ / "good").string() +
-                              " --tokenizer byte --model gpt2-micro --steps 2 --sample-tokens 0 --metrics " +
-                              metrics.string() + " >&- 2> /dev/null";
-    ASSERT_EQ(std::system(train.c_str()), 0) << train;
-    std::istringstream records(file_bytes(metrics));
-    int steps = 0;
-    for (std::string line; std::getline(records, line);) {
-        nlohmann::json const record = nlohmann::json::parse(line, nullptr, false);
-        ASSERT_FALSE(record.is_discarded()) << "not a JSON line: " << line;
-        steps += record.contains("loss") ? 1 : 0;
+    for (std::string const command :
+         {"train --data " + (dir_ / "good").string() + " --tokenizer byte --model gpt2-micro --steps 2 "
+          "--sample-tokens 0 --metrics " + metrics.string(),
+          std::string("tokenize --tokenizer byte ") + (dir_ / "good" / "train.bin").string(), std::string("--help")}) {
+        std::string const closed = "timeout 60 " + binary().string() + " " + command + " >&- 2> " +
+                                   (dir_ / "stderr.txt").string();
+        int const status = std::system(closed.c_str());
+        EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 1) << command;
+        EXPECT_EQ(file_bytes(dir_ / "stderr.txt"),
+                  "axonn: error: standard output is closed (>&-): what the command prints would be lost; redirect "
+                  "it to a file, or to /dev/null to discard it\n")
+            << command;
     }
-    EXPECT_EQ(steps, 2);
+    EXPECT_FALSE(fs::exists(metrics)) << "the run started";
 }
 
 // A byte-order mark that starts the file is not text: the ids are those of the text after it, as `prepare` trains

@@ -244,6 +244,11 @@ int help_without_mpi(int argc, char** argv) {
 
 int main(int argc, char** argv) {
     axonn::reserve_standard_streams();  // before anything opens a file that would take a closed one's place
+    if (axonn::standard_output_closed()) {
+        axonn::write_stderr_line("axonn: error: standard output is closed (>&-): what the command prints would be "
+                                 "lost; redirect it to a file, or to /dev/null to discard it");
+        return 1;
+    }
     // A file that outgrows `ulimit -f` must fail its write (and be reported) rather than kill the process.
     std::signal(SIGXFSZ, SIG_IGN);
     try {

@@ -7,6 +7,7 @@ namespace axonn {
 namespace {
 
 bool input_closed = false;
+bool output_closed = false;
 
 bool descriptor_open(int fd) { return ::fcntl(fd, F_GETFD) != -1; }
 
@@ -14,6 +15,7 @@ bool descriptor_open(int fd) { return ::fcntl(fd, F_GETFD) != -1; }
 
 void reserve_standard_streams() {
     input_closed = !descriptor_open(STDIN_FILENO);
+    output_closed = !descriptor_open(STDOUT_FILENO);
     for (int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) {
         if (descriptor_open(fd)) continue;
         // open() returns the lowest free descriptor: this one, since those below it are open.
@@ -23,5 +25,7 @@ void reserve_standard_streams() {
 }
 
 bool standard_input_closed() { return input_closed; }
+
+bool standard_output_closed() { return output_closed; }
 
 }  // namespace axonn

@@ -5,11 +5,15 @@
 
 namespace axonn {
 
-// Opens /dev/null on each of descriptors 0, 1 and 2 that is closed, and remembers whether standard input was: for
-// main, before anything opens a file.
+// Opens /dev/null on each of descriptors 0, 1 and 2 that is closed, and remembers whether standard input and
+// output were: for main, before anything opens a file.
 void reserve_standard_streams();
 
 // Whether standard input was closed when the command started (reads of it would see /dev/null's nothing).
 bool standard_input_closed();
+
+// Whether standard output was closed when the command started: what it prints would be lost without a word (every
+// write to /dev/null succeeds), so main refuses to start.
+bool standard_output_closed();
 
 }  // namespace axonn
