@@ -1812,6 +1812,32 @@ TEST_F(CommandLineErrors, ResumingABranchSetAsideSetsAsideTheBranchItLeaves) {
     EXPECT_EQ(checkpoint_steps(dir_ / "branches"), (std::vector<std::int64_t>{2, 8}));
 }
 
+// A finished run resumed again at its last step computes nothing and validates again: the record of that
+// validation, written by a launch that computed no step, was taken at the next resume for a record of step 1 that a
+// rollback abandoned ("which this run cuts and does not compute again"), and each resume left another copy of the
+// file. The resume step's own validation is the checkpoint's, whichever launch wrote it.
+TEST_F(CommandLineErrors, AFinishedRunResumedAgainAndAgainCopiesNothing) {
+    std::string const run = "train --data {dir}/good --tokenizer byte --model gpt2-micro --sample-tokens 0 --steps 2 "
+                            "--ckpt-dir {dir}/finished --metrics {dir}/finished.jsonl ";
+    remove_run_outputs(dir_, "finished");
+    ASSERT_EQ(run_axonn(with_dir(run), dir_).exit_status, 0);
+    for (int again = 0; again < 2; ++again) {
+        CommandResult const resumed = run_axonn(with_dir(run + "--resume latest"), dir_);
+        ASSERT_EQ(resumed.exit_status, 0) << resumed.stderr_text;
+        EXPECT_FALSE(printed(dir_, "a rollback abandoned")) << "resume " << again + 1;
+    }
+    for (auto const& entry : fs::directory_iterator(dir_)) {
+        EXPECT_FALSE(entry.path().filename().string().starts_with("finished.jsonl.")) << entry.path();
+    }
+    std::istringstream records(file_bytes(dir_ / "finished.jsonl"));
+    std::vector<std::string> steps;  // "2" for a training record of step 2, "v2" for a validation alone
+    for (std::string line; std::getline(records, line);) {
+        nlohmann::json const record = nlohmann::json::parse(line);
+        steps.push_back((record.contains("loss") ? "" : "v") + record["step"].dump());
+    }
+    EXPECT_EQ(steps, (std::vector<std::string>{"0", "1", "v2"}));
+}
+
 // A rollback run without --metrics or --trace leaves the abandoned branch's records and spans in those files; a
 // later resume that names them cuts them and never computes those steps again, so it copies each file whole first,
 // as a rollback does (they were cut without a copy, and the gap note blamed a missing --metrics alone).

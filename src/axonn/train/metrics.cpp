@@ -198,7 +198,11 @@ std::optional<StepSpan> abandoned_records(std::filesystem::path const& path, std
     for (std::size_t i = 0; i < file.lines.size(); ++i) {
         bool const torn = file.torn_end && i + 1 == file.lines.size();
         nlohmann::json const& record = file.lines[i].record;
-        if (!torn && is_record_of(record, run_id) &&
+        // The resume step's own validation measures the checkpoint's weights, whichever launch wrote it: one that
+        // resumed there too (a finished run resumed again) computed no step of another branch.
+        bool const resume_step_validation =
+            is_closing_validation(record) && record["step"].get<std::int64_t>() == from.step;
+        if (!torn && is_record_of(record, run_id) && !resume_step_validation &&
             abandoned_by(from, computed_step(record), record.value("launch", nlohmann::json()))) {
             widen(steps, computed_step(record));
         }
