@@ -87,6 +87,20 @@ TEST_F(JobErrors, AFailureOnRankZeroMidRunEndsTheJob) {
     EXPECT_EQ(only_error(result, 1), "[rank 0] axonn: error: cannot write metrics file /dev/full: the disk is full");
 }
 
+// A run that keeps checkpoints does not lose its steps to a metrics file it cannot write (its --ckpt-dir on another,
+// healthy disk): every rank saves the step it is at, then the job ends with the error, once, naming the checkpoint;
+// it failed at once, with nothing saved.
+TEST_F(JobErrors, AMetricsFileThatCannotBeWrittenEndsTheRunAfterASave) {
+    fs::path const ckpt = dir_ / "metrics_failed";
+    JobResult const result = mpirun("-np 4 " + train("--grid data=1,z=1,y=2,x=2 --steps 50 --metrics /dev/full "
+                                                     "--ckpt-dir " + ckpt.string()));
+    EXPECT_EQ(only_error(result, 1), "axonn: error: cannot write metrics file /dev/full: the disk is full (its record "
+                                     "of step 0 is missing); the run is saved first, as checkpoint " +
+                                         (ckpt / "step_00000001").string() +
+                                         " (step 1): fix that, then continue with --resume latest");
+    EXPECT_TRUE(fs::exists(ckpt / "step_00000001" / "COMPLETE"));
+}
+
 TEST_F(JobErrors, AFailureEveryRankSeesPrintsOnceWithoutARank) {
     JobResult const result = mpirun("-np 4 " + train("--grid data=1,z=1,y=2,x=2 --steps 0"));
     EXPECT_EQ(only_error(result, 2), "axonn: error: --steps must be at least 1, got 0");

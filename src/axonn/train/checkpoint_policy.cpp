@@ -1,12 +1,14 @@
 #include "axonn/train/checkpoint_policy.h"
 
 #include "axonn/checkpoint/checkpoint_dir.h"
+#include "axonn/comm/rank_zero.h"
 #include "axonn/core/error.h"
 #include "axonn/core/timer.h"
 #include "axonn/train/checkpointing.h"
 
 #include <fmt/format.h>
 
+#include <array>
 #include <csignal>
 #include <new>
 #include <system_error>
@@ -56,17 +58,26 @@ CheckpointPolicy::CheckpointPolicy(TrainOptions const& options, Decoder& model, 
     if (!options.ckpt_dir.empty()) stop_signals_.emplace();
 }
 
-void CheckpointPolicy::before_step(int step) {
+void CheckpointPolicy::before_step(int step, std::string const& output_failure) {
     if (in_flight_ && in_flight_->finished()) complete_background_save();
-    stop_if_signalled(step);
+    stop_if_asked(step, output_failure);
 }
 
-void CheckpointPolicy::stop_if_signalled(int step) {
+void CheckpointPolicy::stop_if_asked(int step, std::string const& output_failure, bool on_signal) {
     if (!stop_signals_) return;
-    int const signal = stop_signals_->received(model_.grid().comm(Group::world));
-    if (signal == 0) return;
+    // One all-reduce for both: the signal any rank holds, and whether rank 0's metrics failed.
+    std::array<double, 2> asked = {on_signal ? static_cast<double>(stop_signals_->received_here()) : 0.0,
+                                   output_failure.empty() ? 0.0 : 1.0};
+    model_.grid().comm(Group::world).all_reduce_max(asked.data(), asked.size());
+    int const signal = static_cast<int>(asked[0]);
+    bool const failed = asked[1] != 0.0;
+    if (signal == 0 && !failed) return;
     complete_background_save();
     fs::path const folder = last_saved_ == step ? options_.ckpt_dir / checkpoint_folder_name(step) : save(step);
+    if (failed) {
+        fail("{}; the run is saved first, as checkpoint {} (step {}): fix that, then continue with --resume latest",
+             decided_by_rank_zero([&] { return output_failure; }), folder.string(), step);
+    }
     throw StoppedBySignal(fmt::format("stopped by {} after {} steps; checkpoint {}; continue with --resume latest",
                                       stop_signal_name(signal), step, folder.string()));
 }

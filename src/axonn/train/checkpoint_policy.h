@@ -17,6 +17,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
 
 namespace axonn {
 
@@ -26,12 +27,15 @@ public:
     CheckpointPolicy(TrainOptions const& options, Decoder& model, AdamW& optimizer, TrainingData const& data,
                      std::optional<CheckpointReader> const& resumed, int start_step, bool leader);
 
-    // Before step `step`: notes a background save that has been written, then stops if signalled. Collective
-    // over the world.
-    void before_step(int step);
-    // When any rank has received a stop signal, saves the run at `step` (unless that step is saved already) and
-    // throws StoppedBySignal. Collective over the world.
-    void stop_if_signalled(int step);
+    // Before step `step`: notes a background save that has been written, then stops if asked (stop_if_asked).
+    // Collective over the world.
+    void before_step(int step, std::string const& output_failure);
+    // Stops the run at `step` when any rank has received a stop signal (where `on_signal`), or rank 0 could not
+    // write the run's metrics (`output_failure`: that error on rank 0, empty on the others): saves the run (unless
+    // that step is saved already), then throws StoppedBySignal, or for the failure an axonn::Error naming the
+    // checkpoint, on every rank (the failure ended the run at once, losing the steps since its last save).
+    // Collective over the world.
+    void stop_if_asked(int step, std::string const& output_failure, bool on_signal = true);
     // After the update that completed `done` steps: saves when --ckpt-every says so (never the last step's: the
     // end saves it).
     void after_step(int done);

@@ -202,10 +202,6 @@ std::string_view stop_signal_name(int signal) {
     }
 }
 
-int StopSignals::received(Communicator& world) const {
-    double signal = received_signal.load(std::memory_order_relaxed);
-    world.all_reduce_max(&signal, 1);
-    return static_cast<int>(signal);
-}
+int StopSignals::received_here() const { return received_signal.load(std::memory_order_relaxed); }
 
 }  // namespace axonn

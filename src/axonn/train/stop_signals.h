@@ -82,8 +82,8 @@ public:
     StopSignals(StopSignals const&) = delete;
     StopSignals& operator=(StopSignals const&) = delete;
 
-    // The signal that any rank of `world` has received so far (0: none). Collective over `world`.
-    int received(Communicator& world) const;
+    // The signal this rank has received so far (0: none); the caller agrees over the ranks.
+    int received_here() const;
 
 };
 

@@ -232,6 +232,7 @@ struct TrainingRun {
     bool trace_continued;  // the leader's: --trace names the trace of the run's earlier launches, which it continues
     std::unique_ptr<TraceFile> trace;  // none without --trace; every rank checks its path before metrics are opened
     MetricsLog metrics;
+    std::string metrics_failure;  // rank 0's: a record it could not write (the run saves, then ends with it)
     Decoder model;
     AdamW optimizer;
     int start_step = 0;
@@ -566,6 +567,19 @@ bool traced_step(TrainingRun const& run, int step) {
     return step - run.start_step < run.options.trace_steps;
 }
 
+// Writes a metrics record. In a run that keeps checkpoints, a write that fails (a full disk) is kept on rank 0 and
+// ends the run at the next step boundary after a save (CheckpointPolicy::stop_if_asked): it ended the run at once,
+// losing its steps since the last save. Without a --ckpt-dir nothing would be saved: the failure ends the run now.
+void write_metrics(TrainingRun& run, nlohmann::json const& record) {
+    if (!run.metrics_failure.empty()) return;
+    if (run.options.ckpt_dir.empty()) return run.metrics.write(record);
+    try {
+        run.metrics.write(record);
+    } catch (Error const& e) {
+        run.metrics_failure = fmt::format("{} (its record of step {} is missing)", e.what(), record["step"].dump());
+    }
+}
+
 // One optimisation step: the batch, the update, the traffic, the trace and the metrics. Returns its record.
 nlohmann::json train_one_step(TrainingRun& run, int step, std::optional<float> val_loss, LoopState& loop) {
     ProcessGrid& grid = run.job.grid();
@@ -586,7 +600,7 @@ nlohmann::json train_one_step(TrainingRun& run, int step, std::optional<float> v
     }
     nlohmann::json const record =
         step_record(run, loop, step, result, lr, seconds, communication_time(calls), val_loss);
-    run.metrics.write(record);
+    write_metrics(run, record);
     return record;
 }
 
@@ -600,7 +614,7 @@ std::string step_status(nlohmann::json const& record) {
 // The closing validation's record: the loss after the last update.
 void close_validation(TrainingRun& run, int step, std::optional<float> val_loss) {
     if (!val_loss) return;
-    run.metrics.write({{"step", step}, {"val_loss", *val_loss}});
+    write_metrics(run, {{"step", step}, {"val_loss", *val_loss}});
     if (run.leader) fmt::print(stderr, "\nfinal validation loss {:.4f}\n", *val_loss);
 }
 
@@ -694,7 +708,7 @@ TrainSummary train(TrainingRun& run) {
     int step = run.start_step;
     try {
         for (; step <= options.steps; ++step) {
-            checkpoints.before_step(step);
+            checkpoints.before_step(step, run.metrics_failure);
             if (run.trace && !traced_step(run, step)) run.trace->stop_recording();  // after the last one's span
             TraceSpan const step_span(TraceTrack::steps, [&] { return fmt::format("step {}", step); });
             std::optional<float> const val_loss = validate_if_due(run, step, loop);
@@ -710,8 +724,9 @@ TrainSummary train(TrainingRun& run) {
         checkpoints.at_end();
         // A signal during the closing validation or the final save: the run is saved; the closing sample, which
         // may take longer than the scheduler waits, is left to the resumed run. Without one, nothing is left to
-        // resume: the run ends as finished (0), which a requeue chain built on 75 must not start again.
-        if (options.sample.new_tokens > 0) checkpoints.stop_if_signalled(options.steps);
+        // resume: the run ends as finished (0), which a requeue chain built on 75 must not start again. A closing
+        // validation record that could not be written ends it with that error.
+        checkpoints.stop_if_asked(options.steps, run.metrics_failure, options.sample.new_tokens > 0);
     } catch (StoppedBySignal const&) {  // on every rank alike, after the checkpoint: the steps traced are kept
         write_trace(run, step);
         throw;
