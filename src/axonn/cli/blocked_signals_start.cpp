@@ -1,10 +1,11 @@
-// The `axonn` command as launchers start it: a small static program that blocks SIGTERM and SIGUSR1 and becomes
-// the real program, axonn-main (beside it), by exec. The signal mask survives exec, and a signal that arrives
-// while blocked waits, pending, until axonn-main's signal thread takes it (train/stop_signals.h). Without this,
-// a scheduler's signal in the first milliseconds of a task, while the dynamic loader maps MPI, oneDNN and the
-// rest before main can install a handler, ended the task by the signal's default action (status 138 or 143, not
-// 75), and a requeueing job script stopped there. A static program has no loader to wait for: the window left is
-// the few microseconds before its main.
+// The `axonn` command as launchers start it: a small static program that blocks the stop signals (SIGTERM,
+// SIGUSR1, SIGINT and SIGHUP) and becomes the real program, axonn-main (beside it), by exec. The signal mask
+// survives exec, and a signal that arrives while blocked waits, pending, until axonn-main's signal thread takes it
+// (train/stop_signals.h). Without this, a scheduler's signal in the first milliseconds of a task, while the dynamic
+// loader maps MPI, oneDNN and the rest before main can install a handler, ended the task by the signal's default
+// action (status 138 or 143, not 75), and a requeueing job script stopped there; a hang-up or a Ctrl-C then ended
+// it with 129 or 130 and no checkpoint. A static program has no loader to wait for: the window left is the few
+// microseconds before its main.
 #include <signal.h>
 #include <unistd.h>
 
@@ -35,6 +36,8 @@ int main(int, char** argv) {
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGTERM);
     sigaddset(&stop_signals, SIGUSR1);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGHUP);
     sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
     char path[PATH_MAX];
     if (!main_program_path(path)) {
