@@ -151,7 +151,8 @@ int run(int argc, char** argv) {
     app.footer("Run `axonn COMMAND --help` for a command's options. Docs: README.md, docs/ARCHITECTURE.md.\n"
                "Exit status: 0 success, 1 an error in data, files or the run, 2 a bad command line, 70 a bug,\n"
                "75 a training run stopped by SIGTERM, SIGUSR1, Ctrl-C or SIGHUP after saving its checkpoint\n"
-               "(resume it).");
+               "(resume it; `mpirun` itself exits 1 when it is sent SIGTERM or Ctrl-C, 75 on SIGUSR1:\n"
+               "docs/CLUSTERS.md).");
     app.require_subcommand(1);
     // A later value of an option replaces an earlier one: how the command line overrides a config file.
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
