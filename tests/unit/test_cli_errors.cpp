@@ -1591,7 +1591,7 @@ TEST_F(CommandLineErrors, AConfigThatDisagreesWithTheWeightsNamesTheTensor) {
         testing::write_file(dir_ / "vocab_hf" / "config.json", config.dump());
         std::string const expected =
             "wte.weight has shape [257, 64], but its config.json asks for [" + std::to_string(vocab) + ", 64]";
-        for (std::string const command :
+        for (std::string const& command :
              {"generate --model-dir {dir}/vocab_hf --tokenizer byte --prompt hi",
               "train --data {dir}/good --tokenizer byte --model gpt2-micro --steps 1 --init-from {dir}/vocab_hf",
               "import {dir}/vocab_hf --out {dir}/vocab_imported"}) {
@@ -1657,7 +1657,7 @@ TEST_F(CommandLineErrors, WeightsThatAreNotFiniteAreNamedAtTheStartAndByImport) 
                                        "infinite): element 1 of h.1.attn.c_attn.bias in model.safetensors: the model "
                                        "is damaged");
     fs::remove_all(dir_ / "nan_import");
-    for (std::string const command :
+    for (std::string const& command :
          {"import --format hf {dir}/nan_hf --out {dir}/nan_import",
           "generate --model-dir {dir}/nan_hf --tokenizer byte --prompt x --max-new-tokens 2",
           "train --tokenizer byte --steps 2 --sample-tokens 0 --init-from {dir}/nan_hf --data {dir}/good"}) {
@@ -1805,8 +1805,8 @@ TEST_F(CommandLineErrors, ResumingABranchSetAsideSetsAsideTheBranchItLeaves) {
 
     CommandResult const back = run_axonn(with_dir(run + "--steps 8 --resume {dir}/branches/" + first_branch), dir_);
     ASSERT_EQ(back.exit_status, 0) << back.stderr_text;
-    EXPECT_TRUE(printed(dir_, "rolling back to step 6: the checkpoints of the branch it leaves (each one not on the way "
-                              "to the one resumed) are kept aside as step_00000004.rolled-back-"));
+    EXPECT_TRUE(printed(dir_, "rolling back to step 6: the checkpoints of the branch it leaves (each one not on the "
+                              "way to the one resumed) are kept aside as step_00000004.rolled-back-"));
     EXPECT_TRUE(printed(dir_, with_dir("metrics file {dir}/branches.jsonl: its records of steps 2 to 5, another "
                                        "branch's (launches the checkpoint's lineage does not name), are cut: this run "
                                        "does not compute those steps again")));
@@ -2496,7 +2496,7 @@ TEST_F(CommandLineErrors, ClosedStandardStreamsAreNeitherReadAsEmptyNorWrittenIn
     // A closed standard output: what the command prints (token ids, generated text, JSON, a run's banner and
     // sample) was lost with exit status 0. Refused before anything is opened or written, for every command.
     fs::path const metrics = dir_ / "stdout_closed.jsonl";
-    for (std::string const command :
+    for (std::string const& command :
          {"train --data " + (dir_ / "good").string() + " --tokenizer byte --model gpt2-micro --steps 2 "
           "--sample-tokens 0 --metrics " + metrics.string(),
           std::string("tokenize --tokenizer byte ") + (dir_ / "good" / "train.bin").string(), std::string("--help")}) {

@@ -603,17 +603,17 @@ bool set_aside_rolled_back_checkpoints(fs::path const& ckpt_dir, std::optional<C
         if (!folder) return std::string();
         std::int64_t const step = start_step(resumed);
         std::vector<fs::path> const earlier = earlier_checkpoints_of_other_branches(ckpt_dir, *resumed);
-        std::vector<fs::path> later = earlier;
-        for (fs::path const& checkpoint : rolled_back_checkpoints(ckpt_dir, step, *folder)) later.push_back(checkpoint);
-        if (later.empty()) return std::string();
+        std::vector<fs::path> leaving = earlier;  // oldest first
+        for (fs::path const& later : rolled_back_checkpoints(ckpt_dir, step, *folder)) leaving.push_back(later);
+        if (leaving.empty()) return std::string();
         std::vector<ContinuedLog> const logs = existing_logs(continued_logs);
-        std::vector<fs::path> marked = later;
+        std::vector<fs::path> marked = leaving;
         for (ContinuedLog const& log : logs) marked.push_back(log.path);
         RollbackAside aside(rollback_mark(marked));
         std::vector<std::string> names;
         {
             EndingDeferred const whole;  // Ctrl-C waits until the rollback is done or undone
-            names = set_aside_all(later, logs, aside);
+            names = set_aside_all(leaving, logs, aside);
         }
         return fmt::format("  rolling back to step {}: the {} are kept aside as {} in {} (never resumed or pruned; "
                            "delete them when they are no longer wanted){}\n",

@@ -273,7 +273,8 @@ void check_outputs(TrainOptions const& options, TrainingData const& data,
             // Its saves and prunings would write into the model the run starts from.
             if (!options.init_from.empty()) require_not_an_input(options.ckpt_dir, "--ckpt-dir", {options.init_from});
             require_checkpoint_folder_for_run(options.ckpt_dir, data.inputs(), resumed, options.run_id);
-            require_room_for_checkpoints(options.ckpt_dir, checkpoint_room(options, resumed ? resumed->index().step : 0, world_size()));
+            std::int64_t const start = resumed ? resumed->index().step : 0;
+            require_room_for_checkpoints(options.ckpt_dir, checkpoint_room(options, start, world_size()));
             for (std::filesystem::path const& file : options.read_files) {  // the config files, the grid file
                 require_input_outside(file, "the input", options.ckpt_dir, "--ckpt-dir",
                                       "which this run's saves and prunings change: move it out of the folder");
