@@ -4,6 +4,8 @@
 // writes. A failure that every rank sees alike prints one line. `timeout` turns a hang into a failed test.
 #include "jobs/job.h"
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -84,21 +86,26 @@ TEST_F(JobErrors, AFailureOnRankZeroMidRunEndsTheJob) {
     // Only rank 0 writes the metrics, and the first write fails (a full disk) after the first step, while the
     // other ranks are already in the next step's collectives.
     JobResult const result = mpirun("-np 4 " + train("--grid data=1,z=1,y=2,x=2 --steps 50 --metrics /dev/full"));
-    EXPECT_EQ(only_error(result, 1), "[rank 0] axonn: error: cannot write metrics file /dev/full: the disk is full");
+    EXPECT_EQ(only_error(result, 1), "[rank 0] axonn: error: cannot write metrics file /dev/full: the disk is full (its "
+                                     "record of step 0 is missing); the run stops there, and without --ckpt-dir none "
+                                     "of its training is kept");
 }
 
 // A run that keeps checkpoints does not lose its steps to a metrics file it cannot write (its --ckpt-dir on another,
 // healthy disk): every rank saves the step it is at, then the job ends with the error, once, naming the checkpoint;
-// it failed at once, with nothing saved.
+// it failed at once, with nothing saved. Its trace is written, as a stop signal's is (it was lost).
 TEST_F(JobErrors, AMetricsFileThatCannotBeWrittenEndsTheRunAfterASave) {
     fs::path const ckpt = dir_ / "metrics_failed";
+    fs::path const trace = dir_ / "metrics_failed.json";
     JobResult const result = mpirun("-np 4 " + train("--grid data=1,z=1,y=2,x=2 --steps 50 --metrics /dev/full "
-                                                     "--ckpt-dir " + ckpt.string()));
+                                                     "--ckpt-dir " + ckpt.string() + " --trace " + trace.string()));
     EXPECT_EQ(only_error(result, 1), "axonn: error: cannot write metrics file /dev/full: the disk is full (its record "
                                      "of step 0 is missing); the run is saved first, as checkpoint " +
                                          (ckpt / "step_00000001").string() +
                                          " (step 1): fix that, then continue with --resume latest");
     EXPECT_TRUE(fs::exists(ckpt / "step_00000001" / "COMPLETE"));
+    nlohmann::json const spans = nlohmann::json::parse(testing::file_bytes(trace), nullptr, false);
+    EXPECT_TRUE(spans.is_object() && spans.contains("traceEvents")) << testing::file_bytes(trace).substr(0, 200);
 }
 
 TEST_F(JobErrors, AFailureEveryRankSeesPrintsOnceWithoutARank) {

@@ -750,24 +750,28 @@ TEST(Checkpoint, AFolderWithoutRoomForTheSavesIsRefusedBeforeTheRun) {
     EXPECT_FALSE(fs::exists(dir / "not")) << "the check made the folder";
 }
 
-// How many checkpoints a launch's saves hold at once, table-driven: one where it saves once; with --keep 0 (the
+// How many new checkpoints a launch's saves hold at once, table-driven: one where it saves once; with --keep 0 (the
 // default: all kept) every save of the launch (a run of 20 steps saving every 5 passed the check made for two and
-// found the disk full at step 15); with --keep K at most K + 1.
+// found the disk full at step 15); with --keep K at most K + 1, less the run's checkpoints already in the folder,
+// which the first save's pruning removes (a resumed run with --keep 1 was refused room for two new ones), and at
+// least the one being written.
 TEST(Checkpoint, TheCheckpointsHeldAtOnceFollowKeepAndCkptEvery) {
     struct Case {
         int steps, ckpt_every, keep;
-        std::int64_t start_step, held;
+        std::int64_t start_step, kept, held;
     };
-    for (Case const c : {Case{20, 0, 0, 0, 1}, Case{20, 5, 0, 0, 4}, Case{20, 5, 0, 10, 2}, Case{20, 5, 1, 0, 2},
-                         Case{20, 5, 3, 0, 4}, Case{20, 5, 9, 0, 4}, Case{20, 20, 0, 0, 1}, Case{20, 7, 0, 0, 3},
-                         Case{20, 5, 0, 20, 1}, Case{20, 5, 2, 17, 1}}) {
+    for (Case const c : {Case{20, 0, 0, 0, 0, 1}, Case{20, 5, 0, 0, 0, 4}, Case{20, 5, 0, 10, 3, 2},
+                         Case{20, 5, 1, 0, 0, 2}, Case{20, 5, 3, 0, 0, 4}, Case{20, 5, 9, 0, 0, 4},
+                         Case{20, 20, 0, 0, 0, 1}, Case{20, 7, 0, 0, 0, 3}, Case{20, 5, 0, 20, 4, 1},
+                         Case{20, 5, 2, 17, 2, 1}, Case{20, 5, 1, 10, 1, 1}, Case{20, 5, 3, 0, 2, 2},
+                         Case{20, 5, 1, 0, 5, 1}}) {
         TrainOptions options;
         options.steps = c.steps;
         options.ckpt_every = c.ckpt_every;
         options.keep = c.keep;
-        CheckpointRoom const room = checkpoint_room(options, c.start_step, 3);
+        CheckpointRoom const room = checkpoint_room(options, c.start_step, 3, c.kept);
         EXPECT_EQ(room.held_at_once, c.held) << c.steps << " steps every " << c.ckpt_every << ", --keep " << c.keep
-                                             << ", from step " << c.start_step;
+                                             << ", from step " << c.start_step << " with " << c.kept << " kept";
         EXPECT_EQ(room.ranks, 3);
         EXPECT_EQ(room.keep, c.keep);
     }

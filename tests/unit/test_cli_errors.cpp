@@ -1591,7 +1591,7 @@ TEST_F(CommandLineErrors, AConfigThatDisagreesWithTheWeightsNamesTheTensor) {
         testing::write_file(dir_ / "vocab_hf" / "config.json", config.dump());
         std::string const expected =
             "wte.weight has shape [257, 64], but its config.json asks for [" + std::to_string(vocab) + ", 64]";
-        for (std::string const& command :
+        for (std::string const command :
              {"generate --model-dir {dir}/vocab_hf --tokenizer byte --prompt hi",
               "train --data {dir}/good --tokenizer byte --model gpt2-micro --steps 1 --init-from {dir}/vocab_hf",
               "import {dir}/vocab_hf --out {dir}/vocab_imported"}) {
@@ -1657,7 +1657,7 @@ TEST_F(CommandLineErrors, WeightsThatAreNotFiniteAreNamedAtTheStartAndByImport) 
                                        "infinite): element 1 of h.1.attn.c_attn.bias in model.safetensors: the model "
                                        "is damaged");
     fs::remove_all(dir_ / "nan_import");
-    for (std::string const& command :
+    for (std::string const command :
          {"import --format hf {dir}/nan_hf --out {dir}/nan_import",
           "generate --model-dir {dir}/nan_hf --tokenizer byte --prompt x --max-new-tokens 2",
           "train --tokenizer byte --steps 2 --sample-tokens 0 --init-from {dir}/nan_hf --data {dir}/good"}) {
@@ -1779,7 +1779,8 @@ TEST_F(CommandLineErrors, RollingBackToAnEarlierCheckpointKeepsTheLaterOnesAside
         with_dir(run + "--steps 5 --resume {dir}/rollback/" + aside[0]), dir_);
     ASSERT_EQ(branch.exit_status, 0) << branch.stderr_text;
     EXPECT_TRUE(printed(dir_, with_dir("metrics file {dir}/rollback.jsonl has no record of steps 2 to 3 (cut from the "
-                                       "file, or trained without --metrics); it goes on from step 4; the branch "
+                                       "file, lost to a write that failed, or trained without --metrics); it goes on "
+                                       "from step 4; the branch "
                                        "resumed was set aside by a rollback, and its records of those steps are in " +
                                        copy.string() + ", the copy made then")));
 }
@@ -2655,6 +2656,36 @@ TEST_F(CommandLineErrors, MetricsOnAFillingDiskKeepWholeLines) {
     ASSERT_FALSE(lines.empty());
     EXPECT_EQ(lines.back(), '\n') << "a torn last line: " << lines.substr(lines.rfind('\n') + 1);
     EXPECT_LT(std::count(lines.begin(), lines.end(), '\n'), 40);
+}
+
+// A save that fails mid-run (a full disk, here a file-size limit) says what is left to resume: the newest complete
+// checkpoint and --resume latest, or that none is complete yet (it said only which file it could not write).
+TEST_F(CommandLineErrors, ASaveThatFailsSaysWhatIsLeftToResume) {
+    std::string const run = "train --data {dir}/good --tokenizer byte --model gpt2-micro --sample-tokens 0 "
+                            "--ckpt-dir {dir}/failing_saves ";
+    remove_run_outputs(dir_, "failing_saves");
+    // With a --trace, which an error ends unwritten: said, before the error.
+    CommandResult const first = run_axonn(with_dir(run + "--steps 2 --trace {dir}/failing_saves.json"), dir_,
+                                          "ulimit -f 8; PMIX_MCA_gds=hash");
+    EXPECT_EQ(first.exit_status, 1);
+    EXPECT_NE(first.stderr_text.find(with_dir("axonn: the --trace file {dir}/failing_saves.json is not written: the "
+                                              "run ended on the error below\naxonn: error: cannot write checkpoint "
+                                              "file ")),
+              std::string::npos)
+        << first.stderr_text;
+    EXPECT_NE(first.stderr_text.find(with_dir("the file system's largest file; no checkpoint is complete in "
+                                              "{dir}/failing_saves yet: fix that, and run again")),
+              std::string::npos)
+        << first.stderr_text;
+    ASSERT_EQ(run_axonn(with_dir(run + "--steps 2"), dir_).exit_status, 0);
+    CommandResult const later = run_axonn(with_dir(run + "--steps 4 --resume latest"), dir_,
+                                          "ulimit -f 8; PMIX_MCA_gds=hash");
+    EXPECT_EQ(later.exit_status, 1);
+    EXPECT_NE(later.stderr_text.find(with_dir("the file system's largest file; the newest checkpoint, "
+                                              "{dir}/failing_saves/step_00000002, is whole: fix that, then continue "
+                                              "with --resume latest")),
+              std::string::npos)
+        << later.stderr_text;
 }
 
 // A run refused over its outputs makes nothing: not the --ckpt-dir (nor its lock), not a folder named as a file.

@@ -117,8 +117,9 @@ TEST(MetricsLog, AGapBeforeTheResumeStepAndTheRecordsCutAreNamed) {
     };
     std::string const file = (dir / "metrics.jsonl").string();
     EXPECT_EQ(notes(dir / "metrics.jsonl", 10), "  metrics file " + file +
-                                                    " has no record of steps 2, 4 to 5, 7 to 9 (cut from the file, or "
-                                                    "trained without --metrics); it goes on from step 10\n");
+                                                    " has no record of steps 2, 4 to 5, 7 to 9 (cut from the file, lost "
+                                                    "to a write that failed, or trained without --metrics); it goes "
+                                                    "on from step 10\n");
     // Cut after step 1: nothing missing before step 2, and the records of steps 3 and 6 gone.
     EXPECT_EQ(notes(dir / "metrics.jsonl", 2), "  metrics file " + file + ": its records of steps 3 to 6, from the "
                                                                           "checkpoint's step on, are cut: this run "
@@ -140,8 +141,8 @@ TEST(MetricsLog, AGapBeforeTheResumeStepAndTheRecordsCutAreNamed) {
               "lineage does not name), are cut: this run does not compute those steps again\n"
               "  metrics file " + branches + ": its records of step 3, from the checkpoint's step on, are cut: this "
               "run computes those steps again\n"
-              "  metrics file " + branches + " has no record of steps 2 (cut from the file, or trained without "
-              "--metrics); it goes on from step 3\n");
+              "  metrics file " + branches + " has no record of step 2 (cut from the file, lost to a write that "
+              "failed, or trained without --metrics); it goes on from step 3\n");
 }
 
 // A record the resumed run keeps after one it drops (edited by hand: a later step's record first) would be cut

@@ -27,11 +27,18 @@ int saved_step(TrainOptions const& options, std::optional<CheckpointReader> cons
 }
 
 // A save needs host memory of its own beside the run's (its copies of the state): out of memory there was
-// reported as the run's ("choose a smaller model, batch or sequence"), which had fitted.
+// reported as the run's ("choose a smaller model, batch or sequence"), which had fitted. A save that fails (a full
+// disk) says what is left to resume: `newest`, the step of the newest complete checkpoint in --ckpt-dir, or -1.
 template <typename Save>
-auto naming_the_save(int step, bool background, Save&& save) {
+auto naming_the_save(int step, bool background, int newest, std::filesystem::path const& ckpt_dir, Save&& save) {
     try {
         return save();
+    } catch (Error const& e) {
+        if (newest < 0) {
+            fail("{}; no checkpoint is complete in {} yet: fix that, and run again", e.what(), ckpt_dir.string());
+        }
+        fail("{}; the newest checkpoint, {}, is whole: fix that, then continue with --resume latest", e.what(),
+             (ckpt_dir / checkpoint_folder_name(newest)).string());
     } catch (std::bad_alloc const&) {
         fail("out of memory saving the checkpoint of step {} (the earlier checkpoints are intact): {}", step,
              background ? "--ckpt-async first copies the weights and AdamW's moments into host memory; save without "
@@ -75,8 +82,9 @@ void CheckpointPolicy::stop_if_asked(int step, std::string const& output_failure
     complete_background_save();
     fs::path const folder = last_saved_ == step ? options_.ckpt_dir / checkpoint_folder_name(step) : save(step);
     if (failed) {
-        fail("{}; the run is saved first, as checkpoint {} (step {}): fix that, then continue with --resume latest",
-             decided_by_rank_zero([&] { return output_failure; }), folder.string(), step);
+        throw EndedAfterSave(fmt::format("{}; the run is saved first, as checkpoint {} (step {}): fix that, then "
+                                         "continue with --resume latest",
+                                         decided_by_rank_zero([&] { return output_failure; }), folder.string(), step));
     }
     throw StoppedBySignal(fmt::format("stopped by {} after {} steps; checkpoint {}; continue with --resume latest",
                                       stop_signal_name(signal), step, folder.string()));
@@ -108,7 +116,7 @@ void CheckpointPolicy::at_end() {
 void CheckpointPolicy::start_background_save(int step) {
     complete_background_save();  // at most one in flight
     Stopwatch watch;
-    naming_the_save(step, true, [&] {
+    naming_the_save(step, true, last_saved_, options_.ckpt_dir, [&] {
         in_flight_.emplace(prepare_training_checkpoint(options_, model_, optimizer_, data_, step));
     });
     if (leader_) {
@@ -121,7 +129,8 @@ void CheckpointPolicy::complete_background_save() {
     if (!in_flight_) return;
     Stopwatch watch;
     fs::path const folder =
-        naming_the_save(static_cast<int>(in_flight_->step()), true, [&] { return in_flight_->wait(); });
+        naming_the_save(static_cast<int>(in_flight_->step()), true, last_saved_, options_.ckpt_dir,
+                        [&] { return in_flight_->wait(); });
     last_saved_ = static_cast<int>(in_flight_->step());
     in_flight_.reset();
     if (leader_) {
@@ -132,8 +141,9 @@ void CheckpointPolicy::complete_background_save() {
 
 fs::path CheckpointPolicy::save(int step) {
     Stopwatch watch;
-    fs::path const folder = naming_the_save(
-        step, false, [&] { return save_training_checkpoint(options_, model_, optimizer_, data_, step); });
+    fs::path const folder = naming_the_save(step, false, last_saved_, options_.ckpt_dir, [&] {
+        return save_training_checkpoint(options_, model_, optimizer_, data_, step);
+    });
     last_saved_ = step;
     if (leader_) {
         fmt::print(stderr, "\ncheckpoint of step {} saved to {} ({:.2f} s)\n", step, folder.string(), watch.seconds());

@@ -21,6 +21,13 @@
 
 namespace axonn {
 
+// Thrown on every rank alike by stop_if_asked when a failure the ranks agreed on ends the run after its save: an
+// error (exit status 1) whose message names the checkpoint. Every rank is there, so the trace can still be written.
+class EndedAfterSave : public Error {
+public:
+    explicit EndedAfterSave(std::string const& message) : Error(message) {}
+};
+
 class CheckpointPolicy {
 public:
     // resumed: the checkpoint the run resumed from at start_step, if any.
@@ -32,8 +39,7 @@ public:
     void before_step(int step, std::string const& output_failure);
     // Stops the run at `step` when any rank has received a stop signal (where `on_signal`), or rank 0 could not
     // write the run's metrics (`output_failure`: that error on rank 0, empty on the others): saves the run (unless
-    // that step is saved already), then throws StoppedBySignal, or for the failure an axonn::Error naming the
-    // checkpoint, on every rank (the failure ended the run at once, losing the steps since its last save).
+    // that step is saved already), then throws StoppedBySignal, or for the failure EndedAfterSave, on every rank (the failure ended the run at once, losing the steps since its last save).
     // Collective over the world.
     void stop_if_asked(int step, std::string const& output_failure, bool on_signal = true);
     // After the update that completed `done` steps: saves when --ckpt-every says so (never the last step's: the

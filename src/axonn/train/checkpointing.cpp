@@ -670,12 +670,13 @@ std::string copy_abandoned_records_aside(std::vector<ContinuedLog> const& logs, 
                        copies_kept(aside.copies()));
 }
 
-CheckpointRoom checkpoint_room(TrainOptions const& options, std::int64_t start_step, int ranks) {
+CheckpointRoom checkpoint_room(TrainOptions const& options, std::int64_t start_step, int ranks, std::int64_t kept) {
     // The saves of this launch: every --ckpt-every steps after its start, before the last step, and the last.
     std::int64_t const every = options.ckpt_every;
     std::int64_t const saves =
         1 + (every > 0 ? std::max<std::int64_t>(0, (options.steps - 1) / every - start_step / every) : 0);
-    std::int64_t const held = options.keep == 0 ? saves : std::min<std::int64_t>(saves, options.keep + 1);
+    std::int64_t const pruned_to = std::max<std::int64_t>(1, options.keep + 1 - kept);
+    std::int64_t const held = options.keep == 0 ? saves : std::min(saves, pruned_to);
     return {options.model.parameter_count(), ranks, held, options.keep};
 }
 

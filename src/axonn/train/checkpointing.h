@@ -81,10 +81,11 @@ struct CheckpointRoom {
     int keep;                   // --keep, for the message
 };
 
-// What the saves of a launch of `ranks` ranks from `start_step` hold at once: one checkpoint where it saves once;
-// with --ckpt-every saves before the last, --keep K's K + 1 (a save is written whole before an older one is pruned)
-// or, with --keep 0, all of them.
-CheckpointRoom checkpoint_room(TrainOptions const& options, std::int64_t start_step, int ranks);
+// The new checkpoints that the saves of a launch of `ranks` ranks from `start_step` hold at once, where `kept` of
+// the run's own are in --ckpt-dir already: with --keep 0 (all kept), every save; with --keep K, the newest K stay,
+// and each save is written whole before the older ones go, so at most K + 1 less those already there, and at
+// least the one being written.
+CheckpointRoom checkpoint_room(TrainOptions const& options, std::int64_t start_step, int ranks, std::int64_t kept);
 
 // Refuses a --ckpt-dir whose file system has less room than `room` (each checkpoint's tensors in fp32, with 256 KiB
 // and 16 KiB a rank for the index, the headers and the marker), before any work: a save failed after the training.

@@ -273,9 +273,10 @@ MetricsLog::MetricsLog(std::filesystem::path const& path, std::string run_id, st
                 : fmt::format("; the branch resumed was set aside by a rollback, and its records of those steps are "
                               "in {}, the copy made then",
                               resume->branch_records.string());
-        notes_ += fmt::format("  metrics file {} has no record of steps {} (cut from the file, or trained without "
-                              "--metrics); it goes on from step {}{}\n",
-                              path.string(), missing, resume->step, where);
+        bool const one = missing.find_first_of(", ") == std::string::npos;  // "2", not "2 to 4" or "2, 5"
+        notes_ += fmt::format("  metrics file {} has no record of {} {} (cut from the file, lost to a write that "
+                              "failed, or trained without --metrics); it goes on from step {}{}\n",
+                              path.string(), one ? "step" : "steps", missing, resume->step, where);
     }
 }
 

@@ -1,6 +1,7 @@
 #include "axonn/train/trainer.h"
 
 #include "axonn/checkpoint/checkpoint_dir.h"
+#include "axonn/comm/job_errors.h"
 #include "axonn/comm/rank_zero.h"
 #include "axonn/comm/same_on_every_rank.h"
 #include "axonn/core/error.h"
@@ -274,7 +275,10 @@ void check_outputs(TrainOptions const& options, TrainingData const& data,
             if (!options.init_from.empty()) require_not_an_input(options.ckpt_dir, "--ckpt-dir", {options.init_from});
             require_checkpoint_folder_for_run(options.ckpt_dir, data.inputs(), resumed, options.run_id);
             std::int64_t const start = resumed ? resumed->index().step : 0;
-            require_room_for_checkpoints(options.ckpt_dir, checkpoint_room(options, start, world_size()));
+            // The run's own checkpoints up to its start, which --keep prunes as it saves (later ones are set aside).
+            auto const kept = std::ranges::count_if(complete_checkpoints(options.ckpt_dir),
+                                                    [&](CheckpointEntry const& entry) { return entry.step <= start; });
+            require_room_for_checkpoints(options.ckpt_dir, checkpoint_room(options, start, world_size(), kept));
             for (std::filesystem::path const& file : options.read_files) {  // the config files, the grid file
                 require_input_outside(file, "the input", options.ckpt_dir, "--ckpt-dir",
                                       "which this run's saves and prunings change: move it out of the folder");
@@ -570,14 +574,18 @@ bool traced_step(TrainingRun const& run, int step) {
 
 // Writes a metrics record. In a run that keeps checkpoints, a write that fails (a full disk) is kept on rank 0 and
 // ends the run at the next step boundary after a save (CheckpointPolicy::stop_if_asked): it ended the run at once,
-// losing its steps since the last save. Without a --ckpt-dir nothing would be saved: the failure ends the run now.
+// losing its steps since the last save. Without a --ckpt-dir nothing would be saved: the failure ends the run now,
+// and says so.
 void write_metrics(TrainingRun& run, nlohmann::json const& record) {
     if (!run.metrics_failure.empty()) return;
-    if (run.options.ckpt_dir.empty()) return run.metrics.write(record);
     try {
         run.metrics.write(record);
     } catch (Error const& e) {
-        run.metrics_failure = fmt::format("{} (its record of step {} is missing)", e.what(), record["step"].dump());
+        std::string const failure = fmt::format("{} (its record of step {} is missing)", e.what(), record["step"].dump());
+        if (run.options.ckpt_dir.empty()) {
+            fail("{}; the run stops there, and without --ckpt-dir none of its training is kept", failure);
+        }
+        run.metrics_failure = failure;
     }
 }
 
@@ -730,6 +738,20 @@ TrainSummary train(TrainingRun& run) {
         checkpoints.stop_if_asked(options.steps, run.metrics_failure, options.sample.new_tokens > 0);
     } catch (StoppedBySignal const&) {  // on every rank alike, after the checkpoint: the steps traced are kept
         write_trace(run, step);
+        throw;
+    } catch (EndedAfterSave const& failure) {  // the same, and the failure stays the error (the trace's own, if any)
+        try {
+            write_trace(run, step);
+        } catch (Error const& trace_failure) {
+            throw EndedAfterSave(fmt::format("{}; the --trace file is not written either: {}", failure.what(),
+                                             trace_failure.what()));
+        }
+        throw;
+    } catch (Error const&) {  // maybe on this rank alone: no collective (the trace gathers every rank's spans)
+        if (run.leader && run.trace) {
+            write_stderr_line(fmt::format("axonn: the --trace file {} is not written: the run ended on the error "
+                                          "below", options.trace.string()));
+        }
         throw;
     }
     finish_run(run, loop);
