@@ -519,7 +519,8 @@ std::vector<BadInput> const bad_inputs = {
      "--out {dir}/good/train.bin is a token shard: writing it would destroy it, --overwrite or not", 1},
     {"tune_over_its_machine_profile",
      "tune --model gpt2-micro --tokenizer byte --batch 8 --seq 16 --out {dir}/machines/local.toml --overwrite",
-     "--out {dir}/machines/local.toml is also an input of this run", 1, "AXONN_MACHINES_DIR={dir}/machines"},
+     "--out {dir}/machines/local.toml is a machine profile: writing it would destroy it, --overwrite or not", 1,
+     "AXONN_MACHINES_DIR={dir}/machines"},
     // The default file holding another job's tuned grid: the message named only --overwrite, which would lose it.
     {"tune_over_another_jobs_tuned_grid", "tune --model gpt2-micro --tokenizer byte --batch 8 --seq 16",
      "{dir}/machines_tuned/tuned-grid.json holds the grid `axonn tune` measured for another job (batch 8, sequence "
@@ -838,6 +839,21 @@ std::vector<BadInput> const bad_inputs = {
     {"trace_is_the_grid_file",
      "train --data {dir}/good --tokenizer byte --grid {dir}/grid.json --trace {dir}/grid.json --overwrite",
      "--trace {dir}/grid.json is also an input of this run", 1},
+    // The same files when this run does not read them: only tune --out and calibrate --out replace them (a run with
+    // a fixed grid replaced the profile, or a tuned grid, with its metrics, and a plot replaced a profile).
+    {"metrics_onto_a_grid_file_this_run_does_not_read",
+     "train --data {dir}/good --tokenizer byte --model gpt2-micro --metrics {dir}/machines_tuned/tuned-grid.json "
+     "--overwrite",
+     "--metrics {dir}/machines_tuned/tuned-grid.json is a grid file from `axonn tune`: writing it would destroy it, "
+     "--overwrite or not; choose another path", 1},
+    {"trace_onto_a_profile_this_run_does_not_read",
+     "train --data {dir}/good --tokenizer byte --model gpt2-micro --trace {dir}/machines_tuned/local.toml --overwrite",
+     "--trace {dir}/machines_tuned/local.toml is a machine profile: writing it would destroy it, --overwrite or not",
+     1},
+    {"plot_onto_a_profile",
+     "plan --weak-scaling gpt-5b:8,gpt-10b:16 --batch 8 --plot {dir}/machines_tuned/local.toml --overwrite",
+     "--plot {dir}/machines_tuned/local.toml is a machine profile: writing it would destroy it, --overwrite or not",
+     1},
     {"metrics_linked_to_the_initial_checkpoint",
      "train --data {dir}/good --tokenizer byte --model gpt2-micro --init-from {dir}/model/step_00000001 "
      "--metrics {dir}/linked_index.json --overwrite",

@@ -94,10 +94,10 @@ void add_calibrate_command(CLI::App& app) {
                                          quoted_text(options->name)));
         }
         require_existing_folder(path, "--out");
-        require_apart_from_models_and_data(path, "--out");  // before the folder's check: no file in a checkpoint
+        require_apart_from_models_and_data(path, "--out", TuningFile::machine_profile);  // before the folder's check
         require_not_a_folder(path, "--out", "local.toml");
         require_apart_from_config_files(path, "--out", *command);
-        require_output_file(path, "--out", "machine profile", *overwrite);
+        require_output_file(path, "--out", "machine profile", *overwrite, {}, TuningFile::machine_profile);
         MachineProfile const profile = measure_machine_profile(*options);
         int rank = 0;
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -14,7 +14,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr char const* grid_file_format = "axonn-grid";
 constexpr int grid_file_version = 1;
 
 int positive_field(json const& object, char const* key, fs::path const& path) {

@@ -14,6 +14,9 @@
 
 namespace axonn {
 
+// The "format" a grid file's JSON names.
+inline constexpr char const* grid_file_format = "axonn-grid";
+
 // The job a grid was chosen for.
 struct GridJob {
     std::string model;  // ModelConfig::summary()

@@ -7,7 +7,9 @@
 #include "axonn/io/hf_safetensors.h"
 #include "axonn/io/safetensors.h"
 #include "axonn/io/token_shard.h"
+#include "axonn/perf/machine_profile.h"
 #include "axonn/train/data_loader.h"
+#include "axonn/train/grid_file.h"
 
 #include <fcntl.h>
 #include <nlohmann/json.hpp>
@@ -56,6 +58,32 @@ std::optional<std::string> foreign_content(fs::path const& folder, OutputKind ow
 
 // The largest JSON file read to tell what it is: a checkpoint's index or a model's config is far smaller.
 constexpr std::uint64_t max_sniffed_json_bytes = std::uint64_t{16} << 20;
+// The largest file read as a grid file or a machine profile (each is a few KiB).
+constexpr std::uintmax_t max_sniffed_tuning_bytes = 1 << 20;
+
+// What of axonn's tuning the regular file at `path` holds, told by its contents: a grid file (JSON whose format is
+// the grid file's) or a machine profile (a TOML file the planner loads whole).
+TuningFile tuning_contents(fs::path const& path) {
+    std::error_code error;
+    std::uintmax_t const size = fs::file_size(path, error);
+    if (error || !fs::is_regular_file(path, error) || size > max_sniffed_tuning_bytes) return TuningFile::none;
+    std::string const text = read_input_file(path, "output", "", max_sniffed_tuning_bytes);
+    if (text.starts_with('{')) {
+        json const document = json::parse(text, nullptr, false);
+        bool const grid = document.is_object() && document.value("format", json()) == grid_file_format;
+        return grid ? TuningFile::grid_file : TuningFile::none;
+    }
+    try {
+        load_machine_profile(fs::absolute(path).string());  // a path, never a profile's name
+        return TuningFile::machine_profile;
+    } catch (Error const&) {
+        return TuningFile::none;
+    }
+}
+
+std::string_view described(TuningFile kind) {
+    return kind == TuningFile::grid_file ? "a grid file from `axonn tune`" : "a machine profile";
+}
 
 // What the regular file at `path` holds of a model's or data's, told by its contents (so that a link of any kind,
 // or a copy, is known too), for a message; or nothing.
@@ -133,7 +161,7 @@ void require_folder_for(fs::path const& folder, std::string_view option, OutputK
     }
 }
 
-void require_apart_from_models_and_data(fs::path const& file, std::string_view option) {
+void require_apart_from_models_and_data(fs::path const& file, std::string_view option, TuningFile own) {
     require_outside_checkpoints(file, option);
     // The lock a training run holds on its --ckpt-dir (named, or through a link): replaced, a second run would no
     // longer find it held.
@@ -146,12 +174,16 @@ void require_apart_from_models_and_data(fs::path const& file, std::string_view o
         fail("{} {} is {}: writing it would destroy it, --overwrite or not; choose another path", option,
              file.string(), *kind);
     }
+    if (TuningFile const tuning = tuning_contents(file); tuning != TuningFile::none && tuning != own) {
+        fail("{} {} is {}: writing it would destroy it, --overwrite or not; choose another path", option,
+             file.string(), described(tuning));
+    }
 }
 
 void require_output_file(fs::path const& file, std::string_view option, std::string_view what, bool overwrite,
-                         std::vector<fs::path> const& inputs) {
+                         std::vector<fs::path> const& inputs, TuningFile own) {
     require_not_an_input(file, option, inputs);
-    require_apart_from_models_and_data(file, option);
+    require_apart_from_models_and_data(file, option, own);
     require_replaceable_output(file, what, overwrite);
 }
 

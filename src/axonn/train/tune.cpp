@@ -79,11 +79,11 @@ TuneResult run_tune(TuneOptions const& options) {
     });
     // Before any grid is timed: an earlier file is refused at once, not after minutes of work, and so is the
     // machine profile the grids are ranked on.
-    require_apart_from_models_and_data(out, "--out");  // before the folder's check: no file in a checkpoint
+    require_apart_from_models_and_data(out, "--out", TuningFile::grid_file);  // before the folder's check
     require_not_a_folder(out, "--out", "tuned-grid.json");
     GridJob const job{options.bench.model.summary(), options.bench.batch, options.bench.seq, world};
     require_default_out_free(out, job, options.overwrite);
-    require_output_file(out, "--out", "grid file", options.overwrite, {local_profile_path()});
+    require_output_file(out, "--out", "grid file", options.overwrite, {local_profile_path()}, TuningFile::grid_file);
     // Made now, not when the file is written: a folder that cannot be made is found before the grids are timed.
     MadeFolder folder(out.parent_path(), "grid file folder");
     LocalProfile const profile = local_machine_profile();
