@@ -2690,29 +2690,30 @@ TEST_F(CommandLineErrors, MetricsOnAFillingDiskKeepWholeLines) {
 TEST_F(CommandLineErrors, ASaveThatFailsSaysWhatIsLeftToResume) {
     std::string const run = "train --data {dir}/good --tokenizer byte --model gpt2-micro --sample-tokens 0 "
                             "--ckpt-dir {dir}/failing_saves ";
+    // The run's error, under a file-size limit that no checkpoint file fits.
+    auto const failed_save = [&](std::string const& arguments) {
+        CommandResult const result = run_axonn(with_dir(run + arguments), dir_, "ulimit -f 8; PMIX_MCA_gds=hash");
+        EXPECT_EQ(result.exit_status, 1) << arguments;
+        return result.stderr_text;
+    };
     remove_run_outputs(dir_, "failing_saves");
     // With a --trace, which an error ends unwritten: said, before the error.
-    CommandResult const first = run_axonn(with_dir(run + "--steps 2 --trace {dir}/failing_saves.json"), dir_,
-                                          "ulimit -f 8; PMIX_MCA_gds=hash");
-    EXPECT_EQ(first.exit_status, 1);
-    EXPECT_NE(first.stderr_text.find(with_dir("axonn: the --trace file {dir}/failing_saves.json is not written: the "
-                                              "run ended on the error below\naxonn: error: cannot write checkpoint "
-                                              "file ")),
+    std::string const first = failed_save("--steps 2 --trace {dir}/failing_saves.json");
+    EXPECT_NE(first.find(with_dir("axonn: the --trace file {dir}/failing_saves.json is not written: the run ended on "
+                                  "the error below\naxonn: error: cannot write checkpoint file ")),
               std::string::npos)
-        << first.stderr_text;
-    EXPECT_NE(first.stderr_text.find(with_dir("the file system's largest file; no checkpoint is complete in "
-                                              "{dir}/failing_saves yet: fix that, and run again")),
+        << first;
+    EXPECT_NE(first.find(with_dir("the file system's largest file; no checkpoint is complete in {dir}/failing_saves "
+                                  "yet: fix that, and run again")),
               std::string::npos)
-        << first.stderr_text;
+        << first;
     ASSERT_EQ(run_axonn(with_dir(run + "--steps 2"), dir_).exit_status, 0);
-    CommandResult const later = run_axonn(with_dir(run + "--steps 4 --resume latest"), dir_,
-                                          "ulimit -f 8; PMIX_MCA_gds=hash");
-    EXPECT_EQ(later.exit_status, 1);
-    EXPECT_NE(later.stderr_text.find(with_dir("the file system's largest file; the newest checkpoint, "
-                                              "{dir}/failing_saves/step_00000002, is whole: fix that, then continue "
-                                              "with --resume latest")),
+    std::string const later = failed_save("--steps 4 --resume latest");
+    EXPECT_NE(later.find(with_dir("the file system's largest file; the newest checkpoint, "
+                                  "{dir}/failing_saves/step_00000002, is whole: fix that, then continue with --resume "
+                                  "latest")),
               std::string::npos)
-        << later.stderr_text;
+        << later;
 }
 
 // A run refused over its outputs makes nothing: not the --ckpt-dir (nor its lock), not a folder named as a file.
