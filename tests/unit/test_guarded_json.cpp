@@ -56,6 +56,9 @@ INSTANTIATE_TEST_SUITE_P(Table, GuardedJson, ::testing::ValuesIn(guarded_cases),
 TEST(GuardedJson, TextThatIsNotJsonIsNamedWithWhere) {
     for (auto const& [text, reason] : {std::pair{"{\"a\": ", "not valid JSON near byte 7"},
                                        std::pair{"{\"a\": NaN}", "not valid JSON near byte 7"},
+                                       std::pair{"{\"a\": \"\\ud800\"}",
+                                                 "not valid JSON near byte 14 (invalid string: surrogate "
+                                                 "U+D800..U+DBFF must be followed by U+DC00..U+DFFF)"},
                                        std::pair{"[1e999]", "it holds a number too large for a double"}}) {
         EXPECT_EQ(testing::error_of([&] { parse_guarded_json(text, 3); }), reason) << text;
     }

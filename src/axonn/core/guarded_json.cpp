@@ -5,6 +5,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace axonn {
@@ -79,6 +80,14 @@ nlohmann::json parse_guarded_json(std::string_view text, int max_depth) {
             nlohmann::json::parse(text.begin(), text.end(), naming_a_repeated_key());
         AXONN_INVARIANT(false, "an object of the JSON lost a member, but no key was read twice");
     } catch (nlohmann::json::parse_error const& error) {
+        // A string's own fault (a lone UTF-16 surrogate, a control character, bytes that are not UTF-8) is named:
+        // "not valid JSON" alone sent the user looking for a syntax error in valid-looking JSON.
+        std::string_view const what = error.what();
+        std::size_t const reason = what.find("invalid string: ");
+        if (reason != std::string_view::npos) {
+            std::string_view const named = what.substr(reason, what.find("; last read", reason) - reason);
+            fail("not valid JSON near byte {} ({})", error.byte, named);
+        }
         fail("not valid JSON near byte {}", error.byte);
     } catch (nlohmann::json::out_of_range const&) {
         fail("it holds a number too large for a double");
