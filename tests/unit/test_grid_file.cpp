@@ -86,6 +86,16 @@ TEST(GridFile, MalformedFilesAreRefusedByName) {
          "grid order 'x,y,z' must name each of x, y, z and data exactly once, fastest first, as in x,y,z,data: write "
          "it again with `axonn tune`"},
         {"grid_of_other_ranks", edited([](auto& j) { j["ranks"] = 8; }), "its grid data=1,z=2,y=1,x=2 is not of its 8"},
+        // Edited by hand: announced as measured fastest, with the time of the grid that was.
+        {"grid_not_the_fastest_measured",
+         edited([](auto& j) { j["grid"] = {{"data", 4}, {"z", 1}, {"y", 1}, {"x", 1}}; }),
+         "its grid data=4,z=1,y=1,x=1 at 0.0125 s a step is not the fastest of those it records as measured "
+         "(data=1,z=2,y=1,x=2 at 0.0125 s): edited by hand? Write it again with `axonn tune`, or give the grid itself, "
+         "--grid data=4,z=1,y=1,x=1"},
+        {"time_not_the_fastest_measured", edited([](auto& j) { j["step_s"] = 0.001; }),
+         "its grid data=1,z=2,y=1,x=2 at 0.001 s a step is not the fastest"},
+        {"candidate_without_a_time", edited([](auto& j) { j["candidates"][0].erase("measured_s"); }),
+         "a candidate is not {\"grid\": text, \"measured_s\": number}"},
     };
     for (BadGridFile const& bad : cases) {
         fs::path const path = dir.path() / (std::string(bad.name) + ".json");
