@@ -83,8 +83,8 @@ void add_train_command(CLI::App& app) {
                         "process grid: data=D,z=Z,y=Y,x=X (product = number of MPI ranks); a grid file written by "
                         "`axonn tune` (its grid and order); or auto: the grid `axonn tune` measured for this job "
                         "(tuned-grid.json in the machine folder: configs/machines of axonn's source, or "
-                        "$AXONN_MACHINES_DIR; a damaged one is an error, not passed by), else, where it holds none for this "
-                        "job, the planner's choice with the local machine profile")
+                        "$AXONN_MACHINES_DIR; a damaged one is an error, not passed by), else, where it holds none for "
+                        "this job, the planner's choice with the local machine profile")
         ->capture_default_str();
     add_grid_order_option(*command, options->grid_order,
                           "rank order of the axes, fastest first (the fastest stays inside a node)");

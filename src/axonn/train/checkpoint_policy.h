@@ -39,8 +39,8 @@ public:
     void before_step(int step, std::string const& output_failure);
     // Stops the run at `step` when any rank has received a stop signal (where `on_signal`), or rank 0 could not
     // write the run's metrics (`output_failure`: that error on rank 0, empty on the others): saves the run (unless
-    // that step is saved already), then throws StoppedBySignal, or for the failure EndedAfterSave, on every rank (the failure ended the run at once, losing the steps since its last save).
-    // Collective over the world.
+    // that step is saved already), then throws StoppedBySignal, or for the failure EndedAfterSave, on every rank
+    // (the failure ended the run at once, losing the steps since its last save). Collective over the world.
     void stop_if_asked(int step, std::string const& output_failure, bool on_signal = true);
     // After the update that completed `done` steps: saves when --ckpt-every says so (never the last step's: the
     // end saves it).

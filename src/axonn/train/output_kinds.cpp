@@ -65,15 +65,16 @@ constexpr std::uintmax_t max_sniffed_tuning_bytes = 1 << 20;
 // the grid file's) or a machine profile (a TOML file the planner loads whole).
 TuningFile tuning_contents(fs::path const& path) {
     std::error_code error;
-    std::uintmax_t const size = fs::file_size(path, error);
-    if (error || !fs::is_regular_file(path, error) || size > max_sniffed_tuning_bytes) return TuningFile::none;
-    std::string const text = read_input_file(path, "output", "", max_sniffed_tuning_bytes);
-    if (text.starts_with('{')) {
-        json const document = json::parse(text, nullptr, false);
-        bool const grid = document.is_object() && document.value("format", json()) == grid_file_format;
-        return grid ? TuningFile::grid_file : TuningFile::none;
+    if (!fs::is_regular_file(path, error) || fs::file_size(path, error) > max_sniffed_tuning_bytes || error) {
+        return TuningFile::none;
     }
-    try {
+    try {  // a file this process cannot read is none of them: the write that follows says what is wrong
+        std::string const text = read_input_file(path, "output", "", max_sniffed_tuning_bytes);
+        if (text.starts_with('{')) {
+            json const document = json::parse(text, nullptr, false);
+            bool const grid = document.is_object() && document.value("format", json()) == grid_file_format;
+            return grid ? TuningFile::grid_file : TuningFile::none;
+        }
         load_machine_profile(fs::absolute(path).string());  // a path, never a profile's name
         return TuningFile::machine_profile;
     } catch (Error const&) {

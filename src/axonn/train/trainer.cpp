@@ -581,7 +581,8 @@ void write_metrics(TrainingRun& run, nlohmann::json const& record) {
     try {
         run.metrics.write(record);
     } catch (Error const& e) {
-        std::string const failure = fmt::format("{} (its record of step {} is missing)", e.what(), record["step"].dump());
+        std::string const failure =
+            fmt::format("{} (its record of step {} is missing)", e.what(), record["step"].dump());
         if (run.options.ckpt_dir.empty()) {
             fail("{}; the run stops there, and without --ckpt-dir none of its training is kept", failure);
         }
