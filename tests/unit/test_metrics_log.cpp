@@ -167,6 +167,32 @@ TEST(MetricsLog, ARecordKeptAfterOneDroppedIsRefused) {
     EXPECT_NO_THROW(require_resumable_metrics_file(dir / "metrics.jsonl", "another run", {2, false, {}}, true));
 }
 
+// Two records of one step that the resumed run would keep (a file edited by hand, or two joined) are refused, naming
+// both lines, --overwrite or not; a training record and the closing validation of one step are not a repeat, and a
+// repeat among the records the resume cuts is cut with them.
+TEST(MetricsLog, ARepeatedRecordOfAStepIsRefused) {
+    TempDir dir;
+    std::string const joined = R"({"loss":4.0,"run":"r","step":0})" "\n"
+                               R"({"loss":3.0,"run":"r","step":1})" "\n"
+                               R"({"loss":3.0,"run":"r","step":1})" "\n"
+                               R"({"loss":2.0,"run":"r","step":2})" "\n";
+    std::ofstream(dir / "metrics.jsonl") << joined;
+    std::string const error =
+        error_of([&] { require_resumable_metrics_file(dir / "metrics.jsonl", "r", {3, false, {}}, true); });
+    EXPECT_NE(error.find("line 3 repeats the training record of step 1 on line 2"), std::string::npos) << error;
+    EXPECT_EQ(file_bytes(dir / "metrics.jsonl"), joined);
+    EXPECT_NO_THROW(require_resumable_metrics_file(dir / "metrics.jsonl", "r", {1, false, {}}, false));
+    std::ofstream(dir / "validations.jsonl") << R"({"loss":4.0,"run":"r","step":0})" "\n"
+                                                R"({"run":"r","step":1,"val_loss":2.5})" "\n"
+                                                R"({"run":"r","step":1,"val_loss":2.5})" "\n";
+    EXPECT_NE(error_of([&] {
+                  require_resumable_metrics_file(dir / "validations.jsonl", "r", {1, false, {}}, false);
+              }).find("line 3 repeats the closing validation of step 1 on line 2"),
+              std::string::npos);
+    std::ofstream(dir / "closing.jsonl") << earlier_launch;  // step 3's closing validation, then its training record
+    EXPECT_NO_THROW(require_resumable_metrics_file(dir / "closing.jsonl", "r", {4, false, {}}, false));
+}
+
 // A line that is no record, edited into the run's own file, is refused as what it is (not as another run's), and
 // the message says that repairing it keeps the run's records, which --overwrite would replace.
 TEST(MetricsLog, ALineEditedIntoTheRunsOwnFileIsNamedWithWhatOverwriteWouldLose) {

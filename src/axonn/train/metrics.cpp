@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -191,6 +192,22 @@ std::optional<std::pair<std::size_t, std::size_t>> kept_after_dropped(MetricsFil
     return std::nullopt;
 }
 
+// The first record a resumed run keeps that repeats an earlier kept one's step (two training records, or two
+// closing validations, of one step: axonn writes one of each at most), with the line it repeats, or nullopt.
+std::optional<std::pair<std::size_t, std::size_t>> repeated_kept_record(MetricsFile const& file,
+                                                                        std::string const& run_id,
+                                                                        MetricsResume const& resume) {
+    std::map<std::pair<std::int64_t, bool>, std::size_t> first_line_of;  // (step, closing validation) -> line
+    for (std::size_t i = 0; i < file.lines.size(); ++i) {
+        nlohmann::json const& record = file.lines[i].record;
+        if (is_blank(file.lines[i].text) || !is_record_of(record, run_id) || !kept_on_resume(record, resume)) continue;
+        auto const [seen, first] =
+            first_line_of.try_emplace({record["step"].get<std::int64_t>(), is_closing_validation(record)}, i);
+        if (!first) return std::pair{seen->second, i};
+    }
+    return std::nullopt;
+}
+
 std::optional<StepSpan> abandoned_records(std::filesystem::path const& path, std::string const& run_id,
                                           ResumedFrom const& from) {
     MetricsFile const file = read_metrics_file(path);
@@ -234,6 +251,13 @@ void require_resumable_metrics_file(std::filesystem::path const& path, std::stri
              "(axonn writes them so), or name another --metrics path",
              path.string(), lines->first + 1, step(lines->first), lines->second + 1, step(lines->second), resume.step,
              lines->second + 1);
+    }
+    if (auto const lines = repeated_kept_record(file, run_id, resume)) {
+        fail("metrics file {} line {} repeats the {} of step {} on line {} (axonn writes one a step: a file edited by "
+             "hand, or two joined); remove one of the two lines, or name another --metrics path",
+             path.string(), lines->second + 1,
+             is_closing_validation(file.lines[lines->first].record) ? "closing validation" : "training record",
+             file.lines[lines->first].record["step"].get<std::int64_t>(), lines->first + 1);
     }
 }
 

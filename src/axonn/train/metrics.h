@@ -36,7 +36,8 @@ struct MetricsResume {
 //   not a metrics file, are refused unless `overwrite` (which replaces that file);
 // - it cuts its own file after the records it keeps: a record it keeps that follows one it drops (a later step's
 //   record before an earlier one's, or the resume step's training record before its closing validation), which
-//   the cut would lose, is refused, `overwrite` or not.
+//   the cut would lose, is refused, `overwrite` or not; so is a record it keeps that repeats another's step (two
+//   training records, or two closing validations, of one step).
 void require_resumable_metrics_file(std::filesystem::path const& path, std::string const& run_id,
                                     MetricsResume const& resume, bool overwrite);
 
