@@ -321,6 +321,20 @@ TEST_F(Llama3Tokenizer, AnAddedTokenMayNotTakeAnotherTokensId) {
                   std::string::npos)
             << error.what();
     }
+    // A vocabulary token need not be UTF-8 (id 94 is the byte 0xA1 alone): named with U+FFFD for that byte, where
+    // quoting it threw out of the reader (found by fuzz_llama3_tokenizer).
+    file["added_tokens"].back()["id"] = 94;
+    std::filesystem::create_directories(dir / "byte");
+    write_file(dir / "byte" / "tokenizer.json", file.dump());
+    try {
+        make_llama3_tokenizer(dir / "byte");
+        FAIL() << "a token took another's id";
+    } catch (Error const& error) {
+        EXPECT_NE(std::string(error.what()).find("takes id 94, which is already the token \"\xEF\xBF\xBD\""),
+                  std::string::npos)
+            << error.what();
+    }
+    file["added_tokens"].back()["id"] = 5;
     file["added_tokens"].back()["content"] = "&";
     std::filesystem::create_directories(dir / "repeated");
     write_file(dir / "repeated" / "tokenizer.json", file.dump());

@@ -326,9 +326,12 @@ private:
             // The same token listed in both (GPT-2's files list <|endoftext|> so) is one token; another text under
             // a taken id made its text decode as the added token's.
             if (known[token.id] && tokens_[token.id] != token.text) {
-                fail_corrupt_tokenizer_json(path, "added token {} takes id {}, which is already the token {}",
-                                            nlohmann::json(token.text).dump(), token.id,
-                                            nlohmann::json(tokens_[token.id]).dump());
+                // A vocabulary token's bytes need not be UTF-8 (a byte-level token is any bytes): quoted with U+FFFD
+                // in place of a byte that is not, where dump() would throw.
+                fail_corrupt_tokenizer_json(
+                    path, "added token {} takes id {}, which is already the token {}", nlohmann::json(token.text).dump(),
+                    token.id,
+                    nlohmann::json(tokens_[token.id]).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
             }
             tokens_[token.id] = token.text;
             known[token.id] = true;
